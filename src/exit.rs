@@ -1,0 +1,10 @@
+//! Process exit codes: a public contract that CI scripts rely on (see `docs/ci.md`).
+
+/// Every SLA assertion held (or the command succeeded).
+pub const OK: i32 = 0;
+/// An SLA assertion failed, or `compare` found a regression.
+pub const SLA_FAILED: i32 = 1;
+/// The scenario or the command line is invalid.
+pub const INVALID: i32 = 2;
+/// The run could not be carried out: target unreachable, I/O error, interrupted.
+pub const RUN_ERROR: i32 = 3;

@@ -1,0 +1,19 @@
+//! infermeter: benchmark-as-code for LLM inference servers.
+//!
+//! The pipeline runs in one direction (see `docs/architecture.md`):
+//! `scenario` (KDL → [`scenario::Scenario`]) → `plan` ([`plan::Plan`]) → `runner`
+//! (stream of [`metrics::RequestRecord`]) → `metrics` → `sla` → `report`.
+//! Each stage is one module with one public entry point; plain data flows between them.
+
+pub mod arrival;
+pub mod cli;
+pub mod client;
+pub mod dataset;
+pub mod exit;
+pub mod metrics;
+pub mod plan;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod sim;
+pub mod units;

@@ -1,0 +1,127 @@
+//! The Plan: the fully resolved, deterministic workload. No `Option`s left to interpret, no
+//! reference back to the KDL. The runner follows it; `infermeter plan` prints it; its hash
+//! identifies the workload in every result.
+//!
+//! Memory does not grow with prompt text × requests: a request is a [`RequestRecipe`] computed
+//! on demand from `(stage seed, index)`, and its text is materialised by the dataset module at
+//! send time. Only open-loop schedules (one `u64` per request) are stored.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Api, ArrivalSpec, LengthDist, TokenizerSpec};
+use crate::sim::SimConfig;
+use crate::units::Duration;
+
+/// Bumped whenever the meaning of a plan changes (e.g. how recipes are drawn), so that equal
+/// hashes keep meaning equal workloads across infermeter versions.
+pub const PLAN_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format: u32,
+    pub scenario: String,
+    pub description: Option<String>,
+    pub seed: u64,
+    /// Hex digest over everything below (see `plan::hash`). Identifies the workload.
+    pub hash: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub target: TargetPlan,
+    pub tokenizer: TokenizerSpec,
+    pub datasets: Vec<DatasetPlan>,
+    pub warmup: Option<StagePlan>,
+    pub stages: Vec<StagePlan>,
+    /// The SLA assertions as written (parsed and evaluated by the `sla` module).
+    pub sla: Vec<AssertionPlan>,
+    pub goodput: GoodputPlan,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetPlan {
+    pub endpoint: EndpointPlan,
+    pub api: Api,
+    pub model: Option<String>,
+    /// The environment variable's name only; the secret never enters the plan.
+    pub api_key_env: Option<String>,
+    pub timeout: Duration,
+    pub headers: Vec<(String, String)>,
+    pub extra_body: BTreeMap<String, serde_json::Value>,
+    pub ignore_eos: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointPlan {
+    Sim(SimConfig),
+    Url(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetPlan {
+    pub name: String,
+    pub source: DatasetSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DatasetSource {
+    Synthetic {
+        input_tokens: LengthDist,
+        output_tokens: LengthDist,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagePlan {
+    pub name: String,
+    /// Index into `Plan::datasets`.
+    pub dataset: usize,
+    /// Seed of this stage's recipes, derived from the scenario seed and the stage's position.
+    pub seed: u64,
+    pub load: Load,
+    /// Stop sending after this many requests (open loop: `offsets_ns.len()`).
+    pub max_requests: Option<u64>,
+    /// Stop sending after this long.
+    pub duration: Option<Duration>,
+    /// How long to wait for in-flight requests once sending stops.
+    pub drain_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Load {
+    /// Requests leave at these offsets from the stage start, whatever earlier ones are doing.
+    Open {
+        arrival: ArrivalSpec,
+        offsets_ns: Vec<u64>,
+    },
+    /// `clients` workers, each sending its next request when its previous one finishes.
+    Closed { clients: u32 },
+}
+
+/// One request, computed on demand from the plan: `Plan::request(stage, index)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecipe {
+    pub index: u64,
+    pub input_tokens: u32,
+    /// Sent as `max_tokens` (and, with `ignore_eos`, the exact output length).
+    pub output_tokens: u32,
+    /// Seed of the prompt text (synthetic) or the item index (file data sets).
+    pub item: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssertionPlan {
+    pub expr: String,
+    pub stage: Option<String>,
+    pub abort_on_fail: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GoodputPlan {
+    pub ttft: Option<Duration>,
+    pub tpot: Option<Duration>,
+    pub itl: Option<Duration>,
+    pub e2e: Option<Duration>,
+}

@@ -1,0 +1,255 @@
+//! The typed scenario: what a KDL file says, with params already substituted and every value
+//! checked, plus the source spans that later stages need to point diagnostics at (SLA
+//! assertions are re-checked against metric kinds, dataset files are opened at compile time).
+//!
+//! This is the "raw model" of the pipeline: it mirrors the file. Defaults that need no file
+//! context are applied here; everything else (expanding arrivals, drawing lengths) is the
+//! plan compiler's job.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use miette::SourceSpan;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::sim::SimConfig;
+use crate::units::{Duration, Rate};
+
+/// A value together with where it was written, so a later stage can point at it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: SourceSpan,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: impl Into<SourceSpan>) -> Self {
+        Spanned {
+            value,
+            span: span.into(),
+        }
+    }
+}
+
+/// The scenario file itself: its path (as the user gave it) and text, for diagnostics.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: Arc<str>,
+}
+
+impl Source {
+    /// The directory relative paths in the scenario (datasets, hooks, templates) resolve against.
+    pub fn base_dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    pub fn named(&self) -> miette::NamedSource<Arc<str>> {
+        miette::NamedSource::new(self.path.display().to_string(), self.text.clone())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub source: Source,
+    /// `scenario "name"`.
+    pub name: String,
+    pub description: Option<String>,
+    /// Seed of every random choice in the plan. Default 0.
+    pub seed: u64,
+    pub tags: Vec<String>,
+    /// Every declared param with its effective value (default or `--param` override).
+    pub params: BTreeMap<String, ParamValue>,
+    pub target: Target,
+    pub tokenizer: TokenizerSpec,
+    /// In file order; names are unique.
+    pub datasets: Vec<Dataset>,
+    pub warmup: Option<Warmup>,
+    /// In file order; at least one; names are unique.
+    pub stages: Vec<StageSpec>,
+    /// Scenario-level `sla { assert … }`; stage-scoped ones carry `stage`.
+    pub sla: Vec<AssertionSpec>,
+    /// Per-request SLOs that define goodput (`goodput ttft="200ms" tpot="50ms"`).
+    pub goodput: Option<GoodputSpec>,
+    pub report: ReportSpec,
+}
+
+/// A param's value: params may stand wherever a number, duration or string goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Int(i64),
+    Float(f64),
+    String(String),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// `POST {base}/chat/completions` with `messages`.
+    #[default]
+    Chat,
+    /// `POST {base}/completions` with `prompt`.
+    Completions,
+}
+
+/// Where requests go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub endpoint: Endpoint,
+    pub api: Api,
+    /// Model name sent in every request. Default: the simulator's model, or for a URL target
+    /// the first model `/v1/models` lists (resolved by the runner, recorded in the result).
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key. The key itself is never stored.
+    pub api_key_env: Option<String>,
+    /// Per-request timeout. Default 60s.
+    pub timeout: Duration,
+    /// Extra HTTP headers, in file order.
+    pub headers: Vec<(String, String)>,
+    /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
+    pub extra_body: BTreeMap<String, serde_json::Value>,
+    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
+    pub ignore_eos: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Endpoint {
+    /// The embedded simulator, started in-process on an ephemeral loopback port.
+    Sim(SimConfig),
+    /// An OpenAI-compatible base URL such as `http://127.0.0.1:8000/v1`.
+    Url(Spanned<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerSpec {
+    #[default]
+    Cl100kBase,
+    O200kBase,
+    /// A Hugging Face `tokenizer.json`, path resolved against the scenario's directory.
+    File(PathBuf),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    pub name: Spanned<String>,
+    pub kind: DatasetKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetKind {
+    Synthetic(SyntheticSpec),
+    // Later issues add: ShareGpt, Jsonl, Trace.
+}
+
+/// Synthetic prompts of exact token lengths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticSpec {
+    pub input_tokens: Spanned<LengthDist>,
+    pub output_tokens: Spanned<LengthDist>,
+}
+
+/// A distribution of token counts. All bounds are inclusive and ≥ 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum LengthDist {
+    /// Always this many.
+    Fixed { value: u32 },
+    /// One of these, equally likely.
+    Choice { values: Vec<u32> },
+    Uniform { min: u32, max: u32 },
+    /// Rounded and clamped to `[min, max]`.
+    Normal {
+        mean: f64,
+        stddev: f64,
+        min: u32,
+        max: u32,
+    },
+    /// Long-tailed: `median · exp(sigma · N(0,1))`, clamped to `[min, max]`.
+    LogNormal {
+        median: f64,
+        sigma: f64,
+        min: u32,
+        max: u32,
+    },
+}
+
+/// Warm-up load sent before the first stage and excluded from every metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warmup {
+    pub limit: StageLimit,
+    /// Default: the first stage's dataset.
+    pub dataset: Option<Spanned<String>>,
+    /// Closed-loop clients used for warm-up. Default 4.
+    pub clients: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageSpec {
+    pub name: Spanned<String>,
+    /// Refers to a `dataset` by name (checked by the parser).
+    pub dataset: Spanned<String>,
+    pub arrival: Spanned<ArrivalSpec>,
+    pub limit: StageLimit,
+    /// How long to wait for in-flight requests after the stage ends. Default: the target timeout.
+    pub drain_timeout: Option<Duration>,
+}
+
+/// When a stage stops sending. Exactly one of the two is given in the file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StageLimit {
+    Requests(u64),
+    Duration(Duration),
+}
+
+/// How requests arrive. Open-loop arrivals are scheduled ahead by the plan compiler; a
+/// closed-loop one has `clients` workers each sending its next request when the last ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ArrivalSpec {
+    /// A fixed interval of `1/rate`.
+    Constant { rate: Rate },
+    /// Exponential inter-arrival times (coefficient of variation 1).
+    Poisson { rate: Rate },
+    /// Gamma inter-arrival times: `burstiness` 1 is Poisson, < 1 burstier, > 1 more regular.
+    Gamma { rate: Rate, burstiness: f64 },
+    /// Closed loop: `clients` workers.
+    Concurrency { clients: u32 },
+    // The load-profile issue adds Ramp, Sweep and Search.
+}
+
+/// One `assert "…"` line: the expression is parsed by the `sla` module; the scenario keeps the
+/// text and where it is so that errors point inside the string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssertionSpec {
+    pub expr: Spanned<String>,
+    /// `Some(stage)` when written inside a stage or with `stage="…"`.
+    pub stage: Option<Spanned<String>>,
+    pub abort_on_fail: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GoodputSpec {
+    pub ttft: Option<Duration>,
+    pub tpot: Option<Duration>,
+    pub itl: Option<Duration>,
+    pub e2e: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReportSpec {
+    /// A user template for `report.md`, relative to the scenario.
+    pub template: Option<PathBuf>,
+    /// Write `requests.jsonl` (one row per request) beside the results.
+    pub requests_jsonl: bool,
+    /// A baseline `results.json` for relative assertions.
+    pub baseline: Option<PathBuf>,
+}
+

@@ -1,0 +1,273 @@
+//! Small value types with explicit units (durations, rates, percentages), each parsed from and
+//! printed as the text a user writes in a scenario, e.g. `"250ms"`, `"20/s"`, `"1%"`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Why a unit-carrying value could not be parsed. The message is a lowercase fragment that
+/// names what was expected, so callers can put it under a span.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnitError(pub String);
+
+/// A non-negative length of time written with a unit: `"250ms"`, `"1.5s"`, `"2m"`, `"1h"`,
+/// `"800us"`. A bare number is rejected so that `timeout 60` cannot mean seconds to one reader
+/// and milliseconds to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(pub std::time::Duration);
+
+impl Duration {
+    pub const ZERO: Duration = Duration(std::time::Duration::ZERO);
+
+    pub fn from_secs_f64(s: f64) -> Self {
+        Duration(std::time::Duration::from_secs_f64(s))
+    }
+    pub fn from_millis(ms: u64) -> Self {
+        Duration(std::time::Duration::from_millis(ms))
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+    pub fn as_millis_f64(self) -> f64 {
+        self.0.as_secs_f64() * 1e3
+    }
+    pub fn as_std(self) -> std::time::Duration {
+        self.0
+    }
+    pub fn as_nanos(self) -> u64 {
+        self.0.as_nanos().min(u64::MAX as u128) as u64
+    }
+}
+
+const DURATION_UNITS: &[(&str, f64)] = &[
+    ("ns", 1e-9),
+    ("us", 1e-6),
+    ("µs", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("h", 3600.0),
+];
+
+/// Splits `"12.5ms"` into `(12.5, "ms")`.
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+' || *c == 'e'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    // `e` is ambiguous with no unit that starts with it, but guard `1e` style garbage.
+    let (num, unit) = s.split_at(end);
+    let n: f64 = num.parse().ok()?;
+    Some((n, unit.trim()))
+}
+
+impl FromStr for Duration {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let hint = || {
+            UnitError(format!(
+                "`{s}` is not a duration; write a number with a unit: ns, us, ms, s, m or h (e.g. \"250ms\", \"2m\")"
+            ))
+        };
+        let (n, unit) = split_number(s).ok_or_else(hint)?;
+        if unit.is_empty() {
+            return Err(UnitError(format!(
+                "`{s}` has no unit; write e.g. \"{s}s\" or \"{s}ms\""
+            )));
+        }
+        let scale = DURATION_UNITS
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, f)| *f)
+            .ok_or_else(hint)?;
+        if !n.is_finite() || n < 0.0 {
+            return Err(UnitError(format!("`{s}` is negative; a duration is ≥ 0")));
+        }
+        let secs = n * scale;
+        if secs > 1e9 {
+            return Err(UnitError(format!("`{s}` is too long")));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0.as_nanos();
+        if ns == 0 {
+            return f.write_str("0s");
+        }
+        // Largest unit that shows the value exactly with at most three decimals.
+        for (unit, per) in [
+            ("h", 3_600_000_000_000u128),
+            ("m", 60_000_000_000),
+            ("s", 1_000_000_000),
+            ("ms", 1_000_000),
+            ("us", 1_000),
+        ] {
+            if ns >= per && (ns * 1000) % per == 0 {
+                let v = ns as f64 / per as f64;
+                return write!(f, "{}{unit}", trim_float(v));
+            }
+        }
+        write!(f, "{ns}ns")
+    }
+}
+
+/// `1.500` → `1.5`, `2.000` → `2`.
+pub fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Duration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration with a unit: ns, us, ms, s, m or h, e.g. \"250ms\" or \"2m\".",
+            "pattern": "^[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)$"
+        })
+    }
+}
+
+/// A request rate in requests per second. Written as a number (`20`, `2.5`) or with an explicit
+/// unit (`"20/s"`, `"600/m"`). Always finite and > 0.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Rate(pub f64);
+
+impl Rate {
+    pub fn per_sec(self) -> f64 {
+        self.0
+    }
+    /// Checks a plain number of requests per second.
+    pub fn new(v: f64) -> Result<Self, UnitError> {
+        if !v.is_finite() || v <= 0.0 {
+            return Err(UnitError(format!(
+                "rate must be a number of requests per second > 0, got {v}"
+            )));
+        }
+        Ok(Rate(v))
+    }
+}
+
+impl FromStr for Rate {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (n, unit) = split_number(s).ok_or_else(|| {
+            UnitError(format!(
+                "`{s}` is not a rate; write requests per second, e.g. 20 or \"20/s\" or \"600/m\""
+            ))
+        })?;
+        let per_sec = match unit {
+            "" | "/s" | "req/s" | "rps" => n,
+            "/m" | "req/m" => n / 60.0,
+            "/h" | "req/h" => n / 3600.0,
+            _ => {
+                return Err(UnitError(format!(
+                    "`{s}` has an unknown rate unit `{unit}`; use /s, /m or /h"
+                )));
+            }
+        };
+        Rate::new(per_sec)
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/s", trim_float(self.0))
+    }
+}
+
+/// A share written as a percentage (`"1%"`, `"99.5%"`), stored as a fraction in 0..=1.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Percent(pub f64);
+
+impl FromStr for Percent {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let Some(num) = t.strip_suffix('%') else {
+            return Err(UnitError(format!(
+                "`{s}` is not a percentage; write e.g. \"1%\""
+            )));
+        };
+        let n: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| UnitError(format!("`{s}` is not a percentage; write e.g. \"1%\"")))?;
+        if !(0.0..=100.0).contains(&n) {
+            return Err(UnitError(format!("`{s}` is outside 0%..100%")));
+        }
+        Ok(Percent(n / 100.0))
+    }
+}
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", trim_float(self.0 * 100.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_trip() {
+        for (text, ms) in [
+            ("250ms", 250.0),
+            ("1.5s", 1500.0),
+            ("2m", 120_000.0),
+            ("1h", 3_600_000.0),
+            ("800us", 0.8),
+        ] {
+            let d: Duration = text.parse().unwrap();
+            assert!((d.as_millis_f64() - ms).abs() < 1e-9, "{text}");
+            assert_eq!(d.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn durations_need_units() {
+        assert!("60".parse::<Duration>().unwrap_err().0.contains("no unit"));
+        assert!("5 parsecs".parse::<Duration>().is_err());
+        assert!("-1s".parse::<Duration>().is_err());
+        assert!("".parse::<Duration>().is_err());
+    }
+
+    #[test]
+    fn rates_and_percents() {
+        assert_eq!("600/m".parse::<Rate>().unwrap().per_sec(), 10.0);
+        assert_eq!("20".parse::<Rate>().unwrap().per_sec(), 20.0);
+        assert!("0".parse::<Rate>().is_err());
+        assert!("5/fortnight".parse::<Rate>().is_err());
+        assert_eq!("1%".parse::<Percent>().unwrap().0, 0.01);
+        assert_eq!(Percent(0.995).to_string(), "99.5%");
+        assert!("101%".parse::<Percent>().is_err());
+        assert!("5".parse::<Percent>().is_err());
+    }
+}
