@@ -16,4 +16,5 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod sim;
+pub mod sla;
 pub mod units;
