@@ -1,1 +1,9 @@
-//! TODO
+//! OpenAI-compatible streaming client: request bodies, SSE decoding, per-token timestamps.
+
+mod body;
+mod chunk;
+mod http;
+
+pub use body::{BodyTemplate, Message, PromptRef};
+pub use chunk::{ChunkInfo, Usage, parse_chunk};
+pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};

@@ -1,0 +1,153 @@
+//! Request bodies for the OpenAI chat and completions APIs. Built off the hot path (the
+//! scheduler prepares the next body while it waits for the send time).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::scenario::Api;
+
+/// A chat message as sent on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message<'a> {
+    pub role: &'a str,
+    pub content: &'a str,
+}
+
+/// What to send as the prompt.
+#[derive(Debug, Clone, Copy)]
+pub enum PromptRef<'a> {
+    Text(&'a str),
+    Messages(&'a [Message<'a>]),
+}
+
+/// Everything about the request body that does not change from request to request.
+#[derive(Debug, Clone)]
+pub struct BodyTemplate {
+    pub api: Api,
+    pub model: String,
+    pub ignore_eos: bool,
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<MessagesRef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    max_tokens: u32,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ignore_eos: bool,
+    #[serde(flatten)]
+    extra: &'a BTreeMap<String, serde_json::Value>,
+}
+
+enum MessagesRef<'a> {
+    One([Message<'a>; 1]),
+    Many(&'a [Message<'a>]),
+}
+
+impl Serialize for MessagesRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessagesRef::One(m) => m.serialize(s),
+            MessagesRef::Many(m) => m.serialize(s),
+        }
+    }
+}
+
+impl BodyTemplate {
+    /// The JSON body for one streaming request asking for `max_tokens` output tokens.
+    pub fn build(&self, prompt: PromptRef<'_>, max_tokens: u32) -> Bytes {
+        let (messages, prompt) = match (self.api, prompt) {
+            (Api::Chat, PromptRef::Text(t)) => (
+                Some(MessagesRef::One([Message {
+                    role: "user",
+                    content: t,
+                }])),
+                None,
+            ),
+            (Api::Chat, PromptRef::Messages(m)) => (Some(MessagesRef::Many(m)), None),
+            (Api::Completions, PromptRef::Text(t)) => (None, Some(t)),
+            // The completions API takes one string: the conversation's last user turn is
+            // what a completions server would be given.
+            (Api::Completions, PromptRef::Messages(m)) => {
+                (None, Some(m.last().map(|m| m.content).unwrap_or("")))
+            }
+        };
+        let body = Body {
+            model: &self.model,
+            messages,
+            prompt,
+            max_tokens,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            ignore_eos: self.ignore_eos,
+            extra: &self.extra,
+        };
+        // Serializing plain strings and numbers into a Vec cannot fail.
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+
+    /// The path below the base URL this API posts to.
+    pub fn path(&self) -> &'static str {
+        match self.api {
+            Api::Chat => "/chat/completions",
+            Api::Completions => "/completions",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(api: Api) -> BodyTemplate {
+        let mut extra = BTreeMap::new();
+        extra.insert("temperature".to_string(), serde_json::json!(0.0));
+        BodyTemplate {
+            api,
+            model: "m".into(),
+            ignore_eos: true,
+            extra,
+        }
+    }
+
+    #[test]
+    fn chat_body() {
+        let b = template(Api::Chat).build(PromptRef::Text("hello \"you\""), 32);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["messages"][0]["content"], "hello \"you\"");
+        assert_eq!(v["messages"][0]["role"], "user");
+        assert_eq!(v["max_tokens"], 32);
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["ignore_eos"], true);
+        assert_eq!(v["temperature"], 0.0);
+        assert!(v.get("prompt").is_none());
+    }
+
+    #[test]
+    fn completions_body() {
+        let mut t = template(Api::Completions);
+        t.ignore_eos = false;
+        let b = t.build(PromptRef::Text("abc"), 5);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["prompt"], "abc");
+        assert!(v.get("messages").is_none());
+        assert!(v.get("ignore_eos").is_none());
+        assert_eq!(t.path(), "/completions");
+    }
+}

@@ -1,0 +1,493 @@
+//! Folds a stage's [`RequestRecord`]s into HDR histograms and counters as they arrive, then
+//! produces the stage's [`StageSummary`]. Nothing per request is kept: memory is the same for a
+//! ten-second and a ten-hour stage (the per-second timeline aside, a few bytes a second).
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+use super::record::{ErrorKind, RequestRecord, TokenSource};
+use super::summary::*;
+
+/// Per-request service-level objectives that define goodput. A request is "good" when it
+/// succeeded and met every objective that is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GoodputSlo {
+    pub ttft_ns: Option<u64>,
+    pub tpot_ns: Option<u64>,
+    /// Applies to the request's largest inter-token gap.
+    pub itl_ns: Option<u64>,
+    pub e2e_ns: Option<u64>,
+}
+
+/// When a stage's numbers stop being trustworthy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ValidityRules {
+    /// Send lag p99 above this flags the client as the bottleneck.
+    pub max_send_lag_p99_ms: f64,
+    /// Achieved over planned sending rate below this flags the run.
+    pub min_rate_ratio: f64,
+    /// Client CPU above this share of the available cores flags the run.
+    pub max_cpu_share: f64,
+    /// Share of requests whose token counts disagree with the server's above this flags the run.
+    pub max_token_mismatch_share: f64,
+}
+
+impl Default for ValidityRules {
+    fn default() -> Self {
+        ValidityRules {
+            max_send_lag_p99_ms: 1.0,
+            min_rate_ratio: 0.99,
+            max_cpu_share: 0.9,
+            max_token_mismatch_share: 0.05,
+        }
+    }
+}
+
+/// What the runner knows about the stage besides the records.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageClock {
+    /// From the stage start to the last response (or the end of draining).
+    pub wall_ns: u64,
+    /// The planned sending span of an open-loop stage (last scheduled offset).
+    pub planned_span_ns: Option<u64>,
+    /// Process CPU time used during the stage.
+    pub cpu_ns: u64,
+    pub cores: u32,
+}
+
+/// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
+/// bounds mean recording never reallocates.
+const MAX_US: u64 = 86_400_000_000;
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+fn small_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 2).expect("valid histogram bounds")
+}
+
+/// Accumulates one stage.
+pub struct StageAggregator {
+    name: String,
+    planned: PlannedLoad,
+    slo: GoodputSlo,
+    ttft: Histogram<u64>,
+    ttfa: Histogram<u64>,
+    itl: Histogram<u64>,
+    tpot: Histogram<u64>,
+    e2e: Histogram<u64>,
+    ntpot: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    counts: RequestCounts,
+    errors: BTreeMap<ErrorKind, u64>,
+    tokens: Tokens,
+    good: u64,
+    last_sent_ns: u64,
+    timeline: Timeline,
+}
+
+fn us(ns: u64) -> u64 {
+    ns / 1_000
+}
+
+impl StageAggregator {
+    pub fn new(name: impl Into<String>, planned: PlannedLoad, slo: GoodputSlo) -> Self {
+        StageAggregator {
+            name: name.into(),
+            planned,
+            slo,
+            ttft: histogram(),
+            ttfa: histogram(),
+            itl: histogram(),
+            tpot: histogram(),
+            e2e: histogram(),
+            ntpot: histogram(),
+            send_lag: histogram(),
+            counts: RequestCounts::default(),
+            errors: BTreeMap::new(),
+            tokens: Tokens::default(),
+            good: 0,
+            last_sent_ns: 0,
+            timeline: Timeline::default(),
+        }
+    }
+
+    pub fn record(&mut self, r: &RequestRecord) {
+        self.counts.sent += 1;
+        self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
+        self.send_lag.saturating_record(us(r.send_lag_ns()));
+        self.timeline.sent(r.sent_ns);
+        let ttft = r.ttft_ns();
+        if let Some(kind) = r.error {
+            self.counts.failed += 1;
+            *self.errors.entry(kind).or_default() += 1;
+            self.timeline
+                .completed(r.done_ns, false, 0, None, r.e2e_ns());
+            return;
+        }
+        self.counts.ok += 1;
+        let e2e = r.e2e_ns();
+        self.e2e.saturating_record(us(e2e));
+        if let Some(t) = ttft {
+            self.ttft.saturating_record(us(t));
+        }
+        if let Some(t) = r.first_answer_ns {
+            self.ttfa
+                .saturating_record(us(t.saturating_sub(r.scheduled_ns)));
+        }
+        let mut max_gap_us = 0u64;
+        for &gap in &r.itl_us {
+            self.itl.saturating_record(gap as u64);
+            max_gap_us = max_gap_us.max(gap as u64);
+        }
+        let out = r.output_tokens as u64;
+        let tpot = match (ttft, out) {
+            (Some(t), n) if n >= 2 => Some(e2e.saturating_sub(t) / (n - 1)),
+            _ => None,
+        };
+        if let Some(t) = tpot {
+            self.tpot.saturating_record(us(t));
+        }
+        if out >= 1 {
+            self.ntpot.saturating_record(us(e2e / out));
+        }
+        self.tokens.input += r.input_tokens as u64;
+        self.tokens.output += out;
+        match r.token_source {
+            TokenSource::Usage => self.tokens.from_usage += 1,
+            TokenSource::Tokenizer => self.tokens.from_tokenizer += 1,
+        }
+        if r.token_mismatch {
+            self.tokens.mismatched += 1;
+        }
+        let slo = &self.slo;
+        let within = |limit: Option<u64>, value: Option<u64>| match limit {
+            None => true,
+            Some(l) => value.is_some_and(|v| v <= l),
+        };
+        if within(slo.ttft_ns, ttft)
+            && within(slo.tpot_ns, tpot.or(ttft.map(|_| 0)))
+            && within(slo.itl_ns, Some(max_gap_us * 1_000))
+            && within(slo.e2e_ns, Some(e2e))
+        {
+            self.good += 1;
+        }
+        self.timeline.completed(r.done_ns, true, out, ttft, e2e);
+    }
+
+    /// Requests aggregated so far (for progress display).
+    pub fn done(&self) -> u64 {
+        self.counts.sent
+    }
+    pub fn failed(&self) -> u64 {
+        self.counts.failed
+    }
+    /// Median TTFT so far in ms (0 before the first success).
+    pub fn ttft_p50_ms(&self) -> f64 {
+        if self.ttft.is_empty() {
+            0.0
+        } else {
+            self.ttft.value_at_quantile(0.5) as f64 / 1e3
+        }
+    }
+
+    pub fn finish(mut self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
+        let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
+        self.counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
+        let sending_s = self.last_sent_ns as f64 / 1e9;
+        let achieved = if self.counts.sent > 1 && sending_s > 0.0 {
+            self.counts.sent as f64 / sending_s
+        } else {
+            self.counts.sent as f64 / wall_s
+        };
+        let throughput = Throughput {
+            requests_per_s: self.counts.ok as f64 / wall_s,
+            output_tokens_per_s: self.tokens.output as f64 / wall_s,
+            input_tokens_per_s: self.tokens.input as f64 / wall_s,
+            goodput_per_s: self.good as f64 / wall_s,
+            goodput_ratio: if self.counts.sent == 0 {
+                0.0
+            } else {
+                self.good as f64 / self.counts.sent as f64
+            },
+            achieved_rate_per_s: achieved,
+        };
+        let lag = dist(&self.send_lag);
+        let client = ClientHealth {
+            send_lag_ms: SendLag {
+                p50: lag.p50,
+                p99: lag.p99,
+                max: lag.max,
+            },
+            cpu_percent: clock.cpu_ns as f64 / clock.wall_ns.max(1) as f64 * 100.0,
+            cores: clock.cores,
+        };
+        let validity = self.validity(&clock, &client, rules);
+        StageSummary {
+            name: self.name,
+            planned: self.planned,
+            wall_time_s: clock.wall_ns as f64 / 1e9,
+            requests: self.counts,
+            latency: Latency {
+                ttft_ms: dist(&self.ttft),
+                itl_ms: dist(&self.itl),
+                tpot_ms: dist(&self.tpot),
+                e2e_ms: dist(&self.e2e),
+                ntpot_ms: dist(&self.ntpot),
+                ttfa_ms: dist(&self.ttfa),
+            },
+            tokens: self.tokens,
+            throughput,
+            client,
+            validity,
+            timeline: self.timeline.finish(),
+        }
+    }
+
+    fn validity(
+        &self,
+        clock: &StageClock,
+        client: &ClientHealth,
+        rules: &ValidityRules,
+    ) -> Validity {
+        let mut reasons = Vec::new();
+        if client.send_lag_ms.p99 > rules.max_send_lag_p99_ms {
+            reasons.push(format!(
+                "send lag p99 {:.2} ms exceeds {} ms: the client could not keep to the schedule",
+                client.send_lag_ms.p99, rules.max_send_lag_p99_ms
+            ));
+        }
+        if let Some(span) = clock.planned_span_ns.filter(|s| *s > 0) {
+            let ratio = span as f64 / self.last_sent_ns.max(span) as f64;
+            if ratio < rules.min_rate_ratio {
+                reasons.push(format!(
+                    "achieved {:.1}% of the planned sending rate (below {:.1}%)",
+                    ratio * 100.0,
+                    rules.min_rate_ratio * 100.0
+                ));
+            }
+        }
+        let cores = clock.cores.max(1) as f64;
+        if client.cpu_percent / 100.0 > rules.max_cpu_share * cores {
+            reasons.push(format!(
+                "client CPU at {:.0}% of {} core(s): the client may be the bottleneck",
+                client.cpu_percent, clock.cores
+            ));
+        }
+        if self.counts.ok > 0 {
+            let share = self.tokens.mismatched as f64 / self.counts.ok as f64;
+            if share > rules.max_token_mismatch_share {
+                reasons.push(format!(
+                    "the server's prompt token counts differ from ours by > 5% on {:.0}% of requests: \
+                     set the scenario's tokenizer to the served model's",
+                    share * 100.0
+                ));
+            }
+        }
+        Validity {
+            trusted: reasons.is_empty(),
+            reasons,
+        }
+    }
+}
+
+/// A histogram of microseconds as a distribution in milliseconds.
+pub fn dist(h: &Histogram<u64>) -> Dist {
+    if h.is_empty() {
+        return Dist::default();
+    }
+    let ms = |v: u64| v as f64 / 1e3;
+    Dist {
+        count: h.len(),
+        p50: ms(h.value_at_quantile(0.50)),
+        p90: ms(h.value_at_quantile(0.90)),
+        p95: ms(h.value_at_quantile(0.95)),
+        p99: ms(h.value_at_quantile(0.99)),
+        p999: ms(h.value_at_quantile(0.999)),
+        max: ms(h.max()),
+        min: ms(h.min()),
+        mean: h.mean() / 1e3,
+    }
+}
+
+/// Per-second buckets. Records arrive in completion order (nearly), so only the newest
+/// bucket keeps histograms; older buckets are reduced to their point.
+#[derive(Default)]
+struct Timeline {
+    points: Vec<TimelinePoint>,
+    current: Option<(usize, Histogram<u64>, Histogram<u64>)>,
+}
+
+impl Timeline {
+    fn point(&mut self, second: usize) -> &mut TimelinePoint {
+        if self.points.len() <= second {
+            self.points.resize_with(second + 1, TimelinePoint::default);
+        }
+        &mut self.points[second]
+    }
+
+    fn sent(&mut self, sent_ns: u64) {
+        self.point((sent_ns / 1_000_000_000) as usize).sent += 1;
+    }
+
+    fn completed(
+        &mut self,
+        done_ns: u64,
+        ok: bool,
+        tokens: u64,
+        ttft_ns: Option<u64>,
+        e2e_ns: u64,
+    ) {
+        let second = (done_ns / 1_000_000_000) as usize;
+        let p = self.point(second);
+        if ok {
+            p.completed += 1;
+            p.output_tokens += tokens;
+        } else {
+            p.failed += 1;
+            return;
+        }
+        match &self.current {
+            Some((s, _, _)) if *s > second => return, // a straggler: counted, not in percentiles
+            Some((s, _, _)) if *s == second => {}
+            _ => {
+                self.close_current();
+                self.current = Some((second, small_histogram(), small_histogram()));
+            }
+        }
+        if let Some((_, ttft, e2e)) = &mut self.current {
+            if let Some(t) = ttft_ns {
+                ttft.saturating_record(us(t));
+            }
+            e2e.saturating_record(us(e2e_ns));
+        }
+    }
+
+    fn close_current(&mut self) {
+        if let Some((s, ttft, e2e)) = self.current.take() {
+            let p = self.point(s);
+            if !ttft.is_empty() {
+                p.ttft_p50_ms = ttft.value_at_quantile(0.5) as f64 / 1e3;
+            }
+            if !e2e.is_empty() {
+                p.e2e_p99_ms = e2e.value_at_quantile(0.99) as f64 / 1e3;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<TimelinePoint> {
+        self.close_current();
+        for (i, p) in self.points.iter_mut().enumerate() {
+            p.t_s = i as f64;
+        }
+        self.points
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok_record(index: u64, scheduled_ms: u64, ttft_ms: u64, gaps_ms: &[u64]) -> RequestRecord {
+        let ms = 1_000_000;
+        let first = (scheduled_ms + ttft_ms) * ms;
+        let done = first + gaps_ms.iter().sum::<u64>() * ms;
+        RequestRecord {
+            index,
+            scheduled_ns: scheduled_ms * ms,
+            sent_ns: scheduled_ms * ms + 10_000,
+            done_ns: done,
+            first_token_ns: Some(first),
+            first_answer_ns: Some(first),
+            itl_us: gaps_ms.iter().map(|g| (*g * 1000) as u32).collect(),
+            chunks: gaps_ms.len() as u32 + 1,
+            input_tokens: 100,
+            output_tokens: gaps_ms.len() as u32 + 1,
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn metrics_follow_the_definitions() {
+        let slo = GoodputSlo {
+            ttft_ns: Some(60_000_000),
+            ..GoodputSlo::default()
+        };
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), slo);
+        // TTFT 50 ms, then 4 gaps of 10 ms: E2E 90 ms, 5 tokens, TPOT 10 ms, NTPOT 18 ms.
+        agg.record(&ok_record(0, 0, 50, &[10, 10, 10, 10]));
+        // TTFT 100 ms (misses the 60 ms SLO), one token.
+        agg.record(&ok_record(1, 100, 100, &[]));
+        let mut failed = RequestRecord {
+            index: 2,
+            error: Some(ErrorKind::Http(503)),
+            ..RequestRecord::default()
+        };
+        failed.done_ns = 5_000_000;
+        agg.record(&failed);
+        let clock = StageClock {
+            wall_ns: 2_000_000_000,
+            planned_span_ns: None,
+            cpu_ns: 0,
+            cores: 2,
+        };
+        let s = agg.finish(clock, &ValidityRules::default());
+        assert_eq!(s.requests.sent, 3);
+        assert_eq!(s.requests.ok, 2);
+        assert_eq!(s.requests.failed, 1);
+        assert_eq!(s.requests.errors["http_503"], 1);
+        assert_eq!(s.latency.ttft_ms.count, 2);
+        assert!(
+            (s.latency.ttft_ms.min - 50.0).abs() < 0.1,
+            "{:?}",
+            s.latency
+        );
+        assert!((s.latency.ttft_ms.max - 100.0).abs() < 0.1);
+        assert_eq!(s.latency.itl_ms.count, 4);
+        assert!((s.latency.itl_ms.p50 - 10.0).abs() < 0.05);
+        assert_eq!(
+            s.latency.tpot_ms.count, 1,
+            "single-token requests have no TPOT"
+        );
+        assert!((s.latency.tpot_ms.p50 - 10.0).abs() < 0.05);
+        assert!((s.latency.ntpot_ms.min - 18.0).abs() < 0.05);
+        assert!((s.latency.e2e_ms.min - 90.0).abs() < 0.1);
+        assert_eq!(s.tokens.output, 6);
+        assert!((s.throughput.requests_per_s - 1.0).abs() < 1e-9);
+        assert!((s.throughput.goodput_ratio - 1.0 / 3.0).abs() < 1e-9);
+        assert!(s.validity.trusted, "{:?}", s.validity.reasons);
+        assert_eq!(s.timeline.len(), 1);
+        assert_eq!(s.timeline[0].completed, 2);
+        assert_eq!(s.timeline[0].failed, 1);
+    }
+
+    #[test]
+    fn late_client_is_flagged() {
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        for i in 0..100 {
+            let mut r = ok_record(i, i * 10, 5, &[1]);
+            r.sent_ns = r.scheduled_ns + 3_000_000; // 3 ms late
+            agg.record(&r);
+        }
+        let clock = StageClock {
+            wall_ns: 1_100_000_000,
+            planned_span_ns: Some(990_000_000),
+            cpu_ns: 0,
+            cores: 1,
+        };
+        let s = agg.finish(clock, &ValidityRules::default());
+        assert!(!s.validity.trusted);
+        assert!(s.validity.reasons[0].contains("send lag p99"));
+        assert!((s.client.send_lag_ms.p99 - 3.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn empty_stage_has_empty_distributions() {
+        let agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        let s = agg.finish(StageClock::default(), &ValidityRules::default());
+        assert_eq!(s.latency.ttft_ms, Dist::default());
+        assert_eq!(s.requests.sent, 0);
+    }
+}

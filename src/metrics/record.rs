@@ -1,0 +1,102 @@
+//! One request's measurements, as the client produced them. Records stream from the request
+//! tasks to the aggregator and are dropped once aggregated (and optionally written to
+//! `requests.jsonl`), so memory does not grow with the length of a run.
+
+use serde::Serialize;
+
+/// Why a request failed. The names are public (they key `requests.errors` in results.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No connection could be made (refused, DNS, TLS).
+    Connect,
+    /// The request exceeded the target's `timeout`.
+    Timeout,
+    /// The server answered with a non-2xx status.
+    Http(u16),
+    /// The stream ended (or the connection dropped) before `data: [DONE]`.
+    StreamBroken,
+    /// A chunk was not the JSON the OpenAI API defines.
+    Malformed,
+    /// A rhai hook failed for this request.
+    Hook,
+    /// A `validate` hook rejected the response.
+    Invalid,
+    /// Still in flight when the stage's drain time ran out or the run was interrupted.
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// The key used in `requests.errors`: `connect`, `timeout`, `http_429`, `stream_broken`…
+    pub fn key(self) -> String {
+        match self {
+            ErrorKind::Connect => "connect".into(),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::Http(code) => format!("http_{code}"),
+            ErrorKind::StreamBroken => "stream_broken".into(),
+            ErrorKind::Malformed => "malformed".into(),
+            ErrorKind::Hook => "hook".into(),
+            ErrorKind::Invalid => "invalid".into(),
+            ErrorKind::Cancelled => "cancelled".into(),
+        }
+    }
+}
+
+/// Where a request's token counts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage` object.
+    #[default]
+    Usage,
+    /// Our tokenizer, because the server sent no usage.
+    Tokenizer,
+}
+
+/// All times are nanoseconds from the stage start on a monotonic clock. Latencies start at the
+/// **scheduled** send time, so a late client cannot hide queueing (no coordinated omission).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RequestRecord {
+    /// Position in the stage's plan.
+    pub index: u64,
+    pub scheduled_ns: u64,
+    /// When the request actually left; `sent_ns - scheduled_ns` is the send lag.
+    pub sent_ns: u64,
+    /// When the last byte of the response arrived (or the failure was seen).
+    pub done_ns: u64,
+    /// First chunk carrying generated content (answer or reasoning).
+    pub first_token_ns: Option<u64>,
+    /// First chunk carrying answer content (differs from the first token for reasoning models).
+    pub first_answer_ns: Option<u64>,
+    /// Gaps between consecutive content chunks, in microseconds.
+    #[serde(skip)]
+    pub itl_us: Vec<u32>,
+    /// Content-carrying chunks received.
+    pub chunks: u32,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub token_source: TokenSource,
+    /// The server's prompt token count differs from ours by more than 5 %.
+    pub token_mismatch: bool,
+    pub error: Option<ErrorKind>,
+    /// The HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// The simulator's request id (`x-infermeter-sim-id`), to join with its ground-truth trace.
+    pub sim_id: Option<u64>,
+}
+
+impl RequestRecord {
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+    pub fn send_lag_ns(&self) -> u64 {
+        self.sent_ns.saturating_sub(self.scheduled_ns)
+    }
+    pub fn ttft_ns(&self) -> Option<u64> {
+        self.first_token_ns
+            .map(|t| t.saturating_sub(self.scheduled_ns))
+    }
+    pub fn e2e_ns(&self) -> u64 {
+        self.done_ns.saturating_sub(self.scheduled_ns)
+    }
+}
