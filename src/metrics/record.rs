@@ -78,6 +78,8 @@ pub struct RequestRecord {
     pub token_source: TokenSource,
     /// The server's prompt token count differs from ours by more than 5 %.
     pub token_mismatch: bool,
+    /// Serialized by `requests.jsonl` as its `error` key (`http_503`…).
+    #[serde(skip)]
     pub error: Option<ErrorKind>,
     /// The HTTP status, when a response arrived.
     pub status: Option<u16>,

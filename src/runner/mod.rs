@@ -1,1 +1,15 @@
-//! TODO
+//! Executes a [`Plan`](crate::plan::Plan): starts the target (the in-process simulator when
+//! the plan says so), runs warm-up and stages in order — open-loop stages from their schedule,
+//! closed-loop stages with N workers — and streams every request's record into its stage's
+//! aggregator.
+//!
+//! Entry point: [`run`].
+
+mod collect;
+mod cpu;
+mod execute;
+mod progress;
+mod target;
+
+pub use execute::{RunError, RunOptions, RunOutput, StageDecision, run};
+pub use progress::ProgressMode;

@@ -1,0 +1,307 @@
+//! `infermeter run SCENARIO`: parse, compile, run, evaluate the SLAs, write the results and
+//! report, print a summary, and exit 0 (all SLAs met), 1 (an SLA failed), 2 (invalid
+//! scenario) or 3 (the run could not be carried out).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{parse_params, print_diagnostic};
+use crate::exit;
+use crate::metrics::{StageSummary, ValidityRules};
+use crate::report::{self, Results, TargetInfo, WriteOptions};
+use crate::runner::{self, ProgressMode, RunOptions, StageDecision};
+use crate::scenario::Scenario;
+use crate::sla::{self, Assertion, SlaVerdict};
+use crate::units;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file (KDL).
+    pub scenario: PathBuf,
+
+    /// Directory for results.json, report.md, plots and junit.xml
+    /// [default: results/<scenario>-<UTC time>]
+    #[arg(long, short, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Override a scenario param (repeatable), e.g. `--param rate=50`.
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+
+    /// Also write a JUnit XML file here (one test case per SLA assertion).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Render report.md with this minijinja template instead of the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+
+    /// Write one JSON row per request to requests.jsonl in the output directory.
+    #[arg(long)]
+    pub requests_jsonl: bool,
+
+    /// Do not write SVG plots.
+    #[arg(long)]
+    pub no_plots: bool,
+
+    /// Flag a stage as untrusted when the client's send lag p99 exceeds this.
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub max_send_lag: units::Duration,
+
+    /// No progress output; only the final summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Progress as plain lines every few seconds, even on a terminal.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress_lines: bool,
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    let params = match parse_params(&args.params) {
+        Ok(p) => p,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return exit::INVALID;
+        }
+    };
+    let scenario = match crate::scenario::load(&args.scenario, &params) {
+        Ok(s) => s,
+        Err(e) => {
+            print_diagnostic(e);
+            return exit::INVALID;
+        }
+    };
+    let plan = match crate::plan::compile(&scenario) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("error: {}: {e}", args.scenario.display());
+            return exit::INVALID;
+        }
+    };
+    // Assertions were checked when the scenario loaded; parsing again cannot fail.
+    let assertions: Vec<(Assertion, Option<String>, bool)> = plan
+        .sla
+        .iter()
+        .filter_map(|a| {
+            sla::parse(&a.expr)
+                .ok()
+                .map(|p| (p, a.stage.clone(), a.abort_on_fail))
+        })
+        .collect();
+    let base_dir = scenario.source.base_dir();
+    let baseline = match &scenario.report.baseline {
+        Some(path) => match report::read_results(&base_dir.join(path)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("error: cannot read the scenario's baseline: {e}");
+                return exit::INVALID;
+            }
+        },
+        None => None,
+    };
+    let template = match args.template.clone().or_else(|| {
+        scenario
+            .report
+            .template
+            .as_ref()
+            .map(|t| base_dir.join(t))
+    }) {
+        Some(path) => match std::fs::read_to_string(&path) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("error: cannot read template {}: {e}", path.display());
+                return exit::INVALID;
+            }
+        },
+        None => None,
+    };
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&scenario));
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        eprintln!("error: cannot create {}: {e}", out_dir.display());
+        return exit::RUN_ERROR;
+    }
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("infermeter-client")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::RUN_ERROR;
+        }
+    };
+    let interrupt = CancellationToken::new();
+    let opts = RunOptions {
+        base_dir: base_dir.clone(),
+        progress: if args.quiet {
+            ProgressMode::Quiet
+        } else if args.progress_lines {
+            ProgressMode::Lines
+        } else {
+            ProgressMode::Auto
+        },
+        requests_jsonl: (args.requests_jsonl || scenario.report.requests_jsonl)
+            .then(|| out_dir.join("requests.jsonl")),
+        validity: ValidityRules {
+            max_send_lag_p99_ms: args.max_send_lag.as_millis_f64(),
+            ..ValidityRules::default()
+        },
+        interrupt: interrupt.clone(),
+        interrupt_grace: Duration::from_secs(2),
+    };
+    let mut abort_check = |stage: &StageSummary| abort_decision(&assertions, stage, baseline.as_ref());
+    let outcome = runtime.block_on(async {
+        let ctrl_c = interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted: stopping, waiting briefly for in-flight requests…");
+                ctrl_c.cancel();
+            }
+        });
+        runner::run(plan.clone(), opts, &mut abort_check).await
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    let output = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::RUN_ERROR;
+        }
+    };
+
+    let pairs: Vec<(Assertion, Option<String>)> = assertions
+        .iter()
+        .map(|(a, s, _)| (a.clone(), s.clone()))
+        .collect();
+    let verdicts = sla::evaluate(&pairs, &output.stages, baseline.as_ref());
+    let sla_ok = verdicts.iter().all(|v| v.passed);
+    let results = Results {
+        schema_version: report::RESULTS_SCHEMA_VERSION,
+        scenario: plan.scenario.clone(),
+        description: plan.description.clone(),
+        plan_hash: plan.hash.clone(),
+        seed: plan.seed,
+        passed: sla_ok && !output.interrupted,
+        interrupted: output.interrupted,
+        error: output.error.clone(),
+        infermeter_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: rfc3339(output.started_at),
+        target: TargetInfo {
+            endpoint: output.endpoint.clone(),
+            api: format!("{:?}", plan.target.api).to_lowercase(),
+            model: output.model.clone(),
+            tokenizer: output.tokenizer.clone(),
+        },
+        warmup: output.warmup.clone(),
+        stages: output.stages.clone(),
+        sla: verdicts,
+    };
+    let write_opts = WriteOptions {
+        template,
+        plots: !args.no_plots,
+        ..WriteOptions::default()
+    };
+    let mut code = if output.interrupted && output.error.as_deref() == Some("interrupted (Ctrl-C)") {
+        exit::RUN_ERROR
+    } else if results.passed {
+        exit::OK
+    } else {
+        exit::SLA_FAILED
+    };
+    match report::write_all(&results, &out_dir, &write_opts) {
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("error: {e}");
+            code = exit::RUN_ERROR;
+        }
+    }
+    if let Some(path) = &args.junit {
+        if let Err(e) = report::write_junit(&results, path) {
+            eprintln!("error: {e}");
+            code = exit::RUN_ERROR;
+        }
+    }
+    print!("{}", report::render_summary_text(&results));
+    println!("results: {}", out_dir.join(report::RESULTS_FILE).display());
+    println!("report:  {}", out_dir.join(report::REPORT_FILE).display());
+    code
+}
+
+/// Stops the run after a stage when an `abort-on-fail` assertion failed on it.
+fn abort_decision(
+    assertions: &[(Assertion, Option<String>, bool)],
+    stage: &StageSummary,
+    baseline: Option<&Results>,
+) -> StageDecision {
+    for (a, scope, abort) in assertions {
+        if !abort || scope.as_ref().is_some_and(|s| s != &stage.name) {
+            continue;
+        }
+        let v: SlaVerdict = sla::evaluate_one(a, stage, baseline);
+        if !v.passed {
+            return StageDecision::Abort(format!(
+                "aborted: `{}` failed on stage `{}` (observed {:.3} {}, threshold {:.3} {})",
+                v.expr, stage.name, v.observed, v.unit, v.threshold, v.unit
+            ));
+        }
+    }
+    StageDecision::Continue
+}
+
+fn default_out_dir(scenario: &Scenario) -> PathBuf {
+    let stamp = rfc3339(SystemTime::now()).replace(':', "").replace('-', "");
+    Path::new("results").join(format!("{}-{}", slug(&scenario.name), stamp.trim_end_matches('Z')))
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect()
+}
+
+/// UTC time as RFC 3339 (`2026-11-29T10:45:00Z`), without a date crate.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_948_135);
+        assert_eq!(rfc3339(t), "2026-11-29T10:28:55Z");
+    }
+}

@@ -1,0 +1,98 @@
+//! The collector: one thread per stage that receives finished requests' records, folds them
+//! into the stage's aggregator, writes `requests.jsonl` rows when asked, and drives progress.
+//! Request tasks only send a record on a channel, so aggregation is off the hot path.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::progress::Progress;
+use crate::metrics::{RequestRecord, StageAggregator};
+
+/// Where per-request rows go (`requests.jsonl`).
+pub type RowSink = BufWriter<File>;
+
+#[derive(Serialize)]
+struct Row<'a> {
+    stage: &'a str,
+    #[serde(flatten)]
+    record: &'a RequestRecord,
+    ttft_ms: Option<f64>,
+    e2e_ms: f64,
+    send_lag_ms: f64,
+    error: Option<String>,
+}
+
+pub struct Collector {
+    pub tx: mpsc::Sender<RequestRecord>,
+    join: thread::JoinHandle<(StageAggregator, Option<RowSink>, Option<String>)>,
+}
+
+impl Collector {
+    pub fn spawn(
+        stage: String,
+        mut agg: StageAggregator,
+        mut sink: Option<RowSink>,
+        mut progress: Progress,
+    ) -> Collector {
+        let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let join = thread::spawn(move || {
+            let mut sink_error = None;
+            loop {
+                match rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(rec) => {
+                        agg.record(&rec);
+                        if let Some(w) = sink.as_mut() {
+                            if let Err(e) = write_row(w, &stage, &rec) {
+                                sink_error = Some(format!("failed to write requests.jsonl: {e}"));
+                                sink = None;
+                            }
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
+            }
+            progress.finish();
+            (agg, sink, sink_error)
+        });
+        Collector { tx, join }
+    }
+
+    /// Waits for every sender to be gone, then returns the aggregator and the row sink.
+    pub fn finish(self) -> (StageAggregator, Option<RowSink>, Option<String>) {
+        drop(self.tx);
+        self.join.join().unwrap_or_else(|_| {
+            // The collector only runs our own aggregation code; a panic there is a bug, but
+            // losing the stage is better than aborting the run and losing every stage.
+            (
+                StageAggregator::new(
+                    "lost",
+                    Default::default(),
+                    crate::metrics::GoodputSlo::default(),
+                ),
+                None,
+                Some("internal error: the stage's collector thread panicked".into()),
+            )
+        })
+    }
+}
+
+fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Result<()> {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let row = Row {
+        stage,
+        record: rec,
+        ttft_ms: rec.ttft_ns().map(ms),
+        e2e_ms: ms(rec.e2e_ns()),
+        send_lag_ms: ms(rec.send_lag_ns()),
+        error: rec.error.map(|e| e.key()),
+    };
+    serde_json::to_writer(&mut *w, &row)?;
+    w.write_all(b"\n")
+}
