@@ -156,14 +156,14 @@ fn kv(key: &'static str, value: String) -> KeyValue {
 fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) -> StageView {
     let p = &s.planned;
     let planned = match (p.rate_per_s, p.clients) {
-        (Some(r), _) => format!("{} at {} req/s", p.arrival, num(r)),
+        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
         (None, Some(c)) => format!("{} with {c} clients", p.arrival),
         (None, None) => p.arrival.clone(),
     };
     let bound = match (p.requests, p.duration_s) {
-        (Some(n), Some(d)) => format!("{n} requests, {} s", num(d)),
+        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
         (Some(n), None) => format!("{n} requests"),
-        (None, Some(d)) => format!("{} s", num(d)),
+        (None, Some(d)) => format!("{} s", short(d)),
         (None, None) => "–".into(),
     };
     let r = &s.requests;
