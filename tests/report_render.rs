@@ -9,8 +9,12 @@ use infermeter::report::{
 };
 
 fn fixture(name: &str) -> Results {
-    read_results(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results").join(name))
-        .expect("fixture parses")
+    read_results(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/results")
+            .join(name),
+    )
+    .expect("fixture parses")
 }
 
 #[test]
@@ -24,14 +28,24 @@ fn markdown_puts_the_verdict_and_failed_assertion_first() {
     let md = render_markdown(&fixture("current.json"), None).unwrap();
     let first = md.lines().next().unwrap();
     assert!(first.contains('❌') && first.contains("1 of 3"), "{first}");
-    let failed = md.find("| ❌ | `error_rate < 1%` | peak | 1.08 % | 1 % |").expect("failed row");
+    let failed = md
+        .find("| ❌ | `error_rate < 1%` | peak | 1.08 % | 1 % |")
+        .expect("failed row");
     let passed = md.find("| ✅ |").expect("passed row");
     assert!(failed < passed, "failed assertions come first");
-    assert!(md.contains("client CPU above 85 %"), "validity reasons are shown");
+    assert!(
+        md.contains("client CPU above 85 %"),
+        "validity reasons are shown"
+    );
     assert!(md.contains("| `http_429` | 6 |"));
 
     let ok = render_markdown(&fixture("baseline.json"), None).unwrap();
-    assert!(ok.lines().next().unwrap().contains("✅ chat-pr-gate: all 3 SLA assertions passed"));
+    assert!(
+        ok.lines()
+            .next()
+            .unwrap()
+            .contains("✅ chat-pr-gate: all 3 SLA assertions passed")
+    );
 }
 
 #[test]
@@ -53,7 +67,10 @@ fn junit_names_the_failing_assertion_with_observed_and_threshold() {
         .split("<testcase")
         .find(|c| c.contains("<failure"))
         .expect("a failing test case");
-    assert!(case.contains("name=\"error_rate &lt; 1% [peak]\""), "{case}");
+    assert!(
+        case.contains("name=\"error_rate &lt; 1% [peak]\""),
+        "{case}"
+    );
     assert!(case.contains("observed 1.08 %, threshold 1 %"), "{case}");
     assert_eq!(xml.matches("<failure").count(), 1);
 }
@@ -83,21 +100,41 @@ fn plots_are_well_formed_svg_with_their_series() {
         assert!(svg.starts_with("<svg"), "{}", f.display());
         assert!(well_formed(&svg), "{} is not well-formed", f.display());
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let stage = if name.contains("steady") { "steady" } else { "peak" };
+        let stage = if name.contains("steady") {
+            "steady"
+        } else {
+            "peak"
+        };
         let (caption, series): (String, &[&str]) = if name.ends_with("latency-cdf.svg") {
             (format!("{stage}: latency CDF"), &["TTFT", "E2E"])
         } else {
             (
                 format!("{stage}: over time"),
-                &["TTFT p50", "E2E p99", "sent", "completed", "failed", "output tok/s"],
+                &[
+                    "TTFT p50",
+                    "E2E p99",
+                    "sent",
+                    "completed",
+                    "failed",
+                    "output tok/s",
+                ],
             )
         };
         let texts = svg_texts(&svg);
-        assert!(texts.contains(&caption), "{name}: no `{caption}` in {texts:?}");
+        assert!(
+            texts.contains(&caption),
+            "{name}: no `{caption}` in {texts:?}"
+        );
         for s in series {
-            assert!(texts.iter().any(|t| t == s), "{name} lacks series {s}: {texts:?}");
+            assert!(
+                texts.iter().any(|t| t == s),
+                "{name} lacks series {s}: {texts:?}"
+            );
         }
-        assert!(svg.contains("<path") || svg.contains("<polyline"), "no line drawn");
+        assert!(
+            svg.contains("<path") || svg.contains("<polyline"),
+            "no line drawn"
+        );
     }
 }
 
@@ -122,12 +159,19 @@ fn write_all_writes_everything_and_appends_the_step_summary() {
     assert!(files.contains(&out.join(REPORT_FILE)));
     assert!(files.contains(&out.join(JUNIT_FILE)));
     assert_eq!(files.len(), 3 + 4);
-    assert_eq!(read_results(&out.join(RESULTS_FILE)).unwrap(), results, "round trip");
+    assert_eq!(
+        read_results(&out.join(RESULTS_FILE)).unwrap(),
+        results,
+        "round trip"
+    );
     let md = std::fs::read_to_string(out.join(REPORT_FILE)).unwrap();
     assert!(md.contains("![peak: TTFT and E2E latency CDF](stage-peak-latency-cdf.svg)"));
     let s = std::fs::read_to_string(&summary).unwrap();
     assert!(s.starts_with("earlier step\n## ❌ chat-pr-gate"), "{s}");
-    assert!(!s.contains("!["), "relative image links do not work in a step summary");
+    assert!(
+        !s.contains("!["),
+        "relative image links do not work in a step summary"
+    );
 }
 
 /// The trimmed contents of every `<text>` element.
@@ -144,10 +188,12 @@ fn svg_texts(svg: &str) -> Vec<String> {
 /// A small XML well-formedness check: balanced, properly nested tags, quoted attributes, and
 /// only known entities. Enough to catch broken escaping or truncated output.
 fn well_formed(xml: &str) -> bool {
-    let body = xml.strip_prefix("<?xml").map_or(xml, |rest| match rest.find("?>") {
-        Some(i) => &rest[i + 2..],
-        None => "",
-    });
+    let body = xml
+        .strip_prefix("<?xml")
+        .map_or(xml, |rest| match rest.find("?>") {
+            Some(i) => &rest[i + 2..],
+            None => "",
+        });
     let mut stack: Vec<&str> = Vec::new();
     let mut rest = body;
     let mut roots = 0;
@@ -157,11 +203,15 @@ fn well_formed(xml: &str) -> bool {
         }
         rest = &rest[lt + 1..];
         if let Some(after) = rest.strip_prefix("!--") {
-            let Some(end) = after.find("-->") else { return false };
+            let Some(end) = after.find("-->") else {
+                return false;
+            };
             rest = &after[end + 3..];
             continue;
         }
-        let Some(gt) = rest.find('>') else { return false };
+        let Some(gt) = rest.find('>') else {
+            return false;
+        };
         let tag = &rest[..gt];
         rest = &rest[gt + 1..];
         if tag.contains('<') || tag.matches('"').count() % 2 != 0 || !entities_ok(tag) {
@@ -172,7 +222,11 @@ fn well_formed(xml: &str) -> bool {
                 return false;
             }
         } else {
-            let name = tag.split_whitespace().next().unwrap_or("").trim_end_matches('/');
+            let name = tag
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('/');
             if name.is_empty() {
                 return false;
             }

@@ -127,7 +127,10 @@ fn a_metric_without_samples_fails_and_says_so() {
     let mut idle = stage("idle", 0.0, 0);
     idle.requests.sent = 0;
     let v = evaluate(&[(a("error_rate < 1%"), None)], &[idle], None);
-    assert!(!v[0].passed, "an error rate over zero requests is not a pass");
+    assert!(
+        !v[0].passed,
+        "an error rate over zero requests is not a pass"
+    );
 }
 
 #[test]

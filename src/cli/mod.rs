@@ -35,7 +35,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { crate::exit::INVALID } else { crate::exit::OK };
+            return if e.use_stderr() {
+                crate::exit::INVALID
+            } else {
+                crate::exit::OK
+            };
         }
     };
     match cli.command {

@@ -37,7 +37,11 @@ pub fn run(args: &ReportArgs) -> i32 {
     // Link the plots that sit next to where the report will be read.
     let report_dir = match &args.out {
         Some(out) => out.parent().map(Path::to_path_buf).unwrap_or_default(),
-        None => args.results.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => args
+            .results
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
     };
     let plots: Vec<String> = results
         .stages

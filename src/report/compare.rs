@@ -80,7 +80,13 @@ impl Comparison {
 /// The watched metrics: (metric, aggregation, lower is better).
 fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
     let mut out = Vec::new();
-    for m in [Metric::Ttft, Metric::Itl, Metric::Tpot, Metric::E2e, Metric::Ntpot] {
+    for m in [
+        Metric::Ttft,
+        Metric::Itl,
+        Metric::Tpot,
+        Metric::E2e,
+        Metric::Ntpot,
+    ] {
         for p in [Percentile::P50, Percentile::P95, Percentile::P99] {
             out.push((m, Some(Aggregation::Percentile(p)), true));
         }
@@ -127,7 +133,8 @@ fn compare_stage(base: &StageSummary, cur: &StageSummary, tol: f64) -> StageComp
                 ),
                 _ => (Change::NotComparable, None),
             };
-            let text = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
+            let text =
+                |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
             MetricChange {
                 metric: name,
                 unit,
@@ -194,9 +201,15 @@ pub fn compare(baseline: &Results, current: &Results, tolerance: f64) -> Compari
 }
 
 /// Renders a comparison through `templates/compare.md.j2` (or `template`).
-pub fn render_compare_markdown(c: &Comparison, template: Option<&str>) -> Result<String, ReportError> {
+pub fn render_compare_markdown(
+    c: &Comparison,
+    template: Option<&str>,
+) -> Result<String, ReportError> {
     let mut env = environment();
-    env.add_template_owned("compare.md", template.unwrap_or(COMPARE_TEMPLATE).to_string())?;
+    env.add_template_owned(
+        "compare.md",
+        template.unwrap_or(COMPARE_TEMPLATE).to_string(),
+    )?;
     Ok(env
         .get_template("compare.md")?
         .render(context! { cmp => Value::from(Serde(c)), tolerance => short(c.tolerance_pct) })?)
@@ -221,8 +234,21 @@ pub fn render_compare_text(c: &Comparison) -> String {
         );
     }
     for s in &c.stages {
-        let _ = writeln!(out, "\nstage {}{}", s.name, if s.trusted { "" } else { " (untrusted numbers)" });
-        let _ = writeln!(out, "  {:<20} {:>14} {:>14} {:>9}  verdict", "metric", "baseline", "current", "change");
+        let _ = writeln!(
+            out,
+            "\nstage {}{}",
+            s.name,
+            if s.trusted {
+                ""
+            } else {
+                " (untrusted numbers)"
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>14} {:>14} {:>9}  verdict",
+            "metric", "baseline", "current", "change"
+        );
         for m in &s.metrics {
             let v = match m.verdict {
                 Change::Better => "better",

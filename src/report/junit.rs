@@ -69,7 +69,10 @@ pub fn junit_xml(results: &Results) -> String {
         let _ = writeln!(x, "    </testcase>");
     }
     if let Some(err) = &results.error {
-        let _ = writeln!(x, "    <testcase classname=\"{suite}\" name=\"run completed\">");
+        let _ = writeln!(
+            x,
+            "    <testcase classname=\"{suite}\" name=\"run completed\">"
+        );
         let _ = writeln!(x, "      <error message=\"{}\" type=\"run\"/>", esc(err));
         let _ = writeln!(x, "    </testcase>");
     }

@@ -14,13 +14,14 @@ pub const REPORT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 pub const COMPARE_TEMPLATE: &str = include_str!("../../templates/compare.md.j2");
 
 /// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, no auto-escaping (the output is Markdown, not HTML).
+/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is Markdown, not HTML).
 pub(crate) fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     if let Ok(syntax) = SyntaxConfig::builder()
         .trim_blocks(true)
         .lstrip_blocks(true)
+        .keep_trailing_newline(true)
         .build()
     {
         env.set_syntax(syntax);

@@ -22,7 +22,11 @@ pub fn stage_slug(name: &str) -> String {
             }
         })
         .collect();
-    if slug.is_empty() { "stage".into() } else { slug }
+    if slug.is_empty() {
+        "stage".into()
+    } else {
+        slug
+    }
 }
 
 pub fn cdf_file_name(stage: &str) -> String {
@@ -97,7 +101,10 @@ pub fn latency_cdf_svg(stage: &StageSummary) -> Result<Option<String>, ReportErr
         .iter()
         .map(|(_, d, _)| d.min.max(0.001))
         .fold(f64::INFINITY, f64::min);
-    let hi = series.iter().map(|(_, d, _)| d.max).fold(lo * 10.0, f64::max);
+    let hi = series
+        .iter()
+        .map(|(_, d, _)| d.max)
+        .fold(lo * 10.0, f64::max);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (760, 420)).into_drawing_area();
@@ -158,13 +165,21 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
             "requests/s",
             vec![
                 ("sent", pts(&|p| p.sent as f64), RGBColor(127, 127, 127)),
-                ("completed", pts(&|p| p.completed as f64), RGBColor(44, 160, 44)),
+                (
+                    "completed",
+                    pts(&|p| p.completed as f64),
+                    RGBColor(44, 160, 44),
+                ),
                 ("failed", pts(&|p| p.failed as f64), RGBColor(214, 39, 40)),
             ],
         ),
         (
             "output tokens/s",
-            vec![("output tok/s", pts(&|p| p.output_tokens as f64), RGBColor(148, 103, 189))],
+            vec![(
+                "output tok/s",
+                pts(&|p| p.output_tokens as f64),
+                RGBColor(148, 103, 189),
+            )],
         ),
     ];
     let t_max = tl.iter().map(|p| p.t_s).fold(1.0, f64::max) + 1.0;

@@ -135,7 +135,13 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
 }
 
 fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
-    let f = |v: f64| if d.count == 0 { "–".to_string() } else { num(v) };
+    let f = |v: f64| {
+        if d.count == 0 {
+            "–".to_string()
+        } else {
+            num(v)
+        }
+    };
     LatencyRow {
         metric,
         count: d.count.to_string(),
@@ -179,7 +185,10 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
     let mut plots = Vec::new();
     for (file, alt) in [
         (cdf_file_name(&s.name), "TTFT and E2E latency CDF"),
-        (timeline_file_name(&s.name), "latency and throughput over time"),
+        (
+            timeline_file_name(&s.name),
+            "latency and throughput over time",
+        ),
     ] {
         if plot_files.contains(&file) {
             plots.push(Plot {
@@ -199,8 +208,14 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         load: vec![
             kv("planned", planned),
             kv("bound", bound),
-            kv("achieved send rate", format!("{} req/s", num(t.achieved_rate_per_s))),
-            kv("requests", format!("{} sent · {} ok · {} failed", r.sent, r.ok, r.failed)),
+            kv(
+                "achieved send rate",
+                format!("{} req/s", num(t.achieved_rate_per_s)),
+            ),
+            kv(
+                "requests",
+                format!("{} sent · {} ok · {} failed", r.sent, r.ok, r.failed),
+            ),
             kv("wall time", format!("{} s", num(s.wall_time_s))),
         ],
         latency: vec![
@@ -215,10 +230,19 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         .collect(),
         throughput: vec![
             kv("requests", format!("{} req/s", num(t.requests_per_s))),
-            kv("output tokens", format!("{} tok/s", num(t.output_tokens_per_s))),
-            kv("input tokens", format!("{} tok/s", num(t.input_tokens_per_s))),
+            kv(
+                "output tokens",
+                format!("{} tok/s", num(t.output_tokens_per_s)),
+            ),
+            kv(
+                "input tokens",
+                format!("{} tok/s", num(t.input_tokens_per_s)),
+            ),
             kv("goodput", format!("{} req/s", num(t.goodput_per_s))),
-            kv("goodput share", format!("{} %", num(t.goodput_ratio * 100.0))),
+            kv(
+                "goodput share",
+                format!("{} %", num(t.goodput_ratio * 100.0)),
+            ),
             kv(
                 "tokens counted",
                 format!(
@@ -250,7 +274,10 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
                     num(c.send_lag_ms.max)
                 ),
             ),
-            kv("CPU", format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores)),
+            kv(
+                "CPU",
+                format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+            ),
         ],
         plots,
     }
@@ -268,7 +295,10 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
     } else if results.passed {
         format!("all {} SLA assertions passed", results.sla.len())
     } else {
-        format!("{sla_failed} of {} SLA assertions failed", results.sla.len())
+        format!(
+            "{sla_failed} of {} SLA assertions failed",
+            results.sla.len()
+        )
     };
     let t = &results.target;
     ReportView {

@@ -64,7 +64,11 @@ pub fn write_all(
     std::fs::write(&json_path, json + "\n").map_err(|e| ReportError::io(&json_path, e))?;
     written.push(json_path);
 
-    let plots = if opts.plots { write_plots(results, out_dir)? } else { Vec::new() };
+    let plots = if opts.plots {
+        write_plots(results, out_dir)?
+    } else {
+        Vec::new()
+    };
     let plot_names: Vec<String> = plots
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))

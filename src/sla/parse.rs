@@ -157,8 +157,8 @@ impl Parser<'_> {
             ));
         }
         let name = &self.s[start..end];
-        let metric = Metric::from_name(name)
-            .ok_or_else(|| unknown_metric(name, (start, end - start)))?;
+        let metric =
+            Metric::from_name(name).ok_or_else(|| unknown_metric(name, (start, end - start)))?;
         let aggregation = if self.peek() == Some(b'.') {
             self.pos += 1;
             let (a_start, a_end) = self.take_while(|b| is_ident(b) || b == b'.');
@@ -171,13 +171,21 @@ impl Parser<'_> {
                 SlaErrorKind::MissingAggregation,
                 (start, end - start),
                 format!("`{metric}` is a latency distribution and needs an aggregation"),
-                format!("write e.g. `{metric}.p95`; aggregations: {}", agg_list(metric)),
+                format!(
+                    "write e.g. `{metric}.p95`; aggregations: {}",
+                    agg_list(metric)
+                ),
             )),
             _ => Ok((metric, aggregation)),
         }
     }
 
-    fn aggregation(&self, metric: Metric, start: usize, end: usize) -> Result<Aggregation, SlaError> {
+    fn aggregation(
+        &self,
+        metric: Metric,
+        start: usize,
+        end: usize,
+    ) -> Result<Aggregation, SlaError> {
         let text = &self.s[start..end];
         let span = (start - 1, end - start + 1);
         if !metric.needs_aggregation() {
@@ -185,7 +193,10 @@ impl Parser<'_> {
                 SlaErrorKind::UnexpectedAggregation,
                 span,
                 format!("`{metric}` is a single number and takes no aggregation"),
-                format!("write `{metric} {} …` without `.{text}`", example_op(metric)),
+                format!(
+                    "write `{metric} {} …` without `.{text}`",
+                    example_op(metric)
+                ),
             ));
         }
         let agg = match text {
@@ -198,7 +209,11 @@ impl Parser<'_> {
             (Some(a), _) => a,
             (None, Some(num)) if !num.is_empty() => {
                 // `p999` is how results.json spells p99.9; accept it as the same thing.
-                let value = if num == "999" { Some(99.9) } else { parse_number(num) };
+                let value = if num == "999" {
+                    Some(99.9)
+                } else {
+                    parse_number(num)
+                };
                 let Some(value) = value else {
                     return Err(SlaError::new(
                         SlaErrorKind::UnknownAggregation,
@@ -266,7 +281,10 @@ impl Parser<'_> {
                 let message = if self.pos == self.s.len() {
                     "missing comparison operator".to_string()
                 } else {
-                    format!("expected an operator, found `{}`", &self.s[self.pos..self.pos + len])
+                    format!(
+                        "expected an operator, found `{}`",
+                        &self.s[self.pos..self.pos + len]
+                    )
                 };
                 Err(SlaError::new(
                     SlaErrorKind::MissingOperator,
@@ -278,7 +296,10 @@ impl Parser<'_> {
             (None, len) => Err(SlaError::new(
                 SlaErrorKind::BadOperator,
                 (self.pos, len),
-                format!("unsupported operator `{}`", &self.s[self.pos..self.pos + len]),
+                format!(
+                    "unsupported operator `{}`",
+                    &self.s[self.pos..self.pos + len]
+                ),
                 "operators: <, <=, >, >=, == (use `==` for equality)".into(),
             )),
         }
@@ -294,7 +315,11 @@ impl Parser<'_> {
             ));
         }
         if self.s[self.pos..].starts_with("baseline")
-            && !self.s.as_bytes().get(self.pos + 8).is_some_and(|&b| is_ident(b))
+            && !self
+                .s
+                .as_bytes()
+                .get(self.pos + 8)
+                .is_some_and(|&b| is_ident(b))
         {
             self.pos += 8;
             let save = self.pos;
@@ -308,7 +333,10 @@ impl Parser<'_> {
             let factor = self.number("baseline factor", "write e.g. `baseline * 1.10`")?;
             return Ok(Threshold::Baseline { factor });
         }
-        let value = self.number("threshold", &format!("write e.g. `{}`", example_value(metric)))?;
+        let value = self.number(
+            "threshold",
+            &format!("write e.g. `{}`", example_value(metric)),
+        )?;
         let num_end = self.pos;
         self.skip_ws();
         let (u_start, u_end) = self.take_while(|b| !b.is_ascii_whitespace());
@@ -362,7 +390,11 @@ impl Parser<'_> {
             Some(v) => Ok(v),
             None => {
                 self.pos = start;
-                let len = if text.is_empty() { self.word_len() } else { text.len() };
+                let len = if text.is_empty() {
+                    self.word_len()
+                } else {
+                    text.len()
+                };
                 let found = &self.s[start..start + len];
                 Err(SlaError::new(
                     SlaErrorKind::BadNumber,
