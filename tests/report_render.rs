@@ -214,7 +214,7 @@ fn well_formed(xml: &str) -> bool {
         };
         let tag = &rest[..gt];
         rest = &rest[gt + 1..];
-        if tag.contains('<') || tag.matches('"').count() % 2 != 0 || !entities_ok(tag) {
+        if tag.contains('<') || !tag.matches('"').count().is_multiple_of(2) || !entities_ok(tag) {
             return false;
         }
         if let Some(name) = tag.strip_prefix('/') {
