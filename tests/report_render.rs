@@ -146,13 +146,10 @@ fn write_all_writes_everything_and_appends_the_step_summary() {
     let results = fixture("current.json");
     let out = dir.path().join("run");
     let opts = WriteOptions {
+        template: None,
+        plots: true,
+        junit: true,
         step_summary: Some(summary.clone()),
-        ..WriteOptions {
-            template: None,
-            plots: true,
-            junit: true,
-            step_summary: None,
-        }
     };
     let files = write_all(&results, &out, &opts).unwrap();
     assert_eq!(files[0], out.join(RESULTS_FILE));
