@@ -3,6 +3,12 @@
 
 use clap::{Parser, Subcommand};
 
+mod compare;
+mod report;
+
+pub use compare::{CompareArgs, CompareFormat};
+pub use report::ReportArgs;
+
 /// Benchmark-as-code for LLM inference servers.
 ///
 /// Write a KDL scenario, check it into git, and run it: infermeter compiles it into a
@@ -16,7 +22,12 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Re-render the Markdown report of a past run from its results.json.
+    Report(ReportArgs),
+    /// Compare two runs of the same plan; exit 1 when the current one regressed.
+    Compare(CompareArgs),
+}
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
@@ -31,5 +42,8 @@ pub fn main() -> i32 {
             };
         }
     };
-    match cli.command {}
+    match cli.command {
+        Command::Report(args) => report::run(&args),
+        Command::Compare(args) => compare::run(&args),
+    }
 }

@@ -1,6 +1,20 @@
 //! Output: `results.json` (the versioned contract), Markdown reports through minijinja,
 //! JUnit, SVG plots, and baseline comparison.
 
+mod compare;
+mod error;
+mod junit;
+mod markdown;
+mod plots;
 mod results;
+mod view;
+mod write;
 
+pub use compare::*;
+pub use error::*;
+pub use junit::*;
+pub use markdown::*;
+pub use plots::*;
 pub use results::*;
+pub use view::*;
+pub use write::*;

@@ -1,6 +1,12 @@
 //! SLA assertions: parse (`ttft.p95 < 200ms`), check against the metric's kind, evaluate
-//! against a stage summary, produce verdicts.
+//! against a stage summary, produce verdicts. See `docs/sla.md`.
 
+mod evaluate;
+mod grammar;
+mod parse;
 mod verdict;
 
+pub use evaluate::*;
+pub use grammar::*;
+pub use parse::*;
 pub use verdict::*;

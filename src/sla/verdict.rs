@@ -16,4 +16,17 @@ pub struct SlaVerdict {
     /// The unit of `observed` and `threshold`.
     pub unit: String,
     pub passed: bool,
+    /// Why the verdict is what it is when the numbers alone do not say, e.g. "no ttft samples"
+    /// (the assertion then fails with `observed` 0) or "no baseline given".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl SlaVerdict {
+    /// How far `observed` is from `threshold`, relative to the threshold (`0.157` = 15.7 % over),
+    /// or `None` when the threshold is 0.
+    pub fn relative_margin(&self) -> Option<f64> {
+        (self.threshold != 0.0 && self.threshold.is_finite())
+            .then(|| (self.observed - self.threshold) / self.threshold.abs())
+    }
 }

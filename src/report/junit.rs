@@ -1,0 +1,86 @@
+//! JUnit XML: one test case per SLA verdict (named by its assertion and stage), so CI systems
+//! that read JUnit show which SLA failed, with observed vs threshold in the failure message.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::ReportError;
+use super::results::Results;
+use super::view::short;
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 forbids most control characters even when escaped.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The JUnit document as a string.
+pub fn junit_xml(results: &Results) -> String {
+    let failures = results.sla.iter().filter(|v| !v.passed).count();
+    let errors = usize::from(results.error.is_some());
+    let tests = results.sla.len() + errors;
+    let suite = esc(&results.scenario);
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"infermeter\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">"
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" timestamp=\"{}\">",
+        esc(&results.started_at)
+    );
+    for v in &results.sla {
+        let stage = v.stage.as_deref().unwrap_or("all stages");
+        let name = esc(&format!("{} [{stage}]", v.expr));
+        let class = esc(&format!("{}.{stage}", results.scenario));
+        if v.passed {
+            let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\"/>");
+            continue;
+        }
+        let mut message = format!(
+            "observed {} {unit}, threshold {} {unit}",
+            short(v.observed),
+            short(v.threshold),
+            unit = v.unit
+        );
+        if let Some(note) = &v.note {
+            let _ = write!(message, " ({note})");
+        }
+        let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
+        let _ = writeln!(
+            x,
+            "      <failure message=\"{}\" type=\"sla\">{}: {}</failure>",
+            esc(&message),
+            esc(&v.expr),
+            esc(&message)
+        );
+        let _ = writeln!(x, "    </testcase>");
+    }
+    if let Some(err) = &results.error {
+        let _ = writeln!(
+            x,
+            "    <testcase classname=\"{suite}\" name=\"run completed\">"
+        );
+        let _ = writeln!(x, "      <error message=\"{}\" type=\"run\"/>", esc(err));
+        let _ = writeln!(x, "    </testcase>");
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// Writes [`junit_xml`] to `path`.
+pub fn write_junit(results: &Results, path: &Path) -> Result<(), ReportError> {
+    std::fs::write(path, junit_xml(results)).map_err(|e| ReportError::io(path, e))
+}

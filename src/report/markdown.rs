@@ -1,0 +1,54 @@
+//! The Markdown report: [`ReportView`] and the raw results rendered through minijinja with
+//! strict undefined behaviour (a typo in a template is an error, not an empty cell).
+
+use minijinja::value::Serde;
+use minijinja::{Environment, UndefinedBehavior, Value, context, syntax::SyntaxConfig};
+
+use super::ReportError;
+use super::results::Results;
+use super::view::build_view;
+
+/// The built-in report template.
+pub const REPORT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
+/// The built-in comparison template.
+pub const COMPARE_TEMPLATE: &str = include_str!("../../templates/compare.md.j2");
+
+/// An environment with the house settings: strict undefined, block tags on their own lines
+/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is Markdown, not HTML).
+pub(crate) fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    if let Ok(syntax) = SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .keep_trailing_newline(true)
+        .build()
+    {
+        env.set_syntax(syntax);
+    }
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env
+}
+
+/// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the
+/// raw results) in its context.
+pub fn render_markdown(results: &Results, template: Option<&str>) -> Result<String, ReportError> {
+    render_markdown_with_plots(results, template, &[])
+}
+
+/// Like [`render_markdown`], linking the named plot files (as written by
+/// [`super::write_plots`], relative to the report).
+pub fn render_markdown_with_plots(
+    results: &Results,
+    template: Option<&str>,
+    plot_files: &[String],
+) -> Result<String, ReportError> {
+    let mut env = environment();
+    env.add_template_owned("report.md", template.unwrap_or(REPORT_TEMPLATE).to_string())?;
+    let view = build_view(results, plot_files);
+    let out = env.get_template("report.md")?.render(context! {
+        view => Value::from(Serde(&view)),
+        results => Value::from(Serde(results)),
+    })?;
+    Ok(out)
+}

@@ -1,0 +1,328 @@
+//! The report's view model: [`Results`] turned into display-ready strings (units, rounding,
+//! icons) so templates only lay things out. Custom templates get both this (`view`) and the
+//! raw results (`results`).
+
+use serde::Serialize;
+
+use super::plots::{cdf_file_name, timeline_file_name};
+use super::results::Results;
+use crate::metrics::{Dist, StageSummary};
+use crate::sla::SlaVerdict;
+
+#[derive(Debug, Serialize)]
+pub struct ReportView {
+    pub passed: bool,
+    pub icon: &'static str,
+    pub verdict: String,
+    pub sla_total: usize,
+    pub sla_failed: usize,
+    /// Every verdict, failed ones first.
+    pub verdicts: Vec<VerdictRow>,
+    pub stages: Vec<StageView>,
+    pub repro: Vec<KeyValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VerdictRow {
+    pub icon: &'static str,
+    pub passed: bool,
+    pub expr: String,
+    pub stage: String,
+    pub observed: String,
+    pub threshold: String,
+    /// `+15.7 % over` / `12.0 % under`, empty when the threshold is 0.
+    pub margin: String,
+    pub note: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyValue {
+    pub key: &'static str,
+    pub value: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageView {
+    pub name: String,
+    pub trusted: bool,
+    pub reasons: Vec<String>,
+    pub sla_failed: usize,
+    pub load: Vec<KeyValue>,
+    pub latency: Vec<LatencyRow>,
+    pub throughput: Vec<KeyValue>,
+    pub errors: Vec<ErrorRow>,
+    pub client: Vec<KeyValue>,
+    pub plots: Vec<Plot>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyRow {
+    pub metric: &'static str,
+    pub count: String,
+    pub p50: String,
+    pub p90: String,
+    pub p95: String,
+    pub p99: String,
+    pub p999: String,
+    pub max: String,
+    pub mean: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorRow {
+    pub kind: String,
+    pub count: u64,
+    pub share: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plot {
+    pub alt: String,
+    pub file: String,
+}
+
+/// A number with as many decimals as its size deserves: 1234 · 123 · 12.3 · 1.23 · 0.123.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    if a >= 100.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// [`num`] without trailing zeros (`1.00` → `1`), for thresholds people typed.
+pub fn short(v: f64) -> String {
+    let s = num(v);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn with_unit(v: f64, unit: &str) -> String {
+    match unit {
+        "%" => format!("{} %", short(v)),
+        "" => short(v),
+        u => format!("{} {u}", short(v)),
+    }
+}
+
+fn verdict_row(v: &SlaVerdict) -> VerdictRow {
+    let margin = match v.relative_margin() {
+        Some(m) if m >= 0.0 => format!("{:+.1} % over", m * 100.0),
+        Some(m) => format!("{:.1} % under", -m * 100.0),
+        None => String::new(),
+    };
+    VerdictRow {
+        icon: if v.passed { "✅" } else { "❌" },
+        passed: v.passed,
+        expr: v.expr.clone(),
+        stage: v.stage.clone().unwrap_or_else(|| "all".into()),
+        observed: with_unit(v.observed, &v.unit),
+        threshold: with_unit(v.threshold, &v.unit),
+        margin,
+        note: v.note.clone().unwrap_or_default(),
+    }
+}
+
+fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
+    let f = |v: f64| {
+        if d.count == 0 {
+            "–".to_string()
+        } else {
+            num(v)
+        }
+    };
+    LatencyRow {
+        metric,
+        count: d.count.to_string(),
+        p50: f(d.p50),
+        p90: f(d.p90),
+        p95: f(d.p95),
+        p99: f(d.p99),
+        p999: f(d.p999),
+        max: f(d.max),
+        mean: f(d.mean),
+    }
+}
+
+fn kv(key: &'static str, value: String) -> KeyValue {
+    KeyValue { key, value }
+}
+
+fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) -> StageView {
+    let p = &s.planned;
+    let planned = match (p.rate_per_s, p.clients) {
+        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
+        (None, Some(c)) => format!("{} with {c} clients", p.arrival),
+        (None, None) => p.arrival.clone(),
+    };
+    let bound = match (p.requests, p.duration_s) {
+        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("{} s", short(d)),
+        (None, None) => "–".into(),
+    };
+    let r = &s.requests;
+    let share = |n: u64| {
+        if r.sent == 0 {
+            "–".to_string()
+        } else {
+            format!("{} %", num(n as f64 / r.sent as f64 * 100.0))
+        }
+    };
+    let t = &s.throughput;
+    let c = &s.client;
+    let mut plots = Vec::new();
+    for (file, alt) in [
+        (cdf_file_name(&s.name), "TTFT and E2E latency CDF"),
+        (
+            timeline_file_name(&s.name),
+            "latency and throughput over time",
+        ),
+    ] {
+        if plot_files.contains(&file) {
+            plots.push(Plot {
+                alt: format!("{}: {alt}", s.name),
+                file,
+            });
+        }
+    }
+    StageView {
+        name: s.name.clone(),
+        trusted: s.validity.trusted,
+        reasons: s.validity.reasons.clone(),
+        sla_failed: verdicts
+            .iter()
+            .filter(|v| !v.passed && v.stage.as_deref() == Some(s.name.as_str()))
+            .count(),
+        load: vec![
+            kv("planned", planned),
+            kv("bound", bound),
+            kv(
+                "achieved send rate",
+                format!("{} req/s", num(t.achieved_rate_per_s)),
+            ),
+            kv(
+                "requests",
+                format!("{} sent · {} ok · {} failed", r.sent, r.ok, r.failed),
+            ),
+            kv("wall time", format!("{} s", num(s.wall_time_s))),
+        ],
+        latency: vec![
+            latency_row("TTFT", &s.latency.ttft_ms),
+            latency_row("ITL", &s.latency.itl_ms),
+            latency_row("TPOT", &s.latency.tpot_ms),
+            latency_row("E2E", &s.latency.e2e_ms),
+            latency_row("NTPOT", &s.latency.ntpot_ms),
+        ]
+        .into_iter()
+        .chain((s.latency.ttfa_ms.count > 0).then(|| latency_row("TTFA", &s.latency.ttfa_ms)))
+        .collect(),
+        throughput: vec![
+            kv("requests", format!("{} req/s", num(t.requests_per_s))),
+            kv(
+                "output tokens",
+                format!("{} tok/s", num(t.output_tokens_per_s)),
+            ),
+            kv(
+                "input tokens",
+                format!("{} tok/s", num(t.input_tokens_per_s)),
+            ),
+            kv("goodput", format!("{} req/s", num(t.goodput_per_s))),
+            kv(
+                "goodput share",
+                format!("{} %", num(t.goodput_ratio * 100.0)),
+            ),
+            kv(
+                "tokens counted",
+                format!(
+                    "{} in · {} out ({} from usage, {} from tokenizer, {} mismatched)",
+                    s.tokens.input,
+                    s.tokens.output,
+                    s.tokens.from_usage,
+                    s.tokens.from_tokenizer,
+                    s.tokens.mismatched
+                ),
+            ),
+        ],
+        errors: r
+            .errors
+            .iter()
+            .map(|(kind, &count)| ErrorRow {
+                kind: kind.clone(),
+                count,
+                share: share(count),
+            })
+            .collect(),
+        client: vec![
+            kv(
+                "send lag",
+                format!(
+                    "p50 {} ms · p99 {} ms · max {} ms",
+                    num(c.send_lag_ms.p50),
+                    num(c.send_lag_ms.p99),
+                    num(c.send_lag_ms.max)
+                ),
+            ),
+            kv(
+                "CPU",
+                format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+            ),
+        ],
+        plots,
+    }
+}
+
+/// Builds the view; `plot_files` are the plot file names that exist next to the report.
+pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
+    let sla_failed = results.sla.iter().filter(|v| !v.passed).count();
+    let mut verdicts: Vec<&SlaVerdict> = results.sla.iter().collect();
+    verdicts.sort_by_key(|v| v.passed);
+    let verdict = if let Some(err) = &results.error {
+        format!("run did not complete: {err}")
+    } else if results.interrupted {
+        "run interrupted".to_string()
+    } else if results.passed {
+        format!("all {} SLA assertions passed", results.sla.len())
+    } else {
+        format!(
+            "{sla_failed} of {} SLA assertions failed",
+            results.sla.len()
+        )
+    };
+    let t = &results.target;
+    ReportView {
+        passed: results.passed,
+        icon: if results.passed { "✅" } else { "❌" },
+        verdict,
+        sla_total: results.sla.len(),
+        sla_failed,
+        verdicts: verdicts.into_iter().map(verdict_row).collect(),
+        stages: results
+            .stages
+            .iter()
+            .map(|s| stage_view(s, &results.sla, plot_files))
+            .collect(),
+        repro: vec![
+            kv("scenario", results.scenario.clone()),
+            kv("plan hash", format!("`{}`", results.plan_hash)),
+            kv("seed", results.seed.to_string()),
+            kv("infermeter", results.infermeter_version.clone()),
+            kv("target", format!("{} ({})", t.endpoint, t.api)),
+            kv("model", t.model.clone()),
+            kv("tokenizer", t.tokenizer.clone()),
+            kv("started", results.started_at.clone()),
+            kv("schema version", results.schema_version.to_string()),
+        ],
+    }
+}

@@ -1,0 +1,108 @@
+//! Writes every output of a run into one directory; the runner's single call into `report`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::ReportError;
+use super::junit::write_junit;
+use super::markdown::render_markdown_with_plots;
+use super::plots::write_plots;
+use super::results::Results;
+
+pub const RESULTS_FILE: &str = "results.json";
+pub const REPORT_FILE: &str = "report.md";
+pub const JUNIT_FILE: &str = "junit.xml";
+
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// A user template replacing `templates/report.md.j2` (its text, not its path).
+    pub template: Option<String>,
+    pub plots: bool,
+    pub junit: bool,
+    /// Where to append the Markdown report (GitHub's step summary); [`Default`] takes it from
+    /// `$GITHUB_STEP_SUMMARY`.
+    pub step_summary: Option<PathBuf>,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            template: None,
+            plots: true,
+            junit: true,
+            step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+}
+
+/// Reads and parses a `results.json`.
+pub fn read_results(path: &Path) -> Result<Results, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ReportError::io(path, e))?;
+    serde_json::from_str(&text).map_err(|source| ReportError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes results.json (pretty), report.md, plots and junit.xml into `out_dir`, and appends the
+/// report to the step summary when there is one. Returns the files written, results.json first.
+pub fn write_all(
+    results: &Results,
+    out_dir: &Path,
+    opts: &WriteOptions,
+) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(out_dir).map_err(|e| ReportError::io(out_dir, e))?;
+    let mut written = Vec::new();
+
+    let json_path = out_dir.join(RESULTS_FILE);
+    let json = serde_json::to_string_pretty(results).map_err(|source| ReportError::Json {
+        path: json_path.clone(),
+        source,
+    })?;
+    std::fs::write(&json_path, json + "\n").map_err(|e| ReportError::io(&json_path, e))?;
+    written.push(json_path);
+
+    let plots = if opts.plots {
+        write_plots(results, out_dir)?
+    } else {
+        Vec::new()
+    };
+    let plot_names: Vec<String> = plots
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let md = render_markdown_with_plots(results, opts.template.as_deref(), &plot_names)?;
+    let md_path = out_dir.join(REPORT_FILE);
+    std::fs::write(&md_path, &md).map_err(|e| ReportError::io(&md_path, e))?;
+    written.push(md_path);
+    written.extend(plots);
+
+    if opts.junit {
+        let path = out_dir.join(JUNIT_FILE);
+        write_junit(results, &path)?;
+        written.push(path);
+    }
+    if let Some(summary) = &opts.step_summary {
+        append(summary, &md)?;
+    }
+    Ok(written)
+}
+
+fn append(path: &Path, text: &str) -> Result<(), ReportError> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| ReportError::io(path, e))?;
+    // Image links are relative to the run directory, which a step summary cannot reach.
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("!["))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.write_all(b"\n"))
+        .map_err(|e| ReportError::io(path, e))
+}

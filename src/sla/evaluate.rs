@@ -1,0 +1,152 @@
+//! Evaluates parsed assertions against stage summaries (and an optional baseline run).
+//!
+//! A stage-scoped assertion is evaluated on its stage only. A scenario-level assertion (no
+//! stage) is evaluated on every measured stage, one verdict per stage with `stage` set: an SLA
+//! is a promise about every load the scenario applies, and a per-stage verdict says which load
+//! broke it. Warm-up is never evaluated.
+
+use super::grammar::{Aggregation, Assertion, Metric, Percentile, Threshold};
+use super::verdict::SlaVerdict;
+use crate::metrics::{Dist, StageSummary};
+use crate::report::Results;
+
+/// One verdict per (assertion, stage) pair, in assertion order then stage order.
+pub fn evaluate(
+    assertions: &[(Assertion, Option<String>)],
+    stages: &[StageSummary],
+    baseline: Option<&Results>,
+) -> Vec<SlaVerdict> {
+    let mut verdicts = Vec::new();
+    for (assertion, scope) in assertions {
+        match scope {
+            Some(name) => match stages.iter().find(|s| &s.name == name) {
+                Some(stage) => verdicts.push(evaluate_one(assertion, stage, baseline)),
+                None => verdicts.push(SlaVerdict {
+                    expr: assertion.expr.clone(),
+                    stage: Some(name.clone()),
+                    observed: 0.0,
+                    threshold: absolute_or_zero(assertion),
+                    unit: assertion.unit().to_string(),
+                    passed: false,
+                    note: Some(format!("stage `{name}` has no results (it did not run)")),
+                }),
+            },
+            None => {
+                verdicts.extend(stages.iter().map(|s| evaluate_one(assertion, s, baseline)));
+            }
+        }
+    }
+    verdicts
+}
+
+fn absolute_or_zero(a: &Assertion) -> f64 {
+    match a.threshold {
+        Threshold::Absolute(v) => v,
+        Threshold::Baseline { .. } => 0.0,
+    }
+}
+
+/// Evaluates one assertion on one stage.
+pub fn evaluate_one(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    baseline: Option<&Results>,
+) -> SlaVerdict {
+    let mut verdict = SlaVerdict {
+        expr: assertion.expr.clone(),
+        stage: Some(stage.name.clone()),
+        observed: 0.0,
+        threshold: absolute_or_zero(assertion),
+        unit: assertion.unit().to_string(),
+        passed: false,
+        note: None,
+    };
+    let observed = match observe(assertion.metric, assertion.aggregation, stage) {
+        Ok(v) => v,
+        Err(why) => {
+            verdict.note = Some(why);
+            return verdict;
+        }
+    };
+    verdict.observed = observed;
+    if let Threshold::Baseline { factor } = assertion.threshold {
+        let base = baseline.and_then(|b| b.stages.iter().find(|s| s.name == stage.name));
+        let Some(base) = base else {
+            verdict.note = Some(match baseline {
+                None => "no baseline given".to_string(),
+                Some(_) => format!("the baseline has no stage `{}`", stage.name),
+            });
+            return verdict;
+        };
+        match observe(assertion.metric, assertion.aggregation, base) {
+            Ok(v) => verdict.threshold = v * factor,
+            Err(why) => {
+                verdict.note = Some(format!("baseline: {why}"));
+                return verdict;
+            }
+        }
+    }
+    verdict.passed = assertion.op.holds(verdict.observed, verdict.threshold);
+    verdict
+}
+
+/// The metric's value on a stage in its canonical unit, or why there is none (which fails the
+/// assertion: an SLA nobody measured is not met).
+pub fn observe(
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+) -> Result<f64, String> {
+    let lat = &stage.latency;
+    let dist = |d: &Dist| -> Result<f64, String> {
+        if d.count == 0 {
+            return Err(format!("no {metric} samples"));
+        }
+        Ok(match aggregation.unwrap_or(Aggregation::Mean) {
+            Aggregation::Percentile(p) => match p {
+                Percentile::P50 => d.p50,
+                Percentile::P90 => d.p90,
+                Percentile::P95 => d.p95,
+                Percentile::P99 => d.p99,
+                Percentile::P999 => d.p999,
+            },
+            Aggregation::Mean => d.mean,
+            Aggregation::Max => d.max,
+            Aggregation::Min => d.min,
+        })
+    };
+    let sent = stage.requests.sent;
+    let no_requests = || Err("no requests were sent".to_string());
+    match metric {
+        Metric::Ttft => dist(&lat.ttft_ms),
+        Metric::Itl => dist(&lat.itl_ms),
+        Metric::Tpot => dist(&lat.tpot_ms),
+        Metric::E2e => dist(&lat.e2e_ms),
+        Metric::Ntpot => dist(&lat.ntpot_ms),
+        Metric::Ttfa => dist(&lat.ttfa_ms),
+        Metric::SendLag => {
+            if sent == 0 {
+                return no_requests();
+            }
+            let lag = &stage.client.send_lag_ms;
+            match aggregation {
+                Some(Aggregation::Percentile(Percentile::P50)) => Ok(lag.p50),
+                Some(Aggregation::Percentile(Percentile::P99)) => Ok(lag.p99),
+                Some(Aggregation::Max) => Ok(lag.max),
+                // The parser rejects these; a hand-built Assertion still must not panic.
+                other => Err(format!(
+                    "send_lag does not record {}",
+                    other.map_or("this".to_string(), |a| a.to_string())
+                )),
+            }
+        }
+        Metric::ErrorRate if sent == 0 => no_requests(),
+        Metric::ErrorRate => Ok(stage.requests.failed as f64 / sent as f64 * 100.0),
+        Metric::Goodput if sent == 0 => no_requests(),
+        Metric::Goodput => Ok(stage.throughput.goodput_ratio * 100.0),
+        Metric::GoodputRate => Ok(stage.throughput.goodput_per_s),
+        Metric::RequestThroughput => Ok(stage.throughput.requests_per_s),
+        Metric::OutputThroughput => Ok(stage.throughput.output_tokens_per_s),
+        Metric::InputThroughput => Ok(stage.throughput.input_tokens_per_s),
+    }
+}

@@ -1,0 +1,273 @@
+//! The typed form of an SLA assertion (`ttft.p95 < 200ms`): metric, aggregation, operator and
+//! threshold as enums, each with its canonical unit, so evaluation never re-reads text.
+
+use std::fmt;
+
+use crate::units::trim_float;
+
+/// What kind of value a metric is, which fixes the unit its threshold must be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// Milliseconds; written with ms, s or us.
+    Latency,
+    /// A share, written with `%` and stored in percent (1% → 1.0).
+    Percent,
+    /// Requests per second, written `req/s`.
+    ReqPerSec,
+    /// Tokens per second, written `tok/s`.
+    TokPerSec,
+}
+
+impl MetricKind {
+    /// The unit observed values and thresholds are stored in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            MetricKind::Latency => "ms",
+            MetricKind::Percent => "%",
+            MetricKind::ReqPerSec => "req/s",
+            MetricKind::TokPerSec => "tok/s",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    Ttft,
+    Itl,
+    Tpot,
+    E2e,
+    Ntpot,
+    Ttfa,
+    SendLag,
+    ErrorRate,
+    OutputThroughput,
+    InputThroughput,
+    RequestThroughput,
+    Goodput,
+    GoodputRate,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 13] = [
+        Metric::Ttft,
+        Metric::Itl,
+        Metric::Tpot,
+        Metric::E2e,
+        Metric::Ntpot,
+        Metric::Ttfa,
+        Metric::SendLag,
+        Metric::ErrorRate,
+        Metric::OutputThroughput,
+        Metric::InputThroughput,
+        Metric::RequestThroughput,
+        Metric::Goodput,
+        Metric::GoodputRate,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Ttft => "ttft",
+            Metric::Itl => "itl",
+            Metric::Tpot => "tpot",
+            Metric::E2e => "e2e",
+            Metric::Ntpot => "ntpot",
+            Metric::Ttfa => "ttfa",
+            Metric::SendLag => "send_lag",
+            Metric::ErrorRate => "error_rate",
+            Metric::OutputThroughput => "output_throughput",
+            Metric::InputThroughput => "input_throughput",
+            Metric::RequestThroughput => "request_throughput",
+            Metric::Goodput => "goodput",
+            Metric::GoodputRate => "goodput_rate",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    pub fn kind(self) -> MetricKind {
+        match self {
+            Metric::Ttft
+            | Metric::Itl
+            | Metric::Tpot
+            | Metric::E2e
+            | Metric::Ntpot
+            | Metric::Ttfa
+            | Metric::SendLag => MetricKind::Latency,
+            Metric::ErrorRate | Metric::Goodput => MetricKind::Percent,
+            Metric::RequestThroughput | Metric::GoodputRate => MetricKind::ReqPerSec,
+            Metric::OutputThroughput | Metric::InputThroughput => MetricKind::TokPerSec,
+        }
+    }
+
+    /// Whether the metric is a distribution that needs an aggregation (`ttft.p95`).
+    pub fn needs_aggregation(self) -> bool {
+        self.kind() == MetricKind::Latency
+    }
+
+    /// The aggregations this metric's summary records. `send_lag` keeps only p50, p99 and max.
+    pub fn supported_aggregations(self) -> &'static [Aggregation] {
+        use Aggregation as A;
+        use Percentile as P;
+        match self {
+            Metric::SendLag => &[A::Percentile(P::P50), A::Percentile(P::P99), A::Max],
+            m if m.needs_aggregation() => &[
+                A::Percentile(P::P50),
+                A::Percentile(P::P90),
+                A::Percentile(P::P95),
+                A::Percentile(P::P99),
+                A::Percentile(P::P999),
+                A::Mean,
+                A::Max,
+                A::Min,
+            ],
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The percentiles a [`crate::metrics::Dist`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Percentile {
+    P50,
+    P90,
+    P95,
+    P99,
+    P999,
+}
+
+impl Percentile {
+    pub const ALL: [Percentile; 5] = [
+        Percentile::P50,
+        Percentile::P90,
+        Percentile::P95,
+        Percentile::P99,
+        Percentile::P999,
+    ];
+
+    pub fn value(self) -> f64 {
+        match self {
+            Percentile::P50 => 50.0,
+            Percentile::P90 => 90.0,
+            Percentile::P95 => 95.0,
+            Percentile::P99 => 99.0,
+            Percentile::P999 => 99.9,
+        }
+    }
+
+    /// The percentile whose value is `v`, if it is one the summaries keep.
+    pub fn from_value(v: f64) -> Option<Percentile> {
+        Percentile::ALL
+            .into_iter()
+            .find(|p| (p.value() - v).abs() < 1e-9)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aggregation {
+    Percentile(Percentile),
+    Mean,
+    Max,
+    Min,
+}
+
+impl fmt::Display for Aggregation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Aggregation::Percentile(p) => write!(f, "p{}", trim_float(p.value())),
+            Aggregation::Mean => f.write_str("mean"),
+            Aggregation::Max => f.write_str("max"),
+            Aggregation::Min => f.write_str("min"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Eq => "==",
+        }
+    }
+
+    /// Whether `observed OP threshold` holds. `==` allows a relative 1e-9 so that a value that
+    /// went through a unit conversion still compares equal.
+    pub fn holds(self, observed: f64, threshold: f64) -> bool {
+        match self {
+            Op::Lt => observed < threshold,
+            Op::Le => observed <= threshold,
+            Op::Gt => observed > threshold,
+            Op::Ge => observed >= threshold,
+            Op::Eq => {
+                (observed - threshold).abs() <= 1e-9 * observed.abs().max(threshold.abs()).max(1.0)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// The right-hand side of an assertion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    /// A fixed value in the metric's canonical unit ([`MetricKind::unit`]).
+    Absolute(f64),
+    /// The baseline's value of the same stage and metric, times `factor`.
+    Baseline { factor: f64 },
+}
+
+/// One parsed SLA assertion, e.g. `ttft.p95 < 200ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assertion {
+    /// The text as written (trimmed), reported back in verdicts.
+    pub expr: String,
+    pub metric: Metric,
+    /// `None` exactly for metrics that are single numbers (throughputs, rates).
+    pub aggregation: Option<Aggregation>,
+    pub op: Op,
+    pub threshold: Threshold,
+}
+
+impl Assertion {
+    /// The unit of the threshold and of the observed value.
+    pub fn unit(&self) -> &'static str {
+        self.metric.kind().unit()
+    }
+
+    /// `ttft.p95` / `error_rate`: the metric as it is named in reports.
+    pub fn metric_ref(&self) -> String {
+        match self.aggregation {
+            Some(a) => format!("{}.{a}", self.metric),
+            None => self.metric.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Assertion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.expr)
+    }
+}

@@ -1,0 +1,492 @@
+//! A small hand-written parser for SLA assertions, in the spirit of k6's threshold grammar.
+//! Every error carries a byte span inside the expression and a hint, so the scenario layer can
+//! shift the span to the file position and show it under the text.
+//!
+//! ```text
+//! assertion   ::= ws metric_ref ws op ws rhs ws EOF
+//! metric_ref  ::= METRIC ( "." aggregation )?        ; aggregation required iff METRIC is a latency
+//! METRIC      ::= "ttft" | "itl" | "tpot" | "e2e" | "ntpot" | "ttfa" | "send_lag"     ; latency
+//!               | "error_rate" | "goodput"                                             ; percent
+//!               | "request_throughput" | "goodput_rate"                                ; req/s
+//!               | "output_throughput" | "input_throughput"                             ; tok/s
+//! aggregation ::= "mean" | "max" | "min" | "p" NUMBER   ; p50 p90 p95 p99 p99.9 (p999 = p99.9)
+//! op          ::= "<" | "<=" | ">" | ">=" | "=="
+//! rhs         ::= NUMBER ws UNIT
+//!               | "baseline" ( ws "*" ws NUMBER )?
+//! UNIT        ::= "ms" | "s" | "us" | "µs"                ; latency, stored in ms
+//!               | "%"                                     ; percent, stored in percent
+//!               | "req/s" | "tok/s"
+//! NUMBER      ::= DIGIT+ ( "." DIGIT+ )?
+//! ws          ::= ( " " | "\t" )*
+//! ```
+
+use super::grammar::{Aggregation, Assertion, Metric, MetricKind, Op, Percentile, Threshold};
+
+/// What went wrong, for callers that branch on it (tests, editors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlaErrorKind {
+    Empty,
+    UnknownMetric,
+    MissingAggregation,
+    UnexpectedAggregation,
+    UnknownAggregation,
+    UnsupportedPercentile,
+    MissingOperator,
+    BadOperator,
+    MissingValue,
+    BadNumber,
+    MissingUnit,
+    UnknownUnit,
+    UnitMismatch,
+    TrailingInput,
+}
+
+/// A parse error with its byte span inside the expression.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct SlaError {
+    pub kind: SlaErrorKind,
+    /// Byte offset of the offending text inside the expression.
+    pub offset: usize,
+    /// Byte length of the offending text (at least 1, except for an empty expression).
+    pub len: usize,
+    /// A lowercase fragment saying what is wrong.
+    pub message: String,
+    /// What to write instead.
+    pub hint: String,
+}
+
+impl SlaError {
+    fn new(kind: SlaErrorKind, span: (usize, usize), message: String, hint: String) -> Self {
+        SlaError {
+            kind,
+            offset: span.0,
+            len: span.1,
+            message,
+            hint,
+        }
+    }
+}
+
+/// Parses one assertion, e.g. `ttft.p95 < 200ms` or `ttft.p95 < baseline * 1.10`.
+pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
+    let mut p = Parser { s: expr, pos: 0 };
+    p.skip_ws();
+    if p.pos == expr.len() {
+        return Err(SlaError::new(
+            SlaErrorKind::Empty,
+            (0, 0),
+            "empty assertion".into(),
+            "write e.g. `ttft.p95 < 200ms`".into(),
+        ));
+    }
+    let (metric, aggregation) = p.metric_ref()?;
+    p.skip_ws();
+    let op = p.op()?;
+    p.skip_ws();
+    let threshold = p.rhs(metric)?;
+    p.skip_ws();
+    if p.pos < expr.len() {
+        let len = expr.len() - p.pos;
+        return Err(SlaError::new(
+            SlaErrorKind::TrailingInput,
+            (p.pos, len),
+            format!("unexpected `{}` after the threshold", &expr[p.pos..]),
+            "an assertion is one comparison; write one assertion per line".into(),
+        ));
+    }
+    Ok(Assertion {
+        expr: expr.trim_matches([' ', '\t']).to_string(),
+        metric,
+        aggregation,
+        op,
+        threshold,
+    })
+}
+
+struct Parser<'a> {
+    s: &'a str,
+    pos: usize,
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.as_bytes().get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes bytes while `pred` holds; only ASCII predicates are used, so the returned
+    /// bounds are always char boundaries.
+    fn take_while(&mut self, pred: impl Fn(u8) -> bool) -> (usize, usize) {
+        let start = self.pos;
+        while self.peek().is_some_and(&pred) {
+            self.pos += 1;
+        }
+        (start, self.pos)
+    }
+
+    /// The extent of the "word" at the cursor for error spans: up to whitespace or an operator.
+    fn word_len(&self) -> usize {
+        let rest = &self.s[self.pos..];
+        let end = rest
+            .char_indices()
+            .find(|(_, c)| c.is_whitespace() || matches!(c, '<' | '>' | '=' | '!'))
+            .map(|(i, _)| i)
+            .unwrap_or(rest.len());
+        end.max(rest.chars().next().map_or(0, char::len_utf8))
+    }
+
+    fn metric_ref(&mut self) -> Result<(Metric, Option<Aggregation>), SlaError> {
+        let (start, end) = self.take_while(is_ident);
+        if start == end {
+            let len = self.word_len();
+            return Err(SlaError::new(
+                SlaErrorKind::UnknownMetric,
+                (start, len),
+                "expected a metric name".into(),
+                format!("metrics: {}", metric_list()),
+            ));
+        }
+        let name = &self.s[start..end];
+        let metric =
+            Metric::from_name(name).ok_or_else(|| unknown_metric(name, (start, end - start)))?;
+        let aggregation = if self.peek() == Some(b'.') {
+            self.pos += 1;
+            let (a_start, a_end) = self.take_while(|b| is_ident(b) || b == b'.');
+            Some(self.aggregation(metric, a_start, a_end)?)
+        } else {
+            None
+        };
+        match aggregation {
+            None if metric.needs_aggregation() => Err(SlaError::new(
+                SlaErrorKind::MissingAggregation,
+                (start, end - start),
+                format!("`{metric}` is a latency distribution and needs an aggregation"),
+                format!(
+                    "write e.g. `{metric}.p95`; aggregations: {}",
+                    agg_list(metric)
+                ),
+            )),
+            _ => Ok((metric, aggregation)),
+        }
+    }
+
+    fn aggregation(
+        &self,
+        metric: Metric,
+        start: usize,
+        end: usize,
+    ) -> Result<Aggregation, SlaError> {
+        let text = &self.s[start..end];
+        let span = (start - 1, end - start + 1);
+        if !metric.needs_aggregation() {
+            return Err(SlaError::new(
+                SlaErrorKind::UnexpectedAggregation,
+                span,
+                format!("`{metric}` is a single number and takes no aggregation"),
+                format!(
+                    "write `{metric} {} …` without `.{text}`",
+                    example_op(metric)
+                ),
+            ));
+        }
+        let agg = match text {
+            "mean" | "avg" => Some(Aggregation::Mean),
+            "max" => Some(Aggregation::Max),
+            "min" => Some(Aggregation::Min),
+            _ => None,
+        };
+        let agg = match (agg, text.strip_prefix('p')) {
+            (Some(a), _) => a,
+            (None, Some(num)) if !num.is_empty() => {
+                // `p999` is how results.json spells p99.9; accept it as the same thing.
+                let value = if num == "999" {
+                    Some(99.9)
+                } else {
+                    parse_number(num)
+                };
+                let Some(value) = value else {
+                    return Err(SlaError::new(
+                        SlaErrorKind::UnknownAggregation,
+                        (start, end - start),
+                        format!("`{text}` is not a percentile"),
+                        format!("aggregations: {}", agg_list(metric)),
+                    ));
+                };
+                match Percentile::from_value(value) {
+                    Some(p) => Aggregation::Percentile(p),
+                    None => {
+                        return Err(SlaError::new(
+                            SlaErrorKind::UnsupportedPercentile,
+                            (start, end - start),
+                            format!("percentile `{text}` is not recorded"),
+                            format!("supported: {}", agg_list(metric)),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                let len = if end > start {
+                    end - start
+                } else {
+                    self.s[start..].chars().next().map_or(0, char::len_utf8)
+                };
+                return Err(SlaError::new(
+                    SlaErrorKind::UnknownAggregation,
+                    (start, len),
+                    format!("unknown aggregation `{text}`"),
+                    format!("aggregations: {}", agg_list(metric)),
+                ));
+            }
+        };
+        if !metric.supported_aggregations().contains(&agg) {
+            return Err(SlaError::new(
+                SlaErrorKind::UnsupportedPercentile,
+                (start, end - start),
+                format!("`{metric}` does not record `{agg}`"),
+                format!("supported: {}", agg_list(metric)),
+            ));
+        }
+        Ok(agg)
+    }
+
+    fn op(&mut self) -> Result<Op, SlaError> {
+        let rest = &self.s.as_bytes()[self.pos..];
+        let (op, len) = match rest {
+            [b'<', b'=', ..] => (Some(Op::Le), 2),
+            [b'>', b'=', ..] => (Some(Op::Ge), 2),
+            [b'=', b'=', ..] => (Some(Op::Eq), 2),
+            [b'<', ..] => (Some(Op::Lt), 1),
+            [b'>', ..] => (Some(Op::Gt), 1),
+            [b'!', b'=', ..] => (None, 2),
+            [b'=', ..] => (None, 1),
+            _ => (None, 0),
+        };
+        match (op, len) {
+            (Some(op), len) => {
+                self.pos += len;
+                Ok(op)
+            }
+            (None, 0) => {
+                let len = self.word_len();
+                let message = if self.pos == self.s.len() {
+                    "missing comparison operator".to_string()
+                } else {
+                    format!(
+                        "expected an operator, found `{}`",
+                        &self.s[self.pos..self.pos + len]
+                    )
+                };
+                Err(SlaError::new(
+                    SlaErrorKind::MissingOperator,
+                    (self.pos, len),
+                    message,
+                    "operators: <, <=, >, >=, ==".into(),
+                ))
+            }
+            (None, len) => Err(SlaError::new(
+                SlaErrorKind::BadOperator,
+                (self.pos, len),
+                format!(
+                    "unsupported operator `{}`",
+                    &self.s[self.pos..self.pos + len]
+                ),
+                "operators: <, <=, >, >=, == (use `==` for equality)".into(),
+            )),
+        }
+    }
+
+    fn rhs(&mut self, metric: Metric) -> Result<Threshold, SlaError> {
+        if self.pos == self.s.len() {
+            return Err(SlaError::new(
+                SlaErrorKind::MissingValue,
+                (self.pos, 0),
+                "missing threshold after the operator".into(),
+                format!("write e.g. `{}`", example_value(metric)),
+            ));
+        }
+        if self.s[self.pos..].starts_with("baseline")
+            && !self
+                .s
+                .as_bytes()
+                .get(self.pos + 8)
+                .is_some_and(|&b| is_ident(b))
+        {
+            self.pos += 8;
+            let save = self.pos;
+            self.skip_ws();
+            if self.peek() != Some(b'*') {
+                self.pos = save;
+                return Ok(Threshold::Baseline { factor: 1.0 });
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let factor = self.number("baseline factor", "write e.g. `baseline * 1.10`")?;
+            return Ok(Threshold::Baseline { factor });
+        }
+        let value = self.number(
+            "threshold",
+            &format!("write e.g. `{}`", example_value(metric)),
+        )?;
+        let num_end = self.pos;
+        self.skip_ws();
+        let (u_start, u_end) = self.take_while(|b| !b.is_ascii_whitespace());
+        // The unit token may contain non-ASCII (`µs`): extend to a char boundary.
+        let mut u_end = u_end;
+        while !self.s.is_char_boundary(u_end) {
+            u_end += 1;
+        }
+        self.pos = u_end;
+        let unit = &self.s[u_start..u_end];
+        let kind = metric.kind();
+        if unit.is_empty() {
+            return Err(SlaError::new(
+                SlaErrorKind::MissingUnit,
+                (num_end, 0),
+                format!("threshold for `{metric}` has no unit"),
+                unit_hint(metric),
+            ));
+        }
+        let (unit_kind, scale) = match unit {
+            "ms" => (MetricKind::Latency, 1.0),
+            "s" => (MetricKind::Latency, 1e3),
+            "us" | "µs" => (MetricKind::Latency, 1e-3),
+            "%" => (MetricKind::Percent, 1.0),
+            "req/s" => (MetricKind::ReqPerSec, 1.0),
+            "tok/s" => (MetricKind::TokPerSec, 1.0),
+            _ => {
+                return Err(SlaError::new(
+                    SlaErrorKind::UnknownUnit,
+                    (u_start, u_end - u_start),
+                    format!("unknown unit `{unit}`"),
+                    unit_hint(metric),
+                ));
+            }
+        };
+        if unit_kind != kind {
+            return Err(SlaError::new(
+                SlaErrorKind::UnitMismatch,
+                (u_start, u_end - u_start),
+                format!("`{unit}` does not fit `{metric}`"),
+                unit_hint(metric),
+            ));
+        }
+        Ok(Threshold::Absolute(value * scale))
+    }
+
+    fn number(&mut self, what: &str, hint: &str) -> Result<f64, SlaError> {
+        let (start, end) = self.take_while(|b| b.is_ascii_digit() || b == b'.');
+        let text = &self.s[start..end];
+        match parse_number(text) {
+            Some(v) => Ok(v),
+            None => {
+                self.pos = start;
+                let len = if text.is_empty() {
+                    self.word_len()
+                } else {
+                    text.len()
+                };
+                let found = &self.s[start..start + len];
+                Err(SlaError::new(
+                    SlaErrorKind::BadNumber,
+                    (start, len),
+                    if found.is_empty() {
+                        format!("missing {what}")
+                    } else {
+                        format!("`{found}` is not a valid {what}")
+                    },
+                    hint.to_string(),
+                ))
+            }
+        }
+    }
+}
+
+/// `12`, `12.5`; rejects `1.`, `.5`, `1.2.3` and anything non-finite.
+fn parse_number(text: &str) -> Option<f64> {
+    let mut parts = text.split('.');
+    let int = parts.next()?;
+    let frac = parts.next();
+    let ok = !int.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+        && parts.next().is_none();
+    if !ok {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+fn unknown_metric(name: &str, span: (usize, usize)) -> SlaError {
+    let best = Metric::ALL
+        .into_iter()
+        .map(|m| (strsim::damerau_levenshtein(name, m.name()), m))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, m)| *d <= 2.max(m.name().len() / 4) && *d < name.len().max(2));
+    let hint = match best {
+        Some((_, m)) => format!("did you mean `{m}`? metrics: {}", metric_list()),
+        None => format!("metrics: {}", metric_list()),
+    };
+    SlaError::new(
+        SlaErrorKind::UnknownMetric,
+        span,
+        format!("unknown metric `{name}`"),
+        hint,
+    )
+}
+
+fn metric_list() -> String {
+    Metric::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn agg_list(metric: Metric) -> String {
+    metric
+        .supported_aggregations()
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn example_op(metric: Metric) -> &'static str {
+    match metric.kind() {
+        MetricKind::ReqPerSec | MetricKind::TokPerSec => ">",
+        MetricKind::Percent if metric == Metric::Goodput => ">",
+        _ => "<",
+    }
+}
+
+fn example_value(metric: Metric) -> &'static str {
+    match metric {
+        Metric::ErrorRate => "1%",
+        Metric::Goodput => "95%",
+        Metric::SendLag => "1ms",
+        Metric::RequestThroughput | Metric::GoodputRate => "10 req/s",
+        Metric::OutputThroughput => "2000 tok/s",
+        Metric::InputThroughput => "1000 tok/s",
+        _ => "200ms",
+    }
+}
+
+fn unit_hint(metric: Metric) -> String {
+    let what = match metric.kind() {
+        MetricKind::Latency => "a latency (ms, s or us)",
+        MetricKind::Percent => "a percentage",
+        MetricKind::ReqPerSec => "in requests per second (req/s)",
+        MetricKind::TokPerSec => "in tokens per second (tok/s)",
+    };
+    format!("{metric} is {what}; write e.g. {}", example_value(metric))
+}
