@@ -3,6 +3,9 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod schema;
+pub mod validate;
+
 /// Benchmark-as-code for LLM inference servers.
 ///
 /// Write a KDL scenario, check it into git, and run it: infermeter compiles it into a
@@ -17,6 +20,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Check scenario files without running them; exits 2 when any is invalid.
+    Validate(validate::ValidateArgs),
+    /// Print the JSON Schema of a data model.
+    Schema(schema::SchemaArgs),
 }
 
 /// Parses the command line, runs the command, and returns the exit code.
@@ -25,8 +32,15 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { crate::exit::INVALID } else { crate::exit::OK };
+            return if e.use_stderr() {
+                crate::exit::INVALID
+            } else {
+                crate::exit::OK
+            };
         }
     };
-    match cli.command {}
+    match cli.command {
+        Command::Validate(args) => validate::run(args),
+        Command::Schema(args) => schema::run(args),
+    }
 }
