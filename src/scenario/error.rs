@@ -86,7 +86,7 @@ pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str], what: &str) -> Str
         Some(s) => format!("did you mean `{s}`?"),
         None if candidates.is_empty() => format!("no {what} is allowed here"),
         None => format!(
-            "valid {what}s here: {}",
+            "expected one of: {}",
             candidates
                 .iter()
                 .map(|c| format!("`{c}`"))

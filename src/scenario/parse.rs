@@ -80,7 +80,7 @@ fn syntax_errors(ctx: &mut Ctx<'_>, e: kdl::KdlError) {
         }
         covered_to = Some(end.max(start + 1));
         let message = d.message.unwrap_or_else(|| "invalid KDL syntax".into());
-        let span = narrow(ctx.text, start, end, &message);
+        let span = narrow(ctx.text, start, end, d.label.as_deref());
         let label = d.label.unwrap_or_else(|| "here".into());
         let label = match label.strip_prefix("not ") {
             Some(what) => format!("expected {what}"),
@@ -105,25 +105,25 @@ fn syntax_errors(ctx: &mut Ctx<'_>, e: kdl::KdlError) {
     }
 }
 
-/// kdl sometimes spans from the start of a node to the error; point at the error itself.
-fn narrow(text: &str, start: usize, end: usize, message: &str) -> SourceSpan {
+/// For a bad property value kdl spans from an earlier point (the node, or even the document
+/// start) to the value; point at the value itself.
+fn narrow(text: &str, start: usize, end: usize, label: Option<&str>) -> SourceSpan {
     let start = start.min(text.len());
     let end = end.min(text.len()).max(start);
-    if message.starts_with("Expected property value") {
-        // The span ends at the bad value (or at the `=` when none follows).
-        let rest = &text[end..];
+    if label == Some("not property value") {
+        let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1).max(start);
+        let value_start = text[line_start..end]
+            .rfind('=')
+            .map_or(end, |i| line_start + i + 1);
+        let rest = &text[value_start..];
         let token = rest
             .find(|c: char| c.is_whitespace() || c == ';' || c == '}')
             .unwrap_or(rest.len());
         if token > 0 {
-            return SourceSpan::new(end.into(), token);
+            return SourceSpan::new(value_start.into(), token);
         }
-        let last = text[start..end].trim_end().len();
-        let char_start = text[..start + last]
-            .char_indices()
-            .last()
-            .map_or(start, |(i, _)| i);
-        return SourceSpan::new(char_start.into(), start + last - char_start);
+        let eq = value_start.saturating_sub(1).max(start);
+        return SourceSpan::new(eq.into(), value_start - eq);
     }
     let first_line = text[start..end].split('\n').next().unwrap_or("");
     SourceSpan::new(start.into(), first_line.len())

@@ -303,12 +303,25 @@ fn sim_setting(ctx: &mut Ctx<'_>, child: &KdlNode, sim: &mut Map<String, Value>)
         ctx.error(
             span,
             format!("invalid simulator setting `{name}`"),
-            e.to_string(),
+            number_as_string_error(name, &value).unwrap_or_else(|| e.to_string()),
             None,
         );
         return;
     }
     sim.insert(name.to_string(), value);
+}
+
+/// A number given where a string-typed setting is expected is most likely a duration without
+/// its unit: the setting's own message for the number as text says so ("`8` has no unit").
+fn number_as_string_error(name: &str, value: &Value) -> Option<String> {
+    let Value::Number(n) = value else {
+        return None;
+    };
+    let mut one = Map::new();
+    one.insert(name.to_string(), Value::String(n.to_string()));
+    serde_json::from_value::<SimConfig>(Value::Object(one))
+        .err()
+        .map(|e| e.to_string())
 }
 
 /// A node as JSON: one argument is a value, several an array, a children block an object.
