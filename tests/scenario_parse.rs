@@ -333,3 +333,38 @@ fn shipped_scenarios_are_valid() {
     }
     assert!(n >= 5, "expected the shipped scenarios, found {n}");
 }
+
+/// A cheap stand-in for the fuzz target: every prefix of a rich scenario, and the scenario with
+/// each line removed, must parse or fail without panicking, with spans inside the text.
+#[test]
+fn truncated_and_mangled_scenarios_never_panic() {
+    let full = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/all-options.kdl"),
+    )
+    .unwrap();
+    let check = |text: &str| {
+        if let Err(e) = parse_with(text, &[("rate", "3")]) {
+            // Only `--param` problems (nothing in the file to point at) lack a span.
+            for p in e.problems() {
+                let Some(span) = p.span else {
+                    assert!(p.message.starts_with("--param"), "{p}");
+                    continue;
+                };
+                assert!(span.offset() + span.len() <= text.len(), "{text:?}: {p}");
+            }
+        }
+    };
+    for (i, _) in full.char_indices().step_by(11) {
+        check(&full[..i]);
+    }
+    let lines: Vec<&str> = full.lines().collect();
+    for skip in 0..lines.len() {
+        let mangled: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, l)| *l)
+            .collect();
+        check(&mangled.join("\n"));
+    }
+}

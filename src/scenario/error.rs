@@ -81,7 +81,7 @@ fn close_edit(word: &str, candidate: &str) -> bool {
 }
 
 /// `help` text for a did-you-mean, or a list of the valid names when nothing is close.
-pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str], what: &str) -> String {
+pub(crate) fn suggest(word: &str, candidates: &[&str], what: &str) -> String {
     match did_you_mean(word, candidates.iter().copied()) {
         Some(s) => format!("did you mean `{s}`?"),
         None if candidates.is_empty() => format!("no {what} is allowed here"),

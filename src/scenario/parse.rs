@@ -110,6 +110,9 @@ fn syntax_errors(ctx: &mut Ctx<'_>, e: kdl::KdlError) {
 fn narrow(text: &str, start: usize, end: usize, label: Option<&str>) -> SourceSpan {
     let start = start.min(text.len());
     let end = end.min(text.len()).max(start);
+    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        return SourceSpan::new(start.into(), end - start);
+    }
     if label == Some("not property value") {
         let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1).max(start);
         let value_start = text[line_start..end]
@@ -297,13 +300,10 @@ fn check_refs(
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
     let mut r = NodeReader::new(ctx, node);
-    match one_arg(ctx, &mut r, "the scenario's name") {
-        Some(v) => {
-            if let Some(n) = ctx.name_string(&v, "scenario") {
-                s.name = n;
-            }
-        }
-        None => {}
+    if let Some(n) =
+        one_arg(ctx, &mut r, "the scenario's name").and_then(|v| ctx.name_string(&v, "scenario"))
+    {
+        s.name = n;
     }
     let mut once = Once::default();
     for child in r.children() {
