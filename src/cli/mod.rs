@@ -3,17 +3,25 @@
 
 use clap::{Parser, Subcommand};
 
+mod common;
 mod compare;
 mod report;
+mod run;
+pub mod schema;
+pub mod validate;
 
 pub use compare::{CompareArgs, CompareFormat};
 pub use report::ReportArgs;
+pub use run::{RunArgs, rfc3339};
 
 /// Benchmark-as-code for LLM inference servers.
 ///
 /// Write a KDL scenario, check it into git, and run it: infermeter compiles it into a
 /// deterministic plan, drives an OpenAI-compatible server (or its embedded simulator), measures
 /// every token, checks the SLAs, writes a report, and exits non-zero when an SLA fails.
+///
+/// Exit codes: 0 all SLAs met · 1 an SLA failed (or `compare` found a regression) · 2 invalid
+/// scenario or usage · 3 the run could not be carried out.
 #[derive(Debug, Parser)]
 #[command(name = "infermeter", version, about, long_about)]
 pub struct Cli {
@@ -23,10 +31,16 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a scenario: send its load, measure, check its SLAs, write results and report.
+    Run(RunArgs),
+    /// Check scenario files without running them; exits 2 when any is invalid.
+    Validate(validate::ValidateArgs),
     /// Re-render the Markdown report of a past run from its results.json.
     Report(ReportArgs),
     /// Compare two runs of the same plan; exit 1 when the current one regressed.
     Compare(CompareArgs),
+    /// Print the JSON Schema of a data model.
+    Schema(schema::SchemaArgs),
 }
 
 /// Parses the command line, runs the command, and returns the exit code.
@@ -43,7 +57,10 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Schema(args) => schema::run(args),
     }
 }

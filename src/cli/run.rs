@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{parse_params, print_diagnostic};
+use super::common::{parse_param, render};
 use crate::exit;
 use crate::metrics::{StageSummary, ValidityRules};
 use crate::report::{self, Results, TargetInfo, WriteOptions};
@@ -29,8 +29,8 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
 
     /// Override a scenario param (repeatable), e.g. `--param rate=50`.
-    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE")]
-    pub params: Vec<String>,
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
 
     /// Also write a JUnit XML file here (one test case per SLA assertion).
     #[arg(long, value_name = "FILE")]
@@ -62,17 +62,10 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    let params = match parse_params(&args.params) {
-        Ok(p) => p,
-        Err(msg) => {
-            eprintln!("error: {msg}");
-            return exit::INVALID;
-        }
-    };
-    let scenario = match crate::scenario::load(&args.scenario, &params) {
+    let scenario = match crate::scenario::load(&args.scenario, &args.params) {
         Ok(s) => s,
         Err(e) => {
-            print_diagnostic(e);
+            eprintln!("{}", render(&e));
             return exit::INVALID;
         }
     };

@@ -1,8 +1,21 @@
 //! KDL scenario file → typed, validated [`Scenario`] with source spans.
 //!
 //! Entry point: [`load`]. All problems in a file are reported at once, each with a span and a
-//! hint, as one [`ScenarioError`] (a `miette::Diagnostic`).
+//! hint, as one [`ScenarioError`] (a `miette::Diagnostic`). The language is described in
+//! `docs/scenario.md`.
 
+mod ctx;
+mod dataset;
+mod error;
 mod model;
+mod params;
+mod parse;
+mod schema;
+mod stage;
+mod target;
+mod values;
 
+pub use error::{Problem, ScenarioError, did_you_mean};
 pub use model::*;
+pub use parse::{load, parse_str};
+pub use schema::json_schema;

@@ -33,6 +33,28 @@ impl<T> Spanned<T> {
     }
 }
 
+/// Serialized as the bare value: spans are for diagnostics only.
+impl<T: Serialize> Serialize for Spanned<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(s)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Spanned<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
 /// The scenario file itself: its path (as the user gave it) and text, for diagnostics.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -54,8 +76,9 @@ impl Source {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Scenario {
+    #[serde(skip)]
     pub source: Source,
     /// `scenario "name"`.
     pub name: String,
@@ -100,7 +123,7 @@ pub enum Api {
 }
 
 /// Where requests go.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Target {
     pub endpoint: Endpoint,
     pub api: Api,
@@ -119,7 +142,8 @@ pub struct Target {
     pub ignore_eos: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// The embedded simulator, started in-process on an ephemeral loopback port.
     Sim(SimConfig),
@@ -137,20 +161,21 @@ pub enum TokenizerSpec {
     File(PathBuf),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Dataset {
     pub name: Spanned<String>,
     pub kind: DatasetKind,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum DatasetKind {
     Synthetic(SyntheticSpec),
     // Later issues add: ShareGpt, Jsonl, Trace.
 }
 
 /// Synthetic prompts of exact token lengths.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SyntheticSpec {
     pub input_tokens: Spanned<LengthDist>,
     pub output_tokens: Spanned<LengthDist>,
@@ -189,7 +214,7 @@ pub enum LengthDist {
 }
 
 /// Warm-up load sent before the first stage and excluded from every metric.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Warmup {
     pub limit: StageLimit,
     /// Default: the first stage's dataset.
@@ -198,7 +223,7 @@ pub struct Warmup {
     pub clients: u32,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StageSpec {
     pub name: Spanned<String>,
     /// Refers to a `dataset` by name (checked by the parser).
@@ -210,7 +235,8 @@ pub struct StageSpec {
 }
 
 /// When a stage stops sending. Exactly one of the two is given in the file.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum StageLimit {
     Requests(u64),
     Duration(Duration),
@@ -234,7 +260,7 @@ pub enum ArrivalSpec {
 
 /// One `assert "…"` line: the expression is parsed by the `sla` module; the scenario keeps the
 /// text and where it is so that errors point inside the string.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct AssertionSpec {
     pub expr: Spanned<String>,
     /// `Some(stage)` when written inside a stage or with `stage="…"`.
@@ -242,7 +268,7 @@ pub struct AssertionSpec {
     pub abort_on_fail: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 pub struct GoodputSpec {
     pub ttft: Option<Duration>,
     pub tpot: Option<Duration>,
@@ -250,7 +276,7 @@ pub struct GoodputSpec {
     pub e2e: Option<Duration>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 pub struct ReportSpec {
     /// A user template for `report.md`, relative to the scenario.
     pub template: Option<PathBuf>,

@@ -1,0 +1,275 @@
+//! `dataset "name" { synthetic { input-tokens …; output-tokens … } }` and the length
+//! distribution forms (fixed, choice, uniform, normal, lognormal).
+
+use kdl::{KdlNode, KdlValue};
+
+use super::ctx::{Ctx, NodeReader, Once, Val};
+use super::error::suggest;
+use super::model::{Dataset, DatasetKind, LengthDist, Spanned, SyntheticSpec};
+
+const KINDS: &[&str] = &["synthetic"];
+const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
+
+/// The dataset's name (even when its body is invalid, so that references to it are not
+/// reported too) and the dataset when it is valid.
+pub(crate) fn parse(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+) -> (Option<Spanned<String>>, Option<Dataset>) {
+    let mut r = NodeReader::new(ctx, node);
+    let name = match r.arg(ctx, 0) {
+        Some(v) => ctx
+            .name_string(&v, "dataset name")
+            .map(|s| Spanned::new(s, v.span)),
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(node),
+                    "`dataset` needs a name",
+                    "missing name",
+                    Some("write dataset \"short\" { synthetic { … } }".into()),
+                );
+            }
+            None
+        }
+    };
+    let mut kind = None;
+    let mut saw_source = false;
+    for child in r.children() {
+        if !KINDS.contains(&child.name().value()) {
+            ctx.unknown_node(child, "`dataset`", KINDS);
+            continue;
+        }
+        if saw_source {
+            ctx.error(
+                ctx.name_span(child),
+                "a dataset has exactly one source",
+                "second source",
+                Some("declare another dataset for it".into()),
+            );
+            continue;
+        }
+        saw_source = true;
+        kind = synthetic(ctx, child).map(DatasetKind::Synthetic);
+    }
+    if !saw_source {
+        ctx.error(
+            ctx.name_span(node),
+            "dataset without a source",
+            "needs a source block",
+            Some("add e.g. synthetic { input-tokens 128; output-tokens 64 }".into()),
+        );
+    }
+    r.finish(ctx);
+    let dataset = match (&name, kind) {
+        (Some(name), Some(kind)) => Some(Dataset {
+            name: name.clone(),
+            kind,
+        }),
+        _ => None,
+    };
+    (name, dataset)
+}
+
+fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SyntheticSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let mut input = None;
+    let mut output = None;
+    let mut once = Once::default();
+    let mut ok = true;
+    for child in r.children() {
+        let slot = match child.name().value() {
+            "input-tokens" => &mut input,
+            "output-tokens" => &mut output,
+            _ => {
+                ctx.unknown_node(child, "`synthetic`", &["input-tokens", "output-tokens"]);
+                continue;
+            }
+        };
+        if !once.first(ctx, child, "`synthetic`") {
+            continue;
+        }
+        match length_dist(ctx, child) {
+            Some(d) => *slot = Some(d),
+            None => ok = false,
+        }
+    }
+    for (slot, name) in [(&input, "input-tokens"), (&output, "output-tokens")] {
+        if slot.is_none() && !once_saw(&r, name) {
+            ctx.error(
+                ctx.name_span(node),
+                format!("`synthetic` without `{name}`"),
+                format!("missing `{name}`"),
+                Some(format!(
+                    "add e.g. {name} 128 or {name} \"uniform\" min=32 max=256"
+                )),
+            );
+            ok = false;
+        }
+    }
+    r.finish(ctx);
+    if !ok {
+        return None;
+    }
+    Some(SyntheticSpec {
+        input_tokens: input?,
+        output_tokens: output?,
+    })
+}
+
+fn once_saw(r: &NodeReader<'_>, name: &str) -> bool {
+    r.node
+        .children()
+        .is_some_and(|d| d.nodes().iter().any(|n| n.name().value() == name))
+}
+
+/// `N` (fixed), `N M …` (choice) or `"kind" key=value…`.
+pub(crate) fn length_dist(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Spanned<LengthDist>> {
+    let mut r = NodeReader::new(ctx, node);
+    let what = r.name();
+    let span = ctx.line_span(node);
+    let first = r.arg(ctx, 0);
+    let dist = match first {
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(node),
+                    format!("`{what}` needs a length"),
+                    "missing length",
+                    Some(format!(
+                        "write {what} 128, {what} 64 128 256 or {what} \"uniform\" min=32 max=256"
+                    )),
+                );
+            }
+            None
+        }
+        Some(Val {
+            value: KdlValue::String(kind),
+            span: kind_span,
+            ..
+        }) => named_dist(ctx, &mut r, &kind, kind_span),
+        Some(v) => {
+            let mut values = vec![ctx.u32_at_least(&v, what, 1)];
+            for v in r.args_from(ctx, 1) {
+                values.push(ctx.u32_at_least(&v, what, 1));
+            }
+            let values: Option<Vec<u32>> = values.into_iter().collect();
+            // Repeats are kept: `64 64 128` weights 64 twice as much.
+            values.map(|v| match v[..] {
+                [value] => LengthDist::Fixed { value },
+                _ => LengthDist::Choice { values: v },
+            })
+        }
+    };
+    r.finish(ctx);
+    dist.map(|d| Spanned::new(d, span))
+}
+
+fn named_dist(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    kind: &str,
+    kind_span: miette::SourceSpan,
+) -> Option<LengthDist> {
+    let what = r.name();
+    let need = |ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str| {
+        let v = r.prop(ctx, key);
+        if v.is_none() && !has_prop(r, key) {
+            ctx.error(
+                ctx.name_span(r.node),
+                format!("`{what} \"{kind}\"` needs `{key}=`"),
+                format!("missing {key}="),
+                Some(format!("see docs/scenario.md: {}", dist_form(kind))),
+            );
+        }
+        v
+    };
+    let dist = match kind {
+        "uniform" => {
+            let min = need(ctx, r, "min").and_then(|v| ctx.u32_at_least(&v, "min", 1));
+            let max = need(ctx, r, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
+            LengthDist::Uniform {
+                min: min?,
+                max: max?,
+            }
+        }
+        "normal" | "lognormal" => {
+            let (center_key, spread_key) = if kind == "normal" {
+                ("mean", "stddev")
+            } else {
+                ("median", "sigma")
+            };
+            let center =
+                need(ctx, r, center_key).and_then(|v| ctx.number_min(&v, center_key, 1.0, false));
+            let spread =
+                need(ctx, r, spread_key).and_then(|v| ctx.number_min(&v, spread_key, 0.0, false));
+            let min = match r.prop(ctx, "min") {
+                Some(v) => ctx.u32_at_least(&v, "min", 1),
+                None if has_prop(r, "min") => None,
+                None => Some(1),
+            };
+            let max = need(ctx, r, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
+            let (center, spread, min, max) = (center?, spread?, min?, max?);
+            if kind == "normal" {
+                LengthDist::Normal {
+                    mean: center,
+                    stddev: spread,
+                    min,
+                    max,
+                }
+            } else {
+                LengthDist::LogNormal {
+                    median: center,
+                    sigma: spread,
+                    min,
+                    max,
+                }
+            }
+        }
+        other => {
+            ctx.error(
+                kind_span,
+                format!("unknown length distribution `{other}`"),
+                "not a distribution",
+                Some(format!(
+                    "{}; or write a number (fixed) or several numbers (choice)",
+                    suggest(other, DISTS, "distribution")
+                )),
+            );
+            r.skip_all();
+            return None;
+        }
+    };
+    let (min, max) = match dist {
+        LengthDist::Uniform { min, max }
+        | LengthDist::Normal { min, max, .. }
+        | LengthDist::LogNormal { min, max, .. } => (min, max),
+        _ => (1, 1),
+    };
+    if min > max {
+        let span = r
+            .node
+            .entry("max")
+            .map_or_else(|| ctx.name_span(r.node), |e| ctx.trim(e.span()));
+        ctx.error(
+            span,
+            format!("`{what}`: min is greater than max"),
+            format!("max={max} is less than min={min}"),
+            Some("min ≤ max; swap them?".into()),
+        );
+        return None;
+    }
+    Some(dist)
+}
+
+fn has_prop(r: &NodeReader<'_>, key: &str) -> bool {
+    r.node.entry(key).is_some()
+}
+
+fn dist_form(kind: &str) -> &'static str {
+    match kind {
+        "uniform" => "\"uniform\" min=32 max=256",
+        "normal" => "\"normal\" mean=128 stddev=32 min=1 max=512",
+        _ => "\"lognormal\" median=300 sigma=0.6 min=16 max=2048",
+    }
+}

@@ -1,0 +1,437 @@
+//! The entry points [`load`] and [`parse_str`]: KDL syntax, then params, then every top-level
+//! node, then the cross-references (stage → dataset, sla → stage). Problems are collected all
+//! along and returned together, sorted by position.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use kdl::{KdlDocument, KdlNode};
+use miette::SourceSpan;
+
+use super::ctx::{Ctx, NodeReader, Once};
+use super::error::{ScenarioError, did_you_mean};
+use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned, TokenizerSpec};
+use super::target::one_arg;
+use super::{dataset, params, stage, target};
+
+const TOP: &[&str] = &[
+    "scenario",
+    "param",
+    "target",
+    "tokenizer",
+    "dataset",
+    "warmup",
+    "stage",
+    "sla",
+    "goodput",
+    "report",
+];
+
+/// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
+pub fn load(path: &Path, params: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_str(path, &text, params)
+}
+
+/// Parses scenario text; `path` names the file in diagnostics and anchors relative paths.
+pub fn parse_str(
+    path: &Path,
+    text: &str,
+    params: &[(String, String)],
+) -> Result<Scenario, ScenarioError> {
+    let source = Source {
+        path: path.to_path_buf(),
+        text: Arc::from(text),
+    };
+    let mut ctx = Ctx::new(text, source.named());
+    let scenario = match KdlDocument::parse_v2(text) {
+        Ok(doc) => decode(&mut ctx, &doc, params, source),
+        Err(e) => {
+            syntax_errors(&mut ctx, e);
+            None
+        }
+    };
+    match scenario {
+        Some(s) if ctx.problems.is_empty() => Ok(s),
+        _ => {
+            let mut problems = ctx.problems;
+            problems.sort_by_key(|p| p.span.map_or(0, |s| s.offset()));
+            Err(ScenarioError::Invalid {
+                path: path.to_path_buf(),
+                problems,
+            })
+        }
+    }
+}
+
+/// kdl's recovery can add a second diagnostic overlapping the first: keep the first only.
+fn syntax_errors(ctx: &mut Ctx<'_>, e: kdl::KdlError) {
+    let mut diags = e.diagnostics;
+    diags.sort_by_key(|d| d.span.offset());
+    let mut covered_to = None;
+    for d in diags {
+        let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
+        if covered_to.is_some_and(|c| start < c || (start == c && d.span.is_empty())) {
+            continue;
+        }
+        covered_to = Some(end.max(start + 1));
+        let message = d.message.unwrap_or_else(|| "invalid KDL syntax".into());
+        let span = narrow(ctx.text, start, end, d.label.as_deref());
+        let label = d.label.unwrap_or_else(|| "here".into());
+        let label = match label.strip_prefix("not ") {
+            Some(what) => format!("expected {what}"),
+            None => label,
+        };
+        ctx.error(
+            span,
+            message,
+            label,
+            Some(d.help.unwrap_or_else(|| {
+                "see https://kdl.dev for KDL 2 syntax (booleans are #true/#false)".into()
+            })),
+        );
+    }
+    if ctx.problems.is_empty() {
+        ctx.error(
+            SourceSpan::new(0.into(), 0),
+            "invalid KDL syntax",
+            "here",
+            None,
+        );
+    }
+}
+
+/// For a bad property value kdl spans from an earlier point (the node, or even the document
+/// start) to the value; point at the value itself.
+fn narrow(text: &str, start: usize, end: usize, label: Option<&str>) -> SourceSpan {
+    let start = start.min(text.len());
+    let end = end.min(text.len()).max(start);
+    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+        return SourceSpan::new(start.into(), end - start);
+    }
+    if label == Some("not property value") {
+        let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1).max(start);
+        let value_start = text[line_start..end]
+            .rfind('=')
+            .map_or(end, |i| line_start + i + 1);
+        let rest = &text[value_start..];
+        let token = rest
+            .find(|c: char| c.is_whitespace() || c == ';' || c == '}')
+            .unwrap_or(rest.len());
+        if token > 0 {
+            return SourceSpan::new(value_start.into(), token);
+        }
+        let eq = value_start.saturating_sub(1).max(start);
+        return SourceSpan::new(eq.into(), value_start - eq);
+    }
+    let first_line = text[start..end].split('\n').next().unwrap_or("");
+    SourceSpan::new(start.into(), first_line.len())
+}
+
+fn decode(
+    ctx: &mut Ctx<'_>,
+    doc: &KdlDocument,
+    overrides: &[(String, String)],
+    source: Source,
+) -> Option<Scenario> {
+    let nodes = doc.nodes();
+    params::collect(ctx, nodes, overrides);
+    let default_name = source.path.file_stem().map_or_else(
+        || "scenario".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let mut s = Scenario {
+        source,
+        name: default_name,
+        description: None,
+        seed: 0,
+        tags: Vec::new(),
+        params: ctx
+            .params
+            .iter()
+            .map(|(k, d)| (k.clone(), d.value.clone()))
+            .collect(),
+        target: target::default_target(),
+        tokenizer: TokenizerSpec::default(),
+        datasets: Vec::new(),
+        warmup: None,
+        stages: Vec::new(),
+        sla: Vec::new(),
+        goodput: None,
+        report: ReportSpec::default(),
+    };
+    let mut once = Once::default();
+    let mut dataset_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
+    let mut stage_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
+    let mut dataset_refs = Vec::new();
+    let mut anchor = None;
+    for node in nodes {
+        let name = node.name().value();
+        anchor.get_or_insert(ctx.name_span(node));
+        match name {
+            "param" => {}
+            "dataset" | "stage" | "sla" => {}
+            _ if !TOP.contains(&name) => {
+                ctx.unknown_node(node, "the scenario", TOP);
+                continue;
+            }
+            _ if !once.first(ctx, node, "the scenario") => continue,
+            _ => {}
+        }
+        match name {
+            "scenario" => {
+                anchor = Some(ctx.name_span(node));
+                meta(ctx, node, &mut s);
+            }
+            "target" => s.target = target::parse(ctx, node),
+            "tokenizer" => {
+                if let Some(t) = tokenizer(ctx, node) {
+                    s.tokenizer = t;
+                }
+            }
+            "dataset" => {
+                let (name, ds) = dataset::parse(ctx, node);
+                if let Some(n) = name
+                    && unique(ctx, &mut dataset_names, &n, "dataset")
+                    && let Some(ds) = ds
+                {
+                    s.datasets.push(ds);
+                }
+            }
+            "stage" => {
+                let out = stage::parse(ctx, node);
+                s.sla.extend(out.sla);
+                dataset_refs.extend(out.dataset);
+                if let Some(n) = out.name
+                    && unique(ctx, &mut stage_names, &n, "stage")
+                    && let Some(st) = out.stage
+                {
+                    s.stages.push(st);
+                }
+            }
+            "warmup" => s.warmup = stage::warmup(ctx, node),
+            "sla" => s.sla.extend(stage::sla_block(ctx, node, None)),
+            "goodput" => s.goodput = goodput(ctx, node),
+            "report" => s.report = report(ctx, node),
+            _ => {}
+        }
+    }
+    if stage_names.is_empty() && !nodes.iter().any(|n| n.name().value() == "stage") {
+        ctx.error(
+            anchor.unwrap_or_else(|| SourceSpan::new(0.into(), 0)),
+            "the scenario has no stage",
+            "at least one `stage` is needed",
+            Some("add e.g. stage \"steady\" { dataset \"NAME\"; arrival \"poisson\" rate=10; duration \"60s\" }".into()),
+        );
+    }
+    if let Some(d) = s.warmup.as_ref().and_then(|w| w.dataset.clone()) {
+        dataset_refs.push(d);
+    }
+    check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
+    Some(s)
+}
+
+/// Records a dataset or stage name, reporting a duplicate.
+fn unique(
+    ctx: &mut Ctx<'_>,
+    names: &mut BTreeMap<String, SourceSpan>,
+    n: &Spanned<String>,
+    what: &str,
+) -> bool {
+    if names.contains_key(&n.value) {
+        ctx.error(
+            n.span,
+            format!("duplicate {what} `{}`", n.value),
+            format!("a {what} with this name is already declared"),
+            Some(format!("give each {what} its own name")),
+        );
+        return false;
+    }
+    names.insert(n.value.clone(), n.span);
+    true
+}
+
+fn check_refs(
+    ctx: &mut Ctx<'_>,
+    s: &Scenario,
+    dataset_refs: &[Spanned<String>],
+    datasets: &BTreeMap<String, SourceSpan>,
+    stages: &BTreeMap<String, SourceSpan>,
+) {
+    let refer = |ctx: &mut Ctx<'_>,
+                 r: &Spanned<String>,
+                 names: &BTreeMap<String, SourceSpan>,
+                 what: &str| {
+        if names.contains_key(&r.value) {
+            return;
+        }
+        let help = match did_you_mean(&r.value, names.keys().map(String::as_str)) {
+            Some(m) => format!("did you mean `{m}`?"),
+            None if names.is_empty() => format!("no {what} is declared"),
+            None => format!(
+                "declared {what}s: {}",
+                names
+                    .keys()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        ctx.error(
+            r.span,
+            format!("undefined {what} `{}`", r.value),
+            format!("no {what} with this name"),
+            Some(help),
+        );
+    };
+    for d in dataset_refs {
+        refer(ctx, d, datasets, "dataset");
+    }
+    for a in &s.sla {
+        if let Some(st) = &a.stage {
+            refer(ctx, st, stages, "stage");
+        }
+    }
+}
+
+fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
+    let mut r = NodeReader::new(ctx, node);
+    if let Some(n) =
+        one_arg(ctx, &mut r, "the scenario's name").and_then(|v| ctx.name_string(&v, "scenario"))
+    {
+        s.name = n;
+    }
+    let mut once = Once::default();
+    for child in r.children() {
+        let cname = child.name().value();
+        if !["description", "seed", "tags"].contains(&cname) {
+            ctx.unknown_node(child, "`scenario`", &["description", "seed", "tags"]);
+            continue;
+        }
+        if !once.first(ctx, child, "`scenario`") {
+            continue;
+        }
+        let mut cr = NodeReader::new(ctx, child);
+        match cname {
+            "description" => {
+                s.description =
+                    one_arg(ctx, &mut cr, "a string").and_then(|v| ctx.string(&v, cname));
+            }
+            "seed" => {
+                if let Some(seed) = one_arg(ctx, &mut cr, "a whole number ≥ 0")
+                    .and_then(|v| ctx.uint(&v, cname, 0, u64::MAX))
+                {
+                    s.seed = seed;
+                }
+            }
+            _ => {
+                for v in cr.args_from(ctx, 0) {
+                    if let Some(t) = ctx.name_string(&v, "tag") {
+                        s.tags.push(t);
+                    }
+                }
+            }
+        }
+        cr.finish(ctx);
+    }
+    r.finish(ctx);
+}
+
+fn tokenizer(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<TokenizerSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let v = one_arg(
+        ctx,
+        &mut r,
+        "\"cl100k_base\", \"o200k_base\" or a tokenizer.json path",
+    );
+    r.finish(ctx);
+    let v = v?;
+    let name = ctx.name_string(&v, "tokenizer")?;
+    match name.as_str() {
+        "cl100k_base" => Some(TokenizerSpec::Cl100kBase),
+        "o200k_base" => Some(TokenizerSpec::O200kBase),
+        p if p.ends_with(".json") || p.contains(['/', '\\']) => Some(TokenizerSpec::File(p.into())),
+        other => {
+            let help = match did_you_mean(other, ["cl100k_base", "o200k_base"]) {
+                Some(m) => format!("did you mean `{m}`?"),
+                None => "use \"cl100k_base\", \"o200k_base\" or a path to a tokenizer.json".into(),
+            };
+            ctx.error(
+                v.span,
+                format!("unknown tokenizer `{other}`"),
+                "not a known tokenizer or a .json path",
+                Some(help),
+            );
+            None
+        }
+    }
+}
+
+fn goodput(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<GoodputSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let mut g = GoodputSpec::default();
+    let mut any = false;
+    for (key, slot) in [
+        ("ttft", &mut g.ttft),
+        ("tpot", &mut g.tpot),
+        ("itl", &mut g.itl),
+        ("e2e", &mut g.e2e),
+    ] {
+        if let Some(v) = r.prop(ctx, key) {
+            any = true;
+            *slot = ctx.positive_duration(&v, key);
+        }
+    }
+    if !any && node.entries().iter().all(|e| e.name().is_none()) {
+        ctx.error(
+            ctx.name_span(node),
+            "`goodput` sets no SLO",
+            "needs at least one of ttft=, tpot=, itl=, e2e=",
+            Some("write e.g. goodput ttft=\"200ms\" tpot=\"50ms\"".into()),
+        );
+    }
+    r.finish(ctx);
+    Some(g)
+}
+
+fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
+    let mut r = NodeReader::new(ctx, node);
+    let mut rep = ReportSpec::default();
+    let known = ["template", "requests-jsonl", "baseline"];
+    let mut once = Once::default();
+    for child in r.children() {
+        let cname = child.name().value();
+        if !known.contains(&cname) {
+            ctx.unknown_node(child, "`report`", &known);
+            continue;
+        }
+        if !once.first(ctx, child, "`report`") {
+            continue;
+        }
+        let mut cr = NodeReader::new(ctx, child);
+        match cname {
+            "requests-jsonl" => {
+                if let Some(b) =
+                    one_arg(ctx, &mut cr, "#true or #false").and_then(|v| ctx.boolean(&v, cname))
+                {
+                    rep.requests_jsonl = b;
+                }
+            }
+            _ => {
+                let path = one_arg(ctx, &mut cr, "a path").and_then(|v| ctx.name_string(&v, cname));
+                if cname == "template" {
+                    rep.template = path.map(Into::into);
+                } else {
+                    rep.baseline = path.map(Into::into);
+                }
+            }
+        }
+        cr.finish(ctx);
+    }
+    r.finish(ctx);
+    rep
+}

@@ -1,0 +1,350 @@
+//! `stage "name" { … }` with its arrival and limit, `warmup`, and `sla { assert … }` blocks
+//! (whose expressions are kept as spanned strings for the `sla` module to parse).
+
+use kdl::{KdlNode, KdlValue};
+use miette::SourceSpan;
+
+use super::ctx::{Ctx, NodeReader, Once};
+use super::error::suggest;
+use super::model::{ArrivalSpec, AssertionSpec, Spanned, StageLimit, StageSpec, Warmup};
+use super::target::one_arg;
+
+const STAGE_CHILDREN: &[&str] = &[
+    "dataset",
+    "arrival",
+    "duration",
+    "requests",
+    "drain-timeout",
+    "sla",
+];
+const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency"];
+
+/// What a `stage` node yields: its name even when the rest is invalid (so that references to it
+/// are not reported too), the stage when valid, and its scoped assertions.
+pub(crate) struct StageOut {
+    pub name: Option<Spanned<String>>,
+    pub stage: Option<StageSpec>,
+    pub sla: Vec<AssertionSpec>,
+    /// The dataset it names, for the reference check even when the stage is invalid.
+    pub dataset: Option<Spanned<String>>,
+}
+
+pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
+    let mut r = NodeReader::new(ctx, node);
+    let name = match r.arg(ctx, 0) {
+        Some(v) => ctx
+            .name_string(&v, "stage name")
+            .map(|s| Spanned::new(s, v.span)),
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(node),
+                    "`stage` needs a name",
+                    "missing name",
+                    Some("write stage \"steady\" { … }".into()),
+                );
+            }
+            None
+        }
+    };
+    let shown = name
+        .as_ref()
+        .map_or_else(|| "`stage`".to_string(), |n| format!("stage `{}`", n.value));
+    let mut once = Once::default();
+    let mut seen = |ctx: &mut Ctx<'_>, c: &KdlNode| once.first(ctx, c, &shown);
+    let (mut dataset, mut arrival, mut limit, mut drain) = (None, None, None, None);
+    let mut limit_given = false;
+    let mut sla = Vec::new();
+    for child in r.children() {
+        let cname = child.name().value();
+        if !STAGE_CHILDREN.contains(&cname) {
+            ctx.unknown_node(child, &shown, STAGE_CHILDREN);
+            continue;
+        }
+        if cname == "sla" {
+            sla.extend(sla_block(ctx, child, name.as_ref()));
+            continue;
+        }
+        if !seen(ctx, child) {
+            continue;
+        }
+        let mut cr = NodeReader::new(ctx, child);
+        match cname {
+            "dataset" => {
+                dataset = one_arg(ctx, &mut cr, "a dataset name").and_then(|v| {
+                    ctx.name_string(&v, "dataset")
+                        .map(|s| Spanned::new(s, v.span))
+                });
+            }
+            "arrival" => arrival = Some(parse_arrival(ctx, &mut cr)),
+            "duration" | "requests" => {
+                if limit_given {
+                    ctx.error(
+                        ctx.name_span(child),
+                        format!("{shown} has both `duration` and `requests`"),
+                        "second limit",
+                        Some("a stage stops after a duration or after a number of requests: keep one".into()),
+                    );
+                    cr.skip_args(usize::MAX);
+                } else {
+                    limit_given = true;
+                    limit = one_arg(ctx, &mut cr, "a limit").and_then(|v| {
+                        if cname == "duration" {
+                            ctx.positive_duration(&v, cname).map(StageLimit::Duration)
+                        } else {
+                            ctx.uint(&v, cname, 1, u64::MAX).map(StageLimit::Requests)
+                        }
+                    });
+                }
+            }
+            "drain-timeout" => {
+                drain = one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
+            }
+            _ => {}
+        }
+        cr.finish(ctx);
+    }
+    r.finish(ctx);
+    let has = |n: &str| {
+        node.children()
+            .is_some_and(|d| d.nodes().iter().any(|c| c.name().value() == n))
+    };
+    let head = ctx.name_span(node);
+    if !has("dataset") {
+        ctx.error(
+            head,
+            format!("{shown} has no dataset"),
+            "missing `dataset`",
+            Some("add dataset \"NAME\" naming a declared dataset".into()),
+        );
+    }
+    if !has("arrival") {
+        ctx.error(
+            head,
+            format!("{shown} has no arrival"),
+            "missing `arrival`",
+            Some(
+                "add e.g. arrival \"poisson\" rate=10 or arrival \"concurrency\" clients=8".into(),
+            ),
+        );
+    }
+    if !has("duration") && !has("requests") {
+        ctx.error(
+            head,
+            format!("{shown} has no limit"),
+            "missing `duration` or `requests`",
+            Some("add duration \"60s\" or requests 500".into()),
+        );
+    }
+    let stage = match (&name, &dataset, arrival.flatten(), limit) {
+        (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
+            name: n.clone(),
+            dataset: dataset.clone(),
+            arrival,
+            limit,
+            drain_timeout: drain,
+        }),
+        _ => None,
+    };
+    StageOut {
+        name,
+        stage,
+        sla,
+        dataset,
+    }
+}
+
+fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<ArrivalSpec>> {
+    let span = ctx.line_span(r.node);
+    let kind_val = one_arg(ctx, r, "an arrival kind such as \"poisson\"")?;
+    let kind = ctx.string(&kind_val, "arrival")?;
+    let need = |ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str, example: &str| {
+        let v = r.prop(ctx, key);
+        if v.is_none() && r.node.entry(key).is_none() {
+            ctx.error(
+                ctx.name_span(r.node),
+                format!("arrival \"{kind}\" needs `{key}=`"),
+                format!("missing {key}="),
+                Some(format!("write arrival \"{kind}\" {example}")),
+            );
+        }
+        v
+    };
+    let spec = match kind.as_str() {
+        "constant" | "poisson" => {
+            let rate = need(ctx, r, "rate", "rate=20")?;
+            let rate = ctx.rate(&rate, "rate")?;
+            if kind == "constant" {
+                ArrivalSpec::Constant { rate }
+            } else {
+                ArrivalSpec::Poisson { rate }
+            }
+        }
+        "gamma" => {
+            let rate =
+                need(ctx, r, "rate", "rate=20 burstiness=0.5").and_then(|v| ctx.rate(&v, "rate"));
+            let b = need(ctx, r, "burstiness", "rate=20 burstiness=0.5")
+                .and_then(|v| ctx.number_min(&v, "burstiness", 0.0, true));
+            ArrivalSpec::Gamma {
+                rate: rate?,
+                burstiness: b?,
+            }
+        }
+        "concurrency" => {
+            let clients = need(ctx, r, "clients", "clients=8")?;
+            ArrivalSpec::Concurrency {
+                clients: ctx.u32_at_least(&clients, "clients", 1)?,
+            }
+        }
+        other => {
+            ctx.error(
+                kind_val.span,
+                format!("unknown arrival `{other}`"),
+                "not an arrival kind",
+                Some(suggest(other, ARRIVALS, "arrival")),
+            );
+            r.skip_all();
+            return None;
+        }
+    };
+    Some(Spanned::new(spec, span))
+}
+
+/// `warmup requests=N | duration="30s" [dataset="…"] [clients=N]`.
+pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
+    let mut r = NodeReader::new(ctx, node);
+    let requests = r.prop(ctx, "requests");
+    let duration = r.prop(ctx, "duration");
+    let dataset = r.prop(ctx, "dataset").and_then(|v| {
+        ctx.name_string(&v, "dataset")
+            .map(|s| Spanned::new(s, v.span))
+    });
+    let clients = match r.prop(ctx, "clients") {
+        Some(v) => ctx.u32_at_least(&v, "clients", 1),
+        None if node.entry("clients").is_some() => None,
+        None => Some(4),
+    };
+    let limit = match (requests, duration) {
+        (Some(_), Some(d)) => {
+            ctx.error(
+                d.span,
+                "`warmup` has both `requests` and `duration`",
+                "second limit",
+                Some("keep one of requests= and duration=".into()),
+            );
+            None
+        }
+        (Some(v), None) => ctx
+            .uint(&v, "requests", 1, u64::MAX)
+            .map(StageLimit::Requests),
+        (None, Some(v)) => ctx
+            .positive_duration(&v, "duration")
+            .map(StageLimit::Duration),
+        (None, None) => {
+            if node.entry("requests").is_none() && node.entry("duration").is_none() {
+                ctx.error(
+                    ctx.name_span(node),
+                    "`warmup` has no limit",
+                    "missing requests= or duration=",
+                    Some("write warmup requests=10 or warmup duration=\"30s\"".into()),
+                );
+            }
+            None
+        }
+    };
+    r.finish(ctx);
+    Some(Warmup {
+        limit: limit?,
+        dataset,
+        clients: clients?,
+    })
+}
+
+/// `sla { assert "…" [stage="…"] [abort-on-fail=#true] }`; `scope` is the enclosing stage.
+pub(crate) fn sla_block(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+    scope: Option<&Spanned<String>>,
+) -> Vec<AssertionSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let mut out = Vec::new();
+    for child in r.children() {
+        if child.name().value() != "assert" {
+            ctx.unknown_node(child, "`sla`", &["assert"]);
+            continue;
+        }
+        let mut ar = NodeReader::new(ctx, child);
+        let expr = one_arg(ctx, &mut ar, "an assertion like \"ttft.p95 < 200ms\"").and_then(|v| {
+            let s = ctx.string(&v, "assert")?;
+            if s.trim().is_empty() {
+                ctx.error(
+                    v.span,
+                    "empty assertion",
+                    "expected e.g. \"ttft.p95 < 200ms\"",
+                    None,
+                );
+                return None;
+            }
+            let span = content_span(ctx, child, v.span, &s);
+            Some(Spanned::new(s, span))
+        });
+        let stage = match (ar.prop(ctx, "stage"), scope) {
+            (Some(v), Some(_)) => {
+                ctx.error(
+                    v.span,
+                    "`stage=` inside a stage",
+                    "this assertion already belongs to the enclosing stage",
+                    Some("remove stage=, or move the assertion to the top-level sla block".into()),
+                );
+                None
+            }
+            (Some(v), None) => ctx
+                .name_string(&v, "stage")
+                .map(|s| Spanned::new(s, v.span)),
+            (None, scope) => scope.cloned(),
+        };
+        let abort = match ar.prop(ctx, "abort-on-fail") {
+            Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
+            None => false,
+        };
+        ar.finish(ctx);
+        if let Some(expr) = expr {
+            out.push(AssertionSpec {
+                expr,
+                stage,
+                abort_on_fail: abort,
+            });
+        }
+    }
+    r.finish(ctx);
+    out
+}
+
+/// The span of a string's content (inside the quotes), so that the `sla` module can point at
+/// a character of the expression. Falls back to the whole value for escaped or multi-line
+/// strings, whose source text differs from the value.
+fn content_span(ctx: &Ctx<'_>, node: &KdlNode, entry_span: SourceSpan, value: &str) -> SourceSpan {
+    let Some(entry) = node
+        .entries()
+        .iter()
+        .find(|e| e.name().is_none() && e.ty().is_none())
+    else {
+        return entry_span;
+    };
+    if !matches!(entry.value(), KdlValue::String(_)) {
+        return entry_span;
+    }
+    let start = entry_span.offset();
+    let Some(src) = ctx.text.get(start..start + entry_span.len()) else {
+        return entry_span;
+    };
+    let hashes = src.chars().take_while(|c| *c == '#').count();
+    let open = hashes + 1;
+    if src[hashes..].starts_with("\"\"\"") || !src[hashes..].starts_with('"') {
+        return entry_span;
+    }
+    match src.get(open..open + value.len()) {
+        Some(inner) if inner == value => SourceSpan::new((start + open).into(), value.len()),
+        _ => entry_span,
+    }
+}

@@ -1,0 +1,375 @@
+//! `target "URL" { … }` and `target "sim" { … }`: where requests go. In a sim target every child
+//! that is not a common target setting is a simulator setting, decoded through serde into
+//! [`SimConfig`] so that fields the simulator adds are settable without touching this file.
+
+use kdl::{KdlNode, KdlValue};
+use serde_json::{Map, Value};
+
+use super::ctx::{Ctx, NodeReader, Once, Val};
+use super::error::suggest;
+use super::model::{Api, Endpoint, Spanned, Target};
+use crate::sim::SimConfig;
+use crate::units::Duration;
+
+const COMMON: &[&str] = &[
+    "api",
+    "model",
+    "api-key",
+    "timeout",
+    "header",
+    "body",
+    "ignore-eos",
+];
+
+pub(crate) fn default_target() -> Target {
+    Target {
+        endpoint: Endpoint::Sim(SimConfig::default()),
+        api: Api::Chat,
+        model: None,
+        api_key_env: None,
+        timeout: Duration(std::time::Duration::from_secs(60)),
+        headers: Vec::new(),
+        extra_body: Default::default(),
+        ignore_eos: true,
+    }
+}
+
+/// The simulator's settings as written in KDL, read from its JSON Schema.
+fn sim_fields() -> Vec<String> {
+    let schema = schemars::schema_for!(SimConfig);
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| props.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
+    let mut t = default_target();
+    let mut r = NodeReader::new(ctx, node);
+    let mut is_sim = true;
+    match r.arg(ctx, 0) {
+        None if r.arg_count() == 0 => ctx.error(
+            ctx.name_span(node),
+            "`target` needs a URL or \"sim\"",
+            "missing URL",
+            Some("write target \"http://127.0.0.1:8000/v1\" or target \"sim\"".into()),
+        ),
+        None => {}
+        Some(v) => {
+            if let Some(url) = ctx.string(&v, "target") {
+                if url == "sim" {
+                } else if url.starts_with("http://") || url.starts_with("https://") {
+                    is_sim = false;
+                    t.endpoint = Endpoint::Url(Spanned::new(url, v.span));
+                } else {
+                    ctx.error(
+                        v.span,
+                        "invalid target",
+                        format!("expected \"sim\" or an http(s) URL, got {}", v.shown()),
+                        Some("write e.g. target \"http://127.0.0.1:8000/v1\"".into()),
+                    );
+                }
+            }
+        }
+    }
+    let sim_fields = sim_fields();
+    let mut sim = Map::new();
+    let mut once = Once::default();
+    for child in r.children() {
+        let name = child.name().value();
+        let repeatable = name == "header";
+        if !repeatable && !once.first(ctx, child, "`target`") {
+            continue;
+        }
+        if COMMON.contains(&name) {
+            common_setting(ctx, child, &mut t, is_sim.then_some(&mut sim));
+        } else if is_sim && sim_fields.iter().any(|f| f == name) {
+            sim_setting(ctx, child, &mut sim);
+        } else if is_sim {
+            let mut known: Vec<&str> = COMMON.to_vec();
+            known.extend(sim_fields.iter().map(String::as_str));
+            ctx.error(
+                ctx.name_span(child),
+                format!("unknown setting `{name}` in target \"sim\""),
+                "not a target or simulator setting",
+                Some(suggest(name, &known, "setting")),
+            );
+        } else if sim_fields.iter().any(|f| f == name) {
+            ctx.error(
+                ctx.name_span(child),
+                format!("`{name}` is a simulator setting"),
+                "only valid in target \"sim\"",
+                Some("simulator settings apply to target \"sim\" only; remove it".into()),
+            );
+        } else {
+            ctx.unknown_node(child, "`target`", COMMON);
+        }
+    }
+    r.finish(ctx);
+    if is_sim {
+        match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
+            Ok(cfg) => t.endpoint = Endpoint::Sim(cfg),
+            // Each setting was checked on its own; a failure here is a cross-field one.
+            Err(e) => ctx.error(
+                ctx.name_span(node),
+                "invalid simulator settings",
+                e.to_string(),
+                None,
+            ),
+        }
+    }
+    t
+}
+
+fn common_setting(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    t: &mut Target,
+    sim: Option<&mut Map<String, Value>>,
+) {
+    let mut r = NodeReader::new(ctx, child);
+    let name = r.name();
+    match name {
+        "api" => {
+            if let Some(v) = one_arg(ctx, &mut r, "\"chat\" or \"completions\"")
+                && let Some(s) = ctx.string(&v, name)
+            {
+                match s.as_str() {
+                    "chat" => t.api = Api::Chat,
+                    "completions" => t.api = Api::Completions,
+                    other => ctx.error(
+                        v.span,
+                        format!("unknown api `{other}`"),
+                        "expected \"chat\" or \"completions\"",
+                        Some(suggest(other, &["chat", "completions"], "api")),
+                    ),
+                }
+            }
+        }
+        "model" => {
+            if let Some(v) = one_arg(ctx, &mut r, "a model name")
+                && let Some(s) = ctx.name_string(&v, name)
+            {
+                if let Some(sim) = sim {
+                    sim.insert("model".into(), Value::String(s.clone()));
+                }
+                t.model = Some(s);
+            }
+        }
+        "api-key" => {
+            if r.arg_count() > 0 {
+                let v = r.arg(ctx, 0);
+                r.skip_args(usize::MAX);
+                ctx.error(
+                    v.map_or_else(|| ctx.name_span(child), |v| v.span),
+                    "write the name of an environment variable, not the key",
+                    "a secret does not belong in a scenario file",
+                    Some("put the key in an environment variable and write api-key env=\"OPENAI_API_KEY\"".into()),
+                );
+            }
+            match r.prop(ctx, "env") {
+                Some(v) => {
+                    if let Some(s) = ctx.name_string(&v, "env") {
+                        if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                            t.api_key_env = Some(s);
+                        } else {
+                            ctx.error(
+                                v.span,
+                                "invalid environment variable name",
+                                "use letters, digits and _ only",
+                                None,
+                            );
+                        }
+                    }
+                }
+                None if r.arg_count() == 0 => ctx.error(
+                    ctx.name_span(child),
+                    "`api-key` needs env=\"VARIABLE\"",
+                    "missing env=",
+                    Some("write api-key env=\"OPENAI_API_KEY\"".into()),
+                ),
+                None => {}
+            }
+        }
+        "timeout" => {
+            if let Some(v) = one_arg(ctx, &mut r, "a duration like \"60s\"")
+                && let Some(d) = ctx.positive_duration(&v, name)
+            {
+                t.timeout = d;
+            }
+        }
+        "header" => {
+            let key = r.arg(ctx, 0);
+            let val = r.arg(ctx, 1);
+            match (key, val) {
+                (Some(k), Some(v)) => {
+                    let key = ctx.name_string(&k, "header name");
+                    if let Some(key) = &key
+                        && key.contains(|c: char| c.is_whitespace() || c == ':')
+                    {
+                        ctx.error(
+                            k.span,
+                            "invalid header name",
+                            "no spaces or colons in a header name",
+                            Some("write header \"X-Team\" \"perf\"".into()),
+                        );
+                    }
+                    if let (Some(key), Some(val)) = (key, ctx.string(&v, "header value")) {
+                        t.headers.push((key, val));
+                    }
+                }
+                _ if r.arg_count() < 2 => ctx.error(
+                    ctx.name_span(child),
+                    "`header` needs a name and a value",
+                    "missing name or value",
+                    Some("write header \"X-Team\" \"perf\"".into()),
+                ),
+                _ => {}
+            }
+        }
+        "body" => {
+            let mut once = Once::default();
+            for field in r.children() {
+                if !once.first(ctx, field, "`body`") {
+                    continue;
+                }
+                let mut fr = NodeReader::new(ctx, field);
+                if let Some(v) = one_arg(ctx, &mut fr, "a number, string or boolean")
+                    && let Some(json) = body_value(ctx, &v, fr.name())
+                {
+                    t.extra_body.insert(fr.name().to_string(), json);
+                }
+                fr.finish(ctx);
+            }
+        }
+        "ignore-eos" => {
+            if let Some(v) = one_arg(ctx, &mut r, "#true or #false")
+                && let Some(b) = ctx.boolean(&v, name)
+            {
+                t.ignore_eos = b;
+            }
+        }
+        // Only COMMON names are passed in.
+        _ => {}
+    }
+    r.finish(ctx);
+}
+
+fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {
+    match &v.value {
+        KdlValue::String(s) => Some(Value::String(s.clone())),
+        KdlValue::Bool(b) => Some(Value::Bool(*b)),
+        KdlValue::Integer(i) => i64::try_from(*i).ok().map(Value::from),
+        KdlValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number),
+        KdlValue::Null => {
+            ctx.error(
+                v.span,
+                format!("wrong type for body field `{name}`"),
+                "expected a number, string or boolean, got #null",
+                None,
+            );
+            None
+        }
+    }
+}
+
+/// Reads the single argument of a `name VALUE` node, reporting it when missing.
+pub(crate) fn one_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, expected: &str) -> Option<Val> {
+    if r.arg_count() == 0 {
+        ctx.error(
+            ctx.name_span(r.node),
+            format!("`{}` needs a value", r.name()),
+            format!("expected {expected}"),
+            None,
+        );
+        return None;
+    }
+    r.arg(ctx, 0)
+}
+
+/// A simulator setting: checked on its own against `SimConfig` so that an error points at it.
+fn sim_setting(ctx: &mut Ctx<'_>, child: &KdlNode, sim: &mut Map<String, Value>) {
+    let mut r = NodeReader::new(ctx, child);
+    let name = r.name();
+    let Some((value, span)) = node_json(ctx, &mut r) else {
+        r.finish(ctx);
+        return;
+    };
+    r.finish(ctx);
+    let mut one = Map::new();
+    one.insert(name.to_string(), value.clone());
+    if let Err(e) = serde_json::from_value::<SimConfig>(Value::Object(one)) {
+        ctx.error(
+            span,
+            format!("invalid simulator setting `{name}`"),
+            number_as_string_error(name, &value).unwrap_or_else(|| e.to_string()),
+            None,
+        );
+        return;
+    }
+    sim.insert(name.to_string(), value);
+}
+
+/// A number given where a string-typed setting is expected is most likely a duration without
+/// its unit: the setting's own message for the number as text says so ("`8` has no unit").
+fn number_as_string_error(name: &str, value: &Value) -> Option<String> {
+    let Value::Number(n) = value else {
+        return None;
+    };
+    let mut one = Map::new();
+    one.insert(name.to_string(), Value::String(n.to_string()));
+    serde_json::from_value::<SimConfig>(Value::Object(one))
+        .err()
+        .map(|e| e.to_string())
+}
+
+/// A node as JSON: one argument is a value, several an array, a children block an object.
+fn node_json(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<(Value, miette::SourceSpan)> {
+    let has_children = r.node.children().is_some();
+    let args = r.args_from(ctx, 0);
+    let span = args
+        .first()
+        .map_or_else(|| ctx.name_span(r.node), |v| v.span);
+    if has_children && args.is_empty() {
+        let mut obj = Map::new();
+        for c in r.children() {
+            let mut cr = NodeReader::new(ctx, c);
+            if let Some((v, _)) = node_json(ctx, &mut cr) {
+                obj.insert(cr.name().to_string(), v);
+            }
+            cr.finish(ctx);
+        }
+        return Some((Value::Object(obj), span));
+    }
+    let mut values = Vec::new();
+    for a in &args {
+        values.push(match &a.value {
+            KdlValue::String(s) => Value::String(s.clone()),
+            KdlValue::Bool(b) => Value::Bool(*b),
+            KdlValue::Integer(i) => match i64::try_from(*i) {
+                Ok(i) => Value::from(i),
+                Err(_) => Value::from(*i as f64),
+            },
+            KdlValue::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
+            }
+            KdlValue::Null => Value::Null,
+        });
+    }
+    match values.len() {
+        0 => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    span,
+                    format!("`{}` needs a value", r.name()),
+                    "missing value",
+                    None,
+                );
+            }
+            None
+        }
+        1 => values.pop().map(|v| (v, span)),
+        _ => Some((Value::Array(values), span)),
+    }
+}
