@@ -416,3 +416,7 @@ impl ServerRecorder {
         )
     }
 }
+
+#[cfg(test)]
+#[path = "record_tests.rs"]
+mod tests;
