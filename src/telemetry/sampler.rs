@@ -68,6 +68,23 @@ impl Telemetry {
         Self::start_with_gpus(config, rt, real_nvml)
     }
 
+    /// [`Telemetry::start`] from async code: the blocking start-up runs on the blocking pool,
+    /// so the calling runtime (even a single-threaded one) keeps serving its own tasks.
+    pub async fn start_async(config: TelemetryConfig) -> Result<TelemetryHandle, TelemetryError> {
+        Self::start_async_with_gpus(config, real_nvml).await
+    }
+
+    /// [`Telemetry::start_async`] with another way to open `nvml` sources.
+    pub async fn start_async_with_gpus(
+        config: TelemetryConfig,
+        opener: impl Fn() -> GpuOpener + Send + 'static,
+    ) -> Result<TelemetryHandle, TelemetryError> {
+        let rt = Handle::current();
+        tokio::task::spawn_blocking(move || Self::start_with_gpus(&config, &rt, opener))
+            .await
+            .map_err(|e| TelemetryError::Spawn(e.to_string()))?
+    }
+
     /// [`Telemetry::start`] with another way to open `nvml` sources (tests use fakes).
     pub fn start_with_gpus(
         config: &TelemetryConfig,
