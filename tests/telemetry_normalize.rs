@@ -6,7 +6,9 @@ use infermeter::telemetry::expo::parse_exposition;
 use infermeter::telemetry::{PrometheusKind, detect_kind, normalize};
 
 fn fixture(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/telemetry").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/telemetry")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -53,7 +55,10 @@ fn sglang() {
     assert_eq!(s.waiting, Some(12.0));
     assert_eq!(s.kv_cache_usage, Some(0.64));
     assert_eq!(s.cache_hit_rate, Some(0.4375));
-    assert_eq!(s.prefix_hits, None, "no cached-token counter in this version");
+    assert_eq!(
+        s.prefix_hits, None,
+        "no cached-token counter in this version"
+    );
     assert_eq!(s.prompt_tokens, Some(845312.0));
     assert_eq!(s.generation_tokens, Some(263424.0));
 }
@@ -93,7 +98,12 @@ fn dcgm_exporter() {
     assert_eq!(g1.temp_c, Some(83.0));
     assert_eq!(
         g1.throttle_reasons.as_deref(),
-        Some(&["sw_power_cap".to_string(), "sw_thermal_slowdown".to_string()][..])
+        Some(
+            &[
+                "sw_power_cap".to_string(),
+                "sw_thermal_slowdown".to_string()
+            ][..]
+        )
     );
     assert!(g1.is_throttled());
 }

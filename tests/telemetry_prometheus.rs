@@ -78,10 +78,19 @@ async fn scrapes_a_server_then_reports_it_going_down() {
     assert_eq!(series.kind, Some(PrometheusKind::Vllm));
     // Every answered scrape but the start-up probe is a point.
     assert_eq!(series.points.len() as u64, served - 1);
-    assert!(series.points.len() >= 3, "several scrapes in 500 ms at 50 ms");
-    assert!(series.points.iter().all(|p| p.t_s <= down_at), "series ends at the outage");
     assert!(
-        report.warnings.iter().any(|w| w.contains(&url) && w.contains("scrape failed")),
+        series.points.len() >= 3,
+        "several scrapes in 500 ms at 50 ms"
+    );
+    assert!(
+        series.points.iter().all(|p| p.t_s <= down_at),
+        "series ends at the outage"
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains(&url) && w.contains("scrape failed")),
         "{:?}",
         report.warnings
     );
@@ -94,9 +103,19 @@ async fn scrapes_a_server_then_reports_it_going_down() {
     assert_eq!(s.waiting_max, Some(7.0));
     assert_eq!(s.kv_cache_max, Some(0.8125));
     assert_eq!(s.prefix_cache_hit_rate, Some(0.5));
-    assert_eq!(telemetry_metric(&report, "steady", "queue.max", None), Some(7.0));
-    assert_eq!(telemetry_metric(&report, "steady", "kv_cache.max", None), Some(0.8125));
-    assert_eq!(telemetry_metric(&report, "steady", "energy_j", None), None, "no GPU");
+    assert_eq!(
+        telemetry_metric(&report, "steady", "queue.max", None),
+        Some(7.0)
+    );
+    assert_eq!(
+        telemetry_metric(&report, "steady", "kv_cache.max", None),
+        Some(0.8125)
+    );
+    assert_eq!(
+        telemetry_metric(&report, "steady", "energy_j", None),
+        None,
+        "no GPU"
+    );
 }
 
 async fn unused_url() -> String {
@@ -114,10 +133,16 @@ async fn a_required_endpoint_with_nothing_listening_fails_the_start() {
         Err(e) => e,
         Ok(_) => panic!("start must fail"),
     };
-    assert!(matches!(err, TelemetryError::PrometheusUnavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err, TelemetryError::PrometheusUnavailable { .. }),
+        "{err:?}"
+    );
     let msg = err.to_string();
     assert!(msg.contains(&url) && msg.contains("required"), "{msg}");
-    assert!(msg.contains("start the server"), "the message says the fix: {msg}");
+    assert!(
+        msg.contains("start the server"),
+        "the message says the fix: {msg}"
+    );
 }
 
 #[tokio::test]

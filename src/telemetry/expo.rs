@@ -130,7 +130,9 @@ fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
         }
         let key_end = rest
             .char_indices()
-            .find(|&(i, c)| !(c.is_ascii_alphanumeric() || c == '_') || (i == 0 && c.is_ascii_digit()))
+            .find(|&(i, c)| {
+                !(c.is_ascii_alphanumeric() || c == '_') || (i == 0 && c.is_ascii_digit())
+            })
             .map(|(i, _)| i)
             .unwrap_or(rest.len());
         if key_end == 0 {

@@ -244,7 +244,10 @@ mod tests {
         assert!(!reading(1980.0, &[]).is_throttled());
         assert!(reading(1700.0, &[]).is_throttled(), "ratio 0.85 < 0.9");
         assert!(reading(1980.0, &["sw_power_cap"]).is_throttled());
-        assert!(!reading(300.0, &["gpu_idle"]).is_throttled(), "idle downclock");
+        assert!(
+            !reading(300.0, &["gpu_idle"]).is_throttled(),
+            "idle downclock"
+        );
         assert!(reading(300.0, &["gpu_idle", "hw_slowdown"]).is_throttled());
         assert_eq!(reading(1000.0, &[]).clock_ratio(), Some(0.5));
         let unknown = GpuReading {

@@ -89,7 +89,10 @@ fn gpu_row(out: &mut String, s: &StageTelemetry, tokens: Option<u64>) {
     }
     let power: Option<f64> = gpus.iter().map(|g| g.power_mean_w).sum();
     let temp = gpus.iter().filter_map(|g| g.temp_max_c).reduce(f64::max);
-    let ratio = gpus.iter().filter_map(|g| g.clock_ratio_min).reduce(f64::min);
+    let ratio = gpus
+        .iter()
+        .filter_map(|g| g.clock_ratio_min)
+        .reduce(f64::min);
     let throttled = gpus.iter().any(|g| g.throttled());
     let _ = writeln!(
         out,

@@ -88,8 +88,10 @@ impl GpuDevice for NvmlGpu {
         self.with(|d| d.max_clock_info(Clock::Memory).map(f64::from))
     }
     fn throttle_reasons(&self) -> Result<Vec<String>, DeviceError> {
-        self.with(|d| d.current_throttle_reasons()
-                .map(|r| throttle_reason_names(r.bits())))
+        self.with(|d| {
+            d.current_throttle_reasons()
+                .map(|r| throttle_reason_names(r.bits()))
+        })
     }
     fn power_w(&self) -> Result<f64, DeviceError> {
         // NVML reports milliwatts.

@@ -72,7 +72,13 @@ fn samples_are_attributed_to_the_stage_open_at_their_time() {
 #[test]
 fn energy_counter_reset_is_estimated_from_power() {
     let mut rec = GpuRecorder::new("nvml");
-    let f = |e: u64, p: f64| vec![("0".to_string(), "g".to_string(), gpu(1980.0, 60.0, p, e, &[]))];
+    let f = |e: u64, p: f64| {
+        vec![(
+            "0".to_string(),
+            "g".to_string(),
+            gpu(1980.0, 60.0, p, e, &[]),
+        )]
+    };
     rec.stage_started("s", 0.0, &f(5_000_000, 400.0));
     rec.sample(1.0, &f(5_400_000, 400.0)); // +400 J
     rec.sample(2.0, &f(1_000, 400.0)); // reset: 1 s at 400 W ≈ 400 J
@@ -80,7 +86,11 @@ fn energy_counter_reset_is_estimated_from_power() {
     let (_, stages) = rec.finish();
     let s = &stages[0].1[0];
     assert_eq!(s.energy_counter_resets, 1);
-    assert!((s.energy_j.unwrap() - 1200.0).abs() < 1e-6, "{:?}", s.energy_j);
+    assert!(
+        (s.energy_j.unwrap() - 1200.0).abs() < 1e-6,
+        "{:?}",
+        s.energy_j
+    );
 }
 
 #[test]
@@ -125,7 +135,11 @@ fn server_counters_give_the_stage_hit_rate_and_token_deltas() {
     assert_eq!(s.running_mean, Some(6.0));
     assert_eq!(s.waiting_max, Some(4.0));
     assert_eq!(s.kv_cache_max, Some(0.7));
-    assert_eq!(s.prefix_cache_hit_rate, Some(0.3), "600 hits / 2000 queried");
+    assert_eq!(
+        s.prefix_cache_hit_rate,
+        Some(0.3),
+        "600 hits / 2000 queried"
+    );
     assert_eq!(s.generation_tokens, Some(1000.0));
 }
 

@@ -126,8 +126,7 @@ impl StageTelemetry {
     /// GPU summaries of one source only, so a GPU seen by both NVML and dcgm-exporter is not
     /// counted twice: NVML when it has data, else the first source with samples.
     pub fn primary_gpus(&self) -> Vec<&GpuStageSummary> {
-        let with_data: Vec<&GpuStageSummary> =
-            self.gpus.iter().filter(|g| g.samples > 0).collect();
+        let with_data: Vec<&GpuStageSummary> = self.gpus.iter().filter(|g| g.samples > 0).collect();
         let source = with_data
             .iter()
             .find(|g| g.source == "nvml")

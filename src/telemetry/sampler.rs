@@ -313,7 +313,10 @@ impl TelemetryHandle {
 
     pub fn stage_ended(&self, name: &str) {
         if let Ok(mut m) = self.marks.lock()
-            && let Some(mark) = m.iter_mut().rev().find(|k| k.name == name && k.end_s.is_none())
+            && let Some(mark) = m
+                .iter_mut()
+                .rev()
+                .find(|k| k.name == name && k.end_s.is_none())
         {
             mark.end_s = Some(self.elapsed_s());
         }
@@ -409,11 +412,7 @@ impl TelemetryHandle {
                 }
             }
         }
-        let mut warnings = self
-            .warnings
-            .lock()
-            .map(|w| w.clone())
-            .unwrap_or_default();
+        let mut warnings = self.warnings.lock().map(|w| w.clone()).unwrap_or_default();
         warnings.append(&mut report.warnings);
         report.warnings = warnings;
         report

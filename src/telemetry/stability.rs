@@ -81,7 +81,10 @@ pub fn assess_gpu(rule: &StabilityRule, gpus: &[(&str, &[GpuPoint])]) -> Option<
             .iter()
             .filter(|p| p.t_s >= last.t_s - window)
             .collect();
-        let ratios: Vec<f64> = recent.iter().filter_map(|p| p.reading.clock_ratio()).collect();
+        let ratios: Vec<f64> = recent
+            .iter()
+            .filter_map(|p| p.reading.clock_ratio())
+            .collect();
         let temps: Vec<(f64, f64)> = recent
             .iter()
             .filter_map(|p| p.reading.temp_c.map(|c| (p.t_s, c)))
@@ -139,7 +142,10 @@ pub fn assess_ttft(rule: &StabilityRule, ttfts_ms: &[f64]) -> StabilityVerdict {
     if v.len() < MIN_TTFT_SAMPLES {
         return verdict(
             false,
-            format!("{} TTFTs, need {MIN_TTFT_SAMPLES} (no GPU telemetry)", v.len()),
+            format!(
+                "{} TTFTs, need {MIN_TTFT_SAMPLES} (no GPU telemetry)",
+                v.len()
+            ),
         );
     }
     let n = v.len() as f64;
@@ -212,7 +218,11 @@ mod tests {
         let slow = pts(40, 1.0, |t| (if t > 30.0 { 1600.0 } else { 1950.0 }, 70.0));
         let v = assess_gpu(&rule, &[("0", &good), ("1", &slow)]).unwrap();
         assert!(!v.stable);
-        assert!(v.reason.starts_with("GPU 1: clock ratio 0.80"), "{}", v.reason);
+        assert!(
+            v.reason.starts_with("GPU 1: clock ratio 0.80"),
+            "{}",
+            v.reason
+        );
         let short = pts(10, 1.0, |_| (1950.0, 70.0));
         let v = assess_gpu(&rule, &[("0", &short)]).unwrap();
         assert!(!v.stable && v.reason.contains("history"), "{}", v.reason);
@@ -227,7 +237,9 @@ mod tests {
         let v = assess_stability(&rule, &[("0", &no_gpu)], &steady);
         assert_eq!(v.basis, StabilityBasis::Ttft);
         assert!(v.stable, "{}", v.reason);
-        let noisy: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 50.0 } else { 150.0 }).collect();
+        let noisy: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 50.0 } else { 150.0 })
+            .collect();
         assert!(!assess_ttft(&rule, &noisy).stable);
         assert!(!assess_ttft(&rule, &steady[..5]).stable, "too few samples");
     }
