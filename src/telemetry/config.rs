@@ -90,3 +90,28 @@ pub enum TelemetryError {
     #[error("failed to start the telemetry sampler: {0}")]
     Spawn(String),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_kebab_case_sources() {
+        let c: TelemetryConfig = serde_json::from_str(
+            r#"{"sources":[{"type":"nvml"},
+                {"type":"prometheus","url":"http://h:8000/metrics","required":true,"kind":"dcgm-exporter"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.interval, Duration::from_millis(1000));
+        assert_eq!(
+            c.sources[0],
+            SourceConfig::Nvml {
+                devices: None,
+                required: false
+            }
+        );
+        assert!(c.sources[1].required());
+        assert_eq!(c.sources[1].label(), "http://h:8000/metrics");
+        assert!(serde_json::from_str::<TelemetryConfig>(r#"{"interval":"1s","bogus":1}"#).is_err());
+    }
+}
