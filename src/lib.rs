@@ -17,4 +17,5 @@ pub mod runner;
 pub mod scenario;
 pub mod sim;
 pub mod sla;
+pub mod telemetry;
 pub mod units;

@@ -60,6 +60,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         warmup: None,
         stages,
         sla: vec![],
+        telemetry: None,
     }
 }
 

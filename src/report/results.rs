@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::StageSummary;
 use crate::sla::SlaVerdict;
+use crate::telemetry::TelemetryReport;
 
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
 
@@ -31,6 +32,9 @@ pub struct Results {
     pub warmup: Option<StageSummary>,
     pub stages: Vec<StageSummary>,
     pub sla: Vec<SlaVerdict>,
+    /// GPU and server telemetry, when the scenario asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetryReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

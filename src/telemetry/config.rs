@@ -1,0 +1,117 @@
+//! What to sample and how often: plain data, filled from the scenario's `telemetry { … }` node
+//! (parsing it is the scenario module's job; the intended syntax is in `docs/telemetry.md`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::normalize::PrometheusKind;
+use crate::units::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Time between two samples of every source (default 1s).
+    #[serde(default = "default_interval")]
+    pub interval: Duration,
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
+}
+
+fn default_interval() -> Duration {
+    Duration::from_millis(1000)
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            interval: default_interval(),
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// One telemetry source. `required` makes the run fail (exit 3) when the source is unavailable
+/// at start; otherwise that is a warning in the report and the source's series stays empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum SourceConfig {
+    /// Local GPUs through NVML.
+    Nvml {
+        /// GPU indices to sample; all when absent.
+        #[serde(default)]
+        devices: Option<Vec<u32>>,
+        #[serde(default)]
+        required: bool,
+    },
+    /// A Prometheus text endpoint: vLLM, SGLang, llama.cpp (`--metrics`) or dcgm-exporter.
+    Prometheus {
+        url: String,
+        #[serde(default)]
+        required: bool,
+        /// Detected from metric names when absent.
+        #[serde(default)]
+        kind: Option<PrometheusKind>,
+    },
+}
+
+impl SourceConfig {
+    pub fn required(&self) -> bool {
+        match self {
+            SourceConfig::Nvml { required, .. } | SourceConfig::Prometheus { required, .. } => {
+                *required
+            }
+        }
+    }
+
+    /// How the source is named in messages and in the report: `nvml` or the URL.
+    pub fn label(&self) -> String {
+        match self {
+            SourceConfig::Nvml { .. } => "nvml".into(),
+            SourceConfig::Prometheus { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// Why telemetry could not start. Each message names the source and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error(
+        "telemetry source `nvml` is required but unavailable: {reason}; run on a machine with an \
+         NVIDIA GPU and driver (libnvidia-ml.so.1), or make the source optional (`nvml required=#false`)"
+    )]
+    NvmlUnavailable { reason: String },
+    #[error(
+        "telemetry source `prometheus \"{url}\"` is required but unreachable: {reason}; start the \
+         server with its metrics endpoint enabled or fix the URL, or make the source optional"
+    )]
+    PrometheusUnavailable { url: String, reason: String },
+    #[error("invalid telemetry configuration: {0}")]
+    Invalid(String),
+    #[error("failed to start the telemetry sampler: {0}")]
+    Spawn(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_kebab_case_sources() {
+        let c: TelemetryConfig = serde_json::from_str(
+            r#"{"sources":[{"type":"nvml"},
+                {"type":"prometheus","url":"http://h:8000/metrics","required":true,"kind":"dcgm-exporter"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.interval, Duration::from_millis(1000));
+        assert_eq!(
+            c.sources[0],
+            SourceConfig::Nvml {
+                devices: None,
+                required: false
+            }
+        );
+        assert!(c.sources[1].required());
+        assert_eq!(c.sources[1].label(), "http://h:8000/metrics");
+        assert!(serde_json::from_str::<TelemetryConfig>(r#"{"interval":"1s","bogus":1}"#).is_err());
+    }
+}

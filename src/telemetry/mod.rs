@@ -1,0 +1,34 @@
+//! Telemetry sources sampled during a run: local GPUs through NVML, and Prometheus endpoints
+//! (vLLM, SGLang, llama.cpp, dcgm-exporter). Produces a [`TelemetryReport`] with bounded series,
+//! per-stage summaries (energy, throttling, queue depth, KV usage) and warnings; also the
+//! warm-up stability rule and the telemetry SLA metric values. See `docs/telemetry.md`.
+
+mod config;
+pub mod expo;
+mod gpu;
+mod markdown;
+mod normalize;
+mod nvml;
+mod prometheus;
+mod record;
+mod report;
+mod sampler;
+mod stability;
+
+pub use config::{SourceConfig, TelemetryConfig, TelemetryError};
+pub use gpu::{
+    DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
+};
+pub use markdown::render_markdown;
+pub use normalize::{Normalized, PrometheusKind, ServerReading, detect_kind, normalize};
+pub use nvml::{NvmlGpu, open_nvml};
+pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
+pub use report::{
+    GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
+    StageTelemetry, TELEMETRY_METRICS, TelemetryReport, telemetry_metric, tokens_per_joule,
+};
+pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
+pub use stability::{
+    MIN_TTFT_SAMPLES, StabilityBasis, StabilityRule, StabilityVerdict, assess_gpu,
+    assess_stability, assess_ttft,
+};

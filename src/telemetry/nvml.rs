@@ -1,0 +1,113 @@
+//! The real [`GpuDevice`]: NVML through `nvml-wrapper`, which loads `libnvidia-ml.so.1` at run
+//! time, so the binary builds and runs on machines without a GPU (opening then fails fast).
+
+use std::sync::Arc;
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+
+use super::gpu::{DeviceError, GpuDevice, throttle_reason_names};
+
+/// One NVML device. Holds the library handle and looks the device up per call (a cheap handle
+/// lookup) because `nvml_wrapper::Device` borrows the `Nvml` it came from.
+pub struct NvmlGpu {
+    nvml: Arc<Nvml>,
+    index: u32,
+    name: String,
+}
+
+/// Opens NVML and the selected devices (all when `devices` is `None`). The error is a
+/// lowercase fragment saying what is missing.
+pub fn open_nvml(devices: Option<&[u32]>) -> Result<Vec<NvmlGpu>, String> {
+    let nvml = Nvml::init().map_err(|e| format!("NVML could not be initialised ({e})"))?;
+    let nvml = Arc::new(nvml);
+    let count = nvml
+        .device_count()
+        .map_err(|e| format!("NVML could not count devices ({e})"))?;
+    if count == 0 {
+        return Err("NVML found no GPU".into());
+    }
+    let indices: Vec<u32> = match devices {
+        Some(list) => list.to_vec(),
+        None => (0..count).collect(),
+    };
+    let mut out = Vec::with_capacity(indices.len());
+    for index in indices {
+        if index >= count {
+            return Err(format!(
+                "GPU index {index} does not exist (NVML found {count} device(s): 0..{})",
+                count - 1
+            ));
+        }
+        let dev = nvml
+            .device_by_index(index)
+            .map_err(|e| format!("GPU {index} could not be opened ({e})"))?;
+        let name = dev.name().unwrap_or_else(|_| format!("GPU {index}"));
+        out.push(NvmlGpu {
+            nvml: Arc::clone(&nvml),
+            index,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+impl NvmlGpu {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&nvml_wrapper::Device<'_>) -> Result<T, nvml_wrapper::error::NvmlError>,
+    ) -> Result<T, DeviceError> {
+        let dev = self
+            .nvml
+            .device_by_index(self.index)
+            .map_err(|e| DeviceError(e.to_string()))?;
+        f(&dev).map_err(|e| DeviceError(e.to_string()))
+    }
+}
+
+impl GpuDevice for NvmlGpu {
+    fn id(&self) -> String {
+        self.index.to_string()
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn temperature_c(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.temperature(TemperatureSensor::Gpu).map(f64::from))
+    }
+    fn sm_clock_mhz(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.clock_info(Clock::SM).map(f64::from))
+    }
+    fn max_sm_clock_mhz(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.max_clock_info(Clock::SM).map(f64::from))
+    }
+    fn mem_clock_mhz(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.clock_info(Clock::Memory).map(f64::from))
+    }
+    fn max_mem_clock_mhz(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.max_clock_info(Clock::Memory).map(f64::from))
+    }
+    fn throttle_reasons(&self) -> Result<Vec<String>, DeviceError> {
+        self.with(|d| {
+            d.current_throttle_reasons()
+                .map(|r| throttle_reason_names(r.bits()))
+        })
+    }
+    fn power_w(&self) -> Result<f64, DeviceError> {
+        // NVML reports milliwatts.
+        self.with(|d| d.power_usage().map(|mw| f64::from(mw) / 1000.0))
+    }
+    fn total_energy_mj(&self) -> Result<u64, DeviceError> {
+        self.with(|d| d.total_energy_consumption())
+    }
+    fn memory_mib(&self) -> Result<(f64, f64), DeviceError> {
+        const MIB: f64 = 1024.0 * 1024.0;
+        self.with(|d| {
+            d.memory_info()
+                .map(|m| (m.used as f64 / MIB, m.total as f64 / MIB))
+        })
+    }
+    fn utilization_pct(&self) -> Result<f64, DeviceError> {
+        self.with(|d| d.utilization_rates().map(|u| f64::from(u.gpu)))
+    }
+}
