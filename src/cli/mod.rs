@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod sim;
+
 /// Benchmark-as-code for LLM inference servers.
 ///
 /// Write a KDL scenario, check it into git, and run it: infermeter compiles it into a
@@ -16,7 +18,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Serve the embedded OpenAI-compatible simulator until Ctrl-C.
+    Sim(sim::SimArgs),
+}
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
@@ -31,5 +36,7 @@ pub fn main() -> i32 {
             };
         }
     };
-    match cli.command {}
+    match cli.command {
+        Command::Sim(args) => sim::run(args),
+    }
 }

@@ -117,6 +117,12 @@ pub async fn start_with_trace(
     trace: TraceOptions,
 ) -> Result<SimHandle, SimError> {
     config.validate()?;
+    // Building the tokenizer takes a fraction of a second: do it before serving so the first
+    // request's latency is not charged with it.
+    let _ = tokio::task::spawn_blocking(|| {
+        tiktoken_rs::cl100k_base_singleton();
+    })
+    .await;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| SimError::Bind {
