@@ -8,6 +8,7 @@ mod compare;
 mod report;
 mod run;
 pub mod schema;
+pub mod sim;
 pub mod validate;
 
 pub use compare::{CompareArgs, CompareFormat};
@@ -35,6 +36,8 @@ pub enum Command {
     Run(RunArgs),
     /// Check scenario files without running them; exits 2 when any is invalid.
     Validate(validate::ValidateArgs),
+    /// Serve the embedded OpenAI-compatible simulator until Ctrl-C.
+    Sim(sim::SimArgs),
     /// Re-render the Markdown report of a past run from its results.json.
     Report(ReportArgs),
     /// Compare two runs of the same plan; exit 1 when the current one regressed.
@@ -59,6 +62,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Sim(args) => sim::run(args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),

@@ -2,6 +2,9 @@
 //! `target "sim" { … }` block (which is decoded through serde, so every field here is settable
 //! from KDL as a kebab-case child node, e.g. `decode-base "8ms"`).
 
+use std::fmt;
+use std::str::FromStr;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +27,46 @@ pub struct SimConfig {
     pub max_running: u32,
     /// Seed for jitter, output lengths and faults.
     pub seed: u64,
+    /// KV-cache capacity in tokens: a request is admitted only while the prompt plus maximum
+    /// output tokens of every running sequence, its own included, fit. A request that could
+    /// never fit is rejected with HTTP 400.
+    pub kv_capacity: u64,
+    /// Most prompt tokens prefilled in one step (chunked prefill); a longer prompt takes several
+    /// steps. 0 means unlimited.
+    pub prefill_chunk: u64,
+    /// Random variation of each step's duration, as a fraction: a step lasts its modelled
+    /// duration times a uniform factor in [1 − jitter, 1 + jitter]. 0 disables it; must be < 1.
+    pub jitter: f64,
+    /// Output length used when the request sets `ignore_eos: true` but no `max_tokens`, and
+    /// the cap on drawn lengths when the request sets no `max_tokens`.
+    pub default_max_tokens: u64,
+    /// Distribution of the output length when `ignore_eos` is false (the model "stops" on its
+    /// own): `fixed` (always the mean), `uniform` (1 ..= 2 × mean) or `exponential` (mean).
+    /// The drawn length is capped by `max_tokens` and raised to `min_tokens`.
+    pub output_len_dist: OutputLenDist,
+    /// Mean of the output-length distribution, in tokens.
+    pub output_len_mean: u64,
+    /// Probability that a request is answered with HTTP 429 before any token.
+    pub fault_http_429: f64,
+    /// Probability that a request is answered with HTTP 500 before any token.
+    pub fault_http_500: f64,
+    /// Probability that a request is answered with HTTP 503 before any token.
+    pub fault_http_503: f64,
+    /// Probability that a response is cut half-way: the connection is closed without
+    /// `data: [DONE]` (or, non-streaming, mid-body).
+    pub fault_stream_cut: f64,
+    /// Probability that a response stops emitting half-way for `stall-duration`, holding its
+    /// batch slot, then resumes.
+    pub fault_stall: f64,
+    /// Probability that one `data:` line half-way through a stream carries malformed JSON (a
+    /// non-streaming body is truncated JSON).
+    pub fault_malformed_sse: f64,
+    /// Probability that the first token is held back an extra `slow-first-byte-delay`.
+    pub fault_slow_first_byte: f64,
+    /// How long a stalled response stops emitting.
+    pub stall_duration: Duration,
+    /// Extra delay before the first token of a slow-first-byte response.
+    pub slow_first_byte_delay: Duration,
 }
 
 impl Default for SimConfig {
@@ -35,6 +78,170 @@ impl Default for SimConfig {
             decode_per_seq: Duration(std::time::Duration::from_micros(100)),
             max_running: 256,
             seed: 0,
+            kv_capacity: 400_000,
+            prefill_chunk: 8192,
+            jitter: 0.0,
+            default_max_tokens: 1024,
+            output_len_dist: OutputLenDist::Exponential,
+            output_len_mean: 256,
+            fault_http_429: 0.0,
+            fault_http_500: 0.0,
+            fault_http_503: 0.0,
+            fault_stream_cut: 0.0,
+            fault_stall: 0.0,
+            fault_malformed_sse: 0.0,
+            fault_slow_first_byte: 0.0,
+            stall_duration: Duration::from_millis(30_000),
+            slow_first_byte_delay: Duration::from_millis(2_000),
         }
+    }
+}
+
+/// Why a [`SimConfig`] cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid simulator setting `{field}`: {reason}")]
+pub struct ConfigError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl SimConfig {
+    /// The fault probabilities in the order they are drawn, with their kebab-case names.
+    pub(crate) fn fault_rates(&self) -> [(&'static str, f64); 7] {
+        [
+            ("fault-http-429", self.fault_http_429),
+            ("fault-http-500", self.fault_http_500),
+            ("fault-http-503", self.fault_http_503),
+            ("fault-stream-cut", self.fault_stream_cut),
+            ("fault-stall", self.fault_stall),
+            ("fault-malformed-sse", self.fault_malformed_sse),
+            ("fault-slow-first-byte", self.fault_slow_first_byte),
+        ]
+    }
+
+    /// Checks ranges the types cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, reason: &str| {
+            Err(ConfigError {
+                field,
+                reason: reason.into(),
+            })
+        };
+        if self.max_running == 0 {
+            return err("max-running", "must be at least 1");
+        }
+        if self.kv_capacity == 0 {
+            return err("kv-capacity", "must be at least 1 token");
+        }
+        if self.default_max_tokens == 0 {
+            return err("default-max-tokens", "must be at least 1");
+        }
+        if self.output_len_mean == 0 {
+            return err("output-len-mean", "must be at least 1");
+        }
+        if !(0.0..1.0).contains(&self.jitter) {
+            return err("jitter", "must be a fraction in [0, 1)");
+        }
+        let mut total = 0.0;
+        for (field, p) in self.fault_rates() {
+            if !(0.0..=1.0).contains(&p) {
+                return err(field, "must be a probability in [0, 1]");
+            }
+            total += p;
+        }
+        if total > 1.0 + 1e-9 {
+            return err(
+                "fault-*",
+                "fault probabilities add up to more than 1 (at most one fault applies per request)",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// How output lengths are drawn when the request lets the model stop on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputLenDist {
+    /// Always `output-len-mean` tokens.
+    Fixed,
+    /// Uniform in 1 ..= 2 × `output-len-mean`.
+    Uniform,
+    /// Exponential with mean `output-len-mean` (at least 1): many short answers, a long tail.
+    Exponential,
+}
+
+impl FromStr for OutputLenDist {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fixed" => Ok(OutputLenDist::Fixed),
+            "uniform" => Ok(OutputLenDist::Uniform),
+            "exponential" => Ok(OutputLenDist::Exponential),
+            _ => Err(ConfigError {
+                field: "output-len-dist",
+                reason: format!("`{s}` is not one of fixed, uniform, exponential"),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for OutputLenDist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OutputLenDist::Fixed => "fixed",
+            OutputLenDist::Uniform => "uniform",
+            OutputLenDist::Exponential => "exponential",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kebab_case_fields_deserialize_and_unknown_ones_fail() {
+        let c: SimConfig = serde_json::from_str(
+            r#"{"decode-base":"20ms","max-running":4,"fault-http-500":0.5,"output-len-dist":"fixed"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.decode_base, Duration::from_millis(20));
+        assert_eq!(c.max_running, 4);
+        assert_eq!(c.fault_http_500, 0.5);
+        assert_eq!(c.output_len_dist, OutputLenDist::Fixed);
+        assert_eq!(c.kv_capacity, SimConfig::default().kv_capacity);
+        assert!(serde_json::from_str::<SimConfig>(r#"{"decode-bas":"1ms"}"#).is_err());
+        let round: SimConfig = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(round, c);
+    }
+
+    #[test]
+    fn validation_rejects_bad_ranges() {
+        assert!(SimConfig::default().validate().is_ok());
+        let bad = |f: fn(&mut SimConfig)| {
+            let mut c = SimConfig::default();
+            f(&mut c);
+            c.validate().unwrap_err().field
+        };
+        assert_eq!(bad(|c| c.max_running = 0), "max-running");
+        assert_eq!(bad(|c| c.jitter = 1.0), "jitter");
+        assert_eq!(bad(|c| c.fault_stall = 1.5), "fault-stall");
+        assert_eq!(
+            bad(|c| {
+                c.fault_http_429 = 0.6;
+                c.fault_http_500 = 0.6;
+            }),
+            "fault-*"
+        );
+        assert_eq!(bad(|c| c.output_len_mean = 0), "output-len-mean");
+    }
+
+    #[test]
+    fn dist_parses_and_prints() {
+        for d in ["fixed", "uniform", "exponential"] {
+            assert_eq!(d.parse::<OutputLenDist>().unwrap().to_string(), d);
+        }
+        assert!("normal".parse::<OutputLenDist>().is_err());
     }
 }

@@ -2,5 +2,15 @@
 //! HTTP, used as the default target and as the ground truth in tests.
 
 mod config;
+mod faults;
+mod scheduler;
+mod server;
+mod trace;
+mod wire;
+mod words;
 
-pub use config::SimConfig;
+pub use config::{ConfigError, OutputLenDist, SimConfig};
+pub use faults::Fault;
+pub use server::{SIM_ID_HEADER, SimError, SimHandle, start, start_with_trace};
+pub use trace::{Outcome, TraceOptions, TraceRecord};
+pub use wire::Endpoint;

@@ -1,0 +1,183 @@
+//! `infermeter sim`: serves the embedded simulator until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::exit;
+use crate::sim::{OutputLenDist, SimConfig, TraceOptions};
+use crate::units::Duration;
+
+/// Serve the embedded OpenAI-compatible simulator (a continuous-batching latency model) until
+/// Ctrl-C. Settings come from the defaults, then `--config`, then the flags.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub listen: SocketAddr,
+    /// JSON file with simulator settings (kebab-case keys, as in a scenario's `target "sim"`).
+    #[arg(long, value_name = "FILE.json")]
+    pub config: Option<PathBuf>,
+    /// Write one JSON line per finished request (ground truth) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Model name reported by /v1/models and in responses.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Prefill cost per input token, e.g. 50us.
+    #[arg(long)]
+    pub prefill_per_token: Option<Duration>,
+    /// Duration of one decode step with a single running sequence, e.g. 8ms.
+    #[arg(long)]
+    pub decode_base: Option<Duration>,
+    /// Extra decode-step duration per running sequence, e.g. 100us.
+    #[arg(long)]
+    pub decode_per_seq: Option<Duration>,
+    /// Maximum number of sequences decoded together.
+    #[arg(long)]
+    pub max_running: Option<u32>,
+    /// Seed for jitter, output lengths and faults.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// KV-cache capacity in tokens (prompt + max output of running sequences).
+    #[arg(long)]
+    pub kv_capacity: Option<u64>,
+    /// Most prompt tokens prefilled per step (0 = unlimited).
+    #[arg(long)]
+    pub prefill_chunk: Option<u64>,
+    /// Step-duration jitter as a fraction in [0, 1).
+    #[arg(long)]
+    pub jitter: Option<f64>,
+    /// Output length when a request gives no max_tokens (and the cap on drawn lengths).
+    #[arg(long)]
+    pub default_max_tokens: Option<u64>,
+    /// Output-length distribution when ignore_eos is false: fixed, uniform or exponential.
+    #[arg(long)]
+    pub output_len_dist: Option<OutputLenDist>,
+    /// Mean of the output-length distribution, in tokens.
+    #[arg(long)]
+    pub output_len_mean: Option<u64>,
+    /// Probability of answering HTTP 429 before any token.
+    #[arg(long)]
+    pub fault_http_429: Option<f64>,
+    /// Probability of answering HTTP 500 before any token.
+    #[arg(long)]
+    pub fault_http_500: Option<f64>,
+    /// Probability of answering HTTP 503 before any token.
+    #[arg(long)]
+    pub fault_http_503: Option<f64>,
+    /// Probability of cutting a response half-way (no [DONE]).
+    #[arg(long)]
+    pub fault_stream_cut: Option<f64>,
+    /// Probability of stalling a response half-way for --stall-duration.
+    #[arg(long)]
+    pub fault_stall: Option<f64>,
+    /// Probability of one malformed `data:` line half-way through a stream.
+    #[arg(long)]
+    pub fault_malformed_sse: Option<f64>,
+    /// Probability of holding the first token back an extra --slow-first-byte-delay.
+    #[arg(long)]
+    pub fault_slow_first_byte: Option<f64>,
+    /// How long a stalled response stops emitting, e.g. 30s.
+    #[arg(long)]
+    pub stall_duration: Option<Duration>,
+    /// Extra delay before the first token of a slow-first-byte response, e.g. 2s.
+    #[arg(long)]
+    pub slow_first_byte_delay: Option<Duration>,
+}
+
+impl SimArgs {
+    /// Defaults, then the `--config` file, then each flag given.
+    pub fn resolve(&self) -> Result<SimConfig, String> {
+        let mut c = match &self.config {
+            None => SimConfig::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("invalid simulator config {}: {e}", path.display()))?
+            }
+        };
+        fn set<T: Clone>(slot: &mut T, flag: &Option<T>) {
+            if let Some(v) = flag {
+                *slot = v.clone();
+            }
+        }
+        set(&mut c.model, &self.model);
+        set(&mut c.prefill_per_token, &self.prefill_per_token);
+        set(&mut c.decode_base, &self.decode_base);
+        set(&mut c.decode_per_seq, &self.decode_per_seq);
+        set(&mut c.max_running, &self.max_running);
+        set(&mut c.seed, &self.seed);
+        set(&mut c.kv_capacity, &self.kv_capacity);
+        set(&mut c.prefill_chunk, &self.prefill_chunk);
+        set(&mut c.jitter, &self.jitter);
+        set(&mut c.default_max_tokens, &self.default_max_tokens);
+        set(&mut c.output_len_dist, &self.output_len_dist);
+        set(&mut c.output_len_mean, &self.output_len_mean);
+        set(&mut c.fault_http_429, &self.fault_http_429);
+        set(&mut c.fault_http_500, &self.fault_http_500);
+        set(&mut c.fault_http_503, &self.fault_http_503);
+        set(&mut c.fault_stream_cut, &self.fault_stream_cut);
+        set(&mut c.fault_stall, &self.fault_stall);
+        set(&mut c.fault_malformed_sse, &self.fault_malformed_sse);
+        set(&mut c.fault_slow_first_byte, &self.fault_slow_first_byte);
+        set(&mut c.stall_duration, &self.stall_duration);
+        set(&mut c.slow_first_byte_delay, &self.slow_first_byte_delay);
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+}
+
+/// Runs `infermeter sim`; returns the exit code.
+pub fn run(args: SimArgs) -> i32 {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::INVALID;
+        }
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: failed to start the async runtime: {e}");
+            return exit::RUN_ERROR;
+        }
+    };
+    runtime.block_on(serve(config, args.listen, args.trace))
+}
+
+async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) -> i32 {
+    let model = config.model.clone();
+    let options = TraceOptions {
+        file: trace,
+        record: false,
+    };
+    let handle = match crate::sim::start_with_trace(config, listen, options).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::RUN_ERROR;
+        }
+    };
+    println!(
+        "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
+        handle.base_url()
+    );
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        eprintln!("error: failed to wait for Ctrl-C: {e}");
+    }
+    eprintln!("shutting down (waiting for in-flight responses; Ctrl-C again to quit now)");
+    tokio::select! {
+        r = handle.shutdown() => match r {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("error: {e}");
+                exit::RUN_ERROR
+            }
+        },
+        _ = tokio::signal::ctrl_c() => exit::OK,
+    }
+}

@@ -1,0 +1,354 @@
+//! The continuous-batching latency model: ONE task steps every sequence on a virtual clock
+//! anchored to real time. Each step admits waiting requests (FIFO, within `max-running` and
+//! the KV capacity), prefills up to `prefill-chunk` prompt tokens, decodes one token for every
+//! running sequence, sleeps until the step's computed end, then writes all the step's tokens
+//! in one pass into one shared buffer, split into a `Bytes` per sequence.
+
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::config::SimConfig;
+use super::faults::Fault;
+use super::trace::{Outcome, TraceRecord};
+use super::wire::{Endpoint, FinishReason, Framing};
+use super::words;
+
+/// Sent to a response body when the stream-cut fault fires: the body errors, so the
+/// connection is dropped without the end of the response.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cut;
+
+/// One item on a sequence's channel.
+pub(crate) type Chunk = Result<Bytes, Cut>;
+
+/// A request handed to the scheduler by an HTTP handler.
+pub(crate) struct NewSeq {
+    pub id: u64,
+    pub endpoint: Endpoint,
+    pub arrival: Instant,
+    pub prompt_tokens: u64,
+    /// Tokens the model will emit (≤ max_tokens).
+    pub output_len: u64,
+    /// The effective cap, reserved in the KV cache.
+    pub max_tokens: u64,
+    pub fault: Fault,
+    pub framing: Framing,
+    /// Bounded with room for every chunk of the response, so `try_send` never finds it full.
+    pub tx: mpsc::Sender<Chunk>,
+}
+
+struct Running {
+    seq: NewSeq,
+    admitted: Instant,
+    prefill_left: u64,
+    emitted: u64,
+    /// Emits nothing before this instant (stall, slow first byte).
+    paused_until: Option<Instant>,
+    /// The pause fault has been applied (it applies once).
+    paused_once: bool,
+    emit: bool,
+    first_token: Option<Instant>,
+    token_us: Vec<u64>,
+    batch_sizes: Vec<u32>,
+}
+
+/// A step whose end is further than this behind real time resets the clock to now, so a
+/// busy machine does not make the simulator race to catch up.
+const MAX_LAG: std::time::Duration = std::time::Duration::from_millis(20);
+
+pub(crate) struct Scheduler {
+    config: SimConfig,
+    epoch: Instant,
+    intake: mpsc::UnboundedReceiver<NewSeq>,
+    trace: Option<mpsc::UnboundedSender<TraceRecord>>,
+    waiting: VecDeque<NewSeq>,
+    running: Vec<Running>,
+    kv_used: u64,
+    rng: ChaCha8Rng,
+    buf: BytesMut,
+}
+
+impl Scheduler {
+    pub(crate) fn new(
+        config: SimConfig,
+        epoch: Instant,
+        intake: mpsc::UnboundedReceiver<NewSeq>,
+        trace: Option<mpsc::UnboundedSender<TraceRecord>>,
+    ) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_57e9);
+        Scheduler {
+            config,
+            epoch,
+            intake,
+            trace,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            kv_used: 0,
+            rng,
+            buf: BytesMut::new(),
+        }
+    }
+
+    fn us(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_micros() as u64
+    }
+
+    /// Runs until the intake closes and every sequence is done.
+    pub(crate) async fn run(mut self) {
+        let mut clock: Option<Instant> = None;
+        loop {
+            if self.running.is_empty() && self.waiting.is_empty() {
+                // Idle: wait for work instead of stepping.
+                match self.intake.recv().await {
+                    Some(s) => self.waiting.push_back(s),
+                    None => return,
+                }
+                clock = None;
+            }
+            while let Ok(s) = self.intake.try_recv() {
+                self.waiting.push_back(s);
+            }
+            let now = Instant::now();
+            let start = match clock {
+                Some(t) if t + MAX_LAG >= now => t,
+                _ => now,
+            };
+            self.admit(start);
+            let (prefilled, decoding) = self.plan(start);
+            if prefilled == 0 && decoding == 0 {
+                // Everything running is paused (or queued behind it): sleep until the first
+                // pause ends or new work arrives, never spin.
+                let wake = self.running.iter().filter_map(|r| r.paused_until).min();
+                let sleep = tokio::time::sleep_until(wake.unwrap_or(now + MAX_LAG));
+                tokio::select! {
+                    _ = sleep => {}
+                    s = self.intake.recv() => if let Some(s) = s { self.waiting.push_back(s) },
+                }
+                self.drop_cancelled();
+                clock = None;
+                continue;
+            }
+            let deadline = start + self.step_duration(prefilled, decoding);
+            if deadline > Instant::now() {
+                tokio::time::sleep_until(deadline).await;
+            } else {
+                // Zero-cost steps still let the HTTP side run between them.
+                tokio::task::yield_now().await;
+            }
+            self.emit();
+            clock = Some(deadline);
+        }
+    }
+
+    fn admit(&mut self, now: Instant) {
+        while self.running.len() < self.config.max_running as usize {
+            let Some(front) = self.waiting.front() else {
+                break;
+            };
+            if front.tx.is_closed() {
+                if let Some(s) = self.waiting.pop_front() {
+                    self.finish_unadmitted(s, Outcome::Cancelled);
+                }
+                continue;
+            }
+            let need = front.prompt_tokens + front.max_tokens;
+            if self.kv_used + need > self.config.kv_capacity && !self.running.is_empty() {
+                break;
+            }
+            let Some(seq) = self.waiting.pop_front() else {
+                break;
+            };
+            self.kv_used += need;
+            let traced = self.trace.is_some();
+            let cap = if traced { seq.output_len as usize } else { 0 };
+            self.running.push(Running {
+                prefill_left: seq.prompt_tokens,
+                admitted: now,
+                emitted: 0,
+                paused_until: None,
+                paused_once: false,
+                emit: false,
+                first_token: None,
+                token_us: Vec::with_capacity(cap),
+                batch_sizes: Vec::with_capacity(cap),
+                seq,
+            });
+        }
+    }
+
+    /// Decides what each running sequence does this step; returns (prompt tokens prefilled,
+    /// sequences decoding).
+    fn plan(&mut self, start: Instant) -> (u64, u64) {
+        let mut budget = match self.config.prefill_chunk {
+            0 => u64::MAX,
+            n => n,
+        };
+        let mut prefilled = 0;
+        let mut decoding = 0;
+        for r in &mut self.running {
+            r.emit = false;
+            if r.prefill_left > 0 {
+                let take = r.prefill_left.min(budget);
+                r.prefill_left -= take;
+                budget -= take;
+                prefilled += take;
+                // The step that finishes a prompt also yields its first token.
+                r.emit = r.prefill_left == 0;
+                if r.emit && r.seq.fault == Fault::SlowFirstByte && !r.paused_once {
+                    r.paused_once = true;
+                    r.emit = false;
+                    r.paused_until = Some(start + self.config.slow_first_byte_delay.as_std());
+                }
+                continue;
+            }
+            if r.paused_until.is_some_and(|t| t > start) {
+                continue;
+            }
+            if r.seq.fault == Fault::Stall && !r.paused_once && r.emitted == r.seq.output_len / 2 {
+                r.paused_once = true;
+                r.paused_until = Some(start + self.config.stall_duration.as_std());
+                continue;
+            }
+            r.emit = true;
+            decoding += 1;
+        }
+        (prefilled, decoding)
+    }
+
+    fn step_duration(&mut self, prefilled: u64, decoding: u64) -> std::time::Duration {
+        let c = &self.config;
+        let mut nanos = c.prefill_per_token.as_nanos() as f64 * prefilled as f64;
+        if decoding > 0 {
+            nanos += c.decode_base.as_nanos() as f64
+                + c.decode_per_seq.as_nanos() as f64 * decoding as f64;
+        }
+        if c.jitter > 0.0 && nanos > 0.0 {
+            nanos *= self.rng.random_range(1.0 - c.jitter..=1.0 + c.jitter);
+        }
+        std::time::Duration::from_nanos(nanos as u64)
+    }
+
+    /// Writes one token for every sequence that emits this step, in one pass over the batch.
+    fn emit(&mut self) {
+        let now = Instant::now();
+        let now_us = self.us(now);
+        let batch = self.running.len() as u32;
+        let traced = self.trace.is_some();
+        let mut running = std::mem::take(&mut self.running);
+        // One reservation per step; each sequence's bytes are split off as a shared view.
+        self.buf
+            .reserve(running.iter().filter(|r| r.emit).count() * 160);
+        running.retain_mut(|r| {
+            if !r.emit {
+                return !r.seq.tx.is_closed() || self.cancel(r, now_us);
+            }
+            let s = &r.seq;
+            let half = s.output_len / 2;
+            if s.fault == Fault::StreamCut && r.emitted == half {
+                let _ = s.tx.try_send(Err(Cut));
+                return self.end(r, now_us, Outcome::Cut);
+            }
+            if s.fault == Fault::MalformedSse && r.emitted == half {
+                s.framing.write_garbage(&mut self.buf);
+            }
+            let index = r.emitted;
+            r.emitted += 1;
+            let last = r.emitted == s.output_len;
+            let finish = last.then(|| {
+                let reason = if s.output_len == s.max_tokens {
+                    FinishReason::Length
+                } else {
+                    FinishReason::Stop
+                };
+                (reason, s.prompt_tokens, r.emitted)
+            });
+            s.framing
+                .write_token(&mut self.buf, words::word(s.id, index), index == 0, finish);
+            let bytes = self.buf.split().freeze();
+            if index == 0 {
+                r.first_token = Some(now);
+            }
+            if traced {
+                r.token_us.push(now_us);
+                r.batch_sizes.push(batch);
+            }
+            if s.tx.try_send(Ok(bytes)).is_err() {
+                r.emitted -= 1;
+                if traced {
+                    r.token_us.pop();
+                    r.batch_sizes.pop();
+                }
+                return self.cancel(r, now_us);
+            }
+            if last {
+                return self.end(r, now_us, Outcome::Completed);
+            }
+            true
+        });
+        self.running = running;
+    }
+
+    /// Drops running sequences whose client has gone (checked while everything is paused).
+    fn drop_cancelled(&mut self) {
+        let now_us = self.us(Instant::now());
+        let mut running = std::mem::take(&mut self.running);
+        running.retain_mut(|r| !r.seq.tx.is_closed() || self.cancel(r, now_us));
+        self.running = running;
+    }
+
+    /// Always returns false (the sequence leaves the batch).
+    fn cancel(&mut self, r: &mut Running, now_us: u64) -> bool {
+        self.end(r, now_us, Outcome::Cancelled)
+    }
+
+    /// Frees the sequence's KV reservation and traces it; returns false for `retain_mut`.
+    fn end(&mut self, r: &mut Running, now_us: u64, outcome: Outcome) -> bool {
+        self.kv_used -= r.seq.prompt_tokens + r.seq.max_tokens;
+        if let Some(trace) = &self.trace {
+            let record = TraceRecord {
+                id: r.seq.id,
+                endpoint: r.seq.endpoint,
+                stream: r.seq.framing.is_stream(),
+                arrival_us: self.us(r.seq.arrival),
+                admitted_us: Some(self.us(r.admitted)),
+                first_token_us: r.first_token.map(|t| self.us(t)),
+                finished_us: now_us,
+                token_us: std::mem::take(&mut r.token_us),
+                batch_sizes: std::mem::take(&mut r.batch_sizes),
+                prompt_tokens: r.seq.prompt_tokens,
+                completion_tokens: r.emitted,
+                max_tokens: r.seq.max_tokens,
+                fault: r.seq.fault,
+                outcome,
+            };
+            let _ = trace.send(record);
+        }
+        false
+    }
+
+    fn finish_unadmitted(&mut self, s: NewSeq, outcome: Outcome) {
+        if let Some(trace) = &self.trace {
+            let _ = trace.send(TraceRecord {
+                id: s.id,
+                endpoint: s.endpoint,
+                stream: s.framing.is_stream(),
+                arrival_us: self.us(s.arrival),
+                admitted_us: None,
+                first_token_us: None,
+                finished_us: self.us(Instant::now()),
+                token_us: Vec::new(),
+                batch_sizes: Vec::new(),
+                prompt_tokens: s.prompt_tokens,
+                completion_tokens: 0,
+                max_tokens: s.max_tokens,
+                fault: s.fault,
+                outcome,
+            });
+        }
+    }
+}

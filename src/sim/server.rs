@@ -1,0 +1,397 @@
+//! The HTTP side: axum routes for the OpenAI endpoints, request validation and error
+//! answers, streaming and non-streaming bodies fed by the scheduler, and the [`SimHandle`]
+//! that starts and stops it all.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::config::{ConfigError, SimConfig};
+use super::faults::{self, Fault};
+use super::scheduler::{Chunk, Cut, NewSeq, Scheduler};
+use super::trace::{Outcome, TraceOptions, TraceRecord};
+use super::wire::{self, Endpoint, Framing};
+
+/// The response header carrying the simulator's request id (the `id` in its trace).
+pub const SIM_ID_HEADER: &str = "x-infermeter-sim-id";
+
+/// Why the simulator could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("failed to listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("failed to open trace file: {0}")]
+    TraceFile(std::io::Error),
+    #[error("failed to write trace file: {0}")]
+    TraceWrite(std::io::Error),
+    #[error("server failed: {0}")]
+    Serve(std::io::Error),
+    #[error("simulator task panicked")]
+    Panicked,
+}
+
+struct AppState {
+    config: SimConfig,
+    epoch: Instant,
+    next_id: AtomicU64,
+    intake: mpsc::UnboundedSender<NewSeq>,
+    trace: Option<mpsc::UnboundedSender<TraceRecord>>,
+}
+
+/// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the server running
+/// until the runtime ends.
+pub struct SimHandle {
+    addr: SocketAddr,
+    epoch: Instant,
+    stop: oneshot::Sender<()>,
+    server: JoinHandle<std::io::Result<()>>,
+    scheduler: JoinHandle<()>,
+    writer: Option<JoinHandle<std::io::Result<()>>>,
+    trace: Option<mpsc::UnboundedReceiver<TraceRecord>>,
+}
+
+impl SimHandle {
+    /// The bound address (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR/v1`, the base URL an OpenAI client is pointed at.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The instant trace times count from.
+    pub fn started_at(&self) -> std::time::Instant {
+        self.epoch.into_std()
+    }
+
+    /// The in-process trace receiver, when started with [`TraceOptions::record`]; records
+    /// arrive as requests finish. Returns `None` the second time.
+    pub fn take_trace(&mut self) -> Option<mpsc::UnboundedReceiver<TraceRecord>> {
+        self.trace.take()
+    }
+
+    /// Stops accepting connections, lets in-flight responses finish, then stops the scheduler
+    /// and flushes the trace file.
+    pub async fn shutdown(self) -> Result<(), SimError> {
+        let _ = self.stop.send(());
+        self.server
+            .await
+            .map_err(|_| SimError::Panicked)?
+            .map_err(SimError::Serve)?;
+        self.scheduler.await.map_err(|_| SimError::Panicked)?;
+        if let Some(w) = self.writer {
+            w.await
+                .map_err(|_| SimError::Panicked)?
+                .map_err(SimError::TraceWrite)?;
+        }
+        Ok(())
+    }
+}
+
+/// Starts the simulator on `listen` (port 0 picks a free port) without a trace.
+pub async fn start(config: SimConfig, listen: SocketAddr) -> Result<SimHandle, SimError> {
+    start_with_trace(config, listen, TraceOptions::default()).await
+}
+
+/// Starts the simulator, writing ground truth where `trace` says.
+pub async fn start_with_trace(
+    config: SimConfig,
+    listen: SocketAddr,
+    trace: TraceOptions,
+) -> Result<SimHandle, SimError> {
+    config.validate()?;
+    // Building the tokenizer takes a fraction of a second: do it before serving so the first
+    // request's latency is not charged with it.
+    let _ = tokio::task::spawn_blocking(|| {
+        tiktoken_rs::cl100k_base_singleton();
+    })
+    .await;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| SimError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| SimError::Bind {
+        addr: listen,
+        source,
+    })?;
+    let (trace_tx, writer, trace_rx) = super::trace::setup(&trace)
+        .await
+        .map_err(SimError::TraceFile)?;
+    let epoch = Instant::now();
+    let (intake, intake_rx) = mpsc::unbounded_channel();
+    let scheduler =
+        tokio::spawn(Scheduler::new(config.clone(), epoch, intake_rx, trace_tx.clone()).run());
+    let state = Arc::new(AppState {
+        config,
+        epoch,
+        next_id: AtomicU64::new(0),
+        intake,
+        trace: trace_tx,
+    });
+    let app = router(state);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok(SimHandle {
+        addr,
+        epoch,
+        stop,
+        server,
+        scheduler,
+        writer,
+        trace: trace_rx,
+    })
+}
+
+fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .with_state(state)
+}
+
+async fn models(State(app): State<Arc<AppState>>) -> Response {
+    let body = serde_json::json!({
+        "object": "list",
+        "data": [{
+            "id": app.config.model, "object": "model", "created": unix_now(),
+            "owned_by": "infermeter", "root": app.config.model, "parent": null,
+            "max_model_len": app.config.kv_capacity,
+        }]
+    });
+    json_response(StatusCode::OK, body.to_string(), None)
+}
+
+async fn chat(State(app): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(app, Endpoint::Chat, body).await
+}
+
+async fn completions(State(app): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(app, Endpoint::Completions, body).await
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {
+    let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(id) = id {
+        resp.headers_mut()
+            .insert(SIM_ID_HEADER, HeaderValue::from(id));
+    }
+    resp
+}
+
+fn bad_request(message: &str, param: Option<&str>) -> Response {
+    let body = wire::error_body(400, "BadRequestError", message, param);
+    json_response(StatusCode::BAD_REQUEST, body, None)
+}
+
+async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Response {
+    let arrival = Instant::now();
+    let req = match wire::parse(endpoint, &body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(&e.message, e.param),
+    };
+    let cfg = &app.config;
+    let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
+    if max_tokens == 0 {
+        return bad_request("max_tokens must be at least 1", Some("max_tokens"));
+    }
+    if req.min_tokens > max_tokens {
+        return bad_request("min_tokens must not exceed max_tokens", Some("min_tokens"));
+    }
+    if req.prompt_tokens.saturating_add(max_tokens) > cfg.kv_capacity {
+        let msg = format!(
+            "this model's maximum context length is {} tokens; the request has {} prompt tokens and asks for {max_tokens} more",
+            cfg.kv_capacity, req.prompt_tokens
+        );
+        return bad_request(&msg, Some("max_tokens"));
+    }
+    let id = app.next_id.fetch_add(1, Ordering::Relaxed);
+    let (fault, output_len) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
+    if let Some((status, kind)) = fault.status() {
+        if let Some(trace) = &app.trace {
+            let us = |t: Instant| t.saturating_duration_since(app.epoch).as_micros() as u64;
+            let _ = trace.send(TraceRecord {
+                id,
+                endpoint,
+                stream: req.stream,
+                arrival_us: us(arrival),
+                admitted_us: None,
+                first_token_us: None,
+                finished_us: us(Instant::now()),
+                token_us: Vec::new(),
+                batch_sizes: Vec::new(),
+                prompt_tokens: req.prompt_tokens,
+                completion_tokens: 0,
+                max_tokens,
+                fault,
+                outcome: Outcome::Rejected,
+            });
+        }
+        let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
+        let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return json_response(code, body, Some(id));
+    }
+    let framing = Framing::new(endpoint, id, unix_now(), &cfg.model, &req);
+    // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
+    // channel, and a slow client only grows its own queue.
+    let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
+    let seq = NewSeq {
+        id,
+        endpoint,
+        arrival,
+        prompt_tokens: req.prompt_tokens,
+        output_len,
+        max_tokens,
+        fault,
+        framing,
+        tx,
+    };
+    if app.intake.send(seq).is_err() {
+        let body = wire::error_body(
+            503,
+            "ServiceUnavailableError",
+            "server is shutting down",
+            None,
+        );
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id));
+    }
+    if req.stream {
+        stream_response(rx, id)
+    } else {
+        let info = Collected {
+            id,
+            endpoint,
+            model: &cfg.model,
+            prompt_tokens: req.prompt_tokens,
+            max_tokens,
+            malformed: fault == Fault::MalformedSse,
+        };
+        collect_response(rx, info).await
+    }
+}
+
+fn stream_response(rx: mpsc::Receiver<Chunk>, id: u64) -> Response {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await? {
+            Ok(bytes) => Some((Ok(bytes), rx)),
+            Err(Cut) => Some((Err(std::io::Error::other("injected stream cut")), rx)),
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(SIM_ID_HEADER, HeaderValue::from(id));
+    resp
+}
+
+struct Collected<'a> {
+    id: u64,
+    endpoint: Endpoint,
+    model: &'a str,
+    prompt_tokens: u64,
+    max_tokens: u64,
+    malformed: bool,
+}
+
+/// Waits for the whole output, then answers with one JSON body carrying `usage`.
+async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) -> Response {
+    let mut text = String::new();
+    let mut tokens = 0u64;
+    let mut cut = false;
+    while let Some(chunk) = rx.recv().await {
+        match chunk {
+            Ok(b) => {
+                text.push_str(std::str::from_utf8(&b).unwrap_or(""));
+                tokens += 1;
+            }
+            Err(Cut) => {
+                cut = true;
+                break;
+            }
+        }
+    }
+    let finish = if tokens == info.max_tokens {
+        "length"
+    } else {
+        "stop"
+    };
+    let usage = serde_json::json!({
+        "prompt_tokens": info.prompt_tokens,
+        "completion_tokens": tokens,
+        "total_tokens": info.prompt_tokens + tokens,
+    });
+    let created = unix_now();
+    let body = match info.endpoint {
+        Endpoint::Chat => serde_json::json!({
+            "id": format!("chatcmpl-sim-{}", info.id), "object": "chat.completion",
+            "created": created, "model": info.model,
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": text },
+                          "logprobs": null, "finish_reason": finish }],
+            "usage": usage,
+        }),
+        Endpoint::Completions => serde_json::json!({
+            "id": format!("cmpl-sim-{}", info.id), "object": "text_completion",
+            "created": created, "model": info.model,
+            "choices": [{ "index": 0, "text": text, "logprobs": null, "finish_reason": finish }],
+            "usage": usage,
+        }),
+    }
+    .to_string();
+    if cut || info.malformed {
+        // Half a body: a cut also errors the body so the connection drops mid-response.
+        let full = Bytes::from(body.into_bytes());
+        let half = full.slice(..full.len() / 2);
+        let tail: Result<Bytes, std::io::Error> = if cut {
+            Err(std::io::Error::other("injected stream cut"))
+        } else {
+            Ok(Bytes::new())
+        };
+        let parts = futures_util::stream::iter([Ok::<_, std::io::Error>(half), tail]);
+        let mut resp = Response::new(Body::from_stream(parts));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        resp.headers_mut()
+            .insert(SIM_ID_HEADER, HeaderValue::from(info.id));
+        return resp;
+    }
+    json_response(StatusCode::OK, body, Some(info.id))
+}
