@@ -16,8 +16,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
-}
+pub enum Command {}
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
@@ -25,7 +24,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { crate::exit::INVALID } else { crate::exit::OK };
+            return if e.use_stderr() {
+                crate::exit::INVALID
+            } else {
+                crate::exit::OK
+            };
         }
     };
     match cli.command {}

@@ -161,10 +161,17 @@ pub struct SyntheticSpec {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LengthDist {
     /// Always this many.
-    Fixed { value: u32 },
+    Fixed {
+        value: u32,
+    },
     /// One of these, equally likely.
-    Choice { values: Vec<u32> },
-    Uniform { min: u32, max: u32 },
+    Choice {
+        values: Vec<u32>,
+    },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
     /// Rounded and clamped to `[min, max]`.
     Normal {
         mean: f64,
@@ -252,4 +259,3 @@ pub struct ReportSpec {
     /// A baseline `results.json` for relative assertions.
     pub baseline: Option<PathBuf>,
 }
-
