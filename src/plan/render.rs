@@ -77,6 +77,19 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
             )?,
         }
     }
+    let g = &plan.goodput;
+    let slos: Vec<String> = [
+        ("ttft", g.ttft),
+        ("tpot", g.tpot),
+        ("itl", g.itl),
+        ("e2e", g.e2e),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} ≤ {v}")))
+    .collect();
+    if !slos.is_empty() {
+        writeln!(out, "goodput    {}", slos.join(", "))?;
+    }
     for stage in plan.stages_in_order() {
         writeln!(out)?;
         render_stage(plan, stage, out)?;
@@ -94,19 +107,6 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
             }
             writeln!(out)?;
         }
-    }
-    let g = &plan.goodput;
-    let slos: Vec<String> = [
-        ("ttft", g.ttft),
-        ("tpot", g.tpot),
-        ("itl", g.itl),
-        ("e2e", g.e2e),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.map(|v| format!("{k} ≤ {v}")))
-    .collect();
-    if !slos.is_empty() {
-        writeln!(out, "goodput    {}", slos.join(", "))?;
     }
     Ok(())
 }
@@ -129,9 +129,18 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         (None, Some(d)) => writeln!(out, "  requests  until {d}")?,
         (None, None) => writeln!(out, "  requests  unbounded")?,
     }
-    if let Load::Open { offsets_ns, .. } = &stage.load {
+    if let Load::Open {
+        offsets_ns,
+        arrival,
+    } = &stage.load
+    {
         let last = offsets_ns.last().copied().unwrap_or(0);
-        writeln!(out, "  span      last send at {}", secs(last))?;
+        write!(out, "  span      last send at {}", secs(last))?;
+        if let Some(rate) = arrival_rate(arrival) {
+            let expected = offsets_ns.len() as f64 / rate;
+            write!(out, " (expected ≈ {expected:.1}s at the mean rate)")?;
+        }
+        writeln!(out)?;
         let shown: Vec<String> = offsets_ns
             .iter()
             .take(SHOWN_OFFSETS)
@@ -180,6 +189,15 @@ fn min_p50_max(v: &mut [u32]) -> String {
 
 fn secs(ns: u64) -> String {
     format!("{:.3}s", ns as f64 / 1e9)
+}
+
+fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
+    match a {
+        ArrivalSpec::Constant { rate }
+        | ArrivalSpec::Poisson { rate }
+        | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
+        ArrivalSpec::Concurrency { .. } => None,
+    }
 }
 
 fn describe_arrival(a: &ArrivalSpec) -> String {

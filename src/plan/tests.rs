@@ -328,6 +328,7 @@ fn render_text_summarises_without_secrets() {
         "dataset    chat: synthetic, input uniform 100..=500, output 128",
         "stage `steady` (dataset chat)",
         "load      poisson 10/s",
+        "(expected ≈ 10.0s at the mean rate)",
         "requests  100\n",
         "over all 100 requests",
         "output    min 128 / p50 128 / max 128 tokens",
@@ -367,4 +368,34 @@ fn json_streams_the_plan_and_every_bounded_recipe() {
     assert_eq!(recipes.len(), 100);
     assert_eq!(recipes[57], plan.request(&plan.stages[0], 57));
     assert!(requests[1]["recipes"].is_null());
+}
+
+/// Pins the random draws themselves (schedule, recipes): a change here changes every plan's
+/// workload, so it must come with a PLAN_FORMAT bump and this value updated.
+#[test]
+fn draws_are_pinned_across_versions() {
+    use sha2::{Digest, Sha256};
+    let plan = compile(&scenario()).unwrap();
+    let s = &plan.stages[0];
+    let Load::Open { offsets_ns, .. } = &s.load else {
+        unreachable!()
+    };
+    let mut h = Sha256::new();
+    for (i, t) in offsets_ns.iter().enumerate() {
+        let r = plan.request(s, i as u64);
+        h.update(t.to_le_bytes());
+        h.update(r.input_tokens.to_le_bytes());
+        h.update(r.output_tokens.to_le_bytes());
+        h.update(r.item.to_le_bytes());
+    }
+    let got: String = h
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        got, "7dd90dabf008251c",
+        "draws changed: bump PLAN_FORMAT and update this value"
+    );
 }
