@@ -1,7 +1,23 @@
 //! [`Scenario`](crate::scenario::Scenario) → deterministic, hashed [`Plan`].
 //!
-//! Entry point: [`compile`].
+//! Entry point: [`compile`]. Then [`Plan::request`] draws any request's recipe on demand,
+//! [`render_text`] prints the plan for `infermeter plan`, and [`write_json`] streams it out.
 
+mod compile;
+mod error;
+mod hash;
+mod json;
 mod model;
+mod recipe;
+mod render;
+mod seed;
 
+pub use compile::compile;
+pub use error::PlanError;
+pub use hash::plan_hash;
+pub use json::write_json;
 pub use model::*;
+pub use render::render_text;
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,269 @@
+//! Expands an [`ArrivalSpec`] into a schedule of send offsets (nanoseconds from the stage
+//! start, non-decreasing). Constant arrivals start at 0 and step by exactly `1/rate`; Poisson
+//! and gamma arrivals are a renewal process whose first arrival is one gap after the start.
+
+use rand::{Rng, RngExt};
+use rand_distr::{Exp, Gamma};
+
+use crate::scenario::ArrivalSpec;
+use crate::units::Duration;
+
+/// Largest schedule a stage may have: 8 bytes an arrival, so 100M is 800 MB of plan.
+pub const MAX_ARRIVALS: u64 = 100_000_000;
+
+/// How far to schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Horizon {
+    /// Exactly this many arrivals.
+    Count(u64),
+    /// Every arrival whose offset is strictly below this.
+    Within(Duration),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArrivalError {
+    #[error("rate {0} is not a number of requests per second > 0")]
+    BadRate(f64),
+    #[error("burstiness {0} must be a number > 0")]
+    BadBurstiness(f64),
+    #[error(
+        "{what} schedules more than {MAX_ARRIVALS} requests; lower the rate or shorten the stage"
+    )]
+    TooMany { what: String },
+}
+
+/// The send offsets of an open-loop arrival process, or `None` for a closed loop (whose sends
+/// depend on the server and cannot be scheduled ahead).
+pub fn schedule<R: Rng + ?Sized>(
+    spec: &ArrivalSpec,
+    horizon: Horizon,
+    rng: &mut R,
+) -> Result<Option<Vec<u64>>, ArrivalError> {
+    let rate = match spec {
+        ArrivalSpec::Concurrency { .. } => return Ok(None),
+        ArrivalSpec::Constant { rate }
+        | ArrivalSpec::Poisson { rate }
+        | ArrivalSpec::Gamma { rate, .. } => rate.per_sec(),
+    };
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err(ArrivalError::BadRate(rate));
+    }
+    let expected = match horizon {
+        Horizon::Count(n) => n as f64,
+        Horizon::Within(d) => d.as_secs_f64() * rate,
+    };
+    if expected > MAX_ARRIVALS as f64 {
+        return Err(ArrivalError::TooMany {
+            what: match horizon {
+                Horizon::Count(n) => format!("requests {n}"),
+                Horizon::Within(d) => format!("rate {rate}/s over {d}"),
+            },
+        });
+    }
+    let gap_ns = 1e9 / rate;
+    let offsets = match spec {
+        ArrivalSpec::Constant { .. } => {
+            // Multiplying instead of summing keeps a long schedule free of drift.
+            collect(horizon, |i| i as f64 * gap_ns)
+        }
+        ArrivalSpec::Poisson { .. } => {
+            let exp = Exp::new(rate).map_err(|_| ArrivalError::BadRate(rate))?;
+            renewal(horizon, || rng.sample(exp) * 1e9)
+        }
+        ArrivalSpec::Gamma { burstiness, .. } => {
+            let shape = *burstiness;
+            if !shape.is_finite() || shape <= 0.0 {
+                return Err(ArrivalError::BadBurstiness(shape));
+            }
+            // Mean gap = shape · scale = 1/rate; coefficient of variation = 1/sqrt(shape).
+            let gamma = Gamma::new(shape, 1.0 / (rate * shape))
+                .map_err(|_| ArrivalError::BadBurstiness(shape))?;
+            renewal(horizon, || rng.sample(gamma) * 1e9)
+        }
+        ArrivalSpec::Concurrency { .. } => return Ok(None),
+    };
+    // Only a degenerate gap distribution (gaps that underflow to 0) gets here.
+    if offsets.len() as u64 >= MAX_ARRIVALS && matches!(horizon, Horizon::Within(_)) {
+        return Err(ArrivalError::TooMany {
+            what: format!("{spec:?}"),
+        });
+    }
+    Ok(Some(offsets))
+}
+
+/// Offsets from a running sum of gaps (in nanoseconds).
+fn renewal(horizon: Horizon, mut gap_ns: impl FnMut() -> f64) -> Vec<u64> {
+    let mut t = 0.0f64;
+    collect(horizon, move |_| {
+        t += gap_ns();
+        t
+    })
+}
+
+/// Calls `at(i)` for i = 0, 1, … until the horizon; `at` must be non-decreasing.
+fn collect(horizon: Horizon, mut at: impl FnMut(u64) -> f64) -> Vec<u64> {
+    let to_ns = |t: f64| t.round().min(u64::MAX as f64) as u64;
+    match horizon {
+        Horizon::Count(n) => (0..n).map(|i| to_ns(at(i))).collect(),
+        Horizon::Within(d) => {
+            let end = d.as_nanos();
+            let mut out = Vec::new();
+            for i in 0..MAX_ARRIVALS {
+                let t = to_ns(at(i));
+                if t >= end {
+                    break;
+                }
+                out.push(t);
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::Rate;
+    use rand::SeedableRng;
+    use rand::rngs::ChaCha8Rng;
+
+    fn run(spec: ArrivalSpec, horizon: Horizon, seed: u64) -> Vec<u64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        schedule(&spec, horizon, &mut rng).unwrap().unwrap()
+    }
+
+    /// (arrivals per second, coefficient of variation of the gaps), gaps measured from 0.
+    fn rate_and_cv(offsets: &[u64]) -> (f64, f64) {
+        let gaps: Vec<f64> = std::iter::once(0)
+            .chain(offsets.iter().copied())
+            .collect::<Vec<_>>()
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64)
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        (1e9 / mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn constant_is_an_exact_grid_from_zero() {
+        let got = run(
+            ArrivalSpec::Constant { rate: Rate(4.0) },
+            Horizon::Count(5),
+            0,
+        );
+        assert_eq!(
+            got,
+            [0, 250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
+        );
+        let within = run(
+            ArrivalSpec::Constant { rate: Rate(4.0) },
+            Horizon::Within(Duration::from_millis(1000)),
+            0,
+        );
+        assert_eq!(within.len(), 4, "offset 1s is not below a 1s horizon");
+    }
+
+    #[test]
+    fn poisson_has_the_target_rate_and_cv_one() {
+        for seed in [1, 2, 3] {
+            let got = run(
+                ArrivalSpec::Poisson { rate: Rate(50.0) },
+                Horizon::Count(10_000),
+                seed,
+            );
+            assert_eq!(got.len(), 10_000);
+            assert!(got.windows(2).all(|w| w[0] <= w[1]));
+            let (rate, cv) = rate_and_cv(&got);
+            assert!((rate / 50.0 - 1.0).abs() < 0.03, "rate {rate}");
+            assert!((cv - 1.0).abs() < 0.05, "cv {cv}");
+        }
+    }
+
+    #[test]
+    fn gamma_cv_follows_burstiness() {
+        for burstiness in [0.25, 0.5, 1.0, 4.0] {
+            let got = run(
+                ArrivalSpec::Gamma {
+                    rate: Rate(20.0),
+                    burstiness,
+                },
+                Horizon::Count(10_000),
+                9,
+            );
+            let (rate, cv) = rate_and_cv(&got);
+            let want = 1.0 / f64::sqrt(burstiness);
+            assert!(
+                (rate / 20.0 - 1.0).abs() < 0.05,
+                "b={burstiness}: rate {rate}"
+            );
+            assert!(
+                (cv / want - 1.0).abs() < 0.06,
+                "b={burstiness}: cv {cv} want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn within_a_duration_keeps_only_earlier_arrivals() {
+        let d = Duration::from_millis(60_000);
+        let got = run(
+            ArrivalSpec::Poisson { rate: Rate(100.0) },
+            Horizon::Within(d),
+            4,
+        );
+        assert!(got.iter().all(|&t| t < d.as_nanos()));
+        assert!(
+            (got.len() as f64 / 6000.0 - 1.0).abs() < 0.05,
+            "{}",
+            got.len()
+        );
+    }
+
+    #[test]
+    fn same_seed_same_schedule_and_closed_loop_has_none() {
+        let spec = ArrivalSpec::Poisson { rate: Rate(10.0) };
+        assert_eq!(
+            run(spec.clone(), Horizon::Count(100), 5),
+            run(spec.clone(), Horizon::Count(100), 5)
+        );
+        assert_ne!(
+            run(spec.clone(), Horizon::Count(100), 5),
+            run(spec, Horizon::Count(100), 6)
+        );
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let closed = ArrivalSpec::Concurrency { clients: 3 };
+        assert_eq!(schedule(&closed, Horizon::Count(10), &mut rng), Ok(None));
+    }
+
+    #[test]
+    fn bad_parameters_are_errors_not_panics() {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let bad = [
+            ArrivalSpec::Poisson { rate: Rate(0.0) },
+            ArrivalSpec::Constant {
+                rate: Rate(f64::NAN),
+            },
+            ArrivalSpec::Gamma {
+                rate: Rate(1.0),
+                burstiness: 0.0,
+            },
+            ArrivalSpec::Gamma {
+                rate: Rate(1.0),
+                burstiness: f64::INFINITY,
+            },
+        ];
+        for spec in &bad {
+            assert!(
+                schedule(spec, Horizon::Count(3), &mut rng).is_err(),
+                "{spec:?}"
+            );
+        }
+        let huge = schedule(
+            &ArrivalSpec::Constant { rate: Rate(1e9) },
+            Horizon::Within(Duration::from_millis(3_600_000)),
+            &mut rng,
+        );
+        assert!(matches!(huge, Err(ArrivalError::TooMany { .. })));
+    }
+}

@@ -1,0 +1,144 @@
+//! Synthetic prompts of an exact token length. A prompt is N space-separated words from a list
+//! of single-token words: tiktoken's pre-tokenizer splits before every ` word`, so N words are
+//! N tokens, with no tokenizer call per prompt once the list is verified. The first words spell
+//! the request's item seed in base `len(words)`, so prompts differ from their first tokens on
+//! and a server's prefix cache cannot flatter the results; the rest follow from the same seed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::words::single_token_words;
+use super::{DatasetError, Tokenizer};
+use crate::plan::{DatasetSource, Plan, RequestRecipe, StagePlan};
+
+/// How many leading words spell the item seed (4 words of a 2,048-word list = 44 bits).
+const KEY_WORDS: u32 = 4;
+
+/// What is sent as the request's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt {
+    /// A single user message (chat API) or the `prompt` string (completions API).
+    Text(String),
+}
+
+impl Prompt {
+    pub fn as_text(&self) -> &str {
+        match self {
+            Prompt::Text(t) => t,
+        }
+    }
+}
+
+/// Turns recipes into prompts. Build once per run (it loads the tokenizer) and share it: it is
+/// `Send + Sync` and cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PromptFactory {
+    tokenizer: Tokenizer,
+    words: Arc<[&'static str]>,
+    datasets: Arc<[DatasetSource]>,
+    /// True when N words are known to be N tokens (verified at construction).
+    exact_by_construction: bool,
+}
+
+impl PromptFactory {
+    /// Loads the plan's tokenizer (paths relative to `base_dir`) and prepares its word list.
+    pub fn new(plan: &Plan, base_dir: &Path) -> Result<PromptFactory, DatasetError> {
+        let tokenizer = Tokenizer::load(&plan.tokenizer, base_dir)?;
+        let datasets = plan.datasets.iter().map(|d| d.source.clone()).collect();
+        PromptFactory::with_tokenizer(tokenizer, datasets)
+    }
+
+    /// Like [`new`](Self::new), with a tokenizer the caller already loaded.
+    pub fn with_tokenizer(
+        tokenizer: Tokenizer,
+        datasets: Vec<DatasetSource>,
+    ) -> Result<PromptFactory, DatasetError> {
+        let words: Arc<[&'static str]> = single_token_words(&tokenizer)?.into();
+        // One whole-list check stands in for a check per prompt: every word, every neighbour.
+        let exact_by_construction =
+            tokenizer.splits_words() && tokenizer.try_count(&words.join(" "))? == words.len();
+        Ok(PromptFactory {
+            tokenizer,
+            words,
+            datasets: datasets.into(),
+            exact_by_construction,
+        })
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The prompt of one request: exactly `recipe.input_tokens` tokens under the scenario's
+    /// tokenizer, and the same text for the same recipe.
+    pub fn prompt(&self, stage: &StagePlan, recipe: &RequestRecipe) -> Prompt {
+        match self.datasets.get(stage.dataset) {
+            Some(DatasetSource::Synthetic { .. }) | None => {
+                Prompt::Text(self.synthetic(recipe.input_tokens, recipe.item))
+            }
+        }
+    }
+
+    /// `tokens` words derived from `item`; for tokenizers whose word boundaries are not known
+    /// (Hugging Face files) the word count is corrected until the token count matches.
+    pub fn synthetic(&self, tokens: u32, item: u64) -> String {
+        let text = self.words_text(tokens, item);
+        if self.exact_by_construction || tokens == 0 {
+            return text;
+        }
+        let target = i64::from(tokens);
+        let (mut words, mut text) = (target, text);
+        let mut best: Option<(i64, String)> = None;
+        for _ in 0..8 {
+            let Ok(count) = self.tokenizer.try_count(&text) else {
+                break;
+            };
+            let miss = target - count as i64;
+            if miss == 0 {
+                return text;
+            }
+            if best.as_ref().is_none_or(|(m, _)| miss.abs() < m.abs()) {
+                best = Some((miss, text));
+            }
+            words = (words + miss).max(1);
+            text = self.words_text(words as u32, item);
+        }
+        // A tokenizer that merges across spaces may have no exact answer; the closest wins.
+        best.map(|(_, t)| t).unwrap_or(text)
+    }
+
+    fn words_text(&self, count: u32, item: u64) -> String {
+        let n = self.words.len() as u64;
+        let mut text = String::with_capacity(count as usize * 8);
+        let mut key = item;
+        let mut state = item;
+        for i in 0..count {
+            let index = if i < KEY_WORDS {
+                let digit = key % n;
+                key /= n;
+                digit
+            } else {
+                // Modulo bias is irrelevant for filler text.
+                splitmix64(&mut state) % n
+            };
+            if i > 0 {
+                text.push(' ');
+            }
+            text.push_str(self.words[index as usize]);
+        }
+        text
+    }
+}
+
+/// SplitMix64: a fast, well-mixed stream for filler words (not for anything statistical).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+#[path = "prompt_tests.rs"]
+mod tests;

@@ -1,0 +1,248 @@
+//! The compiler proper: resolves every default, expands open-loop arrivals into schedules,
+//! derives per-stage seeds, then hashes the result.
+
+use crate::arrival::{self, Horizon};
+use crate::dataset::validate_length;
+use crate::scenario::{
+    ArrivalSpec, Dataset, DatasetKind, Endpoint, Scenario, StageLimit, StageSpec, Target,
+};
+use crate::units::Duration;
+
+use super::seed::{arrival_rng, stage_seed};
+use super::{
+    AssertionPlan, DatasetPlan, DatasetSource, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan,
+    PlanError, StagePlan, TargetPlan, plan_hash,
+};
+
+/// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
+/// equal plans, with equal hashes, on any machine.
+pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
+    if scenario.stages.is_empty() {
+        return Err(PlanError::NoStages(scenario.name.clone()));
+    }
+    let datasets = scenario
+        .datasets
+        .iter()
+        .map(dataset_plan)
+        .collect::<Result<Vec<_>, _>>()?;
+    let dataset_index = |who: String, name: &str| {
+        datasets
+            .iter()
+            .position(|d| d.name == name)
+            .ok_or_else(|| PlanError::UnknownDataset {
+                stage: who,
+                dataset: name.to_string(),
+                declared: declared_names(&datasets),
+            })
+    };
+    let drain_default = scenario.target.timeout;
+
+    let warmup = match &scenario.warmup {
+        None => None,
+        Some(w) => {
+            // Falls back to the first stage's dataset, which exists: stages is non-empty.
+            let name = w.dataset.as_ref().unwrap_or(&scenario.stages[0].dataset);
+            let dataset = dataset_index("warmup".into(), &name.value)?;
+            let (max_requests, duration) = closed_limits("warmup", w.limit)?;
+            if w.clients == 0 {
+                return Err(bad_stage("warmup", "warm-up needs at least 1 client"));
+            }
+            Some(StagePlan {
+                name: "warmup".into(),
+                dataset,
+                seed: stage_seed(scenario.seed, "warmup", 0),
+                load: Load::Closed { clients: w.clients },
+                max_requests,
+                duration,
+                drain_timeout: drain_default,
+            })
+        }
+    };
+
+    let mut stages = Vec::with_capacity(scenario.stages.len());
+    for (i, spec) in scenario.stages.iter().enumerate() {
+        let dataset = dataset_index(format!("stage `{}`", spec.name.value), &spec.dataset.value)?;
+        let seed = stage_seed(scenario.seed, "stage", i as u64);
+        stages.push(stage_plan(spec, dataset, seed, drain_default)?);
+    }
+
+    let mut plan = Plan {
+        format: PLAN_FORMAT,
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed: scenario.seed,
+        hash: String::new(),
+        params: scenario
+            .params
+            .iter()
+            .map(|(k, v)| {
+                let value = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+                (k.clone(), value)
+            })
+            .collect(),
+        target: target_plan(&scenario.target),
+        tokenizer: scenario.tokenizer.clone(),
+        datasets,
+        warmup,
+        stages,
+        sla: scenario
+            .sla
+            .iter()
+            .map(|a| AssertionPlan {
+                expr: a.expr.value.clone(),
+                stage: a.stage.as_ref().map(|s| s.value.clone()),
+                abort_on_fail: a.abort_on_fail,
+            })
+            .collect(),
+        goodput: scenario
+            .goodput
+            .as_ref()
+            .map(|g| GoodputPlan {
+                ttft: g.ttft,
+                tpot: g.tpot,
+                itl: g.itl,
+                e2e: g.e2e,
+            })
+            .unwrap_or_default(),
+    };
+    plan.hash = plan_hash(&plan)?;
+    Ok(plan)
+}
+
+fn dataset_plan(d: &Dataset) -> Result<DatasetPlan, PlanError> {
+    let name = d.name.value.clone();
+    let source = match &d.kind {
+        DatasetKind::Synthetic(s) => {
+            for (which, dist) in [
+                ("input-tokens", &s.input_tokens.value),
+                ("output-tokens", &s.output_tokens.value),
+            ] {
+                validate_length(dist).map_err(|reason| PlanError::BadLength {
+                    dataset: name.clone(),
+                    which,
+                    reason,
+                })?;
+            }
+            DatasetSource::Synthetic {
+                input_tokens: s.input_tokens.value.clone(),
+                output_tokens: s.output_tokens.value.clone(),
+            }
+        }
+    };
+    Ok(DatasetPlan { name, source })
+}
+
+fn declared_names(datasets: &[DatasetPlan]) -> String {
+    if datasets.is_empty() {
+        return "none".into();
+    }
+    datasets
+        .iter()
+        .map(|d| format!("`{}`", d.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn target_plan(t: &Target) -> TargetPlan {
+    TargetPlan {
+        endpoint: match &t.endpoint {
+            Endpoint::Sim(cfg) => EndpointPlan::Sim(cfg.clone()),
+            Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
+        },
+        api: t.api,
+        model: t.model.clone(),
+        api_key_env: t.api_key_env.clone(),
+        timeout: t.timeout,
+        headers: t.headers.clone(),
+        extra_body: t.extra_body.clone(),
+        ignore_eos: t.ignore_eos,
+    }
+}
+
+fn bad_stage(who: &str, reason: &str) -> PlanError {
+    PlanError::BadStage {
+        stage: who.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// `(max_requests, duration)` of a closed-loop stage.
+fn closed_limits(
+    who: &str,
+    limit: StageLimit,
+) -> Result<(Option<u64>, Option<Duration>), PlanError> {
+    match limit {
+        StageLimit::Requests(0) => Err(bad_stage(who, "`requests 0` sends nothing; use ≥ 1")),
+        StageLimit::Requests(n) => Ok((Some(n), None)),
+        StageLimit::Duration(d) if d == Duration::ZERO => {
+            Err(bad_stage(who, "a duration of 0s sends nothing"))
+        }
+        StageLimit::Duration(d) => Ok((None, Some(d))),
+    }
+}
+
+fn stage_plan(
+    spec: &StageSpec,
+    dataset: usize,
+    seed: u64,
+    drain_default: Duration,
+) -> Result<StagePlan, PlanError> {
+    let name = spec.name.value.clone();
+    let who = format!("stage `{name}`");
+    let arrival = &spec.arrival.value;
+    let (load, max_requests, duration) = match arrival {
+        ArrivalSpec::Concurrency { clients } => {
+            if *clients == 0 {
+                return Err(bad_stage(&who, "concurrency needs at least 1 client"));
+            }
+            let (max, dur) = closed_limits(&who, spec.limit)?;
+            (Load::Closed { clients: *clients }, max, dur)
+        }
+        ArrivalSpec::Constant { rate }
+        | ArrivalSpec::Poisson { rate }
+        | ArrivalSpec::Gamma { rate, .. } => {
+            let horizon = match spec.limit {
+                StageLimit::Requests(0) => {
+                    return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
+                }
+                StageLimit::Requests(n) => Horizon::Count(n),
+                StageLimit::Duration(d) => Horizon::Within(d),
+            };
+            let offsets = arrival::schedule(arrival, horizon, &mut arrival_rng(seed))
+                .map_err(|source| PlanError::Arrival {
+                    stage: name.clone(),
+                    source,
+                })?
+                .unwrap_or_default();
+            if offsets.is_empty() {
+                let over = match spec.limit {
+                    StageLimit::Duration(d) => d,
+                    StageLimit::Requests(_) => Duration::ZERO,
+                };
+                return Err(PlanError::NoArrivals {
+                    stage: name,
+                    detail: format!("rate {rate} over {over}"),
+                });
+            }
+            let duration = match spec.limit {
+                StageLimit::Duration(d) => Some(d),
+                StageLimit::Requests(_) => None,
+            };
+            let count = offsets.len() as u64;
+            let load = Load::Open {
+                arrival: arrival.clone(),
+                offsets_ns: offsets,
+            };
+            (load, Some(count), duration)
+        }
+    };
+    Ok(StagePlan {
+        name,
+        dataset,
+        seed,
+        load,
+        max_requests,
+        duration,
+        drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
+    })
+}

@@ -1,0 +1,35 @@
+//! Why a scenario cannot become a plan. The parser has already checked syntax and references, so
+//! these name the stage or dataset rather than carry spans.
+
+use crate::arrival::ArrivalError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("scenario `{0}` has no stage; add at least one `stage`")]
+    NoStages(String),
+    #[error("{stage} uses dataset `{dataset}`, which is not declared (declared: {declared})")]
+    UnknownDataset {
+        /// "stage `x`" or "warmup".
+        stage: String,
+        dataset: String,
+        declared: String,
+    },
+    #[error("dataset `{dataset}`: {which}: {reason}")]
+    BadLength {
+        dataset: String,
+        which: &'static str,
+        reason: String,
+    },
+    #[error("stage `{stage}`: {detail} schedules no request; raise the rate or the duration")]
+    NoArrivals { stage: String, detail: String },
+    #[error("{stage}: {reason}")]
+    BadStage { stage: String, reason: String },
+    #[error("stage `{stage}`: {source}")]
+    Arrival {
+        stage: String,
+        #[source]
+        source: ArrivalError,
+    },
+    #[error("failed to serialize the plan for hashing: {0}")]
+    Hash(String),
+}

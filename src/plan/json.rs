@@ -1,0 +1,40 @@
+//! `infermeter plan --json`: the plan and every request recipe of every bounded stage, streamed
+//! so that a million-request plan is never built as one JSON value.
+
+use std::io::{BufWriter, Write};
+
+use super::Plan;
+
+/// Writes `{"plan": …, "requests": [{"stage": name, "recipes": [...] | null}, …]}`, one entry
+/// per stage in run order (warm-up first). `recipes` is `null` for a stage whose length is
+/// only known at run time (a closed loop limited by time).
+pub fn write_json(plan: &Plan, out: impl Write) -> std::io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, out);
+    w.write_all(b"{\"plan\":")?;
+    serde_json::to_writer(&mut w, plan)?;
+    w.write_all(b",\"requests\":[")?;
+    for (i, stage) in plan.stages_in_order().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        w.write_all(b"{\"stage\":")?;
+        serde_json::to_writer(&mut w, &stage.name)?;
+        w.write_all(b",\"recipes\":")?;
+        match stage.request_count() {
+            None => w.write_all(b"null")?,
+            Some(n) => {
+                w.write_all(b"[")?;
+                for index in 0..n {
+                    if index > 0 {
+                        w.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut w, &plan.request(stage, index))?;
+                }
+                w.write_all(b"]")?;
+            }
+        }
+        w.write_all(b"}")?;
+    }
+    w.write_all(b"]}\n")?;
+    w.flush()
+}

@@ -1,0 +1,49 @@
+//! Request recipes, drawn on demand: request `i` of a stage depends only on the stage's seed,
+//! its dataset and `i`, so nothing per request is stored and a closed-loop worker can ask for
+//! request `i` whenever it gets there.
+
+use super::seed::{item_seed, recipe_rng};
+use super::{DatasetSource, Load, Plan, RequestRecipe, StagePlan};
+
+impl Plan {
+    /// The recipe of request `index` of `stage` (a stage of this plan, or its warm-up).
+    pub fn request(&self, stage: &StagePlan, index: u64) -> RequestRecipe {
+        let mut rng = recipe_rng(stage.seed, index);
+        let (input_tokens, output_tokens) = match self.datasets.get(stage.dataset) {
+            Some(d) => match &d.source {
+                DatasetSource::Synthetic {
+                    input_tokens,
+                    output_tokens,
+                } => {
+                    // Input first, then output: the order is part of PLAN_FORMAT.
+                    let input = input_tokens.sample(&mut rng);
+                    (input, output_tokens.sample(&mut rng))
+                }
+            },
+            // A compiled plan always has the dataset; a hand-edited one gets minimal requests.
+            None => (1, 1),
+        };
+        RequestRecipe {
+            index,
+            input_tokens,
+            output_tokens,
+            item: item_seed(stage.seed, index),
+        }
+    }
+
+    /// The warm-up (if any), then the stages, in the order they run.
+    pub fn stages_in_order(&self) -> impl Iterator<Item = &StagePlan> {
+        self.warmup.iter().chain(self.stages.iter())
+    }
+}
+
+impl StagePlan {
+    /// How many requests the stage sends, when that is known ahead (open loop, or a closed loop
+    /// limited by count); `None` for a closed loop limited by time.
+    pub fn request_count(&self) -> Option<u64> {
+        match &self.load {
+            Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
+            Load::Closed { .. } => self.max_requests,
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The human-readable plan printed by `infermeter plan`: what will be sent, how fast, how long,
+//! and how big. Never prints a secret (the plan holds only the API key's variable name).
+
+use std::fmt::Write;
+
+use crate::scenario::{Api, ArrivalSpec, LengthDist, TokenizerSpec};
+use crate::units::trim_float;
+
+use super::{DatasetSource, EndpointPlan, Load, Plan, StagePlan};
+
+/// Stages longer than this are summarised from their first recipes only.
+const SAMPLE_RECIPES: u64 = 10_000;
+/// How many scheduled offsets to show per open-loop stage.
+const SHOWN_OFFSETS: usize = 5;
+
+/// A readable, multi-line summary of the plan.
+pub fn render_text(plan: &Plan) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = render_into(plan, &mut out);
+    out
+}
+
+fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
+    writeln!(out, "scenario   {}", plan.scenario)?;
+    if let Some(d) = &plan.description {
+        writeln!(out, "           {d}")?;
+    }
+    writeln!(out, "seed       {}", plan.seed)?;
+    writeln!(out, "plan hash  {} (format {})", plan.hash, plan.format)?;
+    let t = &plan.target;
+    let endpoint = match &t.endpoint {
+        EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
+        EndpointPlan::Url(url) => url.clone(),
+    };
+    let api = match t.api {
+        Api::Chat => "chat/completions",
+        Api::Completions => "completions",
+    };
+    writeln!(out, "target     {endpoint}")?;
+    write!(out, "           api {api}, timeout {}", t.timeout)?;
+    if let Some(m) = &t.model {
+        write!(out, ", model {m}")?;
+    }
+    if let Some(env) = &t.api_key_env {
+        write!(out, ", api key from ${env}")?;
+    }
+    if t.ignore_eos {
+        write!(out, ", ignore_eos")?;
+    }
+    writeln!(out)?;
+    let tokenizer = match &plan.tokenizer {
+        TokenizerSpec::Cl100kBase => "cl100k_base".to_string(),
+        TokenizerSpec::O200kBase => "o200k_base".to_string(),
+        TokenizerSpec::File(p) => p.display().to_string(),
+    };
+    writeln!(out, "tokenizer  {tokenizer}")?;
+    if !plan.params.is_empty() {
+        let params: Vec<String> = plan
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        writeln!(out, "params     {}", params.join(", "))?;
+    }
+    for d in &plan.datasets {
+        match &d.source {
+            DatasetSource::Synthetic {
+                input_tokens,
+                output_tokens,
+            } => writeln!(
+                out,
+                "dataset    {}: synthetic, input {}, output {}",
+                d.name,
+                describe_length(input_tokens),
+                describe_length(output_tokens)
+            )?,
+        }
+    }
+    let g = &plan.goodput;
+    let slos: Vec<String> = [
+        ("ttft", g.ttft),
+        ("tpot", g.tpot),
+        ("itl", g.itl),
+        ("e2e", g.e2e),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} ≤ {v}")))
+    .collect();
+    if !slos.is_empty() {
+        writeln!(out, "goodput    {}", slos.join(", "))?;
+    }
+    for stage in plan.stages_in_order() {
+        writeln!(out)?;
+        render_stage(plan, stage, out)?;
+    }
+    if !plan.sla.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "sla")?;
+        for a in &plan.sla {
+            write!(out, "  assert \"{}\"", a.expr)?;
+            if let Some(s) = &a.stage {
+                write!(out, " (stage {s})")?;
+            }
+            if a.abort_on_fail {
+                write!(out, " [abort on fail]")?;
+            }
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::Result {
+    let dataset = plan
+        .datasets
+        .get(stage.dataset)
+        .map_or("?", |d| d.name.as_str());
+    writeln!(out, "stage `{}` (dataset {dataset})", stage.name)?;
+    let load = match &stage.load {
+        Load::Open { arrival, .. } => describe_arrival(arrival),
+        Load::Closed { clients } => format!("closed loop, {clients} clients"),
+    };
+    writeln!(out, "  load      {load}")?;
+    let count = stage.request_count();
+    match (count, stage.duration) {
+        (Some(n), Some(d)) => writeln!(out, "  requests  {n} (within {d})")?,
+        (Some(n), None) => writeln!(out, "  requests  {n}")?,
+        (None, Some(d)) => writeln!(out, "  requests  until {d}")?,
+        (None, None) => writeln!(out, "  requests  unbounded")?,
+    }
+    if let Load::Open {
+        offsets_ns,
+        arrival,
+    } = &stage.load
+    {
+        let last = offsets_ns.last().copied().unwrap_or(0);
+        write!(out, "  span      last send at {}", secs(last))?;
+        if let Some(rate) = arrival_rate(arrival) {
+            let expected = offsets_ns.len() as f64 / rate;
+            write!(out, " (expected ≈ {expected:.1}s at the mean rate)")?;
+        }
+        writeln!(out)?;
+        let shown: Vec<String> = offsets_ns
+            .iter()
+            .take(SHOWN_OFFSETS)
+            .map(|&t| secs(t))
+            .collect();
+        let more = if offsets_ns.len() > SHOWN_OFFSETS {
+            ", …"
+        } else {
+            ""
+        };
+        writeln!(out, "  offsets   {}{more}", shown.join(", "))?;
+    }
+    let n = count.unwrap_or(SAMPLE_RECIPES).min(SAMPLE_RECIPES);
+    let (mut input, mut output): (Vec<u32>, Vec<u32>) = (0..n)
+        .map(|i| {
+            let r = plan.request(stage, i);
+            (r.input_tokens, r.output_tokens)
+        })
+        .unzip();
+    let over = if count == Some(n) {
+        format!("over all {n} requests")
+    } else {
+        format!("over the first {n} requests")
+    };
+    writeln!(
+        out,
+        "  input     {} tokens ({over})",
+        min_p50_max(&mut input)
+    )?;
+    writeln!(out, "  output    {} tokens", min_p50_max(&mut output))?;
+    writeln!(out, "  drain     {}", stage.drain_timeout)
+}
+
+fn min_p50_max(v: &mut [u32]) -> String {
+    v.sort_unstable();
+    match v {
+        [] => "none".into(),
+        _ => format!(
+            "min {} / p50 {} / max {}",
+            v[0],
+            v[(v.len() - 1) / 2],
+            v[v.len() - 1]
+        ),
+    }
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.3}s", ns as f64 / 1e9)
+}
+
+fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
+    match a {
+        ArrivalSpec::Constant { rate }
+        | ArrivalSpec::Poisson { rate }
+        | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
+        ArrivalSpec::Concurrency { .. } => None,
+    }
+}
+
+fn describe_arrival(a: &ArrivalSpec) -> String {
+    match a {
+        ArrivalSpec::Constant { rate } => format!("constant {rate}"),
+        ArrivalSpec::Poisson { rate } => format!("poisson {rate}"),
+        ArrivalSpec::Gamma { rate, burstiness } => {
+            format!("gamma {rate}, burstiness {}", trim_float(*burstiness))
+        }
+        ArrivalSpec::Concurrency { clients } => format!("closed loop, {clients} clients"),
+    }
+}
+
+fn describe_length(d: &LengthDist) -> String {
+    match d {
+        LengthDist::Fixed { value } => format!("{value}"),
+        LengthDist::Choice { values } => {
+            let v: Vec<String> = values.iter().map(u32::to_string).collect();
+            format!("one of {}", v.join("/"))
+        }
+        LengthDist::Uniform { min, max } => format!("uniform {min}..={max}"),
+        LengthDist::Normal {
+            mean,
+            stddev,
+            min,
+            max,
+        } => format!(
+            "normal(mean {}, sd {}) in {min}..={max}",
+            trim_float(*mean),
+            trim_float(*stddev)
+        ),
+        LengthDist::LogNormal {
+            median,
+            sigma,
+            min,
+            max,
+        } => format!(
+            "lognormal(median {}, sigma {}) in {min}..={max}",
+            trim_float(*median),
+            trim_float(*sigma)
+        ),
+    }
+}
