@@ -32,4 +32,3 @@ pub fn render(diag: &dyn miette::Diagnostic) -> String {
     }
     out
 }
-

@@ -97,13 +97,11 @@ pub fn run(args: RunArgs) -> i32 {
         },
         None => None,
     };
-    let template = match args.template.clone().or_else(|| {
-        scenario
-            .report
-            .template
-            .as_ref()
-            .map(|t| base_dir.join(t))
-    }) {
+    let template = match args
+        .template
+        .clone()
+        .or_else(|| scenario.report.template.as_ref().map(|t| base_dir.join(t)))
+    {
         Some(path) => match std::fs::read_to_string(&path) {
             Ok(t) => Some(t),
             Err(e) => {
@@ -152,7 +150,8 @@ pub fn run(args: RunArgs) -> i32 {
         interrupt: interrupt.clone(),
         interrupt_grace: Duration::from_secs(2),
     };
-    let mut abort_check = |stage: &StageSummary| abort_decision(&assertions, stage, baseline.as_ref());
+    let mut abort_check =
+        |stage: &StageSummary| abort_decision(&assertions, stage, baseline.as_ref());
     let outcome = runtime.block_on(async {
         let ctrl_c = interrupt.clone();
         tokio::spawn(async move {
@@ -198,13 +197,15 @@ pub fn run(args: RunArgs) -> i32 {
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),
         sla: verdicts,
+        telemetry: None,
     };
     let write_opts = WriteOptions {
         template,
         plots: !args.no_plots,
         ..WriteOptions::default()
     };
-    let mut code = if output.interrupted && output.error.as_deref() == Some("interrupted (Ctrl-C)") {
+    let mut code = if output.interrupted && output.error.as_deref() == Some("interrupted (Ctrl-C)")
+    {
         exit::RUN_ERROR
     } else if results.passed {
         exit::OK
@@ -253,12 +254,22 @@ fn abort_decision(
 
 fn default_out_dir(scenario: &Scenario) -> PathBuf {
     let stamp = rfc3339(SystemTime::now()).replace(':', "").replace('-', "");
-    Path::new("results").join(format!("{}-{}", slug(&scenario.name), stamp.trim_end_matches('Z')))
+    Path::new("results").join(format!(
+        "{}-{}",
+        slug(&scenario.name),
+        stamp.trim_end_matches('Z')
+    ))
 }
 
 fn slug(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 

@@ -41,6 +41,9 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Idle connections kept per host: size it for the expected concurrency.
     pub pool_size: usize,
+    /// Tokens a server may add to a prompt (chat template, BOS) before its count is
+    /// considered to disagree with ours.
+    pub template_tokens: u32,
 }
 
 #[derive(Clone)]
@@ -48,6 +51,7 @@ pub struct Client {
     http: reqwest::Client,
     url: Arc<str>,
     timeout: Duration,
+    template_tokens: u32,
     counter: Arc<dyn TokenCounter>,
 }
 
@@ -91,6 +95,7 @@ impl Client {
             http,
             url: cfg.url.into(),
             timeout: cfg.timeout,
+            template_tokens: cfg.template_tokens,
             counter,
         })
     }
@@ -223,7 +228,10 @@ impl Client {
                 rec.output_tokens = u.completion_tokens.min(u32::MAX as u64) as u32;
                 let ours = rec.input_tokens as f64;
                 let theirs = u.prompt_tokens as f64;
-                rec.token_mismatch = ours > 0.0 && ((theirs - ours).abs() / ours) > 0.05;
+                // The server counts its chat template too: a few tokens per message on top of
+                // the text we sent, hence an absolute allowance besides the relative one.
+                let allowed = (ours * 0.05).max(self.template_tokens as f64);
+                rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
                 rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
             }
             None => rec.token_source = TokenSource::Tokenizer,

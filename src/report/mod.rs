@@ -7,6 +7,7 @@ mod junit;
 mod markdown;
 mod plots;
 mod results;
+mod summary;
 mod view;
 mod write;
 
@@ -16,5 +17,6 @@ pub use junit::*;
 pub use markdown::*;
 pub use plots::*;
 pub use results::*;
+pub use summary::render_summary_text;
 pub use view::*;
 pub use write::*;

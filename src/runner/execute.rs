@@ -173,6 +173,10 @@ pub async fn run(
             api_key,
             timeout: plan.target.timeout.as_std(),
             pool_size: 1024,
+            template_tokens: match plan.target.api {
+                crate::scenario::Api::Chat => 16,
+                crate::scenario::Api::Completions => 2,
+            },
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
@@ -291,6 +295,9 @@ impl StageRunner<'_> {
             cancel: cancel.clone(),
         });
         let tracker = TaskTracker::new();
+        // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
+        // Nothing waits before sending is over, so an early empty moment cannot end a stage.
+        tracker.close();
         match &stage.load {
             Load::Open { .. } => {
                 let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -331,7 +338,6 @@ impl StageRunner<'_> {
             }
         }
         drop(shared);
-        tracker.close();
         // Sending is over: wait for in-flight requests, at most the drain time.
         let drain = if self.opts.interrupt.is_cancelled() {
             self.opts.interrupt_grace

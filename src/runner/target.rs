@@ -44,7 +44,7 @@ impl InProcessSim {
                         Ok(handle) => {
                             let _ = ready_tx.send(Ok((handle.base_url(), tid)));
                             let _ = stop_rx.await;
-                            handle.shutdown().await;
+                            let _ = handle.shutdown().await;
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e.to_string()));

@@ -1,0 +1,104 @@
+//! The few lines `infermeter run` prints when it ends: verdict, one row per stage, and the
+//! SLA verdicts. Plain text that reads the same in a terminal and in a CI log.
+
+use std::fmt::Write as _;
+
+use super::results::Results;
+
+/// Renders the end-of-run summary.
+pub fn render_summary_text(r: &Results) -> String {
+    let mut out = String::new();
+    let verdict = if r.interrupted {
+        "INTERRUPTED"
+    } else if r.passed {
+        "PASSED"
+    } else {
+        "FAILED"
+    };
+    let _ = writeln!(
+        out,
+        "\n{verdict}  {}  (plan {}, seed {}, target {} · {})",
+        r.scenario, r.plan_hash, r.seed, r.target.endpoint, r.target.model
+    );
+    if let Some(e) = &r.error {
+        let _ = writeln!(out, "  {e}");
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<16} {:>7} {:>7} {:>6} {:>8} {:>9} {:>17} {:>15} {:>10} {:>9}  trusted",
+        "stage",
+        "sent",
+        "ok",
+        "failed",
+        "req/s",
+        "out tok/s",
+        "TTFT p50/p99 ms",
+        "ITL p50/p99 ms",
+        "E2E p99 ms",
+        "lag p99"
+    );
+    for s in &r.stages {
+        let l = &s.latency;
+        let _ = writeln!(
+            out,
+            "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>9.3}  {}",
+            truncate(&s.name, 16),
+            s.requests.sent,
+            s.requests.ok,
+            s.requests.failed,
+            s.throughput.requests_per_s,
+            s.throughput.output_tokens_per_s,
+            format!("{:.1} / {:.1}", l.ttft_ms.p50, l.ttft_ms.p99),
+            format!("{:.1} / {:.1}", l.itl_ms.p50, l.itl_ms.p99),
+            l.e2e_ms.p99,
+            s.client.send_lag_ms.p99,
+            if s.validity.trusted { "yes" } else { "NO" },
+        );
+        for reason in &s.validity.reasons {
+            let _ = writeln!(out, "    ! {reason}");
+        }
+        if !s.requests.errors.is_empty() {
+            let errors: Vec<String> = s
+                .requests
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            let _ = writeln!(out, "    errors: {}", errors.join(", "));
+        }
+    }
+    if !r.sla.is_empty() {
+        let _ = writeln!(out, "\nSLA");
+        for v in &r.sla {
+            let _ = writeln!(
+                out,
+                "  {} {:<32} {:<16} observed {} {} (threshold {} {})",
+                if v.passed { "✓" } else { "✗" },
+                v.expr,
+                v.stage.as_deref().unwrap_or("all"),
+                fmt_num(v.observed),
+                v.unit,
+                fmt_num(v.threshold),
+                v.unit
+            );
+        }
+    }
+    out.push('\n');
+    out
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
