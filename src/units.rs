@@ -110,7 +110,7 @@ impl fmt::Display for Duration {
             ("ms", 1_000_000),
             ("us", 1_000),
         ] {
-            if ns >= per && (ns * 1000) % per == 0 {
+            if ns >= per && (ns * 1000).is_multiple_of(per) {
                 let v = ns as f64 / per as f64;
                 return write!(f, "{}{unit}", trim_float(v));
             }
