@@ -167,7 +167,8 @@ impl Scheduler {
             let traced = self.trace.is_some();
             let cap = if traced { seq.output_len as usize } else { 0 };
             self.running.push(Running {
-                prefill_left: seq.prompt_tokens,
+                // An empty prompt still takes one prefill step, which yields the first token.
+                prefill_left: seq.prompt_tokens.max(1),
                 admitted: now,
                 emitted: 0,
                 paused_until: None,

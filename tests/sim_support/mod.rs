@@ -1,5 +1,6 @@
 //! Helpers shared by the simulator's integration tests: a plain-HTTP reqwest client, a
 //! simulator with an in-process trace, SSE splitting and trace collection.
+// Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
 use std::time::Duration;
