@@ -7,9 +7,10 @@
 
 mod collect;
 mod cpu;
-mod execute;
 mod progress;
+mod run;
+mod stage;
 mod target;
 
-pub use execute::{RunError, RunOptions, RunOutput, StageDecision, run};
 pub use progress::ProgressMode;
+pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};

@@ -9,7 +9,7 @@ use std::thread;
 use tokio::sync::oneshot;
 
 use super::cpu::ThreadId;
-use super::execute::RunError;
+use super::run::RunError;
 use crate::sim::SimConfig;
 
 /// The simulator running on its own thread; stops when dropped.
