@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod common;
 mod compare;
+mod plan;
 mod report;
 mod run;
 pub mod schema;
@@ -38,6 +39,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Serve the embedded OpenAI-compatible simulator until Ctrl-C.
     Sim(sim::SimArgs),
+    /// Compile a scenario and print its plan (what is sent, when) and the plan hash.
+    Plan(plan::PlanArgs),
     /// Re-render the Markdown report of a past run from its results.json.
     Report(ReportArgs),
     /// Compare two runs of the same plan; exit 1 when the current one regressed.
@@ -63,6 +66,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),

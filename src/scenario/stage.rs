@@ -286,6 +286,7 @@ pub(crate) fn sla_block(
                 return None;
             }
             let span = content_span(ctx, child, v.span, &s);
+            check_assertion(ctx, &s, span);
             Some(Spanned::new(s, span))
         });
         let stage = match (ar.prop(ctx, "stage"), scope) {
@@ -318,6 +319,29 @@ pub(crate) fn sla_block(
     }
     r.finish(ctx);
     out
+}
+
+/// Parses the expression with the SLA grammar so that `validate` catches a bad assertion,
+/// pointing at the offending character inside the string when the span allows it.
+fn check_assertion(ctx: &mut Ctx<'_>, expr: &str, span: SourceSpan) {
+    let Err(e) = crate::sla::parse(expr) else {
+        return;
+    };
+    let exact = span.len() == expr.len();
+    let at = if exact {
+        SourceSpan::new(
+            (span.offset() + e.offset).into(),
+            e.len.max(1).min(expr.len().saturating_sub(e.offset).max(1)),
+        )
+    } else {
+        span
+    };
+    ctx.error(
+        at,
+        format!("invalid assertion: {}", e.message),
+        e.message.clone(),
+        Some(e.hint),
+    );
 }
 
 /// The span of a string's content (inside the quotes), so that the `sla` module can point at

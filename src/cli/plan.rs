@@ -1,0 +1,66 @@
+//! `infermeter plan FILE`: compile a scenario and show exactly what would be sent and when,
+//! with the plan hash that identifies the workload in every result.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::common::{parse_param, render};
+use crate::exit;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// A readable summary per stage.
+    Text,
+    /// The whole plan, every request recipe included (streamed).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The scenario file (KDL).
+    pub scenario: PathBuf,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: PlanFormat,
+
+    /// Override a scenario param (repeatable), e.g. `--param rate=50`.
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+}
+
+pub fn run(args: PlanArgs) -> i32 {
+    let scenario = match crate::scenario::load(&args.scenario, &args.params) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", render(&e));
+            return exit::INVALID;
+        }
+    };
+    let plan = match crate::plan::compile(&scenario) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {}: {e}", args.scenario.display());
+            return exit::INVALID;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = match args.format {
+        PlanFormat::Text => out.write_all(crate::plan::render_text(&plan).as_bytes()),
+        PlanFormat::Json => {
+            crate::plan::write_json(&plan, &mut out).and_then(|_| out.write_all(b"\n"))
+        }
+    };
+    match written.and_then(|_| out.flush()) {
+        Ok(()) => exit::OK,
+        // A closed pipe (`infermeter plan … | head`) is not an error worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
+        Err(e) => {
+            eprintln!("error: cannot write the plan: {e}");
+            exit::RUN_ERROR
+        }
+    }
+}
