@@ -43,7 +43,7 @@ sla {{ assert "error_rate < 1%"; }}
     let path = scenario(dir.path(), "s.kdl", &text);
     let out = dir.path().join("out");
     let o = run(&path, &out, &[]);
-    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let r = results(&out);
     assert_eq!(r["passed"], true);
     assert_eq!(r["interrupted"], false);
@@ -106,7 +106,7 @@ sla {{
     let out = dir.path().join("out");
     let junit = dir.path().join("junit.xml");
     let o = run(&path, &out, &["--junit", junit.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     let r = results(&out);
     assert_eq!(r["passed"], false);
     let failed: Vec<_> = r["sla"]
@@ -140,7 +140,7 @@ sla {{ assert "ttfb.p95 < 200ms"; }}
     );
     let path = scenario(dir.path(), "s.kdl", &text);
     let o = run(&path, &dir.path().join("out"), &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text_of(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("did you mean `ttft`"), "{err}");
     assert!(err.contains("s.kdl:20:15"), "{err}");
@@ -165,10 +165,6 @@ stage "s" {
 "#;
     let path = scenario(dir.path(), "s.kdl", text);
     let o = run(&path, &dir.path().join("out"), &[]);
-    assert_eq!(o.status.code(), Some(3), "{}", text_of(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach the target"));
-}
-
-fn text_of(o: &std::process::Output) -> String {
-    text(o)
 }

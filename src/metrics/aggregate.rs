@@ -54,6 +54,8 @@ pub struct StageClock {
     /// Process CPU time used during the stage.
     pub cpu_ns: u64,
     pub cores: u32,
+    /// Peak resident memory of the client process at the stage's end, in bytes.
+    pub peak_rss_bytes: u64,
 }
 
 /// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
@@ -223,6 +225,7 @@ impl StageAggregator {
             },
             cpu_percent: clock.cpu_ns as f64 / clock.wall_ns.max(1) as f64 * 100.0,
             cores: clock.cores,
+            peak_rss_mb: clock.peak_rss_bytes as f64 / (1024.0 * 1024.0),
         };
         let validity = self.validity(&clock, &client, rules);
         StageSummary {
@@ -432,6 +435,7 @@ mod tests {
             planned_span_ns: None,
             cpu_ns: 0,
             cores: 2,
+            peak_rss_bytes: 0,
         };
         let s = agg.finish(clock, &ValidityRules::default());
         assert_eq!(s.requests.sent, 3);
@@ -476,6 +480,7 @@ mod tests {
             planned_span_ns: Some(990_000_000),
             cpu_ns: 0,
             cores: 1,
+            peak_rss_bytes: 0,
         };
         let s = agg.finish(clock, &ValidityRules::default());
         assert!(!s.validity.trusted);

@@ -97,6 +97,9 @@ pub struct ClientHealth {
     pub cpu_percent: f64,
     /// Cores available to the process.
     pub cores: u32,
+    /// The client process's peak resident memory so far, in MiB (0 where unknown).
+    #[serde(default)]
+    pub peak_rss_mb: f64,
 }
 
 /// Whether the stage's numbers can be trusted, and if not, why.

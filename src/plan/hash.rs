@@ -1,23 +1,28 @@
 //! The plan hash: sha256 over the plan's canonical JSON (struct fields in declaration order,
 //! maps sorted, `hash` itself empty), prefixed with [`PLAN_FORMAT`]. Streamed through the
 //! hasher, so a million-request schedule is never held as text.
+//!
+//! The hash identifies the *workload* — what is sent and when — not where it goes: the target's
+//! endpoint (a URL, or the simulator and its latency settings) and the raw param values are left
+//! out, so that two servers (or a server before and after a change) given the same workload
+//! compare as the same plan. A param that changes the workload changes the plan's content,
+//! and so the hash, anyway.
 
 use std::io::Write;
 
 use sha2::{Digest, Sha256};
 
-use super::{PLAN_FORMAT, Plan, PlanError};
+use super::{EndpointPlan, PLAN_FORMAT, Plan, PlanError};
 
 /// Hex characters of the digest kept in `Plan::hash`.
 const HASH_HEX_CHARS: usize = 16;
 
 /// The hash `compile` stores in `Plan::hash`, recomputed (whatever `plan.hash` holds now).
 pub fn plan_hash(plan: &Plan) -> Result<String, PlanError> {
-    if plan.hash.is_empty() {
-        return digest(plan);
-    }
     let mut copy = plan.clone();
     copy.hash.clear();
+    copy.target.endpoint = EndpointPlan::Url(String::new());
+    copy.params.clear();
     digest(&copy)
 }
 

@@ -53,6 +53,19 @@ impl CpuClock {
     }
 }
 
+/// Peak resident set size of this process in bytes (`VmHWM`), 0 where unknown.
+pub fn peak_rss_bytes() -> u64 {
+    let Ok(status) = fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +83,6 @@ mod tests {
         std::hint::black_box(x);
         assert!(clock.now_ns() > before);
         assert!(ThreadId::current().is_some());
+        assert!(peak_rss_bytes() > 1024 * 1024);
     }
 }

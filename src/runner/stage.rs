@@ -199,6 +199,7 @@ impl StageRunner<'_> {
             cores: thread::available_parallelism()
                 .map(|n| n.get() as u32)
                 .unwrap_or(1),
+            peak_rss_bytes: super::cpu::peak_rss_bytes(),
         };
         (agg.finish(clock, &self.opts.validity), err)
     }

@@ -150,6 +150,11 @@ pub async fn start_with_trace(
     let app = router(state);
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
+        // Without TCP_NODELAY, Nagle's algorithm holds small SSE chunks back until the
+        // client's delayed ACK (~40 ms): a token "emitted" would not be on the wire.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 let _ = stopped.await;

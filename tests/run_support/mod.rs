@@ -46,7 +46,7 @@ pub fn stage<'a>(results: &'a serde_json::Value, name: &str) -> &'a serde_json::
         .unwrap_or_else(|| panic!("stage {name} in results"))
 }
 
-pub fn text(o: &Output) -> String {
+pub fn describe(o: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
         o.status.code(),
