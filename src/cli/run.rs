@@ -197,8 +197,13 @@ pub fn run(args: RunArgs) -> i32 {
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),
         sla: verdicts,
-        telemetry: None,
+        telemetry: output.telemetry.clone(),
     };
+    if let Some(t) = &results.telemetry {
+        for w in &t.warnings {
+            eprintln!("warning: telemetry: {w}");
+        }
+    }
     let write_opts = WriteOptions {
         template,
         plots: !args.no_plots,
