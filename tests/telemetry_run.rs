@@ -146,6 +146,18 @@ fn sim_metrics_give_server_series_summaries_and_slas() {
     let sla = results["sla"].as_array().unwrap();
     assert_eq!(sla.len(), 2);
     assert!(sla.iter().all(|v| v["passed"] == true), "{sla:?}");
+
+    // The report has the telemetry section, and the server plot can be drawn from the results.
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## Telemetry"), "{md}");
+    assert!(md.contains("waiting mean / max"), "{md}");
+    let parsed = infermeter::report::read_results(&dir.path().join("out/results.json")).unwrap();
+    let plots = dir.path().join("plots");
+    std::fs::create_dir_all(&plots).unwrap();
+    let written = infermeter::report::write_telemetry_plots(&parsed, &plots).unwrap();
+    assert_eq!(written.len(), 1);
+    let svg = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("waiting"), "{svg}");
 }
 
 #[test]
