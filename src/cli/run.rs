@@ -175,7 +175,12 @@ pub fn run(args: RunArgs) -> i32 {
         .iter()
         .map(|(a, s, _)| (a.clone(), s.clone()))
         .collect();
-    let verdicts = sla::evaluate(&pairs, &output.stages, baseline.as_ref());
+    let verdicts = sla::evaluate_with(
+        &pairs,
+        &output.stages,
+        baseline.as_ref(),
+        output.telemetry.as_ref(),
+    );
     let sla_ok = verdicts.iter().all(|v| v.passed);
     let results = Results {
         schema_version: report::RESULTS_SCHEMA_VERSION,
@@ -197,8 +202,13 @@ pub fn run(args: RunArgs) -> i32 {
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),
         sla: verdicts,
-        telemetry: None,
+        telemetry: output.telemetry.clone(),
     };
+    if let Some(t) = &results.telemetry {
+        for w in &t.warnings {
+            eprintln!("warning: telemetry: {w}");
+        }
+    }
     let write_opts = WriteOptions {
         template,
         plots: !args.no_plots,
@@ -238,7 +248,8 @@ fn abort_decision(
     baseline: Option<&Results>,
 ) -> StageDecision {
     for (a, scope, abort) in assertions {
-        if !abort || scope.as_ref().is_some_and(|s| s != &stage.name) {
+        // Telemetry metrics are known only once the sampler has finished, after the run.
+        if !abort || a.metric.is_telemetry() || scope.as_ref().is_some_and(|s| s != &stage.name) {
             continue;
         }
         let v: SlaVerdict = sla::evaluate_one(a, stage, baseline);

@@ -104,6 +104,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 e2e: g.e2e,
             })
             .unwrap_or_default(),
+        telemetry: scenario.telemetry.clone(),
     };
     plan.hash = plan_hash(&plan)?;
     Ok(plan)

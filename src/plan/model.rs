@@ -35,6 +35,10 @@ pub struct Plan {
     /// The SLA assertions as written (parsed and evaluated by the `sla` module).
     pub sla: Vec<AssertionPlan>,
     pub goodput: GoodputPlan,
+    /// Telemetry sources sampled during the run. Absent from the JSON (and so from the hash)
+    /// when the scenario has none, so older plans keep their hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -78,6 +78,7 @@ pub(crate) fn scenario() -> Scenario {
         )],
         sla: vec![],
         goodput: None,
+        telemetry: None,
         report: ReportSpec::default(),
     }
 }

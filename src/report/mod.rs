@@ -8,6 +8,7 @@ mod markdown;
 mod plots;
 mod results;
 mod summary;
+mod telemetry;
 mod view;
 mod write;
 
@@ -18,5 +19,6 @@ pub use markdown::*;
 pub use plots::*;
 pub use results::*;
 pub use summary::render_summary_text;
+pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};
 pub use view::*;
 pub use write::*;

@@ -73,11 +73,28 @@ pub fn write_all(
         .iter()
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    let md = render_markdown_with_plots(results, opts.template.as_deref(), &plot_names)?;
+    let telemetry_plots = if opts.plots {
+        super::telemetry::write_telemetry_plots(results, out_dir)?
+    } else {
+        Vec::new()
+    };
+    let telemetry_plot_names: Vec<String> = telemetry_plots
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let mut md = render_markdown_with_plots(results, opts.template.as_deref(), &plot_names)?;
+    let fragment = super::telemetry::telemetry_markdown(results, &telemetry_plot_names);
+    if !fragment.is_empty() {
+        if !md.ends_with("\n\n") {
+            md.push('\n');
+        }
+        md.push_str(&fragment);
+    }
     let md_path = out_dir.join(REPORT_FILE);
     std::fs::write(&md_path, &md).map_err(|e| ReportError::io(&md_path, e))?;
     written.push(md_path);
     written.extend(plots);
+    written.extend(telemetry_plots);
 
     if opts.junit {
         let path = out_dir.join(JUNIT_FILE);

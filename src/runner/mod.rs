@@ -11,6 +11,7 @@ mod progress;
 mod run;
 mod stage;
 mod target;
+mod telemetry;
 
 pub use progress::ProgressMode;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};

@@ -52,6 +52,8 @@ pub struct RunOutput {
     pub interrupted: bool,
     /// Why it stopped early, or a problem that did not stop it (a failing requests.jsonl).
     pub error: Option<String>,
+    /// Series and per-stage summaries when the plan has a `telemetry` block.
+    pub telemetry: Option<crate::telemetry::TelemetryReport>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,9 @@ pub enum RunError {
     Dataset(String),
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// A required telemetry source is unavailable (or telemetry could not start).
+    #[error("{0}")]
+    Telemetry(String),
     #[error("failed to create {path}: {source}")]
     Io {
         path: PathBuf,
@@ -145,6 +150,11 @@ pub async fn run(
         opts: &opts,
     };
 
+    let telemetry = super::telemetry::start(
+        plan.telemetry.as_ref(),
+        sim.as_ref().map(|s| s.base_url.as_str()),
+    )
+    .await?;
     let mut out = RunOutput {
         endpoint,
         model,
@@ -154,9 +164,21 @@ pub async fn run(
         stages: Vec::new(),
         interrupted: false,
         error: None,
+        telemetry: None,
     };
-    if plan.warmup.is_some() {
+    let mark = |name: &str, started: bool| {
+        if let Some(t) = &telemetry {
+            if started {
+                t.stage_started(name);
+            } else {
+                t.stage_ended(name);
+            }
+        }
+    };
+    if let Some(w) = &plan.warmup {
+        mark(&w.name, true);
         let (summary, err) = runner.run_stage(StageRef::Warmup, &mut sink).await;
+        mark(&w.name, false);
         out.warmup = Some(summary);
         out.error = out.error.or(err);
     }
@@ -164,7 +186,9 @@ pub async fn run(
         if opts.interrupt.is_cancelled() {
             break;
         }
+        mark(&plan.stages[i].name, true);
         let (summary, err) = runner.run_stage(StageRef::Stage(i), &mut sink).await;
+        mark(&plan.stages[i].name, false);
         out.error = out.error.or(err);
         let decision = after_stage(&summary);
         out.stages.push(summary);
@@ -184,6 +208,13 @@ pub async fn run(
             out.error
                 .get_or_insert_with(|| format!("failed to write requests.jsonl: {e}"));
         }
+    }
+    if let Some(t) = telemetry {
+        let report = t.finish().await;
+        for s in out.warmup.iter_mut().chain(out.stages.iter_mut()) {
+            super::telemetry::flag_throttled(&report, s);
+        }
+        out.telemetry = Some(report);
     }
     drop(sim);
     Ok(out)

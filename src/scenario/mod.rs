@@ -13,9 +13,11 @@ mod parse;
 mod schema;
 mod stage;
 mod target;
+mod telemetry;
 mod values;
 
 pub use error::{Problem, ScenarioError, did_you_mean};
 pub use model::*;
 pub use parse::{load, parse_str};
 pub use schema::json_schema;
+pub use telemetry::SIM_METRICS;

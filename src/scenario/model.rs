@@ -100,6 +100,8 @@ pub struct Scenario {
     /// Per-request SLOs that define goodput (`goodput ttft="200ms" tpot="50ms"`).
     pub goodput: Option<GoodputSpec>,
     pub report: ReportSpec,
+    /// `telemetry { … }`: GPU and server sources sampled during the run.
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 /// A param's value: params may stand wherever a number, duration or string goes.

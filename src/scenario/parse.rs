@@ -13,7 +13,7 @@ use super::ctx::{Ctx, NodeReader, Once};
 use super::error::{ScenarioError, did_you_mean};
 use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned, TokenizerSpec};
 use super::target::one_arg;
-use super::{dataset, params, stage, target};
+use super::{dataset, params, stage, target, telemetry};
 
 const TOP: &[&str] = &[
     "scenario",
@@ -26,6 +26,7 @@ const TOP: &[&str] = &[
     "sla",
     "goodput",
     "report",
+    "telemetry",
 ];
 
 /// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
@@ -163,12 +164,14 @@ fn decode(
         sla: Vec::new(),
         goodput: None,
         report: ReportSpec::default(),
+        telemetry: None,
     };
     let mut once = Once::default();
     let mut dataset_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
     let mut stage_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
     let mut dataset_refs = Vec::new();
     let mut anchor = None;
+    let mut sim_metric_refs = Vec::new();
     for node in nodes {
         let name = node.name().value();
         anchor.get_or_insert(ctx.name_span(node));
@@ -217,6 +220,11 @@ fn decode(
             "sla" => s.sla.extend(stage::sla_block(ctx, node, None)),
             "goodput" => s.goodput = goodput(ctx, node),
             "report" => s.report = report(ctx, node),
+            "telemetry" => {
+                let out = telemetry::parse(ctx, node);
+                sim_metric_refs = out.sim_refs;
+                s.telemetry = Some(out.config);
+            }
             _ => {}
         }
     }
@@ -232,6 +240,7 @@ fn decode(
         dataset_refs.push(d);
     }
     check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
+    telemetry::check_sim_refs(ctx, &s.target, &sim_metric_refs);
     Some(s)
 }
 

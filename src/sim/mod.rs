@@ -3,6 +3,7 @@
 
 mod config;
 mod faults;
+mod metrics;
 mod scheduler;
 mod server;
 mod trace;

@@ -5,6 +5,7 @@
 //! in one pass into one shared buffer, split into a `Bytes` per sequence.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use rand::rngs::ChaCha8Rng;
@@ -14,6 +15,7 @@ use tokio::time::Instant;
 
 use super::config::SimConfig;
 use super::faults::Fault;
+use super::metrics::SimMetrics;
 use super::trace::{Outcome, TraceRecord};
 use super::wire::{Endpoint, FinishReason, Framing};
 use super::words;
@@ -71,6 +73,7 @@ pub(crate) struct Scheduler {
     kv_used: u64,
     rng: ChaCha8Rng,
     buf: BytesMut,
+    metrics: Arc<SimMetrics>,
 }
 
 impl Scheduler {
@@ -79,6 +82,7 @@ impl Scheduler {
         epoch: Instant,
         intake: mpsc::UnboundedReceiver<NewSeq>,
         trace: Option<mpsc::UnboundedSender<TraceRecord>>,
+        metrics: Arc<SimMetrics>,
     ) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_57e9);
         Scheduler {
@@ -91,6 +95,7 @@ impl Scheduler {
             kv_used: 0,
             rng,
             buf: BytesMut::new(),
+            metrics,
         }
     }
 
@@ -119,6 +124,7 @@ impl Scheduler {
                 _ => now,
             };
             self.admit(start);
+            self.publish();
             let (prefilled, decoding) = self.plan(start);
             if prefilled == 0 && decoding == 0 {
                 // Everything running is paused (or queued behind it): sleep until the first
@@ -141,6 +147,7 @@ impl Scheduler {
                 tokio::task::yield_now().await;
             }
             self.emit();
+            self.publish();
             clock = Some(deadline);
         }
     }
@@ -164,6 +171,7 @@ impl Scheduler {
                 break;
             };
             self.kv_used += need;
+            self.metrics.admitted(seq.prompt_tokens);
             let traced = self.trace.is_some();
             let cap = if traced { seq.output_len as usize } else { 0 };
             self.running.push(Running {
@@ -221,6 +229,11 @@ impl Scheduler {
         (prefilled, decoding)
     }
 
+    fn publish(&self) {
+        self.metrics
+            .set_state(self.running.len(), self.waiting.len(), self.kv_used);
+    }
+
     fn step_duration(&mut self, prefilled: u64, decoding: u64) -> std::time::Duration {
         let c = &self.config;
         let mut nanos = c.prefill_per_token.as_nanos() as f64 * prefilled as f64;
@@ -240,6 +253,7 @@ impl Scheduler {
         let now_us = self.us(now);
         let batch = self.running.len() as u32;
         let traced = self.trace.is_some();
+        let mut generated = 0u64;
         let mut running = std::mem::take(&mut self.running);
         // One reservation per step; each sequence's bytes are split off as a shared view.
         self.buf
@@ -286,12 +300,14 @@ impl Scheduler {
                 }
                 return self.cancel(r, now_us);
             }
+            generated += 1;
             if last {
                 return self.end(r, now_us, Outcome::Completed);
             }
             true
         });
         self.running = running;
+        self.metrics.generated(generated);
     }
 
     /// Drops running sequences whose client has gone (checked while everything is paused).
@@ -310,6 +326,9 @@ impl Scheduler {
     /// Frees the sequence's KV reservation and traces it; returns false for `retain_mut`.
     fn end(&mut self, r: &mut Running, now_us: u64, outcome: Outcome) -> bool {
         self.kv_used -= r.seq.prompt_tokens + r.seq.max_tokens;
+        if outcome == Outcome::Completed {
+            self.metrics.succeeded();
+        }
         if let Some(trace) = &self.trace {
             let record = TraceRecord {
                 id: r.seq.id,

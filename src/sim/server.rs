@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::config::{ConfigError, SimConfig};
 use super::faults::{self, Fault};
+use super::metrics::SimMetrics;
 use super::scheduler::{Chunk, Cut, NewSeq, Scheduler};
 use super::trace::{Outcome, TraceOptions, TraceRecord};
 use super::wire::{self, Endpoint, Framing};
@@ -51,6 +52,7 @@ struct AppState {
     next_id: AtomicU64,
     intake: mpsc::UnboundedSender<NewSeq>,
     trace: Option<mpsc::UnboundedSender<TraceRecord>>,
+    metrics: Arc<SimMetrics>,
 }
 
 /// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the server running
@@ -138,14 +140,24 @@ pub async fn start_with_trace(
         .map_err(SimError::TraceFile)?;
     let epoch = Instant::now();
     let (intake, intake_rx) = mpsc::unbounded_channel();
-    let scheduler =
-        tokio::spawn(Scheduler::new(config.clone(), epoch, intake_rx, trace_tx.clone()).run());
+    let metrics = Arc::new(SimMetrics::default());
+    let scheduler = tokio::spawn(
+        Scheduler::new(
+            config.clone(),
+            epoch,
+            intake_rx,
+            trace_tx.clone(),
+            metrics.clone(),
+        )
+        .run(),
+    );
     let state = Arc::new(AppState {
         config,
         epoch,
         next_id: AtomicU64::new(0),
         intake,
         trace: trace_tx,
+        metrics,
     });
     let app = router(state);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -178,6 +190,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
+        .route("/metrics", get(metrics))
         .with_state(state)
 }
 
@@ -191,6 +204,22 @@ async fn models(State(app): State<Arc<AppState>>) -> Response {
         }]
     });
     json_response(StatusCode::OK, body.to_string(), None)
+}
+
+/// vLLM-format Prometheus metrics (see `sim::metrics`).
+async fn metrics(State(app): State<Arc<AppState>>) -> Response {
+    let body = app
+        .metrics
+        .render(&app.config.model, app.config.kv_capacity);
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
 }
 
 async fn chat(State(app): State<Arc<AppState>>, body: Bytes) -> Response {

@@ -6,9 +6,11 @@
 //! broke it. Warm-up is never evaluated.
 
 use super::grammar::{Aggregation, Assertion, Metric, Percentile, Threshold};
+use super::telemetry::observe_with;
 use super::verdict::SlaVerdict;
 use crate::metrics::{Dist, StageSummary};
 use crate::report::Results;
+use crate::telemetry::TelemetryReport;
 
 /// One verdict per (assertion, stage) pair, in assertion order then stage order.
 pub fn evaluate(
@@ -16,11 +18,24 @@ pub fn evaluate(
     stages: &[StageSummary],
     baseline: Option<&Results>,
 ) -> Vec<SlaVerdict> {
+    evaluate_with(assertions, stages, baseline, None)
+}
+
+/// [`evaluate`] with the run's telemetry, which serves the telemetry metrics
+/// (`gpu.temp.max`, `queue.max`, …).
+pub fn evaluate_with(
+    assertions: &[(Assertion, Option<String>)],
+    stages: &[StageSummary],
+    baseline: Option<&Results>,
+    telemetry: Option<&TelemetryReport>,
+) -> Vec<SlaVerdict> {
     let mut verdicts = Vec::new();
     for (assertion, scope) in assertions {
         match scope {
             Some(name) => match stages.iter().find(|s| &s.name == name) {
-                Some(stage) => verdicts.push(evaluate_one(assertion, stage, baseline)),
+                Some(stage) => {
+                    verdicts.push(evaluate_one_with(assertion, stage, baseline, telemetry))
+                }
                 None => verdicts.push(SlaVerdict {
                     expr: assertion.expr.clone(),
                     stage: Some(name.clone()),
@@ -32,7 +47,11 @@ pub fn evaluate(
                 }),
             },
             None => {
-                verdicts.extend(stages.iter().map(|s| evaluate_one(assertion, s, baseline)));
+                verdicts.extend(
+                    stages
+                        .iter()
+                        .map(|s| evaluate_one_with(assertion, s, baseline, telemetry)),
+                );
             }
         }
     }
@@ -52,6 +71,16 @@ pub fn evaluate_one(
     stage: &StageSummary,
     baseline: Option<&Results>,
 ) -> SlaVerdict {
+    evaluate_one_with(assertion, stage, baseline, None)
+}
+
+/// [`evaluate_one`] with the run's telemetry.
+pub fn evaluate_one_with(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    baseline: Option<&Results>,
+    telemetry: Option<&TelemetryReport>,
+) -> SlaVerdict {
     let mut verdict = SlaVerdict {
         expr: assertion.expr.clone(),
         stage: Some(stage.name.clone()),
@@ -61,7 +90,7 @@ pub fn evaluate_one(
         passed: false,
         note: None,
     };
-    let observed = match observe(assertion.metric, assertion.aggregation, stage) {
+    let observed = match observe_with(assertion.metric, assertion.aggregation, stage, telemetry) {
         Ok(v) => v,
         Err(why) => {
             verdict.note = Some(why);
@@ -78,7 +107,13 @@ pub fn evaluate_one(
             });
             return verdict;
         };
-        match observe(assertion.metric, assertion.aggregation, base) {
+        let base_telemetry = baseline.and_then(|b| b.telemetry.as_ref());
+        match observe_with(
+            assertion.metric,
+            assertion.aggregation,
+            base,
+            base_telemetry,
+        ) {
             Ok(v) => verdict.threshold = v * factor,
             Err(why) => {
                 verdict.note = Some(format!("baseline: {why}"));
@@ -148,5 +183,14 @@ pub fn observe(
         Metric::RequestThroughput => Ok(stage.throughput.requests_per_s),
         Metric::OutputThroughput => Ok(stage.throughput.output_tokens_per_s),
         Metric::InputThroughput => Ok(stage.throughput.input_tokens_per_s),
+        Metric::GpuThrottleRatioMin
+        | Metric::GpuTempMax
+        | Metric::GpuPowerMean
+        | Metric::EnergyJ
+        | Metric::TokensPerJoule
+        | Metric::KvCacheMax
+        | Metric::QueueMax => Err(format!(
+            "`{metric}` comes from telemetry and is evaluated with the run's telemetry report"
+        )),
     }
 }

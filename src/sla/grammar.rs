@@ -16,6 +16,17 @@ pub enum MetricKind {
     ReqPerSec,
     /// Tokens per second, written `tok/s`.
     TokPerSec,
+    /// A plain number (telemetry: clock ratio, KV-cache usage 0–1, queue depth); `%` is
+    /// accepted for ratios and divided by 100.
+    Number,
+    /// Degrees Celsius, unit optional (`°C` or `C`).
+    Celsius,
+    /// Watts, unit optional (`W`).
+    Watts,
+    /// Joules, unit optional (`J`).
+    Joules,
+    /// Output tokens per joule, unit optional (`tok/J`).
+    TokPerJoule,
 }
 
 impl MetricKind {
@@ -26,7 +37,24 @@ impl MetricKind {
             MetricKind::Percent => "%",
             MetricKind::ReqPerSec => "req/s",
             MetricKind::TokPerSec => "tok/s",
+            MetricKind::Number => "",
+            MetricKind::Celsius => "°C",
+            MetricKind::Watts => "W",
+            MetricKind::Joules => "J",
+            MetricKind::TokPerJoule => "tok/J",
         }
+    }
+
+    /// Telemetry thresholds may be written as bare numbers.
+    pub fn unit_optional(self) -> bool {
+        matches!(
+            self,
+            MetricKind::Number
+                | MetricKind::Celsius
+                | MetricKind::Watts
+                | MetricKind::Joules
+                | MetricKind::TokPerJoule
+        )
     }
 }
 
@@ -45,10 +73,18 @@ pub enum Metric {
     RequestThroughput,
     Goodput,
     GoodputRate,
+    // Served by telemetry (`telemetry::telemetry_metric`); names are dotted and fixed.
+    GpuThrottleRatioMin,
+    GpuTempMax,
+    GpuPowerMean,
+    EnergyJ,
+    TokensPerJoule,
+    KvCacheMax,
+    QueueMax,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 13] = [
+    pub const ALL: [Metric; 20] = [
         Metric::Ttft,
         Metric::Itl,
         Metric::Tpot,
@@ -62,6 +98,13 @@ impl Metric {
         Metric::RequestThroughput,
         Metric::Goodput,
         Metric::GoodputRate,
+        Metric::GpuThrottleRatioMin,
+        Metric::GpuTempMax,
+        Metric::GpuPowerMean,
+        Metric::EnergyJ,
+        Metric::TokensPerJoule,
+        Metric::KvCacheMax,
+        Metric::QueueMax,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +122,13 @@ impl Metric {
             Metric::RequestThroughput => "request_throughput",
             Metric::Goodput => "goodput",
             Metric::GoodputRate => "goodput_rate",
+            Metric::GpuThrottleRatioMin => "gpu.throttle_ratio.min",
+            Metric::GpuTempMax => "gpu.temp.max",
+            Metric::GpuPowerMean => "gpu.power.mean",
+            Metric::EnergyJ => "energy_j",
+            Metric::TokensPerJoule => "tokens_per_joule",
+            Metric::KvCacheMax => "kv_cache.max",
+            Metric::QueueMax => "queue.max",
         }
     }
 
@@ -98,7 +148,20 @@ impl Metric {
             Metric::ErrorRate | Metric::Goodput => MetricKind::Percent,
             Metric::RequestThroughput | Metric::GoodputRate => MetricKind::ReqPerSec,
             Metric::OutputThroughput | Metric::InputThroughput => MetricKind::TokPerSec,
+            Metric::GpuThrottleRatioMin | Metric::KvCacheMax | Metric::QueueMax => {
+                MetricKind::Number
+            }
+            Metric::GpuTempMax => MetricKind::Celsius,
+            Metric::GpuPowerMean => MetricKind::Watts,
+            Metric::EnergyJ => MetricKind::Joules,
+            Metric::TokensPerJoule => MetricKind::TokPerJoule,
         }
+    }
+
+    /// Measured by telemetry sources, not by the client: evaluated from `Results.telemetry`
+    /// once the run is over.
+    pub fn is_telemetry(self) -> bool {
+        self.kind().unit_optional()
     }
 
     /// Whether the metric is a distribution that needs an aggregation (`ttft.p95`).

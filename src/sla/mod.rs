@@ -4,9 +4,11 @@
 mod evaluate;
 mod grammar;
 mod parse;
+mod telemetry;
 mod verdict;
 
 pub use evaluate::*;
 pub use grammar::*;
 pub use parse::*;
+pub use telemetry::observe_with;
 pub use verdict::*;

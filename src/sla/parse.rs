@@ -146,6 +146,17 @@ impl Parser<'_> {
     }
 
     fn metric_ref(&mut self) -> Result<(Metric, Option<Aggregation>), SlaError> {
+        // Telemetry metrics are dotted names (`gpu.temp.max`), not metric + aggregation.
+        let dotted = self.s[self.pos..]
+            .bytes()
+            .take_while(|&b| is_ident(b) || b == b'.')
+            .count();
+        if let Some(m) = Metric::from_name(&self.s[self.pos..self.pos + dotted])
+            && m.is_telemetry()
+        {
+            self.pos += dotted;
+            return Ok((m, None));
+        }
         let (start, end) = self.take_while(is_ident);
         if start == end {
             let len = self.word_len();
@@ -348,6 +359,12 @@ impl Parser<'_> {
         self.pos = u_end;
         let unit = &self.s[u_start..u_end];
         let kind = metric.kind();
+        if unit.is_empty() && kind.unit_optional() {
+            return Ok(Threshold::Absolute(value));
+        }
+        if unit == "%" && kind == MetricKind::Number {
+            return Ok(Threshold::Absolute(value / 100.0));
+        }
         if unit.is_empty() {
             return Err(SlaError::new(
                 SlaErrorKind::MissingUnit,
@@ -363,6 +380,10 @@ impl Parser<'_> {
             "%" => (MetricKind::Percent, 1.0),
             "req/s" => (MetricKind::ReqPerSec, 1.0),
             "tok/s" => (MetricKind::TokPerSec, 1.0),
+            "°C" | "C" => (MetricKind::Celsius, 1.0),
+            "W" => (MetricKind::Watts, 1.0),
+            "J" => (MetricKind::Joules, 1.0),
+            "tok/J" => (MetricKind::TokPerJoule, 1.0),
             _ => {
                 return Err(SlaError::new(
                     SlaErrorKind::UnknownUnit,
@@ -465,6 +486,7 @@ fn example_op(metric: Metric) -> &'static str {
     match metric.kind() {
         MetricKind::ReqPerSec | MetricKind::TokPerSec => ">",
         MetricKind::Percent if metric == Metric::Goodput => ">",
+        _ if matches!(metric, Metric::GpuThrottleRatioMin | Metric::TokensPerJoule) => ">=",
         _ => "<",
     }
 }
@@ -477,6 +499,13 @@ fn example_value(metric: Metric) -> &'static str {
         Metric::RequestThroughput | Metric::GoodputRate => "10 req/s",
         Metric::OutputThroughput => "2000 tok/s",
         Metric::InputThroughput => "1000 tok/s",
+        Metric::GpuThrottleRatioMin => "0.9",
+        Metric::GpuTempMax => "85",
+        Metric::GpuPowerMean => "600 W",
+        Metric::EnergyJ => "50000 J",
+        Metric::TokensPerJoule => "2",
+        Metric::KvCacheMax => "0.9",
+        Metric::QueueMax => "10",
         _ => "200ms",
     }
 }
@@ -487,6 +516,11 @@ fn unit_hint(metric: Metric) -> String {
         MetricKind::Percent => "a percentage",
         MetricKind::ReqPerSec => "in requests per second (req/s)",
         MetricKind::TokPerSec => "in tokens per second (tok/s)",
+        MetricKind::Number => "a plain number",
+        MetricKind::Celsius => "a temperature (°C)",
+        MetricKind::Watts => "a power (W)",
+        MetricKind::Joules => "an energy (J)",
+        MetricKind::TokPerJoule => "tokens per joule (tok/J)",
     };
     format!("{metric} is {what}; write e.g. {}", example_value(metric))
 }

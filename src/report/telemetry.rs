@@ -1,0 +1,191 @@
+//! The telemetry part of the report: the Markdown fragment from `telemetry::render_markdown`
+//! (energy, tokens per joule, throttling, queue and KV usage per stage) appended to report.md,
+//! and one SVG per stage with server queue depth and KV-cache usage over time next to the
+//! stage's latency, on the same time axis (seconds since the stage started).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use super::ReportError;
+use super::plots::stage_slug;
+use super::results::Results;
+use crate::metrics::StageSummary;
+use crate::telemetry::{StageTelemetry, TelemetryReport, render_markdown};
+
+type Points = Vec<(f64, f64)>;
+type Series = (&'static str, Points, RGBColor);
+
+pub fn server_timeline_file_name(stage: &str) -> String {
+    format!("stage-{}-server.svg", stage_slug(stage))
+}
+
+/// The Markdown to append to report.md; empty when the run had no telemetry. `plot_files`
+/// are the server plots written (file names), linked under the section.
+pub fn telemetry_markdown(results: &Results, plot_files: &[String]) -> String {
+    let Some(report) = &results.telemetry else {
+        return String::new();
+    };
+    let tokens: BTreeMap<String, u64> = results
+        .warmup
+        .iter()
+        .chain(&results.stages)
+        .map(|s| (s.name.clone(), s.tokens.output))
+        .collect();
+    let mut md = render_markdown(report, &tokens);
+    for s in &results.stages {
+        let file = server_timeline_file_name(&s.name);
+        if plot_files.contains(&file) {
+            md.push_str(&format!(
+                "\n![{}: server queue and KV cache]({file})\n",
+                s.name
+            ));
+        }
+    }
+    md
+}
+
+/// Writes the per-stage server plots into `dir` (stages with server samples only).
+pub fn write_telemetry_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let Some(report) = &results.telemetry else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    for stage in &results.stages {
+        let Some(t) = report.stage(&stage.name) else {
+            continue;
+        };
+        if let Some(svg) = server_timeline_svg(stage, t, report)? {
+            let path = dir.join(server_timeline_file_name(&stage.name));
+            std::fs::write(&path, svg).map_err(|e| ReportError::io(&path, e))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
+    ReportError::Plot(e.to_string())
+}
+
+/// Server points inside the stage, re-based to the stage start; summed over endpoints would
+/// mislead, so the first endpoint with points in the stage is plotted.
+fn server_points(t: &StageTelemetry, report: &TelemetryReport) -> Option<(Points, Points, Points)> {
+    let end = t.end_s.unwrap_or(f64::INFINITY);
+    for series in &report.servers {
+        let pts: Vec<_> = series
+            .points
+            .iter()
+            .filter(|p| p.t_s >= t.start_s && p.t_s <= end)
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let get = |f: &dyn Fn(&crate::telemetry::ServerReading) -> Option<f64>| {
+            pts.iter()
+                .filter_map(|p| f(&p.reading).map(|v| (p.t_s - t.start_s, v)))
+                .collect::<Vec<_>>()
+        };
+        return Some((
+            get(&|r| r.running),
+            get(&|r| r.waiting),
+            get(&|r| r.kv_cache_usage.map(|u| u * 100.0)),
+        ));
+    }
+    None
+}
+
+/// Latency, queue depth and KV-cache usage over the stage; `None` without server points.
+pub fn server_timeline_svg(
+    stage: &StageSummary,
+    t: &StageTelemetry,
+    report: &TelemetryReport,
+) -> Result<Option<String>, ReportError> {
+    let Some((running, waiting, kv)) = server_points(t, report) else {
+        return Ok(None);
+    };
+    let latency: Vec<(f64, f64)> = stage
+        .timeline
+        .iter()
+        .filter(|p| p.completed > 0)
+        .map(|p| (p.t_s, p.ttft_p50_ms))
+        .collect();
+    let e2e: Vec<(f64, f64)> = stage
+        .timeline
+        .iter()
+        .filter(|p| p.completed > 0)
+        .map(|p| (p.t_s, p.e2e_p99_ms))
+        .collect();
+    let panels: [(&str, Vec<Series>); 3] = [
+        (
+            "latency (ms)",
+            vec![
+                ("TTFT p50", latency, RGBColor(31, 119, 180)),
+                ("E2E p99", e2e, RGBColor(214, 39, 40)),
+            ],
+        ),
+        (
+            "requests",
+            vec![
+                ("running", running, RGBColor(44, 160, 44)),
+                ("waiting", waiting, RGBColor(255, 127, 14)),
+            ],
+        ),
+        (
+            "KV cache (%)",
+            vec![("KV usage", kv, RGBColor(148, 103, 189))],
+        ),
+    ];
+    let t_max = panels
+        .iter()
+        .flat_map(|(_, s)| s.iter().flat_map(|(_, d, _)| d.iter().map(|p| p.0)))
+        .fold(1.0, f64::max)
+        + 1.0;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (760, 720)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let root = root
+            .titled(
+                &format!("{}: server load and latency", stage.name),
+                ("sans-serif", 20),
+            )
+            .map_err(plot_err)?;
+        for (area, (y_desc, series)) in root.split_evenly((3, 1)).iter().zip(panels) {
+            let y_max = series
+                .iter()
+                .flat_map(|(_, s, _)| s.iter().map(|p| p.1))
+                .fold(1.0, f64::max)
+                * 1.1;
+            let mut chart = ChartBuilder::on(area)
+                .margin(8)
+                .x_label_area_size(30)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+                .map_err(plot_err)?;
+            chart
+                .configure_mesh()
+                .x_desc("time since stage start (s)")
+                .y_desc(y_desc)
+                .draw()
+                .map_err(plot_err)?;
+            for (name, data, color) in series {
+                chart
+                    .draw_series(LineSeries::new(data, color.stroke_width(2)))
+                    .map_err(plot_err)?
+                    .label(name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(Some(buf))
+}

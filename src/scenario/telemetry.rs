@@ -1,0 +1,208 @@
+//! The `telemetry { … }` block: sampling interval and sources (`nvml`, `prometheus URL`),
+//! decoded into [`TelemetryConfig`]. A Prometheus URL may be `"sim"`, meaning the in-process
+//! simulator's own `/metrics`; that only makes sense with `target "sim"`, checked once the
+//! whole file is read ([`check_sim_refs`]).
+
+use kdl::{KdlNode, KdlValue};
+use miette::SourceSpan;
+
+use super::ctx::{Ctx, NodeReader, Once};
+use super::error::suggest;
+use super::model::{Endpoint, Target};
+use super::target::one_arg;
+use crate::telemetry::{PrometheusKind, SourceConfig, TelemetryConfig};
+
+/// The Prometheus URL that stands for the in-process simulator's `/metrics`.
+pub const SIM_METRICS: &str = "sim";
+
+const CHILDREN: &[&str] = &["interval", "nvml", "prometheus"];
+const KINDS: &[&str] = &["vllm", "sglang", "llama-cpp", "dcgm-exporter"];
+
+/// What the block says, plus where `prometheus "sim"` was written.
+pub(crate) struct TelemetryOut {
+    pub config: TelemetryConfig,
+    pub sim_refs: Vec<SourceSpan>,
+}
+
+pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
+    let mut r = NodeReader::new(ctx, node);
+    let mut out = TelemetryOut {
+        config: TelemetryConfig::default(),
+        sim_refs: Vec::new(),
+    };
+    let mut once = Once::default();
+    let mut nvml_seen = false;
+    for child in r.children() {
+        let cname = child.name().value();
+        if !CHILDREN.contains(&cname) {
+            ctx.unknown_node(child, "`telemetry`", CHILDREN);
+            continue;
+        }
+        if cname == "interval" && !once.first(ctx, child, "`telemetry`") {
+            continue;
+        }
+        let mut cr = NodeReader::new(ctx, child);
+        match cname {
+            "interval" => {
+                if let Some(d) = one_arg(ctx, &mut cr, "a duration like \"1s\"")
+                    .and_then(|v| ctx.positive_duration(&v, "interval"))
+                {
+                    out.config.interval = d;
+                }
+            }
+            "nvml" => {
+                if nvml_seen {
+                    ctx.error(
+                        ctx.name_span(child),
+                        "duplicate `nvml` in `telemetry`",
+                        "given again here",
+                        Some("list every GPU in one source: nvml devices=\"0,1\"".into()),
+                    );
+                    cr.skip_all();
+                } else if let Some(s) = nvml(ctx, &mut cr) {
+                    out.config.sources.push(s);
+                }
+                nvml_seen = true;
+            }
+            _ => {
+                if let Some((s, sim_span)) = prometheus(ctx, &mut cr) {
+                    out.sim_refs.extend(sim_span);
+                    out.config.sources.push(s);
+                }
+            }
+        }
+        cr.finish(ctx);
+    }
+    r.finish(ctx);
+    let has_source = node.children().is_some_and(|c| {
+        c.nodes()
+            .iter()
+            .any(|n| matches!(n.name().value(), "nvml" | "prometheus"))
+    });
+    if !has_source {
+        ctx.error(
+            ctx.name_span(node),
+            "`telemetry` has no source",
+            "needs `nvml` or `prometheus \"URL\"`",
+            Some("write e.g. telemetry { nvml; prometheus \"sim\" }".into()),
+        );
+    }
+    out
+}
+
+fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> bool {
+    r.prop(ctx, "required")
+        .and_then(|v| ctx.boolean(&v, "required"))
+        .unwrap_or(false)
+}
+
+/// `nvml [devices=0 | devices="0,1"] [required=#true]`.
+fn nvml(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<SourceConfig> {
+    let devices = match r.prop(ctx, "devices") {
+        None => None,
+        Some(v) => match &v.value {
+            KdlValue::Integer(_) => Some(vec![ctx.uint(&v, "devices", 0, u32::MAX as u64)? as u32]),
+            KdlValue::String(s) => {
+                let parsed: Result<Vec<u32>, _> = s
+                    .split([',', ' '])
+                    .filter(|p| !p.is_empty())
+                    .map(|p| p.trim().parse::<u32>())
+                    .collect();
+                match parsed {
+                    Ok(list) if !list.is_empty() => Some(list),
+                    _ => {
+                        ctx.error(
+                            v.span,
+                            "invalid `devices` for `nvml`",
+                            format!("expected GPU indices, got {}", v.shown()),
+                            Some("write devices=0 or devices=\"0,1\"".into()),
+                        );
+                        return None;
+                    }
+                }
+            }
+            _ => {
+                ctx.error(
+                    v.span,
+                    "wrong type for `devices`",
+                    format!(
+                        "expected a GPU index or a list like \"0,1\", got {}",
+                        v.shown()
+                    ),
+                    None,
+                );
+                return None;
+            }
+        },
+    };
+    let required = required(ctx, r);
+    Some(SourceConfig::Nvml { devices, required })
+}
+
+/// `prometheus "URL" [kind="vllm"] [required=#true]`; the URL may be `"sim"`.
+fn prometheus(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+) -> Option<(SourceConfig, Option<SourceSpan>)> {
+    let url_val = one_arg(ctx, r, "the metrics URL, e.g. \"http://host:8000/metrics\"");
+    let kind = match r.prop(ctx, "kind") {
+        None => None,
+        Some(v) => {
+            let k = ctx.name_string(&v, "kind")?;
+            match serde_json::from_value::<PrometheusKind>(serde_json::Value::String(k.clone())) {
+                Ok(k) => Some(k),
+                Err(_) => {
+                    ctx.error(
+                        v.span,
+                        format!("unknown Prometheus kind `{k}`"),
+                        "not a known server kind",
+                        Some(suggest(&k, KINDS, "kind")),
+                    );
+                    return None;
+                }
+            }
+        }
+    };
+    let required = required(ctx, r);
+    let url_val = url_val?;
+    let url = ctx.name_string(&url_val, "prometheus")?;
+    let mut sim_span = None;
+    if url == SIM_METRICS {
+        sim_span = Some(url_val.span);
+    } else if !(url.starts_with("http://") || url.starts_with("https://")) {
+        ctx.error(
+            url_val.span,
+            format!("invalid Prometheus URL `{url}`"),
+            "expected an http:// or https:// URL",
+            Some(
+                "write e.g. prometheus \"http://127.0.0.1:8000/metrics\", or \"sim\" for the \
+                 embedded simulator"
+                    .into(),
+            ),
+        );
+        return None;
+    }
+    Some((
+        SourceConfig::Prometheus {
+            url,
+            required,
+            kind,
+        },
+        sim_span,
+    ))
+}
+
+/// `prometheus "sim"` needs the embedded simulator as the target.
+pub(crate) fn check_sim_refs(ctx: &mut Ctx<'_>, target: &Target, refs: &[SourceSpan]) {
+    if matches!(target.endpoint, Endpoint::Sim(_)) {
+        return;
+    }
+    for span in refs {
+        ctx.error(
+            *span,
+            "`prometheus \"sim\"` without the simulator target",
+            "the target is not the embedded simulator",
+            Some("give the server's metrics URL, e.g. \"http://host:8000/metrics\"".into()),
+        );
+    }
+}

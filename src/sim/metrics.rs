@@ -1,0 +1,170 @@
+//! The simulator's `GET /metrics`: scheduler state and token counters in vLLM's Prometheus
+//! text format, so the telemetry module's Prometheus path can be tested end to end without a
+//! GPU. The scheduler stores plain atomics once per step; rendering reads them, no lock.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Written by the scheduler task, read by the `/metrics` handler.
+#[derive(Debug, Default)]
+pub(crate) struct SimMetrics {
+    running: AtomicU64,
+    waiting: AtomicU64,
+    kv_used: AtomicU64,
+    prefix_queries: AtomicU64,
+    prefix_hits: AtomicU64,
+    prompt_tokens: AtomicU64,
+    generation_tokens: AtomicU64,
+    success: AtomicU64,
+}
+
+impl SimMetrics {
+    /// Gauges, after each step (and when admitting).
+    pub(crate) fn set_state(&self, running: usize, waiting: usize, kv_used: u64) {
+        self.running.store(running as u64, Ordering::Relaxed);
+        self.waiting.store(waiting as u64, Ordering::Relaxed);
+        self.kv_used.store(kv_used, Ordering::Relaxed);
+    }
+
+    /// A request admitted: its prompt is queried against the (absent) prefix cache and
+    /// prefilled.
+    pub(crate) fn admitted(&self, prompt_tokens: u64) {
+        self.prefix_queries
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+        self.prompt_tokens
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+    }
+
+    pub(crate) fn generated(&self, tokens: u64) {
+        self.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    pub(crate) fn succeeded(&self) {
+        self.success.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The exposition text; `model` labels every series as vLLM does (`model_name`).
+    pub(crate) fn render(&self, model: &str, kv_capacity: u64) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let usage = if kv_capacity == 0 {
+            0.0
+        } else {
+            (get(&self.kv_used) as f64 / kv_capacity as f64).min(1.0)
+        };
+        let label = format!("{{model_name=\"{}\"}}", escape(model));
+        let mut out = String::with_capacity(2048);
+        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+            let _ = writeln!(out, "# HELP vllm:{name} {help}");
+            let _ = writeln!(out, "# TYPE vllm:{name} {kind}");
+            let _ = writeln!(out, "vllm:{name}{label} {value}");
+        };
+        metric(
+            "num_requests_running",
+            "gauge",
+            "Number of requests in model execution batches.",
+            get(&self.running).to_string(),
+        );
+        metric(
+            "num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            get(&self.waiting).to_string(),
+        );
+        metric(
+            "kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage. 1 means 100 percent usage.",
+            format!("{usage}"),
+        );
+        // The name before vLLM 0.10; kept so older normalisers find it too.
+        metric(
+            "gpu_cache_usage_perc",
+            "gauge",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            format!("{usage}"),
+        );
+        metric(
+            "prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            get(&self.prefix_queries).to_string(),
+        );
+        metric(
+            "prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            get(&self.prefix_hits).to_string(),
+        );
+        metric(
+            "prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            get(&self.prompt_tokens).to_string(),
+        );
+        metric(
+            "generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            get(&self.generation_tokens).to_string(),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP vllm:request_success_total Count of successfully processed requests."
+        );
+        let _ = writeln!(out, "# TYPE vllm:request_success_total counter");
+        let _ = writeln!(
+            out,
+            "vllm:request_success_total{{finished_reason=\"length\",model_name=\"{}\"}} {}",
+            escape(model),
+            get(&self.success)
+        );
+        out
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::{PrometheusKind, detect_kind, expo::parse_exposition, normalize};
+
+    #[test]
+    fn renders_what_the_vllm_normaliser_reads() {
+        let m = SimMetrics::default();
+        m.set_state(3, 5, 250);
+        m.admitted(100);
+        m.admitted(20);
+        m.generated(7);
+        m.succeeded();
+        let text = m.render("sim\"model", 1000);
+        let e = parse_exposition(&text);
+        assert_eq!(detect_kind(&e), Some(PrometheusKind::Vllm));
+        let r = normalize(PrometheusKind::Vllm, &e)
+            .server
+            .expect("a server reading");
+        assert_eq!(r.running, Some(3.0));
+        assert_eq!(r.waiting, Some(5.0));
+        assert_eq!(r.kv_cache_usage, Some(0.25));
+        assert_eq!(r.prefix_queries, Some(120.0));
+        assert_eq!(r.prefix_hits, Some(0.0));
+        assert_eq!(r.prompt_tokens, Some(120.0));
+        assert_eq!(r.generation_tokens, Some(7.0));
+        assert!(text.contains("vllm:request_success_total{finished_reason=\"length\""));
+        assert!(text.contains("model_name=\"sim\\\"model\""));
+    }
+
+    #[test]
+    fn zero_capacity_does_not_divide_by_zero() {
+        let m = SimMetrics::default();
+        m.set_state(0, 0, 10);
+        assert!(
+            m.render("m", 0)
+                .contains("vllm:kv_cache_usage_perc{model_name=\"m\"} 0\n")
+        );
+    }
+}
