@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{parse_param, render};
 use crate::exit;
-use crate::metrics::{StageSummary, ValidityRules};
+use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::report::{self, Results, TargetInfo, WriteOptions};
 use crate::runner::{self, ProgressMode, RunOptions, StageDecision};
 use crate::scenario::Scenario;
@@ -150,8 +150,17 @@ pub fn run(args: RunArgs) -> i32 {
         interrupt: interrupt.clone(),
         interrupt_grace: Duration::from_secs(2),
     };
-    let mut abort_check =
-        |stage: &StageSummary| abort_decision(&assertions, stage, baseline.as_ref());
+    let mut abort_check = |stage: &StageSummary| match &stage.profile {
+        Some(p) if p.kind == PointKind::Probe => {
+            let failed = sla::probe_failures(&assertions, &p.group, stage, baseline.as_ref());
+            if failed.is_empty() {
+                StageDecision::Continue
+            } else {
+                StageDecision::Failed(failed)
+            }
+        }
+        _ => abort_decision(&assertions, stage, baseline.as_ref()),
+    };
     let outcome = runtime.block_on(async {
         let ctrl_c = interrupt.clone();
         tokio::spawn(async move {
@@ -175,7 +184,8 @@ pub fn run(args: RunArgs) -> i32 {
         .iter()
         .map(|(a, s, _)| (a.clone(), s.clone()))
         .collect();
-    let verdicts = sla::evaluate(&pairs, &output.stages, baseline.as_ref());
+    let (pairs, judged) = sla::profile_inputs(&pairs, &output.stages, &output.searches);
+    let verdicts = sla::evaluate(&pairs, &judged, baseline.as_ref());
     let sla_ok = verdicts.iter().all(|v| v.passed);
     let results = Results {
         schema_version: report::RESULTS_SCHEMA_VERSION,
@@ -198,6 +208,7 @@ pub fn run(args: RunArgs) -> i32 {
         stages: output.stages.clone(),
         sla: verdicts,
         telemetry: None,
+        searches: output.searches.clone(),
     };
     let write_opts = WriteOptions {
         template,

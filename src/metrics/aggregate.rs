@@ -243,6 +243,7 @@ impl StageAggregator {
             client,
             validity,
             timeline: self.timeline.finish(),
+            profile: None,
         }
     }
 

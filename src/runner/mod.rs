@@ -9,8 +9,10 @@ mod collect;
 mod cpu;
 mod progress;
 mod run;
+mod search;
 mod stage;
 mod target;
 
 pub use progress::ProgressMode;
+pub use search::next_rate;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};

@@ -4,9 +4,11 @@
 mod evaluate;
 mod grammar;
 mod parse;
+mod profile;
 mod verdict;
 
 pub use evaluate::*;
 pub use grammar::*;
 pub use parse::*;
+pub use profile::{probe_failures, profile_inputs};
 pub use verdict::*;
