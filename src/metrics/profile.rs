@@ -74,8 +74,14 @@ impl ProfilePoint {
                 if sent_rate > 0.0 && sent_rate < SATURATION_RATIO * offered {
                     self.client_bound = true;
                 }
+                // Compared with what the schedule actually held, not the nominal rate, so
+                // that a Poisson draw below its mean does not read as saturation.
+                let scheduled = match s.planned.duration_s {
+                    Some(d) if d > 0.0 && s.requests.sent > 0 => s.requests.sent as f64 / d,
+                    _ => offered,
+                };
                 self.saturated =
-                    achieved < SATURATION_RATIO * offered || s.requests.failed as f64 > 0.1 * ok;
+                    achieved < SATURATION_RATIO * scheduled || s.requests.failed as f64 > 0.1 * ok;
             }
             _ => {
                 // Closed loop: the offered load adapts to the server, so only errors show it.

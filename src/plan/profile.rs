@@ -108,16 +108,24 @@ pub fn point_name(p: &ProfilePoint) -> String {
 
 /// The stage of one search probe at `rate`: Poisson arrivals for `probe`, seeded from the
 /// search's seed and the rate, so equal probes replay equal workloads.
-pub fn probe_stage(search: &StagePlan, spec: &SearchSpec, rate: f64) -> Result<StagePlan, PlanError> {
+pub fn probe_stage(
+    search: &StagePlan,
+    spec: &SearchSpec,
+    rate: f64,
+) -> Result<StagePlan, PlanError> {
     let rate = Rate(round_rate(rate));
     let seed = stage_seed(search.seed, "probe", rate.0.to_bits());
     let arrival = ArrivalSpec::Poisson { rate };
-    let offsets = arrival::schedule(&arrival, Horizon::Within(spec.probe), &mut arrival_rng(seed))
-        .map_err(|source| PlanError::Arrival {
-            stage: search.name.clone(),
-            source,
-        })?
-        .unwrap_or_default();
+    let offsets = arrival::schedule(
+        &arrival,
+        Horizon::Within(spec.probe),
+        &mut arrival_rng(seed),
+    )
+    .map_err(|source| PlanError::Arrival {
+        stage: search.name.clone(),
+        source,
+    })?
+    .unwrap_or_default();
     if offsets.is_empty() {
         return Err(PlanError::NoArrivals {
             stage: search.name.clone(),

@@ -14,5 +14,5 @@ mod stage;
 mod target;
 
 pub use progress::ProgressMode;
-pub use search::next_rate;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};
+pub use search::next_rate;

@@ -96,7 +96,10 @@ impl StageRunner<'_> {
             };
             let (mut summary, err) = runner.run_stage(StageRef::Stage(index), sink).await;
             out.error = out.error.or(err);
-            let mut point = runner.plan.stages[index].profile.clone().unwrap_or_default();
+            let mut point = runner.plan.stages[index]
+                .profile
+                .clone()
+                .unwrap_or_default();
             point.assess(&summary);
             summary.profile = Some(point.clone());
             let failed = match verdict(&summary) {

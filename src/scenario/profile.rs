@@ -92,7 +92,11 @@ pub(crate) fn sweep(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
         ctx.error(
             ctx.name_span(node),
             "`sweep` needs exactly one list of load points",
-            if count == 0 { "no load points" } else { "more than one list" },
+            if count == 0 {
+                "no load points"
+            } else {
+                "more than one list"
+            },
             Some("write e.g. sweep { rates 10 20 40 } or sweep { concurrency 1 4 16 }".into()),
         );
         return None;
@@ -368,9 +372,15 @@ mod tests {
 
     #[test]
     fn ranges_expand_inclusively() {
-        let lin: Vec<f64> = expand_range(10.0, 50.0, 5, false).iter().map(|r| r.0).collect();
+        let lin: Vec<f64> = expand_range(10.0, 50.0, 5, false)
+            .iter()
+            .map(|r| r.0)
+            .collect();
         assert_eq!(lin, vec![10.0, 20.0, 30.0, 40.0, 50.0]);
-        let geo: Vec<f64> = expand_range(1.0, 8.0, 4, true).iter().map(|r| r.0).collect();
+        let geo: Vec<f64> = expand_range(1.0, 8.0, 4, true)
+            .iter()
+            .map(|r| r.0)
+            .collect();
         for (g, want) in geo.iter().zip([1.0, 2.0, 4.0, 8.0]) {
             assert!((g - want).abs() < 1e-9, "{geo:?}");
         }

@@ -31,12 +31,18 @@ pub fn profile_inputs(
     stages: &[StageSummary],
     searches: &[SearchSummary],
 ) -> (Vec<(Assertion, Option<String>)>, Vec<StageSummary>) {
-    let is_probe =
-        |s: &StageSummary| s.profile.as_ref().is_some_and(|p| p.kind == PointKind::Probe);
+    let is_probe = |s: &StageSummary| {
+        s.profile
+            .as_ref()
+            .is_some_and(|p| p.kind == PointKind::Probe)
+    };
     let mut judged: Vec<StageSummary> = stages.iter().filter(|s| !is_probe(s)).cloned().collect();
     for search in searches {
         let answer = search.answer_rate_per_s.and_then(|rate| {
-            let probe = search.probes.iter().find(|p| p.passed && p.rate_per_s == rate)?;
+            let probe = search
+                .probes
+                .iter()
+                .find(|p| p.passed && p.rate_per_s == rate)?;
             stages.iter().find(|s| s.name == probe.stage)
         });
         if let Some(stage) = answer {
