@@ -107,18 +107,18 @@ pub fn ramp_schedule<R: Rng + ?Sized>(
     let mut out = Vec::new();
     let mut x = 0.0f64;
     for _ in 0..MAX_ARRIVALS {
-        if let Horizon::Count(n) = horizon {
-            if out.len() as u64 >= n {
-                break;
-            }
+        if let Horizon::Count(n) = horizon
+            && out.len() as u64 >= n
+        {
+            break;
         }
         let gap: f64 = rng.sample(Exp1);
         x += gap;
         let t_ns = (time_at(&segs, to, x) * 1e9).round().min(u64::MAX as f64) as u64;
-        if let Horizon::Within(d) = horizon {
-            if t_ns >= d.as_nanos() {
-                break;
-            }
+        if let Horizon::Within(d) = horizon
+            && t_ns >= d.as_nanos()
+        {
+            break;
         }
         out.push(t_ns);
     }

@@ -85,12 +85,11 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 .all(|v| v.passed),
         };
         let mut row = row(s, p.load(), p.saturated, p.client_bound, sla_ok);
-        if p.offered_rate_per_s.is_some() {
-            if let Some(d) = s.planned.duration_s.filter(|d| *d > 0.0) {
-                if s.requests.sent > 0 {
-                    row.scheduled = s.requests.sent as f64 / d;
-                }
-            }
+        if p.offered_rate_per_s.is_some()
+            && s.requests.sent > 0
+            && let Some(d) = s.planned.duration_s.filter(|d| *d > 0.0)
+        {
+            row.scheduled = s.requests.sent as f64 / d;
         }
         match groups.iter_mut().find(|g| g.group == p.group) {
             Some(g) => g.rows.push(row),
