@@ -89,6 +89,7 @@ fn scenario() -> Scenario {
             arrival: sp(ArrivalSpec::Poisson { rate: Rate(1000.0) }),
             limit: StageLimit::Requests(REQUESTS),
             drain_timeout: None,
+            profile: None,
         }],
         sla: vec![],
         goodput: None,

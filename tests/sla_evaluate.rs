@@ -58,6 +58,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
             tokenizer: "cl100k_base".into(),
         },
         warmup: None,
+        searches: Vec::new(),
         stages,
         sla: vec![],
         telemetry: None,

@@ -41,6 +41,15 @@ pub fn schedule<R: Rng + ?Sized>(
 ) -> Result<Option<Vec<u64>>, ArrivalError> {
     let rate = match spec {
         ArrivalSpec::Concurrency { .. } => return Ok(None),
+        ArrivalSpec::Ramp {
+            from,
+            to,
+            over,
+            steps,
+        } => {
+            let (a, b, o) = (from.per_sec(), to.per_sec(), over.as_secs_f64());
+            return super::ramp_schedule(a, b, o, *steps, horizon, rng).map(Some);
+        }
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. } => rate.per_sec(),
@@ -80,7 +89,7 @@ pub fn schedule<R: Rng + ?Sized>(
                 .map_err(|_| ArrivalError::BadBurstiness(shape))?;
             renewal(horizon, || rng.sample(gamma) * 1e9)
         }
-        ArrivalSpec::Concurrency { .. } => return Ok(None),
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } => return Ok(None),
     };
     // Only a degenerate gap distribution (gaps that underflow to 0) gets here.
     if offsets.len() as u64 >= MAX_ARRIVALS && matches!(horizon, Horizon::Within(_)) {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{parse_param, render};
 use crate::exit;
-use crate::metrics::{StageSummary, ValidityRules};
+use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::report::{self, Results, TargetInfo, WriteOptions};
 use crate::runner::{self, ProgressMode, RunOptions, StageDecision};
 use crate::scenario::Scenario;
@@ -150,8 +150,17 @@ pub fn run(args: RunArgs) -> i32 {
         interrupt: interrupt.clone(),
         interrupt_grace: Duration::from_secs(2),
     };
-    let mut abort_check =
-        |stage: &StageSummary| abort_decision(&assertions, stage, baseline.as_ref());
+    let mut abort_check = |stage: &StageSummary| match &stage.profile {
+        Some(p) if p.kind == PointKind::Probe => {
+            let failed = sla::probe_failures(&assertions, &p.group, stage, baseline.as_ref());
+            if failed.is_empty() {
+                StageDecision::Continue
+            } else {
+                StageDecision::Failed(failed)
+            }
+        }
+        _ => abort_decision(&assertions, stage, baseline.as_ref()),
+    };
     let outcome = runtime.block_on(async {
         let ctrl_c = interrupt.clone();
         tokio::spawn(async move {
@@ -175,9 +184,10 @@ pub fn run(args: RunArgs) -> i32 {
         .iter()
         .map(|(a, s, _)| (a.clone(), s.clone()))
         .collect();
+    let (pairs, judged) = sla::profile_inputs(&pairs, &output.stages, &output.searches);
     let verdicts = sla::evaluate_with(
         &pairs,
-        &output.stages,
+        &judged,
         baseline.as_ref(),
         output.telemetry.as_ref(),
     );
@@ -203,6 +213,7 @@ pub fn run(args: RunArgs) -> i32 {
         stages: output.stages.clone(),
         sla: verdicts,
         telemetry: output.telemetry.clone(),
+        searches: output.searches.clone(),
     };
     if let Some(t) = &results.telemetry {
         for w in &t.warnings {

@@ -246,6 +246,7 @@ impl StageAggregator {
             client,
             validity,
             timeline: self.timeline.finish(),
+            profile: None,
         }
     }
 

@@ -3,9 +3,11 @@
 //! Entry point: [`StageAggregator`].
 
 mod aggregate;
+mod profile;
 mod record;
 mod summary;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock, ValidityRules, dist};
+pub use profile::{PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary};
 pub use record::*;
 pub use summary::*;

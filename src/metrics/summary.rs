@@ -147,4 +147,7 @@ pub struct StageSummary {
     pub validity: Validity,
     /// Per-second series (sent, completed, tokens, latency) for plots.
     pub timeline: Vec<TimelinePoint>,
+    /// Set when the stage is one point of a sweep or one probe of a rate search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::ProfilePoint>,
 }

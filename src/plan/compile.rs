@@ -55,6 +55,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 max_requests,
                 duration,
                 drain_timeout: drain_default,
+                profile: None,
             })
         }
     };
@@ -63,7 +64,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     for (i, spec) in scenario.stages.iter().enumerate() {
         let dataset = dataset_index(format!("stage `{}`", spec.name.value), &spec.dataset.value)?;
         let seed = stage_seed(scenario.seed, "stage", i as u64);
-        stages.push(stage_plan(spec, dataset, seed, drain_default)?);
+        stages.extend(super::profile::expand(spec, dataset, seed, drain_default)?);
     }
 
     let mut plan = Plan {
@@ -182,7 +183,7 @@ fn closed_limits(
     }
 }
 
-fn stage_plan(
+pub(super) fn stage_plan(
     spec: &StageSpec,
     dataset: usize,
     seed: u64,
@@ -201,7 +202,8 @@ fn stage_plan(
         }
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
-        | ArrivalSpec::Gamma { rate, .. } => {
+        | ArrivalSpec::Gamma { rate, .. }
+        | ArrivalSpec::Ramp { from: rate, .. } => {
             let horizon = match spec.limit {
                 StageLimit::Requests(0) => {
                     return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
@@ -245,5 +247,6 @@ fn stage_plan(
         max_requests,
         duration,
         drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
+        profile: None,
     })
 }

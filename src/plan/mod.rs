@@ -8,6 +8,7 @@ mod error;
 mod hash;
 mod json;
 mod model;
+mod profile;
 mod recipe;
 mod render;
 mod seed;
@@ -17,6 +18,7 @@ pub use error::PlanError;
 pub use hash::plan_hash;
 pub use json::write_json;
 pub use model::*;
+pub use profile::{point_name, probe_stage};
 pub use render::render_text;
 
 #[cfg(test)]

@@ -90,6 +90,9 @@ pub struct StagePlan {
     pub duration: Option<Duration>,
     /// How long to wait for in-flight requests once sending stops.
     pub drain_timeout: Duration,
+    /// Set on the stages a sweep expands into (and on search probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::metrics::ProfilePoint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +105,9 @@ pub enum Load {
     },
     /// `clients` workers, each sending its next request when its previous one finishes.
     Closed { clients: u32 },
+    /// A rate search: probes are planned at run time (see `runner::search`) from these bounds
+    /// and rules, each an open-loop Poisson stage of `probe` length.
+    Search(crate::scenario::SearchSpec),
 }
 
 /// One request, computed on demand from the plan: `Plan::request(stage, index)`.

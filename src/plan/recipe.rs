@@ -44,6 +44,7 @@ impl StagePlan {
         match &self.load {
             Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
             Load::Closed { .. } => self.max_requests,
+            Load::Search(_) => None,
         }
     }
 }

@@ -120,6 +120,7 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
     let load = match &stage.load {
         Load::Open { arrival, .. } => describe_arrival(arrival),
         Load::Closed { clients } => format!("closed loop, {clients} clients"),
+        Load::Search(s) => super::profile::describe_search(s),
     };
     writeln!(out, "  load      {load}")?;
     let count = stage.request_count();
@@ -196,7 +197,7 @@ fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
-        ArrivalSpec::Concurrency { .. } => None,
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } => None,
     }
 }
 
@@ -208,6 +209,15 @@ fn describe_arrival(a: &ArrivalSpec) -> String {
             format!("gamma {rate}, burstiness {}", trim_float(*burstiness))
         }
         ArrivalSpec::Concurrency { clients } => format!("closed loop, {clients} clients"),
+        ArrivalSpec::Ramp {
+            from,
+            to,
+            over,
+            steps,
+        } => match steps {
+            None => format!("poisson ramp {from} → {to} over {over}, linear"),
+            Some(k) => format!("poisson ramp {from} → {to} over {over}, {k} steps"),
+        },
     }
 }
 

@@ -28,6 +28,7 @@ pub(crate) fn stage(
         arrival: sp(arrival),
         limit,
         drain_timeout: None,
+        profile: None,
     }
 }
 

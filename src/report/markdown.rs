@@ -49,6 +49,9 @@ pub fn render_markdown_with_plots(
     let out = env.get_template("report.md")?.render(context! {
         view => Value::from(Serde(&view)),
         results => Value::from(Serde(results)),
+        profiles => Value::from(Serde(&super::profiles(results))),
+        plot_files => Value::from(Serde(plot_files)),
+        searches => Value::from(Serde(&results.searches)),
     })?;
     Ok(out)
 }

@@ -6,6 +6,7 @@ mod error;
 mod junit;
 mod markdown;
 mod plots;
+mod profile;
 mod results;
 mod summary;
 mod telemetry;
@@ -17,6 +18,10 @@ pub use error::*;
 pub use junit::*;
 pub use markdown::*;
 pub use plots::*;
+pub use profile::{
+    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
+    profile_svg, profiles,
+};
 pub use results::*;
 pub use summary::render_summary_text;
 pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};

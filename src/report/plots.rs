@@ -54,6 +54,12 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, Report
             }
         }
     }
+    for g in super::profiles(results) {
+        let path = dir.join(super::profile_file_name(&g.group));
+        let svg = super::profile_svg(&[("", &g)])?;
+        std::fs::write(&path, svg).map_err(|e| ReportError::io(&path, e))?;
+        written.push(path);
+    }
     Ok(written)
 }
 

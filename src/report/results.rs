@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::StageSummary;
+use crate::metrics::{SearchSummary, StageSummary};
 use crate::sla::SlaVerdict;
 use crate::telemetry::TelemetryReport;
 
@@ -35,6 +35,10 @@ pub struct Results {
     /// GPU and server telemetry, when the scenario asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetryReport>,
+    /// One per rate-search stage: answer, bracket, stop reason and every probe (whose full
+    /// summaries are in `stages`, marked with `profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<SearchSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -9,9 +9,11 @@ mod collect;
 mod cpu;
 mod progress;
 mod run;
+mod search;
 mod stage;
 mod target;
 mod telemetry;
 
 pub use progress::ProgressMode;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};
+pub use search::next_rate;

@@ -16,8 +16,8 @@ use super::stage::{StageRef, StageRunner, TokenizerCounter};
 use super::target::{InProcessSim, preflight};
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError};
 use crate::dataset::{PromptFactory, Tokenizer};
-use crate::metrics::{StageSummary, ValidityRules};
-use crate::plan::{EndpointPlan, Plan};
+use crate::metrics::{SearchSummary, StageSummary, ValidityRules};
+use crate::plan::{EndpointPlan, Load, Plan};
 
 /// How to run, beyond what the plan says.
 pub struct RunOptions {
@@ -36,6 +36,8 @@ pub struct RunOptions {
 pub enum StageDecision {
     Continue,
     Abort(String),
+    /// The stage failed these SLAs but the run goes on: a search probe's "fail" verdict.
+    Failed(Vec<String>),
 }
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
@@ -48,6 +50,8 @@ pub struct RunOutput {
     pub started_at: SystemTime,
     pub warmup: Option<StageSummary>,
     pub stages: Vec<StageSummary>,
+    /// One per rate-search stage that ran (its probes are in `stages`).
+    pub searches: Vec<SearchSummary>,
     /// Stopped early by Ctrl-C or an abort.
     pub interrupted: bool,
     /// Why it stopped early, or a problem that did not stop it (a failing requests.jsonl).
@@ -162,6 +166,7 @@ pub async fn run(
         started_at,
         warmup: None,
         stages: Vec::new(),
+        searches: Vec::new(),
         interrupted: false,
         error: None,
         telemetry: None,
@@ -186,10 +191,25 @@ pub async fn run(
         if opts.interrupt.is_cancelled() {
             break;
         }
+        if let Load::Search(spec) = &plan.stages[i].load {
+            mark(&plan.stages[i].name, true);
+            let s = runner
+                .run_search(&plan.stages[i], spec, &mut sink, after_stage)
+                .await;
+            mark(&plan.stages[i].name, false);
+            out.stages.extend(s.probes);
+            out.searches.push(s.summary);
+            out.error = out.error.or(s.error);
+            continue;
+        }
         mark(&plan.stages[i].name, true);
-        let (summary, err) = runner.run_stage(StageRef::Stage(i), &mut sink).await;
+        let (mut summary, err) = runner.run_stage(StageRef::Stage(i), &mut sink).await;
         mark(&plan.stages[i].name, false);
         out.error = out.error.or(err);
+        if let Some(mut point) = plan.stages[i].profile.clone() {
+            point.assess(&summary);
+            summary.profile = Some(point);
+        }
         let decision = after_stage(&summary);
         out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {

@@ -141,6 +141,8 @@ impl StageRunner<'_> {
                     let _ = done_rx.await;
                 }
             }
+            // Run probe by probe by `runner::search`, never as one stage.
+            Load::Search(_) => {}
             Load::Closed { clients } => {
                 let next = Arc::new(AtomicU64::new(0));
                 let deadline = stage.duration.map(|d| t0 + d.as_std());
@@ -193,7 +195,7 @@ impl StageRunner<'_> {
             wall_ns,
             planned_span_ns: match &stage.load {
                 Load::Open { offsets_ns, .. } => offsets_ns.last().copied(),
-                Load::Closed { .. } => None,
+                Load::Closed { .. } | Load::Search(_) => None,
             },
             cpu_ns,
             cores: thread::available_parallelism()
@@ -311,6 +313,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
                 ArrivalSpec::Poisson { rate } => ("poisson", Some(rate.per_sec())),
                 ArrivalSpec::Gamma { rate, .. } => ("gamma", Some(rate.per_sec())),
                 ArrivalSpec::Concurrency { .. } => ("concurrency", None),
+                ArrivalSpec::Ramp { .. } => ("ramp", None),
             };
             p.arrival = kind.into();
             p.rate_per_s = rate;
@@ -319,6 +322,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
             p.arrival = "concurrency".into();
             p.clients = Some(*clients);
         }
+        Load::Search(_) => p.arrival = "search".into(),
     }
     p
 }
@@ -327,6 +331,7 @@ fn planned_total(stage: &StagePlan) -> Option<u64> {
     match &stage.load {
         Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
         Load::Closed { .. } => stage.max_requests,
+        Load::Search(_) => None,
     }
 }
 
@@ -343,6 +348,7 @@ fn pool_warmth(stage: &StagePlan) -> usize {
             (rate as usize).clamp(4, 256).min(offsets_ns.len().max(1))
         }
         Load::Closed { clients } => (*clients as usize).min(512),
+        Load::Search(_) => 4,
     }
 }
 

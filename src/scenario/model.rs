@@ -234,6 +234,9 @@ pub struct StageSpec {
     pub limit: StageLimit,
     /// How long to wait for in-flight requests after the stage ends. Default: the target timeout.
     pub drain_timeout: Option<Duration>,
+    /// `sweep { … }` or `search { … }`: the stage is a family of loads (see `profile.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::profile::ProfileSpec>,
 }
 
 /// When a stage stops sending. Exactly one of the two is given in the file.
@@ -257,7 +260,15 @@ pub enum ArrivalSpec {
     Gamma { rate: Rate, burstiness: f64 },
     /// Closed loop: `clients` workers.
     Concurrency { clients: u32 },
-    // The load-profile issue adds Ramp, Sweep and Search.
+    /// Open loop (inhomogeneous Poisson) whose rate goes from `from` to `to` over `over`,
+    /// linearly or, with `steps`, in that many equal stairs; it stays at `to` afterwards.
+    Ramp {
+        from: Rate,
+        to: Rate,
+        over: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steps: Option<u32>,
+    },
 }
 
 /// One `assert "…"` line: the expression is parsed by the `sla` module; the scenario keeps the

@@ -16,8 +16,10 @@ const STAGE_CHILDREN: &[&str] = &[
     "requests",
     "drain-timeout",
     "sla",
+    "sweep",
+    "search",
 ];
-const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency"];
+const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency", "ramp"];
 
 /// What a `stage` node yields: its name even when the rest is invalid (so that references to it
 /// are not reported too), the stage when valid, and its scoped assertions.
@@ -55,6 +57,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let (mut dataset, mut arrival, mut limit, mut drain) = (None, None, None, None);
     let mut limit_given = false;
     let mut sla = Vec::new();
+    let mut profile = None;
     for child in r.children() {
         let cname = child.name().value();
         if !STAGE_CHILDREN.contains(&cname) {
@@ -100,6 +103,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             "drain-timeout" => {
                 drain = one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
             }
+            "sweep" | "search" => {
+                cr.skip_all();
+                let _ = cr.children();
+                profile = super::profile::parse_in_stage(ctx, child, &mut profile);
+            }
             _ => {}
         }
         cr.finish(ctx);
@@ -118,7 +126,8 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             Some("add dataset \"NAME\" naming a declared dataset".into()),
         );
     }
-    if !has("arrival") {
+    let profiled = has("sweep") || has("search");
+    if !has("arrival") && !profiled {
         ctx.error(
             head,
             format!("{shown} has no arrival"),
@@ -128,7 +137,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             ),
         );
     }
-    if !has("duration") && !has("requests") {
+    let ramp_over = match arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value) {
+        Some(ArrivalSpec::Ramp { over, .. }) => Some(*over),
+        _ => None,
+    };
+    if !has("duration") && !has("requests") && ramp_over.is_none() && !has("search") {
         ctx.error(
             head,
             format!("{shown} has no limit"),
@@ -136,13 +149,17 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             Some("add duration \"60s\" or requests 500".into()),
         );
     }
-    let stage = match (&name, &dataset, arrival.flatten(), limit) {
+    let limit = limit.or(ramp_over.map(StageLimit::Duration));
+    let (arrival, limit) =
+        super::profile::fill_defaults(ctx, node, profile.as_ref(), arrival.flatten(), limit);
+    let stage = match (&name, &dataset, arrival, limit) {
         (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
             name: n.clone(),
             dataset: dataset.clone(),
             arrival,
             limit,
             drain_timeout: drain,
+            profile,
         }),
         _ => None,
     };
@@ -196,6 +213,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
                 clients: ctx.u32_at_least(&clients, "clients", 1)?,
             }
         }
+        "ramp" => super::profile::ramp(ctx, r)?,
         other => {
             ctx.error(
                 kind_val.span,

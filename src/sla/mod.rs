@@ -5,10 +5,12 @@ mod evaluate;
 mod grammar;
 mod parse;
 mod telemetry;
+mod profile;
 mod verdict;
 
 pub use evaluate::*;
 pub use grammar::*;
 pub use parse::*;
 pub use telemetry::observe_with;
+pub use profile::{probe_failures, profile_inputs};
 pub use verdict::*;

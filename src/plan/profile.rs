@@ -1,0 +1,167 @@
+//! Load profiles in the plan: a sweep expands at compile time into one ordinary stage per load
+//! point (named `group@40rps` or `group@8c`, marked with a [`ProfilePoint`]); a search stays one
+//! `Load::Search` entry whose probes the runner plans one at a time with [`probe_stage`].
+
+use crate::arrival::{self, Horizon};
+use crate::metrics::{PointKind, ProfilePoint};
+use crate::scenario::{ArrivalSpec, ProfileSpec, SearchSpec, StageSpec, SweepSpec};
+use crate::units::{Duration, Rate, trim_float};
+
+use super::compile::stage_plan;
+use super::seed::{arrival_rng, stage_seed};
+use super::{Load, PlanError, StagePlan};
+
+/// The plan stages of one scenario stage: itself, its sweep points, or its search.
+pub(super) fn expand(
+    spec: &StageSpec,
+    dataset: usize,
+    seed: u64,
+    drain_default: Duration,
+) -> Result<Vec<StagePlan>, PlanError> {
+    let group = spec.name.value.clone();
+    match &spec.profile {
+        None => Ok(vec![stage_plan(spec, dataset, seed, drain_default)?]),
+        Some(ProfileSpec::Sweep(sweep)) => {
+            let points: Vec<(ArrivalSpec, ProfilePoint)> = match sweep {
+                SweepSpec::Rates(rates) => rates
+                    .iter()
+                    .map(|r| {
+                        let r = Rate(round_rate(r.0));
+                        let point = ProfilePoint {
+                            group: group.clone(),
+                            offered_rate_per_s: Some(r.0),
+                            ..ProfilePoint::default()
+                        };
+                        (with_rate(&spec.arrival.value, r), point)
+                    })
+                    .collect(),
+                SweepSpec::Concurrency(levels) => levels
+                    .iter()
+                    .map(|&c| {
+                        let point = ProfilePoint {
+                            group: group.clone(),
+                            clients: Some(c),
+                            ..ProfilePoint::default()
+                        };
+                        (ArrivalSpec::Concurrency { clients: c }, point)
+                    })
+                    .collect(),
+            };
+            let mut out = Vec::with_capacity(points.len());
+            for (j, (arrival, point)) in points.into_iter().enumerate() {
+                let mut one = spec.clone();
+                one.name.value = point_name(&point);
+                one.arrival.value = arrival;
+                one.profile = None;
+                let point_seed = stage_seed(seed, "sweep-point", j as u64);
+                let mut plan = stage_plan(&one, dataset, point_seed, drain_default)?;
+                if out.iter().any(|s: &StagePlan| s.name == plan.name) {
+                    return Err(PlanError::BadStage {
+                        stage: format!("stage `{group}`"),
+                        reason: format!("the sweep lists the load point `{}` twice", plan.name),
+                    });
+                }
+                plan.profile = Some(point);
+                out.push(plan);
+            }
+            Ok(out)
+        }
+        Some(ProfileSpec::Search(search)) => Ok(vec![StagePlan {
+            name: group,
+            dataset,
+            seed,
+            load: Load::Search(search.clone()),
+            max_requests: None,
+            duration: Some(search.probe),
+            drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
+            profile: None,
+        }]),
+    }
+}
+
+/// Two decimals are plenty for a load point and keep stage names readable.
+fn round_rate(r: f64) -> f64 {
+    let rounded = (r * 100.0).round() / 100.0;
+    if rounded > 0.0 { rounded } else { r }
+}
+
+/// The stage's own open-loop kind at rate `r` (Poisson when it has no open-loop arrival).
+fn with_rate(arrival: &ArrivalSpec, rate: Rate) -> ArrivalSpec {
+    match arrival {
+        ArrivalSpec::Constant { .. } => ArrivalSpec::Constant { rate },
+        ArrivalSpec::Gamma { burstiness, .. } => ArrivalSpec::Gamma {
+            rate,
+            burstiness: *burstiness,
+        },
+        _ => ArrivalSpec::Poisson { rate },
+    }
+}
+
+/// `group@40rps`, `group@2.5rps` or `group@8c`.
+pub fn point_name(p: &ProfilePoint) -> String {
+    match (p.offered_rate_per_s, p.clients) {
+        (Some(r), _) => format!("{}@{}rps", p.group, trim_float(round_rate(r))),
+        (None, Some(c)) => format!("{}@{c}c", p.group),
+        (None, None) => p.group.clone(),
+    }
+}
+
+/// The stage of one search probe at `rate`: Poisson arrivals for `probe`, seeded from the
+/// search's seed and the rate, so equal probes replay equal workloads.
+pub fn probe_stage(
+    search: &StagePlan,
+    spec: &SearchSpec,
+    rate: f64,
+) -> Result<StagePlan, PlanError> {
+    let rate = Rate(round_rate(rate));
+    let seed = stage_seed(search.seed, "probe", rate.0.to_bits());
+    let arrival = ArrivalSpec::Poisson { rate };
+    let offsets = arrival::schedule(
+        &arrival,
+        Horizon::Within(spec.probe),
+        &mut arrival_rng(seed),
+    )
+    .map_err(|source| PlanError::Arrival {
+        stage: search.name.clone(),
+        source,
+    })?
+    .unwrap_or_default();
+    if offsets.is_empty() {
+        return Err(PlanError::NoArrivals {
+            stage: search.name.clone(),
+            detail: format!("probe at {rate} over {}", spec.probe),
+        });
+    }
+    let point = ProfilePoint {
+        group: search.name.clone(),
+        kind: PointKind::Probe,
+        offered_rate_per_s: Some(rate.0),
+        ..ProfilePoint::default()
+    };
+    Ok(StagePlan {
+        name: point_name(&point),
+        dataset: search.dataset,
+        seed,
+        max_requests: Some(offsets.len() as u64),
+        load: Load::Open {
+            arrival,
+            offsets_ns: offsets,
+        },
+        duration: Some(spec.probe),
+        drain_timeout: search.drain_timeout,
+        profile: Some(point),
+    })
+}
+
+/// How `infermeter plan` shows a search: its bounds and rules (probes are chosen at run time).
+pub(super) fn describe_search(s: &SearchSpec) -> String {
+    format!(
+        "rate search {} .. {} (poisson probes of {}, tolerance {}%, at most {} probes / {})",
+        s.from,
+        s.to,
+        s.probe,
+        trim_float(s.tolerance * 100.0),
+        s.max_probes,
+        s.max_time
+    )
+}

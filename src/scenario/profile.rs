@@ -1,0 +1,388 @@
+//! Load profiles in the scenario: `sweep { … }` (one sub-stage per load point) and
+//! `search { … }` (the highest rate meeting the SLAs) inside a stage, and the `ramp` arrival's
+//! properties. Parsed here so that `stage.rs` only dispatches.
+
+use kdl::KdlNode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ctx::{Ctx, NodeReader, Val};
+use super::model::{ArrivalSpec, Spanned, StageLimit};
+use super::target::one_arg;
+use crate::units::{Duration, Rate};
+
+/// A stage that is not one load but a family of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileSpec {
+    /// One sub-stage per point, each with the stage's limit and dataset.
+    Sweep(SweepSpec),
+    /// Probes chosen adaptively to find the highest rate where the stage's SLAs hold.
+    Search(SearchSpec),
+}
+
+/// The load points of a sweep, in the order they run (`from/to/steps` already expanded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepSpec {
+    /// Open-loop request rates (the stage's arrival kind, Poisson when it names none).
+    Rates(Vec<Rate>),
+    /// Closed-loop client counts.
+    Concurrency(Vec<u32>),
+}
+
+/// `search { rate from=… to=…; tolerance "5%"; max-probes 12; max-time "10m"; probe "20s" }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchSpec {
+    /// Lowest rate tried (the search starts here).
+    pub from: Rate,
+    /// Highest rate tried.
+    pub to: Rate,
+    /// Stop when `(fail − pass) / pass` is at most this (a fraction). Default 0.05.
+    pub tolerance: f64,
+    /// Most probes run. Default 12.
+    pub max_probes: u32,
+    /// Most total time spent probing (a probe that starts runs to its end). Default 10m.
+    pub max_time: Duration,
+    /// Length of one probe (open-loop Poisson). Default 20s.
+    pub probe: Duration,
+}
+
+const SWEEP_CHILDREN: &[&str] = &["rates", "rate", "concurrency"];
+const SEARCH_CHILDREN: &[&str] = &["rate", "tolerance", "max-probes", "max-time", "probe"];
+
+/// Most points a sweep may expand into.
+const MAX_POINTS: u64 = 1000;
+
+/// Parses `sweep { rates 10 20 40 }`, `sweep { rate from=10 to=200 steps=6
+/// scale="geometric" }` or `sweep { concurrency 1 2 4 8 }`.
+pub(crate) fn sweep(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let mut out = None;
+    let mut count = 0;
+    for child in r.children() {
+        let name = child.name().value();
+        if !SWEEP_CHILDREN.contains(&name) {
+            ctx.unknown_node(child, "`sweep`", SWEEP_CHILDREN);
+            continue;
+        }
+        count += 1;
+        let mut cr = NodeReader::new(ctx, child);
+        let spec = match name {
+            "rates" => {
+                let vals = cr.args_from(ctx, 0);
+                let rates: Option<Vec<Rate>> = vals.iter().map(|v| ctx.rate(v, "rate")).collect();
+                non_empty(ctx, child, rates).map(SweepSpec::Rates)
+            }
+            "concurrency" => {
+                let vals = cr.args_from(ctx, 0);
+                let levels: Option<Vec<u32>> = vals
+                    .iter()
+                    .map(|v| ctx.u32_at_least(v, "clients", 1))
+                    .collect();
+                non_empty(ctx, child, levels).map(SweepSpec::Concurrency)
+            }
+            _ => rate_range(ctx, &mut cr).map(SweepSpec::Rates),
+        };
+        cr.finish(ctx);
+        out = out.or(spec);
+    }
+    r.finish(ctx);
+    if count != 1 {
+        ctx.error(
+            ctx.name_span(node),
+            "`sweep` needs exactly one list of load points",
+            if count == 0 {
+                "no load points"
+            } else {
+                "more than one list"
+            },
+            Some("write e.g. sweep { rates 10 20 40 } or sweep { concurrency 1 4 16 }".into()),
+        );
+        return None;
+    }
+    out.map(ProfileSpec::Sweep)
+}
+
+fn non_empty<T>(ctx: &mut Ctx<'_>, node: &KdlNode, v: Option<Vec<T>>) -> Option<Vec<T>> {
+    let v = v?;
+    if v.is_empty() {
+        ctx.error(
+            ctx.name_span(node),
+            format!("`{}` lists no load point", node.name().value()),
+            "empty list",
+            Some("give at least one value".into()),
+        );
+        return None;
+    }
+    Some(v)
+}
+
+/// `rate from=10 to=200 steps=6 scale="linear"|"geometric"`, expanded to its points.
+fn rate_range(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Vec<Rate>> {
+    let from = required(ctx, r, "from").and_then(|v| ctx.rate(&v, "from"));
+    let to = required(ctx, r, "to").and_then(|v| ctx.rate(&v, "to"));
+    let steps = required(ctx, r, "steps").and_then(|v| ctx.uint(&v, "steps", 2, MAX_POINTS));
+    let geometric = match r.prop(ctx, "scale") {
+        None => Some(false),
+        Some(v) => match ctx.string(&v, "scale")?.as_str() {
+            "linear" => Some(false),
+            "geometric" => Some(true),
+            other => {
+                ctx.error(
+                    v.span,
+                    format!("unknown scale `{other}`"),
+                    "not a scale",
+                    Some("use scale=\"linear\" or scale=\"geometric\"".into()),
+                );
+                None
+            }
+        },
+    };
+    let (from, to, steps, geometric) = (from?.0, to?.0, steps?, geometric?);
+    Some(expand_range(from, to, steps, geometric))
+}
+
+/// `steps` points from `from` to `to` inclusive, evenly spaced or in a constant ratio.
+pub fn expand_range(from: f64, to: f64, steps: u64, geometric: bool) -> Vec<Rate> {
+    let n = steps.max(2);
+    (0..n)
+        .map(|i| {
+            let f = i as f64 / (n - 1) as f64;
+            Rate(if geometric {
+                from * (to / from).powf(f)
+            } else {
+                from + (to - from) * f
+            })
+        })
+        .collect()
+}
+
+fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str) -> Option<Val> {
+    let v = r.prop(ctx, key);
+    if v.is_none() && r.node.entry(key).is_none() {
+        ctx.error(
+            ctx.name_span(r.node),
+            format!("`{}` needs `{key}=`", r.name()),
+            format!("missing {key}="),
+            None,
+        );
+    }
+    v
+}
+
+/// Parses `search { rate from=1 to=500; tolerance "5%"; max-probes 12; max-time "10m";
+/// probe "20s" }`.
+pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
+    let mut r = NodeReader::new(ctx, node);
+    let mut bounds = None;
+    let mut spec = SearchSpec {
+        from: Rate(0.0),
+        to: Rate(0.0),
+        tolerance: 0.05,
+        max_probes: 12,
+        max_time: Duration::from_secs_f64(600.0),
+        probe: Duration::from_secs_f64(20.0),
+    };
+    let mut ok = true;
+    for child in r.children() {
+        let name = child.name().value();
+        if !SEARCH_CHILDREN.contains(&name) {
+            ctx.unknown_node(child, "`search`", SEARCH_CHILDREN);
+            continue;
+        }
+        let mut cr = NodeReader::new(ctx, child);
+        match name {
+            "rate" => {
+                let from = required(ctx, &mut cr, "from").and_then(|v| ctx.rate(&v, "from"));
+                let to = required(ctx, &mut cr, "to").and_then(|v| ctx.rate(&v, "to"));
+                bounds = from.zip(to);
+            }
+            "tolerance" => match one_arg(ctx, &mut cr, "a tolerance such as \"5%\"") {
+                Some(v) => match tolerance(ctx, &v) {
+                    Some(t) => spec.tolerance = t,
+                    None => ok = false,
+                },
+                None => ok = false,
+            },
+            "max-probes" => {
+                match one_arg(ctx, &mut cr, "a count").and_then(|v| ctx.uint(&v, name, 2, 1000)) {
+                    Some(n) => spec.max_probes = n as u32,
+                    None => ok = false,
+                }
+            }
+            _ => match one_arg(ctx, &mut cr, "a duration")
+                .and_then(|v| ctx.positive_duration(&v, name))
+            {
+                Some(d) if name == "probe" => spec.probe = d,
+                Some(d) => spec.max_time = d,
+                None => ok = false,
+            },
+        }
+        cr.finish(ctx);
+    }
+    r.finish(ctx);
+    let Some((from, to)) = bounds else {
+        if !node
+            .children()
+            .is_some_and(|d| d.nodes().iter().any(|c| c.name().value() == "rate"))
+        {
+            ctx.error(
+                ctx.name_span(node),
+                "`search` has no bounds",
+                "missing `rate from=… to=…`",
+                Some("add rate from=1 to=500".into()),
+            );
+        }
+        return None;
+    };
+    if from.0 >= to.0 {
+        ctx.error(
+            ctx.line_span(node),
+            "`search` needs `from` below `to`",
+            "empty search range",
+            None,
+        );
+        return None;
+    }
+    (spec.from, spec.to) = (from, to);
+    ok.then_some(ProfileSpec::Search(spec))
+}
+
+/// `"5%"` or a fraction such as `0.05`; strictly between 0 and 1.
+fn tolerance(ctx: &mut Ctx<'_>, v: &Val) -> Option<f64> {
+    let t = match v.value.as_string() {
+        Some(s) => s
+            .trim()
+            .strip_suffix('%')
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .map(|n| n / 100.0),
+        None => ctx.number(v, "tolerance"),
+    };
+    match t {
+        Some(t) if t > 0.0 && t < 1.0 => Some(t),
+        _ => {
+            ctx.error(
+                v.span,
+                "tolerance must be between 0% and 100%",
+                "not a tolerance",
+                Some("write e.g. tolerance \"5%\"".into()),
+            );
+            None
+        }
+    }
+}
+
+/// A `sweep` or `search` child of a stage; a stage has at most one.
+pub(crate) fn parse_in_stage(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+    current: &mut Option<ProfileSpec>,
+) -> Option<ProfileSpec> {
+    if current.is_some() {
+        ctx.error(
+            ctx.name_span(node),
+            "a stage has at most one `sweep` or `search`",
+            "second load profile",
+            Some("split it into two stages".into()),
+        );
+        return current.take();
+    }
+    if node.name().value() == "sweep" {
+        sweep(ctx, node)
+    } else {
+        search(ctx, node)
+    }
+}
+
+/// A profiled stage may leave out its arrival (the sweep or search sets the load) and a search
+/// its limit (each probe lasts `probe`).
+pub(crate) fn fill_defaults(
+    ctx: &Ctx<'_>,
+    stage: &KdlNode,
+    profile: Option<&ProfileSpec>,
+    arrival: Option<Spanned<ArrivalSpec>>,
+    limit: Option<StageLimit>,
+) -> (Option<Spanned<ArrivalSpec>>, Option<StageLimit>) {
+    let Some(profile) = profile else {
+        return (arrival, limit);
+    };
+    let span = ctx.line_span(stage);
+    let default = match profile {
+        ProfileSpec::Sweep(SweepSpec::Rates(r)) => ArrivalSpec::Poisson { rate: r[0] },
+        ProfileSpec::Sweep(SweepSpec::Concurrency(c)) => ArrivalSpec::Concurrency { clients: c[0] },
+        ProfileSpec::Search(s) => ArrivalSpec::Poisson { rate: s.from },
+    };
+    let limit = match profile {
+        ProfileSpec::Search(s) => limit.or(Some(StageLimit::Duration(s.probe))),
+        ProfileSpec::Sweep(_) => limit,
+    };
+    (arrival.or(Some(Spanned::new(default, span))), limit)
+}
+
+/// `arrival "ramp" from=10 to=200 over="5m" [shape="linear"|"steps"] [steps=5]`.
+pub(crate) fn ramp(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<ArrivalSpec> {
+    let from = required(ctx, r, "from").and_then(|v| ctx.rate(&v, "from"));
+    let to = required(ctx, r, "to").and_then(|v| ctx.rate(&v, "to"));
+    let over = required(ctx, r, "over").and_then(|v| ctx.positive_duration(&v, "over"));
+    let shape = match r.prop(ctx, "shape") {
+        None => Some("linear".to_string()),
+        Some(v) => {
+            let s = ctx.string(&v, "shape")?;
+            if s != "linear" && s != "steps" {
+                ctx.error(
+                    v.span,
+                    format!("unknown ramp shape `{s}`"),
+                    "not a shape",
+                    Some("use shape=\"linear\" or shape=\"steps\"".into()),
+                );
+                return None;
+            }
+            Some(s)
+        }
+    };
+    let steps = match r.prop(ctx, "steps") {
+        Some(v) => Some(ctx.uint(&v, "steps", 2, 10_000)? as u32),
+        None => None,
+    };
+    let steps = match (shape?.as_str(), steps) {
+        ("steps", None) => Some(5),
+        ("linear", Some(_)) => {
+            ctx.error(
+                ctx.name_span(r.node),
+                "`steps=` needs shape=\"steps\"",
+                "a linear ramp has no steps",
+                Some("add shape=\"steps\" or remove steps=".into()),
+            );
+            return None;
+        }
+        (_, s) => s,
+    };
+    Some(ArrivalSpec::Ramp {
+        from: from?,
+        to: to?,
+        over: over?,
+        steps,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_inclusively() {
+        let lin: Vec<f64> = expand_range(10.0, 50.0, 5, false)
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(lin, vec![10.0, 20.0, 30.0, 40.0, 50.0]);
+        let geo: Vec<f64> = expand_range(1.0, 8.0, 4, true)
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        for (g, want) in geo.iter().zip([1.0, 2.0, 4.0, 8.0]) {
+            assert!((g - want).abs() < 1e-9, "{geo:?}");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! SLAs on load profiles. A search probe passes when every assertion scoped to the search's
+//! stage, and every scenario-level one, holds on it. After the run, a search's stage is judged
+//! on its answer probe (no passing rate: its scoped assertions fail as "did not run"), probes
+//! themselves are not judged again (failing probes are how a search works), and an assertion
+//! scoped to a sweep applies to every point of the sweep.
+
+use super::evaluate_one;
+use super::grammar::Assertion;
+use crate::metrics::{PointKind, SearchSummary, StageSummary};
+use crate::report::Results;
+
+/// The expressions that failed on a probe of search `group` (empty: it passed).
+pub fn probe_failures(
+    assertions: &[(Assertion, Option<String>, bool)],
+    group: &str,
+    stage: &StageSummary,
+    baseline: Option<&Results>,
+) -> Vec<String> {
+    assertions
+        .iter()
+        .filter(|(_, scope, _)| scope.as_deref().is_none_or(|s| s == group))
+        .map(|(a, _, _)| evaluate_one(a, stage, baseline))
+        .filter(|v| !v.passed)
+        .map(|v| v.expr)
+        .collect()
+}
+
+/// The assertions and stages the final SLA evaluation sees, with load profiles resolved.
+pub fn profile_inputs(
+    assertions: &[(Assertion, Option<String>)],
+    stages: &[StageSummary],
+    searches: &[SearchSummary],
+) -> (Vec<(Assertion, Option<String>)>, Vec<StageSummary>) {
+    let is_probe = |s: &StageSummary| {
+        s.profile
+            .as_ref()
+            .is_some_and(|p| p.kind == PointKind::Probe)
+    };
+    let mut judged: Vec<StageSummary> = stages.iter().filter(|s| !is_probe(s)).cloned().collect();
+    for search in searches {
+        let answer = search.answer_rate_per_s.and_then(|rate| {
+            let probe = search
+                .probes
+                .iter()
+                .find(|p| p.passed && p.rate_per_s == rate)?;
+            stages.iter().find(|s| s.name == probe.stage)
+        });
+        if let Some(stage) = answer {
+            judged.push(StageSummary {
+                name: search.group.clone(),
+                ..stage.clone()
+            });
+        }
+    }
+    let mut out = Vec::with_capacity(assertions.len());
+    for (a, scope) in assertions {
+        let points: Vec<&StageSummary> = match scope {
+            Some(group) => judged
+                .iter()
+                .filter(|s| {
+                    s.profile
+                        .as_ref()
+                        .is_some_and(|p| p.kind == PointKind::Sweep && &p.group == group)
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        if points.is_empty() {
+            out.push((a.clone(), scope.clone()));
+        } else {
+            out.extend(points.iter().map(|s| (a.clone(), Some(s.name.clone()))));
+        }
+    }
+    (out, judged)
+}
