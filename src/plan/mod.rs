@@ -6,6 +6,8 @@
 mod compile;
 mod error;
 mod hash;
+mod items;
+mod load;
 mod json;
 mod model;
 mod recipe;
@@ -16,6 +18,7 @@ pub use compile::compile;
 pub use error::PlanError;
 pub use hash::plan_hash;
 pub use json::write_json;
+pub use items::*;
 pub use model::*;
 pub use render::render_text;
 

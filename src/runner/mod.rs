@@ -5,6 +5,7 @@
 //!
 //! Entry point: [`run`].
 
+mod body;
 mod collect;
 mod cpu;
 mod progress;

@@ -24,8 +24,8 @@ use super::cpu::CpuClock;
 use super::progress::Progress;
 use super::run::RunOptions;
 use super::target::warm_pool;
-use crate::client::{BodyTemplate, Client, PromptRef, TokenCounter};
-use crate::dataset::{Prompt, PromptFactory, Tokenizer};
+use crate::client::{BodyTemplate, Client, TokenCounter};
+use crate::dataset::{PromptFactory, Tokenizer};
 use crate::metrics::{
     ErrorKind, GoodputSlo, PlannedLoad, RequestRecord, StageAggregator, StageClock, StageSummary,
 };
@@ -71,11 +71,9 @@ impl StageShared {
     }
 
     fn body(&self, recipe: &RequestRecipe) -> Bytes {
-        match self.factory.prompt(self.stage(), recipe) {
-            Prompt::Text(text) => self
-                .template
-                .build(PromptRef::Text(&text), recipe.output_tokens),
-        }
+        let prompt = self.factory.prompt(self.stage(), recipe);
+        let extra = self.factory.item_extra(self.stage(), recipe);
+        super::body::build_body(&self.template, &prompt, recipe.output_tokens, extra)
     }
 }
 
@@ -310,6 +308,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
                 ArrivalSpec::Poisson { rate } => ("poisson", Some(rate.per_sec())),
                 ArrivalSpec::Gamma { rate, .. } => ("gamma", Some(rate.per_sec())),
                 ArrivalSpec::Concurrency { .. } => ("concurrency", None),
+                ArrivalSpec::Trace { .. } => ("trace", None),
             };
             p.arrival = kind.into();
             p.rate_per_s = rate;

@@ -14,8 +14,11 @@ mod schema;
 mod stage;
 mod target;
 mod values;
+mod workload;
+mod workload_model;
 
 pub use error::{Problem, ScenarioError, did_you_mean};
 pub use model::*;
 pub use parse::{load, parse_str};
 pub use schema::json_schema;
+pub use workload_model::*;

@@ -14,6 +14,7 @@ use miette::SourceSpan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::workload_model::{ContextSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use crate::sim::SimConfig;
 use crate::units::{Duration, Rate};
 
@@ -165,13 +166,22 @@ pub enum TokenizerSpec {
 pub struct Dataset {
     pub name: Spanned<String>,
     pub kind: DatasetKind,
+    /// Shared prefixes and retrieved chunks added to every prompt.
+    #[serde(default)]
+    pub context: ContextSpec,
+    /// `hooks "file.rhai"`: a rhai script, relative to the scenario.
+    #[serde(default)]
+    pub hooks: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetKind {
     Synthetic(SyntheticSpec),
-    // Later issues add: ShareGpt, Jsonl, Trace.
+    #[serde(rename = "sharegpt")]
+    ShareGpt(ShareGptSpec),
+    Jsonl(JsonlSpec),
+    Trace(TraceSpec),
 }
 
 /// Synthetic prompts of exact token lengths.
@@ -255,6 +265,13 @@ pub enum ArrivalSpec {
     Gamma { rate: Rate, burstiness: f64 },
     /// Closed loop: `clients` workers.
     Concurrency { clients: u32 },
+    /// Replays the timestamps of the stage's `trace` dataset, `speedup` times faster, from
+    /// `start` into the trace for at most `window` of trace time.
+    Trace {
+        speedup: f64,
+        start: Duration,
+        window: Option<Duration>,
+    },
     // The load-profile issue adds Ramp, Sweep and Search.
 }
 

@@ -17,7 +17,7 @@ const STAGE_CHILDREN: &[&str] = &[
     "drain-timeout",
     "sla",
 ];
-const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency"];
+const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency", "trace"];
 
 /// What a `stage` node yields: its name even when the rest is invalid (so that references to it
 /// are not reported too), the stage when valid, and its scoped assertions.
@@ -196,6 +196,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
                 clients: ctx.u32_at_least(&clients, "clients", 1)?,
             }
         }
+        "trace" => super::workload::trace_arrival(ctx, r)?,
         other => {
             ctx.error(
                 kind_val.span,
