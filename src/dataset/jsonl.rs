@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::source::{HashingReader, file_error, io_error, sample_key};
 use super::sharegpt::Loaded;
+use super::source::{HashingReader, file_error, io_error, sample_key};
 use super::{DatasetError, Tokenizer};
 use crate::plan::{ChatMessage, DataItem, ItemPrompt, LoadReport};
 
@@ -100,9 +100,7 @@ fn parse_line(
                         content: c.to_string(),
                     }),
                     _ => {
-                        return Err(format!(
-                            "messages[{i}] needs string `role` and `content`"
-                        ));
+                        return Err(format!("messages[{i}] needs string `role` and `content`"));
                     }
                 }
             }

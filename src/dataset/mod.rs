@@ -14,9 +14,9 @@ mod trace;
 mod words;
 
 pub use error::DatasetError;
+pub use jsonl::load_jsonl;
 pub use length::validate_length;
 pub use prompt::{Prompt, PromptFactory};
-pub use jsonl::load_jsonl;
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use tokenizer::Tokenizer;
 pub use trace::load_trace;

@@ -9,8 +9,8 @@ use std::fmt;
 use std::io::BufRead;
 use std::path::Path;
 
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 
 use super::source::{HashingReader, file_error, io_error, sample_key};
 use super::{DatasetError, Tokenizer};
@@ -83,7 +83,9 @@ fn json_error(path: &Path, e: &serde_json::Error) -> DatasetError {
     file_error(
         path,
         Some(e.line() as u64),
-        format!("{e} (a ShareGPT file is a list of {{\"conversations\": [{{\"from\", \"value\"}}, …]}})"),
+        format!(
+            "{e} (a ShareGPT file is a list of {{\"conversations\": [{{\"from\", \"value\"}}, …]}})"
+        ),
     )
 }
 
@@ -251,7 +253,10 @@ impl Sampler<'_> {
         let f = self.filters;
         let mut skipped = BTreeMap::new();
         if self.too_few_turns > 0 {
-            skipped.insert(format!("fewer_than_{}_turns", f.min_turns), self.too_few_turns);
+            skipped.insert(
+                format!("fewer_than_{}_turns", f.min_turns),
+                self.too_few_turns,
+            );
         }
         // Only rejections met before the sample was full count, as in vLLM's loop.
         for (key, rule) in &self.skipped {
@@ -266,7 +271,12 @@ impl Sampler<'_> {
             };
             *skipped.entry(name).or_insert(0) += 1;
         }
-        let items = self.kept.into_sorted_vec().into_iter().map(|k| k.1).collect();
+        let items = self
+            .kept
+            .into_sorted_vec()
+            .into_iter()
+            .map(|k| k.1)
+            .collect();
         Loaded {
             items,
             report: LoadReport {

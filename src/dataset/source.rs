@@ -93,7 +93,11 @@ pub(crate) fn sample_key(seed: u64, ordinal: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-pub(crate) fn file_error(path: &Path, line: Option<u64>, reason: impl Into<String>) -> DatasetError {
+pub(crate) fn file_error(
+    path: &Path,
+    line: Option<u64>,
+    reason: impl Into<String>,
+) -> DatasetError {
     DatasetError::File {
         path: path.to_path_buf(),
         line,

@@ -56,7 +56,12 @@ pub fn load_trace(
                 if !r.timestamp.is_finite() || r.timestamp < 0.0 {
                     return Err(bad("`timestamp` must be a number of ms ≥ 0".into()));
                 }
-                ((r.timestamp * 1e6) as i128, r.input_length, r.output_length, r.hash_ids)
+                (
+                    (r.timestamp * 1e6) as i128,
+                    r.input_length,
+                    r.output_length,
+                    r.hash_ids,
+                )
             }
             TraceFormat::Azure => {
                 let cells: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -72,7 +77,12 @@ pub fn load_trace(
                         .parse::<u32>()
                         .map_err(|_| bad(format!("bad {what} `{}`", cell(cols[i]))))
                 };
-                (at, n(1, "ContextTokens")?, n(2, "GeneratedTokens")?, Vec::new())
+                (
+                    at,
+                    n(1, "ContextTokens")?,
+                    n(2, "GeneratedTokens")?,
+                    Vec::new(),
+                )
             }
         };
         if input == 0 || output == 0 {
@@ -138,7 +148,10 @@ pub(crate) fn parse_time(s: &str) -> Option<i128> {
     let time = time.trim_end_matches('Z');
     let time = time.split(['+']).next()?;
     let mut t = time.split(':');
-    let (h, min) = (t.next()?.parse::<i64>().ok()?, t.next()?.parse::<i64>().ok()?);
+    let (h, min) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
     let sec_text = t.next()?;
     let (whole, frac) = sec_text.split_once('.').unwrap_or((sec_text, ""));
     let sec = whole.parse::<i64>().ok()?;
@@ -174,7 +187,10 @@ mod tests {
         let a = parse_time("2023-11-16 18:15:46.6805900").unwrap();
         let b = parse_time("2023-11-16 18:15:47.0005900").unwrap();
         assert_eq!(b - a, 320_000_000);
-        assert_eq!(parse_time("1970-01-02 00:00:00").unwrap(), 86_400_000_000_000);
+        assert_eq!(
+            parse_time("1970-01-02 00:00:00").unwrap(),
+            86_400_000_000_000
+        );
         assert_eq!(parse_time("1.5").unwrap(), 1_500_000_000);
         assert!(parse_time("yesterday").is_none());
         assert!(parse_time("2023-13-01 00:00:00").is_none());

@@ -11,7 +11,9 @@ use crate::dataset::{Tokenizer, load_jsonl, load_sharegpt, load_trace};
 use crate::scenario::{ContextSpec, Dataset, DatasetKind, TokenizerSpec};
 use crate::units::Duration;
 
-use super::{DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, StagePlan, TraceRow};
+use super::{
+    DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, StagePlan, TraceRow,
+};
 
 /// Loads the tokenizer only when a data set needs token counts.
 pub(super) struct LazyTokenizer<'a> {
@@ -31,12 +33,11 @@ impl<'a> LazyTokenizer<'a> {
 
     fn get(&mut self, dataset: &str) -> Result<&Tokenizer, PlanError> {
         if self.loaded.is_none() {
-            let t = Tokenizer::load(self.spec, self.base_dir).map_err(|source| {
-                PlanError::Dataset {
+            let t =
+                Tokenizer::load(self.spec, self.base_dir).map_err(|source| PlanError::Dataset {
                     dataset: dataset.to_string(),
                     source,
-                }
-            })?;
+                })?;
             self.loaded = Some(t);
         }
         Ok(self.loaded.as_ref().expect("just loaded"))
@@ -196,7 +197,10 @@ pub(super) fn render_source(
             items,
         } => {
             let (inp, outp) = items.iter().fold((0u64, 0u64), |(a, b), i| {
-                (a + u64::from(i.input_tokens), b + u64::from(i.output_tokens))
+                (
+                    a + u64::from(i.input_tokens),
+                    b + u64::from(i.output_tokens),
+                )
             });
             let n = items.len().max(1) as u64;
             writeln!(
@@ -210,8 +214,11 @@ pub(super) fn render_source(
                 outp / n
             )?;
             if !load.skipped.is_empty() {
-                let parts: Vec<String> =
-                    load.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let parts: Vec<String> = load
+                    .skipped
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
                 writeln!(out, "           skipped: {}", parts.join(", "))?;
             }
             Ok(())

@@ -19,7 +19,8 @@ pub(super) fn build_body(
     let template = match extra {
         Some(e) => {
             let mut t = template.clone();
-            t.extra.extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
+            t.extra
+                .extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
             merged = t;
             &merged
         }

@@ -51,7 +51,11 @@ fn u32_prop(
     }
 }
 
-fn opt_u64_prop(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str) -> Option<Option<u64>> {
+fn opt_u64_prop(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    key: &'static str,
+) -> Option<Option<u64>> {
     match r.prop(ctx, key) {
         Some(v) => ctx.uint(&v, key, 1, u64::MAX).map(Some),
         None if r.node.entry(key).is_some() => None,
