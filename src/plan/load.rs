@@ -132,6 +132,12 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         dataset: d.name.value.clone(),
         detail: format!("{}: {e}", full.display()),
     })?;
+    // Compile errors are reported now, with file, line and column, before any request.
+    let shown = path.value.display().to_string();
+    crate::hooks::Hooks::compile(&source, &shown).map_err(|e| PlanError::Hooks {
+        dataset: d.name.value.clone(),
+        detail: e.to_string(),
+    })?;
     let sha256 = Sha256::digest(source.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

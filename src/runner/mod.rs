@@ -8,6 +8,7 @@
 mod body;
 mod collect;
 mod cpu;
+mod hooked;
 mod progress;
 mod run;
 mod stage;
