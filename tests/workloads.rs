@@ -222,9 +222,9 @@ fn azure_trace_csv_replays_its_timestamps() {
 
 #[test]
 fn trace_arrival_needs_a_trace_dataset() {
-    let err = plan_of(&format!(
-        "dataset \"d\" {{ jsonl \"prompts.jsonl\" }}\nstage \"r\" {{ dataset \"d\"; arrival \"trace\"; requests 3 }}"
-    ))
+    let err = plan_of(
+        "dataset \"d\" { jsonl \"prompts.jsonl\" }\nstage \"r\" { dataset \"d\"; arrival \"trace\"; requests 3 }",
+    )
     .unwrap_err();
     assert!(err.contains("needs a `trace` data set"), "{err}");
 }
@@ -256,7 +256,13 @@ fn rag_context_inflates_prompts_exactly() {
 fn example_scenarios_run_against_the_simulator() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = tempfile::tempdir().unwrap();
-    for name in ["sharegpt", "jsonl-prompts", "trace-replay", "rag-context"] {
+    for name in [
+        "sharegpt",
+        "jsonl-prompts",
+        "trace-replay",
+        "rag-context",
+        "hooks",
+    ] {
         let dir = out.path().join(name);
         let status = std::process::Command::new(env!("CARGO_BIN_EXE_infermeter"))
             .args(["run", "-q", "--no-plots", "--requests-jsonl", "--out"])

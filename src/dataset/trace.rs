@@ -139,7 +139,7 @@ fn azure_header(cells: &[&str]) -> Result<[usize; 3], String> {
 /// any offset suffix ignored: only differences matter).
 pub(crate) fn parse_time(s: &str) -> Option<i128> {
     if let Ok(secs) = s.parse::<f64>() {
-        return secs.is_finite().then(|| (secs * 1e9) as i128);
+        return secs.is_finite().then_some((secs * 1e9) as i128);
     }
     let s = s.trim_matches('"');
     let (date, time) = s.split_once([' ', 'T'])?;
