@@ -81,6 +81,8 @@ fn scenario() -> Scenario {
                 }),
                 output_tokens: sp(LengthDist::Uniform { min: 64, max: 512 }),
             }),
+            context: Default::default(),
+            hooks: None,
         }],
         warmup: None,
         stages: vec![StageSpec {

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod dataset;
 pub mod exit;
+pub mod hooks;
 pub mod metrics;
 pub mod plan;
 pub mod report;

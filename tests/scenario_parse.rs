@@ -47,7 +47,9 @@ fn dist(input: &str) -> LengthDist {
          stage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=1; requests 1; }}"
     );
     let s = parse(&text);
-    let infermeter::scenario::DatasetKind::Synthetic(syn) = &s.datasets[0].kind;
+    let infermeter::scenario::DatasetKind::Synthetic(syn) = &s.datasets[0].kind else {
+        panic!("synthetic dataset expected")
+    };
     syn.input_tokens.value.clone()
 }
 

@@ -40,7 +40,8 @@ pub fn schedule<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<Option<Vec<u64>>, ArrivalError> {
     let rate = match spec {
-        ArrivalSpec::Concurrency { .. } => return Ok(None),
+        // A trace's schedule comes from its data set (see `plan::compile`).
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Trace { .. } => return Ok(None),
         ArrivalSpec::Ramp {
             from,
             to,
@@ -89,7 +90,7 @@ pub fn schedule<R: Rng + ?Sized>(
                 .map_err(|_| ArrivalError::BadBurstiness(shape))?;
             renewal(horizon, || rng.sample(gamma) * 1e9)
         }
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } => return Ok(None),
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => return Ok(None),
     };
     // Only a degenerate gap distribution (gaps that underflow to 0) gets here.
     if offsets.len() as u64 >= MAX_ARRIVALS && matches!(horizon, Horizon::Within(_)) {

@@ -114,6 +114,18 @@ impl Client {
         rec: &mut RequestRecord,
         t0: Instant,
     ) {
+        self.execute_text(body, expected_output, rec, t0).await;
+    }
+
+    /// Like [`execute`](Self::execute), and returns the response text (answer and reasoning)
+    /// for `validate` hooks.
+    pub async fn execute_text(
+        &self,
+        body: Bytes,
+        expected_output: u32,
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) -> String {
         let mut text = String::new();
         let outcome = tokio::time::timeout(
             self.timeout,
@@ -131,6 +143,7 @@ impl Client {
             rec.token_source = TokenSource::Tokenizer;
             rec.output_tokens = self.counter.count(&text) as u32;
         }
+        text
     }
 
     async fn stream(

@@ -18,6 +18,13 @@ pub enum DatasetError {
         found: usize,
         needed: usize,
     },
+    #[error("{}{}: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    File {
+        path: PathBuf,
+        /// 1-based line, when the problem is on one.
+        line: Option<u64>,
+        reason: String,
+    },
     #[error("failed to tokenize text with `{tokenizer}`: {reason}")]
     Encode { tokenizer: String, reason: String },
 }

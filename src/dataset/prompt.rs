@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use super::words::single_token_words;
 use super::{DatasetError, Tokenizer};
-use crate::plan::{DatasetSource, Plan, RequestRecipe, StagePlan};
+use crate::plan::{ChatMessage, DatasetSource, Plan, RequestRecipe, StagePlan};
+use crate::scenario::ContextSpec;
 
 /// How many leading words spell the item seed (4 words of a 2,048-word list = 44 bits).
 const KEY_WORDS: u32 = 4;
@@ -19,12 +20,16 @@ const KEY_WORDS: u32 = 4;
 pub enum Prompt {
     /// A single user message (chat API) or the `prompt` string (completions API).
     Text(String),
+    /// A conversation (chat API); the completions API is sent the last message.
+    Messages(Vec<ChatMessage>),
 }
 
 impl Prompt {
+    /// The text, or a conversation's last message.
     pub fn as_text(&self) -> &str {
         match self {
             Prompt::Text(t) => t,
+            Prompt::Messages(m) => m.last().map_or("", |m| m.content.as_str()),
         }
     }
 }
@@ -33,9 +38,11 @@ impl Prompt {
 /// `Send + Sync` and cheap to clone.
 #[derive(Debug, Clone)]
 pub struct PromptFactory {
-    tokenizer: Tokenizer,
+    pub(super) tokenizer: Tokenizer,
     words: Arc<[&'static str]>,
-    datasets: Arc<[DatasetSource]>,
+    pub(super) datasets: Arc<[DatasetSource]>,
+    /// Per dataset (empty: no context anywhere).
+    pub(super) contexts: Arc<[ContextSpec]>,
     /// True when N words are known to be N tokens (verified at construction).
     exact_by_construction: bool,
 }
@@ -45,7 +52,9 @@ impl PromptFactory {
     pub fn new(plan: &Plan, base_dir: &Path) -> Result<PromptFactory, DatasetError> {
         let tokenizer = Tokenizer::load(&plan.tokenizer, base_dir)?;
         let datasets = plan.datasets.iter().map(|d| d.source.clone()).collect();
-        PromptFactory::with_tokenizer(tokenizer, datasets)
+        let mut f = PromptFactory::with_tokenizer(tokenizer, datasets)?;
+        f.contexts = plan.datasets.iter().map(|d| d.context).collect();
+        Ok(f)
     }
 
     /// Like [`new`](Self::new), with a tokenizer the caller already loaded.
@@ -61,6 +70,7 @@ impl PromptFactory {
             tokenizer,
             words,
             datasets: datasets.into(),
+            contexts: Arc::new([]),
             exact_by_construction,
         })
     }
@@ -72,11 +82,28 @@ impl PromptFactory {
     /// The prompt of one request: exactly `recipe.input_tokens` tokens under the scenario's
     /// tokenizer, and the same text for the same recipe.
     pub fn prompt(&self, stage: &StagePlan, recipe: &RequestRecipe) -> Prompt {
-        match self.datasets.get(stage.dataset) {
+        let context = self
+            .contexts
+            .get(stage.dataset)
+            .copied()
+            .unwrap_or_default();
+        let question = recipe.input_tokens.saturating_sub(context.extra_tokens());
+        let core = match self.datasets.get(stage.dataset) {
             Some(DatasetSource::Synthetic { .. }) | None => {
-                Prompt::Text(self.synthetic(recipe.input_tokens, recipe.item))
+                Prompt::Text(self.synthetic(question, recipe.item))
             }
-        }
+            Some(DatasetSource::Items { items, .. }) => match items.get(recipe.item as usize) {
+                Some(it) => it.prompt.clone().into(),
+                None => Prompt::Text(self.synthetic(question, recipe.item)),
+            },
+            Some(DatasetSource::Trace {
+                rows, block_tokens, ..
+            }) => match rows.get(recipe.item as usize) {
+                Some(row) => Prompt::Text(self.blocks(row, *block_tokens, recipe.item)),
+                None => Prompt::Text(self.synthetic(question, recipe.item)),
+            },
+        };
+        self.with_context(core, &context, recipe.item)
     }
 
     /// `tokens` words derived from `item`; for tokenizers whose word boundaries are not known
@@ -107,7 +134,7 @@ impl PromptFactory {
         best.map(|(_, t)| t).unwrap_or(text)
     }
 
-    fn words_text(&self, count: u32, item: u64) -> String {
+    pub(super) fn words_text(&self, count: u32, item: u64) -> String {
         let n = self.words.len() as u64;
         let mut text = String::with_capacity(count as usize * 8);
         let mut key = item;
@@ -131,7 +158,7 @@ impl PromptFactory {
 }
 
 /// SplitMix64: a fast, well-mixed stream for filler words (not for anything statistical).
-fn splitmix64(state: &mut u64) -> u64 {
+pub(super) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -37,7 +37,7 @@ fn prompts_are_deterministic_and_distinct_from_the_first_tokens() {
     let mut openings = HashSet::new();
     for i in 0..10_000 {
         let recipe = plan.request(stage, i);
-        let Prompt::Text(text) = f.prompt(stage, &recipe);
+        let text = f.prompt(stage, &recipe).as_text().to_string();
         if i % 1000 == 0 {
             assert_eq!(f.tokenizer().count(&text), recipe.input_tokens as usize);
             assert_eq!(f.prompt(stage, &recipe).as_text(), text);

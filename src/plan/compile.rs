@@ -8,6 +8,7 @@ use crate::scenario::{
 };
 use crate::units::Duration;
 
+use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
     AssertionPlan, DatasetPlan, DatasetSource, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan,
@@ -20,10 +21,16 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     if scenario.stages.is_empty() {
         return Err(PlanError::NoStages(scenario.name.clone()));
     }
+    let base_dir = scenario.source.base_dir();
+    let mut tokenizer = LazyTokenizer::new(&scenario.tokenizer, &base_dir);
     let datasets = scenario
         .datasets
         .iter()
-        .map(dataset_plan)
+        .enumerate()
+        .map(|(i, d)| {
+            let seed = stage_seed(scenario.seed, "dataset", i as u64);
+            dataset_plan(d, &base_dir, &mut tokenizer, seed)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let dataset_index = |who: String, name: &str| {
         datasets
@@ -56,6 +63,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 duration,
                 drain_timeout: drain_default,
                 profile: None,
+                first_item: 0,
             })
         }
     };
@@ -64,6 +72,11 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     for (i, spec) in scenario.stages.iter().enumerate() {
         let dataset = dataset_index(format!("stage `{}`", spec.name.value), &spec.dataset.value)?;
         let seed = stage_seed(scenario.seed, "stage", i as u64);
+        if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
+            let source = &datasets[dataset].source;
+            stages.push(trace_stage(spec, dataset, source, seed, drain_default)?);
+            continue;
+        }
         stages.extend(super::profile::expand(spec, dataset, seed, drain_default)?);
     }
 
@@ -111,7 +124,12 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     Ok(plan)
 }
 
-fn dataset_plan(d: &Dataset) -> Result<DatasetPlan, PlanError> {
+fn dataset_plan(
+    d: &Dataset,
+    base_dir: &std::path::Path,
+    tokenizer: &mut LazyTokenizer<'_>,
+    seed: u64,
+) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
@@ -130,8 +148,14 @@ fn dataset_plan(d: &Dataset) -> Result<DatasetPlan, PlanError> {
                 output_tokens: s.output_tokens.value.clone(),
             }
         }
+        _ => load_dataset(d, base_dir, tokenizer, seed)?,
     };
-    Ok(DatasetPlan { name, source })
+    Ok(DatasetPlan {
+        name,
+        source,
+        context: d.context,
+        hooks: load_hooks(d, base_dir)?,
+    })
 }
 
 fn declared_names(datasets: &[DatasetPlan]) -> String {
@@ -193,6 +217,9 @@ pub(super) fn stage_plan(
     let who = format!("stage `{name}`");
     let arrival = &spec.arrival.value;
     let (load, max_requests, duration) = match arrival {
+        ArrivalSpec::Trace { .. } => {
+            return Err(bad_stage(&who, "a trace replay needs its data set"));
+        }
         ArrivalSpec::Concurrency { clients } => {
             if *clients == 0 {
                 return Err(bad_stage(&who, "concurrency needs at least 1 client"));
@@ -248,5 +275,6 @@ pub(super) fn stage_plan(
         duration,
         drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
         profile: None,
+        first_item: 0,
     })
 }

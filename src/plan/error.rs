@@ -30,6 +30,16 @@ pub enum PlanError {
         #[source]
         source: ArrivalError,
     },
+    #[error("dataset `{dataset}`: {source}")]
+    Dataset {
+        dataset: String,
+        #[source]
+        source: crate::dataset::DatasetError,
+    },
+    #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
+    EmptyDataset { dataset: String, detail: String },
+    #[error("dataset `{dataset}`: hooks: {detail}")]
+    Hooks { dataset: String, detail: String },
     #[error("failed to serialize the plan for hashing: {0}")]
     Hash(String),
 }

@@ -6,7 +6,9 @@
 mod compile;
 mod error;
 mod hash;
+mod items;
 mod json;
+mod load;
 mod model;
 mod profile;
 mod recipe;
@@ -16,6 +18,7 @@ mod seed;
 pub use compile::compile;
 pub use error::PlanError;
 pub use hash::plan_hash;
+pub use items::*;
 pub use json::write_json;
 pub use model::*;
 pub use profile::{point_name, probe_stage};

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{Api, ArrivalSpec, LengthDist, TokenizerSpec};
+use super::items::{DataItem, HookPlan, LoadReport, TraceRow};
+use crate::scenario::{Api, ArrivalSpec, ContextSpec, LengthDist, TokenizerSpec, TraceFormat};
 use crate::sim::SimConfig;
 use crate::units::Duration;
 
@@ -65,6 +66,11 @@ pub enum EndpointPlan {
 pub struct DatasetPlan {
     pub name: String,
     pub source: DatasetSource,
+    /// Shared prefixes and retrieved chunks added to every prompt.
+    #[serde(default)]
+    pub context: ContextSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HookPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,6 +79,21 @@ pub enum DatasetSource {
     Synthetic {
         input_tokens: LengthDist,
         output_tokens: LengthDist,
+    },
+    /// ShareGPT or JSONL prompts, already sampled and filtered; request `i` uses item
+    /// `i mod len`.
+    Items {
+        /// `sharegpt` or `jsonl`.
+        format: String,
+        load: LoadReport,
+        items: Vec<DataItem>,
+    },
+    /// A production trace: lengths (and, for Mooncake, prefix blocks) per row, in time order.
+    Trace {
+        format: TraceFormat,
+        block_tokens: u32,
+        load: LoadReport,
+        rows: Vec<TraceRow>,
     },
 }
 
@@ -93,6 +114,9 @@ pub struct StagePlan {
     /// Set on the stages a sweep expands into (and on search probes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::metrics::ProfilePoint>,
+    /// Request `i` uses dataset item `first_item + i` (a trace replay's window start).
+    #[serde(default)]
+    pub first_item: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,14 +9,28 @@ impl Plan {
     /// The recipe of request `index` of `stage` (a stage of this plan, or its warm-up).
     pub fn request(&self, stage: &StagePlan, index: u64) -> RequestRecipe {
         let mut rng = recipe_rng(stage.seed, index);
+        let mut item = item_seed(stage.seed, index);
         let (input_tokens, output_tokens) = match self.datasets.get(stage.dataset) {
             Some(d) => match &d.source {
+                DatasetSource::Items { items, .. } if !items.is_empty() => {
+                    item = stage.first_item.wrapping_add(index) % items.len() as u64;
+                    let it = &items[item as usize];
+                    let extra = d.context.extra_tokens();
+                    (it.input_tokens.saturating_add(extra), it.output_tokens)
+                }
+                DatasetSource::Trace { rows, .. } if !rows.is_empty() => {
+                    item = stage.first_item.wrapping_add(index) % rows.len() as u64;
+                    let row = &rows[item as usize];
+                    (row.input_tokens, row.output_tokens)
+                }
+                DatasetSource::Items { .. } | DatasetSource::Trace { .. } => (1, 1),
                 DatasetSource::Synthetic {
                     input_tokens,
                     output_tokens,
                 } => {
                     // Input first, then output: the order is part of PLAN_FORMAT.
                     let input = input_tokens.sample(&mut rng);
+                    let input = input.saturating_add(d.context.extra_tokens());
                     (input, output_tokens.sample(&mut rng))
                 }
             },
@@ -27,7 +41,7 @@ impl Plan {
             index,
             input_tokens,
             output_tokens,
-            item: item_seed(stage.seed, index),
+            item,
         }
     }
 

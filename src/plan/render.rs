@@ -75,7 +75,9 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
                 describe_length(input_tokens),
                 describe_length(output_tokens)
             )?,
+            other => super::load::render_source(&d.name, other, out)?,
         }
+        super::load::render_extras(d, out)?;
     }
     let g = &plan.goodput;
     let slos: Vec<String> = [
@@ -197,7 +199,7 @@ fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } => None,
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => None,
     }
 }
 
@@ -218,6 +220,20 @@ fn describe_arrival(a: &ArrivalSpec) -> String {
             None => format!("poisson ramp {from} → {to} over {over}, linear"),
             Some(k) => format!("poisson ramp {from} → {to} over {over}, {k} steps"),
         },
+        ArrivalSpec::Trace {
+            speedup,
+            start,
+            window,
+        } => {
+            let mut s = format!("trace replay, speedup {}", trim_float(*speedup));
+            if *start != crate::units::Duration::ZERO {
+                s.push_str(&format!(", from {start}"));
+            }
+            if let Some(w) = window {
+                s.push_str(&format!(", window {w}"));
+            }
+            s
+        }
     }
 }
 

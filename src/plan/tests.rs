@@ -39,6 +39,8 @@ pub(crate) fn synthetic(name: &str, input: LengthDist, output: LengthDist) -> Da
             input_tokens: sp(input),
             output_tokens: sp(output),
         }),
+        context: Default::default(),
+        hooks: None,
     }
 }
 

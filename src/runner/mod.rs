@@ -5,8 +5,10 @@
 //!
 //! Entry point: [`run`].
 
+mod body;
 mod collect;
 mod cpu;
+mod hooked;
 mod progress;
 mod run;
 mod search;

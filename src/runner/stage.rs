@@ -24,8 +24,8 @@ use super::cpu::CpuClock;
 use super::progress::Progress;
 use super::run::RunOptions;
 use super::target::warm_pool;
-use crate::client::{BodyTemplate, Client, PromptRef, TokenCounter};
-use crate::dataset::{Prompt, PromptFactory, Tokenizer};
+use crate::client::{BodyTemplate, Client, TokenCounter};
+use crate::dataset::{PromptFactory, Tokenizer};
 use crate::metrics::{
     ErrorKind, GoodputSlo, PlannedLoad, RequestRecord, StageAggregator, StageClock, StageSummary,
 };
@@ -60,6 +60,7 @@ struct StageShared {
     interrupt: CancellationToken,
     /// Cancels in-flight requests (drain time over, or interrupt grace over).
     cancel: CancellationToken,
+    hooks: Option<Arc<crate::hooks::Hooks>>,
 }
 
 impl StageShared {
@@ -70,12 +71,15 @@ impl StageShared {
         }
     }
 
-    fn body(&self, recipe: &RequestRecipe) -> Bytes {
-        match self.factory.prompt(self.stage(), recipe) {
-            Prompt::Text(text) => self
-                .template
-                .build(PromptRef::Text(&text), recipe.output_tokens),
-        }
+    /// The body, or why a hook could not build it.
+    fn body(&self, recipe: &RequestRecipe) -> Result<(Bytes, u32), String> {
+        super::hooked::body(
+            self.hooks.as_deref(),
+            &self.factory,
+            &self.template,
+            self.stage(),
+            recipe,
+        )
     }
 }
 
@@ -122,6 +126,7 @@ impl StageRunner<'_> {
             tx: collector.tx.clone(),
             interrupt: self.opts.interrupt.clone(),
             cancel: cancel.clone(),
+            hooks: super::hooked::stage_hooks(&self.plan, stage),
         });
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
@@ -273,17 +278,39 @@ async fn closed_worker(
     }
 }
 
-async fn send_one(sh: &StageShared, body: Bytes, recipe: RequestRecipe, scheduled_ns: u64) {
+async fn send_one(
+    sh: &StageShared,
+    body: Result<(Bytes, u32), String>,
+    recipe: RequestRecipe,
+    scheduled_ns: u64,
+) {
     let mut rec = RequestRecord {
         index: recipe.index,
         scheduled_ns,
         input_tokens: recipe.input_tokens,
         ..RequestRecord::default()
     };
+    let body = match body {
+        Ok((b, input_tokens)) => {
+            rec.input_tokens = input_tokens;
+            b
+        }
+        Err(why) => {
+            tracing::debug!(index = recipe.index, "{why}");
+            rec.error = Some(ErrorKind::Hook);
+            rec.sent_ns = scheduled_ns;
+            rec.done_ns = since(sh.t0);
+            let _ = sh.tx.send(rec);
+            return;
+        }
+    };
     let cancelled = tokio::select! {
         biased;
         _ = sh.cancel.cancelled() => true,
-        _ = sh.client.execute(body, recipe.output_tokens, &mut rec, sh.t0) => false,
+        text = sh.client.execute_text(body, recipe.output_tokens, &mut rec, sh.t0) => {
+            super::hooked::validate(sh.hooks.as_deref(), sh.stage(), &recipe, &text, &mut rec);
+            false
+        }
     };
     if cancelled {
         rec.error = Some(ErrorKind::Cancelled);
@@ -314,6 +341,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
                 ArrivalSpec::Gamma { rate, .. } => ("gamma", Some(rate.per_sec())),
                 ArrivalSpec::Concurrency { .. } => ("concurrency", None),
                 ArrivalSpec::Ramp { .. } => ("ramp", None),
+                ArrivalSpec::Trace { .. } => ("trace", None),
             };
             p.arrival = kind.into();
             p.rate_per_s = rate;

@@ -6,8 +6,18 @@ use kdl::{KdlNode, KdlValue};
 use super::ctx::{Ctx, NodeReader, Once, Val};
 use super::error::suggest;
 use super::model::{Dataset, DatasetKind, LengthDist, Spanned, SyntheticSpec};
+use super::workload::{self, FILE_KINDS, MODIFIERS};
+use super::workload_model::ContextSpec;
 
-const KINDS: &[&str] = &["synthetic"];
+const KINDS: &[&str] = &[
+    "synthetic",
+    "sharegpt",
+    "jsonl",
+    "trace",
+    "shared-prefix",
+    "retrieved",
+    "hooks",
+];
 const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
 
 /// The dataset's name (even when its body is invalid, so that references to it are not
@@ -35,9 +45,19 @@ pub(crate) fn parse(
     };
     let mut kind = None;
     let mut saw_source = false;
+    let mut context = ContextSpec::default();
+    let mut hooks = None;
+    let mut modifiers_ok = true;
+    let mut once = Once::default();
     for child in r.children() {
         if !KINDS.contains(&child.name().value()) {
             ctx.unknown_node(child, "`dataset`", KINDS);
+            continue;
+        }
+        if MODIFIERS.contains(&child.name().value()) {
+            if once.first(ctx, child, "`dataset`") {
+                modifiers_ok &= workload::modifier(ctx, child, &mut context, &mut hooks);
+            }
             continue;
         }
         if saw_source {
@@ -50,7 +70,11 @@ pub(crate) fn parse(
             continue;
         }
         saw_source = true;
-        kind = synthetic(ctx, child).map(DatasetKind::Synthetic);
+        kind = if FILE_KINDS.contains(&child.name().value()) {
+            workload::source(ctx, child)
+        } else {
+            synthetic(ctx, child).map(DatasetKind::Synthetic)
+        };
     }
     if !saw_source {
         ctx.error(
@@ -62,9 +86,11 @@ pub(crate) fn parse(
     }
     r.finish(ctx);
     let dataset = match (&name, kind) {
-        (Some(name), Some(kind)) => Some(Dataset {
+        (Some(name), Some(kind)) if modifiers_ok => Some(Dataset {
             name: name.clone(),
             kind,
+            context,
+            hooks,
         }),
         _ => None,
     };

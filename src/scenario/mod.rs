@@ -16,6 +16,8 @@ mod stage;
 mod target;
 mod telemetry;
 mod values;
+mod workload;
+mod workload_model;
 
 pub use error::{Problem, ScenarioError, did_you_mean};
 pub use model::*;
@@ -23,3 +25,4 @@ pub use parse::{load, parse_str};
 pub use profile::{ProfileSpec, SearchSpec, SweepSpec, expand_range};
 pub use schema::json_schema;
 pub use telemetry::SIM_METRICS;
+pub use workload_model::*;

@@ -14,6 +14,7 @@ use miette::SourceSpan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::workload_model::{ContextSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use crate::sim::SimConfig;
 use crate::units::{Duration, Rate};
 
@@ -167,13 +168,22 @@ pub enum TokenizerSpec {
 pub struct Dataset {
     pub name: Spanned<String>,
     pub kind: DatasetKind,
+    /// Shared prefixes and retrieved chunks added to every prompt.
+    #[serde(default)]
+    pub context: ContextSpec,
+    /// `hooks "file.rhai"`: a rhai script, relative to the scenario.
+    #[serde(default)]
+    pub hooks: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetKind {
     Synthetic(SyntheticSpec),
-    // Later issues add: ShareGpt, Jsonl, Trace.
+    #[serde(rename = "sharegpt")]
+    ShareGpt(ShareGptSpec),
+    Jsonl(JsonlSpec),
+    Trace(TraceSpec),
 }
 
 /// Synthetic prompts of exact token lengths.
@@ -268,6 +278,13 @@ pub enum ArrivalSpec {
         over: Duration,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         steps: Option<u32>,
+    },
+    /// Replays the timestamps of the stage's `trace` dataset, `speedup` times faster, from
+    /// `start` into the trace for at most `window` of trace time.
+    Trace {
+        speedup: f64,
+        start: Duration,
+        window: Option<Duration>,
     },
 }
 

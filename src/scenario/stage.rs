@@ -19,7 +19,7 @@ const STAGE_CHILDREN: &[&str] = &[
     "sweep",
     "search",
 ];
-const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency", "ramp"];
+const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency", "ramp", "trace"];
 
 /// What a `stage` node yields: its name even when the rest is invalid (so that references to it
 /// are not reported too), the stage when valid, and its scoped assertions.
@@ -214,6 +214,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
             }
         }
         "ramp" => super::profile::ramp(ctx, r)?,
+        "trace" => super::workload::trace_arrival(ctx, r)?,
         other => {
             ctx.error(
                 kind_val.span,

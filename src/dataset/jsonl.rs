@@ -1,0 +1,139 @@
+//! The user's own prompts: one JSON object a line with `prompt` (a string) or `messages` (chat
+//! messages), an optional output length (`max_tokens`, `max_completion_tokens` or
+//! `output_tokens`), and any other keys passed through into the request body.
+
+use std::collections::{BTreeMap, BinaryHeap};
+use std::io::BufRead;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::sharegpt::Loaded;
+use super::source::{HashingReader, file_error, io_error, sample_key};
+use super::{DatasetError, Tokenizer};
+use crate::plan::{ChatMessage, DataItem, ItemPrompt, LoadReport};
+
+const OUTPUT_KEYS: &[&str] = &["max_tokens", "max_completion_tokens", "output_tokens"];
+
+/// Loads a JSONL prompt file; with `count`, a seeded sample of that many lines, else every
+/// line in file order.
+pub fn load_jsonl(
+    path: &Path,
+    shown_path: &str,
+    count: Option<u64>,
+    default_output: u32,
+    seed: u64,
+    tokenizer: &Tokenizer,
+) -> Result<Loaded, DatasetError> {
+    let mut reader = HashingReader::open(path)?;
+    let mut line = String::new();
+    let mut number = 0u64;
+    let mut records = 0u64;
+    let mut kept: BinaryHeap<(u64, u64)> = BinaryHeap::new();
+    let mut items: BTreeMap<u64, DataItem> = BTreeMap::new();
+    loop {
+        line.clear();
+        number += 1;
+        if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let ordinal = records;
+        records += 1;
+        let item = parse_line(&line, default_output, tokenizer)
+            .map_err(|reason| file_error(path, Some(number), reason))?;
+        let key = match count {
+            Some(_) => sample_key(seed, ordinal),
+            None => ordinal,
+        };
+        kept.push((key, ordinal));
+        items.insert(ordinal, item?);
+        if let Some(c) = count
+            && kept.len() as u64 > c
+            && let Some((_, drop)) = kept.pop()
+        {
+            items.remove(&drop);
+        }
+    }
+    if records == 0 {
+        return Err(file_error(path, None, "no prompt in the file"));
+    }
+    let sha256 = reader.finish().map_err(|e| io_error(path, e))?;
+    let items = kept
+        .into_sorted_vec()
+        .into_iter()
+        .filter_map(|(_, ordinal)| items.remove(&ordinal))
+        .collect();
+    Ok(Loaded {
+        items,
+        report: LoadReport {
+            path: shown_path.to_string(),
+            sha256,
+            records,
+            skipped: BTreeMap::new(),
+        },
+    })
+}
+
+/// A line's item; the outer error is the line's fault, the inner one the tokenizer's.
+fn parse_line(
+    line: &str,
+    default_output: u32,
+    tokenizer: &Tokenizer,
+) -> Result<Result<DataItem, DatasetError>, String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(mut obj) = value else {
+        return Err("expected a JSON object such as {\"prompt\": \"…\"}".into());
+    };
+    let prompt = match (obj.remove("prompt"), obj.remove("messages")) {
+        (Some(Value::String(p)), None) => ItemPrompt::Text(p),
+        (None, Some(Value::Array(ms))) => {
+            let mut out = Vec::with_capacity(ms.len());
+            for (i, m) in ms.into_iter().enumerate() {
+                let role = m.get("role").and_then(Value::as_str);
+                let content = m.get("content").and_then(Value::as_str);
+                match (role, content) {
+                    (Some(r), Some(c)) => out.push(ChatMessage {
+                        role: r.to_string(),
+                        content: c.to_string(),
+                    }),
+                    _ => {
+                        return Err(format!("messages[{i}] needs string `role` and `content`"));
+                    }
+                }
+            }
+            if out.is_empty() {
+                return Err("`messages` is empty".into());
+            }
+            ItemPrompt::Messages(out)
+        }
+        (Some(_), Some(_)) => return Err("give `prompt` or `messages`, not both".into()),
+        (Some(_), None) => return Err("`prompt` must be a string".into()),
+        (None, Some(_)) => return Err("`messages` must be a list".into()),
+        (None, None) => return Err("needs `prompt` (a string) or `messages` (a list)".into()),
+    };
+    let mut output = None;
+    for key in OUTPUT_KEYS {
+        if let Some(v) = obj.remove(*key) {
+            match v.as_u64() {
+                Some(n) if n >= 1 && n <= u64::from(u32::MAX) => output = Some(n as u32),
+                _ => return Err(format!("`{key}` must be a whole number ≥ 1")),
+            }
+        }
+    }
+    let input = match &prompt {
+        ItemPrompt::Text(t) => tokenizer.try_count(t),
+        ItemPrompt::Messages(ms) => ms
+            .iter()
+            .map(|m| tokenizer.try_count(&m.content))
+            .sum::<Result<usize, _>>(),
+    };
+    Ok(input.map(|input| DataItem {
+        prompt,
+        input_tokens: input.min(u32::MAX as usize) as u32,
+        output_tokens: output.unwrap_or(default_output),
+        extra: obj.into_iter().collect(),
+    }))
+}

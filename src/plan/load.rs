@@ -1,0 +1,344 @@
+//! File-backed data sets in the plan compiler: loads ShareGPT, JSONL and trace files (and hook
+//! scripts) into the plan, computes a trace replay's schedule, and prints them for
+//! `infermeter plan`.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::dataset::{Tokenizer, load_jsonl, load_sharegpt, load_trace};
+use crate::scenario::{ContextSpec, Dataset, DatasetKind, TokenizerSpec};
+use crate::units::Duration;
+
+use super::{
+    DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, StagePlan, TraceRow,
+};
+
+/// Loads the tokenizer only when a data set needs token counts.
+pub(super) struct LazyTokenizer<'a> {
+    spec: &'a TokenizerSpec,
+    base_dir: &'a Path,
+    loaded: Option<Tokenizer>,
+}
+
+impl<'a> LazyTokenizer<'a> {
+    pub(super) fn new(spec: &'a TokenizerSpec, base_dir: &'a Path) -> Self {
+        LazyTokenizer {
+            spec,
+            base_dir,
+            loaded: None,
+        }
+    }
+
+    fn get(&mut self, dataset: &str) -> Result<&Tokenizer, PlanError> {
+        if self.loaded.is_none() {
+            let t =
+                Tokenizer::load(self.spec, self.base_dir).map_err(|source| PlanError::Dataset {
+                    dataset: dataset.to_string(),
+                    source,
+                })?;
+            self.loaded = Some(t);
+        }
+        Ok(self.loaded.as_ref().expect("just loaded"))
+    }
+}
+
+/// The source of a file-backed data set (synthetic ones are compiled by `compile`); `seed`
+/// drives sampling.
+pub(super) fn load_dataset(
+    d: &Dataset,
+    base_dir: &Path,
+    tokenizer: &mut LazyTokenizer<'_>,
+    seed: u64,
+) -> Result<DatasetSource, PlanError> {
+    let name = d.name.value.as_str();
+    let wrap = |source| PlanError::Dataset {
+        dataset: name.to_string(),
+        source,
+    };
+    let source = match &d.kind {
+        DatasetKind::Synthetic(_) => {
+            return Err(PlanError::EmptyDataset {
+                dataset: name.to_string(),
+                detail: "a synthetic data set has no file".into(),
+            });
+        }
+        DatasetKind::ShareGpt(s) => {
+            let tok = tokenizer.get(name)?;
+            let shown = s.path.value.display().to_string();
+            let loaded = load_sharegpt(
+                &base_dir.join(&s.path.value),
+                &shown,
+                s.count,
+                &s.filters,
+                s.output_tokens,
+                seed,
+                tok,
+            )
+            .map_err(wrap)?;
+            if loaded.items.is_empty() {
+                return Err(PlanError::EmptyDataset {
+                    dataset: name.to_string(),
+                    detail: skipped_text(&loaded.report),
+                });
+            }
+            DatasetSource::Items {
+                format: "sharegpt".into(),
+                load: loaded.report,
+                items: loaded.items,
+            }
+        }
+        DatasetKind::Jsonl(j) => {
+            let tok = tokenizer.get(name)?;
+            let shown = j.path.value.display().to_string();
+            let loaded = load_jsonl(
+                &base_dir.join(&j.path.value),
+                &shown,
+                j.count,
+                j.max_tokens,
+                seed,
+                tok,
+            )
+            .map_err(wrap)?;
+            DatasetSource::Items {
+                format: "jsonl".into(),
+                load: loaded.report,
+                items: loaded.items,
+            }
+        }
+        DatasetKind::Trace(t) => {
+            let shown = t.path.value.display().to_string();
+            let (rows, load) =
+                load_trace(&base_dir.join(&t.path.value), &shown, t.format).map_err(wrap)?;
+            DatasetSource::Trace {
+                format: t.format,
+                block_tokens: t.block_tokens,
+                load,
+                rows,
+            }
+        }
+    };
+    Ok(source)
+}
+
+/// The dataset's hook script, read into the plan.
+pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan>, PlanError> {
+    let Some(path) = &d.hooks else {
+        return Ok(None);
+    };
+    let full = base_dir.join(&path.value);
+    let source = std::fs::read_to_string(&full).map_err(|e| PlanError::Hooks {
+        dataset: d.name.value.clone(),
+        detail: format!("{}: {e}", full.display()),
+    })?;
+    // Compile errors are reported now, with file, line and column, before any request.
+    let shown = path.value.display().to_string();
+    crate::hooks::Hooks::compile(&source, &shown).map_err(|e| PlanError::Hooks {
+        dataset: d.name.value.clone(),
+        detail: e.to_string(),
+    })?;
+    let sha256 = Sha256::digest(source.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(Some(HookPlan {
+        path: path.value.display().to_string(),
+        sha256,
+        source,
+    }))
+}
+
+/// The offsets of a trace replay and the first row it uses. `limit` caps the request count.
+pub(super) fn trace_schedule(
+    rows: &[TraceRow],
+    speedup: f64,
+    start: Duration,
+    window: Option<Duration>,
+    max_requests: Option<u64>,
+    duration: Option<Duration>,
+) -> (Vec<u64>, u64) {
+    let start_ns = start.as_nanos();
+    let first = rows.partition_point(|r| r.at_ns < start_ns);
+    let end_ns = window.map_or(u64::MAX, |w| start_ns.saturating_add(w.as_nanos()));
+    let mut offsets = Vec::new();
+    let base = rows.get(first).map_or(start_ns, |r| r.at_ns);
+    for r in &rows[first..] {
+        if r.at_ns >= end_ns || max_requests.is_some_and(|m| offsets.len() as u64 >= m) {
+            break;
+        }
+        let at = ((r.at_ns - base) as f64 / speedup).round() as u64;
+        if duration.is_some_and(|d| at >= d.as_nanos()) {
+            break;
+        }
+        offsets.push(at);
+    }
+    (offsets, first as u64)
+}
+
+fn skipped_text(r: &LoadReport) -> String {
+    let mut parts: Vec<String> = r.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if parts.is_empty() {
+        parts.push("none".into());
+    }
+    format!(
+        "{} records in `{}`, skipped: {}",
+        r.records,
+        r.path,
+        parts.join(", ")
+    )
+}
+
+/// The `dataset` line of a file-backed source.
+pub(super) fn render_source(
+    name: &str,
+    source: &DatasetSource,
+    out: &mut String,
+) -> std::fmt::Result {
+    match source {
+        DatasetSource::Synthetic { .. } => Ok(()),
+        DatasetSource::Items {
+            format,
+            load,
+            items,
+        } => {
+            let (inp, outp) = items.iter().fold((0u64, 0u64), |(a, b), i| {
+                (
+                    a + u64::from(i.input_tokens),
+                    b + u64::from(i.output_tokens),
+                )
+            });
+            let n = items.len().max(1) as u64;
+            writeln!(
+                out,
+                "dataset    {name}: {format} `{}` (sha256 {}…), {} of {} records, mean input {} / output {} tokens",
+                load.path,
+                &load.sha256[..load.sha256.len().min(12)],
+                items.len(),
+                load.records,
+                inp / n,
+                outp / n
+            )?;
+            if !load.skipped.is_empty() {
+                let parts: Vec<String> = load
+                    .skipped
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                writeln!(out, "           skipped: {}", parts.join(", "))?;
+            }
+            Ok(())
+        }
+        DatasetSource::Trace {
+            format,
+            block_tokens,
+            load,
+            rows,
+        } => {
+            let span = rows.last().map_or(0, |r| r.at_ns);
+            writeln!(
+                out,
+                "dataset    {name}: {} trace `{}` (sha256 {}…), {} rows over {:.3}s, {block_tokens}-token prefix blocks",
+                match format {
+                    crate::scenario::TraceFormat::Mooncake => "mooncake",
+                    crate::scenario::TraceFormat::Azure => "azure",
+                },
+                load.path,
+                &load.sha256[..load.sha256.len().min(12)],
+                rows.len(),
+                span as f64 / 1e9
+            )
+        }
+    }
+}
+
+/// Context and hooks lines of any dataset.
+pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Result {
+    let ContextSpec {
+        shared_prefix,
+        retrieved,
+    } = d.context;
+    if let Some(p) = shared_prefix {
+        writeln!(
+            out,
+            "           shared prefix: {} groups × {} tokens",
+            p.groups, p.tokens
+        )?;
+    }
+    if let Some(r) = retrieved {
+        writeln!(
+            out,
+            "           retrieved: {} chunks × {} tokens from a corpus of {}",
+            r.chunks, r.tokens, r.corpus
+        )?;
+    }
+    if let Some(h) = &d.hooks {
+        writeln!(
+            out,
+            "           hooks `{}` (sha256 {}…)",
+            h.path,
+            &h.sha256[..12]
+        )?;
+    }
+    Ok(())
+}
+
+/// A stage replaying its trace data set's timestamps.
+pub(super) fn trace_stage(
+    spec: &crate::scenario::StageSpec,
+    dataset: usize,
+    source: &DatasetSource,
+    seed: u64,
+    drain: Duration,
+) -> Result<StagePlan, PlanError> {
+    let name = spec.name.value.clone();
+    let arrival = &spec.arrival.value;
+    let crate::scenario::ArrivalSpec::Trace {
+        speedup,
+        start,
+        window,
+    } = arrival
+    else {
+        return Err(bad(&name, "not a trace arrival"));
+    };
+    let DatasetSource::Trace { rows, .. } = source else {
+        return Err(bad(
+            &name,
+            "arrival \"trace\" needs a `trace` data set (its timestamps are replayed)",
+        ));
+    };
+    if !speedup.is_finite() || *speedup <= 0.0 {
+        return Err(bad(&name, "speedup must be > 0"));
+    }
+    let (max, dur) = match spec.limit {
+        crate::scenario::StageLimit::Requests(n) => (Some(n), None),
+        crate::scenario::StageLimit::Duration(d) => (None, Some(d)),
+    };
+    let (offsets, first_item) = trace_schedule(rows, *speedup, *start, *window, max, dur);
+    if offsets.is_empty() {
+        return Err(PlanError::NoArrivals {
+            stage: name,
+            detail: format!("the trace from {start}"),
+        });
+    }
+    Ok(StagePlan {
+        name,
+        dataset,
+        seed,
+        max_requests: Some(offsets.len() as u64),
+        duration: dur,
+        drain_timeout: spec.drain_timeout.unwrap_or(drain),
+        load: Load::Open {
+            arrival: arrival.clone(),
+            offsets_ns: offsets,
+        },
+        first_item,
+    })
+}
+
+fn bad(stage: &str, reason: &str) -> PlanError {
+    PlanError::BadStage {
+        stage: format!("stage `{stage}`"),
+        reason: reason.to_string(),
+    }
+}

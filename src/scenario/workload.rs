@@ -1,0 +1,228 @@
+//! Parsing of file-backed data sets (`sharegpt`, `jsonl`, `trace`) and of the dataset
+//! modifiers (`shared-prefix`, `retrieved`, `hooks`). Files are only named here: the plan
+//! compiler opens them.
+
+use std::path::PathBuf;
+
+use kdl::KdlNode;
+
+use super::ctx::{Ctx, NodeReader};
+use super::model::{DatasetKind, Spanned};
+use super::workload_model::{
+    ContextSpec, JsonlSpec, Retrieved, ShareGptFilters, ShareGptSpec, SharedPrefix, TraceFormat,
+    TraceSpec,
+};
+
+/// Source kinds this module parses.
+pub(crate) const FILE_KINDS: &[&str] = &["sharegpt", "jsonl", "trace"];
+/// Dataset children that modify prompts rather than provide them.
+pub(crate) const MODIFIERS: &[&str] = &["shared-prefix", "retrieved", "hooks"];
+
+/// The path argument of a source or `hooks` node.
+fn path_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, example: &str) -> Option<Spanned<PathBuf>> {
+    let what = r.name();
+    let Some(v) = r.arg(ctx, 0) else {
+        if r.arg_count() == 0 {
+            ctx.error(
+                ctx.name_span(r.node),
+                format!("`{what}` needs a file path"),
+                "missing path",
+                Some(format!("write {what} \"{example}\"")),
+            );
+        }
+        return None;
+    };
+    let s = ctx.name_string(&v, what)?;
+    Some(Spanned::new(PathBuf::from(s), v.span))
+}
+
+/// An optional `key=N` property (≥ `min`), `default` when absent; `None` after an error.
+fn u32_prop(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    key: &'static str,
+    min: u32,
+    default: u32,
+) -> Option<u32> {
+    match r.prop(ctx, key) {
+        Some(v) => ctx.u32_at_least(&v, key, min),
+        None if r.node.entry(key).is_some() => None,
+        None => Some(default),
+    }
+}
+
+fn opt_u64_prop(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    key: &'static str,
+) -> Option<Option<u64>> {
+    match r.prop(ctx, key) {
+        Some(v) => ctx.uint(&v, key, 1, u64::MAX).map(Some),
+        None if r.node.entry(key).is_some() => None,
+        None => Some(None),
+    }
+}
+
+/// `sharegpt "f.json" count=… min-turns=… …`, `jsonl "f.jsonl" count=… max-tokens=…` or
+/// `trace "f.jsonl" format="mooncake"|"azure" block-tokens=…`.
+pub(crate) fn source(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<DatasetKind> {
+    let mut r = NodeReader::new(ctx, node);
+    let kind = match r.name() {
+        "sharegpt" => {
+            let path = path_arg(ctx, &mut r, "ShareGPT_V3_unfiltered_cleaned_split.json");
+            let d = ShareGptFilters::default();
+            let count = opt_u64_prop(ctx, &mut r, "count");
+            let min_turns = u32_prop(ctx, &mut r, "min-turns", 2, d.min_turns);
+            let min_prompt = u32_prop(ctx, &mut r, "min-prompt-tokens", 0, d.min_prompt_tokens);
+            let min_output = u32_prop(ctx, &mut r, "min-output-tokens", 0, d.min_output_tokens);
+            let max_prompt = u32_prop(ctx, &mut r, "max-prompt-tokens", 1, d.max_prompt_tokens);
+            let max_total = u32_prop(ctx, &mut r, "max-total-tokens", 1, d.max_total_tokens);
+            let output = match r.prop(ctx, "output-tokens") {
+                Some(v) => ctx.u32_at_least(&v, "output-tokens", 1).map(Some),
+                None if node.entry("output-tokens").is_some() => None,
+                None => Some(None),
+            };
+            Some(DatasetKind::ShareGpt(ShareGptSpec {
+                path: path?,
+                count: count?.unwrap_or(1000),
+                filters: ShareGptFilters {
+                    min_turns: min_turns?,
+                    min_prompt_tokens: min_prompt?,
+                    min_output_tokens: min_output?,
+                    max_prompt_tokens: max_prompt?,
+                    max_total_tokens: max_total?,
+                },
+                output_tokens: output?,
+            }))
+        }
+        "jsonl" => {
+            let path = path_arg(ctx, &mut r, "prompts.jsonl");
+            let count = opt_u64_prop(ctx, &mut r, "count");
+            let max_tokens = u32_prop(ctx, &mut r, "max-tokens", 1, 256);
+            Some(DatasetKind::Jsonl(JsonlSpec {
+                path: path?,
+                count: count?,
+                max_tokens: max_tokens?,
+            }))
+        }
+        _ => {
+            let path = path_arg(ctx, &mut r, "mooncake_trace.jsonl");
+            let format = match r.prop(ctx, "format") {
+                Some(v) => match ctx.string(&v, "format").as_deref() {
+                    Some("mooncake") => Some(TraceFormat::Mooncake),
+                    Some("azure") => Some(TraceFormat::Azure),
+                    Some(other) => {
+                        ctx.error(
+                            v.span,
+                            format!("unknown trace format `{other}`"),
+                            "not a trace format",
+                            Some("use format=\"mooncake\" or format=\"azure\"".into()),
+                        );
+                        None
+                    }
+                    None => None,
+                },
+                None if node.entry("format").is_some() => None,
+                // A CSV file is the Azure trace; anything else Mooncake's JSONL.
+                None => Some(match &path {
+                    Some(p) if p.value.extension().is_some_and(|e| e == "csv") => {
+                        TraceFormat::Azure
+                    }
+                    _ => TraceFormat::Mooncake,
+                }),
+            };
+            let block = u32_prop(ctx, &mut r, "block-tokens", 1, 512);
+            Some(DatasetKind::Trace(TraceSpec {
+                path: path?,
+                format: format?,
+                block_tokens: block?,
+            }))
+        }
+    };
+    r.finish(ctx);
+    kind
+}
+
+/// A modifier child of a dataset, applied to `context` / `hooks`. False after an error.
+pub(crate) fn modifier(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+    context: &mut ContextSpec,
+    hooks: &mut Option<Spanned<PathBuf>>,
+) -> bool {
+    let mut r = NodeReader::new(ctx, node);
+    let ok = match r.name() {
+        "shared-prefix" => {
+            let groups = u32_prop(ctx, &mut r, "groups", 1, 1);
+            let tokens = u32_prop(ctx, &mut r, "tokens", 1, 0);
+            match (groups, tokens) {
+                (Some(_), Some(0)) => {
+                    ctx.error(
+                        ctx.name_span(node),
+                        "`shared-prefix` needs `tokens=`",
+                        "missing tokens=",
+                        Some("write shared-prefix groups=4 tokens=512".into()),
+                    );
+                    false
+                }
+                (Some(groups), Some(tokens)) => {
+                    context.shared_prefix = Some(SharedPrefix { groups, tokens });
+                    true
+                }
+                _ => false,
+            }
+        }
+        "retrieved" => {
+            let chunks = u32_prop(ctx, &mut r, "chunks", 1, 5);
+            let tokens = u32_prop(ctx, &mut r, "tokens", 1, 128);
+            let corpus = u32_prop(ctx, &mut r, "corpus", 1, 1000);
+            match (chunks, tokens, corpus) {
+                (Some(chunks), Some(tokens), Some(corpus)) => {
+                    context.retrieved = Some(Retrieved {
+                        chunks,
+                        tokens,
+                        corpus,
+                    });
+                    true
+                }
+                _ => false,
+            }
+        }
+        _ => match path_arg(ctx, &mut r, "hooks/mutate.rhai") {
+            Some(p) => {
+                *hooks = Some(p);
+                true
+            }
+            None => false,
+        },
+    };
+    r.finish(ctx);
+    ok
+}
+
+/// `arrival "trace" speedup=2.0 start="10m" window="5m"`: all optional.
+pub(crate) fn trace_arrival(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+) -> Option<super::model::ArrivalSpec> {
+    let speedup = match r.prop(ctx, "speedup") {
+        Some(v) => ctx.number_min(&v, "speedup", 0.0, true),
+        None if r.node.entry("speedup").is_some() => None,
+        None => Some(1.0),
+    };
+    let start = match r.prop(ctx, "start") {
+        Some(v) => ctx.duration(&v, "start"),
+        None if r.node.entry("start").is_some() => None,
+        None => Some(crate::units::Duration::ZERO),
+    };
+    let window = match r.prop(ctx, "window") {
+        Some(v) => ctx.positive_duration(&v, "window").map(Some),
+        None if r.node.entry("window").is_some() => None,
+        None => Some(None),
+    };
+    Some(super::model::ArrivalSpec::Trace {
+        speedup: speedup?,
+        start: start?,
+        window: window?,
+    })
+}
