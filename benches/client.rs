@@ -52,7 +52,13 @@ impl Sim {
     fn start(dir: &Path, name: &str, extra: &[&str]) -> Sim {
         let trace = dir.join(format!("{name}-trace.jsonl"));
         let mut child = command(1)
-            .args(["sim", "--listen", "127.0.0.1:0", "--prefill-per-token", "0ms"])
+            .args([
+                "sim",
+                "--listen",
+                "127.0.0.1:0",
+                "--prefill-per-token",
+                "0ms",
+            ])
             .args(["--decode-base", "0ms", "--decode-per-seq", "0ms"])
             .args(["--max-running", "4096", "--kv-capacity", "100000000"])
             .arg("--trace")
@@ -92,11 +98,11 @@ struct Run {
 fn run(dir: &Path, name: &str, scenario: &str, params: &[String]) -> Run {
     let out = dir.join(name);
     let mut cmd = command(0);
-    cmd.arg("run")
-        .arg(scenario)
-        .arg("--out")
-        .arg(&out)
-        .args(["--quiet", "--no-plots", "--requests-jsonl"]);
+    cmd.arg("run").arg(scenario).arg("--out").arg(&out).args([
+        "--quiet",
+        "--no-plots",
+        "--requests-jsonl",
+    ]);
     for p in params {
         cmd.args(["--param", p]);
     }

@@ -96,6 +96,7 @@ fn scenario() -> Scenario {
         sla: vec![],
         goodput: None,
         report: ReportSpec::default(),
+        telemetry: None,
     }
 }
 

@@ -47,13 +47,20 @@ sla {{ assert "error_rate < 1%"; }}
     let r = results(&out);
     assert_eq!(r["passed"], true);
     assert_eq!(r["interrupted"], false);
-    assert_eq!(r["warmup"]["requests"]["sent"], 6, "warm-up ran its own requests");
+    assert_eq!(
+        r["warmup"]["requests"]["sent"], 6,
+        "warm-up ran its own requests"
+    );
     let stages = r["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 2, "warm-up is not a measured stage");
 
     let open = stage(&r, "open");
     let sent = open["requests"]["sent"].as_u64().unwrap();
-    assert_eq!(Some(sent), open["planned"]["requests"].as_u64(), "every planned request was sent");
+    assert_eq!(
+        Some(sent),
+        open["planned"]["requests"].as_u64(),
+        "every planned request was sent"
+    );
     assert!(sent > 20, "about 40 arrivals expected in 1 s, got {sent}");
     let closed = stage(&r, "closed");
     assert_eq!(closed["requests"]["sent"], 24);
@@ -67,7 +74,10 @@ sla {{ assert "error_rate < 1%"; }}
         assert!(s["latency"]["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
         assert!(s["latency"]["itl_ms"]["count"].as_u64().unwrap() > 0);
         assert!(s["tokens"]["output"].as_u64().unwrap() >= 8 * req["ok"].as_u64().unwrap());
-        assert_eq!(s["tokens"]["from_usage"], req["ok"], "the simulator reports usage");
+        assert_eq!(
+            s["tokens"]["from_usage"], req["ok"],
+            "the simulator reports usage"
+        );
     }
     // One verdict per (assertion, stage).
     assert_eq!(r["sla"].as_array().unwrap().len(), 2);

@@ -47,7 +47,13 @@ stage "s" {
     assert_eq!(sent, 120);
     assert_eq!(sent, ok + failed);
     let errors = req["errors"].as_object().unwrap();
-    for kind in ["http_503", "http_429", "stream_broken", "malformed", "timeout"] {
+    for kind in [
+        "http_503",
+        "http_429",
+        "stream_broken",
+        "malformed",
+        "timeout",
+    ] {
         assert!(
             errors.get(kind).and_then(|v| v.as_u64()).unwrap_or(0) > 0,
             "expected some `{kind}` errors, got {errors:?}"

@@ -71,7 +71,9 @@ stage "low" {{
         if row["stage"] != "low" {
             continue;
         }
-        let id = row["sim_id"].as_u64().expect("the simulator's id is recorded");
+        let id = row["sim_id"]
+            .as_u64()
+            .expect("the simulator's id is recorded");
         let (server_ttft, gaps) = server.get(&id).expect("every request is in the trace");
         ttft_diff.push(row["ttft_ms"].as_f64().unwrap() - server_ttft);
         server_gaps.extend(gaps.iter().copied());
@@ -84,7 +86,9 @@ stage "low" {{
         "client-added TTFT p50 {client_added:.3} ms (all: {ttft_diff:?})"
     );
     let r = results(&out);
-    let client_itl = stage(&r, "low")["latency"]["itl_ms"]["p50"].as_f64().unwrap();
+    let client_itl = stage(&r, "low")["latency"]["itl_ms"]["p50"]
+        .as_f64()
+        .unwrap();
     let server_itl = median(server_gaps);
     assert!(
         (client_itl - server_itl).abs() < 1.0,

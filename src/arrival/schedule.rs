@@ -90,7 +90,9 @@ pub fn schedule<R: Rng + ?Sized>(
                 .map_err(|_| ArrivalError::BadBurstiness(shape))?;
             renewal(horizon, || rng.sample(gamma) * 1e9)
         }
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => return Ok(None),
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => {
+            return Ok(None);
+        }
     };
     // Only a degenerate gap distribution (gaps that underflow to 0) gets here.
     if offsets.len() as u64 >= MAX_ARRIVALS && matches!(horizon, Horizon::Within(_)) {

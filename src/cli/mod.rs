@@ -34,11 +34,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scenario: send its load, measure, check its SLAs, write results and report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check scenario files without running them; exits 2 when any is invalid.
     Validate(validate::ValidateArgs),
     /// Serve the embedded OpenAI-compatible simulator until Ctrl-C.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Compile a scenario and print its plan (what is sent, when) and the plan hash.
     Plan(plan::PlanArgs),
     /// Re-render the Markdown report of a past run from its results.json.
@@ -63,9 +63,9 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::run(args),
-        Command::Sim(args) => sim::run(args),
+        Command::Sim(args) => sim::run(*args),
         Command::Plan(args) => plan::run(args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),

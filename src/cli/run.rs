@@ -240,11 +240,11 @@ pub fn run(args: RunArgs) -> i32 {
             code = exit::RUN_ERROR;
         }
     }
-    if let Some(path) = &args.junit {
-        if let Err(e) = report::write_junit(&results, path) {
-            eprintln!("error: {e}");
-            code = exit::RUN_ERROR;
-        }
+    if let Some(path) = &args.junit
+        && let Err(e) = report::write_junit(&results, path)
+    {
+        eprintln!("error: {e}");
+        code = exit::RUN_ERROR;
     }
     print!("{}", report::render_summary_text(&results));
     println!("results: {}", out_dir.join(report::RESULTS_FILE).display());
@@ -275,7 +275,7 @@ fn abort_decision(
 }
 
 fn default_out_dir(scenario: &Scenario) -> PathBuf {
-    let stamp = rfc3339(SystemTime::now()).replace(':', "").replace('-', "");
+    let stamp = rfc3339(SystemTime::now()).replace([':', '-'], "");
     Path::new("results").join(format!(
         "{}-{}",
         slug(&scenario.name),

@@ -333,6 +333,7 @@ pub(super) fn trace_stage(
             offsets_ns: offsets,
         },
         first_item,
+        profile: None,
     })
 }
 

@@ -75,6 +75,7 @@ pub(super) fn expand(
             duration: Some(search.probe),
             drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
             profile: None,
+            first_item: 0,
         }]),
     }
 }
@@ -150,6 +151,7 @@ pub fn probe_stage(
         duration: Some(spec.probe),
         drain_timeout: search.drain_timeout,
         profile: Some(point),
+        first_item: search.first_item,
     })
 }
 

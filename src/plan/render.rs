@@ -199,7 +199,9 @@ fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => None,
+        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => {
+            None
+        }
     }
 }
 

@@ -46,11 +46,11 @@ impl Collector {
                 match rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(rec) => {
                         agg.record(&rec);
-                        if let Some(w) = sink.as_mut() {
-                            if let Err(e) = write_row(w, &stage, &rec) {
-                                sink_error = Some(format!("failed to write requests.jsonl: {e}"));
-                                sink = None;
-                            }
+                        if let Some(w) = sink.as_mut()
+                            && let Err(e) = write_row(w, &stage, &rec)
+                        {
+                            sink_error = Some(format!("failed to write requests.jsonl: {e}"));
+                            sink = None;
                         }
                     }
                     Err(mpsc::RecvTimeoutError::Timeout) => {}

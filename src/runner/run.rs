@@ -223,11 +223,11 @@ pub async fn run(
         out.error
             .get_or_insert_with(|| "interrupted (Ctrl-C)".to_string());
     }
-    if let Some(mut w) = sink {
-        if let Err(e) = w.flush() {
-            out.error
-                .get_or_insert_with(|| format!("failed to write requests.jsonl: {e}"));
-        }
+    if let Some(mut w) = sink
+        && let Err(e) = w.flush()
+    {
+        out.error
+            .get_or_insert_with(|| format!("failed to write requests.jsonl: {e}"));
     }
     if let Some(t) = telemetry {
         let report = t.finish().await;

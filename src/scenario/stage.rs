@@ -19,7 +19,14 @@ const STAGE_CHILDREN: &[&str] = &[
     "sweep",
     "search",
 ];
-const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "concurrency", "ramp", "trace"];
+const ARRIVALS: &[&str] = &[
+    "constant",
+    "poisson",
+    "gamma",
+    "concurrency",
+    "ramp",
+    "trace",
+];
 
 /// What a `stage` node yields: its name even when the rest is invalid (so that references to it
 /// are not reported too), the stage when valid, and its scoped assertions.

@@ -4,13 +4,13 @@
 mod evaluate;
 mod grammar;
 mod parse;
-mod telemetry;
 mod profile;
+mod telemetry;
 mod verdict;
 
 pub use evaluate::*;
 pub use grammar::*;
 pub use parse::*;
-pub use telemetry::observe_with;
 pub use profile::{probe_failures, profile_inputs};
+pub use telemetry::observe_with;
 pub use verdict::*;
