@@ -178,3 +178,33 @@ stage "s" {
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach the target"));
 }
+
+#[test]
+fn abort_on_fail_stops_the_run_after_the_failing_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"{FAST_SIM}
+stage "first" {{
+    dataset "d"
+    arrival "concurrency" clients=2
+    requests 6
+    sla {{ assert "ttft.p50 < 1us" abort-on-fail=#true; }}
+}}
+stage "second" {{
+    dataset "d"
+    arrival "concurrency" clients=2
+    requests 6
+}}
+"#
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(r["interrupted"], true);
+    assert!(r["error"].as_str().unwrap().contains("ttft.p50 < 1us"));
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 1, "the second stage never ran");
+    assert_eq!(r["sla"][0]["passed"], false);
+}
