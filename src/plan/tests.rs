@@ -146,6 +146,7 @@ fn duration_limits_closed_loops_and_warmup() {
         limit: StageLimit::Requests(20),
         dataset: None,
         clients: 4,
+        until: None,
     });
     let plan = compile(&sc).unwrap();
     let grid = &plan.stages[0];
