@@ -70,7 +70,9 @@ fn every_property_is_read() {
     assert_eq!(u.rule.min_clock_ratio, 0.95);
     assert_eq!(u.rule.max_temp_rate_c_per_min, 0.5);
     assert_eq!(u.rule.window, Duration::from_millis(20_000));
-    let w = parse("warmup until=\"stable\" max-temp-rate=2").warmup.unwrap();
+    let w = parse("warmup until=\"stable\" max-temp-rate=2")
+        .warmup
+        .unwrap();
     assert_eq!(w.until.unwrap().rule.max_temp_rate_c_per_min, 2.0);
     assert!(parse("warmup requests=3").warmup.unwrap().until.is_none());
 }
@@ -87,7 +89,10 @@ fn bad_values_are_reported_with_hints() {
     assert!(m.contains("both until=\"stable\" and `duration`"), "{m}");
 
     let m = messages("warmup requests=10 ttft-cv=0.1");
-    assert!(m.contains("`ttft-cv` on `warmup` without until=\"stable\""), "{m}");
+    assert!(
+        m.contains("`ttft-cv` on `warmup` without until=\"stable\""),
+        "{m}"
+    );
 
     let m = messages("warmup until=\"stable\" max-temp-rate=\"1K/min\"");
     assert!(m.contains("invalid `max-temp-rate`"), "{m}");
@@ -110,7 +115,10 @@ fn until_is_part_of_the_plan_and_its_hash() {
     let until = compile("warmup until=\"stable\" max=\"5m\"");
     let stricter = compile("warmup until=\"stable\" max=\"5m\" ttft-cv=0.05");
     assert!(plain.warmup_until.is_none());
-    assert_eq!(until.warmup_until.as_ref().unwrap().rule.ttft_cv_threshold, 0.2);
+    assert_eq!(
+        until.warmup_until.as_ref().unwrap().rule.ttft_cv_threshold,
+        0.2
+    );
     // `max` is the warm-up's duration limit.
     assert_eq!(
         until.warmup.as_ref().unwrap().duration,

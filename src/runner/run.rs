@@ -182,10 +182,13 @@ pub async fn run(
     };
     if let Some(w) = &plan.warmup {
         mark(&w.name, true);
-        let watch = plan.warmup_until.as_ref().map(|until| super::warmup::Watch {
-            until,
-            telemetry: telemetry.as_ref(),
-        });
+        let watch = plan
+            .warmup_until
+            .as_ref()
+            .map(|until| super::warmup::Watch {
+                until,
+                telemetry: telemetry.as_ref(),
+            });
         let (summary, err) = runner
             .run_stage_watched(StageRef::Warmup, &mut sink, watch.as_ref())
             .await;

@@ -114,7 +114,9 @@ mod tests {
         };
         let stop = CancellationToken::new();
         let mut state = WatchState::default();
-        let recent = ring(&[100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8, 100.1, 99.9]);
+        let recent = ring(&[
+            100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 100.2, 99.8, 100.1, 99.9,
+        ]);
         let t0 = Instant::now();
         tokio::time::timeout(
             Duration::from_secs(30),
@@ -127,7 +129,11 @@ mod tests {
         assert_eq!(end.reason, WarmupEndReason::LatencyStable);
         assert_eq!(end.checks, 1);
         assert!(end.at_s < 99.0, "the moment it held, not the later now");
-        assert!(end.detail.contains("coefficient of variation"), "{}", end.detail);
+        assert!(
+            end.detail.contains("coefficient of variation"),
+            "{}",
+            end.detail
+        );
     }
 
     #[tokio::test]

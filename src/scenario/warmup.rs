@@ -179,7 +179,10 @@ fn temp_rate(ctx: &mut Ctx<'_>, v: &Val) -> Option<f64> {
                 ctx.error(
                     v.span,
                     "invalid `max-temp-rate`",
-                    format!("expected a temperature rate like \"1C/min\", got {}", v.shown()),
+                    format!(
+                        "expected a temperature rate like \"1C/min\", got {}",
+                        v.shown()
+                    ),
                     Some(HELP.into()),
                 );
                 return None;
