@@ -55,7 +55,7 @@ pub(crate) fn until(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, node: &KdlNode) -
     let given = node.entry("until").is_some();
     let mut props = Vec::new();
     for name in RULE_PROPS {
-        if let Some(v) = r.prop(ctx, *name) {
+        if let Some(v) = r.prop(ctx, name) {
             props.push((*name, v));
         }
     }
