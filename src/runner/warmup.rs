@@ -183,6 +183,104 @@ mod tests {
         assert_eq!(end.reason, WarmupEndReason::MaxDuration);
     }
 
+    /// Telemetry from one fake GPU at `clock` of 2000 MHz and a flat 70 °C, sampled every 20 ms.
+    async fn fake_gpu(clock: f64) -> TelemetryHandle {
+        use crate::telemetry::{
+            FakeGpu, GpuDevice, GpuOpener, GpuReading, SourceConfig, Telemetry, TelemetryConfig,
+        };
+        let config = TelemetryConfig {
+            interval: crate::units::Duration::from_millis(20),
+            sources: vec![SourceConfig::Nvml {
+                devices: None,
+                required: true,
+            }],
+        };
+        let opener = move || -> GpuOpener {
+            Box::new(move |_| {
+                let reading = GpuReading {
+                    temp_c: Some(70.0),
+                    sm_clock_mhz: Some(clock),
+                    sm_clock_max_mhz: Some(2000.0),
+                    ..Default::default()
+                };
+                let fake = FakeGpu::new("0", vec![reading]);
+                Ok(vec![Box::new(fake) as Box<dyn GpuDevice>])
+            })
+        };
+        Telemetry::start_async_with_gpus(config, opener)
+            .await
+            .expect("fake GPU starts")
+    }
+
+    fn gpu_until() -> WarmupUntil {
+        WarmupUntil {
+            rule: StabilityRule {
+                window: crate::units::Duration::from_millis(200),
+                // TTFTs alone would already be stable: the GPU rule must be the one deciding.
+                ttft_cv_threshold: 10.0,
+                ..StabilityRule::default()
+            },
+            check_every: crate::units::Duration::from_millis(20),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn with_gpu_telemetry_the_gpu_rule_decides() {
+        let t = fake_gpu(1950.0).await;
+        let u = gpu_until();
+        let w = Watch {
+            until: &u,
+            telemetry: Some(&t),
+        };
+        let stop = CancellationToken::new();
+        let mut state = WatchState::default();
+        let steady = ring(&[100.0; 20]);
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            watch(Some(&w), steady, stop.clone(), Instant::now(), &mut state),
+        )
+        .await
+        .expect("steady clocks and temperature hold once the window is covered");
+        let end = finish(state, false, 99.0);
+        drop(t.finish().await);
+        assert_eq!(end.reason, WarmupEndReason::GpuStable, "{}", end.detail);
+        assert!(end.detail.contains("clock ratio"), "{}", end.detail);
+        assert!(end.checks >= 2, "the first checks lack a full window");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_throttled_gpu_is_never_stable_even_with_steady_ttfts() {
+        let t = fake_gpu(1600.0).await;
+        let u = gpu_until();
+        let w = Watch {
+            until: &u,
+            telemetry: Some(&t),
+        };
+        let stop = CancellationToken::new();
+        let mut state = WatchState::default();
+        let r = tokio::time::timeout(
+            Duration::from_millis(600),
+            watch(
+                Some(&w),
+                ring(&[100.0; 20]),
+                stop.clone(),
+                Instant::now(),
+                &mut state,
+            ),
+        )
+        .await;
+        drop(t.finish().await);
+        assert!(r.is_err() && !stop.is_cancelled());
+        let end = finish(state, false, 0.6);
+        assert_eq!(end.reason, WarmupEndReason::MaxDuration);
+        // Either still filling the window (a very slow machine) or the clock verdict.
+        assert!(
+            end.detail.contains("clock ratio 0.80") || end.detail.contains("history"),
+            "{}",
+            end.detail
+        );
+    }
+
     #[tokio::test]
     async fn without_a_watch_it_never_ends() {
         let mut state = WatchState::default();
