@@ -247,6 +247,7 @@ impl StageAggregator {
             validity,
             timeline: self.timeline.finish(),
             profile: None,
+            warmup_end: None,
         }
     }
 

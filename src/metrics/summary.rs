@@ -150,4 +150,43 @@ pub struct StageSummary {
     /// Set when the stage is one point of a sweep or one probe of a rate search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::ProfilePoint>,
+    /// Warm-up with `until="stable"` only: what ended it, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_end: Option<WarmupEnd>,
+}
+
+/// Why and when a `warmup until="stable"` stopped sending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupEnd {
+    pub reason: WarmupEndReason,
+    /// Seconds from the warm-up's start to the moment sending stopped.
+    pub at_s: f64,
+    /// Stability checks made.
+    pub checks: u32,
+    /// The last stability verdict, with its numbers (e.g. the TTFT coefficient of variation).
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupEndReason {
+    /// GPU clocks held and temperature settled (GPU telemetry present).
+    GpuStable,
+    /// Recent TTFTs settled (no GPU telemetry).
+    LatencyStable,
+    /// `max` elapsed before the rule held.
+    MaxDuration,
+    /// Ctrl-C during the warm-up.
+    Interrupted,
+}
+
+impl WarmupEndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarmupEndReason::GpuStable => "gpu_stable",
+            WarmupEndReason::LatencyStable => "latency_stable",
+            WarmupEndReason::MaxDuration => "max_duration",
+            WarmupEndReason::Interrupted => "interrupted",
+        }
+    }
 }

@@ -119,6 +119,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
             })
             .unwrap_or_default(),
         telemetry: scenario.telemetry.clone(),
+        warmup_until: scenario.warmup.as_ref().and_then(|w| w.until.clone()),
     };
     plan.hash = plan_hash(&plan)?;
     Ok(plan)

@@ -40,6 +40,10 @@ pub struct Plan {
     /// when the scenario has none, so older plans keep their hashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+    /// `warmup until="stable"`: the warm-up (whose `duration` is then the `max`) ends early once
+    /// this rule holds. Absent (and out of the hash) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_until: Option<crate::scenario::WarmupUntil>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -146,6 +146,7 @@ fn duration_limits_closed_loops_and_warmup() {
         limit: StageLimit::Requests(20),
         dataset: None,
         clients: 4,
+        until: None,
     });
     let plan = compile(&sc).unwrap();
     let grid = &plan.stages[0];
@@ -205,7 +206,11 @@ fn hash_changes_with_seed_params_and_workload() {
     });
     // A param's value counts through its effect on the workload, not as a raw value: one
     // that changes nothing the plan sends (a URL, say) keeps the hash.
-    assert_eq!(compile(&other_param).unwrap().hash, base.hash, "unused param");
+    assert_eq!(
+        compile(&other_param).unwrap().hash,
+        base.hash,
+        "unused param"
+    );
     for (what, sc) in [
         ("seed", other_seed),
         ("rate", other_rate),

@@ -159,6 +159,24 @@ fn kv(key: &'static str, value: String) -> KeyValue {
     KeyValue { key, value }
 }
 
+/// `warm-up | latency_stable after 4.0 s (57 requests): TTFT coefficient of variation …`, for
+/// a warm-up that ran until stable.
+fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
+    let w = w?;
+    let end = w.warmup_end.as_ref()?;
+    Some(kv(
+        "warm-up",
+        format!(
+            "until stable: {} after {:.1} s ({} requests, {} checks): {}",
+            end.reason.as_str(),
+            end.at_s,
+            w.requests.sent,
+            end.checks,
+            end.detail
+        ),
+    ))
+}
+
 fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) -> StageView {
     let p = &s.planned;
     let planned = match (p.rate_per_s, p.clients) {
@@ -323,6 +341,9 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
             kv("tokenizer", t.tokenizer.clone()),
             kv("started", results.started_at.clone()),
             kv("schema version", results.schema_version.to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(warmup_row(results.warmup.as_ref()))
+        .collect(),
     }
 }

@@ -2,9 +2,10 @@
 //! into the stage's aggregator, writes `requests.jsonl` rows when asked, and drives progress.
 //! Request tasks only send a record on a channel, so aggregation is off the hot path.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -27,8 +28,35 @@ struct Row<'a> {
     error: Option<String>,
 }
 
+/// How many recent TTFTs the warm-up stability check sees.
+pub const RECENT_TTFTS: usize = 64;
+
+/// The TTFTs (ms) of the stage's last successful requests, oldest first. Only the collector
+/// thread writes; the warm-up check reads it every few seconds, so the lock is uncontended.
+#[derive(Clone, Default)]
+pub struct RecentTtfts(Arc<Mutex<VecDeque<f64>>>);
+
+impl RecentTtfts {
+    pub(super) fn push(&self, ms: f64) {
+        if let Ok(mut q) = self.0.lock() {
+            if q.len() == RECENT_TTFTS {
+                q.pop_front();
+            }
+            q.push_back(ms);
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<f64> {
+        self.0
+            .lock()
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
 pub struct Collector {
     pub tx: mpsc::Sender<RequestRecord>,
+    pub recent: RecentTtfts,
     join: thread::JoinHandle<(StageAggregator, Option<RowSink>, Option<String>)>,
 }
 
@@ -40,12 +68,19 @@ impl Collector {
         mut progress: Progress,
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let recent = RecentTtfts::default();
+        let ring = recent.clone();
         let join = thread::spawn(move || {
             let mut sink_error = None;
             loop {
                 match rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(rec) => {
                         agg.record(&rec);
+                        if rec.error.is_none()
+                            && let Some(ns) = rec.ttft_ns()
+                        {
+                            ring.push(ns as f64 / 1e6);
+                        }
                         if let Some(w) = sink.as_mut()
                             && let Err(e) = write_row(w, &stage, &rec)
                         {
@@ -61,7 +96,7 @@ impl Collector {
             progress.finish();
             (agg, sink, sink_error)
         });
-        Collector { tx, join }
+        Collector { tx, recent, join }
     }
 
     /// Waits for every sender to be gone, then returns the aggregator and the row sink.

@@ -15,6 +15,7 @@ mod search;
 mod stage;
 mod target;
 mod telemetry;
+mod warmup;
 
 pub use progress::ProgressMode;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};

@@ -182,7 +182,16 @@ pub async fn run(
     };
     if let Some(w) = &plan.warmup {
         mark(&w.name, true);
-        let (summary, err) = runner.run_stage(StageRef::Warmup, &mut sink).await;
+        let watch = plan
+            .warmup_until
+            .as_ref()
+            .map(|until| super::warmup::Watch {
+                until,
+                telemetry: telemetry.as_ref(),
+            });
+        let (summary, err) = runner
+            .run_stage_watched(StageRef::Warmup, &mut sink, watch.as_ref())
+            .await;
         mark(&w.name, false);
         out.warmup = Some(summary);
         out.error = out.error.or(err);

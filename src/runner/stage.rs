@@ -24,6 +24,7 @@ use super::cpu::CpuClock;
 use super::progress::Progress;
 use super::run::RunOptions;
 use super::target::warm_pool;
+use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client, TokenCounter};
 use crate::dataset::{PromptFactory, Tokenizer};
 use crate::metrics::{
@@ -103,6 +104,16 @@ impl StageRunner<'_> {
         which: StageRef,
         sink: &mut Option<RowSink>,
     ) -> (StageSummary, Option<String>) {
+        self.run_stage_watched(which, sink, None).await
+    }
+
+    /// A stage whose sending also stops once `watch`'s rule holds (`warmup until="stable"`).
+    pub(super) async fn run_stage_watched(
+        &self,
+        which: StageRef,
+        sink: &mut Option<RowSink>,
+        watch: Option<&Watch<'_>>,
+    ) -> (StageSummary, Option<String>) {
         let stage = match which {
             StageRef::Warmup => self.plan.warmup.as_ref().expect("warm-up stage exists"),
             StageRef::Stage(i) => &self.plan.stages[i],
@@ -114,6 +125,8 @@ impl StageRunner<'_> {
         warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
 
         let cancel = CancellationToken::new();
+        // "Stop sending": Ctrl-C, or the warm-up's rule holding (which must not end the run).
+        let stop = self.opts.interrupt.child_token();
         let t0 = Instant::now();
         let cpu0 = self.cpu.now_ns();
         let shared = Arc::new(StageShared {
@@ -124,7 +137,7 @@ impl StageRunner<'_> {
             factory: self.factory.clone(),
             t0,
             tx: collector.tx.clone(),
-            interrupt: self.opts.interrupt.clone(),
+            interrupt: stop.clone(),
             cancel: cancel.clone(),
             hooks: super::hooked::stage_hooks(&self.plan, stage),
         });
@@ -132,6 +145,14 @@ impl StageRunner<'_> {
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
         // Nothing waits before sending is over, so an early empty moment cannot end a stage.
         tracker.close();
+        let mut watched = WatchState::default();
+        let mut watching = Box::pin(super::warmup::watch(
+            watch,
+            collector.recent.clone(),
+            stop.clone(),
+            t0,
+            &mut watched,
+        ));
         match &stage.load {
             Load::Open { .. } => {
                 let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -163,16 +184,26 @@ impl StageRunner<'_> {
                     tokio::select! {
                         _ = tokio::time::sleep_until(d.into()) => {}
                         _ = tracker.wait() => {}
-                        _ = self.opts.interrupt.cancelled() => {}
+                        _ = stop.cancelled() => {}
+                        _ = &mut watching => {}
                     }
                 } else {
                     tokio::select! {
                         _ = tracker.wait() => {}
-                        _ = self.opts.interrupt.cancelled() => {}
+                        _ = stop.cancelled() => {}
+                        _ = &mut watching => {}
                     }
                 }
             }
         }
+        drop(watching);
+        let warmup_end = watch.map(|_| {
+            super::warmup::finish(
+                watched,
+                self.opts.interrupt.is_cancelled(),
+                t0.elapsed().as_secs_f64(),
+            )
+        });
         drop(shared);
         // Sending is over: wait for in-flight requests, at most the drain time.
         let drain = if self.opts.interrupt.is_cancelled() {
@@ -208,7 +239,9 @@ impl StageRunner<'_> {
                 .unwrap_or(1),
             peak_rss_bytes: super::cpu::peak_rss_bytes(),
         };
-        (agg.finish(clock, &self.opts.validity), err)
+        let mut summary = agg.finish(clock, &self.opts.validity);
+        summary.warmup_end = warmup_end;
+        (summary, err)
     }
 }
 

@@ -16,6 +16,7 @@ mod stage;
 mod target;
 mod telemetry;
 mod values;
+mod warmup;
 mod workload;
 mod workload_model;
 
@@ -25,4 +26,5 @@ pub use parse::{load, parse_str};
 pub use profile::{ProfileSpec, SearchSpec, SweepSpec, expand_range};
 pub use schema::json_schema;
 pub use telemetry::SIM_METRICS;
+pub use warmup::{DEFAULT_CHECK_EVERY, DEFAULT_UNTIL_MAX, WarmupUntil};
 pub use workload_model::*;

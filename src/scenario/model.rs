@@ -233,6 +233,9 @@ pub struct Warmup {
     pub dataset: Option<Spanned<String>>,
     /// Closed-loop clients used for warm-up. Default 4.
     pub clients: u32,
+    /// `until="stable"`: send until the stability rule holds; `limit` is then its `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<super::warmup::WarmupUntil>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

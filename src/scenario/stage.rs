@@ -236,7 +236,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
     Some(Spanned::new(spec, span))
 }
 
-/// `warmup requests=N | duration="30s" [dataset="…"] [clients=N]`.
+/// `warmup requests=N | duration="30s" | until="stable" … [dataset="…"] [clients=N]`.
 pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
     let mut r = NodeReader::new(ctx, node);
     let requests = r.prop(ctx, "requests");
@@ -250,7 +250,9 @@ pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
         None if node.entry("clients").is_some() => None,
         None => Some(4),
     };
+    let until = super::warmup::until(ctx, &mut r, node);
     let limit = match (requests, duration) {
+        (req, dur) if until.given => super::warmup::limit(ctx, &until, req, dur),
         (Some(_), Some(d)) => {
             ctx.error(
                 d.span,
@@ -283,6 +285,7 @@ pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
         limit: limit?,
         dataset,
         clients: clients?,
+        until: if until.given { Some(until.spec?) } else { None },
     })
 }
 
