@@ -1,6 +1,6 @@
 //! Load profiles in the scenario: `sweep { … }` (one sub-stage per load point) and
 //! `search { … }` (the highest rate meeting the SLAs) inside a stage, and the `ramp` arrival's
-//! properties. Parsed here so that `stage.rs` only dispatches.
+//! and `ramp-concurrency` arrivals' properties. Parsed here so that `stage.rs` only dispatches.
 
 use kdl::KdlNode;
 use schemars::JsonSchema;
@@ -362,6 +362,37 @@ pub(crate) fn ramp(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<ArrivalS
         from: from?,
         to: to?,
         over: over?,
+        steps,
+    })
+}
+
+/// `arrival "ramp-concurrency" from=1 to=64 over="60s" [steps=N]`.
+pub(crate) fn ramp_concurrency(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<ArrivalSpec> {
+    let from = required(ctx, r, "from").and_then(|v| ctx.u32_at_least(&v, "from", 1));
+    let to_val = required(ctx, r, "to");
+    let to = to_val
+        .as_ref()
+        .and_then(|v| ctx.u32_at_least(v, "to", 1).map(|n| (n, v.span)));
+    let over = required(ctx, r, "over").and_then(|v| ctx.positive_duration(&v, "over"));
+    let steps = match r.prop(ctx, "steps") {
+        Some(v) => Some(Some(ctx.uint(&v, "steps", 2, 10_000)? as u32)),
+        None if r.node.entry("steps").is_some() => None,
+        None => Some(None),
+    };
+    let (from, (to, to_span), over, steps) = (from?, to?, over?, steps?);
+    if to <= from {
+        ctx.error(
+            to_span,
+            "a concurrency ramp needs `to` above `from`",
+            format!("{to} ≤ from={from}"),
+            Some("for a fixed client count write arrival \"concurrency\" clients=N".into()),
+        );
+        return None;
+    }
+    Some(ArrivalSpec::RampConcurrency {
+        from,
+        to,
+        over,
         steps,
     })
 }

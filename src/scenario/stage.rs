@@ -25,6 +25,7 @@ const ARRIVALS: &[&str] = &[
     "gamma",
     "concurrency",
     "ramp",
+    "ramp-concurrency",
     "trace",
 ];
 
@@ -145,7 +146,9 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         );
     }
     let ramp_over = match arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value) {
-        Some(ArrivalSpec::Ramp { over, .. }) => Some(*over),
+        Some(ArrivalSpec::Ramp { over, .. } | ArrivalSpec::RampConcurrency { over, .. }) => {
+            Some(*over)
+        }
         _ => None,
     };
     if !has("duration") && !has("requests") && ramp_over.is_none() && !has("search") {
@@ -221,6 +224,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
             }
         }
         "ramp" => super::profile::ramp(ctx, r)?,
+        "ramp-concurrency" => super::profile::ramp_concurrency(ctx, r)?,
         "trace" => super::workload::trace_arrival(ctx, r)?,
         other => {
             ctx.error(
