@@ -151,7 +151,22 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         }
         _ => None,
     };
-    if !has("duration") && !has("requests") && ramp_over.is_none() && !has("search") {
+    // An invalid ramp has its own error; its missing `over` is not also a missing limit.
+    let ramp_written = node.children().is_some_and(|d| {
+        d.nodes().iter().any(|c| {
+            c.name().value() == "arrival"
+                && c.entries()
+                    .first()
+                    .and_then(|e| e.value().as_string())
+                    .is_some_and(|k| k == "ramp" || k == "ramp-concurrency")
+        })
+    });
+    if !has("duration")
+        && !has("requests")
+        && ramp_over.is_none()
+        && !ramp_written
+        && !has("search")
+    {
         ctx.error(
             head,
             format!("{shown} has no limit"),
