@@ -102,9 +102,13 @@ pub struct ClientHealth {
     #[serde(default)]
     pub peak_rss_mb: f64,
     /// The most requests this client had in flight at once during the stage (a closed loop's
-    /// clients, once all have started).
-    #[serde(default)]
+    /// clients, once all have started). Absent when no request was sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub peak_in_flight: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether the stage's numbers can be trusted, and if not, why.
