@@ -41,7 +41,9 @@ pub fn schedule<R: Rng + ?Sized>(
 ) -> Result<Option<Vec<u64>>, ArrivalError> {
     let rate = match spec {
         // A trace's schedule comes from its data set (see `plan::compile`).
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Trace { .. } => return Ok(None),
+        ArrivalSpec::Concurrency { .. }
+        | ArrivalSpec::RampConcurrency { .. }
+        | ArrivalSpec::Trace { .. } => return Ok(None),
         ArrivalSpec::Ramp {
             from,
             to,
@@ -90,7 +92,10 @@ pub fn schedule<R: Rng + ?Sized>(
                 .map_err(|_| ArrivalError::BadBurstiness(shape))?;
             renewal(horizon, || rng.sample(gamma) * 1e9)
         }
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => {
+        ArrivalSpec::Concurrency { .. }
+        | ArrivalSpec::Ramp { .. }
+        | ArrivalSpec::RampConcurrency { .. }
+        | ArrivalSpec::Trace { .. } => {
             return Ok(None);
         }
     };

@@ -1,6 +1,7 @@
 //! `infermeter compare BASELINE.json CURRENT.json`: is the current run a regression?
 //! Exit 0 when no watched metric is worse beyond the tolerance, 1 when one is, 2 when the two
 //! runs did not apply the same plan (unless `--allow-different-plans`) or an input is unreadable.
+//! `--plot FILE.svg` also draws both runs' latency profiles together (exit codes unchanged).
 
 use std::path::PathBuf;
 
@@ -8,7 +9,10 @@ use clap::{Args, ValueEnum};
 
 use super::report::fail;
 use crate::exit;
-use crate::report::{compare, read_results, render_compare_markdown, render_compare_text};
+use crate::report::{
+    compare, compare_plot_path, compare_profile_svgs, read_results, render_compare_markdown,
+    render_compare_text,
+};
 use crate::units::Percent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,6 +38,10 @@ pub struct CompareArgs {
     /// A minijinja template to use instead of the built-in one (markdown format).
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+    /// Draw both runs' latency profiles (sweeps, searches) on one SVG; further shared
+    /// profile groups go beside it as FILE-stem-GROUP.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 fn parse_percent(s: &str) -> Result<Percent, String> {
@@ -53,6 +61,11 @@ pub fn run(args: &CompareArgs) -> i32 {
             baseline.plan_hash, current.plan_hash
         );
         return exit::INVALID;
+    }
+    if let Some(file) = &args.plot
+        && let Err(code) = write_plots(file, &baseline, &current)
+    {
+        return code;
     }
     let cmp = compare(&baseline, &current, args.tolerance.0);
     let out = match args.format {
@@ -81,4 +94,29 @@ pub fn run(args: &CompareArgs) -> i32 {
     } else {
         exit::OK
     }
+}
+
+/// Writes `compare --plot`'s SVGs; an I/O or drawing failure is an invalid invocation.
+fn write_plots(
+    file: &std::path::Path,
+    baseline: &crate::report::Results,
+    current: &crate::report::Results,
+) -> Result<(), i32> {
+    let svgs = compare_profile_svgs(baseline, current).map_err(|e| fail(&e, exit::INVALID))?;
+    if svgs.is_empty() {
+        eprintln!(
+            "warning: --plot: the runs share no latency profile (sweep or search), so there is \
+             nothing to draw"
+        );
+        return Ok(());
+    }
+    for (i, (group, svg)) in svgs.iter().enumerate() {
+        let path = compare_plot_path(file, i, group);
+        if let Err(e) = std::fs::write(&path, svg) {
+            eprintln!("error: failed to write {}: {e}", path.display());
+            return Err(exit::INVALID);
+        }
+        eprintln!("profile plot ({group}): {}", path.display());
+    }
+    Ok(())
 }

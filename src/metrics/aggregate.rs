@@ -226,6 +226,8 @@ impl StageAggregator {
             cpu_percent: clock.cpu_ns as f64 / clock.wall_ns.max(1) as f64 * 100.0,
             cores: clock.cores,
             peak_rss_mb: clock.peak_rss_bytes as f64 / (1024.0 * 1024.0),
+            // Counted by the runner, which sees requests start and end.
+            peak_in_flight: 0,
         };
         let validity = self.validity(&clock, &client, rules);
         StageSummary {

@@ -96,7 +96,11 @@ impl ProfilePoint {
 pub struct ProbeResult {
     /// Name of the probe's stage in `stages`.
     pub stage: String,
+    /// The offered rate; for a concurrency probe, the request rate it achieved.
     pub rate_per_s: f64,
+    /// A concurrency probe's closed-loop clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
     pub passed: bool,
     pub saturated: bool,
     pub client_bound: bool,
@@ -109,13 +113,20 @@ pub struct ProbeResult {
     pub failed: Vec<String>,
 }
 
-/// What a rate search found.
+/// What a rate (or concurrency) search found.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchSummary {
     /// The stage that declared the search.
     pub group: String,
     /// Highest probed rate at which the SLAs held; `None` when even `from` failed.
     pub answer_rate_per_s: Option<f64>,
+    /// A concurrency search's answer: the most clients at which the SLAs held (then
+    /// `answer_rate_per_s` is `None`, and bounds and bracket count clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_clients: Option<u32>,
+    /// True for a search over closed-loop clients rather than the rate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub concurrency: bool,
     /// Highest passing rate and lowest failing rate: the answer lies between them.
     pub bracket_low: Option<f64>,
     pub bracket_high: Option<f64>,

@@ -24,7 +24,8 @@ pub struct Dist {
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlannedLoad {
-    /// `constant`, `poisson`, `gamma` or `concurrency`.
+    /// `constant`, `poisson`, `gamma`, `ramp`, `trace`, `concurrency`, `ramp-concurrency` or
+    /// `search`.
     pub arrival: String,
     /// Offered request rate (open loop).
     pub rate_per_s: Option<f64>,
@@ -100,6 +101,14 @@ pub struct ClientHealth {
     /// The client process's peak resident memory so far, in MiB (0 where unknown).
     #[serde(default)]
     pub peak_rss_mb: f64,
+    /// The most requests this client had in flight at once during the stage (a closed loop's
+    /// clients, once all have started). Absent when no request was sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub peak_in_flight: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether the stage's numbers can be trusted, and if not, why.

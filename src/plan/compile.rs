@@ -58,7 +58,10 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 name: "warmup".into(),
                 dataset,
                 seed: stage_seed(scenario.seed, "warmup", 0),
-                load: Load::Closed { clients: w.clients },
+                load: Load::Closed {
+                    clients: w.clients,
+                    ramp: None,
+                },
                 max_requests,
                 duration,
                 drain_timeout: drain_default,
@@ -226,7 +229,42 @@ pub(super) fn stage_plan(
                 return Err(bad_stage(&who, "concurrency needs at least 1 client"));
             }
             let (max, dur) = closed_limits(&who, spec.limit)?;
-            (Load::Closed { clients: *clients }, max, dur)
+            (
+                Load::Closed {
+                    clients: *clients,
+                    ramp: None,
+                },
+                max,
+                dur,
+            )
+        }
+        ArrivalSpec::RampConcurrency {
+            from,
+            to,
+            over,
+            steps,
+        } => {
+            if *from == 0 || to <= from {
+                return Err(bad_stage(
+                    &who,
+                    "a concurrency ramp needs 1 ≤ from < to clients",
+                ));
+            }
+            let (max, dur) = closed_limits(&who, spec.limit)?;
+            let ramp = crate::arrival::ClientRamp {
+                from: *from,
+                to: *to,
+                over: *over,
+                steps: *steps,
+            };
+            (
+                Load::Closed {
+                    clients: *to,
+                    ramp: Some(ramp),
+                },
+                max,
+                dur,
+            )
         }
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }

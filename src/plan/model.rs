@@ -131,8 +131,13 @@ pub enum Load {
         arrival: ArrivalSpec,
         offsets_ns: Vec<u64>,
     },
-    /// `clients` workers, each sending its next request when its previous one finishes.
-    Closed { clients: u32 },
+    /// `clients` workers, each sending its next request when its previous one finishes; with
+    /// a `ramp`, worker k waits for its start offset before its first request.
+    Closed {
+        clients: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ramp: Option<crate::arrival::ClientRamp>,
+    },
     /// A rate search: probes are planned at run time (see `runner::search`) from these bounds
     /// and rules, each an open-loop Poisson stage of `probe` length.
     Search(crate::scenario::SearchSpec),

@@ -1,10 +1,11 @@
 //! Load profiles in the plan: a sweep expands at compile time into one ordinary stage per load
 //! point (named `group@40rps` or `group@8c`, marked with a [`ProfilePoint`]); a search stays one
-//! `Load::Search` entry whose probes the runner plans one at a time with [`probe_stage`].
+//! `Load::Search` entry whose probes (open-loop rates or closed-loop client counts) the runner
+//! plans one at a time with [`probe_stage`].
 
 use crate::arrival::{self, Horizon};
 use crate::metrics::{PointKind, ProfilePoint};
-use crate::scenario::{ArrivalSpec, ProfileSpec, SearchSpec, StageSpec, SweepSpec};
+use crate::scenario::{ArrivalSpec, ProfileSpec, SearchAxis, SearchSpec, StageSpec, SweepSpec};
 use crate::units::{Duration, Rate, trim_float};
 
 use super::compile::stage_plan;
@@ -107,13 +108,18 @@ pub fn point_name(p: &ProfilePoint) -> String {
     }
 }
 
-/// The stage of one search probe at `rate`: Poisson arrivals for `probe`, seeded from the
-/// search's seed and the rate, so equal probes replay equal workloads.
+/// The stage of one search probe at `load`: Poisson arrivals at that rate for `probe`, or
+/// that many closed-loop clients for a concurrency search; seeded from the search's seed and
+/// the load, so equal probes replay equal workloads.
 pub fn probe_stage(
     search: &StagePlan,
     spec: &SearchSpec,
-    rate: f64,
+    load: f64,
 ) -> Result<StagePlan, PlanError> {
+    if spec.axis == SearchAxis::Concurrency {
+        return Ok(closed_probe(search, spec, load));
+    }
+    let rate = load;
     let rate = Rate(round_rate(rate));
     let seed = stage_seed(search.seed, "probe", rate.0.to_bits());
     let arrival = ArrivalSpec::Poisson { rate };
@@ -155,8 +161,45 @@ pub fn probe_stage(
     })
 }
 
+/// A concurrency probe: `clients` closed-loop workers for `probe`.
+fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePlan {
+    let clients = (clients.round() as u32).max(1);
+    let point = ProfilePoint {
+        group: search.name.clone(),
+        kind: PointKind::Probe,
+        clients: Some(clients),
+        ..ProfilePoint::default()
+    };
+    StagePlan {
+        name: point_name(&point),
+        dataset: search.dataset,
+        seed: stage_seed(search.seed, "probe-clients", u64::from(clients)),
+        load: Load::Closed {
+            clients,
+            ramp: None,
+        },
+        max_requests: None,
+        duration: Some(spec.probe),
+        drain_timeout: search.drain_timeout,
+        profile: Some(point),
+        first_item: search.first_item,
+    }
+}
+
 /// How `infermeter plan` shows a search: its bounds and rules (probes are chosen at run time).
 pub(super) fn describe_search(s: &SearchSpec) -> String {
+    if s.axis == SearchAxis::Concurrency {
+        return format!(
+            "concurrency search {} .. {} clients (closed-loop probes of {}, tolerance {}% or \
+             adjacent counts, at most {} probes / {})",
+            s.from.0,
+            s.to.0,
+            s.probe,
+            trim_float(s.tolerance * 100.0),
+            s.max_probes,
+            s.max_time
+        );
+    }
     format!(
         "rate search {} .. {} (poisson probes of {}, tolerance {}%, at most {} probes / {})",
         s.from,

@@ -121,7 +121,11 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
     writeln!(out, "stage `{}` (dataset {dataset})", stage.name)?;
     let load = match &stage.load {
         Load::Open { arrival, .. } => describe_arrival(arrival),
-        Load::Closed { clients } => format!("closed loop, {clients} clients"),
+        Load::Closed {
+            clients,
+            ramp: None,
+        } => format!("closed loop, {clients} clients"),
+        Load::Closed { ramp: Some(r), .. } => describe_client_ramp(r),
         Load::Search(s) => super::profile::describe_search(s),
     };
     writeln!(out, "  load      {load}")?;
@@ -199,9 +203,10 @@ fn arrival_rate(a: &ArrivalSpec) -> Option<f64> {
         ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. } => Some(rate.per_sec()),
-        ArrivalSpec::Concurrency { .. } | ArrivalSpec::Ramp { .. } | ArrivalSpec::Trace { .. } => {
-            None
-        }
+        ArrivalSpec::Concurrency { .. }
+        | ArrivalSpec::Ramp { .. }
+        | ArrivalSpec::RampConcurrency { .. }
+        | ArrivalSpec::Trace { .. } => None,
     }
 }
 
@@ -222,6 +227,17 @@ fn describe_arrival(a: &ArrivalSpec) -> String {
             None => format!("poisson ramp {from} → {to} over {over}, linear"),
             Some(k) => format!("poisson ramp {from} → {to} over {over}, {k} steps"),
         },
+        ArrivalSpec::RampConcurrency {
+            from,
+            to,
+            over,
+            steps,
+        } => describe_client_ramp(&crate::arrival::ClientRamp {
+            from: *from,
+            to: *to,
+            over: *over,
+            steps: *steps,
+        }),
         ArrivalSpec::Trace {
             speedup,
             start,
@@ -267,5 +283,20 @@ fn describe_length(d: &LengthDist) -> String {
             trim_float(*median),
             trim_float(*sigma)
         ),
+    }
+}
+
+/// `closed-loop ramp 1 → 64 clients over 60s, linear (one more every 952.381ms)`.
+fn describe_client_ramp(r: &crate::arrival::ClientRamp) -> String {
+    let head = format!(
+        "closed-loop ramp {} → {} clients over {}",
+        r.from, r.to, r.over
+    );
+    match r.steps {
+        Some(k) => format!("{head}, {k} steps"),
+        None => {
+            let every = r.start_offset_ns(r.from) as f64 / 1e6;
+            format!("{head}, linear (one more every {}ms)", trim_float(every))
+        }
     }
 }

@@ -157,7 +157,13 @@ fn duration_limits_closed_loops_and_warmup() {
         (Some(10), Some(secs(5)))
     );
     let closed = &plan.stages[1];
-    assert_eq!(closed.load, Load::Closed { clients: 8 });
+    assert_eq!(
+        closed.load,
+        Load::Closed {
+            clients: 8,
+            ramp: None
+        }
+    );
     assert_eq!(
         (closed.max_requests, closed.duration),
         (None, Some(secs(30)))
@@ -166,7 +172,13 @@ fn duration_limits_closed_loops_and_warmup() {
     assert_eq!(closed.drain_timeout, secs(5));
     let warm = plan.warmup.as_ref().unwrap();
     assert_eq!(warm.name, "warmup");
-    assert_eq!(warm.load, Load::Closed { clients: 4 });
+    assert_eq!(
+        warm.load,
+        Load::Closed {
+            clients: 4,
+            ramp: None
+        }
+    );
     assert_eq!(warm.dataset, 1, "defaults to the first stage's dataset");
     assert_eq!(warm.max_requests, Some(20));
     let seeds = [warm.seed, grid.seed, closed.seed];

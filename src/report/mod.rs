@@ -7,6 +7,7 @@ mod junit;
 mod markdown;
 mod plots;
 mod profile;
+mod profile_compare;
 mod results;
 mod summary;
 mod telemetry;
@@ -22,6 +23,7 @@ pub use profile::{
     KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
     profile_svg, profiles,
 };
+pub use profile_compare::{compare_plot_path, compare_profile_svgs};
 pub use results::*;
 pub use summary::render_summary_text;
 pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};

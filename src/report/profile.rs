@@ -132,7 +132,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
         }
         let search = results.searches.iter().find(|s| s.group == g.group);
         g.sla_max_load = match search {
-            Some(s) => s.answer_rate_per_s,
+            Some(s) => s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
             None => g
                 .rows
                 .iter()

@@ -1,8 +1,9 @@
-//! The rate search: probes a stage's load at chosen rates, each a short open-loop Poisson
-//! stage run with the ordinary stage machinery, and asks the caller's verdict (its SLAs) on
-//! each. Bracketing doubles the rate from `from` until a probe fails (or `to` passes), then
-//! bisection halves the bracket until `(fail − pass) / pass ≤ tolerance`, within the caps on
-//! probes and time.
+//! The rate and concurrency searches: probe a stage's load at chosen rates (short open-loop
+//! Poisson stages) or client counts (short closed-loop stages), run with the ordinary stage
+//! machinery, and ask the caller's verdict (its SLAs) on each. Bracketing doubles the load from
+//! `from` until a probe fails (or `to` passes), then bisection halves the bracket until
+//! `(fail − pass) / pass ≤ tolerance` (or, for client counts, the bracket is adjacent), within
+//! the caps on probes and time.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +13,7 @@ use super::run::StageDecision;
 use super::stage::{StageRef, StageRunner};
 use crate::metrics::{ProbeResult, SearchSummary, StageSummary};
 use crate::plan::{Plan, StagePlan, probe_stage};
-use crate::scenario::SearchSpec;
+use crate::scenario::{SearchAxis, SearchSpec};
 
 /// What the search ran: every probe's summary (in order) and the search's summary.
 pub(super) struct SearchOutput {
@@ -43,6 +44,47 @@ pub fn next_rate(
     }
 }
 
+/// [`next_rate`] over whole client counts: doubling from `from`, bisection down to adjacent
+/// counts (or the tolerance, whichever comes first).
+pub fn next_clients(
+    spec: &SearchSpec,
+    pass: Option<u32>,
+    fail: Option<u32>,
+    probed: usize,
+) -> Result<u32, &'static str> {
+    let from = (spec.from.0.round() as u32).max(1);
+    let to = (spec.to.0.round() as u32).max(from);
+    let capped = probed >= spec.max_probes as usize;
+    match (pass, fail) {
+        (None, None) if capped => Err("max_probes"),
+        (None, None) => Ok(from),
+        (None, Some(_)) => Err("lower_bound_fails"),
+        (Some(p), None) if p >= to => Err("upper_bound_passes"),
+        (Some(_), None) if capped => Err("max_probes"),
+        (Some(p), None) => Ok(p.saturating_mul(2).min(to)),
+        (Some(p), Some(f)) if f <= p + 1 => Err("converged"),
+        (Some(p), Some(f)) if f64::from(f - p) / f64::from(p) <= spec.tolerance => Err("converged"),
+        (Some(_), Some(_)) if capped => Err("max_probes"),
+        (Some(p), Some(f)) => Ok(p + (f - p) / 2),
+    }
+}
+
+/// The next load on the search's axis.
+fn next_load(
+    spec: &SearchSpec,
+    pass: Option<f64>,
+    fail: Option<f64>,
+    probed: usize,
+) -> Result<f64, &'static str> {
+    match spec.axis {
+        SearchAxis::Rate => next_rate(spec, pass, fail, probed),
+        SearchAxis::Concurrency => {
+            let whole = |v: Option<f64>| v.map(|x| x.round() as u32);
+            next_clients(spec, whole(pass), whole(fail), probed).map(f64::from)
+        }
+    }
+}
+
 impl StageRunner<'_> {
     pub(super) async fn run_search(
         &self,
@@ -60,6 +102,7 @@ impl StageRunner<'_> {
                 tolerance: spec.tolerance,
                 from: spec.from.per_sec(),
                 to: spec.to.per_sec(),
+                concurrency: spec.axis == SearchAxis::Concurrency,
                 ..SearchSummary::default()
             },
             error: None,
@@ -68,7 +111,7 @@ impl StageRunner<'_> {
             if self.opts.interrupt.is_cancelled() {
                 break "interrupted";
             }
-            let rate = match next_rate(spec, pass, fail, out.probes.len()) {
+            let rate = match next_load(spec, pass, fail, out.probes.len()) {
                 Ok(r) => r,
                 Err(why) => break why,
             };
@@ -108,7 +151,10 @@ impl StageRunner<'_> {
                 StageDecision::Continue => Vec::new(),
             };
             let passed = failed.is_empty();
-            let offered = point.offered_rate_per_s.unwrap_or(rate);
+            let offered = point
+                .offered_rate_per_s
+                .or(point.clients.map(f64::from))
+                .unwrap_or(rate);
             if passed {
                 pass = Some(pass.map_or(offered, |p: f64| p.max(offered)));
             } else {
@@ -119,7 +165,11 @@ impl StageRunner<'_> {
             }
             out.summary.probes.push(ProbeResult {
                 stage: summary.name.clone(),
-                rate_per_s: offered,
+                rate_per_s: match point.clients {
+                    Some(_) => summary.throughput.requests_per_s,
+                    None => offered,
+                },
+                clients: point.clients,
                 passed,
                 saturated: point.saturated,
                 client_bound: point.client_bound,
@@ -132,7 +182,11 @@ impl StageRunner<'_> {
             out.probes.push(summary);
         };
         out.summary.stop_reason = stop.to_string();
-        out.summary.answer_rate_per_s = pass;
+        if spec.axis == SearchAxis::Concurrency {
+            out.summary.answer_clients = pass.map(|p| p.round() as u32);
+        } else {
+            out.summary.answer_rate_per_s = pass;
+        }
         out.summary.bracket_low = pass;
         out.summary.bracket_high = fail;
         out.summary.elapsed_s = started.elapsed().as_secs_f64();
@@ -149,6 +203,7 @@ mod tests {
         SearchSpec {
             from: Rate(1.0),
             to: Rate(100.0),
+            axis: SearchAxis::Rate,
             tolerance: 0.05,
             max_probes: 30,
             max_time: Duration::from_secs_f64(60.0),
@@ -197,5 +252,79 @@ mod tests {
         };
         let (_, _, why, n) = simulate(&capped, 33.3);
         assert_eq!((why, n), ("max_probes", 4));
+    }
+
+    /// Drives `next_clients` against a server whose SLAs hold up to `capacity` clients.
+    fn simulate_clients(
+        s: &SearchSpec,
+        capacity: u32,
+    ) -> (Option<u32>, Option<u32>, &'static str, Vec<u32>) {
+        let (mut pass, mut fail, mut probes) = (None, None, Vec::new());
+        loop {
+            match next_clients(s, pass, fail, probes.len()) {
+                Err(why) => return (pass, fail, why, probes),
+                Ok(c) => {
+                    probes.push(c);
+                    if c <= capacity {
+                        pass = Some(pass.map_or(c, |p: u32| p.max(c)));
+                    } else {
+                        fail = Some(fail.map_or(c, |f: u32| f.min(c)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn clients_spec(from: u32, to: u32, tolerance: f64) -> SearchSpec {
+        SearchSpec {
+            from: Rate(f64::from(from)),
+            to: Rate(f64::from(to)),
+            axis: SearchAxis::Concurrency,
+            tolerance,
+            ..spec()
+        }
+    }
+
+    #[test]
+    fn client_search_finds_the_exact_count_with_a_tiny_tolerance() {
+        let s = clients_spec(1, 256, 0.001);
+        for capacity in [1, 2, 3, 4, 5, 7, 13, 100, 255] {
+            let (pass, fail, why, probes) = simulate_clients(&s, capacity);
+            assert_eq!(why, "converged", "{capacity}: {probes:?}");
+            assert_eq!(pass, Some(capacity), "{probes:?}");
+            assert_eq!(fail, Some(capacity + 1), "{probes:?}");
+            // Whole counts only, never the same one twice.
+            let mut seen = probes.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), probes.len(), "{probes:?}");
+            assert!(probes.len() <= 17, "{probes:?}");
+        }
+        // Doubling from `from`: 1, 2, 4, 8 then bisection between 4 and 8.
+        let (_, _, _, probes) = simulate_clients(&s, 5);
+        assert_eq!(probes, [1, 2, 4, 8, 6, 5]);
+    }
+
+    #[test]
+    fn client_search_bounds_tolerance_and_caps() {
+        let s = clients_spec(2, 64, 0.001);
+        assert_eq!(simulate_clients(&s, 100).2, "upper_bound_passes");
+        assert_eq!(simulate_clients(&s, 64).0, Some(64));
+        let (pass, _, why, probes) = simulate_clients(&s, 1);
+        assert_eq!((pass, why, probes), (None, "lower_bound_fails", vec![2]));
+        // A 25 % tolerance stops once the bracket is within it.
+        let (pass, fail, why, _) = simulate_clients(&clients_spec(1, 256, 0.25), 100);
+        let (p, f) = (pass.unwrap(), fail.unwrap());
+        assert_eq!(why, "converged");
+        assert!(
+            p <= 100 && 100 < f && f64::from(f - p) / f64::from(p) <= 0.25,
+            "{p}..{f}"
+        );
+        let capped = SearchSpec {
+            max_probes: 3,
+            ..clients_spec(1, 256, 0.001)
+        };
+        assert_eq!(simulate_clients(&capped, 50).2, "max_probes");
+        assert_eq!(simulate_clients(&capped, 50).3.len(), 3);
     }
 }

@@ -62,6 +62,9 @@ struct StageShared {
     /// Cancels in-flight requests (drain time over, or interrupt grace over).
     cancel: CancellationToken,
     hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Requests in flight now, and the most there were at once (a ramp's reach).
+    in_flight: AtomicU64,
+    peak_in_flight: Arc<AtomicU64>,
 }
 
 impl StageShared {
@@ -129,6 +132,7 @@ impl StageRunner<'_> {
         let stop = self.opts.interrupt.child_token();
         let t0 = Instant::now();
         let cpu0 = self.cpu.now_ns();
+        let peak_in_flight = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(StageShared {
             plan: self.plan.clone(),
             stage: which,
@@ -140,6 +144,8 @@ impl StageRunner<'_> {
             interrupt: stop.clone(),
             cancel: cancel.clone(),
             hooks: super::hooked::stage_hooks(&self.plan, stage),
+            in_flight: AtomicU64::new(0),
+            peak_in_flight: peak_in_flight.clone(),
         });
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
@@ -169,13 +175,15 @@ impl StageRunner<'_> {
             }
             // Run probe by probe by `runner::search`, never as one stage.
             Load::Search(_) => {}
-            Load::Closed { clients } => {
+            Load::Closed { clients, ramp } => {
                 let next = Arc::new(AtomicU64::new(0));
                 let deadline = stage.duration.map(|d| t0 + d.as_std());
-                for _ in 0..*clients {
+                for k in 0..*clients {
+                    let start = ramp.map_or(0, |r| r.start_offset_ns(k));
                     tracker.spawn(closed_worker(
                         shared.clone(),
                         next.clone(),
+                        t0 + Duration::from_nanos(start),
                         deadline,
                         stage.max_requests,
                     ));
@@ -241,6 +249,7 @@ impl StageRunner<'_> {
         };
         let mut summary = agg.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
+        summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
         (summary, err)
     }
 }
@@ -293,9 +302,20 @@ fn wait_until(target: Instant, interrupt: &CancellationToken) -> bool {
 async fn closed_worker(
     sh: Arc<StageShared>,
     next: Arc<AtomicU64>,
+    start: Instant,
     deadline: Option<Instant>,
     max_requests: Option<u64>,
 ) {
+    // A ramp's later workers join at their start offset (or never, past the deadline).
+    if start > Instant::now() {
+        if deadline.is_some_and(|d| start >= d) {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(start.into()) => {}
+            _ = sh.interrupt.cancelled() => return,
+        }
+    }
     loop {
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
             return;
@@ -337,6 +357,8 @@ async fn send_one(
             return;
         }
     };
+    let now = sh.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    sh.peak_in_flight.fetch_max(now, Ordering::Relaxed);
     let cancelled = tokio::select! {
         biased;
         _ = sh.cancel.cancelled() => true,
@@ -345,6 +367,7 @@ async fn send_one(
             false
         }
     };
+    sh.in_flight.fetch_sub(1, Ordering::Relaxed);
     if cancelled {
         rec.error = Some(ErrorKind::Cancelled);
         rec.done_ns = since(sh.t0);
@@ -374,13 +397,19 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
                 ArrivalSpec::Gamma { rate, .. } => ("gamma", Some(rate.per_sec())),
                 ArrivalSpec::Concurrency { .. } => ("concurrency", None),
                 ArrivalSpec::Ramp { .. } => ("ramp", None),
+                ArrivalSpec::RampConcurrency { .. } => ("ramp-concurrency", None),
                 ArrivalSpec::Trace { .. } => ("trace", None),
             };
             p.arrival = kind.into();
             p.rate_per_s = rate;
         }
-        Load::Closed { clients } => {
-            p.arrival = "concurrency".into();
+        Load::Closed { clients, ramp } => {
+            p.arrival = if ramp.is_some() {
+                "ramp-concurrency"
+            } else {
+                "concurrency"
+            }
+            .into();
             p.clients = Some(*clients);
         }
         Load::Search(_) => p.arrival = "search".into(),
@@ -408,7 +437,7 @@ fn pool_warmth(stage: &StagePlan) -> usize {
             };
             (rate as usize).clamp(4, 256).min(offsets_ns.len().max(1))
         }
-        Load::Closed { clients } => (*clients as usize).min(512),
+        Load::Closed { clients, .. } => (*clients as usize).min(512),
         Load::Search(_) => 4,
     }
 }

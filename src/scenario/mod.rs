@@ -23,7 +23,7 @@ mod workload_model;
 pub use error::{Problem, ScenarioError, did_you_mean};
 pub use model::*;
 pub use parse::{load, parse_str};
-pub use profile::{ProfileSpec, SearchSpec, SweepSpec, expand_range};
+pub use profile::{ProfileSpec, SearchAxis, SearchSpec, SweepSpec, expand_range};
 pub use schema::json_schema;
 pub use telemetry::SIM_METRICS;
 pub use warmup::{DEFAULT_CHECK_EVERY, DEFAULT_UNTIL_MAX, WarmupUntil};

@@ -282,6 +282,15 @@ pub enum ArrivalSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         steps: Option<u32>,
     },
+    /// Closed loop whose client count grows from `from` to `to` over `over`: one more client
+    /// every `over / (to − from)`, or, with `steps`, in that many equal stairs.
+    RampConcurrency {
+        from: u32,
+        to: u32,
+        over: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steps: Option<u32>,
+    },
     /// Replays the timestamps of the stage's `trace` dataset, `speedup` times faster, from
     /// `start` into the trace for at most `window` of trace time.
     Trace {

@@ -1,6 +1,6 @@
 //! Load profiles in the scenario: `sweep { … }` (one sub-stage per load point) and
 //! `search { … }` (the highest rate meeting the SLAs) inside a stage, and the `ramp` arrival's
-//! properties. Parsed here so that `stage.rs` only dispatches.
+//! and `ramp-concurrency` arrivals' properties. Parsed here so that `stage.rs` only dispatches.
 
 use kdl::KdlNode;
 use schemars::JsonSchema;
@@ -31,25 +31,53 @@ pub enum SweepSpec {
     Concurrency(Vec<u32>),
 }
 
-/// `search { rate from=… to=…; tolerance "5%"; max-probes 12; max-time "10m"; probe "20s" }`.
+/// What a search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchAxis {
+    /// Open-loop Poisson rate (`rate from=… to=…`).
+    #[default]
+    Rate,
+    /// Closed-loop client count (`concurrency from=… to=…`), searched over whole numbers.
+    Concurrency,
+}
+
+impl SearchAxis {
+    fn is_rate(&self) -> bool {
+        *self == SearchAxis::Rate
+    }
+}
+
+/// `search { rate from=… to=…; tolerance "5%"; max-probes 12; max-time "10m"; probe "20s" }`,
+/// or `concurrency from=… to=…` in place of `rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchSpec {
-    /// Lowest rate tried (the search starts here).
+    /// Lowest load tried (the search starts here): a rate, or clients for a concurrency search.
     pub from: Rate,
-    /// Highest rate tried.
+    /// Highest load tried (a rate, or clients).
     pub to: Rate,
+    /// Rate (default) or closed-loop concurrency; `from`/`to` count clients for the latter.
+    #[serde(default, skip_serializing_if = "SearchAxis::is_rate")]
+    pub axis: SearchAxis,
     /// Stop when `(fail − pass) / pass` is at most this (a fraction). Default 0.05.
     pub tolerance: f64,
     /// Most probes run. Default 12.
     pub max_probes: u32,
     /// Most total time spent probing (a probe that starts runs to its end). Default 10m.
     pub max_time: Duration,
-    /// Length of one probe (open-loop Poisson). Default 20s.
+    /// Length of one probe (open-loop Poisson, or closed loop). Default 20s.
     pub probe: Duration,
 }
 
 const SWEEP_CHILDREN: &[&str] = &["rates", "rate", "concurrency"];
-const SEARCH_CHILDREN: &[&str] = &["rate", "tolerance", "max-probes", "max-time", "probe"];
+const SEARCH_CHILDREN: &[&str] = &[
+    "rate",
+    "concurrency",
+    "tolerance",
+    "max-probes",
+    "max-time",
+    "probe",
+];
 
 /// Most points a sweep may expand into.
 const MAX_POINTS: u64 = 1000;
@@ -176,9 +204,11 @@ fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str) -> Opt
 pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
     let mut r = NodeReader::new(ctx, node);
     let mut bounds = None;
+    let mut bounds_seen = false;
     let mut spec = SearchSpec {
         from: Rate(0.0),
         to: Rate(0.0),
+        axis: SearchAxis::Rate,
         tolerance: 0.05,
         max_probes: 12,
         max_time: Duration::from_secs_f64(600.0),
@@ -192,10 +222,34 @@ pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
             continue;
         }
         let mut cr = NodeReader::new(ctx, child);
+        if (name == "rate" || name == "concurrency") && bounds_seen {
+            ctx.error(
+                ctx.name_span(child),
+                "`search` has more than one set of bounds",
+                "second `rate` or `concurrency`",
+                Some("search either the rate or the concurrency, in two stages for both".into()),
+            );
+            ok = false;
+            cr.skip_all();
+            cr.finish(ctx);
+            continue;
+        }
         match name {
             "rate" => {
+                bounds_seen = true;
                 let from = required(ctx, &mut cr, "from").and_then(|v| ctx.rate(&v, "from"));
                 let to = required(ctx, &mut cr, "to").and_then(|v| ctx.rate(&v, "to"));
+                bounds = from.zip(to);
+            }
+            "concurrency" => {
+                bounds_seen = true;
+                spec.axis = SearchAxis::Concurrency;
+                let from = required(ctx, &mut cr, "from")
+                    .and_then(|v| ctx.u32_at_least(&v, "from", 1))
+                    .map(|n| Rate(f64::from(n)));
+                let to = required(ctx, &mut cr, "to")
+                    .and_then(|v| ctx.u32_at_least(&v, "to", 1))
+                    .map(|n| Rate(f64::from(n)));
                 bounds = from.zip(to);
             }
             "tolerance" => match one_arg(ctx, &mut cr, "a tolerance such as \"5%\"") {
@@ -223,15 +277,16 @@ pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
     }
     r.finish(ctx);
     let Some((from, to)) = bounds else {
-        if !node
-            .children()
-            .is_some_and(|d| d.nodes().iter().any(|c| c.name().value() == "rate"))
-        {
+        if !node.children().is_some_and(|d| {
+            d.nodes()
+                .iter()
+                .any(|c| matches!(c.name().value(), "rate" | "concurrency"))
+        }) {
             ctx.error(
                 ctx.name_span(node),
                 "`search` has no bounds",
                 "missing `rate from=… to=…`",
-                Some("add rate from=1 to=500".into()),
+                Some("add rate from=1 to=500 or concurrency from=1 to=256".into()),
             );
         }
         return None;
@@ -311,6 +366,9 @@ pub(crate) fn fill_defaults(
     let default = match profile {
         ProfileSpec::Sweep(SweepSpec::Rates(r)) => ArrivalSpec::Poisson { rate: r[0] },
         ProfileSpec::Sweep(SweepSpec::Concurrency(c)) => ArrivalSpec::Concurrency { clients: c[0] },
+        ProfileSpec::Search(s) if s.axis == SearchAxis::Concurrency => ArrivalSpec::Concurrency {
+            clients: s.from.0 as u32,
+        },
         ProfileSpec::Search(s) => ArrivalSpec::Poisson { rate: s.from },
     };
     let limit = match profile {
@@ -362,6 +420,37 @@ pub(crate) fn ramp(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<ArrivalS
         from: from?,
         to: to?,
         over: over?,
+        steps,
+    })
+}
+
+/// `arrival "ramp-concurrency" from=1 to=64 over="60s" [steps=N]`.
+pub(crate) fn ramp_concurrency(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<ArrivalSpec> {
+    let from = required(ctx, r, "from").and_then(|v| ctx.u32_at_least(&v, "from", 1));
+    let to_val = required(ctx, r, "to");
+    let to = to_val
+        .as_ref()
+        .and_then(|v| ctx.u32_at_least(v, "to", 1).map(|n| (n, v.span)));
+    let over = required(ctx, r, "over").and_then(|v| ctx.positive_duration(&v, "over"));
+    let steps = match r.prop(ctx, "steps") {
+        Some(v) => Some(Some(ctx.uint(&v, "steps", 2, 10_000)? as u32)),
+        None if r.node.entry("steps").is_some() => None,
+        None => Some(None),
+    };
+    let (from, (to, to_span), over, steps) = (from?, to?, over?, steps?);
+    if to <= from {
+        ctx.error(
+            to_span,
+            "a concurrency ramp needs `to` above `from`",
+            format!("{to} ≤ from={from}"),
+            Some("for a fixed client count write arrival \"concurrency\" clients=N".into()),
+        );
+        return None;
+    }
+    Some(ArrivalSpec::RampConcurrency {
+        from,
+        to,
+        over,
         steps,
     })
 }

@@ -25,6 +25,7 @@ const ARRIVALS: &[&str] = &[
     "gamma",
     "concurrency",
     "ramp",
+    "ramp-concurrency",
     "trace",
 ];
 
@@ -145,10 +146,27 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         );
     }
     let ramp_over = match arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value) {
-        Some(ArrivalSpec::Ramp { over, .. }) => Some(*over),
+        Some(ArrivalSpec::Ramp { over, .. } | ArrivalSpec::RampConcurrency { over, .. }) => {
+            Some(*over)
+        }
         _ => None,
     };
-    if !has("duration") && !has("requests") && ramp_over.is_none() && !has("search") {
+    // An invalid ramp has its own error; its missing `over` is not also a missing limit.
+    let ramp_written = node.children().is_some_and(|d| {
+        d.nodes().iter().any(|c| {
+            c.name().value() == "arrival"
+                && c.entries()
+                    .first()
+                    .and_then(|e| e.value().as_string())
+                    .is_some_and(|k| k == "ramp" || k == "ramp-concurrency")
+        })
+    });
+    if !has("duration")
+        && !has("requests")
+        && ramp_over.is_none()
+        && !ramp_written
+        && !has("search")
+    {
         ctx.error(
             head,
             format!("{shown} has no limit"),
@@ -221,6 +239,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
             }
         }
         "ramp" => super::profile::ramp(ctx, r)?,
+        "ramp-concurrency" => super::profile::ramp_concurrency(ctx, r)?,
         "trace" => super::workload::trace_arrival(ctx, r)?,
         other => {
             ctx.error(

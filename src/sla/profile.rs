@@ -38,13 +38,21 @@ pub fn profile_inputs(
     };
     let mut judged: Vec<StageSummary> = stages.iter().filter(|s| !is_probe(s)).cloned().collect();
     for search in searches {
-        let answer = search.answer_rate_per_s.and_then(|rate| {
-            let probe = search
+        let answer = if let Some(clients) = search.answer_clients {
+            search
                 .probes
                 .iter()
-                .find(|p| p.passed && p.rate_per_s == rate)?;
-            stages.iter().find(|s| s.name == probe.stage)
-        });
+                .find(|p| p.passed && p.clients == Some(clients))
+                .and_then(|probe| stages.iter().find(|s| s.name == probe.stage))
+        } else {
+            search.answer_rate_per_s.and_then(|rate| {
+                let probe = search
+                    .probes
+                    .iter()
+                    .find(|p| p.passed && p.rate_per_s == rate)?;
+                stages.iter().find(|s| s.name == probe.stage)
+            })
+        };
         if let Some(stage) = answer {
             judged.push(StageSummary {
                 name: search.group.clone(),
