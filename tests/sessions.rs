@@ -30,8 +30,8 @@ fn run(body: &str) -> (Value, Vec<Value>) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let results = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap())
-        .unwrap();
+    let results =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let rows = std::fs::read_to_string(out.join("requests.jsonl"))
         .unwrap()
         .lines()
@@ -84,7 +84,11 @@ stage "closed" { dataset "chat"; arrival "concurrency" clients=2; requests 3 }
             assert!(input[0] >= 40 && input[0] < 60, "{input:?}");
             assert!(input[1] >= input[0] + 52, "{input:?}");
             assert!(input[2] >= input[1] + 52, "{input:?}");
-            assert!(turns.iter().all(|r| !r["token_mismatch"].as_bool().unwrap()));
+            assert!(
+                turns
+                    .iter()
+                    .all(|r| !r["token_mismatch"].as_bool().unwrap())
+            );
             // A later turn leaves after the previous reply and the think time.
             for w in turns.windows(2) {
                 assert!(field(w[1], "scheduled_ns") >= field(w[0], "done_ns") + 20_000_000);
@@ -129,7 +133,11 @@ stage "s" { dataset "conv"; arrival "concurrency" clients=1; requests 3 }
         for w in turns.windows(2) {
             assert!(field(w[1], "input_tokens") > field(w[0], "input_tokens"));
         }
-        assert!(turns.iter().all(|r| !r["token_mismatch"].as_bool().unwrap()));
+        assert!(
+            turns
+                .iter()
+                .all(|r| !r["token_mismatch"].as_bool().unwrap())
+        );
     }
     let per_turn = results["stages"][0]["per_turn"].as_array().unwrap();
     let sent: Vec<u64> = per_turn.iter().map(|t| field(t, "sent")).collect();

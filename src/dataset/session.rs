@@ -3,8 +3,8 @@
 
 use super::compose::domain_seed;
 use super::{DatasetError, Prompt, PromptFactory, Tokenizer};
-use crate::plan::{ChatMessage, DataItem, DatasetSource, ItemPrompt, SessionRecipe, StagePlan};
 use crate::plan::TurnTokens;
+use crate::plan::{ChatMessage, DataItem, DatasetSource, ItemPrompt, SessionRecipe, StagePlan};
 
 /// Seed domains of later turns' user messages and of synthetic replies.
 const USER_DOMAIN: u64 = 0x7553_0000_0000_0000;
@@ -89,13 +89,19 @@ impl PromptFactory {
                     Some(ItemPrompt::Text(text)) => text.clone(),
                     _ => self.synthetic(t.user_tokens, session.item),
                 },
-                None => self.synthetic(t.user_tokens, domain_seed(USER_DOMAIN ^ session.item, j as u64)),
+                None => self.synthetic(
+                    t.user_tokens,
+                    domain_seed(USER_DOMAIN ^ session.item, j as u64),
+                ),
             };
             ms.push(message("user", user));
             if j == k {
                 break;
             }
-            let reply = match (replies.and_then(|r| r.get(j)), conv.and_then(|c| c.get(2 * j + 1))) {
+            let reply = match (
+                replies.and_then(|r| r.get(j)),
+                conv.and_then(|c| c.get(2 * j + 1)),
+            ) {
                 (Some(r), _) => r.clone(),
                 (None, Some(m)) => m.content.clone(),
                 (None, None) => self.synthetic(

@@ -73,7 +73,8 @@ pub(super) fn load_dataset(
                 s.count,
                 &s.filters,
                 s.output_tokens,
-                d.session.map(|s| s.turns.unwrap_or(crate::scenario::MAX_TURNS)),
+                d.session
+                    .map(|s| s.turns.unwrap_or(crate::scenario::MAX_TURNS)),
                 seed,
                 tok,
             )

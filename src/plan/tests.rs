@@ -206,7 +206,11 @@ fn hash_changes_with_seed_params_and_workload() {
     });
     // A param's value counts through its effect on the workload, not as a raw value: one
     // that changes nothing the plan sends (a URL, say) keeps the hash.
-    assert_eq!(compile(&other_param).unwrap().hash, base.hash, "unused param");
+    assert_eq!(
+        compile(&other_param).unwrap().hash,
+        base.hash,
+        "unused param"
+    );
     for (what, sc) in [
         ("seed", other_seed),
         ("rate", other_rate),

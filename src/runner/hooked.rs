@@ -39,7 +39,14 @@ pub(super) fn body(
     stage: &StagePlan,
     recipe: &RequestRecipe,
 ) -> Result<(Bytes, u32), String> {
-    body_for(hooks, factory, template, stage, recipe, factory.prompt(stage, recipe))
+    body_for(
+        hooks,
+        factory,
+        template,
+        stage,
+        recipe,
+        factory.prompt(stage, recipe),
+    )
 }
 
 /// Like [`body`], for a prompt built elsewhere (a session's turn).

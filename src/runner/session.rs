@@ -45,7 +45,10 @@ fn turn_body(
             .iter()
             .map(|t: &TurnTokens| t.reply_tokens)
             .fold(0, u32::saturating_add);
-        let received: usize = replies.iter().map(|r| sh.factory.tokenizer().count(r)).sum();
+        let received: usize = replies
+            .iter()
+            .map(|r| sh.factory.tokenizer().count(r))
+            .sum();
         recipe.input_tokens = recipe
             .input_tokens
             .saturating_sub(planned)
