@@ -26,7 +26,10 @@ pub struct Loaded {
     pub report: LoadReport,
 }
 
-/// Loads and samples `count` conversations of a ShareGPT file.
+/// Loads and samples `count` conversations of a ShareGPT file; with `max_turns`, whole
+/// conversations (sessions) of up to that many turns.
+// Each argument is one independent knob of the scenario's `sharegpt` node.
+#[allow(clippy::too_many_arguments)]
 pub fn load_sharegpt(
     path: &Path,
     shown_path: &str,
