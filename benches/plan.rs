@@ -83,6 +83,7 @@ fn scenario() -> Scenario {
             }),
             context: Default::default(),
             hooks: None,
+            session: None,
         }],
         warmup: None,
         stages: vec![StageSpec {

@@ -262,6 +262,7 @@ fn example_scenarios_run_against_the_simulator() {
         "trace-replay",
         "rag-context",
         "hooks",
+        "multi-turn",
     ] {
         let dir = out.path().join(name);
         let status = std::process::Command::new(env!("CARGO_BIN_EXE_infermeter"))

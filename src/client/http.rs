@@ -243,7 +243,10 @@ impl Client {
                 let theirs = u.prompt_tokens as f64;
                 // The server counts its chat template too: a few tokens per message on top of
                 // the text we sent, hence an absolute allowance besides the relative one.
-                let allowed = (ours * 0.05).max(self.template_tokens as f64);
+                // A conversation's later messages add theirs (8 each, a generous chat template).
+                let template =
+                    u64::from(self.template_tokens) + 8 * u64::from(rec.messages.saturating_sub(1));
+                let allowed = (ours * 0.05).max(template as f64);
                 rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
                 rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
             }

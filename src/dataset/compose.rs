@@ -21,7 +21,7 @@ impl From<ItemPrompt> for Prompt {
     }
 }
 
-fn domain_seed(domain: u64, id: u64) -> u64 {
+pub(super) fn domain_seed(domain: u64, id: u64) -> u64 {
     let mut s = domain ^ id;
     splitmix64(&mut s)
 }

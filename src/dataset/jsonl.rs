@@ -131,6 +131,7 @@ fn parse_line(
             .sum::<Result<usize, _>>(),
     };
     Ok(input.map(|input| DataItem {
+        turns: Vec::new(),
         prompt,
         input_tokens: input.min(u32::MAX as usize) as u32,
         output_tokens: output.unwrap_or(default_output),

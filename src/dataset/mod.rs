@@ -7,6 +7,7 @@ mod error;
 mod jsonl;
 mod length;
 mod prompt;
+mod session;
 mod sharegpt;
 mod source;
 mod tokenizer;

@@ -3,6 +3,9 @@
 //! long prompts or outputs are skipped. The file (a JSON array or JSONL) is streamed: only the
 //! first two turns of a conversation are decoded, and only the conversations that could still
 //! be among the `count` sampled are tokenized and kept, so memory is bounded by `count`.
+//!
+//! With sessions (`max_turns`), up to that many human/gpt pairs are decoded and a kept item is
+//! the whole conversation; the vLLM rules still apply to its first turn only.
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt;
@@ -10,11 +13,11 @@ use std::io::BufRead;
 use std::path::Path;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::source::{HashingReader, file_error, io_error, sample_key};
 use super::{DatasetError, Tokenizer};
-use crate::plan::{DataItem, ItemPrompt, LoadReport};
+use crate::plan::{DataItem, ItemPrompt, LoadReport, TurnTokens};
 use crate::scenario::ShareGptFilters;
 
 /// What a ShareGPT file gave: the sampled items (in sampled order) and the load report.
@@ -23,17 +26,23 @@ pub struct Loaded {
     pub report: LoadReport,
 }
 
-/// Loads and samples `count` conversations of a ShareGPT file.
+/// Loads and samples `count` conversations of a ShareGPT file; with `max_turns`, whole
+/// conversations (sessions) of up to that many turns.
+// Each argument is one independent knob of the scenario's `sharegpt` node.
+#[allow(clippy::too_many_arguments)]
 pub fn load_sharegpt(
     path: &Path,
     shown_path: &str,
     count: u64,
     filters: &ShareGptFilters,
     output_override: Option<u32>,
+    max_turns: Option<u32>,
     seed: u64,
     tokenizer: &Tokenizer,
 ) -> Result<Loaded, DatasetError> {
+    let keep = max_turns.map_or(2, |t| (t as usize).saturating_mul(2).max(2));
     let mut sampler = Sampler {
+        sessions: max_turns.is_some(),
         count: count as usize,
         filters: *filters,
         output_override,
@@ -49,7 +58,7 @@ pub fn load_sharegpt(
     match reader.peek_non_ws().map_err(|e| io_error(path, e))? {
         Some(b'[') => {
             let mut de = serde_json::Deserializer::from_reader(&mut reader);
-            let res = de.deserialize_seq(ConvSeq(&mut sampler));
+            let res = de.deserialize_seq(ConvSeq(&mut sampler, keep));
             if let Some(e) = sampler.error.take() {
                 return Err(e);
             }
@@ -68,7 +77,10 @@ pub fn load_sharegpt(
                 if line.trim().is_empty() {
                     continue;
                 }
-                let conv: Conv = serde_json::from_str(&line)
+                let mut de = serde_json::Deserializer::from_str(&line);
+                let conv = ConvSeed(keep)
+                    .deserialize(&mut de)
+                    .and_then(|c| de.end().map(|()| c))
                     .map_err(|e| file_error(path, Some(number), e.to_string()))?;
                 sampler.offer(conv)?;
             }
@@ -89,56 +101,82 @@ fn json_error(path: &Path, e: &serde_json::Error) -> DatasetError {
     )
 }
 
-/// One conversation, as much of it as sampling needs.
-#[derive(Deserialize)]
-struct Conv {
-    #[serde(default)]
-    conversations: FirstTurns,
-}
-
+/// One conversation, as much of it as sampling needs: its turn count and the first `keep`
+/// turns' `(from, value)`.
 #[derive(Default)]
-struct FirstTurns {
+struct Conv {
     turns: u64,
-    first: String,
-    second: String,
+    kept: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
 struct Turn {
     #[serde(default)]
+    from: String,
+    #[serde(default)]
     value: String,
 }
 
-impl<'de> Deserialize<'de> for FirstTurns {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = FirstTurns;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a list of turns")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstTurns, A::Error> {
-                let mut t = FirstTurns::default();
-                while t.turns < 2 {
-                    match seq.next_element::<Turn>()? {
-                        Some(turn) if t.turns == 0 => t.first = turn.value,
-                        Some(turn) => t.second = turn.value,
-                        None => return Ok(t),
-                    }
-                    t.turns += 1;
-                }
-                // Later turns are skipped without being decoded into strings.
-                while seq.next_element::<IgnoredAny>()?.is_some() {
-                    t.turns += 1;
-                }
-                Ok(t)
-            }
-        }
-        d.deserialize_seq(V)
+/// Decodes a conversation object, keeping its first `.0` turns.
+struct ConvSeed(usize);
+
+impl<'de> DeserializeSeed<'de> for ConvSeed {
+    type Value = Conv;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Conv, D::Error> {
+        d.deserialize_map(self)
     }
 }
 
-struct ConvSeq<'a, 't>(&'a mut Sampler<'t>);
+impl<'de> Visitor<'de> for ConvSeed {
+    type Value = Conv;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a conversation object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Conv, A::Error> {
+        let mut conv = Conv::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "conversations" {
+                conv = map.next_value_seed(TurnsSeed(self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(conv)
+    }
+}
+
+struct TurnsSeed(usize);
+
+impl<'de> DeserializeSeed<'de> for TurnsSeed {
+    type Value = Conv;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Conv, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TurnsSeed {
+    type Value = Conv;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of turns")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Conv, A::Error> {
+        let mut c = Conv::default();
+        while c.kept.len() < self.0 {
+            match seq.next_element::<Turn>()? {
+                Some(turn) => c.kept.push((turn.from, turn.value)),
+                None => break,
+            }
+        }
+        c.turns = c.kept.len() as u64;
+        // Later turns are skipped without being decoded into strings.
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            c.turns += 1;
+        }
+        Ok(c)
+    }
+}
+
+struct ConvSeq<'a, 't>(&'a mut Sampler<'t>, usize);
 
 impl<'de> Visitor<'de> for ConvSeq<'_, '_> {
     type Value = ();
@@ -146,7 +184,7 @@ impl<'de> Visitor<'de> for ConvSeq<'_, '_> {
         f.write_str("a list of conversations")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(conv) = seq.next_element::<Conv>()? {
+        while let Some(conv) = seq.next_element_seed(ConvSeed(self.1))? {
             if let Err(e) = self.0.offer(conv) {
                 self.0.error = Some(e);
                 return Err(de::Error::custom("tokenizer failure"));
@@ -157,6 +195,8 @@ impl<'de> Visitor<'de> for ConvSeq<'_, '_> {
 }
 
 struct Sampler<'t> {
+    /// Keep whole conversations (multi-turn sessions).
+    sessions: bool,
     count: usize,
     filters: ShareGptFilters,
     output_override: Option<u32>,
@@ -202,7 +242,7 @@ impl Sampler<'_> {
     fn offer(&mut self, conv: Conv) -> Result<(), DatasetError> {
         let ordinal = self.records;
         self.records += 1;
-        let c = conv.conversations;
+        let c = conv;
         if c.turns < u64::from(self.filters.min_turns) {
             self.too_few_turns += 1;
             return Ok(());
@@ -213,11 +253,12 @@ impl Sampler<'_> {
             return Ok(());
         }
         let f = &self.filters;
-        let prompt = self.tokenizer.try_count(&c.first)? as u64;
-        let output = match self.output_override {
-            Some(o) => u64::from(o),
-            None => self.tokenizer.try_count(&c.second)? as u64,
-        };
+        let empty = String::new();
+        let first = c.kept.first().map_or(&empty, |t| &t.1);
+        let second = c.kept.get(1).map_or(&empty, |t| &t.1);
+        let prompt = self.tokenizer.try_count(first)? as u64;
+        let reply = self.tokenizer.try_count(second)? as u64;
+        let output = self.output_override.map_or(reply, u64::from);
         let rule = if prompt < u64::from(f.min_prompt_tokens) {
             Some("prompt_under")
         } else if self.output_override.is_none() && output < u64::from(f.min_output_tokens) {
@@ -233,15 +274,25 @@ impl Sampler<'_> {
             self.skipped.push((key, rule));
             return Ok(());
         }
-        self.kept.push(Kept(
-            key,
+        let item = if self.sessions {
+            let first = TurnTokens {
+                user_tokens: prompt as u32,
+                output_tokens: output as u32,
+                reply_tokens: reply as u32,
+            };
+            super::session::conversation(c.kept, first, self.output_override, self.tokenizer)?
+        } else {
+            let mut kept = c.kept;
+            kept.truncate(1);
             DataItem {
-                prompt: ItemPrompt::Text(c.first),
+                prompt: ItemPrompt::Text(kept.pop().map(|t| t.1).unwrap_or_default()),
                 input_tokens: prompt as u32,
                 output_tokens: output as u32,
                 extra: BTreeMap::new(),
-            },
-        ));
+                turns: Vec::new(),
+            }
+        };
+        self.kept.push(Kept(key, item));
         if self.kept.len() > self.count {
             self.kept.pop();
         }

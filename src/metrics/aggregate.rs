@@ -87,7 +87,10 @@ pub struct StageAggregator {
     tokens: Tokens,
     good: u64,
     last_sent_ns: u64,
+    /// First turns sent (all requests, without sessions).
+    arrivals: u64,
     timeline: Timeline,
+    turns: super::turns::TurnAggregator,
 }
 
 fn us(ns: u64) -> u64 {
@@ -112,13 +115,21 @@ impl StageAggregator {
             tokens: Tokens::default(),
             good: 0,
             last_sent_ns: 0,
+            arrivals: 0,
             timeline: Timeline::default(),
+            turns: Default::default(),
         }
     }
 
     pub fn record(&mut self, r: &RequestRecord) {
         self.counts.sent += 1;
-        self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
+        self.turns.record(r);
+        // A session's later turns follow its replies, not the schedule: only first turns
+        // (every request, without sessions) measure the sending rate.
+        if r.turn == 0 {
+            self.arrivals += 1;
+            self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
+        }
         self.send_lag.saturating_record(us(r.send_lag_ns()));
         self.timeline.sent(r.sent_ns);
         let ttft = r.ttft_ns();
@@ -199,10 +210,10 @@ impl StageAggregator {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
         self.counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
         let sending_s = self.last_sent_ns as f64 / 1e9;
-        let achieved = if self.counts.sent > 1 && sending_s > 0.0 {
-            self.counts.sent as f64 / sending_s
+        let achieved = if self.arrivals > 1 && sending_s > 0.0 {
+            self.arrivals as f64 / sending_s
         } else {
-            self.counts.sent as f64 / wall_s
+            self.arrivals as f64 / wall_s
         };
         let throughput = Throughput {
             requests_per_s: self.counts.ok as f64 / wall_s,
@@ -250,6 +261,7 @@ impl StageAggregator {
             timeline: self.timeline.finish(),
             profile: None,
             warmup_end: None,
+            per_turn: self.turns.finish(),
         }
     }
 

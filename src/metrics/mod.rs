@@ -6,8 +6,10 @@ mod aggregate;
 mod profile;
 mod record;
 mod summary;
+mod turns;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock, ValidityRules, dist};
 pub use profile::{PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary};
 pub use record::*;
 pub use summary::*;
+pub use turns::{MAX_TURN_INDICES, TurnSummary};

@@ -57,8 +57,10 @@ pub enum TokenSource {
 /// **scheduled** send time, so a late client cannot hide queueing (no coordinated omission).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RequestRecord {
-    /// Position in the stage's plan.
+    /// Position in the stage's plan (a session's index, for every turn of a session).
     pub index: u64,
+    /// Turn of a multi-turn session (0: its first request, and every single-turn request).
+    pub turn: u32,
     pub scheduled_ns: u64,
     /// When the request actually left; `sent_ns - scheduled_ns` is the send lag.
     pub sent_ns: u64,
@@ -83,6 +85,10 @@ pub struct RequestRecord {
     pub error: Option<ErrorKind>,
     /// The HTTP status, when a response arrived.
     pub status: Option<u16>,
+    /// Chat messages sent (0 or 1: a single prompt); widens the chat-template allowance of
+    /// the token-count check.
+    #[serde(skip)]
+    pub messages: u32,
     /// The simulator's request id (`x-infermeter-sim-id`), to join with its ground-truth trace.
     pub sim_id: Option<u64>,
 }

@@ -159,6 +159,9 @@ pub struct StageSummary {
     /// Set when the stage is one point of a sweep or one probe of a rate search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::ProfilePoint>,
+    /// Multi-turn sessions: metrics per turn index (0 first), up to 32 indices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_turn: Vec<super::TurnSummary>,
     /// Warm-up with `until="stable"` only: what ended it, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_end: Option<WarmupEnd>,

@@ -159,6 +159,7 @@ fn dataset_plan(
         source,
         context: d.context,
         hooks: load_hooks(d, base_dir)?,
+        session: super::session::session_plan(d)?,
     })
 }
 

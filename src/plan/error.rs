@@ -40,6 +40,8 @@ pub enum PlanError {
     EmptyDataset { dataset: String, detail: String },
     #[error("dataset `{dataset}`: hooks: {detail}")]
     Hooks { dataset: String, detail: String },
+    #[error("dataset `{dataset}`: session: {detail}")]
+    Session { dataset: String, detail: String },
     #[error("failed to serialize the plan for hashing: {0}")]
     Hash(String),
 }

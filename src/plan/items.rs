@@ -16,6 +16,9 @@ pub struct DataItem {
     /// Extra request-body fields (JSONL lines' unknown keys), merged into the request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// A session's turns (ShareGPT with `session`): `prompt` is then the whole conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<super::session::TurnTokens>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

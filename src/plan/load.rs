@@ -73,6 +73,8 @@ pub(super) fn load_dataset(
                 s.count,
                 &s.filters,
                 s.output_tokens,
+                d.session
+                    .map(|s| s.turns.unwrap_or(crate::scenario::MAX_TURNS)),
                 seed,
                 tok,
             )
@@ -270,6 +272,18 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
             out,
             "           retrieved: {} chunks × {} tokens from a corpus of {}",
             r.chunks, r.tokens, r.corpus
+        )?;
+    }
+    if let Some(s) = &d.session {
+        writeln!(
+            out,
+            "           sessions: up to {} turns, think time {}, history from the {}",
+            s.turns,
+            s.think_time,
+            match s.history {
+                crate::scenario::History::Dataset => "data set",
+                crate::scenario::History::Server => "server",
+            }
         )?;
     }
     if let Some(h) = &d.hooks {

@@ -14,6 +14,7 @@ mod profile;
 mod recipe;
 mod render;
 mod seed;
+mod session;
 
 pub use compile::compile;
 pub use error::PlanError;
@@ -23,6 +24,7 @@ pub use json::write_json;
 pub use model::*;
 pub use profile::{point_name, probe_stage};
 pub use render::render_text;
+pub use session::{SessionPlan, SessionRecipe, TurnTokens};
 
 #[cfg(test)]
 pub(crate) mod tests;

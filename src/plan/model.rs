@@ -75,6 +75,9 @@ pub struct DatasetPlan {
     pub context: ContextSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<HookPlan>,
+    /// Multi-turn sessions. Absent from the JSON (and the hash) when the dataset has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<super::session::SessionPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -53,6 +53,20 @@ pub struct StageView {
     pub errors: Vec<ErrorRow>,
     pub client: Vec<KeyValue>,
     pub plots: Vec<Plot>,
+    /// Multi-turn sessions: one row per turn index (empty otherwise).
+    pub per_turn: Vec<TurnRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TurnRow {
+    pub turn: u32,
+    pub sent: u64,
+    pub ok: u64,
+    pub input_tokens: String,
+    pub ttft_p50: String,
+    pub ttft_p99: String,
+    pub e2e_p50: String,
+    pub e2e_p99: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -298,6 +312,20 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             ),
         ],
         plots,
+        per_turn: s
+            .per_turn
+            .iter()
+            .map(|t| TurnRow {
+                turn: t.turn,
+                sent: t.sent,
+                ok: t.ok,
+                input_tokens: num(t.mean_input_tokens),
+                ttft_p50: num(t.ttft_ms.p50),
+                ttft_p99: num(t.ttft_ms.p99),
+                e2e_p50: num(t.e2e_ms.p50),
+                e2e_p99: num(t.e2e_ms.p99),
+            })
+            .collect(),
     }
 }
 

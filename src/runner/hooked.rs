@@ -39,7 +39,25 @@ pub(super) fn body(
     stage: &StagePlan,
     recipe: &RequestRecipe,
 ) -> Result<(Bytes, u32), String> {
-    let prompt: Prompt = factory.prompt(stage, recipe);
+    body_for(
+        hooks,
+        factory,
+        template,
+        stage,
+        recipe,
+        factory.prompt(stage, recipe),
+    )
+}
+
+/// Like [`body`], for a prompt built elsewhere (a session's turn).
+pub(super) fn body_for(
+    hooks: Option<&Hooks>,
+    factory: &PromptFactory,
+    template: &BodyTemplate,
+    stage: &StagePlan,
+    recipe: &RequestRecipe,
+    prompt: Prompt,
+) -> Result<(Bytes, u32), String> {
     let extra = factory.item_extra(stage, recipe);
     let Some(h) = hooks else {
         let bytes = super::body::build_body(template, &prompt, recipe.output_tokens, extra);

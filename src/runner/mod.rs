@@ -12,6 +12,7 @@ mod hooked;
 mod progress;
 mod run;
 mod search;
+mod session;
 mod stage;
 mod target;
 mod telemetry;

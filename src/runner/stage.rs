@@ -49,26 +49,26 @@ pub(super) enum StageRef {
 }
 
 /// What every request task of one stage shares.
-struct StageShared {
-    plan: Arc<Plan>,
-    stage: StageRef,
-    client: Client,
-    template: Arc<BodyTemplate>,
-    factory: Arc<PromptFactory>,
-    t0: Instant,
-    tx: std::sync::mpsc::Sender<RequestRecord>,
+pub(super) struct StageShared {
+    pub(super) plan: Arc<Plan>,
+    pub(super) stage: StageRef,
+    pub(super) client: Client,
+    pub(super) template: Arc<BodyTemplate>,
+    pub(super) factory: Arc<PromptFactory>,
+    pub(super) t0: Instant,
+    pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
     /// Stops sending (Ctrl-C).
-    interrupt: CancellationToken,
+    pub(super) interrupt: CancellationToken,
     /// Cancels in-flight requests (drain time over, or interrupt grace over).
-    cancel: CancellationToken,
-    hooks: Option<Arc<crate::hooks::Hooks>>,
+    pub(super) cancel: CancellationToken,
+    pub(super) hooks: Option<Arc<crate::hooks::Hooks>>,
     /// Requests in flight now, and the most there were at once (a ramp's reach).
-    in_flight: AtomicU64,
-    peak_in_flight: Arc<AtomicU64>,
+    pub(super) in_flight: AtomicU64,
+    pub(super) peak_in_flight: Arc<AtomicU64>,
 }
 
 impl StageShared {
-    fn stage(&self) -> &StagePlan {
+    pub(super) fn stage(&self) -> &StagePlan {
         match self.stage {
             StageRef::Warmup => self.plan.warmup.as_ref().expect("warm-up stage exists"),
             StageRef::Stage(i) => &self.plan.stages[i],
@@ -87,7 +87,7 @@ impl StageShared {
     }
 }
 
-fn since(t0: Instant) -> u64 {
+pub(super) fn since(t0: Instant) -> u64 {
     Instant::now().saturating_duration_since(t0).as_nanos() as u64
 }
 
@@ -264,6 +264,15 @@ fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, rt: Handle) {
             return;
         }
         // Prepared ahead, so building the body is not part of the send lag.
+        if sh.plan.session_plan(sh.stage()).is_some() {
+            let first = super::session::prepare(&sh, i as u64);
+            if !wait_until(sh.t0 + Duration::from_nanos(offset), &sh.interrupt) {
+                return;
+            }
+            let task_sh = sh.clone();
+            tracker.spawn_on(super::session::run(task_sh, first, offset), &rt);
+            continue;
+        }
         let recipe = sh.plan.request(sh.stage(), i as u64);
         let body = sh.body(&recipe);
         if !wait_until(sh.t0 + Duration::from_nanos(offset), &sh.interrupt) {
@@ -324,6 +333,11 @@ async fn closed_worker(
         if max_requests.is_some_and(|m| i >= m) {
             return;
         }
+        if sh.plan.session_plan(sh.stage()).is_some() {
+            let first = super::session::prepare(&sh, i);
+            super::session::run(sh.clone(), first, since(sh.t0)).await;
+            continue;
+        }
         let recipe = sh.plan.request(sh.stage(), i);
         let body = sh.body(&recipe);
         let scheduled = since(sh.t0);
@@ -337,8 +351,22 @@ async fn send_one(
     recipe: RequestRecipe,
     scheduled_ns: u64,
 ) {
+    send_turn(sh, body, recipe, scheduled_ns, 0).await;
+}
+
+/// Sends one request (turn `turn` of a session) and records it; the response text when it
+/// succeeded.
+pub(super) async fn send_turn(
+    sh: &StageShared,
+    body: Result<(Bytes, u32), String>,
+    recipe: RequestRecipe,
+    scheduled_ns: u64,
+    turn: u32,
+) -> Option<String> {
     let mut rec = RequestRecord {
         index: recipe.index,
+        turn,
+        messages: 2 * turn + 1,
         scheduled_ns,
         input_tokens: recipe.input_tokens,
         ..RequestRecord::default()
@@ -354,20 +382,21 @@ async fn send_one(
             rec.sent_ns = scheduled_ns;
             rec.done_ns = since(sh.t0);
             let _ = sh.tx.send(rec);
-            return;
+            return None;
         }
     };
     let now = sh.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
     sh.peak_in_flight.fetch_max(now, Ordering::Relaxed);
-    let cancelled = tokio::select! {
+    let reply = tokio::select! {
         biased;
-        _ = sh.cancel.cancelled() => true,
+        _ = sh.cancel.cancelled() => None,
         text = sh.client.execute_text(body, recipe.output_tokens, &mut rec, sh.t0) => {
             super::hooked::validate(sh.hooks.as_deref(), sh.stage(), &recipe, &text, &mut rec);
-            false
+            Some(text)
         }
     };
     sh.in_flight.fetch_sub(1, Ordering::Relaxed);
+    let cancelled = reply.is_none();
     if cancelled {
         rec.error = Some(ErrorKind::Cancelled);
         rec.done_ns = since(sh.t0);
@@ -375,8 +404,10 @@ async fn send_one(
             rec.sent_ns = scheduled_ns;
         }
     }
+    let ok = rec.ok();
     // The collector outlives every task of its stage; a failed send means it is gone already.
     let _ = sh.tx.send(rec);
+    reply.filter(|_| ok)
 }
 
 fn planned_load(stage: &StagePlan) -> PlannedLoad {

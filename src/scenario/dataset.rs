@@ -17,6 +17,7 @@ const KINDS: &[&str] = &[
     "shared-prefix",
     "retrieved",
     "hooks",
+    "session",
 ];
 const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
 
@@ -47,11 +48,19 @@ pub(crate) fn parse(
     let mut saw_source = false;
     let mut context = ContextSpec::default();
     let mut hooks = None;
+    let mut session = None;
     let mut modifiers_ok = true;
     let mut once = Once::default();
     for child in r.children() {
         if !KINDS.contains(&child.name().value()) {
             ctx.unknown_node(child, "`dataset`", KINDS);
+            continue;
+        }
+        if child.name().value() == "session" {
+            if once.first(ctx, child, "`dataset`") {
+                session = super::session::parse(ctx, child);
+                modifiers_ok &= session.is_some();
+            }
             continue;
         }
         if MODIFIERS.contains(&child.name().value()) {
@@ -91,6 +100,7 @@ pub(crate) fn parse(
             kind,
             context,
             hooks,
+            session,
         }),
         _ => None,
     };

@@ -174,6 +174,9 @@ pub struct Dataset {
     /// `hooks "file.rhai"`: a rhai script, relative to the scenario.
     #[serde(default)]
     pub hooks: Option<Spanned<PathBuf>>,
+    /// `session turns=… think-time=… history=…`: multi-turn chat sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<super::session::SessionSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

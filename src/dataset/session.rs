@@ -1,0 +1,125 @@
+//! Multi-turn sessions' content: a ShareGPT conversation cut into turns when it is sampled,
+//! and turn `k`'s messages (the history so far, then the new user message) at send time.
+
+use super::compose::domain_seed;
+use super::{DatasetError, Prompt, PromptFactory, Tokenizer};
+use crate::plan::TurnTokens;
+use crate::plan::{ChatMessage, DataItem, DatasetSource, ItemPrompt, SessionRecipe, StagePlan};
+
+/// Seed domains of later turns' user messages and of synthetic replies.
+const USER_DOMAIN: u64 = 0x7553_0000_0000_0000;
+const REPLY_DOMAIN: u64 = 0x4E50_0000_0000_0000;
+
+fn is_user(from: &str) -> bool {
+    matches!(from, "human" | "user")
+}
+
+/// A sampled conversation as a session item: its first turn as vLLM's rules accepted it
+/// (`first`), then every later human/gpt pair until the alternation breaks or a message is
+/// empty. `kept` is the conversation's `(from, value)` turns.
+pub(super) fn conversation(
+    kept: Vec<(String, String)>,
+    first: TurnTokens,
+    output_override: Option<u32>,
+    tokenizer: &Tokenizer,
+) -> Result<DataItem, DatasetError> {
+    let mut messages = Vec::with_capacity(kept.len());
+    let mut turns = vec![first];
+    let mut it = kept.into_iter();
+    let (user, reply) = (it.next(), it.next());
+    messages.push(message("user", user.map(|t| t.1).unwrap_or_default()));
+    messages.push(message("assistant", reply.map(|t| t.1).unwrap_or_default()));
+    while let (Some(u), Some(a)) = (it.next(), it.next()) {
+        if !is_user(&u.0) || is_user(&a.0) {
+            break;
+        }
+        let user_tokens = tokenizer.try_count(&u.1)? as u32;
+        let reply_tokens = tokenizer.try_count(&a.1)? as u32;
+        if user_tokens == 0 || reply_tokens == 0 {
+            break;
+        }
+        turns.push(TurnTokens {
+            user_tokens,
+            output_tokens: output_override.unwrap_or(reply_tokens),
+            reply_tokens,
+        });
+        messages.push(message("user", u.1));
+        messages.push(message("assistant", a.1));
+    }
+    Ok(DataItem {
+        prompt: ItemPrompt::Messages(messages),
+        input_tokens: first.user_tokens,
+        output_tokens: first.output_tokens,
+        extra: Default::default(),
+        turns,
+    })
+}
+
+fn message(role: &str, content: String) -> ChatMessage {
+    ChatMessage {
+        role: role.into(),
+        content,
+    }
+}
+
+impl PromptFactory {
+    /// Turn `k` of a session: user 0, assistant 0, …, user `k`, with the dataset's context.
+    /// Earlier replies are `replies` when given (`history "server"`), else the data set's.
+    pub fn session_prompt(
+        &self,
+        stage: &StagePlan,
+        session: &SessionRecipe,
+        k: usize,
+        replies: Option<&[String]>,
+    ) -> Prompt {
+        let k = k.min(session.turns.len().saturating_sub(1));
+        let items = match self.datasets.get(stage.dataset) {
+            Some(DatasetSource::Items { items, .. }) => items.get(session.item as usize),
+            _ => None,
+        };
+        let conv = match items.map(|i| &i.prompt) {
+            Some(ItemPrompt::Messages(ms)) => Some(ms.as_slice()),
+            _ => None,
+        };
+        let mut ms = Vec::with_capacity(2 * k + 1);
+        for (j, t) in session.turns.iter().enumerate().take(k + 1) {
+            let user = match conv.and_then(|c| c.get(2 * j)) {
+                Some(m) => m.content.clone(),
+                None if j == 0 => match items.map(|i| &i.prompt) {
+                    Some(ItemPrompt::Text(text)) => text.clone(),
+                    _ => self.synthetic(t.user_tokens, session.item),
+                },
+                None => self.synthetic(
+                    t.user_tokens,
+                    domain_seed(USER_DOMAIN ^ session.item, j as u64),
+                ),
+            };
+            ms.push(message("user", user));
+            if j == k {
+                break;
+            }
+            let reply = match (
+                replies.and_then(|r| r.get(j)),
+                conv.and_then(|c| c.get(2 * j + 1)),
+            ) {
+                (Some(r), _) => r.clone(),
+                (None, Some(m)) => m.content.clone(),
+                (None, None) => self.synthetic(
+                    t.reply_tokens,
+                    domain_seed(REPLY_DOMAIN ^ session.item, j as u64),
+                ),
+            };
+            ms.push(message("assistant", reply));
+        }
+        let context = self
+            .contexts
+            .get(stage.dataset)
+            .copied()
+            .unwrap_or_default();
+        self.with_context(Prompt::Messages(ms), &context, session.item)
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

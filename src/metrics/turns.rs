@@ -1,0 +1,143 @@
+//! Metrics per turn index of multi-turn sessions: counts and TTFT/E2E distributions for each
+//! turn index below [`MAX_TURN_INDICES`] (later turns count in the stage totals only), so memory
+//! stays bounded whatever the sessions' length.
+
+use hdrhistogram::Histogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::aggregate::dist;
+use super::record::RequestRecord;
+use super::summary::Dist;
+
+/// Turn indices with their own metrics.
+pub const MAX_TURN_INDICES: usize = 32;
+
+/// One turn index of a stage's sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnSummary {
+    /// 0 for a session's first request.
+    pub turn: u32,
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Mean input tokens of the successful requests (the history grows turn over turn).
+    pub mean_input_tokens: f64,
+    pub ttft_ms: Dist,
+    pub e2e_ms: Dist,
+}
+
+struct Turn {
+    sent: u64,
+    ok: u64,
+    failed: u64,
+    input_tokens: u64,
+    ttft: Histogram<u64>,
+    e2e: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 86_400_000_000, 2).expect("valid histogram bounds")
+}
+
+/// Folds records by turn index; reports nothing for a stage without later turns.
+#[derive(Default)]
+pub(super) struct TurnAggregator {
+    turns: Vec<Turn>,
+    later_turns: bool,
+}
+
+impl TurnAggregator {
+    pub(super) fn record(&mut self, r: &RequestRecord) {
+        self.later_turns |= r.turn > 0;
+        let k = r.turn as usize;
+        if k >= MAX_TURN_INDICES {
+            return;
+        }
+        while self.turns.len() <= k {
+            self.turns.push(Turn {
+                sent: 0,
+                ok: 0,
+                failed: 0,
+                input_tokens: 0,
+                ttft: histogram(),
+                e2e: histogram(),
+            });
+        }
+        let t = &mut self.turns[k];
+        t.sent += 1;
+        if !r.ok() {
+            t.failed += 1;
+            return;
+        }
+        t.ok += 1;
+        t.input_tokens += u64::from(r.input_tokens);
+        t.e2e.saturating_record(r.e2e_ns() / 1_000);
+        if let Some(ttft) = r.ttft_ns() {
+            t.ttft.saturating_record(ttft / 1_000);
+        }
+    }
+
+    pub(super) fn finish(self) -> Vec<TurnSummary> {
+        if !self.later_turns {
+            return Vec::new();
+        }
+        self.turns
+            .iter()
+            .enumerate()
+            .map(|(k, t)| TurnSummary {
+                turn: k as u32,
+                sent: t.sent,
+                ok: t.ok,
+                failed: t.failed,
+                mean_input_tokens: if t.ok == 0 {
+                    0.0
+                } else {
+                    t.input_tokens as f64 / t.ok as f64
+                },
+                ttft_ms: dist(&t.ttft),
+                e2e_ms: dist(&t.e2e),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(turn: u32, ok: bool, e2e_ms: u64) -> RequestRecord {
+        RequestRecord {
+            turn,
+            scheduled_ns: 1_000_000,
+            done_ns: 1_000_000 + e2e_ms * 1_000_000,
+            first_token_ns: Some(1_000_000 + e2e_ms * 500_000),
+            input_tokens: 10 * (turn + 1),
+            error: (!ok).then_some(super::super::ErrorKind::Timeout),
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn single_turn_stages_report_nothing() {
+        let mut a = TurnAggregator::default();
+        a.record(&rec(0, true, 10));
+        assert!(a.finish().is_empty());
+    }
+
+    #[test]
+    fn folds_by_turn_index() {
+        let mut a = TurnAggregator::default();
+        for turn in 0..3 {
+            a.record(&rec(turn, true, 10 * u64::from(turn + 1)));
+        }
+        a.record(&rec(1, false, 5));
+        a.record(&rec(40, true, 5));
+        let s = a.finish();
+        assert_eq!(s.len(), 3);
+        assert_eq!((s[1].sent, s[1].ok, s[1].failed), (2, 1, 1));
+        assert_eq!(s[2].e2e_ms.count, 1);
+        assert!((s[2].e2e_ms.p50 - 30.0).abs() < 0.5);
+        assert!((s[1].mean_input_tokens - 20.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,156 @@
+//! Multi-turn sessions in the plan: a dataset's session settings, and the turns of session `i`
+//! of a stage, drawn on demand like request recipes (synthetic turns from the stage's seed,
+//! ShareGPT turns from the sampled conversation).
+
+use serde::{Deserialize, Serialize};
+
+use super::seed::{item_seed, recipe_rng};
+use super::{DatasetSource, Plan, PlanError, RequestRecipe, StagePlan};
+use crate::scenario::{Dataset, DatasetKind, History, MAX_TURNS};
+use crate::units::Duration;
+
+/// A dataset's sessions: every arrival is a conversation of up to `turns` requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPlan {
+    /// Synthetic: the turns of every session; ShareGPT: the most turns kept per conversation.
+    pub turns: u32,
+    pub think_time: Duration,
+    pub history: History,
+}
+
+/// One turn's lengths: the new user message, the output asked for, and the data set's reply
+/// (what later turns carry under `history "dataset"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnTokens {
+    pub user_tokens: u32,
+    pub output_tokens: u32,
+    pub reply_tokens: u32,
+}
+
+/// The turns of one session, computed on demand: `Plan::session(stage, index)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecipe {
+    pub index: u64,
+    /// Seed of the prompt text (synthetic) or the item index (ShareGPT).
+    pub item: u64,
+    pub turns: Vec<TurnTokens>,
+    /// Tokens the dataset's context (shared prefix, retrieved chunks) adds to every turn.
+    pub context_tokens: u32,
+}
+
+impl SessionRecipe {
+    /// Turn `k` as a request: its input is the whole history under `history "dataset"` (the
+    /// runner recounts it under `history "server"`).
+    pub fn turn(&self, k: usize) -> RequestRecipe {
+        let earlier: u32 = self.turns[..k.min(self.turns.len())]
+            .iter()
+            .map(|t| t.user_tokens.saturating_add(t.reply_tokens))
+            .fold(0u32, u32::saturating_add);
+        let t = self.turns.get(k).copied().unwrap_or(TurnTokens {
+            user_tokens: 1,
+            output_tokens: 1,
+            reply_tokens: 1,
+        });
+        RequestRecipe {
+            index: self.index,
+            input_tokens: earlier
+                .saturating_add(t.user_tokens)
+                .saturating_add(self.context_tokens),
+            output_tokens: t.output_tokens,
+            item: self.item,
+        }
+    }
+}
+
+impl Plan {
+    /// The stage's session settings, when its dataset has sessions.
+    pub fn session_plan(&self, stage: &StagePlan) -> Option<&SessionPlan> {
+        self.datasets.get(stage.dataset)?.session.as_ref()
+    }
+
+    /// Session `index` of `stage`. A one-turn synthetic session is request `index` itself.
+    pub fn session(&self, stage: &StagePlan, index: u64) -> SessionRecipe {
+        let d = self.datasets.get(stage.dataset);
+        let turns_max = d.and_then(|d| d.session).map_or(1, |s| s.turns.max(1));
+        let context_tokens = d.map_or(0, |d| d.context.extra_tokens());
+        let mut item = item_seed(stage.seed, index);
+        let turns = match d.map(|d| &d.source) {
+            Some(DatasetSource::Synthetic {
+                input_tokens,
+                output_tokens,
+            }) => {
+                let mut rng = recipe_rng(stage.seed, index);
+                (0..turns_max)
+                    .map(|_| {
+                        // Input first, then output, turn by turn: turn 0 is `request(index)`.
+                        let user = input_tokens.sample(&mut rng);
+                        let out = output_tokens.sample(&mut rng);
+                        TurnTokens {
+                            user_tokens: user,
+                            output_tokens: out,
+                            reply_tokens: out,
+                        }
+                    })
+                    .collect()
+            }
+            Some(DatasetSource::Items { items, .. }) if !items.is_empty() => {
+                item = stage.first_item.wrapping_add(index) % items.len() as u64;
+                let it = &items[item as usize];
+                if it.turns.is_empty() {
+                    vec![TurnTokens {
+                        user_tokens: it.input_tokens,
+                        output_tokens: it.output_tokens,
+                        reply_tokens: it.output_tokens,
+                    }]
+                } else {
+                    it.turns.iter().take(turns_max as usize).copied().collect()
+                }
+            }
+            _ => {
+                let r = self.request(stage, index);
+                item = r.item;
+                vec![TurnTokens {
+                    user_tokens: r.input_tokens.saturating_sub(context_tokens),
+                    output_tokens: r.output_tokens,
+                    reply_tokens: r.output_tokens,
+                }]
+            }
+        };
+        SessionRecipe {
+            index,
+            item,
+            turns,
+            context_tokens,
+        }
+    }
+}
+
+/// The plan's session settings of a dataset, checked against its source.
+pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError> {
+    let Some(s) = d.session else {
+        return Ok(None);
+    };
+    let bad = |detail: &str| PlanError::Session {
+        dataset: d.name.value.clone(),
+        detail: detail.to_string(),
+    };
+    let turns = match (&d.kind, s.turns) {
+        (DatasetKind::Synthetic(_), Some(n)) => n,
+        (DatasetKind::Synthetic(_), None) => {
+            return Err(bad(
+                "a synthetic session needs `turns=N` (e.g. session turns=4 think-time=\"2s\")",
+            ));
+        }
+        (DatasetKind::ShareGpt(_), n) => n.unwrap_or(MAX_TURNS),
+        _ => {
+            return Err(bad(
+                "sessions need a `synthetic` or `sharegpt` data set (their turns are known)",
+            ));
+        }
+    };
+    Ok(Some(SessionPlan {
+        turns: turns.clamp(1, MAX_TURNS),
+        think_time: s.think_time,
+        history: s.history,
+    }))
+}

@@ -1,0 +1,110 @@
+//! Multi-turn sessions in the runner. A session is one unit of arrival: its first turn leaves
+//! at the scheduled instant (open loop) or when its worker is free (closed loop); each later
+//! turn leaves once the previous reply is complete and the think time is over, carrying the
+//! conversation so far. A turn is due when its think time is over, so think time is never
+//! latency. A failed turn ends its session (there is no reply to continue from); an interrupt
+//! or the end of the drain time stops it between turns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::stage::{StageShared, send_turn, since};
+use crate::plan::{SessionRecipe, TurnTokens};
+use crate::scenario::History;
+
+/// A session ready to start: its turns and its first request's body.
+pub(super) struct Prepared {
+    session: SessionRecipe,
+    first: Result<(Bytes, u32), String>,
+}
+
+/// Computes session `index` and builds its first body (off the hot path).
+pub(super) fn prepare(sh: &StageShared, index: u64) -> Prepared {
+    let session = sh.plan.session(sh.stage(), index);
+    let first = turn_body(sh, &session, 0, &[]);
+    Prepared { session, first }
+}
+
+fn turn_body(
+    sh: &StageShared,
+    session: &SessionRecipe,
+    k: usize,
+    replies: &[String],
+) -> Result<(Bytes, u32), String> {
+    let stage = sh.stage();
+    let server = sh
+        .plan
+        .session_plan(stage)
+        .is_some_and(|s| s.history == History::Server);
+    let mut recipe = session.turn(k);
+    if server && k > 0 {
+        // The planned count holds the data set's replies; the server's replies replace them.
+        let planned: u32 = session.turns[..k]
+            .iter()
+            .map(|t: &TurnTokens| t.reply_tokens)
+            .fold(0, u32::saturating_add);
+        let received: usize = replies
+            .iter()
+            .map(|r| sh.factory.tokenizer().count(r))
+            .sum();
+        recipe.input_tokens = recipe
+            .input_tokens
+            .saturating_sub(planned)
+            .saturating_add(received.min(u32::MAX as usize) as u32);
+    }
+    let prompt = sh
+        .factory
+        .session_prompt(stage, session, k, server.then_some(replies));
+    super::hooked::body_for(
+        sh.hooks.as_deref(),
+        &sh.factory,
+        &sh.template,
+        stage,
+        &recipe,
+        prompt,
+    )
+}
+
+/// Runs a prepared session to its end; its first turn is due at `scheduled_ns`.
+pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: u64) {
+    let Prepared { session, first } = prepared;
+    let Some(settings) = sh.plan.session_plan(sh.stage()).copied() else {
+        return;
+    };
+    let think = settings.think_time.as_std();
+    let mut replies = Vec::new();
+    let mut body = first;
+    let mut scheduled = scheduled_ns;
+    for k in 0..session.turns.len() {
+        let recipe = session.turn(k);
+        let Some(text) = send_turn(&sh, body, recipe, scheduled, k as u32).await else {
+            return;
+        };
+        if k + 1 == session.turns.len() {
+            return;
+        }
+        if settings.history == History::Server {
+            replies.push(text);
+        }
+        if !think.is_zero() && !pause(&sh, think).await {
+            return;
+        }
+        if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {
+            return;
+        }
+        body = turn_body(&sh, &session, k + 1, &replies);
+        // Due now: the think time (at the runtime's timer precision) is over.
+        scheduled = since(sh.t0);
+    }
+}
+
+/// Waits out a think time; false when the stage stops first.
+async fn pause(sh: &StageShared, think: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(think) => true,
+        _ = sh.cancel.cancelled() => false,
+        _ = sh.interrupt.cancelled() => false,
+    }
+}
