@@ -221,7 +221,7 @@ fn main() {
 
     println!("\n2) rate ladder, 10 s each: highest rate with send lag p99 < 1 ms");
     let mut best = 0;
-    for rate in [2000, 3000, 4000, 5000, 6000, 8000] {
+    for rate in [1500, 2000, 2500, 3000, 4000, 5000] {
         let (r, added) = open_loop(dir, &format!("ladder-{rate}"), rate, "10s");
         let s = stage(&r);
         let lag = f(&s["client"]["send_lag_ms"]["p99"]);
@@ -252,11 +252,12 @@ fn main() {
     let added = client_added_ttft(&r.rows, &trace);
     let s = stage(&r.results);
     println!(
-        "   {:.1} req/s, TTFT p50 {:.2} ms, client-added TTFT p50 {:.3} ms p99 {:.3} ms, failed {}",
+        "   {:.1} req/s, TTFT p50 {:.2} ms, client-added TTFT p50 {:.3} ms p99 {:.3} ms, client CPU {:.0} %, failed {}",
         f(&s["throughput"]["requests_per_s"]),
         f(&s["latency"]["ttft_ms"]["p50"]),
         percentile(added.clone(), 0.5),
         percentile(added, 0.99),
+        f(&s["client"]["cpu_percent"]),
         s["requests"]["failed"]
     );
 
