@@ -146,11 +146,16 @@ async fn llama_cpp_python_without_usage_falls_back_to_the_tokenizer() {
         .filter(|d| *d != "[DONE]")
         .filter_map(|d| {
             let v: serde_json::Value = serde_json::from_str(d).ok()?;
-            v["choices"][0]["delta"]["content"].as_str().map(String::from)
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(String::from)
         })
         .collect();
     assert_eq!(rec.output_tokens as usize, Words.count(&text));
-    assert_eq!(rec.input_tokens, 10, "the planned count stands without usage");
+    assert_eq!(
+        rec.input_tokens, 10,
+        "the planned count stands without usage"
+    );
 }
 
 #[tokio::test]
