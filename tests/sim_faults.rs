@@ -79,8 +79,10 @@ async fn stream_cut_closes_without_done() {
     assert!(errored, "the body should end in a transport error");
     let text = String::from_utf8(body).unwrap();
     assert!(!text.contains("[DONE]"));
-    // role chunk + 5 tokens, then the cut
-    assert_eq!(sse_data(&text).len(), 6, "{text}");
+    // Role chunk + 5 tokens, then the cut. The abort can reach the client before the last
+    // chunks are read (the kernel drops unread data on a reset), so the client sees at most
+    // these; the trace below is the ground truth.
+    assert!(sse_data(&text).len() <= 6, "{text}");
     let rec = traces(&mut trace, 1).await.remove(0);
     assert_eq!((rec.outcome, rec.completion_tokens), (Outcome::Cut, 5));
 
