@@ -147,7 +147,7 @@ pub fn latency_cdf_svg(stage: &StageSummary) -> Result<Option<String>, ReportErr
     Ok(Some(buf))
 }
 
-type Series<'a> = (&'a str, Vec<(f64, f64)>, RGBColor);
+pub(crate) type Series<'a> = (&'a str, Vec<(f64, f64)>, RGBColor);
 
 /// Three stacked panels over time: latency, requests/s, output tokens/s. `None` when the stage
 /// has no timeline.
@@ -189,13 +189,21 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
         ),
     ];
     let t_max = tl.iter().map(|p| p.t_s).fold(1.0, f64::max) + 1.0;
+    stacked_time_panels(&format!("{}: over time", stage.name), t_max, panels).map(Some)
+}
+
+/// Three stacked panels sharing a time axis (seconds since the stage start), each with its
+/// own y axis and legend. Used by the stage timeline and the telemetry server plot.
+pub(crate) fn stacked_time_panels(
+    title: &str,
+    t_max: f64,
+    panels: [(&str, Vec<Series>); 3],
+) -> Result<String, ReportError> {
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (760, 720)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let root = root
-            .titled(&format!("{}: over time", stage.name), ("sans-serif", 20))
-            .map_err(plot_err)?;
+        let root = root.titled(title, ("sans-serif", 20)).map_err(plot_err)?;
         let areas = root.split_evenly((3, 1));
         for (area, (y_desc, series)) in areas.iter().zip(panels) {
             let y_max = series
@@ -232,5 +240,5 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
         }
         root.present().map_err(plot_err)?;
     }
-    Ok(Some(buf))
+    Ok(buf)
 }

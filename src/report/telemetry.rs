@@ -65,10 +65,6 @@ pub fn write_telemetry_plots(results: &Results, dir: &Path) -> Result<Vec<PathBu
     Ok(written)
 }
 
-fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
-    ReportError::Plot(e.to_string())
-}
-
 /// Server points inside the stage, re-based to the stage start; summed over endpoints would
 /// mislead, so the first endpoint with points in the stage is plotted.
 fn server_points(t: &StageTelemetry, report: &TelemetryReport) -> Option<(Points, Points, Points)> {
@@ -142,50 +138,10 @@ pub fn server_timeline_svg(
         .flat_map(|(_, s)| s.iter().flat_map(|(_, d, _)| d.iter().map(|p| p.0)))
         .fold(1.0, f64::max)
         + 1.0;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (760, 720)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let root = root
-            .titled(
-                &format!("{}: server load and latency", stage.name),
-                ("sans-serif", 20),
-            )
-            .map_err(plot_err)?;
-        for (area, (y_desc, series)) in root.split_evenly((3, 1)).iter().zip(panels) {
-            let y_max = series
-                .iter()
-                .flat_map(|(_, s, _)| s.iter().map(|p| p.1))
-                .fold(1.0, f64::max)
-                * 1.1;
-            let mut chart = ChartBuilder::on(area)
-                .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0.0..t_max, 0.0..y_max)
-                .map_err(plot_err)?;
-            chart
-                .configure_mesh()
-                .x_desc("time since stage start (s)")
-                .y_desc(y_desc)
-                .draw()
-                .map_err(plot_err)?;
-            for (name, data, color) in series {
-                chart
-                    .draw_series(LineSeries::new(data, color.stroke_width(2)))
-                    .map_err(plot_err)?
-                    .label(name)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(plot_err)?;
-        }
-        root.present().map_err(plot_err)?;
-    }
-    Ok(Some(buf))
+    super::plots::stacked_time_panels(
+        &format!("{}: server load and latency", stage.name),
+        t_max,
+        panels,
+    )
+    .map(Some)
 }
