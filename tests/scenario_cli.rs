@@ -107,3 +107,25 @@ fn schema_command_prints_the_checked_in_schema() {
     assert_eq!(printed["title"], "Scenario");
     assert!(printed["properties"]["stages"].is_object());
 }
+
+#[test]
+fn docs_cli_lists_every_option_of_run_and_plan() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+    for command in ["run", "plan"] {
+        let help = std::process::Command::new(env!("CARGO_BIN_EXE_infermeter"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        for flag in help
+            .split_whitespace()
+            .filter(|w| w.starts_with("--") && *w != "--help")
+        {
+            let flag = flag.trim_end_matches(',');
+            assert!(
+                doc.contains(flag),
+                "docs/cli.md does not mention `{command} {flag}`"
+            );
+        }
+    }
+}
