@@ -181,3 +181,26 @@ async fn a_stream_without_done_is_broken_and_an_error_status_is_counted() {
     let rec = execute(replay(GARBAGE, 200).await, 1).await;
     assert_eq!(rec.error, Some(ErrorKind::Malformed));
 }
+
+#[tokio::test]
+async fn keep_alives_comments_empty_data_and_crlf_are_not_chunks() {
+    // What proxies and some servers put between chunks: SSE comments, `event:`-only blocks,
+    // an empty `data:`; plus a field without the optional space and CRLF line ends.
+    const BODY: &str = concat!(
+        ": keep-alive\n\n",
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+        "event: ping\n\n",
+        "data:{\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\n",
+        "data:\n\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\" two\"}}]}\r\n\n",
+        ": still here\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let rec = execute(replay(BODY, 200).await, 3).await;
+    assert_eq!(rec.error, None);
+    assert_eq!(rec.chunks, 2);
+    assert_eq!(rec.itl_us.len(), 1);
+    assert_eq!(rec.output_tokens, 2);
+    assert_eq!(rec.token_source, TokenSource::Usage);
+}

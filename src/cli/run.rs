@@ -123,10 +123,6 @@ pub fn run(args: RunArgs) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("infermeter-client")
-        // New requests arrive from the dispatcher thread through the runtime's global queue;
-        // checking it on every scheduling tick (default: every 31) lets a send start before
-        // the worker drains its backlog of response chunks.
-        .global_queue_interval(1)
         .build()
     {
         Ok(rt) => rt,

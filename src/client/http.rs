@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use sse_stream::SseByteStream;
 
 use super::chunk::parse_chunk;
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
@@ -181,7 +181,7 @@ impl Client {
         }
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
-        let mut events = resp.bytes_stream().eventsource();
+        let mut events = SseByteStream::new(resp.bytes_stream());
         let mut last: Option<u64> = None;
         let mut usage = None;
         let mut done = false;
@@ -194,11 +194,16 @@ impl Client {
                     return;
                 }
             };
-            if event.data == "[DONE]" {
+            // Blocks without data (comments, `event:`-only keep-alives, an empty `data:`)
+            // carry no chunk; browsers' EventSource does not dispatch them either.
+            let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
+                continue;
+            };
+            if data == "[DONE]" {
                 done = true;
                 break;
             }
-            let chunk = match parse_chunk(&event.data) {
+            let chunk = match parse_chunk(data) {
                 Ok(c) => c,
                 Err(_) => {
                     rec.error = Some(ErrorKind::Malformed);

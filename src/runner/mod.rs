@@ -16,6 +16,7 @@ mod session;
 mod stage;
 mod target;
 mod telemetry;
+mod timer;
 mod warmup;
 
 pub use progress::ProgressMode;

@@ -2,10 +2,10 @@
 //! the plan's schedule, closed-loop stages with N workers — and the drain of in-flight
 //! requests.
 //!
-//! Open-loop stages are driven by one dispatcher thread that follows the plan's schedule: it
-//! prepares the next request's body while waiting, sleeps on the OS clock (sub-millisecond,
-//! unlike the runtime's 1 ms timer wheel) and hands the request to the runtime at its
-//! scheduled instant, whatever earlier requests are doing. Latency counts from the scheduled
+//! Open-loop stages are driven by one dispatcher task that follows the plan's schedule: it
+//! prepares the next request's body while waiting, sleeps on a precise timer (sub-millisecond,
+//! unlike the runtime's 1 ms timer wheel) and spawns the request at its scheduled instant,
+//! whatever earlier requests are doing. Latency counts from the scheduled
 //! instant; the gap to the actual send is the send lag. Closed-loop stages are N tasks that
 //! each send their next request when the previous one ends.
 
@@ -15,7 +15,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,6 +23,7 @@ use super::cpu::CpuClock;
 use super::progress::Progress;
 use super::run::RunOptions;
 use super::target::warm_pool;
+use super::timer::PreciseTimer;
 use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client, TokenCounter};
 use crate::dataset::{PromptFactory, Tokenizer};
@@ -161,18 +161,10 @@ impl StageRunner<'_> {
         ));
         match &stage.load {
             Load::Open { .. } => {
-                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-                let (sh, tr, rt) = (shared.clone(), tracker.clone(), Handle::current());
-                let spawned = thread::Builder::new()
-                    .name("infermeter-dispatch".into())
-                    .spawn(move || {
-                        precise_timers();
-                        dispatch_open(sh, tr, rt);
-                        let _ = done_tx.send(());
-                    });
-                if spawned.is_ok() {
-                    let _ = done_rx.await;
-                }
+                // On a runtime worker, so the request tasks it spawns start on that same
+                // worker without a cross-thread wake-up.
+                let dispatcher = tokio::spawn(dispatch_open(shared.clone(), tracker.clone()));
+                let _ = dispatcher.await;
             }
             // Run probe by probe by `runner::search`, never as one stage.
             Load::Search(_) => {}
@@ -255,64 +247,50 @@ impl StageRunner<'_> {
     }
 }
 
-/// Follows an open-loop schedule on a dedicated OS thread.
-fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, rt: Handle) {
+/// Follows an open-loop schedule: prepares each request's body while it waits, wakes at the
+/// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
+/// at once and the send lag records how late.
+async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
     let Load::Open { offsets_ns, .. } = &sh.stage().load else {
         return;
     };
+    let mut timer = PreciseTimer::new();
     for (i, &offset) in offsets_ns.iter().enumerate() {
         if sh.interrupt.is_cancelled() {
             return;
         }
+        let at = sh.t0 + Duration::from_nanos(offset);
         // Prepared ahead, so building the body is not part of the send lag.
         if sh.plan.session_plan(sh.stage()).is_some() {
             let first = super::session::prepare(&sh, i as u64);
-            if !wait_until(sh.t0 + Duration::from_nanos(offset), &sh.interrupt) {
+            if !wait_until(&mut timer, at, &sh.interrupt).await {
+                return;
+            }
+            tracker.spawn(super::session::run(sh.clone(), first, offset));
+        } else {
+            let recipe = sh.plan.request(sh.stage(), i as u64);
+            let body = sh.body(&recipe);
+            if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
             let task_sh = sh.clone();
-            tracker.spawn_on(super::session::run(task_sh, first, offset), &rt);
-            continue;
+            tracker.spawn(async move { send_one(&task_sh, body, recipe, offset).await });
         }
-        let recipe = sh.plan.request(sh.stage(), i as u64);
-        let body = sh.body(&recipe);
-        if !wait_until(sh.t0 + Duration::from_nanos(offset), &sh.interrupt) {
-            return;
-        }
-        let task_sh = sh.clone();
-        tracker.spawn_on(
-            async move { send_one(&task_sh, body, recipe, offset).await },
-            &rt,
-        );
+        // Lets the request just spawned go out before the next body is built.
+        tokio::task::yield_now().await;
     }
 }
 
-/// Sleeps until `target`. The dispatcher thread asks the kernel for a 1 µs timer slack (see
-/// [`precise_timers`]), so a plain OS sleep wakes within tens of microseconds; spinning or
-/// yielding instead would steal the CPU from the request tasks on a small machine. Wakes at
-/// least every 50 ms to notice an interrupt. Returns false when interrupted first.
-fn wait_until(target: Instant, interrupt: &CancellationToken) -> bool {
-    const CHECK_EVERY: Duration = Duration::from_millis(50);
-    loop {
-        let now = Instant::now();
-        if now >= target {
-            return true;
-        }
-        if interrupt.is_cancelled() {
-            return false;
-        }
-        thread::sleep((target - now).min(CHECK_EVERY));
-    }
-}
-
-/// Shrinks this thread's timer slack from Linux's default 50 µs to 1 µs, so sleeps end when
-/// asked. Best effort: elsewhere, or if refused, sleeps are merely a little late (and the send
-/// lag says so).
-fn precise_timers() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and only affects this thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong, 0, 0, 0);
+/// Sleeps until `target`; false when interrupted first.
+async fn wait_until(
+    timer: &mut PreciseTimer,
+    target: Instant,
+    interrupt: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        biased;
+        _ = interrupt.cancelled() => false,
+        _ = timer.sleep_until(target) => true,
     }
 }
 
