@@ -49,7 +49,29 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ignore_eos: bool,
     #[serde(flatten)]
-    extra: &'a BTreeMap<String, serde_json::Value>,
+    extra: Extra<'a>,
+}
+
+/// The template's extra fields, with a data set item's own fields over them (item wins).
+struct Extra<'a> {
+    template: &'a BTreeMap<String, serde_json::Value>,
+    item: Option<&'a BTreeMap<String, serde_json::Value>>,
+}
+
+impl Serialize for Extra<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.template {
+            if !self.item.is_some_and(|i| i.contains_key(k)) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in self.item.into_iter().flatten() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
 }
 
 enum MessagesRef<'a> {
@@ -69,6 +91,17 @@ impl Serialize for MessagesRef<'_> {
 impl BodyTemplate {
     /// The JSON body for one streaming request asking for `max_tokens` output tokens.
     pub fn build(&self, prompt: PromptRef<'_>, max_tokens: u32) -> Bytes {
+        self.build_with(prompt, max_tokens, None)
+    }
+
+    /// Like [`build`](Self::build), with a data set item's pass-through fields merged over
+    /// the template's (without copying the template).
+    pub fn build_with(
+        &self,
+        prompt: PromptRef<'_>,
+        max_tokens: u32,
+        item: Option<&BTreeMap<String, serde_json::Value>>,
+    ) -> Bytes {
         let (messages, prompt) = match (self.api, prompt) {
             (Api::Chat, PromptRef::Text(t)) => (
                 Some(MessagesRef::One([Message {
@@ -95,7 +128,10 @@ impl BodyTemplate {
                 include_usage: true,
             },
             ignore_eos: self.ignore_eos,
-            extra: &self.extra,
+            extra: Extra {
+                template: &self.extra,
+                item,
+            },
         };
         // Serializing plain strings and numbers into a Vec cannot fail.
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
@@ -149,5 +185,23 @@ mod tests {
         assert!(v.get("messages").is_none());
         assert!(v.get("ignore_eos").is_none());
         assert_eq!(t.path(), "/completions");
+    }
+
+    #[test]
+    fn an_items_fields_override_the_templates() {
+        let mut item = BTreeMap::new();
+        item.insert("temperature".to_string(), serde_json::json!(0.7));
+        item.insert("top_p".to_string(), serde_json::json!(0.9));
+        let t = template(Api::Chat);
+        let b = t.build_with(PromptRef::Text("x"), 4, Some(&item));
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["temperature"], 0.7);
+        assert_eq!(v["top_p"], 0.9);
+        // Exactly one `temperature` key on the wire.
+        assert_eq!(
+            String::from_utf8_lossy(&b).matches("temperature").count(),
+            1
+        );
+        assert_eq!(t.extra["temperature"], 0.0, "the template is untouched");
     }
 }

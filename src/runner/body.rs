@@ -8,26 +8,16 @@ use bytes::Bytes;
 use crate::client::{BodyTemplate, Message, PromptRef};
 use crate::dataset::Prompt;
 
-/// The body of one request. `extra`, when given, is merged over the template's fields.
+/// The body of one request. `extra`, when given, is merged over the template's fields
+/// (without copying the template).
 pub(super) fn build_body(
     template: &BodyTemplate,
     prompt: &Prompt,
     max_tokens: u32,
     extra: Option<&BTreeMap<String, serde_json::Value>>,
 ) -> Bytes {
-    let merged;
-    let template = match extra {
-        Some(e) => {
-            let mut t = template.clone();
-            t.extra
-                .extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
-            merged = t;
-            &merged
-        }
-        None => template,
-    };
     match prompt {
-        Prompt::Text(text) => template.build(PromptRef::Text(text), max_tokens),
+        Prompt::Text(text) => template.build_with(PromptRef::Text(text), max_tokens, extra),
         Prompt::Messages(ms) => {
             let msgs: Vec<Message<'_>> = ms
                 .iter()
@@ -36,7 +26,7 @@ pub(super) fn build_body(
                     content: &m.content,
                 })
                 .collect();
-            template.build(PromptRef::Messages(&msgs), max_tokens)
+            template.build_with(PromptRef::Messages(&msgs), max_tokens, extra)
         }
     }
 }
