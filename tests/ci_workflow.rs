@@ -132,7 +132,8 @@ stage "steady" {
             .arg("compare")
             .arg(a)
             .arg(b)
-            .args(["--tolerance", "50%"])
+            // Wide: on a shared machine a stall can move a p99 by half; 3x slower still shows.
+            .args(["--tolerance", "100%"])
             .output()
             .unwrap()
     };

@@ -78,6 +78,11 @@ sla {{ assert "error_rate < 1%"; }}
             s["tokens"]["from_usage"], req["ok"],
             "the simulator reports usage"
         );
+        // The machine's own health is part of the verdict: CPU steal, read from /proc/stat.
+        if cfg!(target_os = "linux") {
+            let steal = s["client"]["steal_percent"].as_f64().expect("steal_percent");
+            assert!((0.0..=100.0).contains(&steal), "{steal}");
+        }
     }
     // One verdict per (assertion, stage).
     assert_eq!(r["sla"].as_array().unwrap().len(), 2);

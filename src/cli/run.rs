@@ -52,6 +52,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "1ms")]
     pub max_send_lag: units::Duration,
 
+    /// Flag a stage as untrusted when the hypervisor steals more than this share (percent) of
+    /// the client's CPU time (`steal` in /proc/stat; cloud VMs with busy neighbours).
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = percent)]
+    pub max_steal: f64,
+
     /// No progress output; only the final summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -145,6 +150,7 @@ pub fn run(args: RunArgs) -> i32 {
             .then(|| out_dir.join("requests.jsonl")),
         validity: ValidityRules {
             max_send_lag_p99_ms: args.max_send_lag.as_millis_f64(),
+            max_steal_share: args.max_steal / 100.0,
             ..ValidityRules::default()
         },
         interrupt: interrupt.clone(),
@@ -320,6 +326,18 @@ pub fn rfc3339(t: SystemTime) -> String {
     )
 }
 
+fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (a percentage, e.g. 5)"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not between 0 and 100"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +347,13 @@ mod tests {
         assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_948_135);
         assert_eq!(rfc3339(t), "2026-11-29T10:28:55Z");
+    }
+
+    #[test]
+    fn steal_threshold_is_a_percentage() {
+        assert_eq!(percent("5"), Ok(5.0));
+        assert_eq!(percent("12.5%"), Ok(12.5));
+        assert!(percent("150").is_err());
+        assert!(percent("lots").unwrap_err().contains("not a number"));
     }
 }

@@ -31,6 +31,9 @@ pub struct ValidityRules {
     pub max_cpu_share: f64,
     /// Share of requests whose token counts disagree with the server's above this flags the run.
     pub max_token_mismatch_share: f64,
+    /// Share of the client's CPUs' time taken by the hypervisor (steal) above this flags the
+    /// run: stolen time stalls the client at random, inflating every latency it measures.
+    pub max_steal_share: f64,
 }
 
 impl Default for ValidityRules {
@@ -40,6 +43,7 @@ impl Default for ValidityRules {
             min_rate_ratio: 0.99,
             max_cpu_share: 0.9,
             max_token_mismatch_share: 0.05,
+            max_steal_share: 0.05,
         }
     }
 }
@@ -56,6 +60,8 @@ pub struct StageClock {
     pub cores: u32,
     /// Peak resident memory of the client process at the stage's end, in bytes.
     pub peak_rss_bytes: u64,
+    /// Share of the client's CPUs' time the hypervisor stole during the stage, where known.
+    pub steal_share: Option<f64>,
 }
 
 /// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
@@ -237,6 +243,7 @@ impl StageAggregator {
             cpu_percent: clock.cpu_ns as f64 / clock.wall_ns.max(1) as f64 * 100.0,
             cores: clock.cores,
             peak_rss_mb: clock.peak_rss_bytes as f64 / (1024.0 * 1024.0),
+            steal_percent: clock.steal_share.map(|s| s * 100.0),
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
         };
@@ -293,6 +300,14 @@ impl StageAggregator {
             reasons.push(format!(
                 "client CPU at {:.0}% of {} core(s): the client may be the bottleneck",
                 client.cpu_percent, clock.cores
+            ));
+        }
+        if let Some(steal) = clock.steal_share.filter(|s| *s > rules.max_steal_share) {
+            reasons.push(format!(
+                "the hypervisor stole {:.1}% of the client's CPU time (above {:.0}%): the machine, \
+                 not the server, may have stalled requests; use a dedicated host",
+                steal * 100.0,
+                rules.max_steal_share * 100.0
             ));
         }
         if self.counts.ok > 0 {
@@ -452,6 +467,7 @@ mod tests {
             cpu_ns: 0,
             cores: 2,
             peak_rss_bytes: 0,
+            steal_share: None,
         };
         let s = agg.finish(clock, &ValidityRules::default());
         assert_eq!(s.requests.sent, 3);
@@ -497,11 +513,35 @@ mod tests {
             cpu_ns: 0,
             cores: 1,
             peak_rss_bytes: 0,
+            steal_share: None,
         };
         let s = agg.finish(clock, &ValidityRules::default());
         assert!(!s.validity.trusted);
         assert!(s.validity.reasons[0].contains("send lag p99"));
         assert!((s.client.send_lag_ms.p99 - 3.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_machine_losing_time_to_its_hypervisor_is_flagged() {
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        agg.record(&ok_record(0, 0, 5, &[1]));
+        let clock = |steal| StageClock {
+            wall_ns: 1_000_000_000,
+            cores: 1,
+            steal_share: Some(steal),
+            ..StageClock::default()
+        };
+        let calm = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
+            .finish(clock(0.01), &ValidityRules::default());
+        assert!(calm.validity.trusted, "{:?}", calm.validity.reasons);
+        assert_eq!(calm.client.steal_percent, Some(1.0));
+        let s = agg.finish(clock(0.3), &ValidityRules::default());
+        assert!(!s.validity.trusted);
+        assert!(
+            s.validity.reasons[0].contains("stole 30.0%"),
+            "{:?}",
+            s.validity.reasons
+        );
     }
 
     #[test]

@@ -101,6 +101,11 @@ pub struct ClientHealth {
     /// The client process's peak resident memory so far, in MiB (0 where unknown).
     #[serde(default)]
     pub peak_rss_mb: f64,
+    /// Share of the time of the CPUs the client may run on that the hypervisor gave to
+    /// something else during the stage (`steal` in /proc/stat), in percent. Absent where
+    /// unknown (not Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_percent: Option<f64>,
     /// The most requests this client had in flight at once during the stage (a closed loop's
     /// clients, once all have started). Absent when no request was sent.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -296,7 +296,7 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
                 share: share(count),
             })
             .collect(),
-        client: vec![
+        client: [
             kv(
                 "send lag",
                 format!(
@@ -310,7 +310,14 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
                 "CPU",
                 format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
             ),
-        ],
+        ]
+        .into_iter()
+        // Known on Linux only: the share of the client's CPU time a hypervisor took.
+        .chain(
+            c.steal_percent
+                .map(|p| kv("CPU steal", format!("{} %", num(p)))),
+        )
+        .collect(),
         plots,
         per_turn: s
             .per_turn

@@ -132,6 +132,7 @@ impl StageRunner<'_> {
         let stop = self.opts.interrupt.child_token();
         let t0 = Instant::now();
         let cpu0 = self.cpu.now_ns();
+        let steal0 = super::cpu::StealSample::now();
         let peak_in_flight = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(StageShared {
             plan: self.plan.clone(),
@@ -239,6 +240,9 @@ impl StageRunner<'_> {
                 .map(|n| n.get() as u32)
                 .unwrap_or(1),
             peak_rss_bytes: super::cpu::peak_rss_bytes(),
+            steal_share: steal0
+                .zip(super::cpu::StealSample::now())
+                .and_then(|(a, b)| b.share_since(&a)),
         };
         let mut summary = agg.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
