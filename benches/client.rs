@@ -239,12 +239,13 @@ fn main() {
     for (k, r) in runs.iter().enumerate() {
         let s = stage(&r.results);
         println!(
-            "   run {}: send lag p99 {:.3} ms, client-added TTFT p50 {:.3} ms p99 {:.3} ms, client CPU {:.0} %",
+            "   run {}: send lag p99 {:.3} ms, client-added TTFT p50 {:.3} ms p99 {:.3} ms, client CPU {:.0} %, CPU steal {:.1} %",
             k + 1,
             f(&s["client"]["send_lag_ms"]["p99"]),
             percentile(r.added_ttft_ms.clone(), 0.5),
             percentile(r.added_ttft_ms.clone(), 0.99),
             f(&s["client"]["cpu_percent"]),
+            f(&s["client"]["steal_percent"]),
         );
     }
     runs.sort_by(|a, b| {
@@ -266,11 +267,12 @@ fn main() {
         s["requests"]["failed"]
     );
     println!(
-        "   send lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; client CPU {:.0} %; trusted {}",
+        "   send lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; client CPU {:.0} %; CPU steal {:.1} %; trusted {}",
         f(&s["client"]["send_lag_ms"]["p50"]),
         f(&s["client"]["send_lag_ms"]["p99"]),
         f(&s["client"]["send_lag_ms"]["max"]),
         f(&s["client"]["cpu_percent"]),
+        f(&s["client"]["steal_percent"]),
         s["validity"]["trusted"]
     );
     println!(
@@ -292,14 +294,17 @@ fn main() {
         let lag = f(&s["client"]["send_lag_ms"]["p99"]);
         let achieved = f(&s["throughput"]["achieved_rate_per_s"]);
         println!(
-            "   {rate:>5} req/s: achieved {achieved:>7.1}, send lag p99 {lag:>7.3} ms, client CPU {:>4.0} %, client-added TTFT p99 {:.3} ms, failed {}",
+            "   {rate:>5} req/s: achieved {achieved:>7.1}, send lag p99 {lag:>7.3} ms, client CPU {:>4.0} %, steal {:>4.1} %, client-added TTFT p99 {:.3} ms, failed {}",
             f(&s["client"]["cpu_percent"]),
+            f(&s["client"]["steal_percent"]),
             percentile(added, 0.99),
             s["requests"]["failed"]
         );
+        // Every step runs: one stall on a shared machine can fail a step below the limit.
         if lag < 1.0 {
-            best = rate;
-        } else {
+            best = best.max(rate);
+        }
+        if achieved < 0.9 * f64::from(rate) {
             break;
         }
     }
@@ -332,10 +337,11 @@ fn main() {
         let s = stage(&long.results);
         let rss_5m = f(&s["client"]["peak_rss_mb"]);
         println!(
-            "   client peak RSS: 30 s run {rss_30s:.1} MiB, 5 min run {rss_5m:.1} MiB ({:+.1} %); peak in flight {} vs {}",
+            "   client peak RSS: 30 s run {rss_30s:.1} MiB, 5 min run {rss_5m:.1} MiB ({:+.1} %); peak in flight {} vs {}; CPU steal in the 5 min run {:.1} %",
             (rss_5m / rss_30s - 1.0) * 100.0,
             in_flight_30s,
             s["client"]["peak_in_flight"],
+            f(&s["client"]["steal_percent"]),
         );
         // The same process over time: does memory grow with the run's length?
         let at = |sec: usize| {

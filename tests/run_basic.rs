@@ -80,7 +80,9 @@ sla {{ assert "error_rate < 1%"; }}
         );
         // The machine's own health is part of the verdict: CPU steal, read from /proc/stat.
         if cfg!(target_os = "linux") {
-            let steal = s["client"]["steal_percent"].as_f64().expect("steal_percent");
+            let steal = s["client"]["steal_percent"]
+                .as_f64()
+                .expect("steal_percent");
             assert!((0.0..=100.0).contains(&steal), "{steal}");
         }
     }
