@@ -5,7 +5,7 @@ use std::path::Path;
 
 use infermeter::report::{
     JUNIT_FILE, REPORT_FILE, RESULTS_FILE, ReportError, Results, WriteOptions, junit_xml,
-    read_results, render_markdown, write_all, write_plots,
+    read_results, render_markdown, render_summary_text, write_all, write_plots,
 };
 
 fn fixture(name: &str) -> Results {
@@ -244,4 +244,22 @@ fn entities_ok(text: &str) -> bool {
             .iter()
             .any(|k| e.starts_with(k))
     })
+}
+
+#[test]
+fn terminal_summary_prints_units_only_where_there_are_some() {
+    let mut r = fixture("current.json");
+    let mut unitless = r.sla[0].clone();
+    unitless.expr = "gpu.throttle_ratio < 0.1".into();
+    unitless.unit = String::new();
+    unitless.observed = 0.05;
+    unitless.threshold = 0.1;
+    r.sla.push(unitless);
+    let text = render_summary_text(&r);
+    assert!(text.contains("observed 0.05 (threshold 0.10)"), "{text}");
+    // `ttft.p95 < 400ms` keeps its unit on both numbers.
+    assert!(
+        text.contains("observed 275 ms (threshold 400 ms)"),
+        "{text}"
+    );
 }

@@ -70,16 +70,19 @@ pub fn render_summary_text(r: &Results) -> String {
     if !r.sla.is_empty() {
         let _ = writeln!(out, "\nSLA");
         for v in &r.sla {
+            // Unitless metrics (a ratio, a count) have no unit to print.
+            let with_unit = |n: f64| match v.unit.as_str() {
+                "" => fmt_num(n),
+                unit => format!("{} {unit}", fmt_num(n)),
+            };
             let _ = writeln!(
                 out,
-                "  {} {:<32} {:<16} observed {} {} (threshold {} {})",
+                "  {} {:<32} {:<16} observed {} (threshold {})",
                 if v.passed { "✓" } else { "✗" },
                 v.expr,
                 v.stage.as_deref().unwrap_or("all"),
-                fmt_num(v.observed),
-                v.unit,
-                fmt_num(v.threshold),
-                v.unit
+                with_unit(v.observed),
+                with_unit(v.threshold),
             );
         }
     }
