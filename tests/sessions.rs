@@ -177,3 +177,33 @@ stage "s" {{ dataset "conv"; arrival "concurrency" clients=1; requests 3 }}
         assert!(*s > d + 15, "session {i}: server {s}, dataset {d}");
     }
 }
+
+#[test]
+fn progress_counts_every_turn_of_every_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.kdl");
+    std::fs::write(
+        &scenario,
+        r#"scenario "progress" { seed 9 }
+target "sim" { timeout "30s"; decode-base "1ms" }
+dataset "chat" {
+    synthetic { input-tokens 40; output-tokens 12 }
+    session turns=3 think-time="20ms"
+}
+stage "open" { dataset "chat"; arrival "poisson" rate=20; requests 4 }
+stage "closed" { dataset "chat"; arrival "concurrency" clients=2; requests 3 }
+"#,
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_infermeter"))
+        .args(["run", "--progress-lines", "--no-plots", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Each stage's closing line: turns done out of sessions × turns.
+    assert!(stderr.contains("[open] 12/12 done"), "{stderr}");
+    assert!(stderr.contains("[closed] 9/9 done"), "{stderr}");
+}

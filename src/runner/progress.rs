@@ -21,6 +21,8 @@ pub struct Progress {
     lines: bool,
     start: Instant,
     last_line: Instant,
+    /// The latest counts, for the closing line.
+    last: Option<(u64, String)>,
 }
 
 const LINE_EVERY: Duration = Duration::from_secs(5);
@@ -53,6 +55,7 @@ impl Progress {
             lines: mode == ProgressMode::Lines || (mode == ProgressMode::Auto && !tty),
             start: now,
             last_line: now,
+            last: None,
         }
     }
 
@@ -67,16 +70,26 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.set_position(done);
             bar.set_message(msg);
-        } else if self.lines && self.last_line.elapsed() >= LINE_EVERY {
-            self.last_line = Instant::now();
-            let of = self.total.map(|t| format!("/{t}")).unwrap_or_default();
-            eprintln!("[{}] {done}{of} done, {msg}", self.name);
+        } else if self.lines {
+            if self.last_line.elapsed() >= LINE_EVERY {
+                self.last_line = Instant::now();
+                self.line(done, &msg);
+            }
+            self.last = Some((done, msg));
         }
     }
 
+    fn line(&self, done: u64, msg: &str) {
+        let of = self.total.map(|t| format!("/{t}")).unwrap_or_default();
+        eprintln!("[{}] {done}{of} done, {msg}", self.name);
+    }
+
+    /// Clears the bar; in line mode, prints the stage's closing counts.
     pub fn finish(self) {
-        if let Some(bar) = self.bar {
+        if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        } else if let Some((done, msg)) = &self.last {
+            self.line(*done, msg);
         }
     }
 }

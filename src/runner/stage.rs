@@ -122,7 +122,11 @@ impl StageRunner<'_> {
             StageRef::Stage(i) => &self.plan.stages[i],
         };
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
-        let progress = Progress::new(self.opts.progress, &stage.name, planned_total(stage));
+        let progress = Progress::new(
+            self.opts.progress,
+            &stage.name,
+            planned_total(&self.plan, stage),
+        );
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
         warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
@@ -438,11 +442,22 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
     p
 }
 
-fn planned_total(stage: &StagePlan) -> Option<u64> {
-    match &stage.load {
+/// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
+/// turn count is only known as it runs, so those stages count without a total.
+fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
+    let units = match &stage.load {
         Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
         Load::Closed { .. } => stage.max_requests,
         Load::Search(_) => None,
+    }?;
+    match plan.session_plan(stage) {
+        None => Some(units),
+        Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
+            Some(crate::plan::DatasetSource::Synthetic { .. }) => {
+                Some(units * u64::from(session.turns.max(1)))
+            }
+            _ => None,
+        },
     }
 }
 
