@@ -245,3 +245,37 @@ fn report_rerenders_a_results_file() {
         "missing plots are not"
     );
 }
+
+#[test]
+fn a_percentile_without_enough_samples_is_not_compared() {
+    // Stage `steady` has 300 TTFTs: p50 and p95 mean something, p99 (needs 1,000: ten
+    // beyond it) does not.
+    let dir = tempfile::tempdir().unwrap();
+    let only_p99 = |factor: f64| {
+        move |r: &mut Results| {
+            for s in r.stages.iter_mut().filter(|s| s.name == "steady") {
+                assert!(s.latency.ttft_ms.count < 1_000);
+                s.latency.ttft_ms.p99 *= factor;
+            }
+        }
+    };
+    let base = fixture("baseline.json");
+    let cur = scaled(dir.path(), "tail.json", 1.0, only_p99(2.0));
+    let o = infermeter(&["compare", base.to_str().unwrap(), &cur]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("+100.0 % (under 1000 samples)"), "{out}");
+
+    // With enough samples the same change is a regression.
+    let many = scaled(dir.path(), "many.json", 1.0, |r| {
+        r.stages[0].latency.ttft_ms.count = 5_000;
+    });
+    let cur = scaled(dir.path(), "tail-many.json", 1.0, |r| {
+        only_p99(2.0)(r);
+        r.stages[0].latency.ttft_ms.count = 5_000;
+    });
+    let o = infermeter(&["compare", &many, &cur]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("steady: ttft.p99 (+100.0 %)"), "{err}");
+}

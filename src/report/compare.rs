@@ -98,6 +98,37 @@ fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
     out
 }
 
+/// Whether the stage's distribution has enough samples for the percentile to mean
+/// something: at least ten beyond it (p50: 20, p95: 200, p99: 1,000). A p99 of 60 requests is
+/// their slowest one, and one stall of a shared machine moves it by any amount.
+fn enough_samples(metric: Metric, agg: Option<Aggregation>, stage: &StageSummary) -> bool {
+    let Some(Aggregation::Percentile(p)) = agg else {
+        return true;
+    };
+    let lat = &stage.latency;
+    let count = match metric {
+        Metric::Ttft => lat.ttft_ms.count,
+        Metric::Itl => lat.itl_ms.count,
+        Metric::Tpot => lat.tpot_ms.count,
+        Metric::E2e => lat.e2e_ms.count,
+        Metric::Ntpot => lat.ntpot_ms.count,
+        _ => return true,
+    };
+    count >= min_samples(p)
+}
+
+/// Samples a percentile needs: ten beyond it.
+pub fn min_samples(p: Percentile) -> u64 {
+    let q = match p {
+        Percentile::P50 => 0.5,
+        Percentile::P90 => 0.9,
+        Percentile::P95 => 0.95,
+        Percentile::P99 => 0.99,
+        Percentile::P999 => 0.999,
+    };
+    (10.0_f64 / (1.0 - q)).round() as u64
+}
+
 fn classify(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
     let delta = cur - base;
     if metric == Metric::ErrorRate && delta.abs() <= ERROR_RATE_NOISE_PP {
@@ -126,9 +157,14 @@ fn compare_stage(base: &StageSummary, cur: &StageSummary, tol: f64) -> StageComp
             let unit = metric.kind().unit();
             let b = observe(metric, agg, base).ok();
             let c = observe(metric, agg, cur).ok();
+            let enough = enough_samples(metric, agg, base) && enough_samples(metric, agg, cur);
             let (verdict, change_pct) = match (b, c) {
                 (Some(b), Some(c)) => (
-                    classify(metric, b, c, lower_is_better, tol),
+                    if enough {
+                        classify(metric, b, c, lower_is_better, tol)
+                    } else {
+                        Change::NotComparable
+                    },
                     (b != 0.0).then(|| (c - b) / b * 100.0),
                 ),
                 _ => (Change::NotComparable, None),
@@ -144,7 +180,13 @@ fn compare_stage(base: &StageSummary, cur: &StageSummary, tol: f64) -> StageComp
                 verdict,
                 baseline_text: text(b),
                 current_text: text(c),
-                change_text: change_pct.map_or("–".into(), |p| format!("{p:+.1} %")),
+                change_text: match (change_pct, agg) {
+                    (Some(p), Some(Aggregation::Percentile(q))) if !enough => {
+                        format!("{p:+.1} % (under {} samples)", min_samples(q))
+                    }
+                    (Some(p), _) => format!("{p:+.1} %"),
+                    (None, _) => "–".into(),
+                },
                 icon: match verdict {
                     Change::Better => "🟢",
                     Change::Same => "⚪",
