@@ -259,8 +259,10 @@ pub(crate) async fn run_prometheus(
             Some(Some(Msg::StageEnded(n))) => Event::Ended(n),
             Some(Some(Msg::Finish)) | Some(None) => break,
         };
-        let scraped = scrape(&client, &src.url).await;
+        // A point is timed when its scrape was sent: the server's state at that moment, and
+        // never later than the server was up to answer it.
         let t = started.elapsed().as_secs_f64();
+        let scraped = scrape(&client, &src.url).await;
         let n = src.normalized(t, scraped);
         src.record(t, n, ev);
     }
