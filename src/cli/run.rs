@@ -54,7 +54,7 @@ pub struct RunArgs {
 
     /// Flag a stage as untrusted when the hypervisor steals more than this share (percent) of
     /// the client's CPU time (`steal` in /proc/stat; cloud VMs with busy neighbours).
-    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = percent)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent)]
     pub max_steal: f64,
 
     /// No progress output; only the final summary.

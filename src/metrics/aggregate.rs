@@ -43,7 +43,7 @@ impl Default for ValidityRules {
             min_rate_ratio: 0.99,
             max_cpu_share: 0.9,
             max_token_mismatch_share: 0.05,
-            max_steal_share: 0.05,
+            max_steal_share: 0.01,
         }
     }
 }
@@ -304,9 +304,11 @@ impl StageAggregator {
         }
         if let Some(steal) = clock.steal_share.filter(|s| *s > rules.max_steal_share) {
             reasons.push(format!(
-                "the hypervisor stole {:.1}% of the client's CPU time (above {:.0}%): the machine, \
-                 not the server, may have stalled requests; use a dedicated host",
+                "the hypervisor stole {:.1}% of the client's CPU time ({:.0} ms a second per CPU, \
+                 above {}%): the machine, not the server, may have stalled requests; use a \
+                 dedicated host",
                 steal * 100.0,
+                steal * 1000.0,
                 rules.max_steal_share * 100.0
             ));
         }
@@ -532,9 +534,9 @@ mod tests {
             ..StageClock::default()
         };
         let calm = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
-            .finish(clock(0.01), &ValidityRules::default());
+            .finish(clock(0.005), &ValidityRules::default());
         assert!(calm.validity.trusted, "{:?}", calm.validity.reasons);
-        assert_eq!(calm.client.steal_percent, Some(1.0));
+        assert_eq!(calm.client.steal_percent, Some(0.5));
         let s = agg.finish(clock(0.3), &ValidityRules::default());
         assert!(!s.validity.trusted);
         assert!(
