@@ -11,7 +11,7 @@ use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::results::Results;
 use super::view::{num, short};
 use crate::metrics::StageSummary;
-use crate::sla::{Aggregation, Metric, Percentile, observe};
+use crate::sla::{Aggregation, Metric, Percentile, latency_dist, observe};
 
 /// An error-rate change smaller than this many percentage points is noise, whatever its
 /// relative size (0 → 0.05 % is "infinitely" worse but one request in 2000).
@@ -102,31 +102,15 @@ fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
 /// something: at least ten beyond it (p50: 20, p95: 200, p99: 1,000). A p99 of 60 requests is
 /// their slowest one, and one stall of a shared machine moves it by any amount.
 fn enough_samples(metric: Metric, agg: Option<Aggregation>, stage: &StageSummary) -> bool {
-    let Some(Aggregation::Percentile(p)) = agg else {
-        return true;
-    };
-    let lat = &stage.latency;
-    let count = match metric {
-        Metric::Ttft => lat.ttft_ms.count,
-        Metric::Itl => lat.itl_ms.count,
-        Metric::Tpot => lat.tpot_ms.count,
-        Metric::E2e => lat.e2e_ms.count,
-        Metric::Ntpot => lat.ntpot_ms.count,
-        _ => return true,
-    };
-    count >= min_samples(p)
+    match (agg, latency_dist(metric, stage)) {
+        (Some(Aggregation::Percentile(p)), Some(d)) => d.count >= min_samples(p),
+        _ => true,
+    }
 }
 
 /// Samples a percentile needs: ten beyond it.
 pub fn min_samples(p: Percentile) -> u64 {
-    let q = match p {
-        Percentile::P50 => 0.5,
-        Percentile::P90 => 0.9,
-        Percentile::P95 => 0.95,
-        Percentile::P99 => 0.99,
-        Percentile::P999 => 0.999,
-    };
-    (10.0_f64 / (1.0 - q)).round() as u64
+    (10.0 / (1.0 - p.value() / 100.0)).round() as u64
 }
 
 fn classify(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {

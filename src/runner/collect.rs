@@ -66,49 +66,39 @@ pub struct Collector {
 impl Collector {
     pub fn spawn(
         stage: String,
-        mut agg: StageAggregator,
-        mut sink: Option<RowSink>,
+        agg: StageAggregator,
+        sink: Option<RowSink>,
         mut progress: Progress,
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
-        let ring = recent.clone();
+        let mut folder = Folder {
+            stage,
+            agg,
+            ring: recent.clone(),
+            sink,
+            sink_error: None,
+        };
         let join = thread::spawn(move || {
-            let mut sink_error = None;
             // Drains in batches on a short period instead of waking per record: on a small
             // machine a wake-up per request would compete with the request tasks for the CPU.
-            let mut open = true;
-            while open {
-                loop {
+            loop {
+                let open = loop {
                     match rx.try_recv() {
-                        Ok(rec) => {
-                            agg.record(&rec);
-                            if rec.error.is_none()
-                                && let Some(ns) = rec.ttft_ns()
-                            {
-                                ring.push(ns as f64 / 1e6);
-                            }
-                            if let Some(w) = sink.as_mut()
-                                && let Err(e) = write_row(w, &stage, &rec)
-                            {
-                                sink_error = Some(format!("failed to write requests.jsonl: {e}"));
-                                sink = None;
-                            }
-                        }
-                        Err(mpsc::TryRecvError::Empty) => break,
-                        Err(mpsc::TryRecvError::Disconnected) => {
-                            open = false;
-                            break;
-                        }
+                        Ok(rec) => folder.fold(&rec),
+                        Err(mpsc::TryRecvError::Empty) => break true,
+                        Err(mpsc::TryRecvError::Disconnected) => break false,
                     }
-                }
+                };
+                let agg = &folder.agg;
                 progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
-                if open {
-                    thread::sleep(DRAIN_EVERY);
+                if !open {
+                    break;
                 }
+                thread::sleep(DRAIN_EVERY);
             }
             progress.finish();
-            (agg, sink, sink_error)
+            (folder.agg, folder.sink, folder.sink_error)
         });
         Collector { tx, recent, join }
     }
@@ -129,6 +119,32 @@ impl Collector {
                 Some("internal error: the stage's collector thread panicked".into()),
             )
         })
+    }
+}
+
+/// What the collector thread folds each record into.
+struct Folder {
+    stage: String,
+    agg: StageAggregator,
+    ring: RecentTtfts,
+    sink: Option<RowSink>,
+    sink_error: Option<String>,
+}
+
+impl Folder {
+    fn fold(&mut self, rec: &RequestRecord) {
+        self.agg.record(rec);
+        if rec.error.is_none()
+            && let Some(ns) = rec.ttft_ns()
+        {
+            self.ring.push(ns as f64 / 1e6);
+        }
+        if let Some(w) = self.sink.as_mut()
+            && let Err(e) = write_row(w, &self.stage, rec)
+        {
+            self.sink_error = Some(format!("failed to write requests.jsonl: {e}"));
+            self.sink = None;
+        }
     }
 }
 

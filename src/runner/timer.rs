@@ -52,6 +52,9 @@ mod linux {
     use tokio::io::unix::AsyncFd;
 
     pub(super) fn timerfd() -> io::Result<AsyncFd<OwnedFd>> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(io::Error::other("no async runtime"));
+        }
         // SAFETY: plain syscall; the returned descriptor is owned by nothing else.
         let raw = unsafe {
             libc::timerfd_create(
@@ -64,9 +67,6 @@ mod linux {
         }
         // SAFETY: `raw` is a fresh, valid descriptor that we now own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(io::Error::other("no async runtime"));
-        }
         // SAFETY: the OwnedFd stays open, and the same descriptor, for the AsyncFd's lifetime.
         unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(|e| e.into())
     }

@@ -125,6 +125,20 @@ pub fn evaluate_one_with(
     verdict
 }
 
+/// The stage's distribution of a per-request latency metric; `None` for the others.
+pub fn latency_dist(metric: Metric, stage: &StageSummary) -> Option<&Dist> {
+    let lat = &stage.latency;
+    Some(match metric {
+        Metric::Ttft => &lat.ttft_ms,
+        Metric::Itl => &lat.itl_ms,
+        Metric::Tpot => &lat.tpot_ms,
+        Metric::E2e => &lat.e2e_ms,
+        Metric::Ntpot => &lat.ntpot_ms,
+        Metric::Ttfa => &lat.ttfa_ms,
+        _ => return None,
+    })
+}
+
 /// The metric's value on a stage in its canonical unit, or why there is none (which fails the
 /// assertion: an SLA nobody measured is not met).
 pub fn observe(
@@ -132,7 +146,6 @@ pub fn observe(
     aggregation: Option<Aggregation>,
     stage: &StageSummary,
 ) -> Result<f64, String> {
-    let lat = &stage.latency;
     let dist = |d: &Dist| -> Result<f64, String> {
         if d.count == 0 {
             return Err(format!("no {metric} samples"));
@@ -150,15 +163,16 @@ pub fn observe(
             Aggregation::Min => d.min,
         })
     };
+    if let Some(d) = latency_dist(metric, stage) {
+        return dist(d);
+    }
     let sent = stage.requests.sent;
     let no_requests = || Err("no requests were sent".to_string());
     match metric {
-        Metric::Ttft => dist(&lat.ttft_ms),
-        Metric::Itl => dist(&lat.itl_ms),
-        Metric::Tpot => dist(&lat.tpot_ms),
-        Metric::E2e => dist(&lat.e2e_ms),
-        Metric::Ntpot => dist(&lat.ntpot_ms),
-        Metric::Ttfa => dist(&lat.ttfa_ms),
+        // Answered by `latency_dist` above.
+        Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e | Metric::Ntpot | Metric::Ttfa => {
+            Err(format!("no {metric} samples"))
+        }
         Metric::SendLag => {
             if sent == 0 {
                 return no_requests();
