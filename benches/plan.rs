@@ -129,16 +129,16 @@ fn main() {
     }
     let p = compiled.expect("five compiles ran");
     let stage = &p.stages[0];
-    let Load::Open { offsets_ns, .. } = &stage.load else {
+    let Load::Open { schedule, .. } = &stage.load else {
         unreachable!("a Poisson stage is open loop")
     };
     println!(
-        "compile 1M-request poisson plan: median {:.3} s (min {:.3}, max {:.3}); peak heap {:.1} MB; plan holds {} offsets, hash {}",
+        "compile 1M-request poisson plan: median {:.3} s (min {:.3}, max {:.3}); peak heap {:.1} MB; plan schedules {} sends, hash {}",
         median(times.clone()),
         times.iter().copied().fold(f64::INFINITY, f64::min),
         times.iter().copied().fold(0.0, f64::max),
         peak_heap as f64 / 1e6,
-        offsets_ns.len(),
+        schedule.count(),
         p.hash
     );
 

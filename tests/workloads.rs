@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use infermeter::dataset::{Prompt, PromptFactory};
-use infermeter::plan::{DatasetSource, Load, Plan, compile};
+use infermeter::plan::{DatasetSource, Plan, compile};
 use infermeter::scenario::parse_str;
 
 fn fixtures() -> PathBuf {
@@ -164,10 +164,11 @@ fn trace_replay_keeps_inter_arrival_times_and_exact_lengths() {
     ))
     .unwrap();
     let stage = &plan.stages[0];
-    let Load::Open { offsets_ns, .. } = &stage.load else {
-        panic!("open loop expected")
-    };
-    let ms: Vec<u64> = offsets_ns.iter().map(|n| n / 1_000_000).collect();
+    let ms: Vec<u64> = stage
+        .offsets()
+        .expect("open loop expected")
+        .map(|n| n / 1_000_000)
+        .collect();
     assert_eq!(ms, vec![0, 125, 300, 500, 650, 1050]);
     let factory = PromptFactory::new(&plan, &fixtures()).unwrap();
     let inputs = [1200, 1100, 600, 1300, 300, 520];
@@ -199,10 +200,8 @@ fn trace_replay_keeps_inter_arrival_times_and_exact_lengths() {
     ))
     .unwrap();
     let stage = &plan.stages[0];
-    let Load::Open { offsets_ns, .. } = &stage.load else {
-        panic!("open loop expected")
-    };
-    assert_eq!(offsets_ns, &vec![0, 400_000_000, 700_000_000]);
+    let offsets: Vec<u64> = stage.offsets().expect("open loop expected").collect();
+    assert_eq!(offsets, vec![0, 400_000_000, 700_000_000]);
     assert_eq!(plan.request(stage, 0).input_tokens, 600);
 }
 
@@ -212,10 +211,11 @@ fn azure_trace_csv_replays_its_timestamps() {
         "dataset \"d\" { trace \"azure_small.csv\" }\nstage \"r\" { dataset \"d\"; arrival \"trace\" speedup=4.0 window=\"1s\"; requests 100 }",
     )
     .unwrap();
-    let Load::Open { offsets_ns, .. } = &plan.stages[0].load else {
-        panic!("open loop expected")
-    };
-    assert_eq!(offsets_ns, &vec![0, 50_099_500, 105_352_500, 204_852_500]);
+    let offsets: Vec<u64> = plan.stages[0]
+        .offsets()
+        .expect("open loop expected")
+        .collect();
+    assert_eq!(offsets, vec![0, 50_099_500, 105_352_500, 204_852_500]);
     let r = plan.request(&plan.stages[0], 2);
     assert_eq!((r.input_tokens, r.output_tokens), (879, 22));
 }

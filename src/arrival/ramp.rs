@@ -3,9 +3,6 @@
 //! rescaling: unit-rate exponential gaps in "expected arrivals" space, mapped back through the
 //! inverse of the integrated rate Λ(t), so the schedule is exact for any shape.
 
-use rand::{Rng, RngExt};
-use rand_distr::Exp1;
-
 use super::schedule::{ArrivalError, Horizon, MAX_ARRIVALS};
 
 /// A stretch of time over which the rate changes linearly from `r0` to `r1`.
@@ -71,58 +68,54 @@ fn time_at(segs: &[Segment], to: f64, mut x: f64) -> f64 {
     t + x / to
 }
 
-/// Send offsets (ns) of a ramp.
-pub fn ramp_schedule<R: Rng + ?Sized>(
-    from: f64,
+/// A ramp's integrated rate, ready to map expected arrivals to send offsets.
+#[derive(Debug, Clone)]
+pub(super) struct RampCurve {
+    segs: Vec<Segment>,
     to: f64,
-    over_s: f64,
-    steps: Option<u32>,
-    horizon: Horizon,
-    rng: &mut R,
-) -> Result<Vec<u64>, ArrivalError> {
-    for r in [from, to] {
-        if !r.is_finite() || r <= 0.0 {
-            return Err(ArrivalError::BadRate(r));
+}
+
+impl RampCurve {
+    pub(super) fn new(
+        from: f64,
+        to: f64,
+        over_s: f64,
+        steps: Option<u32>,
+        horizon: Horizon,
+    ) -> Result<RampCurve, ArrivalError> {
+        for r in [from, to] {
+            if !r.is_finite() || r <= 0.0 {
+                return Err(ArrivalError::BadRate(r));
+            }
         }
+        let over_s = if over_s.is_finite() && over_s > 0.0 {
+            over_s
+        } else {
+            1e-9
+        };
+        let segs = segments(from, to, over_s, steps);
+        let expected = match horizon {
+            Horizon::Count(n) => n as f64,
+            Horizon::Within(d) => {
+                let total: f64 = segs.iter().map(Segment::mass).sum();
+                let rest = (d.as_secs_f64() - over_s).max(0.0);
+                total.min(d.as_secs_f64() * from.max(to)) + rest * to
+            }
+        };
+        if expected > MAX_ARRIVALS as f64 {
+            return Err(ArrivalError::TooMany {
+                what: format!("ramp {from}/s → {to}/s"),
+            });
+        }
+        Ok(RampCurve { segs, to })
     }
-    let over_s = if over_s.is_finite() && over_s > 0.0 {
-        over_s
-    } else {
-        1e-9
-    };
-    let segs = segments(from, to, over_s, steps);
-    let expected = match horizon {
-        Horizon::Count(n) => n as f64,
-        Horizon::Within(d) => {
-            let total: f64 = segs.iter().map(Segment::mass).sum();
-            let rest = (d.as_secs_f64() - over_s).max(0.0);
-            total.min(d.as_secs_f64() * from.max(to)) + rest * to
-        }
-    };
-    if expected > MAX_ARRIVALS as f64 {
-        return Err(ArrivalError::TooMany {
-            what: format!("ramp {from}/s → {to}/s"),
-        });
+
+    /// The send offset (ns) at which `x` expected arrivals have accumulated.
+    pub(super) fn offset_ns(&self, x: f64) -> u64 {
+        (time_at(&self.segs, self.to, x) * 1e9)
+            .round()
+            .min(u64::MAX as f64) as u64
     }
-    let mut out = Vec::new();
-    let mut x = 0.0f64;
-    for _ in 0..MAX_ARRIVALS {
-        if let Horizon::Count(n) = horizon
-            && out.len() as u64 >= n
-        {
-            break;
-        }
-        let gap: f64 = rng.sample(Exp1);
-        x += gap;
-        let t_ns = (time_at(&segs, to, x) * 1e9).round().min(u64::MAX as f64) as u64;
-        if let Horizon::Within(d) = horizon
-            && t_ns >= d.as_nanos()
-        {
-            break;
-        }
-        out.push(t_ns);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -131,6 +124,23 @@ mod tests {
     use crate::units::Duration;
     use rand::SeedableRng;
     use rand::rngs::ChaCha8Rng;
+
+    fn ramp_schedule(
+        from: f64,
+        to: f64,
+        over_s: f64,
+        steps: Option<u32>,
+        horizon: Horizon,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<u64>, ArrivalError> {
+        let spec = crate::scenario::ArrivalSpec::Ramp {
+            from: crate::units::Rate(from),
+            to: crate::units::Rate(to),
+            over: Duration::from_secs_f64(over_s),
+            steps,
+        };
+        Ok(crate::arrival::schedule(&spec, horizon, rng)?.unwrap_or_default())
+    }
 
     fn count_between(v: &[u64], a: f64, b: f64) -> usize {
         v.iter()

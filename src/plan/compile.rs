@@ -12,7 +12,7 @@ use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
     AssertionPlan, DatasetPlan, DatasetSource, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan,
-    PlanError, StagePlan, TargetPlan, plan_hash,
+    PlanError, Schedule, StagePlan, TargetPlan, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -278,13 +278,16 @@ pub(super) fn stage_plan(
                 StageLimit::Requests(n) => Horizon::Count(n),
                 StageLimit::Duration(d) => Horizon::Within(d),
             };
-            let offsets = arrival::schedule(arrival, horizon, &mut arrival_rng(seed))
+            let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
                 .map_err(|source| PlanError::Arrival {
                     stage: name.clone(),
                     source,
                 })?
-                .unwrap_or_default();
-            if offsets.is_empty() {
+                .unwrap_or(arrival::Extent {
+                    count: 0,
+                    last_ns: 0,
+                });
+            if extent.count == 0 {
                 let over = match spec.limit {
                     StageLimit::Duration(d) => d,
                     StageLimit::Requests(_) => Duration::ZERO,
@@ -298,10 +301,14 @@ pub(super) fn stage_plan(
                 StageLimit::Duration(d) => Some(d),
                 StageLimit::Requests(_) => None,
             };
-            let count = offsets.len() as u64;
+            let count = extent.count;
             let load = Load::Open {
                 arrival: arrival.clone(),
-                offsets_ns: offsets,
+                schedule: Schedule::Drawn {
+                    horizon,
+                    count,
+                    last_ns: extent.last_ns,
+                },
             };
             (load, Some(count), duration)
         }

@@ -3,11 +3,22 @@
 
 use std::io::{BufWriter, Write};
 
-use super::Plan;
+use serde::Serialize;
+
+use super::{Plan, RequestRecipe};
+
+#[derive(Serialize)]
+struct Row {
+    #[serde(flatten)]
+    recipe: RequestRecipe,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset_ns: Option<u64>,
+}
 
 /// Writes `{"plan": …, "requests": [{"stage": name, "recipes": [...] | null}, …]}`, one entry
 /// per stage in run order (warm-up first). `recipes` is `null` for a stage whose length is
-/// only known at run time (a closed loop limited by time).
+/// only known at run time (a closed loop limited by time). In an open-loop stage each recipe
+/// also carries its send offset, `offset_ns` (the plan itself stores how to draw them).
 pub fn write_json(plan: &Plan, out: impl Write) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(1 << 16, out);
     w.write_all(b"{\"plan\":")?;
@@ -24,11 +35,16 @@ pub fn write_json(plan: &Plan, out: impl Write) -> std::io::Result<()> {
             None => w.write_all(b"null")?,
             Some(n) => {
                 w.write_all(b"[")?;
+                let mut offsets = stage.offsets();
                 for index in 0..n {
                     if index > 0 {
                         w.write_all(b",")?;
                     }
-                    serde_json::to_writer(&mut w, &plan.request(stage, index))?;
+                    let row = Row {
+                        recipe: plan.request(stage, index),
+                        offset_ns: offsets.as_mut().and_then(Iterator::next),
+                    };
+                    serde_json::to_writer(&mut w, &row)?;
                 }
                 w.write_all(b"]")?;
             }

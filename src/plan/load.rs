@@ -12,7 +12,8 @@ use crate::scenario::{ContextSpec, Dataset, DatasetKind, TokenizerSpec};
 use crate::units::Duration;
 
 use super::{
-    DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, StagePlan, TraceRow,
+    DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, Schedule, StagePlan,
+    TraceRow,
 };
 
 /// Loads the tokenizer only when a data set needs token counts.
@@ -344,7 +345,9 @@ pub(super) fn trace_stage(
         drain_timeout: spec.drain_timeout.unwrap_or(drain),
         load: Load::Open {
             arrival: arrival.clone(),
-            offsets_ns: offsets,
+            schedule: Schedule::Listed {
+                offsets_ns: offsets,
+            },
         },
         first_item,
         profile: None,

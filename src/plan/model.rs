@@ -4,7 +4,8 @@
 //!
 //! Memory does not grow with prompt text × requests: a request is a [`RequestRecipe`] computed
 //! on demand from `(stage seed, index)`, and its text is materialised by the dataset module at
-//! send time. Only open-loop schedules (one `u64` per request) are stored.
+//! send time. Open-loop schedules are stored as how to draw them ([`Schedule`]), so a plan's size
+//! does not grow with the run's length either; only a trace replay lists its send times.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +18,7 @@ use crate::units::Duration;
 
 /// Bumped whenever the meaning of a plan changes (e.g. how recipes are drawn), so that equal
 /// hashes keep meaning equal workloads across infermeter versions.
-pub const PLAN_FORMAT: u32 = 1;
+pub const PLAN_FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -132,7 +133,7 @@ pub enum Load {
     /// Requests leave at these offsets from the stage start, whatever earlier ones are doing.
     Open {
         arrival: ArrivalSpec,
-        offsets_ns: Vec<u64>,
+        schedule: Schedule,
     },
     /// `clients` workers, each sending its next request when its previous one finishes; with
     /// a `ramp`, worker k waits for its start offset before its first request.
@@ -144,6 +145,77 @@ pub enum Load {
     /// A rate search: probes are planned at run time (see `runner::search`) from these bounds
     /// and rules, each an open-loop Poisson stage of `probe` length.
     Search(crate::scenario::SearchSpec),
+}
+
+/// An open-loop stage's send offsets (nanoseconds from the stage start, non-decreasing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "from")]
+pub enum Schedule {
+    /// Drawn from the stage's `arrival` with its arrival seed, again each time it is read
+    /// ([`StagePlan::offsets`]); `count` and `last_ns` were counted when the plan was compiled.
+    Drawn {
+        horizon: crate::arrival::Horizon,
+        count: u64,
+        last_ns: u64,
+    },
+    /// A trace replay's send times, taken from its data set (which is in memory anyway).
+    Listed { offsets_ns: Vec<u64> },
+}
+
+impl Schedule {
+    /// How many requests the schedule sends.
+    pub fn count(&self) -> u64 {
+        match self {
+            Schedule::Drawn { count, .. } => *count,
+            Schedule::Listed { offsets_ns } => offsets_ns.len() as u64,
+        }
+    }
+
+    /// When the last request leaves.
+    pub fn last_ns(&self) -> u64 {
+        match self {
+            Schedule::Drawn { last_ns, .. } => *last_ns,
+            Schedule::Listed { offsets_ns } => offsets_ns.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// The send offsets of an open-loop stage, in order, drawn as they are read.
+pub enum StageOffsets<'a> {
+    /// Boxed: the generator's state is a few hundred bytes, and there is one per stage.
+    Drawn(Box<crate::arrival::Offsets<rand::rngs::ChaCha8Rng>>),
+    Listed(std::slice::Iter<'a, u64>),
+}
+
+impl Iterator for StageOffsets<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            StageOffsets::Drawn(it) => it.next(),
+            StageOffsets::Listed(it) => it.next().copied(),
+        }
+    }
+}
+
+impl StagePlan {
+    /// An open-loop stage's send offsets; `None` for a closed loop or a search. The same plan
+    /// always yields the same offsets.
+    pub fn offsets(&self) -> Option<StageOffsets<'_>> {
+        let Load::Open { arrival, schedule } = &self.load else {
+            return None;
+        };
+        match schedule {
+            Schedule::Listed { offsets_ns } => Some(StageOffsets::Listed(offsets_ns.iter())),
+            // The compiler drew this schedule once already, so the spec is valid.
+            Schedule::Drawn { horizon, .. } => {
+                crate::arrival::offsets(arrival, *horizon, super::seed::arrival_rng(self.seed))
+                    .ok()
+                    .flatten()
+                    .map(|o| StageOffsets::Drawn(Box::new(o)))
+            }
+        }
+    }
 }
 
 /// One request, computed on demand from the plan: `Plan::request(stage, index)`.

@@ -10,7 +10,7 @@ use crate::units::{Duration, Rate, trim_float};
 
 use super::compile::stage_plan;
 use super::seed::{arrival_rng, stage_seed};
-use super::{Load, PlanError, StagePlan};
+use super::{Load, PlanError, Schedule, StagePlan};
 
 /// The plan stages of one scenario stage: itself, its sweep points, or its search.
 pub(super) fn expand(
@@ -123,17 +123,17 @@ pub fn probe_stage(
     let rate = Rate(round_rate(rate));
     let seed = stage_seed(search.seed, "probe", rate.0.to_bits());
     let arrival = ArrivalSpec::Poisson { rate };
-    let offsets = arrival::schedule(
-        &arrival,
-        Horizon::Within(spec.probe),
-        &mut arrival_rng(seed),
-    )
-    .map_err(|source| PlanError::Arrival {
-        stage: search.name.clone(),
-        source,
-    })?
-    .unwrap_or_default();
-    if offsets.is_empty() {
+    let horizon = Horizon::Within(spec.probe);
+    let extent = arrival::extent(&arrival, horizon, arrival_rng(seed))
+        .map_err(|source| PlanError::Arrival {
+            stage: search.name.clone(),
+            source,
+        })?
+        .unwrap_or(arrival::Extent {
+            count: 0,
+            last_ns: 0,
+        });
+    if extent.count == 0 {
         return Err(PlanError::NoArrivals {
             stage: search.name.clone(),
             detail: format!("probe at {rate} over {}", spec.probe),
@@ -149,10 +149,14 @@ pub fn probe_stage(
         name: point_name(&point),
         dataset: search.dataset,
         seed,
-        max_requests: Some(offsets.len() as u64),
+        max_requests: Some(extent.count),
         load: Load::Open {
             arrival,
-            offsets_ns: offsets,
+            schedule: Schedule::Drawn {
+                horizon,
+                count: extent.count,
+                last_ns: extent.last_ns,
+            },
         },
         duration: Some(spec.probe),
         drain_timeout: search.drain_timeout,

@@ -56,7 +56,7 @@ impl StagePlan {
     /// limited by count); `None` for a closed loop limited by time.
     pub fn request_count(&self) -> Option<u64> {
         match &self.load {
-            Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
+            Load::Open { schedule, .. } => Some(schedule.count()),
             Load::Closed { .. } => self.max_requests,
             Load::Search(_) => None,
         }

@@ -136,24 +136,16 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         (None, Some(d)) => writeln!(out, "  requests  until {d}")?,
         (None, None) => writeln!(out, "  requests  unbounded")?,
     }
-    if let Load::Open {
-        offsets_ns,
-        arrival,
-    } = &stage.load
-    {
-        let last = offsets_ns.last().copied().unwrap_or(0);
+    if let (Load::Open { arrival, schedule }, Some(offsets)) = (&stage.load, stage.offsets()) {
+        let last = schedule.last_ns();
         write!(out, "  span      last send at {}", secs(last))?;
         if let Some(rate) = arrival_rate(arrival) {
-            let expected = offsets_ns.len() as f64 / rate;
+            let expected = schedule.count() as f64 / rate;
             write!(out, " (expected ≈ {expected:.1}s at the mean rate)")?;
         }
         writeln!(out)?;
-        let shown: Vec<String> = offsets_ns
-            .iter()
-            .take(SHOWN_OFFSETS)
-            .map(|&t| secs(t))
-            .collect();
-        let more = if offsets_ns.len() > SHOWN_OFFSETS {
+        let shown: Vec<String> = offsets.take(SHOWN_OFFSETS).map(secs).collect();
+        let more = if schedule.count() > SHOWN_OFFSETS as u64 {
             ", …"
         } else {
             ""

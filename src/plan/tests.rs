@@ -100,15 +100,14 @@ fn compiles_an_open_loop_stage() {
     let s = &plan.stages[0];
     assert_eq!(s.name, "steady");
     assert_eq!(s.dataset, 0);
-    let Load::Open {
-        offsets_ns,
-        arrival,
-    } = &s.load
-    else {
+    let Load::Open { arrival, schedule } = &s.load else {
         panic!("expected an open loop: {:?}", s.load)
     };
     assert_eq!(arrival, &ArrivalSpec::Poisson { rate: Rate(10.0) });
+    let offsets_ns: Vec<u64> = s.offsets().unwrap().collect();
     assert_eq!(offsets_ns.len(), 100);
+    assert_eq!(schedule.count(), 100);
+    assert_eq!(schedule.last_ns(), offsets_ns[99]);
     assert!(offsets_ns.windows(2).all(|w| w[0] <= w[1]));
     assert_eq!(s.max_requests, Some(100));
     assert_eq!(s.duration, None);
@@ -363,10 +362,8 @@ fn render_text_summarises_without_secrets() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
-    let Load::Open { offsets_ns, .. } = &plan.stages[0].load else {
-        unreachable!()
-    };
-    assert!(text.contains(&format!("{:.3}s", offsets_ns[0] as f64 / 1e9)));
+    let first = plan.stages[0].offsets().unwrap().next().unwrap();
+    assert!(text.contains(&format!("{:.3}s", first as f64 / 1e9)));
 }
 
 #[test]
@@ -391,7 +388,40 @@ fn json_streams_the_plan_and_every_bounded_recipe() {
         serde_json::from_value(requests[0]["recipes"].clone()).unwrap();
     assert_eq!(recipes.len(), 100);
     assert_eq!(recipes[57], plan.request(&plan.stages[0], 57));
+    let offset_57 = plan.stages[0].offsets().unwrap().nth(57).unwrap();
+    assert_eq!(requests[0]["recipes"][57]["offset_ns"], offset_57);
     assert!(requests[1]["recipes"].is_null());
+}
+
+/// The plan stores how to draw an open-loop schedule, not the schedule: its size does not
+/// grow with the stage's length, and every read yields the same offsets as drawing it whole.
+#[test]
+fn open_loop_schedules_are_drawn_on_demand_and_repeat() {
+    let mut sc = scenario();
+    sc.stages[0].limit = StageLimit::Duration(secs(3600));
+    let plan = compile(&sc).unwrap();
+    let s = &plan.stages[0];
+    let Load::Open { arrival, schedule } = &s.load else {
+        unreachable!()
+    };
+    let a: Vec<u64> = s.offsets().unwrap().collect();
+    let b: Vec<u64> = s.offsets().unwrap().collect();
+    assert_eq!(a, b);
+    assert_eq!(schedule.count(), a.len() as u64);
+    assert_eq!(schedule.last_ns(), *a.last().unwrap());
+    assert!(a.iter().all(|&t| t < 3_600_000_000_000));
+    let whole = crate::arrival::schedule(
+        arrival,
+        crate::arrival::Horizon::Within(secs(3600)),
+        &mut super::seed::arrival_rng(s.seed),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(a, whole);
+    // An hour at 10 req/s: 36,000 sends, and the plan's JSON stays small.
+    assert!((34_000..38_000).contains(&a.len()), "{}", a.len());
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(json.len() < 4_000, "{} bytes", json.len());
 }
 
 /// Pins the random draws themselves (schedule, recipes): a change here changes every plan's
@@ -401,11 +431,8 @@ fn draws_are_pinned_across_versions() {
     use sha2::{Digest, Sha256};
     let plan = compile(&scenario()).unwrap();
     let s = &plan.stages[0];
-    let Load::Open { offsets_ns, .. } = &s.load else {
-        unreachable!()
-    };
     let mut h = Sha256::new();
-    for (i, t) in offsets_ns.iter().enumerate() {
+    for (i, t) in s.offsets().unwrap().enumerate() {
         let r = plan.request(s, i as u64);
         h.update(t.to_le_bytes());
         h.update(r.input_tokens.to_le_bytes());

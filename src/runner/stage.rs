@@ -236,7 +236,7 @@ impl StageRunner<'_> {
         let clock = StageClock {
             wall_ns,
             planned_span_ns: match &stage.load {
-                Load::Open { offsets_ns, .. } => offsets_ns.last().copied(),
+                Load::Open { schedule, .. } => Some(schedule.last_ns()),
                 Load::Closed { .. } | Load::Search(_) => None,
             },
             cpu_ns,
@@ -259,11 +259,11 @@ impl StageRunner<'_> {
 /// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
 /// at once and the send lag records how late.
 async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
-    let Load::Open { offsets_ns, .. } = &sh.stage().load else {
+    let Some(offsets) = sh.stage().offsets() else {
         return;
     };
     let mut timer = PreciseTimer::new();
-    for (i, &offset) in offsets_ns.iter().enumerate() {
+    for (i, offset) in offsets.enumerate() {
         if sh.interrupt.is_cancelled() {
             return;
         }
@@ -411,11 +411,8 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
         ..PlannedLoad::default()
     };
     match &stage.load {
-        Load::Open {
-            arrival,
-            offsets_ns,
-        } => {
-            p.requests = Some(offsets_ns.len() as u64);
+        Load::Open { arrival, schedule } => {
+            p.requests = Some(schedule.count());
             let (kind, rate) = match arrival {
                 ArrivalSpec::Constant { rate } => ("constant", Some(rate.per_sec())),
                 ArrivalSpec::Poisson { rate } => ("poisson", Some(rate.per_sec())),
@@ -446,7 +443,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
     let units = match &stage.load {
-        Load::Open { offsets_ns, .. } => Some(offsets_ns.len() as u64),
+        Load::Open { schedule, .. } => Some(schedule.count()),
         Load::Closed { .. } => stage.max_requests,
         Load::Search(_) => None,
     }?;
@@ -464,14 +461,11 @@ fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
 /// Connections to open before the clock starts: the expected concurrency, within reason.
 fn pool_warmth(stage: &StagePlan) -> usize {
     match &stage.load {
-        Load::Open { offsets_ns, .. } => {
-            let secs = offsets_ns.last().map(|n| *n as f64 / 1e9).unwrap_or(0.0);
-            let rate = if secs > 0.0 {
-                offsets_ns.len() as f64 / secs
-            } else {
-                1.0
-            };
-            (rate as usize).clamp(4, 256).min(offsets_ns.len().max(1))
+        Load::Open { schedule, .. } => {
+            let secs = schedule.last_ns() as f64 / 1e9;
+            let count = schedule.count();
+            let rate = if secs > 0.0 { count as f64 / secs } else { 1.0 };
+            (rate as usize).clamp(4, 256).min(count.max(1) as usize)
         }
         Load::Closed { clients, .. } => (*clients as usize).min(512),
         Load::Search(_) => 4,
