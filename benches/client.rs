@@ -6,7 +6,10 @@
 //! 1. open loop at 1,000 req/s for 30 s: achieved rate, send lag p99, and the client-added
 //!    TTFT (client-measured TTFT minus the simulator's own arrival→first-token time, joined per
 //!    request on `x-infermeter-sim-id`);
-//! 2. a rate ladder (10 s each) up to the highest rate held with send lag p99 < 1 ms;
+//!    Then the same again with `--poll-idle` (idle CPUs poll instead of sleeping), where
+//!    /dev/cpu_dma_latency is writable;
+//! 2. a rate ladder (10 s each) up to the highest rate held with send lag p99 < 1 ms, also
+//!    with and without `--poll-idle`;
 //! 3. 100,000-token prompts (client-added TTFT and request rate);
 //! 4. with `INFERMETER_BENCH_LONG=1`: peak client memory after 30 s and after 5 minutes at
 //!    1,000 req/s.
@@ -97,7 +100,7 @@ struct Run {
     rss_mb: Vec<f64>,
 }
 
-fn run(dir: &Path, name: &str, scenario: &str, params: &[String]) -> Run {
+fn run(dir: &Path, name: &str, scenario: &str, params: &[String], flags: &[&str]) -> Run {
     let out = dir.join(name);
     let mut cmd = command(0);
     cmd.arg("run").arg(scenario).arg("--out").arg(&out).args([
@@ -105,6 +108,7 @@ fn run(dir: &Path, name: &str, scenario: &str, params: &[String]) -> Run {
         "--no-plots",
         "--requests-jsonl",
     ]);
+    cmd.args(flags);
     for p in params {
         cmd.args(["--param", p]);
     }
@@ -200,7 +204,7 @@ struct OpenLoop {
     rss_mb: Vec<f64>,
 }
 
-fn open_loop(dir: &Path, name: &str, rate: u32, duration: &str) -> OpenLoop {
+fn open_loop(dir: &Path, name: &str, rate: u32, duration: &str, flags: &[&str]) -> OpenLoop {
     let sim = Sim::start(dir, name, &[]);
     let r = run(
         dir,
@@ -211,6 +215,7 @@ fn open_loop(dir: &Path, name: &str, rate: u32, duration: &str) -> OpenLoop {
             format!("rate={rate}"),
             format!("duration={duration}"),
         ],
+        flags,
     );
     let trace = sim.stop();
     OpenLoop {
@@ -220,21 +225,13 @@ fn open_loop(dir: &Path, name: &str, rate: u32, duration: &str) -> OpenLoop {
     }
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; any other argument filters nothing here.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let dir = dir.path();
-    println!(
-        "infermeter client benchmark · {} cores · pinned: {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-        taskset(0).is_some()
-    );
-
-    println!("\n1) open loop, 1000 req/s for 30 s (128 in / 32 out, streaming), three runs");
+/// Three 30 s runs at 1,000 req/s; prints each and the median run (by client-added TTFT
+/// p99); returns the median run's peak RSS and peak in flight.
+fn rate_1000(dir: &Path, name: &str, flags: &[&str]) -> (f64, serde_json::Value) {
     // A shared machine's stalls land in some runs and not others: three runs, and the run
     // with the median client-added TTFT p99 is the one quoted.
     let mut runs: Vec<OpenLoop> = (0..3)
-        .map(|k| open_loop(dir, &format!("rate-1000-{k}"), 1000, "30s"))
+        .map(|k| open_loop(dir, &format!("{name}-{k}"), 1000, "30s", flags))
         .collect();
     for (k, r) in runs.iter().enumerate() {
         let s = stage(&r.results);
@@ -282,14 +279,18 @@ fn main() {
         percentile(added.clone(), 0.99),
         added.len()
     );
-    let rss_30s = f(&s["client"]["peak_rss_mb"]);
-    let in_flight_30s = s["client"]["peak_in_flight"].clone();
-    println!("   client peak RSS {rss_30s:.1} MiB, peak in flight {in_flight_30s}");
+    let rss = f(&s["client"]["peak_rss_mb"]);
+    let in_flight = s["client"]["peak_in_flight"].clone();
+    println!("   client peak RSS {rss:.1} MiB, peak in flight {in_flight}");
+    (rss, in_flight)
+}
 
-    println!("\n2) rate ladder, 10 s each: highest rate with send lag p99 < 1 ms");
+/// Open loop at rising rates, 10 s each; prints every step and the highest rate held with
+/// send lag p99 < 1 ms.
+fn ladder(dir: &Path, name: &str, flags: &[&str]) {
     let mut best = 0;
     for rate in [1500, 2000, 2500, 3000, 4000, 5000] {
-        let run = open_loop(dir, &format!("ladder-{rate}"), rate, "10s");
+        let run = open_loop(dir, &format!("{name}-{rate}"), rate, "10s", flags);
         let (s, added) = (stage(&run.results), run.added_ttft_ms);
         let lag = f(&s["client"]["send_lag_ms"]["p99"]);
         let achieved = f(&s["throughput"]["achieved_rate_per_s"]);
@@ -309,6 +310,39 @@ fn main() {
         }
     }
     println!("   highest rate held with send lag p99 < 1 ms: {best} req/s");
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; any other argument filters nothing here.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = dir.path();
+    println!(
+        "infermeter client benchmark · {} cores · pinned: {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        taskset(0).is_some()
+    );
+
+    println!("\n1) open loop, 1000 req/s for 30 s (128 in / 32 out, streaming), three runs");
+    let (rss_30s, in_flight_30s) = rate_1000(dir, "rate-1000", &[]);
+    // The same with idle CPUs kept polling: what the client adds once the machine's own
+    // wake-up latency is out of the way (needs write access to /dev/cpu_dma_latency).
+    let poll_idle = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .is_ok();
+    if poll_idle {
+        println!("\n1b) the same with --poll-idle (idle CPUs poll instead of sleeping)");
+        rate_1000(dir, "rate-1000-poll", &["--poll-idle"]);
+    } else {
+        println!("\n1b) --poll-idle: skipped, /dev/cpu_dma_latency is not writable (needs root)");
+    }
+
+    println!("\n2) rate ladder, 10 s each: highest rate with send lag p99 < 1 ms");
+    ladder(dir, "ladder", &[]);
+    if poll_idle {
+        println!("\n2b) the same with --poll-idle");
+        ladder(dir, "ladder-poll", &["--poll-idle"]);
+    }
 
     println!("\n3) 100,000-token prompts, 4 closed-loop clients, 40 requests");
     let sim = Sim::start(dir, "long", &[]);
@@ -317,6 +351,7 @@ fn main() {
         "long",
         "scenarios/bench/long-context.kdl",
         &[format!("url={}", sim.url)],
+        &[],
     );
     let trace = sim.stop();
     let added = client_added_ttft(&r.rows, &trace);
@@ -333,7 +368,7 @@ fn main() {
 
     if std::env::var_os("INFERMETER_BENCH_LONG").is_some() {
         println!("\n4) memory: 5 minutes at 1000 req/s");
-        let long = open_loop(dir, "rate-1000-5m", 1000, "5m");
+        let long = open_loop(dir, "rate-1000-5m", 1000, "5m", &[]);
         let s = stage(&long.results);
         let rss_5m = f(&s["client"]["peak_rss_mb"]);
         println!(

@@ -215,3 +215,38 @@ stage "second" {{
     assert_eq!(stages.len(), 1, "the second stage never ran");
     assert_eq!(r["sla"][0]["passed"], false);
 }
+
+#[test]
+fn poll_idle_is_held_and_recorded_or_the_run_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"scenario "poll-idle" {{ seed 3; }}
+{FAST_SIM}
+stage "open" {{
+    dataset "d"
+    arrival "constant" rate=50
+    requests 10
+}}
+"#
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--poll-idle"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let client = &stage(&r, "open")["client"];
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    // Root (or a granted device) can hold the request; anyone else gets a warning, not a failure.
+    let can_hold = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .is_ok();
+    if can_hold {
+        assert_eq!(client["poll_idle"], true, "{client}");
+        assert!(report.contains("kept polling"), "{report}");
+    } else {
+        assert!(client.get("poll_idle").is_none(), "{client}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("warning: --poll-idle"), "{stderr}");
+    }
+}

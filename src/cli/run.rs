@@ -57,6 +57,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent)]
     pub max_steal: f64,
 
+    /// Keep idle CPUs polling instead of sleeping for the run: holds /dev/cpu_dma_latency at 0,
+    /// as cyclictest and tuned's latency-performance profile do. A sleeping CPU (on a VM, a
+    /// halted vCPU) takes tens of microseconds to wake, which lands in send lag and TTFT. Costs
+    /// power: the CPUs never idle. Needs write access to /dev/cpu_dma_latency (root); without
+    /// it the run goes on, says so, and records `poll_idle: false`.
+    #[arg(long)]
+    pub poll_idle: bool,
+
     /// No progress output; only the final summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -136,6 +144,17 @@ pub fn run(args: RunArgs) -> i32 {
             return exit::RUN_ERROR;
         }
     };
+    // Held until this function returns: the whole run, stages and report.
+    let poll_idle = args.poll_idle.then(|| match runner::PollIdle::hold() {
+        Ok(held) => Some(held),
+        Err(e) => {
+            eprintln!(
+                "warning: --poll-idle: cannot write /dev/cpu_dma_latency ({e}); idle CPUs may \
+                 sleep, run as root for it"
+            );
+            None
+        }
+    });
     let interrupt = CancellationToken::new();
     let opts = RunOptions {
         base_dir: base_dir.clone(),
@@ -155,6 +174,7 @@ pub fn run(args: RunArgs) -> i32 {
         },
         interrupt: interrupt.clone(),
         interrupt_grace: Duration::from_secs(2),
+        poll_idle: matches!(poll_idle, Some(Some(_))),
     };
     let mut abort_check = |stage: &StageSummary| match &stage.profile {
         Some(p) if p.kind == PointKind::Probe => {

@@ -246,6 +246,8 @@ impl StageAggregator {
             steal_percent: clock.steal_share.map(|s| s * 100.0),
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
+            // Set by the runner, which knows the machine's settings.
+            poll_idle: false,
         };
         let validity = self.validity(&clock, &client, rules);
         StageSummary {

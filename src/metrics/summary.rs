@@ -110,6 +110,10 @@ pub struct ClientHealth {
     /// clients, once all have started). Absent when no request was sent.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub peak_in_flight: u64,
+    /// Idle CPUs were kept polling instead of sleeping during the stage (`--poll-idle`), which
+    /// removes their wake-up latency from send lag and TTFT. Absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub poll_idle: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

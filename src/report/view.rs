@@ -317,6 +317,10 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             c.steal_percent
                 .map(|p| kv("CPU steal", format!("{} %", num(p)))),
         )
+        .chain(
+            c.poll_idle
+                .then(|| kv("idle CPUs", "kept polling (--poll-idle)".to_string())),
+        )
         .collect(),
         plots,
         per_turn: s

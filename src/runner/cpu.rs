@@ -53,6 +53,31 @@ impl CpuClock {
     }
 }
 
+/// Keeps idle CPUs polling instead of sleeping while held: writes 0 to the kernel's PM QoS
+/// interface, `/dev/cpu_dma_latency`, whose request lasts as long as the file stays open (what
+/// cyclictest and tuned's latency-performance profile do). A CPU woken from a sleep state, or
+/// on a VM from a halted vCPU, takes tens of microseconds to run the thread a timer or a packet
+/// woke; that delay lands in send lag and TTFT.
+#[derive(Debug)]
+pub struct PollIdle {
+    _request: fs::File,
+}
+
+impl PollIdle {
+    /// Takes the request; fails without write access to `/dev/cpu_dma_latency` (root).
+    pub fn hold() -> std::io::Result<PollIdle> {
+        Self::hold_at(std::path::Path::new("/dev/cpu_dma_latency"))
+    }
+
+    fn hold_at(path: &std::path::Path) -> std::io::Result<PollIdle> {
+        use std::io::Write;
+        let mut file = fs::OpenOptions::new().write(true).open(path)?;
+        // The interface takes a native-endian s32: the largest wake-up latency allowed, in µs.
+        file.write_all(&0i32.to_ne_bytes())?;
+        Ok(PollIdle { _request: file })
+    }
+}
+
 /// Peak resident set size of this process in bytes (`VmHWM`), 0 where unknown.
 pub fn peak_rss_bytes() -> u64 {
     let Ok(status) = fs::read_to_string("/proc/self/status") else {
@@ -140,6 +165,19 @@ fn allowed_cpus() -> Option<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn poll_idle_writes_a_zero_latency_request_and_reports_failure() {
+        let dir = std::env::temp_dir().join(format!("infermeter-pollidle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cpu_dma_latency");
+        std::fs::write(&file, b"").unwrap();
+        let held = PollIdle::hold_at(&file).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), 0i32.to_ne_bytes());
+        drop(held);
+        assert!(PollIdle::hold_at(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -19,6 +19,7 @@ mod telemetry;
 mod timer;
 mod warmup;
 
+pub use cpu::PollIdle;
 pub use progress::ProgressMode;
 pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};
 pub use search::next_rate;

@@ -30,6 +30,9 @@ pub struct RunOptions {
     /// Cancelled on Ctrl-C: stop sending, give in-flight requests `interrupt_grace`, then stop.
     pub interrupt: CancellationToken,
     pub interrupt_grace: Duration,
+    /// Idle CPUs were kept polling for the run (`--poll-idle`, held by the caller); recorded
+    /// in every stage's client health.
+    pub poll_idle: bool,
 }
 
 /// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).

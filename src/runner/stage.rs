@@ -251,6 +251,7 @@ impl StageRunner<'_> {
         let mut summary = agg.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
+        summary.client.poll_idle = self.opts.poll_idle;
         (summary, err)
     }
 }
