@@ -62,6 +62,8 @@ pub struct StageClock {
     pub peak_rss_bytes: u64,
     /// Share of the client's CPUs' time the hypervisor stole during the stage, where known.
     pub steal_share: Option<f64>,
+    /// Idle CPUs were kept polling during the stage (`--poll-idle`).
+    pub poll_idle: bool,
 }
 
 /// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
@@ -246,8 +248,7 @@ impl StageAggregator {
             steal_percent: clock.steal_share.map(|s| s * 100.0),
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
-            // Set by the runner, which knows the machine's settings.
-            poll_idle: false,
+            poll_idle: clock.poll_idle,
         };
         let validity = self.validity(&clock, &client, rules);
         StageSummary {
@@ -282,8 +283,14 @@ impl StageAggregator {
     ) -> Validity {
         let mut reasons = Vec::new();
         if client.send_lag_ms.p99 > rules.max_send_lag_p99_ms {
+            // A mostly idle client's CPUs sleep between sends, and waking them is slow on VMs.
+            let hint = if clock.poll_idle {
+                ""
+            } else {
+                " (idle CPUs sleep between sends; as root, --poll-idle keeps them polling)"
+            };
             reasons.push(format!(
-                "send lag p99 {:.2} ms exceeds {} ms: the client could not keep to the schedule",
+                "send lag p99 {:.2} ms exceeds {} ms: the client could not keep to the schedule{hint}",
                 client.send_lag_ms.p99, rules.max_send_lag_p99_ms
             ));
         }
@@ -472,6 +479,7 @@ mod tests {
             cores: 2,
             peak_rss_bytes: 0,
             steal_share: None,
+            poll_idle: false,
         };
         let s = agg.finish(clock, &ValidityRules::default());
         assert_eq!(s.requests.sent, 3);
@@ -505,24 +513,34 @@ mod tests {
 
     #[test]
     fn late_client_is_flagged() {
-        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
-        for i in 0..100 {
-            let mut r = ok_record(i, i * 10, 5, &[1]);
-            r.sent_ns = r.scheduled_ns + 3_000_000; // 3 ms late
-            agg.record(&r);
-        }
-        let clock = StageClock {
-            wall_ns: 1_100_000_000,
-            planned_span_ns: Some(990_000_000),
-            cpu_ns: 0,
-            cores: 1,
-            peak_rss_bytes: 0,
-            steal_share: None,
+        let late = |poll_idle| {
+            let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+            for i in 0..100 {
+                let mut r = ok_record(i, i * 10, 5, &[1]);
+                r.sent_ns = r.scheduled_ns + 3_000_000; // 3 ms late
+                agg.record(&r);
+            }
+            let clock = StageClock {
+                wall_ns: 1_100_000_000,
+                planned_span_ns: Some(990_000_000),
+                cpu_ns: 0,
+                cores: 1,
+                peak_rss_bytes: 0,
+                steal_share: None,
+                poll_idle,
+            };
+            agg.finish(clock, &ValidityRules::default())
         };
-        let s = agg.finish(clock, &ValidityRules::default());
+        let s = late(false);
         assert!(!s.validity.trusted);
         assert!(s.validity.reasons[0].contains("send lag p99"));
         assert!((s.client.send_lag_ms.p99 - 3.0).abs() < 0.01);
+        // Sleeping CPUs are one cause the reason can name, unless they were kept polling.
+        assert!(s.validity.reasons[0].contains("--poll-idle"));
+        assert!(!s.client.poll_idle);
+        let s = late(true);
+        assert!(!s.validity.reasons[0].contains("--poll-idle"));
+        assert!(s.client.poll_idle);
     }
 
     #[test]
@@ -533,6 +551,7 @@ mod tests {
             wall_ns: 1_000_000_000,
             cores: 1,
             steal_share: Some(steal),
+            poll_idle: false,
             ..StageClock::default()
         };
         let calm = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())

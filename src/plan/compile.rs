@@ -190,6 +190,31 @@ fn target_plan(t: &Target) -> TargetPlan {
     }
 }
 
+/// Draws an open-loop schedule once to count it; an error when it schedules nothing.
+pub(super) fn drawn_schedule(
+    arrival: &ArrivalSpec,
+    horizon: Horizon,
+    seed: u64,
+    stage: &str,
+    detail: impl FnOnce() -> String,
+) -> Result<Schedule, PlanError> {
+    let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
+        .map_err(|source| PlanError::Arrival {
+            stage: stage.to_string(),
+            source,
+        })?
+        .filter(|e| e.count > 0)
+        .ok_or_else(|| PlanError::NoArrivals {
+            stage: stage.to_string(),
+            detail: detail(),
+        })?;
+    Ok(Schedule::Drawn {
+        horizon,
+        count: extent.count,
+        last_ns: extent.last_ns,
+    })
+}
+
 fn bad_stage(who: &str, reason: &str) -> PlanError {
     PlanError::BadStage {
         stage: who.to_string(),
@@ -278,37 +303,21 @@ pub(super) fn stage_plan(
                 StageLimit::Requests(n) => Horizon::Count(n),
                 StageLimit::Duration(d) => Horizon::Within(d),
             };
-            let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
-                .map_err(|source| PlanError::Arrival {
-                    stage: name.clone(),
-                    source,
-                })?
-                .unwrap_or(arrival::Extent {
-                    count: 0,
-                    last_ns: 0,
-                });
-            if extent.count == 0 {
-                let over = match spec.limit {
-                    StageLimit::Duration(d) => d,
-                    StageLimit::Requests(_) => Duration::ZERO,
-                };
-                return Err(PlanError::NoArrivals {
-                    stage: name,
-                    detail: format!("rate {rate} over {over}"),
-                });
-            }
+            let over = match spec.limit {
+                StageLimit::Duration(d) => d,
+                StageLimit::Requests(_) => Duration::ZERO,
+            };
+            let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
+                format!("rate {rate} over {over}")
+            })?;
             let duration = match spec.limit {
                 StageLimit::Duration(d) => Some(d),
                 StageLimit::Requests(_) => None,
             };
-            let count = extent.count;
+            let count = schedule.count();
             let load = Load::Open {
                 arrival: arrival.clone(),
-                schedule: Schedule::Drawn {
-                    horizon,
-                    count,
-                    last_ns: extent.last_ns,
-                },
+                schedule,
             };
             (load, Some(count), duration)
         }

@@ -3,14 +3,14 @@
 //! `Load::Search` entry whose probes (open-loop rates or closed-loop client counts) the runner
 //! plans one at a time with [`probe_stage`].
 
-use crate::arrival::{self, Horizon};
+use crate::arrival::Horizon;
 use crate::metrics::{PointKind, ProfilePoint};
 use crate::scenario::{ArrivalSpec, ProfileSpec, SearchAxis, SearchSpec, StageSpec, SweepSpec};
 use crate::units::{Duration, Rate, trim_float};
 
-use super::compile::stage_plan;
-use super::seed::{arrival_rng, stage_seed};
-use super::{Load, PlanError, Schedule, StagePlan};
+use super::compile::{drawn_schedule, stage_plan};
+use super::seed::stage_seed;
+use super::{Load, PlanError, StagePlan};
 
 /// The plan stages of one scenario stage: itself, its sweep points, or its search.
 pub(super) fn expand(
@@ -123,22 +123,13 @@ pub fn probe_stage(
     let rate = Rate(round_rate(rate));
     let seed = stage_seed(search.seed, "probe", rate.0.to_bits());
     let arrival = ArrivalSpec::Poisson { rate };
-    let horizon = Horizon::Within(spec.probe);
-    let extent = arrival::extent(&arrival, horizon, arrival_rng(seed))
-        .map_err(|source| PlanError::Arrival {
-            stage: search.name.clone(),
-            source,
-        })?
-        .unwrap_or(arrival::Extent {
-            count: 0,
-            last_ns: 0,
-        });
-    if extent.count == 0 {
-        return Err(PlanError::NoArrivals {
-            stage: search.name.clone(),
-            detail: format!("probe at {rate} over {}", spec.probe),
-        });
-    }
+    let schedule = drawn_schedule(
+        &arrival,
+        Horizon::Within(spec.probe),
+        seed,
+        &search.name,
+        || format!("probe at {rate} over {}", spec.probe),
+    )?;
     let point = ProfilePoint {
         group: search.name.clone(),
         kind: PointKind::Probe,
@@ -149,15 +140,8 @@ pub fn probe_stage(
         name: point_name(&point),
         dataset: search.dataset,
         seed,
-        max_requests: Some(extent.count),
-        load: Load::Open {
-            arrival,
-            schedule: Schedule::Drawn {
-                horizon,
-                count: extent.count,
-                last_ns: extent.last_ns,
-            },
-        },
+        max_requests: Some(schedule.count()),
+        load: Load::Open { arrival, schedule },
         duration: Some(spec.probe),
         drain_timeout: search.drain_timeout,
         profile: Some(point),

@@ -247,11 +247,11 @@ impl StageRunner<'_> {
             steal_share: steal0
                 .zip(super::cpu::StealSample::now())
                 .and_then(|(a, b)| b.share_since(&a)),
+            poll_idle: self.opts.poll_idle,
         };
         let mut summary = agg.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        summary.client.poll_idle = self.opts.poll_idle;
         (summary, err)
     }
 }
