@@ -61,7 +61,7 @@ pub struct RunArgs {
     /// as cyclictest and tuned's latency-performance profile do. A sleeping CPU (on a VM, a
     /// halted vCPU) takes tens of microseconds to wake, which lands in send lag and TTFT. Costs
     /// power: the CPUs never idle. Needs write access to /dev/cpu_dma_latency (root); without
-    /// it the run goes on, says so, and records `poll_idle: false`.
+    /// it the run goes on with a warning, and no stage records `poll_idle`.
     #[arg(long)]
     pub poll_idle: bool,
 

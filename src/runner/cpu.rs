@@ -165,19 +165,6 @@ fn allowed_cpus() -> Option<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn poll_idle_writes_a_zero_latency_request_and_reports_failure() {
-        let dir = std::env::temp_dir().join(format!("infermeter-pollidle-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("cpu_dma_latency");
-        std::fs::write(&file, b"").unwrap();
-        let held = PollIdle::hold_at(&file).unwrap();
-        assert_eq!(std::fs::read(&file).unwrap(), 0i32.to_ne_bytes());
-        drop(held);
-        assert!(PollIdle::hold_at(&dir.join("missing")).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
     use super::*;
 
     #[test]
@@ -194,6 +181,17 @@ mod tests {
         assert!(clock.now_ns() > before);
         assert!(ThreadId::current().is_some());
         assert!(peak_rss_bytes() > 1024 * 1024);
+    }
+
+    #[test]
+    fn poll_idle_writes_a_zero_latency_request_and_reports_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cpu_dma_latency");
+        std::fs::write(&file, b"").unwrap();
+        let held = PollIdle::hold_at(&file).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), 0i32.to_ne_bytes());
+        drop(held);
+        assert!(PollIdle::hold_at(&dir.path().join("missing")).is_err());
     }
 
     const STAT: &str = "cpu  30 0 10 100 0 0 0 12 0 0

@@ -443,11 +443,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = match &stage.load {
-        Load::Open { schedule, .. } => Some(schedule.count()),
-        Load::Closed { .. } => stage.max_requests,
-        Load::Search(_) => None,
-    }?;
+    let units = stage.request_count()?;
     match plan.session_plan(stage) {
         None => Some(units),
         Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
