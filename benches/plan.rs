@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use infermeter::dataset::PromptFactory;
+use infermeter::arrival::ArrivalSpec;
+use infermeter::dataset::{LengthDist, TokenizerSpec};
 use infermeter::plan::{self, Load};
+use infermeter::protocol::Api;
 use infermeter::scenario::{
-    Api, ArrivalSpec, Dataset, DatasetKind, Endpoint, LengthDist, ReportSpec, Scenario, Source,
-    Spanned, StageLimit, StageSpec, SyntheticSpec, Target, TokenizerSpec,
+    Dataset, DatasetKind, Endpoint, ReportSpec, Scenario, Source, Spanned, StageLimit, StageSpec,
+    SyntheticSpec, Target,
 };
 use infermeter::sim::SimConfig;
 use infermeter::units::{Duration, Rate};
@@ -156,21 +158,18 @@ fn main() {
     );
 
     let t = Instant::now();
-    let factory = PromptFactory::new(&p, std::path::Path::new(".")).expect("cl100k loads");
+    let factory = p
+        .prompt_factory(std::path::Path::new("."))
+        .expect("cl100k loads");
     let setup = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut bytes = 0usize;
     for i in 0..PROMPTS {
-        let mut r = p.request(stage, i);
-        r.input_tokens = 128;
-        bytes += factory.prompt(stage, &r).as_text().len();
+        let r = p.request(stage, i);
+        bytes += factory.prompt(stage.dataset, 128, r.item).as_text().len();
     }
     let secs = t.elapsed().as_secs_f64();
-    let check = factory.prompt(stage, &{
-        let mut r = p.request(stage, 0);
-        r.input_tokens = 128;
-        r
-    });
+    let check = factory.prompt(stage.dataset, 128, p.request(stage, 0).item);
     println!(
         "100k synthetic 128-token prompts: {:.3} s ({:.2} µs each, {bytes} bytes; factory setup {:.3} s; first prompt has {} tokens)",
         secs,

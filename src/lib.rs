@@ -5,18 +5,25 @@
 //! (stream of [`metrics::RequestRecord`]) → `metrics` → `sla` → `report`.
 //! Each stage is one module with one public entry point; plain data flows between them.
 
+pub mod app;
 pub mod arrival;
 pub mod cli;
 pub mod client;
 pub mod dataset;
+pub mod error;
 pub mod exit;
 pub mod hooks;
 pub mod metrics;
 pub mod plan;
+pub mod protocol;
 pub mod report;
+pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod sim;
 pub mod sla;
 pub mod telemetry;
 pub mod units;
+
+pub use app::{RunReport, RunSettings, run_scenario};
+pub use error::Error;

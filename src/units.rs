@@ -232,6 +232,31 @@ impl fmt::Display for Percent {
     }
 }
 
+/// UTC time as RFC 3339 (`2026-11-29T10:45:00Z`), without a date crate.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +294,16 @@ mod tests {
         assert_eq!(Percent(0.995).to_string(), "99.5%");
         assert!("101%".parse::<Percent>().is_err());
         assert!("5".parse::<Percent>().is_err());
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        use std::time::{Duration, SystemTime};
+        assert_eq!(
+            super::rfc3339(SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00Z"
+        );
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_948_135);
+        assert_eq!(super::rfc3339(t), "2026-11-29T10:28:55Z");
     }
 }

@@ -133,7 +133,7 @@ mod tests {
         horizon: Horizon,
         rng: &mut ChaCha8Rng,
     ) -> Result<Vec<u64>, ArrivalError> {
-        let spec = crate::scenario::ArrivalSpec::Ramp {
+        let spec = super::super::ArrivalSpec::Ramp {
             from: crate::units::Rate(from),
             to: crate::units::Rate(to),
             over: Duration::from_secs_f64(over_s),

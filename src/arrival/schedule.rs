@@ -12,7 +12,7 @@ use rand_distr::{Distribution, Exp, Exp1, Gamma};
 use serde::{Deserialize, Serialize};
 
 use super::ramp::RampCurve;
-use crate::scenario::ArrivalSpec;
+use super::spec::ArrivalSpec;
 use crate::units::Duration;
 
 /// Largest schedule a stage may have.

@@ -1,8 +1,10 @@
-//! Helpers every subcommand shares: `--param` parsing and diagnostic rendering.
+//! Helpers every subcommand shares: `--param` and percentage parsing, and printing errors.
 
 use std::io::IsTerminal;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
+
+use crate::error::Error;
 
 /// Splits `NAME=VALUE` at the first `=`.
 pub fn parse_param(s: &str) -> Result<(String, String), String> {
@@ -31,4 +33,47 @@ pub fn render(diag: &dyn miette::Diagnostic) -> String {
         out = diag.to_string();
     }
     out
+}
+
+/// A percentage from 0 to 100 (`5`, `12.5%`).
+pub fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (a percentage, e.g. 5)"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not between 0 and 100"))
+    }
+}
+
+/// Prints a command's error the way every command does: a scenario's diagnostics in full,
+/// other errors as one line with their causes and a hint. Verdicts the summary already states
+/// (an SLA failed, the run was interrupted) print nothing more.
+pub fn print_error(e: &Error) {
+    match e {
+        Error::Scenario(s) => eprintln!("{}", render(s)),
+        Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
+        Error::Regressed { .. } => eprintln!("{e}"),
+        _ => {
+            eprintln!("error: {}", e.chain());
+            if let Some(help) = miette::Diagnostic::help(e) {
+                eprintln!("  help: {help}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steal_threshold_is_a_percentage() {
+        assert_eq!(percent("5"), Ok(5.0));
+        assert_eq!(percent("12.5%"), Ok(12.5));
+        assert!(percent("150").is_err());
+        assert!(percent("lots").unwrap_err().contains("not a number"));
+    }
 }

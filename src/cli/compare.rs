@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::report::fail;
-use crate::exit;
+use super::report::read_template;
+use crate::error::Error;
 use crate::report::{
-    compare, compare_plot_path, compare_profile_svgs, read_results, render_compare_markdown,
-    render_compare_text,
+    compare, compare_plot_path, compare_profile_svgs, render_compare_markdown, render_compare_text,
 };
+use crate::results::{Results, read_results};
 use crate::units::Percent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,61 +48,45 @@ fn parse_percent(s: &str) -> Result<Percent, String> {
     s.parse::<Percent>().map_err(|e| e.to_string())
 }
 
-pub fn run(args: &CompareArgs) -> i32 {
-    let (baseline, current) = match (read_results(&args.baseline), read_results(&args.current)) {
-        (Ok(b), Ok(c)) => (b, c),
-        (Err(e), _) | (_, Err(e)) => return fail(&e, exit::INVALID),
-    };
+pub fn run(args: &CompareArgs) -> Result<(), Error> {
+    let baseline = read_results(&args.baseline)?;
+    let current = read_results(&args.current)?;
     if baseline.plan_hash != current.plan_hash && !args.allow_different_plans {
-        eprintln!(
-            "error: the runs used different plans (baseline {} vs current {}), so their numbers \
-             are not comparable; rerun with the same scenario and seed, or pass \
-             --allow-different-plans",
-            baseline.plan_hash, current.plan_hash
-        );
-        return exit::INVALID;
+        return Err(Error::usage(
+            format!(
+                "the runs used different plans (baseline {} vs current {}), so their numbers \
+                 are not comparable",
+                baseline.plan_hash, current.plan_hash
+            ),
+            "rerun with the same scenario and seed, or pass --allow-different-plans",
+        ));
     }
-    if let Some(file) = &args.plot
-        && let Err(code) = write_plots(file, &baseline, &current)
-    {
-        return code;
+    // Read before anything is written, so a bad template changes nothing.
+    let template = match args.format {
+        CompareFormat::Markdown => read_template(args.template.as_deref())?,
+        CompareFormat::Text => None,
+    };
+    if let Some(file) = &args.plot {
+        write_plots(file, &baseline, &current)?;
     }
     let cmp = compare(&baseline, &current, args.tolerance.0);
     let out = match args.format {
         CompareFormat::Text => render_compare_text(&cmp),
-        CompareFormat::Markdown => {
-            let template = match &args.template {
-                Some(p) => match std::fs::read_to_string(p) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        eprintln!("error: failed to read template {}: {e}", p.display());
-                        return exit::INVALID;
-                    }
-                },
-                None => None,
-            };
-            match render_compare_markdown(&cmp, template.as_deref()) {
-                Ok(md) => md,
-                Err(e) => return fail(&e, exit::INVALID),
-            }
-        }
+        CompareFormat::Markdown => render_compare_markdown(&cmp, template.as_deref())?,
     };
     print!("{out}");
     if cmp.regressed() {
-        eprintln!("regression: {}", cmp.regressions.join("; "));
-        exit::SLA_FAILED
+        Err(Error::Regressed {
+            metrics: cmp.regressions.clone(),
+        })
     } else {
-        exit::OK
+        Ok(())
     }
 }
 
-/// Writes `compare --plot`'s SVGs; an I/O or drawing failure is an invalid invocation.
-fn write_plots(
-    file: &std::path::Path,
-    baseline: &crate::report::Results,
-    current: &crate::report::Results,
-) -> Result<(), i32> {
-    let svgs = compare_profile_svgs(baseline, current).map_err(|e| fail(&e, exit::INVALID))?;
+/// Writes `compare --plot`'s SVGs.
+fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) -> Result<(), Error> {
+    let svgs = compare_profile_svgs(baseline, current)?;
     if svgs.is_empty() {
         eprintln!(
             "warning: --plot: the runs share no latency profile (sweep or search), so there is \
@@ -112,10 +96,11 @@ fn write_plots(
     }
     for (i, (group, svg)) in svgs.iter().enumerate() {
         let path = compare_plot_path(file, i, group);
-        if let Err(e) = std::fs::write(&path, svg) {
-            eprintln!("error: failed to write {}: {e}", path.display());
-            return Err(exit::INVALID);
-        }
+        std::fs::write(&path, svg).map_err(|source| Error::Io {
+            action: "write",
+            path: path.clone(),
+            source,
+        })?;
         eprintln!("profile plot ({group}): {}", path.display());
     }
     Ok(())

@@ -1,20 +1,23 @@
-//! The command line: one file per subcommand; [`main`] parses arguments, runs the command and
-//! returns the process exit code (see [`crate::exit`]).
+//! The command line: one file per subcommand, each a thin caller of the library that returns
+//! `Result<(), Error>`; [`main`] parses arguments, runs the command, prints its error and
+//! returns the error's exit code (see [`crate::Error::exit_code`]).
 
 use clap::{Parser, Subcommand};
 
 mod common;
 mod compare;
 mod plan;
+mod progress;
 mod report;
 mod run;
 pub mod schema;
+mod signals;
 pub mod sim;
 pub mod validate;
 
 pub use compare::{CompareArgs, CompareFormat};
 pub use report::ReportArgs;
-pub use run::{RunArgs, rfc3339};
+pub use run::RunArgs;
 
 /// Benchmark-as-code for LLM inference servers.
 ///
@@ -62,7 +65,7 @@ pub fn main() -> i32 {
             };
         }
     };
-    match cli.command {
+    let result = match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::run(args),
         Command::Sim(args) => sim::run(*args),
@@ -70,5 +73,12 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),
+    };
+    match result {
+        Ok(()) => crate::exit::OK,
+        Err(e) => {
+            common::print_error(&e);
+            e.exit_code()
+        }
     }
 }

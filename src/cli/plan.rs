@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::{parse_param, render};
-use crate::exit;
+use super::common::parse_param;
+use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlanFormat {
@@ -31,21 +31,12 @@ pub struct PlanArgs {
     pub params: Vec<(String, String)>,
 }
 
-pub fn run(args: PlanArgs) -> i32 {
-    let scenario = match crate::scenario::load(&args.scenario, &args.params) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{}", render(&e));
-            return exit::INVALID;
-        }
-    };
-    let plan = match crate::plan::compile(&scenario) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {}: {e}", args.scenario.display());
-            return exit::INVALID;
-        }
-    };
+pub fn run(args: PlanArgs) -> Result<(), Error> {
+    let scenario = crate::scenario::load(&args.scenario, &args.params)?;
+    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
+        path: args.scenario.clone(),
+        source,
+    })?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.format {
@@ -55,12 +46,13 @@ pub fn run(args: PlanArgs) -> i32 {
         }
     };
     match written.and_then(|_| out.flush()) {
-        Ok(()) => exit::OK,
+        Ok(()) => Ok(()),
         // A closed pipe (`infermeter plan … | head`) is not an error worth a message.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
-        Err(e) => {
-            eprintln!("error: cannot write the plan: {e}");
-            exit::RUN_ERROR
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(source) => Err(Error::Io {
+            action: "write the plan to",
+            path: "standard output".into(),
+            source,
+        }),
     }
 }

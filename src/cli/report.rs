@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::exit;
-use crate::report::{cdf_file_name, read_results, render_markdown_with_plots, timeline_file_name};
+use crate::error::Error;
+use crate::report::{cdf_file_name, render_markdown_with_plots, timeline_file_name};
+use crate::results::read_results;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -19,21 +20,9 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn run(args: &ReportArgs) -> i32 {
-    let results = match read_results(&args.results) {
-        Ok(r) => r,
-        Err(e) => return fail(&e, exit::INVALID),
-    };
-    let template = match &args.template {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("error: failed to read template {}: {e}", path.display());
-                return exit::INVALID;
-            }
-        },
-        None => None,
-    };
+pub fn run(args: &ReportArgs) -> Result<(), Error> {
+    let results = read_results(&args.results)?;
+    let template = read_template(args.template.as_deref())?;
     // Link the plots that sit next to where the report will be read.
     let report_dir = match &args.out {
         Some(out) => out.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -49,33 +38,27 @@ pub fn run(args: &ReportArgs) -> i32 {
         .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
         .filter(|f| report_dir.join(f).is_file())
         .collect();
-    let md = match render_markdown_with_plots(&results, template.as_deref(), &plots) {
-        Ok(md) => md,
-        Err(e) => return fail(&e, exit::INVALID),
-    };
+    let md = render_markdown_with_plots(&results, template.as_deref(), &plots)?;
     match &args.out {
-        Some(out) => match std::fs::write(out, md) {
-            Ok(()) => exit::OK,
-            Err(e) => {
-                eprintln!("error: failed to write {}: {e}", out.display());
-                exit::RUN_ERROR
-            }
-        },
+        Some(out) => std::fs::write(out, md).map_err(|source| Error::Io {
+            action: "write",
+            path: out.clone(),
+            source,
+        }),
         None => {
             print!("{md}");
-            exit::OK
+            Ok(())
         }
     }
 }
 
-/// Prints an error with its chain of causes.
-pub(crate) fn fail(e: &dyn std::error::Error, code: i32) -> i32 {
-    let mut msg = format!("error: {e}");
-    let mut src = e.source();
-    while let Some(s) = src {
-        msg.push_str(&format!(": {s}"));
-        src = s.source();
-    }
-    eprintln!("{msg}");
-    code
+/// A template file's text, when one is given.
+pub(crate) fn read_template(path: Option<&Path>) -> Result<Option<String>, Error> {
+    path.map(|p| {
+        std::fs::read_to_string(p).map_err(|source| Error::Template {
+            path: p.to_path_buf(),
+            source,
+        })
+    })
+    .transpose()
 }

@@ -15,9 +15,9 @@ pub struct SchemaArgs {
     pub kind: SchemaKind,
 }
 
-pub fn run(args: SchemaArgs) -> i32 {
+pub fn run(args: SchemaArgs) -> Result<(), crate::error::Error> {
     match args.kind {
         SchemaKind::Scenario => print!("{}", crate::scenario::json_schema()),
     }
-    crate::exit::OK
+    Ok(())
 }

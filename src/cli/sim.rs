@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit;
+use crate::error::Error;
 use crate::sim::{OutputLenDist, SimConfig, TraceOptions};
 use crate::units::Duration;
 
@@ -67,7 +67,7 @@ pub struct SimArgs {
     /// Probability of answering HTTP 503 before any token.
     #[arg(long)]
     pub fault_http_503: Option<f64>,
-    /// Probability of cutting a response half-way (no [DONE]).
+    /// Probability of cutting a response half-way (no `[DONE]`).
     #[arg(long)]
     pub fault_stream_cut: Option<f64>,
     /// Probability of stalling a response half-way for --stall-duration.
@@ -130,38 +130,25 @@ impl SimArgs {
     }
 }
 
-/// Runs `infermeter sim`; returns the exit code.
-pub fn run(args: SimArgs) -> i32 {
-    let config = match args.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::INVALID;
-        }
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: failed to start the async runtime: {e}");
-            return exit::RUN_ERROR;
-        }
-    };
+/// Runs `infermeter sim` until Ctrl-C.
+pub fn run(args: SimArgs) -> Result<(), Error> {
+    let config = args.resolve().map_err(|message| {
+        Error::usage(
+            message,
+            "see `infermeter sim --help` and docs/simulator.md for the settings",
+        )
+    })?;
+    let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
     runtime.block_on(serve(config, args.listen, args.trace))
 }
 
-async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) -> i32 {
+async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) -> Result<(), Error> {
     let model = config.model.clone();
     let options = TraceOptions {
         file: trace,
         record: false,
     };
-    let handle = match crate::sim::start_with_trace(config, listen, options).await {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::RUN_ERROR;
-        }
-    };
+    let handle = crate::sim::start_with_trace(config, listen, options).await?;
     println!(
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()
@@ -171,13 +158,7 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
     }
     eprintln!("shutting down (waiting for in-flight responses; Ctrl-C again to quit now)");
     tokio::select! {
-        r = handle.shutdown() => match r {
-            Ok(()) => exit::OK,
-            Err(e) => {
-                eprintln!("error: {e}");
-                exit::RUN_ERROR
-            }
-        },
-        _ = tokio::signal::ctrl_c() => exit::OK,
+        r = handle.shutdown() => Ok(r?),
+        _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }

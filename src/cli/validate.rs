@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{parse_param, render};
+use super::common::{parse_param, print_error};
+use crate::error::Error;
 use crate::scenario;
 
 #[derive(Debug, Args)]
@@ -18,8 +19,10 @@ pub struct ValidateArgs {
     pub params: Vec<(String, String)>,
 }
 
-pub fn run(args: ValidateArgs) -> i32 {
-    let mut code = crate::exit::OK;
+/// Checks every file and prints each verdict; the last invalid file's error is returned (the
+/// others are printed as they are found).
+pub fn run(args: ValidateArgs) -> Result<(), Error> {
+    let mut last: Option<Error> = None;
     for file in &args.files {
         match scenario::load(file, &args.params) {
             Ok(s) => println!(
@@ -29,10 +32,11 @@ pub fn run(args: ValidateArgs) -> i32 {
                 s.stages.len()
             ),
             Err(e) => {
-                eprintln!("{}", render(&e));
-                code = crate::exit::INVALID;
+                if let Some(earlier) = last.replace(e.into()) {
+                    print_error(&earlier);
+                }
             }
         }
     }
-    code
+    last.map_or(Ok(()), Err)
 }

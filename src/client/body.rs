@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::scenario::Api;
+use crate::protocol::Api;
 
 /// A chat message as sent on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,10 +139,7 @@ impl BodyTemplate {
 
     /// The path below the base URL this API posts to.
     pub fn path(&self) -> &'static str {
-        match self.api {
-            Api::Chat => "/chat/completions",
-            Api::Completions => "/completions",
-        }
+        self.api.path()
     }
 }
 

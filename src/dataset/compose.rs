@@ -4,8 +4,7 @@
 //! words joined by single spaces, so under tiktoken the token counts add up exactly.
 
 use super::prompt::{Prompt, PromptFactory, splitmix64};
-use crate::plan::{ChatMessage, ItemPrompt, TraceRow};
-use crate::scenario::ContextSpec;
+use super::{ChatMessage, ContextSpec, DatasetSource, ItemPrompt, TraceRow};
 
 /// Seed domains, so a block, a prefix and a chunk with the same number differ.
 const BLOCK_DOMAIN: u64 = 0xB10C_0000_0000_0000;
@@ -103,12 +102,12 @@ impl PromptFactory {
     /// Request-body fields a data set item carries (JSONL pass-through keys), if any.
     pub fn item_extra(
         &self,
-        stage: &crate::plan::StagePlan,
-        recipe: &crate::plan::RequestRecipe,
+        dataset: usize,
+        item: u64,
     ) -> Option<&std::collections::BTreeMap<String, serde_json::Value>> {
-        match self.datasets.get(stage.dataset)? {
-            crate::plan::DatasetSource::Items { items, .. } => items
-                .get(recipe.item as usize)
+        match self.datasets.get(dataset)? {
+            DatasetSource::Items { items, .. } => items
+                .get(item as usize)
                 .map(|i| &i.extra)
                 .filter(|e| !e.is_empty()),
             _ => None,

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::sharegpt::Loaded;
 use super::source::{HashingReader, file_error, io_error, sample_key};
+use super::{ChatMessage, DataItem, ItemPrompt, LoadReport};
 use super::{DatasetError, Tokenizer};
-use crate::plan::{ChatMessage, DataItem, ItemPrompt, LoadReport};
 
 const OUTPUT_KEYS: &[&str] = &["max_tokens", "max_completion_tokens", "output_tokens"];
 

@@ -5,7 +5,7 @@
 use rand::{Rng, RngExt};
 use rand_distr::StandardNormal;
 
-use crate::scenario::LengthDist;
+use super::LengthDist;
 
 /// Why a length distribution cannot be sampled meaningfully, as a lowercase fragment.
 pub fn validate_length(dist: &LengthDist) -> Result<(), String> {

@@ -1,23 +1,33 @@
-//! Request content: token-length distributions, tokenizers, and synthetic prompts of exact
-//! token length. The plan decides *how long* each request is; this module turns a
-//! [`RequestRecipe`](crate::plan::RequestRecipe) into text at send time.
+//! Request content: what a scenario says about it ([`LengthDist`], [`ContextSpec`],
+//! [`TokenizerSpec`], …), loading ShareGPT, JSONL and trace files into items
+//! ([`DatasetSource`]), tokenizers, and the prompts themselves: the plan decides *how long* each
+//! request is and which item it uses; [`PromptFactory`] turns that into text at send time.
 
 mod compose;
 mod error;
+mod items;
 mod jsonl;
 mod length;
 mod prompt;
 mod session;
 mod sharegpt;
 mod source;
+mod spec;
 mod tokenizer;
 mod trace;
 mod words;
 
 pub use error::DatasetError;
+pub use items::{
+    ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,
+};
 pub use jsonl::load_jsonl;
 pub use length::validate_length;
 pub use prompt::{Prompt, PromptFactory};
 pub use sharegpt::{Loaded, load_sharegpt};
+pub use spec::{
+    ContextSpec, History, LengthDist, MAX_TURNS, Retrieved, ShareGptFilters, SharedPrefix,
+    TokenizerSpec, TraceFormat,
+};
 pub use tokenizer::Tokenizer;
 pub use trace::load_trace;

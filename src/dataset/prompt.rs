@@ -4,13 +4,10 @@
 //! the request's item seed in base `len(words)`, so prompts differ from their first tokens on
 //! and a server's prefix cache cannot flatter the results; the rest follow from the same seed.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::words::single_token_words;
-use super::{DatasetError, Tokenizer};
-use crate::plan::{ChatMessage, DatasetSource, Plan, RequestRecipe, StagePlan};
-use crate::scenario::ContextSpec;
+use super::{ChatMessage, ContextSpec, DatasetError, DatasetSource, Tokenizer};
 
 /// How many leading words spell the item seed (4 words of a 2,048-word list = 44 bits).
 const KEY_WORDS: u32 = 4;
@@ -48,16 +45,18 @@ pub struct PromptFactory {
 }
 
 impl PromptFactory {
-    /// Loads the plan's tokenizer (paths relative to `base_dir`) and prepares its word list.
-    pub fn new(plan: &Plan, base_dir: &Path) -> Result<PromptFactory, DatasetError> {
-        let tokenizer = Tokenizer::load(&plan.tokenizer, base_dir)?;
-        let datasets = plan.datasets.iter().map(|d| d.source.clone()).collect();
-        let mut f = PromptFactory::with_tokenizer(tokenizer, datasets)?;
-        f.contexts = plan.datasets.iter().map(|d| d.context).collect();
+    /// Prompts for `datasets` (each with the context added to its prompts), under `tokenizer`.
+    pub fn new(
+        tokenizer: Tokenizer,
+        datasets: Vec<(DatasetSource, ContextSpec)>,
+    ) -> Result<PromptFactory, DatasetError> {
+        let (sources, contexts): (Vec<_>, Vec<_>) = datasets.into_iter().unzip();
+        let mut f = PromptFactory::with_tokenizer(tokenizer, sources)?;
+        f.contexts = contexts.into();
         Ok(f)
     }
 
-    /// Like [`new`](Self::new), with a tokenizer the caller already loaded.
+    /// Like [`new`](Self::new), with no context on any data set.
     pub fn with_tokenizer(
         tokenizer: Tokenizer,
         datasets: Vec<DatasetSource>,
@@ -79,31 +78,28 @@ impl PromptFactory {
         &self.tokenizer
     }
 
-    /// The prompt of one request: exactly `recipe.input_tokens` tokens under the scenario's
-    /// tokenizer, and the same text for the same recipe.
-    pub fn prompt(&self, stage: &StagePlan, recipe: &RequestRecipe) -> Prompt {
-        let context = self
-            .contexts
-            .get(stage.dataset)
-            .copied()
-            .unwrap_or_default();
-        let question = recipe.input_tokens.saturating_sub(context.extra_tokens());
-        let core = match self.datasets.get(stage.dataset) {
+    /// The prompt of one request of data set `dataset`: exactly `input_tokens` tokens under
+    /// the scenario's tokenizer, and the same text for the same `item` (see
+    /// `plan::RequestRecipe`).
+    pub fn prompt(&self, dataset: usize, input_tokens: u32, item: u64) -> Prompt {
+        let context = self.contexts.get(dataset).copied().unwrap_or_default();
+        let question = input_tokens.saturating_sub(context.extra_tokens());
+        let core = match self.datasets.get(dataset) {
             Some(DatasetSource::Synthetic { .. }) | None => {
-                Prompt::Text(self.synthetic(question, recipe.item))
+                Prompt::Text(self.synthetic(question, item))
             }
-            Some(DatasetSource::Items { items, .. }) => match items.get(recipe.item as usize) {
+            Some(DatasetSource::Items { items, .. }) => match items.get(item as usize) {
                 Some(it) => it.prompt.clone().into(),
-                None => Prompt::Text(self.synthetic(question, recipe.item)),
+                None => Prompt::Text(self.synthetic(question, item)),
             },
             Some(DatasetSource::Trace {
                 rows, block_tokens, ..
-            }) => match rows.get(recipe.item as usize) {
-                Some(row) => Prompt::Text(self.blocks(row, *block_tokens, recipe.item)),
-                None => Prompt::Text(self.synthetic(question, recipe.item)),
+            }) => match rows.get(item as usize) {
+                Some(row) => Prompt::Text(self.blocks(row, *block_tokens, item)),
+                None => Prompt::Text(self.synthetic(question, item)),
             },
         };
-        self.with_context(core, &context, recipe.item)
+        self.with_context(core, &context, item)
     }
 
     /// `tokens` words derived from `item`; for tokenizers whose word boundaries are not known

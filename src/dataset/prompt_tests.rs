@@ -1,10 +1,8 @@
-//! Synthetic prompt tests: exact token counts, distinct openings, determinism.
-
-use std::collections::HashSet;
+//! Synthetic prompt tests: exact token counts and determinism (prompts drawn through a plan are
+//! tested in `plan/prompt_tests.rs`).
 
 use super::*;
-use crate::plan::{compile, tests::scenario};
-use crate::scenario::TokenizerSpec;
+use crate::dataset::TokenizerSpec;
 
 fn factory(tokenizer: Tokenizer) -> PromptFactory {
     PromptFactory::with_tokenizer(tokenizer, vec![]).unwrap()
@@ -26,27 +24,6 @@ fn exact_token_counts_under_builtin_encodings() {
                 );
             }
         }
-    }
-}
-
-#[test]
-fn prompts_are_deterministic_and_distinct_from_the_first_tokens() {
-    let plan = compile(&scenario()).unwrap();
-    let f = PromptFactory::new(&plan, std::path::Path::new(".")).unwrap();
-    let stage = &plan.stages[0];
-    let mut openings = HashSet::new();
-    for i in 0..10_000 {
-        let recipe = plan.request(stage, i);
-        let text = f.prompt(stage, &recipe).as_text().to_string();
-        if i % 1000 == 0 {
-            assert_eq!(f.tokenizer().count(&text), recipe.input_tokens as usize);
-            assert_eq!(f.prompt(stage, &recipe).as_text(), text);
-        }
-        let first4: Vec<&str> = text.split(' ').take(4).collect();
-        assert!(
-            openings.insert(first4.join(" ")),
-            "request {i} repeats an opening"
-        );
     }
 }
 
@@ -79,12 +56,4 @@ fn exact_counts_with_a_hugging_face_tokenizer() {
     for n in [1u32, 2, 7, 128, 1000] {
         assert_eq!(tok.count(&f.synthetic(n, 99)), n as usize);
     }
-}
-
-#[test]
-fn a_factory_needs_a_loadable_tokenizer() {
-    let mut plan = compile(&scenario()).unwrap();
-    plan.tokenizer = TokenizerSpec::File("absent/tokenizer.json".into());
-    let dir = tempfile::tempdir().unwrap();
-    assert!(PromptFactory::new(&plan, dir.path()).is_err());
 }

@@ -2,9 +2,8 @@
 //! and turn `k`'s messages (the history so far, then the new user message) at send time.
 
 use super::compose::domain_seed;
+use super::{ChatMessage, DataItem, DatasetSource, ItemPrompt, TurnTokens};
 use super::{DatasetError, Prompt, PromptFactory, Tokenizer};
-use crate::plan::TurnTokens;
-use crate::plan::{ChatMessage, DataItem, DatasetSource, ItemPrompt, SessionRecipe, StagePlan};
 
 /// Seed domains of later turns' user messages and of synthetic replies.
 const USER_DOMAIN: u64 = 0x7553_0000_0000_0000;
@@ -65,16 +64,18 @@ fn message(role: &str, content: String) -> ChatMessage {
 impl PromptFactory {
     /// Turn `k` of a session: user 0, assistant 0, …, user `k`, with the dataset's context.
     /// Earlier replies are `replies` when given (`history "server"`), else the data set's.
+    /// `item` and `turns` are the session's (see `plan::SessionRecipe`).
     pub fn session_prompt(
         &self,
-        stage: &StagePlan,
-        session: &SessionRecipe,
+        dataset: usize,
+        item: u64,
+        turns: &[TurnTokens],
         k: usize,
         replies: Option<&[String]>,
     ) -> Prompt {
-        let k = k.min(session.turns.len().saturating_sub(1));
-        let items = match self.datasets.get(stage.dataset) {
-            Some(DatasetSource::Items { items, .. }) => items.get(session.item as usize),
+        let k = k.min(turns.len().saturating_sub(1));
+        let items = match self.datasets.get(dataset) {
+            Some(DatasetSource::Items { items, .. }) => items.get(item as usize),
             _ => None,
         };
         let conv = match items.map(|i| &i.prompt) {
@@ -82,17 +83,14 @@ impl PromptFactory {
             _ => None,
         };
         let mut ms = Vec::with_capacity(2 * k + 1);
-        for (j, t) in session.turns.iter().enumerate().take(k + 1) {
+        for (j, t) in turns.iter().enumerate().take(k + 1) {
             let user = match conv.and_then(|c| c.get(2 * j)) {
                 Some(m) => m.content.clone(),
                 None if j == 0 => match items.map(|i| &i.prompt) {
                     Some(ItemPrompt::Text(text)) => text.clone(),
-                    _ => self.synthetic(t.user_tokens, session.item),
+                    _ => self.synthetic(t.user_tokens, item),
                 },
-                None => self.synthetic(
-                    t.user_tokens,
-                    domain_seed(USER_DOMAIN ^ session.item, j as u64),
-                ),
+                None => self.synthetic(t.user_tokens, domain_seed(USER_DOMAIN ^ item, j as u64)),
             };
             ms.push(message("user", user));
             if j == k {
@@ -104,19 +102,14 @@ impl PromptFactory {
             ) {
                 (Some(r), _) => r.clone(),
                 (None, Some(m)) => m.content.clone(),
-                (None, None) => self.synthetic(
-                    t.reply_tokens,
-                    domain_seed(REPLY_DOMAIN ^ session.item, j as u64),
-                ),
+                (None, None) => {
+                    self.synthetic(t.reply_tokens, domain_seed(REPLY_DOMAIN ^ item, j as u64))
+                }
             };
             ms.push(message("assistant", reply));
         }
-        let context = self
-            .contexts
-            .get(stage.dataset)
-            .copied()
-            .unwrap_or_default();
-        self.with_context(Prompt::Messages(ms), &context, session.item)
+        let context = self.contexts.get(dataset).copied().unwrap_or_default();
+        self.with_context(Prompt::Messages(ms), &context, item)
     }
 }
 

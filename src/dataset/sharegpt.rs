@@ -16,9 +16,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::source::{HashingReader, file_error, io_error, sample_key};
+use super::{DataItem, ItemPrompt, LoadReport, ShareGptFilters, TurnTokens};
 use super::{DatasetError, Tokenizer};
-use crate::plan::{DataItem, ItemPrompt, LoadReport, TurnTokens};
-use crate::scenario::ShareGptFilters;
 
 /// What a ShareGPT file gave: the sampled items (in sampled order) and the load report.
 pub struct Loaded {

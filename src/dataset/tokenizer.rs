@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tiktoken_rs::CoreBPE;
 
 use super::DatasetError;
-use crate::scenario::TokenizerSpec;
+use super::TokenizerSpec;
 
 /// A loaded tokenizer. Cheap to clone.
 #[derive(Clone)]

@@ -11,8 +11,7 @@ use serde::Deserialize;
 
 use super::DatasetError;
 use super::source::{HashingReader, file_error, io_error};
-use crate::plan::{LoadReport, TraceRow};
-use crate::scenario::TraceFormat;
+use super::{LoadReport, TraceFormat, TraceRow};
 
 #[derive(Deserialize)]
 struct MooncakeRow {

@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 use rhai::module_resolvers::DummyModuleResolver;
 use rhai::{AST, Array, Dynamic, Engine, EvalAltResult, ImmutableString, Map, Scope};
 
-use crate::dataset::Prompt;
-use crate::plan::ChatMessage;
+use crate::dataset::{ChatMessage, Prompt};
 
 /// The sandbox's limits.
 #[derive(Debug, Clone, Copy)]

@@ -134,9 +134,8 @@ pub struct SearchSummary {
     pub tolerance: f64,
     pub from: f64,
     pub to: f64,
-    /// `converged`, `upper_bound_passes`, `lower_bound_fails`, `max_probes`, `max_time` or
-    /// `interrupted`.
-    pub stop_reason: String,
+    /// Why the search ended.
+    pub stop_reason: crate::arrival::StopReason,
     /// Seconds spent probing.
     pub elapsed_s: f64,
     /// Every probe in the order it ran.

@@ -24,9 +24,7 @@ pub struct Dist {
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlannedLoad {
-    /// `constant`, `poisson`, `gamma`, `ramp`, `trace`, `concurrency`, `ramp-concurrency` or
-    /// `search`.
-    pub arrival: String,
+    pub arrival: crate::arrival::ArrivalKind,
     /// Offered request rate (open loop).
     pub rate_per_s: Option<f64>,
     /// Closed-loop clients.

@@ -1,18 +1,17 @@
 //! The compiler proper: resolves every default, expands open-loop arrivals into schedules,
 //! derives per-stage seeds, then hashes the result.
 
-use crate::arrival::{self, Horizon};
-use crate::dataset::validate_length;
-use crate::scenario::{
-    ArrivalSpec, Dataset, DatasetKind, Endpoint, Scenario, StageLimit, StageSpec, Target,
-};
+use crate::arrival::{self, ArrivalSpec, Horizon};
+use crate::dataset::{DatasetSource, validate_length};
+use crate::scenario::{Dataset, DatasetKind, Endpoint, Scenario, StageLimit, StageSpec, Target};
+use crate::sla::ScopedAssertion;
 use crate::units::Duration;
 
 use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
-    AssertionPlan, DatasetPlan, DatasetSource, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan,
-    PlanError, Schedule, StagePlan, TargetPlan, plan_hash,
+    DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
+    StagePlan, TargetPlan, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -105,8 +104,8 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         sla: scenario
             .sla
             .iter()
-            .map(|a| AssertionPlan {
-                expr: a.expr.value.clone(),
+            .map(|a| ScopedAssertion {
+                assertion: a.expr.value.clone(),
                 stage: a.stage.as_ref().map(|s| s.value.clone()),
                 abort_on_fail: a.abort_on_fail,
             })

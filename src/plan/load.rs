@@ -7,14 +7,14 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::dataset::{Tokenizer, load_jsonl, load_sharegpt, load_trace};
-use crate::scenario::{ContextSpec, Dataset, DatasetKind, TokenizerSpec};
+use crate::dataset::{
+    ContextSpec, DatasetSource, History, ItemFormat, LoadReport, MAX_TURNS, Tokenizer,
+    TokenizerSpec, TraceFormat, TraceRow, load_jsonl, load_sharegpt, load_trace,
+};
+use crate::scenario::{Dataset, DatasetKind};
 use crate::units::Duration;
 
-use super::{
-    DatasetPlan, DatasetSource, HookPlan, Load, LoadReport, PlanError, Schedule, StagePlan,
-    TraceRow,
-};
+use super::{DatasetPlan, HookPlan, Load, PlanError, Schedule, StagePlan};
 
 /// Loads the tokenizer only when a data set needs token counts.
 pub(super) struct LazyTokenizer<'a> {
@@ -74,8 +74,7 @@ pub(super) fn load_dataset(
                 s.count,
                 &s.filters,
                 s.output_tokens,
-                d.session
-                    .map(|s| s.turns.unwrap_or(crate::scenario::MAX_TURNS)),
+                d.session.map(|s| s.turns.unwrap_or(MAX_TURNS)),
                 seed,
                 tok,
             )
@@ -87,7 +86,7 @@ pub(super) fn load_dataset(
                 });
             }
             DatasetSource::Items {
-                format: "sharegpt".into(),
+                format: ItemFormat::ShareGpt,
                 load: loaded.report,
                 items: loaded.items,
             }
@@ -105,7 +104,7 @@ pub(super) fn load_dataset(
             )
             .map_err(wrap)?;
             DatasetSource::Items {
-                format: "jsonl".into(),
+                format: ItemFormat::Jsonl,
                 load: loaded.report,
                 items: loaded.items,
             }
@@ -243,8 +242,8 @@ pub(super) fn render_source(
                 out,
                 "dataset    {name}: {} trace `{}` (sha256 {}…), {} rows over {:.3}s, {block_tokens}-token prefix blocks",
                 match format {
-                    crate::scenario::TraceFormat::Mooncake => "mooncake",
-                    crate::scenario::TraceFormat::Azure => "azure",
+                    TraceFormat::Mooncake => "mooncake",
+                    TraceFormat::Azure => "azure",
                 },
                 load.path,
                 &load.sha256[..load.sha256.len().min(12)],
@@ -282,8 +281,8 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
             s.turns,
             s.think_time,
             match s.history {
-                crate::scenario::History::Dataset => "data set",
-                crate::scenario::History::Server => "server",
+                History::Dataset => "data set",
+                History::Server => "server",
             }
         )?;
     }
@@ -308,7 +307,7 @@ pub(super) fn trace_stage(
 ) -> Result<StagePlan, PlanError> {
     let name = spec.name.value.clone();
     let arrival = &spec.arrival.value;
-    let crate::scenario::ArrivalSpec::Trace {
+    let crate::arrival::ArrivalSpec::Trace {
         speedup,
         start,
         window,

@@ -6,7 +6,7 @@
 mod compile;
 mod error;
 mod hash;
-mod items;
+mod hooks;
 mod json;
 mod load;
 mod model;
@@ -19,12 +19,14 @@ mod session;
 pub use compile::compile;
 pub use error::PlanError;
 pub use hash::plan_hash;
-pub use items::*;
+pub use hooks::HookPlan;
 pub use json::write_json;
 pub use model::*;
 pub use profile::{point_name, probe_stage};
 pub use render::render_text;
-pub use session::{SessionPlan, SessionRecipe, TurnTokens};
+pub use session::{SessionPlan, SessionRecipe};
 
+#[cfg(test)]
+mod prompt_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -11,9 +11,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::items::{DataItem, HookPlan, LoadReport, TraceRow};
-use crate::scenario::{Api, ArrivalSpec, ContextSpec, LengthDist, TokenizerSpec, TraceFormat};
+use super::hooks::HookPlan;
+use crate::arrival::{ArrivalSpec, SearchSpec};
+use crate::dataset::{ContextSpec, DatasetSource, TokenizerSpec};
+use crate::protocol::Api;
 use crate::sim::SimConfig;
+use crate::sla::ScopedAssertion;
+use crate::telemetry::{TelemetryConfig, WarmupUntil};
 use crate::units::Duration;
 
 /// Bumped whenever the meaning of a plan changes (e.g. how recipes are drawn), so that equal
@@ -34,17 +38,17 @@ pub struct Plan {
     pub datasets: Vec<DatasetPlan>,
     pub warmup: Option<StagePlan>,
     pub stages: Vec<StagePlan>,
-    /// The SLA assertions as written (parsed and evaluated by the `sla` module).
-    pub sla: Vec<AssertionPlan>,
+    /// The SLA assertions, parsed (serialised as written, so the hash covers the text).
+    pub sla: Vec<ScopedAssertion>,
     pub goodput: GoodputPlan,
     /// Telemetry sources sampled during the run. Absent from the JSON (and so from the hash)
     /// when the scenario has none, so older plans keep their hashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+    pub telemetry: Option<TelemetryConfig>,
     /// `warmup until="stable"`: the warm-up (whose `duration` is then the `max`) ends early once
     /// this rule holds. Absent (and out of the hash) otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup_until: Option<crate::scenario::WarmupUntil>,
+    pub warmup_until: Option<WarmupUntil>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,30 +83,6 @@ pub struct DatasetPlan {
     /// Multi-turn sessions. Absent from the JSON (and the hash) when the dataset has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<super::session::SessionPlan>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum DatasetSource {
-    Synthetic {
-        input_tokens: LengthDist,
-        output_tokens: LengthDist,
-    },
-    /// ShareGPT or JSONL prompts, already sampled and filtered; request `i` uses item
-    /// `i mod len`.
-    Items {
-        /// `sharegpt` or `jsonl`.
-        format: String,
-        load: LoadReport,
-        items: Vec<DataItem>,
-    },
-    /// A production trace: lengths (and, for Mooncake, prefix blocks) per row, in time order.
-    Trace {
-        format: TraceFormat,
-        block_tokens: u32,
-        load: LoadReport,
-        rows: Vec<TraceRow>,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,7 +124,7 @@ pub enum Load {
     },
     /// A rate search: probes are planned at run time (see `runner::search`) from these bounds
     /// and rules, each an open-loop Poisson stage of `probe` length.
-    Search(crate::scenario::SearchSpec),
+    Search(SearchSpec),
 }
 
 /// An open-loop stage's send offsets (nanoseconds from the stage start, non-decreasing).
@@ -227,13 +207,6 @@ pub struct RequestRecipe {
     pub output_tokens: u32,
     /// Seed of the prompt text (synthetic) or the item index (file data sets).
     pub item: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AssertionPlan {
-    pub expr: String,
-    pub stage: Option<String>,
-    pub abort_on_fail: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -3,9 +3,9 @@
 //! `Load::Search` entry whose probes (open-loop rates or closed-loop client counts) the runner
 //! plans one at a time with [`probe_stage`].
 
-use crate::arrival::Horizon;
+use crate::arrival::{ArrivalSpec, Horizon, SearchAxis, SearchSpec};
 use crate::metrics::{PointKind, ProfilePoint};
-use crate::scenario::{ArrivalSpec, ProfileSpec, SearchAxis, SearchSpec, StageSpec, SweepSpec};
+use crate::scenario::{ProfileSpec, StageSpec, SweepSpec};
 use crate::units::{Duration, Rate, trim_float};
 
 use super::compile::{drawn_schedule, stage_plan};

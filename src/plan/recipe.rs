@@ -3,7 +3,10 @@
 //! request `i` whenever it gets there.
 
 use super::seed::{item_seed, recipe_rng};
-use super::{DatasetSource, Load, Plan, RequestRecipe, StagePlan};
+use std::path::Path;
+
+use super::{Load, Plan, RequestRecipe, StagePlan};
+use crate::dataset::{DatasetError, DatasetSource, PromptFactory, Tokenizer};
 
 impl Plan {
     /// The recipe of request `index` of `stage` (a stage of this plan, or its warm-up).
@@ -43,6 +46,22 @@ impl Plan {
             output_tokens,
             item,
         }
+    }
+
+    /// The factory that turns this plan's recipes into prompts, under its tokenizer (a file
+    /// path resolves against `base_dir`).
+    pub fn prompt_factory(&self, base_dir: &Path) -> Result<PromptFactory, DatasetError> {
+        self.prompt_factory_with(Tokenizer::load(&self.tokenizer, base_dir)?)
+    }
+
+    /// [`prompt_factory`](Self::prompt_factory) with a tokenizer the caller already loaded.
+    pub fn prompt_factory_with(&self, tokenizer: Tokenizer) -> Result<PromptFactory, DatasetError> {
+        let datasets = self
+            .datasets
+            .iter()
+            .map(|d| (d.source.clone(), d.context))
+            .collect();
+        PromptFactory::new(tokenizer, datasets)
     }
 
     /// The warm-up (if any), then the stages, in the order they run.

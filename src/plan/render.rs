@@ -3,10 +3,12 @@
 
 use std::fmt::Write;
 
-use crate::scenario::{Api, ArrivalSpec, LengthDist, TokenizerSpec};
+use crate::arrival::ArrivalSpec;
+use crate::dataset::{DatasetSource, LengthDist, TokenizerSpec};
+use crate::protocol::Api;
 use crate::units::trim_float;
 
-use super::{DatasetSource, EndpointPlan, Load, Plan, StagePlan};
+use super::{EndpointPlan, Load, Plan, StagePlan};
 
 /// Stages longer than this are summarised from their first recipes only.
 const SAMPLE_RECIPES: u64 = 10_000;
@@ -100,7 +102,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
         writeln!(out)?;
         writeln!(out, "sla")?;
         for a in &plan.sla {
-            write!(out, "  assert \"{}\"", a.expr)?;
+            write!(out, "  assert \"{}\"", a.assertion)?;
             if let Some(s) = &a.stage {
                 write!(out, " (stage {s})")?;
             }

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::seed::{item_seed, recipe_rng};
-use super::{DatasetSource, Plan, PlanError, RequestRecipe, StagePlan};
-use crate::scenario::{Dataset, DatasetKind, History, MAX_TURNS};
+use super::{Plan, PlanError, RequestRecipe, StagePlan};
+use crate::dataset::{DatasetSource, History, MAX_TURNS, TurnTokens};
+use crate::scenario::{Dataset, DatasetKind};
 use crate::units::Duration;
 
 /// A dataset's sessions: every arrival is a conversation of up to `turns` requests.
@@ -16,15 +17,6 @@ pub struct SessionPlan {
     pub turns: u32,
     pub think_time: Duration,
     pub history: History,
-}
-
-/// One turn's lengths: the new user message, the output asked for, and the data set's reply
-/// (what later turns carry under `history "dataset"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TurnTokens {
-    pub user_tokens: u32,
-    pub output_tokens: u32,
-    pub reply_tokens: u32,
 }
 
 /// The turns of one session, computed on demand: `Plan::session(stage, index)`.

@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::arrival::ArrivalSpec;
+use crate::dataset::{LengthDist, TokenizerSpec};
+use crate::protocol::Api;
 use crate::scenario::{
-    Api, ArrivalSpec, AssertionSpec, Dataset, DatasetKind, Endpoint, GoodputSpec, LengthDist,
-    ParamValue, ReportSpec, Scenario, Source, Spanned, StageLimit, StageSpec, SyntheticSpec,
-    Target, TokenizerSpec, Warmup,
+    AssertionSpec, Dataset, DatasetKind, Endpoint, GoodputSpec, ParamValue, ReportSpec, Scenario,
+    Source, Spanned, StageLimit, StageSpec, SyntheticSpec, Target, Warmup,
 };
 use crate::sim::SimConfig;
 use crate::units::{Duration, Rate};
@@ -212,7 +214,7 @@ fn hash_changes_with_seed_params_and_workload() {
     other_rate.stages[0].arrival = sp(ArrivalSpec::Poisson { rate: Rate(20.0) });
     let mut other_sla = scenario();
     other_sla.sla.push(AssertionSpec {
-        expr: sp("ttft p95 < 200ms".into()),
+        expr: sp(crate::sla::parse("ttft.p95 < 200ms").unwrap()),
         stage: None,
         abort_on_fail: false,
     });

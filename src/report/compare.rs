@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use super::ReportError;
 use super::markdown::{COMPARE_TEMPLATE, environment};
-use super::results::Results;
 use super::view::{num, short};
 use crate::metrics::StageSummary;
+use crate::results::Results;
 use crate::sla::{Aggregation, Metric, Percentile, latency_dist, observe};
 
 /// An error-rate change smaller than this many percentage points is noise, whatever its

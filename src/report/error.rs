@@ -12,12 +12,8 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("failed to read results from {}", path.display())]
-    Json {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error(transparent)]
+    Results(#[from] crate::results::ResultsError),
     #[error("failed to draw a plot: {0}")]
     Plot(String),
 }

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::ReportError;
-use super::results::Results;
 use super::view::short;
+use crate::results::Results;
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

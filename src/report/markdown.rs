@@ -5,8 +5,8 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value, context, syntax::SyntaxConfig};
 
 use super::ReportError;
-use super::results::Results;
 use super::view::build_view;
+use crate::results::Results;
 
 /// The built-in report template.
 pub const REPORT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");

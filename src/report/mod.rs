@@ -1,5 +1,5 @@
-//! Output: `results.json` (the versioned contract), Markdown reports through minijinja,
-//! JUnit, SVG plots, and baseline comparison.
+//! Output rendered from a run's [`Results`](crate::results::Results): Markdown reports
+//! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
 mod compare;
 mod error;
@@ -8,7 +8,6 @@ mod markdown;
 mod plots;
 mod profile;
 mod profile_compare;
-mod results;
 mod summary;
 mod telemetry;
 mod view;
@@ -24,7 +23,6 @@ pub use profile::{
     profile_svg, profiles,
 };
 pub use profile_compare::{compare_plot_path, compare_profile_svgs};
-pub use results::*;
 pub use summary::render_summary_text;
 pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};
 pub use view::*;

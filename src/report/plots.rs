@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 use super::ReportError;
-use super::results::Results;
 use crate::metrics::{Dist, StageSummary};
+use crate::results::Results;
 
 /// `Tail Stage #2` → `tail-stage--2`: safe in a file name and a Markdown link.
 pub fn stage_slug(name: &str) -> String {

@@ -10,8 +10,9 @@
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::{ReportError, Results};
+use super::ReportError;
 use crate::metrics::{PointKind, StageSummary};
+use crate::results::Results;
 
 /// TTFT p99 above this multiple of the lowest-load value counts as "rising sharply".
 pub const KNEE_TTFT_FACTOR: f64 = 5.0;

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ReportError, Results, profile_svg, profiles, stage_slug};
+use super::{ReportError, profile_svg, profiles, stage_slug};
+use crate::results::Results;
 
 /// One SVG per profile group present in both runs, baseline first (so its knee and SLA
 /// maximum are marked), in the baseline's order. Empty when the runs share no group.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::results::Results;
+use crate::results::Results;
 
 /// Renders the end-of-run summary.
 pub fn render_summary_text(r: &Results) -> String {

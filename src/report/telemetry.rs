@@ -10,8 +10,8 @@ use plotters::prelude::*;
 
 use super::ReportError;
 use super::plots::stage_slug;
-use super::results::Results;
 use crate::metrics::StageSummary;
+use crate::results::Results;
 use crate::telemetry::{StageTelemetry, TelemetryReport, render_markdown};
 
 type Points = Vec<(f64, f64)>;

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use super::plots::{cdf_file_name, timeline_file_name};
-use super::results::Results;
 use crate::metrics::{Dist, StageSummary};
+use crate::results::Results;
 use crate::sla::SlaVerdict;
 
 #[derive(Debug, Serialize)]
@@ -196,7 +196,7 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
     let planned = match (p.rate_per_s, p.clients) {
         (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
         (None, Some(c)) => format!("{} with {c} clients", p.arrival),
-        (None, None) => p.arrival.clone(),
+        (None, None) => p.arrival.to_string(),
     };
     let bound = match (p.requests, p.duration_s) {
         (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),

@@ -1,4 +1,5 @@
-//! Writes every output of a run into one directory; the runner's single call into `report`.
+//! Writes every output of a run into one directory: `results.json` first, then the report and
+//! JUnit, then the plots.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,9 +8,8 @@ use super::ReportError;
 use super::junit::write_junit;
 use super::markdown::render_markdown_with_plots;
 use super::plots::write_plots;
-use super::results::Results;
+use crate::results::{RESULTS_FILE, Results, write_results};
 
-pub const RESULTS_FILE: &str = "results.json";
 pub const REPORT_FILE: &str = "report.md";
 pub const JUNIT_FILE: &str = "junit.xml";
 
@@ -19,8 +19,7 @@ pub struct WriteOptions {
     pub template: Option<String>,
     pub plots: bool,
     pub junit: bool,
-    /// Where to append the Markdown report (GitHub's step summary); [`Default`] takes it from
-    /// `$GITHUB_STEP_SUMMARY`.
+    /// Where to append the Markdown report too (GitHub's step summary).
     pub step_summary: Option<PathBuf>,
 }
 
@@ -30,20 +29,9 @@ impl Default for WriteOptions {
             template: None,
             plots: true,
             junit: true,
-            step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
+            step_summary: None,
         }
     }
-}
-
-/// Reads and parses a `results.json`.
-pub fn read_results(path: &Path) -> Result<Results, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ReportError::io(path, e))?;
-    serde_json::from_str(&text).map_err(|source| ReportError::Json {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// Writes results.json (pretty), report.md, plots and junit.xml into `out_dir`, and appends the
@@ -57,11 +45,7 @@ pub fn write_all(
     let mut written = Vec::new();
 
     let json_path = out_dir.join(RESULTS_FILE);
-    let json = serde_json::to_string_pretty(results).map_err(|source| ReportError::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    std::fs::write(&json_path, json + "\n").map_err(|e| ReportError::io(&json_path, e))?;
+    write_results(results, &json_path)?;
     written.push(json_path);
 
     let plots = if opts.plots {

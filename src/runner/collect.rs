@@ -1,6 +1,7 @@
 //! The collector: one thread per stage that receives finished requests' records, folds them
-//! into the stage's aggregator, writes `requests.jsonl` rows when asked, and drives progress.
-//! Request tasks only send a record on a channel, so aggregation is off the hot path.
+//! into the stage's aggregator, writes `requests.jsonl` rows when asked, and feeds the
+//! caller's progress tracker. Request tasks only send a record on a channel, so aggregation is
+//! off the hot path.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::progress::Progress;
+use super::options::StageProgress;
 use crate::metrics::{RequestRecord, StageAggregator};
 
 /// Where per-request rows go (`requests.jsonl`).
@@ -60,7 +61,24 @@ impl RecentTtfts {
 pub struct Collector {
     pub tx: mpsc::Sender<RequestRecord>,
     pub recent: RecentTtfts,
-    join: thread::JoinHandle<(StageAggregator, Option<RowSink>, Option<String>)>,
+    join: thread::JoinHandle<Finished>,
+}
+
+/// What a collector hands back once its stage is over.
+pub struct Finished {
+    pub aggregator: StageAggregator,
+    /// The row sink, for the next stage (gone after a write error).
+    pub sink: Option<RowSink>,
+    pub problem: Option<CollectProblem>,
+}
+
+/// What went wrong in a collector (the stage's numbers may be incomplete).
+#[derive(Debug)]
+pub enum CollectProblem {
+    /// Writing `requests.jsonl` failed; no more rows are written.
+    Sink(std::io::Error),
+    /// The aggregation code panicked: a bug, reported instead of aborting the run.
+    Panicked,
 }
 
 impl Collector {
@@ -68,7 +86,7 @@ impl Collector {
         stage: String,
         agg: StageAggregator,
         sink: Option<RowSink>,
-        mut progress: Progress,
+        mut progress: Box<dyn StageProgress>,
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
@@ -98,26 +116,30 @@ impl Collector {
                 thread::sleep(DRAIN_EVERY);
             }
             progress.finish();
-            (folder.agg, folder.sink, folder.sink_error)
+            Finished {
+                aggregator: folder.agg,
+                sink: folder.sink,
+                problem: folder.sink_error.map(CollectProblem::Sink),
+            }
         });
         Collector { tx, recent, join }
     }
 
     /// Waits for every sender to be gone, then returns the aggregator and the row sink.
-    pub fn finish(self) -> (StageAggregator, Option<RowSink>, Option<String>) {
+    pub fn finish(self) -> Finished {
         drop(self.tx);
         self.join.join().unwrap_or_else(|_| {
             // The collector only runs our own aggregation code; a panic there is a bug, but
             // losing the stage is better than aborting the run and losing every stage.
-            (
-                StageAggregator::new(
+            Finished {
+                aggregator: StageAggregator::new(
                     "lost",
                     Default::default(),
                     crate::metrics::GoodputSlo::default(),
                 ),
-                None,
-                Some("internal error: the stage's collector thread panicked".into()),
-            )
+                sink: None,
+                problem: Some(CollectProblem::Panicked),
+            }
         })
     }
 }
@@ -128,7 +150,7 @@ struct Folder {
     agg: StageAggregator,
     ring: RecentTtfts,
     sink: Option<RowSink>,
-    sink_error: Option<String>,
+    sink_error: Option<std::io::Error>,
 }
 
 impl Folder {
@@ -142,7 +164,7 @@ impl Folder {
         if let Some(w) = self.sink.as_mut()
             && let Err(e) = write_row(w, &self.stage, rec)
         {
-            self.sink_error = Some(format!("failed to write requests.jsonl: {e}"));
+            self.sink_error = Some(e);
             self.sink = None;
         }
     }

@@ -1,17 +1,19 @@
 //! Executes a [`Plan`](crate::plan::Plan): starts the target (the in-process simulator when
 //! the plan says so), runs warm-up and stages in order — open-loop stages from their schedule,
-//! closed-loop stages with N workers — and streams every request's record into its stage's
-//! aggregator.
+//! closed-loop stages with N workers, searches probe by probe — and streams every request's
+//! record into its stage's aggregator. Prints nothing: progress goes to the caller's
+//! [`Observer`].
 //!
-//! Entry point: [`run`].
+//! Entry point: [`run`]. Files: `run.rs` sets up and walks the stages, `stage.rs` runs one,
+//! `send.rs` is the path of one request, `session.rs` multi-turn sessions, `search.rs` rate
+//! and concurrency searches, `options.rs` what the caller passes in.
 
-mod body;
 mod collect;
 mod cpu;
-mod hooked;
-mod progress;
+mod options;
 mod run;
 mod search;
+mod send;
 mod session;
 mod stage;
 mod target;
@@ -20,6 +22,5 @@ mod timer;
 mod warmup;
 
 pub use cpu::PollIdle;
-pub use progress::ProgressMode;
-pub use run::{RunError, RunOptions, RunOutput, StageDecision, run};
-pub use search::next_rate;
+pub use options::{Observer, RunOptions, StageDecision, StageProgress};
+pub use run::{RunError, RunOutput, RunProblem, Stop, run};

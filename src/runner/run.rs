@@ -1,47 +1,25 @@
-//! The run itself: target set-up (simulator, tokenizer, prompts, client, model), then warm-up
-//! and each stage in order (see `stage.rs`), with the caller deciding after each stage whether
-//! to go on.
+//! The run itself: target set-up (simulator, tokenizer, prompts, hooks, client, model), then
+//! warm-up and each stage in order (see `stage.rs`), with the caller deciding after each stage
+//! whether to go on.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use tokio_util::sync::CancellationToken;
+use std::time::SystemTime;
 
 use super::cpu::CpuClock;
-use super::progress::ProgressMode;
-use super::stage::{StageRef, StageRunner, TokenizerCounter};
+use super::options::{RunOptions, StageDecision};
+use super::stage::StageRunner;
 use super::target::{InProcessSim, preflight};
-use crate::client::{BodyTemplate, Client, ClientConfig, ClientError};
-use crate::dataset::{PromptFactory, Tokenizer};
-use crate::metrics::{SearchSummary, StageSummary, ValidityRules};
-use crate::plan::{EndpointPlan, Load, Plan};
-
-/// How to run, beyond what the plan says.
-pub struct RunOptions {
-    /// The scenario's directory: data set and tokenizer paths resolve against it.
-    pub base_dir: PathBuf,
-    pub progress: ProgressMode,
-    /// Write one JSON row per request here.
-    pub requests_jsonl: Option<PathBuf>,
-    pub validity: ValidityRules,
-    /// Cancelled on Ctrl-C: stop sending, give in-flight requests `interrupt_grace`, then stop.
-    pub interrupt: CancellationToken,
-    pub interrupt_grace: Duration,
-    /// Idle CPUs were kept polling for the run (`--poll-idle`, held by the caller); recorded
-    /// in every stage's client health.
-    pub poll_idle: bool,
-}
-
-/// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).
-pub enum StageDecision {
-    Continue,
-    Abort(String),
-    /// The stage failed these SLAs but the run goes on: a search probe's "fail" verdict.
-    Failed(Vec<String>),
-}
+use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter};
+use crate::dataset::{DatasetError, Tokenizer};
+use crate::hooks::{HookError, Hooks};
+use crate::metrics::{SearchSummary, StageSummary};
+use crate::plan::{EndpointPlan, Load, Plan, PlanError};
+use crate::protocol::Api;
+use crate::sim::SimError;
+use crate::telemetry::{TelemetryError, TelemetryReport};
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
 #[derive(Debug)]
@@ -55,30 +33,88 @@ pub struct RunOutput {
     pub stages: Vec<StageSummary>,
     /// One per rate-search stage that ran (its probes are in `stages`).
     pub searches: Vec<SearchSummary>,
-    /// Stopped early by Ctrl-C or an abort.
-    pub interrupted: bool,
-    /// Why it stopped early, or a problem that did not stop it (a failing requests.jsonl).
-    pub error: Option<String>,
+    /// Why the run ended.
+    pub stop: Stop,
+    /// What went wrong without stopping the run (a failing requests.jsonl, say).
+    pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
-    pub telemetry: Option<crate::telemetry::TelemetryReport>,
+    pub telemetry: Option<TelemetryReport>,
 }
 
+/// Why a run that started ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// Every stage ran.
+    Completed,
+    /// The interrupt was cancelled (Ctrl-C or a signal).
+    Interrupted,
+    /// The caller's after-stage decision stopped it; the message says why.
+    Aborted(String),
+}
+
+/// Something that went wrong during the run without stopping it.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Target(String),
-    #[error("{0}")]
-    Dataset(String),
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    /// A required telemetry source is unavailable (or telemetry could not start).
-    #[error("{0}")]
-    Telemetry(String),
-    #[error("failed to create {path}: {source}")]
-    Io {
+pub enum RunProblem {
+    #[error("failed to write {}", path.display())]
+    RequestsJsonl {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
+    #[error("internal error: the collector of stage `{0}` panicked; its numbers are lost")]
+    CollectorPanicked(String),
+    #[error("search `{stage}` could not plan its next probe")]
+    Probe {
+        stage: String,
+        #[source]
+        source: PlanError,
+    },
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("failed to start the embedded simulator")]
+    Sim(#[source] SimError),
+    #[error("failed to start the simulator thread")]
+    SimThread(#[source] std::io::Error),
+    #[error("cannot reach the target at {url}")]
+    Unreachable {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
+    NoModel { url: String, problem: String },
+    #[error("failed to prepare the prompts")]
+    Dataset(#[from] DatasetError),
+    #[error("the hooks of data set `{dataset}` do not compile")]
+    Hooks {
+        dataset: String,
+        #[source]
+        source: HookError,
+    },
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("telemetry source `prometheus \"sim\"` needs the embedded simulator as the target")]
+    SimMetricsWithoutSim,
+    /// A required telemetry source is unavailable (or telemetry could not start).
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
+    #[error("failed to create {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+struct TokenizerCounter(Arc<Tokenizer>);
+
+impl TokenCounter for TokenizerCounter {
+    fn count(&self, text: &str) -> usize {
+        self.0.count(text)
+    }
 }
 
 /// Runs the whole plan. `after_stage` sees each finished stage's summary and may stop the run.
@@ -96,13 +132,9 @@ pub async fn run(
         }
         EndpointPlan::Url(url) => (None, url.clone(), url.clone(), None),
     };
-    let tokenizer = Arc::new(
-        Tokenizer::load(&plan.tokenizer, &opts.base_dir)
-            .map_err(|e| RunError::Dataset(e.to_string()))?,
-    );
-    let factory = Arc::new(
-        PromptFactory::new(&plan, &opts.base_dir).map_err(|e| RunError::Dataset(e.to_string()))?,
-    );
+    let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
+    let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
+    let hooks = compile_hooks(&plan)?;
     let api_key = match &plan.target.api_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
         None => None,
@@ -115,14 +147,19 @@ pub async fn run(
     };
     let client = Client::new(
         ClientConfig {
-            url: format!("{}{}", base_url.trim_end_matches('/'), template_base.path()),
+            url: format!(
+                "{}{}",
+                base_url.trim_end_matches('/'),
+                plan.target.api.path()
+            ),
             headers: plan.target.headers.clone(),
             api_key,
             timeout: plan.target.timeout.as_std(),
             pool_size: 1024,
+            // Tokens a chat template adds around one message; a completion prompt gets BOS.
             template_tokens: match plan.target.api {
-                crate::scenario::Api::Chat => 16,
-                crate::scenario::Api::Completions => 2,
+                Api::Chat => 16,
+                Api::Completions => 2,
             },
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
@@ -152,6 +189,7 @@ pub async fn run(
         client,
         template,
         factory,
+        hooks,
         base_url,
         cpu,
         opts: &opts,
@@ -170,8 +208,8 @@ pub async fn run(
         warmup: None,
         stages: Vec::new(),
         searches: Vec::new(),
-        interrupted: false,
-        error: None,
+        stop: Stop::Completed,
+        problems: Vec::new(),
         telemetry: None,
     };
     let mark = |name: &str, started: bool| {
@@ -192,54 +230,47 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, err) = runner
-            .run_stage_watched(StageRef::Warmup, &mut sink, watch.as_ref())
-            .await;
+        let (summary, problem) = runner.run_stage(w, &mut sink, watch.as_ref()).await;
         mark(&w.name, false);
         out.warmup = Some(summary);
-        out.error = out.error.or(err);
+        out.problems.extend(problem);
     }
-    for i in 0..plan.stages.len() {
+    for stage in &plan.stages {
         if opts.interrupt.is_cancelled() {
             break;
         }
-        if let Load::Search(spec) = &plan.stages[i].load {
-            mark(&plan.stages[i].name, true);
-            let s = runner
-                .run_search(&plan.stages[i], spec, &mut sink, after_stage)
-                .await;
-            mark(&plan.stages[i].name, false);
+        mark(&stage.name, true);
+        if let Load::Search(spec) = &stage.load {
+            let s = runner.run_search(stage, spec, &mut sink, after_stage).await;
+            mark(&stage.name, false);
             out.stages.extend(s.probes);
             out.searches.push(s.summary);
-            out.error = out.error.or(s.error);
+            out.problems.extend(s.problems);
             continue;
         }
-        mark(&plan.stages[i].name, true);
-        let (mut summary, err) = runner.run_stage(StageRef::Stage(i), &mut sink).await;
-        mark(&plan.stages[i].name, false);
-        out.error = out.error.or(err);
-        if let Some(mut point) = plan.stages[i].profile.clone() {
+        let (mut summary, problem) = runner.run_stage(stage, &mut sink, None).await;
+        mark(&stage.name, false);
+        out.problems.extend(problem);
+        if let Some(mut point) = stage.profile.clone() {
             point.assess(&summary);
             summary.profile = Some(point);
         }
         let decision = after_stage(&summary);
         out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {
-            out.interrupted = true;
-            out.error = Some(why);
+            out.stop = Stop::Aborted(why);
             break;
         }
     }
     if opts.interrupt.is_cancelled() {
-        out.interrupted = true;
-        out.error
-            .get_or_insert_with(|| "interrupted (Ctrl-C)".to_string());
+        out.stop = Stop::Interrupted;
     }
     if let Some(mut w) = sink
-        && let Err(e) = w.flush()
+        && let Err(source) = w.flush()
+        && let Some(path) = opts.requests_jsonl.clone()
     {
-        out.error
-            .get_or_insert_with(|| format!("failed to write requests.jsonl: {e}"));
+        out.problems
+            .push(RunProblem::RequestsJsonl { path, source });
     }
     if let Some(t) = telemetry {
         let report = t.finish().await;
@@ -250,4 +281,25 @@ pub async fn run(
     }
     drop(sim);
     Ok(out)
+}
+
+/// Each data set's hooks, compiled once for the run (the plan compiler checked them already;
+/// a script that fails now stops the run rather than failing every request).
+fn compile_hooks(plan: &Plan) -> Result<Vec<Option<Arc<Hooks>>>, RunError> {
+    plan.datasets
+        .iter()
+        .map(|d| {
+            d.hooks
+                .as_ref()
+                .map(|h| {
+                    Hooks::compile(&h.source, &h.path)
+                        .map(Arc::new)
+                        .map_err(|source| RunError::Hooks {
+                            dataset: d.name.clone(),
+                            source,
+                        })
+                })
+                .transpose()
+        })
+        .collect()
 }

@@ -8,35 +8,27 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-
-use super::stage::{StageShared, send_turn, since};
-use crate::plan::{SessionRecipe, TurnTokens};
-use crate::scenario::History;
+use super::send::{Body, StageShared, since};
+use crate::dataset::{History, TurnTokens};
+use crate::plan::SessionRecipe;
 
 /// A session ready to start: its turns and its first request's body.
 pub(super) struct Prepared {
     session: SessionRecipe,
-    first: Result<(Bytes, u32), String>,
+    first: Body,
 }
 
 /// Computes session `index` and builds its first body (off the hot path).
 pub(super) fn prepare(sh: &StageShared, index: u64) -> Prepared {
-    let session = sh.plan.session(sh.stage(), index);
+    let session = sh.plan.session(&sh.stage, index);
     let first = turn_body(sh, &session, 0, &[]);
     Prepared { session, first }
 }
 
-fn turn_body(
-    sh: &StageShared,
-    session: &SessionRecipe,
-    k: usize,
-    replies: &[String],
-) -> Result<(Bytes, u32), String> {
-    let stage = sh.stage();
+fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[String]) -> Body {
     let server = sh
         .plan
-        .session_plan(stage)
+        .session_plan(&sh.stage)
         .is_some_and(|s| s.history == History::Server);
     let mut recipe = session.turn(k);
     if server && k > 0 {
@@ -54,23 +46,20 @@ fn turn_body(
             .saturating_sub(planned)
             .saturating_add(received.min(u32::MAX as usize) as u32);
     }
-    let prompt = sh
-        .factory
-        .session_prompt(stage, session, k, server.then_some(replies));
-    super::hooked::body_for(
-        sh.hooks.as_deref(),
-        &sh.factory,
-        &sh.template,
-        stage,
-        &recipe,
-        prompt,
-    )
+    let prompt = sh.factory.session_prompt(
+        sh.stage.dataset,
+        session.item,
+        &session.turns,
+        k,
+        server.then_some(replies),
+    );
+    sh.body_for(&recipe, prompt)
 }
 
 /// Runs a prepared session to its end; its first turn is due at `scheduled_ns`.
 pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: u64) {
     let Prepared { session, first } = prepared;
-    let Some(settings) = sh.plan.session_plan(sh.stage()).copied() else {
+    let Some(settings) = sh.plan.session_plan(&sh.stage).copied() else {
         return;
     };
     let think = settings.think_time.as_std();
@@ -79,7 +68,7 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
     let mut scheduled = scheduled_ns;
     for k in 0..session.turns.len() {
         let recipe = session.turn(k);
-        let Some(text) = send_turn(&sh, body, recipe, scheduled, k as u32).await else {
+        let Some(text) = sh.send(body, recipe, scheduled, k as u32).await else {
             return;
         };
         if k + 1 == session.turns.len() {

@@ -14,119 +14,50 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::collect::{Collector, RowSink};
 use super::cpu::CpuClock;
-use super::progress::Progress;
-use super::run::RunOptions;
+use super::options::RunOptions;
+use super::run::RunProblem;
+use super::send::{StageShared, since};
 use super::target::warm_pool;
 use super::timer::PreciseTimer;
 use super::warmup::{Watch, WatchState};
-use crate::client::{BodyTemplate, Client, TokenCounter};
-use crate::dataset::{PromptFactory, Tokenizer};
-use crate::metrics::{
-    ErrorKind, GoodputSlo, PlannedLoad, RequestRecord, StageAggregator, StageClock, StageSummary,
-};
-use crate::plan::{Load, Plan, RequestRecipe, StagePlan};
-use crate::scenario::ArrivalSpec;
+use crate::client::{BodyTemplate, Client};
+use crate::dataset::{DatasetSource, PromptFactory};
+use crate::hooks::Hooks;
+use crate::metrics::{GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageSummary};
+use crate::plan::{Load, Plan, StagePlan};
 
-pub(super) struct TokenizerCounter(pub(super) Arc<Tokenizer>);
-
-impl TokenCounter for TokenizerCounter {
-    fn count(&self, text: &str) -> usize {
-        self.0.count(text)
-    }
-}
-
-/// Which stage of the plan a task works for.
-#[derive(Clone, Copy)]
-pub(super) enum StageRef {
-    Warmup,
-    Stage(usize),
-}
-
-/// What every request task of one stage shares.
-pub(super) struct StageShared {
-    pub(super) plan: Arc<Plan>,
-    pub(super) stage: StageRef,
-    pub(super) client: Client,
-    pub(super) template: Arc<BodyTemplate>,
-    pub(super) factory: Arc<PromptFactory>,
-    pub(super) t0: Instant,
-    pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
-    /// Stops sending (Ctrl-C).
-    pub(super) interrupt: CancellationToken,
-    /// Cancels in-flight requests (drain time over, or interrupt grace over).
-    pub(super) cancel: CancellationToken,
-    pub(super) hooks: Option<Arc<crate::hooks::Hooks>>,
-    /// Requests in flight now, and the most there were at once (a ramp's reach).
-    pub(super) in_flight: AtomicU64,
-    pub(super) peak_in_flight: Arc<AtomicU64>,
-}
-
-impl StageShared {
-    pub(super) fn stage(&self) -> &StagePlan {
-        match self.stage {
-            StageRef::Warmup => self.plan.warmup.as_ref().expect("warm-up stage exists"),
-            StageRef::Stage(i) => &self.plan.stages[i],
-        }
-    }
-
-    /// The body, or why a hook could not build it.
-    fn body(&self, recipe: &RequestRecipe) -> Result<(Bytes, u32), String> {
-        super::hooked::body(
-            self.hooks.as_deref(),
-            &self.factory,
-            &self.template,
-            self.stage(),
-            recipe,
-        )
-    }
-}
-
-pub(super) fn since(t0: Instant) -> u64 {
-    Instant::now().saturating_duration_since(t0).as_nanos() as u64
-}
-
+/// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
     pub(super) plan: Arc<Plan>,
     pub(super) client: Client,
     pub(super) template: Arc<BodyTemplate>,
     pub(super) factory: Arc<PromptFactory>,
+    /// Each data set's hooks, compiled once for the run (indexed like `plan.datasets`).
+    pub(super) hooks: Vec<Option<Arc<Hooks>>>,
     pub(super) base_url: String,
     pub(super) cpu: CpuClock,
     pub(super) opts: &'a RunOptions,
 }
 
 impl StageRunner<'_> {
+    /// Runs `stage` (a stage of the plan, its warm-up or a search probe). With `watch`, sending
+    /// also stops once its rule holds (`warmup until="stable"`).
     pub(super) async fn run_stage(
         &self,
-        which: StageRef,
-        sink: &mut Option<RowSink>,
-    ) -> (StageSummary, Option<String>) {
-        self.run_stage_watched(which, sink, None).await
-    }
-
-    /// A stage whose sending also stops once `watch`'s rule holds (`warmup until="stable"`).
-    pub(super) async fn run_stage_watched(
-        &self,
-        which: StageRef,
+        stage: &StagePlan,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
-    ) -> (StageSummary, Option<String>) {
-        let stage = match which {
-            StageRef::Warmup => self.plan.warmup.as_ref().expect("warm-up stage exists"),
-            StageRef::Stage(i) => &self.plan.stages[i],
-        };
+    ) -> (StageSummary, Option<RunProblem>) {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
-        let progress = Progress::new(
-            self.opts.progress,
-            &stage.name,
-            planned_total(&self.plan, stage),
-        );
+        let progress = self
+            .opts
+            .observer
+            .stage_started(&stage.name, planned_total(&self.plan, stage));
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
         warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
@@ -140,15 +71,15 @@ impl StageRunner<'_> {
         let peak_in_flight = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(StageShared {
             plan: self.plan.clone(),
-            stage: which,
+            stage: stage.clone(),
             client: self.client.clone(),
             template: self.template.clone(),
             factory: self.factory.clone(),
+            hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
             cancel: cancel.clone(),
-            hooks: super::hooked::stage_hooks(&self.plan, stage),
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
         });
@@ -186,19 +117,17 @@ impl StageRunner<'_> {
                         stage.max_requests,
                     ));
                 }
-                if let Some(d) = deadline {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(d.into()) => {}
-                        _ = tracker.wait() => {}
-                        _ = stop.cancelled() => {}
-                        _ = &mut watching => {}
+                let until_deadline = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
                     }
-                } else {
-                    tokio::select! {
-                        _ = tracker.wait() => {}
-                        _ = stop.cancelled() => {}
-                        _ = &mut watching => {}
-                    }
+                };
+                tokio::select! {
+                    _ = until_deadline => {}
+                    _ = tracker.wait() => {}
+                    _ = stop.cancelled() => {}
+                    _ = &mut watching => {}
                 }
             }
         }
@@ -211,28 +140,24 @@ impl StageRunner<'_> {
             )
         });
         drop(shared);
-        // Sending is over: wait for in-flight requests, at most the drain time.
-        let drain = if self.opts.interrupt.is_cancelled() {
-            self.opts.interrupt_grace
-        } else {
-            stage.drain_timeout.as_std()
-        };
-        tokio::select! {
-            _ = tracker.wait() => {}
-            _ = tokio::time::sleep(drain) => {}
-            _ = self.opts.interrupt.cancelled(), if !self.opts.interrupt.is_cancelled() => {
-                tokio::select! {
-                    _ = tracker.wait() => {}
-                    _ = tokio::time::sleep(self.opts.interrupt_grace) => {}
-                }
-            }
-        }
+        self.drain(stage, &tracker).await;
         cancel.cancel();
         tracker.wait().await;
         let wall_ns = since(t0);
         let cpu_ns = self.cpu.now_ns().saturating_sub(cpu0);
-        let (agg, returned_sink, err) = collector.finish();
-        *sink = returned_sink;
+        let finished = collector.finish();
+        *sink = finished.sink;
+        let problem = match finished.problem {
+            Some(super::collect::CollectProblem::Sink(source)) => self
+                .opts
+                .requests_jsonl
+                .clone()
+                .map(|path| RunProblem::RequestsJsonl { path, source }),
+            Some(super::collect::CollectProblem::Panicked) => {
+                Some(RunProblem::CollectorPanicked(stage.name.clone()))
+            }
+            None => None,
+        };
         let clock = StageClock {
             wall_ns,
             planned_span_ns: match &stage.load {
@@ -249,10 +174,31 @@ impl StageRunner<'_> {
                 .and_then(|(a, b)| b.share_since(&a)),
             poll_idle: self.opts.poll_idle,
         };
-        let mut summary = agg.finish(clock, &self.opts.validity);
+        let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        (summary, err)
+        (summary, problem)
+    }
+
+    /// Sending is over: waits for in-flight requests, at most the drain time (the interrupt
+    /// grace once interrupted).
+    async fn drain(&self, stage: &StagePlan, tracker: &TaskTracker) {
+        let interrupt = &self.opts.interrupt;
+        let drain = if interrupt.is_cancelled() {
+            self.opts.interrupt_grace
+        } else {
+            stage.drain_timeout.as_std()
+        };
+        tokio::select! {
+            _ = tracker.wait() => {}
+            _ = tokio::time::sleep(drain) => {}
+            _ = interrupt.cancelled(), if !interrupt.is_cancelled() => {
+                tokio::select! {
+                    _ = tracker.wait() => {}
+                    _ = tokio::time::sleep(self.opts.interrupt_grace) => {}
+                }
+            }
+        }
     }
 }
 
@@ -260,9 +206,10 @@ impl StageRunner<'_> {
 /// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
 /// at once and the send lag records how late.
 async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
-    let Some(offsets) = sh.stage().offsets() else {
+    let Some(offsets) = sh.stage.offsets() else {
         return;
     };
+    let sessions = sh.plan.session_plan(&sh.stage).is_some();
     let mut timer = PreciseTimer::new();
     for (i, offset) in offsets.enumerate() {
         if sh.interrupt.is_cancelled() {
@@ -270,20 +217,20 @@ async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
         }
         let at = sh.t0 + Duration::from_nanos(offset);
         // Prepared ahead, so building the body is not part of the send lag.
-        if sh.plan.session_plan(sh.stage()).is_some() {
+        if sessions {
             let first = super::session::prepare(&sh, i as u64);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
             tracker.spawn(super::session::run(sh.clone(), first, offset));
         } else {
-            let recipe = sh.plan.request(sh.stage(), i as u64);
+            let recipe = sh.plan.request(&sh.stage, i as u64);
             let body = sh.body(&recipe);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
             let task_sh = sh.clone();
-            tracker.spawn(async move { send_one(&task_sh, body, recipe, offset).await });
+            tracker.spawn(async move { task_sh.send(body, recipe, offset, 0).await });
         }
         // Lets the request just spawned go out before the next body is built.
         tokio::task::yield_now().await;
@@ -320,6 +267,7 @@ async fn closed_worker(
             _ = sh.interrupt.cancelled() => return,
         }
     }
+    let sessions = sh.plan.session_plan(&sh.stage).is_some();
     loop {
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
             return;
@@ -328,81 +276,16 @@ async fn closed_worker(
         if max_requests.is_some_and(|m| i >= m) {
             return;
         }
-        if sh.plan.session_plan(sh.stage()).is_some() {
+        if sessions {
             let first = super::session::prepare(&sh, i);
             super::session::run(sh.clone(), first, since(sh.t0)).await;
             continue;
         }
-        let recipe = sh.plan.request(sh.stage(), i);
+        let recipe = sh.plan.request(&sh.stage, i);
         let body = sh.body(&recipe);
         let scheduled = since(sh.t0);
-        send_one(&sh, body, recipe, scheduled).await;
+        sh.send(body, recipe, scheduled, 0).await;
     }
-}
-
-async fn send_one(
-    sh: &StageShared,
-    body: Result<(Bytes, u32), String>,
-    recipe: RequestRecipe,
-    scheduled_ns: u64,
-) {
-    send_turn(sh, body, recipe, scheduled_ns, 0).await;
-}
-
-/// Sends one request (turn `turn` of a session) and records it; the response text when it
-/// succeeded.
-pub(super) async fn send_turn(
-    sh: &StageShared,
-    body: Result<(Bytes, u32), String>,
-    recipe: RequestRecipe,
-    scheduled_ns: u64,
-    turn: u32,
-) -> Option<String> {
-    let mut rec = RequestRecord {
-        index: recipe.index,
-        turn,
-        messages: 2 * turn + 1,
-        scheduled_ns,
-        input_tokens: recipe.input_tokens,
-        ..RequestRecord::default()
-    };
-    let body = match body {
-        Ok((b, input_tokens)) => {
-            rec.input_tokens = input_tokens;
-            b
-        }
-        Err(why) => {
-            tracing::debug!(index = recipe.index, "{why}");
-            rec.error = Some(ErrorKind::Hook);
-            rec.sent_ns = scheduled_ns;
-            rec.done_ns = since(sh.t0);
-            let _ = sh.tx.send(rec);
-            return None;
-        }
-    };
-    let now = sh.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-    sh.peak_in_flight.fetch_max(now, Ordering::Relaxed);
-    let reply = tokio::select! {
-        biased;
-        _ = sh.cancel.cancelled() => None,
-        text = sh.client.execute_text(body, recipe.output_tokens, &mut rec, sh.t0) => {
-            super::hooked::validate(sh.hooks.as_deref(), sh.stage(), &recipe, &text, &mut rec);
-            Some(text)
-        }
-    };
-    sh.in_flight.fetch_sub(1, Ordering::Relaxed);
-    let cancelled = reply.is_none();
-    if cancelled {
-        rec.error = Some(ErrorKind::Cancelled);
-        rec.done_ns = since(sh.t0);
-        if rec.sent_ns == 0 {
-            rec.sent_ns = scheduled_ns;
-        }
-    }
-    let ok = rec.ok();
-    // The collector outlives every task of its stage; a failed send means it is gone already.
-    let _ = sh.tx.send(rec);
-    reply.filter(|_| ok)
 }
 
 fn planned_load(stage: &StagePlan) -> PlannedLoad {
@@ -414,28 +297,18 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
     match &stage.load {
         Load::Open { arrival, schedule } => {
             p.requests = Some(schedule.count());
-            let (kind, rate) = match arrival {
-                ArrivalSpec::Constant { rate } => ("constant", Some(rate.per_sec())),
-                ArrivalSpec::Poisson { rate } => ("poisson", Some(rate.per_sec())),
-                ArrivalSpec::Gamma { rate, .. } => ("gamma", Some(rate.per_sec())),
-                ArrivalSpec::Concurrency { .. } => ("concurrency", None),
-                ArrivalSpec::Ramp { .. } => ("ramp", None),
-                ArrivalSpec::RampConcurrency { .. } => ("ramp-concurrency", None),
-                ArrivalSpec::Trace { .. } => ("trace", None),
-            };
-            p.arrival = kind.into();
-            p.rate_per_s = rate;
+            p.arrival = arrival.kind();
+            p.rate_per_s = arrival.steady_rate().map(|r| r.per_sec());
         }
         Load::Closed { clients, ramp } => {
             p.arrival = if ramp.is_some() {
-                "ramp-concurrency"
+                crate::arrival::ArrivalKind::RampConcurrency
             } else {
-                "concurrency"
-            }
-            .into();
+                crate::arrival::ArrivalKind::Concurrency
+            };
             p.clients = Some(*clients);
         }
-        Load::Search(_) => p.arrival = "search".into(),
+        Load::Search(_) => p.arrival = crate::arrival::ArrivalKind::Search,
     }
     p
 }
@@ -447,9 +320,7 @@ fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
     match plan.session_plan(stage) {
         None => Some(units),
         Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
-            Some(crate::plan::DatasetSource::Synthetic { .. }) => {
-                Some(units * u64::from(session.turns.max(1)))
-            }
+            Some(DatasetSource::Synthetic { .. }) => Some(units * u64::from(session.turns.max(1))),
             _ => None,
         },
     }

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::cpu::ThreadId;
 use super::run::RunError;
-use crate::sim::SimConfig;
+use crate::sim::{SimConfig, SimError};
 
 /// The simulator running on its own thread; stops when dropped.
 pub struct InProcessSim {
@@ -34,7 +34,7 @@ impl InProcessSim {
                 {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx.send(Err(SimError::Serve(e)));
                         return;
                     }
                 };
@@ -47,16 +47,16 @@ impl InProcessSim {
                             let _ = handle.shutdown().await;
                         }
                         Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
+                            let _ = ready_tx.send(Err(e));
                         }
                     }
                 });
             })
-            .map_err(|e| RunError::Target(format!("failed to start the simulator thread: {e}")))?;
+            .map_err(RunError::SimThread)?;
         let (base_url, tid) = ready_rx
             .recv()
-            .map_err(|_| RunError::Target("the simulator thread ended before it started".into()))?
-            .map_err(|e| RunError::Target(format!("failed to start the simulator: {e}")))?;
+            .map_err(|_| RunError::Sim(SimError::Panicked))?
+            .map_err(RunError::Sim)?;
         Ok(InProcessSim {
             base_url,
             thread: tid,
@@ -97,31 +97,39 @@ pub async fn preflight(
     model: Option<&str>,
 ) -> Result<String, RunError> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
-    let resp = http.get(&url).send().await.map_err(|e| {
-        RunError::Target(format!(
-            "cannot reach the target at {base_url}: {}",
-            error_chain(&e)
-        ))
-    })?;
+    let resp = http
+        .get(&url)
+        .send()
+        .await
+        .map_err(|source| RunError::Unreachable {
+            url: base_url.to_string(),
+            source,
+        })?;
     if let Some(m) = model {
         return Ok(m.to_string());
     }
     if !resp.status().is_success() {
-        return Err(RunError::Target(format!(
-            "GET {url} answered {}; name the model with `model \"…\"` in the target",
-            resp.status()
-        )));
+        return Err(RunError::NoModel {
+            url,
+            problem: format!("answered {}", resp.status()),
+        });
     }
-    let list: ModelList = resp.json().await.map_err(|e| {
-        RunError::Target(format!(
-            "GET {url} did not return a model list ({e}); name the model with `model \"…\"` in the target"
-        ))
-    })?;
-    list.data.into_iter().next().map(|m| m.id).ok_or_else(|| {
-        RunError::Target(format!(
-            "GET {url} lists no model; name the model with `model \"…\"` in the target"
-        ))
-    })
+    let list: ModelList = match resp.json().await {
+        Ok(l) => l,
+        Err(e) => {
+            return Err(RunError::NoModel {
+                url,
+                problem: format!("did not return a model list ({e})"),
+            });
+        }
+    };
+    match list.data.into_iter().next() {
+        Some(m) => Ok(m.id),
+        None => Err(RunError::NoModel {
+            url,
+            problem: "lists no model".into(),
+        }),
+    }
 }
 
 /// Opens up to `n` keep-alive connections so the first requests of a stage do not pay for
@@ -134,15 +142,4 @@ pub async fn warm_pool(http: &reqwest::Client, base_url: &str, n: usize) {
         }
     });
     futures_util::future::join_all(gets).await;
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(inner) = cur {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        cur = inner.source();
-    }
-    s
 }

@@ -3,9 +3,8 @@
 //! stops the run), and flagging stages during which a GPU throttled.
 
 use crate::metrics::StageSummary;
-use crate::scenario::SIM_METRICS;
 use crate::telemetry::{
-    SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
+    MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
 };
 
 use super::run::RunError;
@@ -22,10 +21,10 @@ pub(super) fn resolve(config: &TelemetryConfig, sim_base_url: Option<&str>) -> T
     let mut c = config.clone();
     for s in &mut c.sources {
         if let SourceConfig::Prometheus { url, .. } = s
-            && url == SIM_METRICS
+            && *url == MetricsUrl::Sim
             && let Some(base) = sim_base_url
         {
-            *url = sim_metrics_url(base);
+            *url = MetricsUrl::Url(sim_metrics_url(base));
         }
     }
     c
@@ -40,18 +39,19 @@ pub(super) async fn start(
         return Ok(None);
     };
     let config = resolve(config, sim_base_url);
-    if let Some(bad) = config.sources.iter().find_map(|s| match s {
-        SourceConfig::Prometheus { url, .. } if url == SIM_METRICS => Some(url.clone()),
-        _ => None,
-    }) {
-        return Err(RunError::Telemetry(format!(
-            "telemetry source `prometheus \"{bad}\"` needs the embedded simulator as the target"
-        )));
+    let unresolved = config.sources.iter().any(|s| {
+        matches!(
+            s,
+            SourceConfig::Prometheus {
+                url: MetricsUrl::Sim,
+                ..
+            }
+        )
+    });
+    if unresolved {
+        return Err(RunError::SimMetricsWithoutSim);
     }
-    Telemetry::start_async(config)
-        .await
-        .map(Some)
-        .map_err(|e| RunError::Telemetry(e.to_string()))
+    Ok(Some(Telemetry::start_async(config).await?))
 }
 
 /// Marks a stage untrusted when any of its GPUs throttled (see `docs/telemetry.md`).
@@ -96,7 +96,7 @@ mod tests {
         let c = TelemetryConfig {
             sources: vec![
                 SourceConfig::Prometheus {
-                    url: "sim".into(),
+                    url: MetricsUrl::Sim,
                     required: true,
                     kind: None,
                 },

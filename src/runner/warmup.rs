@@ -9,8 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::collect::RecentTtfts;
 use crate::metrics::{WarmupEnd, WarmupEndReason};
-use crate::scenario::WarmupUntil;
-use crate::telemetry::{StabilityBasis, StabilityVerdict, TelemetryHandle, assess_ttft};
+
+use crate::telemetry::{
+    StabilityBasis, StabilityVerdict, TelemetryHandle, WarmupUntil, assess_ttft,
+};
 
 /// What the warm-up watches.
 pub(super) struct Watch<'a> {

@@ -14,9 +14,13 @@ use miette::SourceSpan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::workload_model::{ContextSpec, JsonlSpec, ShareGptSpec, TraceSpec};
+use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use crate::arrival::ArrivalSpec;
+use crate::dataset::{ContextSpec, LengthDist, TokenizerSpec};
+use crate::protocol::Api;
 use crate::sim::SimConfig;
-use crate::units::{Duration, Rate};
+use crate::sla::Assertion;
+use crate::units::Duration;
 
 /// A value together with where it was written, so a later stage can point at it.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,16 +119,6 @@ pub enum ParamValue {
     Bool(bool),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Api {
-    /// `POST {base}/chat/completions` with `messages`.
-    #[default]
-    Chat,
-    /// `POST {base}/completions` with `prompt`.
-    Completions,
-}
-
 /// Where requests go.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Target {
@@ -152,16 +146,6 @@ pub enum Endpoint {
     Sim(SimConfig),
     /// An OpenAI-compatible base URL such as `http://127.0.0.1:8000/v1`.
     Url(Spanned<String>),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenizerSpec {
-    #[default]
-    Cl100kBase,
-    O200kBase,
-    /// A Hugging Face `tokenizer.json`, path resolved against the scenario's directory.
-    File(PathBuf),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -196,38 +180,6 @@ pub struct SyntheticSpec {
     pub output_tokens: Spanned<LengthDist>,
 }
 
-/// A distribution of token counts. All bounds are inclusive and ≥ 1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum LengthDist {
-    /// Always this many.
-    Fixed {
-        value: u32,
-    },
-    /// One of these, equally likely.
-    Choice {
-        values: Vec<u32>,
-    },
-    Uniform {
-        min: u32,
-        max: u32,
-    },
-    /// Rounded and clamped to `[min, max]`.
-    Normal {
-        mean: f64,
-        stddev: f64,
-        min: u32,
-        max: u32,
-    },
-    /// Long-tailed: `median · exp(sigma · N(0,1))`, clamped to `[min, max]`.
-    LogNormal {
-        median: f64,
-        sigma: f64,
-        min: u32,
-        max: u32,
-    },
-}
-
 /// Warm-up load sent before the first stage and excluded from every metric.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Warmup {
@@ -238,7 +190,7 @@ pub struct Warmup {
     pub clients: u32,
     /// `until="stable"`: send until the stability rule holds; `limit` is then its `max`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<super::warmup::WarmupUntil>,
+    pub until: Option<crate::telemetry::WarmupUntil>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -263,51 +215,11 @@ pub enum StageLimit {
     Duration(Duration),
 }
 
-/// How requests arrive. Open-loop arrivals are scheduled ahead by the plan compiler; a
-/// closed-loop one has `clients` workers each sending its next request when the last ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum ArrivalSpec {
-    /// A fixed interval of `1/rate`.
-    Constant { rate: Rate },
-    /// Exponential inter-arrival times (coefficient of variation 1).
-    Poisson { rate: Rate },
-    /// Gamma inter-arrival times: `burstiness` 1 is Poisson, < 1 burstier, > 1 more regular.
-    Gamma { rate: Rate, burstiness: f64 },
-    /// Closed loop: `clients` workers.
-    Concurrency { clients: u32 },
-    /// Open loop (inhomogeneous Poisson) whose rate goes from `from` to `to` over `over`,
-    /// linearly or, with `steps`, in that many equal stairs; it stays at `to` afterwards.
-    Ramp {
-        from: Rate,
-        to: Rate,
-        over: Duration,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        steps: Option<u32>,
-    },
-    /// Closed loop whose client count grows from `from` to `to` over `over`: one more client
-    /// every `over / (to − from)`, or, with `steps`, in that many equal stairs.
-    RampConcurrency {
-        from: u32,
-        to: u32,
-        over: Duration,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        steps: Option<u32>,
-    },
-    /// Replays the timestamps of the stage's `trace` dataset, `speedup` times faster, from
-    /// `start` into the trace for at most `window` of trace time.
-    Trace {
-        speedup: f64,
-        start: Duration,
-        window: Option<Duration>,
-    },
-}
-
-/// One `assert "…"` line: the expression is parsed by the `sla` module; the scenario keeps the
-/// text and where it is so that errors point inside the string.
+/// One `assert "…"` line, parsed by the `sla` grammar when the scenario is read; the span is
+/// where the expression is written, so that later errors can point inside the string.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct AssertionSpec {
-    pub expr: Spanned<String>,
+    pub expr: Spanned<Assertion>,
     /// `Some(stage)` when written inside a stage or with `stage="…"`.
     pub stage: Option<Spanned<String>>,
     pub abort_on_fail: bool,

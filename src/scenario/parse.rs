@@ -11,9 +11,10 @@ use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, Once};
 use super::error::{ScenarioError, did_you_mean};
-use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned, TokenizerSpec};
+use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned};
 use super::target::one_arg;
 use super::{dataset, params, stage, target, telemetry};
+use crate::dataset::TokenizerSpec;
 
 const TOP: &[&str] = &[
     "scenario",

@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ctx::{Ctx, NodeReader, Val};
-use super::model::{ArrivalSpec, Spanned, StageLimit};
+use super::model::{Spanned, StageLimit};
 use super::target::one_arg;
+use crate::arrival::{ArrivalSpec, SearchAxis, SearchSpec};
 use crate::units::{Duration, Rate};
 
 /// A stage that is not one load but a family of them.
@@ -29,44 +30,6 @@ pub enum SweepSpec {
     Rates(Vec<Rate>),
     /// Closed-loop client counts.
     Concurrency(Vec<u32>),
-}
-
-/// What a search varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchAxis {
-    /// Open-loop Poisson rate (`rate from=… to=…`).
-    #[default]
-    Rate,
-    /// Closed-loop client count (`concurrency from=… to=…`), searched over whole numbers.
-    Concurrency,
-}
-
-impl SearchAxis {
-    fn is_rate(&self) -> bool {
-        *self == SearchAxis::Rate
-    }
-}
-
-/// `search { rate from=… to=…; tolerance "5%"; max-probes 12; max-time "10m"; probe "20s" }`,
-/// or `concurrency from=… to=…` in place of `rate`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SearchSpec {
-    /// Lowest load tried (the search starts here): a rate, or clients for a concurrency search.
-    pub from: Rate,
-    /// Highest load tried (a rate, or clients).
-    pub to: Rate,
-    /// Rate (default) or closed-loop concurrency; `from`/`to` count clients for the latter.
-    #[serde(default, skip_serializing_if = "SearchAxis::is_rate")]
-    pub axis: SearchAxis,
-    /// Stop when `(fail − pass) / pass` is at most this (a fraction). Default 0.05.
-    pub tolerance: f64,
-    /// Most probes run. Default 12.
-    pub max_probes: u32,
-    /// Most total time spent probing (a probe that starts runs to its end). Default 10m.
-    pub max_time: Duration,
-    /// Length of one probe (open-loop Poisson, or closed loop). Default 20s.
-    pub probe: Duration,
 }
 
 const SWEEP_CHILDREN: &[&str] = &["rates", "rate", "concurrency"];

@@ -7,10 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ctx::{Ctx, NodeReader};
+use crate::dataset::{History, MAX_TURNS};
 use crate::units::Duration;
-
-/// How many turns a session may have at most (also the per-turn metrics' cap).
-pub const MAX_TURNS: u32 = 64;
 
 /// A dataset's `session` modifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -22,18 +20,6 @@ pub struct SessionSpec {
     pub think_time: Duration,
     /// What later turns carry as the assistant's earlier replies.
     pub history: History,
-}
-
-/// Where a session's earlier assistant replies come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum History {
-    /// The data set's replies (synthetic text of the planned length, or ShareGPT's `gpt`
-    /// turns): deterministic, the default.
-    #[default]
-    Dataset,
-    /// The text the server actually sent.
-    Server,
 }
 
 /// Parses `session turns=3 think-time="2s" history="server"`; `None` after an error.

@@ -6,8 +6,10 @@ use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, Once};
 use super::error::suggest;
-use super::model::{ArrivalSpec, AssertionSpec, Spanned, StageLimit, StageSpec, Warmup};
+use super::model::{AssertionSpec, Spanned, StageLimit, StageSpec, Warmup};
 use super::target::one_arg;
+use crate::arrival::ArrivalSpec;
+use crate::sla::Assertion;
 
 const STAGE_CHILDREN: &[&str] = &[
     "dataset",
@@ -334,8 +336,7 @@ pub(crate) fn sla_block(
                 return None;
             }
             let span = content_span(ctx, child, v.span, &s);
-            check_assertion(ctx, &s, span);
-            Some(Spanned::new(s, span))
+            parse_assertion(ctx, &s, span).map(|a| Spanned::new(a, span))
         });
         let stage = match (ar.prop(ctx, "stage"), scope) {
             (Some(v), Some(_)) => {
@@ -369,11 +370,12 @@ pub(crate) fn sla_block(
     out
 }
 
-/// Parses the expression with the SLA grammar so that `validate` catches a bad assertion,
-/// pointing at the offending character inside the string when the span allows it.
-fn check_assertion(ctx: &mut Ctx<'_>, expr: &str, span: SourceSpan) {
-    let Err(e) = crate::sla::parse(expr) else {
-        return;
+/// Parses the expression with the SLA grammar, once: the scenario keeps the typed assertion.
+/// An error points at the offending character inside the string when the span allows it.
+fn parse_assertion(ctx: &mut Ctx<'_>, expr: &str, span: SourceSpan) -> Option<Assertion> {
+    let e = match crate::sla::parse(expr) {
+        Ok(a) => return Some(a),
+        Err(e) => e,
     };
     let exact = span.len() == expr.len();
     let at = if exact {
@@ -390,6 +392,7 @@ fn check_assertion(ctx: &mut Ctx<'_>, expr: &str, span: SourceSpan) {
         e.message.clone(),
         Some(e.hint),
     );
+    None
 }
 
 /// The span of a string's content (inside the quotes), so that the `sla` module can point at

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use super::ctx::{Ctx, NodeReader, Once, Val};
 use super::error::suggest;
-use super::model::{Api, Endpoint, Spanned, Target};
+use super::model::{Endpoint, Spanned, Target};
+use crate::protocol::Api;
 use crate::sim::SimConfig;
 use crate::units::Duration;
 

@@ -10,10 +10,7 @@ use super::ctx::{Ctx, NodeReader, Once};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
 use super::target::one_arg;
-use crate::telemetry::{PrometheusKind, SourceConfig, TelemetryConfig};
-
-/// The Prometheus URL that stands for the in-process simulator's `/metrics`.
-pub const SIM_METRICS: &str = "sim";
+use crate::telemetry::{MetricsUrl, PrometheusKind, SourceConfig, TelemetryConfig};
 
 const CHILDREN: &[&str] = &["interval", "nvml", "prometheus"];
 const KINDS: &[&str] = &["vllm", "sglang", "llama-cpp", "dcgm-exporter"];
@@ -167,7 +164,7 @@ fn prometheus(
     let url_val = url_val?;
     let url = ctx.name_string(&url_val, "prometheus")?;
     let mut sim_span = None;
-    if url == SIM_METRICS {
+    if url == MetricsUrl::SIM {
         sim_span = Some(url_val.span);
     } else if !(url.starts_with("http://") || url.starts_with("https://")) {
         ctx.error(
@@ -184,7 +181,7 @@ fn prometheus(
     }
     Some((
         SourceConfig::Prometheus {
-            url,
+            url: url.into(),
             required,
             kind,
         },

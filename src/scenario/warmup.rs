@@ -4,13 +4,11 @@
 //! `max` becomes the warm-up's duration limit.
 
 use kdl::{KdlNode, KdlValue};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use super::ctx::{Ctx, NodeReader, Val};
 use super::error::suggest;
 use super::model::StageLimit;
-use crate::telemetry::StabilityRule;
+use crate::telemetry::{StabilityRule, WarmupUntil};
 use crate::units::Duration;
 
 /// What `until=` accepts.
@@ -29,15 +27,6 @@ const RULE_PROPS: &[&str] = &[
 pub const DEFAULT_UNTIL_MAX: Duration = Duration(std::time::Duration::from_secs(5 * 60));
 /// How often the rule is checked when `check-every=` is not given.
 pub const DEFAULT_CHECK_EVERY: Duration = Duration(std::time::Duration::from_secs(2));
-
-/// `warmup until="stable"`: keep sending warm-up load until `rule` holds (checked every
-/// `check_every`), at most for the warm-up's duration limit (`max=`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub struct WarmupUntil {
-    pub rule: StabilityRule,
-    pub check_every: Duration,
-}
 
 /// What the `until` part of a `warmup` node says.
 pub(crate) struct UntilOut {

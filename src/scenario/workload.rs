@@ -8,10 +8,8 @@ use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader};
 use super::model::{DatasetKind, Spanned};
-use super::workload_model::{
-    ContextSpec, JsonlSpec, Retrieved, ShareGptFilters, ShareGptSpec, SharedPrefix, TraceFormat,
-    TraceSpec,
-};
+use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use crate::dataset::{ContextSpec, Retrieved, ShareGptFilters, SharedPrefix, TraceFormat};
 
 /// Source kinds this module parses.
 pub(crate) const FILE_KINDS: &[&str] = &["sharegpt", "jsonl", "trace"];
@@ -204,7 +202,7 @@ pub(crate) fn modifier(
 pub(crate) fn trace_arrival(
     ctx: &mut Ctx<'_>,
     r: &mut NodeReader<'_>,
-) -> Option<super::model::ArrivalSpec> {
+) -> Option<crate::arrival::ArrivalSpec> {
     let speedup = match r.prop(ctx, "speedup") {
         Some(v) => ctx.number_min(&v, "speedup", 0.0, true),
         None if r.node.entry("speedup").is_some() => None,
@@ -220,7 +218,7 @@ pub(crate) fn trace_arrival(
         None if r.node.entry("window").is_some() => None,
         None => Some(None),
     };
-    Some(super::model::ArrivalSpec::Trace {
+    Some(crate::arrival::ArrivalSpec::Trace {
         speedup: speedup?,
         start: start?,
         window: window?,

@@ -5,18 +5,24 @@
 //! is a promise about every load the scenario applies, and a per-stage verdict says which load
 //! broke it. Warm-up is never evaluated.
 
-use super::grammar::{Aggregation, Assertion, Metric, Percentile, Threshold};
+use super::grammar::{Aggregation, Assertion, Metric, Percentile, ScopedAssertion, Threshold};
 use super::telemetry::observe_with;
 use super::verdict::SlaVerdict;
 use crate::metrics::{Dist, StageSummary};
-use crate::report::Results;
 use crate::telemetry::TelemetryReport;
+
+/// A past run whose numbers `baseline` thresholds refer to: its stages and telemetry.
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline<'a> {
+    pub stages: &'a [StageSummary],
+    pub telemetry: Option<&'a TelemetryReport>,
+}
 
 /// One verdict per (assertion, stage) pair, in assertion order then stage order.
 pub fn evaluate(
-    assertions: &[(Assertion, Option<String>)],
+    assertions: &[ScopedAssertion],
     stages: &[StageSummary],
-    baseline: Option<&Results>,
+    baseline: Option<Baseline<'_>>,
 ) -> Vec<SlaVerdict> {
     evaluate_with(assertions, stages, baseline, None)
 }
@@ -24,14 +30,17 @@ pub fn evaluate(
 /// [`evaluate`] with the run's telemetry, which serves the telemetry metrics
 /// (`gpu.temp.max`, `queue.max`, …).
 pub fn evaluate_with(
-    assertions: &[(Assertion, Option<String>)],
+    assertions: &[ScopedAssertion],
     stages: &[StageSummary],
-    baseline: Option<&Results>,
+    baseline: Option<Baseline<'_>>,
     telemetry: Option<&TelemetryReport>,
 ) -> Vec<SlaVerdict> {
     let mut verdicts = Vec::new();
-    for (assertion, scope) in assertions {
-        match scope {
+    for ScopedAssertion {
+        assertion, stage, ..
+    } in assertions
+    {
+        match stage {
             Some(name) => match stages.iter().find(|s| &s.name == name) {
                 Some(stage) => {
                     verdicts.push(evaluate_one_with(assertion, stage, baseline, telemetry))
@@ -69,7 +78,7 @@ fn absolute_or_zero(a: &Assertion) -> f64 {
 pub fn evaluate_one(
     assertion: &Assertion,
     stage: &StageSummary,
-    baseline: Option<&Results>,
+    baseline: Option<Baseline<'_>>,
 ) -> SlaVerdict {
     evaluate_one_with(assertion, stage, baseline, None)
 }
@@ -78,7 +87,7 @@ pub fn evaluate_one(
 pub fn evaluate_one_with(
     assertion: &Assertion,
     stage: &StageSummary,
-    baseline: Option<&Results>,
+    baseline: Option<Baseline<'_>>,
     telemetry: Option<&TelemetryReport>,
 ) -> SlaVerdict {
     let mut verdict = SlaVerdict {
@@ -107,7 +116,7 @@ pub fn evaluate_one_with(
             });
             return verdict;
         };
-        let base_telemetry = baseline.and_then(|b| b.telemetry.as_ref());
+        let base_telemetry = baseline.and_then(|b| b.telemetry);
         match observe_with(
             assertion.metric,
             assertion.aggregation,

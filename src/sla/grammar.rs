@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::telemetry::TelemetryMetric;
 use crate::units::trim_float;
 
 /// What kind of value a metric is, which fixes the unit its threshold must be written in.
@@ -73,7 +74,7 @@ pub enum Metric {
     RequestThroughput,
     Goodput,
     GoodputRate,
-    // Served by telemetry (`telemetry::telemetry_metric`); names are dotted and fixed.
+    // Served by telemetry ([`Metric::telemetry`]); names are dotted and fixed.
     GpuThrottleRatioMin,
     GpuTempMax,
     GpuPowerMean,
@@ -158,10 +159,24 @@ impl Metric {
         }
     }
 
-    /// Measured by telemetry sources, not by the client: evaluated from `Results.telemetry`
-    /// once the run is over.
+    /// The telemetry metric that serves this one, for metrics measured by telemetry sources.
+    pub fn telemetry(self) -> Option<TelemetryMetric> {
+        Some(match self {
+            Metric::GpuThrottleRatioMin => TelemetryMetric::GpuThrottleRatioMin,
+            Metric::GpuTempMax => TelemetryMetric::GpuTempMax,
+            Metric::GpuPowerMean => TelemetryMetric::GpuPowerMean,
+            Metric::EnergyJ => TelemetryMetric::EnergyJ,
+            Metric::TokensPerJoule => TelemetryMetric::TokensPerJoule,
+            Metric::KvCacheMax => TelemetryMetric::KvCacheMax,
+            Metric::QueueMax => TelemetryMetric::QueueMax,
+            _ => return None,
+        })
+    }
+
+    /// Measured by telemetry sources, not by the client: evaluated from the run's telemetry
+    /// report once the run is over.
     pub fn is_telemetry(self) -> bool {
-        self.kind().unit_optional()
+        self.telemetry().is_some()
     }
 
     /// Whether the metric is a distribution that needs an aggregation (`ttft.p95`).
@@ -332,5 +347,71 @@ impl Assertion {
 impl fmt::Display for Assertion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.expr)
+    }
+}
+
+/// An assertion with where it applies: a scenario-level one (every stage) or a stage's own,
+/// and whether failing it stops the run at once.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ScopedAssertion {
+    /// Serialised as the text as written.
+    #[serde(rename = "expr")]
+    pub assertion: Assertion,
+    /// `None`: evaluated on every measured stage.
+    pub stage: Option<String>,
+    pub abort_on_fail: bool,
+}
+
+impl ScopedAssertion {
+    /// A scenario-level assertion that does not abort.
+    pub fn everywhere(assertion: Assertion) -> Self {
+        ScopedAssertion {
+            assertion,
+            stage: None,
+            abort_on_fail: false,
+        }
+    }
+
+    /// An assertion on stage `stage` only.
+    pub fn on(assertion: Assertion, stage: impl Into<String>) -> Self {
+        ScopedAssertion {
+            assertion,
+            stage: Some(stage.into()),
+            abort_on_fail: false,
+        }
+    }
+}
+
+impl std::str::FromStr for Assertion {
+    type Err = super::parse::SlaError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        super::parse::parse(s)
+    }
+}
+
+/// Serialised as the text as written, so a plan's JSON (and its hash) holds the expression.
+impl serde::Serialize for Assertion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.expr)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Assertion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Assertion {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Assertion".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
     }
 }

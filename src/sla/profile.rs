@@ -4,22 +4,21 @@
 //! themselves are not judged again (failing probes are how a search works), and an assertion
 //! scoped to a sweep applies to every point of the sweep.
 
-use super::evaluate_one;
-use super::grammar::Assertion;
+use super::grammar::ScopedAssertion;
+use super::{Baseline, evaluate_one};
 use crate::metrics::{PointKind, SearchSummary, StageSummary};
-use crate::report::Results;
 
 /// The expressions that failed on a probe of search `group` (empty: it passed).
 pub fn probe_failures(
-    assertions: &[(Assertion, Option<String>, bool)],
+    assertions: &[ScopedAssertion],
     group: &str,
     stage: &StageSummary,
-    baseline: Option<&Results>,
+    baseline: Option<Baseline<'_>>,
 ) -> Vec<String> {
     assertions
         .iter()
-        .filter(|(_, scope, _)| scope.as_deref().is_none_or(|s| s == group))
-        .map(|(a, _, _)| evaluate_one(a, stage, baseline))
+        .filter(|a| a.stage.as_deref().is_none_or(|s| s == group))
+        .map(|a| evaluate_one(&a.assertion, stage, baseline))
         .filter(|v| !v.passed)
         .map(|v| v.expr)
         .collect()
@@ -27,10 +26,10 @@ pub fn probe_failures(
 
 /// The assertions and stages the final SLA evaluation sees, with load profiles resolved.
 pub fn profile_inputs(
-    assertions: &[(Assertion, Option<String>)],
+    assertions: &[ScopedAssertion],
     stages: &[StageSummary],
     searches: &[SearchSummary],
-) -> (Vec<(Assertion, Option<String>)>, Vec<StageSummary>) {
+) -> (Vec<ScopedAssertion>, Vec<StageSummary>) {
     let is_probe = |s: &StageSummary| {
         s.profile
             .as_ref()
@@ -61,8 +60,8 @@ pub fn profile_inputs(
         }
     }
     let mut out = Vec::with_capacity(assertions.len());
-    for (a, scope) in assertions {
-        let points: Vec<&StageSummary> = match scope {
+    for a in assertions {
+        let points: Vec<&StageSummary> = match &a.stage {
             Some(group) => judged
                 .iter()
                 .filter(|s| {
@@ -74,9 +73,12 @@ pub fn profile_inputs(
             None => Vec::new(),
         };
         if points.is_empty() {
-            out.push((a.clone(), scope.clone()));
+            out.push(a.clone());
         } else {
-            out.extend(points.iter().map(|s| (a.clone(), Some(s.name.clone()))));
+            out.extend(points.iter().map(|s| ScopedAssertion {
+                stage: Some(s.name.clone()),
+                ..a.clone()
+            }));
         }
     }
     (out, judged)

@@ -1,6 +1,6 @@
 //! Telemetry SLA metrics (`gpu.throttle_ratio.min`, `tokens_per_joule`, `queue.max`, …): their
-//! values come from the run's [`TelemetryReport`] through `telemetry::telemetry_metric`, and a
-//! metric nobody measured fails its assertion with a note saying why.
+//! values come from the run's [`TelemetryReport`] through [`telemetry_metric`], and a metric
+//! nobody measured fails its assertion with a note saying why.
 
 use super::evaluate::observe;
 use super::grammar::{Aggregation, Metric};
@@ -15,9 +15,9 @@ pub fn observe_with(
     stage: &StageSummary,
     telemetry: Option<&TelemetryReport>,
 ) -> Result<f64, String> {
-    if !metric.is_telemetry() {
+    let Some(served_by) = metric.telemetry() else {
         return observe(metric, aggregation, stage);
-    }
+    };
     let Some(report) = telemetry else {
         return Err(format!(
             "no telemetry in this run: `{metric}` needs a `telemetry {{ … }}` block with a source \
@@ -27,13 +27,7 @@ pub fn observe_with(
     if report.stage(&stage.name).is_none() {
         return Err(format!("telemetry has no record of stage `{}`", stage.name));
     }
-    telemetry_metric(
-        report,
-        &stage.name,
-        metric.name(),
-        Some(stage.tokens.output),
-    )
-    .ok_or_else(|| {
+    telemetry_metric(report, &stage.name, served_by, Some(stage.tokens.output)).ok_or_else(|| {
         let needs = match metric {
             Metric::KvCacheMax | Metric::QueueMax => "a `prometheus` server source",
             Metric::EnergyJ | Metric::TokensPerJoule => {

@@ -45,7 +45,7 @@ pub enum SourceConfig {
     },
     /// A Prometheus text endpoint: vLLM, SGLang, llama.cpp (`--metrics`) or dcgm-exporter.
     Prometheus {
-        url: String,
+        url: MetricsUrl,
         #[serde(default)]
         required: bool,
         /// Detected from metric names when absent.
@@ -67,8 +67,79 @@ impl SourceConfig {
     pub fn label(&self) -> String {
         match self {
             SourceConfig::Nvml { .. } => "nvml".into(),
-            SourceConfig::Prometheus { url, .. } => url.clone(),
+            SourceConfig::Prometheus { url, .. } => url.to_string(),
         }
+    }
+}
+
+/// Where a Prometheus source is scraped: a URL, or the in-process simulator's own `/metrics`
+/// (written `"sim"` in a scenario, and so in the plan's JSON), which the runner resolves to a
+/// URL once the simulator is listening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsUrl {
+    Sim,
+    Url(String),
+}
+
+impl MetricsUrl {
+    /// How a scenario writes the simulator's metrics.
+    pub const SIM: &'static str = "sim";
+
+    /// The URL to scrape; `None` while it still names the simulator.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            MetricsUrl::Sim => None,
+            MetricsUrl::Url(u) => Some(u),
+        }
+    }
+}
+
+impl std::fmt::Display for MetricsUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetricsUrl::Sim => f.write_str(Self::SIM),
+            MetricsUrl::Url(u) => f.write_str(u),
+        }
+    }
+}
+
+impl From<String> for MetricsUrl {
+    fn from(s: String) -> Self {
+        if s == Self::SIM {
+            MetricsUrl::Sim
+        } else {
+            MetricsUrl::Url(s)
+        }
+    }
+}
+
+impl From<&str> for MetricsUrl {
+    fn from(s: &str) -> Self {
+        MetricsUrl::from(s.to_string())
+    }
+}
+
+impl Serialize for MetricsUrl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MetricsUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(MetricsUrl::from)
+    }
+}
+
+impl JsonSchema for MetricsUrl {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MetricsUrl".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
     }
 }
 

@@ -15,7 +15,7 @@ mod report;
 mod sampler;
 mod stability;
 
-pub use config::{SourceConfig, TelemetryConfig, TelemetryError};
+pub use config::{MetricsUrl, SourceConfig, TelemetryConfig, TelemetryError};
 pub use gpu::{
     DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
 };
@@ -25,10 +25,10 @@ pub use nvml::{NvmlGpu, open_nvml};
 pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
 pub use report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
-    StageTelemetry, TELEMETRY_METRICS, TelemetryReport, telemetry_metric, tokens_per_joule,
+    StageTelemetry, TelemetryMetric, TelemetryReport, telemetry_metric, tokens_per_joule,
 };
 pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
 pub use stability::{
-    MIN_TTFT_SAMPLES, StabilityBasis, StabilityRule, StabilityVerdict, assess_gpu,
+    MIN_TTFT_SAMPLES, StabilityBasis, StabilityRule, StabilityVerdict, WarmupUntil, assess_gpu,
     assess_stability, assess_ttft,
 };

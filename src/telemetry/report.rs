@@ -156,41 +156,49 @@ pub fn tokens_per_joule(stage: &StageTelemetry, output_tokens: u64) -> Option<f6
         .map(|e| output_tokens as f64 / e)
 }
 
-/// SLA metric names served by telemetry (see `docs/telemetry.md`).
-pub const TELEMETRY_METRICS: &[&str] = &[
-    "gpu.throttle_ratio.min",
-    "gpu.temp.max",
-    "gpu.power.mean",
-    "energy_j",
-    "tokens_per_joule",
-    "kv_cache.max",
-    "queue.max",
-];
+/// The SLA metrics telemetry serves (the SLA grammar names them `gpu.temp.max`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TelemetryMetric {
+    /// Lowest SM-clock ratio of the stage's GPUs.
+    GpuThrottleRatioMin,
+    /// Highest GPU temperature, °C.
+    GpuTempMax,
+    /// Mean total GPU power draw, W.
+    GpuPowerMean,
+    /// GPU energy spent during the stage, J.
+    EnergyJ,
+    /// Output tokens per joule of GPU energy.
+    TokensPerJoule,
+    /// Highest KV-cache usage the server reported (0–1).
+    KvCacheMax,
+    /// Longest server queue (waiting requests).
+    QueueMax,
+}
 
 fn fold(vals: impl Iterator<Item = Option<f64>>, f: fn(f64, f64) -> f64) -> Option<f64> {
     vals.flatten().reduce(f)
 }
 
-/// The value of a telemetry SLA metric for a stage; `None` when the name is unknown, the stage
-/// has no telemetry, or the sources could not measure it. `output_tokens` is needed only for
-/// `tokens_per_joule`.
+/// The value of a telemetry SLA metric for a stage; `None` when the stage has no telemetry or
+/// the sources could not measure it. `output_tokens` is needed only for `tokens_per_joule`.
 pub fn telemetry_metric(
     report: &TelemetryReport,
     stage: &str,
-    name: &str,
+    metric: TelemetryMetric,
     output_tokens: Option<u64>,
 ) -> Option<f64> {
     let s = report.stage(stage)?;
     let gpus = s.primary_gpus();
-    match name {
-        "gpu.throttle_ratio.min" => fold(gpus.iter().map(|g| g.clock_ratio_min), f64::min),
-        "gpu.temp.max" => fold(gpus.iter().map(|g| g.temp_max_c), f64::max),
+    match metric {
+        TelemetryMetric::GpuThrottleRatioMin => {
+            fold(gpus.iter().map(|g| g.clock_ratio_min), f64::min)
+        }
+        TelemetryMetric::GpuTempMax => fold(gpus.iter().map(|g| g.temp_max_c), f64::max),
         // Total draw of all GPUs: what the server as a whole burns.
-        "gpu.power.mean" => fold(gpus.iter().map(|g| g.power_mean_w), |a, b| a + b),
-        "energy_j" => s.energy_j(),
-        "tokens_per_joule" => tokens_per_joule(s, output_tokens?),
-        "kv_cache.max" => fold(s.servers.iter().map(|v| v.kv_cache_max), f64::max),
-        "queue.max" => fold(s.servers.iter().map(|v| v.waiting_max), f64::max),
-        _ => None,
+        TelemetryMetric::GpuPowerMean => fold(gpus.iter().map(|g| g.power_mean_w), |a, b| a + b),
+        TelemetryMetric::EnergyJ => s.energy_j(),
+        TelemetryMetric::TokensPerJoule => tokens_per_joule(s, output_tokens?),
+        TelemetryMetric::KvCacheMax => fold(s.servers.iter().map(|v| v.kv_cache_max), f64::max),
+        TelemetryMetric::QueueMax => fold(s.servers.iter().map(|v| v.waiting_max), f64::max),
     }
 }

@@ -112,7 +112,7 @@ impl Telemetry {
             .sources
             .iter()
             .filter_map(|s| match s {
-                SourceConfig::Prometheus { url, .. } => Some(url.clone()),
+                SourceConfig::Prometheus { url, .. } => Some(url.to_string()),
                 SourceConfig::Nvml { .. } => None,
             })
             .collect();
@@ -170,7 +170,7 @@ impl Telemetry {
                     if let Err(reason) = probe {
                         if *required {
                             return Err(TelemetryError::PrometheusUnavailable {
-                                url: url.clone(),
+                                url: url.to_string(),
                                 reason,
                             });
                         }
@@ -184,7 +184,7 @@ impl Telemetry {
                     }
                     let (tx, rx) = mpsc::unbounded_channel();
                     let task = rt.spawn(run_prometheus(
-                        url.clone(),
+                        url.to_string(),
                         *kind,
                         rx,
                         started,

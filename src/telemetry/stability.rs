@@ -35,6 +35,15 @@ impl Default for StabilityRule {
     }
 }
 
+/// `warmup until="stable"`: keep sending warm-up load until `rule` holds (checked every
+/// `check_every`), at most for the warm-up's duration limit (`max=`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct WarmupUntil {
+    pub rule: StabilityRule,
+    pub check_every: Duration,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum StabilityBasis {

@@ -1,0 +1,23 @@
+//! infermeter as a library: [`run_scenario`] runs a scenario file end to end — load, compile,
+//! run, evaluate the SLAs, write `results.json`, the report, plots and JUnit — and returns a
+//! typed [`RunReport`]; everything `infermeter run` does except parsing arguments and
+//! printing. Progress goes to the caller's [`Observer`](crate::runner::Observer); every failure
+//! is one [`Error`], whose exit code is chosen in [`crate::exit`] alone.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use infermeter::app::{RunSettings, run_scenario};
+//!
+//! let settings = RunSettings::new("scenarios/quickstart.kdl");
+//! let report = run_scenario(&settings, Arc::new(())).expect("the run could be carried out");
+//! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
+//! ```
+
+mod outcome;
+mod run;
+mod settings;
+
+pub use crate::error::Error;
+pub use outcome::{Outcome, RunReport};
+pub use run::run_scenario;
+pub use settings::RunSettings;

@@ -1,0 +1,59 @@
+//! What a caller asks of a run: the scenario and its params, where outputs go, the validity
+//! rules, and how to interrupt it. The CLI fills this from `infermeter run`'s flags.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// Everything [`run_scenario`](super::run_scenario) needs besides the observer.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The scenario file (KDL).
+    pub scenario: PathBuf,
+    /// Param overrides (`NAME`, `VALUE`), applied in order.
+    pub params: Vec<(String, String)>,
+    /// Output directory; `None` makes a fresh `results/<scenario>-<UTC time>` one.
+    pub out_dir: Option<PathBuf>,
+    /// Also write a JUnit file here (one is always written into the output directory).
+    pub junit: Option<PathBuf>,
+    /// A report template replacing the scenario's and the built-in one.
+    pub template: Option<PathBuf>,
+    /// Write `requests.jsonl` (also when the scenario asks for it).
+    pub requests_jsonl: bool,
+    pub plots: bool,
+    /// A stage is untrusted when the client's send lag p99 exceeds this.
+    pub max_send_lag: Duration,
+    /// A stage is untrusted when the hypervisor steals more than this share (0..1) of the
+    /// client's CPU time.
+    pub max_steal_share: f64,
+    /// Hold `/dev/cpu_dma_latency` at 0 for the run (idle CPUs poll instead of sleeping).
+    pub poll_idle: bool,
+    /// Where to append the Markdown report too (GitHub's step summary).
+    pub step_summary: Option<PathBuf>,
+    /// Cancel to interrupt the run: sending stops, in-flight requests get `interrupt_grace`,
+    /// and an interrupted result is written.
+    pub interrupt: CancellationToken,
+    pub interrupt_grace: Duration,
+}
+
+impl RunSettings {
+    /// Settings with every default, for `scenario`.
+    pub fn new(scenario: impl Into<PathBuf>) -> Self {
+        RunSettings {
+            scenario: scenario.into(),
+            params: Vec::new(),
+            out_dir: None,
+            junit: None,
+            template: None,
+            requests_jsonl: false,
+            plots: true,
+            max_send_lag: Duration::from_millis(1),
+            max_steal_share: 0.01,
+            poll_idle: false,
+            step_summary: None,
+            interrupt: CancellationToken::new(),
+            interrupt_grace: Duration::from_secs(2),
+        }
+    }
+}

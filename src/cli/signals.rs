@@ -1,0 +1,44 @@
+//! Signals during `infermeter run`: SIGINT (Ctrl-C), SIGTERM (CI cancellation, `timeout`,
+//! `docker stop`, Kubernetes) and SIGHUP (a closed terminal) all mean "stop sending, let
+//! in-flight requests finish briefly, write an interrupted result". A second signal means
+//! "now": the process exits at once with the run-error code.
+
+use tokio_util::sync::CancellationToken;
+
+/// A token cancelled on the first SIGINT, SIGTERM or SIGHUP, watched by a thread of its own
+/// for the rest of the process (so it works in every phase, report writing included).
+pub fn interrupt_on_signals() -> CancellationToken {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let token = CancellationToken::new();
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+            return token;
+        }
+    };
+    let cancel = token.clone();
+    let spawned = std::thread::Builder::new()
+        .name("infermeter-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                let name = match signal {
+                    SIGTERM => "SIGTERM",
+                    SIGHUP => "SIGHUP",
+                    _ => "Ctrl-C",
+                };
+                if cancel.is_cancelled() {
+                    eprintln!("interrupted again ({name}): exiting now");
+                    std::process::exit(crate::exit::RUN_ERROR);
+                }
+                eprintln!(
+                    "interrupted ({name}): stopping, waiting briefly for in-flight requests…"
+                );
+                cancel.cancel();
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+    }
+    token
+}

@@ -1,0 +1,194 @@
+//! The one error type of every command and of [`crate::app::run_scenario`], and the only
+//! place that chooses a process exit code ([`Error::exit_code`]; the codes themselves are the
+//! contract in [`crate::exit`]). Outcomes that are not failures of infermeter itself — an SLA
+//! that failed, a regression `compare` found, a run that was interrupted — are variants too,
+//! so that a command's whole result is one `Result<(), Error>`.
+//!
+//! Every variant keeps its cause as `#[source]`; the CLI renders the chain with miette.
+
+use std::path::PathBuf;
+
+use miette::Diagnostic;
+
+use crate::exit;
+use crate::plan::PlanError;
+use crate::report::ReportError;
+use crate::results::ResultsError;
+use crate::runner::{RunError, RunProblem};
+use crate::scenario::ScenarioError;
+use crate::sim::SimError;
+
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum Error {
+    /// The scenario file could not be read or is invalid (every problem, with spans).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Scenario(#[from] ScenarioError),
+
+    #[error("{}: the scenario cannot be compiled into a plan", path.display())]
+    Plan {
+        path: PathBuf,
+        #[source]
+        source: PlanError,
+    },
+
+    #[error("cannot read the scenario's baseline")]
+    #[diagnostic(help("the `baseline` path in `report {{ … }}` is relative to the scenario"))]
+    Baseline(#[source] ResultsError),
+
+    /// A results file given on the command line could not be read.
+    #[error(transparent)]
+    Input(#[from] ResultsError),
+
+    #[error("failed to read template {}", path.display())]
+    Template {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The command line asks for something that cannot be done as asked.
+    #[error("{message}")]
+    #[diagnostic(help("{help}"))]
+    Usage { message: String, help: String },
+
+    /// The run could not start or be carried out.
+    #[error(transparent)]
+    Run(#[from] RunError),
+
+    #[error("failed to start the async runtime")]
+    Runtime(#[source] std::io::Error),
+
+    /// Something failed during a run without stopping it (a `requests.jsonl` write, say).
+    #[error(transparent)]
+    RunProblem(#[from] RunProblem),
+
+    /// Writing a report, plot or JUnit file failed.
+    #[error(transparent)]
+    Report(#[from] ReportError),
+
+    #[error("failed to {action} {}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The simulator could not start or serve.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+
+    /// The run completed and at least one SLA assertion failed.
+    #[error("{failed} SLA assertion(s) failed")]
+    SlaFailed { failed: usize },
+
+    /// An `abort-on-fail` assertion failed and stopped the run.
+    #[error("{0}")]
+    Aborted(String),
+
+    /// Ctrl-C or a signal stopped the run; what was measured is in the results.
+    #[error("the run was interrupted")]
+    Interrupted,
+
+    /// The run measured everything but could not finish: each cause (a file that could not be
+    /// written, say) is listed.
+    #[error("the run finished with {} problem(s): {}", causes.len(), causes.join("; "))]
+    Incomplete { causes: Vec<String> },
+
+    /// `compare` found metrics that regressed beyond the tolerance.
+    #[error("regression: {}", metrics.join("; "))]
+    Regressed { metrics: Vec<String> },
+}
+
+impl Error {
+    /// The process exit code for this error: the only place one is chosen.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::SlaFailed { .. } | Error::Aborted(_) | Error::Regressed { .. } => {
+                exit::SLA_FAILED
+            }
+            Error::Scenario(_)
+            | Error::Plan { .. }
+            | Error::Baseline(_)
+            | Error::Input(_)
+            | Error::Template { .. }
+            | Error::Usage { .. } => exit::INVALID,
+            Error::Sim(SimError::Config(_)) | Error::Report(ReportError::Template(_)) => {
+                exit::INVALID
+            }
+            Error::Run(_)
+            | Error::RunProblem(_)
+            | Error::Runtime(_)
+            | Error::Report(_)
+            | Error::Io { .. }
+            | Error::Sim(_)
+            | Error::Interrupted
+            | Error::Incomplete { .. } => exit::RUN_ERROR,
+        }
+    }
+
+    /// A usage error with a hint.
+    pub fn usage(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Error::Usage {
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+
+    /// The error and its causes as one line (`a: b: c`), leaving out a cause whose text its
+    /// parent already shows.
+    pub fn chain(&self) -> String {
+        chain(self)
+    }
+}
+
+/// `e` and its sources as one line, without repeating a cause that its parent's message
+/// already includes (some errors print their source inline).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        let text = inner.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = inner.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_contract() {
+        assert_eq!(Error::SlaFailed { failed: 1 }.exit_code(), 1);
+        assert_eq!(Error::Regressed { metrics: vec![] }.exit_code(), 1);
+        assert_eq!(Error::usage("x", "y").exit_code(), 2);
+        assert_eq!(Error::Interrupted.exit_code(), 3);
+        let io = Error::Io {
+            action: "write",
+            path: "r.json".into(),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        assert_eq!(io.exit_code(), 3);
+        // The OS cause is part of the message.
+        assert!(
+            io.chain().contains("No space left on device"),
+            "{}",
+            io.chain()
+        );
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {0}")]
+        struct Outer(#[source] std::io::Error);
+        let e = Outer(std::io::Error::other("inner"));
+        assert_eq!(chain(&e), "outer: inner");
+    }
+}

@@ -1,0 +1,79 @@
+//! Reading and writing `results.json`. A write goes to a temporary file in the same directory
+//! that is then renamed over the target, so a reader never sees a half-written result (a full
+//! disk leaves the old file or none, never a truncated one).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::model::Results;
+
+/// The result file's name in a run's output directory.
+pub const RESULTS_FILE: &str = "results.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("failed to read results from {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read results from {}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("failed to write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads and parses a `results.json`.
+pub fn read_results(path: &Path) -> Result<Results, ResultsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `results` as pretty JSON to `path`, atomically.
+pub fn write_results(results: &Results, path: &Path) -> Result<(), ResultsError> {
+    let mut json = serde_json::to_vec_pretty(results).map_err(|e| ResultsError::Write {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    json.push(b'\n');
+    write_atomic(path, &json).map_err(|source| ResultsError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".infermeter-").suffix(".tmp");
+    // Readable like any file the user writes (a temporary file is private by default).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! `results.json`: the model of a run's result ([`Results`], a versioned public contract read
+//! by the SLA evaluator's baselines, the reports, `compare` and merges) and its file: read with
+//! a clear error, written atomically.
+
+mod file;
+mod model;
+
+pub use file::{RESULTS_FILE, ResultsError, read_results, write_results};
+pub use model::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};

@@ -1,0 +1,64 @@
+//! The model of `results.json`: the public contract other tools parse (see
+//! `docs/results.md`). Field names change only with a migration note and a `schema_version`
+//! bump.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{SearchSummary, StageSummary};
+use crate::protocol::Api;
+use crate::sla::{Baseline, SlaVerdict};
+use crate::telemetry::TelemetryReport;
+
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Results {
+    pub schema_version: u32,
+    pub scenario: String,
+    pub description: Option<String>,
+    /// Identifies the workload: equal hashes mean equal plans.
+    pub plan_hash: String,
+    pub seed: u64,
+    /// All SLA assertions held and the run completed.
+    pub passed: bool,
+    /// The run was stopped early (Ctrl-C or an `abort-on-fail` assertion).
+    pub interrupted: bool,
+    /// Why the run stopped early or could not complete, if it did.
+    pub error: Option<String>,
+    pub infermeter_version: String,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    pub target: TargetInfo,
+    /// Warm-up load, excluded from every metric and SLA.
+    pub warmup: Option<StageSummary>,
+    pub stages: Vec<StageSummary>,
+    pub sla: Vec<SlaVerdict>,
+    /// GPU and server telemetry, when the scenario asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetryReport>,
+    /// One per rate-search stage: answer, bracket, stop reason and every probe (whose full
+    /// summaries are in `stages`, marked with `profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<SearchSummary>,
+}
+
+impl Results {
+    /// This run as the baseline of another's `baseline` assertions.
+    pub fn baseline(&self) -> Baseline<'_> {
+        Baseline {
+            stages: &self.stages,
+            telemetry: self.telemetry.as_ref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TargetInfo {
+    /// `sim` for the embedded simulator, else the base URL.
+    pub endpoint: String,
+    pub api: Api,
+    pub model: String,
+    /// The tokenizer used for synthetic prompts and fallback token counts.
+    pub tokenizer: String,
+}

@@ -1,0 +1,70 @@
+//! What the caller tells the runner beyond the plan: where files resolve, what to watch, how to
+//! stop, and the [`Observer`] that hears about progress (the runner prints nothing itself).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::ValidityRules;
+
+/// How to run, beyond what the plan says.
+pub struct RunOptions {
+    /// The scenario's directory: data set and tokenizer paths resolve against it.
+    pub base_dir: PathBuf,
+    /// Told when each stage starts and how it progresses.
+    pub observer: Arc<dyn Observer>,
+    /// Write one JSON row per request here.
+    pub requests_jsonl: Option<PathBuf>,
+    pub validity: ValidityRules,
+    /// Cancelled on Ctrl-C or a signal: stop sending, give in-flight requests
+    /// `interrupt_grace`, then stop.
+    pub interrupt: CancellationToken,
+    pub interrupt_grace: Duration,
+    /// Idle CPUs were kept polling for the run (`--poll-idle`, held by the caller); recorded
+    /// in every stage's client health.
+    pub poll_idle: bool,
+}
+
+/// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StageDecision {
+    Continue,
+    /// Stop the run; the message says why (e.g. which assertion failed on which stage).
+    Abort(String),
+    /// The stage failed these SLAs but the run goes on: a search probe's "fail" verdict.
+    Failed(Vec<String>),
+}
+
+/// Hears about the run as it goes. Implemented by the caller: the CLI draws progress bars or
+/// prints lines; a library user may count, log, or ignore (`()` ignores everything).
+pub trait Observer: Send + Sync {
+    /// A stage (or the warm-up, or a search probe) starts; `total` is the number of requests
+    /// it will send when that is known ahead. The returned tracker is fed from the stage's
+    /// collector thread, never from a request task.
+    fn stage_started(&self, name: &str, total: Option<u64>) -> Box<dyn StageProgress>;
+
+    /// Something the user should know that does not stop the run (a telemetry source that is
+    /// unavailable, `--poll-idle` without permission).
+    fn warning(&self, _message: &str) {}
+}
+
+/// Progress of one stage, fed every few milliseconds from its collector thread.
+pub trait StageProgress: Send {
+    /// Requests finished so far (failed ones included), failures, and the TTFT median so far.
+    fn update(&mut self, done: u64, failed: u64, ttft_p50_ms: f64);
+    /// The stage's sending and draining are over.
+    fn finish(self: Box<Self>);
+}
+
+impl Observer for () {
+    fn stage_started(&self, _: &str, _: Option<u64>) -> Box<dyn StageProgress> {
+        Box::new(())
+    }
+}
+
+impl StageProgress for () {
+    fn update(&mut self, _: u64, _: u64, _: f64) {}
+    fn finish(self: Box<Self>) {}
+}

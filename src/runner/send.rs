@@ -1,0 +1,208 @@
+//! The send path of one request: what every request task of a stage shares, building the
+//! body (through the data set's `mutate` and `request` hooks when its script defines them),
+//! sending it, checking the response with `validate`, and handing the record to the
+//! collector. A failing hook marks its request as a `hook` error, a rejected response as
+//! `invalid`; the run goes on either way.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{BodyTemplate, Client, Message, PromptRef};
+use crate::dataset::{Prompt, PromptFactory};
+use crate::hooks::{HookCtx, HookError, Hooks};
+use crate::metrics::{ErrorKind, RequestRecord};
+use crate::plan::{Plan, RequestRecipe, StagePlan};
+
+/// Why a request's body could not be built (it is then recorded as a `hook` error).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BodyError {
+    #[error(transparent)]
+    Hook(#[from] HookError),
+    #[error("the `request` hook needs the body as JSON")]
+    Json(#[from] serde_json::Error),
+}
+
+/// A request's body and its input token count.
+pub(super) type Body = Result<(Bytes, u32), BodyError>;
+
+/// What every request task of one stage shares.
+pub(super) struct StageShared {
+    pub(super) plan: Arc<Plan>,
+    pub(super) stage: StagePlan,
+    pub(super) client: Client,
+    pub(super) template: Arc<BodyTemplate>,
+    pub(super) factory: Arc<PromptFactory>,
+    /// The stage's data set's hooks, compiled once for the run.
+    pub(super) hooks: Option<Arc<Hooks>>,
+    pub(super) t0: Instant,
+    pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
+    /// Stops sending (Ctrl-C, or a warm-up's rule holding).
+    pub(super) interrupt: CancellationToken,
+    /// Cancels in-flight requests (drain time over, or interrupt grace over).
+    pub(super) cancel: CancellationToken,
+    /// Requests in flight now, and the most there were at once (a ramp's reach).
+    pub(super) in_flight: AtomicU64,
+    pub(super) peak_in_flight: Arc<AtomicU64>,
+}
+
+/// Nanoseconds since `t0`.
+pub(super) fn since(t0: Instant) -> u64 {
+    Instant::now().saturating_duration_since(t0).as_nanos() as u64
+}
+
+impl StageShared {
+    /// The body of a plain request: its recipe's prompt, through the hooks.
+    pub(super) fn body(&self, recipe: &RequestRecipe) -> Body {
+        let prompt = self
+            .factory
+            .prompt(self.stage.dataset, recipe.input_tokens, recipe.item);
+        self.body_for(recipe, prompt)
+    }
+
+    /// The body for a prompt built elsewhere (a session's turn), through the hooks.
+    pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
+        let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
+        let Some(h) = self.hooks.as_deref() else {
+            let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
+            return Ok((bytes, recipe.input_tokens));
+        };
+        let c = self.hook_ctx(recipe);
+        let mut input = recipe.input_tokens;
+        let prompt = if h.has_mutate {
+            let p = h.mutate(prompt, &c)?;
+            // A mutated prompt is counted again, so the server's usage is compared with it.
+            let t = self.factory.tokenizer();
+            input = match &p {
+                Prompt::Text(text) => t.count(text),
+                Prompt::Messages(ms) => ms.iter().map(|m| t.count(&m.content)).sum(),
+            }
+            .min(u32::MAX as usize) as u32;
+            p
+        } else {
+            prompt
+        };
+        let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
+        if !h.has_request {
+            return Ok((bytes, input));
+        }
+        let value: serde_json::Value = serde_json::from_slice(&bytes)?;
+        let value = h.request(value, &c)?;
+        Ok((Bytes::from(serde_json::to_vec(&value)?), input))
+    }
+
+    fn hook_ctx(&self, recipe: &RequestRecipe) -> HookCtx<'_> {
+        HookCtx {
+            index: recipe.index,
+            stage: &self.stage.name,
+            item: recipe.item,
+            input_tokens: recipe.input_tokens,
+            output_tokens: recipe.output_tokens,
+            // Same request, same draws: mutated prompts are as deterministic as the plan.
+            seed: self.stage.seed ^ recipe.index.wrapping_mul(0xA076_1D64_78BD_642F),
+        }
+    }
+
+    /// Runs `validate` on a successful response.
+    fn validate(&self, recipe: &RequestRecipe, text: &str, rec: &mut RequestRecord) {
+        let Some(h) = self.hooks.as_deref().filter(|h| h.has_validate) else {
+            return;
+        };
+        if !rec.ok() {
+            return;
+        }
+        match h.validate(text, &self.hook_ctx(recipe)) {
+            Ok(None) => {}
+            Ok(Some(why)) => {
+                tracing::debug!(index = recipe.index, "invalid response: {why}");
+                rec.error = Some(ErrorKind::Invalid);
+            }
+            Err(e) => {
+                tracing::debug!(index = recipe.index, "{e}");
+                rec.error = Some(ErrorKind::Hook);
+            }
+        }
+    }
+
+    /// Sends one request (turn `turn` of a session, 0 for a plain request) and records it;
+    /// the response text when it succeeded.
+    pub(super) async fn send(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        scheduled_ns: u64,
+        turn: u32,
+    ) -> Option<String> {
+        let mut rec = RequestRecord {
+            index: recipe.index,
+            turn,
+            messages: 2 * turn + 1,
+            scheduled_ns,
+            input_tokens: recipe.input_tokens,
+            ..RequestRecord::default()
+        };
+        let body = match body {
+            Ok((b, input_tokens)) => {
+                rec.input_tokens = input_tokens;
+                b
+            }
+            Err(why) => {
+                tracing::debug!(index = recipe.index, "{why}");
+                rec.error = Some(ErrorKind::Hook);
+                rec.sent_ns = scheduled_ns;
+                rec.done_ns = since(self.t0);
+                let _ = self.tx.send(rec);
+                return None;
+            }
+        };
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_in_flight.fetch_max(now, Ordering::Relaxed);
+        let reply = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            text = self.client.execute_text(body, recipe.output_tokens, &mut rec, self.t0) => {
+                self.validate(&recipe, &text, &mut rec);
+                Some(text)
+            }
+        };
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if reply.is_none() {
+            rec.error = Some(ErrorKind::Cancelled);
+            rec.done_ns = since(self.t0);
+            if rec.sent_ns == 0 {
+                rec.sent_ns = scheduled_ns;
+            }
+        }
+        let ok = rec.ok();
+        // The collector outlives every task of its stage; a failed send means it is gone already.
+        let _ = self.tx.send(rec);
+        reply.filter(|_| ok)
+    }
+}
+
+/// The body of one request. `extra`, when given, is merged over the template's fields
+/// (without copying the template).
+fn build(
+    template: &BodyTemplate,
+    prompt: &Prompt,
+    max_tokens: u32,
+    extra: Option<&BTreeMap<String, serde_json::Value>>,
+) -> Bytes {
+    match prompt {
+        Prompt::Text(text) => template.build_with(PromptRef::Text(text), max_tokens, extra),
+        Prompt::Messages(ms) => {
+            let msgs: Vec<Message<'_>> = ms
+                .iter()
+                .map(|m| Message {
+                    role: &m.role,
+                    content: &m.content,
+                })
+                .collect();
+            template.build_with(PromptRef::Messages(&msgs), max_tokens, extra)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Tests that run the real `infermeter` binary against the real simulator (in-process or
+//! in its own process) or against misbehaving servers written for the test, over real HTTP.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod ci_workflow;
+mod hooks;
+mod profile_ramp;
+mod profile_run;
+mod report_compare;
+mod run_basic;
+mod run_faults;
+mod run_ground_truth;
+mod run_interrupt;
+mod scenario_cli;
+mod sessions;
+mod telemetry_run;
+mod tokenizer_file;
+mod warmup_run;
+mod workloads;

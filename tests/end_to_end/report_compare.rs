@@ -1,0 +1,281 @@
+//! `infermeter compare` and `infermeter report` through the real binary, on fixtures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use infermeter::results::{Results, read_results};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/results")
+        .join(name)
+}
+
+fn infermeter(args: &[&str]) -> Output {
+    Command::new(crate::support::bin())
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The baseline with every latency multiplied by `factor`, written to `dir`.
+fn scaled(dir: &Path, name: &str, factor: f64, edit: impl Fn(&mut Results)) -> String {
+    let mut r = read_results(&fixture("baseline.json")).unwrap();
+    for s in &mut r.stages {
+        for d in [
+            &mut s.latency.ttft_ms,
+            &mut s.latency.itl_ms,
+            &mut s.latency.tpot_ms,
+            &mut s.latency.e2e_ms,
+            &mut s.latency.ntpot_ms,
+        ] {
+            for v in [
+                &mut d.p50,
+                &mut d.p90,
+                &mut d.p95,
+                &mut d.p99,
+                &mut d.p999,
+                &mut d.max,
+                &mut d.mean,
+            ] {
+                *v *= factor;
+            }
+        }
+    }
+    edit(&mut r);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string(&r).unwrap()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn same_plan_within_tolerance_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let cur = scaled(dir.path(), "cur.json", 1.03, |_| {});
+    let base = fixture("baseline.json");
+    let o = infermeter(&["compare", base.to_str().unwrap(), &cur]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("ttft.p95") && out.contains("+3.0 %") && out.contains("same"),
+        "{out}"
+    );
+    assert!(!out.contains("WORSE"), "{out}");
+}
+
+#[test]
+fn slowed_down_current_exits_1_naming_the_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let cur = scaled(dir.path(), "slow.json", 1.30, |_| {});
+    let base = fixture("baseline.json");
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        &cur,
+        "--tolerance",
+        "10%",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("steady: ttft.p95 (+30.0 %)"), "{err}");
+    assert!(out.contains("REGRESSED"), "{out}");
+
+    // With a tolerance above the slowdown, it is no longer a regression.
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        &cur,
+        "--tolerance",
+        "35%",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+
+    // Faster is better, not a regression.
+    let fast = scaled(dir.path(), "fast.json", 0.7, |_| {});
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        &fast,
+        "--format",
+        "markdown",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("## 🟢 chat-pr-gate: no regression (tolerance 5 %)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| `ttft.p95` | 376 ms | 263 ms | -30.0 % | 🟢 better |"),
+        "{out}"
+    );
+}
+
+#[test]
+fn fixture_pair_regresses_on_error_rate_in_markdown() {
+    let (b, c) = (fixture("baseline.json"), fixture("current.json"));
+    let o = infermeter(&[
+        "compare",
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("- peak: error_rate (+116.7 %)"), "{out}");
+    assert!(
+        out.contains("| `error_rate` | 0.500 % | 1.08 % | +116.7 % | 🔴 worse |"),
+        "{out}"
+    );
+}
+
+#[test]
+fn different_plans_exit_2_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = scaled(dir.path(), "other.json", 1.0, |r| {
+        r.plan_hash = "0000feedbeef".into()
+    });
+    let base = fixture("baseline.json");
+    let o = infermeter(&["compare", base.to_str().unwrap(), &other]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("different plans") && err.contains("0000feedbeef"),
+        "{err}"
+    );
+    assert!(out.is_empty());
+
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        &other,
+        "--allow-different-plans",
+    ]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("plan hashes differ"), "{out}");
+}
+
+#[test]
+fn unreadable_inputs_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"scenario\": 3}").unwrap();
+    let base = fixture("baseline.json");
+    for other in [bad.to_str().unwrap(), "/no/such/results.json"] {
+        let o = infermeter(&["compare", base.to_str().unwrap(), other]);
+        assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+        assert!(
+            text(&o).1.starts_with("error: failed to "),
+            "{:?}",
+            text(&o)
+        );
+    }
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        base.to_str().unwrap(),
+        "--tolerance",
+        "5",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a tolerance without % is rejected"
+    );
+}
+
+#[test]
+fn report_rerenders_a_results_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = fixture("current.json");
+    let o = infermeter(&["report", c.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.starts_with("## ❌ chat-pr-gate: 1 of 3 SLA assertions failed"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("!["),
+        "no plots next to the fixture, so no links"
+    );
+
+    let tpl = dir.path().join("t.j2");
+    std::fs::write(&tpl, "{{ results.plan_hash }} {{ view.sla_failed }}\n").unwrap();
+    std::fs::write(dir.path().join("stage-peak-timeline.svg"), "<svg/>").unwrap();
+    let out_md = dir.path().join("r.md");
+    let o = infermeter(&[
+        "report",
+        c.to_str().unwrap(),
+        "--template",
+        tpl.to_str().unwrap(),
+        "--out",
+        out_md.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(&out_md).unwrap(),
+        "9f2c41d7a0b3e8c5 1\n"
+    );
+
+    let o = infermeter(&[
+        "report",
+        c.to_str().unwrap(),
+        "--out",
+        out_md.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let md = std::fs::read_to_string(&out_md).unwrap();
+    assert!(
+        md.contains("](stage-peak-timeline.svg)"),
+        "existing plots are linked"
+    );
+    assert!(
+        !md.contains("](stage-peak-latency-cdf.svg)"),
+        "missing plots are not"
+    );
+}
+
+#[test]
+fn a_percentile_without_enough_samples_is_not_compared() {
+    // Stage `steady` has 300 TTFTs: p50 and p95 mean something, p99 (needs 1,000: ten
+    // beyond it) does not.
+    let dir = tempfile::tempdir().unwrap();
+    let only_p99 = |factor: f64| {
+        move |r: &mut Results| {
+            for s in r.stages.iter_mut().filter(|s| s.name == "steady") {
+                assert!(s.latency.ttft_ms.count < 1_000);
+                s.latency.ttft_ms.p99 *= factor;
+            }
+        }
+    };
+    let base = fixture("baseline.json");
+    let cur = scaled(dir.path(), "tail.json", 1.0, only_p99(2.0));
+    let o = infermeter(&["compare", base.to_str().unwrap(), &cur]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("+100.0 % (under 1000 samples)"), "{out}");
+
+    // With enough samples the same change is a regression.
+    let many = scaled(dir.path(), "many.json", 1.0, |r| {
+        r.stages[0].latency.ttft_ms.count = 5_000;
+    });
+    let cur = scaled(dir.path(), "tail-many.json", 1.0, |r| {
+        only_p99(2.0)(r);
+        r.stages[0].latency.ttft_ms.count = 5_000;
+    });
+    let o = infermeter(&["compare", &many, &cur]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("steady: ttft.p99 (+100.0 %)"), "{err}");
+}

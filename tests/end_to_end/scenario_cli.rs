@@ -1,0 +1,131 @@
+//! The real binary: `infermeter validate` exit codes and output, `infermeter schema scenario`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn infermeter(args: &[&str]) -> Output {
+    Command::new(crate::support::bin())
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn shipped_scenarios_validate() {
+    let mut files: Vec<String> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+            .unwrap()
+            .map(|e| format!("scenarios/{}", e.unwrap().file_name().to_string_lossy()))
+            .filter(|f| f.ends_with(".kdl"))
+            .collect();
+    files.sort();
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let out = infermeter(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("ok  scenarios/pr-gate.kdl  (2 datasets, 2 stages)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().count(), files.len());
+}
+
+#[test]
+fn invalid_files_exit_2_with_file_and_line() {
+    for (file, line, needle) in [
+        (
+            "tests/invalid/unknown-arrival.kdl",
+            12,
+            "did you mean `poisson`?",
+        ),
+        (
+            "tests/invalid/duration-no-unit.kdl",
+            13,
+            "expected a duration like \"250ms\", got 60",
+        ),
+        (
+            "tests/invalid/syntax-unterminated-string.kdl",
+            9,
+            "Unexpected newline",
+        ),
+        ("tests/invalid/multi-error.kdl", 17, "undefined dataset `e`"),
+    ] {
+        let out = infermeter(&["validate", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{file}:{line}:")),
+            "{file}: {stderr}"
+        );
+        assert!(stderr.contains(needle), "{file}: {stderr}");
+        assert!(out.stdout.is_empty(), "{file}");
+    }
+}
+
+#[test]
+fn one_invalid_file_among_valid_ones_fails_the_run() {
+    let out = infermeter(&[
+        "validate",
+        "scenarios/quickstart.kdl",
+        "tests/invalid/no-stage.kdl",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).contains("ok  scenarios/quickstart.kdl"));
+}
+
+#[test]
+fn params_and_missing_files() {
+    let ok = infermeter(&["validate", "scenarios/quickstart.kdl", "--param", "rate=35"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let bad = infermeter(&[
+        "validate",
+        "scenarios/quickstart.kdl",
+        "--param",
+        "rate=fast",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("`fast` is not an integer"));
+    let no_eq = infermeter(&["validate", "scenarios/quickstart.kdl", "--param", "rate"]);
+    assert_eq!(no_eq.status.code(), Some(2));
+    let missing = infermeter(&["validate", "scenarios/does-not-exist.kdl"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("scenarios/does-not-exist.kdl"));
+}
+
+#[test]
+fn schema_command_prints_the_checked_in_schema() {
+    let out = infermeter(&["schema", "scenario"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(printed["title"], "Scenario");
+    assert!(printed["properties"]["stages"].is_object());
+}
+
+#[test]
+fn docs_cli_lists_every_option_of_run_and_plan() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+    for command in ["run", "plan"] {
+        let help = std::process::Command::new(crate::support::bin())
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        for flag in help
+            .split_whitespace()
+            .filter(|w| w.starts_with("--") && *w != "--help")
+        {
+            let flag = flag.trim_end_matches(',');
+            assert!(
+                doc.contains(flag),
+                "docs/cli.md does not mention `{command} {flag}`"
+            );
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Tests of the library's stages on their own: scenario parsing and diagnostics, SLA grammar
+//! and evaluation, reports, telemetry normalisation, the streaming client against captured
+//! transcripts.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod client_transcripts;
+mod report_render;
+mod report_schema;
+mod scenario_corpus;
+mod scenario_parse;
+mod scenario_schema;
+mod scenario_snapshots;
+mod scenario_telemetry;
+mod scenario_warmup;
+mod sla_evaluate;
+mod sla_parse;
+mod sla_telemetry;
+mod telemetry_gpu;
+mod telemetry_normalize;
+mod telemetry_prometheus;

@@ -1,0 +1,179 @@
+//! SLA evaluation: stage scoping, units, empty metrics and baselines.
+
+use infermeter::metrics::{Dist, StageSummary};
+use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
+use infermeter::sla::{Assertion, ScopedAssertion, evaluate, parse};
+
+fn dist(p95: f64) -> Dist {
+    Dist {
+        count: 100,
+        p50: p95 / 2.0,
+        p90: p95 * 0.9,
+        p95,
+        p99: p95 * 1.2,
+        p999: p95 * 1.5,
+        max: p95 * 2.0,
+        min: 1.0,
+        mean: p95 / 1.8,
+    }
+}
+
+fn stage(name: &str, ttft_p95: f64, failed: u64) -> StageSummary {
+    let mut s = StageSummary {
+        name: name.into(),
+        ..Default::default()
+    };
+    s.latency.ttft_ms = dist(ttft_p95);
+    s.latency.e2e_ms = dist(ttft_p95 * 10.0);
+    s.requests.sent = 200;
+    s.requests.ok = 200 - failed;
+    s.requests.failed = failed;
+    s.throughput.output_tokens_per_s = 2500.0;
+    s.throughput.requests_per_s = 20.0;
+    s.throughput.goodput_ratio = 0.97;
+    s.client.send_lag_ms.p99 = 0.4;
+    s
+}
+
+fn a(expr: &str) -> Assertion {
+    parse(expr).unwrap()
+}
+
+fn results(stages: Vec<StageSummary>) -> Results {
+    Results {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        scenario: "t".into(),
+        description: None,
+        plan_hash: "h".into(),
+        seed: 1,
+        passed: true,
+        interrupted: false,
+        error: None,
+        infermeter_version: "0".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        target: TargetInfo {
+            endpoint: "sim".into(),
+            api: infermeter::protocol::Api::Chat,
+            model: "m".into(),
+            tokenizer: "cl100k_base".into(),
+        },
+        warmup: None,
+        searches: Vec::new(),
+        stages,
+        sla: vec![],
+        telemetry: None,
+    }
+}
+
+#[test]
+fn scenario_level_assertions_give_one_verdict_per_stage() {
+    let stages = [stage("low", 150.0, 0), stage("high", 260.0, 4)];
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("ttft.p95 < 200ms"))],
+        &stages,
+        None,
+    );
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0].stage.as_deref(), Some("low"));
+    assert!(v[0].passed);
+    assert_eq!(v[0].observed, 150.0);
+    assert_eq!(v[0].threshold, 200.0);
+    assert_eq!(v[0].unit, "ms");
+    assert_eq!(v[1].stage.as_deref(), Some("high"));
+    assert!(!v[1].passed);
+    assert_eq!(v[1].observed, 260.0);
+    assert!((v[1].relative_margin().unwrap() - 0.3).abs() < 1e-9);
+}
+
+#[test]
+fn stage_scoped_assertions_only_see_their_stage() {
+    let stages = [stage("low", 150.0, 0), stage("high", 260.0, 4)];
+    let v = evaluate(
+        &[
+            ScopedAssertion::on(a("error_rate < 1%"), "high"),
+            ScopedAssertion::on(a("ttft.p95 < 1s"), "missing"),
+        ],
+        &stages,
+        None,
+    );
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0].stage.as_deref(), Some("high"));
+    assert_eq!(v[0].observed, 2.0, "4 failed of 200 sent is 2 %");
+    assert_eq!(v[0].unit, "%");
+    assert!(!v[0].passed);
+    assert!(!v[1].passed);
+    assert!(v[1].note.as_deref().unwrap().contains("did not run"));
+}
+
+#[test]
+fn units_are_converted_before_comparing() {
+    let stages = [stage("s", 150.0, 0)];
+    let pass = |e: &str| evaluate(&[ScopedAssertion::everywhere(a(e))], &stages, None)[0].passed;
+    assert!(pass("ttft.p95 < 0.2s"));
+    assert!(!pass("ttft.p95 < 0.1s"));
+    assert!(pass("ttft.p95 > 149000us"));
+    assert!(pass("e2e.max <= 3s"), "max = 2 × 1500 ms");
+    assert!(pass("ttft.p99.9 == 225ms"));
+    assert!(pass("output_throughput > 2000 tok/s"));
+    assert!(!pass("request_throughput >= 50 req/s"));
+    assert!(pass("goodput > 95%"));
+    assert!(!pass("goodput > 98%"));
+    assert!(pass("send_lag.p99 < 1ms"));
+    assert!(pass("error_rate == 0%"));
+}
+
+#[test]
+fn a_metric_without_samples_fails_and_says_so() {
+    let stages = [stage("s", 150.0, 0)];
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("ttfa.p95 < 1s"))],
+        &stages,
+        None,
+    );
+    assert!(!v[0].passed);
+    assert_eq!(v[0].observed, 0.0);
+    assert!(v[0].note.as_deref().unwrap().contains("no ttfa samples"));
+
+    let mut idle = stage("idle", 0.0, 0);
+    idle.requests.sent = 0;
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("error_rate < 1%"))],
+        &[idle],
+        None,
+    );
+    assert!(
+        !v[0].passed,
+        "an error rate over zero requests is not a pass"
+    );
+}
+
+#[test]
+fn baseline_thresholds_use_the_same_stage_of_the_baseline() {
+    let base = results(vec![stage("low", 100.0, 0), stage("high", 200.0, 0)]);
+    let stages = [stage("low", 105.0, 0), stage("high", 250.0, 0)];
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("ttft.p95 < baseline * 1.10"))],
+        &stages,
+        Some(base.baseline()),
+    );
+    assert!(v[0].passed);
+    assert!((v[0].threshold - 110.0).abs() < 1e-9);
+    assert!(!v[1].passed);
+    assert!((v[1].threshold - 220.0).abs() < 1e-9);
+
+    let none = evaluate(
+        &[ScopedAssertion::everywhere(a("ttft.p95 < baseline"))],
+        &stages,
+        None,
+    );
+    assert!(!none[0].passed);
+    assert_eq!(none[0].note.as_deref(), Some("no baseline given"));
+
+    let other = results(vec![stage("other", 1.0, 0)]);
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("ttft.p95 < baseline"))],
+        &stages,
+        Some(other.baseline()),
+    );
+    assert!(v[0].note.as_deref().unwrap().contains("no stage `low`"));
+}

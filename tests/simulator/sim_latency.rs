@@ -1,0 +1,138 @@
+//! The latency model seen from outside: at low load TTFT is the prefill cost and ITL one
+//! decode step; past `max-running` requests queue and decode steps grow with the batch.
+//! Lower bounds are exact (the simulator never emits early); upper bounds leave room for a
+//! busy machine.
+
+use std::time::Instant;
+
+use crate::support::sim::{client, start, traces};
+use futures_util::StreamExt;
+use infermeter::sim::SimConfig;
+use infermeter::units::Duration;
+use serde_json::json;
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn low_load_ttft_is_prefill_and_itl_is_one_decode_step() {
+    let config = SimConfig {
+        prefill_per_token: Duration(std::time::Duration::from_micros(100)),
+        decode_base: Duration::from_millis(20),
+        decode_per_seq: Duration::ZERO,
+        prefill_chunk: 0,
+        ..SimConfig::default()
+    };
+    let (sim, mut trace) = start(config).await;
+    let http = client();
+    let prompt: Vec<u32> = (0..200).collect();
+    let mut client_ttft = Vec::new();
+    for _ in 0..3 {
+        let sent = Instant::now();
+        let resp = http
+            .post(format!("{}/completions", sim.base_url()))
+            .json(&json!({"prompt": prompt, "max_tokens": 8, "ignore_eos": true, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let mut stream = resp.bytes_stream();
+        let mut first = None;
+        while let Some(b) = stream.next().await {
+            let b = b.unwrap();
+            if first.is_none() && b.windows(7).any(|w| w == b"\"text\":") {
+                first = Some(sent.elapsed());
+            }
+        }
+        client_ttft.push(first.unwrap().as_micros() as u64);
+    }
+    let recs = traces(&mut trace, 3).await;
+    for r in &recs {
+        assert_eq!(r.prompt_tokens, 200);
+        let ttft = r.first_token_us.unwrap() - r.admitted_us.unwrap();
+        // 200 tokens × 0.1 ms = 20 ms of prefill, then the first token.
+        assert!((20_000..32_000).contains(&ttft), "server ttft {ttft}µs");
+        let itl: Vec<u64> = r.token_us.windows(2).map(|w| w[1] - w[0]).collect();
+        let m = median(itl);
+        assert!((19_000..26_000).contains(&m), "median itl {m}µs");
+        let whole = r.token_us[7] - r.admitted_us.unwrap();
+        // Prefill and seven decode steps on a clock that does not drift.
+        assert!(
+            (160_000..180_000).contains(&whole),
+            "8 steps took {whole}µs"
+        );
+        assert!(r.batch_sizes.iter().all(|&b| b == 1));
+    }
+    for t in client_ttft {
+        assert!((20_000..120_000).contains(&t), "client ttft {t}µs");
+    }
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_max_running_requests_queue_and_steps_slow_down() {
+    let config = SimConfig {
+        prefill_per_token: Duration::ZERO,
+        decode_base: Duration::from_millis(5),
+        decode_per_seq: Duration::from_millis(5),
+        max_running: 4,
+        ..SimConfig::default()
+    };
+    let (sim, mut trace) = start(config).await;
+    let http = client();
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let http = http.clone();
+        let url = format!("{}/chat/completions", sim.base_url());
+        tasks.push(tokio::spawn(async move {
+            let body = json!({"messages": [{"role": "user", "content": "hi"}],
+                              "max_tokens": 6 + i % 5 * 3, "ignore_eos": true, "stream": true});
+            http.post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }));
+    }
+    for t in tasks {
+        assert!(t.await.unwrap().ends_with("data: [DONE]\n\n"));
+    }
+    let recs = traces(&mut trace, 16).await;
+    let max_batch = recs
+        .iter()
+        .flat_map(|r| r.batch_sizes.iter())
+        .max()
+        .copied();
+    assert_eq!(max_batch, Some(4));
+    let mut by_admission: Vec<_> = recs.iter().collect();
+    by_admission.sort_by_key(|r| r.admitted_us);
+    // The last four waited for at least two generations of the first sequences.
+    let queued = |r: &&infermeter::sim::TraceRecord| r.first_token_us.unwrap() - r.arrival_us;
+    let early = by_admission[..4].iter().map(queued).max().unwrap();
+    let late = by_admission[12..].iter().map(queued).min().unwrap();
+    assert!(
+        late > early + 2 * 5 * 10_000,
+        "early {early}µs, late {late}µs"
+    );
+    // Gaps between tokens emitted at batch size 4 vs 1: 25 ms vs 10 ms per step.
+    let mut gaps: [Vec<u64>; 5] = Default::default();
+    for r in &recs {
+        for (w, b) in r.token_us.windows(2).zip(&r.batch_sizes[1..]) {
+            gaps[*b as usize].push(w[1] - w[0]);
+        }
+    }
+    let full = median(gaps[4].clone());
+    assert!(full >= 20_000, "itl at batch 4: {full}µs");
+    let smallest = gaps.iter().position(|g| !g.is_empty()).unwrap();
+    assert!(smallest < 4, "the batch never shrank");
+    let small = median(gaps[smallest].clone());
+    assert!(
+        full > small + 5_000,
+        "batch {smallest}: {small}µs vs batch 4: {full}µs"
+    );
+    sim.shutdown().await.unwrap();
+}

@@ -1,0 +1,97 @@
+//! Helpers every test binary shares: running the real `infermeter` binary (scenario files in
+//! a temp dir, a simulator in its own process, results parsing) and, in [`sim`], an
+//! in-process simulator with a plain HTTP client.
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+pub mod sim;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_infermeter")
+}
+
+/// Writes `text` as `name` in `dir` and returns its path.
+pub fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write scenario");
+    path
+}
+
+/// `infermeter run SCENARIO --out DIR --quiet` plus `extra`.
+pub fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .arg("--quiet")
+        .args(extra)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run the binary")
+}
+
+pub fn results(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json exists");
+    serde_json::from_str(&text).expect("results.json parses")
+}
+
+pub fn stage<'a>(results: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    results["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("stage {name} in results"))
+}
+
+pub fn describe(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A simulator in its own process; killed when dropped.
+pub struct SimProcess {
+    pub child: Child,
+    pub base_url: String,
+}
+
+impl SimProcess {
+    pub fn start(args: &[&str]) -> SimProcess {
+        let mut child = Command::new(bin())
+            .args(["sim", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start infermeter sim");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("sim prints its address");
+        let start = line.find("http://").expect("address in start line");
+        let base_url = line[start..]
+            .split_whitespace()
+            .next()
+            .expect("url")
+            .to_string();
+        SimProcess { child, base_url }
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
