@@ -20,6 +20,11 @@ use crate::sim::SimError;
 
 #[derive(Debug, thiserror::Error, Diagnostic)]
 pub enum Error {
+    /// The command line could not be parsed (or asked for `--help` / `--version`, which clap
+    /// prints itself).
+    #[error(transparent)]
+    Args(#[from] clap::Error),
+
     /// The scenario file could not be read or is invalid (every problem, with spans).
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -105,10 +110,12 @@ impl Error {
     /// The process exit code for this error: the only place one is chosen.
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Args(e) if !e.use_stderr() => exit::OK,
             Error::SlaFailed { .. } | Error::Aborted(_) | Error::Regressed { .. } => {
                 exit::SLA_FAILED
             }
-            Error::Scenario(_)
+            Error::Args(_)
+            | Error::Scenario(_)
             | Error::Plan { .. }
             | Error::Baseline(_)
             | Error::Input(_)

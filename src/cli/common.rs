@@ -53,6 +53,10 @@ pub fn percent(s: &str) -> Result<f64, String> {
 /// (an SLA failed, the run was interrupted) print nothing more.
 pub fn print_error(e: &Error) {
     match e {
+        // clap formats its own messages, help and version included.
+        Error::Args(e) => {
+            let _ = e.print();
+        }
         Error::Scenario(s) => eprintln!("{}", render(s)),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
         Error::Regressed { .. } => eprintln!("{e}"),

@@ -4,6 +4,8 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::error::Error;
+
 mod common;
 mod compare;
 mod plan;
@@ -54,18 +56,20 @@ pub enum Command {
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let result = Cli::try_parse()
+        .map_err(Error::from)
+        .and_then(|cli| run(cli.command));
+    match result {
+        Ok(()) => crate::exit::OK,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                crate::exit::INVALID
-            } else {
-                crate::exit::OK
-            };
+            common::print_error(&e);
+            e.exit_code()
         }
-    };
-    let result = match cli.command {
+    }
+}
+
+fn run(command: Command) -> Result<(), Error> {
+    match command {
         Command::Run(args) => run::run(*args),
         Command::Validate(args) => validate::run(args),
         Command::Sim(args) => sim::run(*args),
@@ -73,12 +77,5 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),
-    };
-    match result {
-        Ok(()) => crate::exit::OK,
-        Err(e) => {
-            common::print_error(&e);
-            e.exit_code()
-        }
     }
 }

@@ -29,7 +29,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
                 };
                 if cancel.is_cancelled() {
                     eprintln!("interrupted again ({name}): exiting now");
-                    std::process::exit(crate::exit::RUN_ERROR);
+                    std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
                 eprintln!(
                     "interrupted ({name}): stopping, waiting briefly for in-flight requests…"

@@ -25,6 +25,12 @@ pub enum DatasetError {
         line: Option<u64>,
         reason: String,
     },
+    #[error("failed to read {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to tokenize text with `{tokenizer}`: {reason}")]
     Encode { tokenizer: String, reason: String },
 }

@@ -17,11 +17,7 @@ pub(crate) struct HashingReader {
 
 impl HashingReader {
     pub(crate) fn open(path: &Path) -> Result<HashingReader, DatasetError> {
-        let file = File::open(path).map_err(|e| DatasetError::File {
-            path: path.to_path_buf(),
-            line: None,
-            reason: e.to_string(),
-        })?;
+        let file = File::open(path).map_err(|e| io_error(path, e))?;
         Ok(HashingReader {
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: Sha256::new(),
@@ -105,6 +101,9 @@ pub(crate) fn file_error(
     }
 }
 
-pub(crate) fn io_error(path: &Path, e: std::io::Error) -> DatasetError {
-    file_error(path, None, e.to_string())
+pub(crate) fn io_error(path: &Path, source: std::io::Error) -> DatasetError {
+    DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }

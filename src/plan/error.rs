@@ -38,10 +38,21 @@ pub enum PlanError {
     },
     #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
     EmptyDataset { dataset: String, detail: String },
-    #[error("dataset `{dataset}`: hooks: {detail}")]
-    Hooks { dataset: String, detail: String },
+    #[error("dataset `{dataset}`: cannot read its hooks file {}", path.display())]
+    HooksFile {
+        dataset: String,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("dataset `{dataset}`: its hooks do not compile")]
+    Hooks {
+        dataset: String,
+        #[source]
+        source: crate::hooks::HookError,
+    },
     #[error("dataset `{dataset}`: session: {detail}")]
     Session { dataset: String, detail: String },
-    #[error("failed to serialize the plan for hashing: {0}")]
-    Hash(String),
+    #[error("failed to serialize the plan for hashing")]
+    Hash(#[source] std::io::Error),
 }

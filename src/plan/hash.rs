@@ -34,10 +34,8 @@ fn digest(plan: &Plan) -> Result<String, PlanError> {
     {
         // serde_json writes many tiny pieces; batching them makes hashing ~3× faster.
         let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut writer);
-        serde_json::to_writer(&mut buffered, plan).map_err(|e| PlanError::Hash(e.to_string()))?;
-        buffered
-            .flush()
-            .map_err(|e| PlanError::Hash(e.to_string()))?;
+        serde_json::to_writer(&mut buffered, plan).map_err(|e| PlanError::Hash(e.into()))?;
+        buffered.flush().map_err(PlanError::Hash)?;
     }
     let bytes = writer.0.finalize();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

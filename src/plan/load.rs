@@ -130,15 +130,16 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         return Ok(None);
     };
     let full = base_dir.join(&path.value);
-    let source = std::fs::read_to_string(&full).map_err(|e| PlanError::Hooks {
+    let source = std::fs::read_to_string(&full).map_err(|source| PlanError::HooksFile {
         dataset: d.name.value.clone(),
-        detail: format!("{}: {e}", full.display()),
+        path: full.clone(),
+        source,
     })?;
     // Compile errors are reported now, with file, line and column, before any request.
     let shown = path.value.display().to_string();
-    crate::hooks::Hooks::compile(&source, &shown).map_err(|e| PlanError::Hooks {
+    crate::hooks::Hooks::compile(&source, &shown).map_err(|source| PlanError::Hooks {
         dataset: d.name.value.clone(),
-        detail: e.to_string(),
+        source,
     })?;
     let sha256 = Sha256::digest(source.as_bytes())
         .iter()

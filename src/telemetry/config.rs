@@ -158,8 +158,10 @@ pub enum TelemetryError {
     PrometheusUnavailable { url: String, reason: String },
     #[error("invalid telemetry configuration: {0}")]
     Invalid(String),
-    #[error("failed to start the telemetry sampler: {0}")]
-    Spawn(String),
+    #[error("failed to start the telemetry sampler")]
+    Spawn(#[source] std::io::Error),
+    #[error("the telemetry sampler failed: {0}")]
+    Died(String),
 }
 
 #[cfg(test)]

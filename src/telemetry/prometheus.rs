@@ -78,11 +78,11 @@ pub(crate) fn probe_all(urls: &[String]) -> Result<Vec<Result<(), String>>, Tele
                 Ok(futures_util::future::join_all(probes).await)
             })
         })
-        .map_err(|e| TelemetryError::Spawn(e.to_string()))?;
+        .map_err(TelemetryError::Spawn)?;
     thread
         .join()
-        .map_err(|_| TelemetryError::Spawn("the probe thread panicked".into()))?
-        .map_err(TelemetryError::Spawn)
+        .map_err(|_| TelemetryError::Died("the probe thread panicked".into()))?
+        .map_err(TelemetryError::Died)
 }
 
 /// Per-source state that outlives one scrape.

