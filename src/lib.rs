@@ -18,5 +18,6 @@ pub mod runner;
 pub mod scenario;
 pub mod sim;
 pub mod sla;
+pub mod stats;
 pub mod telemetry;
 pub mod units;
