@@ -22,6 +22,7 @@ pub mod runner;
 pub mod scenario;
 pub mod sim;
 pub mod sla;
+pub mod stats;
 pub mod telemetry;
 pub mod units;
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::histograms::{LatencyMetric, StageHistograms};
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
 
@@ -70,7 +71,8 @@ pub struct StageClock {
 /// bounds mean recording never reallocates.
 const MAX_US: u64 = 86_400_000_000;
 
-fn histogram() -> Histogram<u64> {
+/// A latency histogram as every stage and turn metric records it (µs, 3 significant digits).
+pub(super) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
 }
 
@@ -214,6 +216,18 @@ impl StageAggregator {
         }
     }
 
+    fn histogram(&self, metric: LatencyMetric) -> &Histogram<u64> {
+        match metric {
+            LatencyMetric::Ttft => &self.ttft,
+            LatencyMetric::Itl => &self.itl,
+            LatencyMetric::Tpot => &self.tpot,
+            LatencyMetric::E2e => &self.e2e,
+            LatencyMetric::Ntpot => &self.ntpot,
+            LatencyMetric::Ttfa => &self.ttfa,
+            LatencyMetric::SendLag => &self.send_lag,
+        }
+    }
+
     pub fn finish(mut self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
         self.counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
@@ -251,6 +265,8 @@ impl StageAggregator {
             poll_idle: clock.poll_idle,
         };
         let validity = self.validity(&clock, &client, rules);
+        // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
+        let histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
         StageSummary {
             name: self.name,
             planned: self.planned,
@@ -272,6 +288,7 @@ impl StageAggregator {
             profile: None,
             warmup_end: None,
             per_turn: self.turns.finish(),
+            histograms,
         }
     }
 

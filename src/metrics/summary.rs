@@ -172,6 +172,21 @@ pub struct StageSummary {
     /// Warm-up with `until="stable"` only: what ended it, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_end: Option<WarmupEnd>,
+    /// Every latency histogram of the stage, whole (µs; see `StageHistograms`), for
+    /// confidence intervals and `compare`. Absent from results written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<super::StageHistograms>,
+}
+
+impl StageSummary {
+    /// The stage's histogram of `metric` (µs), decoded; `None` when the summary has none
+    /// stored (results from before histograms were kept).
+    pub fn histogram(
+        &self,
+        metric: super::LatencyMetric,
+    ) -> Option<Result<hdrhistogram::Histogram<u64>, crate::stats::StatsError>> {
+        self.histograms.as_ref().map(|h| h.decode(metric))
+    }
 }
 
 /// Why and when a `warmup until="stable"` stopped sending.

@@ -1,0 +1,24 @@
+//! The statistics behind a gate you can trust: whole histograms stored losslessly, a
+//! distribution-free confidence interval for every percentile, the bootstrap of a percentile's
+//! change between two runs, and the median across repeated rounds. The methods and their
+//! assumptions are in `docs/statistics.md`.
+
+mod binomial;
+mod bootstrap;
+mod error;
+pub mod hist;
+mod quantile;
+mod rounds;
+mod tails;
+
+pub use binomial::{Ranks, order_statistic_ranks, samples_needed};
+pub use bootstrap::{
+    BootstrapOptions, ChangeCi, DEFAULT_SEED, Direction, MIN_REPLICATES, RelativeChange, Verdict,
+    decide, relative_change,
+};
+pub use error::StatsError;
+pub use quantile::{
+    QuantileCi, QuantileInterval, SamplesToDecide, quantile_interval, samples_to_decide,
+};
+pub use rounds::{RoundsInterval, rounds_median};
+pub use tails::{NORMAL_APPROX_MIN_N, NORMAL_APPROX_MIN_VARIANCE};
