@@ -151,7 +151,7 @@ fn run_with_hooks(script: &str) -> Vec<serde_json::Value> {
     let file = dir.path().join("s.kdl");
     std::fs::write(&file, kdl).unwrap();
     let out = dir.path().join("out");
-    let status = std::process::Command::new(crate::support::bin())
+    let status = crate::support::command()
         .args(["run", "-q", "--no-plots", "--requests-jsonl", "--out"])
         .arg(&out)
         .arg(&file)
@@ -183,7 +183,7 @@ fn a_bad_script_stops_the_run_before_any_request() {
     let kdl = "scenario \"h\"\ntarget \"sim\"\ndataset \"d\" { synthetic { input-tokens 8; output-tokens 4 }; hooks \"h.rhai\" }\nstage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 2 }\n";
     let file = dir.path().join("s.kdl");
     std::fs::write(&file, kdl).unwrap();
-    let out = std::process::Command::new(crate::support::bin())
+    let out = crate::support::command()
         .args(["run", "-q", "--out"])
         .arg(dir.path().join("out"))
         .arg(&file)

@@ -2,12 +2,12 @@
 //! against the embedded simulator. Stages are a few seconds; bounds are generous.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 fn infermeter(args: &[&str], out: &Path) -> Output {
-    Command::new(crate::support::bin())
+    crate::support::command()
         .args(args)
         .args(["--quiet", "--out"])
         .arg(out)
@@ -147,7 +147,7 @@ fn concurrency_search_lands_near_max_running_and_compare_plots_it() {
     let current = dir.path().join("slower.json");
     std::fs::write(&current, serde_json::to_string(&slower).unwrap()).unwrap();
     let svg_path = dir.path().join("both.svg");
-    let o = Command::new(crate::support::bin())
+    let o = crate::support::command()
         .arg("compare")
         .arg(dir.path().join("results.json"))
         .arg(&current)

@@ -3,15 +3,13 @@
 //! capacity and the rate search's answer near it. Stages are 2 s: the logic, not the length,
 //! is under test, so bounds are generous.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 const CAPACITY: f64 = 25.0;
 
 fn run(scenario: &str) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(crate::support::bin())
+    let out = crate::support::command()
         .args(["run", scenario, "--quiet", "--out"])
         .arg(dir.path())
         .current_dir(env!("CARGO_MANIFEST_DIR"))

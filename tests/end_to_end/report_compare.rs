@@ -1,7 +1,7 @@
 //! `infermeter compare` and `infermeter report` through the real binary, on fixtures.
 
+use crate::support::{infermeter, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use infermeter::results::{Results, read_results};
 
@@ -9,21 +9,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/results")
         .join(name)
-}
-
-fn infermeter(args: &[&str]) -> Output {
-    Command::new(crate::support::bin())
-        .args(args)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// The baseline with every latency multiplied by `factor`, written to `dir`.

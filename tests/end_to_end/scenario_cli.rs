@@ -1,16 +1,8 @@
 //! The real binary: `infermeter validate` exit codes and output, `infermeter schema scenario`.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn infermeter(args: &[&str]) -> Output {
-    Command::new(crate::support::bin())
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("binary runs")
-}
+use crate::support::infermeter;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -112,7 +104,7 @@ fn schema_command_prints_the_checked_in_schema() {
 fn docs_cli_lists_every_option_of_run_and_plan() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
     for command in ["run", "plan"] {
-        let help = std::process::Command::new(crate::support::bin())
+        let help = crate::support::command()
             .args([command, "--help"])
             .output()
             .unwrap();

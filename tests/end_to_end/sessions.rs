@@ -18,7 +18,7 @@ fn run(body: &str) -> (Value, Vec<Value>) {
     );
     std::fs::write(&scenario, text).unwrap();
     let out = dir.path().join("out");
-    let output = std::process::Command::new(crate::support::bin())
+    let output = crate::support::command()
         .args(["run", "-q", "--no-plots", "--requests-jsonl", "--out"])
         .arg(&out)
         .arg(&scenario)
@@ -195,7 +195,7 @@ stage "closed" { dataset "chat"; arrival "concurrency" clients=2; requests 3 }
 "#,
     )
     .unwrap();
-    let output = std::process::Command::new(crate::support::bin())
+    let output = crate::support::command()
         .args(["run", "--progress-lines", "--no-plots", "--out"])
         .arg(dir.path().join("out"))
         .arg(&scenario)

@@ -6,7 +6,6 @@
 //! machines have none); with one, they check the other outcome's invariants instead.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -45,7 +44,7 @@ fn run(dir: &Path, text: &str) -> (i32, String, Option<Value>) {
     let path = dir.join("t.kdl");
     std::fs::write(&path, text).unwrap();
     let out_dir = dir.join("out");
-    let out = Command::new(crate::support::bin())
+    let out = crate::support::command()
         .args(["run", "-q", "--no-plots", "--out"])
         .arg(&out_dir)
         .arg(&path)

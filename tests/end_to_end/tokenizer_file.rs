@@ -52,7 +52,7 @@ fn plan_reports_the_tokenizer() {
     );
     let path = dir.path().join("hf.kdl");
     std::fs::write(&path, text).unwrap();
-    let out = std::process::Command::new(crate::support::bin())
+    let out = crate::support::command()
         .arg("plan")
         .arg(&path)
         .output()

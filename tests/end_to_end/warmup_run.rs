@@ -4,7 +4,6 @@
 //! the report say which, and the measured stage still runs afterwards.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -37,7 +36,7 @@ fn run(dir: &Path, text: &str) -> (i32, String, Value, String) {
     let path = dir.join("t.kdl");
     std::fs::write(&path, text).unwrap();
     let out_dir = dir.join("out");
-    let out = Command::new(crate::support::bin())
+    let out = crate::support::command()
         .args(["run", "-q", "--no-plots", "--out"])
         .arg(&out_dir)
         .arg(&path)

@@ -267,7 +267,7 @@ fn example_scenarios_run_against_the_simulator() {
         "multi-turn",
     ] {
         let dir = out.path().join(name);
-        let status = std::process::Command::new(crate::support::bin())
+        let status = crate::support::command()
             .args(["run", "-q", "--no-plots", "--requests-jsonl", "--out"])
             .arg(&dir)
             .arg(root.join(format!("scenarios/{name}.kdl")))

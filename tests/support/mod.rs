@@ -15,6 +15,29 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_infermeter")
 }
 
+/// The binary as every test runs it: from the repository root, without colour, and without
+/// GitHub's step summary (a CI run of the tests must not append reports to it).
+pub fn command() -> Command {
+    let mut c = Command::new(bin());
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    c
+}
+
+/// `infermeter ARGS…`, waited for.
+pub fn infermeter(args: &[&str]) -> Output {
+    command().args(args).output().expect("the binary runs")
+}
+
+/// stdout and stderr as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// Writes `text` as `name` in `dir` and returns its path.
 pub fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
@@ -24,7 +47,7 @@ pub fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// `infermeter run SCENARIO --out DIR --quiet` plus `extra`.
 pub fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
-    Command::new(bin())
+    command()
         .arg("run")
         .arg(scenario)
         .arg("--out")
