@@ -35,6 +35,9 @@ pub struct ValidityRules {
     /// Share of the client's CPUs' time taken by the hypervisor (steal) above this flags the
     /// run: stolen time stalls the client at random, inflating every latency it measures.
     pub max_steal_share: f64,
+    /// Confidence of the percentiles' intervals (0.95): how sure the numbers are, beside the
+    /// verdict on whether they can be trusted at all.
+    pub confidence: f64,
 }
 
 impl Default for ValidityRules {
@@ -45,6 +48,7 @@ impl Default for ValidityRules {
             max_cpu_share: 0.9,
             max_token_mismatch_share: 0.05,
             max_steal_share: 0.01,
+            confidence: 0.95,
         }
     }
 }
@@ -267,18 +271,27 @@ impl StageAggregator {
         let validity = self.validity(&clock, &client, rules);
         // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
         let histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        let ok_requests = self.counts.ok;
         StageSummary {
             name: self.name,
             planned: self.planned,
             wall_time_s: clock.wall_ns as f64 / 1e9,
             requests: self.counts,
             latency: Latency {
-                ttft_ms: dist(&self.ttft),
-                itl_ms: dist(&self.itl),
-                tpot_ms: dist(&self.tpot),
-                e2e_ms: dist(&self.e2e),
-                ntpot_ms: dist(&self.ntpot),
-                ttfa_ms: dist(&self.ttfa),
+                ttft_ms: dist_with_intervals(&self.ttft, rules.confidence),
+                // Gaps of one request are not independent: the interval counts requests.
+                itl_ms: Dist {
+                    intervals: super::intervals::sample_intervals_of(
+                        &self.itl,
+                        rules.confidence,
+                        ok_requests,
+                    ),
+                    ..dist(&self.itl)
+                },
+                tpot_ms: dist_with_intervals(&self.tpot, rules.confidence),
+                e2e_ms: dist_with_intervals(&self.e2e, rules.confidence),
+                ntpot_ms: dist_with_intervals(&self.ntpot, rules.confidence),
+                ttfa_ms: dist_with_intervals(&self.ttfa, rules.confidence),
             },
             tokens: self.tokens,
             throughput,
@@ -289,6 +302,7 @@ impl StageAggregator {
             warmup_end: None,
             per_turn: self.turns.finish(),
             histograms,
+            rounds: Vec::new(),
         }
     }
 
@@ -371,6 +385,15 @@ pub fn dist(h: &Histogram<u64>) -> Dist {
         max: ms(h.max()),
         min: ms(h.min()),
         mean: h.mean() / 1e3,
+        intervals: None,
+    }
+}
+
+/// [`dist`] with the confidence intervals of its percentiles and mean.
+pub fn dist_with_intervals(h: &Histogram<u64>, confidence: f64) -> Dist {
+    Dist {
+        intervals: super::intervals::sample_intervals(h, confidence),
+        ..dist(h)
     }
 }
 

@@ -4,14 +4,23 @@
 
 mod aggregate;
 mod histograms;
+mod intervals;
 mod profile;
 mod record;
+mod rounds;
 mod summary;
 mod turns;
 
-pub use aggregate::{GoodputSlo, StageAggregator, StageClock, ValidityRules, dist};
+pub use aggregate::{
+    GoodputSlo, StageAggregator, StageClock, ValidityRules, dist, dist_with_intervals,
+};
 pub use histograms::{LatencyMetric, StageHistograms, TurnHistograms};
+pub use intervals::{
+    Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,
+    sample_intervals_of,
+};
 pub use profile::{PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary};
 pub use record::*;
+pub use rounds::merge_rounds;
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};

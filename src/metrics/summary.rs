@@ -19,6 +19,10 @@ pub struct Dist {
     pub max: f64,
     pub min: f64,
     pub mean: f64,
+    /// Confidence intervals of the percentiles and the mean (absent in results from before
+    /// they were kept, and where no sample was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<super::Intervals>,
 }
 
 /// What the stage was asked to do.
@@ -176,6 +180,11 @@ pub struct StageSummary {
     /// confidence intervals and `compare`. Absent from results written before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<super::StageHistograms>,
+    /// A stage run in `rounds`: each round's own summary (without histograms or timeline), in
+    /// order. The stage's figures above are then the medians across rounds, its intervals
+    /// across rounds, its counts the sums and its histograms the union.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<StageSummary>,
 }
 
 impl StageSummary {

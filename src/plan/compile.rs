@@ -66,6 +66,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 drain_timeout: drain_default,
                 profile: None,
                 first_item: 0,
+                rounds: 1,
             })
         }
     };
@@ -74,12 +75,20 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     for (i, spec) in scenario.stages.iter().enumerate() {
         let dataset = dataset_index(format!("stage `{}`", spec.name.value), &spec.dataset.value)?;
         let seed = stage_seed(scenario.seed, "stage", i as u64);
-        if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
+        let rounds = spec.rounds.unwrap_or(scenario.rounds).max(1);
+        let planned = if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
             let source = &datasets[dataset].source;
-            stages.push(trace_stage(spec, dataset, source, seed, drain_default)?);
-            continue;
-        }
-        stages.extend(super::profile::expand(spec, dataset, seed, drain_default)?);
+            vec![trace_stage(spec, dataset, source, seed, drain_default)?]
+        } else {
+            super::profile::expand(spec, dataset, seed, drain_default)?
+        };
+        // A search picks its probes as it goes: each runs once (see docs/sla.md, "Rounds").
+        stages.extend(planned.into_iter().map(|mut s| {
+            if !matches!(s.load, Load::Search(_)) {
+                s.rounds = rounds;
+            }
+            s
+        }));
     }
 
     let mut plan = Plan {
@@ -331,5 +340,6 @@ pub(super) fn stage_plan(
         drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
         profile: None,
         first_item: 0,
+        rounds: 1,
     })
 }

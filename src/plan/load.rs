@@ -351,6 +351,7 @@ pub(super) fn trace_stage(
         },
         first_item,
         profile: None,
+        rounds: 1,
     })
 }
 

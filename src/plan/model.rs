@@ -105,6 +105,15 @@ pub struct StagePlan {
     /// Request `i` uses dataset item `first_item + i` (a trace replay's window start).
     #[serde(default)]
     pub first_item: u64,
+    /// How many times the stage runs, each round the same requests. Not part of the plan's
+    /// JSON or hash: rounds measure one workload more often, they do not change it, so a
+    /// 5-round run compares with a 1-round baseline of the same plan.
+    #[serde(skip, default = "one_round")]
+    pub rounds: u32,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

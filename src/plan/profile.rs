@@ -77,6 +77,7 @@ pub(super) fn expand(
             drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
             profile: None,
             first_item: 0,
+            rounds: 1,
         }]),
     }
 }
@@ -146,6 +147,7 @@ pub fn probe_stage(
         drain_timeout: search.drain_timeout,
         profile: Some(point),
         first_item: search.first_item,
+        rounds: 1,
     })
 }
 
@@ -171,6 +173,7 @@ fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePla
         drain_timeout: search.drain_timeout,
         profile: Some(point),
         first_item: search.first_item,
+        rounds: 1,
     }
 }
 

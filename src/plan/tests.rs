@@ -31,6 +31,7 @@ pub(crate) fn stage(
         limit,
         drain_timeout: None,
         profile: None,
+        rounds: None,
     }
 }
 
@@ -83,6 +84,8 @@ pub(crate) fn scenario() -> Scenario {
             StageLimit::Requests(100),
         )],
         sla: vec![],
+        sla_policy: Default::default(),
+        rounds: 1,
         goodput: None,
         telemetry: None,
         report: ReportSpec::default(),

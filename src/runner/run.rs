@@ -15,7 +15,7 @@ use super::target::{InProcessSim, preflight};
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter};
 use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
-use crate::metrics::{SearchSummary, StageSummary};
+use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
 use crate::protocol::Api;
 use crate::sim::SimError;
@@ -230,7 +230,7 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner.run_stage(w, &mut sink, watch.as_ref()).await;
+        let (summary, problem) = runner.run_stage(w, 0, &mut sink, watch.as_ref()).await;
         mark(&w.name, false);
         out.warmup = Some(summary);
         out.problems.extend(problem);
@@ -248,9 +248,19 @@ pub async fn run(
             out.problems.extend(s.problems);
             continue;
         }
-        let (mut summary, problem) = runner.run_stage(stage, &mut sink, None).await;
+        // Rounds replay the same requests; the stage's summary folds them (medians, intervals
+        // across rounds). An interrupt keeps the rounds that ran.
+        let mut rounds = Vec::with_capacity(stage.rounds as usize);
+        for round in 0..stage.rounds.max(1) {
+            if round > 0 && opts.interrupt.is_cancelled() {
+                break;
+            }
+            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None).await;
+            out.problems.extend(problem);
+            rounds.push(summary);
+        }
         mark(&stage.name, false);
-        out.problems.extend(problem);
+        let mut summary = merge_rounds(rounds, opts.validity.confidence);
         if let Some(mut point) = stage.profile.clone() {
             point.assess(&summary);
             summary.profile = Some(point);

@@ -45,19 +45,25 @@ pub(super) struct StageRunner<'a> {
 }
 
 impl StageRunner<'_> {
-    /// Runs `stage` (a stage of the plan, its warm-up or a search probe). With `watch`, sending
-    /// also stops once its rule holds (`warmup until="stable"`).
+    /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
+    /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`).
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
+        round: u32,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
     ) -> (StageSummary, Option<RunProblem>) {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
+        let shown = if stage.rounds > 1 {
+            format!("{} (round {} of {})", stage.name, round + 1, stage.rounds)
+        } else {
+            stage.name.clone()
+        };
         let progress = self
             .opts
             .observer
-            .stage_started(&stage.name, planned_total(&self.plan, stage));
+            .stage_started(&shown, planned_total(&self.plan, stage));
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
         warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;

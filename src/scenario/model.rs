@@ -19,7 +19,7 @@ use crate::arrival::ArrivalSpec;
 use crate::dataset::{ContextSpec, LengthDist, TokenizerSpec};
 use crate::protocol::Api;
 use crate::sim::SimConfig;
-use crate::sla::Assertion;
+use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 use crate::units::Duration;
 
 /// A value together with where it was written, so a later stage can point at it.
@@ -102,6 +102,13 @@ pub struct Scenario {
     pub stages: Vec<StageSpec>,
     /// Scenario-level `sla { assert … }`; stage-scoped ones carry `stage`.
     pub sla: Vec<AssertionSpec>,
+    /// How assertions are decided: `sla { confidence "95%"; inconclusive "fail"; untrusted
+    /// "judge" }` (each optional; the command line may override them).
+    #[serde(default)]
+    pub sla_policy: SlaPolicySpec,
+    /// `rounds N`: every stage runs N times on the same plan (a stage's own `rounds` wins).
+    /// Default 1.
+    pub rounds: u32,
     /// Per-request SLOs that define goodput (`goodput ttft="200ms" tpot="50ms"`).
     pub goodput: Option<GoodputSpec>,
     pub report: ReportSpec,
@@ -205,6 +212,9 @@ pub struct StageSpec {
     /// `sweep { … }` or `search { … }`: the stage is a family of loads (see `profile.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::profile::ProfileSpec>,
+    /// `rounds N` inside the stage: how many times it runs (the scenario's `rounds` if absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
 }
 
 /// When a stage stops sending. Exactly one of the two is given in the file.
@@ -223,6 +233,17 @@ pub struct AssertionSpec {
     /// `Some(stage)` when written inside a stage or with `stage="…"`.
     pub stage: Option<Spanned<String>>,
     pub abort_on_fail: bool,
+}
+
+/// The `sla` block's settings, as written (absent ones take the defaults or the command line's).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, JsonSchema)]
+pub struct SlaPolicySpec {
+    /// Confidence of the intervals assertions are decided on, a fraction (0.95).
+    pub confidence: Option<f64>,
+    /// What an inconclusive assertion does to the gate.
+    pub inconclusive: Option<InconclusiveAs>,
+    /// What an assertion on an untrusted stage comes to.
+    pub untrusted: Option<Untrusted>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]

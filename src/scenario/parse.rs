@@ -28,6 +28,7 @@ const TOP: &[&str] = &[
     "goodput",
     "report",
     "telemetry",
+    "rounds",
 ];
 
 /// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
@@ -163,6 +164,8 @@ fn decode(
         warmup: None,
         stages: Vec::new(),
         sla: Vec::new(),
+        sla_policy: Default::default(),
+        rounds: 1,
         goodput: None,
         report: ReportSpec::default(),
         telemetry: None,
@@ -218,7 +221,20 @@ fn decode(
                 }
             }
             "warmup" => s.warmup = stage::warmup(ctx, node),
-            "sla" => s.sla.extend(stage::sla_block(ctx, node, None)),
+            "sla" => {
+                let out = stage::sla_block(ctx, node, None);
+                s.sla.extend(out.assertions);
+                merge_policy(&mut s.sla_policy, out.policy);
+            }
+            "rounds" => {
+                let mut r = super::ctx::NodeReader::new(ctx, node);
+                if let Some(n) = one_arg(ctx, &mut r, "a number of rounds")
+                    .and_then(|v| ctx.uint(&v, "rounds", 1, stage::MAX_ROUNDS))
+                {
+                    s.rounds = n as u32;
+                }
+                r.finish(ctx);
+            }
             "goodput" => s.goodput = goodput(ctx, node),
             "report" => s.report = report(ctx, node),
             "telemetry" => {
@@ -243,6 +259,13 @@ fn decode(
     check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
     telemetry::check_sim_refs(ctx, &s.target, &sim_metric_refs);
     Some(s)
+}
+
+/// Settings of a later `sla` block fill what earlier ones left unset.
+fn merge_policy(into: &mut super::model::SlaPolicySpec, from: super::model::SlaPolicySpec) {
+    into.confidence = from.confidence.or(into.confidence);
+    into.inconclusive = from.inconclusive.or(into.inconclusive);
+    into.untrusted = from.untrusted.or(into.untrusted);
 }
 
 /// Records a dataset or stage name, reporting a duplicate.

@@ -1,15 +1,18 @@
 //! `stage "name" { … }` with its arrival and limit, `warmup`, and `sla { assert … }` blocks
-//! (whose expressions are kept as spanned strings for the `sla` module to parse).
+//! (each expression parsed by the `sla` grammar and kept typed with its span).
 
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, Once};
 use super::error::suggest;
-use super::model::{AssertionSpec, Spanned, StageLimit, StageSpec, Warmup};
+use super::model::{AssertionSpec, SlaPolicySpec, Spanned, StageLimit, StageSpec, Warmup};
 use super::target::one_arg;
 use crate::arrival::ArrivalSpec;
-use crate::sla::Assertion;
+use crate::sla::{Assertion, InconclusiveAs, Untrusted};
+
+/// Most rounds a stage may run.
+pub(crate) const MAX_ROUNDS: u64 = 100;
 
 const STAGE_CHILDREN: &[&str] = &[
     "dataset",
@@ -17,6 +20,7 @@ const STAGE_CHILDREN: &[&str] = &[
     "duration",
     "requests",
     "drain-timeout",
+    "rounds",
     "sla",
     "sweep",
     "search",
@@ -65,6 +69,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let mut once = Once::default();
     let mut seen = |ctx: &mut Ctx<'_>, c: &KdlNode| once.first(ctx, c, &shown);
     let (mut dataset, mut arrival, mut limit, mut drain) = (None, None, None, None);
+    let mut rounds = None;
     let mut limit_given = false;
     let mut sla = Vec::new();
     let mut profile = None;
@@ -75,7 +80,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             continue;
         }
         if cname == "sla" {
-            sla.extend(sla_block(ctx, child, name.as_ref()));
+            sla.extend(sla_block(ctx, child, name.as_ref()).assertions);
             continue;
         }
         if !seen(ctx, child) {
@@ -112,6 +117,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             }
             "drain-timeout" => {
                 drain = one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
+            }
+            "rounds" => {
+                rounds = one_arg(ctx, &mut cr, "a number of rounds")
+                    .and_then(|v| ctx.uint(&v, cname, 1, MAX_ROUNDS))
+                    .map(|n| n as u32);
             }
             "sweep" | "search" => {
                 cr.skip_all();
@@ -187,6 +197,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             limit,
             drain_timeout: drain,
             profile,
+            rounds,
         }),
         _ => None,
     };
@@ -310,17 +321,43 @@ pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
     })
 }
 
-/// `sla { assert "…" [stage="…"] [abort-on-fail=#true] }`; `scope` is the enclosing stage.
+/// What an `sla` block says: its assertions and, at the top level only, how they are decided.
+#[derive(Default)]
+pub(crate) struct SlaOut {
+    pub assertions: Vec<AssertionSpec>,
+    pub policy: SlaPolicySpec,
+}
+
+const SLA_CHILDREN: &[&str] = &["assert", "confidence", "inconclusive", "untrusted"];
+
+/// `sla { assert "…" [stage="…"] [abort-on-fail=#true]; confidence "95%"; inconclusive
+/// "fail"; untrusted "judge" }`; `scope` is the enclosing stage (whose block takes assertions
+/// only: how they are decided is the scenario's).
 pub(crate) fn sla_block(
     ctx: &mut Ctx<'_>,
     node: &KdlNode,
     scope: Option<&Spanned<String>>,
-) -> Vec<AssertionSpec> {
+) -> SlaOut {
     let mut r = NodeReader::new(ctx, node);
     let mut out = Vec::new();
+    let mut policy = SlaPolicySpec::default();
     for child in r.children() {
-        if child.name().value() != "assert" {
-            ctx.unknown_node(child, "`sla`", &["assert"]);
+        let cname = child.name().value();
+        if !SLA_CHILDREN.contains(&cname) {
+            ctx.unknown_node(child, "`sla`", SLA_CHILDREN);
+            continue;
+        }
+        if cname != "assert" {
+            if scope.is_some() {
+                ctx.error(
+                    ctx.name_span(child),
+                    format!("`{cname}` inside a stage's `sla`"),
+                    "settings apply to every assertion of the scenario",
+                    Some(format!("move `{cname}` to the top-level sla block")),
+                );
+                continue;
+            }
+            sla_setting(ctx, child, &mut policy);
             continue;
         }
         let mut ar = NodeReader::new(ctx, child);
@@ -367,7 +404,70 @@ pub(crate) fn sla_block(
         }
     }
     r.finish(ctx);
-    out
+    SlaOut {
+        assertions: out,
+        policy,
+    }
+}
+
+/// `confidence "95%"`, `inconclusive "fail"|"pass"|"inconclusive"`, `untrusted
+/// "inconclusive"|"judge"`.
+fn sla_setting(ctx: &mut Ctx<'_>, node: &KdlNode, policy: &mut SlaPolicySpec) {
+    let name = node.name().value().to_string();
+    let mut r = NodeReader::new(ctx, node);
+    let Some(v) = one_arg(ctx, &mut r, "a value") else {
+        r.finish(ctx);
+        return;
+    };
+    let Some(text) = ctx.name_string(&v, &name) else {
+        r.finish(ctx);
+        return;
+    };
+    let choice = |ctx: &mut Ctx<'_>, allowed: &[&str]| {
+        if allowed.contains(&text.as_str()) {
+            return Some(text.clone());
+        }
+        ctx.error(
+            v.span,
+            format!("unknown `{name}` value `{text}`"),
+            "not one of the choices",
+            Some(suggest(&text, allowed, "value")),
+        );
+        None
+    };
+    match name.as_str() {
+        "confidence" => match text.parse::<crate::units::Percent>() {
+            Ok(p) if (0.5..1.0).contains(&p.0) => policy.confidence = Some(p.0),
+            Ok(_) => ctx.error(
+                v.span,
+                "`confidence` out of range",
+                "must be at least 50% and below 100%",
+                Some("write e.g. confidence \"95%\"".into()),
+            ),
+            Err(e) => ctx.error(
+                v.span,
+                "invalid `confidence`",
+                e.to_string(),
+                Some("write e.g. confidence \"95%\"".into()),
+            ),
+        },
+        "inconclusive" => {
+            policy.inconclusive = match choice(ctx, &["fail", "pass", "inconclusive"]).as_deref() {
+                Some("fail") => Some(InconclusiveAs::Fail),
+                Some("pass") => Some(InconclusiveAs::Pass),
+                Some(_) => Some(InconclusiveAs::Inconclusive),
+                None => None,
+            }
+        }
+        _ => {
+            policy.untrusted = match choice(ctx, &["inconclusive", "judge"]).as_deref() {
+                Some("judge") => Some(Untrusted::Judge),
+                Some(_) => Some(Untrusted::Inconclusive),
+                None => None,
+            }
+        }
+    }
+    r.finish(ctx);
 }
 
 /// Parses the expression with the SLA grammar, once: the scenario keeps the typed assertion.

@@ -1,13 +1,19 @@
-//! Evaluates parsed assertions against stage summaries (and an optional baseline run).
+//! Evaluates parsed assertions against stage summaries (and an optional baseline run): pass,
+//! fail or inconclusive, decided on the observed value's confidence interval (see
+//! `spread.rs`).
 //!
 //! A stage-scoped assertion is evaluated on its stage only. A scenario-level assertion (no
 //! stage) is evaluated on every measured stage, one verdict per stage with `stage` set: an SLA
 //! is a promise about every load the scenario applies, and a per-stage verdict says which load
 //! broke it. Warm-up is never evaluated.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::grammar::{Aggregation, Assertion, Metric, Percentile, ScopedAssertion, Threshold};
+use super::spread::{Spread, decide, spread};
 use super::telemetry::observe_with;
-use super::verdict::SlaVerdict;
+use super::verdict::{SlaOutcome, SlaVerdict};
 use crate::metrics::{Dist, StageSummary};
 use crate::telemetry::TelemetryReport;
 
@@ -18,7 +24,118 @@ pub struct Baseline<'a> {
     pub telemetry: Option<&'a TelemetryReport>,
 }
 
-/// One verdict per (assertion, stage) pair, in assertion order then stage order.
+/// How verdicts are reached: the confidence of intervals, and what an untrusted stage's
+/// numbers count for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// Confidence of the intervals an assertion is decided on (0.95).
+    pub confidence: f64,
+    pub untrusted: Untrusted,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            confidence: 0.95,
+            untrusted: Untrusted::Inconclusive,
+        }
+    }
+}
+
+/// What an assertion on an untrusted stage (its validity verdict says the client, the machine
+/// or the GPU distorted the numbers) comes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Untrusted {
+    /// Inconclusive, whatever the numbers say: they cannot be relied on either way.
+    #[default]
+    Inconclusive,
+    /// Judged on the numbers as they are.
+    Judge,
+}
+
+/// What an inconclusive assertion does to the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InconclusiveAs {
+    /// The gate fails (exit 1): nothing is let through that was not shown to pass.
+    Fail,
+    /// The gate passes (exit 0): only a shown failure stops it.
+    Pass,
+    /// The gate is inconclusive (exit 4): neither passed nor failed, so CI can tell "the
+    /// server regressed" from "this run could not tell".
+    #[default]
+    Inconclusive,
+}
+
+impl InconclusiveAs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InconclusiveAs::Fail => "fail",
+            InconclusiveAs::Pass => "pass",
+            InconclusiveAs::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl Untrusted {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Untrusted::Inconclusive => "inconclusive",
+            Untrusted::Judge => "judge",
+        }
+    }
+}
+
+/// The gate over all verdicts: failed if any failed; else inconclusive if any was (and the
+/// policy says so); else passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Gate {
+    pub outcome: SlaOutcome,
+    pub passed: usize,
+    pub failed: usize,
+    /// Inconclusive assertions.
+    pub undecided: usize,
+}
+
+/// The gate's outcome for `verdicts`, an inconclusive one counted as `inconclusive` says.
+pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
+    let count = |o: SlaOutcome| verdicts.iter().filter(|v| v.outcome == o).count();
+    let (passed, failed, undecided) = (
+        count(SlaOutcome::Pass),
+        count(SlaOutcome::Fail),
+        count(SlaOutcome::Inconclusive),
+    );
+    let outcome = if failed > 0 {
+        SlaOutcome::Fail
+    } else if undecided == 0 {
+        SlaOutcome::Pass
+    } else {
+        match inconclusive {
+            InconclusiveAs::Fail => SlaOutcome::Fail,
+            InconclusiveAs::Pass => SlaOutcome::Pass,
+            InconclusiveAs::Inconclusive => SlaOutcome::Inconclusive,
+        }
+    };
+    Gate {
+        outcome,
+        passed,
+        failed,
+        undecided,
+    }
+}
+
+/// Everything an evaluation may read besides the stages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    pub baseline: Option<Baseline<'a>>,
+    /// The run's telemetry, which serves the telemetry metrics (`gpu.temp.max`, …).
+    pub telemetry: Option<&'a TelemetryReport>,
+    pub policy: Policy,
+}
+
+/// One verdict per (assertion, stage) pair, in assertion order then stage order, with the
+/// default policy.
 pub fn evaluate(
     assertions: &[ScopedAssertion],
     stages: &[StageSummary],
@@ -27,13 +144,26 @@ pub fn evaluate(
     evaluate_with(assertions, stages, baseline, None)
 }
 
-/// [`evaluate`] with the run's telemetry, which serves the telemetry metrics
-/// (`gpu.temp.max`, `queue.max`, …).
+/// [`evaluate`] with the run's telemetry.
 pub fn evaluate_with(
     assertions: &[ScopedAssertion],
     stages: &[StageSummary],
     baseline: Option<Baseline<'_>>,
     telemetry: Option<&TelemetryReport>,
+) -> Vec<SlaVerdict> {
+    let cx = Context {
+        baseline,
+        telemetry,
+        policy: Policy::default(),
+    };
+    judge(assertions, stages, &cx)
+}
+
+/// One verdict per (assertion, stage) pair, in assertion order then stage order.
+pub fn judge(
+    assertions: &[ScopedAssertion],
+    stages: &[StageSummary],
+    cx: &Context<'_>,
 ) -> Vec<SlaVerdict> {
     let mut verdicts = Vec::new();
     for ScopedAssertion {
@@ -42,29 +172,32 @@ pub fn evaluate_with(
     {
         match stage {
             Some(name) => match stages.iter().find(|s| &s.name == name) {
-                Some(stage) => {
-                    verdicts.push(evaluate_one_with(assertion, stage, baseline, telemetry))
+                Some(stage) => verdicts.push(judge_one(assertion, stage, cx)),
+                None => {
+                    let mut v = blank(assertion, name);
+                    v.note = Some(format!("stage `{name}` has no results (it did not run)"));
+                    verdicts.push(v);
                 }
-                None => verdicts.push(SlaVerdict {
-                    expr: assertion.expr.clone(),
-                    stage: Some(name.clone()),
-                    observed: 0.0,
-                    threshold: absolute_or_zero(assertion),
-                    unit: assertion.unit().to_string(),
-                    passed: false,
-                    note: Some(format!("stage `{name}` has no results (it did not run)")),
-                }),
             },
-            None => {
-                verdicts.extend(
-                    stages
-                        .iter()
-                        .map(|s| evaluate_one_with(assertion, s, baseline, telemetry)),
-                );
-            }
+            None => verdicts.extend(stages.iter().map(|s| judge_one(assertion, s, cx))),
         }
     }
     verdicts
+}
+
+fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
+    SlaVerdict {
+        expr: assertion.expr.clone(),
+        stage: Some(stage.to_string()),
+        observed: 0.0,
+        threshold: absolute_or_zero(assertion),
+        unit: assertion.unit().to_string(),
+        passed: false,
+        outcome: SlaOutcome::Fail,
+        interval: None,
+        more: None,
+        note: None,
+    }
 }
 
 fn absolute_or_zero(a: &Assertion) -> f64 {
@@ -74,32 +207,26 @@ fn absolute_or_zero(a: &Assertion) -> f64 {
     }
 }
 
-/// Evaluates one assertion on one stage.
+/// Evaluates one assertion on one stage with the default policy.
 pub fn evaluate_one(
     assertion: &Assertion,
     stage: &StageSummary,
     baseline: Option<Baseline<'_>>,
 ) -> SlaVerdict {
-    evaluate_one_with(assertion, stage, baseline, None)
+    let cx = Context {
+        baseline,
+        ..Context::default()
+    };
+    judge_one(assertion, stage, &cx)
 }
 
-/// [`evaluate_one`] with the run's telemetry.
-pub fn evaluate_one_with(
-    assertion: &Assertion,
-    stage: &StageSummary,
-    baseline: Option<Baseline<'_>>,
-    telemetry: Option<&TelemetryReport>,
-) -> SlaVerdict {
-    let mut verdict = SlaVerdict {
-        expr: assertion.expr.clone(),
-        stage: Some(stage.name.clone()),
-        observed: 0.0,
-        threshold: absolute_or_zero(assertion),
-        unit: assertion.unit().to_string(),
-        passed: false,
-        note: None,
-    };
-    let observed = match observe_with(assertion.metric, assertion.aggregation, stage, telemetry) {
+/// Judges one assertion on one stage: the observed value against the threshold, decided on
+/// the value's confidence interval where it has one (inconclusive when the interval straddles
+/// the threshold), and inconclusive on an untrusted stage unless the policy judges those too.
+pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    let mut verdict = blank(assertion, &stage.name);
+    let (metric, agg) = (assertion.metric, assertion.aggregation);
+    let observed = match observe_with(metric, agg, stage, cx.telemetry) {
         Ok(v) => v,
         Err(why) => {
             verdict.note = Some(why);
@@ -107,30 +234,56 @@ pub fn evaluate_one_with(
         }
     };
     verdict.observed = observed;
-    if let Threshold::Baseline { factor } = assertion.threshold {
-        let base = baseline.and_then(|b| b.stages.iter().find(|s| s.name == stage.name));
-        let Some(base) = base else {
-            verdict.note = Some(match baseline {
-                None => "no baseline given".to_string(),
-                Some(_) => format!("the baseline has no stage `{}`", stage.name),
-            });
-            return verdict;
-        };
-        let base_telemetry = baseline.and_then(|b| b.telemetry);
-        match observe_with(
-            assertion.metric,
-            assertion.aggregation,
-            base,
-            base_telemetry,
-        ) {
-            Ok(v) => verdict.threshold = v * factor,
-            Err(why) => {
-                verdict.note = Some(format!("baseline: {why}"));
+    let spread = match assertion.threshold {
+        Threshold::Absolute(_) => spread(metric, agg, stage, cx.policy.confidence),
+        Threshold::Baseline { factor } => {
+            let base = cx
+                .baseline
+                .and_then(|b| b.stages.iter().find(|s| s.name == stage.name));
+            let Some(base) = base else {
+                verdict.note = Some(match cx.baseline {
+                    None => "no baseline given".to_string(),
+                    Some(_) => format!("the baseline has no stage `{}`", stage.name),
+                });
                 return verdict;
-            }
+            };
+            let base_telemetry = cx.baseline.and_then(|b| b.telemetry);
+            let base_value = match observe_with(metric, agg, base, base_telemetry) {
+                Ok(v) => v,
+                Err(why) => {
+                    verdict.note = Some(format!("baseline: {why}"));
+                    return verdict;
+                }
+            };
+            verdict.threshold = base_value * factor;
+            super::change::spread_against(metric, agg, stage, base, base_value, cx.policy)
         }
+    };
+    let (outcome, more) = decide(assertion.op, observed, spread, verdict.threshold);
+    verdict.interval = match spread {
+        Spread::Interval { interval, .. } => Some(interval),
+        _ => None,
+    };
+    verdict.more = more;
+    verdict.set_outcome(outcome);
+    if outcome == SlaOutcome::Inconclusive {
+        verdict.note = Some(match spread {
+            Spread::TooFew { have, needed, of } => format!(
+                "too few {} for a {:.0} % interval: {have} of the {needed} needed",
+                of.noun(),
+                cx.policy.confidence * 100.0
+            ),
+            _ => "the interval straddles the threshold".to_string(),
+        });
     }
-    verdict.passed = assertion.op.holds(verdict.observed, verdict.threshold);
+    if !stage.validity.trusted && cx.policy.untrusted == Untrusted::Inconclusive {
+        let reasons = stage.validity.reasons.join("; ");
+        verdict.note = Some(format!(
+            "stage untrusted ({reasons}); its numbers would say {}",
+            outcome.as_str()
+        ));
+        verdict.set_outcome(SlaOutcome::Inconclusive);
+    }
     verdict
 }
 

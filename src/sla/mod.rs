@@ -1,16 +1,21 @@
 //! SLA assertions: parse (`ttft.p95 < 200ms`), check against the metric's kind, evaluate
-//! against a stage summary, produce verdicts. See `docs/sla.md`.
+//! against a stage summary on the value's confidence interval, produce verdicts — pass, fail
+//! or inconclusive — and the gate's outcome from them. See `docs/sla.md`.
 
+mod change;
 mod evaluate;
 mod grammar;
 mod parse;
 mod profile;
+mod spread;
 mod telemetry;
 mod verdict;
 
+pub use change::{Shift, shift};
 pub use evaluate::*;
 pub use grammar::*;
 pub use parse::*;
 pub use profile::{probe_failures, profile_inputs};
+pub use spread::{Spread, decide, spread};
 pub use telemetry::observe_with;
 pub use verdict::*;

@@ -1,7 +1,74 @@
-//! The outcome of one assertion, as recorded in `results.json`.
+//! The outcome of one assertion, as recorded in `results.json`: pass, fail, or inconclusive
+//! when the data cannot say (the metric's confidence interval straddles the threshold, too few
+//! samples for an interval, or the stage's numbers are untrusted).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// What an assertion's numbers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SlaOutcome {
+    /// The whole interval meets the threshold (or, without one, the value does).
+    Pass,
+    /// The whole interval breaks it.
+    #[default]
+    Fail,
+    /// The interval straddles the threshold, there were too few samples for one, or the
+    /// stage's numbers are untrusted.
+    Inconclusive,
+}
+
+impl SlaOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlaOutcome::Pass => "pass",
+            SlaOutcome::Fail => "fail",
+            SlaOutcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The interval the verdict was decided on, in the unit of `observed`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerdictInterval {
+    pub low: f64,
+    pub high: f64,
+    /// The coverage the interval achieves.
+    pub confidence: f64,
+    /// `samples` (one run's requests) or `rounds` (across repeated rounds).
+    pub across: Across,
+}
+
+/// What an interval is built from, and what "more" of it would mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Across {
+    /// The requests of one run.
+    Requests,
+    /// Repeated rounds of the stage.
+    Rounds,
+    /// Two runs (a `baseline` threshold): the bootstrap of their ratio.
+    Runs,
+}
+
+impl Across {
+    /// What "more" of it is: `requests`, `rounds`, `runs`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Across::Requests => "requests",
+            Across::Rounds => "rounds",
+            Across::Runs => "runs",
+        }
+    }
+}
+
+/// How much more data would likely decide an inconclusive assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MoreNeeded {
+    pub count: u64,
+    pub of: Across,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SlaVerdict {
@@ -15,9 +82,23 @@ pub struct SlaVerdict {
     pub threshold: f64,
     /// The unit of `observed` and `threshold`.
     pub unit: String,
+    /// `outcome` is `pass`.
     pub passed: bool,
+    /// Pass, fail or inconclusive (results written before outcomes existed read as pass or
+    /// fail from `passed`).
+    #[serde(default)]
+    pub outcome: SlaOutcome,
+    /// The confidence interval of `observed` the outcome was decided on, where the metric has
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<VerdictInterval>,
+    /// For an inconclusive outcome: about how many more requests (or rounds) would likely
+    /// decide it, when that can be estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more: Option<MoreNeeded>,
     /// Why the verdict is what it is when the numbers alone do not say, e.g. "no ttft samples"
-    /// (the assertion then fails with `observed` 0) or "no baseline given".
+    /// (the assertion then fails with `observed` 0), "no baseline given", or why it is
+    /// inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -28,5 +109,11 @@ impl SlaVerdict {
     pub fn relative_margin(&self) -> Option<f64> {
         (self.threshold != 0.0 && self.threshold.is_finite())
             .then(|| (self.observed - self.threshold) / self.threshold.abs())
+    }
+
+    /// Sets the outcome (and `passed` with it).
+    pub fn set_outcome(&mut self, outcome: SlaOutcome) {
+        self.outcome = outcome;
+        self.passed = outcome == SlaOutcome::Pass;
     }
 }

@@ -7,6 +7,7 @@ mod binomial;
 mod bootstrap;
 mod error;
 pub mod hist;
+mod normal;
 mod quantile;
 mod rounds;
 mod tails;
@@ -17,6 +18,7 @@ pub use bootstrap::{
     decide, relative_change,
 };
 pub use error::StatsError;
+pub use normal::{MEAN_MIN_N, mean_interval, more_samples, wilson, z};
 pub use quantile::{
     QuantileCi, QuantileInterval, SamplesToDecide, quantile_interval, samples_to_decide,
 };

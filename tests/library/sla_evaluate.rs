@@ -6,6 +6,7 @@ use infermeter::sla::{Assertion, ScopedAssertion, evaluate, parse};
 
 fn dist(p95: f64) -> Dist {
     Dist {
+        intervals: None,
         count: 100,
         p50: p95 / 2.0,
         p90: p95 * 0.9,

@@ -1,0 +1,206 @@
+//! A stage run in rounds: the same requests N times, one summary each, folded into one summary
+//! whose figures are the medians across rounds (with intervals across rounds, which capture
+//! run-to-run variance that one run's order statistics cannot), whose counts are sums and whose
+//! histograms are the union (for distributions and `compare`). Each round stays in
+//! `StageSummary::rounds`.
+
+use hdrhistogram::Histogram;
+
+use super::intervals::median_of_rounds;
+use super::{
+    ClientHealth, LatencyMetric, RequestCounts, SendLag, StageHistograms, StageSummary, Throughput,
+    Tokens, Validity,
+};
+use crate::stats::rounds_median;
+
+/// Folds the rounds of one stage (at least one) into its summary.
+pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary {
+    if rounds.len() <= 1 {
+        return rounds.into_iter().next().unwrap_or_default();
+    }
+    let median = |f: &dyn Fn(&StageSummary) -> f64| {
+        let values: Vec<f64> = rounds.iter().map(f).collect();
+        rounds_median(&values, 0.95)
+            .ok()
+            .flatten()
+            .map_or(0.0, |r| r.median)
+    };
+    let dists = |f: &dyn Fn(&StageSummary) -> super::Dist| -> super::Dist {
+        let d: Vec<super::Dist> = rounds.iter().map(f).collect();
+        median_of_rounds(&d, confidence)
+    };
+    let first = &rounds[0];
+    let mut requests = RequestCounts::default();
+    let mut tokens = Tokens::default();
+    for r in &rounds {
+        requests.sent += r.requests.sent;
+        requests.ok += r.requests.ok;
+        requests.failed += r.requests.failed;
+        for (k, v) in &r.requests.errors {
+            *requests.errors.entry(k.clone()).or_default() += v;
+        }
+        tokens.input += r.tokens.input;
+        tokens.output += r.tokens.output;
+        tokens.from_usage += r.tokens.from_usage;
+        tokens.from_tokenizer += r.tokens.from_tokenizer;
+        tokens.mismatched += r.tokens.mismatched;
+    }
+    let latency = super::Latency {
+        ttft_ms: dists(&|r| r.latency.ttft_ms),
+        itl_ms: dists(&|r| r.latency.itl_ms),
+        tpot_ms: dists(&|r| r.latency.tpot_ms),
+        e2e_ms: dists(&|r| r.latency.e2e_ms),
+        ntpot_ms: dists(&|r| r.latency.ntpot_ms),
+        ttfa_ms: dists(&|r| r.latency.ttfa_ms),
+    };
+    let throughput = Throughput {
+        requests_per_s: median(&|r| r.throughput.requests_per_s),
+        output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
+        input_tokens_per_s: median(&|r| r.throughput.input_tokens_per_s),
+        goodput_per_s: median(&|r| r.throughput.goodput_per_s),
+        goodput_ratio: median(&|r| r.throughput.goodput_ratio),
+        achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
+    };
+    let client = ClientHealth {
+        send_lag_ms: SendLag {
+            p50: median(&|r| r.client.send_lag_ms.p50),
+            p99: median(&|r| r.client.send_lag_ms.p99),
+            max: rounds
+                .iter()
+                .map(|r| r.client.send_lag_ms.max)
+                .fold(0.0, f64::max),
+        },
+        cpu_percent: median(&|r| r.client.cpu_percent),
+        cores: first.client.cores,
+        peak_rss_mb: rounds
+            .iter()
+            .map(|r| r.client.peak_rss_mb)
+            .fold(0.0, f64::max),
+        steal_percent: rounds
+            .iter()
+            .filter_map(|r| r.client.steal_percent)
+            .reduce(f64::max),
+        peak_in_flight: rounds
+            .iter()
+            .map(|r| r.client.peak_in_flight)
+            .max()
+            .unwrap_or(0),
+        poll_idle: rounds.iter().all(|r| r.client.poll_idle),
+    };
+    let mut validity = Validity::default();
+    for (i, r) in rounds.iter().enumerate() {
+        validity.trusted &= r.validity.trusted;
+        validity.reasons.extend(
+            r.validity
+                .reasons
+                .iter()
+                .map(|why| format!("round {}: {why}", i + 1)),
+        );
+    }
+    let mut timeline = Vec::new();
+    let mut offset = 0.0;
+    for r in &rounds {
+        timeline.extend(r.timeline.iter().map(|p| super::TimelinePoint {
+            t_s: p.t_s + offset,
+            ..p.clone()
+        }));
+        offset += r.wall_time_s.ceil();
+    }
+    StageSummary {
+        name: first.name.clone(),
+        planned: first.planned.clone(),
+        wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
+        requests,
+        latency,
+        tokens,
+        throughput,
+        client,
+        validity,
+        timeline,
+        profile: first.profile.clone(),
+        per_turn: first.per_turn.clone(),
+        warmup_end: None,
+        histograms: union(&rounds),
+        rounds: rounds
+            .into_iter()
+            .map(|r| StageSummary {
+                histograms: None,
+                timeline: Vec::new(),
+                per_turn: Vec::new(),
+                ..r
+            })
+            .collect(),
+    }
+}
+
+/// The rounds' histograms added together; `None` when a round has none.
+fn union(rounds: &[StageSummary]) -> Option<StageHistograms> {
+    let mut merged: Vec<Histogram<u64>> = Vec::new();
+    for metric in LatencyMetric::ALL {
+        let mut total: Option<Histogram<u64>> = None;
+        for r in rounds {
+            let h = r.histogram(metric)?.ok()?;
+            match total.as_mut() {
+                Some(t) => t.add(&h).ok()?,
+                None => total = Some(h),
+            }
+        }
+        merged.push(total?);
+    }
+    StageHistograms::encode(|m| {
+        let i = LatencyMetric::ALL.iter().position(|x| *x == m).unwrap_or(0);
+        &merged[i]
+    })
+    .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{GoodputSlo, PlannedLoad, RequestRecord, StageAggregator, StageClock};
+
+    fn round(ttft_ms: u64) -> StageSummary {
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        for i in 0..50u64 {
+            let first = (ttft_ms + i % 5) * 1_000_000;
+            agg.record(&RequestRecord {
+                index: i,
+                sent_ns: 1,
+                first_token_ns: Some(first),
+                first_answer_ns: Some(first),
+                done_ns: first + 2_000_000,
+                itl_us: vec![2_000],
+                chunks: 2,
+                output_tokens: 2,
+                input_tokens: 10,
+                ..RequestRecord::default()
+            });
+        }
+        let clock = StageClock {
+            wall_ns: 1_000_000_000,
+            ..StageClock::default()
+        };
+        agg.finish(clock, &crate::metrics::ValidityRules::default())
+    }
+
+    #[test]
+    fn rounds_fold_into_medians_sums_and_a_union() {
+        let merged = merge_rounds(vec![round(40), round(50), round(45)], 0.95);
+        assert_eq!(merged.rounds.len(), 3);
+        assert_eq!(merged.requests.sent, 150);
+        assert_eq!(merged.latency.ttft_ms.count, 150);
+        // The middle round's p50, not the pooled one.
+        assert_eq!(merged.latency.ttft_ms.p50, round(45).latency.ttft_ms.p50);
+        let union = merged.histogram(LatencyMetric::Ttft).unwrap().unwrap();
+        assert_eq!(union.len(), 150);
+        assert!(merged.rounds.iter().all(|r| r.histograms.is_none()));
+        let iv = merged.latency.ttft_ms.intervals.unwrap();
+        assert_eq!(iv.method, crate::metrics::IntervalMethod::Rounds);
+    }
+
+    #[test]
+    fn one_round_is_itself() {
+        let r = round(40);
+        assert_eq!(merge_rounds(vec![r.clone()], 0.95), r);
+    }
+}

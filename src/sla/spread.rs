@@ -1,0 +1,259 @@
+//! How sure an observed value is: its confidence interval on a stage — across rounds when the
+//! stage ran several, else from the run's samples (percentiles and means from the stage's
+//! distributions, error and goodput rates as proportions) — and what an interval means for an
+//! assertion: pass, fail or inconclusive, and how much more data would likely decide it.
+
+use super::evaluate::{latency_dist, observe};
+use super::grammar::{Aggregation, Metric, Op, Percentile};
+use super::verdict::{Across, MoreNeeded, SlaOutcome, VerdictInterval};
+use crate::metrics::{Bound, Figure, StageSummary};
+use crate::stats::{more_samples, rounds_median, wilson};
+
+/// What is known of a value's uncertainty.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spread {
+    /// The metric has no interval (a throughput, a maximum, a telemetry reading, or a result
+    /// from before intervals were kept): the value is judged as it is.
+    Point,
+    /// The value lies in this interval with its confidence; `units` is how many requests (or
+    /// rounds) it is built from.
+    Interval {
+        interval: VerdictInterval,
+        units: u64,
+    },
+    /// Too few requests (or rounds) for an interval at the confidence asked for.
+    TooFew { have: u64, needed: u64, of: Across },
+}
+
+/// The spread of `metric` on `stage` at `confidence`.
+pub fn spread(
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+    confidence: f64,
+) -> Spread {
+    if stage.rounds.len() >= 2 {
+        return across_rounds(metric, aggregation, stage, confidence);
+    }
+    if let Some(d) = latency_dist(metric, stage) {
+        let figure = match aggregation {
+            Some(Aggregation::Percentile(p)) => figure(p),
+            Some(Aggregation::Mean) | None => Figure::Mean,
+            Some(Aggregation::Max | Aggregation::Min) => return Spread::Point,
+        };
+        // Gaps of one request move together: ITL intervals count requests (see metrics).
+        let units = if metric == Metric::Itl {
+            stage.requests.ok
+        } else {
+            d.count
+        };
+        return match d.intervals.map(|iv| iv.get(figure)) {
+            Some(Bound::Interval {
+                low,
+                high,
+                confidence,
+            }) => Spread::Interval {
+                interval: VerdictInterval {
+                    low,
+                    high,
+                    confidence,
+                    across: Across::Requests,
+                },
+                units,
+            },
+            Some(Bound::Insufficient { needed }) => Spread::TooFew {
+                have: units,
+                needed,
+                of: Across::Requests,
+            },
+            None => Spread::Point,
+        };
+    }
+    let sent = stage.requests.sent;
+    let proportion = |k: u64| match wilson(k, sent, confidence) {
+        Ok(Some((low, high))) => Spread::Interval {
+            interval: VerdictInterval {
+                low: low * 100.0,
+                high: high * 100.0,
+                confidence,
+                across: Across::Requests,
+            },
+            units: sent,
+        },
+        _ => Spread::Point,
+    };
+    match metric {
+        Metric::ErrorRate => proportion(stage.requests.failed),
+        Metric::Goodput => {
+            proportion((stage.throughput.goodput_ratio * sent as f64).round() as u64)
+        }
+        _ => Spread::Point,
+    }
+}
+
+fn figure(p: Percentile) -> Figure {
+    match p {
+        Percentile::P50 => Figure::P50,
+        Percentile::P90 => Figure::P90,
+        Percentile::P95 => Figure::P95,
+        Percentile::P99 => Figure::P99,
+        Percentile::P999 => Figure::P999,
+    }
+}
+
+/// The interval of the median of the metric's per-round values.
+fn across_rounds(
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+    confidence: f64,
+) -> Spread {
+    let values: Result<Vec<f64>, String> = stage
+        .rounds
+        .iter()
+        .map(|r| observe(metric, aggregation, r))
+        .collect();
+    let Ok(values) = values else {
+        return Spread::Point;
+    };
+    match rounds_median(&values, confidence) {
+        Ok(Some(r)) if r.meets_requested => Spread::Interval {
+            interval: VerdictInterval {
+                low: r.low,
+                high: r.high,
+                confidence: r.confidence,
+                across: Across::Rounds,
+            },
+            units: values.len() as u64,
+        },
+        // Too few rounds for the confidence asked: say how many would do.
+        Ok(Some(_)) => Spread::TooFew {
+            have: values.len() as u64,
+            needed: rounds_needed(confidence),
+            of: Across::Rounds,
+        },
+        _ => Spread::Point,
+    }
+}
+
+/// Rounds whose [min, max] reaches `confidence`: 1 − 2·½ᵏ ≥ c.
+fn rounds_needed(confidence: f64) -> u64 {
+    (1..=64)
+        .find(|&k| 1.0 - 2.0 * 0.5f64.powi(k) >= confidence)
+        .map_or(64, |k| k as u64)
+}
+
+/// The outcome of `value OP threshold` given what is known of the value's spread, and, when
+/// inconclusive, how much more data would likely decide it.
+pub fn decide(
+    op: Op,
+    value: f64,
+    spread: Spread,
+    threshold: f64,
+) -> (SlaOutcome, Option<MoreNeeded>) {
+    let point = if op.holds(value, threshold) {
+        SlaOutcome::Pass
+    } else {
+        SlaOutcome::Fail
+    };
+    match spread {
+        // Equality of a measured value is a point question whatever its spread.
+        _ if op == Op::Eq => (point, None),
+        Spread::Point => (point, None),
+        Spread::TooFew { have, needed, of } => (
+            SlaOutcome::Inconclusive,
+            Some(MoreNeeded {
+                count: needed.saturating_sub(have),
+                of,
+            }),
+        ),
+        Spread::Interval { interval, units } => {
+            let (low, high) = (interval.low, interval.high);
+            // The interval's two ends decide as the value would: both hold, or both do not.
+            let (low_holds, high_holds) = (op.holds(low, threshold), op.holds(high, threshold));
+            if low_holds && high_holds {
+                return (SlaOutcome::Pass, None);
+            }
+            if !low_holds && !high_holds {
+                return (SlaOutcome::Fail, None);
+            }
+            // The end on the threshold's side must move past it.
+            let half_width = if threshold > value {
+                high - value
+            } else {
+                value - low
+            };
+            let more = more_samples(units, half_width, (threshold - value).abs())
+                .filter(|n| *n > 0)
+                .map(|count| MoreNeeded {
+                    count,
+                    of: interval.across,
+                });
+            (SlaOutcome::Inconclusive, more)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(low: f64, high: f64) -> Spread {
+        Spread::Interval {
+            interval: VerdictInterval {
+                low,
+                high,
+                confidence: 0.95,
+                across: Across::Requests,
+            },
+            units: 100,
+        }
+    }
+
+    #[test]
+    fn the_whole_interval_decides() {
+        assert_eq!(
+            decide(Op::Lt, 40.0, iv(38.0, 47.0), 50.0).0,
+            SlaOutcome::Pass
+        );
+        assert_eq!(
+            decide(Op::Lt, 60.0, iv(55.0, 65.0), 50.0).0,
+            SlaOutcome::Fail
+        );
+        let (o, more) = decide(Op::Lt, 48.0, iv(45.0, 52.0), 50.0);
+        assert_eq!(o, SlaOutcome::Inconclusive);
+        // Half-width 4 towards the threshold, 2 away: 100·(4/2)² = 400 samples, 300 more.
+        assert_eq!(more.unwrap().count, 300);
+        assert_eq!(
+            decide(Op::Gt, 60.0, iv(55.0, 65.0), 50.0).0,
+            SlaOutcome::Pass
+        );
+        assert_eq!(
+            decide(Op::Gt, 60.0, iv(45.0, 65.0), 50.0).0,
+            SlaOutcome::Inconclusive
+        );
+        // Without an interval the value decides, as before.
+        assert_eq!(
+            decide(Op::Lt, 48.0, Spread::Point, 50.0).0,
+            SlaOutcome::Pass
+        );
+    }
+
+    #[test]
+    fn too_few_samples_are_inconclusive_and_say_how_many() {
+        let s = Spread::TooFew {
+            have: 60,
+            needed: 299,
+            of: Across::Requests,
+        };
+        let (o, more) = decide(Op::Lt, 10.0, s, 50.0);
+        assert_eq!(o, SlaOutcome::Inconclusive);
+        assert_eq!(more.unwrap().count, 239);
+    }
+
+    #[test]
+    fn rounds_needed_for_95_percent() {
+        assert_eq!(rounds_needed(0.95), 6);
+        assert_eq!(rounds_needed(0.9), 5);
+    }
+}
