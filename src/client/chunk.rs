@@ -102,14 +102,6 @@ impl<'a> JsonStr<'a> {
         JsonStr(Repr::Escaped(raw))
     }
 
-    /// The bytes of a string without escapes (how the scanner compares keys).
-    fn as_plain(&self) -> Option<&'a [u8]> {
-        match self.0 {
-            Repr::Plain(s) => Some(s.as_bytes()),
-            Repr::Escaped(_) | Repr::Decoded(_) => None,
-        }
-    }
-
     /// Every escape decodes to at least one character, so the raw text tells emptiness.
     pub fn is_empty(&self) -> bool {
         match &self.0 {
@@ -165,8 +157,9 @@ impl fmt::Debug for JsonStr<'_> {
 /// Decodes one `data:` payload (not `[DONE]`): by the scanner when it is sure, else by
 /// serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
-    match scan_chunk(data) {
-        Some(info) => Ok(info),
+    let mut info = ChunkInfo::default();
+    match scan::scan(data, &mut info) {
+        Some(()) => Ok(info),
         None => parse_chunk_value(data),
     }
 }
@@ -174,7 +167,8 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {
 /// The scanner alone: `None` when it is not sure of the answer (every invalid chunk among
 /// them), which [`parse_chunk`] then leaves to [`parse_chunk_value`].
 pub fn scan_chunk(data: &str) -> Option<ChunkInfo<'_>> {
-    scan::scan(data)
+    let mut info = ChunkInfo::default();
+    scan::scan(data, &mut info).map(|()| info)
 }
 
 /// Decodes a chunk through a full `serde_json::Value`: the rules in the module doc, spelled
