@@ -52,13 +52,16 @@ impl Field {
     }
 }
 
+/// `usage` as (prompt_tokens, completion_tokens, cached_tokens).
+type Counts = (u64, u64, Option<u64>);
+
 /// What a generated chunk says, as the generator knows it.
 #[derive(Debug, Clone, Default)]
 struct Expected {
     answer: Option<String>,
     reasoning: Option<String>,
     finish_reason: Option<FinishReason>,
-    usage: Option<(u64, u64, Option<u64>)>,
+    usage: Option<Counts>,
     timings: Option<ServerTimings>,
     error: bool,
     /// No type error anywhere: the reference decodes it, and so must the scanner.
@@ -77,7 +80,8 @@ fn chars() -> BoxedStrategy<char> {
         2 => prop::sample::select(vec!['"', '\\', '/', '{', '}', '[', ']', ':', ',']),
         1 => proptest::char::range('\u{0}', '\u{1f}'),
         1 => prop::sample::select(vec!['é', '日', '\u{7f}', '\u{2028}', '\u{fffd}', '😀', '\u{10ffff}']),
-        1 => any::<char>(),]
+        1 => any::<char>(),
+    ]
     .boxed()
 }
 
@@ -87,6 +91,12 @@ fn text() -> BoxedStrategy<String> {
         .boxed()
 }
 
+/// Number forms beyond what Rust's formatting writes.
+#[rustfmt::skip]
+const NUMBERS: &[&str] = &[
+    "0", "-0", "1e3", "1E+2", "-1.5e-7", "0.0", "1e-400", "123456789012345678901234567890",
+];
+
 fn number() -> BoxedStrategy<String> {
     prop_oneof![
         any::<u64>().prop_map(|n| n.to_string()),
@@ -94,49 +104,22 @@ fn number() -> BoxedStrategy<String> {
         (-1e6f64..1e6).prop_map(|f| f.to_string()),
         (-1e6f64..1e6).prop_map(|f| format!("{f:e}")),
         (-1e6f64..1e6).prop_map(|f| format!("{f:E}")),
-        prop::sample::select(vec![
-            "0",
-            "-0",
-            "1e3",
-            "1E+2",
-            "-1.5e-7",
-            "0.0",
-            "1e-400",
-            "123456789012345678901234567890",
-        ])
-        .prop_map(String::from),
+        prop::sample::select(NUMBERS).prop_map(String::from),
     ]
     .boxed()
 }
 
+/// Keys for unknown fields: names the scanner reads elsewhere, and any others.
+#[rustfmt::skip]
+const KEYS: &[&str] = &[
+    "id", "object", "model", "created", "index", "logprobs", "role", "x", "meta", "tool_calls",
+    "choices", "delta", "content", "text", "usage", "error", "timings", "finish_reason",
+    "prompt_tokens", "cached_tokens", "prompt_n", "Content", "",
+];
+
 fn key() -> BoxedStrategy<String> {
     prop_oneof![
-        prop::sample::select(vec![
-            "id",
-            "object",
-            "model",
-            "created",
-            "index",
-            "logprobs",
-            "role",
-            "x",
-            "meta",
-            "tool_calls",
-            "choices",
-            "delta",
-            "content",
-            "text",
-            "usage",
-            "error",
-            "timings",
-            "finish_reason",
-            "prompt_tokens",
-            "cached_tokens",
-            "prompt_n",
-            "Content",
-            "",
-        ])
-        .prop_map(String::from),
+        prop::sample::select(KEYS).prop_map(String::from),
         "[a-z_]{1,12}",
     ]
     .boxed()
@@ -200,7 +183,8 @@ fn field() -> BoxedStrategy<Field> {
         4 => Just(Field::Absent),
         4 => Just(Field::Null),
         16 => text().prop_map(Field::Str),
-        1 => wrong().prop_map(Field::Wrong),]
+        1 => wrong().prop_map(Field::Wrong),
+    ]
     .boxed()
 }
 
@@ -217,27 +201,23 @@ fn finish_reason() -> BoxedStrategy<(Option<Node>, Option<FinishReason>)> {
     prop_oneof![
         Just((None, None)),
         Just((Some(Node::Null), None)),
-        prop::sample::select(vec!["stop", "length", "tool_calls", "content_filter", ""]).prop_map(
-            |r| {
-                let reason = match r {
-                    "stop" => FinishReason::Stop,
-                    "length" => FinishReason::Length,
-                    _ => FinishReason::Other,
-                };
-                (Some(Node::Str(r.into())), Some(reason))
-            }
-        ),
+        prop::sample::select(vec!["stop", "length", "tool_calls", "content_filter", ""])
+            .prop_map(|r| (Some(Node::Str(r.into())), Some(reason_of(r)))),
         text().prop_map(|s| {
-            let reason = match s.as_str() {
-                "stop" => FinishReason::Stop,
-                "length" => FinishReason::Length,
-                _ => FinishReason::Other,
-            };
+            let reason = reason_of(&s);
             (Some(Node::Str(s)), Some(reason))
         }),
         wrong().prop_map(|n| (Some(n), Some(FinishReason::Other))),
     ]
     .boxed()
+}
+
+fn reason_of(s: &str) -> FinishReason {
+    match s {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        _ => FinishReason::Other,
+    }
 }
 
 /// The first choice, and what it says.
@@ -311,11 +291,9 @@ fn choices() -> BoxedStrategy<(Option<Node>, Expected)> {
             all.extend(rest);
             (Some(Node::Arr(all)), e)
         }),
-        1 => // A first element that is not an object is a type error.
-        wrong().prop_map(|n| (
-            Some(Node::Arr(vec![n])),
-            Expected::default()
-        )),]
+        // A first element that is not an object is a type error.
+        1 => wrong().prop_map(|n| (Some(Node::Arr(vec![n])), Expected::default())),
+    ]
     .boxed()
 }
 
@@ -326,7 +304,8 @@ fn count() -> BoxedStrategy<(Option<Node>, Option<u64>, bool)> {
         12 => any::<u64>().prop_map(|n| (Some(Node::Num(n.to_string())), Some(n), true)),
         1 => prop::sample::select(vec!["-0", "-1", "1e3", "1.0", "18446744073709551616"])
             .prop_map(|s| (Some(Node::Num(s.into())), None, false)),
-        1 => Just((Some(Node::Null), None, false)),]
+        1 => Just((Some(Node::Null), None, false)),
+    ]
     .boxed()
 }
 
@@ -342,11 +321,13 @@ fn cached() -> BoxedStrategy<(Option<Node>, Option<u64>)> {
             let v = n.parse::<u64>().ok().filter(|_| !n.starts_with('-'));
             (Some(obj(vec![("cached_tokens", Some(Node::Num(n)))], x)), v)
         }),
-        1 => not_number().prop_map(|n| (Some(n), None)),]
+        1 => not_number().prop_map(|n| (Some(n), None)),
+    ]
     .boxed()
 }
 
-fn usage() -> BoxedStrategy<(Option<Node>, Option<(u64, u64, Option<u64>)>, bool)> {
+/// The usage node, the counts it says (prompt, completion, cached), and whether it is clean.
+fn usage() -> BoxedStrategy<(Option<Node>, Option<Counts>, bool)> {
     let object = (
         count(),
         count(),
@@ -374,7 +355,8 @@ fn usage() -> BoxedStrategy<(Option<Node>, Option<(u64, u64, Option<u64>)>, bool
         1 => Just((None, None, true)),
         1 => Just((Some(Node::Null), None, true)),
         4 => object,
-        1 => Just((Some(Node::Str("x".into())), None, false)),]
+        1 => Just((Some(Node::Str("x".into())), None, false)),
+    ]
     .boxed()
 }
 
@@ -385,13 +367,15 @@ fn timings() -> BoxedStrategy<(Option<Node>, Option<ServerTimings>)> {
             let f = serde_json::from_str::<f64>(&n).ok();
             (Some(Node::Num(n)), f)
         }),
-        1 => not_number().prop_map(|n| (Some(n), None)),];
+        1 => not_number().prop_map(|n| (Some(n), None)),
+    ];
     let n = prop_oneof![
         1 => Just((None, None)),
         4 => any::<u32>().prop_map(|n| (Some(Node::Num(n.to_string())), Some(u64::from(n)))),
         1 => not_number().prop_map(|n| (Some(n), None)),
         1 => prop::sample::select(vec!["-0", "-3", "1.0", "2e1", "18446744073709551616"])
-            .prop_map(|n| (Some(Node::Num(n.into())), None)),];
+            .prop_map(|n| (Some(Node::Num(n.into())), None)),
+    ];
     let object = (
         n.clone(),
         ms.clone(),
@@ -431,7 +415,8 @@ fn timings() -> BoxedStrategy<(Option<Node>, Option<ServerTimings>)> {
         2 => object,
         1 => wrong()
             .prop_filter("timings that are not an object", |n| !matches!(n, Node::Obj(_)))
-            .prop_map(|n| (Some(n), None)),]
+            .prop_map(|n| (Some(n), None)),
+    ]
     .boxed()
 }
 
@@ -442,7 +427,8 @@ fn error() -> BoxedStrategy<(Option<Node>, bool)> {
         1 => unknown().prop_map(|n| {
             let is_error = !matches!(n, Node::Null);
             (Some(n), is_error)
-        }),]
+        }),
+    ]
     .boxed()
 }
 
@@ -500,7 +486,7 @@ impl Style {
         self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n == 0
+        self.next().is_multiple_of(n)
     }
     fn ws(&mut self, out: &mut String) {
         if self.one_in(4) {
@@ -643,35 +629,11 @@ impl PartialEq for Expected {
 }
 
 /// Text spliced into valid chunks.
+#[rustfmt::skip]
 const SPLICES: &[&str] = &[
-    "\\ud800",
-    "\\udc00",
-    "\\ud800\\u0041",
-    "\\ud83d\\ude00",
-    "\\x",
-    "\\u12",
-    "\\",
-    "\u{1}",
-    "\n",
-    "\t",
-    "\u{7f}",
-    "\"",
-    ",",
-    ":",
-    "{",
-    "}",
-    "[",
-    "]",
-    "null",
-    "1e999",
-    "-",
-    "01",
-    "1.",
-    "\u{feff}",
-    " ",
-    "\"a\":1,",
-    ",\"b\":[]",
-    "\u{0}",
+    "\\ud800", "\\udc00", "\\ud800\\u0041", "\\ud83d\\ude00", "\\x", "\\u12", "\\", "\u{1}",
+    "\n", "\t", "\u{7f}", "\"", ",", ":", "{", "}", "[", "]", "null", "1e999", "-", "01", "1.",
+    "\u{feff}", " ", "\"a\":1,", ",\"b\":[]", "\u{0}",
 ];
 
 proptest! {
