@@ -583,3 +583,42 @@ fn first_special(word: u64) -> Option<usize> {
         | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
     (hits != 0).then(|| hits.trailing_zeros() as usize / 8)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The eight-byte test against the byte table: every byte value at every position, behind
+    /// and before bytes of every kind.
+    #[test]
+    fn first_special_matches_the_table() {
+        let fillers = [
+            b'a', b' ', b'~', 0x7f, 0x80, 0xc3, 0xff, b'"', b'\\', 0x1f, 0x00, b'0',
+        ];
+        for &filler in &fillers {
+            for b in 0..=255u8 {
+                for at in 0..8 {
+                    let mut word = [filler; 8];
+                    word[at] = b;
+                    let expected = word.iter().position(|&x| STRING_SPECIAL[usize::from(x)]);
+                    assert_eq!(
+                        first_special(u64::from_le_bytes(word)),
+                        expected,
+                        "{word:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plain_run_stops_where_the_table_says() {
+        let text = b"abcdefghijklmnopqrstuvwxyz\"tail";
+        for start in 0..text.len() {
+            let end = if start <= 26 { 26 } else { text.len() };
+            assert_eq!(plain_run(text, start), end, "from {start}");
+        }
+        assert_eq!(plain_run(b"short", 0), 5);
+        assert_eq!(plain_run(b"0123456789\x01", 3), 10);
+    }
+}
