@@ -3,7 +3,7 @@
 //!
 //! Hot-path rules: one connection pool built before the clock starts; headers set once on the
 //! pool; per request one body (built ahead by the caller), one ITL buffer, one text buffer; per
-//! chunk one clock read and a borrowing JSON decode.
+//! chunk one clock read and a scan that borrows from the event (see `chunk`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -228,13 +228,19 @@ impl Client {
                 rec.first_answer_ns = Some(now);
             }
             if let Some(a) = &chunk.answer {
-                text.push_str(a);
+                a.push_to(text);
             }
             if let Some(r) = &chunk.reasoning {
-                text.push_str(r);
+                r.push_to(text);
             }
             if let Some(u) = chunk.usage {
                 usage = Some(u);
+            }
+            if chunk.finish_reason.is_some() {
+                rec.finish_reason = chunk.finish_reason;
+            }
+            if chunk.timings.is_some() {
+                rec.server_timings = chunk.timings;
             }
         }
         if !done {
@@ -254,6 +260,7 @@ impl Client {
                 let allowed = (ours * 0.05).max(template as f64);
                 rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
                 rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
+                rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
             }
             None => rec.token_source = TokenSource::Tokenizer,
         }

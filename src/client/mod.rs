@@ -5,5 +5,7 @@ mod chunk;
 mod http;
 
 pub use body::{BodyTemplate, Message, PromptRef};
-pub use chunk::{ChunkInfo, Usage, parse_chunk};
+pub use chunk::{
+    ChunkError, ChunkInfo, JsonStr, Usage, parse_chunk, parse_chunk_value, scan_chunk,
+};
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};

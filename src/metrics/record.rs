@@ -53,6 +53,34 @@ pub enum TokenSource {
     Tokenizer,
 }
 
+/// Why the server stopped generating: the first choice's last `finish_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A stop sequence or the end-of-sequence token.
+    Stop,
+    /// `max_tokens` (or the context) ran out.
+    Length,
+    /// Any other reason (`tool_calls`, `content_filter`, a server's own).
+    Other,
+}
+
+/// llama.cpp's own per-request timings (the `timings` object of its final chunk).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ServerTimings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<f64>,
+    /// Prompt tokens reused from the server's cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u64>,
+}
+
 /// All times are nanoseconds from the stage start on a monotonic clock. Latencies start at the
 /// **scheduled** send time, so a late client cannot hide queueing (no coordinated omission).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -91,6 +119,15 @@ pub struct RequestRecord {
     pub messages: u32,
     /// The simulator's request id (`x-infermeter-sim-id`), to join with its ground-truth trace.
     pub sim_id: Option<u64>,
+    /// Prompt tokens the server served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+    /// llama.cpp's `timings`, when the server sent them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<ServerTimings>,
 }
 
 impl RequestRecord {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use infermeter::client::{Client, ClientConfig, TokenCounter};
-use infermeter::metrics::{ErrorKind, RequestRecord, TokenSource};
+use infermeter::metrics::{ErrorKind, FinishReason, RequestRecord, ServerTimings, TokenSource};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Counts words, so the fallback count is predictable in the test.
@@ -69,6 +69,11 @@ async fn replay(body: &'static str, status: u16) -> String {
 }
 
 async fn execute(url: String, planned_input: u32) -> RequestRecord {
+    execute_text(url, planned_input).await.0
+}
+
+/// The record and the response text (what `validate` hooks see).
+async fn execute_text(url: String, planned_input: u32) -> (RequestRecord, String) {
     let client = Client::new(
         ClientConfig {
             url,
@@ -86,10 +91,10 @@ async fn execute(url: String, planned_input: u32) -> RequestRecord {
         ..RequestRecord::default()
     };
     let t0 = Instant::now();
-    client
-        .execute(bytes::Bytes::from_static(b"{}"), 16, &mut rec, t0)
+    let text = client
+        .execute_text(bytes::Bytes::from_static(b"{}"), 16, &mut rec, t0)
         .await;
-    rec
+    (rec, text)
 }
 
 /// Chunks in a transcript that carry generated text.
@@ -130,6 +135,19 @@ async fn llama_server_chat_with_usage_in_an_empty_choices_chunk() {
     assert_eq!(rec.output_tokens, 8);
     assert_eq!(rec.input_tokens, 23);
     assert!(!rec.token_mismatch);
+    // What llama-server adds: cached prompt tokens, the reason it stopped, its own timings.
+    assert_eq!(rec.cached_tokens, Some(0));
+    assert_eq!(rec.finish_reason, Some(FinishReason::Length));
+    assert_eq!(
+        rec.server_timings,
+        Some(ServerTimings {
+            prompt_n: Some(23),
+            prompt_ms: Some(24.63),
+            predicted_n: Some(8),
+            predicted_ms: Some(30.963),
+            cache_n: Some(0),
+        })
+    );
 }
 
 #[tokio::test]
@@ -156,6 +174,9 @@ async fn llama_cpp_python_without_usage_falls_back_to_the_tokenizer() {
         rec.input_tokens, 10,
         "the planned count stands without usage"
     );
+    assert_eq!(rec.cached_tokens, None);
+    assert_eq!(rec.finish_reason, Some(FinishReason::Length));
+    assert_eq!(rec.server_timings, None);
 }
 
 #[tokio::test]
@@ -166,6 +187,9 @@ async fn llama_server_completions_text_chunks() {
     assert_eq!(rec.chunks as usize, content_chunks(BODY));
     assert_eq!(rec.output_tokens, 6);
     assert_eq!(rec.token_source, TokenSource::Usage);
+    assert_eq!(rec.cached_tokens, Some(1));
+    assert_eq!(rec.finish_reason, Some(FinishReason::Length));
+    assert_eq!(rec.server_timings.and_then(|t| t.cache_n), Some(1));
 }
 
 #[tokio::test]
@@ -203,4 +227,23 @@ async fn keep_alives_comments_empty_data_and_crlf_are_not_chunks() {
     assert_eq!(rec.itl_us.len(), 1);
     assert_eq!(rec.output_tokens, 2);
     assert_eq!(rec.token_source, TokenSource::Usage);
+}
+
+#[tokio::test]
+async fn response_text_has_escapes_decoded() {
+    // The response text joins each chunk's answer and reasoning, escapes decoded; a chunk
+    // serde_json must decode (an escaped key) joins the same way.
+    const BODY: &str = concat!(
+        "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"think \\\"hard\\\"\\n\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"caf\\u00e9 \\ud83d\\ude00\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"con\\u0074ent\":\" \\u65e5\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (rec, text) = execute_text(replay(BODY, 200).await, 3).await;
+    assert_eq!(rec.error, None);
+    assert_eq!(rec.chunks, 3);
+    assert_eq!(text, "think \"hard\"\ncafé 😀 日");
+    assert_eq!(rec.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(rec.token_source, TokenSource::Tokenizer);
 }

@@ -6,6 +6,7 @@
 mod support;
 
 mod architecture;
+mod chunk_props;
 mod client_transcripts;
 mod report_render;
 mod report_schema;
