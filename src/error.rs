@@ -84,9 +84,14 @@ pub enum Error {
     #[error(transparent)]
     Sim(#[from] SimError),
 
-    /// The run completed and at least one SLA assertion failed.
-    #[error("{failed} SLA assertion(s) failed")]
-    SlaFailed { failed: usize },
+    /// The run completed and at least one SLA assertion failed (or was undecided under
+    /// `--inconclusive fail`).
+    #[error("{}", sla_failed(*failed, *undecided))]
+    SlaFailed { failed: usize, undecided: usize },
+
+    /// No assertion failed but some could not be decided, and the policy reports that.
+    #[error("{undecided} SLA assertion(s) undecided{}", untrusted_suffix(*untrusted))]
+    Inconclusive { undecided: usize, untrusted: usize },
 
     /// An `abort-on-fail` assertion failed and stopped the run.
     #[error("{0}")]
@@ -104,6 +109,26 @@ pub enum Error {
     /// `compare` found metrics that regressed beyond the tolerance.
     #[error("regression: {}", metrics.join("; "))]
     Regressed { metrics: Vec<String> },
+
+    /// `compare` found no regression, but could not rule one out for these metrics.
+    #[error("inconclusive: {}", metrics.join("; "))]
+    CompareInconclusive { metrics: Vec<String> },
+}
+
+fn sla_failed(failed: usize, undecided: usize) -> String {
+    match (failed, undecided) {
+        (f, 0) => format!("{f} SLA assertion(s) failed"),
+        (0, u) => format!("{u} SLA assertion(s) undecided, counted as failed"),
+        (f, u) => format!("{f} SLA assertion(s) failed, {u} undecided"),
+    }
+}
+
+fn untrusted_suffix(untrusted: usize) -> String {
+    match untrusted {
+        0 => String::new(),
+        1 => ", 1 stage untrusted".into(),
+        n => format!(", {n} stages untrusted"),
+    }
 }
 
 impl Error {
@@ -114,6 +139,7 @@ impl Error {
             Error::SlaFailed { .. } | Error::Aborted(_) | Error::Regressed { .. } => {
                 exit::SLA_FAILED
             }
+            Error::Inconclusive { .. } | Error::CompareInconclusive { .. } => exit::INCONCLUSIVE,
             Error::Args(_)
             | Error::Scenario(_)
             | Error::Plan { .. }
@@ -172,7 +198,23 @@ mod tests {
 
     #[test]
     fn codes_follow_the_contract() {
-        assert_eq!(Error::SlaFailed { failed: 1 }.exit_code(), 1);
+        assert_eq!(
+            Error::SlaFailed {
+                failed: 1,
+                undecided: 0
+            }
+            .exit_code(),
+            1
+        );
+        let undecided = Error::Inconclusive {
+            undecided: 2,
+            untrusted: 1,
+        };
+        assert_eq!(undecided.exit_code(), 4);
+        assert_eq!(
+            undecided.to_string(),
+            "2 SLA assertion(s) undecided, 1 stage untrusted"
+        );
         assert_eq!(Error::Regressed { metrics: vec![] }.exit_code(), 1);
         assert_eq!(Error::usage("x", "y").exit_code(), 2);
         assert_eq!(Error::Interrupted.exit_code(), 3);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::results::Results;
+use crate::sla::SlaOutcome;
 
 /// How a run that started ended.
 #[derive(Debug)]
@@ -42,11 +43,22 @@ impl RunReport {
             Outcome::Interrupted => Err(Error::Interrupted),
             Outcome::Aborted(why) => Err(Error::Aborted(why.clone())),
             Outcome::Completed => {
-                let failed = self.results.sla.iter().filter(|v| !v.passed).count();
-                if failed > 0 {
-                    Err(Error::SlaFailed { failed })
-                } else {
-                    Ok(())
+                let count =
+                    |o: SlaOutcome| self.results.sla.iter().filter(|v| v.outcome == o).count();
+                let (failed, undecided) =
+                    (count(SlaOutcome::Fail), count(SlaOutcome::Inconclusive));
+                match self.results.outcome {
+                    SlaOutcome::Pass => Ok(()),
+                    SlaOutcome::Fail => Err(Error::SlaFailed { failed, undecided }),
+                    SlaOutcome::Inconclusive => Err(Error::Inconclusive {
+                        undecided,
+                        untrusted: self
+                            .results
+                            .stages
+                            .iter()
+                            .filter(|s| !s.validity.trusted)
+                            .count(),
+                    }),
                 }
             }
         }

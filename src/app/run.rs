@@ -10,12 +10,12 @@ use super::outcome::{Outcome, RunReport};
 use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
-use crate::plan::Plan;
+use crate::plan::{Load, Plan};
 use crate::report::{self, WriteOptions};
-use crate::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo, read_results};
+use crate::results::{RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo, read_results};
 use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
-use crate::sla::{self, Baseline, ScopedAssertion};
+use crate::sla::{self, ScopedAssertion, SlaOutcome};
 
 /// Runs the scenario `settings` names, end to end, and writes its outputs. `Err` when it could
 /// not be carried out (an invalid scenario, an unreachable target, an unreadable baseline);
@@ -27,12 +27,34 @@ pub fn run_scenario(
     observer: Arc<dyn Observer>,
 ) -> Result<RunReport, Error> {
     let scenario = crate::scenario::load(&settings.scenario, &settings.params)?;
-    let plan = Arc::new(
-        crate::plan::compile(&scenario).map_err(|source| Error::Plan {
-            path: settings.scenario.clone(),
-            source,
-        })?,
-    );
+    let mut plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
+        path: settings.scenario.clone(),
+        source,
+    })?;
+    if let Some(n) = settings.rounds {
+        for s in plan
+            .stages
+            .iter_mut()
+            .filter(|s| !matches!(s.load, Load::Search(_)))
+        {
+            s.rounds = n.max(1);
+        }
+    }
+    let plan = Arc::new(plan);
+    let policy = SlaPolicy {
+        confidence: settings
+            .confidence
+            .or(scenario.sla_policy.confidence)
+            .unwrap_or(0.95),
+        inconclusive: settings
+            .inconclusive
+            .or(scenario.sla_policy.inconclusive)
+            .unwrap_or_default(),
+        untrusted: settings
+            .untrusted
+            .or(scenario.sla_policy.untrusted)
+            .unwrap_or_default(),
+    };
     let base_dir = scenario.source.base_dir();
     let baseline = match &scenario.report.baseline {
         Some(path) => Some(read_results(&base_dir.join(path)).map_err(Error::Baseline)?),
@@ -75,20 +97,29 @@ pub fn run_scenario(
         validity: ValidityRules {
             max_send_lag_p99_ms: settings.max_send_lag.as_secs_f64() * 1e3,
             max_steal_share: settings.max_steal_share,
+            confidence: policy.confidence,
             ..ValidityRules::default()
         },
         interrupt: settings.interrupt.clone(),
         interrupt_grace: settings.interrupt_grace,
         poll_idle: poll_idle.is_some(),
     };
-    let base = baseline.as_ref().map(Results::baseline);
-    let mut after_stage = |stage: &StageSummary| decide(&plan.sla, stage, base);
+    let cx = sla::Context {
+        baseline: baseline.as_ref().map(Results::baseline),
+        telemetry: None,
+        policy: sla::Policy {
+            confidence: policy.confidence,
+            untrusted: policy.untrusted,
+            intervals: true,
+        },
+    };
+    let mut after_stage = |stage: &StageSummary| decide(&plan.sla, stage, &cx);
     let output = runtime.block_on(runner::run(plan.clone(), opts, &mut after_stage));
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(poll_idle);
     let output = output?;
 
-    let results = assemble(&plan, &output, base);
+    let results = assemble(&plan, &output, &cx, policy);
     if let Some(t) = &results.telemetry {
         for w in &t.warnings {
             observer.warning(&format!("telemetry: {w}"));
@@ -132,18 +163,18 @@ pub fn run_scenario(
 }
 
 /// After each stage: a search probe's verdict (its SLAs), else whether an `abort-on-fail`
-/// assertion failed on it.
+/// assertion failed on it (an undecided one does not abort).
 fn decide(
     assertions: &[ScopedAssertion],
     stage: &StageSummary,
-    baseline: Option<Baseline<'_>>,
+    cx: &sla::Context<'_>,
 ) -> StageDecision {
     if let Some(p) = stage
         .profile
         .as_ref()
         .filter(|p| p.kind == PointKind::Probe)
     {
-        let failed = sla::probe_failures(assertions, &p.group, stage, baseline);
+        let failed = sla::probe_failures(assertions, &p.group, stage, cx);
         return if failed.is_empty() {
             StageDecision::Continue
         } else {
@@ -158,8 +189,8 @@ fn decide(
         {
             continue;
         }
-        let v = sla::evaluate_one(&a.assertion, stage, baseline);
-        if !v.passed {
+        let v = sla::judge_one(&a.assertion, stage, cx);
+        if v.outcome == SlaOutcome::Fail {
             return StageDecision::Abort(format!(
                 "aborted: `{}` failed on stage `{}` (observed {:.3} {}, threshold {:.3} {})",
                 v.expr, stage.name, v.observed, v.unit, v.threshold, v.unit
@@ -169,11 +200,16 @@ fn decide(
     StageDecision::Continue
 }
 
-/// The run's [`Results`]: its stages, the SLA verdicts on them, and where it stopped.
-fn assemble(plan: &Plan, output: &RunOutput, baseline: Option<Baseline<'_>>) -> Results {
+/// The run's [`Results`]: its stages, the SLA verdicts on them and the gate, and where it
+/// stopped.
+fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaPolicy) -> Results {
     let (scoped, judged) = sla::profile_inputs(&plan.sla, &output.stages, &output.searches);
-    let verdicts = sla::evaluate_with(&scoped, &judged, baseline, output.telemetry.as_ref());
-    let sla_ok = verdicts.iter().all(|v| v.passed);
+    let cx = sla::Context {
+        telemetry: output.telemetry.as_ref(),
+        ..*cx
+    };
+    let verdicts = sla::judge(&scoped, &judged, &cx);
+    let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = output.stop != Stop::Completed;
     let error = match &output.stop {
         Stop::Aborted(why) => Some(why.clone()),
@@ -186,7 +222,9 @@ fn assemble(plan: &Plan, output: &RunOutput, baseline: Option<Baseline<'_>>) -> 
         description: plan.description.clone(),
         plan_hash: plan.hash.clone(),
         seed: plan.seed,
-        passed: sla_ok && !stopped_early,
+        passed: gate.outcome == SlaOutcome::Pass && !stopped_early,
+        outcome: gate.outcome,
+        sla_policy: policy,
         interrupted: stopped_early,
         error,
         infermeter_version: env!("CARGO_PKG_VERSION").to_string(),

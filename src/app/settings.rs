@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::sla::{InconclusiveAs, Untrusted};
+
 /// Everything [`run_scenario`](super::run_scenario) needs besides the observer.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
@@ -31,6 +33,12 @@ pub struct RunSettings {
     pub poll_idle: bool,
     /// Where to append the Markdown report too (GitHub's step summary).
     pub step_summary: Option<PathBuf>,
+    /// Overrides of the scenario's `sla` settings (`None`: the scenario's, else the default).
+    pub confidence: Option<f64>,
+    pub inconclusive: Option<InconclusiveAs>,
+    pub untrusted: Option<Untrusted>,
+    /// Runs every stage this many times (the scenario's `rounds` otherwise).
+    pub rounds: Option<u32>,
     /// Cancel to interrupt the run: sending stops, in-flight requests get `interrupt_grace`,
     /// and an interrupted result is written.
     pub interrupt: CancellationToken,
@@ -52,6 +60,10 @@ impl RunSettings {
             max_steal_share: 0.01,
             poll_idle: false,
             step_summary: None,
+            confidence: None,
+            inconclusive: None,
+            untrusted: None,
+            rounds: None,
             interrupt: CancellationToken::new(),
             interrupt_grace: Duration::from_secs(2),
         }

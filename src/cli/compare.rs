@@ -1,7 +1,10 @@
-//! `infermeter compare BASELINE.json CURRENT.json`: is the current run a regression?
-//! Exit 0 when no watched metric is worse beyond the tolerance, 1 when one is, 2 when the two
-//! runs did not apply the same plan (unless `--allow-different-plans`) or an input is unreadable.
-//! `--plot FILE.svg` also draws both runs' latency profiles together (exit codes unchanged).
+//! `infermeter compare BASELINE.json CURRENT.json [MORE.json…]`: is the current run a
+//! regression, beyond the noise? Exit 0 when no watched metric is shown worse beyond its
+//! tolerance, 1 when one is, 4 when none is but some could not be decided and
+//! `--inconclusive inconclusive` asks to say so, 2 when the runs did not apply the same plan
+//! (unless `--allow-different-plans`), share no stage, or an input is unreadable. With more
+//! than two results, the newest is compared with the one before it and a trend table shows
+//! them all in time order. `--plot FILE.svg` also draws both runs' latency profiles.
 
 use std::path::PathBuf;
 
@@ -10,26 +13,48 @@ use clap::{Args, ValueEnum};
 use super::report::read_template;
 use crate::error::Error;
 use crate::report::{
-    compare, compare_plot_path, compare_profile_svgs, render_compare_markdown, render_compare_text,
+    CompareOptions, Tolerances, compare, compare_plot_path, compare_profile_svgs,
+    render_compare_markdown, render_compare_text, trend,
 };
 use crate::results::{Results, read_results};
+use crate::sla::Metric;
 use crate::units::Percent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
     Markdown,
     Text,
+    /// The comparison (and trend) as JSON, for dashboards.
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UndecidedAs {
+    /// Exit 0 unless a regression is shown (undecided metrics are listed).
+    Pass,
+    /// Exit 1 when a metric is undecided: no regression may go unnoticed.
+    Fail,
+    /// Exit 4 when a metric is undecided.
+    Inconclusive,
 }
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline run's results.json.
-    pub baseline: PathBuf,
-    /// The current run's results.json.
-    pub current: PathBuf,
-    /// How much a metric may move before it counts as better or worse, e.g. 5%.
-    #[arg(long, default_value = "5%", value_parser = parse_percent)]
-    pub tolerance: Percent,
+    /// The baseline run's results.json, then the current run's; more runs give a trend (the
+    /// newest is compared with the one before it).
+    #[arg(required = true, num_args = 2.., value_name = "RESULTS.json")]
+    pub results: Vec<PathBuf>,
+    /// How much a metric may move before it counts as changed: `5%` for every metric, or
+    /// `METRIC=PERCENT` for one (`ttft.p95=10%`, or `itl=15%` for all of ITL's). Repeatable.
+    #[arg(long, value_name = "[METRIC=]PERCENT", value_parser = parse_tolerance)]
+    pub tolerance: Vec<(Option<String>, f64)>,
+    /// Confidence of the change intervals.
+    #[arg(long, value_name = "PERCENT", default_value = "95%", value_parser = parse_confidence)]
+    pub confidence: f64,
+    /// What a metric whose change cannot be decided (its interval straddles the tolerance)
+    /// does to the exit code.
+    #[arg(long, value_enum, default_value_t = UndecidedAs::Pass)]
+    pub inconclusive: UndecidedAs,
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
     /// Compare even when the plan hashes differ (the workloads are not the same).
@@ -44,13 +69,60 @@ pub struct CompareArgs {
     pub plot: Option<PathBuf>,
 }
 
-fn parse_percent(s: &str) -> Result<Percent, String> {
-    s.parse::<Percent>().map_err(|e| e.to_string())
+/// `5%` or `ttft.p95=10%`.
+fn parse_tolerance(s: &str) -> Result<(Option<String>, f64), String> {
+    let (metric, value) = match s.split_once('=') {
+        Some((m, v)) => (Some(m.trim().to_string()), v),
+        None => (None, s),
+    };
+    if let Some(m) = &metric {
+        let base = m.split('.').next().unwrap_or(m);
+        if Metric::from_name(base).is_none() {
+            return Err(format!("unknown metric `{m}` (e.g. ttft.p95=10%)"));
+        }
+    }
+    let p = value.parse::<Percent>().map_err(|e| e.to_string())?;
+    Ok((metric, p.0))
+}
+
+fn parse_confidence(s: &str) -> Result<f64, String> {
+    let p = s.parse::<Percent>().map_err(|e| e.to_string())?.0;
+    if (0.5..1.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(format!("{s} is not from 50% to below 100%"))
+    }
 }
 
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
-    let baseline = read_results(&args.baseline)?;
-    let current = read_results(&args.current)?;
+    let mut runs = Vec::with_capacity(args.results.len());
+    for path in &args.results {
+        runs.push(read_results(path)?);
+    }
+    let mut tolerances = Tolerances::new(0.05);
+    for (metric, value) in &args.tolerance {
+        match metric {
+            Some(m) => {
+                tolerances.metrics.insert(m.clone(), *value);
+            }
+            None => tolerances.default = *value,
+        }
+    }
+    let opts = CompareOptions {
+        tolerances,
+        confidence: args.confidence,
+    };
+    let trend = (runs.len() > 2).then(|| trend(runs.clone(), &opts));
+    let (baseline, current) = match &trend {
+        // The trend sorted them by start time: compare the newest with the one before.
+        Some(_) => {
+            let mut sorted = runs.clone();
+            sorted.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+            let n = sorted.len();
+            (sorted[n - 2].clone(), sorted[n - 1].clone())
+        }
+        None => (runs[0].clone(), runs[1].clone()),
+    };
     if baseline.plan_hash != current.plan_hash && !args.allow_different_plans {
         return Err(Error::usage(
             format!(
@@ -64,24 +136,59 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     // Read before anything is written, so a bad template changes nothing.
     let template = match args.format {
         CompareFormat::Markdown => read_template(args.template.as_deref())?,
-        CompareFormat::Text => None,
+        CompareFormat::Text | CompareFormat::Json => None,
     };
+    let cmp = trend
+        .as_ref()
+        .map_or_else(|| compare(&baseline, &current, &opts), |t| t.latest.clone());
+    if cmp.common_stages() == 0 {
+        return Err(Error::usage(
+            "the two runs have no stage in common, so there is nothing to compare",
+            "compare runs of the same scenario (stage names must match)",
+        ));
+    }
     if let Some(file) = &args.plot {
         write_plots(file, &baseline, &current)?;
     }
-    let cmp = compare(&baseline, &current, args.tolerance.0);
     let out = match args.format {
-        CompareFormat::Text => render_compare_text(&cmp),
-        CompareFormat::Markdown => render_compare_markdown(&cmp, template.as_deref())?,
+        CompareFormat::Text => render_compare_text(&cmp, trend.as_ref()),
+        CompareFormat::Markdown => {
+            render_compare_markdown(&cmp, trend.as_ref(), template.as_deref())?
+        }
+        CompareFormat::Json => {
+            let value = match &trend {
+                Some(t) => serde_json::to_string_pretty(t),
+                None => serde_json::to_string_pretty(&cmp),
+            };
+            value.map_err(|e| Error::Io {
+                action: "write the comparison as JSON to",
+                path: "standard output".into(),
+                source: e.into(),
+            })? + "\n"
+        }
     };
     print!("{out}");
     if cmp.regressed() {
-        Err(Error::Regressed {
+        return Err(Error::Regressed {
             metrics: cmp.regressions.clone(),
-        })
-    } else {
-        Ok(())
+        });
     }
+    if !cmp.undecided.is_empty() {
+        match args.inconclusive {
+            UndecidedAs::Pass => {}
+            UndecidedAs::Fail => {
+                return Err(Error::Regressed {
+                    metrics: cmp.undecided.clone(),
+                });
+            }
+            UndecidedAs::Inconclusive => {
+                return Err(Error::CompareInconclusive {
+                    metrics: cmp.undecided.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes `compare --plot`'s SVGs.
@@ -104,4 +211,20 @@ fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) ->
         eprintln!("profile plot ({group}): {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_are_a_default_or_per_metric() {
+        assert_eq!(parse_tolerance("5%"), Ok((None, 0.05)));
+        assert_eq!(
+            parse_tolerance("ttft.p95=10%"),
+            Ok((Some("ttft.p95".into()), 0.1))
+        );
+        assert!(parse_tolerance("bogus=5%").is_err());
+        assert!(parse_tolerance("5").is_err());
+    }
 }

@@ -12,7 +12,31 @@ use crate::app::{RunSettings, run_scenario};
 use crate::error::Error;
 use crate::report::{REPORT_FILE, render_summary_text};
 use crate::results::RESULTS_FILE;
+use crate::sla::{InconclusiveAs, Untrusted};
 use crate::units;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InconclusiveArg {
+    Fail,
+    Pass,
+    Inconclusive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UntrustedArg {
+    Inconclusive,
+    Judge,
+}
+
+/// A confidence from 50 % to below 100 %, as a fraction.
+fn confidence(s: &str) -> Result<f64, String> {
+    let v = percent(s)? / 100.0;
+    if (0.5..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not from 50% to below 100%"))
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -66,6 +90,28 @@ pub struct RunArgs {
     #[arg(long)]
     pub poll_idle: bool,
 
+    /// Confidence of the intervals SLA assertions are decided on [default: the scenario's
+    /// `sla { confidence … }`, else 95%].
+    #[arg(long, value_name = "PERCENT", value_parser = confidence)]
+    pub confidence: Option<f64>,
+
+    /// What an assertion that cannot be decided (its interval straddles the threshold, too few
+    /// samples, an untrusted stage) does to the gate: `fail` (exit 1), `pass` (exit 0) or
+    /// `inconclusive` (exit 4) [default: the scenario's `sla { inconclusive … }`, else
+    /// inconclusive].
+    #[arg(long, value_enum, value_name = "AS")]
+    pub inconclusive: Option<InconclusiveArg>,
+
+    /// What an assertion on an untrusted stage comes to: `inconclusive`, or `judge` it on its
+    /// numbers anyway [default: the scenario's `sla { untrusted … }`, else inconclusive].
+    #[arg(long, value_enum, value_name = "AS")]
+    pub untrusted: Option<UntrustedArg>,
+
+    /// Run every stage this many times on the same plan; its figures are then the medians
+    /// across rounds, with intervals across rounds [default: the scenario's `rounds`, else 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: Option<u32>,
+
     /// No progress output; only the final summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -92,6 +138,17 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
+        confidence: args.confidence,
+        inconclusive: args.inconclusive.map(|a| match a {
+            InconclusiveArg::Fail => InconclusiveAs::Fail,
+            InconclusiveArg::Pass => InconclusiveAs::Pass,
+            InconclusiveArg::Inconclusive => InconclusiveAs::Inconclusive,
+        }),
+        untrusted: args.untrusted.map(|a| match a {
+            UntrustedArg::Inconclusive => Untrusted::Inconclusive,
+            UntrustedArg::Judge => Untrusted::Judge,
+        }),
+        rounds: args.rounds,
         interrupt,
         ..RunSettings::new("")
     };

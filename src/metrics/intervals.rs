@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Dist;
-use crate::stats::{QuantileCi, mean_interval, quantile_interval, rounds_median};
+use crate::stats::{QuantileCi, mean_interval, one_sided_bounds, quantile_interval, rounds_median};
 
 /// The confidence intervals of a [`Dist`]'s percentiles and mean, in its unit (ms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,11 +46,27 @@ pub enum Bound {
         confidence: f64,
     },
     /// Too few samples (or rounds) for an interval at the confidence asked for; `needed`
-    /// would give one.
-    Insufficient { needed: u64 },
+    /// would give one. A one-sided bound may still exist (at (1 + confidence)/2): 12 samples
+    /// bound a p95 from below, not from above.
+    Insufficient {
+        needed: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        low: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        high: Option<f64>,
+    },
 }
 
 impl Bound {
+    /// Too few for an interval, and no one-sided bound either.
+    pub fn insufficient(needed: u64) -> Bound {
+        Bound::Insufficient {
+            needed,
+            low: None,
+            high: None,
+        }
+    }
+
     /// `(low, high)`, when there is an interval.
     pub fn range(&self) -> Option<(f64, f64)> {
         match *self {
@@ -165,9 +181,14 @@ pub fn sample_intervals_of(
                 }
             }
             Ok(QuantileCi::Insufficient { needed_n, .. }) => {
-                Bound::Insufficient { needed: needed_n }
+                let (low, high) = one_sided_bounds(h, q, confidence).unwrap_or((None, None));
+                Bound::Insufficient {
+                    needed: needed_n,
+                    low: low.map(|v| v / 1e3),
+                    high: high.map(|v| v / 1e3),
+                }
             }
-            Err(_) => Bound::Insufficient { needed: 0 },
+            Err(_) => Bound::insufficient(0),
         },
         None => match mean_interval(h.mean(), h.stdev(), h.len(), confidence) {
             Ok(Some((low, high))) => Bound::Interval {
@@ -175,9 +196,7 @@ pub fn sample_intervals_of(
                 high: high / 1e3,
                 confidence,
             },
-            _ => Bound::Insufficient {
-                needed: crate::stats::MEAN_MIN_N,
-            },
+            _ => Bound::insufficient(crate::stats::MEAN_MIN_N),
         },
     };
     Some(Intervals::from_fn(
@@ -205,8 +224,8 @@ fn clustered(h: &Histogram<u64>, confidence: f64, units: u64) -> Intervals {
                     confidence,
                 }
             }
-            Ok(Ranks::Insufficient { needed_n }) => Bound::Insufficient { needed: needed_n },
-            Err(_) => Bound::Insufficient { needed: 0 },
+            Ok(Ranks::Insufficient { needed_n }) => Bound::insufficient(needed_n),
+            Err(_) => Bound::insufficient(0),
         },
         None => match mean_interval(h.mean(), h.stdev(), units, confidence) {
             Ok(Some((low, high))) => Bound::Interval {
@@ -214,9 +233,7 @@ fn clustered(h: &Histogram<u64>, confidence: f64, units: u64) -> Intervals {
                 high: high / 1e3,
                 confidence,
             },
-            _ => Bound::Insufficient {
-                needed: crate::stats::MEAN_MIN_N,
-            },
+            _ => Bound::insufficient(crate::stats::MEAN_MIN_N),
         },
     };
     Intervals::from_fn(confidence, IntervalMethod::Samples, bound)
@@ -236,7 +253,7 @@ pub fn rounds_intervals(rounds: &[Dist], confidence: f64) -> Option<Intervals> {
                 high: r.high,
                 confidence: r.confidence,
             },
-            _ => Bound::Insufficient { needed: 0 },
+            _ => Bound::insufficient(0),
         }
     };
     Some(Intervals::from_fn(
@@ -300,7 +317,7 @@ mod tests {
             );
         }
         // p99.9 of 200 samples has no 95 % interval: it would need 2,995.
-        assert!(matches!(iv.p999, Bound::Insufficient { needed } if needed > 200));
+        assert!(matches!(iv.p999, Bound::Insufficient { needed, .. } if needed > 200));
         let (lo, hi) = iv.mean.range().unwrap();
         assert!(lo < d.mean && d.mean < hi);
     }
@@ -359,6 +376,6 @@ mod tests {
         assert_eq!(text, r#"{"low":1.0,"high":2.0,"confidence":0.96}"#);
         assert_eq!(serde_json::from_str::<Bound>(&text).unwrap(), b);
         let i: Bound = serde_json::from_str(r#"{"needed":299}"#).unwrap();
-        assert_eq!(i, Bound::Insufficient { needed: 299 });
+        assert_eq!(i, Bound::insufficient(299));
     }
 }

@@ -1,6 +1,12 @@
-//! Baseline comparison: per stage and watched metric, the relative change from a baseline run
-//! and whether it is better, the same (within tolerance) or worse. Rendered as Markdown through
-//! `templates/compare.md.j2` or as plain text.
+//! Baseline comparison that knows noise: per stage and watched metric, the change from a
+//! baseline run with its confidence interval (`sla::shift`: a bootstrap of the percentiles from
+//! the two runs' histograms, across rounds when both ran several, proportions for error rates),
+//! and a verdict — worse or better only when the whole interval lies beyond the tolerance,
+//! the same when it lies within it, inconclusive when it straddles. Results without histograms
+//! (an older format) are compared on their point values. Rendered as text, Markdown
+//! (`templates/compare.md.j2`) or JSON; several runs also give a trend table in time order.
+
+use std::collections::BTreeMap;
 
 use minijinja::value::Serde;
 use minijinja::{Value, context};
@@ -11,7 +17,7 @@ use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::view::{num, short};
 use crate::metrics::StageSummary;
 use crate::results::Results;
-use crate::sla::{Aggregation, Metric, Percentile, latency_dist, observe};
+use crate::sla::{Aggregation, Metric, Percentile, Shift, latency_dist, observe, shift};
 
 /// An error-rate change smaller than this many percentage points is noise, whatever its
 /// relative size (0 → 0.05 % is "infinitely" worse but one request in 2000).
@@ -23,9 +29,80 @@ pub enum Change {
     Better,
     Same,
     Worse,
+    /// The change's interval straddles the tolerance (or there were too few samples to bound
+    /// it): the data cannot say.
+    Inconclusive,
     /// One side has no value (no samples, no requests).
     #[serde(rename = "n/a")]
     NotComparable,
+}
+
+impl Change {
+    fn word(self) -> &'static str {
+        match self {
+            Change::Better => "better",
+            Change::Same => "same",
+            Change::Worse => "WORSE",
+            Change::Inconclusive => "undecided",
+            Change::NotComparable => "n/a",
+        }
+    }
+
+    fn icon(self) -> &'static str {
+        match self {
+            Change::Better => "🟢",
+            Change::Same => "⚪",
+            Change::Worse => "🔴",
+            Change::Inconclusive => "❔",
+            Change::NotComparable => "➖",
+        }
+    }
+}
+
+/// How much each metric may move before it counts as changed: one default, and per metric
+/// (`ttft.p95`, or `ttft` for all of its aggregations).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tolerances {
+    /// A fraction (0.05 = 5 %).
+    pub default: f64,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Tolerances {
+    pub fn new(default: f64) -> Self {
+        Tolerances {
+            default,
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    /// The tolerance of `metric_ref` (`ttft.p95`): its own, else its metric's (`ttft`), else
+    /// the default.
+    pub fn of(&self, metric_ref: &str) -> f64 {
+        let base = metric_ref.split('.').next().unwrap_or(metric_ref);
+        self.metrics
+            .get(metric_ref)
+            .or_else(|| self.metrics.get(base))
+            .copied()
+            .unwrap_or(self.default)
+    }
+}
+
+/// How to compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareOptions {
+    pub tolerances: Tolerances,
+    /// Confidence of the change intervals (0.95).
+    pub confidence: f64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            tolerances: Tolerances::new(0.05),
+            confidence: 0.95,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,8 +112,17 @@ pub struct MetricChange {
     pub unit: &'static str,
     pub baseline: Option<f64>,
     pub current: Option<f64>,
-    /// Relative change in percent (`+12.5`), when both sides exist and the baseline is not 0.
-    pub change_pct: Option<f64>,
+    /// The change: relative in percent (`+12.5`), or in percentage points for rates.
+    pub change: Option<f64>,
+    /// `%` (relative) or `pp` (percentage points).
+    pub change_unit: &'static str,
+    /// The change's confidence interval, in `change_unit`, when one could be made.
+    pub interval: Option<[f64; 2]>,
+    /// The tolerance applied, in percent.
+    pub tolerance_pct: f64,
+    /// What the verdict rests on: `bootstrap`, `rounds`, `proportions`, `point` (no
+    /// interval for this metric or these results), `too few samples`.
+    pub basis: &'static str,
     pub verdict: Change,
     /// Display strings for templates.
     pub baseline_text: String,
@@ -61,19 +147,28 @@ pub struct Comparison {
     pub same_plan: bool,
     pub baseline_started_at: String,
     pub current_started_at: String,
-    /// Tolerance in percent.
+    /// The default tolerance, in percent.
     pub tolerance_pct: f64,
+    pub tolerances: Tolerances,
+    pub confidence: f64,
     pub stages: Vec<StageComparison>,
     /// Stages present in only one of the runs.
     pub only_in_baseline: Vec<String>,
     pub only_in_current: Vec<String>,
     /// `stage: metric (+x %)` for every metric worse beyond tolerance.
     pub regressions: Vec<String>,
+    /// `stage: metric (…)` for every metric whose change could not be decided.
+    pub undecided: Vec<String>,
 }
 
 impl Comparison {
     pub fn regressed(&self) -> bool {
         !self.regressions.is_empty()
+    }
+
+    /// Stages both runs have.
+    pub fn common_stages(&self) -> usize {
+        self.stages.len()
     }
 }
 
@@ -98,9 +193,9 @@ fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
     out
 }
 
-/// Whether the stage's distribution has enough samples for the percentile to mean
-/// something: at least ten beyond it (p50: 20, p95: 200, p99: 1,000). A p99 of 60 requests is
-/// their slowest one, and one stall of a shared machine moves it by any amount.
+/// For results without histograms: whether the stage's distribution has enough samples for a
+/// point comparison of the percentile to mean something — at least ten beyond it (p50: 20,
+/// p95: 200, p99: 1,000). A p99 of 60 requests is their slowest one.
 fn enough_samples(metric: Metric, agg: Option<Aggregation>, stage: &StageSummary) -> bool {
     match (agg, latency_dist(metric, stage)) {
         (Some(Aggregation::Percentile(p)), Some(d)) => d.count >= min_samples(p),
@@ -108,12 +203,31 @@ fn enough_samples(metric: Metric, agg: Option<Aggregation>, stage: &StageSummary
     }
 }
 
-/// Samples a percentile needs: ten beyond it.
+/// Samples a percentile needs for a point comparison: ten beyond it.
 pub fn min_samples(p: Percentile) -> u64 {
     (10.0 / (1.0 - p.value() / 100.0)).round() as u64
 }
 
-fn classify(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
+/// The verdict of an interval `[low, high]` of a change against ±`tol`, for a metric where
+/// lower is better (or higher, `lower_is_better` false).
+fn classify_interval(low: f64, high: f64, tol: f64, lower_is_better: bool) -> Change {
+    let (worse, better) = if lower_is_better {
+        (low > tol, high < -tol)
+    } else {
+        (high < -tol, low > tol)
+    };
+    if worse {
+        Change::Worse
+    } else if better {
+        Change::Better
+    } else if low >= -tol && high <= tol {
+        Change::Same
+    } else {
+        Change::Inconclusive
+    }
+}
+
+fn classify_point(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
     let delta = cur - base;
     if metric == Metric::ErrorRate && delta.abs() <= ERROR_RATE_NOISE_PP {
         return Change::Same;
@@ -130,74 +244,140 @@ fn classify(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64
     }
 }
 
-fn compare_stage(base: &StageSummary, cur: &StageSummary, tol: f64) -> StageComparison {
-    let metrics = watched()
-        .into_iter()
-        .map(|(metric, agg, lower_is_better)| {
-            let name = match agg {
-                Some(a) => format!("{metric}.{a}"),
-                None => metric.to_string(),
-            };
-            let unit = metric.kind().unit();
-            let b = observe(metric, agg, base).ok();
-            let c = observe(metric, agg, cur).ok();
-            let enough = enough_samples(metric, agg, base) && enough_samples(metric, agg, cur);
-            let (verdict, change_pct) = match (b, c) {
-                (Some(b), Some(c)) => (
-                    if enough {
-                        classify(metric, b, c, lower_is_better, tol)
-                    } else {
-                        Change::NotComparable
-                    },
-                    (b != 0.0).then(|| (c - b) / b * 100.0),
-                ),
-                _ => (Change::NotComparable, None),
-            };
-            let text =
-                |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
-            MetricChange {
-                metric: name,
-                unit,
-                baseline: b,
-                current: c,
-                change_pct,
-                verdict,
-                baseline_text: text(b),
-                current_text: text(c),
-                change_text: match (change_pct, agg) {
-                    (Some(p), Some(Aggregation::Percentile(q))) if !enough => {
-                        format!("{p:+.1} % (under {} samples)", min_samples(q))
-                    }
-                    (Some(p), _) => format!("{p:+.1} %"),
-                    (None, _) => "–".into(),
+fn compare_metric(
+    (metric, agg, lower_is_better): (Metric, Option<Aggregation>, bool),
+    base: &StageSummary,
+    cur: &StageSummary,
+    opts: &CompareOptions,
+) -> MetricChange {
+    let name = match agg {
+        Some(a) => format!("{metric}.{a}"),
+        None => metric.to_string(),
+    };
+    let tol = opts.tolerances.of(&name);
+    let unit = metric.kind().unit();
+    let b = observe(metric, agg, base).ok();
+    let c = observe(metric, agg, cur).ok();
+    let point_pct = match (b, c) {
+        (Some(b), Some(c)) if b != 0.0 => Some((c - b) / b * 100.0),
+        _ => None,
+    };
+    let (verdict, change, change_unit, interval, basis) =
+        match shift(metric, agg, base, cur, opts.confidence) {
+            None => (Change::NotComparable, None, "%", None, "point"),
+            Some(Shift::Relative {
+                estimate,
+                low,
+                high,
+                across,
+                ..
+            }) => (
+                classify_interval(low, high, tol, lower_is_better),
+                Some(estimate * 100.0),
+                "%",
+                Some([low * 100.0, high * 100.0]),
+                if across == crate::sla::Across::Rounds {
+                    "rounds"
+                } else {
+                    "bootstrap"
                 },
-                icon: match verdict {
-                    Change::Better => "🟢",
-                    Change::Same => "⚪",
-                    Change::Worse => "🔴",
-                    Change::NotComparable => "➖",
-                },
+            ),
+            Some(Shift::Points {
+                estimate,
+                low,
+                high,
+                ..
+            }) => {
+                // The tolerance is relative to the baseline's rate, but never finer than the
+                // noise floor of a rate.
+                let floor = (b.unwrap_or(0.0) * tol).max(ERROR_RATE_NOISE_PP);
+                (
+                    classify_interval(low, high, floor, lower_is_better),
+                    Some(estimate),
+                    "pp",
+                    Some([low, high]),
+                    "proportions",
+                )
             }
-        })
-        .collect();
-    StageComparison {
-        name: cur.name.clone(),
-        trusted: base.validity.trusted && cur.validity.trusted,
-        metrics,
+            Some(Shift::TooFew { .. }) => (
+                Change::Inconclusive,
+                point_pct,
+                "%",
+                None,
+                "too few samples",
+            ),
+            Some(Shift::Point { baseline, current }) => {
+                let enough = enough_samples(metric, agg, base) && enough_samples(metric, agg, cur);
+                let verdict = if enough {
+                    classify_point(metric, baseline, current, lower_is_better, tol)
+                } else {
+                    Change::NotComparable
+                };
+                (verdict, point_pct, "%", None, "point")
+            }
+        };
+    let text = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
+    let change_text = match (change, interval) {
+        (Some(c), Some([lo, hi])) => format!("{c:+.1} {change_unit} [{lo:+.1}, {hi:+.1}]"),
+        (Some(c), None) if basis == "too few samples" => format!("{c:+.1} % (too few samples)"),
+        (Some(c), None) => match agg {
+            Some(Aggregation::Percentile(q)) if verdict == Change::NotComparable => {
+                format!("{c:+.1} % (under {} samples)", min_samples(q))
+            }
+            _ => format!("{c:+.1} %"),
+        },
+        (None, _) => "–".into(),
+    };
+    MetricChange {
+        metric: name,
+        unit,
+        baseline: b,
+        current: c,
+        change,
+        change_unit,
+        interval,
+        tolerance_pct: tol * 100.0,
+        basis,
+        verdict,
+        baseline_text: text(b),
+        current_text: text(c),
+        change_text,
+        icon: verdict.icon(),
     }
 }
 
-/// Compares `current` against `baseline`; `tolerance` is a fraction (0.05 = 5 %).
-pub fn compare(baseline: &Results, current: &Results, tolerance: f64) -> Comparison {
+fn compare_stage(
+    base: &StageSummary,
+    cur: &StageSummary,
+    opts: &CompareOptions,
+) -> StageComparison {
+    StageComparison {
+        name: cur.name.clone(),
+        trusted: base.validity.trusted && cur.validity.trusted,
+        metrics: watched()
+            .into_iter()
+            .map(|w| compare_metric(w, base, cur, opts))
+            .collect(),
+    }
+}
+
+/// Compares `current` against `baseline`.
+pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> Comparison {
     let mut stages = Vec::new();
     let mut regressions = Vec::new();
+    let mut undecided = Vec::new();
     for cur in &current.stages {
         let Some(base) = baseline.stages.iter().find(|b| b.name == cur.name) else {
             continue;
         };
-        let sc = compare_stage(base, cur, tolerance);
-        for m in sc.metrics.iter().filter(|m| m.verdict == Change::Worse) {
-            regressions.push(format!("{}: {} ({})", sc.name, m.metric, m.change_text));
+        let sc = compare_stage(base, cur, opts);
+        for m in &sc.metrics {
+            let line = format!("{}: {} ({})", sc.name, m.metric, m.change_text);
+            match m.verdict {
+                Change::Worse => regressions.push(line),
+                Change::Inconclusive => undecided.push(line),
+                _ => {}
+            }
         }
         stages.push(sc);
     }
@@ -210,7 +390,9 @@ pub fn compare(baseline: &Results, current: &Results, tolerance: f64) -> Compari
         same_plan: baseline.plan_hash == current.plan_hash,
         baseline_started_at: baseline.started_at.clone(),
         current_started_at: current.started_at.clone(),
-        tolerance_pct: tolerance * 100.0,
+        tolerance_pct: opts.tolerances.default * 100.0,
+        tolerances: opts.tolerances.clone(),
+        confidence: opts.confidence,
         stages,
         only_in_baseline: base_names
             .iter()
@@ -223,12 +405,68 @@ pub fn compare(baseline: &Results, current: &Results, tolerance: f64) -> Compari
             .cloned()
             .collect(),
         regressions,
+        undecided,
     }
 }
 
-/// Renders a comparison through `templates/compare.md.j2` (or `template`).
+/// Several runs in time order: each watched metric's values across them, and the comparison of
+/// the newest with the one before it (the nightly trend).
+#[derive(Debug, Clone, Serialize)]
+pub struct Trend {
+    /// Start times, oldest first.
+    pub runs: Vec<String>,
+    pub rows: Vec<TrendRow>,
+    pub latest: Comparison,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendRow {
+    pub stage: String,
+    pub metric: String,
+    pub unit: &'static str,
+    /// One per run, oldest first (`None`: the run lacks the stage or the value).
+    pub values: Vec<Option<f64>>,
+}
+
+/// The trend of `runs` (at least two), which it sorts by start time.
+pub fn trend(mut runs: Vec<Results>, opts: &CompareOptions) -> Trend {
+    runs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    let n = runs.len();
+    let latest = compare(&runs[n - 2], &runs[n - 1], opts);
+    let mut rows = Vec::new();
+    for stage in &runs[n - 1].stages {
+        for (metric, agg, _) in watched() {
+            let name = match agg {
+                Some(a) => format!("{metric}.{a}"),
+                None => metric.to_string(),
+            };
+            let values = runs
+                .iter()
+                .map(|r| {
+                    let s = r.stages.iter().find(|s| s.name == stage.name)?;
+                    observe(metric, agg, s).ok()
+                })
+                .collect();
+            rows.push(TrendRow {
+                stage: stage.name.clone(),
+                metric: name,
+                unit: metric.kind().unit(),
+                values,
+            });
+        }
+    }
+    Trend {
+        runs: runs.iter().map(|r| r.started_at.clone()).collect(),
+        rows,
+        latest,
+    }
+}
+
+/// Renders a comparison (and a trend, when there is one) through `templates/compare.md.j2` (or
+/// `template`).
 pub fn render_compare_markdown(
     c: &Comparison,
+    trend: Option<&Trend>,
     template: Option<&str>,
 ) -> Result<String, ReportError> {
     let mut env = environment();
@@ -236,21 +474,47 @@ pub fn render_compare_markdown(
         "compare.md",
         template.unwrap_or(COMPARE_TEMPLATE).to_string(),
     )?;
-    Ok(env
-        .get_template("compare.md")?
-        .render(context! { cmp => Value::from(Serde(c)), tolerance => short(c.tolerance_pct) })?)
+    let trend_rows: Vec<(String, String, Vec<String>)> = trend
+        .map(|t| {
+            t.rows
+                .iter()
+                .map(|r| {
+                    let cells = r
+                        .values
+                        .iter()
+                        .map(|v| v.map_or("–".to_string(), num))
+                        .collect();
+                    (r.stage.clone(), r.metric.clone(), cells)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(env.get_template("compare.md")?.render(context! {
+        cmp => Value::from(Serde(c)),
+        tolerance => short(c.tolerance_pct),
+        confidence => short(c.confidence * 100.0),
+        trend_runs => trend.map(|t| t.runs.clone()).unwrap_or_default(),
+        trend_rows => trend_rows,
+    })?)
 }
 
-/// A plain-text table for terminals.
-pub fn render_compare_text(c: &Comparison) -> String {
+/// A plain-text table for terminals, its columns as wide as their widest cell.
+pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let verdict = if c.regressed() { "REGRESSED" } else { "OK" };
+    let verdict = if c.regressed() {
+        "REGRESSED"
+    } else if !c.undecided.is_empty() {
+        "NO REGRESSION SHOWN"
+    } else {
+        "OK"
+    };
     let _ = writeln!(
         out,
-        "{}: {verdict} (tolerance {} %)",
+        "{}: {verdict} (tolerance {} %, {} % intervals)",
         c.scenario,
-        short(c.tolerance_pct)
+        short(c.tolerance_pct),
+        short(c.confidence * 100.0)
     );
     if !c.same_plan {
         let _ = writeln!(
@@ -270,22 +534,41 @@ pub fn render_compare_text(c: &Comparison) -> String {
                 " (untrusted numbers)"
             }
         );
-        let _ = writeln!(
-            out,
-            "  {:<20} {:>14} {:>14} {:>9}  verdict",
-            "metric", "baseline", "current", "change"
-        );
-        for m in &s.metrics {
-            let v = match m.verdict {
-                Change::Better => "better",
-                Change::Same => "same",
-                Change::Worse => "WORSE",
-                Change::NotComparable => "n/a",
-            };
+        let rows: Vec<[&str; 5]> = s
+            .metrics
+            .iter()
+            .map(|m| {
+                [
+                    m.metric.as_str(),
+                    m.baseline_text.as_str(),
+                    m.current_text.as_str(),
+                    m.change_text.as_str(),
+                    m.verdict.word(),
+                ]
+            })
+            .collect();
+        let header = ["metric", "baseline", "current", "change", "verdict"];
+        let width = |i: usize| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let w: Vec<usize> = (0..5).map(width).collect();
+        for r in std::iter::once(&header).chain(rows.iter()) {
             let _ = writeln!(
                 out,
-                "  {:<20} {:>14} {:>14} {:>9}  {v}",
-                m.metric, m.baseline_text, m.current_text, m.change_text
+                "  {:<a$}  {:>b$}  {:>c$}  {:>d$}  {}",
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                a = w[0],
+                b = w[1],
+                c = w[2],
+                d = w[3]
             );
         }
     }
@@ -301,5 +584,61 @@ pub fn render_compare_text(c: &Comparison) -> String {
             let _ = writeln!(out, "  {r}");
         }
     }
+    if !c.undecided.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nundecided (the interval straddles the tolerance; more requests or rounds would \
+             tell):"
+        );
+        for r in &c.undecided {
+            let _ = writeln!(out, "  {r}");
+        }
+    }
+    if let Some(t) = trend {
+        let _ = writeln!(out, "\ntrend ({} runs, oldest first):", t.runs.len());
+        for r in &t.rows {
+            let cells: Vec<String> = r
+                .values
+                .iter()
+                .map(|v| v.map_or("–".to_string(), num))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {:<16} {:<22} {}",
+                r.stage,
+                r.metric,
+                cells.join("  ")
+            );
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_is_worse_only_when_its_whole_interval_is() {
+        assert_eq!(classify_interval(0.08, 0.20, 0.05, true), Change::Worse);
+        assert_eq!(
+            classify_interval(0.01, 0.20, 0.05, true),
+            Change::Inconclusive
+        );
+        assert_eq!(classify_interval(-0.03, 0.04, 0.05, true), Change::Same);
+        assert_eq!(classify_interval(-0.30, -0.10, 0.05, true), Change::Better);
+        // Throughput: higher is better.
+        assert_eq!(classify_interval(-0.30, -0.10, 0.05, false), Change::Worse);
+    }
+
+    #[test]
+    fn tolerances_fall_back_from_metric_to_default() {
+        let mut t = Tolerances::new(0.05);
+        t.metrics.insert("ttft.p99".into(), 0.2);
+        t.metrics.insert("itl".into(), 0.1);
+        assert_eq!(t.of("ttft.p99"), 0.2);
+        assert_eq!(t.of("ttft.p95"), 0.05);
+        assert_eq!(t.of("itl.p50"), 0.1);
+        assert_eq!(t.of("error_rate"), 0.05);
+    }
 }

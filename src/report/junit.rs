@@ -7,6 +7,7 @@ use std::path::Path;
 use super::ReportError;
 use super::view::short;
 use crate::results::Results;
+use crate::sla::SlaOutcome;
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -27,45 +28,79 @@ fn esc(s: &str) -> String {
 
 /// The JUnit document as a string.
 pub fn junit_xml(results: &Results) -> String {
-    let failures = results.sla.iter().filter(|v| !v.passed).count();
+    let failures = results
+        .sla
+        .iter()
+        .filter(|v| v.outcome == SlaOutcome::Fail)
+        .count();
+    let skipped = results
+        .sla
+        .iter()
+        .filter(|v| v.outcome == SlaOutcome::Inconclusive)
+        .count();
     let errors = usize::from(results.error.is_some());
     let tests = results.sla.len() + errors;
     let suite = esc(&results.scenario);
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuites name=\"infermeter\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">"
+        "<testsuites name=\"infermeter\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
     );
     let _ = writeln!(
         x,
-        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" timestamp=\"{}\">",
+        "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" timestamp=\"{}\">",
         esc(&results.started_at)
     );
     for v in &results.sla {
         let stage = v.stage.as_deref().unwrap_or("all stages");
         let name = esc(&format!("{} [{stage}]", v.expr));
         let class = esc(&format!("{}.{stage}", results.scenario));
-        if v.passed {
-            let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\"/>");
-            continue;
-        }
         let mut message = format!(
-            "observed {} {unit}, threshold {} {unit}",
+            "observed {} {unit}{}, threshold {} {unit}",
             short(v.observed),
+            v.interval.map_or_else(String::new, |i| format!(
+                " [{}, {}] at {:.0} %",
+                short(i.low),
+                short(i.high),
+                i.confidence * 100.0
+            )),
             short(v.threshold),
             unit = v.unit
         );
         if let Some(note) = &v.note {
             let _ = write!(message, " ({note})");
         }
+        if let Some(m) = v.more {
+            let _ = write!(
+                message,
+                "; about {} more {} would likely decide it",
+                m.count,
+                m.of.noun()
+            );
+        }
+        if v.outcome == SlaOutcome::Pass {
+            let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
+            let _ = writeln!(x, "      <system-out>{}</system-out>", esc(&message));
+            let _ = writeln!(x, "    </testcase>");
+            continue;
+        }
         let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
-        let _ = writeln!(
-            x,
-            "      <failure message=\"{}\" type=\"sla\">{}: {}</failure>",
-            esc(&message),
-            esc(&v.expr),
-            esc(&message)
-        );
+        if v.outcome == SlaOutcome::Inconclusive {
+            // JUnit has no "undecided": a skipped case with the reason is how CI shows one.
+            let _ = writeln!(
+                x,
+                "      <skipped message=\"inconclusive: {}\"/>",
+                esc(&message)
+            );
+        } else {
+            let _ = writeln!(
+                x,
+                "      <failure message=\"{}\" type=\"sla\">{}: {}</failure>",
+                esc(&message),
+                esc(&v.expr),
+                esc(&message)
+            );
+        }
         let _ = writeln!(x, "    </testcase>");
     }
     if let Some(err) = &results.error {

@@ -3,6 +3,7 @@
 
 mod compare;
 mod error;
+mod headline;
 mod junit;
 mod markdown;
 mod plots;
@@ -15,6 +16,7 @@ mod write;
 
 pub use compare::*;
 pub use error::*;
+pub use headline::{Headline, headline, mark};
 pub use junit::*;
 pub use markdown::*;
 pub use plots::*;

@@ -8,21 +8,12 @@ use crate::results::Results;
 /// Renders the end-of-run summary.
 pub fn render_summary_text(r: &Results) -> String {
     let mut out = String::new();
-    let verdict = if r.interrupted {
-        "INTERRUPTED"
-    } else if r.passed {
-        "PASSED"
-    } else {
-        "FAILED"
-    };
+    let h = super::headline(r);
     let _ = writeln!(
         out,
-        "\n{verdict}  {}  (plan {}, seed {}, target {} · {})",
-        r.scenario, r.plan_hash, r.seed, r.target.endpoint, r.target.model
+        "\n{}  {}  (plan {}, seed {}, target {} · {})\n  {}",
+        h.word, r.scenario, r.plan_hash, r.seed, r.target.endpoint, r.target.model, h.detail
     );
-    if let Some(e) = &r.error {
-        let _ = writeln!(out, "  {e}");
-    }
     let _ = writeln!(
         out,
         "\n{:<16} {:>7} {:>7} {:>6} {:>8} {:>9} {:>17} {:>15} {:>10} {:>9}  trusted",
@@ -75,14 +66,35 @@ pub fn render_summary_text(r: &Results) -> String {
                 "" => fmt_num(n),
                 unit => format!("{} {unit}", fmt_num(n)),
             };
+            let interval = v.interval.map_or_else(String::new, |i| {
+                format!(" [{}, {}]", fmt_num(i.low), fmt_num(i.high))
+            });
             let _ = writeln!(
                 out,
-                "  {} {:<32} {:<16} observed {} (threshold {})",
-                if v.passed { "✓" } else { "✗" },
+                "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
+                super::mark(v.outcome),
                 v.expr,
                 v.stage.as_deref().unwrap_or("all"),
                 with_unit(v.observed),
                 with_unit(v.threshold),
+            );
+            if v.outcome == crate::sla::SlaOutcome::Inconclusive {
+                let why = v.note.as_deref().unwrap_or("undecided");
+                let more = v.more.map_or_else(String::new, |m| {
+                    format!(
+                        "; about {} more {} would likely decide it",
+                        m.count,
+                        m.of.noun()
+                    )
+                });
+                let _ = writeln!(out, "      undecided: {why}{more}");
+            }
+        }
+        if let Some(i) = r.sla.iter().find_map(|v| v.interval) {
+            let _ = writeln!(
+                out,
+                "  [low, high]: {:.0} % confidence intervals",
+                i.confidence.min(r.sla_policy.confidence) * 100.0
             );
         }
     }

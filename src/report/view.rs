@@ -5,17 +5,24 @@
 use serde::Serialize;
 
 use super::plots::{cdf_file_name, timeline_file_name};
+use crate::metrics::{Bound, Figure};
 use crate::metrics::{Dist, StageSummary};
 use crate::results::Results;
-use crate::sla::SlaVerdict;
+use crate::sla::{SlaOutcome, SlaVerdict};
 
 #[derive(Debug, Serialize)]
 pub struct ReportView {
     pub passed: bool,
     pub icon: &'static str,
+    /// `PASSED`, `FAILED`, `INCONCLUSIVE` or `INTERRUPTED`.
+    pub outcome: &'static str,
+    /// What the outcome rests on: `1 of 4 SLA assertions undecided, 1 stage untrusted`.
     pub verdict: String,
     pub sla_total: usize,
     pub sla_failed: usize,
+    pub sla_undecided: usize,
+    /// `95 %`: the confidence of every interval shown.
+    pub confidence: String,
     /// Every verdict, failed ones first.
     pub verdicts: Vec<VerdictRow>,
     pub stages: Vec<StageView>,
@@ -26,9 +33,15 @@ pub struct ReportView {
 pub struct VerdictRow {
     pub icon: &'static str,
     pub passed: bool,
+    /// `pass`, `fail` or `inconclusive`.
+    pub outcome: &'static str,
     pub expr: String,
     pub stage: String,
     pub observed: String,
+    /// `[38.2, 47.9]` in the observed's unit, empty without one.
+    pub interval: String,
+    /// For an undecided one: `about 300 more requests would likely decide it`.
+    pub more: String,
     pub threshold: String,
     /// `+15.7 % over` / `12.0 % under`, empty when the threshold is 0.
     pub margin: String,
@@ -137,11 +150,26 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
         None => String::new(),
     };
     VerdictRow {
-        icon: if v.passed { "✅" } else { "❌" },
+        icon: match v.outcome {
+            SlaOutcome::Pass => "✅",
+            SlaOutcome::Fail => "❌",
+            SlaOutcome::Inconclusive => "❔",
+        },
         passed: v.passed,
+        outcome: v.outcome.as_str(),
         expr: v.expr.clone(),
         stage: v.stage.clone().unwrap_or_else(|| "all".into()),
         observed: with_unit(v.observed, &v.unit),
+        interval: v.interval.map_or_else(String::new, |i| {
+            format!("[{}, {}]", num(i.low), num(i.high))
+        }),
+        more: v.more.map_or_else(String::new, |m| {
+            format!(
+                "about {} more {} would likely decide it",
+                m.count,
+                m.of.noun()
+            )
+        }),
         threshold: with_unit(v.threshold, &v.unit),
         margin,
         note: v.note.clone().unwrap_or_default(),
@@ -156,16 +184,30 @@ fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
             num(v)
         }
     };
+    // A figure with its interval under it; "n < N" when too few samples for one.
+    let ci = |fig: Figure| {
+        let v = f(fig.of(d));
+        match d.intervals.map(|iv| iv.get(fig)) {
+            _ if d.count == 0 => v,
+            Some(Bound::Interval { low, high, .. }) => {
+                format!("{v} <sub>[{}, {}]</sub>", num(low), num(high))
+            }
+            Some(Bound::Insufficient { needed, .. }) if needed > 0 => {
+                format!("{v} <sub>(n < {needed})</sub>")
+            }
+            _ => v,
+        }
+    };
     LatencyRow {
         metric,
         count: d.count.to_string(),
-        p50: f(d.p50),
-        p90: f(d.p90),
-        p95: f(d.p95),
-        p99: f(d.p99),
-        p999: f(d.p999),
+        p50: ci(Figure::P50),
+        p90: ci(Figure::P90),
+        p95: ci(Figure::P95),
+        p99: ci(Figure::P99),
+        p999: ci(Figure::P999),
         max: f(d.max),
-        mean: f(d.mean),
+        mean: ci(Figure::Mean),
     }
 }
 
@@ -235,7 +277,9 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         reasons: s.validity.reasons.clone(),
         sla_failed: verdicts
             .iter()
-            .filter(|v| !v.passed && v.stage.as_deref() == Some(s.name.as_str()))
+            .filter(|v| {
+                v.outcome == SlaOutcome::Fail && v.stage.as_deref() == Some(s.name.as_str())
+            })
             .count(),
         load: vec![
             kv("planned", planned),
@@ -342,28 +386,25 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
 
 /// Builds the view; `plot_files` are the plot file names that exist next to the report.
 pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
-    let sla_failed = results.sla.iter().filter(|v| !v.passed).count();
+    let count = |o: SlaOutcome| results.sla.iter().filter(|v| v.outcome == o).count();
     let mut verdicts: Vec<&SlaVerdict> = results.sla.iter().collect();
-    verdicts.sort_by_key(|v| v.passed);
-    let verdict = if let Some(err) = &results.error {
-        format!("run did not complete: {err}")
-    } else if results.interrupted {
-        "run interrupted".to_string()
-    } else if results.passed {
-        format!("all {} SLA assertions passed", results.sla.len())
-    } else {
-        format!(
-            "{sla_failed} of {} SLA assertions failed",
-            results.sla.len()
-        )
-    };
+    // Failed first, then undecided, then passed.
+    verdicts.sort_by_key(|v| match v.outcome {
+        SlaOutcome::Fail => 0,
+        SlaOutcome::Inconclusive => 1,
+        SlaOutcome::Pass => 2,
+    });
+    let h = super::headline(results);
     let t = &results.target;
     ReportView {
         passed: results.passed,
-        icon: if results.passed { "✅" } else { "❌" },
-        verdict,
+        icon: h.icon,
+        outcome: h.word,
+        verdict: h.detail,
         sla_total: results.sla.len(),
-        sla_failed,
+        sla_failed: count(SlaOutcome::Fail),
+        sla_undecided: count(SlaOutcome::Inconclusive),
+        confidence: format!("{} %", short(results.sla_policy.confidence * 100.0)),
         verdicts: verdicts.into_iter().map(verdict_row).collect(),
         stages: results
             .stages

@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::model::Results;
+use crate::sla::SlaOutcome;
 
 /// The result file's name in a run's output directory.
 pub const RESULTS_FILE: &str = "results.json";
@@ -32,16 +33,39 @@ pub enum ResultsError {
     },
 }
 
-/// Reads and parses a `results.json`.
+/// Reads and parses a `results.json`, of this format or an earlier one (brought up to date:
+/// see [`migrate`]).
 pub fn read_results(path: &Path) -> Result<Results, ResultsError> {
     let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
+    let results: Results = serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    Ok(migrate(results))
+}
+
+/// Brings a result of an earlier format up to date. Version 1 had no SLA outcomes: each
+/// verdict, and the gate, passed or failed as `passed` says. Histograms and intervals stay
+/// absent, so such a result reports and compares without the statistics.
+pub fn migrate(mut r: Results) -> Results {
+    if r.schema_version < 2 {
+        for v in &mut r.sla {
+            v.outcome = if v.passed {
+                SlaOutcome::Pass
+            } else {
+                SlaOutcome::Fail
+            };
+        }
+        r.outcome = if r.sla.iter().all(|v| v.passed) {
+            SlaOutcome::Pass
+        } else {
+            SlaOutcome::Fail
+        };
+    }
+    r
 }
 
 /// Writes `results` as pretty JSON to `path`, atomically.

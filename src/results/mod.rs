@@ -5,5 +5,5 @@
 mod file;
 mod model;
 
-pub use file::{RESULTS_FILE, ResultsError, read_results, write_results};
-pub use model::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
+pub use file::{RESULTS_FILE, ResultsError, migrate, read_results, write_results};
+pub use model::{RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};

@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::{SearchSummary, StageSummary};
 use crate::protocol::Api;
-use crate::sla::{Baseline, SlaVerdict};
+use crate::sla::{Baseline, InconclusiveAs, SlaOutcome, SlaVerdict, Untrusted};
 use crate::telemetry::TelemetryReport;
 
-pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+/// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
+/// gate's `outcome` and `sla_policy`, rounds. Version-1 files still load (see `file.rs`).
+pub const RESULTS_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
@@ -20,8 +22,16 @@ pub struct Results {
     /// Identifies the workload: equal hashes mean equal plans.
     pub plan_hash: String,
     pub seed: u64,
-    /// All SLA assertions held and the run completed.
+    /// The gate passed and the run completed.
     pub passed: bool,
+    /// The gate's outcome over every SLA verdict, under `sla_policy`: `fail` when one failed,
+    /// else `inconclusive` when one could not be decided (unless the policy counts those as
+    /// pass or fail), else `pass`.
+    #[serde(default)]
+    pub outcome: SlaOutcome,
+    /// How the verdicts were reached.
+    #[serde(default)]
+    pub sla_policy: SlaPolicy,
     /// The run was stopped early (Ctrl-C or an `abort-on-fail` assertion).
     pub interrupted: bool,
     /// Why the run stopped early or could not complete, if it did.
@@ -41,6 +51,25 @@ pub struct Results {
     /// summaries are in `stages`, marked with `profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<SearchSummary>,
+}
+
+/// The settings the SLA verdicts were reached under.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SlaPolicy {
+    /// Confidence of the intervals (0.95).
+    pub confidence: f64,
+    pub inconclusive: InconclusiveAs,
+    pub untrusted: Untrusted,
+}
+
+impl Default for SlaPolicy {
+    fn default() -> Self {
+        SlaPolicy {
+            confidence: 0.95,
+            inconclusive: InconclusiveAs::default(),
+            untrusted: Untrusted::default(),
+        }
+    }
 }
 
 impl Results {

@@ -140,6 +140,8 @@ pub fn spread_against(
             },
             needed,
             of,
+            low: None,
+            high: None,
         },
         Some(Shift::Point { .. }) | None => Spread::Point,
     }

@@ -31,6 +31,10 @@ pub struct Policy {
     /// Confidence of the intervals an assertion is decided on (0.95).
     pub confidence: f64,
     pub untrusted: Untrusted,
+    /// Decide on the value's interval (true), or on the value alone: a search probe is one
+    /// step of a bisection whose answer is a bracket, not a verdict, so it takes the best
+    /// guess (the intervals of the stages judged after the run still apply).
+    pub intervals: bool,
 }
 
 impl Default for Policy {
@@ -38,6 +42,18 @@ impl Default for Policy {
         Policy {
             confidence: 0.95,
             untrusted: Untrusted::Inconclusive,
+            intervals: true,
+        }
+    }
+}
+
+impl Policy {
+    /// Values alone, untrusted stages judged too: the old point verdict.
+    pub fn point(self) -> Policy {
+        Policy {
+            untrusted: Untrusted::Judge,
+            intervals: false,
+            ..self
         }
     }
 }
@@ -259,6 +275,11 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
             super::change::spread_against(metric, agg, stage, base, base_value, cx.policy)
         }
     };
+    let spread = if cx.policy.intervals {
+        spread
+    } else {
+        Spread::Point
+    };
     let (outcome, more) = decide(assertion.op, observed, spread, verdict.threshold);
     verdict.interval = match spread {
         Spread::Interval { interval, .. } => Some(interval),
@@ -268,7 +289,9 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
     verdict.set_outcome(outcome);
     if outcome == SlaOutcome::Inconclusive {
         verdict.note = Some(match spread {
-            Spread::TooFew { have, needed, of } => format!(
+            Spread::TooFew {
+                have, needed, of, ..
+            } => format!(
                 "too few {} for a {:.0} % interval: {have} of the {needed} needed",
                 of.noun(),
                 cx.policy.confidence * 100.0

@@ -5,21 +5,28 @@
 //! scoped to a sweep applies to every point of the sweep.
 
 use super::grammar::ScopedAssertion;
-use super::{Baseline, evaluate_one};
+use super::{Context, SlaOutcome, judge_one};
 use crate::metrics::{PointKind, SearchSummary, StageSummary};
 
-/// The expressions that failed on a probe of search `group` (empty: it passed).
+/// The expressions that failed on a probe of search `group` (empty: it passed). Probes are
+/// judged on their values (see [`super::Policy::point`]): the search reports a bracket, and
+/// its answer stage is judged with intervals after the run.
 pub fn probe_failures(
     assertions: &[ScopedAssertion],
     group: &str,
     stage: &StageSummary,
-    baseline: Option<Baseline<'_>>,
+    cx: &Context<'_>,
 ) -> Vec<String> {
+    let cx = Context {
+        policy: cx.policy.point(),
+        ..*cx
+    };
+    let cx = &cx;
     assertions
         .iter()
         .filter(|a| a.stage.as_deref().is_none_or(|s| s == group))
-        .map(|a| evaluate_one(&a.assertion, stage, baseline))
-        .filter(|v| !v.passed)
+        .map(|a| judge_one(&a.assertion, stage, cx))
+        .filter(|v| v.outcome != SlaOutcome::Pass)
         .map(|v| v.expr)
         .collect()
 }

@@ -21,8 +21,16 @@ pub enum Spread {
         interval: VerdictInterval,
         units: u64,
     },
-    /// Too few requests (or rounds) for an interval at the confidence asked for.
-    TooFew { have: u64, needed: u64, of: Across },
+    /// Too few requests (or rounds) for an interval at the confidence asked for; one side may
+    /// still be bounded (`low`: the value is at least this, `high`: at most, each at
+    /// (1 + confidence)/2), which can decide some assertions on its own.
+    TooFew {
+        have: u64,
+        needed: u64,
+        of: Across,
+        low: Option<f64>,
+        high: Option<f64>,
+    },
 }
 
 /// The spread of `metric` on `stage` at `confidence`.
@@ -61,10 +69,13 @@ pub fn spread(
                 },
                 units,
             },
-            Some(Bound::Insufficient { needed }) => Spread::TooFew {
+            Some(Bound::Insufficient { needed, low, high }) => Spread::TooFew {
                 have: units,
                 needed,
                 of: Across::Requests,
+                // ITL's per-request intervals keep no one-sided bounds.
+                low: if metric == Metric::Itl { None } else { low },
+                high: if metric == Metric::Itl { None } else { high },
             },
             None => Spread::Point,
         };
@@ -131,6 +142,8 @@ fn across_rounds(
             have: values.len() as u64,
             needed: rounds_needed(confidence),
             of: Across::Rounds,
+            low: None,
+            high: None,
         },
         _ => Spread::Point,
     }
@@ -160,13 +173,32 @@ pub fn decide(
         // Equality of a measured value is a point question whatever its spread.
         _ if op == Op::Eq => (point, None),
         Spread::Point => (point, None),
-        Spread::TooFew { have, needed, of } => (
-            SlaOutcome::Inconclusive,
-            Some(MoreNeeded {
-                count: needed.saturating_sub(have),
-                of,
-            }),
-        ),
+        Spread::TooFew {
+            have,
+            needed,
+            of,
+            low,
+            high,
+        } => {
+            // A bounded side may settle it: a lower bound already over an upper limit fails,
+            // an upper bound under it passes (and the mirror for lower limits).
+            let below = matches!(op, Op::Lt | Op::Le);
+            let fails = if below { low } else { high }.is_some_and(|b| !op.holds(b, threshold));
+            let passes = if below { high } else { low }.is_some_and(|b| op.holds(b, threshold));
+            if fails {
+                return (SlaOutcome::Fail, None);
+            }
+            if passes {
+                return (SlaOutcome::Pass, None);
+            }
+            (
+                SlaOutcome::Inconclusive,
+                Some(MoreNeeded {
+                    count: needed.saturating_sub(have),
+                    of,
+                }),
+            )
+        }
         Spread::Interval { interval, units } => {
             let (low, high) = (interval.low, interval.high);
             // The interval's two ends decide as the value would: both hold, or both do not.
@@ -245,10 +277,16 @@ mod tests {
             have: 60,
             needed: 299,
             of: Across::Requests,
+            low: Some(8.0),
+            high: None,
         };
         let (o, more) = decide(Op::Lt, 10.0, s, 50.0);
         assert_eq!(o, SlaOutcome::Inconclusive);
         assert_eq!(more.unwrap().count, 239);
+        // The lower bound alone shows a p99 over its limit.
+        assert_eq!(decide(Op::Lt, 10.0, s, 5.0).0, SlaOutcome::Fail);
+        // And over a lower limit it shows the pass.
+        assert_eq!(decide(Op::Gt, 10.0, s, 5.0).0, SlaOutcome::Pass);
     }
 
     #[test]

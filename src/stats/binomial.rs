@@ -50,6 +50,26 @@ pub fn order_statistic_ranks(n: u64, p: f64, confidence: f64) -> Result<Ranks, S
     })
 }
 
+/// The one-sided bounds there are when a two-sided interval is out of reach: the largest rank
+/// l with P(X₍ₗ₎ > q_p) ≤ α/2 (a lower bound) and the smallest u with P(X₍ᵤ₎ < q_p) ≤ α/2 (an
+/// upper bound), each `None` when even the extreme rank misses. 12 samples bound p95 from
+/// below (X₍₁₀₎ at 97.5 %) but not from above: a p95 that must stay under a threshold cannot
+/// pass on them, yet one whose lower bound is over the threshold has failed.
+pub fn one_sided_ranks(
+    n: u64,
+    p: f64,
+    confidence: f64,
+) -> Result<(Option<u64>, Option<u64>), StatsError> {
+    check_quantile(p)?;
+    check_confidence(confidence)?;
+    if n == 0 {
+        return Ok((None, None));
+    }
+    let b = Binomial::new(n, p);
+    let half = (1.0 - confidence) / 2.0;
+    Ok((b.max_low(half), b.min_high(half)))
+}
+
 /// The fewest samples for which [`order_statistic_ranks`] gives an interval: the smallest n
 /// with (1−p)ⁿ + pⁿ ≤ 1 − confidence (p99 at 95 %: 299; the median: 6).
 pub fn samples_needed(p: f64, confidence: f64) -> Result<u64, StatsError> {

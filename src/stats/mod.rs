@@ -12,7 +12,7 @@ mod quantile;
 mod rounds;
 mod tails;
 
-pub use binomial::{Ranks, order_statistic_ranks, samples_needed};
+pub use binomial::{Ranks, one_sided_ranks, order_statistic_ranks, samples_needed};
 pub use bootstrap::{
     BootstrapOptions, ChangeCi, DEFAULT_SEED, Direction, MIN_REPLICATES, RelativeChange, Verdict,
     decide, relative_change,
@@ -20,7 +20,8 @@ pub use bootstrap::{
 pub use error::StatsError;
 pub use normal::{MEAN_MIN_N, mean_interval, more_samples, wilson, z};
 pub use quantile::{
-    QuantileCi, QuantileInterval, SamplesToDecide, quantile_interval, samples_to_decide,
+    QuantileCi, QuantileInterval, SamplesToDecide, one_sided_bounds, quantile_interval,
+    samples_to_decide,
 };
 pub use rounds::{RoundsInterval, rounds_median};
 pub use tails::{NORMAL_APPROX_MIN_N, NORMAL_APPROX_MIN_VARIANCE};

@@ -105,6 +105,22 @@ pub fn quantile_interval(
     }
 }
 
+/// The one-sided bounds of the p-quantile of `h` (lower, upper), each at (1 + confidence)/2,
+/// for when [`quantile_interval`] finds too few samples for both: lowest value of the lower
+/// bound's bucket, highest of the upper's.
+pub fn one_sided_bounds(
+    h: &Histogram<u64>,
+    p: f64,
+    confidence: f64,
+) -> Result<(Option<f64>, Option<f64>), StatsError> {
+    let index = RankIndex::new(h);
+    let (low, high) = super::binomial::one_sided_ranks(index.n(), p, confidence)?;
+    Ok((
+        low.map(|r| index.bucket(r).0 as f64),
+        high.map(|r| index.bucket(r).1 as f64),
+    ))
+}
+
 /// What more sampling could do for an interval and a threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -48,6 +48,8 @@ fn results(stages: Vec<StageSummary>) -> Results {
         plan_hash: "h".into(),
         seed: 1,
         passed: true,
+        outcome: infermeter::sla::SlaOutcome::Pass,
+        sla_policy: Default::default(),
         interrupted: false,
         error: None,
         infermeter_version: "0".into(),

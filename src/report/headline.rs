@@ -1,0 +1,78 @@
+//! The one line that states a run's outcome, the same in the terminal summary, report.md and
+//! the step summary: PASSED, FAILED, INCONCLUSIVE or INTERRUPTED, with what it rests on —
+//! never "all passed" above a warning.
+
+use crate::results::Results;
+use crate::sla::SlaOutcome;
+
+/// A run's outcome in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Headline {
+    /// `PASSED`, `FAILED`, `INCONCLUSIVE`, `INTERRUPTED`.
+    pub word: &'static str,
+    pub icon: &'static str,
+    /// What it rests on: `2 of 5 assertions failed, 1 undecided, 1 stage untrusted`.
+    pub detail: String,
+}
+
+/// The headline of `r`.
+pub fn headline(r: &Results) -> Headline {
+    let count = |o: SlaOutcome| r.sla.iter().filter(|v| v.outcome == o).count();
+    let (passed, failed, undecided) = (
+        count(SlaOutcome::Pass),
+        count(SlaOutcome::Fail),
+        count(SlaOutcome::Inconclusive),
+    );
+    let total = r.sla.len();
+    let untrusted = r.stages.iter().filter(|s| !s.validity.trusted).count();
+    let mut parts = Vec::new();
+    match (failed, undecided) {
+        (0, 0) if total == 0 => parts.push("no SLA assertions".to_string()),
+        (0, 0) => parts.push(format!("all {total} SLA assertions passed")),
+        (0, u) => parts.push(format!("{u} of {total} SLA assertions undecided")),
+        (f, u) => {
+            parts.push(format!("{f} of {total} SLA assertions failed"));
+            if u > 0 {
+                parts.push(format!("{u} undecided"));
+            }
+        }
+    }
+    if undecided > 0 && failed == 0 && passed > 0 {
+        parts.push(format!("{passed} passed"));
+    }
+    match untrusted {
+        0 => {}
+        1 => parts.push("1 stage untrusted".into()),
+        n => parts.push(format!("{n} stages untrusted")),
+    }
+    if r.outcome == SlaOutcome::Pass && undecided > 0 {
+        parts.push("undecided ones counted as passed".into());
+    }
+    if r.outcome == SlaOutcome::Fail && failed == 0 {
+        parts.push("undecided ones counted as failed".into());
+    }
+    let detail = parts.join(", ");
+    if r.interrupted {
+        let why = r.error.clone().unwrap_or_else(|| "stopped early".into());
+        return Headline {
+            word: "INTERRUPTED",
+            icon: "⏹️",
+            detail: format!("{why}; {detail}"),
+        };
+    }
+    let (word, icon) = match r.outcome {
+        SlaOutcome::Pass => ("PASSED", if untrusted > 0 { "⚠️" } else { "✅" }),
+        SlaOutcome::Fail => ("FAILED", "❌"),
+        SlaOutcome::Inconclusive => ("INCONCLUSIVE", "❔"),
+    };
+    Headline { word, icon, detail }
+}
+
+/// The mark of one verdict: ✓ pass, ✗ fail, ? inconclusive.
+pub fn mark(outcome: SlaOutcome) -> &'static str {
+    match outcome {
+        SlaOutcome::Pass => "✓",
+        SlaOutcome::Fail => "✗",
+        SlaOutcome::Inconclusive => "?",
+    }
+}
