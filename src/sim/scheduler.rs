@@ -31,8 +31,9 @@ pub(crate) enum Chunk {
     /// end of the response.
     Cut,
     /// After the last token of a non-streaming response: what its `usage` (and `timings`)
-    /// need besides the text. A stream has them in its last chunk's bytes.
-    Done(Done),
+    /// need besides the text. A stream has them in its last chunk's bytes. Boxed so that the
+    /// token variant, sent once per token, sets the channel's slot size.
+    Done(Box<Done>),
 }
 
 #[derive(Debug)]
@@ -354,7 +355,7 @@ impl Scheduler {
                         cached: f.cached,
                         timings: f.timings,
                     };
-                    let _ = s.tx.try_send(Chunk::Done(done));
+                    let _ = s.tx.try_send(Chunk::Done(Box::new(done)));
                 }
                 return self.end(r, now_us, Outcome::Completed);
             }

@@ -197,9 +197,12 @@ pub async fn start_with_trace(
 }
 
 fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    // The generation routes add the common headers themselves: a layer costs a boxed future
+    // per request, and these are the simulator's hot path.
+    let generation = Router::new()
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
+        .route("/v1/completions", post(completions));
+    let rest = Router::new()
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/metrics", get(metrics))
@@ -216,24 +219,28 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/get_server_info", get(endpoints::server_info))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
-            common_headers,
-        ))
-        .with_state(state)
+            with_common_headers,
+        ));
+    generation.merge(rest).with_state(state)
+}
+
+async fn with_common_headers(State(app): State<Arc<AppState>>, mut resp: Response) -> Response {
+    common_headers(&mut resp, app.config.close_after_stream);
+    resp
 }
 
 /// Headers on every routed response: `server`, and with `close-after-stream` the keep-alive
 /// promise llama-server (cpp-httplib) makes on every response, streamed or not.
-async fn common_headers(State(app): State<Arc<AppState>>, mut resp: Response) -> Response {
+fn common_headers(resp: &mut Response, close_after_stream: bool) {
     let h = resp.headers_mut();
     h.insert(header::SERVER, HeaderValue::from_static(SERVER));
-    if app.config.close_after_stream {
+    if close_after_stream {
         h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
         h.insert(
             HeaderName::from_static("keep-alive"),
             HeaderValue::from_static("timeout=5, max=100"),
         );
     }
-    resp
 }
 
 async fn models(State(app): State<Arc<AppState>>) -> Response {
@@ -269,7 +276,10 @@ async fn chat(
     ConnectInfo(conn): ConnectInfo<ConnTag>,
     body: Bytes,
 ) -> Response {
-    generate(app, conn, Endpoint::Chat, body).await
+    let close_after_stream = app.config.close_after_stream;
+    let mut resp = generate(app, conn, Endpoint::Chat, body).await;
+    common_headers(&mut resp, close_after_stream);
+    resp
 }
 
 async fn completions(
@@ -277,7 +287,10 @@ async fn completions(
     ConnectInfo(conn): ConnectInfo<ConnTag>,
     body: Bytes,
 ) -> Response {
-    generate(app, conn, Endpoint::Completions, body).await
+    let close_after_stream = app.config.close_after_stream;
+    let mut resp = generate(app, conn, Endpoint::Completions, body).await;
+    common_headers(&mut resp, close_after_stream);
+    resp
 }
 
 fn unix_now() -> u64 {
