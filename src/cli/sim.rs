@@ -85,6 +85,26 @@ pub struct SimArgs {
     /// Extra delay before the first token of a slow-first-byte response, e.g. 2s.
     #[arg(long)]
     pub slow_first_byte_delay: Option<Duration>,
+    /// Close the connection after every streamed response while advertising keep-alive, as
+    /// llama-server does.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub close_after_stream: Option<bool>,
+    /// Cache prompt-prefix blocks; cached tokens skip prefill and are reported as
+    /// usage.prompt_tokens_details.cached_tokens.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub prefix_cache: Option<bool>,
+    /// Prefix-cache capacity in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub prefix_cache_capacity: Option<u32>,
+    /// Tokens per prefix-cache block (only whole blocks are cached).
+    #[arg(long, value_name = "TOKENS")]
+    pub prefix_cache_block: Option<u16>,
+    /// Add llama.cpp's `timings` object to the last streamed chunk and non-streaming bodies.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub timings: Option<bool>,
+    /// Export vLLM's latency histograms on /metrics.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_histograms: Option<bool>,
 }
 
 impl SimArgs {
@@ -125,6 +145,12 @@ impl SimArgs {
         set(&mut c.fault_slow_first_byte, &self.fault_slow_first_byte);
         set(&mut c.stall_duration, &self.stall_duration);
         set(&mut c.slow_first_byte_delay, &self.slow_first_byte_delay);
+        set(&mut c.close_after_stream, &self.close_after_stream);
+        set(&mut c.prefix_cache, &self.prefix_cache);
+        set(&mut c.prefix_cache_capacity, &self.prefix_cache_capacity);
+        set(&mut c.prefix_cache_block, &self.prefix_cache_block);
+        set(&mut c.timings, &self.timings);
+        set(&mut c.metrics_histograms, &self.metrics_histograms);
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
@@ -160,5 +186,47 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
     tokio::select! {
         r = handle.shutdown() => Ok(r?),
         _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn resolve(args: &[&str]) -> SimConfig {
+        let cli = Cli::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
+            .expect("flags parse");
+        cli.sim.resolve().expect("valid settings")
+    }
+
+    #[test]
+    fn real_server_behaviour_flags() {
+        assert_eq!(resolve(&[]), SimConfig::default());
+        let c = resolve(&[
+            "--close-after-stream",
+            "--prefix-cache",
+            "--prefix-cache-capacity",
+            "1000",
+            "--prefix-cache-block",
+            "128",
+            "--timings",
+            "true",
+            "--metrics-histograms",
+        ]);
+        assert!(c.close_after_stream && c.prefix_cache && c.timings && c.metrics_histograms);
+        assert_eq!((c.prefix_cache_capacity, c.prefix_cache_block), (1000, 128));
+        assert!(!resolve(&["--timings", "false"]).timings);
+        let bad = Cli::try_parse_from(["sim", "--prefix-cache-block", "0"])
+            .unwrap()
+            .sim
+            .resolve();
+        assert!(bad.unwrap_err().contains("prefix-cache-block"));
     }
 }

@@ -185,7 +185,7 @@ fn declared_names(datasets: &[DatasetPlan]) -> String {
 fn target_plan(t: &Target) -> TargetPlan {
     TargetPlan {
         endpoint: match &t.endpoint {
-            Endpoint::Sim(cfg) => EndpointPlan::Sim(cfg.clone()),
+            Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
             Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
         },
         api: t.api,

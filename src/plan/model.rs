@@ -67,7 +67,8 @@ pub struct TargetPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointPlan {
-    Sim(SimConfig),
+    /// Boxed: the simulator's settings are large beside a URL.
+    Sim(Box<SimConfig>),
     Url(String),
 }
 

@@ -126,7 +126,7 @@ pub async fn run(
     let started_at = SystemTime::now();
     let (sim, base_url, endpoint, default_model) = match &plan.target.endpoint {
         EndpointPlan::Sim(cfg) => {
-            let sim = InProcessSim::start(cfg.clone())?;
+            let sim = InProcessSim::start((**cfg).clone())?;
             let url = sim.base_url.clone();
             (Some(sim), url, "sim".to_string(), Some(cfg.model.clone()))
         }

@@ -67,6 +67,55 @@ pub struct SimConfig {
     pub stall_duration: Duration,
     /// Extra delay before the first token of a slow-first-byte response.
     pub slow_first_byte_delay: Duration,
+    /// Close the TCP connection after every streamed response while advertising
+    /// `Connection: keep-alive` / `Keep-Alive: timeout=5, max=100` on every response, as
+    /// llama.cpp's llama-server does: a pooling client reuses a connection that is already
+    /// closed.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub close_after_stream: bool,
+    /// Keep an LRU cache of prompt-prefix blocks (vLLM's automatic prefix caching): cached
+    /// tokens skip their prefill cost and are reported as
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub prefix_cache: bool,
+    /// Prefix-cache capacity in tokens (rounded down to whole blocks); least recently used
+    /// blocks are evicted beyond it.
+    #[serde(skip_serializing_if = "is_default_prefix_cache_capacity")]
+    #[schemars(extend("default" = DEFAULT_PREFIX_CACHE_CAPACITY))]
+    pub prefix_cache_capacity: u32,
+    /// Tokens per prefix-cache block (vLLM's `--block-size`); only whole blocks are cached.
+    #[serde(skip_serializing_if = "is_default_prefix_cache_block")]
+    #[schemars(extend("default" = DEFAULT_PREFIX_CACHE_BLOCK))]
+    pub prefix_cache_block: u16,
+    /// Add llama.cpp's `timings` object (server-side prompt and decode times) to the last
+    /// streamed chunk and to non-streaming bodies.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub timings: bool,
+    /// Export vLLM's latency histograms (`vllm:time_to_first_token_seconds`,
+    /// `vllm:inter_token_latency_seconds`, …) on `/metrics`.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub metrics_histograms: bool,
+}
+
+const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
+const DEFAULT_PREFIX_CACHE_BLOCK: u16 = 16;
+
+// Settings added after plan hashes were pinned are left out of the serialised config at their
+// defaults, so that a plan written without them hashes as before.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_default_prefix_cache_capacity(n: &u32) -> bool {
+    *n == DEFAULT_PREFIX_CACHE_CAPACITY
+}
+
+fn is_default_prefix_cache_block(n: &u16) -> bool {
+    *n == DEFAULT_PREFIX_CACHE_BLOCK
 }
 
 impl Default for SimConfig {
@@ -93,6 +142,12 @@ impl Default for SimConfig {
             fault_slow_first_byte: 0.0,
             stall_duration: Duration::from_millis(30_000),
             slow_first_byte_delay: Duration::from_millis(2_000),
+            close_after_stream: false,
+            prefix_cache: false,
+            prefix_cache_capacity: DEFAULT_PREFIX_CACHE_CAPACITY,
+            prefix_cache_block: DEFAULT_PREFIX_CACHE_BLOCK,
+            timings: false,
+            metrics_histograms: false,
         }
     }
 }
@@ -138,6 +193,12 @@ impl SimConfig {
         }
         if self.output_len_mean == 0 {
             return err("output-len-mean", "must be at least 1");
+        }
+        if self.prefix_cache_block == 0 {
+            return err("prefix-cache-block", "must be at least 1 token");
+        }
+        if self.prefix_cache_capacity == 0 {
+            return err("prefix-cache-capacity", "must be at least 1 token");
         }
         if !(0.0..1.0).contains(&self.jitter) {
             return err("jitter", "must be a fraction in [0, 1)");
@@ -235,6 +296,47 @@ mod tests {
             "fault-*"
         );
         assert_eq!(bad(|c| c.output_len_mean = 0), "output-len-mean");
+        assert_eq!(bad(|c| c.prefix_cache_block = 0), "prefix-cache-block");
+        assert_eq!(
+            bad(|c| c.prefix_cache_capacity = 0),
+            "prefix-cache-capacity"
+        );
+    }
+
+    /// The default config as plans serialise (and hash) it, as it was before the real-server
+    /// settings were added: it must not change, or every sim plan's hash would.
+    #[test]
+    fn default_serialisation_is_pinned() {
+        assert_eq!(
+            serde_json::to_string(&SimConfig::default()).unwrap(),
+            r#"{"model":"infermeter-sim","prefill-per-token":"50us","decode-base":"8ms","decode-per-seq":"100us","max-running":256,"seed":0,"kv-capacity":400000,"prefill-chunk":8192,"jitter":0.0,"default-max-tokens":1024,"output-len-dist":"exponential","output-len-mean":256,"fault-http-429":0.0,"fault-http-500":0.0,"fault-http-503":0.0,"fault-stream-cut":0.0,"fault-stall":0.0,"fault-malformed-sse":0.0,"fault-slow-first-byte":0.0,"stall-duration":"30s","slow-first-byte-delay":"2s"}"#
+        );
+    }
+
+    #[test]
+    fn new_settings_are_left_out_at_their_defaults() {
+        let v = serde_json::to_value(SimConfig::default()).unwrap();
+        for key in [
+            "close-after-stream",
+            "prefix-cache",
+            "prefix-cache-capacity",
+            "prefix-cache-block",
+            "timings",
+            "metrics-histograms",
+        ] {
+            assert!(v.get(key).is_none(), "{key} serialised at its default");
+        }
+        let c: SimConfig = serde_json::from_str(
+            r#"{"close-after-stream":true,"prefix-cache":true,"prefix-cache-capacity":64,
+                "prefix-cache-block":128,"timings":true,"metrics-histograms":true}"#,
+        )
+        .unwrap();
+        assert!(c.close_after_stream && c.prefix_cache && c.timings && c.metrics_histograms);
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["prefix-cache-capacity"], 64);
+        assert_eq!(v["prefix-cache-block"], 128);
+        let round: SimConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(round, c);
     }
 
     #[test]

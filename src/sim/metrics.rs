@@ -5,9 +5,13 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::histogram::LatencyHistograms;
+
 /// Written by the scheduler task, read by the `/metrics` handler.
 #[derive(Debug, Default)]
 pub(crate) struct SimMetrics {
+    /// `Some` with `metrics-histograms`.
+    pub(crate) histograms: Option<LatencyHistograms>,
     running: AtomicU64,
     waiting: AtomicU64,
     kv_used: AtomicU64,
@@ -19,6 +23,13 @@ pub(crate) struct SimMetrics {
 }
 
 impl SimMetrics {
+    pub(crate) fn new(histograms: bool) -> Self {
+        SimMetrics {
+            histograms: histograms.then(LatencyHistograms::default),
+            ..SimMetrics::default()
+        }
+    }
+
     /// Gauges, after each step (and when admitting).
     pub(crate) fn set_state(&self, running: usize, waiting: usize, kv_used: u64) {
         self.running.store(running as u64, Ordering::Relaxed);
@@ -26,11 +37,12 @@ impl SimMetrics {
         self.kv_used.store(kv_used, Ordering::Relaxed);
     }
 
-    /// A request admitted: its prompt is queried against the (absent) prefix cache and
-    /// prefilled.
-    pub(crate) fn admitted(&self, prompt_tokens: u64) {
+    /// A request admitted: its prompt is queried against the prefix cache (`cached` of its
+    /// tokens hit) and prefilled.
+    pub(crate) fn admitted(&self, prompt_tokens: u64, cached: u64) {
         self.prefix_queries
             .fetch_add(prompt_tokens, Ordering::Relaxed);
+        self.prefix_hits.fetch_add(cached, Ordering::Relaxed);
         self.prompt_tokens
             .fetch_add(prompt_tokens, Ordering::Relaxed);
     }
@@ -118,6 +130,9 @@ impl SimMetrics {
             escape(model),
             get(&self.success)
         );
+        if let Some(h) = &self.histograms {
+            h.render(&mut out, &escape(model));
+        }
         out
     }
 }
@@ -137,8 +152,8 @@ mod tests {
     fn renders_what_the_vllm_normaliser_reads() {
         let m = SimMetrics::default();
         m.set_state(3, 5, 250);
-        m.admitted(100);
-        m.admitted(20);
+        m.admitted(100, 0);
+        m.admitted(20, 16);
         m.generated(7);
         m.succeeded();
         let text = m.render("sim\"model", 1000);
@@ -151,11 +166,18 @@ mod tests {
         assert_eq!(r.waiting, Some(5.0));
         assert_eq!(r.kv_cache_usage, Some(0.25));
         assert_eq!(r.prefix_queries, Some(120.0));
-        assert_eq!(r.prefix_hits, Some(0.0));
+        assert_eq!(r.prefix_hits, Some(16.0));
         assert_eq!(r.prompt_tokens, Some(120.0));
         assert_eq!(r.generation_tokens, Some(7.0));
         assert!(text.contains("vllm:request_success_total{finished_reason=\"length\""));
         assert!(text.contains("model_name=\"sim\\\"model\""));
+        assert!(!text.contains("histogram"), "histograms are off by default");
+        let with = SimMetrics::new(true).render("m", 1000);
+        assert_eq!(
+            detect_kind(&parse_exposition(&with)),
+            Some(PrometheusKind::Vllm)
+        );
+        assert!(with.contains("# TYPE vllm:time_to_first_token_seconds histogram"));
     }
 
     #[test]

@@ -2,11 +2,17 @@
 //! HTTP, used as the default target and as the ground truth in tests.
 
 mod config;
+mod conn;
+mod endpoints;
 mod faults;
+mod histogram;
 mod metrics;
+mod prefix;
 mod scheduler;
 mod server;
+mod tokens;
 mod trace;
+mod usage;
 mod wire;
 mod words;
 

@@ -5,7 +5,7 @@
 //! in one pass into one shared buffer, split into a `Bytes` per sequence.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use rand::rngs::ChaCha8Rng;
@@ -15,18 +15,42 @@ use tokio::time::Instant;
 
 use super::config::SimConfig;
 use super::faults::Fault;
+use super::histogram::RequestTimes;
 use super::metrics::SimMetrics;
+use super::prefix::PrefixCache;
 use super::trace::{Outcome, TraceRecord};
-use super::wire::{Endpoint, FinishReason, Framing};
+use super::wire::{Endpoint, Finish, FinishReason, Framing, Timings};
 use super::words;
 
-/// Sent to a response body when the stream-cut fault fires: the body errors, so the
-/// connection is dropped without the end of the response.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Cut;
-
 /// One item on a sequence's channel.
-pub(crate) type Chunk = Result<Bytes, Cut>;
+#[derive(Debug)]
+pub(crate) enum Chunk {
+    /// A token's bytes (SSE events for a stream, the word for a non-streaming response).
+    Token(Bytes),
+    /// The stream-cut fault fired: the body errors, so the connection is dropped without the
+    /// end of the response.
+    Cut,
+    /// After the last token of a non-streaming response: what its `usage` (and `timings`)
+    /// need besides the text. A stream has them in its last chunk's bytes. Boxed so that the
+    /// token variant, sent once per token, sets the channel's slot size.
+    Done(Box<Done>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Done {
+    pub cached: u64,
+    pub timings: Option<Timings>,
+}
+
+/// The prefix cache, shared with the HTTP handlers that reset it. The scheduler locks it once
+/// per admitted request; a reset locks it once.
+pub(crate) type SharedPrefixCache = Arc<Mutex<PrefixCache>>;
+
+/// Locks the cache; a panic elsewhere while holding it leaves a usable set of hashes, so a
+/// poisoned lock is taken over rather than propagated.
+pub(crate) fn lock(cache: &SharedPrefixCache) -> std::sync::MutexGuard<'_, PrefixCache> {
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A request handed to the scheduler by an HTTP handler.
 pub(crate) struct NewSeq {
@@ -40,6 +64,11 @@ pub(crate) struct NewSeq {
     pub max_tokens: u64,
     pub fault: Fault,
     pub framing: Framing,
+    /// Chained hashes of the prompt's whole blocks (empty without `prefix-cache`).
+    pub prefix_blocks: Vec<u64>,
+    /// The request lets the prefix cache serve and keep its prompt (llama.cpp's
+    /// `cache_prompt`).
+    pub cache_prompt: bool,
     /// Bounded with room for every chunk of the response, so `try_send` never finds it full.
     pub tx: mpsc::Sender<Chunk>,
 }
@@ -47,6 +76,8 @@ pub(crate) struct NewSeq {
 struct Running {
     seq: NewSeq,
     admitted: Instant,
+    /// Prompt tokens served from the prefix cache.
+    cached: u64,
     prefill_left: u64,
     emitted: u64,
     /// Emits nothing before this instant (stall, slow first byte).
@@ -55,6 +86,7 @@ struct Running {
     paused_once: bool,
     emit: bool,
     first_token: Option<Instant>,
+    last_token: Option<Instant>,
     token_us: Vec<u64>,
     batch_sizes: Vec<u32>,
 }
@@ -74,6 +106,7 @@ pub(crate) struct Scheduler {
     rng: ChaCha8Rng,
     buf: BytesMut,
     metrics: Arc<SimMetrics>,
+    prefix: Option<SharedPrefixCache>,
 }
 
 impl Scheduler {
@@ -83,6 +116,7 @@ impl Scheduler {
         intake: mpsc::UnboundedReceiver<NewSeq>,
         trace: Option<mpsc::UnboundedSender<TraceRecord>>,
         metrics: Arc<SimMetrics>,
+        prefix: Option<SharedPrefixCache>,
     ) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_57e9);
         Scheduler {
@@ -96,6 +130,7 @@ impl Scheduler {
             rng,
             buf: BytesMut::new(),
             metrics,
+            prefix,
         }
     }
 
@@ -171,18 +206,27 @@ impl Scheduler {
                 break;
             };
             self.kv_used += need;
-            self.metrics.admitted(seq.prompt_tokens);
+            let cached = match &self.prefix {
+                Some(cache) if seq.cache_prompt => {
+                    lock(cache).lookup_and_insert(&seq.prefix_blocks, seq.prompt_tokens)
+                }
+                _ => 0,
+            };
+            self.metrics.admitted(seq.prompt_tokens, cached);
             let traced = self.trace.is_some();
             let cap = if traced { seq.output_len as usize } else { 0 };
             self.running.push(Running {
-                // An empty prompt still takes one prefill step, which yields the first token.
-                prefill_left: seq.prompt_tokens.max(1),
+                // An empty prompt still takes one prefill step, which yields the first token;
+                // so does a cached one (the cache never covers a prompt's last token).
+                prefill_left: (seq.prompt_tokens - cached).max(1),
                 admitted: now,
+                cached,
                 emitted: 0,
                 paused_until: None,
                 paused_once: false,
                 emit: false,
                 first_token: None,
+                last_token: None,
                 token_us: Vec::with_capacity(cap),
                 batch_sizes: Vec::with_capacity(cap),
                 seq,
@@ -265,7 +309,7 @@ impl Scheduler {
             let s = &r.seq;
             let half = s.output_len / 2;
             if s.fault == Fault::StreamCut && r.emitted == half {
-                let _ = s.tx.try_send(Err(Cut));
+                let _ = s.tx.try_send(Chunk::Cut);
                 return self.end(r, now_us, Outcome::Cut);
             }
             if s.fault == Fault::MalformedSse && r.emitted == half {
@@ -274,25 +318,19 @@ impl Scheduler {
             let index = r.emitted;
             r.emitted += 1;
             let last = r.emitted == s.output_len;
-            let finish = last.then(|| {
-                let reason = if s.output_len == s.max_tokens {
-                    FinishReason::Length
-                } else {
-                    FinishReason::Stop
-                };
-                (reason, s.prompt_tokens, r.emitted)
-            });
-            s.framing
-                .write_token(&mut self.buf, words::word(s.id, index), index == 0, finish);
+            let finish = last.then(|| finish(&self.config, r, now));
+            s.framing.write_token(
+                &mut self.buf,
+                words::word(s.id, index),
+                index == 0,
+                finish.as_ref(),
+            );
             let bytes = self.buf.split().freeze();
-            if index == 0 {
-                r.first_token = Some(now);
-            }
             if traced {
                 r.token_us.push(now_us);
                 r.batch_sizes.push(batch);
             }
-            if s.tx.try_send(Ok(bytes)).is_err() {
+            if s.tx.try_send(Chunk::Token(bytes)).is_err() {
                 r.emitted -= 1;
                 if traced {
                     r.token_us.pop();
@@ -300,8 +338,25 @@ impl Scheduler {
                 }
                 return self.cancel(r, now_us);
             }
+            if let Some(h) = &self.metrics.histograms {
+                match r.last_token {
+                    None => h.first_token(now.saturating_duration_since(s.arrival)),
+                    Some(prev) => h.next_token(now.saturating_duration_since(prev)),
+                }
+            }
+            if index == 0 {
+                r.first_token = Some(now);
+            }
+            r.last_token = Some(now);
             generated += 1;
-            if last {
+            if let Some(f) = finish {
+                if !s.framing.is_stream() {
+                    let done = Done {
+                        cached: f.cached,
+                        timings: f.timings,
+                    };
+                    let _ = s.tx.try_send(Chunk::Done(Box::new(done)));
+                }
                 return self.end(r, now_us, Outcome::Completed);
             }
             true
@@ -328,6 +383,21 @@ impl Scheduler {
         self.kv_used -= r.seq.prompt_tokens + r.seq.max_tokens;
         if outcome == Outcome::Completed {
             self.metrics.succeeded();
+            if let (Some(h), Some(first), Some(last)) =
+                (&self.metrics.histograms, r.first_token, r.last_token)
+            {
+                // The step that admitted a request may have started (on the virtual clock)
+                // just before it arrived: its queue time is then 0, and queue + prefill is
+                // still exactly its time to first token.
+                let admitted = r.admitted.max(r.seq.arrival);
+                h.finished(RequestTimes {
+                    queue: admitted - r.seq.arrival,
+                    prefill: first.saturating_duration_since(admitted),
+                    decode: last.saturating_duration_since(first),
+                    e2e: last.saturating_duration_since(r.seq.arrival),
+                    completion_tokens: r.emitted,
+                });
+            }
         }
         if let Some(trace) = &self.trace {
             let record = TraceRecord {
@@ -341,6 +411,7 @@ impl Scheduler {
                 token_us: std::mem::take(&mut r.token_us),
                 batch_sizes: std::mem::take(&mut r.batch_sizes),
                 prompt_tokens: r.seq.prompt_tokens,
+                cached_tokens: r.cached,
                 completion_tokens: r.emitted,
                 max_tokens: r.seq.max_tokens,
                 fault: r.seq.fault,
@@ -364,11 +435,40 @@ impl Scheduler {
                 token_us: Vec::new(),
                 batch_sizes: Vec::new(),
                 prompt_tokens: s.prompt_tokens,
+                cached_tokens: 0,
                 completion_tokens: 0,
                 max_tokens: s.max_tokens,
                 fault: s.fault,
                 outcome,
             });
         }
+    }
+}
+
+/// The end of a sequence whose last token is emitted `now`.
+fn finish(config: &SimConfig, r: &Running, now: Instant) -> Finish {
+    let s = &r.seq;
+    let reason = if s.output_len == s.max_tokens {
+        FinishReason::Length
+    } else {
+        FinishReason::Stop
+    };
+    let timings = config.timings.then(|| {
+        let first = r.first_token.unwrap_or(now);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        Timings {
+            cache_n: r.cached,
+            prompt_n: s.prompt_tokens - r.cached,
+            prompt_ms: ms(first.saturating_duration_since(r.admitted.max(s.arrival))),
+            predicted_n: r.emitted,
+            predicted_ms: ms(now.saturating_duration_since(first)),
+        }
+    });
+    Finish {
+        reason,
+        prompt: s.prompt_tokens,
+        completion: r.emitted,
+        cached: r.cached,
+        timings,
     }
 }

@@ -3,13 +3,13 @@
 //! that starts and stops it all.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::{mpsc, oneshot};
@@ -17,11 +17,15 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::config::{ConfigError, SimConfig};
+use super::conn::{ConnTag, SimListener};
+use super::endpoints;
 use super::faults::{self, Fault};
 use super::metrics::SimMetrics;
-use super::scheduler::{Chunk, Cut, NewSeq, Scheduler};
+use super::prefix::PrefixCache;
+use super::scheduler::{Chunk, NewSeq, Scheduler, SharedPrefixCache};
+use super::tokens;
 use super::trace::{Outcome, TraceOptions, TraceRecord};
-use super::wire::{self, Endpoint, Framing};
+use super::wire::{self, Endpoint, Framing, Timings};
 
 /// The response header carrying the simulator's request id (the `id` in its trace).
 pub const SIM_ID_HEADER: &str = "x-infermeter-sim-id";
@@ -46,13 +50,19 @@ pub enum SimError {
     Panicked,
 }
 
-struct AppState {
-    config: SimConfig,
+/// The `server` header of every response, for provenance (real servers send theirs:
+/// `llama.cpp`, `uvicorn`).
+const SERVER: &str = concat!("infermeter-sim/", env!("CARGO_PKG_VERSION"));
+
+pub(crate) struct AppState {
+    pub(crate) config: SimConfig,
     epoch: Instant,
     next_id: AtomicU64,
     intake: mpsc::UnboundedSender<NewSeq>,
     trace: Option<mpsc::UnboundedSender<TraceRecord>>,
     metrics: Arc<SimMetrics>,
+    /// `Some` with `prefix-cache`.
+    pub(crate) prefix: Option<SharedPrefixCache>,
 }
 
 /// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the server running
@@ -140,7 +150,11 @@ pub async fn start_with_trace(
         .map_err(SimError::TraceFile)?;
     let epoch = Instant::now();
     let (intake, intake_rx) = mpsc::unbounded_channel();
-    let metrics = Arc::new(SimMetrics::default());
+    let metrics = Arc::new(SimMetrics::new(config.metrics_histograms));
+    let prefix = config.prefix_cache.then(|| {
+        let cache = PrefixCache::new(config.prefix_cache_block, config.prefix_cache_capacity);
+        Arc::new(Mutex::new(cache))
+    });
     let scheduler = tokio::spawn(
         Scheduler::new(
             config.clone(),
@@ -148,9 +162,11 @@ pub async fn start_with_trace(
             intake_rx,
             trace_tx.clone(),
             metrics.clone(),
+            prefix.clone(),
         )
         .run(),
     );
+    let listener = SimListener::new(listener, config.close_after_stream);
     let state = Arc::new(AppState {
         config,
         epoch,
@@ -158,15 +174,11 @@ pub async fn start_with_trace(
         intake,
         trace: trace_tx,
         metrics,
+        prefix,
     });
-    let app = router(state);
+    let app = router(state).into_make_service_with_connect_info::<ConnTag>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        // Without TCP_NODELAY, Nagle's algorithm holds small SSE chunks back until the
-        // client's delayed ACK (~40 ms): a token "emitted" would not be on the wire.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 let _ = stopped.await;
@@ -185,13 +197,50 @@ pub async fn start_with_trace(
 }
 
 fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    // The generation routes add the common headers themselves: a layer costs a boxed future
+    // per request, and these are the simulator's hot path.
+    let generation = Router::new()
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
+        .route("/v1/completions", post(completions));
+    let rest = Router::new()
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/metrics", get(metrics))
-        .with_state(state)
+        .route("/tokenize", post(endpoints::tokenize))
+        .route("/detokenize", post(endpoints::detokenize))
+        .route("/reset_prefix_cache", post(endpoints::reset_prefix_cache))
+        .route(
+            "/flush_cache",
+            get(endpoints::flush_cache).post(endpoints::flush_cache),
+        )
+        .route("/slots/{id}", post(endpoints::slot_action))
+        .route("/version", get(endpoints::version))
+        .route("/props", get(endpoints::props))
+        .route("/get_server_info", get(endpoints::server_info))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            with_common_headers,
+        ));
+    generation.merge(rest).with_state(state)
+}
+
+async fn with_common_headers(State(app): State<Arc<AppState>>, mut resp: Response) -> Response {
+    common_headers(&mut resp, app.config.close_after_stream);
+    resp
+}
+
+/// Headers on every routed response: `server`, and with `close-after-stream` the keep-alive
+/// promise llama-server (cpp-httplib) makes on every response, streamed or not.
+fn common_headers(resp: &mut Response, close_after_stream: bool) {
+    let h = resp.headers_mut();
+    h.insert(header::SERVER, HeaderValue::from_static(SERVER));
+    if close_after_stream {
+        h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+        h.insert(
+            HeaderName::from_static("keep-alive"),
+            HeaderValue::from_static("timeout=5, max=100"),
+        );
+    }
 }
 
 async fn models(State(app): State<Arc<AppState>>) -> Response {
@@ -222,12 +271,26 @@ async fn metrics(State(app): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-async fn chat(State(app): State<Arc<AppState>>, body: Bytes) -> Response {
-    generate(app, Endpoint::Chat, body).await
+async fn chat(
+    State(app): State<Arc<AppState>>,
+    ConnectInfo(conn): ConnectInfo<ConnTag>,
+    body: Bytes,
+) -> Response {
+    let close_after_stream = app.config.close_after_stream;
+    let mut resp = generate(app, conn, Endpoint::Chat, body).await;
+    common_headers(&mut resp, close_after_stream);
+    resp
 }
 
-async fn completions(State(app): State<Arc<AppState>>, body: Bytes) -> Response {
-    generate(app, Endpoint::Completions, body).await
+async fn completions(
+    State(app): State<Arc<AppState>>,
+    ConnectInfo(conn): ConnectInfo<ConnTag>,
+    body: Bytes,
+) -> Response {
+    let close_after_stream = app.config.close_after_stream;
+    let mut resp = generate(app, conn, Endpoint::Completions, body).await;
+    common_headers(&mut resp, close_after_stream);
+    resp
 }
 
 fn unix_now() -> u64 {
@@ -237,7 +300,7 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {
     let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Some(id) = id {
         resp.headers_mut()
@@ -246,14 +309,22 @@ fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response 
     resp
 }
 
-fn bad_request(message: &str, param: Option<&str>) -> Response {
+pub(crate) fn bad_request(message: &str, param: Option<&str>) -> Response {
     let body = wire::error_body(400, "BadRequestError", message, param);
     json_response(StatusCode::BAD_REQUEST, body, None)
 }
 
-async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Response {
+async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: Bytes) -> Response {
+    if conn.closing() {
+        // Pipelined behind the stream that closes this connection: llama-server never reads
+        // it. The answer waits for the shutdown, after which writing it fails, so the client
+        // sees the connection end instead.
+        conn.closed().await;
+        let body = wire::error_body(503, "ServiceUnavailableError", "connection closed", None);
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, body, None);
+    }
     let arrival = Instant::now();
-    let req = match wire::parse(endpoint, &body) {
+    let req = match wire::parse(endpoint, &body, app.prefix.is_some()) {
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
@@ -288,6 +359,7 @@ async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Respon
                 token_us: Vec::new(),
                 batch_sizes: Vec::new(),
                 prompt_tokens: req.prompt_tokens,
+                cached_tokens: 0,
                 completion_tokens: 0,
                 max_tokens,
                 fault,
@@ -298,7 +370,12 @@ async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Respon
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = Framing::new(endpoint, id, unix_now(), &cfg.model, &req);
+    let framing = Framing::new(endpoint, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
+    let prefix_blocks = if app.prefix.is_some() {
+        tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
+    } else {
+        Vec::new()
+    };
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
     // channel, and a slow client only grows its own queue.
     let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
@@ -311,6 +388,8 @@ async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Respon
         max_tokens,
         fault,
         framing,
+        prefix_blocks,
+        cache_prompt: req.cache_prompt,
         tx,
     };
     if app.intake.send(seq).is_err() {
@@ -323,7 +402,7 @@ async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Respon
         return json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id));
     }
     if req.stream {
-        stream_response(rx, id)
+        stream_response(rx, id, conn)
     } else {
         let info = Collected {
             id,
@@ -332,16 +411,25 @@ async fn generate(app: Arc<AppState>, endpoint: Endpoint, body: Bytes) -> Respon
             prompt_tokens: req.prompt_tokens,
             max_tokens,
             malformed: fault == Fault::MalformedSse,
+            usage_details: cfg.prefix_cache,
         };
         collect_response(rx, info).await
     }
 }
 
-fn stream_response(rx: mpsc::Receiver<Chunk>, id: u64) -> Response {
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        match rx.recv().await? {
-            Ok(bytes) => Some((Ok(bytes), rx)),
-            Err(Cut) => Some((Err(std::io::Error::other("injected stream cut")), rx)),
+fn stream_response(rx: mpsc::Receiver<Chunk>, id: u64, conn: ConnTag) -> Response {
+    let stream = futures_util::stream::unfold((rx, conn), |(mut rx, conn)| async move {
+        match rx.recv().await {
+            Some(Chunk::Token(bytes)) => Some((Ok(bytes), (rx, conn))),
+            Some(Chunk::Cut) => Some((
+                Err(std::io::Error::other("injected stream cut")),
+                (rx, conn),
+            )),
+            // The scheduler is done with the sequence: the body ends here.
+            Some(Chunk::Done(_)) | None => {
+                conn.close_after_response();
+                None
+            }
         }
     });
     let mut resp = Response::new(Body::from_stream(stream));
@@ -362,22 +450,31 @@ struct Collected<'a> {
     prompt_tokens: u64,
     max_tokens: u64,
     malformed: bool,
+    /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
+    usage_details: bool,
 }
 
-/// Waits for the whole output, then answers with one JSON body carrying `usage`.
+/// Waits for the whole output, then answers with one JSON body carrying `usage` (and
+/// llama.cpp's `timings`, last, with `timings`).
 async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) -> Response {
     let mut text = String::new();
     let mut tokens = 0u64;
     let mut cut = false;
+    let mut cached = 0;
+    let mut timings: Option<Timings> = None;
     while let Some(chunk) = rx.recv().await {
         match chunk {
-            Ok(b) => {
+            Chunk::Token(b) => {
                 text.push_str(std::str::from_utf8(&b).unwrap_or(""));
                 tokens += 1;
             }
-            Err(Cut) => {
+            Chunk::Cut => {
                 cut = true;
                 break;
+            }
+            Chunk::Done(done) => {
+                cached = done.cached;
+                timings = done.timings;
             }
         }
     }
@@ -386,11 +483,14 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     } else {
         "stop"
     };
-    let usage = serde_json::json!({
+    let mut usage = serde_json::json!({
         "prompt_tokens": info.prompt_tokens,
         "completion_tokens": tokens,
         "total_tokens": info.prompt_tokens + tokens,
     });
+    if info.usage_details {
+        usage["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
+    }
     let created = unix_now();
     let body = match info.endpoint {
         Endpoint::Chat => serde_json::json!({
@@ -408,6 +508,11 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
         }),
     }
     .to_string();
+    let body = match timings {
+        // Spliced in as text to keep llama.cpp's field order (and `timings` last).
+        Some(t) => format!("{},\"timings\":{}}}", &body[..body.len() - 1], t.to_json()),
+        None => body,
+    };
     if cut || info.malformed {
         // Half a body: a cut also errors the body so the connection drops mid-response.
         let full = Bytes::from(body.into_bytes());

@@ -47,11 +47,18 @@ pub struct TraceRecord {
     /// Number of running sequences in the step that emitted each token.
     pub batch_sizes: Vec<u32>,
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the prefix cache (`prefix-cache`); left out when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     pub completion_tokens: u64,
     /// The effective `max_tokens` (the request's, or `default-max-tokens`).
     pub max_tokens: u64,
     pub fault: Fault,
     pub outcome: Outcome,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where trace records go. Both may be set.

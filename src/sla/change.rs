@@ -60,10 +60,10 @@ pub fn shift(
             }),
         );
     }
-    if let (Some(Aggregation::Percentile(p)), Some(lm)) = (aggregation, latency(metric)) {
-        if let Some(s) = bootstrap(lm, p.value() / 100.0, base, cur, confidence) {
-            return Some(s);
-        }
+    if let (Some(Aggregation::Percentile(p)), Some(lm)) = (aggregation, latency(metric))
+        && let Some(s) = bootstrap(lm, p.value() / 100.0, base, cur, confidence)
+    {
+        return Some(s);
     }
     let proportion = |k: &dyn Fn(&StageSummary) -> u64| {
         points(

@@ -51,7 +51,7 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> Result<Option<(f64, f64)>, Sta
 /// fall as 1/√n, so n' = n·(half_width/distance)². `None` when the estimate is on the
 /// threshold (no number of samples separates them).
 pub fn more_samples(n: u64, half_width: f64, distance: f64) -> Option<u64> {
-    if !(distance > 0.0) || !half_width.is_finite() {
+    if distance.is_nan() || distance <= 0.0 || !half_width.is_finite() {
         return None;
     }
     if half_width <= distance {

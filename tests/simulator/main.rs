@@ -4,7 +4,12 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod sim_connection;
+mod sim_endpoints;
 mod sim_faults;
 mod sim_latency;
 mod sim_metrics;
+mod sim_prefix_cache;
+mod sim_scenario;
+mod sim_timings;
 mod sim_wire;

@@ -2,7 +2,7 @@
 //! the requests served, and gauges that show a queue while requests wait.
 
 use crate::support::sim::{client, instant, start, traces};
-use infermeter::sim::SimConfig;
+use infermeter::sim::{SimConfig, TraceRecord};
 use infermeter::telemetry::{PrometheusKind, detect_kind, expo::parse_exposition, normalize};
 use serde_json::json;
 
@@ -97,5 +97,159 @@ async fn gauges_show_running_waiting_and_kv_usage() {
     for p in pending {
         p.abort();
     }
+    sim.shutdown().await.unwrap();
+}
+
+/// The samples of a scrape by series (name and labels), e.g.
+/// `vllm:time_to_first_token_seconds_count{model_name="infermeter-sim"}`.
+async fn samples(
+    http: &reqwest::Client,
+    addr: std::net::SocketAddr,
+) -> std::collections::HashMap<String, f64> {
+    let text = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            Some((series.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_histograms_follow_the_trace() {
+    let config = SimConfig {
+        metrics_histograms: true,
+        max_running: 2,
+        prefill_per_token: infermeter::units::Duration(std::time::Duration::from_micros(100)),
+        decode_base: infermeter::units::Duration::from_millis(2),
+        ..SimConfig::default()
+    };
+    let (sim, mut trace) = start(config).await;
+    let http = client();
+    // One request first, so that "before" has something to subtract.
+    let url = format!("{}/completions", sim.base_url());
+    let send = |n: u64| {
+        let (h, url) = (http.clone(), url.clone());
+        async move {
+            h.post(url)
+                .json(
+                    &json!({"prompt": "the histogram test ".repeat(10), "max_tokens": n,
+                              "ignore_eos": true, "stream": true}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    send(3).await;
+    traces(&mut trace, 1).await;
+    let before = samples(&http, sim.addr()).await;
+    // Five at once with room for two: some queue.
+    let n = 5;
+    let mut pending = Vec::new();
+    for i in 0..n {
+        pending.push(tokio::spawn(send(4 + i)));
+    }
+    for p in pending {
+        p.await.unwrap();
+    }
+    let recs = traces(&mut trace, n as usize).await;
+    let after = samples(&http, sim.addr()).await;
+    let delta = |name: &str, suffix: &str| {
+        let key = format!("vllm:{name}_{suffix}{{model_name=\"infermeter-sim\"}}");
+        after[&key] - before.get(&key).copied().unwrap_or(0.0)
+    };
+    let secs = |us: u64| us as f64 / 1e6;
+    let sum_over = |f: &dyn Fn(&TraceRecord) -> u64| secs(recs.iter().map(f).sum());
+    let tokens: u64 = recs.iter().map(|r| r.completion_tokens).sum();
+    let first = |r: &TraceRecord| r.first_token_us.unwrap();
+    let last = |r: &TraceRecord| *r.token_us.last().unwrap();
+    let admitted = |r: &TraceRecord| r.admitted_us.unwrap().max(r.arrival_us);
+
+    for name in [
+        "time_to_first_token_seconds",
+        "e2e_request_latency_seconds",
+        "request_queue_time_seconds",
+        "request_prefill_time_seconds",
+        "request_decode_time_seconds",
+        "request_inference_time_seconds",
+        "request_time_per_output_token_seconds",
+    ] {
+        assert_eq!(delta(name, "count"), n as f64, "{name}");
+        let inf = format!("vllm:{name}_bucket{{le=\"+Inf\",model_name=\"infermeter-sim\"}}");
+        assert_eq!(
+            after[&inf],
+            after[&format!("vllm:{name}_count{{model_name=\"infermeter-sim\"}}")]
+        );
+    }
+    for name in [
+        "inter_token_latency_seconds",
+        "time_per_output_token_seconds",
+    ] {
+        assert_eq!(delta(name, "count"), (tokens - n) as f64, "{name}");
+    }
+    // Sums agree with the trace to its microsecond resolution (a few µs per request).
+    let close = |name: &str, want: f64| {
+        let got = delta(name, "sum");
+        assert!((got - want).abs() < 1e-4, "{name}: {got} vs trace {want}");
+    };
+    close(
+        "time_to_first_token_seconds",
+        sum_over(&|r| first(r) - r.arrival_us),
+    );
+    close(
+        "request_queue_time_seconds",
+        sum_over(&|r| admitted(r) - r.arrival_us),
+    );
+    close(
+        "request_prefill_time_seconds",
+        sum_over(&|r| first(r) - admitted(r)),
+    );
+    close(
+        "request_decode_time_seconds",
+        sum_over(&|r| last(r) - first(r)),
+    );
+    close(
+        "e2e_request_latency_seconds",
+        sum_over(&|r| r.finished_us - r.arrival_us),
+    );
+    close(
+        "inter_token_latency_seconds",
+        sum_over(&|r| last(r) - first(r)),
+    );
+    // Queue + prefill is the server's time to first token.
+    let ttft = delta("time_to_first_token_seconds", "sum");
+    let parts =
+        delta("request_queue_time_seconds", "sum") + delta("request_prefill_time_seconds", "sum");
+    assert!((ttft - parts).abs() < 1e-6, "{ttft} vs {parts}");
+    assert!(
+        delta("request_queue_time_seconds", "sum") > 0.0,
+        "some requests queued"
+    );
+    // Cumulative buckets never decrease.
+    let mut ttft_buckets: Vec<(f64, f64)> = after
+        .iter()
+        .filter_map(|(k, v)| {
+            let le = k
+                .strip_prefix("vllm:time_to_first_token_seconds_bucket{le=\"")?
+                .split('"')
+                .next()?;
+            Some((le.parse().unwrap_or(f64::INFINITY), *v))
+        })
+        .collect();
+    ttft_buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(ttft_buckets.len(), 23);
+    assert!(ttft_buckets.windows(2).all(|w| w[0].1 <= w[1].1));
     sim.shutdown().await.unwrap();
 }
