@@ -105,8 +105,11 @@ pub fn render_summary_text(r: &Results) -> String {
 fn fmt_num(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
-    } else {
+    } else if v == 0.0 || v.abs() >= 0.01 {
         format!("{v:.2}")
+    } else {
+        // A threshold written in µs must not print as 0.00 ms.
+        super::view::num(v)
     }
 }
 

@@ -68,6 +68,10 @@ pub struct StageView {
     pub plots: Vec<Plot>,
     /// Multi-turn sessions: one row per turn index (empty otherwise).
     pub per_turn: Vec<TurnRow>,
+    /// The latency figures carry confidence intervals.
+    pub intervals: bool,
+    /// Rounds the stage ran (0 or 1: once).
+    pub rounds: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -272,6 +276,12 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         }
     }
     StageView {
+        intervals: s.latency.ttft_ms.intervals.is_some(),
+        rounds: if s.rounds.len() > 1 {
+            s.rounds.len()
+        } else {
+            0
+        },
         name: s.name.clone(),
         trusted: s.validity.trusted,
         reasons: s.validity.reasons.clone(),

@@ -6,7 +6,7 @@
 use super::evaluate::{latency_dist, observe};
 use super::grammar::{Aggregation, Metric, Op, Percentile};
 use super::verdict::{Across, MoreNeeded, SlaOutcome, VerdictInterval};
-use crate::metrics::{Bound, Figure, StageSummary};
+use crate::metrics::{Bound, Figure, LatencyMetric, StageSummary, sample_intervals_of};
 use crate::stats::{more_samples, rounds_median, wilson};
 
 /// What is known of a value's uncertainty.
@@ -137,23 +137,88 @@ fn across_rounds(
             },
             units: values.len() as u64,
         },
-        // Too few rounds for the confidence asked: say how many would do.
-        Ok(Some(_)) => Spread::TooFew {
-            have: values.len() as u64,
-            needed: rounds_needed(confidence),
-            of: Across::Rounds,
-            low: None,
-            high: None,
-        },
+        // Too few rounds for the sign-test interval: the pooled samples' interval, widened
+        // to hold every round's own value (so the spread between rounds stays in it).
+        Ok(Some(r)) => pooled(metric, aggregation, stage, confidence, r.low, r.high),
         _ => Spread::Point,
     }
 }
 
-/// Rounds whose [min, max] reaches `confidence`: 1 − 2·½ᵏ ≥ c.
-fn rounds_needed(confidence: f64) -> u64 {
-    (1..=64)
-        .find(|&k| 1.0 - 2.0 * 0.5f64.powi(k) >= confidence)
-        .map_or(64, |k| k as u64)
+/// The interval of the rounds' pooled samples (their union histogram, their summed counts),
+/// hulled with the rounds' lowest and highest value.
+fn pooled(
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+    confidence: f64,
+    lowest: f64,
+    highest: f64,
+) -> Spread {
+    let mut whole = StageSummary {
+        rounds: Vec::new(),
+        timeline: Vec::new(),
+        ..stage.clone()
+    };
+    if let Some(lm) = latency_metric(metric)
+        && let Some(Ok(h)) = stage.histogram(lm)
+        && let Some(d) = latency_dist_mut(metric, &mut whole)
+    {
+        let independent = if metric == Metric::Itl {
+            stage.requests.ok
+        } else {
+            h.len()
+        };
+        d.intervals = sample_intervals_of(&h, confidence, independent);
+    }
+    match spread(metric, aggregation, &whole, confidence) {
+        Spread::Interval {
+            mut interval,
+            units,
+        } => {
+            interval.low = interval.low.min(lowest);
+            interval.high = interval.high.max(highest);
+            Spread::Interval { interval, units }
+        }
+        Spread::TooFew {
+            have,
+            needed,
+            of,
+            low,
+            high,
+        } => Spread::TooFew {
+            have,
+            needed,
+            of,
+            low: low.map(|l| l.min(lowest)),
+            high: high.map(|h| h.max(highest)),
+        },
+        Spread::Point => Spread::Point,
+    }
+}
+
+fn latency_metric(metric: Metric) -> Option<LatencyMetric> {
+    Some(match metric {
+        Metric::Ttft => LatencyMetric::Ttft,
+        Metric::Itl => LatencyMetric::Itl,
+        Metric::Tpot => LatencyMetric::Tpot,
+        Metric::E2e => LatencyMetric::E2e,
+        Metric::Ntpot => LatencyMetric::Ntpot,
+        Metric::Ttfa => LatencyMetric::Ttfa,
+        _ => return None,
+    })
+}
+
+fn latency_dist_mut(metric: Metric, stage: &mut StageSummary) -> Option<&mut crate::metrics::Dist> {
+    let l = &mut stage.latency;
+    Some(match metric {
+        Metric::Ttft => &mut l.ttft_ms,
+        Metric::Itl => &mut l.itl_ms,
+        Metric::Tpot => &mut l.tpot_ms,
+        Metric::E2e => &mut l.e2e_ms,
+        Metric::Ntpot => &mut l.ntpot_ms,
+        Metric::Ttfa => &mut l.ttfa_ms,
+        _ => return None,
+    })
 }
 
 /// The outcome of `value OP threshold` given what is known of the value's spread, and, when
@@ -287,11 +352,5 @@ mod tests {
         assert_eq!(decide(Op::Lt, 10.0, s, 5.0).0, SlaOutcome::Fail);
         // And over a lower limit it shows the pass.
         assert_eq!(decide(Op::Gt, 10.0, s, 5.0).0, SlaOutcome::Pass);
-    }
-
-    #[test]
-    fn rounds_needed_for_95_percent() {
-        assert_eq!(rounds_needed(0.95), 6);
-        assert_eq!(rounds_needed(0.9), 5);
     }
 }

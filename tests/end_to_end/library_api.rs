@@ -52,7 +52,7 @@ stage "s" {
     arrival "constant" rate=50
     requests 12
 }
-sla { assert "ttft.p95 < 10s"; }
+sla { assert "ttft.p50 < 10s"; }
 "#;
 
 #[test]
@@ -63,6 +63,8 @@ fn a_passing_run_reports_its_stages_and_exit_code_0() {
     let settings = RunSettings {
         out_dir: Some(dir.path().join("out")),
         plots: false,
+        // A loaded test machine may flag the client's send lag; trust is not under test here.
+        untrusted: Some(infermeter::sla::Untrusted::Judge),
         ..RunSettings::new(&path)
     };
     let report = run_scenario(&settings, seen.clone()).expect("the run is carried out");
@@ -93,7 +95,7 @@ fn a_passing_run_reports_its_stages_and_exit_code_0() {
 #[test]
 fn a_failed_sla_and_an_invalid_scenario_map_to_their_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let failing = SCENARIO.replace("ttft.p95 < 10s", "ttft.p95 < 1us");
+    let failing = SCENARIO.replace("ttft.p50 < 10s", "ttft.p50 < 1us");
     let path = scenario(dir.path(), "fail.kdl", &failing);
     let settings = RunSettings {
         out_dir: Some(dir.path().join("out")),

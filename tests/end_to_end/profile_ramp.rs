@@ -105,7 +105,15 @@ fn assert_well_formed_svg(svg: &str) {
 fn concurrency_search_lands_near_max_running_and_compare_plots_it() {
     let dir = tempfile::tempdir().unwrap();
     let o = infermeter(
-        &["run", "scenarios/concurrency-search.kdl", "-p", "probe=1s"],
+        // One-second probes: the answer's SLAs are too thin to decide, which is not the test.
+        &[
+            "run",
+            "scenarios/concurrency-search.kdl",
+            "-p",
+            "probe=1s",
+            "--inconclusive",
+            "pass",
+        ],
         dir.path(),
     );
     let r = results(dir.path(), &o);
@@ -139,6 +147,8 @@ fn concurrency_search_lands_near_max_running_and_compare_plots_it() {
     // compare --plot against a slower copy: both series on one SVG, the regression exit kept.
     let mut slower = r.clone();
     for st in slower["stages"].as_array_mut().unwrap() {
+        // Edited figures without the histograms behind them: compared on the figures.
+        st.as_object_mut().unwrap().remove("histograms");
         for q in ["p50", "p99"] {
             let v = st["latency"]["ttft_ms"][q].as_f64().unwrap();
             st["latency"]["ttft_ms"][q] = (v * 3.0 + 50.0).into();

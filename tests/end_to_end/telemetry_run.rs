@@ -45,7 +45,7 @@ fn run(dir: &Path, text: &str) -> (i32, String, Option<Value>) {
     std::fs::write(&path, text).unwrap();
     let out_dir = dir.join("out");
     let out = crate::support::command()
-        .args(["run", "-q", "--no-plots", "--out"])
+        .args(["run", "-q", "--no-plots", "--untrusted", "judge", "--out"])
         .arg(&out_dir)
         .arg(&path)
         .output()
@@ -66,7 +66,7 @@ fn optional_nvml_warns_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stderr, results) = run(
         dir.path(),
-        &scenario("nvml required=#false", "assert \"error_rate < 1%\""),
+        &scenario("nvml required=#false", "assert \"error_rate < 10%\""),
     );
     assert_eq!(code, 0, "{stderr}");
     let results = results.expect("results written");

@@ -30,7 +30,7 @@ fn markdown_puts_the_verdict_and_failed_assertion_first() {
     let first = md.lines().next().unwrap();
     assert!(first.contains('❌') && first.contains("1 of 3"), "{first}");
     let failed = md
-        .find("| ❌ | `error_rate < 1%` | peak | 1.08 % | 1 % |")
+        .find("| ❌ | `error_rate < 1%` | peak | 1.08 % |  | 1 % |")
         .expect("failed row");
     let passed = md.find("| ✅ |").expect("passed row");
     assert!(failed < passed, "failed assertions come first");
@@ -41,12 +41,17 @@ fn markdown_puts_the_verdict_and_failed_assertion_first() {
     assert!(md.contains("| `http_429` | 6 |"));
 
     let ok = render_markdown(&fixture("baseline.json"), None).unwrap();
+    let first = ok.lines().next().unwrap();
     assert!(
-        ok.lines()
-            .next()
-            .unwrap()
-            .contains("✅ chat-pr-gate: all 3 SLA assertions passed")
+        first.contains("✅ chat-pr-gate: PASSED — all 3 SLA assertions passed"),
+        "{first}"
     );
+
+    // A version-2 result: intervals beside the figures, undecided ones said so.
+    let v2 = render_markdown(&fixture("v2.json"), None).unwrap();
+    assert!(v2.contains("95 % confidence intervals"), "{v2}");
+    assert!(v2.contains("<sub>["), "{v2}");
+    assert!(v2.contains("across 3 rounds"), "{v2}");
 }
 
 #[test]
