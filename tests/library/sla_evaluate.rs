@@ -180,3 +180,59 @@ fn baseline_thresholds_use_the_same_stage_of_the_baseline() {
     );
     assert!(v[0].note.as_deref().unwrap().contains("no stage `low`"));
 }
+
+#[test]
+fn an_untrusted_stage_is_inconclusive_unless_the_policy_judges_it() {
+    use infermeter::sla::{Context, Policy, SlaOutcome, Untrusted, judge};
+    let mut s = stage("s", 150.0, 0);
+    s.validity.trusted = false;
+    s.validity.reasons = vec!["send lag p99 3 ms exceeds 1 ms".into()];
+    let a = [ScopedAssertion::everywhere(a("ttft.p95 < 1s"))];
+    let v = &judge(&a, std::slice::from_ref(&s), &Context::default())[0];
+    assert_eq!(v.outcome, SlaOutcome::Inconclusive);
+    assert!(!v.passed);
+    let note = v.note.as_deref().unwrap();
+    assert!(
+        note.contains("stage untrusted (send lag") && note.contains("say pass"),
+        "{note}"
+    );
+    let judged = Context {
+        policy: Policy {
+            untrusted: Untrusted::Judge,
+            ..Policy::default()
+        },
+        ..Context::default()
+    };
+    assert_eq!(judge(&a, &[s], &judged)[0].outcome, SlaOutcome::Pass);
+}
+
+#[test]
+fn the_gate_fails_on_a_failure_else_follows_the_policy_for_undecided_ones() {
+    use infermeter::sla::{InconclusiveAs, SlaOutcome, SlaVerdict, gate};
+    let v = |o: SlaOutcome| SlaVerdict {
+        expr: "x".into(),
+        stage: None,
+        observed: 0.0,
+        threshold: 0.0,
+        unit: String::new(),
+        passed: o == SlaOutcome::Pass,
+        outcome: o,
+        interval: None,
+        more: None,
+        note: None,
+    };
+    let (p, f, i) = (SlaOutcome::Pass, SlaOutcome::Fail, SlaOutcome::Inconclusive);
+    let g = |vs: &[SlaOutcome], as_: InconclusiveAs| {
+        gate(&vs.iter().map(|o| v(*o)).collect::<Vec<_>>(), as_).outcome
+    };
+    assert_eq!(g(&[p, p], InconclusiveAs::Inconclusive), p);
+    assert_eq!(g(&[p, i], InconclusiveAs::Inconclusive), i);
+    assert_eq!(
+        g(&[f, i], InconclusiveAs::Pass),
+        f,
+        "a failure is never let through"
+    );
+    assert_eq!(g(&[p, i], InconclusiveAs::Pass), p);
+    assert_eq!(g(&[p, i], InconclusiveAs::Fail), f);
+    assert_eq!(g(&[], InconclusiveAs::Inconclusive), p);
+}
