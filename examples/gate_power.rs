@@ -41,7 +41,11 @@ fn load(path: &Path) -> Results {
 
 fn calibrate(path: &Path) {
     let r = load(path);
-    let s = r.stages.iter().find(|s| s.name == "steady").expect("a `steady` stage");
+    let s = r
+        .stages
+        .iter()
+        .find(|s| s.name == "steady")
+        .expect("a `steady` stage");
     println!("{:.3}", s.latency.ttft_ms.p95);
 }
 
@@ -63,7 +67,11 @@ fn runs(dir: &Path, prefix: &str) -> Vec<Results> {
 fn analyze(dir: &Path) {
     let base = runs(dir, "base-");
     let slow = runs(dir, "slow-");
-    println!("runs: {} against the baseline simulator, {} against the slower one", base.len(), slow.len());
+    println!(
+        "runs: {} against the baseline simulator, {} against the slower one",
+        base.len(),
+        slow.len()
+    );
 
     // Each assertion's verdicts over every baseline run.
     let mut verdicts: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
@@ -83,7 +91,11 @@ fn analyze(dir: &Path) {
     }
 
     let opts = CompareOptions::default();
-    let pairs: Vec<(&Results, &Results)> = base.chunks(2).filter(|c| c.len() == 2).map(|c| (&c[0], &c[1])).collect();
+    let pairs: Vec<(&Results, &Results)> = base
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (&c[0], &c[1]))
+        .collect();
     let regressed = |b: &Results, c: &Results| compare(b, c, &opts).regressed();
     let false_alarms = pairs.iter().filter(|(b, c)| regressed(b, c)).count();
     println!(
@@ -139,7 +151,11 @@ fn scaled(r: &Results, factor: f64) -> Results {
             let mut out = Histogram::<u64>::new_with_bounds(1, 86_400_000_000, 3).unwrap();
             if let Ok(h) = h.decode(m) {
                 // Send lag is the client's: a slower server leaves it as it is.
-                let f = if m == LatencyMetric::SendLag { 1.0 } else { factor };
+                let f = if m == LatencyMetric::SendLag {
+                    1.0
+                } else {
+                    factor
+                };
                 for v in h.iter_recorded() {
                     let value = ((v.value_iterated_to() as f64) * f).round().max(1.0) as u64;
                     let _ = out.record_n(value, v.count_at_value());
@@ -159,7 +175,16 @@ fn scaled(r: &Results, factor: f64) -> Results {
             &mut s.latency.ntpot_ms,
             &mut s.latency.ttfa_ms,
         ] {
-            for v in [&mut d.p50, &mut d.p90, &mut d.p95, &mut d.p99, &mut d.p999, &mut d.max, &mut d.min, &mut d.mean] {
+            for v in [
+                &mut d.p50,
+                &mut d.p90,
+                &mut d.p95,
+                &mut d.p99,
+                &mut d.p999,
+                &mut d.max,
+                &mut d.min,
+                &mut d.mean,
+            ] {
                 *v *= factor;
             }
         }

@@ -54,7 +54,7 @@ export -f one
 export BIN WORK RATE
 
 # Calibration: one long run with the thresholds unset, for the true p95.
-sed -e 's/@PASS@/1000000/; s/@FAIL@/0/; s/@ON@/1000000/' scenarios/bench/gate-power.kdl \
+sed -e 's/99991ms/1000000ms/; s/99992ms/0ms/; s/99993ms/1000000ms/' scenarios/bench/gate-power.kdl \
     >"$WORK/scenario.kdl"
 long=$(awk -v d="${DURATION%s}" 'BEGIN { printf "%ds", d * 5 }')
 echo "calibrating: one $long run at $RATE req/s…"
@@ -64,7 +64,7 @@ pass=$(awk -v p="$P95" 'BEGIN { printf "%.3f", p * 1.25 }')
 on=$(awk -v p="$P95" 'BEGIN { printf "%.3f", p }')
 fail=$(awk -v p="$P95" 'BEGIN { printf "%.3f", p * 0.8 }')
 echo "true TTFT p95 ≈ $P95 ms: thresholds $pass ms (pass), $on ms (on it), $fail ms (fail side)"
-sed -e "s/@PASS@/$pass/; s/@FAIL@/$fail/; s/@ON@/$on/" scenarios/bench/gate-power.kdl \
+sed -e "s/99991ms/${pass}ms/; s/99992ms/${fail}ms/; s/99993ms/${on}ms/" scenarios/bench/gate-power.kdl \
     >"$WORK/scenario.kdl"
 
 runs=$((2 * PAIRS))

@@ -12,7 +12,9 @@ use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::{Load, Plan};
 use crate::report::{self, WriteOptions};
-use crate::results::{RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo, read_results};
+use crate::results::{
+    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo, read_results,
+};
 use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
 use crate::sla::{self, ScopedAssertion, SlaOutcome};
@@ -119,7 +121,11 @@ pub fn run_scenario(
     drop(poll_idle);
     let output = output?;
 
-    let results = assemble(&plan, &output, &cx, policy);
+    let mut results = assemble(&plan, &output, &cx, policy);
+    results.compare_tolerances = CompareTolerances {
+        default: scenario.report.tolerance,
+        metrics: scenario.report.tolerances.clone(),
+    };
     if let Some(t) = &results.telemetry {
         for w in &t.warnings {
             observer.warning(&format!("telemetry: {w}"));
@@ -225,6 +231,7 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
         passed: gate.outcome == SlaOutcome::Pass && !stopped_early,
         outcome: gate.outcome,
         sla_policy: policy,
+        compare_tolerances: CompareTolerances::default(),
         interrupted: stopped_early,
         error,
         infermeter_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -46,6 +46,7 @@ pub struct CompareArgs {
     pub results: Vec<PathBuf>,
     /// How much a metric may move before it counts as changed: `5%` for every metric, or
     /// `METRIC=PERCENT` for one (`ttft.p95=10%`, or `itl=15%` for all of ITL's). Repeatable.
+    /// Default: the scenario's `report { tolerance … }` recorded with the newest run, else 5%.
     #[arg(long, value_name = "[METRIC=]PERCENT", value_parser = parse_tolerance)]
     pub tolerance: Vec<(Option<String>, f64)>,
     /// Confidence of the change intervals.
@@ -99,7 +100,14 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     for path in &args.results {
         runs.push(read_results(path)?);
     }
-    let mut tolerances = Tolerances::new(0.05);
+    // The scenario's (recorded with the newest run), then the command line's.
+    let newest = runs
+        .iter()
+        .max_by(|a, b| a.started_at.cmp(&b.started_at))
+        .map(|r| r.compare_tolerances.clone())
+        .unwrap_or_default();
+    let mut tolerances = Tolerances::new(newest.default.unwrap_or(0.05));
+    tolerances.metrics = newest.metrics;
     for (metric, value) in &args.tolerance {
         match metric {
             Some(m) => {

@@ -6,4 +6,4 @@ mod file;
 mod model;
 
 pub use file::{RESULTS_FILE, ResultsError, migrate, read_results, write_results};
-pub use model::{RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
+pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};

@@ -32,6 +32,9 @@ pub struct Results {
     /// How the verdicts were reached.
     #[serde(default)]
     pub sla_policy: SlaPolicy,
+    /// The scenario's `report { tolerance … }`: what `compare` uses unless told otherwise.
+    #[serde(default, skip_serializing_if = "CompareTolerances::is_empty")]
+    pub compare_tolerances: CompareTolerances,
     /// The run was stopped early (Ctrl-C or an `abort-on-fail` assertion).
     pub interrupted: bool,
     /// Why the run stopped early or could not complete, if it did.
@@ -51,6 +54,22 @@ pub struct Results {
     /// summaries are in `stages`, marked with `profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<SearchSummary>,
+}
+
+/// How much `compare` lets each metric move: a default (a fraction) and per metric
+/// (`ttft.p95`, or `ttft` for all of its aggregations).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CompareTolerances {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<f64>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
+}
+
+impl CompareTolerances {
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.metrics.is_empty()
+    }
 }
 
 /// The settings the SLA verdicts were reached under.

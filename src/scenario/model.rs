@@ -262,4 +262,10 @@ pub struct ReportSpec {
     pub requests_jsonl: bool,
     /// A baseline `results.json` for relative assertions.
     pub baseline: Option<PathBuf>,
+    /// `tolerance "5%"`: how much every metric may move in `compare` (recorded in results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// `tolerance "ttft.p95" "10%"`: one metric's (or `"itl"`: all of its aggregations').
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tolerances: BTreeMap<String, f64>,
 }

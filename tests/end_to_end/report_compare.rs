@@ -303,3 +303,34 @@ fn a_percentile_without_enough_samples_is_not_compared() {
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(err.contains("steady: ttft.p99 (+100.0 %)"), "{err}");
 }
+
+#[test]
+fn the_scenarios_tolerances_recorded_in_the_results_apply_unless_the_command_line_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let cur = scaled(dir.path(), "slow.json", 1.30, |r| {
+        r.compare_tolerances.default = Some(0.5);
+    });
+    let base = fixture("baseline.json");
+    let o = infermeter(&["compare", base.to_str().unwrap(), &cur]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = infermeter(&[
+        "compare",
+        base.to_str().unwrap(),
+        &cur,
+        "--tolerance",
+        "10%",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    // One metric's own tolerance wins over the default.
+    let cur = scaled(dir.path(), "slow2.json", 1.30, |r| {
+        r.compare_tolerances.default = Some(0.5);
+        r.compare_tolerances.metrics.insert("ttft.p95".into(), 0.1);
+    });
+    let o = infermeter(&["compare", base.to_str().unwrap(), &cur]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ttft.p95") && !err.contains("ttft.p50"),
+        "{err}"
+    );
+}

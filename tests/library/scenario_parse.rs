@@ -370,3 +370,55 @@ fn truncated_and_mangled_scenarios_never_panic() {
         check(&mangled.join("\n"));
     }
 }
+
+#[test]
+fn report_tolerances_sla_settings_and_rounds_parse() {
+    let text = format!(
+        r#"{DS}
+rounds 3
+stage "s" {{ dataset "d"; arrival "poisson" rate=5; duration "1s"; rounds 2; }}
+sla {{
+    assert "ttft.p95 < 1s"
+    confidence "90%"
+    inconclusive "fail"
+    untrusted "judge"
+}}
+report {{ tolerance "5%"; tolerance "ttft.p95" "10%"; tolerance "itl" "20%"; }}
+"#
+    );
+    let s = parse_str(Path::new("t.kdl"), &text, &[]).expect("valid");
+    assert_eq!(s.rounds, 3);
+    assert_eq!(s.stages[0].rounds, Some(2));
+    assert_eq!(s.sla_policy.confidence, Some(0.9));
+    assert_eq!(
+        s.sla_policy.inconclusive,
+        Some(infermeter::sla::InconclusiveAs::Fail)
+    );
+    assert_eq!(
+        s.sla_policy.untrusted,
+        Some(infermeter::sla::Untrusted::Judge)
+    );
+    assert_eq!(s.report.tolerance, Some(0.05));
+    assert_eq!(s.report.tolerances["ttft.p95"], 0.1);
+    assert_eq!(s.report.tolerances["itl"], 0.2);
+
+    for (bad, says) in [
+        (r#"sla { confidence "40%"; }"#, "`confidence` out of range"),
+        (
+            r#"sla { inconclusive "maybe"; }"#,
+            "unknown `inconclusive` value",
+        ),
+        (
+            r#"report { tolerance "bogus" "5%"; }"#,
+            "unknown metric `bogus`",
+        ),
+        (r#"rounds 0"#, "`rounds` out of range"),
+    ] {
+        let text = format!(
+            "{DS}\nstage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=5; duration \"1s\"; }}\n{bad}\n"
+        );
+        let err = parse_str(Path::new("t.kdl"), &text, &[]).expect_err(bad);
+        let all: Vec<String> = err.problems().iter().map(|p| p.message.clone()).collect();
+        assert!(all.iter().any(|m| m.contains(says)), "{bad}: {all:?}");
+    }
+}

@@ -50,6 +50,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         passed: true,
         outcome: infermeter::sla::SlaOutcome::Pass,
         sla_policy: Default::default(),
+        compare_tolerances: Default::default(),
         interrupted: false,
         error: None,
         infermeter_version: "0".into(),
