@@ -10,6 +10,7 @@ use crate::units::Duration;
 use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
+    TargetRunSettings,
     DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
     StagePlan, TargetPlan, plan_hash,
 };
@@ -195,6 +196,11 @@ fn target_plan(t: &Target) -> TargetPlan {
         headers: t.headers.clone(),
         extra_body: t.extra_body.clone(),
         ignore_eos: t.ignore_eos,
+        run: TargetRunSettings {
+            max_event_bytes: t.max_event_bytes,
+            cache_salt: t.cache_salt,
+            reset_cache: t.reset_cache,
+        },
     }
 }
 

@@ -39,6 +39,8 @@ pub struct RunOutput {
     pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
     pub telemetry: Option<TelemetryReport>,
+    /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
+    pub cache_salt: Option<String>,
 }
 
 /// Why a run that started ended.
@@ -161,6 +163,9 @@ pub async fn run(
                 Api::Chat => 16,
                 Api::Completions => 2,
             },
+            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes)
+                .unwrap_or(usize::MAX),
+            server_root: Some(super::server::server_root(&base_url)),
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
@@ -184,6 +189,9 @@ pub async fn run(
         None => None,
     };
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
+    // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
+    // the server's cache.
+    let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
         plan: plan.clone(),
         client,
@@ -193,6 +201,8 @@ pub async fn run(
         base_url,
         cpu,
         opts: &opts,
+        salt_seed,
+        reset: std::sync::Mutex::new(None),
     };
 
     let telemetry = super::telemetry::start(
@@ -211,6 +221,7 @@ pub async fn run(
         stop: Stop::Completed,
         problems: Vec::new(),
         telemetry: None,
+        cache_salt: salt_seed.map(|s| format!("{s:016x}")),
     };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
@@ -230,7 +241,9 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner.run_stage(w, 0, &mut sink, watch.as_ref()).await;
+        let (summary, problem) = runner
+            .run_stage(w, 0, &mut sink, watch.as_ref(), false)
+            .await;
         mark(&w.name, false);
         out.warmup = Some(summary);
         out.problems.extend(problem);
@@ -255,9 +268,13 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None).await;
+            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None, true).await;
             out.problems.extend(problem);
+            let aborted = summary.aborted.is_some();
             rounds.push(summary);
+            if aborted {
+                break;
+            }
         }
         mark(&stage.name, false);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
@@ -265,7 +282,11 @@ pub async fn run(
             point.assess(&summary);
             summary.profile = Some(point);
         }
-        let decision = after_stage(&summary);
+        let decision = match &summary.aborted {
+            // Stopped while it ran: the live check's verdict stands.
+            Some(why) => StageDecision::Abort(why.clone()),
+            None => after_stage(&summary),
+        };
         out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {
             out.stop = Stop::Aborted(why);

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Client, Message, PromptRef};
-use crate::dataset::{Prompt, PromptFactory};
+use crate::dataset::{Prompt, PromptFactory, Salt};
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
@@ -48,6 +48,8 @@ pub(super) struct StageShared {
     /// Requests in flight now, and the most there were at once (a ramp's reach).
     pub(super) in_flight: AtomicU64,
     pub(super) peak_in_flight: Arc<AtomicU64>,
+    /// `cache-salt`: this stage round's salt, put in front of every prompt.
+    pub(super) salt: Option<Salt>,
 }
 
 /// Nanoseconds since `t0`.
@@ -64,12 +66,24 @@ impl StageShared {
         self.body_for(recipe, prompt)
     }
 
+    /// The prompt with this round's salt in front, and its input count with the salt's tokens.
+    fn salted(&self, prompt: Prompt, input: u32) -> (Prompt, u32) {
+        match &self.salt {
+            Some(salt) => {
+                let (p, added) = self.factory.salted(salt, prompt);
+                (p, input.saturating_add(added))
+            }
+            None => (prompt, input),
+        }
+    }
+
     /// The body for a prompt built elsewhere (a session's turn), through the hooks.
     pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
         let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
         let Some(h) = self.hooks.as_deref() else {
+            let (prompt, input) = self.salted(prompt, recipe.input_tokens);
             let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
-            return Ok((bytes, recipe.input_tokens));
+            return Ok((bytes, input));
         };
         let c = self.hook_ctx(recipe);
         let mut input = recipe.input_tokens;
@@ -86,6 +100,8 @@ impl StageShared {
         } else {
             prompt
         };
+        // After `mutate`, so the script sees the data set's prompt.
+        let (prompt, input) = self.salted(prompt, input);
         let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
         if !h.has_request {
             return Ok((bytes, input));
@@ -143,11 +159,14 @@ impl StageShared {
             messages: 2 * turn + 1,
             scheduled_ns,
             input_tokens: recipe.input_tokens,
+            planned_input_tokens: recipe.input_tokens,
+            planned_output_tokens: recipe.output_tokens,
             ..RequestRecord::default()
         };
         let body = match body {
             Ok((b, input_tokens)) => {
                 rec.input_tokens = input_tokens;
+                rec.planned_input_tokens = input_tokens;
                 b
             }
             Err(why) => {

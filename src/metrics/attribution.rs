@@ -1,0 +1,178 @@
+//! Where a stage's latency went, by the server's own account beside the client's: per request
+//! from llama.cpp's `timings` (prompt and decode time of each response), and per stage from a
+//! Prometheus source's latency histograms (vLLM's queue, prefill, decode, TTFT and inter-token
+//! histograms, SGLang's equivalents), as the increase of each histogram between the stage's
+//! start and end. See `docs/metrics.md` ("Where the latency went").
+
+use hdrhistogram::Histogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A distribution of a server-reported duration, in milliseconds. From per-request timings
+/// its percentiles are exact (HDR histogram, 3 significant digits); from Prometheus buckets
+/// they are interpolated within the bucket (as PromQL's `histogram_quantile` does) and only
+/// as fine as the server's bucket bounds, while `mean` (sum over count) is exact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ServerDist {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+}
+
+/// Where the figures of an [`Attribution`] come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AttributionSource {
+    /// llama.cpp's per-request `timings` on each response.
+    #[default]
+    Timings,
+    /// A `prometheus` telemetry source's histograms, over the stage.
+    Prometheus,
+}
+
+/// The client's TTFT beside the server's and its parts. Each part is present when the server
+/// reports it. Times are milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Attribution {
+    pub source: AttributionSource,
+    /// The Prometheus source's URL, for `prometheus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// The client's TTFT (from the scheduled send instant), as in `latency.ttft_ms`.
+    pub client_ttft_ms: ServerDist,
+    /// The server's time to the first token: `vllm:time_to_first_token_seconds`; from llama.cpp
+    /// timings, `prompt_ms` (its prompt processing, after the request got a slot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttft_ms: Option<ServerDist>,
+    /// Waiting in the server's queue before being scheduled (`vllm:request_queue_time_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_ms: Option<ServerDist>,
+    /// Prompt processing (`vllm:request_prefill_time_seconds`; llama.cpp `prompt_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_ms: Option<ServerDist>,
+    /// Generating after the first token (`vllm:request_decode_time_seconds`; llama.cpp
+    /// `predicted_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ms: Option<ServerDist>,
+    /// The server's time per output token (`vllm:request_time_per_output_token_seconds`;
+    /// llama.cpp `predicted_ms / predicted_n`), beside the client's TPOT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tpot_ms: Option<ServerDist>,
+    /// The client's TPOT, as in `latency.tpot_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tpot_ms: Option<ServerDist>,
+    /// Client TTFT minus the server's: the network, the HTTP and API layers in front of the
+    /// engine, and the client. Per request from timings (exact percentiles); from Prometheus,
+    /// the difference of the two distributions' figures, one by one (a percentile of a
+    /// difference is not the difference of percentiles, so only `mean` is exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_ms: Option<ServerDist>,
+    /// Requests the server counted in its histograms during the stage, beside the client's
+    /// `requests.ok`: a large difference means other traffic shared the server, or a scrape
+    /// missed the stage's edges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_requests: Option<u64>,
+}
+
+impl ServerDist {
+    /// A client-side distribution (HDR, µs) in the same shape.
+    pub fn of_us(h: &Histogram<u64>) -> ServerDist {
+        if h.is_empty() {
+            return ServerDist::default();
+        }
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        ServerDist {
+            count: h.len(),
+            mean: h.mean() / 1e3,
+            p50: ms(0.5),
+            p90: ms(0.9),
+            p99: ms(0.99),
+        }
+    }
+
+    /// From a stage's summary distribution.
+    pub fn of_dist(d: &super::Dist) -> ServerDist {
+        ServerDist {
+            count: d.count,
+            mean: d.mean,
+            p50: d.p50,
+            p90: d.p90,
+            p99: d.p99,
+        }
+    }
+
+    /// `self − other`, figure by figure (clamped at 0).
+    pub fn minus(&self, other: &ServerDist) -> ServerDist {
+        let d = |a: f64, b: f64| (a - b).max(0.0);
+        ServerDist {
+            count: self.count.min(other.count),
+            mean: d(self.mean, other.mean),
+            p50: d(self.p50, other.p50),
+            p90: d(self.p90, other.p90),
+            p99: d(self.p99, other.p99),
+        }
+    }
+}
+
+/// The per-request part, folded by the stage's aggregator from llama.cpp's `timings`.
+#[derive(Debug)]
+pub(super) struct TimingsAcc {
+    prompt: Histogram<u64>,
+    predicted: Histogram<u64>,
+    per_token: Histogram<u64>,
+    outside: Histogram<u64>,
+}
+
+impl Default for TimingsAcc {
+    fn default() -> Self {
+        TimingsAcc {
+            prompt: super::aggregate::histogram(),
+            predicted: super::aggregate::histogram(),
+            per_token: super::aggregate::histogram(),
+            outside: super::aggregate::histogram(),
+        }
+    }
+}
+
+impl TimingsAcc {
+    /// One successful request with timings; `ttft_ns` is the client's TTFT.
+    pub(super) fn record(&mut self, t: &super::ServerTimings, ttft_ns: Option<u64>) {
+        let us = |ms: f64| (ms.max(0.0) * 1e3).round() as u64;
+        if let Some(p) = t.prompt_ms.filter(|v| v.is_finite()) {
+            self.prompt.saturating_record(us(p));
+            if let Some(ttft) = ttft_ns {
+                let outside = (ttft as f64 / 1e6 - p).max(0.0);
+                self.outside.saturating_record(us(outside));
+            }
+        }
+        if let Some(d) = t.predicted_ms.filter(|v| v.is_finite()) {
+            self.predicted.saturating_record(us(d));
+            if let Some(n) = t.predicted_n.filter(|n| *n > 0) {
+                self.per_token.saturating_record(us(d / n as f64));
+            }
+        }
+    }
+
+    /// `None` when no response carried timings.
+    pub(super) fn finish(&self, ttft: &super::Dist, tpot: &super::Dist) -> Option<Attribution> {
+        if self.prompt.is_empty() && self.predicted.is_empty() {
+            return None;
+        }
+        let some = |h: &Histogram<u64>| (!h.is_empty()).then(|| ServerDist::of_us(h));
+        Some(Attribution {
+            source: AttributionSource::Timings,
+            server: None,
+            client_ttft_ms: ServerDist::of_dist(ttft),
+            server_ttft_ms: some(&self.prompt),
+            queue_ms: None,
+            prefill_ms: some(&self.prompt),
+            decode_ms: some(&self.predicted),
+            server_tpot_ms: some(&self.per_token),
+            client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
+            outside_ms: some(&self.outside),
+            server_requests: None,
+        })
+    }
+}
