@@ -8,17 +8,34 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A distribution of a server-reported duration, in milliseconds. From per-request timings
-/// its percentiles are exact (HDR histogram, 3 significant digits); from Prometheus buckets
-/// they are interpolated within the bucket (as PromQL's `histogram_quantile` does) and only
-/// as fine as the server's bucket bounds, while `mean` (sum over count) is exact.
+/// A distribution of a duration, in milliseconds. From per-request timings its percentiles
+/// are exact (HDR histogram, 3 significant digits); from Prometheus buckets they are
+/// interpolated within the bucket they fall in (as PromQL's `histogram_quantile` does), only
+/// as fine as the server's bucket bounds, which `buckets` gives; `mean` (sum over count) is
+/// exact either way. A percentile is absent where it cannot be known (the difference of two
+/// bucketed distributions).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerDist {
     pub count: u64,
     pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    /// From Prometheus buckets: the bucket each percentile fell in, `[low, high]` in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<PercentileBuckets>,
+}
+
+/// The Prometheus bucket each percentile of a [`ServerDist`] fell in, `[low, high]` in ms
+/// (`high` is infinite past the last finite bound, serialised as `null`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PercentileBuckets {
+    pub p50: [Option<f64>; 2],
+    pub p90: [Option<f64>; 2],
+    pub p99: [Option<f64>; 2],
 }
 
 /// Where the figures of an [`Attribution`] come from.
@@ -82,13 +99,14 @@ impl ServerDist {
         if h.is_empty() {
             return ServerDist::default();
         }
-        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        let ms = |q: f64| Some(h.value_at_quantile(q) as f64 / 1e3);
         ServerDist {
             count: h.len(),
             mean: h.mean() / 1e3,
             p50: ms(0.5),
             p90: ms(0.9),
             p99: ms(0.99),
+            buckets: None,
         }
     }
 
@@ -97,21 +115,21 @@ impl ServerDist {
         ServerDist {
             count: d.count,
             mean: d.mean,
-            p50: d.p50,
-            p90: d.p90,
-            p99: d.p99,
+            p50: Some(d.p50),
+            p90: Some(d.p90),
+            p99: Some(d.p99),
+            buckets: None,
         }
     }
 
-    /// `self − other`, figure by figure (clamped at 0).
-    pub fn minus(&self, other: &ServerDist) -> ServerDist {
-        let d = |a: f64, b: f64| (a - b).max(0.0);
+    /// `self − other`: the means' difference (exact: a mean of differences is the difference
+    /// of means over the same requests); percentiles of a difference are not the difference of
+    /// percentiles, so they are left out.
+    pub fn mean_minus(&self, other: &ServerDist) -> ServerDist {
         ServerDist {
             count: self.count.min(other.count),
-            mean: d(self.mean, other.mean),
-            p50: d(self.p50, other.p50),
-            p90: d(self.p90, other.p90),
-            p99: d(self.p99, other.p99),
+            mean: self.mean - other.mean,
+            ..ServerDist::default()
         }
     }
 }

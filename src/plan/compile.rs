@@ -29,7 +29,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         .enumerate()
         .map(|(i, d)| {
             let seed = stage_seed(scenario.seed, "dataset", i as u64);
-            dataset_plan(d, &base_dir, &mut tokenizer, seed)
+            dataset_plan(d, &base_dir, &mut tokenizer, seed, scenario.target.api)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let dataset_index = |who: String, name: &str| {
@@ -142,8 +142,15 @@ fn dataset_plan(
     base_dir: &std::path::Path,
     tokenizer: &mut LazyTokenizer<'_>,
     seed: u64,
+    api: crate::protocol::Api,
 ) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
+    if api == crate::protocol::Api::Completions && d.session.is_some() {
+        return Err(PlanError::NeedsChat {
+            dataset: name,
+            what: "multi-turn sessions",
+        });
+    }
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
             for (which, dist) in [
@@ -161,7 +168,7 @@ fn dataset_plan(
                 output_tokens: s.output_tokens.value.clone(),
             }
         }
-        _ => load_dataset(d, base_dir, tokenizer, seed)?,
+        _ => load_dataset(d, base_dir, tokenizer, seed, api)?,
     };
     Ok(DatasetPlan {
         name,

@@ -307,6 +307,7 @@ pub async fn run(
         let report = t.finish().await;
         for s in out.warmup.iter_mut().chain(out.stages.iter_mut()) {
             super::telemetry::flag_throttled(&report, s);
+            super::telemetry::attribute(&report, s);
         }
         out.telemetry = Some(report);
     }

@@ -240,6 +240,44 @@ pub fn evaluate_one(
 /// the value's confidence interval where it has one (inconclusive when the interval straddles
 /// the threshold), and inconclusive on an untrusted stage unless the policy judges those too.
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    let mut verdict = judge_numbers(assertion, stage, cx);
+    // A stage that sent requests and got none answered measured nothing: every assertion on
+    // it fails, whatever its metric would say (an error rate of 100 % is the one number it
+    // has) and however untrusted the stage is, since no better run of it could pass.
+    if stage.requests.sent > 0 && stage.requests.ok == 0 {
+        let reason = format!(
+            "no request of the stage succeeded ({} sent): it measured nothing",
+            stage.requests.sent
+        );
+        verdict.note = Some(match verdict.note.take() {
+            Some(n) if verdict.outcome == SlaOutcome::Fail => format!("{reason}; {n}"),
+            _ => reason,
+        });
+        verdict.set_outcome(SlaOutcome::Fail);
+        return verdict;
+    }
+    if on_output_tokens(assertion.metric) && stage.tokens.estimated > 0 {
+        let note = format!(
+            "output token counts of {} of {} requests are estimates (the server sent no usage)",
+            stage.tokens.estimated, stage.requests.ok
+        );
+        verdict.note = Some(match verdict.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+    verdict
+}
+
+/// Metrics computed from output token counts.
+fn on_output_tokens(metric: Metric) -> bool {
+    matches!(
+        metric,
+        Metric::Tpot | Metric::Ntpot | Metric::OutputThroughput | Metric::TokensPerJoule
+    )
+}
+
+fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = blank(assertion, &stage.name);
     let (metric, agg) = (assertion.metric, assertion.aggregation);
     let observed = match observe_with(metric, agg, stage, cx.telemetry) {
@@ -257,10 +295,17 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
                 .baseline
                 .and_then(|b| b.stages.iter().find(|s| s.name == stage.name));
             let Some(base) = base else {
+                // Nothing to compare with: the threshold is unknown, so the assertion is
+                // undecided rather than failed against a threshold of 0.
                 verdict.note = Some(match cx.baseline {
-                    None => "no baseline given".to_string(),
-                    Some(_) => format!("the baseline has no stage `{}`", stage.name),
+                    None => "no baseline given, so the threshold is unknown".to_string(),
+                    Some(b) => format!(
+                        "the baseline has no stage `{}` (it has {}), so the threshold is unknown",
+                        stage.name,
+                        stage_names(b.stages)
+                    ),
                 });
+                verdict.set_outcome(SlaOutcome::Inconclusive);
                 return verdict;
             };
             let base_telemetry = cx.baseline.and_then(|b| b.telemetry);
@@ -308,6 +353,17 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
         verdict.set_outcome(SlaOutcome::Inconclusive);
     }
     verdict
+}
+
+fn stage_names(stages: &[StageSummary]) -> String {
+    if stages.is_empty() {
+        return "no stage".into();
+    }
+    stages
+        .iter()
+        .map(|s| format!("`{}`", s.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The stage's distribution of a per-request latency metric; `None` for the others.
