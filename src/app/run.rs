@@ -238,7 +238,8 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
         telemetry: output.telemetry.as_ref(),
         ..*cx
     };
-    let verdicts = sla::judge(&scoped, &judged, &cx);
+    let mut verdicts = sla::judge(&scoped, &judged, &cx);
+    verdicts.extend(sla::nothing_measured(&output.stages));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = output.stop != Stop::Completed;
     let error = match &output.stop {

@@ -141,6 +141,44 @@ pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
     }
 }
 
+/// The expression of the implicit verdict every stage that measured nothing gets.
+pub const NOTHING_MEASURED: &str = "error_rate < 100%";
+
+/// One failed verdict per measured stage (not a sweep point or search probe, whose failures
+/// are what they measure) that sent requests and had none succeed: such a stage measured
+/// nothing, so the run must not pass, whatever (or whether any) assertions say.
+pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
+    stages
+        .iter()
+        .filter(|s| s.profile.is_none() && s.requests.sent > 0 && s.requests.ok == 0)
+        .map(|s| {
+            let errors: Vec<String> = s
+                .requests
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            SlaVerdict {
+                expr: NOTHING_MEASURED.to_string(),
+                stage: Some(s.name.clone()),
+                observed: 100.0,
+                threshold: 100.0,
+                unit: "%".into(),
+                passed: false,
+                outcome: SlaOutcome::Fail,
+                interval: None,
+                more: None,
+                note: Some(format!(
+                    "implicit: every one of the {} requests failed ({}), so the stage measured \
+                     nothing",
+                    s.requests.sent,
+                    errors.join(", ")
+                )),
+            }
+        })
+        .collect()
+}
+
 /// Everything an evaluation may read besides the stages.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
