@@ -6,6 +6,7 @@ mod support;
 
 mod ci_workflow;
 mod engine_answers;
+mod engine_numbers;
 mod gate_outcomes;
 mod hooks;
 mod library_api;
