@@ -77,7 +77,8 @@ pub struct StageAggregator {
     turns: super::turns::TurnAggregator,
     facts: StageFacts,
     timings: TimingsAcc,
-    /// Ok requests whose output count is exact (usage or timings), for the off-plan rule.
+    /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
+    /// the off-plan rule.
     exact_counts: u64,
 }
 
@@ -198,7 +199,7 @@ impl StageAggregator {
         }
         if r.token_source.is_estimate() {
             t.estimated += 1;
-        } else {
+        } else if self.facts.ignore_eos && r.planned_output_tokens > 0 {
             self.exact_counts += 1;
             if r.output_tokens != r.planned_output_tokens {
                 t.off_plan_output += 1;
@@ -579,6 +580,144 @@ mod tests {
         let s = late(true);
         assert!(!s.validity.reasons[0].contains("--poll-idle"));
         assert!(s.client.poll_idle);
+    }
+
+    #[test]
+    fn send_lag_is_judged_against_the_ttft_it_distorts() {
+        // 1.3 ms late at 1 req/s against 100 ms TTFTs: 1.3 % of what is measured.
+        let stage = |lag_us: u64, ttft_ms: u64| {
+            let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+            for i in 0..50 {
+                let mut r = ok_record(i, i * 1000, ttft_ms, &[1]);
+                r.sent_ns = r.scheduled_ns + lag_us * 1_000;
+                agg.record(&r);
+            }
+            agg.finish(
+                StageClock {
+                    wall_ns: 50_000_000_000,
+                    cores: 1,
+                    ..StageClock::default()
+                },
+                &ValidityRules::default(),
+            )
+        };
+        let s = stage(1_300, 100);
+        assert!(s.validity.trusted, "{:?}", s.validity.reasons);
+        // The same lag against 5 ms TTFTs is over the 1 ms floor.
+        let s = stage(1_300, 5);
+        assert!(!s.validity.trusted);
+        assert!(
+            s.validity.reasons[0].contains("of TTFT p50"),
+            "{:?}",
+            s.validity.reasons
+        );
+        // 8 ms against 100 ms is over 5 % of it.
+        assert!(!stage(8_000, 100).validity.trusted);
+    }
+
+    #[test]
+    fn the_servers_answers_can_make_a_stage_untrusted() {
+        let clock = StageClock {
+            wall_ns: 1_000_000_000,
+            cores: 1,
+            ..StageClock::default()
+        };
+        let rules = ValidityRules::default();
+        // Nothing succeeded.
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        agg.record(&RequestRecord {
+            error: Some(ErrorKind::Empty),
+            ..RequestRecord::default()
+        });
+        let s = agg.finish(clock, &rules);
+        assert!(s.validity.reasons[0].contains("no request succeeded (1 sent; empty: 1)"));
+
+        // With ignore_eos, output lengths off the plan; and an implausible usage count.
+        let facts = StageFacts {
+            ignore_eos: true,
+            ..StageFacts::default()
+        };
+        let mut agg =
+            StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default()).with_facts(facts);
+        for i in 0..10 {
+            let mut r = ok_record(i, i * 10, 5, &[1, 1, 1]);
+            r.planned_output_tokens = if i < 8 { 16 } else { 4 };
+            r.implausible_usage = i == 0;
+            agg.record(&r);
+        }
+        let s = agg.finish(clock, &rules);
+        assert_eq!(s.tokens.off_plan_output, 8);
+        assert_eq!(s.tokens.implausible, 1);
+        let reasons = s.validity.reasons.join(" | ");
+        assert!(reasons.contains("80% of responses (8 of 10)"), "{reasons}");
+        assert!(reasons.contains("implausible on 1 of 10"), "{reasons}");
+    }
+
+    #[test]
+    fn cache_hits_the_plan_did_not_intend_are_flagged() {
+        let stage = |facts: StageFacts, requests: u64| {
+            let mut agg =
+                StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
+                    .with_facts(facts);
+            for i in 0..requests {
+                let mut r = ok_record(i, i * 10, 5, &[1]);
+                r.cached_tokens = Some(80);
+                agg.record(&r);
+            }
+            agg.finish(
+                StageClock {
+                    wall_ns: 1_000_000_000,
+                    cores: 1,
+                    ..StageClock::default()
+                },
+                &ValidityRules::default(),
+            )
+        };
+        let plain = stage(
+            StageFacts {
+                distinct_prompts: Some(4),
+                ..StageFacts::default()
+            },
+            20,
+        );
+        assert_eq!(plain.tokens.cached, 1600);
+        assert_eq!(plain.tokens.cached_share, Some(0.8));
+        assert!(!plain.validity.trusted);
+        let reasons = plain.validity.reasons.join(" ");
+        assert!(
+            reasons.contains("80% of prompt tokens (1600 of 2000)")
+                && reasons.contains("20 requests over 4 distinct prompts"),
+            "{reasons}"
+        );
+        assert!(plain.notes[0].contains("20 requests over 4 distinct prompts"));
+        // Sessions and shared prefixes mean to hit the cache.
+        let shared = stage(
+            StageFacts {
+                shares_prefixes: true,
+                ..StageFacts::default()
+            },
+            20,
+        );
+        assert!(shared.validity.trusted, "{:?}", shared.validity.reasons);
+        assert_eq!(shared.tokens.cached_share, Some(0.8));
+    }
+
+    #[test]
+    fn a_snapshot_leaves_the_aggregator_as_it_was() {
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+        agg.record(&ok_record(0, 0, 5, &[1]));
+        let clock = StageClock {
+            wall_ns: 1_000_000_000,
+            cores: 1,
+            ..StageClock::default()
+        };
+        let snap = agg.snapshot(clock, &ValidityRules::default());
+        assert_eq!(snap.requests.ok, 1);
+        assert!(snap.histograms.is_none());
+        agg.record(&ok_record(1, 10, 5, &[1]));
+        let s = agg.finish(clock, &ValidityRules::default());
+        assert_eq!(s.requests.ok, 2);
+        assert!(s.histograms.is_some());
     }
 
     #[test]

@@ -65,12 +65,13 @@ fn server_lacks(report: &TelemetryReport, stage: &str, metric: Metric) -> Option
     let names: Vec<String> = servers
         .iter()
         .map(|s| match s.kind {
-            Some(k) => format!("`{}` ({})", s.source, k.as_str()),
+            Some(k) => format!("{} at `{}`", k.as_str(), s.source),
             None => format!("`{}`", s.source),
         })
         .collect();
     Some(format!(
-        "`{metric}` needs {what}, and the server's metrics ({}) export none",
+        "`{metric}` needs {what}, and the server's metrics ({}) have none: this server does \
+         not export it",
         names.join(", ")
     ))
 }
