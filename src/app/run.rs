@@ -266,6 +266,7 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
             api: plan.target.api,
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
+            cache_salt: output.cache_salt.clone(),
         },
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),

@@ -60,6 +60,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
             api: infermeter::protocol::Api::Chat,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
+            cache_salt: None,
         },
         warmup: None,
         searches: Vec::new(),
