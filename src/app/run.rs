@@ -206,8 +206,12 @@ fn live_check(
     if !plan.sla.iter().any(|a| a.abort_on_fail) {
         return None;
     }
-    let assertions: Vec<ScopedAssertion> =
-        plan.sla.iter().filter(|a| a.abort_on_fail).cloned().collect();
+    let assertions: Vec<ScopedAssertion> = plan
+        .sla
+        .iter()
+        .filter(|a| a.abort_on_fail)
+        .cloned()
+        .collect();
     let baseline = baseline.cloned();
     let defaults = sla::AbortRule::default();
     let rule = sla::AbortRule {

@@ -12,7 +12,6 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_util::Stream;
 
-
 /// Why the response body stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
@@ -135,7 +134,11 @@ mod tests {
     /// The open event's size after feeding `reads` in order.
     fn pending(reads: &[&str]) -> usize {
         let mut s = Scan::new();
-        reads.iter().map(|r| s.feed(r.as_bytes())).last().unwrap_or(0)
+        reads
+            .iter()
+            .map(|r| s.feed(r.as_bytes()))
+            .last()
+            .unwrap_or(0)
     }
 
     #[test]

@@ -637,8 +637,8 @@ mod tests {
             ignore_eos: true,
             ..StageFacts::default()
         };
-        let mut agg =
-            StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default()).with_facts(facts);
+        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
+            .with_facts(facts);
         for i in 0..10 {
             let mut r = ok_record(i, i * 10, 5, &[1, 1, 1]);
             r.planned_output_tokens = if i < 8 { 16 } else { 4 };
@@ -656,9 +656,8 @@ mod tests {
     #[test]
     fn cache_hits_the_plan_did_not_intend_are_flagged() {
         let stage = |facts: StageFacts, requests: u64| {
-            let mut agg =
-                StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
-                    .with_facts(facts);
+            let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
+                .with_facts(facts);
             for i in 0..requests {
                 let mut r = ok_record(i, i * 10, 5, &[1]);
                 r.cached_tokens = Some(80);

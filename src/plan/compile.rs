@@ -10,9 +10,8 @@ use crate::units::Duration;
 use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
-    TargetRunSettings,
     DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
-    StagePlan, TargetPlan, plan_hash,
+    StagePlan, TargetPlan, TargetRunSettings, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give

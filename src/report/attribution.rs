@@ -21,8 +21,9 @@ pub struct AttributionRow {
 /// Where the figures come from, for the table's caption.
 pub fn source_text(a: &Attribution) -> String {
     match a.source {
-        AttributionSource::Timings => "the server's per-request timings (llama.cpp `timings`)"
-            .to_string(),
+        AttributionSource::Timings => {
+            "the server's per-request timings (llama.cpp `timings`)".to_string()
+        }
         AttributionSource::Prometheus => format!(
             "the server's latency histograms over the stage ({}); their percentiles are \
              interpolated within buckets, their means exact",
@@ -34,7 +35,9 @@ pub fn source_text(a: &Attribution) -> String {
 /// The table's rows, in the order a request spends them.
 pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
     let outside = match a.source {
-        AttributionSource::Timings => "outside the prompt processing (slot wait, HTTP, network, client)",
+        AttributionSource::Timings => {
+            "outside the prompt processing (slot wait, HTTP, network, client)"
+        }
         AttributionSource::Prometheus => "outside the engine (HTTP, API server, network, client)",
     };
     let parts: [(&'static str, Option<&ServerDist>); 8] = [
@@ -102,7 +105,11 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
     if parts.is_empty() {
         return None;
     }
-    let mut line = format!("TTFT mean {} ms: {}", num(a.client_ttft_ms.mean), parts.join(", "));
+    let mut line = format!(
+        "TTFT mean {} ms: {}",
+        num(a.client_ttft_ms.mean),
+        parts.join(", ")
+    );
     if let (Some(c), Some(sv)) = (&a.client_tpot_ms, &a.server_tpot_ms) {
         line.push_str(&format!(
             "; TPOT mean {} ms (server {})",

@@ -163,8 +163,7 @@ pub async fn run(
                 Api::Chat => 16,
                 Api::Completions => 2,
             },
-            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes)
-                .unwrap_or(usize::MAX),
+            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
             server_root: Some(super::server::server_root(&base_url)),
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),

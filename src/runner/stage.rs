@@ -31,8 +31,8 @@ use crate::hooks::Hooks;
 use crate::metrics::{
     GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageFacts, StageSummary,
 };
-use crate::protocol::CacheReset;
 use crate::plan::{Load, Plan, StagePlan};
+use crate::protocol::CacheReset;
 
 /// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
@@ -227,7 +227,9 @@ impl StageRunner<'_> {
                 if let Ok(mut r) = self.reset.lock() {
                     *r = Some(kind);
                 }
-                Some(format!("the server's prompt cache was dropped before the stage ({done})"))
+                Some(format!(
+                    "the server's prompt cache was dropped before the stage ({done})"
+                ))
             }
             Err(why) => {
                 self.opts.observer.warning(&format!(
@@ -370,9 +372,7 @@ fn stage_facts(plan: &Plan, stage: &StagePlan) -> StageFacts {
         Some(DatasetSource::Trace { rows, .. }) => {
             (rows.iter().any(|r| !r.hash_ids.is_empty()), None)
         }
-        Some(DatasetSource::Items { items, .. }) if !sessions => {
-            (false, Some(items.len() as u64))
-        }
+        Some(DatasetSource::Items { items, .. }) if !sessions => (false, Some(items.len() as u64)),
         _ => (false, None),
     };
     StageFacts {

@@ -265,8 +265,11 @@ fn common_setting(
             }
         }
         "reset-cache" => {
-            if let Some(v) = one_arg(ctx, &mut r, "\"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"")
-                && let Some(s) = ctx.name_string(&v, name)
+            if let Some(v) = one_arg(
+                ctx,
+                &mut r,
+                "\"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"",
+            ) && let Some(s) = ctx.name_string(&v, name)
             {
                 match crate::protocol::CacheReset::from_name(&s) {
                     Some(k) => t.reset_cache = Some(k),
@@ -282,7 +285,9 @@ fn common_setting(
         "max-event-size" => {
             if let Some(v) = one_arg(ctx, &mut r, "a size like \"1MiB\"") {
                 let parsed = match &v.value {
-                    KdlValue::Integer(i) => u64::try_from(*i).map_err(|_| "must be positive".to_string()),
+                    KdlValue::Integer(i) => {
+                        u64::try_from(*i).map_err(|_| "must be positive".to_string())
+                    }
                     KdlValue::String(s) => parse_size(s),
                     _ => Err("expected a size like \"1MiB\" or a number of bytes".to_string()),
                 };
@@ -298,7 +303,10 @@ fn common_setting(
                         v.span,
                         "invalid `max-event-size`",
                         e,
-                        Some("write e.g. max-event-size \"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)".into()),
+                        Some(
+                            "write e.g. max-event-size \"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)"
+                                .into(),
+                        ),
                     ),
                 }
             }

@@ -57,7 +57,10 @@ pub fn abort_verdict(
         let v = judge_one(&a.assertion, stage, cx);
         if v.outcome == SlaOutcome::Fail {
             let when = if live.is_some() {
-                format!(" after {:.1} s, {} requests", stage.wall_time_s, stage.requests.sent)
+                format!(
+                    " after {:.1} s, {} requests",
+                    stage.wall_time_s, stage.requests.sent
+                )
             } else {
                 String::new()
             };

@@ -106,7 +106,10 @@ impl PromHistogram {
         if self.count < 1.0 {
             return None;
         }
-        let at = |q: f64| self.locate(q).map(|(v, lo, hi)| (v * 1e3, lo * 1e3, hi * 1e3));
+        let at = |q: f64| {
+            self.locate(q)
+                .map(|(v, lo, hi)| (v * 1e3, lo * 1e3, hi * 1e3))
+        };
         let (p50, p90, p99) = (at(0.5), at(0.9), at(0.99));
         let bounds = |p: Option<(f64, f64, f64)>| match p {
             Some((_, lo, hi)) => [Some(lo), hi.is_finite().then_some(hi)],
@@ -264,7 +267,10 @@ vllm:time_to_first_token_seconds_count{model_name="m"} 12.0
         assert_eq!(ttft.count, 10);
         assert!((ttft.mean - 300.0).abs() < 1e-9, "{ttft:?}");
         // The median is the 5th: 1 into the (0.1, 1.0] bucket's 6, linearly.
-        assert!((ttft.p50.unwrap() - (100.0 + 900.0 / 6.0)).abs() < 1e-6, "{ttft:?}");
+        assert!(
+            (ttft.p50.unwrap() - (100.0 + 900.0 / 6.0)).abs() < 1e-6,
+            "{ttft:?}"
+        );
         assert_eq!(ttft.buckets.unwrap().p50, [Some(100.0), Some(1000.0)]);
         assert!(s.queue_ms.is_none());
     }

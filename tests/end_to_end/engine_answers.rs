@@ -119,7 +119,12 @@ fn connection(mut conn: TcpStream, mode: Mode, tokenized: &AtomicU64) {
         }
         if line.starts_with("POST /tokenize") {
             tokenized.fetch_add(1, Ordering::Relaxed);
-            respond(&mut conn, true, "application/json", br#"{"tokens":[1,2,3]}"#);
+            respond(
+                &mut conn,
+                true,
+                "application/json",
+                br#"{"tokens":[1,2,3]}"#,
+            );
             continue;
         }
         let done = "data: [DONE]\n\n";
@@ -217,17 +222,14 @@ fn a_server_that_closes_every_reused_connection_costs_retries_not_errors() {
     // Every pooled connection has served one request (its warm-up) already, so each request
     // meets a closed one at least once.
     let retried = s["requests"]["retried"].as_u64().unwrap_or(0);
-    assert!(retried >= 1 && retried <= 20, "retried {retried}");
+    assert!((1..=20).contains(&retried), "retried {retried}");
     let rows = r["rows"].as_array().unwrap();
     assert_eq!(
         rows.iter().filter(|row| row["retries"] == 1).count() as u64,
         retried
     );
     let (stdout, _) = text(&o);
-    assert!(
-        stdout.contains("retried on a fresh connection"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("retried on a fresh connection"), "{stdout}");
 }
 
 #[test]
@@ -299,7 +301,10 @@ fn without_usage_the_servers_own_counts_come_first_and_estimates_say_so() {
     let s = stage(&r, "s");
     assert_eq!(s["tokens"]["from_tokenize"], 3, "{}", describe(&o));
     assert_eq!(s["tokens"]["estimated"], 3);
-    assert_eq!(s["tokens"]["output"], 9, "3 per response, as the server counts");
+    assert_eq!(
+        s["tokens"]["output"], 9,
+        "3 per response, as the server counts"
+    );
     // One probe of the dialect, then one call per response.
     assert!(tokenized.load(Ordering::Relaxed) >= 3);
     let notes = s["notes"].to_string();

@@ -99,11 +99,22 @@ sla {
     assert_eq!(r["interrupted"], true);
     let s = stage(&r, "s");
     let sent = s["requests"]["sent"].as_u64().unwrap();
-    assert!((10..1200).contains(&sent), "sent {sent} of the planned 1200");
-    let why = s["aborted"].as_str().expect("the stage records why it stopped");
+    assert!(
+        (10..1200).contains(&sent),
+        "sent {sent} of the planned 1200"
+    );
+    let why = s["aborted"]
+        .as_str()
+        .expect("the stage records why it stopped");
     assert!(why.contains("error_rate < 5%"), "{why}");
     assert!(r["error"].as_str().unwrap().contains("aborted"));
-    assert!(r["stages"].as_array().unwrap().iter().all(|s| s["name"] != "never"));
+    assert!(
+        r["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["name"] != "never")
+    );
 }
 
 #[test]
@@ -159,7 +170,12 @@ fn a_rerun_meets_its_own_prompts_in_the_cache_unless_salted_or_reset() {
     // First run: cold; its prompts share no prefix, so nothing is cached.
     let (r1, o) = run_text(&plain, &[]);
     let s1 = stage(&r1, "s");
-    assert_eq!(s1["tokens"]["cached"].as_u64().unwrap_or(0), 0, "{}", describe(&o));
+    assert_eq!(
+        s1["tokens"]["cached"].as_u64().unwrap_or(0),
+        0,
+        "{}",
+        describe(&o)
+    );
     assert_eq!(s1["tokens"]["cache_reported"], 12);
     // The same plan again: the server's cache serves nearly every prompt token, which the
     // plan did not intend.
@@ -168,7 +184,11 @@ fn a_rerun_meets_its_own_prompts_in_the_cache_unless_salted_or_reset() {
     let share = s2["tokens"]["cached_share"].as_f64().unwrap();
     assert!(share > 0.5, "cached share {share}");
     assert_eq!(s2["validity"]["trusted"], false);
-    assert!(s2["validity"]["reasons"].to_string().contains("prompt cache"));
+    assert!(
+        s2["validity"]["reasons"]
+            .to_string()
+            .contains("prompt cache")
+    );
     let row_cached = r2["stages"][0]["tokens"]["cached"].as_u64().unwrap();
     assert!(row_cached > 0);
 

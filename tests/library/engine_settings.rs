@@ -13,7 +13,11 @@ stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 4; }
 "#;
 
 fn parse(text: &str) -> Result<infermeter::scenario::Scenario, ScenarioError> {
-    parse_str(Path::new("t.kdl"), &format!("scenario \"t\"\n{text}{REST}"), &[])
+    parse_str(
+        Path::new("t.kdl"),
+        &format!("scenario \"t\"\n{text}{REST}"),
+        &[],
+    )
 }
 
 fn problems(text: &str) -> String {
@@ -61,7 +65,10 @@ fn target_run_settings_parse_and_leave_the_plan_hash_alone() {
 #[test]
 fn bad_target_run_settings_say_why() {
     let m = problems(r#"target "sim" { reset-cache "vlm"; }"#);
-    assert!(m.contains("unknown reset-cache `vlm`") && m.contains("vllm"), "{m}");
+    assert!(
+        m.contains("unknown reset-cache `vlm`") && m.contains("vllm"),
+        "{m}"
+    );
     let m = problems(r#"target "sim" { max-event-size "12 parsecs"; }"#);
     assert!(m.contains("unknown size unit"), "{m}");
     let m = problems(r#"target "sim" { max-event-size "100"; }"#);

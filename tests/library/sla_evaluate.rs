@@ -214,7 +214,13 @@ fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one(
     assert_eq!(implicit.len(), 1);
     assert_eq!(implicit[0].expr, infermeter::sla::NOTHING_MEASURED);
     assert_eq!(implicit[0].outcome, SlaOutcome::Fail);
-    assert!(implicit[0].note.as_deref().unwrap().contains("http_400: 10"));
+    assert!(
+        implicit[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("http_400: 10")
+    );
     assert!(infermeter::sla::nothing_measured(&[stage("fine", 1.0, 0)]).is_empty());
 }
 

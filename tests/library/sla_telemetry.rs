@@ -157,7 +157,9 @@ fn a_server_without_a_kv_gauge_is_named_as_the_reason() {
     r.stages[0].servers[0].kv_cache_max = None;
     r.stages[0].servers[0].kind = Some(infermeter::telemetry::PrometheusKind::LlamaCpp);
     let v = evaluate_with(
-        &[ScopedAssertion::everywhere(parse("kv_cache.max < 90%").unwrap())],
+        &[ScopedAssertion::everywhere(
+            parse("kv_cache.max < 90%").unwrap(),
+        )],
         &[stage("s", 10)],
         None,
         Some(&r),
