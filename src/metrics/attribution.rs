@@ -80,6 +80,12 @@ pub struct Attribution {
     /// The client's TPOT, as in `latency.tpot_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_tpot_ms: Option<ServerDist>,
+    /// The server's arrival to last token (`vllm:e2e_request_latency_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_e2e_ms: Option<ServerDist>,
+    /// The client's E2E, as in `latency.e2e_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_e2e_ms: Option<ServerDist>,
     /// Client TTFT minus the server's: the network, the HTTP and API layers in front of the
     /// engine, and the client. Per request from timings (exact percentiles); from Prometheus,
     /// the difference of the two distributions' figures, one by one (a percentile of a
@@ -189,6 +195,8 @@ impl TimingsAcc {
             decode_ms: some(&self.predicted),
             server_tpot_ms: some(&self.per_token),
             client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
+            server_e2e_ms: None,
+            client_e2e_ms: None,
             outside_ms: some(&self.outside),
             server_requests: None,
         })

@@ -40,7 +40,7 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
         }
         AttributionSource::Prometheus => "outside the engine (HTTP, API server, network, client)",
     };
-    let parts: [(&'static str, Option<&ServerDist>); 8] = [
+    let parts: [(&'static str, Option<&ServerDist>); 10] = [
         ("TTFT, client", Some(&a.client_ttft_ms)),
         ("TTFT, server", a.server_ttft_ms.as_ref()),
         ("queued in the server", a.queue_ms.as_ref()),
@@ -49,6 +49,8 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
         ("decode", a.decode_ms.as_ref()),
         ("TPOT, client", a.client_tpot_ms.as_ref()),
         ("TPOT, server", a.server_tpot_ms.as_ref()),
+        ("E2E, client", a.client_e2e_ms.as_ref()),
+        ("E2E, server", a.server_e2e_ms.as_ref()),
     ];
     // The llama.cpp prompt time is both the server's TTFT and its prefill: shown once.
     let skip_prefill = a.source == AttributionSource::Timings;

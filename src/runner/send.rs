@@ -27,8 +27,9 @@ pub(super) enum BodyError {
     Json(#[from] serde_json::Error),
 }
 
-/// A request's body and its input token count.
-pub(super) type Body = Result<(Bytes, u32), BodyError>;
+/// A request's body, its input token count, and the `max_tokens` it asks for (a `request` hook
+/// may change it).
+pub(super) type Body = Result<(Bytes, u32, u32), BodyError>;
 
 /// What every request task of one stage shares.
 pub(super) struct StageShared {
@@ -83,7 +84,7 @@ impl StageShared {
         let Some(h) = self.hooks.as_deref() else {
             let (prompt, input) = self.salted(prompt, recipe.input_tokens);
             let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
-            return Ok((bytes, input));
+            return Ok((bytes, input, recipe.output_tokens));
         };
         let c = self.hook_ctx(recipe);
         let mut input = recipe.input_tokens;
@@ -104,11 +105,16 @@ impl StageShared {
         let (prompt, input) = self.salted(prompt, input);
         let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
         if !h.has_request {
-            return Ok((bytes, input));
+            return Ok((bytes, input, recipe.output_tokens));
         }
         let value: serde_json::Value = serde_json::from_slice(&bytes)?;
         let value = h.request(value, &c)?;
-        Ok((Bytes::from(serde_json::to_vec(&value)?), input))
+        // What the server is asked for is what its answer is checked against.
+        let max_tokens = ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|k| value.get(*k).and_then(serde_json::Value::as_u64))
+            .map_or(recipe.output_tokens, |n| n.min(u64::from(u32::MAX)) as u32);
+        Ok((Bytes::from(serde_json::to_vec(&value)?), input, max_tokens))
     }
 
     fn hook_ctx(&self, recipe: &RequestRecipe) -> HookCtx<'_> {
@@ -164,9 +170,10 @@ impl StageShared {
             ..RequestRecord::default()
         };
         let body = match body {
-            Ok((b, input_tokens)) => {
+            Ok((b, input_tokens, max_tokens)) => {
                 rec.input_tokens = input_tokens;
                 rec.planned_input_tokens = input_tokens;
+                rec.planned_output_tokens = max_tokens;
                 b
             }
             Err(why) => {

@@ -82,6 +82,10 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
         decode_ms: l.decode_ms,
         server_tpot_ms: l.tpot_ms,
         client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
+        server_e2e_ms: l.e2e_ms,
+        client_e2e_ms: l
+            .e2e_ms
+            .map(|_| ServerDist::of_dist(&summary.latency.e2e_ms)),
         outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
         server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
     });
