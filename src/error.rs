@@ -11,10 +11,13 @@ use std::path::PathBuf;
 use miette::Diagnostic;
 
 use crate::exit;
+use crate::hub::HubError;
 use crate::plan::PlanError;
+use crate::ready::WaitError;
 use crate::report::ReportError;
 use crate::results::ResultsError;
 use crate::runner::{RunError, RunProblem};
+use crate::scaffold::ScaffoldError;
 use crate::scenario::ScenarioError;
 use crate::sim::SimError;
 
@@ -84,6 +87,18 @@ pub enum Error {
     #[error(transparent)]
     Sim(#[from] SimError),
 
+    /// A Hub data set file could not be named or fetched (`infermeter dataset fetch`).
+    #[error(transparent)]
+    Hub(#[from] HubError),
+
+    /// The server never became ready (`infermeter wait`).
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+
+    /// A scenario could not be written from the flags (`infermeter new`, `import`).
+    #[error(transparent)]
+    Scaffold(#[from] ScaffoldError),
+
     /// The run completed and at least one SLA assertion failed.
     #[error("{failed} SLA assertion(s) failed")]
     SlaFailed { failed: usize },
@@ -121,15 +136,19 @@ impl Error {
             | Error::Input(_)
             | Error::Template { .. }
             | Error::Usage { .. } => exit::INVALID,
-            Error::Sim(SimError::Config(_)) | Error::Report(ReportError::Template(_)) => {
-                exit::INVALID
-            }
+            Error::Sim(SimError::Config(_))
+            | Error::Report(ReportError::Template(_))
+            | Error::Hub(HubError::BadUri { .. })
+            | Error::Wait(WaitError::BadUrl { .. })
+            | Error::Scaffold(_) => exit::INVALID,
             Error::Run(_)
             | Error::RunProblem(_)
             | Error::Runtime(_)
             | Error::Report(_)
             | Error::Io { .. }
             | Error::Sim(_)
+            | Error::Hub(_)
+            | Error::Wait(_)
             | Error::Interrupted
             | Error::Incomplete { .. } => exit::RUN_ERROR,
         }

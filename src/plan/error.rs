@@ -36,6 +36,12 @@ pub enum PlanError {
         #[source]
         source: crate::dataset::DatasetError,
     },
+    #[error("dataset `{dataset}`: {source}")]
+    Hub {
+        dataset: String,
+        #[source]
+        source: crate::hub::HubError,
+    },
     #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
     EmptyDataset { dataset: String, detail: String },
     #[error("dataset `{dataset}`: cannot read its hooks file {}", path.display())]

@@ -4,6 +4,8 @@
 
 mod file;
 mod model;
+mod schema;
 
 pub use file::{RESULTS_FILE, ResultsError, read_results, write_results};
 pub use model::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
+pub use schema::json_schema;
