@@ -105,7 +105,7 @@ pub async fn fetch(
                     on(FetchEvent::Retry {
                         from: file_len(&partial).unwrap_or(0),
                         attempt,
-                        reason: crate::error::chain(&e),
+                        reason: innermost(&e),
                     });
                     tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
                 }
@@ -378,6 +378,15 @@ fn place(_blob: &Path, snapshot: &Path, etag: &str, file: &HfFile) -> std::io::R
 #[cfg(not(unix))]
 fn place(blob: &Path, snapshot: &Path, _etag: &str, _file: &HfFile) -> std::io::Result<()> {
     std::fs::copy(blob, snapshot).map(|_| ())
+}
+
+/// The deepest cause of `e` ("connection reset by peer"), for a one-line progress report.
+fn innermost(e: &dyn std::error::Error) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
 }
 
 fn incomplete(blob: &Path) -> PathBuf {
