@@ -89,7 +89,7 @@ pub enum Error {
 
     /// A Hub data set file could not be named or fetched (`infermeter dataset fetch`).
     #[error(transparent)]
-    Hub(#[from] HubError),
+    Hub(Box<HubError>),
 
     /// The server never became ready (`infermeter wait`).
     #[error(transparent)]
@@ -121,6 +121,13 @@ pub enum Error {
     Regressed { metrics: Vec<String> },
 }
 
+/// Boxed: a Hub error is large, and every `Result<_, Error>` would carry its size.
+impl From<HubError> for Error {
+    fn from(e: HubError) -> Self {
+        Error::Hub(Box::new(e))
+    }
+}
+
 impl Error {
     /// The process exit code for this error: the only place one is chosen.
     pub fn exit_code(&self) -> i32 {
@@ -136,9 +143,9 @@ impl Error {
             | Error::Input(_)
             | Error::Template { .. }
             | Error::Usage { .. } => exit::INVALID,
+            Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
             Error::Sim(SimError::Config(_))
             | Error::Report(ReportError::Template(_))
-            | Error::Hub(HubError::BadUri { .. })
             | Error::Wait(WaitError::BadUrl { .. })
             | Error::Scaffold(_) => exit::INVALID,
             Error::Run(_)

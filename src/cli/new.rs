@@ -142,7 +142,7 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         },
     };
     if let Some(b) = args.burstiness
-        && (args.concurrency.is_some() || !(b > 0.0))
+        && (args.concurrency.is_some() || !b.is_finite() || b <= 0.0)
     {
         return Err(bad(
             "--burstiness",

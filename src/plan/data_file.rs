@@ -19,7 +19,7 @@ pub(super) fn resolve(
     }
     let hub = |source| PlanError::Hub {
         dataset: dataset.to_string(),
-        source,
+        source: Box::new(source),
     };
     let file = HfFile::parse(&text).map_err(hub)?;
     HubCache::from_env().resolve(&file).map_err(hub)

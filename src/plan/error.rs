@@ -39,8 +39,9 @@ pub enum PlanError {
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,
+        // Boxed: a Hub error is large, and every plan error would carry its size.
         #[source]
-        source: crate::hub::HubError,
+        source: Box<crate::hub::HubError>,
     },
     #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
     EmptyDataset { dataset: String, detail: String },

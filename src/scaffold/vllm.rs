@@ -329,7 +329,7 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
         })?,
     };
     let burstiness: f64 = number(&args, "--burstiness")?.unwrap_or(1.0);
-    if !(burstiness > 0.0) {
+    if !burstiness.is_finite() || burstiness <= 0.0 {
         return Err(ScaffoldError::Value {
             flag: "--burstiness",
             value: burstiness.to_string(),

@@ -37,7 +37,7 @@ fn unquote(v: &str) -> String {
     }
 }
 
-/// The inputs' defaults.
+/// Every input with its default (empty when it has none).
 fn defaults() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let section = ACTION.split("\ninputs:\n").nth(1).unwrap();
@@ -45,7 +45,9 @@ fn defaults() -> BTreeMap<String, String> {
     let mut name = None;
     for line in section.lines() {
         if let Some(n) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')) {
-            name = Some(n.trim_end_matches(':').to_string());
+            let n = n.trim_end_matches(':').to_string();
+            out.insert(n.clone(), String::new());
+            name = Some(n);
         } else if let Some(d) = line.strip_prefix("    default:") {
             out.insert(name.clone().unwrap(), unquote(d));
         }
@@ -318,7 +320,7 @@ fn the_action_has_the_shape_these_tests_rely_on() {
         ]
     );
     for s in &steps {
-        if s.run.is_some() {
+        if let Some(run) = &s.run {
             assert!(
                 s.cond.as_deref().is_none_or(|c| c == "always()"),
                 "run step {} has a condition the tests cannot evaluate: {:?}",
@@ -326,7 +328,7 @@ fn the_action_has_the_shape_these_tests_rely_on() {
                 s.cond
             );
             assert!(
-                !s.run.as_ref().unwrap().contains("${{"),
+                !run.contains("${{"),
                 "run step {} uses an expression in its script; pass it through env:",
                 s.id
             );

@@ -18,7 +18,8 @@ fn plan_json(path: &std::path::Path, extra: &[&str]) -> serde_json::Value {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["plan"].clone()
 }
 
 #[test]
@@ -54,8 +55,9 @@ fn new_writes_a_valid_commented_scenario() {
     let v = infermeter(&["validate", file.to_str().unwrap()]);
     assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
     let plan = plan_json(&file, &[]);
-    let stage = &plan["stages"][1];
+    let stage = &plan["stages"][0];
     assert_eq!(stage["name"], "main");
+    assert_eq!(plan["warmup"]["max_requests"], 10);
     assert_eq!(stage["max_requests"], 200);
     assert_eq!(stage["load"]["arrival"]["kind"], "poisson");
     assert_eq!(plan["target"]["model"], "Qwen/Qwen2.5-7B-Instruct");
@@ -201,7 +203,9 @@ fn import_vllm_sharegpt_names_the_hub_file_and_closed_loop() {
 fn run_takes_url_model_and_stdin() {
     let dir = tempfile::tempdir().unwrap();
     let sim = SimProcess::start(&["--model", "served-name", "--decode-base", "1ms"]);
+    // Named: a scenario without a name is named after its file, and the name is hashed.
     let scenario = r#"
+scenario "override"
 target "http://127.0.0.1:9/v1" { model "wrong"; }
 dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
 stage "s" { dataset "d"; arrival "concurrency" clients=2; requests 6; }

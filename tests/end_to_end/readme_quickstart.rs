@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{bin, describe};
+use crate::support::bin;
 
 const README: &str = include_str!("../../README.md");
 
@@ -47,15 +47,24 @@ fn the_quick_start_works_as_written() {
         .env_remove("GITHUB_STEP_SUMMARY")
         // Its own process group, so the simulator it starts in the background goes too.
         .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        // Files, not pipes: the simulator left running in the background would hold a pipe
+        // open, and reading it to the end would wait for the simulator.
+        .stdout(std::fs::File::create(dir.path().join("stdout")).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
     let group = i32::try_from(child.id()).unwrap();
-    let o = child.wait_with_output().unwrap();
+    let status = child.wait_with_output().unwrap().status;
     // SAFETY: kill(2) on the process group this test created.
     unsafe { libc::kill(-group, libc::SIGTERM) };
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        read("stdout"),
+        read("stderr")
+    );
     let kdl = std::fs::read_to_string(dir.path().join("gate.kdl")).unwrap();
     assert!(kdl.contains("assert \"ttft.p95 < 500ms\""), "{kdl}");
     let r = crate::support::results(&dir.path().join("results/gate"));
