@@ -8,6 +8,7 @@ mod draft;
 mod error;
 mod flags;
 pub mod vllm;
+mod vllm_flags;
 
 pub use draft::{Data, Draft, Length, Limit, Load, Scalar};
 pub use error::ScaffoldError;
