@@ -459,6 +459,13 @@ fn a_failed_sla_fails_the_job_with_params() {
     );
     let summary = job.read(".job/summary.md");
     assert!(summary.contains("❌ an SLA failed"), "{summary}");
+    // junit.xml as a table, the failed assertion with its message.
+    assert!(summary.contains("#### junit.xml"), "{summary}");
+    assert!(
+        summary.contains("| ttft.p95 < 1us [steady] | ❌ "),
+        "{summary}"
+    );
+    assert!(summary.contains("| error_rate < 1% [steady] | ✅ passed |"), "{summary}");
     assert!(
         summary.contains("`baseline/results.json` does not exist"),
         "{summary}"
