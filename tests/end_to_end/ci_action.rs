@@ -465,7 +465,10 @@ fn a_failed_sla_fails_the_job_with_params() {
         summary.contains("| ttft.p95 < 1us [steady] | ❌ "),
         "{summary}"
     );
-    assert!(summary.contains("| error_rate < 1% [steady] | ✅ passed |"), "{summary}");
+    assert!(
+        summary.contains("| error_rate < 1% [steady] | ✅ passed |"),
+        "{summary}"
+    );
     assert!(
         summary.contains("`baseline/results.json` does not exist"),
         "{summary}"
