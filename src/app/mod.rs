@@ -13,11 +13,13 @@
 //! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
 //! ```
 
+mod load;
 mod outcome;
 mod run;
 mod settings;
 
 pub use crate::error::Error;
+pub use load::{TargetOverride, load_scenario};
 pub use outcome::{Outcome, RunReport};
 pub use run::run_scenario;
 pub use settings::RunSettings;
