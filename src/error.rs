@@ -121,7 +121,7 @@ impl Error {
             | Error::Input(_)
             | Error::Template { .. }
             | Error::Usage { .. } => exit::INVALID,
-            Error::Sim(SimError::Config(_)) | Error::Report(ReportError::Template(_)) => {
+            Error::Sim(SimError::Config(_)) | Error::Report(ReportError::Template { .. }) => {
                 exit::INVALID
             }
             Error::Run(_)

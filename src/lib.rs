@@ -16,6 +16,7 @@ pub mod hooks;
 pub mod metrics;
 pub mod plan;
 pub mod protocol;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod runner;

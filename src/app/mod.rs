@@ -14,6 +14,7 @@
 //! ```
 
 mod outcome;
+mod outputs;
 mod run;
 mod settings;
 

@@ -5,5 +5,6 @@
 mod file;
 mod model;
 
+pub(crate) use file::write_atomic;
 pub use file::{RESULTS_FILE, ResultsError, read_results, write_results};
 pub use model::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};

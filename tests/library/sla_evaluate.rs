@@ -49,6 +49,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         passed: true,
         interrupted: false,
         error: None,
+        complete: true,
         infermeter_version: "0".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {

@@ -4,6 +4,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod bad_server;
 pub mod sim;
 
 use std::io::{BufRead, BufReader};
