@@ -1,4 +1,6 @@
-//! `infermeter validate FILE...`: parses each scenario and prints `ok` or its diagnostics.
+//! `infermeter validate FILE...`: checks each scenario as far as it can without the network —
+//! parsed, then compiled into its plan (so data set files are read, hooks compiled, params
+//! resolved) — and prints `ok` or its diagnostics.
 
 use std::path::PathBuf;
 
@@ -15,7 +17,7 @@ pub struct ValidateArgs {
     pub files: Vec<PathBuf>,
 
     /// Override a declared param, e.g. `--param rate=40` (repeatable).
-    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
 }
 
@@ -24,7 +26,16 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> Result<(), Error> {
     let mut last: Option<Error> = None;
     for file in &args.files {
-        match scenario::load(file, &args.params) {
+        let checked = scenario::load(file, &args.params)
+            .map_err(Error::from)
+            .and_then(|s| match crate::plan::compile(&s) {
+                Ok(_) => Ok(s),
+                Err(source) => Err(Error::Plan {
+                    path: file.clone(),
+                    source,
+                }),
+            });
+        match checked {
             Ok(s) => println!(
                 "ok  {}  ({} datasets, {} stages)",
                 file.display(),
@@ -32,7 +43,7 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 s.stages.len()
             ),
             Err(e) => {
-                if let Some(earlier) = last.replace(e.into()) {
+                if let Some(earlier) = last.replace(e) {
                     print_error(&earlier);
                 }
             }
