@@ -152,7 +152,10 @@ mod tests {
             secrets("http://host/v1?X-Amz-Signature=abc&x=1"),
             "http://host/v1?X-Amz-Signature=***&x=1"
         );
-        assert_eq!(secrets("http://host/v1#access_token=t"), "http://host/v1#access_token=***");
+        assert_eq!(
+            secrets("http://host/v1#access_token=t"),
+            "http://host/v1#access_token=***"
+        );
     }
 
     #[test]
@@ -188,7 +191,15 @@ mod tests {
 
     #[test]
     fn secret_names() {
-        for n in ["api_key", "apiKey", "KEY", "access_token", "password", "Authorization", "sig"] {
+        for n in [
+            "api_key",
+            "apiKey",
+            "KEY",
+            "access_token",
+            "password",
+            "Authorization",
+            "sig",
+        ] {
             assert!(is_secret_name(n), "{n}");
         }
         for n in ["model", "n", "mode", "stream", "signal"] {

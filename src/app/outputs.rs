@@ -200,7 +200,12 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         target: TargetInfo {
             endpoint,
             api: plan.target.api,
-            model: plan.target.model.clone().or(default_model).unwrap_or_default(),
+            model: plan
+                .target
+                .model
+                .clone()
+                .or(default_model)
+                .unwrap_or_default(),
             tokenizer: tokenizer_name(&plan.tokenizer),
         },
         warmup: None,
@@ -341,7 +346,12 @@ mod tests {
         let b = fresh_dir(root.path(), "Pr Gate").unwrap();
         assert_ne!(a, b);
         assert!(a.is_dir() && b.is_dir());
-        assert!(a.file_name().unwrap().to_string_lossy().starts_with("pr-gate-"));
+        assert!(
+            a.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pr-gate-")
+        );
     }
 
     #[test]
@@ -355,9 +365,8 @@ mod tests {
             template: None,
             baseline: None,
         };
-        let prepare = |junit: &Path| {
-            Outputs::prepare(Some(&dir), "s", false, Some(junit), None, &inputs)
-        };
+        let prepare =
+            |junit: &Path| Outputs::prepare(Some(&dir), "s", false, Some(junit), None, &inputs);
         let e = prepare(&dir.join("results.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
         assert!(prepare(&dir.join("stage-a-timeline.svg")).is_err());

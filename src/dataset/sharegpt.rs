@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt;
-use std::rc::Rc;
 use std::path::Path;
+use std::rc::Rc;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -235,7 +235,10 @@ mod tests {
     #[test]
     fn invalid_utf8_names_its_line() {
         let got = lines(b"ok\nok\nbad \xff\n");
-        assert_eq!(got[2], Err("f.jsonl:3: not valid UTF-8 (at byte 5 of the line)".into()));
+        assert_eq!(
+            got[2],
+            Err("f.jsonl:3: not valid UTF-8 (at byte 5 of the line)".into())
+        );
     }
 
     #[test]
@@ -243,7 +246,10 @@ mod tests {
         let long = vec![b'x'; MAX_LINE_BYTES + 1];
         let got = lines(&long);
         assert!(
-            got[0].as_ref().unwrap_err().starts_with("f.jsonl:1: the line is longer than"),
+            got[0]
+                .as_ref()
+                .unwrap_err()
+                .starts_with("f.jsonl:1: the line is longer than"),
             "{got:?}"
         );
     }

@@ -30,7 +30,9 @@ pub enum ReportError {
     #[error("failed to draw a plot: {0}")]
     Plot(String),
     /// Two plots of one run would have the same file name.
-    #[error("plots `{first}` and `{second}` would both be written to {file}; the second is skipped")]
+    #[error(
+        "plots `{first}` and `{second}` would both be written to {file}; the second is skipped"
+    )]
     PlotCollision {
         file: String,
         first: String,

@@ -77,7 +77,10 @@ pub fn render_report(
     let mut env = environment();
     let (name, text) = match template {
         Some(t) => (t.name.clone(), t.text.clone()),
-        None => ("templates/report.md.j2 (built in)".into(), REPORT_TEMPLATE.into()),
+        None => (
+            "templates/report.md.j2 (built in)".into(),
+            REPORT_TEMPLATE.into(),
+        ),
     };
     env.add_template_owned(name.clone(), text)?;
     let view = build_view(results, plot_files);

@@ -73,8 +73,8 @@ pub struct PlotFile {
 pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
     let mut plots: Vec<PlotFile> = Vec::new();
     let mut problems = Vec::new();
-    let mut add = |file: String, what: String, drawn: Result<Option<String>, ReportError>| {
-        match drawn {
+    let mut add =
+        |file: String, what: String, drawn: Result<Option<String>, ReportError>| match drawn {
             Ok(None) => {}
             Err(e) => problems.push(e),
             Ok(Some(svg)) => match plots.iter().find(|p| p.file == file) {
@@ -85,8 +85,7 @@ pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
                 }),
                 None => plots.push(PlotFile { file, what, svg }),
             },
-        }
-    };
+        };
     for stage in &results.stages {
         add(
             cdf_file_name(&stage.name),

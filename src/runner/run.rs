@@ -238,7 +238,11 @@ pub async fn run(
             }
         }
     };
-    if let Some(w) = plan.warmup.as_ref().filter(|_| !opts.interrupt.is_cancelled()) {
+    if let Some(w) = plan
+        .warmup
+        .as_ref()
+        .filter(|_| !opts.interrupt.is_cancelled())
+    {
         mark(&w.name, true);
         let watch = plan
             .warmup_until
@@ -323,7 +327,9 @@ fn rows_file(path: &Path) -> Result<tempfile::NamedTempFile, RunError> {
 }
 
 fn persist_rows(w: RowSink, path: &Path) -> std::io::Result<()> {
-    let file = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+    let file = w
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -119,7 +119,13 @@ fn raw_end(b: &[u8], q: usize, hashes: usize) -> usize {
             b[j] == b'"'
         };
         let quote_len = if multi { 3 } else { 1 };
-        if close && b[j + quote_len..].iter().take(hashes).filter(|&&c| c == b'#').count() == hashes
+        if close
+            && b[j + quote_len..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == b'#')
+                .count()
+                == hashes
         {
             return j + quote_len + hashes;
         }

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use miette::{Diagnostic, MietteError, MietteSpanContents, NamedSource, SourceCode, SourceSpan};
 use miette::SpanContents;
+use miette::{Diagnostic, MietteError, MietteSpanContents, NamedSource, SourceCode, SourceSpan};
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error, Diagnostic)]
@@ -91,7 +91,9 @@ impl SourceCode for Snippets {
         let start = floor_boundary(text, span.offset());
         let end = floor_boundary(text, span.offset() + span.len()).max(start);
         let line_start = text[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        let line_end = text[end..].find(['\n', '\r']).map_or(text.len(), |i| end + i);
+        let line_end = text[end..]
+            .find(['\n', '\r'])
+            .map_or(text.len(), |i| end + i);
         let room = MAX_QUOTE.saturating_sub(end - start) / 2;
         let from = floor_boundary(text, start.saturating_sub(room)).max(line_start);
         let to = floor_boundary(text, end + room).min(line_end).max(end);

@@ -121,3 +121,27 @@ fn docs_cli_lists_every_option_of_run_and_plan() {
         }
     }
 }
+
+#[test]
+fn validate_compiles_the_plan_so_a_missing_data_set_file_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+param "n" 2
+dataset "mine" { jsonl "missing.jsonl"; }
+stage "s" { dataset "mine"; arrival "concurrency" clients=1; requests (param)"n"; }
+"#,
+    );
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::describe(&o));
+    let (_, stderr) = crate::support::text(&o);
+    assert!(stderr.contains("missing.jsonl"), "{stderr}");
+    assert!(stderr.contains("s.kdl"), "the scenario is named: {stderr}");
+    // With the file there, `-p` (short for --param) and the ok line.
+    std::fs::write(dir.path().join("missing.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", "-p", "n=3", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
+    assert!(crate::support::text(&o).0.starts_with("ok  "));
+}

@@ -117,8 +117,7 @@ fn serve(conn: TcpStream, mode: Misbehaviour, counts: &Counts) {
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                 body.len()
             );
-            if out.write_all(head.as_bytes()).is_err() || out.write_all(body.as_bytes()).is_err()
-            {
+            if out.write_all(head.as_bytes()).is_err() || out.write_all(body.as_bytes()).is_err() {
                 return;
             }
             continue;
