@@ -96,7 +96,7 @@ fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) ->
     }
     for (i, (group, svg)) in svgs.iter().enumerate() {
         let path = compare_plot_path(file, i, group);
-        std::fs::write(&path, svg).map_err(|source| Error::Io {
+        crate::results::write_atomic(&path, svg.as_bytes()).map_err(|source| Error::Io {
             action: "write",
             path: path.clone(),
             source,
