@@ -51,6 +51,18 @@ fn parse_percent(s: &str) -> Result<Percent, String> {
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let baseline = read_results(&args.baseline)?;
     let current = read_results(&args.current)?;
+    for (path, r) in [(&args.baseline, &baseline), (&args.current, &current)] {
+        if !r.complete {
+            return Err(Error::usage(
+                format!(
+                    "{} is the result of a run that did not finish (\"complete\": false): {}",
+                    path.display(),
+                    r.error.as_deref().unwrap_or("no reason given")
+                ),
+                "compare the results of finished runs",
+            ));
+        }
+    }
     if baseline.plan_hash != current.plan_hash && !args.allow_different_plans {
         return Err(Error::usage(
             format!(

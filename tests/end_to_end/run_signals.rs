@@ -232,6 +232,11 @@ fn an_unreachable_target_leaves_no_stale_pass() {
         !out.join("junit.xml").exists(),
         "the old JUnit file is gone"
     );
+    // Nor can it be taken for a baseline.
+    let json = out.join("results.json");
+    let o = infermeter(&["compare", json.to_str().unwrap(), json.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o).1.contains("did not finish"), "{}", describe(&o));
 }
 
 #[test]
