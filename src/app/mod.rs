@@ -13,12 +13,14 @@
 //! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
 //! ```
 
+mod inputs;
 mod outcome;
 mod outputs;
 mod run;
 mod settings;
 
 pub use crate::error::Error;
+pub use inputs::ReportInputs;
 pub use outcome::{Outcome, RunReport};
 pub use run::run_scenario;
 pub use settings::RunSettings;

@@ -3,22 +3,20 @@
 //! verdicts → [`Results`] → files. The files are settled before the first request (see
 //! `outputs.rs`) and written after the last, the report watched for an interrupt.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use super::inputs::ReportInputs;
 use super::outcome::{Outcome, RunReport};
 use super::outputs::{Inputs, Outputs, placeholder, results_error};
 use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::Plan;
-use crate::report::{self, ReportTemplate, WriteOptions};
-use crate::results::{
-    RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, TargetInfo, read_results, write_results,
-};
+use crate::report::{self, WriteOptions};
+use crate::results::{RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, TargetInfo, write_results};
 use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
-use crate::scenario::Scenario;
 use crate::sla::{self, Baseline, ScopedAssertion};
 
 /// Runs the scenario `settings` names, end to end, and writes its outputs. `Err` when it could
@@ -38,16 +36,12 @@ pub fn run_scenario(
         })?,
     );
     let base_dir = scenario.source.base_dir();
-    let baseline_path = scenario.report.baseline.as_ref().map(|p| base_dir.join(p));
-    let baseline = match &baseline_path {
-        Some(path) => Some(read_results(path).map_err(Error::Baseline)?),
-        None => None,
-    };
-    let template = read_template(settings, &scenario, &base_dir)?;
-    // A broken template is found now, not after the benchmark.
-    if let Some((_, t)) = &template {
-        report::check_template(t, &sample_results(&plan))?;
-    }
+    // A broken template or baseline is found now, not after the benchmark.
+    let ReportInputs {
+        baseline, template, ..
+    } = ReportInputs::read(&scenario, &plan, settings.template.as_deref(), false)?;
+    let baseline_path = baseline.as_ref().map(|(p, _)| p.clone());
+    let baseline = baseline.map(|(_, r)| r);
     let requests_jsonl = settings.requests_jsonl || scenario.report.requests_jsonl;
     let outputs = Outputs::prepare(
         settings.out_dir.as_deref(),
@@ -221,38 +215,6 @@ fn write_reports_watched(
     }
 }
 
-/// Results shaped like the run's (its stages, warm-up, verdicts, telemetry), every number
-/// zero: what a user template is tried on before the run.
-fn sample_results(plan: &Plan) -> Results {
-    let summary = |s: &crate::plan::StagePlan| StageSummary {
-        name: s.name.clone(),
-        profile: s.profile.clone(),
-        ..StageSummary::default()
-    };
-    let p = placeholder(plan);
-    let output = RunOutput {
-        endpoint: p.target.endpoint.clone(),
-        model: p.target.model.clone(),
-        tokenizer: p.target.tokenizer.clone(),
-        started_at: SystemTime::now(),
-        warmup: plan.warmup.as_ref().map(summary),
-        stages: plan
-            .stages
-            .iter()
-            .filter(|s| !matches!(s.load, crate::plan::Load::Search(_)))
-            .map(summary)
-            .collect(),
-        searches: Vec::new(),
-        stop: Stop::Completed,
-        problems: Vec::new(),
-        telemetry: plan
-            .telemetry
-            .as_ref()
-            .map(|_| crate::telemetry::TelemetryReport::default()),
-    };
-    assemble(plan, &output, None)
-}
-
 /// After each stage: a search probe's verdict (its SLAs), else whether an `abort-on-fail`
 /// assertion failed on it.
 fn decide(
@@ -292,7 +254,7 @@ fn decide(
 }
 
 /// The run's [`Results`]: its stages, the SLA verdicts on them, and where it stopped.
-fn assemble(plan: &Plan, output: &RunOutput, baseline: Option<Baseline<'_>>) -> Results {
+pub(super) fn assemble(plan: &Plan, output: &RunOutput, baseline: Option<Baseline<'_>>) -> Results {
     let (scoped, judged) = sla::profile_inputs(&plan.sla, &output.stages, &output.searches);
     let verdicts = sla::evaluate_with(&scoped, &judged, baseline, output.telemetry.as_ref());
     let sla_ok = verdicts.iter().all(|v| v.passed);
@@ -329,28 +291,4 @@ fn assemble(plan: &Plan, output: &RunOutput, baseline: Option<Baseline<'_>>) -> 
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
     }
-}
-
-/// The report template (its path and text): the command line's, else the scenario's, else
-/// none.
-fn read_template(
-    settings: &RunSettings,
-    scenario: &Scenario,
-    base_dir: &Path,
-) -> Result<Option<(PathBuf, ReportTemplate)>, Error> {
-    let path = settings
-        .template
-        .clone()
-        .or_else(|| scenario.report.template.as_ref().map(|t| base_dir.join(t)));
-    path.map(|path| match std::fs::read_to_string(&path) {
-        Ok(text) => Ok((
-            path.clone(),
-            ReportTemplate {
-                name: path.display().to_string(),
-                text,
-            },
-        )),
-        Err(source) => Err(Error::Template { path, source }),
-    })
-    .transpose()
 }

@@ -60,7 +60,7 @@ pub(crate) fn read_template(path: Option<&Path>) -> Result<Option<String>, Error
 /// A template file, named by its path, when one is given.
 pub(crate) fn read_report_template(path: Option<&Path>) -> Result<Option<ReportTemplate>, Error> {
     path.map(|p| {
-        std::fs::read_to_string(p)
+        crate::files::read_text(p, crate::files::MAX_TEXT_FILE)
             .map(|text| ReportTemplate {
                 name: p.display().to_string(),
                 text,

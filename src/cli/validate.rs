@@ -1,6 +1,7 @@
 //! `infermeter validate FILE...`: checks each scenario as far as it can without the network —
 //! parsed, then compiled into its plan (so data set files are read, hooks compiled, params
-//! resolved) — and prints `ok` or its diagnostics.
+//! resolved; the report's baseline read and its template tried) — and prints `ok` or its
+//! diagnostics.
 
 use std::path::PathBuf;
 
@@ -28,20 +29,32 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
     for file in &args.files {
         let checked = scenario::load(file, &args.params)
             .map_err(Error::from)
-            .and_then(|s| match crate::plan::compile(&s) {
-                Ok(_) => Ok(s),
-                Err(source) => Err(Error::Plan {
+            .and_then(|s| {
+                let plan = crate::plan::compile(&s).map_err(|source| Error::Plan {
                     path: file.clone(),
                     source,
-                }),
+                })?;
+                // The report's baseline and template, as `run` reads them; a baseline may
+                // not have been made yet.
+                let inputs = crate::app::ReportInputs::read(&s, &plan, None, true)?;
+                Ok((s, inputs.missing_baseline))
             });
         match checked {
-            Ok(s) => println!(
-                "ok  {}  ({} datasets, {} stages)",
-                file.display(),
-                s.datasets.len(),
-                s.stages.len()
-            ),
+            Ok((s, missing_baseline)) => {
+                println!(
+                    "ok  {}  ({} datasets, {} stages)",
+                    file.display(),
+                    s.datasets.len(),
+                    s.stages.len()
+                );
+                if let Some(b) = missing_baseline {
+                    eprintln!(
+                        "note: {}: its baseline {} does not exist yet (`run` needs it)",
+                        file.display(),
+                        b.display()
+                    );
+                }
+            }
             Err(e) => {
                 if let Some(earlier) = last.replace(e) {
                     print_error(&earlier);

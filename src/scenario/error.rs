@@ -70,7 +70,7 @@ pub const MAX_QUOTE: usize = 240;
 pub const MAX_PROBLEMS: usize = 50;
 
 /// A scenario's text as diagnostics quote it: the lines around a problem, but never more than
-/// [`MAX_QUOTE`] bytes of them, so a 1 MiB file on one line (binary garbage, minified data)
+/// `MAX_QUOTE` (240) bytes of them, so a 1 MiB file on one line (binary garbage, minified data)
 /// gives a diagnostic of a few lines, not of a megabyte.
 #[derive(Debug, Clone)]
 pub struct Snippets(pub Arc<str>);

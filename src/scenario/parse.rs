@@ -32,9 +32,11 @@ const TOP: &[&str] = &[
 
 /// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
 pub fn load(path: &Path, params: &[(String, String)]) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = crate::files::read_text(path, crate::files::MAX_TEXT_FILE).map_err(|source| {
+        ScenarioError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     parse_str(path, &text, params)
 }

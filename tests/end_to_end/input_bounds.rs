@@ -116,3 +116,29 @@ stage "s" {{ dataset "d"; arrival "constant" rate=5; requests 1; }}
     assert!(stderr.contains("s.latncy"), "the name: {stderr}");
     assert_eq!(server.connections(), 0, "refused before the run");
 }
+
+#[test]
+#[cfg(unix)]
+fn endless_input_files_are_refused_not_read_to_the_end_of_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = jsonl_scenario(dir.path());
+    std::fs::write(dir.path().join("prompts.jsonl"), "{\"prompt\": \"a\"}\n").unwrap();
+    let out = dir.path().join("out");
+    let s = path.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    for args in [
+        vec!["validate", "/dev/zero"],
+        vec!["report", "/dev/zero"],
+        vec!["run", s, "--out", o, "--template", "/dev/zero"],
+    ] {
+        let child = command()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let o = wait_bounded(child, 60, &args.join(" "));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+        assert!(text(&o).1.contains("larger than"), "{}", describe(&o));
+    }
+}

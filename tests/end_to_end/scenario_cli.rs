@@ -145,3 +145,26 @@ stage "s" { dataset "mine"; arrival "concurrency" clients=1; requests (param)"n"
     assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
     assert!(crate::support::text(&o).0.starts_with("ok  "));
 }
+
+#[test]
+fn validate_tries_the_report_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 2; }
+report { template "mine.md.j2"; }
+"#,
+    );
+    std::fs::write(dir.path().join("mine.md.j2"), "{{ results.scenaro }}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::describe(&o));
+    let (_, stderr) = crate::support::text(&o);
+    assert!(stderr.contains("mine.md.j2"), "{stderr}");
+    assert!(stderr.contains("results.scenaro"), "{stderr}");
+    std::fs::write(dir.path().join("mine.md.j2"), "{{ results.scenario }}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
+}
