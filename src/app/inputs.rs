@@ -25,8 +25,9 @@ pub struct ReportInputs {
 
 impl ReportInputs {
     /// Reads the baseline and the template (`template`, else the scenario's) and tries the
-    /// template on results shaped like the run's (every number zero): an unreadable baseline, an unreadable template or one
-    /// that cannot render is an error (exit 2) naming the file. With `allow_missing_baseline`
+    /// template on results shaped like the run's (every number zero): an unreadable
+    /// baseline, an unreadable template or one that cannot render is an error (exit 2) naming
+    /// the file. With `allow_missing_baseline`
     /// (`validate`, run before a previous run's results are at hand), a baseline that does
     /// not exist is only noted in `missing_baseline`.
     pub fn read(
