@@ -163,7 +163,7 @@ fn in_sample(base: &[Results]) {
         }
         p95s.push(s.latency.ttft_ms.p95);
         if let Some(Bound::Interval { low, high, .. }) =
-            s.latency.ttft_ms.intervals.as_ref().map(|i| i.p95.clone())
+            s.latency.ttft_ms.intervals.as_ref().map(|i| i.p95)
         {
             widths.push((high - low) / 2.0 / s.latency.ttft_ms.p95 * 100.0);
         }
