@@ -117,7 +117,7 @@ stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 20; }" 
     echo "-- 3. JSONL messages on the completions API"
     printf '{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]}\n' >"$WORK/msgs.jsonl"
     printf 'scenario "msgs"\n%s\ndataset "d" { jsonl "msgs.jsonl"; }\nstage "s" { dataset "d"; arrival "concurrency" clients=1; requests 2; }\n' "$target" >"$WORK/msgs.kdl"
-    "$BIN" validate "$WORK/msgs.kdl" 2>&1 | sed 's/^/    /' | head -3 || true
+    "$BIN" plan "$WORK/msgs.kdl" 2>&1 | sed 's/^/    /' | head -3 || true
 
     echo "-- 4. counting without usage (a proxy removes it)"
     local port=${url##*:}
@@ -173,7 +173,7 @@ sla { assert \"kv_cache.max < 90%\"; }" kv
     jqs '.sla[] | "    " + .expr + ": " + .outcome + " (" + (.note // "") + ")"' kv
     printf 'scenario "base"\n%s\ntokenizer "%s"\n%s\nreport { baseline "kv/results.json"; }\nstage "other" { dataset "d"; arrival "concurrency" clients=1; requests 4; }\nsla { assert "ttft.p95 < baseline * 1.1"; }\n' "$target" "$tok" "$ds" >"$WORK/base.kdl"
     "${PIN[@]}" "$BIN" run "$WORK/base.kdl" --out "$WORK/base" --no-plots >"$WORK/base.out" 2>&1 || true
-    grep -A1 "baseline" "$WORK/base.out" | sed 's/^/    /' | head -3
+    grep -A1 "baseline \*" "$WORK/base.out" | sed 's/^ */    /' | head -2
     head -1 "$WORK/kv/requests.jsonl" | jq -c '{planned_input_tokens, input_tokens, planned_output_tokens, output_tokens, cached_tokens, finish_reason, server_timings, retries}' | sed 's/^/    /'
 
     echo "-- 9 and attribution: 40 requests, 4 clients, server telemetry"

@@ -42,6 +42,13 @@ pub enum PlanError {
          the target"
     )]
     NeedsChat { dataset: String, what: &'static str },
+    #[error("dataset `{dataset}`: {source}")]
+    Hub {
+        dataset: String,
+        // Boxed: a Hub error is large, and every plan error would carry its size.
+        #[source]
+        source: Box<crate::hub::HubError>,
+    },
     #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
     EmptyDataset { dataset: String, detail: String },
     #[error("dataset `{dataset}`: cannot read its hooks file {}", path.display())]

@@ -4,7 +4,6 @@
 //! off the hot path.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
@@ -16,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::options::{LiveCheck, StageProgress};
 use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
 
-/// Where per-request rows go (`requests.jsonl`).
-pub type RowSink = BufWriter<File>;
+/// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
+pub type RowSink = BufWriter<tempfile::NamedTempFile>;
 
 #[derive(Serialize)]
 struct Row<'a> {

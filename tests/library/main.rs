@@ -12,6 +12,7 @@ mod engine_settings;
 mod report_render;
 mod report_schema;
 mod scenario_corpus;
+mod scenario_fuzz;
 mod scenario_parse;
 mod scenario_schema;
 mod scenario_snapshots;
