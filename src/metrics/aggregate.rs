@@ -343,8 +343,14 @@ impl StageAggregator {
             },
             rules,
         );
-        let notes = validity::notes(self.facts, counts.sent, &tokens);
+        let mut notes = validity::notes(self.facts, counts.sent, &tokens);
         let attribution = self.timings.finish(&latency.ttft_ms, &latency.tpot_ms);
+        let mean_output = tokens.output as f64 / counts.ok.max(1) as f64;
+        notes.extend(
+            attribution
+                .as_ref()
+                .and_then(|a| super::attribution::tpot_note(a, mean_output)),
+        );
         StageSummary {
             name: self.name.clone(),
             planned: self.planned.clone(),

@@ -74,7 +74,7 @@ pub struct Attribution {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_ms: Option<ServerDist>,
     /// The server's time per output token (`vllm:request_time_per_output_token_seconds`;
-    /// llama.cpp `predicted_ms / predicted_n`), beside the client's TPOT.
+    /// llama.cpp `predicted_ms / (predicted_n − 1)`), beside the client's TPOT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_tpot_ms: Option<ServerDist>,
     /// The client's TPOT, as in `latency.tpot_ms`.
@@ -173,8 +173,10 @@ impl TimingsAcc {
         }
         if let Some(d) = t.predicted_ms.filter(|v| v.is_finite()) {
             self.predicted.saturating_record(us(d));
-            if let Some(n) = t.predicted_n.filter(|n| *n > 0) {
-                self.per_token.saturating_record(us(d / n as f64));
+            // `predicted_ms` runs from the first token (free: it comes from the prompt's last
+            // batch) to the last, so it spans n − 1 decode steps, as TPOT does.
+            if let Some(n) = t.predicted_n.filter(|n| *n >= 2) {
+                self.per_token.saturating_record(us(d / (n - 1) as f64));
             }
         }
     }
@@ -201,4 +203,48 @@ impl TimingsAcc {
             server_requests: None,
         })
     }
+}
+
+/// A note when the client's TPOT and the server's differ by more than 10 %, with the delivery
+/// delays that explain it when both E2Es are known: `TPOT_client − TPOT_server` is exactly
+/// `((E2E_client − E2E_server) − (TTFT_client − TTFT_server)) / (n − 1)`, how much later the
+/// last token reached the client (after the engine produced it) than the first did.
+pub fn tpot_note(a: &Attribution, mean_output_tokens: f64) -> Option<String> {
+    let (client, server) = (a.client_tpot_ms?, a.server_tpot_ms?);
+    if server.mean <= 0.0 || (client.mean / server.mean - 1.0).abs() <= 0.1 {
+        return None;
+    }
+    let pct = (client.mean / server.mean - 1.0) * 100.0;
+    let side = if pct < 0.0 { "below" } else { "above" };
+    let mut note = format!(
+        "the client's TPOT mean {:.2} ms is {:.0}% {side} the server's {:.2} ms",
+        client.mean,
+        pct.abs(),
+        server.mean
+    );
+    if let (Some(st), Some(ce), Some(se)) = (a.server_ttft_ms, a.client_e2e_ms, a.server_e2e_ms) {
+        let ttft_gap = a.client_ttft_ms.mean - st.mean;
+        let e2e_gap = ce.mean - se.mean;
+        let lag = ttft_gap - e2e_gap;
+        note.push_str(&format!(
+            ": the first token reached the client {:.1} ms {} after the engine made it than the \
+             last did (TTFT {:.1} ms over the server's, E2E {:.1} ms over; {:.1} ms over {:.0} \
+             tokens is {:.2} ms a token)",
+            lag.abs(),
+            if lag >= 0.0 { "later" } else { "sooner" },
+            ttft_gap,
+            e2e_gap,
+            lag.abs(),
+            (mean_output_tokens - 1.0).max(1.0),
+            lag.abs() / (mean_output_tokens - 1.0).max(1.0),
+        ));
+        if lag > 0.0 {
+            note.push_str(
+                ", so tokens arrived bunched: the server's figure is the decode pace, the \
+                 client's the pace of delivery (a CPU-starved API server delays each request's \
+                 first chunks)",
+            );
+        }
+    }
+    Some(note)
 }

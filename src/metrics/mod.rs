@@ -14,7 +14,7 @@ mod turns;
 mod validity;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals};
-pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist};
+pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
 pub use histograms::{LatencyMetric, StageHistograms, TurnHistograms};
 pub use intervals::{
     Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,

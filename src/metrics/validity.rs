@@ -184,7 +184,8 @@ pub(super) fn judge(i: &Inputs<'_>, rules: &ValidityRules) -> Validity {
         reasons.push(format!(
             "the server served {:.0}% of prompt tokens ({} of {}) from its prompt cache, though \
              the plan's prompts share no prefix{repeats}: an earlier run's (or request's) prompts \
-             flattered TTFT; set `cache-salt #true` or `reset-cache` in the target",
+             flattered TTFT; set `cache-salt #true` in the target (or `reset-cache`, where the \
+             server's endpoint drops all of its cache)",
             share * 100.0,
             t.cached,
             (t.cached as f64 / share).round() as u64,

@@ -49,7 +49,13 @@ async fn reset_one(http: &reqwest::Client, root: &str, kind: CacheReset) -> Resu
             for id in 0..slots {
                 post(http, &format!("{root}/slots/{id}?action=erase")).await?;
             }
-            Ok(format!("POST {root}/slots/{{0..{slots}}}?action=erase"))
+            // The slots' KV only: llama-server's host-RAM prompt cache (`--cache-ram`, on by
+            // default) has no endpoint, and keeps serving what it saved.
+            Ok(format!(
+                "POST {root}/slots/{{id}}?action=erase for slots 0–{}; llama.cpp's host-RAM \
+                 prompt cache, if on, is not dropped",
+                slots - 1
+            ))
         }
         CacheReset::Auto => Err("auto is not an endpoint".into()),
     }

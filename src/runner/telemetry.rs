@@ -2,7 +2,7 @@
 //! `/metrics`, starting the sampler before any load (a required source that is unavailable
 //! stops the run), and flagging stages during which a GPU throttled.
 
-use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary};
+use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary, tpot_note};
 use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
 };
@@ -89,6 +89,14 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
         outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
         server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
     });
+    let mean_output = summary.tokens.output as f64 / summary.requests.ok.max(1) as f64;
+    if let Some(note) = summary
+        .attribution
+        .as_ref()
+        .and_then(|a| tpot_note(a, mean_output))
+    {
+        summary.notes.push(note);
+    }
 }
 
 /// Marks a stage untrusted when any of its GPUs throttled (see `docs/telemetry.md`).
