@@ -248,3 +248,61 @@ pub fn tpot_note(a: &Attribution, mean_output_tokens: f64) -> Option<String> {
     }
     Some(note)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Dist, ServerTimings};
+
+    fn d(mean: f64) -> ServerDist {
+        ServerDist {
+            count: 10,
+            mean,
+            ..ServerDist::default()
+        }
+    }
+
+    #[test]
+    fn llama_timings_give_per_step_decode_time_and_what_lies_outside() {
+        let mut acc = TimingsAcc::default();
+        for _ in 0..4 {
+            let t = ServerTimings {
+                prompt_ms: Some(40.0),
+                predicted_ms: Some(62.0),
+                predicted_n: Some(32),
+                ..ServerTimings::default()
+            };
+            acc.record(&t, Some(50_000_000));
+        }
+        let ttft = Dist {
+            count: 4,
+            mean: 50.0,
+            ..Dist::default()
+        };
+        let a = acc.finish(&ttft, &Dist::default()).unwrap();
+        // 62 ms over 31 decode steps: the first token is free.
+        assert!((a.server_tpot_ms.unwrap().mean - 2.0).abs() < 0.01, "{a:?}");
+        assert!((a.outside_ms.unwrap().mean - 10.0).abs() < 0.01);
+        assert_eq!(a.server_ttft_ms.unwrap().count, 4);
+        assert!(a.client_tpot_ms.is_none());
+    }
+
+    #[test]
+    fn a_tpot_gap_is_explained_by_delivery_lags() {
+        let mut a = Attribution {
+            client_ttft_ms: d(90.0),
+            server_ttft_ms: Some(d(50.0)),
+            client_e2e_ms: Some(d(200.0)),
+            server_e2e_ms: Some(d(191.0)),
+            client_tpot_ms: Some(d(3.0)),
+            server_tpot_ms: Some(d(4.0)),
+            ..Attribution::default()
+        };
+        let note = tpot_note(&a, 32.0).unwrap();
+        assert!(note.contains("25% below"), "{note}");
+        assert!(note.contains("31.0 ms later"), "{note}");
+        assert!(note.contains("1.00 ms a token"), "{note}");
+        a.client_tpot_ms = Some(d(4.2));
+        assert!(tpot_note(&a, 32.0).is_none(), "within 10 %");
+    }
+}
