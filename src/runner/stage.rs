@@ -235,7 +235,7 @@ impl StageRunner<'_> {
                     *r = Some(kind);
                 }
                 Some(format!(
-                    "the server's prompt cache was dropped before the stage ({done})"
+                    "asked the server to drop its prompt cache before the stage ({done})"
                 ))
             }
             Err(why) => {
