@@ -10,7 +10,7 @@ const CAPACITY: f64 = 25.0;
 fn run(scenario: &str) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = crate::support::command()
-        .args(["run", scenario, "--quiet", "--out"])
+        .args(["run", scenario, "--quiet", "--untrusted", "judge", "--out"])
         .arg(dir.path())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()

@@ -129,7 +129,7 @@ fn runs_started_together_without_out_get_their_own_directories() {
                 .current_dir(dir.path())
                 .env("NO_COLOR", "1")
                 .env_remove("GITHUB_STEP_SUMMARY")
-                .args(["run", "--quiet"])
+                .args(["run", "--quiet", "--untrusted", "judge"])
                 .arg(&path)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

@@ -19,7 +19,15 @@ fn run(body: &str) -> (Value, Vec<Value>) {
     std::fs::write(&scenario, text).unwrap();
     let out = dir.path().join("out");
     let output = crate::support::command()
-        .args(["run", "-q", "--no-plots", "--requests-jsonl", "--out"])
+        .args([
+            "run",
+            "-q",
+            "--no-plots",
+            "--requests-jsonl",
+            "--untrusted",
+            "judge",
+            "--out",
+        ])
         .arg(&out)
         .arg(&scenario)
         .output()
@@ -196,7 +204,14 @@ stage "closed" { dataset "chat"; arrival "concurrency" clients=2; requests 3 }
     )
     .unwrap();
     let output = crate::support::command()
-        .args(["run", "--progress-lines", "--no-plots", "--out"])
+        .args([
+            "run",
+            "--progress-lines",
+            "--no-plots",
+            "--untrusted",
+            "judge",
+            "--out",
+        ])
         .arg(dir.path().join("out"))
         .arg(&scenario)
         .output()

@@ -37,7 +37,7 @@ fn run(dir: &Path, text: &str) -> (i32, String, Value, String) {
     std::fs::write(&path, text).unwrap();
     let out_dir = dir.join("out");
     let out = crate::support::command()
-        .args(["run", "-q", "--no-plots", "--out"])
+        .args(["run", "-q", "--no-plots", "--untrusted", "judge", "--out"])
         .arg(&out_dir)
         .arg(&path)
         .output()
