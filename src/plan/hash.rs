@@ -3,8 +3,8 @@
 //! hasher, so a million-request schedule is never held as text.
 //!
 //! The hash identifies the *workload* — what is sent and when — not where it goes: the target's
-//! endpoint (a URL, or the simulator and its latency settings) and the raw param values are left
-//! out, so that two servers (or a server before and after a change) given the same workload
+//! endpoint (a URL, or the simulator and its latency settings), the values of headers named
+//! like secrets (`Authorization`, `X-Api-Key`) and the raw param values are left out, so that two servers (or a server before and after a change) given the same workload
 //! compare as the same plan. A param that changes the workload changes the plan's content,
 //! and so the hash, anyway.
 
@@ -23,6 +23,13 @@ pub fn plan_hash(plan: &Plan) -> Result<String, PlanError> {
     copy.hash.clear();
     copy.target.endpoint = EndpointPlan::Url(String::new());
     copy.params.clear();
+    // Credentials are not workload either: a rotated token must not make a baseline another
+    // plan's.
+    for (name, value) in &mut copy.target.headers {
+        if crate::redact::is_secret_name(name) {
+            *value = crate::redact::MASK.to_string();
+        }
+    }
     digest(&copy)
 }
 

@@ -22,7 +22,24 @@ struct Row {
 pub fn write_json(plan: &Plan, out: impl Write) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(1 << 16, out);
     w.write_all(b"{\"plan\":")?;
-    serde_json::to_writer(&mut w, plan)?;
+    // The plan as hashed, but printed: a header named like a secret (`Authorization`,
+    // `X-Api-Key`) shows as masked. The hash keeps the real value, as the request does.
+    let mut shown = serde_json::to_value(plan)?;
+    if let Some(headers) = shown
+        .pointer_mut("/target/headers")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for pair in headers {
+            let secret = pair
+                .get(0)
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(crate::redact::is_secret_name);
+            if secret && let Some(v) = pair.get_mut(1) {
+                *v = serde_json::Value::String(crate::redact::MASK.into());
+            }
+        }
+    }
+    serde_json::to_writer(&mut w, &shown)?;
     w.write_all(b",\"requests\":[")?;
     for (i, stage) in plan.stages_in_order().enumerate() {
         if i > 0 {

@@ -79,3 +79,38 @@ fn plan_output_and_errors_mask_credentials_and_secret_query_values() {
         &std::fs::read_to_string(out.join("results.json")).unwrap(),
     );
 }
+
+#[test]
+fn a_secret_header_is_masked_in_the_plan_and_left_out_of_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |value: &str| {
+        format!(
+            r#"
+scenario "h"
+target "http://127.0.0.1:9/v1" {{ model "m"; header "Authorization" "Bearer {value}"; header "X-Team" "infra"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
+"#
+        )
+    };
+    let path = scenario(dir.path(), "s.kdl", &with(SECRET));
+    let o = infermeter(&["plan", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert_clean("plan --format json", &stdout);
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        plan["plan"]["target"]["headers"],
+        serde_json::json!([["Authorization", "***"], ["X-Team", "infra"]])
+    );
+    // Credentials are not workload: a rotated token keeps the plan (and its baseline).
+    let other = scenario(dir.path(), "t.kdl", &with("other"));
+    let o2 = infermeter(&["plan", other.to_str().unwrap(), "--format", "json"]);
+    let plan2: serde_json::Value = serde_json::from_str(&text(&o2).0).unwrap();
+    assert_eq!(plan["plan"]["hash"], plan2["plan"]["hash"]);
+    // Another header value is another workload.
+    let team = scenario(dir.path(), "u.kdl", &with(SECRET).replace("infra", "web"));
+    let o3 = infermeter(&["plan", team.to_str().unwrap(), "--format", "json"]);
+    let plan3: serde_json::Value = serde_json::from_str(&text(&o3).0).unwrap();
+    assert_ne!(plan["plan"]["hash"], plan3["plan"]["hash"]);
+}
