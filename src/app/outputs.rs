@@ -174,6 +174,32 @@ impl Outputs {
     }
 }
 
+/// A run that stopped before it had a plan (an invalid scenario, a data set that does not
+/// load) cannot write its own placeholder, but `dir` may hold an earlier run's verdict: that
+/// `results.json` is marked unfinished (`complete: false`, `passed: false`, `error` saying
+/// why) and its report and JUnit removed, so a CI step that reads the directory after this
+/// failure does not take the earlier pass for this run's. Best effort: the failure that got
+/// us here is what the caller reports.
+pub(super) fn mark_stale(dir: &Path, why: &Error) {
+    let path = dir.join(RESULTS_FILE);
+    let Ok(mut earlier) = crate::results::read_results(&path) else {
+        return;
+    };
+    earlier.complete = false;
+    earlier.passed = false;
+    earlier.outcome = crate::sla::SlaOutcome::Fail;
+    earlier.error = Some(format!(
+        "stale: a later run with this output directory stopped before measuring ({}); these \
+         are an earlier run's results",
+        crate::redact::secrets(&crate::error::chain(why))
+    ));
+    if write_results(&earlier, &path).is_ok() {
+        for stale in [REPORT_FILE, JUNIT_FILE, REQUESTS_FILE] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
+    }
+}
+
 /// The `results.json` written before the first request: the plan's identity, no stage,
 /// `passed` and `complete` false.
 pub(super) fn placeholder(plan: &Plan) -> Results {

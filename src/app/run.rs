@@ -32,6 +32,20 @@ pub fn run_scenario(
     settings: &RunSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<RunReport, Error> {
+    let mut marked = false;
+    let report = run_marked(settings, observer, &mut marked);
+    if let (Err(e), false, Some(dir)) = (&report, marked, settings.out_dir.as_deref()) {
+        super::outputs::mark_stale(dir, e);
+    }
+    report
+}
+
+/// [`run_scenario`], setting `marked` once the output directory holds this run's placeholder.
+fn run_marked(
+    settings: &RunSettings,
+    observer: Arc<dyn Observer>,
+    marked: &mut bool,
+) -> Result<RunReport, Error> {
     let scenario = super::load_scenario(
         &settings.scenario,
         settings.scenario_text.as_deref(),
@@ -87,6 +101,7 @@ pub fn run_scenario(
         },
     )?;
     outputs.begin(&placeholder(&plan), settings.junit.as_deref())?;
+    *marked = true;
     let out_dir = outputs.dir.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

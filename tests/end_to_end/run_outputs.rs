@@ -154,3 +154,37 @@ fn runs_started_together_without_out_get_their_own_directories() {
     dirs.dedup();
     assert_eq!(dirs.len(), 3, "{dirs:?}");
 }
+
+#[test]
+fn a_run_that_cannot_start_marks_the_previous_results_in_its_directory_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let good = scenario(dir.path(), "good.kdl", QUICK);
+    let o = run(&good, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(results(&out)["passed"], true);
+    assert!(out.join("report.md").exists());
+    // The next run in the same directory names a data set file that does not exist.
+    let broken = QUICK.replace(
+        "synthetic { input-tokens 16; output-tokens 4; }",
+        "jsonl \"missing.jsonl\"",
+    );
+    let bad = scenario(dir.path(), "bad.kdl", &broken);
+    let o = run(&bad, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(r["passed"], false, "{r}");
+    assert_eq!(r["complete"], false, "{r}");
+    assert_eq!(r["outcome"], "fail", "{r}");
+    let why = r["error"].as_str().unwrap();
+    assert!(
+        why.contains("stale") && why.contains("missing.jsonl"),
+        "{why}"
+    );
+    assert!(
+        !out.join("report.md").exists(),
+        "the earlier report is gone"
+    );
+    // The earlier run's figures are kept, marked.
+    assert_eq!(stage(&r, "s")["requests"]["ok"], 6);
+}
