@@ -16,12 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use sse_stream::SseByteStream;
 
 use super::chunk::{Usage, parse_chunk};
-use super::limit::{BodyError, Capped};
+use super::sse::Events;
+use super::wire::{Response, SendError, Wire};
 use super::tokenize::ServerTokenizer;
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 
@@ -88,6 +87,23 @@ pub struct Client {
     max_event_bytes: usize,
     counter: Arc<dyn TokenCounter>,
     tokenize: Option<Arc<ServerTokenizer>>,
+    /// Plain-HTTP targets' own connections (see `wire.rs`); `None` sends through reqwest.
+    wire: Option<Arc<Wire>>,
+}
+
+/// How long a finished response's remaining bytes are waited for before its connection is
+/// given up (they normally came with `[DONE]`).
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// The most bytes of the model list one warm-up request reads.
+const WARM_BODY_LIMIT: usize = 4 << 20;
+
+
+/// An HTTP proxy variable is set: reqwest, which honours them (and `NO_PROXY`), sends.
+fn proxied() -> bool {
+    ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
 }
 
 /// Installs the process-wide TLS provider reqwest needs; safe to call more than once.
@@ -120,6 +136,17 @@ impl Client {
             headers.insert(AUTHORIZATION, v);
         }
         let connect_timeout = cfg.timeout.min(Duration::from_secs(10));
+        let wire = (!proxied())
+            .then(|| {
+                let rendered: Vec<(String, String)> = headers
+                    .iter()
+                    .filter(|(name, _)| *name != CONTENT_TYPE)
+                    .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+                    .collect();
+                Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout)
+            })
+            .flatten()
+            .map(Arc::new);
         let http = reqwest::Client::builder()
             .default_headers(headers.clone())
             .pool_max_idle_per_host(cfg.pool_size.max(1))
@@ -145,7 +172,33 @@ impl Client {
                 .server_root
                 .as_deref()
                 .map(|root| Arc::new(ServerTokenizer::new(root))),
+            wire,
         })
+    }
+
+    /// Opens up to `n` connections to `base_url` (the API base) before a stage, each asked
+    /// for the model list and read to its end so it is reusable: the stage's requests then
+    /// open none.
+    pub async fn warm(&self, base_url: &str, n: usize) {
+        let models = format!("{}/models", base_url.trim_end_matches('/'));
+        if let Some(wire) = &self.wire
+            && let Some(path) = wire.same_origin_path(&models)
+        {
+            return wire.warm(&path, n, self.max_event_bytes).await;
+        }
+        let gets = (0..n).map(|_| async {
+            // Read to the end (so the connection is reusable), within a bound.
+            if let Ok(mut r) = self.http.get(&models).send().await {
+                let mut read = 0;
+                while let Ok(Some(chunk)) = r.chunk().await {
+                    read += chunk.len();
+                    if read > WARM_BODY_LIMIT {
+                        break;
+                    }
+                }
+            }
+        });
+        futures_util::future::join_all(gets).await;
     }
 
     pub fn http(&self) -> &reqwest::Client {
@@ -181,12 +234,26 @@ impl Client {
         if rec.planned_input_tokens == 0 {
             rec.planned_input_tokens = rec.input_tokens;
         }
-        let outcome = tokio::time::timeout(
-            self.timeout,
-            self.stream(body, expected_output, rec, &mut text, t0),
-        )
-        .await;
+        let mut tail = None;
+        let outcome = match &self.wire {
+            Some(wire) => {
+                let stream =
+                    self.stream_wire(wire, &body, expected_output, rec, &mut text, t0, &mut tail);
+                tokio::time::timeout(self.timeout, stream).await
+            }
+            None => {
+                let stream = self.stream(body, expected_output, rec, &mut text, t0);
+                tokio::time::timeout(self.timeout, stream).await
+            }
+        };
         rec.done_ns = since(t0);
+        // The rest of the body (the chunked encoding's end, an error's text), off the clock:
+        // read to its end, the connection goes back to the pool.
+        if let (Some(wire), Some(mut resp)) = (&self.wire, tail)
+            && tokio::time::timeout(self.timeout.min(DRAIN_WAIT), resp.drain()).await == Ok(true)
+        {
+            resp.finish(wire);
+        }
         let usage = match outcome {
             Ok(usage) => usage,
             Err(_) => {
@@ -241,8 +308,8 @@ impl Client {
         rec.output_tokens = self.counter.count(text).min(u32::MAX as usize) as u32;
     }
 
-    /// Sends the request and reads its stream into `rec` and `text`; the server's usage, when
-    /// it sent one.
+    /// Sends the request through reqwest and reads its stream into `rec` and `text`; the
+    /// server's usage, when it sent one.
     async fn stream(
         &self,
         body: Bytes,
@@ -252,7 +319,7 @@ impl Client {
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 tracing::debug!("retrying on a fresh connection: {e}");
@@ -285,78 +352,105 @@ impl Client {
         }
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
-        let bytes = Capped::new(resp.bytes_stream(), self.max_event_bytes);
-        let mut events = SseByteStream::new(bytes);
-        let mut last: Option<u64> = None;
-        let mut usage = None;
-        let mut done = false;
-        while let Some(event) = events.next().await {
-            let now = since(t0);
-            let event = match event {
-                Ok(e) => e,
+        let mut events = Events::new(self.max_event_bytes);
+        let mut tally = Tally::default();
+        let mut now = since(t0);
+        loop {
+            if let Some(end) = tally.take_events(&mut events, now, rec, text) {
+                return self.end(tally, end, rec);
+            }
+            match resp.chunk().await {
+                Ok(Some(bytes)) => {
+                    now = since(t0);
+                    events.push(&bytes);
+                }
+                Ok(None) => return self.end(tally, End::Eof, rec),
                 Err(e) => {
-                    rec.error = Some(stream_error(&e));
-                    return usage;
+                    let kind = if e.is_timeout() {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::StreamBroken
+                    };
+                    return self.end(tally, End::Failed(kind), rec);
                 }
-            };
-            // Blocks without data (comments, `event:`-only keep-alives, an empty `data:`)
-            // carry no chunk; browsers' EventSource does not dispatch them either.
-            let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
-                continue;
-            };
-            if data == "[DONE]" {
-                done = true;
-                break;
-            }
-            let chunk = match parse_chunk(data) {
-                Ok(c) => c,
-                Err(_) => {
-                    rec.error = Some(ErrorKind::Malformed);
-                    return usage;
-                }
-            };
-            if chunk.error {
-                rec.error = Some(ErrorKind::StreamBroken);
-                return usage;
-            }
-            if chunk.has_output() {
-                match last {
-                    None => rec.first_token_ns = Some(now),
-                    Some(prev) => rec
-                        .itl_us
-                        .push(((now - prev) / 1_000).min(u32::MAX as u64) as u32),
-                }
-                last = Some(now);
-                rec.chunks += 1;
-            }
-            if chunk.has_answer() && rec.first_answer_ns.is_none() {
-                rec.first_answer_ns = Some(now);
-            }
-            if let Some(a) = &chunk.answer {
-                a.push_to(text);
-            }
-            if let Some(r) = &chunk.reasoning {
-                r.push_to(text);
-            }
-            if let Some(u) = chunk.usage {
-                usage = Some(u);
-            }
-            if chunk.finish_reason.is_some() {
-                rec.finish_reason = chunk.finish_reason;
-            }
-            if chunk.timings.is_some() {
-                rec.server_timings = chunk.timings;
             }
         }
-        if !done {
-            rec.error = Some(ErrorKind::StreamBroken);
-        } else if rec.chunks == 0 {
-            rec.error = Some(ErrorKind::Empty);
+    }
+
+    /// Like [`stream`](Self::stream), over this client's own HTTP/1.1 connections; leaves
+    /// the response in `tail` when its connection may be reused once the rest of its body
+    /// is read (after the request's end time is taken).
+    async fn stream_wire(
+        &self,
+        wire: &Wire,
+        body: &[u8],
+        expected_output: u32,
+        rec: &mut RequestRecord,
+        text: &mut String,
+        t0: Instant,
+        tail: &mut Option<Response>,
+    ) -> Option<Usage> {
+        rec.sent_ns = since(t0);
+        let mut retried = false;
+        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
+        if retried {
+            rec.retries += 1;
         }
-        if let Some(u) = usage {
-            self.check_prompt(rec, &u);
+        let mut resp = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!("request failed: {e}");
+                rec.error = Some(match e {
+                    SendError::ConnectTimeout => ErrorKind::Timeout,
+                    _ => ErrorKind::Connect,
+                });
+                return None;
+            }
+        };
+        let mut now = since(t0);
+        rec.status = Some(resp.status);
+        rec.sim_id = resp.sim_id;
+        if !(200..300).contains(&resp.status) {
+            rec.error = Some(ErrorKind::Http(resp.status));
+            *tail = Some(resp);
+            return None;
         }
-        usage
+        rec.itl_us.reserve(expected_output as usize);
+        text.reserve(expected_output as usize * 6);
+        let mut tally = Tally::default();
+        loop {
+            if let Some(end) = tally.take_events(&mut resp.conn.events, now, rec, text) {
+                if matches!(end, End::Done) {
+                    *tail = Some(resp);
+                }
+                return self.end(tally, end, rec);
+            }
+            match resp.fill().await {
+                Ok(true) => now = since(t0),
+                Ok(false) => return self.end(tally, End::Eof, rec),
+                Err(e) => {
+                    tracing::debug!("stream broken: {e}");
+                    return self.end(tally, End::Failed(ErrorKind::StreamBroken), rec);
+                }
+            }
+        }
+    }
+
+    /// How the stream ended, into `rec`; the server's usage, when it sent one.
+    fn end(&self, tally: Tally, end: End, rec: &mut RequestRecord) -> Option<Usage> {
+        match end {
+            End::Failed(kind) => {
+                rec.error = Some(kind);
+                return tally.usage;
+            }
+            End::Eof => rec.error = Some(ErrorKind::StreamBroken),
+            End::Done if rec.chunks == 0 => rec.error = Some(ErrorKind::Empty),
+            End::Done => {}
+        }
+        if let Some(u) = &tally.usage {
+            self.check_prompt(rec, u);
+        }
+        tally.usage
     }
 
     /// Compares the server's prompt count with the plan's, then keeps the server's.
@@ -414,16 +508,77 @@ fn send_error(e: &reqwest::Error) -> ErrorKind {
     }
 }
 
-/// Why the stream stopped: the connection (`stream_broken`), or what it carried (`malformed`:
-/// text that is not UTF-8, an event past the size cap).
-fn stream_error(e: &sse_stream::Error) -> ErrorKind {
-    match e {
-        sse_stream::Error::Body(b) => match b.downcast_ref::<BodyError>() {
-            Some(BodyError::EventTooLarge(_)) => ErrorKind::Malformed,
-            Some(BodyError::Http(h)) if h.is_timeout() => ErrorKind::Timeout,
-            _ => ErrorKind::StreamBroken,
-        },
-        _ => ErrorKind::Malformed,
+/// How a stream ended.
+enum End {
+    /// `data: [DONE]`.
+    Done,
+    /// The body ended without it.
+    Eof,
+    Failed(ErrorKind),
+}
+
+/// What one stream's events add up to so far.
+#[derive(Default)]
+struct Tally {
+    /// When the last chunk with output arrived.
+    last: Option<u64>,
+    usage: Option<Usage>,
+}
+
+impl Tally {
+    /// Takes every complete event `events` holds (all arrived at `now`); how the stream
+    /// ended, if one of them ended it.
+    fn take_events(
+        &mut self,
+        events: &mut Events,
+        now: u64,
+        rec: &mut RequestRecord,
+        text: &mut String,
+    ) -> Option<End> {
+        loop {
+            let data = match events.next_data() {
+                Ok(Some(d)) => d,
+                Ok(None) => return None,
+                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
+            };
+            if data == "[DONE]" {
+                return Some(End::Done);
+            }
+            let Ok(chunk) = parse_chunk(data) else {
+                return Some(End::Failed(ErrorKind::Malformed));
+            };
+            if chunk.error {
+                return Some(End::Failed(ErrorKind::StreamBroken));
+            }
+            if chunk.has_output() {
+                match self.last {
+                    None => rec.first_token_ns = Some(now),
+                    Some(prev) => rec
+                        .itl_us
+                        .push(((now - prev) / 1_000).min(u32::MAX as u64) as u32),
+                }
+                self.last = Some(now);
+                rec.chunks += 1;
+            }
+            if chunk.has_answer() && rec.first_answer_ns.is_none() {
+                rec.first_answer_ns = Some(now);
+            }
+            if let Some(a) = &chunk.answer {
+                a.push_to(text);
+            }
+            if let Some(r) = &chunk.reasoning {
+                r.push_to(text);
+            }
+            if let Some(u) = chunk.usage {
+                self.usage = Some(u);
+            }
+            if chunk.finish_reason.is_some() {
+                rec.finish_reason = chunk.finish_reason;
+            }
+            if chunk.timings.is_some() {
+                rec.server_timings = chunk.timings;
+            }
+        }
     }
 }
 

@@ -2,9 +2,11 @@
 
 mod body;
 mod chunk;
+mod framing;
 mod http;
-mod limit;
+mod sse;
 mod tokenize;
+mod wire;
 
 pub use body::{BodyTemplate, Message, PromptRef};
 pub use chunk::{

@@ -97,7 +97,7 @@ impl StageRunner<'_> {
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
 
         warm_pool(
-            self.client.http(),
+            &self.client,
             &self.base_url,
             pool_warmth(stage),
             self.plan.target.timeout.as_std().min(WARM_POOL_LIMIT),

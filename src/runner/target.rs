@@ -196,27 +196,15 @@ async fn lookup_model(
 /// connection set-up. Gives up after `limit`, or at once when `interrupt` is cancelled: it
 /// only saves time, so a server slow to answer it must not cost more.
 pub async fn warm_pool(
-    http: &reqwest::Client,
+    client: &crate::client::Client,
     base_url: &str,
     n: usize,
     limit: std::time::Duration,
     interrupt: &CancellationToken,
 ) {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
-    let gets = (0..n).map(|_| async {
-        // Read to the end (so the connection is reusable), within the model list's bound.
-        if let Ok(mut r) = http.get(&url).send().await {
-            let mut read = 0;
-            while let Ok(Some(chunk)) = r.chunk().await {
-                read += chunk.len();
-                if read > MAX_MODEL_LIST_BYTES {
-                    break;
-                }
-            }
-        }
-    });
+    let gets = client.warm(base_url, n);
     tokio::select! {
         _ = interrupt.cancelled() => {}
-        _ = tokio::time::timeout(limit, futures_util::future::join_all(gets)) => {}
+        _ = tokio::time::timeout(limit, gets) => {}
     }
 }
