@@ -2,10 +2,12 @@
 //! scheduler prepares the next body while it waits for the send time).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::chunk::plain_run;
 use crate::protocol::Api;
 
 /// A chat message as sent on the wire.
@@ -31,63 +33,6 @@ pub struct BodyTemplate {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<MessagesRef<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt: Option<&'a str>,
-    max_tokens: u32,
-    stream: bool,
-    stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    ignore_eos: bool,
-    #[serde(flatten)]
-    extra: Extra<'a>,
-}
-
-/// The template's extra fields, with a data set item's own fields over them (item wins).
-struct Extra<'a> {
-    template: &'a BTreeMap<String, serde_json::Value>,
-    item: Option<&'a BTreeMap<String, serde_json::Value>>,
-}
-
-impl Serialize for Extra<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        for (k, v) in self.template {
-            if !self.item.is_some_and(|i| i.contains_key(k)) {
-                map.serialize_entry(k, v)?;
-            }
-        }
-        for (k, v) in self.item.into_iter().flatten() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
-enum MessagesRef<'a> {
-    One([Message<'a>; 1]),
-    Many(&'a [Message<'a>]),
-}
-
-impl Serialize for MessagesRef<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            MessagesRef::One(m) => m.serialize(s),
-            MessagesRef::Many(m) => m.serialize(s),
-        }
-    }
-}
-
 impl BodyTemplate {
     /// The JSON body for one streaming request asking for `max_tokens` output tokens.
     pub fn build(&self, prompt: PromptRef<'_>, max_tokens: u32) -> Bytes {
@@ -103,7 +48,185 @@ impl BodyTemplate {
         item: Option<&BTreeMap<String, serde_json::Value>>,
     ) -> Bytes {
         let joined: String;
-        let (messages, prompt) = match (self.api, prompt) {
+        let mut out = Vec::with_capacity(body_size(prompt) + self.model.len() + 160);
+        out.extend_from_slice(b"{\"model\":");
+        json_str(&mut out, &self.model);
+        match (self.api, prompt) {
+            (Api::Chat, PromptRef::Text(t)) => {
+                out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
+                json_str(&mut out, t);
+                out.extend_from_slice(b"}]");
+            }
+            (Api::Chat, PromptRef::Messages(m)) => {
+                out.extend_from_slice(b",\"messages\":[");
+                for (i, m) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"role\":");
+                    json_str(&mut out, m.role);
+                    out.extend_from_slice(b",\"content\":");
+                    json_str(&mut out, m.content);
+                    out.push(b'}');
+                }
+                out.push(b']');
+            }
+            (Api::Completions, p) => {
+                let text = match p {
+                    PromptRef::Text(t) => t,
+                    PromptRef::Messages([one]) => one.content,
+                    // The completions API takes one string. The plan refuses conversations
+                    // on it (sessions, JSONL `messages`); what remains is a shared prefix's
+                    // system message before a one-message prompt, joined as the text form of
+                    // the same prompt is.
+                    PromptRef::Messages(m) => {
+                        joined = m.iter().map(|m| m.content).collect::<Vec<_>>().join(" ");
+                        joined.as_str()
+                    }
+                };
+                out.extend_from_slice(b",\"prompt\":");
+                json_str(&mut out, text);
+            }
+        }
+        out.extend_from_slice(b",\"max_tokens\":");
+        let _ = write!(out, "{max_tokens}");
+        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+        if self.ignore_eos {
+            out.extend_from_slice(b",\"ignore_eos\":true");
+        }
+        let template = self
+            .extra
+            .iter()
+            .filter(|(k, _)| !item.is_some_and(|i| i.contains_key(*k)));
+        for (k, v) in template.chain(item.into_iter().flatten()) {
+            out.push(b',');
+            json_str(&mut out, k);
+            out.push(b':');
+            // Writing a JSON value into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        out.push(b'}');
+        Bytes::from(out)
+    }
+
+    /// The path below the base URL this API posts to.
+    pub fn path(&self) -> &'static str {
+        self.api.path()
+    }
+}
+
+/// The prompt's bytes, for sizing the body up front.
+fn body_size(prompt: PromptRef<'_>) -> usize {
+    match prompt {
+        PromptRef::Text(t) => t.len(),
+        PromptRef::Messages(m) => m.iter().map(|m| m.content.len() + m.role.len() + 32).sum(),
+    }
+}
+
+/// `s` as a JSON string, escaped exactly as serde_json escapes it (the quote, the backslash
+/// and control characters; `\n`-style escapes where JSON has them, `\u00XX` for the rest).
+/// Plain runs are found eight bytes at a time and copied whole: prompts are long and rarely
+/// need an escape.
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut from = 0;
+    loop {
+        let end = plain_run(bytes, from);
+        out.extend_from_slice(&bytes[from..end]);
+        let Some(&b) = bytes.get(end) else { break };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+        }
+        from = end + 1;
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The serde_json form of the body, the oracle the hand-written writer is checked against.
+    #[derive(Serialize)]
+    struct StreamOptions {
+        include_usage: bool,
+    }
+
+    #[derive(Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        messages: Option<MessagesRef<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompt: Option<&'a str>,
+        max_tokens: u32,
+        stream: bool,
+        stream_options: StreamOptions,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        ignore_eos: bool,
+        #[serde(flatten)]
+        extra: Extra<'a>,
+    }
+
+    /// The template's extra fields, with a data set item's own fields over them (item wins).
+    struct Extra<'a> {
+        template: &'a BTreeMap<String, serde_json::Value>,
+        item: Option<&'a BTreeMap<String, serde_json::Value>>,
+    }
+
+    impl Serialize for Extra<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(None)?;
+            for (k, v) in self.template {
+                if !self.item.is_some_and(|i| i.contains_key(k)) {
+                    map.serialize_entry(k, v)?;
+                }
+            }
+            for (k, v) in self.item.into_iter().flatten() {
+                map.serialize_entry(k, v)?;
+            }
+            map.end()
+        }
+    }
+
+    enum MessagesRef<'a> {
+        One([Message<'a>; 1]),
+        Many(&'a [Message<'a>]),
+    }
+
+    impl Serialize for MessagesRef<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self {
+                MessagesRef::One(m) => m.serialize(s),
+                MessagesRef::Many(m) => m.serialize(s),
+            }
+        }
+    }
+
+    /// The body as serde_json writes it.
+    fn oracle(
+        t: &BodyTemplate,
+        prompt: PromptRef<'_>,
+        max_tokens: u32,
+        item: Option<&BTreeMap<String, serde_json::Value>>,
+    ) -> Vec<u8> {
+        let joined: String;
+        let (messages, prompt) = match (t.api, prompt) {
             (Api::Chat, PromptRef::Text(t)) => (
                 Some(MessagesRef::One([Message {
                     role: "user",
@@ -114,16 +237,13 @@ impl BodyTemplate {
             (Api::Chat, PromptRef::Messages(m)) => (Some(MessagesRef::Many(m)), None),
             (Api::Completions, PromptRef::Text(t)) => (None, Some(t)),
             (Api::Completions, PromptRef::Messages([one])) => (None, Some(one.content)),
-            // The completions API takes one string. The plan refuses conversations on it
-            // (sessions, JSONL `messages`); what remains is a shared prefix's system message
-            // before a one-message prompt, joined as the text form of the same prompt is.
             (Api::Completions, PromptRef::Messages(m)) => {
                 joined = m.iter().map(|m| m.content).collect::<Vec<_>>().join(" ");
                 (None, Some(joined.as_str()))
             }
         };
         let body = Body {
-            model: &self.model,
+            model: &t.model,
             messages,
             prompt,
             max_tokens,
@@ -131,25 +251,55 @@ impl BodyTemplate {
             stream_options: StreamOptions {
                 include_usage: true,
             },
-            ignore_eos: self.ignore_eos,
+            ignore_eos: t.ignore_eos,
             extra: Extra {
-                template: &self.extra,
+                template: &t.extra,
                 item,
             },
         };
-        // Serializing plain strings and numbers into a Vec cannot fail.
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        serde_json::to_vec(&body).unwrap()
     }
 
-    /// The path below the base URL this API posts to.
-    pub fn path(&self) -> &'static str {
-        self.api.path()
+    #[test]
+    fn the_body_is_byte_for_byte_what_serde_json_writes() {
+        let texts = [
+            "",
+            "plain words only",
+            "quote \" backslash \\ slash / tab \t nl \n cr \r",
+            "\u{0}\u{1}\u{8}\u{b}\u{c}\u{1f}\u{7f} é 日本 🎉",
+            "a long run of plain text before an escape at the end\"",
+        ];
+        let mut item = BTreeMap::new();
+        item.insert("temperature".to_string(), serde_json::json!(0.7));
+        item.insert("we\"ird".to_string(), serde_json::json!({"a": [1, "x\n"]}));
+        for api in [Api::Chat, Api::Completions] {
+            for ignore_eos in [false, true] {
+                let mut t = template(api);
+                t.ignore_eos = ignore_eos;
+                t.model = "m\"odel".into();
+                for text in texts {
+                    for it in [None, Some(&item)] {
+                        let p = PromptRef::Text(text);
+                        assert_eq!(t.build_with(p, 7, it).to_vec(), oracle(&t, p, 7, it));
+                        let ms = [
+                            Message {
+                                role: "system",
+                                content: text,
+                            },
+                            Message {
+                                role: "user",
+                                content: "q\u{2}",
+                            },
+                        ];
+                        for m in [&ms[..], &ms[..1]] {
+                            let p = PromptRef::Messages(m);
+                            assert_eq!(t.build_with(p, 9, it).to_vec(), oracle(&t, p, 9, it));
+                        }
+                    }
+                }
+            }
+        }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn template(api: Api) -> BodyTemplate {
         let mut extra = BTreeMap::new();

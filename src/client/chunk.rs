@@ -22,6 +22,8 @@
 
 mod scan;
 
+pub(super) use scan::{hex_digit, plain_run};
+
 use std::borrow::Cow;
 use std::fmt;
 

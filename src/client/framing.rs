@@ -17,14 +17,20 @@ pub enum Framing {
 pub enum Chunked {
     /// In a chunk's size line: the size so far, its digits, and whether an extension or
     /// whitespace began (no more digits then).
-    Size { size: u64, digits: u8, tail: bool },
+    Size {
+        size: u64,
+        digits: u8,
+        tail: bool,
+    },
     /// Bytes of the current chunk still to come.
     Data(u64),
     /// After a chunk's data: its CR, then its LF.
     DataCr,
     DataLf,
     /// After the last (empty) chunk: trailer lines until an empty one.
-    Trailer { at_line_start: bool },
+    Trailer {
+        at_line_start: bool,
+    },
     Done,
 }
 
@@ -46,10 +52,7 @@ impl Framing {
 
     /// The body has ended (a connection-delimited body ends at end of file instead).
     pub fn is_done(&self) -> bool {
-        matches!(
-            self,
-            Framing::Chunked(Chunked::Done) | Framing::Length(0)
-        )
+        matches!(self, Framing::Chunked(Chunked::Done) | Framing::Length(0))
     }
 
     /// Decodes `input` into `out`; returns how much of `input` belongs to the body (bytes
@@ -90,6 +93,20 @@ fn decode_chunked(
                     *state = Chunked::DataCr;
                 }
             }
+            Chunked::Size {
+                size: 0,
+                digits: 0,
+                tail: false,
+            } if let Some((n, used)) = quick_size(&input[at..]) => {
+                at += used;
+                *state = if n == 0 {
+                    Chunked::Trailer {
+                        at_line_start: true,
+                    }
+                } else {
+                    Chunked::Data(n)
+                };
+            }
             Chunked::Size { size, digits, tail } => {
                 let b = input[at];
                 at += 1;
@@ -122,6 +139,10 @@ fn decode_chunked(
                     _ => return Err(BadFraming),
                 }
             }
+            Chunked::DataCr if input[at..].starts_with(b"\r\n") => {
+                at += 2;
+                *state = SIZE_START;
+            }
             Chunked::DataCr => {
                 match input[at] {
                     b'\r' => *state = Chunked::DataLf,
@@ -153,6 +174,21 @@ fn decode_chunked(
     Ok(at)
 }
 
+/// A whole size line without extensions at the start of `input` (`1a\r\n`), the common
+/// case, read at once: its size and length. Anything else is left to the byte-wise path.
+#[inline]
+fn quick_size(input: &[u8]) -> Option<(u64, usize)> {
+    let mut size = 0u64;
+    for (i, &b) in input.iter().enumerate().take(16) {
+        match b {
+            b'\r' if i > 0 && input.get(i + 1) == Some(&b'\n') => return Some((size, i + 2)),
+            b'\n' if i > 0 => return Some((size, i + 1)),
+            _ => size = size * 16 + u64::from(super::chunk::hex_digit(b)?),
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,7 +211,11 @@ mod tests {
         assert!(done);
         for cut in 0..body.len() {
             let (a, b) = body.split_at(cut);
-            assert_eq!(decode_all(&[a, b]).unwrap(), (out.clone(), true), "cut {cut}");
+            assert_eq!(
+                decode_all(&[a, b]).unwrap(),
+                (out.clone(), true),
+                "cut {cut}"
+            );
         }
     }
 
@@ -200,7 +240,10 @@ mod tests {
 
     #[test]
     fn an_unfinished_body_is_not_done() {
-        assert_eq!(decode_all(&[b"5\r\nhel"]).unwrap(), (b"hel".to_vec(), false));
+        assert_eq!(
+            decode_all(&[b"5\r\nhel"]).unwrap(),
+            (b"hel".to_vec(), false)
+        );
         assert_eq!(decode_all(&[b"0\r\n"]).unwrap(), (Vec::new(), false));
     }
 }

@@ -20,8 +20,8 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, Header
 
 use super::chunk::{Usage, parse_chunk};
 use super::sse::Events;
-use super::wire::{Response, SendError, Wire};
 use super::tokenize::ServerTokenizer;
+use super::wire::{Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
@@ -98,7 +98,6 @@ const DRAIN_WAIT: Duration = Duration::from_secs(1);
 /// The most bytes of the model list one warm-up request reads.
 const WARM_BODY_LIMIT: usize = 4 << 20;
 
-
 /// An HTTP proxy variable is set: reqwest, which honours them (and `NO_PROXY`), sends.
 fn proxied() -> bool {
     ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
@@ -141,7 +140,9 @@ impl Client {
                 let rendered: Vec<(String, String)> = headers
                     .iter()
                     .filter(|(name, _)| *name != CONTENT_TYPE)
-                    .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+                    .filter_map(|(n, v)| {
+                        Some((n.as_str().to_string(), v.to_str().ok()?.to_string()))
+                    })
                     .collect();
                 Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout)
             })

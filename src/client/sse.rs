@@ -31,6 +31,8 @@ pub struct Events {
     at_line_start: bool,
     /// The last byte examined was CR: an LF now belongs to the same line ending.
     after_cr: bool,
+    /// Where the open event's first line ends, once found.
+    first_eol: Option<usize>,
     /// An event's data assembled from more than one `data:` line.
     joined: Vec<u8>,
     max: usize,
@@ -47,6 +49,7 @@ impl Events {
             scanned: 0,
             at_line_start: true,
             after_cr: false,
+            first_eol: None,
             joined: Vec::new(),
             max: max.max(1),
         }
@@ -72,6 +75,7 @@ impl Events {
         self.buf.clear();
         self.start = 0;
         self.scanned = 0;
+        self.first_eol = None;
         n
     }
 
@@ -92,6 +96,7 @@ impl Events {
             self.buf.drain(..self.start);
         }
         self.scanned -= self.start;
+        self.first_eol = self.first_eol.map(|e| e - self.start);
         self.start = 0;
     }
 
@@ -106,20 +111,37 @@ impl Events {
                 return Ok(None);
             };
             let (from, to) = (self.start, end);
+            let first_eol = self.first_eol.take();
             self.start = end;
             if to - from > self.max {
                 return Err(SseError::TooLarge(self.max));
             }
-            match data_of(&self.buf[from..to], &mut self.joined) {
+            let data = match first_eol {
+                // One `data:` line and the empty line: what servers send, read without a
+                // second pass over the event.
+                Some(eol)
+                    if self.buf[from..eol].starts_with(b"data:")
+                        && self.buf[eol..to].iter().all(|&b| b == b'\n' || b == b'\r') =>
+                {
+                    let a = from + 5 + usize::from(self.buf.get(from + 5) == Some(&b' '));
+                    if a < eol {
+                        Data::Borrowed(a - from, eol - from)
+                    } else {
+                        Data::None
+                    }
+                }
+                _ => data_of(&self.buf[from..to], &mut self.joined),
+            };
+            match data {
                 Data::None => continue,
                 Data::Borrowed(a, b) => {
                     let bytes = &self.buf[from + a..from + b];
-                    return std::str::from_utf8(bytes)
+                    return simdutf8::basic::from_utf8(bytes)
                         .map(Some)
                         .map_err(|_| SseError::NotUtf8);
                 }
                 Data::Joined => {
-                    return std::str::from_utf8(&self.joined)
+                    return simdutf8::basic::from_utf8(&self.joined)
                         .map(Some)
                         .map_err(|_| SseError::NotUtf8);
                 }
@@ -147,6 +169,9 @@ impl Events {
             let blank = self.at_line_start;
             self.at_line_start = true;
             self.after_cr = byte == b'\r';
+            if !blank && self.first_eol.is_none() {
+                self.first_eol = Some(at);
+            }
             if blank {
                 self.scanned = from;
                 return Some(from);

@@ -144,7 +144,9 @@ impl Wire {
             url::Host::Ipv6(a) => format!("[{a}]"),
             h => h.to_string(),
         };
-        if u.scheme() != "http" || format!("{host}:{}", u.port_or_known_default()?) != self.authority {
+        if u.scheme() != "http"
+            || format!("{host}:{}", u.port_or_known_default()?) != self.authority
+        {
             return None;
         }
         Some(match u.query() {
@@ -223,7 +225,8 @@ impl Wire {
         match get {
             None => {
                 conn.out.extend_from_slice(&self.post_head);
-                conn.out.extend_from_slice(decimal(body.len(), &mut [0; 20]));
+                conn.out
+                    .extend_from_slice(decimal(body.len(), &mut [0; 20]));
                 conn.out.extend_from_slice(b"\r\n\r\n");
                 conn.out.extend_from_slice(body);
             }
@@ -313,7 +316,10 @@ async fn read_head(mut conn: Conn) -> Result<Response, SendError> {
             for h in head.headers.iter() {
                 let name = h.name;
                 if name.eq_ignore_ascii_case("transfer-encoding") {
-                    if h.value.windows(7).any(|w| w.eq_ignore_ascii_case(b"chunked")) {
+                    if h.value
+                        .windows(7)
+                        .any(|w| w.eq_ignore_ascii_case(b"chunked"))
+                    {
                         framing = Framing::chunked();
                     }
                 } else if name.eq_ignore_ascii_case("content-length") {

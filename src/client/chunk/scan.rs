@@ -543,7 +543,7 @@ impl<'a> Text<'a> {
     }
 }
 
-pub(super) fn hex_digit(d: u8) -> Option<u8> {
+pub(crate) fn hex_digit(d: u8) -> Option<u8> {
     match d {
         b'0'..=b'9' => Some(d - b'0'),
         b'a'..=b'f' => Some(d - b'a' + 10),
@@ -555,7 +555,7 @@ pub(super) fn hex_digit(d: u8) -> Option<u8> {
 /// Where the plain run of string bytes from `i` ends: eight bytes at a time while the text
 /// lasts, since most of a chunk is string bytes.
 #[inline]
-fn plain_run(bytes: &[u8], mut i: usize) -> usize {
+pub(crate) fn plain_run(bytes: &[u8], mut i: usize) -> usize {
     while let Some(word) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
         if let Some(at) = first_special(u64::from_le_bytes(*word)) {
             return i + at;
