@@ -79,9 +79,16 @@ impl Events {
         n
     }
 
-    /// Ready for the next response's body (the buffers are kept).
+    /// Ready for the next response's body (the buffers are kept, unless one large event grew
+    /// them: a pooled connection holds a read's worth).
     pub fn reset(&mut self) {
         self.discard();
+        if self.buf.capacity() > 4 * READ {
+            self.buf = Vec::with_capacity(READ);
+        }
+        if self.joined.capacity() > 4 * READ {
+            self.joined = Vec::new();
+        }
         self.at_line_start = true;
         self.after_cr = false;
     }

@@ -423,6 +423,9 @@ impl Response {
         if self.keep_alive && self.framing.is_done() && self.conn.pos >= self.conn.raw.len() {
             let mut conn = self.conn;
             conn.events.reset();
+            if conn.raw.capacity() > 4 * READ {
+                conn.raw = Vec::with_capacity(READ);
+            }
             wire.give_back(conn);
         }
     }
