@@ -289,7 +289,7 @@ fn rate_1000(dir: &Path, name: &str, flags: &[&str]) -> (f64, serde_json::Value)
 /// send lag p99 < 1 ms.
 fn ladder(dir: &Path, name: &str, flags: &[&str]) {
     let mut best = 0;
-    for rate in [1500, 2000, 2500, 3000, 4000, 5000] {
+    for rate in [1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000] {
         let run = open_loop(dir, &format!("{name}-{rate}"), rate, "10s", flags);
         let (s, added) = (stage(&run.results), run.added_ttft_ms);
         let lag = f(&s["client"]["send_lag_ms"]["p99"]);
@@ -312,6 +312,13 @@ fn ladder(dir: &Path, name: &str, flags: &[&str]) {
     println!("   highest rate held with send lag p99 < 1 ms: {best} req/s");
 }
 
+/// `/proc/loadavg`'s 1, 5 and 15-minute figures: the machine is shared, say how busy it was.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument filters nothing here.
     let dir = tempfile::tempdir().expect("temp dir");
@@ -321,6 +328,7 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         taskset(0).is_some()
     );
+    println!("load average: {}", loadavg());
 
     println!("\n1) open loop, 1000 req/s for 30 s (128 in / 32 out, streaming), three runs");
     let (rss_30s, in_flight_30s) = rate_1000(dir, "rate-1000", &[]);
@@ -337,6 +345,7 @@ fn main() {
         println!("\n1b) --poll-idle: skipped, /dev/cpu_dma_latency is not writable (needs root)");
     }
 
+    println!("   load average: {}", loadavg());
     println!("\n2) rate ladder, 10 s each: highest rate with send lag p99 < 1 ms");
     ladder(dir, "ladder", &[]);
     if poll_idle {
@@ -344,6 +353,7 @@ fn main() {
         ladder(dir, "ladder-poll", &["--poll-idle"]);
     }
 
+    println!("   load average: {}", loadavg());
     println!("\n3) 100,000-token prompts, 4 closed-loop clients, 40 requests");
     let sim = Sim::start(dir, "long", &[]);
     let r = run(
