@@ -2,6 +2,7 @@
 //! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
 mod compare;
+mod distribution;
 mod error;
 mod headline;
 mod junit;
@@ -10,11 +11,13 @@ mod plots;
 mod profile;
 mod profile_compare;
 mod summary;
+mod svg;
 mod telemetry;
 mod view;
 mod write;
 
 pub use compare::*;
+pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
 pub use headline::{Headline, headline, mark};
 pub use junit::*;
