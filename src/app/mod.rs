@@ -14,10 +14,12 @@
 //! ```
 
 mod outcome;
+mod provenance;
 mod run;
 mod settings;
 
 pub use crate::error::Error;
 pub use outcome::{Outcome, RunReport};
+pub use provenance::{BUILD_COMMIT, redact_args};
 pub use run::run_scenario;
 pub use settings::RunSettings;

@@ -122,6 +122,13 @@ pub fn run_scenario(
     let output = output?;
 
     let mut results = assemble(&plan, &output, &cx, policy);
+    results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
+        scenario: &scenario,
+        command_line: &settings.command_line,
+        hostname: settings.record_hostname,
+        started_at: output.started_at,
+        server: output.server.clone(),
+    }));
     results.compare_tolerances = CompareTolerances {
         default: scenario.report.tolerance,
         metrics: scenario.report.tolerances.clone(),
@@ -247,6 +254,7 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
         sla: verdicts,
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
+        provenance: None,
     }
 }
 

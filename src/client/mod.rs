@@ -3,9 +3,11 @@
 mod body;
 mod chunk;
 mod http;
+mod probe;
 
 pub use body::{BodyTemplate, Message, PromptRef};
 pub use chunk::{
     ChunkError, ChunkInfo, JsonStr, Usage, parse_chunk, parse_chunk_value, scan_chunk,
 };
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
+pub use probe::{PROBED_PATHS, ServerInfo, probe_server};

@@ -55,3 +55,18 @@ pub fn render_markdown_with_plots(
     })?;
     Ok(out)
 }
+
+/// The report as a pull-request comment: the Markdown report without its images (a comment
+/// cannot reach files in the run's directory, so it links none), closed by a line naming
+/// the files to look for in the run's artifacts.
+pub fn render_pr_comment(results: &Results, template: Option<&str>) -> Result<String, ReportError> {
+    let mut md = render_markdown_with_plots(results, template, &[])?;
+    if !md.ends_with('\n') {
+        md.push('\n');
+    }
+    md.push_str(
+        "\n<sub>Plots, the full report (`report.html`) and `results.json` are in this run's \
+         artifacts.</sub>\n",
+    );
+    Ok(md)
+}

@@ -12,7 +12,9 @@ use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
 use super::stage::StageRunner;
 use super::target::{InProcessSim, preflight};
-use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter};
+use crate::client::{
+    BodyTemplate, Client, ClientConfig, ClientError, ServerInfo, TokenCounter, probe_server,
+};
 use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
@@ -39,6 +41,9 @@ pub struct RunOutput {
     pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
     pub telemetry: Option<TelemetryReport>,
+    /// What the target said about itself (asked alongside the preflight, never waited for:
+    /// `None` when it had not answered by the end of the run).
+    pub server: Option<ServerInfo>,
 }
 
 /// Why a run that started ended.
@@ -164,6 +169,13 @@ pub async fn run(
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
+    // The server's self-description, asked while the preflight runs; collected at the end
+    // only if it has answered by then, so it can neither fail nor delay the run.
+    let probe = tokio::spawn({
+        let http = client.http().clone();
+        let url = base_url.clone();
+        async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
+    });
     let model = preflight(
         client.http(),
         &base_url,
@@ -211,6 +223,7 @@ pub async fn run(
         stop: Stop::Completed,
         problems: Vec::new(),
         telemetry: None,
+        server: None,
     };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
@@ -230,7 +243,7 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner.run_stage(w, 0, &mut sink, watch.as_ref()).await;
+        let (summary, problem) = runner.run_stage(w, 0, None, &mut sink, watch.as_ref()).await;
         mark(&w.name, false);
         out.warmup = Some(summary);
         out.problems.extend(problem);
@@ -255,7 +268,8 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None).await;
+            let (summary, problem) = runner
+                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None).await;
             out.problems.extend(problem);
             rounds.push(summary);
         }
@@ -289,9 +303,30 @@ pub async fn run(
         }
         out.telemetry = Some(report);
     }
+    if probe.is_finished() {
+        out.server = probe.await.ok();
+    } else {
+        probe.abort();
+    }
     drop(sim);
     Ok(out)
 }
+
+/// Where a sweep point stands among its group's points (1-based), for the progress line.
+fn sweep_position(plan: &Plan, stage: &crate::plan::StagePlan) -> Option<(usize, usize)> {
+    let group = &stage.profile.as_ref()?.group;
+    let points: Vec<&str> = plan
+        .stages
+        .iter()
+        .filter(|s| s.profile.as_ref().is_some_and(|p| &p.group == group))
+        .map(|s| s.name.as_str())
+        .collect();
+    let i = points.iter().position(|n| *n == stage.name)?;
+    Some((i + 1, points.len()))
+}
+
+/// How long each self-description endpoint may take to answer.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Each data set's hooks, compiled once for the run (the plan compiler checked them already;
 /// a script that fails now stops the run rather than failing every request).

@@ -63,7 +63,14 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self.run_stage(&probe, 0, sink, None).await;
+            let (mut summary, problem) = self
+                .run_stage(
+                    &probe,
+                    0,
+                    Some((out.probes.len() + 1, spec.max_probes as usize)),
+                    sink,
+                    None,
+                ).await;
             out.problems.extend(problem);
             let mut point = probe.profile.clone().unwrap_or_default();
             point.assess(&summary);

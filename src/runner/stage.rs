@@ -28,7 +28,9 @@ use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client};
 use crate::dataset::{DatasetSource, PromptFactory};
 use crate::hooks::Hooks;
-use crate::metrics::{GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageSummary};
+use crate::metrics::{
+    GoodputSlo, PlannedLoad, PointKind, StageAggregator, StageClock, StageSummary,
+};
 use crate::plan::{Load, Plan, StagePlan};
 
 /// What every stage of a run shares.
@@ -47,18 +49,30 @@ pub(super) struct StageRunner<'a> {
 impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
     /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`).
+    /// `position` is (this, of) for a sweep point or search probe, for the progress line.
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
         round: u32,
+        position: Option<(usize, usize)>,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
     ) -> (StageSummary, Option<RunProblem>) {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
-        let shown = if stage.rounds > 1 {
-            format!("{} (round {} of {})", stage.name, round + 1, stage.rounds)
-        } else {
+        let mut notes = Vec::new();
+        if let Some((i, n)) = position {
+            notes.push(match stage.profile.as_ref().map(|p| p.kind) {
+                Some(PointKind::Probe) => format!("probe {i} of at most {n}"),
+                _ => format!("point {i} of {n}"),
+            });
+        }
+        if stage.rounds > 1 {
+            notes.push(format!("round {} of {}", round + 1, stage.rounds));
+        }
+        let shown = if notes.is_empty() {
             stage.name.clone()
+        } else {
+            format!("{} ({})", stage.name, notes.join(", "))
         };
         let progress = self
             .opts
