@@ -139,10 +139,21 @@ pub fn run_scenario(
         }
     }
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
+    // report.html shows the run against the scenario's baseline, as `compare` would.
+    let against = baseline.as_ref().map(|b| {
+        let mut tolerances = report::Tolerances::new(scenario.report.tolerance.unwrap_or(0.05));
+        tolerances.metrics = scenario.report.tolerances.clone();
+        let opts = report::CompareOptions {
+            tolerances,
+            confidence: policy.confidence,
+        };
+        Box::new((b.clone(), report::compare(b, &results, &opts)))
+    });
     let write_opts = WriteOptions {
         template,
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
+        baseline: against,
         ..WriteOptions::default()
     };
     let mut files = match report::write_all(&results, &out_dir, &write_opts) {

@@ -1,11 +1,16 @@
-//! `infermeter report RESULTS.json`: re-renders the Markdown report of a past run.
+//! `infermeter report RESULTS.json`: re-renders the report of a past run — Markdown (linking
+//! the plots beside it), the self-contained HTML page, the pull-request comment, or the
+//! per-stage CSV.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::Error;
-use crate::report::{cdf_file_name, render_markdown_with_plots, timeline_file_name};
+use crate::report::{
+    cdf_file_name, render_html, render_markdown_with_plots, render_pr_comment, stages_csv,
+    timeline_file_name,
+};
 use crate::results::read_results;
 
 #[derive(Debug, Args)]
@@ -18,6 +23,19 @@ pub struct ReportArgs {
     /// Write the report here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// What to render: the Markdown report, the self-contained HTML page (plots inline), the
+    /// pull-request comment (Markdown without links out of the run's directory), or the
+    /// per-stage metrics as CSV.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Markdown)]
+    pub format: ReportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Html,
+    PrComment,
+    Csv,
 }
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
@@ -38,7 +56,14 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
         .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
         .filter(|f| report_dir.join(f).is_file())
         .collect();
-    let md = render_markdown_with_plots(&results, template.as_deref(), &plots)?;
+    let md = match args.format {
+        ReportFormat::Markdown => {
+            render_markdown_with_plots(&results, template.as_deref(), &plots)?
+        }
+        ReportFormat::Html => render_html(&results, None)?,
+        ReportFormat::PrComment => render_pr_comment(&results, template.as_deref())?,
+        ReportFormat::Csv => stages_csv(&results),
+    };
     match &args.out {
         Some(out) => std::fs::write(out, md).map_err(|source| Error::Io {
             action: "write",

@@ -123,6 +123,22 @@ async fn ask(
     Some((header, body))
 }
 
+/// Special tokens are named like secrets but are not: `bos_token: "<s>"`.
+const SPECIAL_TOKENS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "pad_token",
+    "unk_token",
+    "sep_token",
+    "cls_token",
+    "mask_token",
+];
+
+/// A field whose string value may be a secret (`api_key`, `hf_token`, `admin_password`).
+fn secret_field(key: &str) -> bool {
+    crate::redact::is_secret_name(key) && !SPECIAL_TOKENS.contains(&key)
+}
+
 fn cut(s: &str) -> String {
     if s.chars().count() <= MAX_STRING {
         return s.to_string();
@@ -138,7 +154,7 @@ fn scrub(v: serde_json::Value) -> serde_json::Value {
         Value::Object(map) => Value::Object(
             map.into_iter()
                 .map(|(k, v)| {
-                    let v = if crate::redact::is_secret_name(&k) && !v.is_null() {
+                    let v = if secret_field(&k) && v.is_string() {
                         Value::String(crate::redact::MASK.to_string())
                     } else {
                         scrub(v)
@@ -171,6 +187,8 @@ mod tests {
             "model_path": "m",
             "nested": [{"hf_token": "hf_abc", "chat_template": "x".repeat(2000)}],
             "admin_api_key": null,
+            "bos_token": "<s>",
+            "max_total_num_tokens": 4096,
         });
         let s = scrub(v);
         assert_eq!(s["api_key"], "***");
@@ -181,5 +199,7 @@ mod tests {
             MAX_STRING + 1
         );
         assert!(s["admin_api_key"].is_null());
+        assert_eq!(s["bos_token"], "<s>");
+        assert_eq!(s["max_total_num_tokens"], 4096);
     }
 }

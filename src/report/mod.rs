@@ -33,7 +33,7 @@ pub use profile::{
     KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
     profile_svg, profiles,
 };
-pub use profile_compare::{compare_plot_path, compare_profile_svgs};
+pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
 pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};
 pub use view::*;

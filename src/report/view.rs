@@ -269,7 +269,10 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
     let c = &s.client;
     let mut plots = Vec::new();
     for (file, alt) in [
-        (cdf_file_name(&s.name), "TTFT and E2E latency CDF"),
+        (
+            cdf_file_name(&s.name),
+            "latency distribution (TTFT, ITL, TPOT, E2E)",
+        ),
         (
             timeline_file_name(&s.name),
             "latency and throughput over time",

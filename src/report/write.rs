@@ -1,5 +1,5 @@
-//! Writes every output of a run into one directory: `results.json` first, then the report and
-//! JUnit, then the plots.
+//! Writes every output of a run into one directory: `results.json` first, then the report
+//! (report.md, report.html, report.pr.md, stages.csv) and JUnit, then the plots.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,8 @@ pub struct WriteOptions {
     pub junit: bool,
     /// Where to append the Markdown report too (GitHub's step summary).
     pub step_summary: Option<PathBuf>,
+    /// The scenario's baseline and `compare`'s verdict against it, shown in report.html.
+    pub baseline: Option<Box<(Results, super::Comparison)>>,
 }
 
 impl Default for WriteOptions {
@@ -30,6 +32,7 @@ impl Default for WriteOptions {
             plots: true,
             junit: true,
             step_summary: None,
+            baseline: None,
         }
     }
 }
@@ -77,6 +80,12 @@ pub fn write_all(
     let md_path = out_dir.join(REPORT_FILE);
     std::fs::write(&md_path, &md).map_err(|e| ReportError::io(&md_path, e))?;
     written.push(md_path);
+    written.extend(super::pages::write_pages(
+        results,
+        out_dir,
+        opts.template.as_deref(),
+        opts.baseline.as_deref(),
+    )?);
     written.extend(plots);
     written.extend(telemetry_plots);
 

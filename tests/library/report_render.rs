@@ -112,7 +112,10 @@ fn plots_are_well_formed_svg_with_their_series() {
             "peak"
         };
         let (caption, series): (String, &[&str]) = if name.ends_with("latency-cdf.svg") {
-            (format!("{stage}: latency CDF"), &["TTFT", "E2E"])
+            (
+                format!("{stage}: latency distribution"),
+                &["TTFT (ms, log scale)", "ITL (ms, log scale)", "E2E (ms, log scale)"],
+            )
         } else {
             (
                 format!("{stage}: over time"),
@@ -156,19 +159,23 @@ fn write_all_writes_everything_and_appends_the_step_summary() {
         plots: true,
         junit: true,
         step_summary: Some(summary.clone()),
+        baseline: None,
     };
     let files = write_all(&results, &out, &opts).unwrap();
     assert_eq!(files[0], out.join(RESULTS_FILE));
     assert!(files.contains(&out.join(REPORT_FILE)));
     assert!(files.contains(&out.join(JUNIT_FILE)));
-    assert_eq!(files.len(), 3 + 4);
+    // results.json, report.md, report.html, report.pr.md, stages.csv, junit.xml; 4 plots.
+    assert_eq!(files.len(), 6 + 4);
     assert_eq!(
         read_results(&out.join(RESULTS_FILE)).unwrap(),
         results,
         "round trip"
     );
     let md = std::fs::read_to_string(out.join(REPORT_FILE)).unwrap();
-    assert!(md.contains("![peak: TTFT and E2E latency CDF](stage-peak-latency-cdf.svg)"));
+    assert!(md.contains(
+        "![peak: latency distribution (TTFT, ITL, TPOT, E2E)](stage-peak-latency-cdf.svg)"
+    ));
     let s = std::fs::read_to_string(&summary).unwrap();
     assert!(s.starts_with("earlier step\n## ❌ chat-pr-gate"), "{s}");
     assert!(
