@@ -13,12 +13,14 @@
 //! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
 //! ```
 
+mod load;
 mod outcome;
 mod provenance;
 mod run;
 mod settings;
 
 pub use crate::error::Error;
+pub use load::{TargetOverride, load_scenario};
 pub use outcome::{Outcome, RunReport};
 pub use provenance::{BUILD_COMMIT, redact_args};
 pub use run::run_scenario;

@@ -28,7 +28,12 @@ pub fn run_scenario(
     settings: &RunSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<RunReport, Error> {
-    let scenario = crate::scenario::load(&settings.scenario, &settings.params)?;
+    let scenario = super::load_scenario(
+        &settings.scenario,
+        settings.scenario_text.as_deref(),
+        &settings.params,
+        &settings.target,
+    )?;
     let mut plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
         path: settings.scenario.clone(),
         source,

@@ -1,6 +1,7 @@
 //! Helpers every subcommand shares: `--param` and percentage parsing, and printing errors.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
@@ -14,6 +15,24 @@ pub fn parse_param(s: &str) -> Result<(String, String), String> {
         }
         _ => Err(format!("expected NAME=VALUE, got `{s}`")),
     }
+}
+
+/// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
+/// here and named `<stdin>` in diagnostics; relative paths in it resolve against the current
+/// directory).
+pub fn scenario_source(arg: PathBuf) -> Result<(PathBuf, Option<String>), Error> {
+    if arg.as_os_str() != "-" {
+        return Ok((arg, None));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+        Error::Io {
+            action: "read the scenario from",
+            path: "standard input".into(),
+            source,
+        }
+    })?;
+    Ok((PathBuf::from("<stdin>"), Some(text)))
 }
 
 /// Renders a diagnostic the way every command shows scenario errors: with colour only when

@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::common::{parse_param, percent};
 use super::progress::{ColorChoice, ConsoleObserver, ProgressMode};
-use crate::app::{RunSettings, run_scenario};
+use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
 use crate::report::{REPORT_FILE, render_summary_text_with};
 use crate::results::RESULTS_FILE;
@@ -41,8 +41,18 @@ fn confidence(s: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The scenario file (KDL).
+    /// The scenario file (KDL); `-` reads it from standard input.
     pub scenario: PathBuf,
+
+    /// Send to this OpenAI-compatible base URL instead of the scenario's target (not part of
+    /// the plan hash).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Ask for this model instead of the scenario's (part of the plan hash, like a `model`
+    /// line in the file).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 
     // Help as an attribute: rustdoc would read `<scenario>` as an HTML tag.
     #[arg(
@@ -134,9 +144,15 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
     let interrupt = super::signals::interrupt_on_signals();
+    let (scenario, scenario_text) = super::common::scenario_source(args.scenario)?;
     let settings = RunSettings {
-        scenario: args.scenario,
+        scenario,
+        scenario_text,
         params: args.params,
+        target: TargetOverride {
+            url: args.url,
+            model: args.model,
+        },
         out_dir: args.out,
         junit: args.junit,
         template: args.template,

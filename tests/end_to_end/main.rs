@@ -4,12 +4,16 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ci_action;
 mod ci_workflow;
 mod gate_outcomes;
 mod hooks;
+mod hub_fetch;
 mod library_api;
+mod onboarding;
 mod profile_ramp;
 mod profile_run;
+mod readme_quickstart;
 mod report_compare;
 mod run_basic;
 mod run_faults;
