@@ -50,7 +50,9 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
         started_at: crate::units::rfc3339(g.started_at),
         ended_at: crate::units::rfc3339(SystemTime::now()),
         host: host(g.hostname),
-        server: g.server.filter(|i| i.server_header.is_some() || !i.endpoints.is_empty()),
+        server: g
+            .server
+            .filter(|i| i.server_header.is_some() || !i.endpoints.is_empty()),
     }
 }
 
@@ -84,7 +86,11 @@ pub fn redact_args(args: &[String]) -> Vec<String> {
                 _ => {}
             }
         }
-        out.push(mask_pair(a, '=').or_else(|| mask_pair(a, ':')).unwrap_or_else(|| secrets(a).into_owned()));
+        out.push(
+            mask_pair(a, '=')
+                .or_else(|| mask_pair(a, ':'))
+                .unwrap_or_else(|| secrets(a).into_owned()),
+        );
     }
     out
 }
@@ -98,7 +104,10 @@ fn mask_pair(arg: &str, sep: char) -> Option<String> {
         return None;
     }
     let head = &arg[..arg.find(sep)?];
-    Some(format!("{head}{sep}{}{MASK}", if sep == ':' { " " } else { "" }))
+    Some(format!(
+        "{head}{sep}{}{MASK}",
+        if sep == ':' { " " } else { "" }
+    ))
 }
 
 fn host(with_name: bool) -> HostInfo {

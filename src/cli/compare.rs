@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use super::report::read_template;
 use crate::error::Error;
 use crate::report::{
-    CompareOptions, Tolerances, compare, compare_plot_path, compare_svgs,
-    render_compare_markdown, render_compare_text, trend,
+    CompareOptions, Tolerances, compare, compare_plot_path, compare_svgs, render_compare_markdown,
+    render_compare_text, trend,
 };
 use crate::results::{Results, read_results};
 use crate::sla::Metric;

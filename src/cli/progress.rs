@@ -26,9 +26,7 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
+            ColorChoice::Auto => tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         }
     }
 }

@@ -195,7 +195,11 @@ mod tests {
         assert_eq!(s["model_path"], "m");
         assert_eq!(s["nested"][0]["hf_token"], "***");
         assert_eq!(
-            s["nested"][0]["chat_template"].as_str().unwrap().chars().count(),
+            s["nested"][0]["chat_template"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .count(),
             MAX_STRING + 1
         );
         assert!(s["admin_api_key"].is_null());

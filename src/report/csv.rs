@@ -10,8 +10,12 @@ use crate::results::Results;
 /// The CSV file's name in a run's output directory.
 pub const CSV_FILE: &str = "stages.csv";
 
-const LATENCY: [&str; 6] = ["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "ntpot_ms", "ttfa_ms"];
-const FIGURES: [&str; 9] = ["count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean"];
+const LATENCY: [&str; 6] = [
+    "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "ntpot_ms", "ttfa_ms",
+];
+const FIGURES: [&str; 9] = [
+    "count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean",
+];
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -37,7 +41,14 @@ fn figures(d: &Dist) -> [f64; 9] {
 
 fn dists(s: &StageSummary) -> [&Dist; 6] {
     let l = &s.latency;
-    [&l.ttft_ms, &l.itl_ms, &l.tpot_ms, &l.e2e_ms, &l.ntpot_ms, &l.ttfa_ms]
+    [
+        &l.ttft_ms,
+        &l.itl_ms,
+        &l.tpot_ms,
+        &l.e2e_ms,
+        &l.ntpot_ms,
+        &l.ttfa_ms,
+    ]
 }
 
 /// The CSV of every stage of `results` (the warm-up excluded), in run order.

@@ -273,7 +273,14 @@ pub fn distribution_svg(
             doc.series(&p, name, runs[*i].0, st, &c.points, every);
         }
         for (value, label) in &lines {
-            doc.reference(&p, Orient::Vertical, "threshold", *value, label, style::THRESHOLD);
+            doc.reference(
+                &p,
+                Orient::Vertical,
+                "threshold",
+                *value,
+                label,
+                style::THRESHOLD,
+            );
         }
         doc.end_panel();
     }

@@ -103,12 +103,12 @@ pub fn render_html(
         }
         let base_groups = profiles(b.results);
         for g in &groups {
-            if let Some(bg) = base_groups.iter().find(|x| x.group == g.group && x.axis == g.axis) {
+            if let Some(bg) = base_groups
+                .iter()
+                .find(|x| x.group == g.group && x.axis == g.axis)
+            {
                 let svg = profile_svg(&[("baseline", bg), ("current", g)])?;
-                overlays.push((
-                    format!("profile {}", g.group),
-                    Value::from_safe_string(svg),
-                ));
+                overlays.push((format!("profile {}", g.group), Value::from_safe_string(svg)));
             }
         }
     }

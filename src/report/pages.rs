@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::compare::Comparison;
-use super::{CSV_FILE, HTML_FILE, HtmlBaseline, ReportError, render_html, render_pr_comment, stages_csv};
+use super::{
+    CSV_FILE, HTML_FILE, HtmlBaseline, ReportError, render_html, render_pr_comment, stages_csv,
+};
 use crate::results::Results;
 
 /// The pull-request comment's file name.

@@ -95,7 +95,10 @@ pub(crate) fn sending_stopped_s(stage: &StageSummary) -> Option<f64> {
     } else {
         last.t_s + 1.0
     };
-    Some(span.clamp(last.t_s, (last.t_s + 1.0).min(stage.wall_time_s.max(last.t_s))))
+    Some(span.clamp(
+        last.t_s,
+        (last.t_s + 1.0).min(stage.wall_time_s.max(last.t_s)),
+    ))
 }
 
 /// The timeline's buckets as (time, width in s): every bucket one second wide except the
@@ -237,7 +240,14 @@ pub(crate) fn stacked_time_panels(
             } else {
                 String::new()
             };
-            doc.reference(&p, Orient::Vertical, "sending-stopped", t, &label, style::NOTE);
+            doc.reference(
+                &p,
+                Orient::Vertical,
+                "sending-stopped",
+                t,
+                &label,
+                style::NOTE,
+            );
         }
         doc.end_panel();
     }

@@ -261,7 +261,8 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
 
     let max_x = all().map(|r| r.achieved_per_s).fold(0.0, f64::max);
     let lat = || {
-        all().flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
+        all()
+            .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
             .filter(|v| *v > 0.0)
     };
     let lo = lat().fold(f64::INFINITY, f64::min);
@@ -274,11 +275,19 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
     let x = Scale::linear(0.0, max_x.max(1e-3) * 1.05, true);
     let p = doc.panel(
         "latency against achieved throughput",
-        Rect { x: 0.0, y: top, w, h: h1 },
+        Rect {
+            x: 0.0,
+            y: top,
+            w,
+            h: h1,
+        },
         &Axis::new(x, "achieved throughput (completed req/s)"),
         &Axis::new(
             y,
-            format!("latency (ms{})", if y.is_log() { ", log scale" } else { "" }),
+            format!(
+                "latency (ms{})",
+                if y.is_log() { ", log scale" } else { "" }
+            ),
         ),
     );
     for (i, (label, g)) in runs.iter().enumerate() {
@@ -330,15 +339,18 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
         }
         let missing: Vec<&str> = [
             g.knee_load.is_none().then_some("knee not reached"),
-            g.sla_max_load
-                .is_none()
-                .then_some("no point met every SLA"),
+            g.sla_max_load.is_none().then_some("no point met every SLA"),
         ]
         .into_iter()
         .flatten()
         .collect();
         if !missing.is_empty() {
-            doc.note(p.area.x + 6.0, p.area.y + 14.0, "start", &missing.join(" · "));
+            doc.note(
+                p.area.x + 6.0,
+                p.area.y + 14.0,
+                "start",
+                &missing.join(" · "),
+            );
         }
     }
     doc.end_panel();
@@ -347,12 +359,20 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
     let x2 = Scale::linear(0.0, max_load.max(1e-3) * 1.05, true);
     let y2 = Scale::linear(
         0.0,
-        max_x.max(if axis == "req/s" { max_load } else { 0.0 }).max(1e-3) * 1.05,
+        max_x
+            .max(if axis == "req/s" { max_load } else { 0.0 })
+            .max(1e-3)
+            * 1.05,
         true,
     );
     let p2 = doc.panel(
         "achieved against offered load",
-        Rect { x: 0.0, y: top + h1, w, h: h2 },
+        Rect {
+            x: 0.0,
+            y: top + h1,
+            w,
+            h: h2,
+        },
         &Axis::new(x2, format!("offered load ({axis})")),
         &Axis::new(y2, "achieved (req/s)"),
     );

@@ -21,7 +21,8 @@ pub fn compare_svgs(
         };
         let title = format!("{}: latency distribution, baseline and current", s.name);
         let verdicts = stage_verdicts(current, &s.name);
-        if let Some(svg) = distribution_svg(&title, &[("baseline", b), ("current", s)], &verdicts)? {
+        if let Some(svg) = distribution_svg(&title, &[("baseline", b), ("current", s)], &verdicts)?
+        {
             out.push((format!("stage-{}-latency", s.name), svg));
         }
     }

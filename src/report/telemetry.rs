@@ -114,28 +114,15 @@ pub fn server_timeline_svg(
     let panels: [(&str, Vec<Series>); 3] = [
         (
             "latency (ms)",
-            vec![
-                ("TTFT p50", latency),
-                ("E2E p99", e2e),
-            ],
+            vec![("TTFT p50", latency), ("E2E p99", e2e)],
         ),
-        (
-            "requests",
-            vec![
-                ("running", running),
-                ("waiting", waiting),
-            ],
-        ),
-        (
-            "KV cache (%)",
-            vec![("KV usage", kv)],
-        ),
+        ("requests", vec![("running", running), ("waiting", waiting)]),
+        ("KV cache (%)", vec![("KV usage", kv)]),
     ];
     let t_max = panels
         .iter()
         .flat_map(|(_, s)| s.iter().flat_map(|(_, d)| d.iter().map(|p| p.0)))
-        .fold(1.0, f64::max)
-        + 1.0;
+        .fold(stage.wall_time_s.max(1.0), f64::max);
     super::plots::stacked_time_panels(
         "server-timeline",
         &format!("{}: server load and latency", stage.name),

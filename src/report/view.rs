@@ -458,16 +458,27 @@ fn provenance_rows(results: &Results) -> Vec<KeyValue> {
     let mut rows = vec![
         kv(
             "build",
-            format!("{} (commit `{}`)", p.build.version, short_commit(&p.build.commit)),
+            format!(
+                "{} (commit `{}`)",
+                p.build.version,
+                short_commit(&p.build.commit)
+            ),
         ),
         kv("ended", p.ended_at.clone()),
         kv(
             "scenario file",
-            format!("`{}` (sha256 `{}`)", p.scenario_file, short_commit(&p.scenario_sha256)),
+            format!(
+                "`{}` (sha256 `{}`)",
+                p.scenario_file,
+                short_commit(&p.scenario_sha256)
+            ),
         ),
     ];
     if !p.command_line.is_empty() {
-        rows.push(kv("command line", format!("`{}`", p.command_line.join(" "))));
+        rows.push(kv(
+            "command line",
+            format!("`{}`", p.command_line.join(" ")),
+        ));
     }
     if !p.params.is_empty() {
         let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -243,7 +243,9 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner.run_stage(w, 0, None, &mut sink, watch.as_ref()).await;
+        let (summary, problem) = runner
+            .run_stage(w, 0, None, &mut sink, watch.as_ref())
+            .await;
         mark(&w.name, false);
         out.warmup = Some(summary);
         out.problems.extend(problem);
@@ -269,7 +271,8 @@ pub async fn run(
                 break;
             }
             let (summary, problem) = runner
-                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None).await;
+                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None)
+                .await;
             out.problems.extend(problem);
             rounds.push(summary);
         }

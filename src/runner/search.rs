@@ -70,7 +70,8 @@ impl StageRunner<'_> {
                     Some((out.probes.len() + 1, spec.max_probes as usize)),
                     sink,
                     None,
-                ).await;
+                )
+                .await;
             out.problems.extend(problem);
             let mut point = probe.profile.clone().unwrap_or_default();
             point.assess(&summary);

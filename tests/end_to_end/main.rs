@@ -15,6 +15,7 @@ mod profile_ramp;
 mod profile_run;
 mod readme_quickstart;
 mod report_compare;
+mod report_provenance;
 mod run_basic;
 mod run_faults;
 mod run_ground_truth;

@@ -66,7 +66,11 @@ fn browse(chromium: &Path, page: &Path, screenshot: &Path) -> (String, String) {
     let url = format!("file://{}", page.display());
     let mut dump = Command::new(chromium);
     base(&mut dump);
-    let out = dump.arg("--dump-dom").arg(&url).output().expect("chromium runs");
+    let out = dump
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
     assert!(out.status.success(), "chromium failed: {:?}", out);
     let mut shot = Command::new(chromium);
     base(&mut shot);
@@ -109,7 +113,10 @@ fn assert_self_contained(html: &str) {
         .collect();
     assert!(outside.is_empty(), "links out of the page: {outside:?}");
     for (i, _) in html.match_indices("href=\"") {
-        assert!(html[i + 6..].starts_with('#'), "a link that leaves the page");
+        assert!(
+            html[i + 6..].starts_with('#'),
+            "a link that leaves the page"
+        );
     }
 }
 
@@ -127,8 +134,14 @@ fn check_in_browser(name: &str, html: &str, plots: usize) {
         .lines()
         .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
         .collect();
-    assert!(console_errors.is_empty(), "console errors: {console_errors:?}");
-    assert!(dom.contains("data-errors=\"0\""), "script errors, or the script did not run");
+    assert!(
+        console_errors.is_empty(),
+        "console errors: {console_errors:?}"
+    );
+    assert!(
+        dom.contains("data-errors=\"0\""),
+        "script errors, or the script did not run"
+    );
     assert!(
         dom.contains(&format!("data-plots-rendered=\"{plots}\"")),
         "expected {plots} plots laid out"
@@ -137,13 +150,17 @@ fn check_in_browser(name: &str, html: &str, plots: usize) {
     assert_eq!(tags.len(), plots);
     for tag in tags {
         let kind = attribute(tag, "data-kind").unwrap_or("?");
-        let size = attribute(tag, "data-rendered").unwrap_or_else(|| panic!("{kind}: not laid out"));
+        let size =
+            attribute(tag, "data-rendered").unwrap_or_else(|| panic!("{kind}: not laid out"));
         let (w, h) = size.split_once('x').unwrap();
         let (w, h): (f64, f64) = (w.parse().unwrap(), h.parse().unwrap());
         assert!(w >= 600.0 && h >= 300.0, "{kind} plot laid out at {size}");
     }
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a screenshot"
+    );
     eprintln!("screenshot: {}", shot.display());
 }
 
@@ -167,7 +184,10 @@ fn the_html_report_is_self_contained_and_renders_every_plot() {
     }
     let p = r.provenance.as_ref().unwrap();
     assert!(html.contains(&p.scenario_sha256[..12]));
-    assert!(html.contains("infermeter-sim"), "the server's self-description");
+    assert!(
+        html.contains("infermeter-sim"),
+        "the server's self-description"
+    );
     check_in_browser("quickstart", &html, plots.len());
 }
 

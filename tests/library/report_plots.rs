@@ -160,7 +160,9 @@ fn stroke(series: &Node) -> (String, String) {
         .expect("a line");
     (
         p.attribute("stroke").unwrap_or_default().to_string(),
-        p.attribute("stroke-dasharray").unwrap_or_default().to_string(),
+        p.attribute("stroke-dasharray")
+            .unwrap_or_default()
+            .to_string(),
     )
 }
 
@@ -230,10 +232,16 @@ fn distribution_plots_show_every_metric_from_its_histogram_with_the_sla_threshol
         y.check(metric);
         assert!(y.log, "{metric}: the tail axis is log");
         let labels: Vec<&str> = y.ticks.iter().map(|t| t.2.as_str()).collect();
-        assert!(labels.contains(&"p50") && labels.contains(&"p99"), "{labels:?}");
+        assert!(
+            labels.contains(&"p50") && labels.contains(&"p99"),
+            "{labels:?}"
+        );
         // The curve falls from the top (p0) towards the tail as latency grows.
         let pts = path_points(&s[0]);
-        assert!(pts.windows(2).all(|w| w[1].0 >= w[0].0 - 0.05 && w[1].1 >= w[0].1 - 0.05));
+        assert!(
+            pts.windows(2)
+                .all(|w| w[1].0 >= w[0].0 - 0.05 && w[1].1 >= w[0].1 - 0.05)
+        );
     }
     // The median drawn where the stage's p50 is: the curve crosses the p50 row at x(p50).
     let ttft = panels[0];
@@ -323,14 +331,26 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
     for name in names {
         let s = series(top, name);
         assert_eq!(s.len(), 1, "{name}");
-        assert_eq!(attr(&s[0], "data-points"), 6.0, "{name}: one point per load");
+        assert_eq!(
+            attr(&s[0], "data-points"),
+            6.0,
+            "{name}: one point per load"
+        );
         looks.push((stroke(&s[0]), marker_kind(&s[0])));
     }
     // One colour, one dash and one marker per metric: apart in colour and in grey.
     for i in 0..looks.len() {
         for j in i + 1..looks.len() {
-            assert_ne!(looks[i].0.0, looks[j].0.0, "colours of {} {}", names[i], names[j]);
-            assert_ne!(looks[i].1, looks[j].1, "markers of {} {}", names[i], names[j]);
+            assert_ne!(
+                looks[i].0.0, looks[j].0.0,
+                "colours of {} {}",
+                names[i], names[j]
+            );
+            assert_ne!(
+                looks[i].1, looks[j].1,
+                "markers of {} {}",
+                names[i], names[j]
+            );
         }
     }
     let legend: Vec<String> = by_class(root, "legend-entry")
@@ -338,7 +358,10 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
         .map(|e| e.attribute("data-name").unwrap().to_string())
         .collect();
     for name in names.iter().chain(&["knee", "SLA-compliant max"]) {
-        assert!(legend.iter().any(|l| l == name), "legend lacks {name}: {legend:?}");
+        assert!(
+            legend.iter().any(|l| l == name),
+            "legend lacks {name}: {legend:?}"
+        );
     }
     let (x, y) = (AxisDrawn::read(top, "x"), AxisDrawn::read(top, "y"));
     x.check("throughput");
@@ -423,7 +446,11 @@ fn the_timeline_has_no_fake_drop_at_the_end_and_marks_where_sending_stopped() {
     assert_eq!(sent.len(), 5);
     let ten = y.pixel(10.0);
     for (i, p) in sent.iter().enumerate() {
-        assert!((p.1 - ten).abs() < 0.6, "point {i} at {} px, 10/s is {ten:.1}", p.1);
+        assert!(
+            (p.1 - ten).abs() < 0.6,
+            "point {i} at {} px, 10/s is {ten:.1}",
+            p.1
+        );
     }
     for p in &panels {
         let stop = refs(*p, "sending-stopped");
@@ -438,7 +465,10 @@ fn compare_plots_overlay_both_runs() {
     let results = fixture("sim-quickstart.json");
     let svgs = compare_svgs(&results, &results).unwrap();
     let names: Vec<&str> = svgs.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["stage-poisson-latency", "stage-closed-loop-latency"]);
+    assert_eq!(
+        names,
+        ["stage-poisson-latency", "stage-closed-loop-latency"]
+    );
     let doc = Document::parse(&svgs[0].1).unwrap();
     for p in by_class(doc.root_element(), "panel") {
         let runs: Vec<&str> = by_class(p, "series")

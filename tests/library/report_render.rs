@@ -114,7 +114,11 @@ fn plots_are_well_formed_svg_with_their_series() {
         let (caption, series): (String, &[&str]) = if name.ends_with("latency-cdf.svg") {
             (
                 format!("{stage}: latency distribution"),
-                &["TTFT (ms, log scale)", "ITL (ms, log scale)", "E2E (ms, log scale)"],
+                &[
+                    "TTFT (ms, log scale)",
+                    "ITL (ms, log scale)",
+                    "E2E (ms, log scale)",
+                ],
             )
         } else {
             (

@@ -248,7 +248,11 @@ impl Doc {
         );
         let a = p.area;
         for t in ticks {
-            let _ = write!(self.body, "<g class=\"tick\" data-value=\"{}\">", num(t.value));
+            let _ = write!(
+                self.body,
+                "<g class=\"tick\" data-value=\"{}\">",
+                num(t.value)
+            );
             if which == "x" {
                 let x = p.px(t.value);
                 let _ = write!(
@@ -390,7 +394,9 @@ impl Doc {
                 };
                 let mut row = 0;
                 while self.ref_labels.iter().any(|&(y, s, e)| {
-                    (y - (a.y + 13.0 + row as f64 * 14.0)).abs() < 1.0 && s < l1 + 4.0 && l0 < e + 4.0
+                    (y - (a.y + 13.0 + row as f64 * 14.0)).abs() < 1.0
+                        && s < l1 + 4.0
+                        && l0 < e + 4.0
                 }) {
                     row += 1;
                 }
