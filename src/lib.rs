@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod plan;
 pub mod protocol;
 pub mod ready;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -179,8 +179,11 @@ pub fn profile_file_name(group: &str) -> String {
     format!("profile-{}.svg", super::stage_slug(group))
 }
 
+/// A latency figure of a profile row.
+type RowFigure = fn(&ProfileRow) -> f64;
+
 /// The latency series of the profile plot, in the order of their house styles.
-const PROFILE_SERIES: [(&str, fn(&ProfileRow) -> f64); 4] = [
+const PROFILE_SERIES: [(&str, RowFigure); 4] = [
     ("TTFT p50", |r| r.ttft_p50_ms),
     ("TTFT p99", |r| r.ttft_p99_ms),
     ("ITL p99", |r| r.itl_p99_ms),
