@@ -280,3 +280,27 @@ fn terminal_summary_prints_units_only_where_there_are_some() {
         "{text}"
     );
 }
+
+#[test]
+fn the_ttfa_row_appears_only_for_models_that_reason_first() {
+    // The simulator answers at once: every first answer token is the first token.
+    let mut r = fixture("sim-quickstart.json");
+    let md = render_markdown(&r, None).unwrap();
+    assert!(md.contains("| TTFT |") && !md.contains("| TTFA |"), "{md}");
+    r.stages[0].latency.ttfa_ms.p50 += 40.0;
+    r.stages[0].latency.ttfa_ms.p99 += 40.0;
+    let md = render_markdown(&r, None).unwrap();
+    assert_eq!(md.matches("| TTFA |").count(), 1, "{md}");
+}
+
+#[test]
+fn the_report_says_where_the_run_came_from() {
+    let md = render_markdown(&fixture("sim-quickstart.json"), None).unwrap();
+    for row in ["| build |", "| command line |", "| params |", "| host |", "| server |"] {
+        assert!(md.contains(row), "no {row} in {md}");
+    }
+    let xml = junit_xml(&fixture("sim-quickstart.json"));
+    assert!(well_formed(&xml), "{xml}");
+    assert!(xml.contains("<property name=\"infermeter.commit\""), "{xml}");
+    assert!(xml.contains("<property name=\"scenario.sha256\""), "{xml}");
+}
