@@ -8,8 +8,8 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::report::{
-    cdf_file_name, render_html, render_markdown_with_plots, render_pr_comment, stages_csv,
-    timeline_file_name,
+    cdf_file_name, profiles, render_html, render_markdown_with_plots, render_pr_comment,
+    stages_csv, timeline_file_name,
 };
 use crate::results::read_results;
 
@@ -54,6 +54,7 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
         .stages
         .iter()
         .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
+        .chain(profiles(&results).into_iter().map(|g| g.plot))
         .filter(|f| report_dir.join(f).is_file())
         .collect();
     let md = match args.format {

@@ -11,7 +11,7 @@ use super::common::{parse_param, percent};
 use super::progress::{ColorChoice, ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
-use crate::report::{REPORT_FILE, render_summary_text_with};
+use crate::report::{HTML_FILE, REPORT_FILE, render_summary_text_with};
 use crate::results::RESULTS_FILE;
 use crate::sla::{InconclusiveAs, Untrusted};
 use crate::units;
@@ -195,5 +195,6 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     print!("{}", render_summary_text_with(&report.results, color));
     println!("results: {}", report.out_dir.join(RESULTS_FILE).display());
     println!("report:  {}", report.out_dir.join(REPORT_FILE).display());
+    println!("page:    {}", report.out_dir.join(HTML_FILE).display());
     report.check()
 }

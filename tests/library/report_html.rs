@@ -180,7 +180,10 @@ fn the_html_report_is_self_contained_and_renders_every_plot() {
         }
     }
     for v in &r.sla {
-        assert!(html.contains(&format!("<code>{}</code>", minijinja_escape(&v.expr))));
+        assert!(html.contains(&format!(
+            "<code class=\"nowrap\">{}</code>",
+            minijinja_escape(&v.expr)
+        )));
     }
     let p = r.provenance.as_ref().unwrap();
     assert!(html.contains(&p.scenario_sha256[..12]));

@@ -296,11 +296,20 @@ fn the_ttfa_row_appears_only_for_models_that_reason_first() {
 #[test]
 fn the_report_says_where_the_run_came_from() {
     let md = render_markdown(&fixture("sim-quickstart.json"), None).unwrap();
-    for row in ["| build |", "| command line |", "| params |", "| host |", "| server |"] {
+    for row in [
+        "| build |",
+        "| command line |",
+        "| params |",
+        "| host |",
+        "| server |",
+    ] {
         assert!(md.contains(row), "no {row} in {md}");
     }
     let xml = junit_xml(&fixture("sim-quickstart.json"));
     assert!(well_formed(&xml), "{xml}");
-    assert!(xml.contains("<property name=\"infermeter.commit\""), "{xml}");
+    assert!(
+        xml.contains("<property name=\"infermeter.commit\""),
+        "{xml}"
+    );
     assert!(xml.contains("<property name=\"scenario.sha256\""), "{xml}");
 }
