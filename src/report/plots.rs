@@ -101,12 +101,18 @@ pub(crate) fn sending_stopped_s(stage: &StageSummary) -> Option<f64> {
     ))
 }
 
-/// The timeline's buckets as (time, width in s): every bucket one second wide except the
-/// last, which ends at the stage's wall time. A last bucket narrower than half a second is
-/// dropped: a count over a sliver of a second, scaled up, is noise.
-fn buckets(stage: &StageSummary) -> Vec<(&TimelinePoint, f64)> {
+/// The most points a timeline series draws: a longer stage's seconds are merged in groups, so
+/// the plot's size stays flat in the run's length.
+const MAX_TIMELINE_POINTS: usize = 900;
+
+/// The timeline's buckets with their width in seconds: every bucket one second wide except
+/// the last, which ends at the stage's wall time. A last bucket narrower than half a second is
+/// dropped: a count over a sliver of a second, scaled up, is noise. Beyond
+/// [`MAX_TIMELINE_POINTS`] seconds, consecutive buckets are merged (counts summed, TTFT p50
+/// as the completion-weighted mean of the seconds' medians, E2E p99 as their maximum).
+fn buckets(stage: &StageSummary) -> Vec<(TimelinePoint, f64)> {
     let n = stage.timeline.len();
-    stage
+    let one: Vec<(TimelinePoint, f64)> = stage
         .timeline
         .iter()
         .enumerate()
@@ -116,7 +122,34 @@ fn buckets(stage: &StageSummary) -> Vec<(&TimelinePoint, f64)> {
             } else {
                 1.0
             };
-            (width >= 0.5).then_some((p, width))
+            (width >= 0.5).then(|| (p.clone(), width))
+        })
+        .collect();
+    if one.len() <= MAX_TIMELINE_POINTS {
+        return one;
+    }
+    let k = one.len().div_ceil(MAX_TIMELINE_POINTS);
+    one.chunks(k)
+        .map(|group| {
+            let mut m = TimelinePoint {
+                t_s: group[0].0.t_s,
+                ..TimelinePoint::default()
+            };
+            let mut width = 0.0;
+            let mut ttft_weighted = 0.0;
+            for (p, w) in group {
+                m.sent += p.sent;
+                m.completed += p.completed;
+                m.failed += p.failed;
+                m.output_tokens += p.output_tokens;
+                ttft_weighted += p.ttft_p50_ms * p.completed as f64;
+                m.e2e_p99_ms = m.e2e_p99_ms.max(p.e2e_p99_ms);
+                width += w;
+            }
+            if m.completed > 0 {
+                m.ttft_p50_ms = ttft_weighted / m.completed as f64;
+            }
+            (m, width)
         })
         .collect()
 }
@@ -285,11 +318,26 @@ mod tests {
         let s = stage(3.6, &[(0.0, 10), (1.0, 10), (2.0, 10), (3.0, 6)]);
         let b = buckets(&s);
         assert_eq!(b.len(), 4);
-        let (last, w) = b[3];
+        let (last, w) = &b[3];
         assert!((last.sent as f64 / w - 10.0).abs() < 1e-9);
         // A 0.2 s sliver is dropped.
         let s = stage(3.2, &[(0.0, 10), (1.0, 10), (2.0, 10), (3.0, 2)]);
         assert_eq!(buckets(&s).len(), 3);
+    }
+
+    #[test]
+    fn a_long_timeline_is_merged_into_a_bounded_number_of_points() {
+        let secs: Vec<(f64, u64)> = (0..36_000).map(|t| (t as f64, 10)).collect();
+        let s = stage(36_000.0, &secs);
+        let b = buckets(&s);
+        assert!(b.len() <= MAX_TIMELINE_POINTS, "{}", b.len());
+        // Still 10 per second.
+        assert!(
+            b.iter()
+                .all(|(p, w)| (p.sent as f64 / w - 10.0).abs() < 1e-9)
+        );
+        let svg = timeline_svg(&s).unwrap().unwrap();
+        assert!(svg.len() < 400_000, "{} bytes", svg.len());
     }
 
     #[test]
