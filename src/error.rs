@@ -171,7 +171,7 @@ impl Error {
             | Error::Usage { .. } => exit::INVALID,
             Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
             Error::Sim(SimError::Config(_))
-            | Error::Report(ReportError::Template(_))
+            | Error::Report(ReportError::Template { .. })
             | Error::Wait(WaitError::BadUrl { .. })
             | Error::Scaffold(_) => exit::INVALID,
             Error::Run(_)

@@ -12,6 +12,7 @@ pub mod client;
 pub mod dataset;
 pub mod error;
 pub mod exit;
+pub mod files;
 pub mod hooks;
 pub mod hub;
 pub mod metrics;

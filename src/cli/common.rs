@@ -76,13 +76,15 @@ pub fn print_error(e: &Error) {
         Error::Args(e) => {
             let _ = e.print();
         }
-        Error::Scenario(s) => eprintln!("{}", render(s)),
+        // Secrets in URLs are masked in every message (a scenario's line with its target, a
+        // connection error naming the URL).
+        Error::Scenario(s) => eprintln!("{}", crate::redact::secrets(&render(s))),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
         Error::Regressed { .. } => eprintln!("{e}"),
         _ => {
-            eprintln!("error: {}", e.chain());
+            eprintln!("error: {}", crate::redact::secrets(&e.chain()));
             if let Some(help) = miette::Diagnostic::help(e) {
-                eprintln!("  help: {help}");
+                eprintln!("  help: {}", crate::redact::secrets(&help.to_string()));
             }
         }
     }

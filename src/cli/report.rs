@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::report::{
-    cdf_file_name, profiles, render_html, render_markdown_with_plots, render_pr_comment,
+    ReportTemplate, cdf_file_name, profiles, render_html, render_pr_comment, render_report,
     stages_csv, timeline_file_name,
 };
 use crate::results::read_results;
@@ -40,7 +40,7 @@ pub enum ReportFormat {
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let results = read_results(&args.results)?;
-    let template = read_template(args.template.as_deref())?;
+    let template = read_report_template(args.template.as_deref())?;
     // Link the plots that sit next to where the report will be read.
     let report_dir = match &args.out {
         Some(out) => out.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -58,15 +58,13 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
         .filter(|f| report_dir.join(f).is_file())
         .collect();
     let md = match args.format {
-        ReportFormat::Markdown => {
-            render_markdown_with_plots(&results, template.as_deref(), &plots)?
-        }
+        ReportFormat::Markdown => render_report(&results, template.as_ref(), &plots)?,
         ReportFormat::Html => render_html(&results, None)?,
-        ReportFormat::PrComment => render_pr_comment(&results, template.as_deref())?,
+        ReportFormat::PrComment => render_pr_comment(&results, template.as_ref())?,
         ReportFormat::Csv => stages_csv(&results),
     };
     match &args.out {
-        Some(out) => std::fs::write(out, md).map_err(|source| Error::Io {
+        Some(out) => crate::results::write_atomic(out, md.as_bytes()).map_err(|source| Error::Io {
             action: "write",
             path: out.clone(),
             source,
@@ -80,11 +78,21 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
 
 /// A template file's text, when one is given.
 pub(crate) fn read_template(path: Option<&Path>) -> Result<Option<String>, Error> {
+    Ok(read_report_template(path)?.map(|t| t.text))
+}
+
+/// A template file, named by its path, when one is given.
+pub(crate) fn read_report_template(path: Option<&Path>) -> Result<Option<ReportTemplate>, Error> {
     path.map(|p| {
-        std::fs::read_to_string(p).map_err(|source| Error::Template {
-            path: p.to_path_buf(),
-            source,
-        })
+        crate::files::read_text(p, crate::files::MAX_TEXT_FILE)
+            .map(|text| ReportTemplate {
+                name: p.display().to_string(),
+                text,
+            })
+            .map_err(|source| Error::Template {
+                path: p.to_path_buf(),
+                source,
+            })
     })
     .transpose()
 }

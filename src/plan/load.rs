@@ -134,10 +134,12 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         return Ok(None);
     };
     let full = base_dir.join(&path.value);
-    let source = std::fs::read_to_string(&full).map_err(|source| PlanError::HooksFile {
-        dataset: d.name.value.clone(),
-        path: full.clone(),
-        source,
+    let source = crate::files::read_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
+        PlanError::HooksFile {
+            dataset: d.name.value.clone(),
+            path: full.clone(),
+            source,
+        }
     })?;
     // Compile errors are reported now, with file, line and column, before any request.
     let shown = path.value.display().to_string();

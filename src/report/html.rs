@@ -86,6 +86,13 @@ pub fn render_html(
         .map(|(n, svg)| (n, Value::from_safe_string(svg)))
         .collect();
     let view = build_view(results, &names);
+    // Telemetry's server plot of each stage that has one, shown with the stage.
+    let server: BTreeMap<String, String> = results
+        .stages
+        .iter()
+        .map(|s| (s.name.clone(), super::server_timeline_file_name(&s.name)))
+        .filter(|(_, file)| svgs.contains_key(file))
+        .collect();
     let groups = profiles(results);
     let mut overlays: Vec<(String, Value)> = Vec::new();
     if let Some(b) = baseline {
@@ -119,6 +126,7 @@ pub fn render_html(
         results => Value::from(Serde(results)),
         profiles => Value::from(Serde(&groups)),
         svgs => svgs,
+        server_plots => server,
         searches => Value::from(Serde(&results.searches)),
         cmp => baseline.map(|b| Value::from(Serde(b.comparison))),
         baseline_started => baseline.map(|b| b.results.started_at.clone()),

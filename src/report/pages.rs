@@ -18,7 +18,7 @@ pub const PR_COMMENT_FILE: &str = "report.pr.md";
 pub fn write_pages(
     results: &Results,
     dir: &Path,
-    template: Option<&str>,
+    template: Option<&super::ReportTemplate>,
     baseline: Option<&(Results, Comparison)>,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let html = render_html(

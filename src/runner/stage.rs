@@ -22,7 +22,7 @@ use super::cpu::CpuClock;
 use super::options::RunOptions;
 use super::run::RunProblem;
 use super::send::{StageShared, since};
-use super::target::warm_pool;
+use super::target::{WARM_POOL_LIMIT, warm_pool};
 use super::timer::PreciseTimer;
 use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client};
@@ -80,7 +80,14 @@ impl StageRunner<'_> {
             .stage_started(&shown, planned_total(&self.plan, stage));
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
-        warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
+        warm_pool(
+            self.client.http(),
+            &self.base_url,
+            pool_warmth(stage),
+            self.plan.target.timeout.as_std().min(WARM_POOL_LIMIT),
+            &self.opts.interrupt,
+        )
+        .await;
 
         let cancel = CancellationToken::new();
         // "Stop sending": Ctrl-C, or the warm-up's rule holding (which must not end the run).

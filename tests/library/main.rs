@@ -13,6 +13,7 @@ mod report_plots;
 mod report_render;
 mod report_schema;
 mod scenario_corpus;
+mod scenario_fuzz;
 mod scenario_parse;
 mod scenario_schema;
 mod scenario_snapshots;

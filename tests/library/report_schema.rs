@@ -57,3 +57,14 @@ fn fixtures_match_the_schema_shape() {
         "a fixture of the current format is checked in"
     );
 }
+
+#[test]
+fn results_written_before_complete_existed_read_as_complete() {
+    // Older versions wrote results.json once, at the end of the run.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results/current.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("complete");
+    let r: Results = serde_json::from_value(v).unwrap();
+    assert!(r.complete);
+}
