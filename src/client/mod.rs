@@ -10,4 +10,4 @@ pub use chunk::{
     ChunkError, ChunkInfo, JsonStr, Usage, parse_chunk, parse_chunk_value, scan_chunk,
 };
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
-pub use probe::{PROBED_PATHS, ServerInfo, probe_server};
+pub use probe::{MODELS_PATH, PROBED_PATHS, ServerInfo, probe_server};

@@ -1,8 +1,10 @@
-//! What a server says about itself, for the provenance of a result: `GET /v1/models`, vLLM's
-//! `/version`, llama.cpp's `/props`, SGLang's `/get_server_info`, and the `server` response
-//! header. Each is asked once, concurrently, with a short timeout; whatever answered with
-//! JSON is kept (bounded in size, secret-named fields masked, long strings such as chat
-//! templates cut), and whatever did not is simply absent: a probe never fails a run.
+//! What a server says about itself, for the provenance of a result: its `GET /v1/models`
+//! answer (the runner's preflight asks it anyway and hands it over, [`ServerInfo::from_models`]),
+//! vLLM's `/version`, llama.cpp's `/props`, SGLang's `/get_server_info`, and the `server`
+//! response header. The three engine endpoints are asked once, concurrently, with a short
+//! timeout; whatever answered with JSON is kept (bounded in size, secret-named fields masked,
+//! long strings such as chat templates cut), and whatever did not is simply absent: a probe
+//! never fails a run.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,8 +12,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The self-description endpoints asked, relative to the server root.
-pub const PROBED_PATHS: [&str; 4] = ["/v1/models", "/version", "/props", "/get_server_info"];
+/// The self-description endpoints [`probe_server`] asks, relative to the server root.
+pub const PROBED_PATHS: [&str; 3] = ["/version", "/props", "/get_server_info"];
+/// Where the model list is kept in [`ServerInfo::endpoints`].
+pub const MODELS_PATH: &str = "/v1/models";
 /// The most of one answer that is read.
 const MAX_BODY: usize = 256 * 1024;
 /// Strings longer than this (a chat template, a system prompt) are cut.
@@ -32,6 +36,30 @@ pub struct ServerInfo {
 }
 
 impl ServerInfo {
+    /// What a `/v1/models` answer said: its `server` header and, when `body` is given and is
+    /// JSON, the list itself.
+    pub fn from_models(server_header: Option<String>, body: Option<&[u8]>) -> ServerInfo {
+        let mut info = ServerInfo {
+            server_header: server_header.map(|h| cut(h.trim())),
+            endpoints: BTreeMap::new(),
+        };
+        if let Some(v) = body.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()) {
+            info.endpoints.insert(MODELS_PATH.to_string(), scrub(v));
+        }
+        info
+    }
+
+    /// `other`'s answers added to these (this one's header first).
+    pub fn merge(mut self, other: ServerInfo) -> ServerInfo {
+        if self.server_header.is_none() {
+            self.server_header = other.server_header;
+        }
+        for (path, v) in other.endpoints {
+            self.endpoints.entry(path).or_insert(v);
+        }
+        self
+    }
+
     /// A one-line summary: `vLLM 0.8.5`, `llama.cpp (build 4567)`, `SGLang 0.4.6`, or the
     /// server header; `None` when nothing identified the server.
     pub fn summary(&self) -> Option<String> {
@@ -178,6 +206,31 @@ mod tests {
         assert_eq!(root("http://h:8000/v1"), "http://h:8000");
         assert_eq!(root("http://h:8000/v1/"), "http://h:8000");
         assert_eq!(root("http://h:8000"), "http://h:8000");
+    }
+
+    #[test]
+    fn the_model_list_and_the_probes_merge_into_one_description() {
+        let models = ServerInfo::from_models(
+            Some("uvicorn".into()),
+            Some(br#"{"data":[{"id":"m","api_key":"sk-9"}]}"#),
+        );
+        assert_eq!(models.endpoints[MODELS_PATH]["data"][0]["api_key"], "***");
+        let probed = ServerInfo {
+            server_header: Some("other".into()),
+            endpoints: [(
+                "/version".to_string(),
+                serde_json::json!({"version": "0.8.5"}),
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let all = models.merge(probed);
+        assert_eq!(all.server_header.as_deref(), Some("uvicorn"));
+        assert_eq!(all.endpoints.len(), 2);
+        assert_eq!(all.summary().unwrap(), "uvicorn, version 0.8.5");
+        // Not JSON, or no body: the header alone.
+        let bare = ServerInfo::from_models(None, Some(b"<html>"));
+        assert!(bare.endpoints.is_empty() && bare.summary().is_none());
     }
 
     #[test]

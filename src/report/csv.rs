@@ -99,7 +99,7 @@ pub fn stages_csv(results: &Results) -> String {
     for s in &results.stages {
         let t = &s.throughput;
         let (group, load) = match &s.profile {
-            Some(p) => (p.group.clone(), super::num(p.load())),
+            Some(p) => (p.group.clone(), super::short(p.load())),
             None => (String::new(), String::new()),
         };
         let mut row: Vec<String> = vec![

@@ -207,7 +207,7 @@ pub async fn run(
     )
     .await?;
     // Interrupted before anything was measured: an interrupted run with no stage.
-    let Some(model) = found else {
+    let Some((model, models_answer)) = found else {
         return Ok(out);
     };
     out.model = model.clone();
@@ -327,11 +327,18 @@ pub async fn run(
         }
         out.telemetry = Some(report);
     }
-    if probe.is_finished() {
-        out.server = probe.await.ok();
-    } else {
-        probe.abort();
+    // Whatever of the self-description has arrived by now; the rest is dropped.
+    let mut server = ServerInfo::default();
+    for task in [models_answer, probe] {
+        if task.is_finished() {
+            if let Ok(info) = task.await {
+                server = server.merge(info);
+            }
+        } else {
+            task.abort();
+        }
     }
+    out.server = Some(server);
     drop(sim);
     Ok(out)
 }
