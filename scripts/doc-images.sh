@@ -33,7 +33,7 @@ cp "$DIR/quickstart/stage-poisson-latency-cdf.svg" docs/img/latency-distribution
 cp "$DIR/quickstart/stage-poisson-timeline.svg" docs/img/timeline.svg
 cp "$DIR/profile-a/profile-profile.svg" docs/img/profile.svg
 cp "$DIR/compare.svg" docs/img/compare-profile.svg
-cp "$DIR/compare-stage-profile-20rps-latency.svg" docs/img/compare-distribution.svg
+cp "$(find "$DIR" -name "compare-stage-profile-20rps-latency*.svg" | head -n 1)" docs/img/compare-distribution.svg
 server=$(find "$DIR/telemetry" -name 'stage-*-server.svg' | sort | head -n 1)
 cp "$server" docs/img/server-timeline.svg
 ls -l docs/img/*.svg
