@@ -38,7 +38,7 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
                     ParamValue::Int(i) => serde_json::Value::from(*i),
                     ParamValue::Float(f) => serde_json::Value::from(*f),
                     ParamValue::Bool(b) => serde_json::Value::from(*b),
-                    ParamValue::String(t) if is_secret_name(k) => MASK.into(),
+                    ParamValue::String(_) if is_secret_name(k) => MASK.into(),
                     ParamValue::String(t) => secrets(t).into_owned().into(),
                 };
                 (k.clone(), v)
@@ -78,21 +78,30 @@ pub fn redact_args(args: &[String]) -> Vec<String> {
                     out.push(format!("--{name}={MASK}"));
                     continue;
                 }
+                // `--param=api_key=…`: the value is what may hold a secret.
+                Some((name, value)) => {
+                    out.push(format!("--{name}={}", redact_value(value)));
+                    continue;
+                }
                 None if is_secret_name(flag) => {
                     mask_next = true;
                     out.push(a.clone());
                     continue;
                 }
-                _ => {}
+                None => {}
             }
         }
-        out.push(
-            mask_pair(a, '=')
-                .or_else(|| mask_pair(a, ':'))
-                .unwrap_or_else(|| secrets(a).into_owned()),
-        );
+        out.push(redact_value(a));
     }
     out
+}
+
+/// One argument (or a flag's value) with a secret-named pair's value and URL credentials
+/// masked.
+fn redact_value(arg: &str) -> String {
+    mask_pair(arg, '=')
+        .or_else(|| mask_pair(arg, ':'))
+        .unwrap_or_else(|| secrets(arg).into_owned())
 }
 
 /// `NAME=VALUE` (or `NAME: VALUE`) with the value masked when the name is a secret's.
@@ -191,11 +200,13 @@ mod tests {
             "Authorization: Bearer sk-4",
             "--param",
             "url=http://user:pw@host/v1",
+            "--param=hf_token=hf-5",
+            "--url=http://u:pw2@h/v1",
             "--out",
             "dir",
         ]));
         let text = got.join(" ");
-        for s in ["sk-1", "sk-2", "sk-3", "sk-4", "pw"] {
+        for s in ["sk-1", "sk-2", "sk-3", "sk-4", "pw", "hf-5", "pw2"] {
             assert!(!text.contains(s), "{s} in {text}");
         }
         assert!(text.contains("--api-key *** --api-key=***"), "{text}");
@@ -203,6 +214,7 @@ mod tests {
         assert!(text.contains("api_key=***"), "{text}");
         assert!(text.contains("Authorization: ***"), "{text}");
         assert!(text.contains("--out dir"), "{text}");
+        assert!(text.contains("--param=hf_token=***"), "{text}");
     }
 
     #[test]
