@@ -56,6 +56,10 @@ pub struct ProfileGroup {
     pub sla_max_load: Option<f64>,
     /// The plot's file name (written beside the report unless plots are off).
     pub plot: String,
+    /// Latency thresholds of the SLA assertions on the group's points, as (ms, assertion),
+    /// drawn on the plot.
+    #[serde(skip)]
+    pub thresholds: Vec<(f64, String)>,
 }
 
 /// Index of the knee in `(load, ttft_p99, output_tps, saturated)` points sorted by load
@@ -114,6 +118,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 knee_load: None,
                 sla_max_load: None,
                 plot: profile_file_name(&p.group),
+                thresholds: Vec::new(),
             }),
         }
     }
@@ -137,6 +142,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
             g.knee_load = Some(g.rows[k].load);
         }
         let search = results.searches.iter().find(|s| s.group == g.group);
+        g.thresholds = latency_thresholds(results, g);
         g.sla_max_load = match search {
             Some(s) => s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
             None => g
@@ -181,6 +187,35 @@ pub fn profile_file_name(group: &str) -> String {
 
 /// A latency figure of a profile row.
 type RowFigure = fn(&ProfileRow) -> f64;
+
+/// The latency thresholds of the assertions judged on `g`'s points (TTFT, ITL, TPOT, E2E in
+/// ms, one per assertion text).
+fn latency_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
+    use crate::sla::Metric;
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for v in &results.sla {
+        let on_group = v
+            .stage
+            .as_deref()
+            .is_some_and(|s| s == g.group || g.rows.iter().any(|r| r.stage == s));
+        if !on_group || v.unit != "ms" || !v.threshold.is_finite() {
+            continue;
+        }
+        // The stored text is the assertion as written; parsing it again only recovers the
+        // metric it named.
+        let Ok(a) = crate::sla::parse(&v.expr) else {
+            continue;
+        };
+        let latency = matches!(
+            a.metric,
+            Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e
+        );
+        if latency && !out.iter().any(|(_, e)| *e == v.expr) {
+            out.push((v.threshold, v.expr.clone()));
+        }
+    }
+    out
+}
 
 /// The latency series of the profile plot, in the order of their house styles.
 const PROFILE_SERIES: [(&str, RowFigure); 4] = [
@@ -250,6 +285,12 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
             style: style::NOTE,
         });
     }
+    if first.is_some_and(|g| !g.thresholds.is_empty()) {
+        legend.push(LegendEntry {
+            label: "SLA threshold".into(),
+            style: style::THRESHOLD,
+        });
+    }
     if first.is_some_and(|g| g.sla_max_load.is_some()) {
         legend.push(LegendEntry {
             label: "SLA-compliant max".into(),
@@ -268,8 +309,13 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
             .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
             .filter(|v| *v > 0.0)
     };
-    let lo = lat().fold(f64::INFINITY, f64::min);
-    let hi = lat().fold(0.0, f64::max);
+    let limits = || {
+        runs.first()
+            .into_iter()
+            .flat_map(|(_, g)| g.thresholds.iter().map(|t| t.0))
+    };
+    let lo = lat().chain(limits()).fold(f64::INFINITY, f64::min);
+    let hi = lat().chain(limits()).fold(0.0, f64::max);
     let y = if lo.is_finite() {
         Scale::auto(lo, hi)
     } else {
@@ -339,6 +385,16 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
                 let text = format!("{label} {}", load_label(load, g.axis));
                 doc.reference(&p, Orient::Vertical, kind, achieved, &text, st);
             }
+        }
+        for (value, expr) in &g.thresholds {
+            doc.reference(
+                &p,
+                Orient::Horizontal,
+                "threshold",
+                *value,
+                expr,
+                style::THRESHOLD,
+            );
         }
         let missing: Vec<&str> = [
             g.knee_load.is_none().then_some("knee not reached"),

@@ -312,6 +312,7 @@ fn group() -> ProfileGroup {
         knee_load: Some(20.0),
         sla_max_load: Some(15.0),
         plot: "profile-profile.svg".into(),
+        thresholds: vec![(500.0, "ttft.p99 < 500ms".into())],
     }
 }
 
@@ -357,7 +358,10 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
         .iter()
         .map(|e| e.attribute("data-name").unwrap().to_string())
         .collect();
-    for name in names.iter().chain(&["knee", "SLA-compliant max"]) {
+    for name in names
+        .iter()
+        .chain(&["knee", "SLA-compliant max", "SLA threshold"])
+    {
         assert!(
             legend.iter().any(|l| l == name),
             "legend lacks {name}: {legend:?}"
@@ -385,6 +389,17 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
     let max = refs(top, "sla-max");
     assert_eq!(text_of(&max[0]), "SLA max 15 req/s");
     assert!((ref_x(&max[0]) - x.pixel(14.8)).abs() < 0.6);
+    // The latency SLA as a horizontal line at 500 ms.
+    let limit = refs(top, "threshold");
+    assert_eq!(limit.len(), 1);
+    assert_eq!(limit[0].attribute("data-axis"), Some("y"));
+    let line = limit[0]
+        .children()
+        .find(|c| c.has_tag_name("line"))
+        .unwrap();
+    assert_eq!(attr(&line, "y1"), attr(&line, "y2"), "horizontal");
+    assert!((attr(&line, "y1") - y.pixel(500.0)).abs() < 0.6);
+    assert_eq!(text_of(&limit[0]), "ttft.p99 < 500ms");
     // Offered load shown: beside the points, and as the axis of the panel below.
     let labels: Vec<String> = by_class(top, "point-label").iter().map(text_of).collect();
     assert!(labels.contains(&"50 req/s".to_string()), "{labels:?}");
@@ -407,6 +422,18 @@ fn a_profile_from_a_real_sweep_has_every_point() {
     let top = by_class(doc.root_element(), "panel")[0];
     let s = series(top, "TTFT p99");
     assert_eq!(attr(&s[0], "data-points"), groups[0].rows.len() as f64);
+
+    // A latency assertion on the sweep's points becomes the group's threshold line; the
+    // error-rate ones do not.
+    let mut r = results.clone();
+    let mut v = r.sla[0].clone();
+    v.expr = "ttft.p99 < 300ms".into();
+    v.unit = "ms".into();
+    v.threshold = 300.0;
+    v.stage = Some(groups[0].rows[2].stage.clone());
+    r.sla.push(v);
+    let g = &profiles(&r)[0];
+    assert_eq!(g.thresholds, [(300.0, "ttft.p99 < 300ms".to_string())]);
 }
 
 fn timeline_stage() -> StageSummary {

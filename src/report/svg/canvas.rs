@@ -101,6 +101,8 @@ pub struct LegendEntry {
 pub enum Orient {
     /// At an x value, top to bottom.
     Vertical,
+    /// At a y value, left to right.
+    Horizontal,
 }
 
 /// An SVG document being written.
@@ -403,6 +405,30 @@ impl Doc {
                 let ly = a.y + 13.0 + row as f64 * 14.0;
                 self.ref_labels.push((ly, l0, l1));
                 label_text(&mut self.body, lx, ly, anchor, style.color, label);
+            }
+            Orient::Horizontal => {
+                let y = p.py(value);
+                let _ = write!(
+                    self.body,
+                    "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" {}/>",
+                    a.x,
+                    a.x + a.w,
+                    style.stroke_attrs()
+                );
+                // Above the line at the right, unless that leaves the panel.
+                let ly = if y - 4.0 - SMALL >= a.y {
+                    y - 4.0
+                } else {
+                    y + 13.0
+                };
+                label_text(
+                    &mut self.body,
+                    a.x + a.w - 4.0,
+                    ly,
+                    "end",
+                    style.color,
+                    label,
+                );
             }
         }
         self.body.push_str("</g>\n");
