@@ -310,3 +310,39 @@ fn the_report_says_where_the_run_came_from() {
     );
     assert!(xml.contains("<property name=\"scenario.sha256\""), "{xml}");
 }
+
+#[test]
+fn the_pr_comment_is_short_and_links_nothing() {
+    use infermeter::report::render_pr_comment;
+    for name in ["sim-profile.json", "current.json", "v2.json"] {
+        let r = fixture(name);
+        let md = render_pr_comment(&r, None).unwrap();
+        assert!(md.starts_with("## "), "{name}: {md}");
+        assert!(
+            !md.contains("](") && !md.contains("!["),
+            "{name} links out: {md}"
+        );
+        assert!(md.contains("<details><summary>Latency per stage"), "{name}");
+        // The table ends before the folded part: a blank line after every table.
+        let lines: Vec<&str> = md.lines().collect();
+        for w in lines.windows(2) {
+            assert!(
+                !(w[0].starts_with('|') && !w[1].is_empty() && !w[1].starts_with('|')),
+                "{name}: text glued to a table: {w:?}"
+            );
+        }
+        for s in &r.stages {
+            assert!(
+                md.contains(&format!("| `{}` |", s.name)),
+                "{name}: {}",
+                s.name
+            );
+        }
+    }
+    let md = render_pr_comment(&fixture("sim-profile.json"), None).unwrap();
+    assert!(md.contains("**sweep `profile`**: knee"), "{md}");
+    assert!(
+        md.contains("infermeter 0.1.0 (`"),
+        "the provenance line: {md}"
+    );
+}
