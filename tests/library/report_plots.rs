@@ -523,3 +523,42 @@ fn plots_are_byte_for_byte_deterministic() {
     let r = fixture("sim-profile.json");
     assert_eq!(render_plots(&r).unwrap(), render_plots(&r).unwrap());
 }
+
+#[test]
+fn the_server_plot_shows_queue_and_kv_cache_beside_latency() {
+    let results = fixture("sim-telemetry.json");
+    let plots = render_plots(&results).unwrap();
+    let (name, svg) = plots
+        .iter()
+        .find(|(n, _)| n == "stage-light-server.svg")
+        .expect("the light stage's server plot");
+    keep(name, svg);
+    let doc = Document::parse(svg).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.attribute("data-kind"), Some("server-timeline"));
+    let panels = by_class(root, "panel");
+    let titles: Vec<&str> = panels
+        .iter()
+        .map(|p| p.attribute("data-title").unwrap())
+        .collect();
+    assert_eq!(titles, ["latency (ms)", "requests", "KV cache (%)"]);
+    for (p, names) in panels.iter().zip([
+        &["TTFT p50", "E2E p99"][..],
+        &["running", "waiting"][..],
+        &["KV usage"][..],
+    ]) {
+        for n in names {
+            let s = series(*p, n);
+            assert_eq!(s.len(), 1, "{n}");
+            assert!(attr(&s[0], "data-points") >= 2.0, "{n}");
+        }
+        let (x, y) = (AxisDrawn::read(*p, "x"), AxisDrawn::read(*p, "y"));
+        x.check("time");
+        x.check_labels_apart("time");
+        y.check("y");
+        assert_eq!(refs(*p, "sending-stopped").len(), 1);
+    }
+    // KV usage is drawn in percent: every point inside 0..=100.
+    let kv = AxisDrawn::read(panels[2], "y");
+    assert!(kv.min >= 0.0 && kv.max <= 105.0, "{}..{}", kv.min, kv.max);
+}
