@@ -3,6 +3,8 @@
 mod body;
 mod chunk;
 mod http;
+mod limit;
+mod tokenize;
 mod probe;
 
 pub use body::{BodyTemplate, Message, PromptRef};

@@ -1,6 +1,7 @@
 //! Output rendered from a run's [`Results`](crate::results::Results): Markdown reports
 //! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
+mod attribution;
 mod compare;
 mod csv;
 mod distribution;
@@ -19,6 +20,7 @@ mod telemetry;
 mod view;
 mod write;
 
+pub use attribution::AttributionRow;
 pub use compare::*;
 pub use csv::{CSV_FILE, stages_csv};
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};

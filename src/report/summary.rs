@@ -99,6 +99,19 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
                 let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
             }
         }
+        for note in &s.notes {
+            let _ = writeln!(out, "    note: {note}");
+        }
+        if s.requests.retried > 0 {
+            let _ = writeln!(
+                out,
+                "    retried on a fresh connection: {} (the server closed reused connections)",
+                s.requests.retried
+            );
+        }
+        if let Some(line) = super::attribution::sentence(s) {
+            let _ = writeln!(out, "    {line}");
+        }
         if !s.requests.errors.is_empty() {
             let errors: Vec<String> = s
                 .requests
@@ -139,6 +152,10 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
                     )
                 });
                 let _ = writeln!(out, "      undecided: {why}{more}");
+            } else if v.outcome == crate::sla::SlaOutcome::Fail
+                && let Some(why) = &v.note
+            {
+                let _ = writeln!(out, "      {why}");
             }
         }
         if let Some(i) = r.sla.iter().find_map(|v| v.interval) {

@@ -14,6 +14,7 @@ mod options;
 mod run;
 mod search;
 mod send;
+mod server;
 mod session;
 mod stage;
 mod target;
@@ -22,5 +23,5 @@ mod timer;
 mod warmup;
 
 pub use cpu::PollIdle;
-pub use options::{Observer, RunOptions, StageDecision, StageProgress};
+pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunError, RunOutput, RunProblem, Stop, run};

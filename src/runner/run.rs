@@ -44,6 +44,8 @@ pub struct RunOutput {
     /// What the target said about itself (asked alongside the preflight, never waited for:
     /// `None` when it had not answered by the end of the run).
     pub server: Option<ServerInfo>,
+    /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
+    pub cache_salt: Option<String>,
 }
 
 /// Why a run that started ended.
@@ -174,6 +176,8 @@ pub async fn run(
                 Api::Chat => 16,
                 Api::Completions => 2,
             },
+            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
+            server_root: Some(super::server::server_root(&base_url)),
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
@@ -197,6 +201,7 @@ pub async fn run(
         problems: Vec::new(),
         telemetry: None,
         server: None,
+        cache_salt: None,
     };
     let found = preflight(
         client.http(),
@@ -220,6 +225,9 @@ pub async fn run(
         None => None,
     };
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
+    // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
+    // the server's cache.
+    let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
         plan: plan.clone(),
         client,
@@ -229,8 +237,11 @@ pub async fn run(
         base_url,
         cpu,
         opts: &opts,
+        salt_seed,
+        reset: std::sync::Mutex::new(None),
     };
 
+    out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
     // need not wait for them.
     let telemetry = tokio::select! {
@@ -265,7 +276,7 @@ pub async fn run(
                 telemetry: telemetry.as_ref(),
             });
         let (summary, problem) = runner
-            .run_stage(w, 0, None, &mut sink, watch.as_ref())
+            .run_stage(w, 0, None, &mut sink, watch.as_ref(), false)
             .await;
         mark(&w.name, false);
         out.warmup = Some(summary);
@@ -292,10 +303,14 @@ pub async fn run(
                 break;
             }
             let (summary, problem) = runner
-                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None)
+                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None, true)
                 .await;
             out.problems.extend(problem);
+            let aborted = summary.aborted.is_some();
             rounds.push(summary);
+            if aborted {
+                break;
+            }
         }
         mark(&stage.name, false);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
@@ -303,7 +318,11 @@ pub async fn run(
             point.assess(&summary);
             summary.profile = Some(point);
         }
-        let decision = after_stage(&summary);
+        let decision = match &summary.aborted {
+            // Stopped while it ran: the live check's verdict stands.
+            Some(why) => StageDecision::Abort(why.clone()),
+            None => after_stage(&summary),
+        };
         out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {
             out.stop = Stop::Aborted(why);
@@ -324,6 +343,7 @@ pub async fn run(
         let report = t.finish().await;
         for s in out.warmup.iter_mut().chain(out.stages.iter_mut()) {
             super::telemetry::flag_throttled(&report, s);
+            super::telemetry::attribute(&report, s);
         }
         out.telemetry = Some(report);
     }

@@ -70,6 +70,7 @@ impl StageRunner<'_> {
                     Some((out.probes.len() + 1, spec.max_probes as usize)),
                     sink,
                     None,
+                    false,
                 )
                 .await;
             out.problems.extend(problem);

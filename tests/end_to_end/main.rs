@@ -6,6 +6,8 @@ mod support;
 
 mod ci_action;
 mod ci_workflow;
+mod engine_answers;
+mod engine_numbers;
 mod gate_outcomes;
 mod hooks;
 mod hub_fetch;
