@@ -4,8 +4,8 @@ mod body;
 mod chunk;
 mod http;
 mod limit;
-mod tokenize;
 mod probe;
+mod tokenize;
 
 pub use body::{BodyTemplate, Message, PromptRef};
 pub use chunk::{

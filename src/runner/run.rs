@@ -303,7 +303,14 @@ pub async fn run(
                 break;
             }
             let (summary, problem) = runner
-                .run_stage(stage, round, sweep_position(&plan, stage), &mut sink, None, true)
+                .run_stage(
+                    stage,
+                    round,
+                    sweep_position(&plan, stage),
+                    &mut sink,
+                    None,
+                    true,
+                )
                 .await;
             out.problems.extend(problem);
             let aborted = summary.aborted.is_some();

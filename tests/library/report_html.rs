@@ -223,3 +223,18 @@ fn minijinja_escape(s: &str) -> String {
         .replace('"', "&#34;")
         .replace('\'', "&#39;")
 }
+
+#[test]
+fn the_html_report_shows_where_the_time_went() {
+    // A simulator standing in for llama.cpp: per-request timings give the attribution.
+    let r = fixture("sim-timings.json");
+    assert!(r.stages[0].attribution.is_some());
+    let html = render_html(&r, None).unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("<th>where the time went (ms)</th>"), "{html}");
+    assert!(
+        html.contains("llama.cpp <code>timings</code>"),
+        "source named"
+    );
+    assert_eq!(plot_tags(&html).len(), 2);
+}
