@@ -103,6 +103,7 @@ fn sample_results(plan: &Plan) -> Results {
         stop: Stop::Completed,
         cache_salt: None,
         problems: Vec::new(),
+        server: None,
         telemetry: plan
             .telemetry
             .as_ref()

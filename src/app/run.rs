@@ -163,6 +163,13 @@ fn run_marked(
     };
 
     let mut results = assemble(&plan, &output, &cx, policy);
+    results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
+        scenario: &scenario,
+        command_line: &settings.command_line,
+        hostname: settings.record_hostname,
+        started_at: output.started_at,
+        server: output.server.clone(),
+    }));
     results.compare_tolerances = CompareTolerances {
         default: scenario.report.tolerance,
         metrics: scenario.report.tolerances.clone(),
@@ -173,10 +180,21 @@ fn run_marked(
         }
     }
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
+    // report.html shows the run against the scenario's baseline, as `compare` would.
+    let against = baseline.as_ref().map(|b| {
+        let mut tolerances = report::Tolerances::new(scenario.report.tolerance.unwrap_or(0.05));
+        tolerances.metrics = scenario.report.tolerances.clone();
+        let opts = report::CompareOptions {
+            tolerances,
+            confidence: policy.confidence,
+        };
+        Box::new((b.clone(), report::compare(b, &results, &opts)))
+    });
     let write_opts = WriteOptions {
         template: template.map(|(_, t)| t),
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
+        baseline: against,
         ..WriteOptions::default()
     };
     let json_path = out_dir.join(RESULTS_FILE);
@@ -392,5 +410,6 @@ pub(super) fn assemble(
         sla: verdicts,
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
+        provenance: None,
     }
 }

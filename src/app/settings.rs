@@ -48,6 +48,11 @@ pub struct RunSettings {
     /// and an interrupted result is written.
     pub interrupt: CancellationToken,
     pub interrupt_grace: Duration,
+    /// The command line that started the run, recorded (secrets masked) in the result's
+    /// provenance; empty from the library unless the caller sets it.
+    pub command_line: Vec<String>,
+    /// Record the host name in the provenance (`--no-hostname` turns it off).
+    pub record_hostname: bool,
 }
 
 impl RunSettings {
@@ -73,6 +78,8 @@ impl RunSettings {
             rounds: None,
             interrupt: CancellationToken::new(),
             interrupt_grace: Duration::from_secs(2),
+            command_line: Vec::new(),
+            record_hostname: true,
         }
     }
 }

@@ -1,16 +1,17 @@
 //! `infermeter run SCENARIO`: the flags, turned into [`RunSettings`] for
 //! [`crate::app::run_scenario`]; then the summary, and the exit code of the outcome.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
 
 use super::common::{parse_param, percent};
-use super::progress::{ConsoleObserver, ProgressMode};
+use super::progress::{ColorChoice, ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
-use crate::report::{REPORT_FILE, render_summary_text};
+use crate::report::{HTML_FILE, REPORT_FILE, render_summary_text_with};
 use crate::results::RESULTS_FILE;
 use crate::sla::{InconclusiveAs, Untrusted};
 use crate::units;
@@ -130,6 +131,16 @@ pub struct RunArgs {
     /// Progress as plain lines every few seconds, even on a terminal.
     #[arg(long, conflicts_with = "quiet")]
     pub progress_lines: bool,
+
+    /// Colour the outcome words (PASSED, FAILED, INCONCLUSIVE) on the console: `auto` when
+    /// the output is a terminal and `NO_COLOR` is not set.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Leave the host name out of the result's provenance (CPU, kernel and OS are still
+    /// recorded).
+    #[arg(long)]
+    pub no_hostname: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
@@ -167,6 +178,10 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         }),
         rounds: args.rounds,
         interrupt,
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        record_hostname: !args.no_hostname,
         ..RunSettings::new("")
     };
     let mode = if args.quiet {
@@ -176,9 +191,11 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     } else {
         ProgressMode::Auto
     };
+    let color = args.color.enabled(std::io::stdout().is_terminal());
     let report = run_scenario(&settings, Arc::new(ConsoleObserver::new(mode)))?;
-    print!("{}", render_summary_text(&report.results));
+    print!("{}", render_summary_text_with(&report.results, color));
     println!("results: {}", report.out_dir.join(RESULTS_FILE).display());
     println!("report:  {}", report.out_dir.join(REPORT_FILE).display());
+    println!("page:    {}", report.out_dir.join(HTML_FILE).display());
     report.check()
 }

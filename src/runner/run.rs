@@ -11,7 +11,9 @@ use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
 use super::stage::StageRunner;
 use super::target::{InProcessSim, preflight};
-use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter};
+use crate::client::{
+    BodyTemplate, Client, ClientConfig, ClientError, ServerInfo, TokenCounter, probe_server,
+};
 use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
@@ -39,6 +41,9 @@ pub struct RunOutput {
     pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
     pub telemetry: Option<TelemetryReport>,
+    /// What the target said about itself (asked alongside the preflight, never waited for:
+    /// `None` when it had not answered by the end of the run).
+    pub server: Option<ServerInfo>,
     /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
     pub cache_salt: Option<String>,
 }
@@ -176,6 +181,13 @@ pub async fn run(
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
+    // The server's self-description, asked while the preflight runs; collected at the end
+    // only if it has answered by then, so it can neither fail nor delay the run.
+    let probe = tokio::spawn({
+        let http = client.http().clone();
+        let url = base_url.clone();
+        async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
+    });
     let known_model = plan.target.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput {
         endpoint,
@@ -188,6 +200,7 @@ pub async fn run(
         stop: Stop::Interrupted,
         problems: Vec::new(),
         telemetry: None,
+        server: None,
         cache_salt: None,
     };
     let found = preflight(
@@ -199,7 +212,7 @@ pub async fn run(
     )
     .await?;
     // Interrupted before anything was measured: an interrupted run with no stage.
-    let Some(model) = found else {
+    let Some((model, models_answer)) = found else {
         return Ok(out);
     };
     out.model = model.clone();
@@ -263,7 +276,7 @@ pub async fn run(
                 telemetry: telemetry.as_ref(),
             });
         let (summary, problem) = runner
-            .run_stage(w, 0, &mut sink, watch.as_ref(), false)
+            .run_stage(w, 0, None, &mut sink, watch.as_ref(), false)
             .await;
         mark(&w.name, false);
         out.warmup = Some(summary);
@@ -289,7 +302,16 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None, true).await;
+            let (summary, problem) = runner
+                .run_stage(
+                    stage,
+                    round,
+                    sweep_position(&plan, stage),
+                    &mut sink,
+                    None,
+                    true,
+                )
+                .await;
             out.problems.extend(problem);
             let aborted = summary.aborted.is_some();
             rounds.push(summary);
@@ -332,9 +354,37 @@ pub async fn run(
         }
         out.telemetry = Some(report);
     }
+    // Whatever of the self-description has arrived by now; the rest is dropped.
+    let mut server = ServerInfo::default();
+    for task in [models_answer, probe] {
+        if task.is_finished() {
+            if let Ok(info) = task.await {
+                server = server.merge(info);
+            }
+        } else {
+            task.abort();
+        }
+    }
+    out.server = Some(server);
     drop(sim);
     Ok(out)
 }
+
+/// Where a sweep point stands among its group's points (1-based), for the progress line.
+fn sweep_position(plan: &Plan, stage: &crate::plan::StagePlan) -> Option<(usize, usize)> {
+    let group = &stage.profile.as_ref()?.group;
+    let points: Vec<&str> = plan
+        .stages
+        .iter()
+        .filter(|s| s.profile.as_ref().is_some_and(|p| &p.group == group))
+        .map(|s| s.name.as_str())
+        .collect();
+    let i = points.iter().position(|n| *n == stage.name)?;
+    Some((i + 1, points.len()))
+}
+
+/// How long each self-description endpoint may take to answer.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `requests.jsonl` is written to a temporary file beside `path` and renamed over it at the
 /// end of the run ([`persist_rows`]), so a reader never mixes this run's rows with an older

@@ -63,7 +63,16 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self.run_stage(&probe, 0, sink, None, false).await;
+            let (mut summary, problem) = self
+                .run_stage(
+                    &probe,
+                    0,
+                    Some((out.probes.len() + 1, spec.max_probes as usize)),
+                    sink,
+                    None,
+                    false,
+                )
+                .await;
             out.problems.extend(problem);
             let mut point = probe.profile.clone().unwrap_or_default();
             point.assess(&summary);

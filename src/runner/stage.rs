@@ -29,7 +29,7 @@ use crate::client::{BodyTemplate, Client};
 use crate::dataset::{DatasetSource, PromptFactory};
 use crate::hooks::Hooks;
 use crate::metrics::{
-    GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageFacts, StageSummary,
+    GoodputSlo, PlannedLoad, PointKind, StageAggregator, StageClock, StageFacts, StageSummary,
 };
 use crate::plan::{Load, Plan, StagePlan};
 use crate::protocol::CacheReset;
@@ -55,10 +55,12 @@ impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
     /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`);
     /// with `live`, the caller's live check (`abort-on-fail`) judges it as it runs.
+    /// `position` is (this, of) for a sweep point or search probe, for the progress line.
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
         round: u32,
+        position: Option<(usize, usize)>,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
         live: bool,
@@ -66,10 +68,20 @@ impl StageRunner<'_> {
         let reset_note = self.reset_cache(&stage.name).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
-        let shown = if stage.rounds > 1 {
-            format!("{} (round {} of {})", stage.name, round + 1, stage.rounds)
-        } else {
+        let mut notes = Vec::new();
+        if let Some((i, n)) = position {
+            notes.push(match stage.profile.as_ref().map(|p| p.kind) {
+                Some(PointKind::Probe) => format!("probe {i} of at most {n}"),
+                _ => format!("point {i} of {n}"),
+            });
+        }
+        if stage.rounds > 1 {
+            notes.push(format!("round {} of {}", round + 1, stage.rounds));
+        }
+        let shown = if notes.is_empty() {
             stage.name.clone()
+        } else {
+            format!("{} ({})", stage.name, notes.join(", "))
         };
         let progress = self
             .opts

@@ -19,6 +19,7 @@ mod profile_run;
 mod readme_quickstart;
 mod redaction;
 mod report_compare;
+mod report_provenance;
 mod run_basic;
 mod run_faults;
 mod run_ground_truth;

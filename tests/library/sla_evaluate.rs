@@ -68,6 +68,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         stages,
         sla: vec![],
         telemetry: None,
+        provenance: None,
     }
 }
 
