@@ -10,10 +10,11 @@ use super::outcome::{Outcome, RunReport};
 use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
-use crate::plan::{Load, Plan};
+use crate::plan::{Load, Plan, Slice};
 use crate::report::{self, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo, read_results,
+    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding,
+    SlaPolicy, TargetInfo, read_results,
 };
 use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
@@ -41,6 +42,9 @@ pub fn run_scenario(
         {
             s.rounds = n.max(1);
         }
+    }
+    if let Some(slice) = settings.shard {
+        plan = crate::shard::slice(plan, slice)?;
     }
     let plan = Arc::new(plan);
     let policy = SlaPolicy {
@@ -105,6 +109,7 @@ pub fn run_scenario(
         interrupt: settings.interrupt.clone(),
         interrupt_grace: settings.interrupt_grace,
         poll_idle: poll_idle.is_some(),
+        barrier: settings.barrier.clone(),
     };
     let cx = sla::Context {
         baseline: baseline.as_ref().map(Results::baseline),
@@ -122,6 +127,9 @@ pub fn run_scenario(
     let output = output?;
 
     let mut results = assemble(&plan, &output, &cx, policy);
+    results.shards = settings
+        .shard
+        .map(|slice| shard_record(&plan, &output, slice, settings.barrier.is_some()));
     results.compare_tolerances = CompareTolerances {
         default: scenario.report.tolerance,
         metrics: scenario.report.tolerances.clone(),
@@ -158,6 +166,7 @@ pub fn run_scenario(
             Stop::Completed => Outcome::Completed,
             Stop::Interrupted => Outcome::Interrupted,
             Stop::Aborted(why) => Outcome::Aborted(why),
+            Stop::Unsynchronised(why) => Outcome::Failed(vec![Error::Unsynchronised(why)]),
         }
     };
     Ok(RunReport {
@@ -220,6 +229,7 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
     let error = match &output.stop {
         Stop::Aborted(why) => Some(why.clone()),
         Stop::Interrupted => Some("interrupted (Ctrl-C)".to_string()),
+        Stop::Unsynchronised(why) => Some(why.clone()),
         Stop::Completed => output.problems.first().map(|p| crate::error::chain(p)),
     };
     Results {
@@ -247,6 +257,43 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
         sla: verdicts,
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
+        shards: None,
+    }
+}
+
+/// A shard's own part of a distributed result: how its steps started, and the plan's
+/// assertions for the merge to judge.
+fn shard_record(plan: &Plan, output: &RunOutput, slice: Slice, coordinated: bool) -> Sharding {
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let starts = output
+        .starts
+        .iter()
+        .map(|s| ShardStart {
+            stage: s.stage.clone(),
+            round: s.round,
+            agreed_unix_ns: s.agreed.agreed_unix_ns.clamp(0, i128::from(i64::MAX)) as i64,
+            offset_ms: ms(s.offset_ns),
+            clock_error_ms: s.agreed.clock_error_ns as f64 / 1e6,
+            missing: s.agreed.missing.clone(),
+        })
+        .collect();
+    let stop = &output.stop;
+    Sharding {
+        count: slice.count,
+        shards: vec![ShardRecord {
+            index: slice.index,
+            coordinated,
+            starts,
+            interrupted: *stop != Stop::Completed,
+            error: match stop {
+                Stop::Completed => None,
+                Stop::Interrupted => Some("interrupted".into()),
+                Stop::Aborted(why) | Stop::Unsynchronised(why) => Some(why.clone()),
+            },
+        }],
+        missing: Vec::new(),
+        max_skew_ms: None,
+        assertions: plan.sla.clone(),
     }
 }
 

@@ -43,6 +43,11 @@ pub struct RunSettings {
     /// and an interrupted result is written.
     pub interrupt: CancellationToken,
     pub interrupt_grace: Duration,
+    /// Run only this shard of the plan (`--shard I/N`; see `shard::slice`).
+    pub shard: Option<crate::plan::Slice>,
+    /// Where a shard agrees with the others when each step starts (a coordinator's client);
+    /// without one, each step starts when the shard gets to it.
+    pub barrier: Option<std::sync::Arc<dyn crate::runner::Barrier>>,
 }
 
 impl RunSettings {
@@ -66,6 +71,8 @@ impl RunSettings {
             rounds: None,
             interrupt: CancellationToken::new(),
             interrupt_grace: Duration::from_secs(2),
+            shard: None,
+            barrier: None,
         }
     }
 }

@@ -4,6 +4,8 @@
 
 mod file;
 mod model;
+mod shards;
 
 pub use file::{RESULTS_FILE, ResultsError, migrate, read_results, write_results};
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
+pub use shards::{ShardRecord, ShardStart, Sharding};

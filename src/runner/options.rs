@@ -25,6 +25,8 @@ pub struct RunOptions {
     /// Idle CPUs were kept polling for the run (`--poll-idle`, held by the caller); recorded
     /// in every stage's client health.
     pub poll_idle: bool,
+    /// A shard of a distributed run: where it agrees with the others when each step starts.
+    pub barrier: Option<Arc<dyn super::Barrier>>,
 }
 
 /// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).

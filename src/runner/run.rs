@@ -39,6 +39,8 @@ pub struct RunOutput {
     pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
     pub telemetry: Option<TelemetryReport>,
+    /// A shard of a distributed run: how far each step started from its agreed instant.
+    pub starts: Vec<super::StepStart>,
 }
 
 /// Why a run that started ended.
@@ -50,6 +52,9 @@ pub enum Stop {
     Interrupted,
     /// The caller's after-stage decision stopped it; the message says why.
     Aborted(String),
+    /// A shard could not agree on a step's start with the others (the coordinator is gone):
+    /// running it unsynchronised would not be the planned schedule.
+    Unsynchronised(String),
 }
 
 /// Something that went wrong during the run without stopping it.
@@ -193,6 +198,7 @@ pub async fn run(
         base_url,
         cpu,
         opts: &opts,
+        starts: std::sync::Mutex::new(Vec::new()),
     };
 
     let telemetry = super::telemetry::start(
@@ -211,6 +217,17 @@ pub async fn run(
         stop: Stop::Completed,
         problems: Vec::new(),
         telemetry: None,
+        starts: Vec::new(),
+    };
+    // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
+    let mut step = 0u32;
+    let agree = async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
+        match &opts.barrier {
+            None => Ok(None),
+            Some(b) => b.wait(step, name, &plan.hash).await.map(|a| Some((step, a))).map_err(|why| {
+                format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
+            }),
+        }
     };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
@@ -230,13 +247,20 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner.run_stage(w, 0, &mut sink, watch.as_ref()).await;
+        match agree(step, &w.name).await {
+            Ok(start) => {
+                let (summary, problem) =
+                    runner.run_stage(w, 0, &mut sink, watch.as_ref(), start).await;
+                out.warmup = Some(summary);
+                out.problems.extend(problem);
+            }
+            Err(why) => out.stop = Stop::Unsynchronised(why),
+        }
         mark(&w.name, false);
-        out.warmup = Some(summary);
-        out.problems.extend(problem);
+        step += 1;
     }
     for stage in &plan.stages {
-        if opts.interrupt.is_cancelled() {
+        if opts.interrupt.is_cancelled() || matches!(out.stop, Stop::Unsynchronised(_)) {
             break;
         }
         mark(&stage.name, true);
@@ -255,9 +279,20 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None).await;
+            let start = match agree(step, &stage.name).await {
+                Ok(start) => start,
+                Err(why) => {
+                    out.stop = Stop::Unsynchronised(why);
+                    break;
+                }
+            };
+            step += 1;
+            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None, start).await;
             out.problems.extend(problem);
             rounds.push(summary);
+        }
+        if rounds.is_empty() {
+            break;
         }
         mark(&stage.name, false);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
@@ -275,6 +310,7 @@ pub async fn run(
     if opts.interrupt.is_cancelled() {
         out.stop = Stop::Interrupted;
     }
+    out.starts = runner.starts.lock().map(|s| s.clone()).unwrap_or_default();
     if let Some(mut w) = sink
         && let Err(source) = w.flush()
         && let Some(path) = opts.requests_jsonl.clone()

@@ -42,17 +42,21 @@ pub(super) struct StageRunner<'a> {
     pub(super) base_url: String,
     pub(super) cpu: CpuClock,
     pub(super) opts: &'a RunOptions,
+    /// How far each synchronised step started from its agreed instant (distributed runs).
+    pub(super) starts: std::sync::Mutex<Vec<super::StepStart>>,
 }
 
 impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
     /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`).
+    /// With `start` (step number, agreed start), the stage's clock starts at that instant.
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
         round: u32,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
+        start: Option<(u32, super::AgreedStart)>,
     ) -> (StageSummary, Option<RunProblem>) {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
         let shown = if stage.rounds > 1 {
@@ -67,6 +71,19 @@ impl StageRunner<'_> {
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
         warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
+        if let Some((step, agreed)) = start {
+            PreciseTimer::new().sleep_until(agreed.instant()).await;
+            let offset_ns = agreed.offset_of(std::time::SystemTime::now());
+            if let Ok(mut starts) = self.starts.lock() {
+                starts.push(super::StepStart {
+                    step,
+                    stage: stage.name.clone(),
+                    round,
+                    agreed,
+                    offset_ns,
+                });
+            }
+        }
 
         let cancel = CancellationToken::new();
         // "Stop sending": Ctrl-C, or the warm-up's rule holding (which must not end the run).
@@ -113,7 +130,9 @@ impl StageRunner<'_> {
             Load::Closed { clients, ramp } => {
                 let next = Arc::new(AtomicU64::new(0));
                 let deadline = stage.duration.map(|d| t0 + d.as_std());
-                for k in 0..*clients {
+                // A shard runs its own workers of the plan's, each at its planned start.
+                for k in stage.slice.members(u64::from(*clients)) {
+                    let k = k as u32;
                     let start = ramp.map_or(0, |r| r.start_offset_ns(k));
                     tracker.spawn(closed_worker(
                         shared.clone(),
@@ -212,25 +231,25 @@ impl StageRunner<'_> {
 /// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
 /// at once and the send lag records how late.
 async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
-    let Some(offsets) = sh.stage.offsets() else {
+    let Some(sends) = sh.stage.sends() else {
         return;
     };
     let sessions = sh.plan.session_plan(&sh.stage).is_some();
     let mut timer = PreciseTimer::new();
-    for (i, offset) in offsets.enumerate() {
+    for (i, offset) in sends {
         if sh.interrupt.is_cancelled() {
             return;
         }
         let at = sh.t0 + Duration::from_nanos(offset);
         // Prepared ahead, so building the body is not part of the send lag.
         if sessions {
-            let first = super::session::prepare(&sh, i as u64);
+            let first = super::session::prepare(&sh, i);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
             tracker.spawn(super::session::run(sh.clone(), first, offset));
         } else {
-            let recipe = sh.plan.request(&sh.stage, i as u64);
+            let recipe = sh.plan.request(&sh.stage, i);
             let body = sh.body(&recipe);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
@@ -278,7 +297,8 @@ async fn closed_worker(
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        let i = next.fetch_add(1, Ordering::Relaxed);
+        // A shard's k-th request is the plan's request `index + k · count`.
+        let i = sh.stage.slice.global(next.fetch_add(1, Ordering::Relaxed));
         if max_requests.is_some_and(|m| i >= m) {
             return;
         }
@@ -322,7 +342,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = stage.request_count()?;
+    let units = stage.slice.share(stage.request_count()?);
     match plan.session_plan(stage) {
         None => Some(units),
         Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
@@ -337,11 +357,13 @@ fn pool_warmth(stage: &StagePlan) -> usize {
     match &stage.load {
         Load::Open { schedule, .. } => {
             let secs = schedule.last_ns() as f64 / 1e9;
-            let count = schedule.count();
+            let count = stage.slice.share(schedule.count());
             let rate = if secs > 0.0 { count as f64 / secs } else { 1.0 };
             (rate as usize).clamp(4, 256).min(count.max(1) as usize)
         }
-        Load::Closed { clients, .. } => (*clients as usize).min(512),
+        Load::Closed { clients, .. } => {
+            (stage.slice.share(u64::from(*clients)) as usize).min(512)
+        }
         Load::Search(_) => 4,
     }
 }

@@ -66,6 +66,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         stages,
         sla: vec![],
         telemetry: None,
+        shards: None,
     }
 }
 

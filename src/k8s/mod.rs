@@ -1,0 +1,4 @@
+//! placeholder
+#[derive(Debug, thiserror::Error)]
+#[error("k8s")]
+pub struct K8sError;
