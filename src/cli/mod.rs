@@ -8,6 +8,9 @@ use crate::error::Error;
 
 mod common;
 mod compare;
+mod coordinate;
+mod k8s;
+mod merge;
 mod plan;
 mod progress;
 mod report;
@@ -52,6 +55,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// Print the JSON Schema of a data model.
     Schema(schema::SchemaArgs),
+    /// Serve the barrier and result collection of a distributed run, merge, exit with its gate.
+    Coordinate(Box<coordinate::CoordinateArgs>),
+    /// Merge the shards' results of a distributed run into one result, report and JUnit.
+    Merge(merge::MergeArgs),
+    /// Write the Kubernetes manifests of a distributed run (Indexed Job, Service, ConfigMap).
+    K8s(Box<k8s::K8sArgs>),
 }
 
 /// Parses the command line, runs the command, and returns the exit code.
@@ -77,5 +86,8 @@ fn run(command: Command) -> Result<(), Error> {
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),
+        Command::Coordinate(args) => coordinate::run(*args),
+        Command::Merge(args) => merge::run(args),
+        Command::K8s(args) => k8s::run(*args),
     }
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::common::{parse_param, percent};
+use super::common::{merged_check, parse_param, parse_shard, percent};
+use crate::plan::Slice;
 use super::progress::{ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, run_scenario};
 use crate::error::Error;
@@ -119,9 +120,56 @@ pub struct RunArgs {
     /// Progress as plain lines every few seconds, even on a terminal.
     #[arg(long, conflicts_with = "quiet")]
     pub progress_lines: bool,
+
+    /// Run shard I (0-based) of N of the plan: its share of every stage's requests and
+    /// clients, each request at its planned offset (see docs/distributed.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Slice>,
+
+    /// The coordinator of the distributed run (`http://host:port`): each stage starts at the
+    /// instant agreed there, the result is sent there, and the exit code is the merged gate's.
+    #[arg(long, value_name = "URL", requires = "shard")]
+    pub coordinator: Option<String>,
+
+    /// Shard 0 also serves the coordinator on this address (the other shards ignore it), so
+    /// that one Indexed Job needs no other process.
+    #[arg(long, value_name = "ADDR", requires = "coordinator")]
+    pub coordinator_listen: Option<std::net::SocketAddr>,
+
+    /// Where shard 0's coordinator writes the merged result [default: OUT/merged].
+    #[arg(long, value_name = "DIR", requires = "coordinator_listen")]
+    pub merged_out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub timing: super::coordinate::CoordinatorTiming,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
+    let client = match (&args.coordinator, args.shard) {
+        (Some(url), Some(slice)) => Some(crate::coordinate::Client::new(
+            crate::coordinate::ClientConfig::new(url.clone(), slice.index),
+        )?),
+        _ => None,
+    };
+    let hosted = match (args.coordinator_listen, args.shard) {
+        (Some(listen), Some(slice)) if slice.index == 0 => {
+            let out = args.merged_out.clone().unwrap_or_else(|| {
+                args.out
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("results"))
+                    .join("merged")
+            });
+            Some(super::coordinate::start(
+                &args.scenario,
+                &args.params,
+                listen,
+                slice.count,
+                out,
+                &args.timing,
+            )?)
+        }
+        _ => None,
+    };
     let interrupt = super::signals::interrupt_on_signals();
     let settings = RunSettings {
         scenario: args.scenario,
@@ -150,6 +198,10 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         }),
         rounds: args.rounds,
         interrupt,
+        shard: args.shard,
+        barrier: client
+            .clone()
+            .map(|c| Arc::new(c) as Arc<dyn crate::runner::Barrier>),
         ..RunSettings::new("")
     };
     let mode = if args.quiet {
@@ -163,5 +215,21 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     print!("{}", render_summary_text(&report.results));
     println!("results: {}", report.out_dir.join(RESULTS_FILE).display());
     println!("report:  {}", report.out_dir.join(REPORT_FILE).display());
-    report.check()
+    let Some(client) = client else {
+        return report.check();
+    };
+    // A shard's own numbers are a slice; the run's gate is the merged one's.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(client.submit(&report.results))?;
+    let verdict = runtime.block_on(client.verdict())?;
+    if let Some(path) = &verdict.results {
+        println!("merged:  {path}");
+    }
+    if let Some(coordinator) = hosted {
+        coordinator.wait()?;
+    }
+    merged_check(&verdict)
 }
