@@ -171,6 +171,7 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         _ => None,
     };
     let interrupt = super::signals::interrupt_on_signals();
+    let args_shard = args.shard;
     let settings = RunSettings {
         scenario: args.scenario,
         params: args.params,
@@ -218,6 +219,12 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     let Some(client) = client else {
         return report.check();
     };
+    if let Some(s) = args_shard {
+        println!(
+            "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
+            s.index, s.count
+        );
+    }
     // A shard's own numbers are a slice; the run's gate is the merged one's.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

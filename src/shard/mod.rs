@@ -39,7 +39,7 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
     if matches!(plan.target.endpoint, EndpointPlan::Sim(_)) {
         problems.push(
             "`target`: the embedded simulator would start once per shard, N servers at 1/N of \
-             the load each; run `infermeter sim` once and point `target url=…` at it"
+             the load each; run `infermeter sim` once and point `target \"http://…\"` at it"
                 .to_string(),
         );
     }
