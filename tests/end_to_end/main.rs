@@ -5,6 +5,7 @@
 mod support;
 
 mod ci_workflow;
+mod distributed_netns;
 mod gate_outcomes;
 mod hooks;
 mod library_api;
