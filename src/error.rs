@@ -85,7 +85,9 @@ pub enum Error {
     /// A distributed run's merged result lacks shards (killed or lost): its numbers are not the
     /// whole plan's.
     #[error("partial result: no result from shard(s) {}", missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
-    #[diagnostic(help("the merged result marks every stage untrusted; see `shards.missing` in results.json"))]
+    #[diagnostic(help(
+        "the merged result marks every stage untrusted; see `shards.missing` in results.json"
+    ))]
     Partial { missing: Vec<u32> },
 
     #[error("failed to start the async runtime")]

@@ -23,7 +23,10 @@ pub fn parse_shard(s: &str) -> Result<crate::plan::Slice, String> {
     let index: u32 = i.trim().parse().map_err(|_| bad())?;
     let count: u32 = n.trim().parse().map_err(|_| bad())?;
     if count == 0 || index >= count {
-        return Err(format!("shard {index}/{count}: the index must be below the count (0 … {})", count.max(1) - 1));
+        return Err(format!(
+            "shard {index}/{count}: the index must be below the count (0 … {})",
+            count.max(1) - 1
+        ));
     }
     Ok(crate::plan::Slice { index, count })
 }
@@ -38,7 +41,11 @@ pub fn merged_check(v: &crate::coordinate::Verdict) -> Result<(), Error> {
     }
     if v.interrupted {
         return Err(Error::Incomplete {
-            causes: vec![v.error.clone().unwrap_or_else(|| "a shard stopped early".into())],
+            causes: vec![
+                v.error
+                    .clone()
+                    .unwrap_or_else(|| "a shard stopped early".into()),
+            ],
         });
     }
     match v.outcome {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::common::{merged_check, parse_param, parse_shard, percent};
-use crate::plan::Slice;
 use super::progress::{ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, run_scenario};
 use crate::error::Error;
+use crate::plan::Slice;
 use crate::report::{REPORT_FILE, render_summary_text};
 use crate::results::RESULTS_FILE;
 use crate::sla::{InconclusiveAs, Untrusted};

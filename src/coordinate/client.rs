@@ -207,7 +207,20 @@ impl Barrier for Client {
         Box::pin(async move {
             self.arrive(step, stage, plan_hash)
                 .await
-                .map_err(|e| crate::error::chain(&e))
+                .map_err(|e| chain(&e))
         })
     }
+}
+
+/// The error and its causes as one line (the runner records it as the reason the shard
+/// stopped).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        out.push_str(": ");
+        out.push_str(&inner.to_string());
+        cur = inner.source();
+    }
+    out
 }

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::Json;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Json;
 use tokio::sync::watch;
 
 use super::wire::{Arrive, Release, Status, Time, Verdict};
@@ -110,7 +110,11 @@ impl Shared {
         let plan = &self.cfg.plan;
         plan.warmup
             .iter()
-            .chain(plan.stages.iter().flat_map(|s| std::iter::repeat_n(s, s.rounds.max(1) as usize)))
+            .chain(
+                plan.stages
+                    .iter()
+                    .flat_map(|s| std::iter::repeat_n(s, s.rounds.max(1) as usize)),
+            )
             .nth(step as usize)
     }
 }
@@ -136,12 +140,11 @@ async fn run(
     cfg: CoordinatorConfig,
     listener: std::net::TcpListener,
 ) -> Result<CoordinatorOutcome, CoordinateError> {
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(|source| {
-        CoordinateError::Bind {
+    let listener =
+        tokio::net::TcpListener::from_std(listener).map_err(|source| CoordinateError::Bind {
             addr: cfg.listen,
             source,
-        }
-    })?;
+        })?;
     let (changed, _) = watch::channel(0u64);
     let shared = Arc::new(Shared {
         cfg,
@@ -301,7 +304,10 @@ async fn barrier(State(sh): State<Arc<Shared>>, Json(a): Json<Arrive>) -> Respon
     if a.shard >= cfg.shards {
         return refuse(
             StatusCode::BAD_REQUEST,
-            format!("shard {} of a {}-shard run does not exist", a.shard, cfg.shards),
+            format!(
+                "shard {} of a {}-shard run does not exist",
+                a.shard, cfg.shards
+            ),
         );
     }
     let mut rx = sh.changed.subscribe();
@@ -320,7 +326,11 @@ async fn barrier(State(sh): State<Arc<Shared>>, Json(a): Json<Arrive>) -> Respon
             .insert(a.shard);
     }
     sh.notify();
-    let wait = if a.step == 0 { cfg.start_wait } else { cfg.wait };
+    let wait = if a.step == 0 {
+        cfg.start_wait
+    } else {
+        cfg.wait
+    };
     loop {
         let deadline = {
             let mut guard = sh.ledger();

@@ -53,7 +53,10 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
         .unwrap_or_else(|| "scenario.kdl".into());
     let mut files = BTreeMap::from([(file_name.clone(), read(path)?)]);
     for rel in named {
-        let inside = rel.is_relative() && rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        let inside = rel.is_relative()
+            && rel
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
         if !inside {
             return Err(K8sError::Outside {
                 path: rel,

@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Service, ServicePort, ServiceSpec, Volume,
-    VolumeMount, WeightedPodAffinityTerm,
+    KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Service, ServicePort,
+    ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -65,7 +65,9 @@ pub struct Manifests {
 
 #[derive(Debug, thiserror::Error)]
 pub enum K8sError {
-    #[error("`{name}` is not a Kubernetes name: use lowercase letters, digits and `-`, at most {max} characters, starting and ending with a letter or digit")]
+    #[error(
+        "`{name}` is not a Kubernetes name: use lowercase letters, digits and `-`, at most {max} characters, starting and ending with a letter or digit"
+    )]
     BadName { name: String, max: usize },
     #[error("failed to read {}", path.display())]
     Read {
@@ -78,7 +80,9 @@ pub enum K8sError {
         path: std::path::PathBuf,
         dir: std::path::PathBuf,
     },
-    #[error("the scenario and its files take {bytes} bytes, over a ConfigMap's {max}: put them in an image or a volume and run the Job from there")]
+    #[error(
+        "the scenario and its files take {bytes} bytes, over a ConfigMap's {max}: put them in an image or a volume and run the Job from there"
+    )]
     TooLarge { bytes: usize, max: usize },
     #[error("failed to write {}", path.display())]
     Write {
@@ -112,7 +116,10 @@ fn check_name(name: &str) -> Result<(), K8sError> {
 pub fn manifests(opts: &K8sOptions, bundle: &Bundle) -> Result<Manifests, K8sError> {
     check_name(&opts.name)?;
     let labels = BTreeMap::from([
-        ("app.kubernetes.io/name".to_string(), "infermeter".to_string()),
+        (
+            "app.kubernetes.io/name".to_string(),
+            "infermeter".to_string(),
+        ),
         ("infermeter.dev/run".to_string(), opts.name.clone()),
     ]);
     let meta = |name: String| ObjectMeta {
@@ -264,6 +271,12 @@ fn job_spec(
         // A shard that failed must not run again: its load would be sent twice.
         restart_policy: Some("Never".into()),
         subdomain: Some(opts.name.clone()),
+        // The image runs as uid 10001; a results volume must be writable by it.
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            fs_group: Some(10001),
+            ..PodSecurityContext::default()
+        }),
         affinity: Some(Affinity {
             pod_anti_affinity: Some(anti),
             ..Affinity::default()

@@ -42,7 +42,11 @@ fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + st
     let json = serde_json::to_value(v).unwrap();
     let back: T = serde_json::from_value(json.clone()).unwrap();
     assert_eq!(&back, v);
-    assert_eq!(serde_json::to_value(&back).unwrap(), json, "fields lost in a round trip");
+    assert_eq!(
+        serde_json::to_value(&back).unwrap(),
+        json,
+        "fields lost in a round trip"
+    );
     json
 }
 
@@ -63,7 +67,10 @@ fn objects_round_trip_through_the_api_types() {
     }
     let json = serde_json::to_value(&m.job).unwrap();
     assert_eq!(json["apiVersion"], "batch/v1");
-    assert_eq!(serde_json::to_value(&m.service).unwrap()["apiVersion"], "v1");
+    assert_eq!(
+        serde_json::to_value(&m.service).unwrap()["apiVersion"],
+        "v1"
+    );
 }
 
 #[test]
@@ -80,7 +87,14 @@ fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
     let svc = m.service.spec.as_ref().unwrap();
     assert_eq!(svc.cluster_ip.as_deref(), Some("None"));
     assert_eq!(m.service.metadata.name.as_deref(), Some("pr-gate"));
-    let pod_labels = spec.template.metadata.as_ref().unwrap().labels.as_ref().unwrap();
+    let pod_labels = spec
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .labels
+        .as_ref()
+        .unwrap();
     for (k, v) in svc.selector.as_ref().unwrap() {
         assert_eq!(pod_labels.get(k), Some(v), "the Service selects the shards");
     }
@@ -100,11 +114,25 @@ fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
     ] {
         assert!(args.contains(want), "{want} in {args}");
     }
-    let anti = pod.affinity.as_ref().unwrap().pod_anti_affinity.as_ref().unwrap();
-    let term = &anti.required_during_scheduling_ignored_during_execution.as_ref().unwrap()[0];
+    let anti = pod
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap();
+    let term = &anti
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap()[0];
     assert_eq!(term.topology_key, "kubernetes.io/hostname");
     assert_eq!(
-        term.label_selector.as_ref().unwrap().match_labels.as_ref().unwrap()["infermeter.dev/run"],
+        term.label_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()["infermeter.dev/run"],
         "pr-gate"
     );
 }
@@ -114,15 +142,36 @@ fn every_file_is_mounted_at_its_path() {
     let m = manifests(&opts(), &sample_bundle()).unwrap();
     let cm = &m.config_map;
     let pod = m.job.spec.unwrap().template.spec.unwrap();
-    let vol = pod.volumes.unwrap().into_iter().find(|v| v.name == "scenario").unwrap();
+    let vol = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "scenario")
+        .unwrap();
     let items = vol.config_map.unwrap().items.unwrap();
     let paths: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
-    assert_eq!(paths, ["data/prompts.jsonl", "gate.kdl", "tok/tokenizer.bin"]);
+    assert_eq!(
+        paths,
+        ["data/prompts.jsonl", "gate.kdl", "tok/tokenizer.bin"]
+    );
     for i in &items {
-        assert!(i.key.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)), "{}", i.key);
+        assert!(
+            i.key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)),
+            "{}",
+            i.key
+        );
         let text = cm.data.as_ref().is_some_and(|d| d.contains_key(&i.key));
-        let binary = cm.binary_data.as_ref().is_some_and(|d| d.contains_key(&i.key));
-        assert!(text != binary, "{} is in exactly one of data and binaryData", i.key);
+        let binary = cm
+            .binary_data
+            .as_ref()
+            .is_some_and(|d| d.contains_key(&i.key));
+        assert!(
+            text != binary,
+            "{} is in exactly one of data and binaryData",
+            i.key
+        );
     }
 }
 
@@ -130,5 +179,8 @@ fn every_file_is_mounted_at_its_path() {
 fn bad_names_are_refused() {
     let mut o = opts();
     o.name = "PR_gate".into();
-    assert!(matches!(manifests(&o, &sample_bundle()), Err(K8sError::BadName { .. })));
+    assert!(matches!(
+        manifests(&o, &sample_bundle()),
+        Err(K8sError::BadName { .. })
+    ));
 }

@@ -167,34 +167,35 @@ fn assemble(
         .map(|r| r.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>())
         .max_by_key(Vec::len)
         .unwrap_or_default();
-    let merge_named = |name: &str, get: &dyn Fn(&Results) -> Option<&crate::metrics::StageSummary>| {
-        let mut parts = Vec::new();
-        let mut absent = Vec::new();
-        for r in &inputs {
-            let rec = r.shards.as_ref().and_then(|s| s.shards.first());
-            let index = rec.map_or(0, |x| x.index);
-            match get(r) {
-                Some(summary) => parts.push(Part {
-                    index,
-                    summary,
-                    start: rec.and_then(|x| x.starts.iter().find(|s| s.stage == name)),
-                    coordinated: rec.is_some_and(|x| x.coordinated),
-                }),
-                None => absent.push(index),
+    let merge_named =
+        |name: &str, get: &dyn Fn(&Results) -> Option<&crate::metrics::StageSummary>| {
+            let mut parts = Vec::new();
+            let mut absent = Vec::new();
+            for r in &inputs {
+                let rec = r.shards.as_ref().and_then(|s| s.shards.first());
+                let index = rec.map_or(0, |x| x.index);
+                match get(r) {
+                    Some(summary) => parts.push(Part {
+                        index,
+                        summary,
+                        start: rec.and_then(|x| x.starts.iter().find(|s| s.stage == name)),
+                        coordinated: rec.is_some_and(|x| x.coordinated),
+                    }),
+                    None => absent.push(index),
+                }
             }
-        }
-        let rules = Rules {
-            confidence: policy.confidence,
-            max_skew_ms: opts.max_skew_ms,
-            missing: &missing,
-            absent,
-            count,
+            let rules = Rules {
+                confidence: policy.confidence,
+                max_skew_ms: opts.max_skew_ms,
+                missing: &missing,
+                absent,
+                count,
+            };
+            if parts.is_empty() {
+                return Ok(None);
+            }
+            merge_stage(&parts, &rules).map(Some)
         };
-        if parts.is_empty() {
-            return Ok(None);
-        }
-        merge_stage(&parts, &rules).map(Some)
-    };
     let mut stages = Vec::with_capacity(names.len());
     for name in &names {
         if let Some(s) = merge_named(name, &|r| r.stages.iter().find(|s| &s.name == name))? {

@@ -245,9 +245,9 @@ fn validity(parts: &[Part<'_>], rules: &Rules<'_>) -> Validity {
 fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
     let mut out: Vec<TimelinePoint> = Vec::new();
     for p in parts {
-        let shift = p
-            .start
-            .map_or(0, |s| ((s.offset_ms - lo_ms) / 1e3).round().max(0.0) as usize);
+        let shift = p.start.map_or(0, |s| {
+            ((s.offset_ms - lo_ms) / 1e3).round().max(0.0) as usize
+        });
         for (i, point) in p.summary.timeline.iter().enumerate() {
             let k = i + shift;
             if out.len() <= k {
@@ -297,8 +297,14 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, String> {
             entry.0.ok += t.ok;
             entry.0.failed += t.failed;
             entry.1 += t.mean_input_tokens * t.ok as f64;
-            entry.2.add(&ttft).map_err(|e| format!("turn {}: {e:?}", t.turn))?;
-            entry.3.add(&e2e).map_err(|e| format!("turn {}: {e:?}", t.turn))?;
+            entry
+                .2
+                .add(&ttft)
+                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
+            entry
+                .3
+                .add(&e2e)
+                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
         }
     }
     Ok(turns

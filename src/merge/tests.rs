@@ -18,7 +18,9 @@ fn records(n: u64) -> Vec<RequestRecord> {
         .map(|i| {
             let scheduled = i * 10_000_000;
             let first = scheduled + rng.random_range(20_000_000..90_000_000u64);
-            let gaps: Vec<u32> = (0..rng.random_range(1..20)).map(|_| rng.random_range(5_000..25_000)).collect();
+            let gaps: Vec<u32> = (0..rng.random_range(1..20))
+                .map(|_| rng.random_range(5_000..25_000))
+                .collect();
             RequestRecord {
                 index: i,
                 scheduled_ns: scheduled,
@@ -104,8 +106,16 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
 fn shards(n: u32, all: &[RequestRecord]) -> Vec<(String, Results)> {
     (0..n)
         .map(|i| {
-            let mine: Vec<&RequestRecord> = all.iter().filter(|r| r.index % u64::from(n) == u64::from(i)).collect();
-            let r = shard_result(i, n, summary(&mine, 10.0 + f64::from(i)), f64::from(i) * 0.5);
+            let mine: Vec<&RequestRecord> = all
+                .iter()
+                .filter(|r| r.index % u64::from(n) == u64::from(i))
+                .collect();
+            let r = shard_result(
+                i,
+                n,
+                summary(&mine, 10.0 + f64::from(i)),
+                f64::from(i) * 0.5,
+            );
             (format!("shard-{i}.json"), r)
         })
         .collect()
@@ -157,7 +167,10 @@ fn skew_and_missing_shards_are_flagged() {
     assert!(!v.trusted);
     let reasons = v.reasons.join("\n");
     assert!(reasons.contains("shard 1: started +9.000 ms"), "{reasons}");
-    assert!(reasons.contains("partial: no numbers from shard(s) 2 of 3"), "{reasons}");
+    assert!(
+        reasons.contains("partial: no numbers from shard(s) 2 of 3"),
+        "{reasons}"
+    );
     assert!(merged.interrupted && !merged.passed);
     assert_eq!(merged.shards.unwrap().missing, [2]);
 }
@@ -178,5 +191,8 @@ fn different_plans_and_duplicates_are_refused_all_at_once() {
     let text = err.to_string();
     assert!(text.contains("plain.json: not a shard's result"), "{text}");
     assert!(text.contains("results of different plans"), "{text}");
-    assert!(text.contains("shard 1 given 2 times (shard-1.json, again.json)"), "{text}");
+    assert!(
+        text.contains("shard 1 given 2 times (shard-1.json, again.json)"),
+        "{text}"
+    );
 }

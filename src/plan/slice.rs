@@ -70,7 +70,9 @@ mod tests {
 
     #[test]
     fn shares_spread_the_remainder_over_the_first_shards() {
-        let shares: Vec<u64> = (0..4).map(|i| Slice { index: i, count: 4 }.share(10)).collect();
+        let shares: Vec<u64> = (0..4)
+            .map(|i| Slice { index: i, count: 4 }.share(10))
+            .collect();
         assert_eq!(shares, [3, 3, 2, 2]);
         for i in 0..4 {
             let s = Slice { index: i, count: 4 };

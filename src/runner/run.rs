@@ -221,14 +221,19 @@ pub async fn run(
     };
     // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
     let mut step = 0u32;
-    let agree = async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
-        match &opts.barrier {
-            None => Ok(None),
-            Some(b) => b.wait(step, name, &plan.hash).await.map(|a| Some((step, a))).map_err(|why| {
-                format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
-            }),
-        }
-    };
+    let agree =
+        async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
+            match &opts.barrier {
+                None => Ok(None),
+                Some(b) => b
+                    .wait(step, name, &plan.hash)
+                    .await
+                    .map(|a| Some((step, a)))
+                    .map_err(|why| {
+                        format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
+                    }),
+            }
+        };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
             if started {
@@ -249,8 +254,9 @@ pub async fn run(
             });
         match agree(step, &w.name).await {
             Ok(start) => {
-                let (summary, problem) =
-                    runner.run_stage(w, 0, &mut sink, watch.as_ref(), start).await;
+                let (summary, problem) = runner
+                    .run_stage(w, 0, &mut sink, watch.as_ref(), start)
+                    .await;
                 out.warmup = Some(summary);
                 out.problems.extend(problem);
             }

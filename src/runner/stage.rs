@@ -361,9 +361,7 @@ fn pool_warmth(stage: &StagePlan) -> usize {
             let rate = if secs > 0.0 { count as f64 / secs } else { 1.0 };
             (rate as usize).clamp(4, 256).min(count.max(1) as usize)
         }
-        Load::Closed { clients, .. } => {
-            (stage.slice.share(u64::from(*clients)) as usize).min(512)
-        }
+        Load::Closed { clients, .. } => (stage.slice.share(u64::from(*clients)) as usize).min(512),
         Load::Search(_) => 4,
     }
 }

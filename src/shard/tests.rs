@@ -135,7 +135,12 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
     let err = slice(plan, Slice { index: 4, count: 4 }).unwrap_err();
     let text = err.to_string();
     assert_eq!(err.problems.len(), 4, "{text}");
-    for want in ["below the count", "embedded simulator", "3 rounds", "abort-on-fail"] {
+    for want in [
+        "below the count",
+        "embedded simulator",
+        "3 rounds",
+        "abort-on-fail",
+    ] {
         assert!(text.contains(want), "{want}: {text}");
     }
 }

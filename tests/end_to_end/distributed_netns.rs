@@ -120,7 +120,10 @@ impl Hosts {
             if let Some(status) = self.children[i].try_wait().expect("wait") {
                 return status.code().unwrap_or(-1);
             }
-            assert!(Instant::now() < until, "process {i} did not finish in {deadline:?}");
+            assert!(
+                Instant::now() < until,
+                "process {i} did not finish in {deadline:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -254,7 +257,11 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         .collect();
     let co_code = hosts.wait(co, Duration::from_secs(120));
     let merged = results(&merged_dir);
-    assert_eq!(codes, [0, 0, 0], "every shard exits with the merged gate: {merged:#}");
+    assert_eq!(
+        codes,
+        [0, 0, 0],
+        "every shard exits with the merged gate: {merged:#}"
+    );
     assert_eq!(co_code, 0);
     assert_eq!(merged["shards"]["count"], 3);
     assert!(merged["shards"]["missing"].is_null());
@@ -276,7 +283,11 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         assert_eq!(seen[stage], want, "{stage}: the shards' union is the plan");
         let sum: u64 = shard_dirs
             .iter()
-            .map(|d| support::stage(&results(d), stage)["requests"]["sent"].as_u64().unwrap())
+            .map(|d| {
+                support::stage(&results(d), stage)["requests"]["sent"]
+                    .as_u64()
+                    .unwrap()
+            })
             .sum();
         assert_eq!(m["requests"]["sent"].as_u64(), Some(planned));
         assert_eq!(sum, planned, "{stage}: shard counts add up");
@@ -302,7 +313,10 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
     assert_eq!(hosts.wait(one, Duration::from_secs(300)), 0);
     let single = results(&single_dir);
     for stage in ["steady", "closed"] {
-        let (m, s) = (support::stage(&merged, stage), support::stage(&single, stage));
+        let (m, s) = (
+            support::stage(&merged, stage),
+            support::stage(&single, stage),
+        );
         assert_eq!(m["requests"]["sent"], s["requests"]["sent"], "{stage}");
         assert_eq!(m["tokens"]["output"], s["tokens"]["output"], "{stage}");
         for metric in ["ttft_ms", "itl_ms", "e2e_ms"] {
@@ -353,7 +367,10 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         if text.contains("\"stage\":\"steady\"") {
             break;
         }
-        assert!(Instant::now() < until, "shard 2 never reached the steady stage");
+        assert!(
+            Instant::now() < until,
+            "shard 2 never reached the steady stage"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     hosts.children[procs[2]].kill().expect("kill shard 2");
@@ -361,8 +378,16 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         .iter()
         .map(|&i| hosts.wait(i, Duration::from_secs(300)))
         .collect();
-    assert_eq!(hosts.wait(c, Duration::from_secs(120)), 3, "a partial run exits 3");
-    assert_eq!(codes, [3, 3], "the surviving shards exit with the merged verdict");
+    assert_eq!(
+        hosts.wait(c, Duration::from_secs(120)),
+        3,
+        "a partial run exits 3"
+    );
+    assert_eq!(
+        codes,
+        [3, 3],
+        "the surviving shards exit with the merged verdict"
+    );
     let partial = results(&killed_merged);
     assert_eq!(partial["shards"]["missing"], serde_json::json!([2]));
     assert_eq!(partial["interrupted"], true);

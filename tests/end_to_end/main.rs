@@ -5,6 +5,7 @@
 mod support;
 
 mod ci_workflow;
+mod distributed_cli;
 mod distributed_netns;
 mod gate_outcomes;
 mod hooks;
