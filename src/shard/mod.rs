@@ -8,7 +8,7 @@
 //! What cannot be split faithfully is refused, every problem listed with the scenario node it
 //! comes from and the fix ([`ShardError`]); nothing is ever run approximately.
 //!
-//! Entry point: [`slice`].
+//! Entry point: [`slice()`].
 
 #[cfg(test)]
 mod tests;

@@ -78,8 +78,10 @@ fn shards_merged_by_the_command_add_up_and_bad_sets_are_refused() {
         "--no-plots",
     ]);
     let (stdout, stderr) = support::text(&out);
-    // Uncoordinated shards are untrusted, so the gate is inconclusive (exit 4).
-    assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
+    // Uncoordinated shards are untrusted; they ran with `--untrusted judge` (support::run),
+    // the policy the merge judges under, so the gate passes on the numbers.
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("2 stages untrusted"), "{stdout}");
     let m = support::results(&merged);
     assert_eq!(support::stage(&m, "open")["requests"]["sent"], 40);
     assert_eq!(support::stage(&m, "closed")["requests"]["sent"], 21);
