@@ -188,3 +188,55 @@ fn k8s_writes_manifests_the_api_types_read_back() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!tmp.path().join("no").exists());
 }
+
+/// Shard 0 serves the coordinator itself (as in the Kubernetes Job): both shards start each
+/// stage at the agreed instant, and both exit with the merged gate.
+#[test]
+fn shard_zero_coordinates_and_every_shard_exits_with_the_merged_gate() {
+    let sim = SimProcess::start(&["--jitter", "0"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let s = scenario(dir, &sim.base_url);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{port}");
+    let merged = dir.join("merged");
+    let shards: Vec<std::process::Child> = (0..2)
+        .map(|i| {
+            support::command()
+                .arg("run")
+                .arg(&s)
+                .args(["--shard", &format!("{i}/2"), "--coordinator", &url])
+                .args(["--coordinator-listen", &listen])
+                .arg("--merged-out")
+                .arg(&merged)
+                .arg("--out")
+                .arg(dir.join(format!("shard-{i}")))
+                .args(["--quiet", "--no-plots", "--untrusted", "judge"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<Option<i32>> = shards
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code())
+        .collect();
+    assert_eq!(codes, [Some(0), Some(0)]);
+    let m = support::results(&merged);
+    assert_eq!(support::stage(&m, "open")["requests"]["sent"], 40);
+    assert_eq!(support::stage(&m, "closed")["requests"]["sent"], 21);
+    for shard in m["shards"]["shards"].as_array().unwrap() {
+        assert_eq!(shard["coordinated"], true);
+        let starts: Vec<&str> = shard["starts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["stage"].as_str().unwrap())
+            .collect();
+        assert_eq!(starts, ["open", "closed"]);
+    }
+}
