@@ -67,6 +67,7 @@ fn shard(index: u32) -> Results {
         compare_tolerances: Default::default(),
         interrupted: false,
         error: None,
+        complete: true,
         infermeter_version: "0".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {

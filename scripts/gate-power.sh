@@ -10,13 +10,16 @@
 #   - PAIRS pairs whose current run's simulator is 15 % slower (decode and prefill scaled):
 #     how many are detected (the aim: at least 19 in 20);
 #   - the smallest slowdown detected in 19 of 20 pairs, estimated by scaling the identical
-#     pairs' current latencies (so the baseline's real run-to-run noise is kept).
+#     pairs' current latencies (so the baseline's real run-to-run noise is kept);
+#   - the same verdicts against the runs' own pooled p95 (the calibration run was made at
+#     another time, and a busy machine's latencies drift), with the spread of the runs' p95
+#     beside one run's interval.
 #
 #   scripts/gate-power.sh            60 s stages at 20 req/s, 20 pairs (about 35 min at JOBS=2)
 #   scripts/gate-power.sh --short    15 s stages, 10 pairs (about 6 min)
-#   PAIRS=20 DURATION=60s RATE=20 JOBS=2 scripts/gate-power.sh
+#   PAIRS=20 DURATION=60s RATE=20 JOBS=2 KEEP=/tmp/gp scripts/gate-power.sh
 #
-# Needs a release build (built here if missing). Prints figures; asserts nothing.
+# Builds the release binary first. Prints figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-20}
@@ -25,11 +28,17 @@ RATE=${RATE:-20}
 JOBS=${JOBS:-2}
 if [[ "${1:-}" == "--short" ]]; then PAIRS=10; DURATION=15s; fi
 BIN=target/release/infermeter
-[ -x "$BIN" ] || cargo build --release --quiet
-cargo build --release --quiet --example gate_power
+cargo build --release --quiet --bin infermeter --example gate_power
 ANALYZE=target/release/examples/gate_power
-WORK=$(mktemp -d)
-trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# KEEP=DIR keeps every run's results there (to analyse again: gate_power analyze DIR).
+if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    WORK=$(cd "$KEEP" && pwd)
+    trap 'pkill -P $$ 2>/dev/null || true' EXIT
+else
+    WORK=$(mktemp -d)
+    trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$WORK"' EXIT
+fi
 
 # One run: $1 = output dir, $2 = latency scale of the simulator, $3 = duration, $4 = seed.
 one() {

@@ -11,10 +11,13 @@ use std::path::PathBuf;
 use miette::Diagnostic;
 
 use crate::exit;
+use crate::hub::HubError;
 use crate::plan::PlanError;
+use crate::ready::WaitError;
 use crate::report::ReportError;
 use crate::results::ResultsError;
 use crate::runner::{RunError, RunProblem};
+use crate::scaffold::ScaffoldError;
 use crate::scenario::ScenarioError;
 use crate::sim::SimError;
 
@@ -113,6 +116,18 @@ pub enum Error {
     #[error(transparent)]
     Sim(#[from] SimError),
 
+    /// A Hub data set file could not be named or fetched (`infermeter dataset fetch`).
+    #[error(transparent)]
+    Hub(Box<HubError>),
+
+    /// The server never became ready (`infermeter wait`).
+    #[error(transparent)]
+    Wait(#[from] WaitError),
+
+    /// A scenario could not be written from the flags (`infermeter new`, `import`).
+    #[error(transparent)]
+    Scaffold(#[from] ScaffoldError),
+
     /// The run completed and at least one SLA assertion failed (or was undecided under
     /// `--inconclusive fail`).
     #[error("{}", sla_failed(*failed, *undecided))]
@@ -160,6 +175,13 @@ fn untrusted_suffix(untrusted: usize) -> String {
     }
 }
 
+/// Boxed: a Hub error is large, and every `Result<_, Error>` would carry its size.
+impl From<HubError> for Error {
+    fn from(e: HubError) -> Self {
+        Error::Hub(Box::new(e))
+    }
+}
+
 impl Error {
     /// The process exit code for this error: the only place one is chosen.
     pub fn exit_code(&self) -> i32 {
@@ -179,15 +201,19 @@ impl Error {
             | Error::Shard(_)
             | Error::Merge(_)
             | Error::K8s(_) => exit::INVALID,
-            Error::Sim(SimError::Config(_)) | Error::Report(ReportError::Template(_)) => {
-                exit::INVALID
-            }
+            Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
+            Error::Sim(SimError::Config(_))
+            | Error::Report(ReportError::Template { .. })
+            | Error::Wait(WaitError::BadUrl { .. })
+            | Error::Scaffold(_) => exit::INVALID,
             Error::Run(_)
             | Error::RunProblem(_)
             | Error::Runtime(_)
             | Error::Report(_)
             | Error::Io { .. }
             | Error::Sim(_)
+            | Error::Hub(_)
+            | Error::Wait(_)
             | Error::Interrupted
             | Error::Incomplete { .. }
             | Error::Unsynchronised(_)

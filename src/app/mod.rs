@@ -13,11 +13,16 @@
 //! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
 //! ```
 
+mod inputs;
+mod load;
 mod outcome;
+mod outputs;
 mod run;
 mod settings;
 
 pub use crate::error::Error;
+pub use inputs::ReportInputs;
+pub use load::{TargetOverride, load_scenario};
 pub use outcome::{Outcome, RunReport};
 pub use run::run_scenario;
 pub use settings::RunSettings;

@@ -1,23 +1,25 @@
 //! [`run_scenario`]: the whole of `infermeter run` as one function — scenario → plan → run
 //! (with the abort policy of `abort-on-fail` assertions and search probes' verdicts) → SLA
-//! verdicts → [`Results`] → files.
+//! verdicts → [`Results`] → files. The files are settled before the first request (see
+//! `outputs.rs`) and written after the last, the report watched for an interrupt.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use super::inputs::ReportInputs;
 use super::outcome::{Outcome, RunReport};
+use super::outputs::{Inputs, Outputs, placeholder, results_error};
 use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::{Load, Plan, Slice};
 use crate::report::{self, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding,
-    SlaPolicy, TargetInfo, read_results,
+    CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart,
+    Sharding, SlaPolicy, TargetInfo, write_results,
 };
 use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
-use crate::scenario::Scenario;
 use crate::sla::{self, ScopedAssertion, SlaOutcome};
 
 /// Runs the scenario `settings` names, end to end, and writes its outputs. `Err` when it could
@@ -29,7 +31,12 @@ pub fn run_scenario(
     settings: &RunSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<RunReport, Error> {
-    let scenario = crate::scenario::load(&settings.scenario, &settings.params)?;
+    let scenario = super::load_scenario(
+        &settings.scenario,
+        settings.scenario_text.as_deref(),
+        &settings.params,
+        &settings.target,
+    )?;
     let mut plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
         path: settings.scenario.clone(),
         source,
@@ -62,20 +69,27 @@ pub fn run_scenario(
             .unwrap_or_default(),
     };
     let base_dir = scenario.source.base_dir();
-    let baseline = match &scenario.report.baseline {
-        Some(path) => Some(read_results(&base_dir.join(path)).map_err(Error::Baseline)?),
-        None => None,
-    };
-    let template = read_template(settings, &scenario, &base_dir)?;
-    let out_dir = settings
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| default_out_dir(&scenario));
-    std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io {
-        action: "create the output directory",
-        path: out_dir.clone(),
-        source,
-    })?;
+    // A broken template or baseline is found now, not after the benchmark.
+    let ReportInputs {
+        baseline, template, ..
+    } = ReportInputs::read(&scenario, &plan, settings.template.as_deref(), false)?;
+    let baseline_path = baseline.as_ref().map(|(p, _)| p.clone());
+    let baseline = baseline.map(|(_, r)| r);
+    let requests_jsonl = settings.requests_jsonl || scenario.report.requests_jsonl;
+    let outputs = Outputs::prepare(
+        settings.out_dir.as_deref(),
+        &scenario.name,
+        requests_jsonl,
+        settings.junit.as_deref(),
+        settings.step_summary.as_deref(),
+        &Inputs {
+            scenario: &settings.scenario,
+            template: template.as_ref().map(|(p, _)| p.as_path()),
+            baseline: baseline_path.as_deref(),
+        },
+    )?;
+    outputs.begin(&placeholder(&plan), settings.junit.as_deref())?;
+    let out_dir = outputs.dir.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("infermeter-client")
@@ -98,8 +112,7 @@ pub fn run_scenario(
     let opts = RunOptions {
         base_dir,
         observer: observer.clone(),
-        requests_jsonl: (settings.requests_jsonl || scenario.report.requests_jsonl)
-            .then(|| out_dir.join("requests.jsonl")),
+        requests_jsonl: outputs.requests_jsonl.clone(),
         validity: ValidityRules {
             max_send_lag_p99_ms: settings.max_send_lag.as_secs_f64() * 1e3,
             max_steal_share: settings.max_steal_share,
@@ -124,7 +137,16 @@ pub fn run_scenario(
     let output = runtime.block_on(runner::run(plan.clone(), opts, &mut after_stage));
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(poll_idle);
-    let output = output?;
+    let output = match output {
+        Ok(o) => o,
+        Err(e) => {
+            // The placeholder stays incomplete, now saying why.
+            let mut failed = placeholder(&plan);
+            failed.error = Some(crate::redact::secrets(&crate::error::chain(&e)).into_owned());
+            let _ = write_results(&failed, &out_dir.join(RESULTS_FILE));
+            return Err(e.into());
+        }
+    };
 
     let mut results = assemble(&plan, &output, &cx, policy);
     results.shards = settings
@@ -141,28 +163,38 @@ pub fn run_scenario(
     }
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
     let write_opts = WriteOptions {
-        template,
+        template: template.map(|(_, t)| t),
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
         ..WriteOptions::default()
     };
-    let mut files = match report::write_all(&results, &out_dir, &write_opts) {
-        Ok(files) => files,
-        Err(e) => {
-            failures.push(e.into());
-            Vec::new()
+    let json_path = out_dir.join(RESULTS_FILE);
+    let mut files = Vec::new();
+    match write_results(&results, &json_path) {
+        Ok(()) => files.push(json_path.clone()),
+        Err(e) => failures.push(results_error(e)),
+    }
+    let mut stop = output.stop;
+    match write_reports_watched(&results, &out_dir, write_opts, settings) {
+        Some(written) => {
+            files.extend(written.files);
+            failures.extend(written.problems.into_iter().map(Error::from));
         }
-    };
-    if let Some(path) = &settings.junit {
-        match report::write_junit(&results, path) {
-            Ok(()) => files.push(path.clone()),
-            Err(e) => failures.push(e.into()),
+        None => {
+            // Interrupted while writing the reports: the result says so, whatever it said.
+            results.passed = false;
+            results.interrupted = true;
+            results.error = Some("interrupted while writing the report".into());
+            stop = Stop::Interrupted;
+            if let Err(e) = write_results(&results, &json_path) {
+                failures.push(results_error(e));
+            }
         }
     }
     let outcome = if !failures.is_empty() {
         Outcome::Failed(failures)
     } else {
-        match output.stop {
+        match stop {
             Stop::Completed => Outcome::Completed,
             Stop::Interrupted => Outcome::Interrupted,
             Stop::Aborted(why) => Outcome::Aborted(why),
@@ -175,6 +207,63 @@ pub fn run_scenario(
         out_dir,
         files,
     })
+}
+
+/// report.md, JUnit (the directory's and `--junit`'s), the step summary and the plots, written
+/// on a thread of their own so that an interrupt is heard even when writing hangs (a step
+/// summary on a pipe nobody reads, a file system that stopped answering). `None` when the
+/// run's interrupt was cancelled first; a run interrupted earlier already has its result, and
+/// a second signal ends the process.
+fn write_reports_watched(
+    results: &Results,
+    out_dir: &Path,
+    opts: WriteOptions,
+    settings: &RunSettings,
+) -> Option<report::Written> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (results_copy, dir, junit) = (
+        results.clone(),
+        out_dir.to_path_buf(),
+        settings.junit.clone(),
+    );
+    let spawned = std::thread::Builder::new()
+        .name("infermeter-report".into())
+        .spawn(move || {
+            let mut written = report::write_reports(&results_copy, &dir, &opts);
+            if let Some(path) = junit {
+                match report::write_junit(&results_copy, &path) {
+                    Ok(()) => written.files.push(path),
+                    Err(e) => written.problems.push(e),
+                }
+            }
+            let _ = tx.send(written);
+        });
+    if let Err(e) = spawned {
+        return Some(report::Written {
+            files: Vec::new(),
+            problems: vec![report::ReportError::io(out_dir, e)],
+        });
+    }
+    let interrupt = &settings.interrupt;
+    let watching = !interrupt.is_cancelled();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(written) => return Some(written),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(report::Written {
+                    files: Vec::new(),
+                    problems: vec![report::ReportError::Plot(
+                        "internal error: the report writer panicked".into(),
+                    )],
+                });
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if watching && interrupt.is_cancelled() {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 /// After each stage: a search probe's verdict (its SLAs), else whether an `abort-on-fail`
@@ -217,7 +306,12 @@ fn decide(
 
 /// The run's [`Results`]: its stages, the SLA verdicts on them and the gate, and where it
 /// stopped.
-fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaPolicy) -> Results {
+pub(super) fn assemble(
+    plan: &Plan,
+    output: &RunOutput,
+    cx: &sla::Context<'_>,
+    policy: SlaPolicy,
+) -> Results {
     let (scoped, judged) = sla::profile_inputs(&plan.sla, &output.stages, &output.searches);
     let cx = sla::Context {
         telemetry: output.telemetry.as_ref(),
@@ -228,9 +322,12 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
     let stopped_early = output.stop != Stop::Completed;
     let error = match &output.stop {
         Stop::Aborted(why) => Some(why.clone()),
-        Stop::Interrupted => Some("interrupted (Ctrl-C)".to_string()),
+        Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
         Stop::Unsynchronised(why) => Some(why.clone()),
-        Stop::Completed => output.problems.first().map(|p| crate::error::chain(p)),
+        Stop::Completed => output
+            .problems
+            .first()
+            .map(|p| crate::redact::secrets(&crate::error::chain(p)).into_owned()),
     };
     Results {
         schema_version: RESULTS_SCHEMA_VERSION,
@@ -244,6 +341,7 @@ fn assemble(plan: &Plan, output: &RunOutput, cx: &sla::Context<'_>, policy: SlaP
         compare_tolerances: CompareTolerances::default(),
         interrupted: stopped_early,
         error,
+        complete: true,
         infermeter_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: crate::units::rfc3339(output.started_at),
         target: TargetInfo {
@@ -295,41 +393,4 @@ fn shard_record(plan: &Plan, output: &RunOutput, slice: Slice, coordinated: bool
         max_skew_ms: None,
         assertions: plan.sla.clone(),
     }
-}
-
-/// The report template's text: the command line's, else the scenario's, else none.
-fn read_template(
-    settings: &RunSettings,
-    scenario: &Scenario,
-    base_dir: &Path,
-) -> Result<Option<String>, Error> {
-    let path = settings
-        .template
-        .clone()
-        .or_else(|| scenario.report.template.as_ref().map(|t| base_dir.join(t)));
-    path.map(|path| {
-        std::fs::read_to_string(&path).map_err(|source| Error::Template { path, source })
-    })
-    .transpose()
-}
-
-fn default_out_dir(scenario: &Scenario) -> PathBuf {
-    let stamp = crate::units::rfc3339(SystemTime::now()).replace([':', '-'], "");
-    Path::new("results").join(format!(
-        "{}-{}",
-        slug(&scenario.name),
-        stamp.trim_end_matches('Z')
-    ))
-}
-
-fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }

@@ -13,8 +13,13 @@ use crate::sla::{InconclusiveAs, Untrusted};
 pub struct RunSettings {
     /// The scenario file (KDL).
     pub scenario: PathBuf,
+    /// The scenario's text when it did not come from the file (`-`: standard input);
+    /// `scenario` then only names it in diagnostics.
+    pub scenario_text: Option<String>,
     /// Param overrides (`NAME`, `VALUE`), applied in order.
     pub params: Vec<(String, String)>,
+    /// `--url` / `--model`: replace the scenario's target after parsing.
+    pub target: super::TargetOverride,
     /// Output directory; `None` makes a fresh `results/<scenario>-<UTC time>` one.
     pub out_dir: Option<PathBuf>,
     /// Also write a JUnit file here (one is always written into the output directory).
@@ -55,7 +60,9 @@ impl RunSettings {
     pub fn new(scenario: impl Into<PathBuf>) -> Self {
         RunSettings {
             scenario: scenario.into(),
+            scenario_text: None,
             params: Vec::new(),
+            target: super::TargetOverride::default(),
             out_dir: None,
             junit: None,
             template: None,

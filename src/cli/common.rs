@@ -1,6 +1,7 @@
 //! Helpers every subcommand shares: `--param` and percentage parsing, and printing errors.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
@@ -61,6 +62,24 @@ pub fn merged_check(v: &crate::coordinate::Verdict) -> Result<(), Error> {
     }
 }
 
+/// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
+/// here and named `<stdin>` in diagnostics; relative paths in it resolve against the current
+/// directory).
+pub fn scenario_source(arg: PathBuf) -> Result<(PathBuf, Option<String>), Error> {
+    if arg.as_os_str() != "-" {
+        return Ok((arg, None));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+        Error::Io {
+            action: "read the scenario from",
+            path: "standard input".into(),
+            source,
+        }
+    })?;
+    Ok((PathBuf::from("<stdin>"), Some(text)))
+}
+
 /// Renders a diagnostic the way every command shows scenario errors: with colour only when
 /// stderr is a terminal and NO_COLOR is unset.
 pub fn render(diag: &dyn miette::Diagnostic) -> String {
@@ -102,13 +121,15 @@ pub fn print_error(e: &Error) {
         Error::Args(e) => {
             let _ = e.print();
         }
-        Error::Scenario(s) => eprintln!("{}", render(s)),
+        // Secrets in URLs are masked in every message (a scenario's line with its target, a
+        // connection error naming the URL).
+        Error::Scenario(s) => eprintln!("{}", crate::redact::secrets(&render(s))),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
         Error::Regressed { .. } => eprintln!("{e}"),
         _ => {
-            eprintln!("error: {}", e.chain());
+            eprintln!("error: {}", crate::redact::secrets(&e.chain()));
             if let Some(help) = miette::Diagnostic::help(e) {
-                eprintln!("  help: {help}");
+                eprintln!("  help: {}", crate::redact::secrets(&help.to_string()));
             }
         }
     }

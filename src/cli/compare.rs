@@ -98,7 +98,18 @@ fn parse_confidence(s: &str) -> Result<f64, String> {
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let mut runs = Vec::with_capacity(args.results.len());
     for path in &args.results {
-        runs.push(read_results(path)?);
+        let r = read_results(path)?;
+        if !r.complete {
+            return Err(Error::usage(
+                format!(
+                    "{} is the result of a run that did not finish (\"complete\": false): {}",
+                    path.display(),
+                    r.error.as_deref().unwrap_or("no reason given")
+                ),
+                "compare the results of finished runs",
+            ));
+        }
+        runs.push(r);
     }
     // The scenario's (recorded with the newest run), then the command line's.
     let newest = runs
@@ -211,7 +222,7 @@ fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) ->
     }
     for (i, (group, svg)) in svgs.iter().enumerate() {
         let path = compare_plot_path(file, i, group);
-        std::fs::write(&path, svg).map_err(|source| Error::Io {
+        crate::results::write_atomic(&path, svg.as_bytes()).map_err(|source| Error::Io {
             action: "write",
             path: path.clone(),
             source,

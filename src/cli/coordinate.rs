@@ -10,6 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::common::{merged_check, parse_param};
+use crate::app::{TargetOverride, load_scenario};
 use crate::coordinate::{Coordinator, CoordinatorConfig};
 use crate::error::Error;
 use crate::report::render_summary_text;
@@ -59,13 +60,15 @@ pub struct CoordinateArgs {
 /// Compiles the scenario's whole plan and starts its coordinator.
 pub(super) fn start(
     scenario_path: &Path,
+    scenario_text: Option<&str>,
+    target: &TargetOverride,
     params: &[(String, String)],
     listen: SocketAddr,
     shards: u32,
     out: PathBuf,
     timing: &CoordinatorTiming,
 ) -> Result<Coordinator, Error> {
-    let scenario = crate::scenario::load(scenario_path, params)?;
+    let scenario = load_scenario(scenario_path, scenario_text, params, target)?;
     let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
         path: scenario_path.to_path_buf(),
         source,
@@ -89,6 +92,8 @@ pub(super) fn start(
 pub fn run(args: CoordinateArgs) -> Result<(), Error> {
     let coordinator = start(
         &args.scenario,
+        None,
+        &TargetOverride::default(),
         &args.params,
         args.listen,
         args.shards,

@@ -2,15 +2,18 @@
 //! `Result<(), Error>`; [`main`] parses arguments, runs the command, prints its error and
 //! returns the error's exit code (see [`crate::Error::exit_code`]).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::Error;
 
 mod common;
 mod compare;
 mod coordinate;
+mod dataset;
+mod import;
 mod k8s;
 mod merge;
+mod new;
 mod plan;
 mod progress;
 mod report;
@@ -18,7 +21,9 @@ mod run;
 pub mod schema;
 mod signals;
 pub mod sim;
+mod sim_help;
 pub mod validate;
+mod wait;
 
 pub use compare::{CompareArgs, CompareFormat};
 pub use report::ReportArgs;
@@ -61,11 +66,21 @@ pub enum Command {
     Merge(merge::MergeArgs),
     /// Write the Kubernetes manifests of a distributed run (Indexed Job, Service, ConfigMap).
     K8s(Box<k8s::K8sArgs>),
+    /// Write a commented, valid scenario from flags (--url, --model, --rate, --sla, …).
+    New(Box<new::NewArgs>),
+    /// Write the scenario another tool's command line describes (vllm bench serve).
+    Import(import::ImportArgs),
+    /// Wait until a server answers and lists its models; exits 3 when it never does.
+    Wait(wait::WaitArgs),
+    /// Data set files: fetch ShareGPT or any Hugging Face Hub file into the local cache.
+    Dataset(dataset::DatasetArgs),
 }
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
-    let result = Cli::try_parse()
+    let result = sim_help::with_defaults(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
         .map_err(Error::from)
         .and_then(|cli| run(cli.command));
     match result {
@@ -89,5 +104,9 @@ fn run(command: Command) -> Result<(), Error> {
         Command::Coordinate(args) => coordinate::run(*args),
         Command::Merge(args) => merge::run(args),
         Command::K8s(args) => k8s::run(*args),
+        Command::New(args) => new::run(*args),
+        Command::Import(args) => import::run(args),
+        Command::Wait(args) => wait::run(args),
+        Command::Dataset(args) => dataset::run(args),
     }
 }

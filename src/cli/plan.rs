@@ -19,8 +19,16 @@ pub enum PlanFormat {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// The scenario file (KDL).
+    /// The scenario file (KDL); `-` reads it from standard input.
     pub scenario: PathBuf,
+
+    /// As for `run`: replace the target's URL (the hash stays the same).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// As for `run`: replace the model (the hash changes with it).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -32,9 +40,14 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: PlanArgs) -> Result<(), Error> {
-    let scenario = crate::scenario::load(&args.scenario, &args.params)?;
+    let (path, text) = super::common::scenario_source(args.scenario)?;
+    let overrides = crate::app::TargetOverride {
+        url: args.url,
+        model: args.model,
+    };
+    let scenario = crate::app::load_scenario(&path, text.as_deref(), &args.params, &overrides)?;
     let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
-        path: args.scenario.clone(),
+        path: path.clone(),
         source,
     })?;
     let stdout = std::io::stdout();

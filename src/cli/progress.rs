@@ -34,7 +34,7 @@ impl Observer for ConsoleObserver {
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {message}");
+        eprintln!("warning: {}", crate::redact::secrets(message));
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::Error;
-use crate::report::{cdf_file_name, render_markdown_with_plots, timeline_file_name};
+use crate::report::{ReportTemplate, cdf_file_name, render_report, timeline_file_name};
 use crate::results::read_results;
 
 #[derive(Debug, Args)]
@@ -22,7 +22,7 @@ pub struct ReportArgs {
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
     let results = read_results(&args.results)?;
-    let template = read_template(args.template.as_deref())?;
+    let template = read_report_template(args.template.as_deref())?;
     // Link the plots that sit next to where the report will be read.
     let report_dir = match &args.out {
         Some(out) => out.parent().map(Path::to_path_buf).unwrap_or_default(),
@@ -38,9 +38,9 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
         .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
         .filter(|f| report_dir.join(f).is_file())
         .collect();
-    let md = render_markdown_with_plots(&results, template.as_deref(), &plots)?;
+    let md = render_report(&results, template.as_ref(), &plots)?;
     match &args.out {
-        Some(out) => std::fs::write(out, md).map_err(|source| Error::Io {
+        Some(out) => crate::results::write_atomic(out, md.as_bytes()).map_err(|source| Error::Io {
             action: "write",
             path: out.clone(),
             source,
@@ -54,11 +54,21 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
 
 /// A template file's text, when one is given.
 pub(crate) fn read_template(path: Option<&Path>) -> Result<Option<String>, Error> {
+    Ok(read_report_template(path)?.map(|t| t.text))
+}
+
+/// A template file, named by its path, when one is given.
+pub(crate) fn read_report_template(path: Option<&Path>) -> Result<Option<ReportTemplate>, Error> {
     path.map(|p| {
-        std::fs::read_to_string(p).map_err(|source| Error::Template {
-            path: p.to_path_buf(),
-            source,
-        })
+        crate::files::read_text(p, crate::files::MAX_TEXT_FILE)
+            .map(|text| ReportTemplate {
+                name: p.display().to_string(),
+                text,
+            })
+            .map_err(|source| Error::Template {
+                path: p.to_path_buf(),
+                source,
+            })
     })
     .transpose()
 }

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::common::{merged_check, parse_param, parse_shard, percent};
 use super::progress::{ConsoleObserver, ProgressMode};
-use crate::app::{RunSettings, run_scenario};
+use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
 use crate::plan::Slice;
 use crate::report::{REPORT_FILE, render_summary_text};
@@ -41,8 +41,18 @@ fn confidence(s: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The scenario file (KDL).
+    /// The scenario file (KDL); `-` reads it from standard input.
     pub scenario: PathBuf,
+
+    /// Send to this OpenAI-compatible base URL instead of the scenario's target (not part of
+    /// the plan hash).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Ask for this model instead of the scenario's (part of the plan hash, like a `model`
+    /// line in the file).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 
     // Help as an attribute: rustdoc would read `<scenario>` as an HTML tag.
     #[arg(
@@ -145,6 +155,11 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
+    let (scenario, scenario_text) = super::common::scenario_source(args.scenario)?;
+    let target = TargetOverride {
+        url: args.url,
+        model: args.model,
+    };
     let client = match (&args.coordinator, args.shard) {
         (Some(url), Some(slice)) => Some(crate::coordinate::Client::new(
             crate::coordinate::ClientConfig::new(url.clone(), slice.index),
@@ -160,7 +175,9 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
                     .join("merged")
             });
             Some(super::coordinate::start(
-                &args.scenario,
+                &scenario,
+                scenario_text.as_deref(),
+                &target,
                 &args.params,
                 listen,
                 slice.count,
@@ -173,8 +190,10 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     let interrupt = super::signals::interrupt_on_signals();
     let args_shard = args.shard;
     let settings = RunSettings {
-        scenario: args.scenario,
+        scenario,
+        scenario_text,
         params: args.params,
+        target,
         out_dir: args.out,
         junit: args.junit,
         template: args.template,

@@ -1,4 +1,5 @@
-//! `infermeter schema scenario`: prints the JSON Schema of a data model.
+//! `infermeter schema scenario|results`: prints the JSON Schema of a data model, the same
+//! text as the files checked in under `schemas/`.
 
 use clap::{Args, ValueEnum};
 
@@ -6,6 +7,8 @@ use clap::{Args, ValueEnum};
 pub enum SchemaKind {
     /// The typed scenario a KDL file decodes to (also `schemas/scenario.schema.json`).
     Scenario,
+    /// `results.json`, the versioned contract of a run (also `schemas/results.schema.json`).
+    Results,
 }
 
 #[derive(Debug, Args)]
@@ -18,6 +21,7 @@ pub struct SchemaArgs {
 pub fn run(args: SchemaArgs) -> Result<(), crate::error::Error> {
     match args.kind {
         SchemaKind::Scenario => print!("{}", crate::scenario::json_schema()),
+        SchemaKind::Results => print!("{}", crate::results::json_schema()),
     }
     Ok(())
 }

@@ -113,7 +113,7 @@ impl SimArgs {
         let mut c = match &self.config {
             None => SimConfig::default(),
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = crate::files::read_text(path, crate::files::MAX_TEXT_FILE)
                     .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
                 serde_json::from_str(&text)
                     .map_err(|e| format!("invalid simulator config {}: {e}", path.display()))?

@@ -3,13 +3,12 @@
 //! `output_tokens`), and any other keys passed through into the request body.
 
 use std::collections::{BTreeMap, BinaryHeap};
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::sharegpt::Loaded;
-use super::source::{HashingReader, file_error, io_error, sample_key};
+use super::source::{HashingReader, file_error, io_error, next_line, sample_key};
 use super::{ChatMessage, DataItem, ItemPrompt, LoadReport};
 use super::{DatasetError, Tokenizer};
 
@@ -26,23 +25,22 @@ pub fn load_jsonl(
     tokenizer: &Tokenizer,
 ) -> Result<Loaded, DatasetError> {
     let mut reader = HashingReader::open(path)?;
-    let mut line = String::new();
+    let mut buf = Vec::new();
     let mut number = 0u64;
     let mut records = 0u64;
     let mut kept: BinaryHeap<(u64, u64)> = BinaryHeap::new();
     let mut items: BTreeMap<u64, DataItem> = BTreeMap::new();
     loop {
-        line.clear();
         number += 1;
-        if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
+        let Some(line) = next_line(&mut reader, &mut buf, path, number)? else {
             break;
-        }
+        };
         if line.trim().is_empty() {
             continue;
         }
         let ordinal = records;
         records += 1;
-        let item = parse_line(&line, default_output, tokenizer)
+        let item = parse_line(line, default_output, tokenizer)
             .map_err(|reason| file_error(path, Some(number), reason))?;
         let key = match count {
             Some(_) => sample_key(seed, ordinal),

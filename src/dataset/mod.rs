@@ -25,6 +25,7 @@ pub use jsonl::load_jsonl;
 pub use length::validate_length;
 pub use prompt::{Prompt, PromptFactory};
 pub use sharegpt::{Loaded, load_sharegpt};
+pub use source::MAX_LINE_BYTES;
 pub use spec::{
     ContextSpec, History, LengthDist, MAX_TURNS, Retrieved, ShareGptFilters, SharedPrefix,
     TokenizerSpec, TraceFormat,

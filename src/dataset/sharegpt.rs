@@ -9,13 +9,13 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt;
-use std::io::BufRead;
 use std::path::Path;
+use std::rc::Rc;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::source::{HashingReader, file_error, io_error, sample_key};
+use super::source::{HashingReader, RecordBound, file_error, io_error, next_line, sample_key};
 use super::{DataItem, ItemPrompt, LoadReport, ShareGptFilters, TurnTokens};
 use super::{DatasetError, Tokenizer};
 
@@ -56,8 +56,9 @@ pub fn load_sharegpt(
     let mut reader = HashingReader::open(path)?;
     match reader.peek_non_ws().map_err(|e| io_error(path, e))? {
         Some(b'[') => {
+            let bound = reader.bound_records();
             let mut de = serde_json::Deserializer::from_reader(&mut reader);
-            let res = de.deserialize_seq(ConvSeq(&mut sampler, keep));
+            let res = de.deserialize_seq(ConvSeq(&mut sampler, keep, bound));
             if let Some(e) = sampler.error.take() {
                 return Err(e);
             }
@@ -65,18 +66,17 @@ pub fn load_sharegpt(
             de.end().map_err(|e| json_error(path, &e))?;
         }
         Some(_) => {
-            let mut line = String::new();
+            let mut buf = Vec::new();
             let mut number = 0u64;
             loop {
-                line.clear();
                 number += 1;
-                if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
+                let Some(line) = next_line(&mut reader, &mut buf, path, number)? else {
                     break;
-                }
+                };
                 if line.trim().is_empty() {
                     continue;
                 }
-                let mut de = serde_json::Deserializer::from_str(&line);
+                let mut de = serde_json::Deserializer::from_str(line);
                 let conv = ConvSeed(keep)
                     .deserialize(&mut de)
                     .and_then(|c| de.end().map(|()| c))
@@ -175,7 +175,8 @@ impl<'de> Visitor<'de> for TurnsSeed {
     }
 }
 
-struct ConvSeq<'a, 't>(&'a mut Sampler<'t>, usize);
+/// The conversations of a JSON array; each starts a new record of the reader's bound.
+struct ConvSeq<'a, 't>(&'a mut Sampler<'t>, usize, Rc<RecordBound>);
 
 impl<'de> Visitor<'de> for ConvSeq<'_, '_> {
     type Value = ();
@@ -183,7 +184,11 @@ impl<'de> Visitor<'de> for ConvSeq<'_, '_> {
         f.write_str("a list of conversations")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(conv) = seq.next_element_seed(ConvSeed(self.1))? {
+        loop {
+            self.2.start_record();
+            let Some(conv) = seq.next_element_seed(ConvSeed(self.1))? else {
+                break;
+            };
             if let Err(e) = self.0.offer(conv) {
                 self.0.error = Some(e);
                 return Err(de::Error::custom("tokenizer failure"));

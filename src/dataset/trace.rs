@@ -4,13 +4,12 @@
 //! the first.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::DatasetError;
-use super::source::{HashingReader, file_error, io_error};
+use super::source::{HashingReader, file_error, io_error, next_line};
 use super::{LoadReport, TraceFormat, TraceRow};
 
 #[derive(Deserialize)]
@@ -29,17 +28,16 @@ pub fn load_trace(
     format: TraceFormat,
 ) -> Result<(Vec<TraceRow>, LoadReport), DatasetError> {
     let mut reader = HashingReader::open(path)?;
-    let mut line = String::new();
+    let mut buf = Vec::new();
     let mut number = 0u64;
     // (time in ns since the epoch or the trace's zero, row)
     let mut rows: Vec<(i128, TraceRow)> = Vec::new();
     let mut columns: Option<[usize; 3]> = None;
     loop {
-        line.clear();
         number += 1;
-        if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
+        let Some(line) = next_line(&mut reader, &mut buf, path, number)? else {
             break;
-        }
+        };
         let text = line.trim();
         if text.is_empty() {
             continue;

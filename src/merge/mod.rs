@@ -63,6 +63,12 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
     let mut owners: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut counts: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (name, r) in &inputs {
+        if !r.complete {
+            problems.push(format!(
+                "{name}: an unfinished run ({}); merge the shards' final results",
+                r.error.as_deref().unwrap_or("no verdict yet")
+            ));
+        }
         match &r.shards {
             None => problems.push(format!(
                 "{name}: not a shard's result (run with `--shard I/N`)"
@@ -258,6 +264,7 @@ fn assemble(
         compare_tolerances: first.compare_tolerances.clone(),
         interrupted: stopped_early,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        complete: inputs.iter().all(|r| r.complete),
         infermeter_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: inputs
             .iter()

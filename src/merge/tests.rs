@@ -65,6 +65,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         compare_tolerances: Default::default(),
         interrupted: false,
         error: None,
+        complete: true,
         infermeter_version: "0".into(),
         started_at: format!("2026-01-01T00:00:0{index}Z"),
         target: TargetInfo {

@@ -36,6 +36,13 @@ pub enum PlanError {
         #[source]
         source: crate::dataset::DatasetError,
     },
+    #[error("dataset `{dataset}`: {source}")]
+    Hub {
+        dataset: String,
+        // Boxed: a Hub error is large, and every plan error would carry its size.
+        #[source]
+        source: Box<crate::hub::HubError>,
+    },
     #[error("dataset `{dataset}` has no usable record ({detail}); relax its filters")]
     EmptyDataset { dataset: String, detail: String },
     #[error("dataset `{dataset}`: cannot read its hooks file {}", path.display())]

@@ -69,7 +69,7 @@ pub(super) fn load_dataset(
             let tok = tokenizer.get(name)?;
             let shown = s.path.value.display().to_string();
             let loaded = load_sharegpt(
-                &base_dir.join(&s.path.value),
+                &super::data_file::resolve(base_dir, &s.path.value, name)?,
                 &shown,
                 s.count,
                 &s.filters,
@@ -95,7 +95,7 @@ pub(super) fn load_dataset(
             let tok = tokenizer.get(name)?;
             let shown = j.path.value.display().to_string();
             let loaded = load_jsonl(
-                &base_dir.join(&j.path.value),
+                &super::data_file::resolve(base_dir, &j.path.value, name)?,
                 &shown,
                 j.count,
                 j.max_tokens,
@@ -111,8 +111,12 @@ pub(super) fn load_dataset(
         }
         DatasetKind::Trace(t) => {
             let shown = t.path.value.display().to_string();
-            let (rows, load) =
-                load_trace(&base_dir.join(&t.path.value), &shown, t.format).map_err(wrap)?;
+            let (rows, load) = load_trace(
+                &super::data_file::resolve(base_dir, &t.path.value, name)?,
+                &shown,
+                t.format,
+            )
+            .map_err(wrap)?;
             DatasetSource::Trace {
                 format: t.format,
                 block_tokens: t.block_tokens,
@@ -130,10 +134,12 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         return Ok(None);
     };
     let full = base_dir.join(&path.value);
-    let source = std::fs::read_to_string(&full).map_err(|source| PlanError::HooksFile {
-        dataset: d.name.value.clone(),
-        path: full.clone(),
-        source,
+    let source = crate::files::read_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
+        PlanError::HooksFile {
+            dataset: d.name.value.clone(),
+            path: full.clone(),
+            source,
+        }
     })?;
     // Compile errors are reported now, with file, line and column, before any request.
     let shown = path.value.display().to_string();

@@ -4,6 +4,7 @@
 //! [`render_text`] prints the plan for `infermeter plan`, and [`write_json`] streams it out.
 
 mod compile;
+mod data_file;
 mod error;
 mod hash;
 mod hooks;

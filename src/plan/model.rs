@@ -69,7 +69,13 @@ pub struct TargetPlan {
 pub enum EndpointPlan {
     /// Boxed: the simulator's settings are large beside a URL.
     Sim(Box<SimConfig>),
-    Url(String),
+    /// Serialised with its credentials masked (see [`crate::redact`]): the plan's JSON is
+    /// printed, and the hash leaves the URL out anyway.
+    Url(#[serde(serialize_with = "redacted")] String),
+}
+
+fn redacted<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::redact::secrets(url))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

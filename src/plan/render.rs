@@ -33,7 +33,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     let t = &plan.target;
     let endpoint = match &t.endpoint {
         EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
-        EndpointPlan::Url(url) => url.clone(),
+        EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
     };
     let api = match t.api {
         Api::Chat => "chat/completions",

@@ -115,7 +115,8 @@ pub fn junit_xml(results: &Results) -> String {
     x
 }
 
-/// Writes [`junit_xml`] to `path`.
+/// Writes [`junit_xml`] to `path`, atomically.
 pub fn write_junit(results: &Results, path: &Path) -> Result<(), ReportError> {
-    std::fs::write(path, junit_xml(results)).map_err(|e| ReportError::io(path, e))
+    crate::results::write_atomic(path, junit_xml(results).as_bytes())
+        .map_err(|e| ReportError::io(path, e))
 }

@@ -1,32 +1,52 @@
 //! SVG plots per stage: a latency CDF (TTFT and E2E, as a step CDF through the recorded
 //! percentiles) and latency/throughput over time from the stage timeline. SVG text needs no
-//! system fonts, so this works on any CI runner.
+//! system fonts, so this works on any CI runner. Plots are drawn in memory first and written
+//! last (each atomically), so a plot that fails loses nothing else of the run.
 
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use sha2::{Digest, Sha256};
 
 use super::ReportError;
 use crate::metrics::{Dist, StageSummary};
-use crate::results::Results;
+use crate::results::{Results, write_atomic};
 
-/// `Tail Stage #2` → `tail-stage--2`: safe in a file name and a Markdown link.
+/// The longest slug kept whole; longer or lossy ones are cut to [`SLUG_PREFIX`] characters and
+/// given a hash.
+const SLUG_MAX: usize = 64;
+const SLUG_PREFIX: usize = 48;
+
+/// A name made safe for a file name and a Markdown link, bounded and one-to-one: a name that is
+/// already a slug (`a`–`z`, `0`–`9`, `-`, `_`, at most 64 characters) is kept as it is; any
+/// other gets its first 48 characters lower-cased, other characters replaced by `-`, and the
+/// first 8 hex digits of its sha256 (`Load A` → `load-a-5e1c0b1d`), so `Load A` and `load-a`
+/// get different files and a 300-character name a file name any file system takes.
 pub fn stage_slug(name: &str) -> String {
-    let slug: String = name
+    let clean = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
+    if !name.is_empty() && name.len() <= SLUG_MAX && name.chars().all(clean) {
+        return name.to_string();
+    }
+    let mut slug: String = name
         .chars()
+        .take(SLUG_PREFIX)
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
+            let c = c.to_ascii_lowercase();
+            if clean(c) { c } else { '-' }
         })
         .collect();
     if slug.is_empty() {
-        "stage".into()
-    } else {
-        slug
+        slug.push_str("stage");
     }
+    let digest = Sha256::digest(name.as_bytes());
+    for b in &digest[..4] {
+        slug.push_str(&format!("{b:02x}"));
+    }
+    // The hash after a `-`, unless the cut name already ends with one.
+    if !slug[..slug.len() - 8].ends_with('-') {
+        slug.insert(slug.len() - 8, '-');
+    }
+    slug
 }
 
 pub fn cdf_file_name(stage: &str) -> String {
@@ -37,30 +57,96 @@ pub fn timeline_file_name(stage: &str) -> String {
     format!("stage-{}-timeline.svg", stage_slug(stage))
 }
 
-/// Writes every plot that has data into `dir`; returns the files written.
-pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
-    let mut written = Vec::new();
+/// One plot of a run, drawn but not yet written: its file name (in the run's directory), what
+/// it shows (for messages) and its SVG.
+#[derive(Debug, Clone)]
+pub struct PlotFile {
+    pub file: String,
+    pub what: String,
+    pub svg: String,
+}
+
+/// Draws every plot of `results` that has data — per stage a latency CDF and a timeline, one
+/// per profile group, and the telemetry server plots — without writing anything. A plot that
+/// cannot be drawn, or whose file name another plot already has, is a problem, and the
+/// others are still drawn.
+pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
+    let mut plots: Vec<PlotFile> = Vec::new();
+    let mut problems = Vec::new();
+    let mut add =
+        |file: String, what: String, drawn: Result<Option<String>, ReportError>| match drawn {
+            Ok(None) => {}
+            Err(e) => problems.push(e),
+            Ok(Some(svg)) => match plots.iter().find(|p| p.file == file) {
+                Some(first) => problems.push(ReportError::PlotCollision {
+                    file,
+                    first: first.what.clone(),
+                    second: what,
+                }),
+                None => plots.push(PlotFile { file, what, svg }),
+            },
+        };
     for stage in &results.stages {
-        let plots = [
-            (cdf_file_name(&stage.name), latency_cdf_svg(stage)?),
-            (timeline_file_name(&stage.name), timeline_svg(stage)?),
-        ];
-        for (name, svg) in plots {
-            if let Some(svg) = svg {
-                let path = dir.join(name);
-                std::fs::write(&path, svg).map_err(|e| ReportError::io(&path, e))?;
-                written.push(path);
-            }
-        }
+        add(
+            cdf_file_name(&stage.name),
+            format!("{}: latency CDF", stage.name),
+            latency_cdf_svg(stage),
+        );
+        add(
+            timeline_file_name(&stage.name),
+            format!("{}: timeline", stage.name),
+            timeline_svg(stage),
+        );
     }
     for g in super::profiles(results) {
-        let path = dir.join(super::profile_file_name(&g.group));
-        let svg = super::profile_svg(&[("", &g)])?;
-        std::fs::write(&path, svg).map_err(|e| ReportError::io(&path, e))?;
-        written.push(path);
+        add(
+            super::profile_file_name(&g.group),
+            format!("profile {}", g.group),
+            super::profile_svg(&[("", &g)]).map(Some),
+        );
     }
-    Ok(written)
+    for (stage, drawn) in super::telemetry::draw_telemetry_plots(results) {
+        add(
+            super::server_timeline_file_name(&stage),
+            format!("{stage}: server"),
+            drawn,
+        );
+    }
+    (plots, problems)
+}
+
+/// Writes `plots` into `dir`, each atomically; the files written, and a problem per plot that
+/// could not be.
+pub fn save_plots(plots: &[PlotFile], dir: &Path) -> (Vec<PathBuf>, Vec<ReportError>) {
+    let mut written = Vec::new();
+    let mut problems = Vec::new();
+    for p in plots {
+        let path = dir.join(&p.file);
+        match write_atomic(&path, p.svg.as_bytes()) {
+            Ok(()) => written.push(path),
+            Err(e) => problems.push(ReportError::io(&path, e)),
+        }
+    }
+    (written, problems)
+}
+
+/// Writes every plot that has data into `dir` (telemetry plots aside: see
+/// [`super::write_telemetry_plots`]); returns the files written, or the first problem.
+pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    let (mut plots, mut problems) = draw_plots(results);
+    let server: Vec<String> = results
+        .stages
+        .iter()
+        .map(|s| super::server_timeline_file_name(&s.name))
+        .collect();
+    plots.retain(|p| !server.contains(&p.file));
+    let (written, saved) = save_plots(&plots, dir);
+    problems.extend(saved);
+    match problems.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(written),
+    }
 }
 
 fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {

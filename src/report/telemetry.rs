@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use super::ReportError;
 use super::plots::stage_slug;
 use crate::metrics::StageSummary;
-use crate::results::Results;
+use crate::results::{Results, write_atomic};
 use crate::telemetry::{StageTelemetry, TelemetryReport, render_markdown};
 
 type Points = Vec<(f64, f64)>;
@@ -46,19 +46,32 @@ pub fn telemetry_markdown(results: &Results, plot_files: &[String]) -> String {
     md
 }
 
-/// Writes the per-stage server plots into `dir` (stages with server samples only).
-pub fn write_telemetry_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+/// Draws the per-stage server plots (stages with server samples only): the stage's name and
+/// its SVG, or why it could not be drawn.
+pub(crate) fn draw_telemetry_plots(
+    results: &Results,
+) -> Vec<(String, Result<Option<String>, ReportError>)> {
     let Some(report) = &results.telemetry else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
+    results
+        .stages
+        .iter()
+        .filter_map(|stage| {
+            let t = report.stage(&stage.name)?;
+            Some((stage.name.clone(), server_timeline_svg(stage, t, report)))
+        })
+        .collect()
+}
+
+/// Writes the per-stage server plots into `dir` (stages with server samples only), each
+/// atomically.
+pub fn write_telemetry_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
-    for stage in &results.stages {
-        let Some(t) = report.stage(&stage.name) else {
-            continue;
-        };
-        if let Some(svg) = server_timeline_svg(stage, t, report)? {
-            let path = dir.join(server_timeline_file_name(&stage.name));
-            std::fs::write(&path, svg).map_err(|e| ReportError::io(&path, e))?;
+    for (stage, drawn) in draw_telemetry_plots(results) {
+        if let Some(svg) = drawn? {
+            let path = dir.join(server_timeline_file_name(&stage));
+            write_atomic(&path, svg.as_bytes()).map_err(|e| ReportError::io(&path, e))?;
             written.push(path);
         }
     }

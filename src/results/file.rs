@@ -36,9 +36,11 @@ pub enum ResultsError {
 /// Reads and parses a `results.json`, of this format or an earlier one (brought up to date:
 /// see [`migrate`]).
 pub fn read_results(path: &Path) -> Result<Results, ResultsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
-        path: path.to_path_buf(),
-        source,
+    let text = crate::files::read_text(path, crate::files::MAX_RESULTS_FILE).map_err(|source| {
+        ResultsError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     let results: Results = serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
         path: path.to_path_buf(),

@@ -39,6 +39,12 @@ pub struct Results {
     pub interrupted: bool,
     /// Why the run stopped early or could not complete, if it did.
     pub error: Option<String>,
+    /// `false` in the `results.json` a run writes before its first request (and keeps when it
+    /// could not be carried out: `error` says why): this run has not finished, so nothing in
+    /// the directory is its verdict yet; `true` in a finished run's file. Files written before
+    /// the field existed were only ever written at the end, hence the default.
+    #[serde(default = "finished")]
+    pub complete: bool,
     pub infermeter_version: String,
     /// UTC start time, RFC 3339.
     pub started_at: String,
@@ -93,6 +99,10 @@ impl Default for SlaPolicy {
             untrusted: Untrusted::default(),
         }
     }
+}
+
+fn finished() -> bool {
+    true
 }
 
 impl Results {

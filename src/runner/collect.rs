@@ -4,7 +4,6 @@
 //! off the hot path.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
@@ -15,8 +14,8 @@ use serde::Serialize;
 use super::options::StageProgress;
 use crate::metrics::{RequestRecord, StageAggregator};
 
-/// Where per-request rows go (`requests.jsonl`).
-pub type RowSink = BufWriter<File>;
+/// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
+pub type RowSink = BufWriter<tempfile::NamedTempFile>;
 
 #[derive(Serialize)]
 struct Row<'a> {

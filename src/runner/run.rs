@@ -2,12 +2,11 @@
 //! warm-up and each stage in order (see `stage.rs`), with the caller deciding after each stage
 //! whether to go on.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
 use super::stage::StageRunner;
@@ -20,6 +19,7 @@ use crate::plan::{EndpointPlan, Load, Plan, PlanError};
 use crate::protocol::Api;
 use crate::sim::SimError;
 use crate::telemetry::{TelemetryError, TelemetryReport};
+use crate::units::Duration;
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
 #[derive(Debug)]
@@ -89,6 +89,8 @@ pub enum RunError {
         #[source]
         source: reqwest::Error,
     },
+    #[error("the target did not answer GET {url} within {timeout} (the target's timeout)")]
+    NoAnswer { url: String, timeout: Duration },
     #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
     NoModel { url: String, problem: String },
     #[error("failed to prepare the prompts")]
@@ -135,7 +137,13 @@ pub async fn run(
             let url = sim.base_url.clone();
             (Some(sim), url, "sim".to_string(), Some(cfg.model.clone()))
         }
-        EndpointPlan::Url(url) => (None, url.clone(), url.clone(), None),
+        // Shown in results and reports: never with its credentials.
+        EndpointPlan::Url(url) => (
+            None,
+            url.clone(),
+            crate::redact::secrets(url).into_owned(),
+            None,
+        ),
     };
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
@@ -169,23 +177,39 @@ pub async fn run(
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
-    let model = preflight(
+    let known_model = plan.target.model.as_deref().or(default_model.as_deref());
+    let mut out = RunOutput {
+        endpoint,
+        model: known_model.unwrap_or_default().to_string(),
+        tokenizer: tokenizer.name().to_string(),
+        started_at,
+        warmup: None,
+        stages: Vec::new(),
+        searches: Vec::new(),
+        stop: Stop::Interrupted,
+        problems: Vec::new(),
+        telemetry: None,
+        starts: Vec::new(),
+    };
+    let found = preflight(
         client.http(),
         &base_url,
-        plan.target.model.as_deref().or(default_model.as_deref()),
+        known_model,
+        plan.target.timeout,
+        &opts.interrupt,
     )
     .await?;
+    // Interrupted before anything was measured: an interrupted run with no stage.
+    let Some(model) = found else {
+        return Ok(out);
+    };
+    out.model = model.clone();
     let template = Arc::new(BodyTemplate {
-        model: model.clone(),
+        model,
         ..template_base
     });
     let mut sink = match &opts.requests_jsonl {
-        Some(path) => Some(BufWriter::new(File::create(path).map_err(|source| {
-            RunError::Io {
-                path: path.clone(),
-                source,
-            }
-        })?)),
+        Some(path) => Some(RowSink::new(rows_file(path)?)),
         None => None,
     };
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
@@ -201,24 +225,17 @@ pub async fn run(
         starts: std::sync::Mutex::new(Vec::new()),
     };
 
-    let telemetry = super::telemetry::start(
-        plan.telemetry.as_ref(),
-        sim.as_ref().map(|s| s.base_url.as_str()),
-    )
-    .await?;
-    let mut out = RunOutput {
-        endpoint,
-        model,
-        tokenizer: tokenizer.name().to_string(),
-        started_at,
-        warmup: None,
-        stages: Vec::new(),
-        searches: Vec::new(),
-        stop: Stop::Completed,
-        problems: Vec::new(),
-        telemetry: None,
-        starts: Vec::new(),
+    // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
+    // need not wait for them.
+    let telemetry = tokio::select! {
+        biased;
+        _ = opts.interrupt.cancelled() => return Ok(out),
+        t = super::telemetry::start(
+            plan.telemetry.as_ref(),
+            sim.as_ref().map(|s| s.base_url.as_str()),
+        ) => t?,
     };
+    out.stop = Stop::Completed;
     // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
     let mut step = 0u32;
     let agree =
@@ -243,7 +260,11 @@ pub async fn run(
             }
         }
     };
-    if let Some(w) = &plan.warmup {
+    if let Some(w) = plan
+        .warmup
+        .as_ref()
+        .filter(|_| !opts.interrupt.is_cancelled())
+    {
         mark(&w.name, true);
         let watch = plan
             .warmup_until
@@ -317,9 +338,9 @@ pub async fn run(
         out.stop = Stop::Interrupted;
     }
     out.starts = runner.starts.lock().map(|s| s.clone()).unwrap_or_default();
-    if let Some(mut w) = sink
-        && let Err(source) = w.flush()
+    if let Some(w) = sink
         && let Some(path) = opts.requests_jsonl.clone()
+        && let Err(source) = persist_rows(w, &path)
     {
         out.problems
             .push(RunProblem::RequestsJsonl { path, source });
@@ -333,6 +354,37 @@ pub async fn run(
     }
     drop(sim);
     Ok(out)
+}
+
+/// `requests.jsonl` is written to a temporary file beside `path` and renamed over it at the
+/// end of the run ([`persist_rows`]), so a reader never mixes this run's rows with an older
+/// run's, nor sees a half-written last row.
+fn rows_file(path: &Path) -> Result<tempfile::NamedTempFile, RunError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".requests-").suffix(".jsonl.tmp");
+    // Readable like any file the user writes (a temporary file is private by default).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    builder.tempfile_in(dir).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn persist_rows(w: RowSink, path: &Path) -> std::io::Result<()> {
+    let file = w
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// Each data set's hooks, compiled once for the run (the plan compiler checked them already;

@@ -22,7 +22,7 @@ use super::cpu::CpuClock;
 use super::options::RunOptions;
 use super::run::RunProblem;
 use super::send::{StageShared, since};
-use super::target::warm_pool;
+use super::target::{WARM_POOL_LIMIT, warm_pool};
 use super::timer::PreciseTimer;
 use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client};
@@ -70,7 +70,14 @@ impl StageRunner<'_> {
             .stage_started(&shown, planned_total(&self.plan, stage));
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
 
-        warm_pool(self.client.http(), &self.base_url, pool_warmth(stage)).await;
+        warm_pool(
+            self.client.http(),
+            &self.base_url,
+            pool_warmth(stage),
+            self.plan.target.timeout.as_std().min(WARM_POOL_LIMIT),
+            &self.opts.interrupt,
+        )
+        .await;
         if let Some((step, agreed)) = start {
             PreciseTimer::new().sleep_until(agreed.instant()).await;
             let offset_ns = agreed.offset_of(std::time::SystemTime::now());

@@ -1,16 +1,19 @@
 //! Making the target reachable before the clock starts: the in-process simulator on its own
 //! thread (so its CPU time is not the client's and it does not share the client's runtime), the
-//! model name, a reachability check, and a warm connection pool.
+//! model name, a reachability check, and a warm connection pool — each network wait with a
+//! deadline, and each returning at once on an interrupt.
 
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::thread;
 
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use super::cpu::ThreadId;
 use super::run::RunError;
 use crate::sim::{SimConfig, SimError};
+use crate::units::Duration;
 
 /// The simulator running on its own thread; stops when dropped.
 pub struct InProcessSim {
@@ -88,37 +91,94 @@ struct ModelEntry {
     id: String,
 }
 
+/// The most of a model list read: a list of even a thousand models is far smaller, and a
+/// server that streams without end must not fill the client's memory.
+const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
+
+/// The longest the pool warm-up waits (or the target's timeout, when shorter): connections it
+/// could not open in that time are opened by the stage's first requests instead.
+pub const WARM_POOL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Asks `GET {base}/models`: proves the target is reachable before the clock starts, and
 /// names the model when the scenario did not. A server without the endpoint is tolerated when
-/// the model is known.
+/// the model is known. Waits at most `timeout` (the target's) for the whole answer; `None`
+/// when `interrupt` was cancelled first.
 pub async fn preflight(
     http: &reqwest::Client,
     base_url: &str,
     model: Option<&str>,
-) -> Result<String, RunError> {
+    timeout: Duration,
+    interrupt: &CancellationToken,
+) -> Result<Option<String>, RunError> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
-    let resp = http
-        .get(&url)
+    let lookup = lookup_model(http, base_url, &url, model);
+    tokio::select! {
+        biased;
+        _ = interrupt.cancelled() => Ok(None),
+        answer = tokio::time::timeout(timeout.as_std(), lookup) => match answer {
+            Ok(found) => found.map(Some),
+            Err(_) => Err(RunError::NoAnswer {
+                url: crate::redact::secrets(&url).into_owned(),
+                timeout,
+            }),
+        },
+    }
+}
+
+async fn lookup_model(
+    http: &reqwest::Client,
+    base_url: &str,
+    url: &str,
+    model: Option<&str>,
+) -> Result<String, RunError> {
+    let shown = || crate::redact::secrets(url).into_owned();
+    let mut resp = http
+        .get(url)
         .send()
         .await
         .map_err(|source| RunError::Unreachable {
-            url: base_url.to_string(),
-            source,
+            url: crate::redact::secrets(base_url).into_owned(),
+            // Its message would repeat the URL, credentials and all.
+            source: source.without_url(),
         })?;
     if let Some(m) = model {
         return Ok(m.to_string());
     }
     if !resp.status().is_success() {
         return Err(RunError::NoModel {
-            url,
+            url: shown(),
             problem: format!("answered {}", resp.status()),
         });
     }
-    let list: ModelList = match resp.json().await {
+    let mut body = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_MODEL_LIST_BYTES => {
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Some(_)) => {
+                return Err(RunError::NoModel {
+                    url: shown(),
+                    problem: format!(
+                        "sent a model list larger than {} MiB",
+                        MAX_MODEL_LIST_BYTES >> 20
+                    ),
+                });
+            }
+            Ok(None) => break,
+            Err(e) => {
+                return Err(RunError::NoModel {
+                    url: shown(),
+                    problem: format!("broke off its model list ({})", e.without_url()),
+                });
+            }
+        }
+    }
+    let list: ModelList = match serde_json::from_slice(&body) {
         Ok(l) => l,
         Err(e) => {
             return Err(RunError::NoModel {
-                url,
+                url: shown(),
                 problem: format!("did not return a model list ({e})"),
             });
         }
@@ -126,20 +186,37 @@ pub async fn preflight(
     match list.data.into_iter().next() {
         Some(m) => Ok(m.id),
         None => Err(RunError::NoModel {
-            url,
+            url: shown(),
             problem: "lists no model".into(),
         }),
     }
 }
 
 /// Opens up to `n` keep-alive connections so the first requests of a stage do not pay for
-/// connection set-up.
-pub async fn warm_pool(http: &reqwest::Client, base_url: &str, n: usize) {
+/// connection set-up. Gives up after `limit`, or at once when `interrupt` is cancelled: it
+/// only saves time, so a server slow to answer it must not cost more.
+pub async fn warm_pool(
+    http: &reqwest::Client,
+    base_url: &str,
+    n: usize,
+    limit: std::time::Duration,
+    interrupt: &CancellationToken,
+) {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
     let gets = (0..n).map(|_| async {
-        if let Ok(r) = http.get(&url).send().await {
-            let _ = r.bytes().await;
+        // Read to the end (so the connection is reusable), within the model list's bound.
+        if let Ok(mut r) = http.get(&url).send().await {
+            let mut read = 0;
+            while let Ok(Some(chunk)) = r.chunk().await {
+                read += chunk.len();
+                if read > MAX_MODEL_LIST_BYTES {
+                    break;
+                }
+            }
         }
     });
-    futures_util::future::join_all(gets).await;
+    tokio::select! {
+        _ = interrupt.cancelled() => {}
+        _ = tokio::time::timeout(limit, futures_util::future::join_all(gets)) => {}
+    }
 }

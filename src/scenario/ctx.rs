@@ -3,12 +3,11 @@
 //! `(param)` substitution) and reports whatever it was not asked for.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use kdl::{KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
-use super::error::{Problem, did_you_mean, suggest};
+use super::error::{Problem, Snippets, bounded, bounded_span, did_you_mean, suggest};
 use super::model::ParamValue;
 
 /// A declared param: its effective value and where it was declared.
@@ -20,7 +19,7 @@ pub(crate) struct ParamDecl {
 
 pub(crate) struct Ctx<'t> {
     pub text: &'t str,
-    pub src: NamedSource<Arc<str>>,
+    pub src: NamedSource<Snippets>,
     pub params: BTreeMap<String, ParamDecl>,
     pub problems: Vec<Problem>,
 }
@@ -54,7 +53,7 @@ pub(crate) fn show(v: &KdlValue) -> String {
 }
 
 impl<'t> Ctx<'t> {
-    pub fn new(text: &'t str, src: NamedSource<Arc<str>>) -> Self {
+    pub fn new(text: &'t str, src: NamedSource<Snippets>) -> Self {
         Ctx {
             text,
             src,
@@ -70,12 +69,14 @@ impl<'t> Ctx<'t> {
         label: impl Into<String>,
         help: Option<String>,
     ) {
+        // Bounded: a problem may quote the user's text (a node name, a value), which may be
+        // a megabyte of garbage.
         self.problems.push(Problem {
-            message: message.into(),
+            message: bounded(message.into()),
             src: self.src.clone(),
-            span: span.into(),
-            label: label.into(),
-            help,
+            span: span.into().map(|s| bounded_span(self.text, s)),
+            label: bounded(label.into()),
+            help: help.map(bounded),
         });
     }
 

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::SpanContents;
+use miette::{Diagnostic, MietteError, MietteSpanContents, NamedSource, SourceCode, SourceSpan};
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error, Diagnostic)]
@@ -49,7 +50,7 @@ impl ScenarioError {
 pub struct Problem {
     pub message: String,
     #[source_code]
-    pub src: NamedSource<Arc<str>>,
+    pub src: NamedSource<Snippets>,
     /// `None` only for problems that come from the command line (`--param`) with nothing in the
     /// file to point at.
     #[label("{label}")]
@@ -57,6 +58,87 @@ pub struct Problem {
     pub label: String,
     #[help]
     pub help: Option<String>,
+}
+
+/// The most of a problem's message, label or hint kept (user text quoted in them is cut).
+pub const MAX_TEXT: usize = 300;
+/// The most of the file one problem points at; a longer span is cut to its start.
+pub const MAX_SPAN: usize = 160;
+/// The most of the file's text a diagnostic quotes around its span.
+pub const MAX_QUOTE: usize = 240;
+/// The most problems reported for one file; the rest are counted.
+pub const MAX_PROBLEMS: usize = 50;
+
+/// A scenario's text as diagnostics quote it: the lines around a problem, but never more than
+/// `MAX_QUOTE` (240) bytes of them, so a 1 MiB file on one line (binary garbage, minified data)
+/// gives a diagnostic of a few lines, not of a megabyte.
+#[derive(Debug, Clone)]
+pub struct Snippets(pub Arc<str>);
+
+impl SourceCode for Snippets {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let text: &str = &self.0;
+        let full = text.read_span(span, context_lines_before, context_lines_after)?;
+        if full.data().len() <= MAX_QUOTE {
+            return Ok(full);
+        }
+        // A window on the span's own lines, cut around it at character boundaries.
+        let start = floor_boundary(text, span.offset());
+        let end = floor_boundary(text, span.offset() + span.len()).max(start);
+        let line_start = text[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+        let line_end = text[end..]
+            .find(['\n', '\r'])
+            .map_or(text.len(), |i| end + i);
+        let room = MAX_QUOTE.saturating_sub(end - start) / 2;
+        let from = floor_boundary(text, start.saturating_sub(room)).max(line_start);
+        let to = floor_boundary(text, end + room).min(line_end).max(end);
+        let line = newlines(&text[..from]);
+        Ok(Box::new(MietteSpanContents::new_named(
+            full.name().unwrap_or_default().to_string(),
+            &text.as_bytes()[from..to],
+            SourceSpan::new(from.into(), to - from),
+            line,
+            from - line_start,
+            newlines(&text[from..to]) + 1,
+        )))
+    }
+}
+
+/// Line breaks as miette counts them (`\r\n` is one).
+fn newlines(s: &str) -> usize {
+    s.matches('\n').count() + s.matches('\r').count() - s.matches("\r\n").count()
+}
+
+fn floor_boundary(text: &str, i: usize) -> usize {
+    let mut i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// `text` cut to [`MAX_TEXT`] characters, with `…` when it was longer.
+pub(crate) fn bounded(text: String) -> String {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut cut: String = text.chars().take(MAX_TEXT).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// `span` inside `text`, at most [`MAX_SPAN`] bytes long, on character boundaries.
+pub(crate) fn bounded_span(text: &str, span: SourceSpan) -> SourceSpan {
+    let start = floor_boundary(text, span.offset());
+    let end = floor_boundary(text, span.offset() + span.len().min(MAX_SPAN)).max(start);
+    SourceSpan::new(start.into(), end - start)
 }
 
 /// The candidate closest to `word`, if any is close enough to be a plausible typo.

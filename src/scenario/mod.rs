@@ -6,6 +6,7 @@
 
 mod ctx;
 mod dataset;
+mod depth;
 mod error;
 mod model;
 mod params;
@@ -21,7 +22,8 @@ mod warmup;
 mod workload;
 mod workload_model;
 
-pub use error::{Problem, ScenarioError, did_you_mean};
+pub use depth::MAX_DEPTH;
+pub use error::{MAX_PROBLEMS, Problem, ScenarioError, Snippets, did_you_mean};
 pub use model::*;
 pub use parse::{load, parse_str};
 pub use profile::{ProfileSpec, SweepSpec, expand_range};

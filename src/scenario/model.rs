@@ -76,8 +76,11 @@ impl Source {
             .unwrap_or_else(|| PathBuf::from("."))
     }
 
-    pub fn named(&self) -> miette::NamedSource<Arc<str>> {
-        miette::NamedSource::new(self.path.display().to_string(), self.text.clone())
+    pub fn named(&self) -> miette::NamedSource<super::error::Snippets> {
+        miette::NamedSource::new(
+            self.path.display().to_string(),
+            super::error::Snippets(self.text.clone()),
+        )
     }
 }
 

@@ -10,7 +10,7 @@ use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, Once};
-use super::error::{ScenarioError, did_you_mean};
+use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
 use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned};
 use super::target::one_arg;
 use super::{dataset, params, stage, target, telemetry};
@@ -33,9 +33,11 @@ const TOP: &[&str] = &[
 
 /// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
 pub fn load(path: &Path, params: &[(String, String)]) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = crate::files::read_text(path, crate::files::MAX_TEXT_FILE).map_err(|source| {
+        ScenarioError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     parse_str(path, &text, params)
 }
@@ -51,11 +53,25 @@ pub fn parse_str(
         text: Arc::from(text),
     };
     let mut ctx = Ctx::new(text, source.named());
-    let scenario = match KdlDocument::parse_v2(text) {
-        Ok(doc) => decode(&mut ctx, &doc, params, source),
-        Err(e) => {
-            syntax_errors(&mut ctx, e);
-            None
+    // Before the parser, which recurses once per level.
+    let scenario = if let Some(at) = super::depth::too_deep(text) {
+        ctx.error(
+            SourceSpan::new(at.into(), 1),
+            format!(
+                "blocks nest more than {} levels deep",
+                super::depth::MAX_DEPTH
+            ),
+            "one level too many",
+            Some("a scenario needs a few levels (`stage { … }`); is this the right file?".into()),
+        );
+        None
+    } else {
+        match KdlDocument::parse_v2(text) {
+            Ok(doc) => decode(&mut ctx, &doc, params, source),
+            Err(e) => {
+                syntax_errors(&mut ctx, e);
+                None
+            }
         }
     };
     match scenario {
@@ -63,6 +79,16 @@ pub fn parse_str(
         _ => {
             let mut problems = ctx.problems;
             problems.sort_by_key(|p| p.span.map_or(0, |s| s.offset()));
+            if problems.len() > MAX_PROBLEMS {
+                let more = problems.len() - MAX_PROBLEMS + 1;
+                problems.truncate(MAX_PROBLEMS - 1);
+                let mut last = problems[0].clone();
+                last.message = format!("… and {more} more problems");
+                last.span = None;
+                last.label = String::new();
+                last.help = Some("fix the ones above first; is this the right file?".into());
+                problems.push(last);
+            }
             Err(ScenarioError::Invalid {
                 path: path.to_path_buf(),
                 problems,

@@ -10,6 +10,7 @@ use super::ctx::{Ctx, NodeReader};
 use super::model::{DatasetKind, Spanned};
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
 use crate::dataset::{ContextSpec, Retrieved, ShareGptFilters, SharedPrefix, TraceFormat};
+use crate::hub::HfFile;
 
 /// Source kinds this module parses.
 pub(crate) const FILE_KINDS: &[&str] = &["sharegpt", "jsonl", "trace"];
@@ -31,6 +32,26 @@ fn path_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, example: &str) -> Option<
         return None;
     };
     let s = ctx.name_string(&v, what)?;
+    if HfFile::is_uri(&s) {
+        // Checked now so `validate` catches a typo; resolved through the cache at compile time.
+        let problem = match HfFile::parse(&s) {
+            Err(e) => Some(e.to_string()),
+            Ok(_) if what == "hooks" => Some("hooks are read from a local file".into()),
+            Ok(_) => None,
+        };
+        if let Some(message) = problem {
+            ctx.error(
+                v.span,
+                message,
+                "not a Hub data set file",
+                Some(
+                    "write hf://datasets/OWNER/NAME/PATH or hf://datasets/OWNER/NAME@REVISION/PATH"
+                        .into(),
+                ),
+            );
+            return None;
+        }
+    }
     Some(Spanned::new(PathBuf::from(s), v.span))
 }
 

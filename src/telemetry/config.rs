@@ -67,7 +67,9 @@ impl SourceConfig {
     pub fn label(&self) -> String {
         match self {
             SourceConfig::Nvml { .. } => "nvml".into(),
-            SourceConfig::Prometheus { url, .. } => url.to_string(),
+            SourceConfig::Prometheus { url, .. } => {
+                crate::redact::secrets(&url.to_string()).into_owned()
+            }
         }
     }
 }

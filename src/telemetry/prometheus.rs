@@ -37,11 +37,11 @@ fn client(timeout: Duration) -> Result<reqwest::Client, String> {
 async fn scrape(client: &reqwest::Client, url: &str) -> Result<Exposition, String> {
     let resp = client.get(url).send().await.map_err(|e| {
         if e.is_connect() {
-            format!("connection refused or failed ({e})")
+            format!("connection refused or failed ({})", e.without_url())
         } else if e.is_timeout() {
             "timed out".to_string()
         } else {
-            e.to_string()
+            e.without_url().to_string()
         }
     })?;
     let status = resp.status();
@@ -51,7 +51,7 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Result<Exposition, Strin
     let text = resp
         .text()
         .await
-        .map_err(|e| format!("failed to read the body ({e})"))?;
+        .map_err(|e| format!("failed to read the body ({})", e.without_url()))?;
     Ok(parse_exposition(&text))
 }
 
@@ -155,11 +155,12 @@ impl Source {
 
     fn record(&mut self, t: f64, n: Option<Normalized>, ev: Event<'_>) {
         let is_dcgm = self.kind == Some(PrometheusKind::DcgmExporter);
+        // Series are named by the source's URL, which results and reports show.
+        let shown = crate::redact::secrets(&self.url).into_owned();
         // Recorders exist from the first event on, so stage bookkeeping stays aligned with
         // the handle's marks even when early scrapes failed.
         if is_dcgm || self.kind.is_none() {
-            let url = self.url.clone();
-            let gpus = self.gpus.get_or_insert_with(|| GpuRecorder::new(&url));
+            let gpus = self.gpus.get_or_insert_with(|| GpuRecorder::new(&shown));
             let frame: Vec<_> = n
                 .as_ref()
                 .map(|n| {
@@ -175,16 +176,16 @@ impl Source {
                         t_s: t,
                         reading: r.clone(),
                     };
-                    push_recent(&self.recent, format!("{}/{id}", self.url), p);
+                    push_recent(&self.recent, format!("{shown}/{id}"), p);
                 }
             }
             feed_gpu(gpus, t, &frame, &ev);
         }
         if !is_dcgm {
-            let (url, kind) = (self.url.clone(), self.kind);
+            let kind = self.kind;
             let server = self
                 .server
-                .get_or_insert_with(|| ServerRecorder::new(&url, kind));
+                .get_or_insert_with(|| ServerRecorder::new(&shown, kind));
             server.kind = server.kind.or(kind);
             let r = n.and_then(|n| n.server);
             match ev {

@@ -170,7 +170,7 @@ impl Telemetry {
                     if let Err(reason) = probe {
                         if *required {
                             return Err(TelemetryError::PrometheusUnavailable {
-                                url: url.to_string(),
+                                url: crate::redact::secrets(&url.to_string()).into_owned(),
                                 reason,
                             });
                         }
@@ -202,6 +202,8 @@ impl Telemetry {
 }
 
 pub(crate) fn push_warning(warnings: &Arc<Mutex<Vec<String>>>, w: String) {
+    // A source URL's credentials never reach a log or the results.
+    let w = crate::redact::secrets(&w).into_owned();
     tracing::warn!("{w}");
     if let Ok(mut v) = warnings.lock() {
         v.push(w);

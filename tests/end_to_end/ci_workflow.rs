@@ -1,52 +1,56 @@
-//! The CI workflow in docs/ci.md works as written: its `infermeter` commands, run in order
-//! against the embedded simulator, gate, compare with a baseline, and catch a regression made
-//! by slowing the simulator down.
+//! The plain-shell recipe in docs/ci.md works as written: its block, run as one script
+//! against the embedded simulator, gates without a baseline, compares with one, catches a
+//! regression made by slowing the simulator down, and waits for and sends to a server in its
+//! own process when `INFERMETER_URL` is set.
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::support::bin;
 
-/// The `infermeter …` command lines of the workflow, in order.
-fn workflow_commands() -> Vec<String> {
+/// The sh block of the section "Any other CI".
+fn recipe() -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ci.md")).unwrap();
-    let yaml = doc
-        .split("```yaml")
+    let section = doc
+        .split("## Any other CI")
         .nth(1)
-        .and_then(|s| s.split("```").next())
-        .expect("docs/ci.md has a yaml block");
-    yaml.lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("infermeter "))
-        .map(String::from)
-        .collect()
+        .expect("docs/ci.md has the plain-shell recipe");
+    let block = section.split("```sh\n").nth(1).expect("a sh block");
+    block.split("```").next().unwrap().to_string()
 }
 
-fn sh(dir: &Path, command: &str) -> std::process::Output {
+fn sh(dir: &Path, script: &str, url: Option<&str>) -> std::process::Output {
     let bin_dir = Path::new(bin()).parent().unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(script)
         .current_dir(dir)
         .env("PATH", path)
         .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .unwrap()
+        .env_remove("INFERMETER_URL");
+    if let Some(url) = url {
+        c.env("INFERMETER_URL", url);
+    }
+    c.output().unwrap()
 }
 
 #[test]
 #[cfg(unix)]
-fn the_documented_workflow_gates_compares_and_catches_a_regression() {
-    let commands = workflow_commands();
-    assert_eq!(commands.len(), 2, "{commands:?}");
-    let (gate, compare) = (&commands[0], &commands[1]);
-    assert!(gate.starts_with("infermeter run scenarios/ci-gate.kdl"));
-    assert!(compare.starts_with("infermeter compare baseline/results.json"));
+fn the_documented_recipe_gates_compares_and_catches_a_regression() {
+    let script = recipe();
+    assert!(
+        script.contains("infermeter run scenarios/ci-gate.kdl"),
+        "{script}"
+    );
+    assert!(
+        script.contains("infermeter compare baseline/results.json"),
+        "{script}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -58,10 +62,13 @@ fn the_documented_workflow_gates_compares_and_catches_a_regression() {
     .unwrap();
     std::fs::write(root.join("scenarios/ci-gate.kdl"), &scenario).unwrap();
 
-    // On main: the gate passes, its result becomes the baseline.
-    let o = sh(root, gate);
+    // The first run: no baseline anywhere. The gate alone decides, and passes.
+    let o = sh(root, &script, None);
     assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
     assert!(root.join("results/pr/junit.xml").exists());
+    let note = std::fs::read_to_string(root.join("results/pr/compare.md")).unwrap();
+    assert!(note.contains("No baseline yet"), "{note}");
+    // On main: its result becomes the baseline.
     std::fs::create_dir_all(root.join("baseline")).unwrap();
     std::fs::copy(
         root.join("results/pr/results.json"),
@@ -71,25 +78,42 @@ fn the_documented_workflow_gates_compares_and_catches_a_regression() {
 
     // A pull request that changes nothing: same plan, within tolerance.
     std::fs::remove_dir_all(root.join("results")).unwrap();
-    let o = sh(root, gate);
-    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
-    let o = sh(root, compare);
+    let o = sh(root, &script, None);
     assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
     let md = std::fs::read_to_string(root.join("results/pr/compare.md")).unwrap();
     assert!(md.contains("ttft"), "{md}");
 
-    // A pull request that makes every decode step three times slower.
+    // The same workload against a server in its own process, waited for first: same plan
+    // hash (the URL is not part of it), so it compares with the baseline.
+    let sim = crate::support::SimProcess::start(&[
+        "--decode-base",
+        "10ms",
+        "--decode-per-seq",
+        "0ms",
+        "--prefill-per-token",
+        "20us",
+    ]);
+    std::fs::remove_dir_all(root.join("results")).unwrap();
+    let o = sh(root, &script, Some(&sim.base_url));
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ready: "));
+    let r = crate::support::results(&root.join("results/pr"));
+    assert_eq!(r["target"]["endpoint"], sim.base_url);
+    drop(sim);
+
+    // A pull request that makes every decode step three times slower: red, whether its own
+    // SLAs caught it or the comparison did.
     let slower = scenario.replace("decode-base \"10ms\"", "decode-base \"30ms\"");
     assert_ne!(slower, scenario);
     std::fs::write(root.join("scenarios/ci-gate.kdl"), slower).unwrap();
     std::fs::remove_dir_all(root.join("results")).unwrap();
-    let _ = sh(root, gate); // its SLAs may or may not hold; the comparison must catch it
-    // The simulator's settings say where the load goes, not what it is: same plan, and the
-    // comparison names the regression.
-    let o = sh(root, compare);
+    let o = sh(root, &script, None);
     assert_eq!(o.status.code(), Some(1), "{}", crate::support::describe(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("itl") || err.contains("tpot"), "{err}");
+    let r = crate::support::results(&root.join("results/pr"));
+    if r["passed"] == true {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("itl") || err.contains("tpot"), "{err}");
+    }
 }
 
 #[test]

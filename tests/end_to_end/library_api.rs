@@ -100,6 +100,7 @@ fn a_failed_sla_and_an_invalid_scenario_map_to_their_exit_codes() {
     let settings = RunSettings {
         out_dir: Some(dir.path().join("out")),
         plots: false,
+        untrusted: Some(infermeter::sla::Untrusted::Judge),
         ..RunSettings::new(&path)
     };
     let report = run_scenario(&settings, Arc::new(())).expect("the run is carried out");

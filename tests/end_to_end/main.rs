@@ -4,19 +4,28 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ci_action;
 mod ci_workflow;
 mod distributed_cli;
 mod distributed_netns;
 mod gate_outcomes;
 mod hooks;
+mod hub_fetch;
+mod input_bounds;
 mod library_api;
+mod onboarding;
 mod profile_ramp;
 mod profile_run;
+mod readme_quickstart;
+mod redaction;
 mod report_compare;
 mod run_basic;
 mod run_faults;
 mod run_ground_truth;
+mod run_hangs;
 mod run_interrupt;
+mod run_outputs;
+mod run_signals;
 mod scenario_cli;
 mod sessions;
 mod telemetry_run;

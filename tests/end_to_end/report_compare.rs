@@ -334,3 +334,18 @@ fn the_scenarios_tolerances_recorded_in_the_results_apply_unless_the_command_lin
         "{err}"
     );
 }
+
+#[test]
+fn the_scenario_is_named_as_written_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let rename = |r: &mut Results| r.scenario = "my-pr-gate".into();
+    let base = scaled(dir.path(), "base.json", 1.0, rename);
+    let cur = scaled(dir.path(), "cur.json", 1.0, rename);
+    for format in ["text", "markdown", "json"] {
+        let o = infermeter(&["compare", &base, &cur, "--format", format]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{format}: {out}\n{err}");
+        assert!(out.contains("my-pr-gate"), "{format}: {out}");
+        assert!(!out.contains("My-pr-gate"), "{format}: {out}");
+    }
+}

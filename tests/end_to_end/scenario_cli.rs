@@ -17,9 +17,30 @@ fn shipped_scenarios_validate() {
             .filter(|f| f.ends_with(".kdl"))
             .collect();
     files.sort();
+    // scenarios/sharegpt-hub.kdl names a Hub file: give it a cache holding one, laid out as
+    // `infermeter dataset fetch` (and huggingface_hub) leave it.
+    let hub = tempfile::tempdir().unwrap();
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let repo = hub
+        .path()
+        .join("datasets--anon8231489123--ShareGPT_Vicuna_unfiltered");
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), format!("{commit}\n")).unwrap();
+    let snap = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads/sharegpt_small.json"),
+        snap.join("ShareGPT_V3_unfiltered_cleaned_split.json"),
+    )
+    .unwrap();
     let mut args = vec!["validate"];
     args.extend(files.iter().map(String::as_str));
-    let out = infermeter(&args);
+    let out = crate::support::command()
+        .args(&args)
+        .env("HF_HUB_CACHE", hub.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
@@ -103,9 +124,18 @@ fn schema_command_prints_the_checked_in_schema() {
 #[test]
 fn docs_cli_lists_every_option_of_run_and_plan() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
-    for command in ["run", "plan"] {
+    for command in [
+        "run",
+        "plan",
+        "new",
+        "import vllm",
+        "wait",
+        "dataset fetch",
+        "dataset fetch hf",
+    ] {
         let help = crate::support::command()
-            .args([command, "--help"])
+            .args(command.split(' '))
+            .arg("--help")
             .output()
             .unwrap();
         let help = String::from_utf8_lossy(&help.stdout);
@@ -113,11 +143,59 @@ fn docs_cli_lists_every_option_of_run_and_plan() {
             .split_whitespace()
             .filter(|w| w.starts_with("--") && *w != "--help")
         {
-            let flag = flag.trim_end_matches(',');
+            // Help text may name other tools' flags in passing ("vLLM's --request-rate)").
+            let flag = flag.trim_end_matches([',', ')', '.', ';']);
             assert!(
                 doc.contains(flag),
                 "docs/cli.md does not mention `{command} {flag}`"
             );
         }
     }
+}
+
+#[test]
+fn validate_compiles_the_plan_so_a_missing_data_set_file_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+param "n" 2
+dataset "mine" { jsonl "missing.jsonl"; }
+stage "s" { dataset "mine"; arrival "concurrency" clients=1; requests (param)"n"; }
+"#,
+    );
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::describe(&o));
+    let (_, stderr) = crate::support::text(&o);
+    assert!(stderr.contains("missing.jsonl"), "{stderr}");
+    assert!(stderr.contains("s.kdl"), "the scenario is named: {stderr}");
+    // With the file there, `-p` (short for --param) and the ok line.
+    std::fs::write(dir.path().join("missing.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", "-p", "n=3", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
+    assert!(crate::support::text(&o).0.starts_with("ok  "));
+}
+
+#[test]
+fn validate_tries_the_report_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 2; }
+report { template "mine.md.j2"; }
+"#,
+    );
+    std::fs::write(dir.path().join("mine.md.j2"), "{{ results.scenaro }}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::support::describe(&o));
+    let (_, stderr) = crate::support::text(&o);
+    assert!(stderr.contains("mine.md.j2"), "{stderr}");
+    assert!(stderr.contains("results.scenaro"), "{stderr}");
+    std::fs::write(dir.path().join("mine.md.j2"), "{{ results.scenario }}\n").unwrap();
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::describe(&o));
 }

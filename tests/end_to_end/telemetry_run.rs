@@ -109,7 +109,12 @@ fn required_nvml_missing_is_a_run_error() {
         stderr.contains("required=#false"),
         "the fix is named: {stderr}"
     );
-    assert!(results.is_none(), "no load was sent, no results");
+    // No load was sent: the directory holds only the unfinished marker, saying why.
+    let r = results.expect("the run marks its directory before starting");
+    assert_eq!(r["complete"], false, "{r}");
+    assert_eq!(r["passed"], false);
+    assert!(r["stages"].as_array().unwrap().is_empty());
+    assert!(r["error"].as_str().unwrap().contains("nvml"), "{r}");
 }
 
 #[test]

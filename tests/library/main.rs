@@ -11,6 +11,7 @@ mod client_transcripts;
 mod report_render;
 mod report_schema;
 mod scenario_corpus;
+mod scenario_fuzz;
 mod scenario_parse;
 mod scenario_schema;
 mod scenario_snapshots;

@@ -60,7 +60,7 @@ fn custom_templates_are_strict() {
     let md = render_markdown(&r, Some("{{ results.scenario }}/{{ view.sla_failed }}")).unwrap();
     assert_eq!(md, "chat-pr-gate/1");
     let err = render_markdown(&r, Some("{{ results.no_such_field }}")).unwrap_err();
-    assert!(matches!(err, ReportError::Template(_)), "{err}");
+    assert!(matches!(err, ReportError::Template { .. }), "{err}");
     assert!(render_markdown(&r, Some("{% if %}")).is_err());
 }
 
@@ -152,10 +152,8 @@ fn write_all_writes_everything_and_appends_the_step_summary() {
     let results = fixture("current.json");
     let out = dir.path().join("run");
     let opts = WriteOptions {
-        template: None,
-        plots: true,
-        junit: true,
         step_summary: Some(summary.clone()),
+        ..WriteOptions::default()
     };
     let files = write_all(&results, &out, &opts).unwrap();
     assert_eq!(files[0], out.join(RESULTS_FILE));

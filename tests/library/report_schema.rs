@@ -7,8 +7,8 @@ use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, migrate};
 
 #[test]
 fn results_schema_is_up_to_date() {
-    let schema = schemars::schema_for!(Results);
-    let fresh = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    // The text `infermeter schema results` prints.
+    let fresh = infermeter::results::json_schema();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json");
     if std::env::var_os("INFERMETER_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &fresh).unwrap();
@@ -54,4 +54,15 @@ fn fixtures_match_the_schema_shape() {
         current >= 1,
         "a fixture of the current format is checked in"
     );
+}
+
+#[test]
+fn results_written_before_complete_existed_read_as_complete() {
+    // Older versions wrote results.json once, at the end of the run.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results/current.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("complete");
+    let r: Results = serde_json::from_value(v).unwrap();
+    assert!(r.complete);
 }

@@ -53,6 +53,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         compare_tolerances: Default::default(),
         interrupted: false,
         error: None,
+        complete: true,
         infermeter_version: "0".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {

@@ -4,6 +4,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod bad_server;
 pub mod sim;
 
 use std::io::{BufRead, BufReader};
@@ -122,4 +123,70 @@ impl Drop for SimProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `infermeter run SCENARIO --out DIR --quiet` plus `extra`, started and not waited for.
+pub fn spawn_run(scenario: &Path, out: &Path, extra: &[&str]) -> Child {
+    command()
+        .arg("run")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .arg("--quiet")
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start infermeter run")
+}
+
+/// Waits for `child` to exit, at most `secs` (a generous bound against a busy machine, not a
+/// timing claim): killed and reported as a hang past it. Returns its output.
+pub fn wait_bounded(mut child: Child, secs: u64, what: &str) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait for the child").is_some() {
+            return child.wait_with_output().expect("collect the output");
+        }
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("collect the output");
+            panic!("{what}: still running after {secs} s\n{}", describe(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Polls `cond` until it holds, at most `secs`; panics naming `what` past that.
+pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Sends `signal` (`libc::SIGTERM`, …) to `child`.
+#[cfg(unix)]
+pub fn signal(child: &Child, signal: i32) {
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped yet.
+    let rc = unsafe { libc::kill(child.id() as i32, signal) };
+    assert_eq!(rc, 0, "kill({}, {signal})", child.id());
+}
+
+/// `results.json` of `out`, when it exists and parses (a run may be writing it).
+pub fn try_results(out: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(out.join("results.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A URL on 127.0.0.1 where nothing listens.
+pub fn closed_port_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("address").port();
+    drop(l);
+    format!("http://127.0.0.1:{port}/v1")
 }

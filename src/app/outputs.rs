@@ -1,0 +1,385 @@
+//! A run's files, settled before its first request: the output directory (a fresh one per run
+//! by default), every output path checked — no two outputs on one file, none on an input, every
+//! directory writable — and the directory marked as this run's before anything is measured:
+//! a `results.json` with `"complete": false` replaces the previous run's, whose report and JUnit
+//! files are removed, so a stale pass can never be read as this run's (see docs/results.md).
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::error::Error;
+use crate::plan::{EndpointPlan, Plan};
+use crate::report::{JUNIT_FILE, REPORT_FILE};
+use crate::results::{
+    RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, write_results,
+};
+
+/// `requests.jsonl`'s name in the output directory.
+pub const REQUESTS_FILE: &str = "requests.jsonl";
+
+/// Where this run writes, every path checked.
+#[derive(Debug)]
+pub(super) struct Outputs {
+    pub(super) dir: PathBuf,
+    pub(super) requests_jsonl: Option<PathBuf>,
+}
+
+/// What a run reads, which no output may overwrite.
+pub(super) struct Inputs<'a> {
+    pub(super) scenario: &'a Path,
+    pub(super) template: Option<&'a Path>,
+    pub(super) baseline: Option<&'a Path>,
+}
+
+impl Outputs {
+    /// Creates the output directory (`dir`, or a fresh `results/<scenario>-<UTC time>[-N]`)
+    /// and checks every output path: an `Error::Usage` when two would be one file or one is an
+    /// input, an `Error::Io` (with the OS cause) when one cannot be written.
+    pub(super) fn prepare(
+        dir: Option<&Path>,
+        scenario_name: &str,
+        requests_jsonl: bool,
+        junit: Option<&Path>,
+        step_summary: Option<&Path>,
+        inputs: &Inputs<'_>,
+    ) -> Result<Outputs, Error> {
+        let dir = match dir {
+            Some(d) => {
+                create_dir(d)?;
+                d.to_path_buf()
+            }
+            None => fresh_dir(Path::new("results"), scenario_name)?,
+        };
+        if let Some(parent) = junit.and_then(Path::parent) {
+            create_dir(parent)?;
+        }
+        let outputs = Outputs {
+            requests_jsonl: requests_jsonl.then(|| dir.join(REQUESTS_FILE)),
+            dir,
+        };
+        outputs.check_collisions(junit, step_summary, inputs)?;
+        probe_dir(&outputs.dir)?;
+        if let Some(parent) = junit.and_then(Path::parent) {
+            probe_dir(parent)?;
+        }
+        let files = outputs.files();
+        for file in files.iter().map(|(_, p)| p.as_path()).chain(junit) {
+            if file.is_dir() {
+                return Err(Error::Io {
+                    action: "write",
+                    path: file.to_path_buf(),
+                    source: std::io::Error::new(ErrorKind::IsADirectory, "it is a directory"),
+                });
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// The files the run writes into its directory (plots aside), with what they are.
+    fn files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut files = vec![
+            ("results.json", self.dir.join(RESULTS_FILE)),
+            ("report.md", self.dir.join(REPORT_FILE)),
+            ("junit.xml", self.dir.join(JUNIT_FILE)),
+        ];
+        if let Some(p) = &self.requests_jsonl {
+            files.push(("requests.jsonl", p.clone()));
+        }
+        files
+    }
+
+    fn check_collisions(
+        &self,
+        junit: Option<&Path>,
+        step_summary: Option<&Path>,
+        inputs: &Inputs<'_>,
+    ) -> Result<(), Error> {
+        let mut outputs: Vec<(String, PathBuf)> = self
+            .files()
+            .into_iter()
+            .map(|(what, p)| (format!("the run's {what}"), p))
+            .collect();
+        let mut extra: Vec<(&str, &Path)> = Vec::new();
+        extra.extend(junit.map(|p| ("--junit", p)));
+        extra.extend(step_summary.map(|p| ("GITHUB_STEP_SUMMARY", p)));
+        let read: Vec<(&str, &Path)> = [
+            Some(("the scenario", inputs.scenario)),
+            inputs.template.map(|p| ("the report template", p)),
+            inputs.baseline.map(|p| ("the baseline", p)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let dir = identity(&self.dir);
+        for (flag, path) in &extra {
+            let id = identity(path);
+            // The same JUnit document twice is harmless.
+            let same_content = *flag == "--junit" && id == identity(&self.dir.join(JUNIT_FILE));
+            if let Some((what, _)) = outputs
+                .iter()
+                .find(|(_, p)| identity(p) == id && !same_content)
+            {
+                return Err(collision(flag, path, what));
+            }
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if id.parent() == Some(dir.as_path())
+                && name.is_some_and(|n| {
+                    n.ends_with(".svg") && (n.starts_with("stage-") || n.starts_with("profile-"))
+                })
+            {
+                return Err(collision(flag, path, "a plot of the run"));
+            }
+            outputs.push((flag.to_string(), path.to_path_buf()));
+        }
+        for (what, input) in read {
+            let id = identity(input);
+            if let Some((output, _)) = outputs.iter().find(|(_, p)| identity(p) == id) {
+                return Err(Error::usage(
+                    format!(
+                        "{} is {what}, and {output} would be written over it",
+                        input.display()
+                    ),
+                    "write the run's outputs elsewhere (--out DIR, --junit FILE)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the directory as this run's before anything is measured: `placeholder` (marked
+    /// incomplete) replaces `results.json`, and the previous run's report, JUnit files and
+    /// `requests.jsonl` are removed.
+    pub(super) fn begin(&self, placeholder: &Results, junit: Option<&Path>) -> Result<(), Error> {
+        write_results(placeholder, &self.dir.join(RESULTS_FILE)).map_err(results_error)?;
+        let stale = [
+            self.dir.join(REPORT_FILE),
+            self.dir.join(JUNIT_FILE),
+            self.dir.join(REQUESTS_FILE),
+        ];
+        for path in stale.iter().map(PathBuf::as_path).chain(junit) {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(Error::Io {
+                        action: "remove the previous run's",
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `results.json` written before the first request: the plan's identity, no stage,
+/// `passed` and `complete` false.
+pub(super) fn placeholder(plan: &Plan) -> Results {
+    let (endpoint, default_model) = match &plan.target.endpoint {
+        EndpointPlan::Sim(cfg) => ("sim".to_string(), Some(cfg.model.clone())),
+        EndpointPlan::Url(url) => (crate::redact::secrets(url).into_owned(), None),
+    };
+    Results {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        scenario: plan.scenario.clone(),
+        description: plan.description.clone(),
+        plan_hash: plan.hash.clone(),
+        seed: plan.seed,
+        passed: false,
+        // No verdict yet: nothing that reads `outcome` alone may take this run for a pass.
+        outcome: crate::sla::SlaOutcome::Fail,
+        sla_policy: crate::results::SlaPolicy::default(),
+        compare_tolerances: crate::results::CompareTolerances::default(),
+        interrupted: false,
+        error: Some(
+            "the run has not finished: it is still running, was killed, or stopped before \
+             measuring"
+                .into(),
+        ),
+        complete: false,
+        infermeter_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: crate::units::rfc3339(SystemTime::now()),
+        target: TargetInfo {
+            endpoint,
+            api: plan.target.api,
+            model: plan
+                .target
+                .model
+                .clone()
+                .or(default_model)
+                .unwrap_or_default(),
+            tokenizer: tokenizer_name(&plan.tokenizer),
+        },
+        warmup: None,
+        stages: Vec::new(),
+        sla: Vec::new(),
+        telemetry: None,
+        searches: Vec::new(),
+        shards: None,
+    }
+}
+
+/// A results write that failed, as the I/O error it is (exit code 3, not 2).
+pub(super) fn results_error(e: ResultsError) -> Error {
+    match e {
+        ResultsError::Write { path, source } => Error::Io {
+            action: "write",
+            path,
+            source,
+        },
+        other => Error::Input(other),
+    }
+}
+
+fn tokenizer_name(spec: &crate::dataset::TokenizerSpec) -> String {
+    use crate::dataset::TokenizerSpec;
+    match spec {
+        TokenizerSpec::Cl100kBase => "cl100k_base".into(),
+        TokenizerSpec::O200kBase => "o200k_base".into(),
+        TokenizerSpec::File(p) => p
+            .file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into()),
+    }
+}
+
+fn collision(flag: &str, path: &Path, what: &str) -> Error {
+    Error::usage(
+        format!("{flag} {} is also where {what} goes", path.display()),
+        format!("give {flag} a file of its own (the output directory gets junit.xml anyway)"),
+    )
+}
+
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    if dir.as_os_str().is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        action: "create the output directory",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Proves `dir` takes new files (permissions, a read-only file system) before the run rather
+/// than after it.
+fn probe_dir(dir: &Path) -> Result<(), Error> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    tempfile::Builder::new()
+        .prefix(".infermeter-probe-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|source| Error::Io {
+            action: "write into",
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// A path as the file system resolves it (symbolic links and `..` followed), for comparing
+/// paths that may not exist yet.
+fn identity(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (parent.canonicalize(), path.file_name()) {
+        (Ok(p), Some(name)) => p.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// A new directory `root/<scenario>-<UTC time>`, or `…-2`, `…-3`… when a run started in the
+/// same second has it already: created here (not just named), so two runs never share one.
+fn fresh_dir(root: &Path, scenario_name: &str) -> Result<PathBuf, Error> {
+    create_dir(root)?;
+    let stamp = crate::units::rfc3339(SystemTime::now()).replace([':', '-'], "");
+    let base = format!("{}-{}", slug(scenario_name), stamp.trim_end_matches('Z'));
+    let mut n = 1u32;
+    loop {
+        let name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let dir = root.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 10_000 => n += 1,
+            Err(source) => {
+                return Err(Error::Io {
+                    action: "create the output directory",
+                    path: dir,
+                    source,
+                });
+            }
+        }
+    }
+}
+
+/// A scenario name as a directory name: ASCII letters and digits, lower-cased, the rest `-`,
+/// at most 64 characters.
+fn slug(s: &str) -> String {
+    s.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_in_the_same_second_get_their_own_directories() {
+        let root = tempfile::tempdir().unwrap();
+        let a = fresh_dir(root.path(), "Pr Gate").unwrap();
+        let b = fresh_dir(root.path(), "Pr Gate").unwrap();
+        assert_ne!(a, b);
+        assert!(a.is_dir() && b.is_dir());
+        assert!(
+            a.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pr-gate-")
+        );
+    }
+
+    #[test]
+    fn junit_on_the_results_file_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("out");
+        let scenario = root.path().join("s.kdl");
+        std::fs::write(&scenario, "").unwrap();
+        let inputs = Inputs {
+            scenario: &scenario,
+            template: None,
+            baseline: None,
+        };
+        let prepare =
+            |junit: &Path| Outputs::prepare(Some(&dir), "s", false, Some(junit), None, &inputs);
+        let e = prepare(&dir.join("results.json")).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(prepare(&dir.join("stage-a-timeline.svg")).is_err());
+        assert!(prepare(&scenario).is_err());
+        // `..` and the directory's own junit.xml are fine.
+        prepare(&dir.join("junit.xml")).unwrap();
+        prepare(&root.path().join("elsewhere/j.xml")).unwrap();
+        let e = prepare(&dir.join("sub/../report.md")).unwrap_err();
+        assert!(e.to_string().contains("report.md"), "{e}");
+    }
+}

@@ -1,0 +1,58 @@
+//! `infermeter import vllm -- ARGS…`: the scenario a `vllm bench serve` command line
+//! describes (see [`crate::scaffold::vllm`]); every flag that did not carry over is listed on
+//! stderr and at the top of the file.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::error::Error;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub from: ImportFrom,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportFrom {
+    /// From `vllm bench serve` (or benchmarks/benchmark_serving.py) arguments, given after
+    /// `--`: infermeter import vllm -o gate.kdl -- --model M --request-rate 10 --num-prompts 200
+    Vllm(VllmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VllmArgs {
+    /// Write the scenario to FILE instead of stdout.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Overwrite FILE when it exists.
+    #[arg(long)]
+    pub force: bool,
+
+    /// The scenario's name [default: the -o file's name, else "vllm-bench"].
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// The `vllm bench serve` arguments (a leading `vllm bench serve` is skipped).
+    #[arg(last = true, required = true, value_name = "VLLM_ARGS")]
+    pub args: Vec<String>,
+}
+
+pub fn run(args: ImportArgs) -> Result<(), Error> {
+    let ImportFrom::Vllm(v) = args.from;
+    let mut draft = crate::scaffold::vllm::import(&v.args)?;
+    if let Some(name) = v.name.clone().or_else(|| {
+        v.out
+            .as_deref()
+            .and_then(std::path::Path::file_stem)
+            .map(|s| s.to_string_lossy().into_owned())
+    }) {
+        draft.name = name;
+    }
+    for note in draft.notes.iter().filter(|n| n.starts_with("  - ")) {
+        eprintln!("note: {}", &note[4..]);
+    }
+    super::new::write_out(&draft, v.out.as_deref(), v.force)
+}

@@ -1,0 +1,104 @@
+//! `infermeter wait URL [--timeout 10m] [--model NAME]`: blocks until the server answers and
+//! lists its models (see [`crate::ready`]), with a progress line whenever what it says
+//! changes and every ten seconds; exit 0 when ready, 3 when it never is or on Ctrl-C.
+
+use std::time::Duration;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::ready::{Attempt, WaitOptions, wait_ready};
+use crate::units;
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (a bare
+    /// http://HOST:PORT means …/v1).
+    pub url: String,
+
+    /// Give up after this long (exit 3).
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub timeout: units::Duration,
+
+    /// Also wait until /models lists this model.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// Pause between attempts.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub interval: units::Duration,
+
+    /// Send the API key in this environment variable as a bearer token.
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+}
+
+pub fn run(args: WaitArgs) -> Result<(), Error> {
+    let api_key = match &args.api_key_env {
+        Some(name) => Some(std::env::var(name).map_err(|_| {
+            Error::usage(
+                format!("--api-key-env {name}: the variable is not set"),
+                "export it, or leave --api-key-env out for a server without a key",
+            )
+        })?),
+        None => None,
+    };
+    let opts = WaitOptions {
+        url: args.url,
+        model: args.model,
+        timeout: args.timeout.as_std(),
+        interval: args.interval.as_std().max(Duration::from_millis(100)),
+        api_key,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let mut shown: Option<(String, Duration)> = None;
+    let mut on = |a: &Attempt| {
+        let text = a.state.to_string();
+        let due = shown.as_ref().is_none_or(|(last, at)| {
+            last != &text || a.elapsed.saturating_sub(*at) >= Duration::from_secs(10)
+        });
+        if due {
+            eprintln!("[{:>4}s] {text}", a.elapsed.as_secs());
+            shown = Some((text, a.elapsed));
+        }
+    };
+    let ready = runtime.block_on(async {
+        let cancel = CancellationToken::new();
+        cancel_on_signals(&cancel);
+        wait_ready(&opts, &cancel, &mut on).await
+    })?;
+    println!(
+        "ready: {} after {:.1}s ({} attempt(s)); models: {}",
+        ready.url,
+        ready.waited.as_secs_f64(),
+        ready.attempts,
+        ready.models.join(", ")
+    );
+    Ok(())
+}
+
+/// Ctrl-C and SIGTERM (a cancelled CI job) stop the wait with exit 3.
+fn cancel_on_signals(cancel: &CancellationToken) {
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            c.cancel();
+        }
+    });
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            let c = cancel.clone();
+            tokio::spawn(async move {
+                if term.recv().await.is_some() {
+                    c.cancel();
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Waiting for a model server to come up (`infermeter wait`): a server that loads a model for
+//! minutes first refuses connections, then often answers 503 while loading. [`wait_ready`]
+//! polls `/health` at the server's root and `{base}/models` until the server lists models
+//! (the one asked for, when given), reporting each attempt to the caller, and gives up at a
+//! deadline or when cancelled.
+
+mod probe;
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+pub use probe::State;
+
+/// What to wait for.
+#[derive(Debug, Clone)]
+pub struct WaitOptions {
+    /// The OpenAI-compatible base URL (`http://host:8000/v1`); a bare `http://host:port`
+    /// means `…/v1`.
+    pub url: String,
+    /// Wait until `/models` lists this model too.
+    pub model: Option<String>,
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// Pause between attempts.
+    pub interval: Duration,
+    /// Sent as a bearer token (a server started with `--api-key`).
+    pub api_key: Option<String>,
+}
+
+/// One attempt, as reported to the caller.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// 1-based.
+    pub n: u32,
+    pub elapsed: Duration,
+    pub state: State,
+}
+
+/// The server is ready.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// The base URL waited on (with `/v1` added when it was bare).
+    pub url: String,
+    /// What `/models` listed.
+    pub models: Vec<String>,
+    pub waited: Duration,
+    pub attempts: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    #[error("`{url}` is not an http(s) URL")]
+    BadUrl { url: String },
+    #[error("{url} was not ready after {}s ({attempts} attempts); last: {last}", waited.as_secs())]
+    NotReady {
+        url: String,
+        waited: Duration,
+        attempts: u32,
+        last: String,
+    },
+    #[error("interrupted while waiting for {url}; last: {last}")]
+    Interrupted { url: String, last: String },
+    #[error("failed to build the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+/// Polls until the server is ready, the timeout passes, or `cancel` fires.
+pub async fn wait_ready(
+    opts: &WaitOptions,
+    cancel: &CancellationToken,
+    on: &mut dyn FnMut(&Attempt),
+) -> Result<Ready, WaitError> {
+    let endpoints = probe::Endpoints::new(&opts.url)?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Each probe must end well before the next one is due, whatever the server does.
+    let per_request = opts
+        .interval
+        .clamp(Duration::from_secs(1), Duration::from_secs(10));
+    let http = reqwest::Client::builder()
+        .connect_timeout(per_request)
+        .timeout(per_request)
+        .build()
+        .map_err(WaitError::Client)?;
+    let start = Instant::now();
+    let mut n = 0;
+    loop {
+        n += 1;
+        let state = tokio::select! {
+            s = probe::once(&http, &endpoints, opts) => s,
+            () = cancel.cancelled() => State::Cancelled,
+        };
+        let elapsed = start.elapsed();
+        if let State::Ready { models } = &state {
+            let attempt = Attempt {
+                n,
+                elapsed,
+                state: state.clone(),
+            };
+            on(&attempt);
+            return Ok(Ready {
+                url: endpoints.base.clone(),
+                models: models.clone(),
+                waited: elapsed,
+                attempts: n,
+            });
+        }
+        if matches!(state, State::Cancelled) {
+            return Err(WaitError::Interrupted {
+                url: endpoints.base.clone(),
+                last: "interrupted before the server answered".into(),
+            });
+        }
+        let last = state.to_string();
+        on(&Attempt { n, elapsed, state });
+        if elapsed >= opts.timeout {
+            return Err(WaitError::NotReady {
+                url: endpoints.base.clone(),
+                waited: elapsed,
+                attempts: n,
+                last,
+            });
+        }
+        let pause = opts.interval.min(opts.timeout.saturating_sub(elapsed));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = cancel.cancelled() => {
+                return Err(WaitError::Interrupted { url: endpoints.base.clone(), last });
+            }
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! [`Draft`]: a scenario described the way a benchmark command line describes one (a URL, a
+//! model, a rate or a concurrency, token lengths or a data set file, a count or a duration,
+//! SLAs), and [`Draft::to_kdl`], which writes it as a commented KDL file that
+//! [`crate::scenario::parse_str`] accepts.
+
+use std::fmt::Write as _;
+
+use crate::protocol::Api;
+use crate::units::Duration;
+
+/// A scenario to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: u64,
+    /// `None`: the embedded simulator.
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub api: Api,
+    /// `Some` writes `ignore-eos` explicitly (the scenario's default is `#true`).
+    pub ignore_eos: Option<bool>,
+    pub headers: Vec<(String, String)>,
+    /// Extra JSON body fields (sampling parameters).
+    pub body: Vec<(String, Scalar)>,
+    pub load: Load,
+    pub data: Data,
+    /// A prefix of this many tokens shared by every prompt.
+    pub prefix_tokens: Option<u32>,
+    pub limit: Limit,
+    /// Warm-up requests; 0 writes none.
+    pub warmup: u64,
+    /// SLA assertions, already checked by [`crate::sla::parse`].
+    pub slas: Vec<String>,
+    /// Per-request SLOs of goodput: `ttft`, `tpot`, `itl`, `e2e`.
+    pub goodput: Vec<(&'static str, Duration)>,
+    /// Comment lines at the top: the command it came from, what was translated how, what had
+    /// no counterpart.
+    pub notes: Vec<String>,
+}
+
+/// A body value KDL can hold.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// Open loop at `rate` requests/s: Poisson, or gamma when `burstiness` is not 1.
+    Rate { rate: f64, burstiness: f64 },
+    /// Closed loop: this many clients.
+    Concurrency(u32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    Synthetic {
+        input: Length,
+        output: Length,
+    },
+    /// A ShareGPT file (a path or an `hf://` reference); `output_tokens` fixes every output.
+    ShareGpt {
+        path: String,
+        output_tokens: Option<u32>,
+    },
+    /// JSONL prompts; `max_tokens` for lines that give none.
+    Jsonl {
+        path: String,
+        max_tokens: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    Fixed(u32),
+    /// Uniform, bounds inclusive.
+    Uniform(u32, u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Limit {
+    Duration(Duration),
+    Requests(u64),
+}
+
+impl Default for Draft {
+    fn default() -> Self {
+        Draft {
+            name: "benchmark".into(),
+            description: None,
+            seed: 0,
+            url: None,
+            model: None,
+            api: Api::Chat,
+            ignore_eos: None,
+            headers: Vec::new(),
+            body: Vec::new(),
+            load: Load::Rate {
+                rate: 5.0,
+                burstiness: 1.0,
+            },
+            data: Data::Synthetic {
+                input: Length::Fixed(1024),
+                output: Length::Fixed(128),
+            },
+            prefix_tokens: None,
+            limit: Limit::Duration(Duration::from_millis(60_000)),
+            warmup: 10,
+            slas: Vec::new(),
+            goodput: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A KDL string literal.
+pub(crate) fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `text` in lines of at most `width` characters (a longer word stays whole); a line that
+/// starts as a list item (`  - `) continues indented under its text.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let body = text.trim_start_matches([' ', '-']);
+    let lead = &text[..text.len() - body.len()];
+    let cont = " ".repeat(lead.len());
+    let mut lines = Vec::new();
+    let mut line = lead.to_string();
+    let mut empty = true;
+    for word in body.split_whitespace() {
+        if !empty && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::replace(&mut line, cont.clone()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    lines.push(line);
+    lines
+}
+
+/// A number as KDL writes it (`10`, `2.5`).
+fn num(v: f64) -> String {
+    let s = format!("{v}");
+    if s.contains(['e', 'E']) {
+        format!("{v:.6}")
+    } else {
+        s
+    }
+}
+
+/// A node name: bare when it is a plain identifier, quoted otherwise.
+fn ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if plain { s.to_string() } else { quote(s) }
+}
+
+fn length(l: Length) -> String {
+    match l {
+        Length::Fixed(n) => n.to_string(),
+        Length::Uniform(a, b) if a == b => a.to_string(),
+        Length::Uniform(a, b) => format!("\"uniform\" min={a} max={b}"),
+    }
+}
+
+fn scalar(v: &Scalar) -> String {
+    match v {
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Float(f) => {
+            let s = num(*f);
+            // `0` would be an integer in JSON; keep a float a float.
+            if s.contains('.') { s } else { format!("{s}.0") }
+        }
+        Scalar::Bool(b) => if *b { "#true" } else { "#false" }.to_string(),
+        Scalar::Str(s) => quote(s),
+    }
+}
+
+impl Draft {
+    /// The scenario as a commented KDL file.
+    pub fn to_kdl(&self) -> String {
+        let mut o = String::new();
+        self.write(&mut o).expect("writing to a String cannot fail");
+        o
+    }
+
+    fn write(&self, o: &mut String) -> std::fmt::Result {
+        for note in &self.notes {
+            for line in wrap(note, 92) {
+                writeln!(o, "// {line}")?;
+            }
+        }
+        writeln!(
+            o,
+            "// Check this file into git and run it with `infermeter run FILE`; `infermeter plan FILE`\n\
+             // shows what it sends. The language: docs/scenario.md."
+        )?;
+        writeln!(o, "scenario {} {{", quote(&self.name))?;
+        if let Some(d) = &self.description {
+            writeln!(o, "    description {}", quote(d))?;
+        }
+        writeln!(
+            o,
+            "    seed {}    // every random choice (lengths, arrival times, prompts) follows it",
+            self.seed
+        )?;
+        writeln!(o, "}}\n")?;
+        self.write_target(o)?;
+        self.write_data(o)?;
+        if self.warmup > 0 {
+            writeln!(o, "// Sent first and left out of every metric.")?;
+            writeln!(o, "warmup requests={}\n", self.warmup)?;
+        }
+        self.write_stage(o)?;
+        self.write_sla(o)?;
+        if !self.goodput.is_empty() {
+            let parts: Vec<String> = self
+                .goodput
+                .iter()
+                .map(|(k, v)| format!("{k}={}", quote(&v.to_string())))
+                .collect();
+            writeln!(
+                o,
+                "\n// Goodput counts the requests/s that met every one of these."
+            )?;
+            writeln!(o, "goodput {}", parts.join(" "))?;
+        }
+        Ok(())
+    }
+
+    fn write_target(&self, o: &mut String) -> std::fmt::Result {
+        match &self.url {
+            Some(url) => {
+                writeln!(
+                    o,
+                    "// An OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama). To point the\n\
+                     // same file elsewhere: infermeter run FILE --url URL --model NAME"
+                )?;
+                writeln!(o, "target {} {{", quote(url))?;
+            }
+            None => {
+                writeln!(
+                    o,
+                    "// The embedded simulator answers: no server needed. For a real server write its\n\
+                     // base URL here (target \"http://127.0.0.1:8000/v1\"), or run with --url URL."
+                )?;
+                writeln!(o, "target \"sim\" {{")?;
+            }
+        }
+        match &self.model {
+            Some(m) => writeln!(o, "    model {}", quote(m))?,
+            None => writeln!(
+                o,
+                "    // model \"NAME\"    // default: the first model /v1/models lists"
+            )?,
+        }
+        let api = match self.api {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        };
+        writeln!(
+            o,
+            "    api {api}    // \"chat\" (/chat/completions) or \"completions\""
+        )?;
+        writeln!(o, "    timeout \"60s\"")?;
+        writeln!(
+            o,
+            "    // api-key env=\"OPENAI_API_KEY\"    // the variable's name; the key never enters a file"
+        )?;
+        for (k, v) in &self.headers {
+            writeln!(o, "    header {} {}", quote(k), quote(v))?;
+        }
+        if let Some(b) = self.ignore_eos {
+            writeln!(
+                o,
+                "    ignore-eos {}    // #true: every output has exactly its planned length",
+                if b { "#true" } else { "#false" }
+            )?;
+        }
+        if !self.body.is_empty() {
+            let fields: Vec<String> = self
+                .body
+                .iter()
+                .map(|(k, v)| format!("{} {}", ident(k), scalar(v)))
+                .collect();
+            writeln!(o, "    body {{ {} }}", fields.join("; "))?;
+        }
+        writeln!(o, "}}\n")
+    }
+
+    fn write_data(&self, o: &mut String) -> std::fmt::Result {
+        match &self.data {
+            Data::Synthetic { input, output } => {
+                writeln!(
+                    o,
+                    "// Prompts of exact token lengths (counted with cl100k_base unless a `tokenizer`\n\
+                     // \"path/to/tokenizer.json\" line names the model's own)."
+                )?;
+                writeln!(o, "dataset \"prompts\" {{")?;
+                writeln!(o, "    synthetic {{")?;
+                writeln!(o, "        input-tokens {}", length(*input))?;
+                writeln!(
+                    o,
+                    "        output-tokens {}    // sent as max_tokens",
+                    length(*output)
+                )?;
+                writeln!(o, "    }}")?;
+            }
+            Data::ShareGpt {
+                path,
+                output_tokens,
+            } => {
+                let count = match self.limit {
+                    Limit::Requests(n) => format!(" count={n}"),
+                    Limit::Duration(_) => String::new(),
+                };
+                let out = output_tokens.map_or(String::new(), |n| format!(" output-tokens={n}"));
+                writeln!(
+                    o,
+                    "// ShareGPT conversations, sampled and filtered as vLLM's benchmark does."
+                )?;
+                if path.starts_with("hf://") {
+                    writeln!(
+                        o,
+                        "// Fetch the file once with: infermeter dataset fetch sharegpt"
+                    )?;
+                }
+                writeln!(o, "dataset \"prompts\" {{")?;
+                writeln!(o, "    sharegpt {}{count}{out}", quote(path))?;
+            }
+            Data::Jsonl { path, max_tokens } => {
+                let max = max_tokens.map_or(String::new(), |n| format!(" max-tokens={n}"));
+                writeln!(
+                    o,
+                    "// Your prompts, one JSON object a line: {{\"prompt\": …}} or {{\"messages\": […]}}."
+                )?;
+                writeln!(o, "dataset \"prompts\" {{")?;
+                writeln!(o, "    jsonl {}{max}", quote(path))?;
+            }
+        }
+        if let Some(p) = self.prefix_tokens {
+            writeln!(
+                o,
+                "    shared-prefix groups=1 tokens={p}    // the same prefix on every prompt"
+            )?;
+        }
+        writeln!(o, "}}\n")
+    }
+
+    fn write_stage(&self, o: &mut String) -> std::fmt::Result {
+        writeln!(o, "stage \"main\" {{")?;
+        writeln!(o, "    dataset \"prompts\"")?;
+        match self.load {
+            Load::Rate { rate, burstiness } if (burstiness - 1.0).abs() < f64::EPSILON => writeln!(
+                o,
+                "    arrival \"poisson\" rate={}    // requests/s, open loop: latency counts from each request's scheduled time",
+                num(rate)
+            )?,
+            Load::Rate { rate, burstiness } => writeln!(
+                o,
+                "    arrival \"gamma\" rate={} burstiness={}    // < 1 burstier than Poisson, > 1 more regular",
+                num(rate),
+                num(burstiness)
+            )?,
+            Load::Concurrency(n) => writeln!(
+                o,
+                "    arrival \"concurrency\" clients={n}    // closed loop: each client sends its next request when its last one ends"
+            )?,
+        }
+        match self.limit {
+            Limit::Requests(n) => writeln!(o, "    requests {n}    // or: duration \"60s\"")?,
+            Limit::Duration(d) => writeln!(
+                o,
+                "    duration {}    // or: requests 200",
+                quote(&d.to_string())
+            )?,
+        }
+        writeln!(o, "}}\n")
+    }
+
+    fn write_sla(&self, o: &mut String) -> std::fmt::Result {
+        writeln!(
+            o,
+            "// The gate: `infermeter run` exits 1 when one of these fails (docs/sla.md)."
+        )?;
+        writeln!(o, "sla {{")?;
+        if self.slas.is_empty() {
+            writeln!(o, "    assert \"error_rate < 1%\"")?;
+            writeln!(o, "    // assert \"ttft.p95 < 200ms\"")?;
+            writeln!(o, "    // assert \"itl.p99 < 50ms\"")?;
+        } else {
+            for s in &self.slas {
+                writeln!(o, "    assert {}", quote(s))?;
+            }
+        }
+        writeln!(o, "}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(quote(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(ident("top_p"), "top_p");
+        assert_eq!(ident("x.y"), "\"x.y\"");
+        assert_eq!(scalar(&Scalar::Float(0.0)), "0.0");
+        assert_eq!(num(2.5), "2.5");
+        assert_eq!(num(10.0), "10");
+    }
+}

@@ -1,0 +1,336 @@
+//! `infermeter dataset fetch` against a local server that serves the Hugging Face Hub's
+//! layout (`HEAD`/`GET /datasets/{repo}/resolve/{revision}/{path}` with `X-Repo-Commit`,
+//! `X-Linked-Etag`, `X-Linked-Size`, a redirect to the file's storage, and `Range`), pointed
+//! at with `HF_ENDPOINT`: the download lands in `$HF_HOME`'s cache in `huggingface_hub`'s
+//! layout, resumes after a cut connection (within one run and across runs), is checked
+//! against the sha256 etag, and a scenario naming it as `hf://datasets/…` resolves through
+//! the cache, with a clear error before it is fetched.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::support::{command, describe, text};
+
+const REPO: &str = "acme/chats";
+const FILE: &str = "data/sharegpt.json";
+const COMMIT: &str = "1234567890abcdef1234567890abcdef12345678";
+
+/// What the server was asked, and how it should misbehave.
+#[derive(Default)]
+struct State {
+    /// The `Range` header of every GET, in order (`None` for a whole-file GET).
+    ranges: Vec<Option<String>>,
+    /// Cut this many GETs after `cut_after` bytes of the body.
+    cuts_left: u32,
+    cut_after: usize,
+    /// Serve these bytes while announcing `body`'s etag (a corrupted download).
+    corrupt: bool,
+}
+
+struct Hub {
+    base: String,
+    state: Arc<Mutex<State>>,
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// A ShareGPT file big enough to be cut part-way.
+fn body() -> Vec<u8> {
+    let mut convs = Vec::new();
+    for i in 0..400 {
+        convs.push(serde_json::json!({
+            "id": format!("c{i}"),
+            "conversations": [
+                {"from": "human", "value": format!("Question number {i}: tell me about benchmarks and latency please.")},
+                {"from": "gpt", "value": format!("Answer number {i}: latency is measured from the scheduled send time, always.")}
+            ]
+        }));
+    }
+    serde_json::to_vec(&convs).unwrap()
+}
+
+impl Hub {
+    fn start(body: Vec<u8>) -> Hub {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State::default()));
+        let st = state.clone();
+        let body = Arc::new(body);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { break };
+                let (st, body) = (st.clone(), body.clone());
+                std::thread::spawn(move || serve(conn, &st, &body));
+            }
+        });
+        Hub { base, state }
+    }
+}
+
+fn serve(mut conn: TcpStream, state: &Mutex<State>, body: &[u8]) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    let mut range = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("range")
+        {
+            range = Some(v.trim().to_string());
+        }
+    }
+    let mut parts = request.split_whitespace();
+    let method = parts.next().unwrap_or("");
+    let path = parts.next().unwrap_or("");
+    let resolve = format!("/datasets/{REPO}/resolve/main/{FILE}");
+    let storage = "/storage/blob";
+    let etag = sha256_hex(body);
+    let write = |conn: &mut TcpStream, head: String, data: &[u8]| {
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(data);
+    };
+    if path == resolve && method == "HEAD" {
+        // As the Hub answers for an LFS file: a redirect carrying the file's own headers.
+        write(
+            &mut conn,
+            format!(
+                "HTTP/1.1 302 Found\r\nLocation: {storage}\r\nX-Repo-Commit: {COMMIT}\r\n\
+                 X-Linked-Etag: \"{etag}\"\r\nX-Linked-Size: {}\r\nETag: \"W/abc\"\r\n\
+                 Content-Length: 0\r\nConnection: close\r\n\r\n",
+                body.len()
+            ),
+            b"",
+        );
+    } else if path == resolve && method == "GET" {
+        write(
+            &mut conn,
+            format!(
+                "HTTP/1.1 302 Found\r\nLocation: {storage}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            ),
+            b"",
+        );
+    } else if path == storage && method == "GET" {
+        let mut st = state.lock().unwrap();
+        st.ranges.push(range.clone());
+        let mut data = body.to_vec();
+        if st.corrupt {
+            data[10] ^= 0x20;
+        }
+        let from = range
+            .as_deref()
+            .and_then(|r| r.strip_prefix("bytes="))
+            .and_then(|r| r.strip_suffix('-'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        let status = if from > 0 {
+            format!(
+                "206 Partial Content\r\nContent-Range: bytes {from}-{}/{}",
+                data.len() - 1,
+                data.len()
+            )
+        } else {
+            "200 OK".to_string()
+        };
+        let rest = &data[from..];
+        let cut = st.cuts_left > 0;
+        if cut {
+            st.cuts_left -= 1;
+        }
+        let cut_after = st.cut_after;
+        drop(st);
+        let head = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            rest.len()
+        );
+        if cut {
+            // Part of the body, then the connection drops.
+            write(&mut conn, head, &rest[..cut_after.min(rest.len())]);
+            let _ = conn.flush();
+            let _ = conn.shutdown(std::net::Shutdown::Both);
+        } else {
+            write(&mut conn, head, rest);
+        }
+    } else {
+        write(
+            &mut conn,
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+            b"",
+        );
+    }
+    let mut sink = Vec::new();
+    let _ = conn.read_to_end(&mut sink);
+}
+
+fn fetch(hub: &Hub, home: &Path, extra: &[&str]) -> std::process::Output {
+    command()
+        .args(["dataset", "fetch"])
+        .args(extra)
+        .args(["hf", REPO, FILE])
+        .env("HF_ENDPOINT", &hub.base)
+        .env("HF_HOME", home)
+        .env_remove("HF_HUB_CACHE")
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn fetch_resumes_a_cut_download_and_lands_in_the_hub_cache() {
+    let data = body();
+    let hub = Hub::start(data.clone());
+    {
+        let mut st = hub.state.lock().unwrap();
+        st.cuts_left = 1;
+        st.cut_after = data.len() / 3;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let o = fetch(&hub, home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(err.contains("connection broke"), "{err}");
+    assert!(out.contains("matches the Hub's"), "{out}");
+    assert!(out.contains(&sha256_hex(&data)), "{out}");
+    assert!(
+        out.contains(&format!("\"hf://datasets/{REPO}/{FILE}\"")),
+        "{out}"
+    );
+    let ranges = hub.state.lock().unwrap().ranges.clone();
+    assert_eq!(ranges.len(), 2, "{ranges:?}");
+    assert_eq!(ranges[0], None);
+    assert_eq!(ranges[1], Some(format!("bytes={}-", data.len() / 3)));
+
+    // huggingface_hub's layout: refs, blob named by the etag, snapshot link.
+    let repo = home.path().join("hub/datasets--acme--chats");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/main")).unwrap(),
+        COMMIT
+    );
+    let blob = repo.join("blobs").join(sha256_hex(&data));
+    assert_eq!(std::fs::read(&blob).unwrap(), data);
+    let snapshot = repo.join("snapshots").join(COMMIT).join(FILE);
+    assert_eq!(std::fs::read(&snapshot).unwrap(), data);
+    assert!(
+        std::fs::symlink_metadata(&snapshot)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+
+    // A second fetch finds it and downloads nothing.
+    let o = fetch(&hub, home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o).0.contains("already in the cache"));
+    assert_eq!(hub.state.lock().unwrap().ranges.len(), 2);
+}
+
+#[test]
+fn fetch_resumes_across_runs_and_rejects_a_wrong_checksum() {
+    let data = body();
+    let hub = Hub::start(data.clone());
+    {
+        let mut st = hub.state.lock().unwrap();
+        st.cuts_left = 1;
+        st.cut_after = data.len() / 2;
+    }
+    let home = tempfile::tempdir().unwrap();
+    // No retries: the first run stops with the partial file kept, exit 3.
+    let o = fetch(&hub, home.path(), &["--retries", "0"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    assert!(text(&o).1.contains("run the same command again to resume"));
+    let o = fetch(&hub, home.path(), &["--retries", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o).1.contains("resuming"), "{}", text(&o).1);
+    let ranges = hub.state.lock().unwrap().ranges.clone();
+    assert_eq!(
+        ranges.last().unwrap(),
+        &Some(format!("bytes={}-", data.len() / 2))
+    );
+
+    // Corrupted bytes under the announced sha256: refused, nothing left in the cache.
+    let other = tempfile::tempdir().unwrap();
+    hub.state.lock().unwrap().corrupt = true;
+    let o = fetch(&hub, other.path(), &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    assert!(text(&o).1.contains("sha256"), "{}", text(&o).1);
+    let blobs = other.path().join("hub/datasets--acme--chats/blobs");
+    assert_eq!(std::fs::read_dir(blobs).unwrap().count(), 0);
+}
+
+#[test]
+fn scenarios_name_cached_files_and_say_how_to_fetch_them() {
+    let data = body();
+    let hub = Hub::start(data);
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = crate::support::scenario(
+        dir.path(),
+        "hub.kdl",
+        &format!(
+            r#"
+dataset "chats" {{ sharegpt "hf://datasets/{REPO}/{FILE}" count=20; }}
+stage "s" {{ dataset "chats"; arrival "concurrency" clients=2; requests 4; }}
+"#
+        ),
+    );
+    let plan = |home: &Path| {
+        command()
+            .arg("plan")
+            .arg(&scenario)
+            .env("HF_HOME", home)
+            .env_remove("HF_HUB_CACHE")
+            .output()
+            .unwrap()
+    };
+    let before = plan(home.path());
+    assert_eq!(before.status.code(), Some(2), "{}", describe(&before));
+    let err = text(&before).1;
+    assert!(err.contains("is not in the local cache"), "{err}");
+    assert!(
+        err.contains(&format!("infermeter dataset fetch hf {REPO} {FILE}")),
+        "{err}"
+    );
+
+    let o = fetch(&hub, home.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let after = plan(home.path());
+    assert_eq!(after.status.code(), Some(0), "{}", describe(&after));
+    let out = text(&after).0;
+    assert!(
+        out.contains(&format!("hf://datasets/{REPO}/{FILE}")),
+        "{out}"
+    );
+    assert!(out.contains("20 of 400 records"), "{out}");
+
+    // A malformed reference is a validation error, pointing at it.
+    let bad = crate::support::scenario(
+        dir.path(),
+        "bad.kdl",
+        r#"
+dataset "chats" { sharegpt "hf://acme/chats/x.json"; }
+stage "s" { dataset "chats"; arrival "concurrency" clients=2; requests 4; }
+"#,
+    );
+    let o = command().arg("validate").arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("only data sets can be named"),
+        "{}",
+        text(&o).1
+    );
+}

@@ -1,0 +1,86 @@
+//! Regressions for the scenario fuzzer (`fuzz/fuzz_targets/parse_scenario.rs`): the inputs
+//! that crashed the parser, or that would flood a terminal, checked the way the fuzz target
+//! checks every input — Ok or Err, spans inside the text, a diagnostic that renders, bounded.
+
+use std::path::Path;
+
+use infermeter::scenario::{MAX_DEPTH, MAX_PROBLEMS, parse_str};
+use miette::{GraphicalReportHandler, GraphicalTheme};
+
+/// The fuzz target's checks; the rendered diagnostic, when the text is invalid.
+fn check(text: &str) -> Option<String> {
+    let params = [("rate".to_string(), "5".to_string())];
+    let e = parse_str(Path::new("fuzz.kdl"), text, &params).err()?;
+    for p in e.problems() {
+        if let Some(span) = p.span {
+            assert!(span.offset() + span.len() <= text.len());
+            assert!(text.is_char_boundary(span.offset()));
+        }
+    }
+    assert!(e.problems().len() <= MAX_PROBLEMS);
+    let mut out = String::new();
+    GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+        .render_report(&mut out, &e)
+        .expect("the diagnostic renders");
+    assert!(
+        out.len() <= 4096 * e.problems().len() + 4096,
+        "{} bytes",
+        out.len()
+    );
+    Some(out)
+}
+
+#[test]
+fn deep_nesting_is_one_diagnostic_not_a_stack_overflow() {
+    // 5000 levels aborted the process (SIGABRT, exit 134) before the depth bound.
+    for n in [MAX_DEPTH + 1, 5_000, 200_000] {
+        let text = format!("stage \"a\" {}{}", "{ x ".repeat(n), "}".repeat(n));
+        let out = check(&text).expect("too deep is invalid");
+        assert!(out.contains("nest more than 64 levels"), "{out}");
+    }
+    // Slashdashed and unclosed blocks count too; so do blocks without node names.
+    for text in [
+        format!("/- a {}", "{".repeat(10_000)),
+        "{".repeat(10_000),
+        format!("a {}", "{ b ".repeat(10_000)),
+    ] {
+        let out = check(&text).expect("invalid");
+        assert!(
+            out.contains("nest more than"),
+            "{}",
+            &out[..out.len().min(400)]
+        );
+    }
+}
+
+#[test]
+fn braces_inside_strings_and_comments_are_not_nesting() {
+    let many = "{".repeat(5_000);
+    for text in [
+        format!("scenario \"{many}\""),
+        format!("scenario #\"{many}\"#"),
+        format!("// {many}\nscenario \"x\""),
+        format!("/* {many} */ scenario \"x\""),
+    ] {
+        if let Some(out) = check(&text) {
+            assert!(
+                !out.contains("nest more than"),
+                "{}",
+                &out[..out.len().min(400)]
+            );
+        }
+    }
+}
+
+#[test]
+fn long_garbage_lines_give_bounded_diagnostics() {
+    for text in [
+        "x".repeat(1 << 20),
+        format!("stage \"{}\" {{ foo; }}", "s".repeat(1 << 20)),
+        format!("{} = = =", "é".repeat(300_000)),
+        "\"unterminated".repeat(50_000),
+        format!("a b=\"{}", "\u{2028}".repeat(1000)),
+    ] {
+        check(&text);
+    }
+}
