@@ -57,21 +57,26 @@ pub struct CoordinateArgs {
     pub timing: CoordinatorTiming,
 }
 
+/// The scenario as the shards load it: its path (or text), params and target overrides.
+pub(super) struct Source<'a> {
+    pub path: &'a Path,
+    pub text: Option<&'a str>,
+    pub params: &'a [(String, String)],
+    pub target: &'a TargetOverride,
+}
+
 /// Compiles the scenario's whole plan and starts its coordinator.
 pub(super) fn start(
-    scenario_path: &Path,
-    scenario_text: Option<&str>,
-    target: &TargetOverride,
-    params: &[(String, String)],
+    source: &Source<'_>,
     listen: SocketAddr,
     shards: u32,
     out: PathBuf,
     timing: &CoordinatorTiming,
 ) -> Result<Coordinator, Error> {
-    let scenario = load_scenario(scenario_path, scenario_text, params, target)?;
-    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
-        path: scenario_path.to_path_buf(),
-        source,
+    let scenario = load_scenario(source.path, source.text, source.params, source.target)?;
+    let plan = crate::plan::compile(&scenario).map_err(|e| Error::Plan {
+        path: source.path.to_path_buf(),
+        source: e,
     })?;
     let baseline = match &scenario.report.baseline {
         Some(path) => Some(
@@ -90,16 +95,13 @@ pub(super) fn start(
 }
 
 pub fn run(args: CoordinateArgs) -> Result<(), Error> {
-    let coordinator = start(
-        &args.scenario,
-        None,
-        &TargetOverride::default(),
-        &args.params,
-        args.listen,
-        args.shards,
-        args.out,
-        &args.timing,
-    )?;
+    let source = Source {
+        path: &args.scenario,
+        text: None,
+        params: &args.params,
+        target: &TargetOverride::default(),
+    };
+    let coordinator = start(&source, args.listen, args.shards, args.out, &args.timing)?;
     eprintln!(
         "coordinating {} shard(s) on {}",
         args.shards, coordinator.addr

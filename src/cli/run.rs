@@ -174,11 +174,14 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
                     .unwrap_or_else(|| PathBuf::from("results"))
                     .join("merged")
             });
+            let source = super::coordinate::Source {
+                path: &scenario,
+                text: scenario_text.as_deref(),
+                params: &args.params,
+                target: &target,
+            };
             Some(super::coordinate::start(
-                &scenario,
-                scenario_text.as_deref(),
-                &target,
-                &args.params,
+                &source,
                 listen,
                 slice.count,
                 out,
