@@ -53,6 +53,12 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
         .unwrap_or_else(|| "scenario.kdl".into());
     let mut files = BTreeMap::from([(file_name.clone(), read(path)?)]);
     for rel in named {
+        let text = rel.to_string_lossy();
+        if crate::hub::HfFile::parse(&text).is_ok() {
+            return Err(K8sError::HubFile {
+                uri: text.into_owned(),
+            });
+        }
         let inside = rel.is_relative()
             && rel
                 .components()

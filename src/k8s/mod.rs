@@ -84,6 +84,12 @@ pub enum K8sError {
         "the scenario and its files take {bytes} bytes, over a ConfigMap's {max}: put them in an image or a volume and run the Job from there"
     )]
     TooLarge { bytes: usize, max: usize },
+    #[error(
+        "`{uri}` is a Hub reference, which a run resolves only from its own cache and never \
+         downloads: fetch it (`infermeter dataset fetch`), copy the file beside the scenario \
+         and name that"
+    )]
+    HubFile { uri: String },
     #[error("failed to write {}", path.display())]
     Write {
         path: std::path::PathBuf,

@@ -184,3 +184,41 @@ fn bad_names_are_refused() {
         Err(K8sError::BadName { .. })
     ));
 }
+
+fn bundled(files: &[(&str, &str)], dataset: &str) -> Result<Bundle, K8sError> {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let p = tmp.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let kdl = format!(
+        "scenario \"b\" {{ seed 1; }}\ntarget \"http://server:8000/v1\"\n{dataset}\n\
+         stage \"s\" {{ dataset \"d\"; arrival \"constant\" rate=1; requests 2; }}\n"
+    );
+    let path = tmp.path().join("b.kdl");
+    std::fs::write(&path, &kdl).unwrap();
+    let scenario = crate::scenario::load(&path, &[]).unwrap();
+    bundle(&path, &scenario)
+}
+
+#[test]
+fn the_scenario_travels_with_its_files_and_nothing_outside_it() {
+    let jsonl = "{\"prompt\": \"hello\", \"max_tokens\": 4}\n";
+    let b = bundled(
+        &[("data/p.jsonl", jsonl)],
+        "dataset \"d\" { jsonl \"data/p.jsonl\"; }",
+    )
+    .unwrap();
+    assert_eq!(b.scenario, "b.kdl");
+    assert_eq!(
+        b.files.keys().collect::<Vec<_>>(),
+        ["b.kdl", "data/p.jsonl"]
+    );
+    assert_eq!(b.files["data/p.jsonl"], jsonl.as_bytes());
+    let outside = bundled(&[], "dataset \"d\" { jsonl \"../p.jsonl\"; }");
+    assert!(
+        matches!(outside, Err(K8sError::Outside { .. })),
+        "{outside:?}"
+    );
+}
