@@ -75,6 +75,7 @@ fn shard(index: u32) -> Results {
             api: infermeter::protocol::Api::Chat,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
+            cache_salt: None,
         },
         warmup: None,
         stages: vec![stage],

@@ -70,6 +70,9 @@ fn scenario() -> Scenario {
             headers: vec![],
             extra_body: BTreeMap::new(),
             ignore_eos: true,
+            max_event_bytes: infermeter::protocol::DEFAULT_MAX_EVENT_BYTES,
+            cache_salt: false,
+            reset_cache: None,
         },
         tokenizer: TokenizerSpec::Cl100kBase,
         datasets: vec![Dataset {

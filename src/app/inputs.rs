@@ -101,6 +101,7 @@ fn sample_results(plan: &Plan) -> Results {
             .collect(),
         searches: Vec::new(),
         stop: Stop::Completed,
+        cache_salt: None,
         problems: Vec::new(),
         starts: Vec::new(),
         telemetry: plan

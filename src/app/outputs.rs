@@ -211,6 +211,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
                 .or(default_model)
                 .unwrap_or_default(),
             tokenizer: tokenizer_name(&plan.tokenizer),
+            cache_salt: None,
         },
         warmup: None,
         stages: Vec::new(),

@@ -19,7 +19,8 @@ use crate::results::{
     CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart,
     Sharding, SlaPolicy, TargetInfo, write_results,
 };
-use crate::runner::{self, Observer, RunOptions, RunOutput, StageDecision, Stop};
+use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
+use crate::scenario::Scenario;
 use crate::sla::{self, ScopedAssertion, SlaOutcome};
 
 /// Runs the scenario `settings` names, end to end, and writes its outputs. `Err` when it could
@@ -109,7 +110,13 @@ pub fn run_scenario(
             }
         })
         .flatten();
+    let cx_policy = sla::Policy {
+        confidence: policy.confidence,
+        untrusted: policy.untrusted,
+        intervals: true,
+    };
     let opts = RunOptions {
+        live_check: live_check(&plan, baseline.as_ref(), cx_policy, &scenario),
         base_dir,
         observer: observer.clone(),
         requests_jsonl: outputs.requests_jsonl.clone(),
@@ -127,11 +134,7 @@ pub fn run_scenario(
     let cx = sla::Context {
         baseline: baseline.as_ref().map(Results::baseline),
         telemetry: None,
-        policy: sla::Policy {
-            confidence: policy.confidence,
-            untrusted: policy.untrusted,
-            intervals: true,
-        },
+        policy: cx_policy,
     };
     let mut after_stage = |stage: &StageSummary| decide(&plan.sla, stage, &cx);
     let output = runtime.block_on(runner::run(plan.clone(), opts, &mut after_stage));
@@ -285,23 +288,49 @@ fn decide(
             StageDecision::Failed(failed)
         };
     }
-    for a in assertions {
-        // Telemetry metrics are known only once the sampler has finished, after the run.
-        if !a.abort_on_fail
-            || a.assertion.metric.is_telemetry()
-            || a.stage.as_ref().is_some_and(|s| s != &stage.name)
-        {
-            continue;
-        }
-        let v = sla::judge_one(&a.assertion, stage, cx);
-        if v.outcome == SlaOutcome::Fail {
-            return StageDecision::Abort(format!(
-                "aborted: `{}` failed on stage `{}` (observed {:.3} {}, threshold {:.3} {})",
-                v.expr, stage.name, v.observed, v.unit, v.threshold, v.unit
-            ));
-        }
+    match sla::abort_verdict(assertions, stage, cx, None) {
+        Some(why) => StageDecision::Abort(why),
+        None => StageDecision::Continue,
     }
-    StageDecision::Continue
+}
+
+/// The check of `abort-on-fail` assertions while a stage runs, when the plan has any: on the
+/// stage's summary so far, once the scenario's minimum sample count and grace period are met.
+fn live_check(
+    plan: &Plan,
+    baseline: Option<&Results>,
+    policy: sla::Policy,
+    scenario: &Scenario,
+) -> Option<LiveCheck> {
+    if !plan.sla.iter().any(|a| a.abort_on_fail) {
+        return None;
+    }
+    let assertions: Vec<ScopedAssertion> = plan
+        .sla
+        .iter()
+        .filter(|a| a.abort_on_fail)
+        .cloned()
+        .collect();
+    let baseline = baseline.cloned();
+    let defaults = sla::AbortRule::default();
+    let rule = sla::AbortRule {
+        min_samples: scenario
+            .sla_policy
+            .abort_min_samples
+            .unwrap_or(defaults.min_samples),
+        grace_s: scenario
+            .sla_policy
+            .abort_grace
+            .map_or(defaults.grace_s, |d| d.as_secs_f64()),
+    };
+    Some(Arc::new(move |stage: &StageSummary| {
+        let cx = sla::Context {
+            baseline: baseline.as_ref().map(Results::baseline),
+            telemetry: None,
+            policy,
+        };
+        sla::abort_verdict(&assertions, stage, &cx, Some(rule))
+    }))
 }
 
 /// The run's [`Results`]: its stages, the SLA verdicts on them and the gate, and where it
@@ -317,7 +346,8 @@ pub(super) fn assemble(
         telemetry: output.telemetry.as_ref(),
         ..*cx
     };
-    let verdicts = sla::judge(&scoped, &judged, &cx);
+    let mut verdicts = sla::judge(&scoped, &judged, &cx);
+    verdicts.extend(sla::nothing_measured(&output.stages));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = output.stop != Stop::Completed;
     let error = match &output.stop {
@@ -349,6 +379,7 @@ pub(super) fn assemble(
             api: plan.target.api,
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
+            cache_salt: output.cache_salt.clone(),
         },
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),

@@ -84,7 +84,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_plots: bool,
 
-    /// Flag a stage as untrusted when the client's send lag p99 exceeds this.
+    /// Flag a stage as untrusted when the client's send lag p99 exceeds the larger of this and
+    /// 5 % of the stage's TTFT p50.
     #[arg(long, value_name = "DURATION", default_value = "1ms")]
     pub max_send_lag: units::Duration,
 

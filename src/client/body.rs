@@ -102,6 +102,7 @@ impl BodyTemplate {
         max_tokens: u32,
         item: Option<&BTreeMap<String, serde_json::Value>>,
     ) -> Bytes {
+        let joined: String;
         let (messages, prompt) = match (self.api, prompt) {
             (Api::Chat, PromptRef::Text(t)) => (
                 Some(MessagesRef::One([Message {
@@ -112,10 +113,13 @@ impl BodyTemplate {
             ),
             (Api::Chat, PromptRef::Messages(m)) => (Some(MessagesRef::Many(m)), None),
             (Api::Completions, PromptRef::Text(t)) => (None, Some(t)),
-            // The completions API takes one string: the conversation's last user turn is
-            // what a completions server would be given.
+            (Api::Completions, PromptRef::Messages([one])) => (None, Some(one.content)),
+            // The completions API takes one string. The plan refuses conversations on it
+            // (sessions, JSONL `messages`); what remains is a shared prefix's system message
+            // before a one-message prompt, joined as the text form of the same prompt is.
             (Api::Completions, PromptRef::Messages(m)) => {
-                (None, Some(m.last().map(|m| m.content).unwrap_or("")))
+                joined = m.iter().map(|m| m.content).collect::<Vec<_>>().join(" ");
+                (None, Some(joined.as_str()))
             }
         };
         let body = Body {
@@ -182,6 +186,27 @@ mod tests {
         assert!(v.get("messages").is_none());
         assert!(v.get("ignore_eos").is_none());
         assert_eq!(t.path(), "/completions");
+    }
+
+    #[test]
+    fn completions_join_a_prefix_message_with_the_prompt() {
+        let t = template(Api::Completions);
+        let ms = [
+            Message {
+                role: "system",
+                content: "shared prefix",
+            },
+            Message {
+                role: "user",
+                content: "question",
+            },
+        ];
+        let b = t.build(PromptRef::Messages(&ms), 4);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["prompt"], "shared prefix question");
+        let b = t.build(PromptRef::Messages(&ms[1..]), 4);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["prompt"], "question");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 mod body;
 mod chunk;
 mod http;
+mod limit;
+mod tokenize;
 
 pub use body::{BodyTemplate, Message, PromptRef};
 pub use chunk::{

@@ -114,3 +114,88 @@ impl PromptFactory {
         }
     }
 }
+
+/// Words a run's prompt salt has: a few tokens, under any prefix cache's block size (16 tokens
+/// on vLLM's GPUs), so the salt shared by one run's prompts is never a cached block itself.
+pub const SALT_WORDS: u32 = 4;
+
+/// Text a salt is measured against: enough of a prompt's start that what follows cannot
+/// change how the salt and the first words tokenize.
+const SALT_HEAD_BYTES: usize = 256;
+
+/// `cache-salt`: a few words put in front of every prompt of one stage round, drawn afresh for
+/// each run, so that a server's prompt cache cannot serve one run's prompts to the next. Every
+/// prompt of the round has the same salt, so prefixes the plan shares stay shared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Salt {
+    text: String,
+}
+
+impl Salt {
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PromptFactory {
+    /// The salt for `seed`: [`SALT_WORDS`] single-token words spelling it.
+    pub fn salt(&self, seed: u64) -> Salt {
+        Salt {
+            text: self.words_text(SALT_WORDS, seed),
+        }
+    }
+
+    /// `prompt` with `salt` and a space in front of its first text (a conversation's first
+    /// message), and the tokens that added under the scenario's tokenizer: counted on the
+    /// prompt's first few hundred bytes, with and without the salt, so it is exact for
+    /// tokenizers that split words at spaces (tiktoken's, and most byte-level BPE files).
+    pub fn salted(&self, salt: &Salt, prompt: Prompt) -> (Prompt, u32) {
+        let add = |text: &mut String| {
+            let added = self.salt_tokens(salt, text);
+            text.insert(0, ' ');
+            text.insert_str(0, &salt.text);
+            added
+        };
+        match prompt {
+            Prompt::Text(mut t) => {
+                let n = add(&mut t);
+                (Prompt::Text(t), n)
+            }
+            Prompt::Messages(mut ms) => {
+                let n = ms.first_mut().map_or(0, |m| add(&mut m.content));
+                (Prompt::Messages(ms), n)
+            }
+        }
+    }
+
+    fn salt_tokens(&self, salt: &Salt, text: &str) -> u32 {
+        let head = if text.len() <= SALT_HEAD_BYTES {
+            text
+        } else {
+            // Cut before a space, so the head's last word is whole.
+            let mut end = SALT_HEAD_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut = text[..end].rfind(char::is_whitespace).filter(|&c| c > 0);
+            &text[..cut.unwrap_or(end)]
+        };
+        let salted = format!("{} {head}", salt.text);
+        let with = self.tokenizer.count(&salted);
+        let without = self.tokenizer.count(head);
+        with.saturating_sub(without).min(u32::MAX as usize) as u32
+    }
+}
+
+/// The salt seed of one stage round from the run's: distinct per stage and per round, since
+/// rounds replay the same requests and a salt shared with the previous round would let the
+/// cache serve them.
+pub fn salt_domain(stage: &str, round: u32) -> u64 {
+    let mut h = SALT_DOMAIN ^ u64::from(round);
+    for b in stage.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+    }
+    splitmix64(&mut h)
+}
+
+const SALT_DOMAIN: u64 = 0x5A17_0000_0000_0000;

@@ -23,6 +23,7 @@ pub fn load_jsonl(
     default_output: u32,
     seed: u64,
     tokenizer: &Tokenizer,
+    api: crate::protocol::Api,
 ) -> Result<Loaded, DatasetError> {
     let mut reader = HashingReader::open(path)?;
     let mut buf = Vec::new();
@@ -40,7 +41,7 @@ pub fn load_jsonl(
         }
         let ordinal = records;
         records += 1;
-        let item = parse_line(line, default_output, tokenizer)
+        let item = parse_line(line, default_output, tokenizer, api)
             .map_err(|reason| file_error(path, Some(number), reason))?;
         let key = match count {
             Some(_) => sample_key(seed, ordinal),
@@ -80,6 +81,7 @@ fn parse_line(
     line: &str,
     default_output: u32,
     tokenizer: &Tokenizer,
+    api: crate::protocol::Api,
 ) -> Result<Result<DataItem, DatasetError>, String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(mut obj) = value else {
@@ -104,6 +106,16 @@ fn parse_line(
             }
             if out.is_empty() {
                 return Err("`messages` is empty".into());
+            }
+            // The completions API takes one string: sending only the last message would drop
+            // the others silently while the plan counted them.
+            if api == crate::protocol::Api::Completions && out.len() > 1 {
+                return Err(format!(
+                    "`messages` ({} messages) needs the chat API, and the target has api \
+                     \"completions\", which sends one prompt string; set api \"chat\" in the \
+                     target, or give this line a `prompt` string",
+                    out.len()
+                ));
             }
             ItemPrompt::Messages(out)
         }

@@ -17,6 +17,7 @@ mod tokenizer;
 mod trace;
 mod words;
 
+pub use compose::{SALT_WORDS, Salt, salt_domain};
 pub use error::DatasetError;
 pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,

@@ -162,12 +162,28 @@ pub(super) fn merge_stage(parts: &[Part<'_>], rules: &Rules<'_>) -> Result<Stage
         warmup_end: first.warmup_end.clone(),
         histograms: Some(histograms),
         rounds: Vec::new(),
+        notes: notes(parts),
+        // A shard's attribution is its own requests' server timings beside its own client
+        // figures; they are not kept whole, so the merge leaves it to each shard's result.
+        attribution: None,
+        aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
     };
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);
         merged.profile = Some(point);
     }
     Ok(merged)
+}
+
+/// Every shard's notes once each (the same note from every shard is one note).
+fn notes(parts: &[Part<'_>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in parts.iter().flat_map(|p| &p.summary.notes) {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
 }
 
 fn empty() -> Histogram<u64> {

@@ -73,6 +73,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
             api: crate::protocol::Api::Chat,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
+            cache_salt: None,
         },
         warmup: None,
         stages: vec![stage],

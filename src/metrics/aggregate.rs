@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::attribution::TimingsAcc;
 use super::histograms::{LatencyMetric, StageHistograms};
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
+use super::validity::{self, StageFacts, ValidityRules};
 
 /// Per-request service-level objectives that define goodput. A request is "good" when it
 /// succeeded and met every objective that is set.
@@ -19,38 +21,6 @@ pub struct GoodputSlo {
     /// Applies to the request's largest inter-token gap.
     pub itl_ns: Option<u64>,
     pub e2e_ns: Option<u64>,
-}
-
-/// When a stage's numbers stop being trustworthy.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ValidityRules {
-    /// Send lag p99 above this flags the client as the bottleneck.
-    pub max_send_lag_p99_ms: f64,
-    /// Achieved over planned sending rate below this flags the run.
-    pub min_rate_ratio: f64,
-    /// Client CPU above this share of the available cores flags the run.
-    pub max_cpu_share: f64,
-    /// Share of requests whose token counts disagree with the server's above this flags the run.
-    pub max_token_mismatch_share: f64,
-    /// Share of the client's CPUs' time taken by the hypervisor (steal) above this flags the
-    /// run: stolen time stalls the client at random, inflating every latency it measures.
-    pub max_steal_share: f64,
-    /// Confidence of the percentiles' intervals (0.95): how sure the numbers are, beside the
-    /// verdict on whether they can be trusted at all.
-    pub confidence: f64,
-}
-
-impl Default for ValidityRules {
-    fn default() -> Self {
-        ValidityRules {
-            max_send_lag_p99_ms: 1.0,
-            min_rate_ratio: 0.99,
-            max_cpu_share: 0.9,
-            max_token_mismatch_share: 0.05,
-            max_steal_share: 0.01,
-            confidence: 0.95,
-        }
-    }
 }
 
 /// What the runner knows about the stage besides the records.
@@ -105,6 +75,11 @@ pub struct StageAggregator {
     arrivals: u64,
     timeline: Timeline,
     turns: super::turns::TurnAggregator,
+    facts: StageFacts,
+    timings: TimingsAcc,
+    /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
+    /// the off-plan rule.
+    exact_counts: u64,
 }
 
 fn us(ns: u64) -> u64 {
@@ -132,11 +107,23 @@ impl StageAggregator {
             arrivals: 0,
             timeline: Timeline::default(),
             turns: Default::default(),
+            facts: StageFacts::default(),
+            timings: TimingsAcc::default(),
+            exact_counts: 0,
         }
+    }
+
+    /// What the plan says about the stage's requests (see [`StageFacts`]).
+    pub fn with_facts(mut self, facts: StageFacts) -> Self {
+        self.facts = facts;
+        self
     }
 
     pub fn record(&mut self, r: &RequestRecord) {
         self.counts.sent += 1;
+        if r.retries > 0 {
+            self.counts.retried += 1;
+        }
         self.turns.record(r);
         // A session's later turns follow its replies, not the schedule: only first turns
         // (every request, without sessions) measure the sending rate.
@@ -182,12 +169,9 @@ impl StageAggregator {
         }
         self.tokens.input += r.input_tokens as u64;
         self.tokens.output += out;
-        match r.token_source {
-            TokenSource::Usage => self.tokens.from_usage += 1,
-            TokenSource::Tokenizer => self.tokens.from_tokenizer += 1,
-        }
-        if r.token_mismatch {
-            self.tokens.mismatched += 1;
+        self.count_tokens(r);
+        if let Some(t) = &r.server_timings {
+            self.timings.record(t, ttft);
         }
         let slo = &self.slo;
         let within = |limit: Option<u64>, value: Option<u64>| match limit {
@@ -202,6 +186,35 @@ impl StageAggregator {
             self.good += 1;
         }
         self.timeline.completed(r.done_ns, true, out, ttft, e2e);
+    }
+
+    /// Where the counts came from, and what they say about the server and the cache.
+    fn count_tokens(&mut self, r: &RequestRecord) {
+        let t = &mut self.tokens;
+        match r.token_source {
+            TokenSource::Usage => t.from_usage += 1,
+            TokenSource::Timings => t.from_timings += 1,
+            TokenSource::Tokenize => t.from_tokenize += 1,
+            TokenSource::Tokenizer => t.from_tokenizer += 1,
+        }
+        if r.token_source.is_estimate() {
+            t.estimated += 1;
+        } else if self.facts.ignore_eos && r.planned_output_tokens > 0 {
+            self.exact_counts += 1;
+            if r.output_tokens != r.planned_output_tokens {
+                t.off_plan_output += 1;
+            }
+        }
+        if r.implausible_usage {
+            t.implausible += 1;
+        }
+        if r.token_mismatch {
+            t.mismatched += 1;
+        }
+        if let Some(c) = r.cached_tokens {
+            t.cached += u64::from(c);
+            t.cache_reported += 1;
+        }
     }
 
     /// Requests aggregated so far (for progress display).
@@ -233,8 +246,26 @@ impl StageAggregator {
     }
 
     pub fn finish(mut self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
+        let mut s = self.summarize(&clock, rules);
+        // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
+        s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        s.timeline = std::mem::take(&mut self.timeline).finish();
+        s.per_turn = std::mem::take(&mut self.turns).finish();
+        s
+    }
+
+    /// The summary so far, without histograms, timeline or turns: what an `abort-on-fail`
+    /// check reads while the stage runs (about once a second, on the collector's thread).
+    pub fn snapshot(&self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
+        self.summarize(&clock, rules)
+    }
+
+    fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
-        self.counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
+        let mut counts = self.counts.clone();
+        counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
+        let mut tokens = self.tokens.clone();
+        tokens.cached_share = tokens.cache_share();
         let sending_s = self.last_sent_ns as f64 / 1e9;
         let achieved = if self.arrivals > 1 && sending_s > 0.0 {
             self.arrivals as f64 / sending_s
@@ -243,8 +274,8 @@ impl StageAggregator {
         };
         let throughput = Throughput {
             requests_per_s: self.counts.ok as f64 / wall_s,
-            output_tokens_per_s: self.tokens.output as f64 / wall_s,
-            input_tokens_per_s: self.tokens.input as f64 / wall_s,
+            output_tokens_per_s: tokens.output as f64 / wall_s,
+            input_tokens_per_s: tokens.input as f64 / wall_s,
             goodput_per_s: self.good as f64 / wall_s,
             goodput_ratio: if self.counts.sent == 0 {
                 0.0
@@ -268,103 +299,77 @@ impl StageAggregator {
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
         };
-        let validity = self.validity(&clock, &client, rules);
-        // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
-        let histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
         let ok_requests = self.counts.ok;
-        StageSummary {
-            name: self.name,
-            planned: self.planned,
-            wall_time_s: clock.wall_ns as f64 / 1e9,
-            requests: self.counts,
-            latency: Latency {
-                ttft_ms: dist_with_intervals(&self.ttft, rules.confidence),
-                // Gaps of one request are not independent: the interval counts requests.
-                itl_ms: Dist {
-                    intervals: super::intervals::sample_intervals_of(
-                        &self.itl,
-                        rules.confidence,
-                        ok_requests,
-                    ),
-                    ..dist(&self.itl)
-                },
-                tpot_ms: dist_with_intervals(&self.tpot, rules.confidence),
-                e2e_ms: dist_with_intervals(&self.e2e, rules.confidence),
-                ntpot_ms: dist_with_intervals(&self.ntpot, rules.confidence),
-                ttfa_ms: dist_with_intervals(&self.ttfa, rules.confidence),
+        let latency = Latency {
+            ttft_ms: dist_with_intervals(&self.ttft, rules.confidence),
+            // Gaps of one request are not independent: the interval counts requests.
+            itl_ms: Dist {
+                intervals: super::intervals::sample_intervals_of(
+                    &self.itl,
+                    rules.confidence,
+                    ok_requests,
+                ),
+                ..dist(&self.itl)
             },
-            tokens: self.tokens,
+            tpot_ms: dist_with_intervals(&self.tpot, rules.confidence),
+            e2e_ms: dist_with_intervals(&self.e2e, rules.confidence),
+            ntpot_ms: dist_with_intervals(&self.ntpot, rules.confidence),
+            ttfa_ms: dist_with_intervals(&self.ttfa, rules.confidence),
+        };
+        let errors = if counts.errors.is_empty() {
+            "no error recorded".to_string()
+        } else {
+            counts
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let validity = validity::judge(
+            &validity::Inputs {
+                requests: &counts,
+                errors,
+                tokens: &tokens,
+                ttft: &latency.ttft_ms,
+                client: &client,
+                planned_span_ns: clock.planned_span_ns,
+                last_sent_ns: self.last_sent_ns,
+                cores: clock.cores,
+                steal_share: clock.steal_share,
+                poll_idle: clock.poll_idle,
+                facts: self.facts,
+                exact_counts: self.exact_counts,
+            },
+            rules,
+        );
+        let mut notes = validity::notes(self.facts, counts.sent, &tokens);
+        let attribution = self.timings.finish(&latency.ttft_ms, &latency.tpot_ms);
+        let mean_output = tokens.output as f64 / counts.ok.max(1) as f64;
+        notes.extend(
+            attribution
+                .as_ref()
+                .and_then(|a| super::attribution::tpot_note(a, mean_output)),
+        );
+        StageSummary {
+            name: self.name.clone(),
+            planned: self.planned.clone(),
+            wall_time_s: clock.wall_ns as f64 / 1e9,
+            requests: counts,
+            latency,
+            tokens,
             throughput,
             client,
             validity,
-            timeline: self.timeline.finish(),
+            timeline: Vec::new(),
             profile: None,
             warmup_end: None,
-            per_turn: self.turns.finish(),
-            histograms,
+            per_turn: Vec::new(),
+            histograms: None,
+            notes,
+            attribution,
+            aborted: None,
             rounds: Vec::new(),
-        }
-    }
-
-    fn validity(
-        &self,
-        clock: &StageClock,
-        client: &ClientHealth,
-        rules: &ValidityRules,
-    ) -> Validity {
-        let mut reasons = Vec::new();
-        if client.send_lag_ms.p99 > rules.max_send_lag_p99_ms {
-            // A mostly idle client's CPUs sleep between sends, and waking them is slow on VMs.
-            let hint = if clock.poll_idle {
-                ""
-            } else {
-                " (idle CPUs sleep between sends; as root, --poll-idle keeps them polling)"
-            };
-            reasons.push(format!(
-                "send lag p99 {:.2} ms exceeds {} ms: the client could not keep to the schedule{hint}",
-                client.send_lag_ms.p99, rules.max_send_lag_p99_ms
-            ));
-        }
-        if let Some(span) = clock.planned_span_ns.filter(|s| *s > 0) {
-            let ratio = span as f64 / self.last_sent_ns.max(span) as f64;
-            if ratio < rules.min_rate_ratio {
-                reasons.push(format!(
-                    "achieved {:.1}% of the planned sending rate (below {:.1}%)",
-                    ratio * 100.0,
-                    rules.min_rate_ratio * 100.0
-                ));
-            }
-        }
-        let cores = clock.cores.max(1) as f64;
-        if client.cpu_percent / 100.0 > rules.max_cpu_share * cores {
-            reasons.push(format!(
-                "client CPU at {:.0}% of {} core(s): the client may be the bottleneck",
-                client.cpu_percent, clock.cores
-            ));
-        }
-        if let Some(steal) = clock.steal_share.filter(|s| *s > rules.max_steal_share) {
-            reasons.push(format!(
-                "the hypervisor stole {:.1}% of the client's CPU time ({:.0} ms a second per CPU, \
-                 above {}%): the machine, not the server, may have stalled requests; use a \
-                 dedicated host",
-                steal * 100.0,
-                steal * 1000.0,
-                rules.max_steal_share * 100.0
-            ));
-        }
-        if self.counts.ok > 0 {
-            let share = self.tokens.mismatched as f64 / self.counts.ok as f64;
-            if share > rules.max_token_mismatch_share {
-                reasons.push(format!(
-                    "the server's prompt token counts differ from ours by > 5% on {:.0}% of requests: \
-                     set the scenario's tokenizer to the served model's",
-                    share * 100.0
-                ));
-            }
-        }
-        Validity {
-            trusted: reasons.is_empty(),
-            reasons,
         }
     }
 }
@@ -472,146 +477,5 @@ impl Timeline {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok_record(index: u64, scheduled_ms: u64, ttft_ms: u64, gaps_ms: &[u64]) -> RequestRecord {
-        let ms = 1_000_000;
-        let first = (scheduled_ms + ttft_ms) * ms;
-        let done = first + gaps_ms.iter().sum::<u64>() * ms;
-        RequestRecord {
-            index,
-            scheduled_ns: scheduled_ms * ms,
-            sent_ns: scheduled_ms * ms + 10_000,
-            done_ns: done,
-            first_token_ns: Some(first),
-            first_answer_ns: Some(first),
-            itl_us: gaps_ms.iter().map(|g| (*g * 1000) as u32).collect(),
-            chunks: gaps_ms.len() as u32 + 1,
-            input_tokens: 100,
-            output_tokens: gaps_ms.len() as u32 + 1,
-            ..RequestRecord::default()
-        }
-    }
-
-    #[test]
-    fn metrics_follow_the_definitions() {
-        let slo = GoodputSlo {
-            ttft_ns: Some(60_000_000),
-            ..GoodputSlo::default()
-        };
-        let mut agg = StageAggregator::new("s", PlannedLoad::default(), slo);
-        // TTFT 50 ms, then 4 gaps of 10 ms: E2E 90 ms, 5 tokens, TPOT 10 ms, NTPOT 18 ms.
-        agg.record(&ok_record(0, 0, 50, &[10, 10, 10, 10]));
-        // TTFT 100 ms (misses the 60 ms SLO), one token.
-        agg.record(&ok_record(1, 100, 100, &[]));
-        let mut failed = RequestRecord {
-            index: 2,
-            error: Some(ErrorKind::Http(503)),
-            ..RequestRecord::default()
-        };
-        failed.done_ns = 5_000_000;
-        agg.record(&failed);
-        let clock = StageClock {
-            wall_ns: 2_000_000_000,
-            planned_span_ns: None,
-            cpu_ns: 0,
-            cores: 2,
-            peak_rss_bytes: 0,
-            steal_share: None,
-            poll_idle: false,
-        };
-        let s = agg.finish(clock, &ValidityRules::default());
-        assert_eq!(s.requests.sent, 3);
-        assert_eq!(s.requests.ok, 2);
-        assert_eq!(s.requests.failed, 1);
-        assert_eq!(s.requests.errors["http_503"], 1);
-        assert_eq!(s.latency.ttft_ms.count, 2);
-        assert!(
-            (s.latency.ttft_ms.min - 50.0).abs() < 0.1,
-            "{:?}",
-            s.latency
-        );
-        assert!((s.latency.ttft_ms.max - 100.0).abs() < 0.1);
-        assert_eq!(s.latency.itl_ms.count, 4);
-        assert!((s.latency.itl_ms.p50 - 10.0).abs() < 0.05);
-        assert_eq!(
-            s.latency.tpot_ms.count, 1,
-            "single-token requests have no TPOT"
-        );
-        assert!((s.latency.tpot_ms.p50 - 10.0).abs() < 0.05);
-        assert!((s.latency.ntpot_ms.min - 18.0).abs() < 0.05);
-        assert!((s.latency.e2e_ms.min - 90.0).abs() < 0.1);
-        assert_eq!(s.tokens.output, 6);
-        assert!((s.throughput.requests_per_s - 1.0).abs() < 1e-9);
-        assert!((s.throughput.goodput_ratio - 1.0 / 3.0).abs() < 1e-9);
-        assert!(s.validity.trusted, "{:?}", s.validity.reasons);
-        assert_eq!(s.timeline.len(), 1);
-        assert_eq!(s.timeline[0].completed, 2);
-        assert_eq!(s.timeline[0].failed, 1);
-    }
-
-    #[test]
-    fn late_client_is_flagged() {
-        let late = |poll_idle| {
-            let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
-            for i in 0..100 {
-                let mut r = ok_record(i, i * 10, 5, &[1]);
-                r.sent_ns = r.scheduled_ns + 3_000_000; // 3 ms late
-                agg.record(&r);
-            }
-            let clock = StageClock {
-                wall_ns: 1_100_000_000,
-                planned_span_ns: Some(990_000_000),
-                cpu_ns: 0,
-                cores: 1,
-                peak_rss_bytes: 0,
-                steal_share: None,
-                poll_idle,
-            };
-            agg.finish(clock, &ValidityRules::default())
-        };
-        let s = late(false);
-        assert!(!s.validity.trusted);
-        assert!(s.validity.reasons[0].contains("send lag p99"));
-        assert!((s.client.send_lag_ms.p99 - 3.0).abs() < 0.01);
-        // Sleeping CPUs are one cause the reason can name, unless they were kept polling.
-        assert!(s.validity.reasons[0].contains("--poll-idle"));
-        assert!(!s.client.poll_idle);
-        let s = late(true);
-        assert!(!s.validity.reasons[0].contains("--poll-idle"));
-        assert!(s.client.poll_idle);
-    }
-
-    #[test]
-    fn a_machine_losing_time_to_its_hypervisor_is_flagged() {
-        let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
-        agg.record(&ok_record(0, 0, 5, &[1]));
-        let clock = |steal| StageClock {
-            wall_ns: 1_000_000_000,
-            cores: 1,
-            steal_share: Some(steal),
-            poll_idle: false,
-            ..StageClock::default()
-        };
-        let calm = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
-            .finish(clock(0.005), &ValidityRules::default());
-        assert!(calm.validity.trusted, "{:?}", calm.validity.reasons);
-        assert_eq!(calm.client.steal_percent, Some(0.5));
-        let s = agg.finish(clock(0.3), &ValidityRules::default());
-        assert!(!s.validity.trusted);
-        assert!(
-            s.validity.reasons[0].contains("stole 30.0%"),
-            "{:?}",
-            s.validity.reasons
-        );
-    }
-
-    #[test]
-    fn empty_stage_has_empty_distributions() {
-        let agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
-        let s = agg.finish(StageClock::default(), &ValidityRules::default());
-        assert_eq!(s.latency.ttft_ms, Dist::default());
-        assert_eq!(s.requests.sent, 0);
-    }
-}
+#[path = "aggregate_tests.rs"]
+mod tests;

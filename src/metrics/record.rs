@@ -16,8 +16,13 @@ pub enum ErrorKind {
     Http(u16),
     /// The stream ended (or the connection dropped) before `data: [DONE]`.
     StreamBroken,
-    /// A chunk was not the JSON the OpenAI API defines.
+    /// The stream did finish, but what it carried was not what the OpenAI API defines: a chunk
+    /// that is not JSON, text that is not UTF-8, or an event larger than the target's
+    /// `max-event-size`.
     Malformed,
+    /// The stream finished (`[DONE]`) without a single chunk of generated content: only
+    /// `[DONE]`, or only usage chunks with `choices: []`.
+    Empty,
     /// A rhai hook failed for this request.
     Hook,
     /// A `validate` hook rejected the response.
@@ -35,6 +40,7 @@ impl ErrorKind {
             ErrorKind::Http(code) => format!("http_{code}"),
             ErrorKind::StreamBroken => "stream_broken".into(),
             ErrorKind::Malformed => "malformed".into(),
+            ErrorKind::Empty => "empty".into(),
             ErrorKind::Hook => "hook".into(),
             ErrorKind::Invalid => "invalid".into(),
             ErrorKind::Cancelled => "cancelled".into(),
@@ -42,15 +48,28 @@ impl ErrorKind {
     }
 }
 
-/// Where a request's token counts came from.
+/// Where a request's output token count came from, most trustworthy first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage` object.
     #[default]
     Usage,
-    /// Our tokenizer, because the server sent no usage.
+    /// The server's own per-request timings (llama.cpp's `timings.predicted_n`), because it
+    /// sent no usable `usage`.
+    Timings,
+    /// An estimate: the server's `/tokenize` endpoint counting the text it streamed (its own
+    /// tokenizer, but re-tokenising generated text does not always give back its tokens).
+    Tokenize,
+    /// An estimate: the scenario's tokenizer counting the text the server streamed.
     Tokenizer,
+}
+
+impl TokenSource {
+    /// The count is an estimate rather than the server's own count.
+    pub fn is_estimate(self) -> bool {
+        matches!(self, TokenSource::Tokenize | TokenSource::Tokenizer)
+    }
 }
 
 /// Why the server stopped generating: the first choice's last `finish_reason`.
@@ -103,11 +122,24 @@ pub struct RequestRecord {
     pub itl_us: Vec<u32>,
     /// Content-carrying chunks received.
     pub chunks: u32,
+    /// The server's prompt token count (`usage.prompt_tokens`), else the planned one.
     pub input_tokens: u32,
     pub output_tokens: u32,
+    /// The prompt's length as the plan counted it (with the run's cache salt, if any).
+    pub planned_input_tokens: u32,
+    /// `max_tokens` as sent: with `ignore_eos`, the output length the plan expects.
+    pub planned_output_tokens: u32,
     pub token_source: TokenSource,
     /// The server's prompt token count differs from ours by more than 5 %.
     pub token_mismatch: bool,
+    /// The server's `usage.completion_tokens` was implausible (above `max_tokens`, or under
+    /// half the content chunks received) and was replaced by the next source's count.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub implausible_usage: bool,
+    /// Times the request was sent again on a fresh connection because the first attempt
+    /// provably never reached the server (a reused connection that the server had closed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retries: u32,
     /// Serialized by `requests.jsonl` as its `error` key (`http_503`…).
     #[serde(skip)]
     pub error: Option<ErrorKind>,
@@ -128,6 +160,10 @@ pub struct RequestRecord {
     /// llama.cpp's `timings`, when the server sent them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RequestRecord {

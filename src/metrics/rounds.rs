@@ -36,14 +36,11 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         requests.sent += r.requests.sent;
         requests.ok += r.requests.ok;
         requests.failed += r.requests.failed;
+        requests.retried += r.requests.retried;
         for (k, v) in &r.requests.errors {
             *requests.errors.entry(k.clone()).or_default() += v;
         }
-        tokens.input += r.tokens.input;
-        tokens.output += r.tokens.output;
-        tokens.from_usage += r.tokens.from_usage;
-        tokens.from_tokenizer += r.tokens.from_tokenizer;
-        tokens.mismatched += r.tokens.mismatched;
+        tokens.add(&r.tokens);
     }
     let latency = super::Latency {
         ttft_ms: dists(&|r| r.latency.ttft_ms),
@@ -121,6 +118,18 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         per_turn: first.per_turn.clone(),
         warmup_end: None,
         histograms: union(&rounds),
+        notes: {
+            let mut notes: Vec<String> = Vec::new();
+            for n in rounds.iter().flat_map(|r| &r.notes) {
+                if !notes.contains(n) {
+                    notes.push(n.clone());
+                }
+            }
+            notes
+        },
+        // Each round's own attribution stays in its summary below.
+        attribution: None,
+        aborted: rounds.iter().find_map(|r| r.aborted.clone()),
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

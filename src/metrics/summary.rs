@@ -45,8 +45,13 @@ pub struct RequestCounts {
     pub ok: u64,
     pub failed: u64,
     /// Failures by kind: `connect`, `timeout`, `http_429`, `http_5xx`…, `stream_broken`,
-    /// `malformed`, `hook`, `invalid`.
+    /// `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
     pub errors: BTreeMap<String, u64>,
+    /// Requests sent a second time on a fresh connection because the first attempt provably
+    /// never reached the server (a reused connection it had closed); they count once in
+    /// `sent` and by their final outcome. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -83,6 +88,64 @@ pub struct Tokens {
     pub from_tokenizer: u64,
     /// Requests where the server's prompt count differs from ours by more than 5 %.
     pub mismatched: u64,
+    /// Requests counted by the server's per-request timings (llama.cpp `predicted_n`) for
+    /// want of a usable `usage`. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_timings: u64,
+    /// Requests counted by the server's `/tokenize` on the streamed text (an estimate).
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_tokenize: u64,
+    /// Requests whose output count is an estimate (`from_tokenize` + `from_tokenizer`): their
+    /// TPOT, NTPOT and token throughput rest on it. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated: u64,
+    /// Requests whose `usage.completion_tokens` was implausible (above `max_tokens`, or under
+    /// half the content chunks) and was replaced by the next source's count.
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub implausible: u64,
+    /// With `ignore_eos`: requests whose server-counted output length differs from the
+    /// planned `max_tokens`. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub off_plan_output: u64,
+    /// Prompt tokens the server said it served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), summed over ok requests.
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached: u64,
+    /// Ok requests whose response said how many prompt tokens were cached (0 included).
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_reported: u64,
+    /// `cached` over the prompt tokens of every ok request (`input`), 0..=1; absent when no
+    /// response said. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_share: Option<f64>,
+}
+
+impl Tokens {
+    /// Adds another summary's counts (the rounds of one stage).
+    pub fn add(&mut self, o: &Tokens) {
+        self.input += o.input;
+        self.output += o.output;
+        self.from_usage += o.from_usage;
+        self.from_tokenizer += o.from_tokenizer;
+        self.mismatched += o.mismatched;
+        self.from_timings += o.from_timings;
+        self.from_tokenize += o.from_tokenize;
+        self.estimated += o.estimated;
+        self.implausible += o.implausible;
+        self.off_plan_output += o.off_plan_output;
+        self.cached += o.cached;
+        self.cache_reported += o.cache_reported;
+        self.cached_share = self.cache_share();
+    }
+
+    /// `cached` over every ok request's prompt tokens, when any response reported it.
+    pub fn cache_share(&self) -> Option<f64> {
+        (self.cache_reported > 0 && self.input > 0).then(|| self.cached as f64 / self.input as f64)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -180,6 +243,18 @@ pub struct StageSummary {
     /// confidence intervals and `compare`. Absent from results written before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<super::StageHistograms>,
+    /// What is worth knowing about the stage without making its numbers untrusted, e.g. a
+    /// data set that repeats its prompts. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Where the TTFT went: the server's own figures (per-request timings, or its Prometheus
+    /// histograms over the stage) beside the client's. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<super::Attribution>,
+    /// The stage was stopped while it ran by an `abort-on-fail` assertion; the message says
+    /// which. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
     /// A stage run in `rounds`: each round's own summary (without histograms or timeline), in
     /// order. The stage's figures above are then the medians across rounds, its intervals
     /// across rounds, its counts the sums and its histograms the union.

@@ -11,7 +11,7 @@ use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
     DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
-    StagePlan, TargetPlan, plan_hash,
+    StagePlan, TargetPlan, TargetRunSettings, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -28,7 +28,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         .enumerate()
         .map(|(i, d)| {
             let seed = stage_seed(scenario.seed, "dataset", i as u64);
-            dataset_plan(d, &base_dir, &mut tokenizer, seed)
+            dataset_plan(d, &base_dir, &mut tokenizer, seed, scenario.target.api)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let dataset_index = |who: String, name: &str| {
@@ -142,8 +142,15 @@ fn dataset_plan(
     base_dir: &std::path::Path,
     tokenizer: &mut LazyTokenizer<'_>,
     seed: u64,
+    api: crate::protocol::Api,
 ) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
+    if api == crate::protocol::Api::Completions && d.session.is_some() {
+        return Err(PlanError::NeedsChat {
+            dataset: name,
+            what: "multi-turn sessions",
+        });
+    }
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
             for (which, dist) in [
@@ -161,7 +168,7 @@ fn dataset_plan(
                 output_tokens: s.output_tokens.value.clone(),
             }
         }
-        _ => load_dataset(d, base_dir, tokenizer, seed)?,
+        _ => load_dataset(d, base_dir, tokenizer, seed, api)?,
     };
     Ok(DatasetPlan {
         name,
@@ -196,6 +203,11 @@ fn target_plan(t: &Target) -> TargetPlan {
         headers: t.headers.clone(),
         extra_body: t.extra_body.clone(),
         ignore_eos: t.ignore_eos,
+        run: TargetRunSettings {
+            max_event_bytes: t.max_event_bytes,
+            cache_salt: t.cache_salt,
+            reset_cache: t.reset_cache,
+        },
     }
 }
 

@@ -36,6 +36,12 @@ pub enum PlanError {
         #[source]
         source: crate::dataset::DatasetError,
     },
+    #[error(
+        "dataset `{dataset}` has {what}, which the completions API cannot carry: it sends one \
+         prompt string, so every message but the last would be dropped; set api \"chat\" in \
+         the target"
+    )]
+    NeedsChat { dataset: String, what: &'static str },
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,

@@ -52,6 +52,7 @@ pub(super) fn load_dataset(
     base_dir: &Path,
     tokenizer: &mut LazyTokenizer<'_>,
     seed: u64,
+    api: crate::protocol::Api,
 ) -> Result<DatasetSource, PlanError> {
     let name = d.name.value.as_str();
     let wrap = |source| PlanError::Dataset {
@@ -101,6 +102,7 @@ pub(super) fn load_dataset(
                 j.max_tokens,
                 seed,
                 tok,
+                api,
             )
             .map_err(wrap)?;
             DatasetSource::Items {

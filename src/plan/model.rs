@@ -62,6 +62,31 @@ pub struct TargetPlan {
     pub headers: Vec<(String, String)>,
     pub extra_body: BTreeMap<String, serde_json::Value>,
     pub ignore_eos: bool,
+    /// How the run measures, not what it sends: kept out of the plan's JSON and hash (like a
+    /// stage's `rounds`), so that runs with and without them compare as the same workload.
+    #[serde(skip)]
+    pub run: TargetRunSettings,
+}
+
+/// A target's settings that change how a run is carried out but not the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetRunSettings {
+    /// The most bytes one SSE event may take before its request fails as `malformed`.
+    pub max_event_bytes: u64,
+    /// Prefix every prompt with a salt drawn afresh for each run (and each stage round).
+    pub cache_salt: bool,
+    /// Drop the server's prompt cache before the warm-up and each stage round.
+    pub reset_cache: Option<crate::protocol::CacheReset>,
+}
+
+impl Default for TargetRunSettings {
+    fn default() -> Self {
+        TargetRunSettings {
+            max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
+            cache_salt: false,
+            reset_cache: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

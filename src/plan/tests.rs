@@ -69,6 +69,9 @@ pub(crate) fn scenario() -> Scenario {
             headers: vec![],
             extra_body: BTreeMap::new(),
             ignore_eos: true,
+            max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
+            cache_salt: false,
+            reset_cache: None,
         },
         tokenizer: TokenizerSpec::Cl100kBase,
         datasets: vec![synthetic(

@@ -1,6 +1,7 @@
 //! Output rendered from a run's [`Results`](crate::results::Results): Markdown reports
 //! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
+mod attribution;
 mod compare;
 mod error;
 mod headline;
@@ -14,6 +15,7 @@ mod telemetry;
 mod view;
 mod write;
 
+pub use attribution::AttributionRow;
 pub use compare::*;
 pub use error::*;
 pub use headline::{Headline, headline, mark};

@@ -48,6 +48,19 @@ pub fn render_summary_text(r: &Results) -> String {
         for reason in &s.validity.reasons {
             let _ = writeln!(out, "    ! {reason}");
         }
+        for note in &s.notes {
+            let _ = writeln!(out, "    note: {note}");
+        }
+        if s.requests.retried > 0 {
+            let _ = writeln!(
+                out,
+                "    retried on a fresh connection: {} (the server closed reused connections)",
+                s.requests.retried
+            );
+        }
+        if let Some(line) = super::attribution::sentence(s) {
+            let _ = writeln!(out, "    {line}");
+        }
         if !s.requests.errors.is_empty() {
             let errors: Vec<String> = s
                 .requests
@@ -88,6 +101,10 @@ pub fn render_summary_text(r: &Results) -> String {
                     )
                 });
                 let _ = writeln!(out, "      undecided: {why}{more}");
+            } else if v.outcome == crate::sla::SlaOutcome::Fail
+                && let Some(why) = &v.note
+            {
+                let _ = writeln!(out, "      {why}");
             }
         }
         if let Some(i) = r.sla.iter().find_map(|v| v.interval) {

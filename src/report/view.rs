@@ -72,6 +72,14 @@ pub struct StageView {
     pub intervals: bool,
     /// Rounds the stage ran (0 or 1: once).
     pub rounds: usize,
+    /// Where the TTFT went, by the server's account (empty when it gave none).
+    pub attribution: Vec<super::AttributionRow>,
+    /// Where those figures come from.
+    pub attribution_source: String,
+    /// Notes on the stage that do not make it untrusted.
+    pub notes: Vec<String>,
+    /// Requests sent again on a fresh connection (the server closed a reused one).
+    pub retried: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -277,6 +285,18 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
     }
     StageView {
         intervals: s.latency.ttft_ms.intervals.is_some(),
+        attribution: s
+            .attribution
+            .as_ref()
+            .map(super::attribution::rows)
+            .unwrap_or_default(),
+        attribution_source: s
+            .attribution
+            .as_ref()
+            .map(super::attribution::source_text)
+            .unwrap_or_default(),
+        notes: s.notes.clone(),
+        retried: s.requests.retried,
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()
         } else {

@@ -123,4 +123,8 @@ pub struct TargetInfo {
     pub model: String,
     /// The tokenizer used for synthetic prompts and fallback token counts.
     pub tokenizer: String,
+    /// `cache-salt`: the run's salt seed (hex), from which each stage round's prompt salt was
+    /// drawn. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_salt: Option<String>,
 }

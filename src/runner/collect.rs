@@ -5,14 +5,15 @@
 
 use std::collections::VecDeque;
 use std::io::{BufWriter, Write};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use super::options::StageProgress;
-use crate::metrics::{RequestRecord, StageAggregator};
+use super::options::{LiveCheck, StageProgress};
+use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
 
 /// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
 pub type RowSink = BufWriter<tempfile::NamedTempFile>;
@@ -30,6 +31,37 @@ struct Row<'a> {
 
 /// How often the collector drains its channel.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+/// How often a live check (`abort-on-fail`) looks at the stage's summary so far.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// A check of the stage while it runs, made on the collector's thread.
+pub struct Live {
+    pub check: LiveCheck,
+    /// Cancelled when the check says stop: the stage stops sending.
+    pub stop: CancellationToken,
+    /// The stage's clock start, set once sending begins (checks wait for it).
+    pub t0: Arc<OnceLock<Instant>>,
+    /// What the snapshot's validity rules know of the stage beyond its records.
+    pub clock: StageClock,
+    pub rules: ValidityRules,
+}
+
+impl Live {
+    /// The check's verdict on the summary so far, when one is due.
+    fn due(&self, agg: &StageAggregator, last: &mut Instant) -> Option<String> {
+        let t0 = *self.t0.get()?;
+        if last.elapsed() < CHECK_EVERY || agg.done() == 0 {
+            return None;
+        }
+        *last = Instant::now();
+        let clock = StageClock {
+            wall_ns: t0.elapsed().as_nanos() as u64,
+            ..self.clock
+        };
+        (self.check)(&agg.snapshot(clock, &self.rules))
+    }
+}
 
 /// How many recent TTFTs the warm-up stability check sees.
 pub const RECENT_TTFTS: usize = 64;
@@ -69,6 +101,8 @@ pub struct Finished {
     /// The row sink, for the next stage (gone after a write error).
     pub sink: Option<RowSink>,
     pub problem: Option<CollectProblem>,
+    /// Why the live check stopped the stage, if it did.
+    pub aborted: Option<String>,
 }
 
 /// What went wrong in a collector (the stage's numbers may be incomplete).
@@ -86,6 +120,7 @@ impl Collector {
         agg: StageAggregator,
         sink: Option<RowSink>,
         mut progress: Box<dyn StageProgress>,
+        live: Option<Live>,
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
@@ -97,6 +132,9 @@ impl Collector {
             sink_error: None,
         };
         let join = thread::spawn(move || {
+            let mut live = live;
+            let mut aborted = None;
+            let mut checked = Instant::now();
             // Drains in batches on a short period instead of waking per record: on a small
             // machine a wake-up per request would compete with the request tasks for the CPU.
             loop {
@@ -109,6 +147,13 @@ impl Collector {
                 };
                 let agg = &folder.agg;
                 progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
+                if let Some(l) = &live
+                    && let Some(why) = l.due(agg, &mut checked)
+                {
+                    l.stop.cancel();
+                    aborted = Some(why);
+                    live = None;
+                }
                 if !open {
                     break;
                 }
@@ -119,6 +164,7 @@ impl Collector {
                 aggregator: folder.agg,
                 sink: folder.sink,
                 problem: folder.sink_error.map(CollectProblem::Sink),
+                aborted,
             }
         });
         Collector { tx, recent, join }
@@ -138,6 +184,7 @@ impl Collector {
                 ),
                 sink: None,
                 problem: Some(CollectProblem::Panicked),
+                aborted: None,
             }
         })
     }

@@ -15,6 +15,7 @@ mod options;
 mod run;
 mod search;
 mod send;
+mod server;
 mod session;
 mod stage;
 mod target;
@@ -24,5 +25,5 @@ mod warmup;
 
 pub use barrier::{AgreedStart, Barrier, BarrierFuture, StepStart};
 pub use cpu::PollIdle;
-pub use options::{Observer, RunOptions, StageDecision, StageProgress};
+pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunError, RunOutput, RunProblem, Stop, run};

@@ -7,7 +7,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::ValidityRules;
+use crate::metrics::{StageSummary, ValidityRules};
+
+/// Judges a stage while it runs, from its summary so far (about once a second, on the stage's
+/// collector thread, never on a request's path): `Some(why)` stops the stage's sending, cancels
+/// what is in flight after the interrupt grace, and ends the run as aborted. The caller's
+/// `abort-on-fail` assertions, with their minimum sample count and grace period.
+pub type LiveCheck = Arc<dyn Fn(&StageSummary) -> Option<String> + Send + Sync>;
 
 /// How to run, beyond what the plan says.
 pub struct RunOptions {
@@ -27,6 +33,8 @@ pub struct RunOptions {
     pub poll_idle: bool,
     /// A shard of a distributed run: where it agrees with the others when each step starts.
     pub barrier: Option<Arc<dyn super::Barrier>>,
+    /// Checked while each measured stage runs (not the warm-up, not search probes).
+    pub live_check: Option<LiveCheck>,
 }
 
 /// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).

@@ -41,6 +41,8 @@ pub struct RunOutput {
     pub telemetry: Option<TelemetryReport>,
     /// A shard of a distributed run: how far each step started from its agreed instant.
     pub starts: Vec<super::StepStart>,
+    /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
+    pub cache_salt: Option<String>,
 }
 
 /// Why a run that started ended.
@@ -174,6 +176,8 @@ pub async fn run(
                 Api::Chat => 16,
                 Api::Completions => 2,
             },
+            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
+            server_root: Some(super::server::server_root(&base_url)),
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
@@ -190,6 +194,7 @@ pub async fn run(
         problems: Vec::new(),
         telemetry: None,
         starts: Vec::new(),
+        cache_salt: None,
     };
     let found = preflight(
         client.http(),
@@ -213,6 +218,9 @@ pub async fn run(
         None => None,
     };
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
+    // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
+    // the server's cache.
+    let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
         plan: plan.clone(),
         client,
@@ -223,8 +231,11 @@ pub async fn run(
         cpu,
         opts: &opts,
         starts: std::sync::Mutex::new(Vec::new()),
+        salt_seed,
+        reset: std::sync::Mutex::new(None),
     };
 
+    out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
     // need not wait for them.
     let telemetry = tokio::select! {
@@ -276,7 +287,7 @@ pub async fn run(
         match agree(step, &w.name).await {
             Ok(start) => {
                 let (summary, problem) = runner
-                    .run_stage(w, 0, &mut sink, watch.as_ref(), start)
+                    .run_stage(w, 0, &mut sink, watch.as_ref(), false, start)
                     .await;
                 out.warmup = Some(summary);
                 out.problems.extend(problem);
@@ -314,9 +325,15 @@ pub async fn run(
                 }
             };
             step += 1;
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None, start).await;
+            let (summary, problem) = runner
+                .run_stage(stage, round, &mut sink, None, true, start)
+                .await;
             out.problems.extend(problem);
+            let aborted = summary.aborted.is_some();
             rounds.push(summary);
+            if aborted {
+                break;
+            }
         }
         if rounds.is_empty() {
             break;
@@ -327,7 +344,11 @@ pub async fn run(
             point.assess(&summary);
             summary.profile = Some(point);
         }
-        let decision = after_stage(&summary);
+        let decision = match &summary.aborted {
+            // Stopped while it ran: the live check's verdict stands.
+            Some(why) => StageDecision::Abort(why.clone()),
+            None => after_stage(&summary),
+        };
         out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {
             out.stop = Stop::Aborted(why);
@@ -349,6 +370,7 @@ pub async fn run(
         let report = t.finish().await;
         for s in out.warmup.iter_mut().chain(out.stages.iter_mut()) {
             super::telemetry::flag_throttled(&report, s);
+            super::telemetry::attribute(&report, s);
         }
         out.telemetry = Some(report);
     }

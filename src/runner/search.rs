@@ -63,7 +63,7 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self.run_stage(&probe, 0, sink, None, None).await;
+            let (mut summary, problem) = self.run_stage(&probe, 0, sink, None, false, None).await;
             out.problems.extend(problem);
             let mut point = probe.profile.clone().unwrap_or_default();
             point.assess(&summary);

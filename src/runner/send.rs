@@ -13,7 +13,7 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Client, Message, PromptRef};
-use crate::dataset::{Prompt, PromptFactory};
+use crate::dataset::{Prompt, PromptFactory, Salt};
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
@@ -27,8 +27,9 @@ pub(super) enum BodyError {
     Json(#[from] serde_json::Error),
 }
 
-/// A request's body and its input token count.
-pub(super) type Body = Result<(Bytes, u32), BodyError>;
+/// A request's body, its input token count, and the `max_tokens` it asks for (a `request` hook
+/// may change it).
+pub(super) type Body = Result<(Bytes, u32, u32), BodyError>;
 
 /// What every request task of one stage shares.
 pub(super) struct StageShared {
@@ -48,6 +49,8 @@ pub(super) struct StageShared {
     /// Requests in flight now, and the most there were at once (a ramp's reach).
     pub(super) in_flight: AtomicU64,
     pub(super) peak_in_flight: Arc<AtomicU64>,
+    /// `cache-salt`: this stage round's salt, put in front of every prompt.
+    pub(super) salt: Option<Salt>,
 }
 
 /// Nanoseconds since `t0`.
@@ -64,12 +67,24 @@ impl StageShared {
         self.body_for(recipe, prompt)
     }
 
+    /// The prompt with this round's salt in front, and its input count with the salt's tokens.
+    fn salted(&self, prompt: Prompt, input: u32) -> (Prompt, u32) {
+        match &self.salt {
+            Some(salt) => {
+                let (p, added) = self.factory.salted(salt, prompt);
+                (p, input.saturating_add(added))
+            }
+            None => (prompt, input),
+        }
+    }
+
     /// The body for a prompt built elsewhere (a session's turn), through the hooks.
     pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
         let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
         let Some(h) = self.hooks.as_deref() else {
+            let (prompt, input) = self.salted(prompt, recipe.input_tokens);
             let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
-            return Ok((bytes, recipe.input_tokens));
+            return Ok((bytes, input, recipe.output_tokens));
         };
         let c = self.hook_ctx(recipe);
         let mut input = recipe.input_tokens;
@@ -86,13 +101,20 @@ impl StageShared {
         } else {
             prompt
         };
+        // After `mutate`, so the script sees the data set's prompt.
+        let (prompt, input) = self.salted(prompt, input);
         let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
         if !h.has_request {
-            return Ok((bytes, input));
+            return Ok((bytes, input, recipe.output_tokens));
         }
         let value: serde_json::Value = serde_json::from_slice(&bytes)?;
         let value = h.request(value, &c)?;
-        Ok((Bytes::from(serde_json::to_vec(&value)?), input))
+        // What the server is asked for is what its answer is checked against.
+        let max_tokens = ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|k| value.get(*k).and_then(serde_json::Value::as_u64))
+            .map_or(recipe.output_tokens, |n| n.min(u64::from(u32::MAX)) as u32);
+        Ok((Bytes::from(serde_json::to_vec(&value)?), input, max_tokens))
     }
 
     fn hook_ctx(&self, recipe: &RequestRecipe) -> HookCtx<'_> {
@@ -143,11 +165,15 @@ impl StageShared {
             messages: 2 * turn + 1,
             scheduled_ns,
             input_tokens: recipe.input_tokens,
+            planned_input_tokens: recipe.input_tokens,
+            planned_output_tokens: recipe.output_tokens,
             ..RequestRecord::default()
         };
         let body = match body {
-            Ok((b, input_tokens)) => {
+            Ok((b, input_tokens, max_tokens)) => {
                 rec.input_tokens = input_tokens;
+                rec.planned_input_tokens = input_tokens;
+                rec.planned_output_tokens = max_tokens;
                 b
             }
             Err(why) => {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::collect::{Collector, RowSink};
+use super::collect::{Collector, Live, RowSink};
 use super::cpu::CpuClock;
 use super::options::RunOptions;
 use super::run::RunProblem;
@@ -28,8 +28,11 @@ use super::warmup::{Watch, WatchState};
 use crate::client::{BodyTemplate, Client};
 use crate::dataset::{DatasetSource, PromptFactory};
 use crate::hooks::Hooks;
-use crate::metrics::{GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageSummary};
+use crate::metrics::{
+    GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageFacts, StageSummary,
+};
 use crate::plan::{Load, Plan, StagePlan};
+use crate::protocol::CacheReset;
 
 /// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
@@ -44,11 +47,16 @@ pub(super) struct StageRunner<'a> {
     pub(super) opts: &'a RunOptions,
     /// How far each synchronised step started from its agreed instant (distributed runs).
     pub(super) starts: std::sync::Mutex<Vec<super::StepStart>>,
+    /// `cache-salt`: the run's salt seed (each stage round draws its salt from it).
+    pub(super) salt_seed: Option<u64>,
+    /// `reset-cache`: how, once `auto` has found the server's endpoint.
+    pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
 }
 
 impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
-    /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`).
+    /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`);
+    /// with `live`, the caller's live check (`abort-on-fail`) judges it as it runs.
     /// With `start` (step number, agreed start), the stage's clock starts at that instant.
     pub(super) async fn run_stage(
         &self,
@@ -56,9 +64,12 @@ impl StageRunner<'_> {
         round: u32,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
+        live: bool,
         start: Option<(u32, super::AgreedStart)>,
     ) -> (StageSummary, Option<RunProblem>) {
-        let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan));
+        let reset_note = self.reset_cache(&stage.name).await;
+        let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
+            .with_facts(stage_facts(&self.plan, stage));
         let shown = if stage.rounds > 1 {
             format!("{} (round {} of {})", stage.name, round + 1, stage.rounds)
         } else {
@@ -68,7 +79,26 @@ impl StageRunner<'_> {
             .opts
             .observer
             .stage_started(&shown, planned_total(&self.plan, stage));
-        let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress);
+        // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
+        // the live check.
+        let stop = self.opts.interrupt.child_token();
+        let started = Arc::new(std::sync::OnceLock::new());
+        let live = live
+            .then_some(self.opts.live_check.as_ref())
+            .flatten()
+            .map(|check| Live {
+                check: check.clone(),
+                stop: stop.clone(),
+                t0: started.clone(),
+                clock: StageClock {
+                    planned_span_ns: planned_span(stage),
+                    cores: cores(),
+                    poll_idle: self.opts.poll_idle,
+                    ..StageClock::default()
+                },
+                rules: self.opts.validity,
+            });
+        let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
 
         warm_pool(
             self.client.http(),
@@ -93,9 +123,8 @@ impl StageRunner<'_> {
         }
 
         let cancel = CancellationToken::new();
-        // "Stop sending": Ctrl-C, or the warm-up's rule holding (which must not end the run).
-        let stop = self.opts.interrupt.child_token();
         let t0 = Instant::now();
+        let _ = started.set(t0);
         let cpu0 = self.cpu.now_ns();
         let steal0 = super::cpu::StealSample::now();
         let peak_in_flight = Arc::new(AtomicU64::new(0));
@@ -112,6 +141,10 @@ impl StageRunner<'_> {
             cancel: cancel.clone(),
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
+            salt: self.salt_seed.map(|seed| {
+                self.factory
+                    .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))
+            }),
         });
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
@@ -172,7 +205,7 @@ impl StageRunner<'_> {
             )
         });
         drop(shared);
-        self.drain(stage, &tracker).await;
+        self.drain(stage, &tracker, stop.is_cancelled()).await;
         cancel.cancel();
         tracker.wait().await;
         let wall_ns = since(t0);
@@ -192,14 +225,9 @@ impl StageRunner<'_> {
         };
         let clock = StageClock {
             wall_ns,
-            planned_span_ns: match &stage.load {
-                Load::Open { schedule, .. } => Some(schedule.last_ns()),
-                Load::Closed { .. } | Load::Search(_) => None,
-            },
+            planned_span_ns: planned_span(stage),
             cpu_ns,
-            cores: thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1),
+            cores: cores(),
             peak_rss_bytes: super::cpu::peak_rss_bytes(),
             steal_share: steal0
                 .zip(super::cpu::StealSample::now())
@@ -208,15 +236,42 @@ impl StageRunner<'_> {
         };
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
+        summary.aborted = finished.aborted;
+        summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
         (summary, problem)
     }
 
+    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a
+    /// warning (and nothing) when no endpoint answered.
+    async fn reset_cache(&self, stage: &str) -> Option<String> {
+        let how = self.plan.target.run.reset_cache?;
+        let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
+        let root = super::server::server_root(&self.base_url);
+        match super::server::reset_cache(self.client.http(), &root, resolved).await {
+            Ok((kind, done)) => {
+                if let Ok(mut r) = self.reset.lock() {
+                    *r = Some(kind);
+                }
+                Some(format!(
+                    "asked the server to drop its prompt cache before the stage ({done})"
+                ))
+            }
+            Err(why) => {
+                self.opts.observer.warning(&format!(
+                    "reset-cache \"{}\" before `{stage}`: no endpoint answered ({why})",
+                    how.as_str()
+                ));
+                None
+            }
+        }
+    }
+
     /// Sending is over: waits for in-flight requests, at most the drain time (the interrupt
-    /// grace once interrupted).
-    async fn drain(&self, stage: &StagePlan, tracker: &TaskTracker) {
+    /// grace once interrupted or stopped by the live check).
+    async fn drain(&self, stage: &StagePlan, tracker: &TaskTracker, stopped: bool) {
         let interrupt = &self.opts.interrupt;
-        let drain = if interrupt.is_cancelled() {
+        let drain = if interrupt.is_cancelled() || stopped {
             self.opts.interrupt_grace
         } else {
             stage.drain_timeout.as_std()
@@ -318,6 +373,41 @@ async fn closed_worker(
         let body = sh.body(&recipe);
         let scheduled = since(sh.t0);
         sh.send(body, recipe, scheduled, 0).await;
+    }
+}
+
+/// The planned sending span of an open-loop stage (its last scheduled offset).
+fn planned_span(stage: &StagePlan) -> Option<u64> {
+    match &stage.load {
+        Load::Open { schedule, .. } => Some(schedule.last_ns()),
+        Load::Closed { .. } | Load::Search(_) => None,
+    }
+}
+
+fn cores() -> u32 {
+    thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+/// What the plan says about the stage's prompts: whether they share prefixes on purpose, and
+/// how many distinct ones a file data set has.
+fn stage_facts(plan: &Plan, stage: &StagePlan) -> StageFacts {
+    let dataset = plan.datasets.get(stage.dataset);
+    let sessions = plan.session_plan(stage).is_some();
+    let (prefix_blocks, distinct) = match dataset.map(|d| &d.source) {
+        Some(DatasetSource::Trace { rows, .. }) => {
+            (rows.iter().any(|r| !r.hash_ids.is_empty()), None)
+        }
+        Some(DatasetSource::Items { items, .. }) if !sessions => (false, Some(items.len() as u64)),
+        _ => (false, None),
+    };
+    StageFacts {
+        ignore_eos: plan.target.ignore_eos,
+        shares_prefixes: sessions
+            || prefix_blocks
+            || dataset.is_some_and(|d| d.context.shared_prefix.is_some()),
+        distinct_prompts: distinct,
     }
 }
 

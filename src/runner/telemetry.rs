@@ -2,7 +2,7 @@
 //! `/metrics`, starting the sampler before any load (a required source that is unavailable
 //! stops the run), and flagging stages during which a GPU throttled.
 
-use crate::metrics::StageSummary;
+use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary, tpot_note};
 use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
 };
@@ -52,6 +52,51 @@ pub(super) async fn start(
         return Err(RunError::SimMetricsWithoutSim);
     }
     Ok(Some(Telemetry::start_async(config).await?))
+}
+
+/// Where the stage's TTFT went, by a Prometheus source's latency histograms over the stage,
+/// when the stage has no per-request attribution (llama.cpp timings) already.
+pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
+    if summary.attribution.is_some() || summary.requests.ok == 0 {
+        return;
+    }
+    let Some(stage) = report.stage(&summary.name) else {
+        return;
+    };
+    let Some((source, l)) = stage
+        .servers
+        .iter()
+        .find_map(|s| s.latency.as_ref().map(|l| (&s.source, l)))
+    else {
+        return;
+    };
+    let client_ttft = ServerDist::of_dist(&summary.latency.ttft_ms);
+    let tpot = &summary.latency.tpot_ms;
+    summary.attribution = Some(Attribution {
+        source: AttributionSource::Prometheus,
+        server: Some(source.clone()),
+        client_ttft_ms: client_ttft,
+        server_ttft_ms: l.ttft_ms,
+        queue_ms: l.queue_ms,
+        prefill_ms: l.prefill_ms,
+        decode_ms: l.decode_ms,
+        server_tpot_ms: l.tpot_ms,
+        client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
+        server_e2e_ms: l.e2e_ms,
+        client_e2e_ms: l
+            .e2e_ms
+            .map(|_| ServerDist::of_dist(&summary.latency.e2e_ms)),
+        outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
+        server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
+    });
+    let mean_output = summary.tokens.output as f64 / summary.requests.ok.max(1) as f64;
+    if let Some(note) = summary
+        .attribution
+        .as_ref()
+        .and_then(|a| tpot_note(a, mean_output))
+    {
+        summary.notes.push(note);
+    }
 }
 
 /// Marks a stage untrusted when any of its GPUs throttled (see `docs/telemetry.md`).

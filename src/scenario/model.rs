@@ -147,6 +147,15 @@ pub struct Target {
     pub extra_body: BTreeMap<String, serde_json::Value>,
     /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
     pub ignore_eos: bool,
+    /// `max-event-size`: the most bytes one SSE event may take (default 1 MiB); a larger one
+    /// fails its request as `malformed`.
+    pub max_event_bytes: u64,
+    /// `cache-salt #true`: start every prompt with a few words drawn afresh for each run, so
+    /// a server's prompt cache cannot serve a rerun's prompts (the plan's hash is unchanged).
+    pub cache_salt: bool,
+    /// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`: ask the server to drop its prompt
+    /// cache before the warm-up and before each stage (and round).
+    pub reset_cache: Option<crate::protocol::CacheReset>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -247,6 +256,14 @@ pub struct SlaPolicySpec {
     pub inconclusive: Option<InconclusiveAs>,
     /// What an assertion on an untrusted stage comes to.
     pub untrusted: Option<Untrusted>,
+    /// `abort-min-samples N`: requests a running stage must have completed before its
+    /// `abort-on-fail` assertions are judged (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_min_samples: Option<u64>,
+    /// `abort-grace "10s"`: how long a stage runs before its `abort-on-fail` assertions are
+    /// judged (default 0s), like k6's `delayAbortEval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_grace: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]

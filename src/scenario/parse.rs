@@ -292,6 +292,8 @@ fn merge_policy(into: &mut super::model::SlaPolicySpec, from: super::model::SlaP
     into.confidence = from.confidence.or(into.confidence);
     into.inconclusive = from.inconclusive.or(into.inconclusive);
     into.untrusted = from.untrusted.or(into.untrusted);
+    into.abort_min_samples = from.abort_min_samples.or(into.abort_min_samples);
+    into.abort_grace = from.abort_grace.or(into.abort_grace);
 }
 
 /// Records a dataset or stage name, reporting a duplicate.

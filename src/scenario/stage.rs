@@ -328,7 +328,14 @@ pub(crate) struct SlaOut {
     pub policy: SlaPolicySpec,
 }
 
-const SLA_CHILDREN: &[&str] = &["assert", "confidence", "inconclusive", "untrusted"];
+const SLA_CHILDREN: &[&str] = &[
+    "assert",
+    "confidence",
+    "inconclusive",
+    "untrusted",
+    "abort-min-samples",
+    "abort-grace",
+];
 
 /// `sla { assert "…" [stage="…"] [abort-on-fail=#true]; confidence "95%"; inconclusive
 /// "fail"; untrusted "judge" }`; `scope` is the enclosing stage (whose block takes assertions
@@ -411,7 +418,7 @@ pub(crate) fn sla_block(
 }
 
 /// `confidence "95%"`, `inconclusive "fail"|"pass"|"inconclusive"`, `untrusted
-/// "inconclusive"|"judge"`.
+/// "inconclusive"|"judge"`, `abort-min-samples 20`, `abort-grace "10s"`.
 fn sla_setting(ctx: &mut Ctx<'_>, node: &KdlNode, policy: &mut SlaPolicySpec) {
     let name = node.name().value().to_string();
     let mut r = NodeReader::new(ctx, node);
@@ -419,6 +426,28 @@ fn sla_setting(ctx: &mut Ctx<'_>, node: &KdlNode, policy: &mut SlaPolicySpec) {
         r.finish(ctx);
         return;
     };
+    if name == "abort-min-samples" {
+        match &v.value {
+            KdlValue::Integer(i) if *i >= 1 => {
+                policy.abort_min_samples = u64::try_from(*i).ok();
+            }
+            _ => ctx.error(
+                v.span,
+                "invalid `abort-min-samples`",
+                "expected a whole number of requests, at least 1",
+                Some("write e.g. abort-min-samples 20".into()),
+            ),
+        }
+        r.finish(ctx);
+        return;
+    }
+    if name == "abort-grace" {
+        if let Some(d) = ctx.duration(&v, &name) {
+            policy.abort_grace = Some(d);
+        }
+        r.finish(ctx);
+        return;
+    }
     let Some(text) = ctx.name_string(&v, &name) else {
         r.finish(ctx);
         return;

@@ -20,6 +20,9 @@ const COMMON: &[&str] = &[
     "header",
     "body",
     "ignore-eos",
+    "max-event-size",
+    "cache-salt",
+    "reset-cache",
 ];
 
 pub(crate) fn default_target() -> Target {
@@ -32,6 +35,9 @@ pub(crate) fn default_target() -> Target {
         headers: Vec::new(),
         extra_body: Default::default(),
         ignore_eos: true,
+        max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
+        cache_salt: false,
+        reset_cache: None,
     }
 }
 
@@ -251,10 +257,91 @@ fn common_setting(
                 t.ignore_eos = b;
             }
         }
+        "cache-salt" => {
+            if let Some(v) = one_arg(ctx, &mut r, "#true or #false")
+                && let Some(b) = ctx.boolean(&v, name)
+            {
+                t.cache_salt = b;
+            }
+        }
+        "reset-cache" => {
+            if let Some(v) = one_arg(
+                ctx,
+                &mut r,
+                "\"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"",
+            ) && let Some(s) = ctx.name_string(&v, name)
+            {
+                match crate::protocol::CacheReset::from_name(&s) {
+                    Some(k) => t.reset_cache = Some(k),
+                    None => ctx.error(
+                        v.span,
+                        format!("unknown reset-cache `{s}`"),
+                        "expected \"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"",
+                        Some(suggest(&s, &crate::protocol::CacheReset::NAMES, "value")),
+                    ),
+                }
+            }
+        }
+        "max-event-size" => {
+            if let Some(v) = one_arg(ctx, &mut r, "a size like \"1MiB\"") {
+                let parsed = match &v.value {
+                    KdlValue::Integer(i) => {
+                        u64::try_from(*i).map_err(|_| "must be positive".to_string())
+                    }
+                    KdlValue::String(s) => parse_size(s),
+                    _ => Err("expected a size like \"1MiB\" or a number of bytes".to_string()),
+                };
+                match parsed {
+                    Ok(n) if n >= 1024 => t.max_event_bytes = n,
+                    Ok(_) => ctx.error(
+                        v.span,
+                        "`max-event-size` too small",
+                        "must be at least 1KiB: a final chunk with usage takes about that",
+                        Some("write e.g. max-event-size \"1MiB\"".into()),
+                    ),
+                    Err(e) => ctx.error(
+                        v.span,
+                        "invalid `max-event-size`",
+                        e,
+                        Some(
+                            "write e.g. max-event-size \"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)"
+                                .into(),
+                        ),
+                    ),
+                }
+            }
+        }
         // Only COMMON names are passed in.
         _ => {}
     }
     r.finish(ctx);
+}
+
+/// `"1MiB"`, `"512KiB"`, `"64KB"`, `"2048"`: a byte count with an optional unit.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a number"))?;
+    let factor: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "KiB" => 1024.0,
+        "MB" => 1e6,
+        "MiB" => 1024.0 * 1024.0,
+        "GB" => 1e9,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        other => return Err(format!("unknown size unit `{other}`")),
+    };
+    let bytes = n * factor;
+    if !bytes.is_finite() || bytes > u64::MAX as f64 {
+        return Err(format!("`{text}` is too large"));
+    }
+    Ok(bytes as u64)
 }
 
 fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {

@@ -23,7 +23,8 @@ pub struct ShardError {
 }
 
 /// Makes `plan` the `slice`'s shard, or says why it cannot be split faithfully. Telemetry is
-/// sampled by shard 0 alone (it describes the one server all shards load).
+/// sampled by shard 0 alone (it describes the one server all shards load), and only shard 0
+/// resets the server's cache (`reset-cache`).
 pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
     let mut problems = Vec::new();
     if slice.count == 0 || slice.index >= slice.count {
@@ -40,6 +41,15 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
         problems.push(
             "`target`: the embedded simulator would start once per shard, N servers at 1/N of \
              the load each; run `infermeter sim` once and point `target \"http://…\"` at it"
+                .to_string(),
+        );
+    }
+    if plan.target.run.cache_salt {
+        problems.push(
+            "`target { cache-salt #true }`: each shard would draw its own salt, so a prefix \
+             that requests on different shards share in the plan would not be shared at the \
+             server as it is in one process; drop `cache-salt` (with `reset-cache` for a cold \
+             cache)"
                 .to_string(),
         );
     }
@@ -85,6 +95,8 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
     }
     if slice.index != 0 {
         plan.telemetry = None;
+        // One reset before each step, from shard 0, inside the barrier's lead time.
+        plan.target.run.reset_cache = None;
     }
     Ok(plan)
 }

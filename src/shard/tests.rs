@@ -122,24 +122,32 @@ fn a_shard_keeps_the_plan_and_its_hash() {
     assert_eq!(crate::plan::plan_hash(&shard).unwrap(), hash);
     assert_eq!(shard.hash, plan.hash);
     assert_eq!(shard.stages[0].slice, Slice { index: 1, count: 3 });
+    // Only shard 0 resets the server's cache and samples telemetry.
+    let mut plan = plan;
+    plan.target.run.reset_cache = Some(crate::protocol::CacheReset::Auto);
+    let zero = slice(plan.clone(), Slice { index: 0, count: 3 }).unwrap();
+    let two = slice(plan, Slice { index: 2, count: 3 }).unwrap();
+    assert!(zero.target.run.reset_cache.is_some() && two.target.run.reset_cache.is_none());
 }
 
 #[test]
 fn what_cannot_be_split_is_refused_with_every_reason() {
     let mut plan = plan_with(open_stage(arrival(0, 5.0), 1, 10));
     plan.stages[0].rounds = 3;
+    plan.target.run.cache_salt = true;
     plan.sla.push(crate::sla::ScopedAssertion {
         abort_on_fail: true,
         ..crate::sla::ScopedAssertion::everywhere(crate::sla::parse("ttft.p95 < 1s").unwrap())
     });
     let err = slice(plan, Slice { index: 4, count: 4 }).unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.problems.len(), 4, "{text}");
+    assert_eq!(err.problems.len(), 5, "{text}");
     for want in [
         "below the count",
         "embedded simulator",
         "3 rounds",
         "abort-on-fail",
+        "cache-salt",
     ] {
         assert!(text.contains(want), "{want}: {text}");
     }

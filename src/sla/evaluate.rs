@@ -141,6 +141,44 @@ pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
     }
 }
 
+/// The expression of the implicit verdict every stage that measured nothing gets.
+pub const NOTHING_MEASURED: &str = "error_rate < 100%";
+
+/// One failed verdict per measured stage (not a sweep point or search probe, whose failures
+/// are what they measure) that sent requests and had none succeed: such a stage measured
+/// nothing, so the run must not pass, whatever (or whether any) assertions say.
+pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
+    stages
+        .iter()
+        .filter(|s| s.profile.is_none() && s.requests.sent > 0 && s.requests.ok == 0)
+        .map(|s| {
+            let errors: Vec<String> = s
+                .requests
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            SlaVerdict {
+                expr: NOTHING_MEASURED.to_string(),
+                stage: Some(s.name.clone()),
+                observed: 100.0,
+                threshold: 100.0,
+                unit: "%".into(),
+                passed: false,
+                outcome: SlaOutcome::Fail,
+                interval: None,
+                more: None,
+                note: Some(format!(
+                    "implicit: every one of the {} requests failed ({}), so the stage measured \
+                     nothing",
+                    s.requests.sent,
+                    errors.join(", ")
+                )),
+            }
+        })
+        .collect()
+}
+
 /// Everything an evaluation may read besides the stages.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Context<'a> {
@@ -240,6 +278,44 @@ pub fn evaluate_one(
 /// the value's confidence interval where it has one (inconclusive when the interval straddles
 /// the threshold), and inconclusive on an untrusted stage unless the policy judges those too.
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    let mut verdict = judge_numbers(assertion, stage, cx);
+    // A stage that sent requests and got none answered measured nothing: every assertion on
+    // it fails, whatever its metric would say (an error rate of 100 % is the one number it
+    // has) and however untrusted the stage is, since no better run of it could pass.
+    if stage.requests.sent > 0 && stage.requests.ok == 0 {
+        let reason = format!(
+            "no request of the stage succeeded ({} sent): it measured nothing",
+            stage.requests.sent
+        );
+        verdict.note = Some(match verdict.note.take() {
+            Some(n) if verdict.outcome == SlaOutcome::Fail => format!("{reason}; {n}"),
+            _ => reason,
+        });
+        verdict.set_outcome(SlaOutcome::Fail);
+        return verdict;
+    }
+    if on_output_tokens(assertion.metric) && stage.tokens.estimated > 0 {
+        let note = format!(
+            "output token counts of {} of {} requests are estimates (the server sent no usage)",
+            stage.tokens.estimated, stage.requests.ok
+        );
+        verdict.note = Some(match verdict.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+    verdict
+}
+
+/// Metrics computed from output token counts.
+fn on_output_tokens(metric: Metric) -> bool {
+    matches!(
+        metric,
+        Metric::Tpot | Metric::Ntpot | Metric::OutputThroughput | Metric::TokensPerJoule
+    )
+}
+
+fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = blank(assertion, &stage.name);
     let (metric, agg) = (assertion.metric, assertion.aggregation);
     let observed = match observe_with(metric, agg, stage, cx.telemetry) {
@@ -257,10 +333,17 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
                 .baseline
                 .and_then(|b| b.stages.iter().find(|s| s.name == stage.name));
             let Some(base) = base else {
+                // Nothing to compare with: the threshold is unknown, so the assertion is
+                // undecided rather than failed against a threshold of 0.
                 verdict.note = Some(match cx.baseline {
-                    None => "no baseline given".to_string(),
-                    Some(_) => format!("the baseline has no stage `{}`", stage.name),
+                    None => "no baseline given, so the threshold is unknown".to_string(),
+                    Some(b) => format!(
+                        "the baseline has no stage `{}` (it has {}), so the threshold is unknown",
+                        stage.name,
+                        stage_names(b.stages)
+                    ),
                 });
+                verdict.set_outcome(SlaOutcome::Inconclusive);
                 return verdict;
             };
             let base_telemetry = cx.baseline.and_then(|b| b.telemetry);
@@ -308,6 +391,17 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
         verdict.set_outcome(SlaOutcome::Inconclusive);
     }
     verdict
+}
+
+fn stage_names(stages: &[StageSummary]) -> String {
+    if stages.is_empty() {
+        return "no stage".into();
+    }
+    stages
+        .iter()
+        .map(|s| format!("`{}`", s.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The stage's distribution of a per-request latency metric; `None` for the others.

@@ -2,6 +2,7 @@
 //! against a stage summary on the value's confidence interval, produce verdicts — pass, fail
 //! or inconclusive — and the gate's outcome from them. See `docs/sla.md`.
 
+mod abort;
 mod change;
 mod evaluate;
 mod grammar;
@@ -11,6 +12,7 @@ mod spread;
 mod telemetry;
 mod verdict;
 
+pub use abort::{AbortRule, abort_verdict};
 pub use change::{Shift, shift};
 pub use evaluate::*;
 pub use grammar::*;

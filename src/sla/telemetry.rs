@@ -28,6 +28,9 @@ pub fn observe_with(
         return Err(format!("telemetry has no record of stage `{}`", stage.name));
     }
     telemetry_metric(report, &stage.name, served_by, Some(stage.tokens.output)).ok_or_else(|| {
+        if let Some(why) = server_lacks(report, &stage.name, metric) {
+            return why;
+        }
         let needs = match metric {
             Metric::KvCacheMax | Metric::QueueMax => "a `prometheus` server source",
             Metric::EnergyJ | Metric::TokensPerJoule => {
@@ -37,4 +40,38 @@ pub fn observe_with(
         };
         format!("telemetry did not measure `{metric}` in this stage (needs {needs})")
     })
+}
+
+/// For a server metric: why the stage's server sources, which did answer, have no value —
+/// the server exports no such gauge (llama.cpp has no KV-cache gauge) — rather than a missing
+/// source.
+fn server_lacks(report: &TelemetryReport, stage: &str, metric: Metric) -> Option<String> {
+    let (what, has): (&str, fn(&crate::telemetry::ServerStageSummary) -> bool) = match metric {
+        Metric::KvCacheMax => ("a KV-cache usage gauge", |s| s.kv_cache_max.is_some()),
+        Metric::QueueMax => ("a queue-length (waiting requests) gauge", |s| {
+            s.waiting_max.is_some()
+        }),
+        _ => return None,
+    };
+    let servers: Vec<_> = report
+        .stage(stage)?
+        .servers
+        .iter()
+        .filter(|s| s.samples > 0)
+        .collect();
+    if servers.is_empty() || servers.iter().any(|s| has(s)) {
+        return None;
+    }
+    let names: Vec<String> = servers
+        .iter()
+        .map(|s| match s.kind {
+            Some(k) => format!("{} at `{}`", k.as_str(), s.source),
+            None => format!("`{}`", s.source),
+        })
+        .collect();
+    Some(format!(
+        "`{metric}` needs {what}, and the server's metrics ({}) have none: this server does \
+         not export it",
+        names.join(", ")
+    ))
 }

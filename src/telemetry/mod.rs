@@ -6,6 +6,7 @@
 mod config;
 pub mod expo;
 mod gpu;
+mod latency;
 mod markdown;
 mod normalize;
 mod nvml;
@@ -19,6 +20,7 @@ pub use config::{MetricsUrl, SourceConfig, TelemetryConfig, TelemetryError};
 pub use gpu::{
     DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
 };
+pub use latency::{LatencyHistograms, PromHistogram, ServerLatency};
 pub use markdown::render_markdown;
 pub use normalize::{Normalized, PrometheusKind, ServerReading, detect_kind, normalize};
 pub use nvml::{NvmlGpu, open_nvml};

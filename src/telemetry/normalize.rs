@@ -80,6 +80,8 @@ pub struct ServerReading {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Normalized {
     pub server: Option<ServerReading>,
+    /// The server's latency histograms (vLLM, SGLang), kept only at stage edges.
+    pub latency: Option<super::latency::LatencyHistograms>,
     /// dcgm-exporter GPUs by their `gpu` label, with the `modelName` label.
     pub gpus: BTreeMap<String, (String, GpuReading)>,
 }
@@ -88,10 +90,12 @@ pub fn normalize(kind: PrometheusKind, e: &Exposition) -> Normalized {
     match kind {
         PrometheusKind::Vllm => Normalized {
             server: Some(vllm(e)),
+            latency: super::latency::LatencyHistograms::read(kind, e),
             ..Default::default()
         },
         PrometheusKind::Sglang => Normalized {
             server: Some(sglang(e)),
+            latency: super::latency::LatencyHistograms::read(kind, e),
             ..Default::default()
         },
         PrometheusKind::LlamaCpp => Normalized {
@@ -100,6 +104,7 @@ pub fn normalize(kind: PrometheusKind, e: &Exposition) -> Normalized {
         },
         PrometheusKind::DcgmExporter => Normalized {
             server: None,
+            latency: None,
             gpus: dcgm(e),
         },
     }

@@ -187,11 +187,20 @@ impl Source {
                 .server
                 .get_or_insert_with(|| ServerRecorder::new(&shown, kind));
             server.kind = server.kind.or(kind);
-            let r = n.and_then(|n| n.server);
+            let (r, latency) = match n {
+                Some(n) => (n.server, n.latency),
+                None => (None, None),
+            };
             match ev {
                 Event::Sample => server.sample(t, r.as_ref()),
-                Event::Started(name) => server.stage_started(name, t, r.as_ref()),
-                Event::Ended(name) => server.stage_ended(name, t, r.as_ref()),
+                Event::Started(name) => {
+                    server.stage_started(name, t, r.as_ref());
+                    server.stage_edge(name, latency, true);
+                }
+                Event::Ended(name) => {
+                    server.stage_ended(name, t, r.as_ref());
+                    server.stage_edge(name, latency, false);
+                }
             }
         }
     }

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::gpu::GpuReading;
+use super::latency::LatencyHistograms;
 use super::normalize::{PrometheusKind, ServerReading};
 use super::report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
@@ -309,6 +310,9 @@ struct ServerAcc {
     queries: CounterDelta,
     prompt: CounterDelta,
     generation: CounterDelta,
+    /// The server's latency histograms at the stage's start and end scrapes.
+    latency_start: Option<LatencyHistograms>,
+    latency_end: Option<LatencyHistograms>,
 }
 
 impl ServerAcc {
@@ -342,6 +346,10 @@ impl ServerAcc {
             prefix_cache_hit_rate: from_counters.or_else(|| self.hit_gauge.mean()),
             prompt_tokens: self.prompt.get(self.samples),
             generation_tokens: self.generation.get(self.samples),
+            latency: match (&self.latency_end, &self.latency_start) {
+                (Some(end), Some(start)) => Some(end.since(start)).filter(|l| !l.is_empty()),
+                _ => None,
+            },
         }
     }
 }
@@ -395,6 +403,18 @@ impl ServerRecorder {
             .find(|s| s.open && s.name == name)
         {
             s.open = false;
+        }
+    }
+
+    /// The latency histograms scraped at stage `name`'s start (`start`) or end, after
+    /// [`stage_started`](Self::stage_started) or [`stage_ended`](Self::stage_ended).
+    pub fn stage_edge(&mut self, name: &str, latency: Option<LatencyHistograms>, start: bool) {
+        if let Some(s) = self.stages.iter_mut().rev().find(|s| s.name == name) {
+            if start {
+                s.acc.latency_start = latency;
+            } else {
+                s.acc.latency_end = latency;
+            }
         }
     }
 

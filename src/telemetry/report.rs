@@ -114,6 +114,10 @@ pub struct ServerStageSummary {
     /// Server-counted tokens during the stage (counter deltas).
     pub prompt_tokens: Option<f64>,
     pub generation_tokens: Option<f64>,
+    /// The stage's distributions from the server's latency histograms (their increase between
+    /// the stage's start and end scrapes), where it exports them. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<super::latency::ServerLatency>,
 }
 
 impl TelemetryReport {

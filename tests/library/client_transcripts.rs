@@ -76,12 +76,9 @@ async fn execute(url: String, planned_input: u32) -> RequestRecord {
 async fn execute_text(url: String, planned_input: u32) -> (RequestRecord, String) {
     let client = Client::new(
         ClientConfig {
-            url,
-            headers: vec![],
-            api_key: None,
             timeout: Duration::from_secs(10),
             pool_size: 1,
-            template_tokens: 16,
+            ..ClientConfig::new(url)
         },
         Arc::new(Words),
     )

@@ -8,6 +8,7 @@ mod support;
 mod architecture;
 mod chunk_props;
 mod client_transcripts;
+mod engine_settings;
 mod report_render;
 mod report_schema;
 mod scenario_corpus;

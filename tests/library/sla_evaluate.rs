@@ -2,7 +2,7 @@
 
 use infermeter::metrics::{Dist, StageSummary};
 use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
-use infermeter::sla::{Assertion, ScopedAssertion, evaluate, parse};
+use infermeter::sla::{Assertion, ScopedAssertion, SlaOutcome, evaluate, parse};
 
 fn dist(p95: f64) -> Dist {
     Dist {
@@ -61,6 +61,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
             api: infermeter::protocol::Api::Chat,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
+            cache_salt: None,
         },
         warmup: None,
         searches: Vec::new(),
@@ -173,15 +174,73 @@ fn baseline_thresholds_use_the_same_stage_of_the_baseline() {
         None,
     );
     assert!(!none[0].passed);
-    assert_eq!(none[0].note.as_deref(), Some("no baseline given"));
+    assert_eq!(none[0].outcome, SlaOutcome::Inconclusive);
+    assert_eq!(
+        none[0].note.as_deref(),
+        Some("no baseline given, so the threshold is unknown")
+    );
 
+    // A stage the baseline lacks: undecided, saying so (not failed against a threshold of 0).
     let other = results(vec![stage("other", 1.0, 0)]);
     let v = evaluate(
         &[ScopedAssertion::everywhere(a("ttft.p95 < baseline"))],
         &stages,
         Some(other.baseline()),
     );
-    assert!(v[0].note.as_deref().unwrap().contains("no stage `low`"));
+    assert_eq!(v[0].outcome, SlaOutcome::Inconclusive);
+    let note = v[0].note.as_deref().unwrap();
+    assert!(
+        note.contains("the baseline has no stage `low` (it has `other`)"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one() {
+    let mut dead = stage("dead", 0.0, 0);
+    dead.requests.sent = 10;
+    dead.requests.ok = 0;
+    dead.requests.failed = 10;
+    dead.requests.errors.insert("http_400".into(), 10);
+    dead.validity.trusted = false;
+    dead.validity.reasons.push("no request succeeded".into());
+    let v = evaluate(
+        &[ScopedAssertion::everywhere(a("error_rate < 100%"))],
+        std::slice::from_ref(&dead),
+        None,
+    );
+    // Untrusted would make it inconclusive; nothing measured makes it a failure.
+    assert_eq!(v[0].outcome, SlaOutcome::Fail);
+    assert!(v[0].note.as_deref().unwrap().contains("measured nothing"));
+    let implicit = infermeter::sla::nothing_measured(std::slice::from_ref(&dead));
+    assert_eq!(implicit.len(), 1);
+    assert_eq!(implicit[0].expr, infermeter::sla::NOTHING_MEASURED);
+    assert_eq!(implicit[0].outcome, SlaOutcome::Fail);
+    assert!(
+        implicit[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("http_400: 10")
+    );
+    assert!(infermeter::sla::nothing_measured(&[stage("fine", 1.0, 0)]).is_empty());
+}
+
+#[test]
+fn an_sla_on_estimated_output_counts_says_so() {
+    let mut s = stage("s", 10.0, 0);
+    s.latency.tpot_ms = s.latency.ttft_ms;
+    s.tokens.estimated = 3;
+    let v = evaluate(
+        &[
+            ScopedAssertion::everywhere(a("tpot.p95 < 1s")),
+            ScopedAssertion::everywhere(a("ttft.p95 < 1s")),
+        ],
+        &[s],
+        None,
+    );
+    assert!(v[0].note.as_deref().unwrap().contains("are estimates"));
+    assert!(v[1].note.is_none(), "TTFT does not rest on token counts");
 }
 
 #[test]

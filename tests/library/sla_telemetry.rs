@@ -149,3 +149,27 @@ fn missing_telemetry_fails_with_a_note() {
             .contains("no record of stage `other`")
     );
 }
+
+#[test]
+fn a_server_without_a_kv_gauge_is_named_as_the_reason() {
+    // llama.cpp's /metrics answers, with no KV-cache gauge: the source is there, the gauge is not.
+    let mut r = report();
+    r.stages[0].servers[0].kv_cache_max = None;
+    r.stages[0].servers[0].kind = Some(infermeter::telemetry::PrometheusKind::LlamaCpp);
+    let v = evaluate_with(
+        &[ScopedAssertion::everywhere(
+            parse("kv_cache.max < 90%").unwrap(),
+        )],
+        &[stage("s", 10)],
+        None,
+        Some(&r),
+    );
+    assert!(!v[0].passed);
+    let note = v[0].note.as_deref().unwrap();
+    assert!(
+        note.contains("needs a KV-cache usage gauge")
+            && note.contains("llama-cpp at `http://h/metrics`) have none"),
+        "{note}"
+    );
+    assert!(!note.contains("prometheus` server source"), "{note}");
+}

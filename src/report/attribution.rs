@@ -1,0 +1,127 @@
+//! "Where the latency went": a stage's client TTFT beside the server's own account of it
+//! (`StageSummary::attribution`), as a small Markdown table for `report.md` and one sentence
+//! for the terminal summary.
+
+use serde::Serialize;
+
+use super::view::num;
+use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary};
+
+/// One row of the table: a part of the request's time.
+#[derive(Debug, Serialize)]
+pub struct AttributionRow {
+    pub part: &'static str,
+    pub count: String,
+    pub mean: String,
+    pub p50: String,
+    pub p90: String,
+    pub p99: String,
+}
+
+/// Where the figures come from, for the table's caption.
+pub fn source_text(a: &Attribution) -> String {
+    match a.source {
+        AttributionSource::Timings => {
+            "the server's per-request timings (llama.cpp `timings`)".to_string()
+        }
+        AttributionSource::Prometheus => format!(
+            "the server's latency histograms over the stage ({}); their percentiles are \
+             interpolated within buckets, their means exact",
+            a.server.as_deref().unwrap_or("prometheus")
+        ),
+    }
+}
+
+/// The table's rows, in the order a request spends them.
+pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
+    let outside = match a.source {
+        AttributionSource::Timings => {
+            "outside the prompt processing (slot wait, HTTP, network, client)"
+        }
+        AttributionSource::Prometheus => "outside the engine (HTTP, API server, network, client)",
+    };
+    let parts: [(&'static str, Option<&ServerDist>); 10] = [
+        ("TTFT, client", Some(&a.client_ttft_ms)),
+        ("TTFT, server", a.server_ttft_ms.as_ref()),
+        ("queued in the server", a.queue_ms.as_ref()),
+        ("prefill", a.prefill_ms.as_ref()),
+        (outside, a.outside_ms.as_ref()),
+        ("decode", a.decode_ms.as_ref()),
+        ("TPOT, client", a.client_tpot_ms.as_ref()),
+        ("TPOT, server", a.server_tpot_ms.as_ref()),
+        ("E2E, client", a.client_e2e_ms.as_ref()),
+        ("E2E, server", a.server_e2e_ms.as_ref()),
+    ];
+    // The llama.cpp prompt time is both the server's TTFT and its prefill: shown once.
+    let skip_prefill = a.source == AttributionSource::Timings;
+    parts
+        .into_iter()
+        .filter(|(part, _)| !(skip_prefill && *part == "prefill"))
+        .filter_map(|(part, d)| d.map(|d| row(part, d)))
+        .collect()
+}
+
+/// A percentile from a Prometheus histogram shows the bucket it fell in, not the interpolated
+/// point inside it: that is all the server's buckets say.
+fn row(part: &'static str, d: &ServerDist) -> AttributionRow {
+    let p = |v: Option<f64>, bucket: Option<[Option<f64>; 2]>| match (v, bucket) {
+        (_, Some([Some(lo), Some(hi)])) if lo <= 0.0 => format!("≤ {}", num(hi)),
+        (_, Some([Some(lo), Some(hi)])) => format!("{}–{}", num(lo), num(hi)),
+        (_, Some([Some(lo), None])) => format!("> {}", num(lo)),
+        (Some(v), _) => num(v),
+        (None, _) => "–".to_string(),
+    };
+    let b = d.buckets;
+    AttributionRow {
+        part,
+        count: d.count.to_string(),
+        mean: num(d.mean),
+        p50: p(d.p50, b.map(|b| b.p50)),
+        p90: p(d.p90, b.map(|b| b.p90)),
+        p99: p(d.p99, b.map(|b| b.p99)),
+    }
+}
+
+/// One line: "TTFT mean 503 ms: 494 queued in the server, 8.62 prefill, 0.663 outside".
+pub fn sentence(s: &StageSummary) -> Option<String> {
+    let a = s.attribution.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(q) = &a.queue_ms {
+        parts.push(format!("{} queued in the server", num(q.mean)));
+    }
+    match a.source {
+        AttributionSource::Timings => {
+            if let Some(p) = &a.prefill_ms {
+                parts.push(format!("{} prompt processing", num(p.mean)));
+            }
+        }
+        AttributionSource::Prometheus => {
+            if let Some(p) = &a.prefill_ms {
+                parts.push(format!("{} prefill", num(p.mean)));
+            }
+        }
+    }
+    if let Some(o) = &a.outside_ms {
+        parts.push(format!("{} outside", num(o.mean)));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut line = format!(
+        "TTFT mean {} ms: {}",
+        num(a.client_ttft_ms.mean),
+        parts.join(", ")
+    );
+    if let (Some(c), Some(sv)) = (&a.client_tpot_ms, &a.server_tpot_ms) {
+        line.push_str(&format!(
+            "; TPOT mean {} ms (server {})",
+            num(c.mean),
+            num(sv.mean)
+        ));
+    }
+    let by = match a.source {
+        AttributionSource::Timings => "llama.cpp timings",
+        AttributionSource::Prometheus => "server histograms",
+    };
+    Some(format!("{line} [{by}]"))
+}
