@@ -123,7 +123,6 @@ fn a_shard_keeps_the_plan_and_its_hash() {
     assert_eq!(shard.hash, plan.hash);
     assert_eq!(shard.stages[0].slice, Slice { index: 1, count: 3 });
     // Only shard 0 resets the server's cache and samples telemetry.
-    let mut plan = plan;
     plan.target.run.reset_cache = Some(crate::protocol::CacheReset::Auto);
     let zero = slice(plan.clone(), Slice { index: 0, count: 3 }).unwrap();
     let two = slice(plan, Slice { index: 2, count: 3 }).unwrap();
