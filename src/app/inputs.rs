@@ -104,6 +104,7 @@ fn sample_results(plan: &Plan) -> Results {
         cache_salt: None,
         problems: Vec::new(),
         server: None,
+        starts: Vec::new(),
         telemetry: plan
             .telemetry
             .as_ref()

@@ -258,6 +258,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         telemetry: None,
         searches: Vec::new(),
         provenance: None,
+        shards: None,
     }
 }
 

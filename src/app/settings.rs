@@ -53,6 +53,11 @@ pub struct RunSettings {
     pub command_line: Vec<String>,
     /// Record the host name in the provenance (`--no-hostname` turns it off).
     pub record_hostname: bool,
+    /// Run only this shard of the plan (`--shard I/N`; see `shard::slice`).
+    pub shard: Option<crate::plan::Slice>,
+    /// Where a shard agrees with the others when each step starts (a coordinator's client);
+    /// without one, each step starts when the shard gets to it.
+    pub barrier: Option<std::sync::Arc<dyn crate::runner::Barrier>>,
 }
 
 impl RunSettings {
@@ -80,6 +85,8 @@ impl RunSettings {
             interrupt_grace: Duration::from_secs(2),
             command_line: Vec::new(),
             record_hostname: true,
+            shard: None,
+            barrier: None,
         }
     }
 }

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::common::{parse_param, percent};
+use super::common::{merged_check, parse_param, parse_shard, percent};
 use super::progress::{ColorChoice, ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
+use crate::plan::Slice;
 use crate::report::{HTML_FILE, REPORT_FILE, render_summary_text_with};
 use crate::results::RESULTS_FILE;
 use crate::sla::{InconclusiveAs, Untrusted};
@@ -141,19 +142,72 @@ pub struct RunArgs {
     /// recorded).
     #[arg(long)]
     pub no_hostname: bool,
+    /// Run shard I (0-based) of N of the plan: its share of every stage's requests and
+    /// clients, each request at its planned offset (see docs/distributed.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Slice>,
+
+    /// The coordinator of the distributed run (`http://host:port`): each stage starts at the
+    /// instant agreed there, the result is sent there, and the exit code is the merged gate's.
+    #[arg(long, value_name = "URL", requires = "shard")]
+    pub coordinator: Option<String>,
+
+    /// Shard 0 also serves the coordinator on this address (the other shards ignore it), so
+    /// that one Indexed Job needs no other process.
+    #[arg(long, value_name = "ADDR", requires = "coordinator")]
+    pub coordinator_listen: Option<std::net::SocketAddr>,
+
+    /// Where shard 0's coordinator writes the merged result [default: OUT/merged].
+    #[arg(long, value_name = "DIR", requires = "coordinator_listen")]
+    pub merged_out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub timing: super::coordinate::CoordinatorTiming,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
-    let interrupt = super::signals::interrupt_on_signals();
     let (scenario, scenario_text) = super::common::scenario_source(args.scenario)?;
+    let target = TargetOverride {
+        url: args.url,
+        model: args.model,
+    };
+    let client = match (&args.coordinator, args.shard) {
+        (Some(url), Some(slice)) => Some(crate::coordinate::Client::new(
+            crate::coordinate::ClientConfig::new(url.clone(), slice.index),
+        )?),
+        _ => None,
+    };
+    let hosted = match (args.coordinator_listen, args.shard) {
+        (Some(listen), Some(slice)) if slice.index == 0 => {
+            let out = args.merged_out.clone().unwrap_or_else(|| {
+                args.out
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("results"))
+                    .join("merged")
+            });
+            let source = super::coordinate::Source {
+                path: &scenario,
+                text: scenario_text.as_deref(),
+                params: &args.params,
+                target: &target,
+            };
+            Some(super::coordinate::start(
+                &source,
+                listen,
+                slice.count,
+                out,
+                &args.timing,
+            )?)
+        }
+        _ => None,
+    };
+    let interrupt = super::signals::interrupt_on_signals();
+    let args_shard = args.shard;
     let settings = RunSettings {
         scenario,
         scenario_text,
         params: args.params,
-        target: TargetOverride {
-            url: args.url,
-            model: args.model,
-        },
+        target,
         out_dir: args.out,
         junit: args.junit,
         template: args.template,
@@ -182,6 +236,10 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         record_hostname: !args.no_hostname,
+        shard: args.shard,
+        barrier: client
+            .clone()
+            .map(|c| Arc::new(c) as Arc<dyn crate::runner::Barrier>),
         ..RunSettings::new("")
     };
     let mode = if args.quiet {
@@ -197,5 +255,27 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     println!("results: {}", report.out_dir.join(RESULTS_FILE).display());
     println!("report:  {}", report.out_dir.join(REPORT_FILE).display());
     println!("page:    {}", report.out_dir.join(HTML_FILE).display());
-    report.check()
+    let Some(client) = client else {
+        return report.check();
+    };
+    if let Some(s) = args_shard {
+        println!(
+            "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
+            s.index, s.count
+        );
+    }
+    // A shard's own numbers are a slice; the run's gate is the merged one's.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(client.submit(&report.results))?;
+    let verdict = runtime.block_on(client.verdict())?;
+    if let Some(path) = &verdict.results {
+        println!("merged:  {path}");
+    }
+    if let Some(coordinator) = hosted {
+        coordinator.wait()?;
+    }
+    merged_check(&verdict)
 }

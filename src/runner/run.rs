@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
-use super::stage::StageRunner;
+use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
 use crate::client::{
     BodyTemplate, Client, ClientConfig, ClientError, ServerInfo, TokenCounter, probe_server,
@@ -44,6 +44,8 @@ pub struct RunOutput {
     /// What the target said about itself (asked alongside the preflight, never waited for:
     /// `None` when it had not answered by the end of the run).
     pub server: Option<ServerInfo>,
+    /// A shard of a distributed run: how far each step started from its agreed instant.
+    pub starts: Vec<super::StepStart>,
     /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
     pub cache_salt: Option<String>,
 }
@@ -57,6 +59,9 @@ pub enum Stop {
     Interrupted,
     /// The caller's after-stage decision stopped it; the message says why.
     Aborted(String),
+    /// A shard could not agree on a step's start with the others (the coordinator is gone):
+    /// running it unsynchronised would not be the planned schedule.
+    Unsynchronised(String),
 }
 
 /// Something that went wrong during the run without stopping it.
@@ -201,6 +206,7 @@ pub async fn run(
         problems: Vec::new(),
         telemetry: None,
         server: None,
+        starts: Vec::new(),
         cache_salt: None,
     };
     let found = preflight(
@@ -237,6 +243,7 @@ pub async fn run(
         base_url,
         cpu,
         opts: &opts,
+        starts: std::sync::Mutex::new(Vec::new()),
         salt_seed,
         reset: std::sync::Mutex::new(None),
     };
@@ -253,6 +260,21 @@ pub async fn run(
         ) => t?,
     };
     out.stop = Stop::Completed;
+    // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
+    let mut step = 0u32;
+    let agree =
+        async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
+            match &opts.barrier {
+                None => Ok(None),
+                Some(b) => b
+                    .wait(step, name, &plan.hash)
+                    .await
+                    .map(|a| Some((step, a)))
+                    .map_err(|why| {
+                        format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
+                    }),
+            }
+        };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
             if started {
@@ -275,15 +297,30 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner
-            .run_stage(w, 0, None, &mut sink, watch.as_ref(), false)
-            .await;
+        match agree(step, &w.name).await {
+            Ok(start) => {
+                let (summary, problem) = runner
+                    .run_stage(
+                        w,
+                        0,
+                        &mut sink,
+                        watch.as_ref(),
+                        StageCall {
+                            start,
+                            ..StageCall::default()
+                        },
+                    )
+                    .await;
+                out.warmup = Some(summary);
+                out.problems.extend(problem);
+            }
+            Err(why) => out.stop = Stop::Unsynchronised(why),
+        }
         mark(&w.name, false);
-        out.warmup = Some(summary);
-        out.problems.extend(problem);
+        step += 1;
     }
     for stage in &plan.stages {
-        if opts.interrupt.is_cancelled() {
+        if opts.interrupt.is_cancelled() || matches!(out.stop, Stop::Unsynchronised(_)) {
             break;
         }
         mark(&stage.name, true);
@@ -302,14 +339,25 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
+            let start = match agree(step, &stage.name).await {
+                Ok(start) => start,
+                Err(why) => {
+                    out.stop = Stop::Unsynchronised(why);
+                    break;
+                }
+            };
+            step += 1;
             let (summary, problem) = runner
                 .run_stage(
                     stage,
                     round,
-                    sweep_position(&plan, stage),
                     &mut sink,
                     None,
-                    true,
+                    StageCall {
+                        position: sweep_position(&plan, stage),
+                        live: true,
+                        start,
+                    },
                 )
                 .await;
             out.problems.extend(problem);
@@ -318,6 +366,9 @@ pub async fn run(
             if aborted {
                 break;
             }
+        }
+        if rounds.is_empty() {
+            break;
         }
         mark(&stage.name, false);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
@@ -339,6 +390,7 @@ pub async fn run(
     if opts.interrupt.is_cancelled() {
         out.stop = Stop::Interrupted;
     }
+    out.starts = runner.starts.lock().map(|s| s.clone()).unwrap_or_default();
     if let Some(w) = sink
         && let Some(path) = opts.requests_jsonl.clone()
         && let Err(source) = persist_rows(w, &path)

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::collect::RowSink;
 use super::options::StageDecision;
 use super::run::RunProblem;
-use super::stage::StageRunner;
+use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};
 use crate::metrics::{ProbeResult, SearchSummary, StageSummary};
 use crate::plan::{StagePlan, probe_stage};
@@ -67,10 +67,12 @@ impl StageRunner<'_> {
                 .run_stage(
                     &probe,
                     0,
-                    Some((out.probes.len() + 1, spec.max_probes as usize)),
                     sink,
                     None,
-                    false,
+                    StageCall {
+                        position: Some((out.probes.len() + 1, spec.max_probes as usize)),
+                        ..StageCall::default()
+                    },
                 )
                 .await;
             out.problems.extend(problem);

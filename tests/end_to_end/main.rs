@@ -6,6 +6,8 @@ mod support;
 
 mod ci_action;
 mod ci_workflow;
+mod distributed_cli;
+mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
 mod gate_outcomes;

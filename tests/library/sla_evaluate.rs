@@ -69,6 +69,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         sla: vec![],
         telemetry: None,
         provenance: None,
+        shards: None,
     }
 }
 
