@@ -28,6 +28,7 @@ pub mod results;
 pub mod runner;
 pub mod scaffold;
 pub mod scenario;
+pub mod server_info;
 pub mod shard;
 pub mod sim;
 pub mod sla;

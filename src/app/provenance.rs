@@ -6,10 +6,10 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use crate::client::ServerInfo;
 use crate::redact::{MASK, is_secret_name, secrets};
 use crate::results::{BuildInfo, HostInfo, Provenance};
 use crate::scenario::{ParamValue, Scenario};
+use crate::server_info::ServerInfo;
 
 /// The commit infermeter was built from (`build.rs` asks git; `unknown` without a checkout).
 pub const BUILD_COMMIT: &str = env!("INFERMETER_COMMIT");

@@ -11,14 +11,13 @@ use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
 use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
-use crate::client::{
-    BodyTemplate, Client, ClientConfig, ClientError, ServerInfo, TokenCounter, probe_server,
-};
+use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
 use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
 use crate::protocol::Api;
+use crate::server_info::ServerInfo;
 use crate::sim::SimError;
 use crate::telemetry::{TelemetryError, TelemetryReport};
 use crate::units::Duration;

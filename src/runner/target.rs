@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cpu::ThreadId;
 use super::run::RunError;
-use crate::client::ServerInfo;
+use crate::server_info::ServerInfo;
 use crate::sim::{SimConfig, SimError};
 use crate::units::Duration;
 
