@@ -173,6 +173,7 @@ fn k8s_writes_manifests_the_api_types_read_back() {
         cm.data.unwrap().values().any(|v| *v == scenario),
         "the scenario is in the ConfigMap"
     );
+    validate_against_kubernetes_schemas(tmp.path());
 
     // A scenario that cannot be sharded gets no manifests.
     let out = support::infermeter(&[
@@ -187,6 +188,43 @@ fn k8s_writes_manifests_the_api_types_read_back() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(!tmp.path().join("no").exists());
+}
+
+/// The manifests against the Kubernetes API's own OpenAPI schemas (1.33, the oldest the
+/// `k8s-openapi` types support; strict: no unknown field), with `kubernetes-validate` (a PyPI
+/// package that bundles the schemas, so it needs no cluster or network). Skipped with a
+/// message when it is not on the PATH, unless `INFERMETER_REQUIRE_K8S_SCHEMA=1` (set by
+/// `.ci/run`, which installs it).
+fn validate_against_kubernetes_schemas(dir: &std::path::Path) {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let out = match std::process::Command::new("kubernetes-validate")
+        .args(["--strict", "--kubernetes-version", "1.33.0"])
+        .args(&files)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            assert!(
+                std::env::var("INFERMETER_REQUIRE_K8S_SCHEMA").as_deref() != Ok("1"),
+                "kubernetes-validate is required (INFERMETER_REQUIRE_K8S_SCHEMA=1): {e}"
+            );
+            eprintln!("skipped the Kubernetes schema check: kubernetes-validate: {e}");
+            return;
+        }
+    };
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "kubernetes-validate: {said}");
+    assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
 }
 
 /// Shard 0 serves the coordinator itself (as in the Kubernetes Job): both shards start each
