@@ -186,9 +186,10 @@ pub async fn run(
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
     // The server's self-description, asked while the preflight runs; collected at the end
-    // only if it has answered by then, so it can neither fail nor delay the run.
+    // only if it has answered by then, so it can neither fail nor delay the run. On
+    // connections of its own, so none of them is reused for the preflight or a request.
     let probe = tokio::spawn({
-        let http = client.http().clone();
+        let http = client.unpooled().clone();
         let url = base_url.clone();
         async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
     });
