@@ -64,6 +64,35 @@ pub enum Error {
     #[error(transparent)]
     Run(#[from] RunError),
 
+    /// `--shard`: the plan cannot be split faithfully (every reason, each with its fix).
+    #[error(transparent)]
+    Shard(#[from] crate::shard::ShardError),
+
+    /// A shard lost its coordinator (or never reached it): the rest of its run could not be
+    /// synchronised with the other shards, so it stopped.
+    #[error("{0}")]
+    Unsynchronised(String),
+
+    /// The coordinator of a distributed run failed (its port, its results directory).
+    #[error(transparent)]
+    Coordinate(#[from] crate::coordinate::CoordinateError),
+
+    /// `merge` refused its inputs (different plans, duplicate or missing shards: every problem).
+    #[error(transparent)]
+    Merge(#[from] crate::merge::MergeError),
+
+    /// `k8s` could not build the manifests (files too large for a ConfigMap, say).
+    #[error(transparent)]
+    K8s(#[from] crate::k8s::K8sError),
+
+    /// A distributed run's merged result lacks shards (killed or lost): its numbers are not the
+    /// whole plan's.
+    #[error("partial result: no result from shard(s) {}", missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    #[diagnostic(help(
+        "the merged result marks every stage untrusted; see `shards.missing` in results.json"
+    ))]
+    Partial { missing: Vec<u32> },
+
     #[error("failed to start the async runtime")]
     Runtime(#[source] std::io::Error),
 
@@ -168,7 +197,10 @@ impl Error {
             | Error::Baseline(_)
             | Error::Input(_)
             | Error::Template { .. }
-            | Error::Usage { .. } => exit::INVALID,
+            | Error::Usage { .. }
+            | Error::Shard(_)
+            | Error::Merge(_)
+            | Error::K8s(_) => exit::INVALID,
             Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
             Error::Sim(SimError::Config(_))
             | Error::Report(ReportError::Template { .. })
@@ -183,7 +215,10 @@ impl Error {
             | Error::Hub(_)
             | Error::Wait(_)
             | Error::Interrupted
-            | Error::Incomplete { .. } => exit::RUN_ERROR,
+            | Error::Incomplete { .. }
+            | Error::Unsynchronised(_)
+            | Error::Coordinate(_)
+            | Error::Partial { .. } => exit::RUN_ERROR,
         }
     }
 

@@ -103,6 +103,8 @@ fn sample_results(plan: &Plan) -> Results {
         stop: Stop::Completed,
         cache_salt: None,
         problems: Vec::new(),
+        server: None,
+        starts: Vec::new(),
         telemetry: plan
             .telemetry
             .as_ref()

@@ -17,6 +17,7 @@ mod inputs;
 mod load;
 mod outcome;
 mod outputs;
+mod provenance;
 mod run;
 mod settings;
 
@@ -24,5 +25,6 @@ pub use crate::error::Error;
 pub use inputs::ReportInputs;
 pub use load::{TargetOverride, load_scenario};
 pub use outcome::{Outcome, RunReport};
+pub use provenance::{BUILD_COMMIT, redact_args};
 pub use run::run_scenario;
 pub use settings::RunSettings;

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use crate::error::Error;
 use crate::plan::{EndpointPlan, Plan};
-use crate::report::{JUNIT_FILE, REPORT_FILE};
+use crate::report::{CSV_FILE, HTML_FILE, JUNIT_FILE, PR_COMMENT_FILE, REPORT_FILE};
 use crate::results::{
     RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, write_results,
 };
@@ -82,6 +82,9 @@ impl Outputs {
             ("results.json", self.dir.join(RESULTS_FILE)),
             ("report.md", self.dir.join(REPORT_FILE)),
             ("junit.xml", self.dir.join(JUNIT_FILE)),
+            ("report.html", self.dir.join(HTML_FILE)),
+            ("report.pr.md", self.dir.join(PR_COMMENT_FILE)),
+            ("stages.csv", self.dir.join(CSV_FILE)),
         ];
         if let Some(p) = &self.requests_jsonl {
             files.push(("requests.jsonl", p.clone()));
@@ -148,13 +151,16 @@ impl Outputs {
     }
 
     /// Marks the directory as this run's before anything is measured: `placeholder` (marked
-    /// incomplete) replaces `results.json`, and the previous run's report, JUnit files and
-    /// `requests.jsonl` are removed.
+    /// incomplete) replaces `results.json`, and the previous run's reports (Markdown, HTML,
+    /// PR comment, CSV), JUnit files and `requests.jsonl` are removed.
     pub(super) fn begin(&self, placeholder: &Results, junit: Option<&Path>) -> Result<(), Error> {
         write_results(placeholder, &self.dir.join(RESULTS_FILE)).map_err(results_error)?;
         let stale = [
             self.dir.join(REPORT_FILE),
             self.dir.join(JUNIT_FILE),
+            self.dir.join(HTML_FILE),
+            self.dir.join(PR_COMMENT_FILE),
+            self.dir.join(CSV_FILE),
             self.dir.join(REQUESTS_FILE),
         ];
         for path in stale.iter().map(PathBuf::as_path).chain(junit) {
@@ -194,7 +200,14 @@ pub(super) fn mark_stale(dir: &Path, why: &Error) {
         crate::redact::secrets(&crate::error::chain(why))
     ));
     if write_results(&earlier, &path).is_ok() {
-        for stale in [REPORT_FILE, JUNIT_FILE, REQUESTS_FILE] {
+        for stale in [
+            REPORT_FILE,
+            HTML_FILE,
+            PR_COMMENT_FILE,
+            CSV_FILE,
+            JUNIT_FILE,
+            REQUESTS_FILE,
+        ] {
             let _ = std::fs::remove_file(dir.join(stale));
         }
     }
@@ -244,6 +257,8 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         sla: Vec::new(),
         telemetry: None,
         searches: Vec::new(),
+        provenance: None,
+        shards: None,
     }
 }
 

@@ -13,11 +13,11 @@ use super::outputs::{Inputs, Outputs, placeholder, results_error};
 use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
-use crate::plan::{Load, Plan};
+use crate::plan::{Load, Plan, Slice};
 use crate::report::{self, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo,
-    write_results,
+    CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart,
+    Sharding, SlaPolicy, TargetInfo, write_results,
 };
 use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
@@ -64,6 +64,9 @@ fn run_marked(
         {
             s.rounds = n.max(1);
         }
+    }
+    if let Some(slice) = settings.shard {
+        plan = crate::shard::slice(plan, slice)?;
     }
     let plan = Arc::new(plan);
     let policy = SlaPolicy {
@@ -141,6 +144,7 @@ fn run_marked(
         interrupt: settings.interrupt.clone(),
         interrupt_grace: settings.interrupt_grace,
         poll_idle: poll_idle.is_some(),
+        barrier: settings.barrier.clone(),
     };
     let cx = sla::Context {
         baseline: baseline.as_ref().map(Results::baseline),
@@ -163,6 +167,16 @@ fn run_marked(
     };
 
     let mut results = assemble(&plan, &output, &cx, policy);
+    results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
+        scenario: &scenario,
+        command_line: &settings.command_line,
+        hostname: settings.record_hostname,
+        started_at: output.started_at,
+        server: output.server.clone(),
+    }));
+    results.shards = settings
+        .shard
+        .map(|slice| shard_record(&plan, &output, slice, settings.barrier.is_some()));
     results.compare_tolerances = CompareTolerances {
         default: scenario.report.tolerance,
         metrics: scenario.report.tolerances.clone(),
@@ -173,10 +187,21 @@ fn run_marked(
         }
     }
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
+    // report.html shows the run against the scenario's baseline, as `compare` would.
+    let against = baseline.as_ref().map(|b| {
+        let mut tolerances = report::Tolerances::new(scenario.report.tolerance.unwrap_or(0.05));
+        tolerances.metrics = scenario.report.tolerances.clone();
+        let opts = report::CompareOptions {
+            tolerances,
+            confidence: policy.confidence,
+        };
+        Box::new((b.clone(), report::compare(b, &results, &opts)))
+    });
     let write_opts = WriteOptions {
         template: template.map(|(_, t)| t),
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
+        baseline: against,
         ..WriteOptions::default()
     };
     let json_path = out_dir.join(RESULTS_FILE);
@@ -209,6 +234,7 @@ fn run_marked(
             Stop::Completed => Outcome::Completed,
             Stop::Interrupted => Outcome::Interrupted,
             Stop::Aborted(why) => Outcome::Aborted(why),
+            Stop::Unsynchronised(why) => Outcome::Failed(vec![Error::Unsynchronised(why)]),
         }
     };
     Ok(RunReport {
@@ -360,6 +386,7 @@ pub(super) fn assemble(
     let error = match &output.stop {
         Stop::Aborted(why) => Some(why.clone()),
         Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
+        Stop::Unsynchronised(why) => Some(why.clone()),
         Stop::Completed => output
             .problems
             .first()
@@ -392,5 +419,43 @@ pub(super) fn assemble(
         sla: verdicts,
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
+        provenance: None,
+        shards: None,
+    }
+}
+
+/// A shard's own part of a distributed result: how its steps started, and the plan's
+/// assertions for the merge to judge.
+fn shard_record(plan: &Plan, output: &RunOutput, slice: Slice, coordinated: bool) -> Sharding {
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let starts = output
+        .starts
+        .iter()
+        .map(|s| ShardStart {
+            stage: s.stage.clone(),
+            round: s.round,
+            agreed_unix_ns: s.agreed.agreed_unix_ns.clamp(0, i128::from(i64::MAX)) as i64,
+            offset_ms: ms(s.offset_ns),
+            clock_error_ms: s.agreed.clock_error_ns as f64 / 1e6,
+            missing: s.agreed.missing.clone(),
+        })
+        .collect();
+    let stop = &output.stop;
+    Sharding {
+        count: slice.count,
+        shards: vec![ShardRecord {
+            index: slice.index,
+            coordinated,
+            starts,
+            interrupted: *stop != Stop::Completed,
+            error: match stop {
+                Stop::Completed => None,
+                Stop::Interrupted => Some("interrupted".into()),
+                Stop::Aborted(why) | Stop::Unsynchronised(why) => Some(why.clone()),
+            },
+        }],
+        missing: Vec::new(),
+        max_skew_ms: None,
+        assertions: plan.sla.clone(),
     }
 }

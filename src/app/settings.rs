@@ -48,6 +48,16 @@ pub struct RunSettings {
     /// and an interrupted result is written.
     pub interrupt: CancellationToken,
     pub interrupt_grace: Duration,
+    /// The command line that started the run, recorded (secrets masked) in the result's
+    /// provenance; empty from the library unless the caller sets it.
+    pub command_line: Vec<String>,
+    /// Record the host name in the provenance (`--no-hostname` turns it off).
+    pub record_hostname: bool,
+    /// Run only this shard of the plan (`--shard I/N`; see `shard::slice`).
+    pub shard: Option<crate::plan::Slice>,
+    /// Where a shard agrees with the others when each step starts (a coordinator's client);
+    /// without one, each step starts when the shard gets to it.
+    pub barrier: Option<std::sync::Arc<dyn crate::runner::Barrier>>,
 }
 
 impl RunSettings {
@@ -73,6 +83,10 @@ impl RunSettings {
             rounds: None,
             interrupt: CancellationToken::new(),
             interrupt_grace: Duration::from_secs(2),
+            command_line: Vec::new(),
+            record_hostname: true,
+            shard: None,
+            barrier: None,
         }
     }
 }

@@ -17,6 +17,51 @@ pub fn parse_param(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `I/N`: shard I (0-based) of N.
+pub fn parse_shard(s: &str) -> Result<crate::plan::Slice, String> {
+    let bad = || format!("expected I/N (shard I of N, 0-based, e.g. 0/4), got `{s}`");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let index: u32 = i.trim().parse().map_err(|_| bad())?;
+    let count: u32 = n.trim().parse().map_err(|_| bad())?;
+    if count == 0 || index >= count {
+        return Err(format!(
+            "shard {index}/{count}: the index must be below the count (0 … {})",
+            count.max(1) - 1
+        ));
+    }
+    Ok(crate::plan::Slice { index, count })
+}
+
+/// The exit of a merged distributed run: partial or stopped early (3), else its gate.
+pub fn merged_check(v: &crate::coordinate::Verdict) -> Result<(), Error> {
+    use crate::sla::SlaOutcome;
+    if !v.missing.is_empty() {
+        return Err(Error::Partial {
+            missing: v.missing.clone(),
+        });
+    }
+    if v.interrupted {
+        return Err(Error::Incomplete {
+            causes: vec![
+                v.error
+                    .clone()
+                    .unwrap_or_else(|| "a shard stopped early".into()),
+            ],
+        });
+    }
+    match v.outcome {
+        SlaOutcome::Pass => Ok(()),
+        SlaOutcome::Fail => Err(Error::SlaFailed {
+            failed: v.failed,
+            undecided: v.undecided,
+        }),
+        SlaOutcome::Inconclusive => Err(Error::Inconclusive {
+            undecided: v.undecided,
+            untrusted: v.untrusted,
+        }),
+    }
+}
+
 /// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
 /// here and named `<stdin>` in diagnostics; relative paths in it resolve against the current
 /// directory).

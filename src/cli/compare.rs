@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use super::report::read_template;
 use crate::error::Error;
 use crate::report::{
-    CompareOptions, Tolerances, compare, compare_plot_path, compare_profile_svgs,
-    render_compare_markdown, render_compare_text, trend,
+    CompareOptions, Tolerances, compare, compare_plot_path, compare_svgs, render_compare_markdown,
+    render_compare_text, trend,
 };
 use crate::results::{Results, read_results};
 use crate::sla::Metric;
@@ -64,8 +64,9 @@ pub struct CompareArgs {
     /// A minijinja template to use instead of the built-in one (markdown format).
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
-    /// Draw both runs' latency profiles (sweeps, searches) on one SVG; further shared
-    /// profile groups go beside it as FILE-stem-GROUP.svg.
+    /// Draw both runs together: their latency profiles (sweeps, searches) and each shared
+    /// stage's latency distributions. The first plot goes to FILE, the others beside it as
+    /// FILE-stem-NAME.svg (NAME: a profile group, or stage-STAGE-latency).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 }
@@ -212,11 +213,11 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
 
 /// Writes `compare --plot`'s SVGs.
 fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) -> Result<(), Error> {
-    let svgs = compare_profile_svgs(baseline, current)?;
+    let svgs = compare_svgs(baseline, current)?;
     if svgs.is_empty() {
         eprintln!(
-            "warning: --plot: the runs share no latency profile (sweep or search), so there is \
-             nothing to draw"
+            "warning: --plot: the runs share no latency profile and no stage with latency \
+             samples, so there is nothing to draw"
         );
         return Ok(());
     }
@@ -227,7 +228,7 @@ fn write_plots(file: &std::path::Path, baseline: &Results, current: &Results) ->
             path: path.clone(),
             source,
         })?;
-        eprintln!("profile plot ({group}): {}", path.display());
+        eprintln!("plot ({group}): {}", path.display());
     }
     Ok(())
 }

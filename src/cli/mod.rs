@@ -8,8 +8,11 @@ use crate::error::Error;
 
 mod common;
 mod compare;
+mod coordinate;
 mod dataset;
 mod import;
+mod k8s;
+mod merge;
 mod new;
 mod plan;
 mod progress;
@@ -57,6 +60,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// Print the JSON Schema of a data model.
     Schema(schema::SchemaArgs),
+    /// Serve the barrier and result collection of a distributed run, merge, exit with its gate.
+    Coordinate(Box<coordinate::CoordinateArgs>),
+    /// Merge the shards' results of a distributed run into one result, report and JUnit.
+    Merge(merge::MergeArgs),
+    /// Write the Kubernetes manifests of a distributed run (Indexed Job, Service, ConfigMap).
+    K8s(Box<k8s::K8sArgs>),
     /// Write a commented, valid scenario from flags (--url, --model, --rate, --sla, …).
     New(Box<new::NewArgs>),
     /// Write the scenario another tool's command line describes (vllm bench serve).
@@ -92,6 +101,9 @@ fn run(command: Command) -> Result<(), Error> {
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Schema(args) => schema::run(args),
+        Command::Coordinate(args) => coordinate::run(*args),
+        Command::Merge(args) => merge::run(args),
+        Command::K8s(args) => k8s::run(*args),
         Command::New(args) => new::run(*args),
         Command::Import(args) => import::run(args),
         Command::Wait(args) => wait::run(args),

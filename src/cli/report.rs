@@ -1,11 +1,16 @@
-//! `infermeter report RESULTS.json`: re-renders the Markdown report of a past run.
+//! `infermeter report RESULTS.json`: re-renders the report of a past run — Markdown (linking
+//! the plots beside it), the self-contained HTML page, the pull-request comment, or the
+//! per-stage CSV.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::Error;
-use crate::report::{ReportTemplate, cdf_file_name, render_report, timeline_file_name};
+use crate::report::{
+    ReportTemplate, cdf_file_name, profiles, render_html, render_pr_comment, render_report,
+    stages_csv, timeline_file_name,
+};
 use crate::results::read_results;
 
 #[derive(Debug, Args)]
@@ -18,6 +23,19 @@ pub struct ReportArgs {
     /// Write the report here instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// What to render: the Markdown report, the self-contained HTML page (plots inline), the
+    /// pull-request comment (Markdown without links out of the run's directory), or the
+    /// per-stage metrics as CSV.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Markdown)]
+    pub format: ReportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Html,
+    PrComment,
+    Csv,
 }
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
@@ -36,9 +54,15 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
         .stages
         .iter()
         .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
+        .chain(profiles(&results).into_iter().map(|g| g.plot))
         .filter(|f| report_dir.join(f).is_file())
         .collect();
-    let md = render_report(&results, template.as_ref(), &plots)?;
+    let md = match args.format {
+        ReportFormat::Markdown => render_report(&results, template.as_ref(), &plots)?,
+        ReportFormat::Html => render_html(&results, None)?,
+        ReportFormat::PrComment => render_pr_comment(&results, template.as_ref())?,
+        ReportFormat::Csv => stages_csv(&results),
+    };
     match &args.out {
         Some(out) => crate::results::write_atomic(out, md.as_bytes()).map_err(|source| Error::Io {
             action: "write",

@@ -1,16 +1,18 @@
 //! `infermeter run SCENARIO`: the flags, turned into [`RunSettings`] for
 //! [`crate::app::run_scenario`]; then the summary, and the exit code of the outcome.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
 
-use super::common::{parse_param, percent};
-use super::progress::{ConsoleObserver, ProgressMode};
+use super::common::{merged_check, parse_param, parse_shard, percent};
+use super::progress::{ColorChoice, ConsoleObserver, ProgressMode};
 use crate::app::{RunSettings, TargetOverride, run_scenario};
 use crate::error::Error;
-use crate::report::{REPORT_FILE, render_summary_text};
+use crate::plan::Slice;
+use crate::report::{HTML_FILE, REPORT_FILE, render_summary_text_with};
 use crate::results::RESULTS_FILE;
 use crate::sla::{InconclusiveAs, Untrusted};
 use crate::units;
@@ -130,19 +132,82 @@ pub struct RunArgs {
     /// Progress as plain lines every few seconds, even on a terminal.
     #[arg(long, conflicts_with = "quiet")]
     pub progress_lines: bool,
+
+    /// Colour the outcome words (PASSED, FAILED, INCONCLUSIVE) on the console: `auto` when
+    /// the output is a terminal and `NO_COLOR` is not set.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Leave the host name out of the result's provenance (CPU, kernel and OS are still
+    /// recorded).
+    #[arg(long)]
+    pub no_hostname: bool,
+    /// Run shard I (0-based) of N of the plan: its share of every stage's requests and
+    /// clients, each request at its planned offset (see docs/distributed.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Slice>,
+
+    /// The coordinator of the distributed run (`http://host:port`): each stage starts at the
+    /// instant agreed there, the result is sent there, and the exit code is the merged gate's.
+    #[arg(long, value_name = "URL", requires = "shard")]
+    pub coordinator: Option<String>,
+
+    /// Shard 0 also serves the coordinator on this address (the other shards ignore it), so
+    /// that one Indexed Job needs no other process.
+    #[arg(long, value_name = "ADDR", requires = "coordinator")]
+    pub coordinator_listen: Option<std::net::SocketAddr>,
+
+    /// Where shard 0's coordinator writes the merged result [default: OUT/merged].
+    #[arg(long, value_name = "DIR", requires = "coordinator_listen")]
+    pub merged_out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub timing: super::coordinate::CoordinatorTiming,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Error> {
-    let interrupt = super::signals::interrupt_on_signals();
     let (scenario, scenario_text) = super::common::scenario_source(args.scenario)?;
+    let target = TargetOverride {
+        url: args.url,
+        model: args.model,
+    };
+    let client = match (&args.coordinator, args.shard) {
+        (Some(url), Some(slice)) => Some(crate::coordinate::Client::new(
+            crate::coordinate::ClientConfig::new(url.clone(), slice.index),
+        )?),
+        _ => None,
+    };
+    let hosted = match (args.coordinator_listen, args.shard) {
+        (Some(listen), Some(slice)) if slice.index == 0 => {
+            let out = args.merged_out.clone().unwrap_or_else(|| {
+                args.out
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("results"))
+                    .join("merged")
+            });
+            let source = super::coordinate::Source {
+                path: &scenario,
+                text: scenario_text.as_deref(),
+                params: &args.params,
+                target: &target,
+            };
+            Some(super::coordinate::start(
+                &source,
+                listen,
+                slice.count,
+                out,
+                &args.timing,
+            )?)
+        }
+        _ => None,
+    };
+    let interrupt = super::signals::interrupt_on_signals();
+    let args_shard = args.shard;
     let settings = RunSettings {
         scenario,
         scenario_text,
         params: args.params,
-        target: TargetOverride {
-            url: args.url,
-            model: args.model,
-        },
+        target,
         out_dir: args.out,
         junit: args.junit,
         template: args.template,
@@ -167,6 +232,14 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         }),
         rounds: args.rounds,
         interrupt,
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        record_hostname: !args.no_hostname,
+        shard: args.shard,
+        barrier: client
+            .clone()
+            .map(|c| Arc::new(c) as Arc<dyn crate::runner::Barrier>),
         ..RunSettings::new("")
     };
     let mode = if args.quiet {
@@ -176,9 +249,33 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     } else {
         ProgressMode::Auto
     };
+    let color = args.color.enabled(std::io::stdout().is_terminal());
     let report = run_scenario(&settings, Arc::new(ConsoleObserver::new(mode)))?;
-    print!("{}", render_summary_text(&report.results));
+    print!("{}", render_summary_text_with(&report.results, color));
     println!("results: {}", report.out_dir.join(RESULTS_FILE).display());
     println!("report:  {}", report.out_dir.join(REPORT_FILE).display());
-    report.check()
+    println!("page:    {}", report.out_dir.join(HTML_FILE).display());
+    let Some(client) = client else {
+        return report.check();
+    };
+    if let Some(s) = args_shard {
+        println!(
+            "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
+            s.index, s.count
+        );
+    }
+    // A shard's own numbers are a slice; the run's gate is the merged one's.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    runtime.block_on(client.submit(&report.results))?;
+    let verdict = runtime.block_on(client.verdict())?;
+    if let Some(path) = &verdict.results {
+        println!("merged:  {path}");
+    }
+    if let Some(coordinator) = hosted {
+        coordinator.wait()?;
+    }
+    merged_check(&verdict)
 }

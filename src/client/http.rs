@@ -206,6 +206,13 @@ impl Client {
         &self.http
     }
 
+    /// The same headers, but a connection per request, closed after it: for asides such as the
+    /// server's self-description, whose connections must not join the measured requests' pool
+    /// (a server that closes reused connections would otherwise close one under the preflight).
+    pub fn unpooled(&self) -> &reqwest::Client {
+        &self.fresh
+    }
+
     /// Sends one request and fills `rec` (whose `index`, `scheduled_ns` and `input_tokens` the
     /// caller set). Times are nanoseconds since `t0`. Never panics, never returns early
     /// without setting `done_ns`.

@@ -4,6 +4,7 @@ mod body;
 mod chunk;
 mod framing;
 mod http;
+mod probe;
 mod sse;
 mod tokenize;
 mod wire;
@@ -13,3 +14,4 @@ pub use chunk::{
     ChunkError, ChunkInfo, JsonStr, Usage, parse_chunk, parse_chunk_value, scan_chunk,
 };
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
+pub use probe::{PROBED_PATHS, probe_server};

@@ -67,6 +67,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 profile: None,
                 first_item: 0,
                 rounds: 1,
+                slice: Default::default(),
             })
         }
     };
@@ -353,5 +354,6 @@ pub(super) fn stage_plan(
         profile: None,
         first_item: 0,
         rounds: 1,
+        slice: Default::default(),
     })
 }

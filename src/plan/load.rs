@@ -360,6 +360,7 @@ pub(super) fn trace_stage(
         first_item,
         profile: None,
         rounds: 1,
+        slice: Default::default(),
     })
 }
 

@@ -16,6 +16,7 @@ mod recipe;
 mod render;
 mod seed;
 mod session;
+mod slice;
 
 pub use compile::compile;
 pub use error::PlanError;
@@ -26,6 +27,7 @@ pub use model::*;
 pub use profile::{point_name, probe_stage};
 pub use render::render_text;
 pub use session::{SessionPlan, SessionRecipe};
+pub use slice::Slice;
 
 #[cfg(test)]
 mod prompt_tests;

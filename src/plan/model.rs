@@ -142,6 +142,11 @@ pub struct StagePlan {
     /// 5-round run compares with a 1-round baseline of the same plan.
     #[serde(skip, default = "one_round")]
     pub rounds: u32,
+    /// The share of the stage this process sends (see [`super::Slice`]): the whole stage,
+    /// unless `shard::slice` made the plan one shard of a distributed run. Not part of the
+    /// JSON or hash, so every shard's plan hash is the plan's.
+    #[serde(skip)]
+    pub slice: super::Slice,
 }
 
 fn one_round() -> u32 {

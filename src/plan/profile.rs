@@ -78,6 +78,7 @@ pub(super) fn expand(
             profile: None,
             first_item: 0,
             rounds: 1,
+            slice: Default::default(),
         }]),
     }
 }
@@ -148,6 +149,7 @@ pub fn probe_stage(
         profile: Some(point),
         first_item: search.first_item,
         rounds: 1,
+        slice: Default::default(),
     })
 }
 
@@ -174,6 +176,7 @@ fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePla
         profile: Some(point),
         first_item: search.first_item,
         rounds: 1,
+        slice: Default::default(),
     }
 }
 

@@ -51,6 +51,30 @@ pub fn junit_xml(results: &Results) -> String {
         "  <testsuite name=\"{suite}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" timestamp=\"{}\">",
         esc(&results.started_at)
     );
+    if let Some(p) = &results.provenance {
+        // Where the run came from, as the suite's properties (CI systems show them).
+        let host = &p.host;
+        let props = [
+            ("infermeter.version", p.build.version.clone()),
+            ("infermeter.commit", p.build.commit.clone()),
+            ("scenario.file", p.scenario_file.clone()),
+            ("scenario.sha256", p.scenario_sha256.clone()),
+            ("plan.hash", results.plan_hash.clone()),
+            ("host.cpu", format!("{} × {}", host.cpus, host.cpu_model)),
+            ("host.kernel", host.kernel.clone()),
+            ("host.os", host.os.clone()),
+            ("ended_at", p.ended_at.clone()),
+        ];
+        let _ = writeln!(x, "    <properties>");
+        for (name, value) in props {
+            let _ = writeln!(
+                x,
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                esc(&value)
+            );
+        }
+        let _ = writeln!(x, "    </properties>");
+    }
     for v in &results.sla {
         let stage = v.stage.as_deref().unwrap_or("all stages");
         let name = esc(&format!("{} [{stage}]", v.expr));

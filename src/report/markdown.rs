@@ -94,6 +94,35 @@ pub fn render_report(
     Ok(out)
 }
 
+/// The built-in pull-request comment template.
+pub const PR_COMMENT_TEMPLATE: &str = include_str!("../../templates/report.pr.md.j2");
+
+/// The report as a pull-request comment: the verdict, the SLA table, untrusted stages'
+/// reasons, the profiles' knees, a folded table of latency per stage and one line of
+/// provenance, linking nothing (a comment cannot reach the run's files). With `template`, that
+/// report template instead, without its images, and the line naming the artifacts.
+pub fn render_pr_comment(
+    results: &Results,
+    template: Option<&ReportTemplate>,
+) -> Result<String, ReportError> {
+    if let Some(t) = template {
+        let mut md = render_report(results, Some(t), &[])?;
+        if !md.ends_with('\n') {
+            md.push('\n');
+        }
+        md.push_str(
+            "\n<sub>Plots, the full report (`report.html`) and `results.json` are in this run's \
+             artifacts.</sub>\n",
+        );
+        return Ok(md);
+    }
+    let built_in = ReportTemplate {
+        name: "templates/report.pr.md.j2 (built in)".into(),
+        text: PR_COMMENT_TEMPLATE.into(),
+    };
+    render_report(results, Some(&built_in), &[])
+}
+
 /// Tries `template` before a run: it must parse, and render `sample` (results shaped like the
 /// run's, with every number zero) without an undefined name, an unknown filter, test,
 /// function or method, and within its fuel. Other failures are left to the real render, since

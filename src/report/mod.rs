@@ -3,31 +3,40 @@
 
 mod attribution;
 mod compare;
+mod csv;
+mod distribution;
 mod error;
 mod headline;
+mod html;
 mod junit;
 mod markdown;
+mod pages;
 mod plots;
 mod profile;
 mod profile_compare;
 mod summary;
+mod svg;
 mod telemetry;
 mod view;
 mod write;
 
 pub use attribution::AttributionRow;
 pub use compare::*;
+pub use csv::{CSV_FILE, stages_csv};
+pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
 pub use headline::{Headline, headline, mark};
+pub use html::{HTML_FILE, HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use markdown::*;
+pub use pages::{PR_COMMENT_FILE, write_pages};
 pub use plots::*;
 pub use profile::{
     KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
     profile_svg, profiles,
 };
-pub use profile_compare::{compare_plot_path, compare_profile_svgs};
-pub use summary::render_summary_text;
+pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
+pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};
 pub use view::*;
 pub use write::*;

@@ -1,16 +1,20 @@
-//! SVG plots per stage: a latency CDF (TTFT and E2E, as a step CDF through the recorded
-//! percentiles) and latency/throughput over time from the stage timeline. SVG text needs no
-//! system fonts, so this works on any CI runner. Plots are drawn in memory first and written
-//! last (each atomically), so a plot that fails loses nothing else of the run.
+//! SVG plots per stage: the latency distribution (see `distribution.rs`) and latency and
+//! throughput over time from the stage timeline. The SVGs are written by hand (`svg/`): no
+//! system fonts, the same bytes for the same results on any machine. Plots are drawn in memory
+//! first and written last (each atomically), so a plot that fails loses nothing else of the
+//! run.
 
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::ReportError;
-use crate::metrics::{Dist, StageSummary};
+use super::distribution::distribution_svg;
+use super::svg::style::{self, Style};
+use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
+use crate::metrics::{StageSummary, TimelinePoint};
 use crate::results::{Results, write_atomic};
+use crate::sla::SlaVerdict;
 
 /// The longest slug kept whole; longer or lossy ones are cut to [`SLUG_PREFIX`] characters and
 /// given a hash.
@@ -57,6 +61,25 @@ pub fn timeline_file_name(stage: &str) -> String {
     format!("stage-{}-timeline.svg", stage_slug(stage))
 }
 
+/// The SLA verdicts that apply to `stage`: its own and the scenario-level ones.
+pub(crate) fn stage_verdicts<'a>(results: &'a Results, stage: &str) -> Vec<&'a SlaVerdict> {
+    results
+        .sla
+        .iter()
+        .filter(|v| v.stage.as_deref().is_none_or(|s| s == stage))
+        .collect()
+}
+
+/// Every plot of a run that has data, as (file name, SVG), in the order [`draw_plots`] draws
+/// them; the first problem when one could not be drawn.
+pub fn render_plots(results: &Results) -> Result<Vec<(String, String)>, ReportError> {
+    let (plots, problems) = draw_plots(results);
+    match problems.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(plots.into_iter().map(|p| (p.file, p.svg)).collect()),
+    }
+}
+
 /// One plot of a run, drawn but not yet written: its file name (in the run's directory), what
 /// it shows (for messages) and its SVG.
 #[derive(Debug, Clone)]
@@ -66,8 +89,8 @@ pub struct PlotFile {
     pub svg: String,
 }
 
-/// Draws every plot of `results` that has data — per stage a latency CDF and a timeline, one
-/// per profile group, and the telemetry server plots — without writing anything. A plot that
+/// Draws every plot of `results` that has data — per stage its latency distribution and a
+/// timeline, one per profile group, and the telemetry server plots — without writing anything. A plot that
 /// cannot be drawn, or whose file name another plot already has, is a problem, and the
 /// others are still drawn.
 pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
@@ -87,10 +110,15 @@ pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
             },
         };
     for stage in &results.stages {
+        let verdicts = stage_verdicts(results, &stage.name);
         add(
             cdf_file_name(&stage.name),
-            format!("{}: latency CDF", stage.name),
-            latency_cdf_svg(stage),
+            format!("{}: latency distribution", stage.name),
+            distribution_svg(
+                &format!("{}: latency distribution", stage.name),
+                &[("", stage)],
+                &verdicts,
+            ),
         );
         add(
             timeline_file_name(&stage.name),
@@ -149,182 +177,270 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<PathBuf>, Report
     }
 }
 
-fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
-    ReportError::Plot(e.to_string())
+/// A named series of (x, y) points, drawn in the `i`-th house style.
+pub(crate) type Series<'a> = (&'a str, Vec<(f64, f64)>);
+
+/// When sending stopped, in seconds since the stage start: the achieved send rate's span
+/// (sent / rate), kept within the last second that sent anything. `None` when nothing was
+/// sent.
+pub(crate) fn sending_stopped_s(stage: &StageSummary) -> Option<f64> {
+    let last = stage.timeline.iter().rev().find(|p| p.sent > 0)?;
+    let rate = stage.throughput.achieved_rate_per_s;
+    let span = if rate > 0.0 && stage.requests.sent > 1 {
+        stage.requests.sent as f64 / rate
+    } else {
+        last.t_s + 1.0
+    };
+    Some(span.clamp(
+        last.t_s,
+        (last.t_s + 1.0).min(stage.wall_time_s.max(last.t_s)),
+    ))
 }
 
-/// The (latency, cumulative share) corners of a step CDF through the recorded percentiles.
-fn cdf_steps(d: &Dist) -> Vec<(f64, f64)> {
-    let corners = [
-        (d.min, 0.0),
-        (d.p50, 0.5),
-        (d.p90, 0.9),
-        (d.p95, 0.95),
-        (d.p99, 0.99),
-        (d.p999, 0.999),
-        (d.max, 1.0),
-    ];
-    let mut steps: Vec<(f64, f64)> = Vec::with_capacity(corners.len() * 2);
-    for (x, y) in corners {
-        // A positive floor keeps the log axis defined for 0 ms samples.
-        let x = x.max(0.001);
-        if let Some(&(_, prev_y)) = steps.last() {
-            steps.push((x, prev_y));
-        }
-        steps.push((x, y));
-    }
-    steps
-}
+/// The most points a timeline series draws: a longer stage's seconds are merged in groups, so
+/// the plot's size stays flat in the run's length.
+const MAX_TIMELINE_POINTS: usize = 900;
 
-/// TTFT and E2E CDFs on a log latency axis (TTFT is often 100× shorter than E2E); `None` when
-/// neither has samples.
-pub fn latency_cdf_svg(stage: &StageSummary) -> Result<Option<String>, ReportError> {
-    let series: Vec<(&str, &Dist, RGBColor)> = [
-        ("TTFT", &stage.latency.ttft_ms, RGBColor(31, 119, 180)),
-        ("E2E", &stage.latency.e2e_ms, RGBColor(214, 39, 40)),
-    ]
-    .into_iter()
-    .filter(|(_, d, _)| d.count > 0)
-    .collect();
-    if series.is_empty() {
-        return Ok(None);
-    }
-    let lo = series
+/// The timeline's buckets with their width in seconds: every bucket one second wide except
+/// the last, which ends at the stage's wall time. A last bucket narrower than half a second is
+/// dropped: a count over a sliver of a second, scaled up, is noise. Beyond
+/// [`MAX_TIMELINE_POINTS`] seconds, consecutive buckets are merged (counts summed, TTFT p50
+/// as the completion-weighted mean of the seconds' medians, E2E p99 as their maximum).
+fn buckets(stage: &StageSummary) -> Vec<(TimelinePoint, f64)> {
+    let n = stage.timeline.len();
+    let one: Vec<(TimelinePoint, f64)> = stage
+        .timeline
         .iter()
-        .map(|(_, d, _)| d.min.max(0.001))
-        .fold(f64::INFINITY, f64::min);
-    let hi = series
-        .iter()
-        .map(|(_, d, _)| d.max)
-        .fold(lo * 10.0, f64::max);
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (760, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{}: latency CDF", stage.name), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
-            .build_cartesian_2d((lo * 0.9..hi * 1.1).log_scale(), 0.0..1.0)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("latency (ms, log scale)")
-            .y_desc("share of requests")
-            .draw()
-            .map_err(plot_err)?;
-        for (name, dist, color) in series {
-            chart
-                .draw_series(LineSeries::new(cdf_steps(dist), color.stroke_width(2)))
-                .map_err(plot_err)?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let width = if i + 1 == n && stage.wall_time_s > p.t_s {
+                (stage.wall_time_s - p.t_s).min(1.0)
+            } else {
+                1.0
+            };
+            (width >= 0.5).then(|| (p.clone(), width))
+        })
+        .collect();
+    if one.len() <= MAX_TIMELINE_POINTS {
+        return one;
     }
-    Ok(Some(buf))
+    let k = one.len().div_ceil(MAX_TIMELINE_POINTS);
+    one.chunks(k)
+        .map(|group| {
+            let mut m = TimelinePoint {
+                t_s: group[0].0.t_s,
+                ..TimelinePoint::default()
+            };
+            let mut width = 0.0;
+            let mut ttft_weighted = 0.0;
+            for (p, w) in group {
+                m.sent += p.sent;
+                m.completed += p.completed;
+                m.failed += p.failed;
+                m.output_tokens += p.output_tokens;
+                ttft_weighted += p.ttft_p50_ms * p.completed as f64;
+                m.e2e_p99_ms = m.e2e_p99_ms.max(p.e2e_p99_ms);
+                width += w;
+            }
+            if m.completed > 0 {
+                m.ttft_p50_ms = ttft_weighted / m.completed as f64;
+            }
+            (m, width)
+        })
+        .collect()
 }
 
-pub(crate) type Series<'a> = (&'a str, Vec<(f64, f64)>, RGBColor);
-
-/// Three stacked panels over time: latency, requests/s, output tokens/s. `None` when the stage
-/// has no timeline.
+/// Three stacked panels over time: latency, requests/s, output tokens/s, with where sending
+/// stopped. Rates are per second of each bucket's real width, so the last, partial second
+/// shows no fake drop. `None` when the stage has no timeline.
 pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError> {
-    let tl = &stage.timeline;
-    if tl.is_empty() {
+    if stage.timeline.is_empty() {
         return Ok(None);
     }
-    let pts = |f: &dyn Fn(&crate::metrics::TimelinePoint) -> f64| -> Vec<(f64, f64)> {
-        tl.iter().map(|p| (p.t_s, f(p))).collect()
+    let b = buckets(stage);
+    // Each rate is drawn at its bucket's middle.
+    let rate = |f: &dyn Fn(&TimelinePoint) -> u64| -> Vec<(f64, f64)> {
+        b.iter()
+            .map(|(p, w)| (p.t_s + w / 2.0, f(p) as f64 / w))
+            .collect()
+    };
+    let latency = |f: &dyn Fn(&TimelinePoint) -> f64| -> Vec<(f64, f64)> {
+        b.iter()
+            .filter(|(p, _)| p.completed > 0)
+            .map(|(p, w)| (p.t_s + w / 2.0, f(p)))
+            .collect()
     };
     let panels: [(&str, Vec<Series>); 3] = [
         (
             "latency (ms)",
             vec![
-                ("TTFT p50", pts(&|p| p.ttft_p50_ms), RGBColor(31, 119, 180)),
-                ("E2E p99", pts(&|p| p.e2e_p99_ms), RGBColor(214, 39, 40)),
+                ("TTFT p50", latency(&|p| p.ttft_p50_ms)),
+                ("E2E p99", latency(&|p| p.e2e_p99_ms)),
             ],
         ),
         (
             "requests/s",
             vec![
-                ("sent", pts(&|p| p.sent as f64), RGBColor(127, 127, 127)),
-                (
-                    "completed",
-                    pts(&|p| p.completed as f64),
-                    RGBColor(44, 160, 44),
-                ),
-                ("failed", pts(&|p| p.failed as f64), RGBColor(214, 39, 40)),
+                ("sent", rate(&|p| p.sent)),
+                ("completed", rate(&|p| p.completed)),
+                ("failed", rate(&|p| p.failed)),
             ],
         ),
         (
             "output tokens/s",
-            vec![(
-                "output tok/s",
-                pts(&|p| p.output_tokens as f64),
-                RGBColor(148, 103, 189),
-            )],
+            vec![("output tok/s", rate(&|p| p.output_tokens))],
         ),
     ];
-    let t_max = tl.iter().map(|p| p.t_s).fold(1.0, f64::max) + 1.0;
-    stacked_time_panels(&format!("{}: over time", stage.name), t_max, panels).map(Some)
+    let t_max = stage
+        .wall_time_s
+        .max(stage.timeline.last().map_or(1.0, |p| p.t_s + 1.0));
+    let stopped = sending_stopped_s(stage);
+    stacked_time_panels(
+        "timeline",
+        &format!("{}: over time", stage.name),
+        t_max,
+        stopped,
+        panels,
+    )
+    .map(Some)
 }
 
 /// Three stacked panels sharing a time axis (seconds since the stage start), each with its
-/// own y axis and legend. Used by the stage timeline and the telemetry server plot.
+/// own y axis; one legend above them all, each series in its own house style. Used by the
+/// stage timeline and the telemetry server plot.
 pub(crate) fn stacked_time_panels(
+    kind: &str,
     title: &str,
     t_max: f64,
+    sending_stopped: Option<f64>,
     panels: [(&str, Vec<Series>); 3],
 ) -> Result<String, ReportError> {
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (760, 720)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let root = root.titled(title, ("sans-serif", 20)).map_err(plot_err)?;
-        let areas = root.split_evenly((3, 1));
-        for (area, (y_desc, series)) in areas.iter().zip(panels) {
-            let y_max = series
-                .iter()
-                .flat_map(|(_, s, _)| s.iter().map(|p| p.1))
-                .fold(1.0, f64::max)
-                * 1.1;
-            let mut chart = ChartBuilder::on(area)
-                .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0.0..t_max, 0.0..y_max)
-                .map_err(plot_err)?;
-            chart
-                .configure_mesh()
-                .x_desc("time since stage start (s)")
-                .y_desc(y_desc)
-                .draw()
-                .map_err(plot_err)?;
-            for (name, data, color) in series {
-                chart
-                    .draw_series(LineSeries::new(data, color.stroke_width(2)))
-                    .map_err(plot_err)?
-                    .label(name)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(plot_err)?;
+    let w = 900.0;
+    let mut styles: Vec<(&str, Style)> = Vec::new();
+    for (_, series) in &panels {
+        for (name, _) in series {
+            styles.push((name, style::series(styles.len())));
         }
-        root.present().map_err(plot_err)?;
     }
-    Ok(buf)
+    let mut legend: Vec<LegendEntry> = styles
+        .iter()
+        .map(|(name, s)| LegendEntry {
+            label: (*name).to_string(),
+            style: *s,
+        })
+        .collect();
+    if sending_stopped.is_some() {
+        legend.push(LegendEntry {
+            label: "sending stopped".into(),
+            style: style::NOTE,
+        });
+    }
+    let mut doc = Doc::new(kind, title, w, 0.0);
+    let top = doc.legend(34.0, &legend);
+    let panel_h = 220.0;
+    doc.set_height(top + 3.0 * panel_h + 6.0);
+    let x = Scale::linear(0.0, t_max.max(1.0), true);
+    let mut k = 0;
+    for (i, (y_title, series)) in panels.iter().enumerate() {
+        let y_max = series
+            .iter()
+            .flat_map(|(_, s)| s.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        let p = doc.panel(
+            y_title,
+            Rect {
+                x: 0.0,
+                y: top + i as f64 * panel_h,
+                w,
+                h: panel_h,
+            },
+            &Axis::new(x, "time since stage start (s)"),
+            &Axis::new(Scale::linear(0.0, y_max.max(1.0) * 1.05, true), *y_title),
+        );
+        for (name, data) in series {
+            let st = styles[k].1;
+            k += 1;
+            let every = (data.len() / 12).max(1);
+            doc.series(&p, name, "", st, data, every);
+        }
+        if let Some(t) = sending_stopped {
+            let label = if i == 0 {
+                format!("sending stopped ({t:.1} s)")
+            } else {
+                String::new()
+            };
+            doc.reference(
+                &p,
+                Orient::Vertical,
+                "sending-stopped",
+                t,
+                &label,
+                style::NOTE,
+            );
+        }
+        doc.end_panel();
+    }
+    Ok(doc.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(wall: f64, buckets: &[(f64, u64)]) -> StageSummary {
+        let mut s = StageSummary {
+            name: "s".into(),
+            wall_time_s: wall,
+            ..StageSummary::default()
+        };
+        s.timeline = buckets
+            .iter()
+            .map(|&(t, n)| TimelinePoint {
+                t_s: t,
+                sent: n,
+                completed: n,
+                output_tokens: n * 10,
+                ..TimelinePoint::default()
+            })
+            .collect();
+        s.requests.sent = buckets.iter().map(|b| b.1).sum();
+        s.throughput.achieved_rate_per_s = 10.0;
+        s
+    }
+
+    #[test]
+    fn the_last_partial_second_is_scaled_by_its_width_or_dropped() {
+        // 10 per second, the last 0.6 s sent 6: still 10/s.
+        let s = stage(3.6, &[(0.0, 10), (1.0, 10), (2.0, 10), (3.0, 6)]);
+        let b = buckets(&s);
+        assert_eq!(b.len(), 4);
+        let (last, w) = &b[3];
+        assert!((last.sent as f64 / w - 10.0).abs() < 1e-9);
+        // A 0.2 s sliver is dropped.
+        let s = stage(3.2, &[(0.0, 10), (1.0, 10), (2.0, 10), (3.0, 2)]);
+        assert_eq!(buckets(&s).len(), 3);
+    }
+
+    #[test]
+    fn a_long_timeline_is_merged_into_a_bounded_number_of_points() {
+        let secs: Vec<(f64, u64)> = (0..36_000).map(|t| (t as f64, 10)).collect();
+        let s = stage(36_000.0, &secs);
+        let b = buckets(&s);
+        assert!(b.len() <= MAX_TIMELINE_POINTS, "{}", b.len());
+        // Still 10 per second.
+        assert!(
+            b.iter()
+                .all(|(p, w)| (p.sent as f64 / w - 10.0).abs() < 1e-9)
+        );
+        let svg = timeline_svg(&s).unwrap().unwrap();
+        assert!(svg.len() < 400_000, "{} bytes", svg.len());
+    }
+
+    #[test]
+    fn sending_stops_where_the_send_rate_says() {
+        let s = stage(3.6, &[(0.0, 10), (1.0, 10), (2.0, 10), (3.0, 6)]);
+        // 36 sent at 10/s: 3.6 s.
+        assert!((sending_stopped_s(&s).unwrap() - 3.6).abs() < 1e-9);
+        assert_eq!(sending_stopped_s(&StageSummary::default()), None);
+    }
 }

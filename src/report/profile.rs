@@ -1,16 +1,18 @@
 //! Latency profiles: the points of each sweep or search gathered into a table against offered
-//! load, with the knee and the SLA-compliant maximum marked, and an SVG of TTFT p50/p99, ITL
-//! p99 and output tokens/s against load (several runs can share one plot, for `compare`).
+//! load, with the knee and the SLA-compliant maximum marked, and an SVG of latency against
+//! achieved throughput over achieved against offered load (several runs can share one plot,
+//! for `compare`).
 //!
 //! Knee rule: walking up the load, a step is "bad" when the point is saturated, when output
 //! throughput rose by less than half as much (relatively) as the load did, or when TTFT p99
 //! exceeds [`KNEE_TTFT_FACTOR`] × the lowest-load point's. The knee is the last point before
 //! the first bad step.
 
-use plotters::prelude::*;
 use serde::Serialize;
 
 use super::ReportError;
+use super::svg::style::{self, Style};
+use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
 use crate::metrics::{PointKind, StageSummary};
 use crate::results::Results;
 
@@ -30,6 +32,9 @@ pub struct ProfileRow {
     pub ttft_p50_ms: f64,
     pub ttft_p99_ms: f64,
     pub itl_p99_ms: f64,
+    pub e2e_p99_ms: f64,
+    /// Completed requests per second: the x of the profile plot.
+    pub achieved_per_s: f64,
     pub output_tokens_per_s: f64,
     pub saturated: bool,
     pub client_bound: bool,
@@ -51,6 +56,10 @@ pub struct ProfileGroup {
     pub sla_max_load: Option<f64>,
     /// The plot's file name (written beside the report unless plots are off).
     pub plot: String,
+    /// Latency thresholds of the SLA assertions on the group's points, as (ms, assertion),
+    /// drawn on the plot.
+    #[serde(skip)]
+    pub thresholds: Vec<(f64, String)>,
 }
 
 /// Index of the knee in `(load, ttft_p99, output_tps, saturated)` points sorted by load
@@ -109,6 +118,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 knee_load: None,
                 sla_max_load: None,
                 plot: profile_file_name(&p.group),
+                thresholds: Vec::new(),
             }),
         }
     }
@@ -132,6 +142,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
             g.knee_load = Some(g.rows[k].load);
         }
         let search = results.searches.iter().find(|s| s.group == g.group);
+        g.thresholds = latency_thresholds(results, g);
         g.sla_max_load = match search {
             Some(s) => s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
             None => g
@@ -159,6 +170,8 @@ fn row(
         ttft_p50_ms: s.latency.ttft_ms.p50,
         ttft_p99_ms: s.latency.ttft_ms.p99,
         itl_p99_ms: s.latency.itl_ms.p99,
+        e2e_p99_ms: s.latency.e2e_ms.p99,
+        achieved_per_s: s.throughput.requests_per_s,
         output_tokens_per_s: s.throughput.output_tokens_per_s,
         saturated,
         client_bound,
@@ -172,99 +185,281 @@ pub fn profile_file_name(group: &str) -> String {
     format!("profile-{}.svg", super::stage_slug(group))
 }
 
-fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
-    ReportError::Plot(e.to_string())
+/// A latency figure of a profile row.
+type RowFigure = fn(&ProfileRow) -> f64;
+
+/// The latency thresholds of the assertions judged on `g`'s points (TTFT, ITL, TPOT, E2E in
+/// ms, one per assertion text).
+fn latency_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
+    use crate::sla::Metric;
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for v in &results.sla {
+        let on_group = v
+            .stage
+            .as_deref()
+            .is_some_and(|s| s == g.group || g.rows.iter().any(|r| r.stage == s));
+        if !on_group || v.unit != "ms" || !v.threshold.is_finite() {
+            continue;
+        }
+        // The stored text is the assertion as written; parsing it again only recovers the
+        // metric it named.
+        let Ok(a) = crate::sla::parse(&v.expr) else {
+            continue;
+        };
+        let latency = matches!(
+            a.metric,
+            Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e
+        );
+        if latency && !out.iter().any(|(_, e)| *e == v.expr) {
+            out.push((v.threshold, v.expr.clone()));
+        }
+    }
+    out
 }
 
-/// Latency (left, ms) and output tokens/s (right) against load, one line style per series and
-/// one colour per run; the knee and SLA maximum of the first run are marked.
+/// The latency series of the profile plot, in the order of their house styles.
+const PROFILE_SERIES: [(&str, RowFigure); 4] = [
+    ("TTFT p50", |r| r.ttft_p50_ms),
+    ("TTFT p99", |r| r.ttft_p99_ms),
+    ("ITL p99", |r| r.itl_p99_ms),
+    ("E2E p99", |r| r.e2e_p99_ms),
+];
+
+/// The load as written on a point: `12 req/s`, `8 clients`.
+fn load_label(v: f64, axis: &str) -> String {
+    format!("{} {axis}", super::view::short(v))
+}
+
+/// Two panels. Above: latency (log axis: ITL and E2E are orders of magnitude apart) against
+/// the achieved throughput, one colour, marker and dash per metric, each point labelled with
+/// its offered load. Below: achieved against offered load, with the ideal line (open loop),
+/// so saturation shows as the curve leaving it. The knee and the SLA-compliant maximum of the
+/// first run are labelled lines in both. Several runs (a comparison, baseline first) share the
+/// plot; the baseline is dashed with hollow markers.
 pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let all = || runs.iter().flat_map(|(_, g)| g.rows.iter());
-        let max_x = all().map(|r| r.load).fold(1.0, f64::max) * 1.05;
-        let max_y = all()
-            .map(|r| r.ttft_p99_ms.max(r.itl_p99_ms))
-            .fold(1.0, f64::max)
-            * 1.1;
-        let max_t = all().map(|r| r.output_tokens_per_s).fold(1.0, f64::max) * 1.1;
-        let title = runs.first().map_or("profile", |(_, g)| g.group.as_str());
-        let axis = runs.first().map_or("load", |(_, g)| g.axis);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("latency profile: {title}"), ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .right_y_label_area_size(56)
-            .build_cartesian_2d(0.0..max_x, 0.0..max_y)
-            .map_err(plot_err)?
-            .set_secondary_coord(0.0..max_x, 0.0..max_t);
-        chart
-            .configure_mesh()
-            .x_desc(format!("offered load ({axis})"))
-            .y_desc("latency (ms)")
-            .draw()
-            .map_err(plot_err)?;
-        chart
-            .configure_secondary_axes()
-            .y_desc("output tokens/s")
-            .draw()
-            .map_err(plot_err)?;
-        let palette = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
-        for (i, (label, g)) in runs.iter().enumerate() {
-            let c = palette[i % palette.len()];
-            let pts = |f: fn(&ProfileRow) -> f64| -> Vec<(f64, f64)> {
-                g.rows.iter().map(|r| (r.load, f(r))).collect()
-            };
-            for (name, f, width) in [
-                (
-                    "TTFT p50",
-                    (|r: &ProfileRow| r.ttft_p50_ms) as fn(&ProfileRow) -> f64,
-                    1,
-                ),
-                ("TTFT p99", |r: &ProfileRow| r.ttft_p99_ms, 3),
-                ("ITL p99", |r: &ProfileRow| r.itl_p99_ms, 2),
-            ] {
-                chart
-                    .draw_series(LineSeries::new(pts(f), c.stroke_width(width)))
-                    .map_err(plot_err)?
-                    .label(format!("{label} {name}"))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(width))
-                    });
+    let all = || runs.iter().flat_map(|(_, g)| g.rows.iter());
+    let title = runs.first().map_or("profile", |(_, g)| g.group.as_str());
+    let axis = runs.first().map_or("req/s", |(_, g)| g.axis);
+    let styles: Vec<Style> = (0..PROFILE_SERIES.len()).map(style::series).collect();
+    let run_style = |run: usize, k: usize| {
+        if runs.len() > 1 && run + 1 < runs.len() {
+            styles[k].as_baseline()
+        } else {
+            styles[k]
+        }
+    };
+    // Achieved throughput has its own style, apart from the latency series'.
+    let achieved = style::series(4);
+    let achieved_style = |run: usize| {
+        if runs.len() > 1 && run + 1 < runs.len() {
+            achieved.as_baseline()
+        } else {
+            achieved
+        }
+    };
+    let mut legend: Vec<LegendEntry> = PROFILE_SERIES
+        .iter()
+        .enumerate()
+        .map(|(k, (name, _))| LegendEntry {
+            label: (*name).to_string(),
+            style: styles[k],
+        })
+        .collect();
+    if runs.len() > 1 {
+        for (i, (label, _)) in runs.iter().enumerate() {
+            legend.push(LegendEntry {
+                label: format!("{label} (achieved req/s)"),
+                style: achieved_style(i),
+            });
+        }
+    } else {
+        legend.push(LegendEntry {
+            label: "achieved req/s".into(),
+            style: achieved,
+        });
+    }
+    let first = runs.first().map(|(_, g)| *g);
+    if first.is_some_and(|g| g.knee_load.is_some()) {
+        legend.push(LegendEntry {
+            label: "knee".into(),
+            style: style::NOTE,
+        });
+    }
+    if first.is_some_and(|g| !g.thresholds.is_empty()) {
+        legend.push(LegendEntry {
+            label: "SLA threshold".into(),
+            style: style::THRESHOLD,
+        });
+    }
+    if first.is_some_and(|g| g.sla_max_load.is_some()) {
+        legend.push(LegendEntry {
+            label: "SLA-compliant max".into(),
+            style: style::SLA_MAX,
+        });
+    }
+    let w = 900.0;
+    let mut doc = Doc::new("profile", &format!("latency profile: {title}"), w, 0.0);
+    let top = doc.legend(34.0, &legend);
+    let (h1, h2) = (340.0, 240.0);
+    doc.set_height(top + h1 + h2 + 6.0);
+
+    let max_x = all().map(|r| r.achieved_per_s).fold(0.0, f64::max);
+    let lat = || {
+        all()
+            .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
+            .filter(|v| *v > 0.0)
+    };
+    let limits = || {
+        runs.first()
+            .into_iter()
+            .flat_map(|(_, g)| g.thresholds.iter().map(|t| t.0))
+    };
+    let lo = lat().chain(limits()).fold(f64::INFINITY, f64::min);
+    let hi = lat().chain(limits()).fold(0.0, f64::max);
+    let y = if lo.is_finite() {
+        Scale::auto(lo, hi)
+    } else {
+        Scale::linear(0.0, 1.0, true)
+    };
+    let x = Scale::linear(0.0, max_x.max(1e-3) * 1.05, true);
+    let p = doc.panel(
+        "latency against achieved throughput",
+        Rect {
+            x: 0.0,
+            y: top,
+            w,
+            h: h1,
+        },
+        &Axis::new(x, "achieved throughput (completed req/s)"),
+        &Axis::new(
+            y,
+            format!(
+                "latency (ms{})",
+                if y.is_log() { ", log scale" } else { "" }
+            ),
+        ),
+    );
+    for (i, (label, g)) in runs.iter().enumerate() {
+        for (k, (name, f)) in PROFILE_SERIES.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = g
+                .rows
+                .iter()
+                .filter(|r| f(r) > 0.0)
+                .map(|r| (r.achieved_per_s, f(r)))
+                .collect();
+            doc.series(&p, name, label, run_style(i, k), &pts, 1);
+        }
+    }
+    // The offered load beside each TTFT p99 point of the last run, skipping one too close to
+    // the previous label.
+    if let Some((_, g)) = runs.last() {
+        let mut last: Option<(f64, f64)> = None;
+        for r in &g.rows {
+            let (px, py) = (p.px(r.achieved_per_s), p.py(r.ttft_p99_ms));
+            if last.is_some_and(|(lx, ly)| (px - lx).abs() < 52.0 && (py - ly).abs() < 12.0) {
+                continue;
             }
-            chart
-                .draw_secondary_series(
-                    LineSeries::new(pts(|r| r.output_tokens_per_s), c.mix(0.5).stroke_width(1))
-                        .point_size(4),
-                )
-                .map_err(plot_err)?
-                .label(format!("{label} output tok/s (right)"))
-                .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
-            if i == 0 {
-                for (at, colour) in [(g.knee_load, BLACK), (g.sla_max_load, GREEN)] {
-                    if let Some(x) = at {
-                        chart
-                            .draw_series(LineSeries::new(
-                                vec![(x, 0.0), (x, max_y)],
-                                colour.stroke_width(1),
-                            ))
-                            .map_err(plot_err)?;
-                    }
-                }
+            last = Some((px, py));
+            doc.point_label(
+                &p,
+                r.achieved_per_s,
+                r.ttft_p99_ms,
+                &load_label(r.load, g.axis),
+                styles[1].color,
+            );
+        }
+    }
+    let marks = |g: &ProfileGroup| {
+        let at = |load: Option<f64>| {
+            load.and_then(|l| g.rows.iter().find(|r| r.load == l))
+                .map(|r| (r.load, r.achieved_per_s))
+        };
+        [
+            ("knee", at(g.knee_load), "knee", style::NOTE),
+            ("sla-max", at(g.sla_max_load), "SLA max", style::SLA_MAX),
+        ]
+    };
+    if let Some((_, g)) = runs.first() {
+        for (kind, at, label, st) in marks(g) {
+            if let Some((load, achieved)) = at {
+                let text = format!("{label} {}", load_label(load, g.axis));
+                doc.reference(&p, Orient::Vertical, kind, achieved, &text, st);
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
+        for (value, expr) in &g.thresholds {
+            doc.reference(
+                &p,
+                Orient::Horizontal,
+                "threshold",
+                *value,
+                expr,
+                style::THRESHOLD,
+            );
+        }
+        let missing: Vec<&str> = [
+            g.knee_load.is_none().then_some("knee not reached"),
+            g.sla_max_load.is_none().then_some("no point met every SLA"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !missing.is_empty() {
+            doc.note(
+                p.area.x + 6.0,
+                p.area.y + 14.0,
+                "start",
+                &missing.join(" · "),
+            );
+        }
     }
-    Ok(svg)
+    doc.end_panel();
+
+    let max_load = all().map(|r| r.load).fold(0.0, f64::max);
+    let x2 = Scale::linear(0.0, max_load.max(1e-3) * 1.05, true);
+    let y2 = Scale::linear(
+        0.0,
+        max_x
+            .max(if axis == "req/s" { max_load } else { 0.0 })
+            .max(1e-3)
+            * 1.05,
+        true,
+    );
+    let p2 = doc.panel(
+        "achieved against offered load",
+        Rect {
+            x: 0.0,
+            y: top + h1,
+            w,
+            h: h2,
+        },
+        &Axis::new(x2, format!("offered load ({axis})")),
+        &Axis::new(y2, "achieved (req/s)"),
+    );
+    if axis == "req/s" {
+        let (_, top_load) = x2.bounds();
+        doc.series(
+            &p2,
+            "achieved = offered",
+            "",
+            style::GUIDE,
+            &[(0.0, 0.0), (top_load, top_load)],
+            0,
+        );
+    }
+    for (i, (label, g)) in runs.iter().enumerate() {
+        let pts: Vec<(f64, f64)> = g.rows.iter().map(|r| (r.load, r.achieved_per_s)).collect();
+        doc.series(&p2, "achieved req/s", label, achieved_style(i), &pts, 1);
+    }
+    if let Some((_, g)) = runs.first() {
+        for (kind, at, label, st) in marks(g) {
+            if let Some((load, _)) = at {
+                let text = format!("{label} {}", load_label(load, g.axis));
+                doc.reference(&p2, Orient::Vertical, kind, load, &text, st);
+            }
+        }
+    }
+    doc.end_panel();
+    Ok(doc.finish())
 }
 
 #[cfg(test)]

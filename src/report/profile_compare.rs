@@ -1,10 +1,33 @@
-//! `compare --plot`: the latency profiles of a baseline and a current run drawn together, one
-//! plot per profile group (sweep or search) the two runs share.
+//! `compare --plot`: a baseline and a current run drawn together — one latency profile per
+//! profile group (sweep or search) the two runs share, then one latency distribution per
+//! stage they share (baseline dashed with hollow markers, current solid).
 
 use std::path::{Path, PathBuf};
 
-use super::{ReportError, profile_svg, profiles, stage_slug};
+use super::plots::stage_verdicts;
+use super::{ReportError, distribution_svg, profile_svg, profiles, stage_slug};
 use crate::results::Results;
+
+/// Every comparison plot, as (name, SVG): the shared profiles (named by group), then each
+/// shared stage's distributions (named `stage-<name>-latency`).
+pub fn compare_svgs(
+    baseline: &Results,
+    current: &Results,
+) -> Result<Vec<(String, String)>, ReportError> {
+    let mut out = compare_profile_svgs(baseline, current)?;
+    for s in &current.stages {
+        let Some(b) = baseline.stages.iter().find(|b| b.name == s.name) else {
+            continue;
+        };
+        let title = format!("{}: latency distribution, baseline and current", s.name);
+        let verdicts = stage_verdicts(current, &s.name);
+        if let Some(svg) = distribution_svg(&title, &[("baseline", b), ("current", s)], &verdicts)?
+        {
+            out.push((format!("stage-{}-latency", s.name), svg));
+        }
+    }
+    Ok(out)
+}
 
 /// One SVG per profile group present in both runs, baseline first (so its knee and SLA
 /// maximum are marked), in the baseline's order. Empty when the runs share no group.

@@ -1,18 +1,67 @@
 //! The few lines `infermeter run` prints when it ends: verdict, one row per stage, and the
-//! SLA verdicts. Plain text that reads the same in a terminal and in a CI log.
+//! SLA verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
+//! on, the outcome words and marks are coloured (ANSI), nothing else changes.
 
 use std::fmt::Write as _;
 
 use crate::results::Results;
 
-/// Renders the end-of-run summary.
+/// Renders the end-of-run summary, without colour.
 pub fn render_summary_text(r: &Results) -> String {
+    render_summary_text_with(r, false)
+}
+
+/// The width validity reasons are wrapped to.
+const WRAP: usize = 100;
+
+/// `text` in an ANSI colour when `on`: green, red, yellow or magenta by outcome word.
+fn paint(text: &str, word: &str, on: bool) -> String {
+    if !on {
+        return text.to_string();
+    }
+    let code = match word {
+        "PASSED" | "pass" => "32",
+        "FAILED" | "fail" => "31",
+        "INCONCLUSIVE" | "inconclusive" => "33",
+        _ => "35",
+    };
+    format!("\x1b[1;{code}m{text}\x1b[0m")
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stays
+/// whole on its own line).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Renders the end-of-run summary; `color` paints the outcome words.
+pub fn render_summary_text_with(r: &Results, color: bool) -> String {
     let mut out = String::new();
     let h = super::headline(r);
     let _ = writeln!(
         out,
         "\n{}  {}  (plan {}, seed {}, target {} · {})\n  {}",
-        h.word, r.scenario, r.plan_hash, r.seed, r.target.endpoint, r.target.model, h.detail
+        paint(h.word, h.word, color),
+        r.scenario,
+        r.plan_hash,
+        r.seed,
+        r.target.endpoint,
+        r.target.model,
+        h.detail
     );
     let _ = writeln!(
         out,
@@ -26,13 +75,13 @@ pub fn render_summary_text(r: &Results) -> String {
         "TTFT p50/p99 ms",
         "ITL p50/p99 ms",
         "E2E p99 ms",
-        "lag p99"
+        "lag p99 ms"
     );
     for s in &r.stages {
         let l = &s.latency;
         let _ = writeln!(
             out,
-            "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>9.3}  {}",
+            "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
             truncate(&s.name, 16),
             s.requests.sent,
             s.requests.ok,
@@ -46,7 +95,9 @@ pub fn render_summary_text(r: &Results) -> String {
             if s.validity.trusted { "yes" } else { "NO" },
         );
         for reason in &s.validity.reasons {
-            let _ = writeln!(out, "    ! {reason}");
+            for (i, line) in wrap(reason, WRAP - 6).iter().enumerate() {
+                let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
+            }
         }
         for note in &s.notes {
             let _ = writeln!(out, "    note: {note}");
@@ -85,7 +136,7 @@ pub fn render_summary_text(r: &Results) -> String {
             let _ = writeln!(
                 out,
                 "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
-                super::mark(v.outcome),
+                paint(super::mark(v.outcome), v.outcome.as_str(), color),
                 v.expr,
                 v.stage.as_deref().unwrap_or("all"),
                 with_unit(v.observed),
@@ -135,5 +186,25 @@ fn truncate(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_wrap_at_word_boundaries() {
+        let text = "send lag p99 1.9 ms above 1 ms: the client could not keep up with the schedule, so latency includes its own delay";
+        let lines = wrap(text, 40);
+        assert!(lines.len() > 2);
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{lines:?}");
+        assert_eq!(lines.join(" "), text, "no word cut");
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert_eq!(paint("PASSED", "PASSED", false), "PASSED");
+        assert_eq!(paint("FAILED", "FAILED", true), "\x1b[1;31mFAILED\x1b[0m");
     }
 }

@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
-
 use super::ReportError;
 use super::plots::stage_slug;
 use crate::metrics::StageSummary;
@@ -15,7 +13,7 @@ use crate::results::{Results, write_atomic};
 use crate::telemetry::{StageTelemetry, TelemetryReport, render_markdown};
 
 type Points = Vec<(f64, f64)>;
-type Series = (&'static str, Points, RGBColor);
+type Series = (&'static str, Points);
 
 pub fn server_timeline_file_name(stage: &str) -> String {
     format!("stage-{}-server.svg", stage_slug(stage))
@@ -129,31 +127,20 @@ pub fn server_timeline_svg(
     let panels: [(&str, Vec<Series>); 3] = [
         (
             "latency (ms)",
-            vec![
-                ("TTFT p50", latency, RGBColor(31, 119, 180)),
-                ("E2E p99", e2e, RGBColor(214, 39, 40)),
-            ],
+            vec![("TTFT p50", latency), ("E2E p99", e2e)],
         ),
-        (
-            "requests",
-            vec![
-                ("running", running, RGBColor(44, 160, 44)),
-                ("waiting", waiting, RGBColor(255, 127, 14)),
-            ],
-        ),
-        (
-            "KV cache (%)",
-            vec![("KV usage", kv, RGBColor(148, 103, 189))],
-        ),
+        ("requests", vec![("running", running), ("waiting", waiting)]),
+        ("KV cache (%)", vec![("KV usage", kv)]),
     ];
     let t_max = panels
         .iter()
-        .flat_map(|(_, s)| s.iter().flat_map(|(_, d, _)| d.iter().map(|p| p.0)))
-        .fold(1.0, f64::max)
-        + 1.0;
+        .flat_map(|(_, s)| s.iter().flat_map(|(_, d)| d.iter().map(|p| p.0)))
+        .fold(stage.wall_time_s.max(1.0), f64::max);
     super::plots::stacked_time_panels(
+        "server-timeline",
         &format!("{}: server load and latency", stage.name),
         t_max,
+        super::plots::sending_stopped_s(stage),
         panels,
     )
     .map(Some)

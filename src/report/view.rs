@@ -223,6 +223,13 @@ fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
     }
 }
 
+/// TTFA is worth a row only for models that reason before answering: otherwise every request's
+/// first answer token is its first token and the row repeats TTFT.
+pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
+    let (a, t) = (&s.latency.ttfa_ms, &s.latency.ttft_ms);
+    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
+}
+
 fn kv(key: &'static str, value: String) -> KeyValue {
     KeyValue { key, value }
 }
@@ -270,7 +277,10 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
     let c = &s.client;
     let mut plots = Vec::new();
     for (file, alt) in [
-        (cdf_file_name(&s.name), "TTFT and E2E latency CDF"),
+        (
+            cdf_file_name(&s.name),
+            "latency distribution (TTFT, ITL, TPOT, E2E)",
+        ),
         (
             timeline_file_name(&s.name),
             "latency and throughput over time",
@@ -332,7 +342,7 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             latency_row("NTPOT", &s.latency.ntpot_ms),
         ]
         .into_iter()
-        .chain((s.latency.ttfa_ms.count > 0).then(|| latency_row("TTFA", &s.latency.ttfa_ms)))
+        .chain(ttfa_differs(s).then(|| latency_row("TTFA", &s.latency.ttfa_ms)))
         .collect(),
         throughput: vec![
             kv("requests", format!("{} req/s", num(t.requests_per_s))),
@@ -453,7 +463,77 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
             kv("schema version", results.schema_version.to_string()),
         ]
         .into_iter()
+        .chain(provenance_rows(results))
         .chain(warmup_row(results.warmup.as_ref()))
         .collect(),
     }
+}
+
+/// The provenance as display rows (none for results written before it was kept).
+fn provenance_rows(results: &Results) -> Vec<KeyValue> {
+    let Some(p) = &results.provenance else {
+        return Vec::new();
+    };
+    let h = &p.host;
+    let mut rows = vec![
+        kv(
+            "build",
+            format!(
+                "{} (commit `{}`)",
+                p.build.version,
+                short_commit(&p.build.commit)
+            ),
+        ),
+        kv("ended", p.ended_at.clone()),
+        kv(
+            "scenario file",
+            format!(
+                "`{}` (sha256 `{}`)",
+                p.scenario_file,
+                short_commit(&p.scenario_sha256)
+            ),
+        ),
+    ];
+    if !p.command_line.is_empty() {
+        rows.push(kv(
+            "command line",
+            format!("`{}`", p.command_line.join(" ")),
+        ));
+    }
+    if !p.params.is_empty() {
+        let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        rows.push(kv("params", format!("`{}`", params.join(" "))));
+    }
+    if !p.tags.is_empty() {
+        rows.push(kv("tags", p.tags.join(", ")));
+    }
+    let host = match &h.hostname {
+        Some(n) => format!("{n} · "),
+        None => String::new(),
+    };
+    rows.push(kv(
+        "host",
+        format!(
+            "{host}{} × {} · {} · {} · {}",
+            h.cpus, h.cpu_model, h.kernel, h.os, h.arch
+        ),
+    ));
+    if let Some(server) = &p.server {
+        let answered: Vec<&str> = server.endpoints.keys().map(String::as_str).collect();
+        let summary = server.summary().unwrap_or_else(|| "unidentified".into());
+        rows.push(kv(
+            "server",
+            if answered.is_empty() {
+                summary
+            } else {
+                format!("{summary} (answered: {})", answered.join(", "))
+            },
+        ));
+    }
+    rows
+}
+
+/// The first 12 characters of a commit or hash.
+fn short_commit(c: &str) -> &str {
+    c.get(..12).unwrap_or(c)
 }

@@ -1,7 +1,8 @@
 //! Writes every output of a run into one directory, each file atomically (a temporary file
-//! renamed over the old one): `results.json` first, then the report, JUnit and the step
-//! summary, the plots last — so a plot that cannot be written (or drawn) loses none of the
-//! others, and a problem with one file does not stop the next.
+//! renamed over the old one): `results.json` first, then the report (report.md, report.html,
+//! report.pr.md, stages.csv), JUnit and the step summary, the plots last — so a plot that
+//! cannot be written (or drawn) loses none of the others, and a problem with one file does not
+//! stop the next.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ pub struct WriteOptions {
     pub junit: bool,
     /// Where to append the Markdown report too (GitHub's step summary).
     pub step_summary: Option<PathBuf>,
+    /// The scenario's baseline and `compare`'s verdict against it, shown in report.html.
+    pub baseline: Option<Box<(Results, super::Comparison)>>,
 }
 
 impl Default for WriteOptions {
@@ -32,6 +35,7 @@ impl Default for WriteOptions {
             plots: true,
             junit: true,
             step_summary: None,
+            baseline: None,
         }
     }
 }
@@ -101,6 +105,15 @@ pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> 
             Ok(()) => w.files.push(path),
             Err(e) => w.problems.push(e),
         }
+    }
+    match super::pages::write_pages(
+        results,
+        out_dir,
+        opts.template.as_ref(),
+        opts.baseline.as_deref(),
+    ) {
+        Ok(files) => w.files.extend(files),
+        Err(e) => w.problems.push(e),
     }
     let (saved, failed) = save_plots(&plots, out_dir);
     w.files.extend(saved);

@@ -4,9 +4,13 @@
 
 mod file;
 mod model;
+mod provenance;
 mod schema;
+mod shards;
 
 pub(crate) use file::write_atomic;
 pub use file::{RESULTS_FILE, ResultsError, migrate, read_results, write_results};
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
+pub use provenance::{BuildInfo, HostInfo, Provenance};
 pub use schema::json_schema;
+pub use shards::{ShardRecord, ShardStart, Sharding};

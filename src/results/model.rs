@@ -60,6 +60,14 @@ pub struct Results {
     /// summaries are in `stages`, marked with `profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<SearchSummary>,
+    /// Where the result came from: build, command line, params, host, server. Absent in
+    /// results written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<super::Provenance>,
+    /// A shard of a distributed run, or their merge: which shards, how their steps started,
+    /// which are missing. *Added in schema 2*; absent for a single-process run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<super::Sharding>,
 }
 
 /// How much `compare` lets each metric move: a default (a fraction) and per metric

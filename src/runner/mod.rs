@@ -8,6 +8,7 @@
 //! `send.rs` is the path of one request, `session.rs` multi-turn sessions, `search.rs` rate
 //! and concurrency searches, `options.rs` what the caller passes in.
 
+mod barrier;
 mod collect;
 mod cpu;
 mod options;
@@ -22,6 +23,7 @@ mod telemetry;
 mod timer;
 mod warmup;
 
+pub use barrier::{AgreedStart, Barrier, BarrierFuture, StepStart};
 pub use cpu::PollIdle;
 pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunError, RunOutput, RunProblem, Stop, run};

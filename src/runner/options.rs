@@ -31,6 +31,8 @@ pub struct RunOptions {
     /// Idle CPUs were kept polling for the run (`--poll-idle`, held by the caller); recorded
     /// in every stage's client health.
     pub poll_idle: bool,
+    /// A shard of a distributed run: where it agrees with the others when each step starts.
+    pub barrier: Option<Arc<dyn super::Barrier>>,
     /// Checked while each measured stage runs (not the warm-up, not search probes).
     pub live_check: Option<LiveCheck>,
 }

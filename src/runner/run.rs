@@ -9,14 +9,15 @@ use std::time::SystemTime;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
-use super::stage::StageRunner;
+use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
-use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter};
+use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
 use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
 use crate::protocol::Api;
+use crate::server_info::ServerInfo;
 use crate::sim::SimError;
 use crate::telemetry::{TelemetryError, TelemetryReport};
 use crate::units::Duration;
@@ -39,6 +40,11 @@ pub struct RunOutput {
     pub problems: Vec<RunProblem>,
     /// Series and per-stage summaries when the plan has a `telemetry` block.
     pub telemetry: Option<TelemetryReport>,
+    /// What the target said about itself (asked alongside the preflight, never waited for:
+    /// `None` when it had not answered by the end of the run).
+    pub server: Option<ServerInfo>,
+    /// A shard of a distributed run: how far each step started from its agreed instant.
+    pub starts: Vec<super::StepStart>,
     /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
     pub cache_salt: Option<String>,
 }
@@ -52,6 +58,9 @@ pub enum Stop {
     Interrupted,
     /// The caller's after-stage decision stopped it; the message says why.
     Aborted(String),
+    /// A shard could not agree on a step's start with the others (the coordinator is gone):
+    /// running it unsynchronised would not be the planned schedule.
+    Unsynchronised(String),
 }
 
 /// Something that went wrong during the run without stopping it.
@@ -176,6 +185,14 @@ pub async fn run(
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;
+    // The server's self-description, asked while the preflight runs; collected at the end
+    // only if it has answered by then, so it can neither fail nor delay the run. On
+    // connections of its own, so none of them is reused for the preflight or a request.
+    let probe = tokio::spawn({
+        let http = client.unpooled().clone();
+        let url = base_url.clone();
+        async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
+    });
     let known_model = plan.target.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput {
         endpoint,
@@ -188,6 +205,8 @@ pub async fn run(
         stop: Stop::Interrupted,
         problems: Vec::new(),
         telemetry: None,
+        server: None,
+        starts: Vec::new(),
         cache_salt: None,
     };
     let found = preflight(
@@ -199,7 +218,7 @@ pub async fn run(
     )
     .await?;
     // Interrupted before anything was measured: an interrupted run with no stage.
-    let Some(model) = found else {
+    let Some((model, models_answer)) = found else {
         return Ok(out);
     };
     out.model = model.clone();
@@ -224,6 +243,7 @@ pub async fn run(
         base_url,
         cpu,
         opts: &opts,
+        starts: std::sync::Mutex::new(Vec::new()),
         salt_seed,
         reset: std::sync::Mutex::new(None),
     };
@@ -240,6 +260,21 @@ pub async fn run(
         ) => t?,
     };
     out.stop = Stop::Completed;
+    // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
+    let mut step = 0u32;
+    let agree =
+        async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
+            match &opts.barrier {
+                None => Ok(None),
+                Some(b) => b
+                    .wait(step, name, &plan.hash)
+                    .await
+                    .map(|a| Some((step, a)))
+                    .map_err(|why| {
+                        format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
+                    }),
+            }
+        };
     let mark = |name: &str, started: bool| {
         if let Some(t) = &telemetry {
             if started {
@@ -262,15 +297,30 @@ pub async fn run(
                 until,
                 telemetry: telemetry.as_ref(),
             });
-        let (summary, problem) = runner
-            .run_stage(w, 0, &mut sink, watch.as_ref(), false)
-            .await;
+        match agree(step, &w.name).await {
+            Ok(start) => {
+                let (summary, problem) = runner
+                    .run_stage(
+                        w,
+                        0,
+                        &mut sink,
+                        watch.as_ref(),
+                        StageCall {
+                            start,
+                            ..StageCall::default()
+                        },
+                    )
+                    .await;
+                out.warmup = Some(summary);
+                out.problems.extend(problem);
+            }
+            Err(why) => out.stop = Stop::Unsynchronised(why),
+        }
         mark(&w.name, false);
-        out.warmup = Some(summary);
-        out.problems.extend(problem);
+        step += 1;
     }
     for stage in &plan.stages {
-        if opts.interrupt.is_cancelled() {
+        if opts.interrupt.is_cancelled() || matches!(out.stop, Stop::Unsynchronised(_)) {
             break;
         }
         mark(&stage.name, true);
@@ -289,13 +339,36 @@ pub async fn run(
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
             }
-            let (summary, problem) = runner.run_stage(stage, round, &mut sink, None, true).await;
+            let start = match agree(step, &stage.name).await {
+                Ok(start) => start,
+                Err(why) => {
+                    out.stop = Stop::Unsynchronised(why);
+                    break;
+                }
+            };
+            step += 1;
+            let (summary, problem) = runner
+                .run_stage(
+                    stage,
+                    round,
+                    &mut sink,
+                    None,
+                    StageCall {
+                        position: sweep_position(&plan, stage),
+                        live: true,
+                        start,
+                    },
+                )
+                .await;
             out.problems.extend(problem);
             let aborted = summary.aborted.is_some();
             rounds.push(summary);
             if aborted {
                 break;
             }
+        }
+        if rounds.is_empty() {
+            break;
         }
         mark(&stage.name, false);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
@@ -317,6 +390,7 @@ pub async fn run(
     if opts.interrupt.is_cancelled() {
         out.stop = Stop::Interrupted;
     }
+    out.starts = runner.starts.lock().map(|s| s.clone()).unwrap_or_default();
     if let Some(w) = sink
         && let Some(path) = opts.requests_jsonl.clone()
         && let Err(source) = persist_rows(w, &path)
@@ -332,9 +406,37 @@ pub async fn run(
         }
         out.telemetry = Some(report);
     }
+    // Whatever of the self-description has arrived by now; the rest is dropped.
+    let mut server = ServerInfo::default();
+    for task in [models_answer, probe] {
+        if task.is_finished() {
+            if let Ok(info) = task.await {
+                server = server.merge(info);
+            }
+        } else {
+            task.abort();
+        }
+    }
+    out.server = Some(server);
     drop(sim);
     Ok(out)
 }
+
+/// Where a sweep point stands among its group's points (1-based), for the progress line.
+fn sweep_position(plan: &Plan, stage: &crate::plan::StagePlan) -> Option<(usize, usize)> {
+    let group = &stage.profile.as_ref()?.group;
+    let points: Vec<&str> = plan
+        .stages
+        .iter()
+        .filter(|s| s.profile.as_ref().is_some_and(|p| &p.group == group))
+        .map(|s| s.name.as_str())
+        .collect();
+    let i = points.iter().position(|n| *n == stage.name)?;
+    Some((i + 1, points.len()))
+}
+
+/// How long each self-description endpoint may take to answer.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `requests.jsonl` is written to a temporary file beside `path` and renamed over it at the
 /// end of the run ([`persist_rows`]), so a reader never mixes this run's rows with an older

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::collect::RowSink;
 use super::options::StageDecision;
 use super::run::RunProblem;
-use super::stage::StageRunner;
+use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};
 use crate::metrics::{ProbeResult, SearchSummary, StageSummary};
 use crate::plan::{StagePlan, probe_stage};
@@ -63,7 +63,18 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self.run_stage(&probe, 0, sink, None, false).await;
+            let (mut summary, problem) = self
+                .run_stage(
+                    &probe,
+                    0,
+                    sink,
+                    None,
+                    StageCall {
+                        position: Some((out.probes.len() + 1, spec.max_probes as usize)),
+                        ..StageCall::default()
+                    },
+                )
+                .await;
             out.problems.extend(problem);
             let mut point = probe.profile.clone().unwrap_or_default();
             point.assess(&summary);

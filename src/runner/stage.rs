@@ -29,7 +29,7 @@ use crate::client::{BodyTemplate, Client};
 use crate::dataset::{DatasetSource, PromptFactory};
 use crate::hooks::Hooks;
 use crate::metrics::{
-    GoodputSlo, PlannedLoad, StageAggregator, StageClock, StageFacts, StageSummary,
+    GoodputSlo, PlannedLoad, PointKind, StageAggregator, StageClock, StageFacts, StageSummary,
 };
 use crate::plan::{Load, Plan, StagePlan};
 use crate::protocol::CacheReset;
@@ -45,31 +45,59 @@ pub(super) struct StageRunner<'a> {
     pub(super) base_url: String,
     pub(super) cpu: CpuClock,
     pub(super) opts: &'a RunOptions,
+    /// How far each synchronised step started from its agreed instant (distributed runs).
+    pub(super) starts: std::sync::Mutex<Vec<super::StepStart>>,
     /// `cache-salt`: the run's salt seed (each stage round draws its salt from it).
     pub(super) salt_seed: Option<u64>,
     /// `reset-cache`: how, once `auto` has found the server's endpoint.
     pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
 }
 
+/// How a stage is run, beside the stage itself.
+#[derive(Default)]
+pub(super) struct StageCall {
+    /// (this, of) for a sweep point or search probe, for the progress line.
+    pub position: Option<(usize, usize)>,
+    /// The caller's live check (`abort-on-fail`) judges the stage as it runs.
+    pub live: bool,
+    /// (step number, agreed start): the stage's clock starts at that instant.
+    pub start: Option<(u32, super::AgreedStart)>,
+}
+
 impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
     /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`);
-    /// with `live`, the caller's live check (`abort-on-fail`) judges it as it runs.
+    /// `call` says where it sits in a sweep, whether it is judged live, and when it starts.
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
         round: u32,
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
-        live: bool,
+        call: StageCall,
     ) -> (StageSummary, Option<RunProblem>) {
+        let StageCall {
+            position,
+            live,
+            start,
+        } = call;
         let reset_note = self.reset_cache(&stage.name).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
-        let shown = if stage.rounds > 1 {
-            format!("{} (round {} of {})", stage.name, round + 1, stage.rounds)
-        } else {
+        let mut notes = Vec::new();
+        if let Some((i, n)) = position {
+            notes.push(match stage.profile.as_ref().map(|p| p.kind) {
+                Some(PointKind::Probe) => format!("probe {i} of at most {n}"),
+                _ => format!("point {i} of {n}"),
+            });
+        }
+        if stage.rounds > 1 {
+            notes.push(format!("round {} of {}", round + 1, stage.rounds));
+        }
+        let shown = if notes.is_empty() {
             stage.name.clone()
+        } else {
+            format!("{} ({})", stage.name, notes.join(", "))
         };
         let progress = self
             .opts
@@ -104,6 +132,19 @@ impl StageRunner<'_> {
             &self.opts.interrupt,
         )
         .await;
+        if let Some((step, agreed)) = start {
+            PreciseTimer::new().sleep_until(agreed.instant()).await;
+            let offset_ns = agreed.offset_of(std::time::SystemTime::now());
+            if let Ok(mut starts) = self.starts.lock() {
+                starts.push(super::StepStart {
+                    step,
+                    stage: stage.name.clone(),
+                    round,
+                    agreed,
+                    offset_ns,
+                });
+            }
+        }
 
         let cancel = CancellationToken::new();
         let t0 = Instant::now();
@@ -153,7 +194,9 @@ impl StageRunner<'_> {
             Load::Closed { clients, ramp } => {
                 let next = Arc::new(AtomicU64::new(0));
                 let deadline = stage.duration.map(|d| t0 + d.as_std());
-                for k in 0..*clients {
+                // A shard runs its own workers of the plan's, each at its planned start.
+                for k in stage.slice.members(u64::from(*clients)) {
+                    let k = k as u32;
                     let start = ramp.map_or(0, |r| r.start_offset_ns(k));
                     tracker.spawn(closed_worker(
                         shared.clone(),
@@ -274,25 +317,25 @@ impl StageRunner<'_> {
 /// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
 /// at once and the send lag records how late.
 async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
-    let Some(offsets) = sh.stage.offsets() else {
+    let Some(sends) = sh.stage.sends() else {
         return;
     };
     let sessions = sh.plan.session_plan(&sh.stage).is_some();
     let mut timer = PreciseTimer::new();
-    for (i, offset) in offsets.enumerate() {
+    for (i, offset) in sends {
         if sh.interrupt.is_cancelled() {
             return;
         }
         let at = sh.t0 + Duration::from_nanos(offset);
         // Prepared ahead, so building the body is not part of the send lag.
         if sessions {
-            let first = super::session::prepare(&sh, i as u64);
+            let first = super::session::prepare(&sh, i);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
             tracker.spawn(super::session::run(sh.clone(), first, offset));
         } else {
-            let recipe = sh.plan.request(&sh.stage, i as u64);
+            let recipe = sh.plan.request(&sh.stage, i);
             let body = sh.body(&recipe);
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
@@ -340,7 +383,8 @@ async fn closed_worker(
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
             return;
         }
-        let i = next.fetch_add(1, Ordering::Relaxed);
+        // A shard's k-th request is the plan's request `index + k · count`.
+        let i = sh.stage.slice.global(next.fetch_add(1, Ordering::Relaxed));
         if max_requests.is_some_and(|m| i >= m) {
             return;
         }
@@ -419,7 +463,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = stage.request_count()?;
+    let units = stage.slice.share(stage.request_count()?);
     match plan.session_plan(stage) {
         None => Some(units),
         Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
@@ -434,11 +478,11 @@ fn pool_warmth(stage: &StagePlan) -> usize {
     match &stage.load {
         Load::Open { schedule, .. } => {
             let secs = schedule.last_ns() as f64 / 1e9;
-            let count = schedule.count();
+            let count = stage.slice.share(schedule.count());
             let rate = if secs > 0.0 { count as f64 / secs } else { 1.0 };
             (rate as usize).clamp(4, 256).min(count.max(1) as usize)
         }
-        Load::Closed { clients, .. } => (*clients as usize).min(512),
+        Load::Closed { clients, .. } => (stage.slice.share(u64::from(*clients)) as usize).min(512),
         Load::Search(_) => 4,
     }
 }

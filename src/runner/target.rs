@@ -8,10 +8,12 @@ use std::sync::mpsc;
 use std::thread;
 
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cpu::ThreadId;
 use super::run::RunError;
+use crate::server_info::ServerInfo;
 use crate::sim::{SimConfig, SimError};
 use crate::units::Duration;
 
@@ -103,13 +105,16 @@ pub const WARM_POOL_LIMIT: std::time::Duration = std::time::Duration::from_secs(
 /// names the model when the scenario did not. A server without the endpoint is tolerated when
 /// the model is known. Waits at most `timeout` (the target's) for the whole answer; `None`
 /// when `interrupt` was cancelled first.
+/// Also returns what the answer says about the server (its `server` header and the model
+/// list, for the result's provenance), as a task: with the model known, the list is read
+/// beside the run, so a server slow to send it delays nothing.
 pub async fn preflight(
     http: &reqwest::Client,
     base_url: &str,
     model: Option<&str>,
     timeout: Duration,
     interrupt: &CancellationToken,
-) -> Result<Option<String>, RunError> {
+) -> Result<Option<(String, JoinHandle<ServerInfo>)>, RunError> {
     let url = format!("{}/models", base_url.trim_end_matches('/'));
     let lookup = lookup_model(http, base_url, &url, model);
     tokio::select! {
@@ -130,7 +135,7 @@ async fn lookup_model(
     base_url: &str,
     url: &str,
     model: Option<&str>,
-) -> Result<String, RunError> {
+) -> Result<(String, JoinHandle<ServerInfo>), RunError> {
     let shown = || crate::redact::secrets(url).into_owned();
     let mut resp = http
         .get(url)
@@ -141,8 +146,26 @@ async fn lookup_model(
             // Its message would repeat the URL, credentials and all.
             source: source.without_url(),
         })?;
+    let header = resp
+        .headers()
+        .get(reqwest::header::SERVER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     if let Some(m) = model {
-        return Ok(m.to_string());
+        // The model is known: the list is read only for the provenance, beside the run, and
+        // nothing about it can fail or hold up the run.
+        let ok = resp.status().is_success();
+        let read = tokio::spawn(async move {
+            let mut body = Vec::new();
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                if body.len() + chunk.len() > MAX_MODEL_LIST_BYTES {
+                    return ServerInfo::from_models(header, None);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            ServerInfo::from_models(header, ok.then_some(body.as_slice()))
+        });
+        return Ok((m.to_string(), read));
     }
     if !resp.status().is_success() {
         return Err(RunError::NoModel {
@@ -174,6 +197,7 @@ async fn lookup_model(
             }
         }
     }
+    let info = ServerInfo::from_models(header, Some(&body));
     let list: ModelList = match serde_json::from_slice(&body) {
         Ok(l) => l,
         Err(e) => {
@@ -184,7 +208,7 @@ async fn lookup_model(
         }
     };
     match list.data.into_iter().next() {
-        Some(m) => Ok(m.id),
+        Some(m) => Ok((m.id, tokio::spawn(std::future::ready(info)))),
         None => Err(RunError::NoModel {
             url: shown(),
             problem: "lists no model".into(),

@@ -216,6 +216,9 @@ stage "s" {{
 fn a_server_that_closes_every_reused_connection_costs_retries_not_errors() {
     let (base, _) = serve(Mode::CloseReused);
     let (r, o) = run_against(&base, 20, "", "");
+    // The engine probes (`/version`, `/props`, …) asked beside the preflight are on
+    // connections of their own: none is reused, and closed, under the model lookup.
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let s = stage(&r, "s");
     assert_eq!(s["requests"]["failed"], 0, "{}", describe(&o));
     assert_eq!(s["requests"]["ok"], 20);

@@ -6,6 +6,8 @@ mod support;
 
 mod ci_action;
 mod ci_workflow;
+mod distributed_cli;
+mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
 mod gate_outcomes;
@@ -19,6 +21,7 @@ mod profile_run;
 mod readme_quickstart;
 mod redaction;
 mod report_compare;
+mod report_provenance;
 mod run_basic;
 mod run_faults;
 mod run_ground_truth;

@@ -176,9 +176,9 @@ fn concurrency_search_lands_near_max_running_and_compare_plots_it() {
     let svg = std::fs::read_to_string(&svg_path).expect("the plot is written");
     assert_well_formed_svg(&svg);
     for series in [
-        "baseline TTFT p99",
-        "current TTFT p99",
-        "current output tok/s",
+        "data-name=\"TTFT p99\" data-run=\"baseline\"",
+        "data-name=\"TTFT p99\" data-run=\"current\"",
+        "data-name=\"achieved req/s\" data-run=\"current\"",
     ] {
         assert!(svg.contains(series), "no `{series}` in the plot");
     }

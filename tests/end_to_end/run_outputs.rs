@@ -163,7 +163,9 @@ fn a_run_that_cannot_start_marks_the_previous_results_in_its_directory_stale() {
     let o = run(&good, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert_eq!(results(&out)["passed"], true);
-    assert!(out.join("report.md").exists());
+    for report in ["report.md", "report.html", "report.pr.md", "stages.csv"] {
+        assert!(out.join(report).exists(), "{report}");
+    }
     // The next run in the same directory names a data set file that does not exist.
     let broken = QUICK.replace(
         "synthetic { input-tokens 16; output-tokens 4; }",
@@ -181,10 +183,9 @@ fn a_run_that_cannot_start_marks_the_previous_results_in_its_directory_stale() {
         why.contains("stale") && why.contains("missing.jsonl"),
         "{why}"
     );
-    assert!(
-        !out.join("report.md").exists(),
-        "the earlier report is gone"
-    );
+    for report in ["report.md", "report.html", "report.pr.md", "stages.csv"] {
+        assert!(!out.join(report).exists(), "the earlier {report} is gone");
+    }
     // The earlier run's figures are kept, marked.
     assert_eq!(stage(&r, "s")["requests"]["ok"], 6);
 }

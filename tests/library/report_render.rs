@@ -112,7 +112,14 @@ fn plots_are_well_formed_svg_with_their_series() {
             "peak"
         };
         let (caption, series): (String, &[&str]) = if name.ends_with("latency-cdf.svg") {
-            (format!("{stage}: latency CDF"), &["TTFT", "E2E"])
+            (
+                format!("{stage}: latency distribution"),
+                &[
+                    "TTFT (ms, log scale)",
+                    "ITL (ms, log scale)",
+                    "E2E (ms, log scale)",
+                ],
+            )
         } else {
             (
                 format!("{stage}: over time"),
@@ -159,14 +166,17 @@ fn write_all_writes_everything_and_appends_the_step_summary() {
     assert_eq!(files[0], out.join(RESULTS_FILE));
     assert!(files.contains(&out.join(REPORT_FILE)));
     assert!(files.contains(&out.join(JUNIT_FILE)));
-    assert_eq!(files.len(), 3 + 4);
+    // results.json, report.md, report.html, report.pr.md, stages.csv, junit.xml; 4 plots.
+    assert_eq!(files.len(), 6 + 4);
     assert_eq!(
         read_results(&out.join(RESULTS_FILE)).unwrap(),
         results,
         "round trip"
     );
     let md = std::fs::read_to_string(out.join(REPORT_FILE)).unwrap();
-    assert!(md.contains("![peak: TTFT and E2E latency CDF](stage-peak-latency-cdf.svg)"));
+    assert!(md.contains(
+        "![peak: latency distribution (TTFT, ITL, TPOT, E2E)](stage-peak-latency-cdf.svg)"
+    ));
     let s = std::fs::read_to_string(&summary).unwrap();
     assert!(s.starts_with("earlier step\n## ❌ chat-pr-gate"), "{s}");
     assert!(
@@ -265,5 +275,74 @@ fn terminal_summary_prints_units_only_where_there_are_some() {
     assert!(
         text.contains("observed 275 ms (threshold 400 ms)"),
         "{text}"
+    );
+}
+
+#[test]
+fn the_ttfa_row_appears_only_for_models_that_reason_first() {
+    // The simulator answers at once: every first answer token is the first token.
+    let mut r = fixture("sim-quickstart.json");
+    let md = render_markdown(&r, None).unwrap();
+    assert!(md.contains("| TTFT |") && !md.contains("| TTFA |"), "{md}");
+    r.stages[0].latency.ttfa_ms.p50 += 40.0;
+    r.stages[0].latency.ttfa_ms.p99 += 40.0;
+    let md = render_markdown(&r, None).unwrap();
+    assert_eq!(md.matches("| TTFA |").count(), 1, "{md}");
+}
+
+#[test]
+fn the_report_says_where_the_run_came_from() {
+    let md = render_markdown(&fixture("sim-quickstart.json"), None).unwrap();
+    for row in [
+        "| build |",
+        "| command line |",
+        "| params |",
+        "| host |",
+        "| server |",
+    ] {
+        assert!(md.contains(row), "no {row} in {md}");
+    }
+    let xml = junit_xml(&fixture("sim-quickstart.json"));
+    assert!(well_formed(&xml), "{xml}");
+    assert!(
+        xml.contains("<property name=\"infermeter.commit\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<property name=\"scenario.sha256\""), "{xml}");
+}
+
+#[test]
+fn the_pr_comment_is_short_and_links_nothing() {
+    use infermeter::report::render_pr_comment;
+    for name in ["sim-profile.json", "current.json", "v2.json"] {
+        let r = fixture(name);
+        let md = render_pr_comment(&r, None).unwrap();
+        assert!(md.starts_with("## "), "{name}: {md}");
+        assert!(
+            !md.contains("](") && !md.contains("!["),
+            "{name} links out: {md}"
+        );
+        assert!(md.contains("<details><summary>Latency per stage"), "{name}");
+        // The table ends before the folded part: a blank line after every table.
+        let lines: Vec<&str> = md.lines().collect();
+        for w in lines.windows(2) {
+            assert!(
+                !(w[0].starts_with('|') && !w[1].is_empty() && !w[1].starts_with('|')),
+                "{name}: text glued to a table: {w:?}"
+            );
+        }
+        for s in &r.stages {
+            assert!(
+                md.contains(&format!("| `{}` |", s.name)),
+                "{name}: {}",
+                s.name
+            );
+        }
+    }
+    let md = render_pr_comment(&fixture("sim-profile.json"), None).unwrap();
+    assert!(md.contains("**sweep `profile`**: knee"), "{md}");
+    assert!(
+        md.contains("infermeter 0.1.0 (`"),
+        "the provenance line: {md}"
     );
 }

@@ -68,6 +68,8 @@ fn results(stages: Vec<StageSummary>) -> Results {
         stages,
         sla: vec![],
         telemetry: None,
+        provenance: None,
+        shards: None,
     }
 }
 

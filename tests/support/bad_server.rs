@@ -122,6 +122,11 @@ fn serve(conn: TcpStream, mode: Misbehaviour, counts: &Counts) {
             }
             continue;
         }
+        if method == "GET" {
+            // The server's self-description (`/version`, `/props`…), asked for the
+            // provenance: never answered, and not a chat request.
+            return hold(&mut reader);
+        }
         counts.chat.fetch_add(1, Ordering::SeqCst);
         if mode == Misbehaviour::HeadersThenNothing {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\

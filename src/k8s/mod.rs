@@ -1,0 +1,362 @@
+//! A distributed run as Kubernetes objects: a ConfigMap with the scenario and its files, a
+//! headless Service that gives shard 0 (the coordinator) a stable name, and an Indexed Job
+//! whose pods are the shards (`JOB_COMPLETION_INDEX`), with Guaranteed-QoS CPU (requests =
+//! limits, whole cores) and anti-affinity so no two share a node. Every pod exits with the
+//! merged gate's code, so the Job succeeds exactly when the gate passes. Built from the typed
+//! structs of `k8s-openapi`, not text templates.
+//!
+//! Entry point: [`manifests`].
+
+mod bundle;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
+    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Service, ServicePort,
+    ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+pub use bundle::{Bundle, bundle};
+
+/// Where the pods mount the scenario and write results.
+pub const SCENARIO_DIR: &str = "/scenario";
+pub const RESULTS_DIR: &str = "/results";
+
+/// What the manifests are made of.
+#[derive(Debug, Clone)]
+pub struct K8sOptions {
+    /// Base name of every object (a DNS label: lowercase letters, digits, `-`).
+    pub name: String,
+    pub namespace: Option<String>,
+    pub image: String,
+    pub shards: u32,
+    /// Whole cores per shard (requests = limits: Guaranteed QoS, pinned by the static CPU
+    /// manager where the kubelet runs it).
+    pub cpus: u32,
+    /// Memory per shard (requests = limits), a Kubernetes quantity (`2Gi`).
+    pub memory: String,
+    /// The coordinator's port on shard 0.
+    pub port: u16,
+    /// Scenario params, passed to every shard.
+    pub params: Vec<(String, String)>,
+    /// A PersistentVolumeClaim for the results (shards' and merged); an `emptyDir` otherwise,
+    /// which is gone with the pod (the verdict is still the Job's status and the logs).
+    pub results_claim: Option<String>,
+    /// Require shards on different nodes (true), or only prefer it.
+    pub spread_required: bool,
+    /// Extra `infermeter run` arguments for every shard (`--max-send-lag 2ms`, say).
+    pub run_args: Vec<String>,
+}
+
+/// The objects of one distributed run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifests {
+    pub config_map: ConfigMap,
+    pub service: Service,
+    pub job: Job,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum K8sError {
+    #[error(
+        "`{name}` is not a Kubernetes name: use lowercase letters, digits and `-`, at most {max} characters, starting and ending with a letter or digit"
+    )]
+    BadName { name: String, max: usize },
+    #[error("failed to read {}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is outside the scenario's directory, so it cannot be mounted beside it; move it under {}", path.display(), dir.display())]
+    Outside {
+        path: std::path::PathBuf,
+        dir: std::path::PathBuf,
+    },
+    #[error(
+        "the scenario and its files take {bytes} bytes, over a ConfigMap's {max}: put them in an image or a volume and run the Job from there"
+    )]
+    TooLarge { bytes: usize, max: usize },
+    #[error(
+        "`{uri}` is a Hub reference, which a run resolves only from its own cache and never \
+         downloads: fetch it (`infermeter dataset fetch`), copy the file beside the scenario \
+         and name that"
+    )]
+    HubFile { uri: String },
+    #[error("failed to write {}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn check_name(name: &str) -> Result<(), K8sError> {
+    // The Job's pods are named `<name>-<index>-<suffix>` and must stay within 63 characters.
+    const MAX: usize = 40;
+    let ok = !name.is_empty()
+        && name.len() <= MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(K8sError::BadName {
+            name: name.to_string(),
+            max: MAX,
+        })
+    }
+}
+
+/// The manifests of `bundle` run as `opts` says.
+pub fn manifests(opts: &K8sOptions, bundle: &Bundle) -> Result<Manifests, K8sError> {
+    check_name(&opts.name)?;
+    let labels = BTreeMap::from([
+        (
+            "app.kubernetes.io/name".to_string(),
+            "infermeter".to_string(),
+        ),
+        ("infermeter.dev/run".to_string(), opts.name.clone()),
+    ]);
+    let meta = |name: String| ObjectMeta {
+        name: Some(name),
+        namespace: opts.namespace.clone(),
+        labels: Some(labels.clone()),
+        ..ObjectMeta::default()
+    };
+    let config_name = format!("{}-scenario", opts.name);
+    let (data, binary_data, items) = bundle.config_map_data();
+    let config_map = ConfigMap {
+        metadata: meta(config_name.clone()),
+        data: (!data.is_empty()).then_some(data),
+        binary_data: (!binary_data.is_empty()).then_some(binary_data),
+        immutable: Some(true),
+    };
+    let service = Service {
+        metadata: meta(opts.name.clone()),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(BTreeMap::from([(
+                "infermeter.dev/run".to_string(),
+                opts.name.clone(),
+            )])),
+            ports: Some(vec![ServicePort {
+                name: Some("coordinator".into()),
+                port: i32::from(opts.port),
+                ..ServicePort::default()
+            }]),
+            // The shards look shard 0 up before any pod is ready.
+            publish_not_ready_addresses: Some(true),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    };
+    let job = Job {
+        metadata: meta(opts.name.clone()),
+        spec: Some(job_spec(opts, bundle, &labels, config_name, items)),
+        status: None,
+    };
+    Ok(Manifests {
+        config_map,
+        service,
+        job,
+    })
+}
+
+fn job_spec(
+    opts: &K8sOptions,
+    bundle: &Bundle,
+    labels: &BTreeMap<String, String>,
+    config_name: String,
+    items: Vec<KeyToPath>,
+) -> JobSpec {
+    let n = opts.shards;
+    // The Job controller sets JOB_COMPLETION_INDEX in every pod; `$(…)` expands it.
+    let index = "$(JOB_COMPLETION_INDEX)";
+    let coordinator = format!("http://{}-0.{}:{}", opts.name, opts.name, opts.port);
+    let mut args = vec![
+        "run".to_string(),
+        format!("{SCENARIO_DIR}/{}", bundle.scenario),
+        format!("--shard={index}/{n}"),
+        format!("--coordinator={coordinator}"),
+        format!("--coordinator-listen=0.0.0.0:{}", opts.port),
+        format!("--out={RESULTS_DIR}/shard-{index}"),
+        format!("--merged-out={RESULTS_DIR}/merged"),
+        "--progress-lines".to_string(),
+    ];
+    args.extend(opts.params.iter().map(|(k, v)| format!("--param={k}={v}")));
+    args.extend(opts.run_args.iter().cloned());
+    let amount = BTreeMap::from([
+        ("cpu".to_string(), Quantity(opts.cpus.to_string())),
+        ("memory".to_string(), Quantity(opts.memory.clone())),
+    ]);
+    let container = Container {
+        name: "shard".into(),
+        image: Some(opts.image.clone()),
+        command: Some(vec!["infermeter".into()]),
+        args: Some(args),
+        ports: Some(vec![ContainerPort {
+            name: Some("coordinator".into()),
+            container_port: i32::from(opts.port),
+            ..ContainerPort::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(amount.clone()),
+            limits: Some(amount),
+            ..ResourceRequirements::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "scenario".into(),
+                mount_path: SCENARIO_DIR.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "results".into(),
+                mount_path: RESULTS_DIR.into(),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    };
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                "infermeter.dev/run".to_string(),
+                opts.name.clone(),
+            )])),
+            ..LabelSelector::default()
+        }),
+        topology_key: "kubernetes.io/hostname".into(),
+        ..PodAffinityTerm::default()
+    };
+    let anti = if opts.spread_required {
+        PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![term]),
+            ..PodAntiAffinity::default()
+        }
+    } else {
+        PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: term,
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        }
+    };
+    let results = match &opts.results_claim {
+        Some(claim) => Volume {
+            name: "results".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.clone(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        },
+        None => Volume {
+            name: "results".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
+    };
+    let pod = PodSpec {
+        containers: vec![container],
+        // A shard that failed must not run again: its load would be sent twice.
+        restart_policy: Some("Never".into()),
+        subdomain: Some(opts.name.clone()),
+        // The image runs as uid 10001; a results volume must be writable by it.
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            fs_group: Some(10001),
+            ..PodSecurityContext::default()
+        }),
+        affinity: Some(Affinity {
+            pod_anti_affinity: Some(anti),
+            ..Affinity::default()
+        }),
+        volumes: Some(vec![
+            Volume {
+                name: "scenario".into(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: config_name,
+                    items: Some(items),
+                    ..ConfigMapVolumeSource::default()
+                }),
+                ..Volume::default()
+            },
+            results,
+        ]),
+        ..PodSpec::default()
+    };
+    JobSpec {
+        completion_mode: Some("Indexed".into()),
+        completions: Some(n as i32),
+        parallelism: Some(n as i32),
+        backoff_limit: Some(0),
+        template: PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels.clone()),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(pod),
+        },
+        ..JobSpec::default()
+    }
+}
+
+impl Manifests {
+    /// Each object as pretty JSON (which `kubectl apply -f` reads), with its file name.
+    pub fn files(&self, name: &str) -> Vec<(String, String)> {
+        let json = |v: serde_json::Result<String>| v.unwrap_or_default() + "\n";
+        vec![
+            (
+                format!("{name}-configmap.json"),
+                json(serde_json::to_string_pretty(&self.config_map)),
+            ),
+            (
+                format!("{name}-service.json"),
+                json(serde_json::to_string_pretty(&self.service)),
+            ),
+            (
+                format!("{name}-job.json"),
+                json(serde_json::to_string_pretty(&self.job)),
+            ),
+        ]
+    }
+
+    /// Writes [`Manifests::files`] into `dir`; returns the paths.
+    pub fn write(
+        &self,
+        name: &str,
+        dir: &std::path::Path,
+    ) -> Result<Vec<std::path::PathBuf>, K8sError> {
+        std::fs::create_dir_all(dir).map_err(|source| K8sError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        self.files(name)
+            .into_iter()
+            .map(|(file, text)| {
+                let path = dir.join(file);
+                std::fs::write(&path, text).map_err(|source| K8sError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                Ok(path)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,336 @@
+//! One stage of several shards → one summary: histograms added (exact: HDR buckets are
+//! counts), counts and tokens summed, rates over the union of the shards' wall windows, every
+//! shard's validity carried with its index, and the start skew and missing shards flagged.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+use crate::metrics::{
+    ClientHealth, Dist, LatencyMetric, RequestCounts, SendLag, StageHistograms, StageSummary,
+    Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary, Validity, dist,
+    dist_with_intervals, sample_intervals_of,
+};
+use crate::results::ShardStart;
+
+/// One shard's summary of the stage, with how its start went when it was coordinated.
+pub(super) struct Part<'a> {
+    pub index: u32,
+    pub summary: &'a StageSummary,
+    pub start: Option<&'a ShardStart>,
+    pub coordinated: bool,
+}
+
+/// What a stage's merge is judged against.
+pub(super) struct Rules<'a> {
+    pub confidence: f64,
+    pub max_skew_ms: f64,
+    /// Shards whose result never came.
+    pub missing: &'a [u32],
+    /// Shards whose result came but has no such stage (they stopped before it).
+    pub absent: Vec<u32>,
+    pub count: u32,
+}
+
+/// Merges `parts` (at least one); `Err` names a shard whose histograms cannot be read.
+pub(super) fn merge_stage(parts: &[Part<'_>], rules: &Rules<'_>) -> Result<StageSummary, String> {
+    let first = parts[0].summary;
+    let mut hists = Vec::with_capacity(LatencyMetric::ALL.len());
+    for metric in LatencyMetric::ALL {
+        let mut total: Option<Histogram<u64>> = None;
+        for p in parts {
+            let h = decode(p, metric)?;
+            match total.as_mut() {
+                Some(t) => t
+                    .add(&h)
+                    .map_err(|e| format!("shard {}: {}: {e:?}", p.index, metric.key()))?,
+                None => total = Some(h),
+            }
+        }
+        hists.push(total.unwrap_or_else(empty));
+    }
+    let h = |m: LatencyMetric| &hists[LatencyMetric::ALL.iter().position(|x| *x == m).unwrap_or(0)];
+
+    let mut requests = RequestCounts::default();
+    let mut tokens = Tokens::default();
+    let mut good = 0u64;
+    for p in parts {
+        let s = p.summary;
+        requests.sent += s.requests.sent;
+        requests.ok += s.requests.ok;
+        requests.failed += s.requests.failed;
+        for (k, v) in &s.requests.errors {
+            *requests.errors.entry(k.clone()).or_default() += v;
+        }
+        tokens.input += s.tokens.input;
+        tokens.output += s.tokens.output;
+        tokens.from_usage += s.tokens.from_usage;
+        tokens.from_tokenizer += s.tokens.from_tokenizer;
+        tokens.mismatched += s.tokens.mismatched;
+        // The ratio was computed from these integers, so this recovers them exactly.
+        good += (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
+    }
+
+    // The union of the shards' windows, on the agreed timeline when every start is known.
+    let starts: Option<Vec<f64>> = parts.iter().map(|p| p.start.map(|s| s.offset_ms)).collect();
+    let (lo_ms, wall_s) = match &starts {
+        Some(offsets) => {
+            let lo = offsets.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = parts
+                .iter()
+                .zip(offsets)
+                .map(|(p, o)| o + p.summary.wall_time_s * 1e3)
+                .fold(f64::NEG_INFINITY, f64::max);
+            (lo, ((hi - lo) / 1e3).max(0.0))
+        }
+        None => (
+            0.0,
+            parts
+                .iter()
+                .map(|p| p.summary.wall_time_s)
+                .fold(0.0, f64::max),
+        ),
+    };
+    let per_s = |n: u64| n as f64 / wall_s.max(1e-9);
+    let throughput = Throughput {
+        requests_per_s: per_s(requests.ok),
+        output_tokens_per_s: per_s(tokens.output),
+        input_tokens_per_s: per_s(tokens.input),
+        goodput_per_s: per_s(good),
+        goodput_ratio: if requests.sent == 0 {
+            0.0
+        } else {
+            good as f64 / requests.sent as f64
+        },
+        achieved_rate_per_s: parts
+            .iter()
+            .map(|p| p.summary.throughput.achieved_rate_per_s)
+            .sum(),
+    };
+    let lag = dist(h(LatencyMetric::SendLag));
+    let busiest = parts
+        .iter()
+        .map(|p| &p.summary.client)
+        .max_by(|a, b| a.cpu_percent.total_cmp(&b.cpu_percent))
+        .unwrap_or(&first.client);
+    let client = ClientHealth {
+        send_lag_ms: SendLag {
+            p50: lag.p50,
+            p99: lag.p99,
+            max: lag.max,
+        },
+        cpu_percent: busiest.cpu_percent,
+        cores: busiest.cores,
+        peak_rss_mb: parts
+            .iter()
+            .map(|p| p.summary.client.peak_rss_mb)
+            .fold(0.0, f64::max),
+        steal_percent: parts
+            .iter()
+            .filter_map(|p| p.summary.client.steal_percent)
+            .reduce(f64::max),
+        peak_in_flight: parts.iter().map(|p| p.summary.client.peak_in_flight).sum(),
+        poll_idle: parts.iter().all(|p| p.summary.client.poll_idle),
+    };
+    let c = rules.confidence;
+    let latency = crate::metrics::Latency {
+        ttft_ms: dist_with_intervals(h(LatencyMetric::Ttft), c),
+        // Gaps of one request are not independent: the interval counts requests.
+        itl_ms: Dist {
+            intervals: sample_intervals_of(h(LatencyMetric::Itl), c, requests.ok),
+            ..dist(h(LatencyMetric::Itl))
+        },
+        tpot_ms: dist_with_intervals(h(LatencyMetric::Tpot), c),
+        e2e_ms: dist_with_intervals(h(LatencyMetric::E2e), c),
+        ntpot_ms: dist_with_intervals(h(LatencyMetric::Ntpot), c),
+        ttfa_ms: dist_with_intervals(h(LatencyMetric::Ttfa), c),
+    };
+    let histograms = StageHistograms::encode(h).map_err(|e| format!("{}: {e}", first.name))?;
+    let mut merged = StageSummary {
+        name: first.name.clone(),
+        planned: first.planned.clone(),
+        wall_time_s: wall_s,
+        requests,
+        latency,
+        tokens,
+        throughput,
+        client,
+        validity: validity(parts, rules),
+        timeline: timeline(parts, lo_ms),
+        profile: first.profile.clone(),
+        per_turn: per_turn(parts)?,
+        warmup_end: first.warmup_end.clone(),
+        histograms: Some(histograms),
+        rounds: Vec::new(),
+        notes: notes(parts),
+        // A shard's attribution is its own requests' server timings beside its own client
+        // figures; they are not kept whole, so the merge leaves it to each shard's result.
+        attribution: None,
+        aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
+    };
+    if let Some(mut point) = merged.profile.take() {
+        point.assess(&merged);
+        merged.profile = Some(point);
+    }
+    Ok(merged)
+}
+
+/// Every shard's notes once each (the same note from every shard is one note).
+fn notes(parts: &[Part<'_>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in parts.iter().flat_map(|p| &p.summary.notes) {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+fn empty() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 86_400_000_000, 3).expect("valid histogram bounds")
+}
+
+fn decode(p: &Part<'_>, metric: LatencyMetric) -> Result<Histogram<u64>, String> {
+    match p.summary.histogram(metric) {
+        Some(Ok(h)) => Ok(h),
+        Some(Err(e)) => Err(format!(
+            "shard {}: stage `{}`: histogram {}: {e}",
+            p.index,
+            p.summary.name,
+            metric.key()
+        )),
+        None => Err(format!(
+            "shard {}: stage `{}` has no histograms (a result from before they were kept \
+             cannot be merged exactly)",
+            p.index, p.summary.name
+        )),
+    }
+}
+
+/// Every shard's reasons, by shard; then the skew, coordination and completeness of the set.
+fn validity(parts: &[Part<'_>], rules: &Rules<'_>) -> Validity {
+    let mut reasons = Vec::new();
+    for p in parts {
+        reasons.extend(
+            p.summary
+                .validity
+                .reasons
+                .iter()
+                .map(|why| format!("shard {}: {why}", p.index)),
+        );
+        match p.start {
+            Some(s) if s.skew_bound_ms() > rules.max_skew_ms => reasons.push(format!(
+                "shard {}: started {:+.3} ms from the agreed instant (clock error ±{:.3} ms), \
+                 beyond the {} ms skew bound: the shards' schedules do not line up",
+                p.index, s.offset_ms, s.clock_error_ms, rules.max_skew_ms
+            )),
+            Some(_) => {}
+            None if !p.coordinated => reasons.push(format!(
+                "shard {}: ran without a coordinator, so its schedule lines up with the other \
+                 shards' only as well as their start times did",
+                p.index
+            )),
+            None => reasons.push(format!(
+                "shard {}: no agreed start recorded for this stage",
+                p.index
+            )),
+        }
+    }
+    let lost: Vec<String> = rules
+        .missing
+        .iter()
+        .chain(&rules.absent)
+        .map(u32::to_string)
+        .collect();
+    if !lost.is_empty() {
+        reasons.push(format!(
+            "partial: no numbers from shard(s) {} of {}: their share of the plan is not in \
+             these figures",
+            lost.join(", "),
+            rules.count
+        ));
+    }
+    Validity {
+        trusted: parts.iter().all(|p| p.summary.validity.trusted) && reasons.is_empty(),
+        reasons,
+    }
+}
+
+/// Per-second points on the union window: counts summed; each second's percentiles are the
+/// highest of the shards' (per-second histograms are not kept, so they cannot be merged).
+fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
+    let mut out: Vec<TimelinePoint> = Vec::new();
+    for p in parts {
+        let shift = p.start.map_or(0, |s| {
+            ((s.offset_ms - lo_ms) / 1e3).round().max(0.0) as usize
+        });
+        for (i, point) in p.summary.timeline.iter().enumerate() {
+            let k = i + shift;
+            if out.len() <= k {
+                out.resize_with(k + 1, TimelinePoint::default);
+            }
+            let o = &mut out[k];
+            o.sent += point.sent;
+            o.completed += point.completed;
+            o.failed += point.failed;
+            o.output_tokens += point.output_tokens;
+            o.ttft_p50_ms = o.ttft_p50_ms.max(point.ttft_p50_ms);
+            o.e2e_p99_ms = o.e2e_p99_ms.max(point.e2e_p99_ms);
+        }
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        o.t_s = i as f64;
+    }
+    out
+}
+
+/// Sessions' turn indices, merged like the stage: histograms added, counts summed.
+fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, String> {
+    let mut turns: BTreeMap<u32, (TurnSummary, f64, Histogram<u64>, Histogram<u64>)> =
+        BTreeMap::new();
+    for p in parts {
+        for t in &p.summary.per_turn {
+            let read = |m: LatencyMetric| match t.histogram(m) {
+                Some(Ok(h)) => Ok(h),
+                _ => Err(format!(
+                    "shard {}: stage `{}`: turn {} has no readable histograms",
+                    p.index, p.summary.name, t.turn
+                )),
+            };
+            let (ttft, e2e) = (read(LatencyMetric::Ttft)?, read(LatencyMetric::E2e)?);
+            let entry = turns.entry(t.turn).or_insert_with(|| {
+                (
+                    TurnSummary {
+                        turn: t.turn,
+                        ..TurnSummary::default()
+                    },
+                    0.0,
+                    empty(),
+                    empty(),
+                )
+            });
+            entry.0.sent += t.sent;
+            entry.0.ok += t.ok;
+            entry.0.failed += t.failed;
+            entry.1 += t.mean_input_tokens * t.ok as f64;
+            entry
+                .2
+                .add(&ttft)
+                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
+            entry
+                .3
+                .add(&e2e)
+                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
+        }
+    }
+    Ok(turns
+        .into_values()
+        .map(|(mut t, input, ttft, e2e)| {
+            t.mean_input_tokens = if t.ok == 0 { 0.0 } else { input / t.ok as f64 };
+            t.ttft_ms = dist(&ttft);
+            t.e2e_ms = dist(&e2e);
+            t.histograms = TurnHistograms::encode(&ttft, &e2e).ok();
+            t
+        })
+        .collect())
+}

@@ -1,0 +1,149 @@
+//! `stages.csv`: one row per stage with its counts, throughputs, every latency figure and
+//! the client's health, for spreadsheets. RFC 4180: comma-separated, a header row, fields
+//! with a comma, quote or line break quoted; numbers as they are stored (ms, per second).
+
+use std::fmt::Write as _;
+
+use crate::metrics::{Dist, StageSummary};
+use crate::results::Results;
+
+/// The CSV file's name in a run's output directory.
+pub const CSV_FILE: &str = "stages.csv";
+
+const LATENCY: [&str; 6] = [
+    "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "ntpot_ms", "ttfa_ms",
+];
+const FIGURES: [&str; 9] = [
+    "count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean",
+];
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn figures(d: &Dist) -> [f64; 9] {
+    [
+        d.count as f64,
+        d.p50,
+        d.p90,
+        d.p95,
+        d.p99,
+        d.p999,
+        d.max,
+        d.min,
+        d.mean,
+    ]
+}
+
+fn dists(s: &StageSummary) -> [&Dist; 6] {
+    let l = &s.latency;
+    [
+        &l.ttft_ms,
+        &l.itl_ms,
+        &l.tpot_ms,
+        &l.e2e_ms,
+        &l.ntpot_ms,
+        &l.ttfa_ms,
+    ]
+}
+
+/// The CSV of every stage of `results` (the warm-up excluded), in run order.
+pub fn stages_csv(results: &Results) -> String {
+    let mut header: Vec<String> = [
+        "stage",
+        "profile_group",
+        "offered_load",
+        "sent",
+        "ok",
+        "failed",
+        "wall_time_s",
+        "requests_per_s",
+        "output_tokens_per_s",
+        "input_tokens_per_s",
+        "goodput_per_s",
+        "goodput_ratio",
+        "achieved_send_rate_per_s",
+        "input_tokens",
+        "output_tokens",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for m in LATENCY {
+        for f in FIGURES {
+            let base = m.trim_end_matches("_ms");
+            header.push(if f == "count" {
+                format!("{base}_count")
+            } else {
+                format!("{base}_{f}_ms")
+            });
+        }
+    }
+    header.extend(
+        [
+            "send_lag_p50_ms",
+            "send_lag_p99_ms",
+            "send_lag_max_ms",
+            "client_cpu_percent",
+            "trusted",
+            "validity_reasons",
+        ]
+        .map(String::from),
+    );
+    let mut out = header.join(",");
+    out.push_str("\r\n");
+    for s in &results.stages {
+        let t = &s.throughput;
+        let (group, load) = match &s.profile {
+            Some(p) => (p.group.clone(), super::short(p.load())),
+            None => (String::new(), String::new()),
+        };
+        let mut row: Vec<String> = vec![
+            field(&s.name),
+            field(&group),
+            load,
+            s.requests.sent.to_string(),
+            s.requests.ok.to_string(),
+            s.requests.failed.to_string(),
+            s.wall_time_s.to_string(),
+            t.requests_per_s.to_string(),
+            t.output_tokens_per_s.to_string(),
+            t.input_tokens_per_s.to_string(),
+            t.goodput_per_s.to_string(),
+            t.goodput_ratio.to_string(),
+            t.achieved_rate_per_s.to_string(),
+            s.tokens.input.to_string(),
+            s.tokens.output.to_string(),
+        ];
+        for d in dists(s) {
+            row.extend(figures(d).iter().map(f64::to_string));
+        }
+        let c = &s.client;
+        row.extend([
+            c.send_lag_ms.p50.to_string(),
+            c.send_lag_ms.p99.to_string(),
+            c.send_lag_ms.max.to_string(),
+            c.cpu_percent.to_string(),
+            s.validity.trusted.to_string(),
+            field(&s.validity.reasons.join("; ")),
+        ]);
+        let _ = write!(out, "{}\r\n", row.join(","));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_with_commas_and_quotes_are_quoted() {
+        assert_eq!(field("a"), "a");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}
