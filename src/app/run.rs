@@ -106,7 +106,21 @@ fn run_marked(
     outputs.begin(&placeholder(&plan), settings.junit.as_deref())?;
     *marked = true;
     let out_dir = outputs.dir.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Before the runtime's threads start: they inherit the mask.
+    let cpus = match &settings.cpus {
+        Some(spec) => Some(runner::restrict_cpus(spec).map_err(|e| {
+            Error::usage(
+                format!("--cpus: {e}"),
+                "give a count (`--cpus 4`) or a list of CPUs this process may use (`--cpus 0,2-3`; see `taskset -p $$`)",
+            )
+        })?),
+        None => None,
+    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(c) = &cpus {
+        builder.worker_threads(c.len());
+    }
+    let runtime = builder
         .enable_all()
         .thread_name("infermeter-client")
         .build()
@@ -145,6 +159,7 @@ fn run_marked(
         interrupt_grace: settings.interrupt_grace,
         poll_idle: poll_idle.is_some(),
         barrier: settings.barrier.clone(),
+        dispatchers: cpus.as_ref().map_or(1, Vec::len),
     };
     let cx = sla::Context {
         baseline: baseline.as_ref().map(Results::baseline),

@@ -36,6 +36,9 @@ pub struct RunSettings {
     pub max_steal_share: f64,
     /// Hold `/dev/cpu_dma_latency` at 0 for the run (idle CPUs poll instead of sleeping).
     pub poll_idle: bool,
+    /// `--cpus`: restrict the client to these CPUs, with a runtime worker and an open-loop
+    /// dispatcher per CPU (`None`: every CPU, one dispatcher).
+    pub cpus: Option<crate::runner::CpuSpec>,
     /// Where to append the Markdown report too (GitHub's step summary).
     pub step_summary: Option<PathBuf>,
     /// Overrides of the scenario's `sla` settings (`None`: the scenario's, else the default).
@@ -76,6 +79,7 @@ impl RunSettings {
             max_send_lag: Duration::from_millis(1),
             max_steal_share: 0.01,
             poll_idle: false,
+            cpus: None,
             step_summary: None,
             confidence: None,
             inconclusive: None,

@@ -103,6 +103,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub poll_idle: bool,
 
+    /// Run the client on these CPUs: a count (`4`: the first four this process may use) or a
+    /// list (`0,2-3`). The process is restricted to them, with a runtime worker and an
+    /// open-loop dispatcher (each on an interleaved slice of the schedule) per CPU, so the
+    /// client's work spreads over them. Without it: every CPU, one dispatcher. Linux.
+    #[arg(long, value_name = "N|LIST")]
+    pub cpus: Option<crate::runner::CpuSpec>,
+
     /// Confidence of the intervals SLA assertions are decided on [default: the scenario's
     /// `sla { confidence … }`, else 95%].
     #[arg(long, value_name = "PERCENT", value_parser = confidence)]
@@ -216,6 +223,7 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         max_send_lag: args.max_send_lag.as_std(),
         max_steal_share: args.max_steal / 100.0,
         poll_idle: args.poll_idle,
+        cpus: args.cpus,
         // GitHub Actions' job summary: the report is appended there too.
         step_summary: std::env::var_os("GITHUB_STEP_SUMMARY")
             .filter(|v| !v.is_empty())

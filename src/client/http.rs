@@ -242,16 +242,17 @@ impl Client {
         if rec.planned_input_tokens == 0 {
             rec.planned_input_tokens = rec.input_tokens;
         }
-        let mut tail = None;
-        let outcome = match &self.wire {
+        let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let stream =
-                    self.stream_wire(wire, &body, expected_output, rec, &mut text, t0, &mut tail);
-                tokio::time::timeout(self.timeout, stream).await
+                let stream = self.stream_wire(wire, &body, expected_output, rec, &mut text, t0);
+                match tokio::time::timeout(self.timeout, stream).await {
+                    Ok((usage, tail)) => (Ok(usage), tail),
+                    Err(e) => (Err(e), None),
+                }
             }
             None => {
                 let stream = self.stream(body, expected_output, rec, &mut text, t0);
-                tokio::time::timeout(self.timeout, stream).await
+                (tokio::time::timeout(self.timeout, stream).await, None)
             }
         };
         rec.done_ns = since(t0);
@@ -385,9 +386,9 @@ impl Client {
         }
     }
 
-    /// Like [`stream`](Self::stream), over this client's own HTTP/1.1 connections; leaves
-    /// the response in `tail` when its connection may be reused once the rest of its body
-    /// is read (after the request's end time is taken).
+    /// Like [`stream`](Self::stream), over this client's own HTTP/1.1 connections; also
+    /// returns the response when its connection may be reused once the rest of its body is
+    /// read (after the request's end time is taken).
     async fn stream_wire(
         &self,
         wire: &Wire,
@@ -396,8 +397,7 @@ impl Client {
         rec: &mut RequestRecord,
         text: &mut String,
         t0: Instant,
-        tail: &mut Option<Response>,
-    ) -> Option<Usage> {
+    ) -> (Option<Usage>, Option<Response>) {
         rec.sent_ns = since(t0);
         let mut retried = false;
         let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
@@ -412,7 +412,7 @@ impl Client {
                     SendError::ConnectTimeout => ErrorKind::Timeout,
                     _ => ErrorKind::Connect,
                 });
-                return None;
+                return (None, None);
             }
         };
         let mut now = since(t0);
@@ -420,25 +420,23 @@ impl Client {
         rec.sim_id = resp.sim_id;
         if !(200..300).contains(&resp.status) {
             rec.error = Some(ErrorKind::Http(resp.status));
-            *tail = Some(resp);
-            return None;
+            return (None, Some(resp));
         }
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
         let mut tally = Tally::default();
         loop {
             if let Some(end) = tally.take_events(&mut resp.conn.events, now, rec, text) {
-                if matches!(end, End::Done) {
-                    *tail = Some(resp);
-                }
-                return self.end(tally, end, rec);
+                let reusable = matches!(end, End::Done).then_some(resp);
+                return (self.end(tally, end, rec), reusable);
             }
             match resp.fill().await {
                 Ok(true) => now = since(t0),
-                Ok(false) => return self.end(tally, End::Eof, rec),
+                Ok(false) => return (self.end(tally, End::Eof, rec), None),
                 Err(e) => {
                     tracing::debug!("stream broken: {e}");
-                    return self.end(tally, End::Failed(ErrorKind::StreamBroken), rec);
+                    let end = End::Failed(ErrorKind::StreamBroken);
+                    return (self.end(tally, end, rec), None);
                 }
             }
         }

@@ -143,7 +143,7 @@ fn parse_steal(stat: &str, wanted: impl Fn(usize) -> bool) -> StealSample {
 }
 
 #[cfg(target_os = "linux")]
-fn allowed_cpus() -> Option<Vec<usize>> {
+pub(super) fn allowed_cpus() -> Option<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for this process.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -159,7 +159,7 @@ fn allowed_cpus() -> Option<Vec<usize>> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn allowed_cpus() -> Option<Vec<usize>> {
+pub(super) fn allowed_cpus() -> Option<Vec<usize>> {
     None
 }
 

@@ -11,6 +11,7 @@
 mod barrier;
 mod collect;
 mod cpu;
+mod cpus;
 mod options;
 mod run;
 mod search;
@@ -25,5 +26,6 @@ mod warmup;
 
 pub use barrier::{AgreedStart, Barrier, BarrierFuture, StepStart};
 pub use cpu::PollIdle;
+pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
 pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunError, RunOutput, RunProblem, Stop, run};

@@ -33,6 +33,9 @@ pub struct RunOptions {
     pub poll_idle: bool,
     /// A shard of a distributed run: where it agrees with the others when each step starts.
     pub barrier: Option<Arc<dyn super::Barrier>>,
+    /// Dispatchers per open-loop stage, each following an interleaved slice of its schedule
+    /// (`--cpus`: one per CPU); 0 or 1 is one.
+    pub dispatchers: usize,
     /// Checked while each measured stage runs (not the warm-up, not search probes).
     pub live_check: Option<LiveCheck>,
 }

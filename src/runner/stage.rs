@@ -186,8 +186,17 @@ impl StageRunner<'_> {
             Load::Open { .. } => {
                 // On a runtime worker, so the request tasks it spawns start on that same
                 // worker without a cross-thread wake-up.
-                let dispatcher = tokio::spawn(dispatch_open(shared.clone(), tracker.clone()));
-                let _ = dispatcher.await;
+                // With `--cpus`, one dispatcher per CPU, each on every n-th send.
+                let n = self.opts.dispatchers.max(1);
+                let dispatchers: Vec<_> = (0..n)
+                    .map(|k| {
+                        let slice = Interleave { k, n };
+                        tokio::spawn(dispatch_open(shared.clone(), tracker.clone(), slice))
+                    })
+                    .collect();
+                for d in dispatchers {
+                    let _ = d.await;
+                }
             }
             // Run probe by probe by `runner::search`, never as one stage.
             Load::Search(_) => {}
@@ -316,10 +325,21 @@ impl StageRunner<'_> {
 /// Follows an open-loop schedule: prepares each request's body while it waits, wakes at the
 /// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
 /// at once and the send lag records how late.
-async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker) {
+/// Dispatcher `k` of `n` sends the `k`-th, `k + n`-th, … of its stage's sends.
+#[derive(Clone, Copy)]
+struct Interleave {
+    k: usize,
+    n: usize,
+}
+
+async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, slice: Interleave) {
     let Some(sends) = sh.stage.sends() else {
         return;
     };
+    let sends = sends
+        .enumerate()
+        .filter(move |(p, _)| p % slice.n == slice.k)
+        .map(|(_, send)| send);
     let sessions = sh.plan.session_plan(&sh.stage).is_some();
     let mut timer = PreciseTimer::new();
     for (i, offset) in sends {

@@ -23,6 +23,7 @@ mod redaction;
 mod report_compare;
 mod report_provenance;
 mod run_basic;
+mod run_cpus;
 mod run_faults;
 mod run_ground_truth;
 mod run_hangs;
