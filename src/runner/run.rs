@@ -275,13 +275,11 @@ pub async fn run(
                     }),
             }
         };
-    let mark = |name: &str, started: bool| {
+    // A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
+    // for the sources' starting points.
+    let mark_end = |name: &str| {
         if let Some(t) = &telemetry {
-            if started {
-                t.stage_started(name);
-            } else {
-                t.stage_ended(name);
-            }
+            t.stage_ended(name);
         }
     };
     if let Some(w) = plan
@@ -289,7 +287,9 @@ pub async fn run(
         .as_ref()
         .filter(|_| !opts.interrupt.is_cancelled())
     {
-        mark(&w.name, true);
+        if let Some(t) = &telemetry {
+            t.stage_started_read(&w.name).await;
+        }
         let watch = plan
             .warmup_until
             .as_ref()
@@ -316,17 +316,19 @@ pub async fn run(
             }
             Err(why) => out.stop = Stop::Unsynchronised(why),
         }
-        mark(&w.name, false);
+        mark_end(&w.name);
         step += 1;
     }
     for stage in &plan.stages {
         if opts.interrupt.is_cancelled() || matches!(out.stop, Stop::Unsynchronised(_)) {
             break;
         }
-        mark(&stage.name, true);
+        if let Some(t) = &telemetry {
+            t.stage_started_read(&stage.name).await;
+        }
         if let Load::Search(spec) = &stage.load {
             let s = runner.run_search(stage, spec, &mut sink, after_stage).await;
-            mark(&stage.name, false);
+            mark_end(&stage.name);
             out.stages.extend(s.probes);
             out.searches.push(s.summary);
             out.problems.extend(s.problems);
@@ -370,7 +372,7 @@ pub async fn run(
         if rounds.is_empty() {
             break;
         }
-        mark(&stage.name, false);
+        mark_end(&stage.name);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
         if let Some(mut point) = stage.profile.clone() {
             point.assess(&summary);

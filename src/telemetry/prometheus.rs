@@ -265,7 +265,7 @@ pub(crate) async fn run_prometheus(
         };
         let ev = match &msg {
             None => Event::Sample,
-            Some(Some(Msg::StageStarted(n))) => Event::Started(n),
+            Some(Some(Msg::StageStarted(n, _))) => Event::Started(n),
             Some(Some(Msg::StageEnded(n))) => Event::Ended(n),
             Some(Some(Msg::Finish)) | Some(None) => break,
         };
@@ -275,6 +275,9 @@ pub(crate) async fn run_prometheus(
         let scraped = scrape(&client, &src.url).await;
         let n = src.normalized(t, scraped);
         src.record(t, n, ev);
+        if let Some(Some(Msg::StageStarted(_, ack))) = &msg {
+            ack.done();
+        }
     }
     src.outcome()
 }

@@ -4,6 +4,7 @@
 //! stage names on channels.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -25,10 +26,29 @@ const RECENT_POINTS: usize = 600;
 /// What a source is told.
 #[derive(Debug, Clone)]
 pub(crate) enum Msg {
-    StageStarted(String),
+    /// A stage starts: read a point now, then tell the acknowledgement.
+    StageStarted(String, Arc<StartAck>),
     StageEnded(String),
     Finish,
 }
+
+/// Counts the sources that have read a stage's starting point, so the stage can wait for its
+/// baseline: a request answered before a source's first read would land in it.
+#[derive(Debug, Default)]
+pub(crate) struct StartAck {
+    read: AtomicUsize,
+    notify: tokio::sync::Notify,
+}
+
+impl StartAck {
+    pub(crate) fn done(&self) {
+        self.read.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
+/// How long a stage waits for the sources' starting points (a scrape's own timeout is 1–5 s).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Recent points per `source/device`, shared with the handle for the warm-up rule.
 pub(crate) type Recent = Arc<Mutex<BTreeMap<String, VecDeque<GpuPoint>>>>;
@@ -226,9 +246,10 @@ fn gpu_loop(
     loop {
         let wait = next.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
-            Ok(Msg::StageStarted(name)) => {
+            Ok(Msg::StageStarted(name, ack)) => {
                 let (t, f) = read();
                 rec.stage_started(&name, t, &f);
+                ack.done();
             }
             Ok(Msg::StageEnded(name)) => {
                 let (t, f) = read();
@@ -263,12 +284,12 @@ enum Sender {
 }
 
 impl Sender {
-    fn send(&self, m: Msg) {
-        // A source that already stopped has nothing left to record.
-        let _ = match self {
-            Sender::Thread(tx) => tx.send(m).map_err(|_| ()),
-            Sender::Task(tx) => tx.send(m).map_err(|_| ()),
-        };
+    /// False when the source already stopped (it has nothing left to record).
+    fn send(&self, m: Msg) -> bool {
+        match self {
+            Sender::Thread(tx) => tx.send(m).is_ok(),
+            Sender::Task(tx) => tx.send(m).is_ok(),
+        }
     }
 }
 
@@ -301,6 +322,31 @@ impl TelemetryHandle {
     }
 
     pub fn stage_started(&self, name: &str) {
+        self.start_stage(name, &Arc::default());
+    }
+
+    /// Like [`stage_started`](Self::stage_started), and returns once every source has read its
+    /// starting point (at most a few seconds): a stage that started sending before would find
+    /// its first requests counted in the servers' baseline.
+    pub async fn stage_started_read(&self, name: &str) {
+        let ack = Arc::new(StartAck::default());
+        let want = self.start_stage(name, &ack);
+        let deadline = tokio::time::Instant::now() + START_WAIT;
+        loop {
+            let notified = ack.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if ack.read.load(Ordering::SeqCst) >= want {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Marks the start and tells the sources; how many were told.
+    fn start_stage(&self, name: &str, ack: &Arc<StartAck>) -> usize {
         if let Ok(mut m) = self.marks.lock() {
             m.push(StageMark {
                 name: name.to_string(),
@@ -308,9 +354,10 @@ impl TelemetryHandle {
                 end_s: None,
             });
         }
-        for s in &self.senders {
-            s.send(Msg::StageStarted(name.to_string()));
-        }
+        self.senders
+            .iter()
+            .filter(|s| s.send(Msg::StageStarted(name.to_string(), ack.clone())))
+            .count()
     }
 
     pub fn stage_ended(&self, name: &str) {
