@@ -246,4 +246,41 @@ mod tests {
         );
         assert_eq!(decode_all(&[b"0\r\n"]).unwrap(), (Vec::new(), false));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_chunking_and_any_split_decode_to_the_payload(
+            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..40), 0..8),
+            cut in 0usize..400,
+            upper in any::<bool>(),
+        ) {
+            let mut wire = Vec::new();
+            for c in &chunks {
+                let size = if upper { format!("{:X}", c.len()) } else { format!("{:x}", c.len()) };
+                wire.extend_from_slice(size.as_bytes());
+                wire.extend_from_slice(b"\r\n");
+                wire.extend_from_slice(c);
+                wire.extend_from_slice(b"\r\n");
+            }
+            wire.extend_from_slice(b"0\r\n\r\n");
+            let cut = cut.min(wire.len());
+            let (out, done) = decode_all(&[&wire[..cut], &wire[cut..]]).unwrap();
+            prop_assert!(done);
+            prop_assert_eq!(out, chunks.concat());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(reads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..32), 0..8)) {
+            let mut f = Framing::chunked();
+            let mut out = Vec::new();
+            for r in &reads {
+                match f.decode(r, &mut out) {
+                    Ok(used) => prop_assert!(used <= r.len()),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
 }

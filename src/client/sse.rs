@@ -319,4 +319,113 @@ mod tests {
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(events(&bytes, 1000).0, whole);
     }
+
+    /// A reference decoder: the whole body at once, line by line, as the specification reads.
+    fn reference(body: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut data: Option<Vec<u8>> = None;
+        let mut i = 0;
+        let mut lines = Vec::new();
+        let mut start = 0;
+        while i < body.len() {
+            match body[i] {
+                b'\n' => {
+                    lines.push(&body[start..i]);
+                    start = i + 1;
+                }
+                b'\r' => {
+                    lines.push(&body[start..i]);
+                    if body.get(i + 1) == Some(&b'\n') {
+                        i += 1;
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        for line in lines {
+            if line.is_empty() {
+                if let Some(d) = data.take().filter(|d| !d.is_empty()) {
+                    out.push(d);
+                }
+                continue;
+            }
+            if line[0] == b':' {
+                continue;
+            }
+            let (name, value) = match line.iter().position(|&b| b == b':') {
+                Some(c) => {
+                    let v = &line[c + 1..];
+                    (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
+                }
+                None => (line, &[][..]),
+            };
+            if name == b"data" {
+                match &mut data {
+                    Some(d) => {
+                        d.push(b'\n');
+                        d.extend_from_slice(value);
+                    }
+                    None => data = Some(value.to_vec()),
+                }
+            }
+        }
+        out
+    }
+
+    use proptest::prelude::*;
+
+    /// SSE-ish bodies: fields, comments, values with colons and spaces, all three line endings.
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"data: ".to_vec()),
+            Just(b"data:".to_vec()),
+            Just(b"data".to_vec()),
+            Just(b": c".to_vec()),
+            Just(b"event: e".to_vec()),
+            Just(b"{\"a\":\" x \"}".to_vec()),
+            Just(b"[DONE]".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n\n".to_vec()),
+            "[a-z :]{0,6}".prop_map(String::into_bytes),
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_reference_events(body in body(), cuts in proptest::collection::vec(0usize..400, 0..6)) {
+            let mut at: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
+            at.push(0);
+            at.push(body.len());
+            at.sort_unstable();
+            let reads: Vec<&[u8]> = at.windows(2).map(|w| &body[w[0]..w[1]]).collect();
+            let (got, err) = events(&reads, 1 << 20);
+            prop_assert_eq!(err, None);
+            let want: Vec<String> = reference(&body)
+                .into_iter()
+                .map(|d| String::from_utf8(d).unwrap())
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_and_stay_capped(reads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..16)) {
+            let mut e = Events::new(100);
+            for r in &reads {
+                e.push(r);
+                loop {
+                    match e.next_data() {
+                        Ok(Some(d)) => prop_assert!(d.len() <= 100),
+                        Ok(None) => break,
+                        Err(_) => return Ok(()),
+                    }
+                }
+                prop_assert!(e.buf.len() - e.start <= 100);
+            }
+        }
+    }
 }
