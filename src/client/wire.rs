@@ -222,13 +222,18 @@ impl Wire {
         get: Option<&str>,
     ) -> Result<Response, SendError> {
         conn.out.clear();
+        // A long prompt is written after the head rather than copied behind it: the write
+        // buffer stays a read's size on every pooled connection.
+        let separate = body.len() > READ;
         match get {
             None => {
                 conn.out.extend_from_slice(&self.post_head);
                 conn.out
                     .extend_from_slice(decimal(body.len(), &mut [0; 20]));
                 conn.out.extend_from_slice(b"\r\n\r\n");
-                conn.out.extend_from_slice(body);
+                if !separate {
+                    conn.out.extend_from_slice(body);
+                }
             }
             Some(path) => {
                 conn.out.extend_from_slice(b"GET ");
@@ -240,15 +245,24 @@ impl Wire {
         if let Err(e) = conn.stream.write_all(&conn.out).await {
             return Err(SendError::NotAnswered(e));
         }
+        if separate && let Err(e) = conn.stream.write_all(body).await {
+            return Err(SendError::NotAnswered(e));
+        }
         read_head(conn).await
     }
 
-    /// Opens up to `n` connections and asks each for the model list (read to its end, so the
-    /// connection is reusable), then pools them: the stage's requests open none.
+    /// Readies `n` connections, each asked for the model list and read to its end: idle ones
+    /// from an earlier stage first (one the server has closed since is replaced), then new
+    /// ones. The stage's requests then open none and meet no stale one.
     pub async fn warm(&self, path: &str, n: usize, max_event: usize) {
         let gets = (0..n).map(|_| async move {
-            let conn = self.connect(max_event).await.ok()?;
-            let mut resp = self.exchange(conn, &[], Some(path)).await.ok()?;
+            let mut resp = match self.take_idle() {
+                Some(idle) => match self.exchange(idle, &[], Some(path)).await {
+                    Ok(r) => r,
+                    Err(_) => self.warm_fresh(path, max_event).await?,
+                },
+                None => self.warm_fresh(path, max_event).await?,
+            };
             if resp.drain().await {
                 // Pooled at once: the warm-up may be cut short.
                 resp.finish(self);
@@ -256,6 +270,11 @@ impl Wire {
             Some(())
         });
         futures_util::future::join_all(gets).await;
+    }
+
+    async fn warm_fresh(&self, path: &str, max_event: usize) -> Option<Response> {
+        let conn = self.connect(max_event).await.ok()?;
+        self.exchange(conn, &[], Some(path)).await.ok()
     }
 }
 
@@ -425,6 +444,9 @@ impl Response {
             conn.events.reset();
             if conn.raw.capacity() > 4 * READ {
                 conn.raw = Vec::with_capacity(READ);
+            }
+            if conn.out.capacity() > 4 * READ {
+                conn.out = Vec::new();
             }
             wire.give_back(conn);
         }
