@@ -115,7 +115,7 @@ pub async fn preflight(
     timeout: Duration,
     interrupt: &CancellationToken,
 ) -> Result<Option<(String, JoinHandle<ServerInfo>)>, RunError> {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let url = crate::protocol::join(base_url, "/models");
     let lookup = lookup_model(http, base_url, &url, model);
     tokio::select! {
         biased;
@@ -226,7 +226,7 @@ pub async fn warm_pool(
     limit: std::time::Duration,
     interrupt: &CancellationToken,
 ) {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let url = crate::protocol::join(base_url, "/models");
     let gets = (0..n).map(|_| async {
         // Read to the end (so the connection is reusable), within the model list's bound.
         if let Ok(mut r) = http.get(&url).send().await {
