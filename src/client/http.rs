@@ -181,7 +181,7 @@ impl Client {
     /// for the model list and read to its end so it is reusable: the stage's requests then
     /// open none.
     pub async fn warm(&self, base_url: &str, n: usize) {
-        let models = format!("{}/models", base_url.trim_end_matches('/'));
+        let models = crate::protocol::join(base_url, "/models");
         if let Some(wire) = &self.wire
             && let Some(path) = wire.same_origin_path(&models)
         {

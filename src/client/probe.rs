@@ -15,15 +15,10 @@ pub const PROBED_PATHS: [&str; 3] = ["/version", "/props", "/get_server_info"];
 /// The most of one answer that is read.
 const MAX_BODY: usize = 256 * 1024;
 
-/// The server root of an OpenAI base URL: `http://h:8000/v1` → `http://h:8000`.
-fn root(base_url: &str) -> &str {
-    let b = base_url.trim_end_matches('/');
-    b.strip_suffix("/v1").unwrap_or(b)
-}
-
 /// Asks every endpoint of [`PROBED_PATHS`] at once, each bounded by `timeout`. Never fails.
 pub async fn probe_server(http: &reqwest::Client, base_url: &str, timeout: Duration) -> ServerInfo {
-    let root = root(base_url);
+    let root = crate::protocol::server_root(base_url);
+    let root = root.as_str();
     let asks = PROBED_PATHS.iter().map(|path| async move {
         let url = format!("{root}{path}");
         let answer = tokio::time::timeout(timeout, ask(http, &url)).await;
@@ -70,16 +65,4 @@ async fn ask(
         .ok()
         .map(scrub);
     Some((header, body))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_root_drops_the_openai_prefix() {
-        assert_eq!(root("http://h:8000/v1"), "http://h:8000");
-        assert_eq!(root("http://h:8000/v1/"), "http://h:8000");
-        assert_eq!(root("http://h:8000"), "http://h:8000");
-    }
 }

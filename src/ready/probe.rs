@@ -69,13 +69,14 @@ impl Endpoints {
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(bad());
         }
-        let mut base = url.trim_end_matches('/').to_string();
-        if parsed.path().trim_matches('/').is_empty() {
-            base.push_str("/v1");
-        }
+        let base = if parsed.path().trim_matches('/').is_empty() {
+            crate::protocol::join(url, "/v1")
+        } else {
+            crate::protocol::join(url, "")
+        };
         let origin = parsed.origin().ascii_serialization();
         Ok(Endpoints {
-            models: format!("{base}/models"),
+            models: crate::protocol::join(&base, "/models"),
             health: format!("{origin}/health"),
             base,
         })

@@ -166,11 +166,7 @@ pub async fn run(
     };
     let client = Client::new(
         ClientConfig {
-            url: format!(
-                "{}{}",
-                base_url.trim_end_matches('/'),
-                plan.target.api.path()
-            ),
+            url: crate::protocol::join(&base_url, plan.target.api.path()),
             headers: plan.target.headers.clone(),
             api_key,
             timeout: plan.target.timeout.as_std(),

@@ -9,12 +9,7 @@ use crate::protocol::CacheReset;
 /// answer must not hold the run.
 const RESET_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The server's root: the base URL without the API's `/v1`, where vLLM, SGLang and llama.cpp
-/// serve their own endpoints (`/tokenize`, `/reset_prefix_cache`, `/metrics`).
-pub(super) fn server_root(base_url: &str) -> String {
-    let base = base_url.trim_end_matches('/');
-    base.strip_suffix("/v1").unwrap_or(base).to_string()
-}
+pub(super) use crate::protocol::server_root;
 
 /// Asks the server to drop its prompt cache. `Ok` names what answered (`auto` resolves to the
 /// first engine whose endpoint did, which the caller keeps for the next stages); `Err` says
@@ -111,5 +106,6 @@ mod tests {
         assert_eq!(server_root("http://h:8000/v1/"), "http://h:8000");
         assert_eq!(server_root("http://h:8000"), "http://h:8000");
         assert_eq!(server_root("http://h/api/v1"), "http://h/api");
+        assert_eq!(server_root("http://h/api/v1?api-version=1"), "http://h/api");
     }
 }

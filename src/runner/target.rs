@@ -115,7 +115,7 @@ pub async fn preflight(
     timeout: Duration,
     interrupt: &CancellationToken,
 ) -> Result<Option<(String, JoinHandle<ServerInfo>)>, RunError> {
-    let url = format!("{}/models", base_url.trim_end_matches('/'));
+    let url = crate::protocol::join(base_url, "/models");
     let lookup = lookup_model(http, base_url, &url, model);
     tokio::select! {
         biased;

@@ -316,3 +316,57 @@ fn without_usage_the_servers_own_counts_come_first_and_estimates_say_so() {
     assert!(note.contains("estimates"), "{note}");
     assert_eq!(r["rows"][0]["token_source"], "tokenize");
 }
+
+#[test]
+fn a_query_in_the_target_url_stays_after_every_path() {
+    // Azure OpenAI's `?api-version=…`: the API's paths go before it, on every request.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let seen = seen.clone();
+            thread::spawn(move || {
+                while let Some((line, _)) = read_request(&mut conn) {
+                    seen.lock().unwrap().push(line.clone());
+                    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                    if path == "/v1/models?api-version=2024-10-21" {
+                        respond(
+                            &mut conn,
+                            true,
+                            "application/json",
+                            br#"{"object":"list","data":[{"id":"m","object":"model"}]}"#,
+                        );
+                    } else if path == "/v1/chat/completions?api-version=2024-10-21" {
+                        let usage = r#"data: {"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":8}}"#;
+                        let body = format!("{}{usage}\n\ndata: [DONE]\n\n", eight());
+                        respond(&mut conn, true, "text/event-stream", body.as_bytes());
+                    } else {
+                        let _ = conn.write_all(
+                            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: keep-alive\r\n\r\n",
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let base = format!("http://{addr}/v1?api-version=2024-10-21");
+    let (r, o) = run_against(&base, 4, "", "");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let s = stage(&r, "s");
+    assert_eq!(s["requests"]["ok"], 4, "{}", describe(&o));
+    let lines = lines.lock().unwrap();
+    let chats = lines
+        .iter()
+        .filter(|l| l.starts_with("POST /v1/chat/completions?api-version=2024-10-21 "))
+        .count();
+    assert_eq!(chats, 4, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("GET /v1/models?api-version=2024-10-21 ")),
+        "{lines:?}"
+    );
+}
