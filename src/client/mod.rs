@@ -15,3 +15,8 @@ pub use chunk::{
 };
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
 pub use probe::{PROBED_PATHS, probe_server};
+// The response body's decoders, for the fuzz target `response_body`: not a stable API.
+#[doc(hidden)]
+pub use framing::{BadFraming, Framing};
+#[doc(hidden)]
+pub use sse::{Events, SseError};
