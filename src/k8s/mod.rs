@@ -194,6 +194,11 @@ fn job_spec(
         format!("--merged-out={RESULTS_DIR}/merged"),
         "--progress-lines".to_string(),
     ];
+    // The pod's cores, used: a dispatcher and a runtime worker on each (unless the user's own
+    // run arguments say otherwise).
+    if !opts.run_args.iter().any(|a| a.starts_with("--cpus")) {
+        args.push(format!("--cpus={}", opts.cpus));
+    }
     args.extend(opts.params.iter().map(|(k, v)| format!("--param={k}={v}")));
     args.extend(opts.run_args.iter().cloned());
     let amount = BTreeMap::from([

@@ -111,6 +111,7 @@ fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
         "/scenario/gate.kdl",
         "--param=rate=200",
         "--merged-out=/results/merged",
+        "--cpus=2",
     ] {
         assert!(args.contains(want), "{want} in {args}");
     }
