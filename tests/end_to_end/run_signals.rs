@@ -26,6 +26,39 @@ stage "s" {{
     )
 }
 
+/// A run of the scenario [`against`] `server`, started and not waited for, writing `out` in
+/// a temporary directory (`start_in`: the given directory and `out`).
+struct Started {
+    child: Child,
+    out: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start(server: &BadServer, model: bool, stage: &str) -> Started {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    start_in(dir, out, server, model, stage)
+}
+
+fn start_in(
+    dir: tempfile::TempDir,
+    out: std::path::PathBuf,
+    server: &BadServer,
+    model: bool,
+    stage: &str,
+) -> Started {
+    let path = scenario(
+        dir.path(),
+        "s.kdl",
+        &against(&server.base_url, model, stage),
+    );
+    Started {
+        child: spawn_run(&path, &out, &[]),
+        out,
+        _dir: dir,
+    }
+}
+
 /// Sends `sig` and checks the run ends with exit 3 and an interrupted, finished result.
 fn interrupt(child: Child, sig: i32, out: &Path, phase: &str) -> serde_json::Value {
     signal(&child, sig);
@@ -44,18 +77,8 @@ fn interrupt(child: Child, sig: i32, out: &Path, phase: &str) -> serde_json::Val
 #[test]
 fn sigterm_in_the_model_lookup() {
     let server = BadServer::start(Misbehaviour::Silent);
-    let dir = tempfile::tempdir().unwrap();
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            false,
-            "arrival \"constant\" rate=5\nrequests 5",
-        ),
-    );
-    let out = dir.path().join("out");
-    let child = spawn_run(&path, &out, &[]);
+    let Started { child, out, _dir } =
+        start(&server, false, "arrival \"constant\" rate=5\nrequests 5");
     wait_for(30, "the model lookup", || server.connections() >= 1);
     let r = interrupt(child, libc::SIGTERM, &out, "model lookup");
     assert_eq!(r["stages"].as_array().unwrap().len(), 0);
@@ -64,18 +87,8 @@ fn sigterm_in_the_model_lookup() {
 #[test]
 fn sigterm_in_the_pool_warm_up() {
     let server = BadServer::start(Misbehaviour::ModelsOnce);
-    let dir = tempfile::tempdir().unwrap();
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            false,
-            "arrival \"constant\" rate=5\nrequests 5",
-        ),
-    );
-    let out = dir.path().join("out");
-    let child = spawn_run(&path, &out, &[]);
+    let Started { child, out, _dir } =
+        start(&server, false, "arrival \"constant\" rate=5\nrequests 5");
     wait_for(30, "the pool warm-up", || server.model_requests() >= 2);
     interrupt(child, libc::SIGTERM, &out, "pool warm-up");
     assert_eq!(
@@ -88,18 +101,11 @@ fn sigterm_in_the_pool_warm_up() {
 #[test]
 fn sigterm_in_a_stage() {
     let server = BadServer::start(Misbehaviour::StallChat);
-    let dir = tempfile::tempdir().unwrap();
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            true,
-            "arrival \"constant\" rate=10\nduration \"60s\"",
-        ),
+    let Started { child, out, _dir } = start(
+        &server,
+        true,
+        "arrival \"constant\" rate=10\nduration \"60s\"",
     );
-    let out = dir.path().join("out");
-    let child = spawn_run(&path, &out, &[]);
     wait_for(30, "the stage", || server.chat_requests() >= 2);
     let r = interrupt(child, libc::SIGTERM, &out, "stage");
     let req = &stage(&r, "s")["requests"];
@@ -110,18 +116,11 @@ fn sigterm_in_a_stage() {
 #[test]
 fn sigterm_in_the_drain() {
     let server = BadServer::start(Misbehaviour::HeadersThenNothing);
-    let dir = tempfile::tempdir().unwrap();
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            true,
-            "arrival \"constant\" rate=10\nrequests 1\ndrain-timeout \"60s\"",
-        ),
+    let Started { child, out, _dir } = start(
+        &server,
+        true,
+        "arrival \"constant\" rate=10\nrequests 1\ndrain-timeout \"60s\"",
     );
-    let out = dir.path().join("out");
-    let child = spawn_run(&path, &out, &[]);
     // One request, sent at once: the stage is draining from then on.
     wait_for(30, "the drain", || server.chat_requests() >= 1);
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -132,18 +131,11 @@ fn sigterm_in_the_drain() {
 #[test]
 fn sighup_in_a_stage() {
     let server = BadServer::start(Misbehaviour::StallChat);
-    let dir = tempfile::tempdir().unwrap();
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            true,
-            "arrival \"constant\" rate=10\nduration \"60s\"",
-        ),
+    let Started { child, out, _dir } = start(
+        &server,
+        true,
+        "arrival \"constant\" rate=10\nduration \"60s\"",
     );
-    let out = dir.path().join("out");
-    let child = spawn_run(&path, &out, &[]);
     wait_for(30, "the stage", || server.chat_requests() >= 1);
     interrupt(child, libc::SIGHUP, &out, "stage (SIGHUP)");
 }
@@ -244,16 +236,13 @@ fn a_killed_run_leaves_no_stale_pass() {
     let server = BadServer::start(Misbehaviour::StallChat);
     let dir = tempfile::tempdir().unwrap();
     let out = passed_before(dir.path());
-    let path = scenario(
-        dir.path(),
-        "s.kdl",
-        &against(
-            &server.base_url,
-            true,
-            "arrival \"constant\" rate=10\nduration \"60s\"",
-        ),
+    let Started { child, out, _dir } = start_in(
+        dir,
+        out,
+        &server,
+        true,
+        "arrival \"constant\" rate=10\nduration \"60s\"",
     );
-    let child = spawn_run(&path, &out, &[]);
     wait_for(30, "the stage", || server.chat_requests() >= 1);
     signal(&child, libc::SIGKILL);
     let o = wait_bounded(child, 30, "SIGKILL");
