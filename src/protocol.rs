@@ -151,5 +151,6 @@ mod url_tests {
             "http://h:8000"
         );
         assert_eq!(server_root("http://h:8000"), "http://h:8000");
+        assert_eq!(server_root("http://h/api/v1"), "http://h/api");
     }
 }

@@ -177,7 +177,7 @@ pub async fn run(
                 Api::Completions => 2,
             },
             max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
-            server_root: Some(super::server::server_root(&base_url)),
+            server_root: Some(crate::protocol::server_root(&base_url)),
         },
         Arc::new(TokenizerCounter(tokenizer.clone())),
     )?;

@@ -9,8 +9,6 @@ use crate::protocol::CacheReset;
 /// answer must not hold the run.
 const RESET_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(super) use crate::protocol::server_root;
-
 /// Asks the server to drop its prompt cache. `Ok` names what answered (`auto` resolves to the
 /// first engine whose endpoint did, which the caller keeps for the next stages); `Err` says
 /// why nothing did.
@@ -94,18 +92,4 @@ async fn llama_slots(http: &reqwest::Client, root: &str) -> Result<u64, String> 
         .and_then(serde_json::Value::as_u64)
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("GET {url} has no `total_slots`"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_root_drops_the_api_prefix() {
-        assert_eq!(server_root("http://h:8000/v1"), "http://h:8000");
-        assert_eq!(server_root("http://h:8000/v1/"), "http://h:8000");
-        assert_eq!(server_root("http://h:8000"), "http://h:8000");
-        assert_eq!(server_root("http://h/api/v1"), "http://h/api");
-        assert_eq!(server_root("http://h/api/v1?api-version=1"), "http://h/api");
-    }
 }

@@ -280,7 +280,7 @@ impl StageRunner<'_> {
     async fn reset_cache(&self, stage: &str) -> Option<String> {
         let how = self.plan.target.run.reset_cache?;
         let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
-        let root = super::server::server_root(&self.base_url);
+        let root = crate::protocol::server_root(&self.base_url);
         match super::server::reset_cache(self.client.http(), &root, resolved).await {
             Ok((kind, done)) => {
                 if let Ok(mut r) = self.reset.lock() {

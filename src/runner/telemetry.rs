@@ -11,9 +11,7 @@ use super::run::RunError;
 
 /// The simulator's metrics URL from its OpenAI base URL (`http://127.0.0.1:PORT/v1`).
 pub(super) fn sim_metrics_url(base_url: &str) -> String {
-    let base = base_url.trim_end_matches('/');
-    let root = base.strip_suffix("/v1").unwrap_or(base);
-    format!("{root}/metrics")
+    format!("{}/metrics", crate::protocol::server_root(base_url))
 }
 
 /// The config with `prometheus "sim"` pointed at the simulator (when there is one).
