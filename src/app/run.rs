@@ -327,9 +327,9 @@ fn decide(
     if let Some(p) = stage
         .profile
         .as_ref()
-        .filter(|p| p.kind == PointKind::Probe)
+        .filter(|p| p.point.kind == PointKind::Probe)
     {
-        let failed = sla::probe_failures(assertions, &p.group, stage, cx);
+        let failed = sla::probe_failures(assertions, &p.point.group, stage, cx);
         return if failed.is_empty() {
             StageDecision::Continue
         } else {

@@ -32,6 +32,14 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Declared by the client itself, so a starved client can cause it: its own deadline
+    /// passed (`timeout`: a client too slow to read sees it pass too), or the drain ran out
+    /// with the request still in flight (`cancelled`). Every other kind is the server's
+    /// answer (or a connection it refused).
+    pub fn client_side(self) -> bool {
+        matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled)
+    }
+
     /// The key used in `requests.errors`: `connect`, `timeout`, `http_429`, `stream_broken`…
     pub fn key(self) -> String {
         match self {

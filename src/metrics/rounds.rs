@@ -42,14 +42,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         }
         tokens.add(&r.tokens);
     }
-    let latency = super::Latency {
-        ttft_ms: dists(&|r| r.latency.ttft_ms),
-        itl_ms: dists(&|r| r.latency.itl_ms),
-        tpot_ms: dists(&|r| r.latency.tpot_ms),
-        e2e_ms: dists(&|r| r.latency.e2e_ms),
-        ntpot_ms: dists(&|r| r.latency.ntpot_ms),
-        ttfa_ms: dists(&|r| r.latency.ttfa_ms),
-    };
+    let latency = super::Latency::from_fn(|m| dists(&|r| r.latency[m]));
     let throughput = Throughput {
         requests_per_s: median(&|r| r.throughput.requests_per_s),
         output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
@@ -144,23 +137,20 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
 
 /// The rounds' histograms added together; `None` when a round has none.
 fn union(rounds: &[StageSummary]) -> Option<StageHistograms> {
-    let mut merged: Vec<Histogram<u64>> = Vec::new();
-    for metric in LatencyMetric::ALL {
-        let mut total: Option<Histogram<u64>> = None;
-        for r in rounds {
-            let h = r.histogram(metric)?.ok()?;
-            match total.as_mut() {
-                Some(t) => t.add(&h).ok()?,
-                None => total = Some(h),
-            }
+    StageHistograms::try_from_fn(|metric| added(rounds, metric).ok_or(())).ok()
+}
+
+/// The rounds' histograms of `metric` added together, encoded.
+fn added(rounds: &[StageSummary], metric: LatencyMetric) -> Option<String> {
+    let mut total: Option<Histogram<u64>> = None;
+    for r in rounds {
+        let h = r.histogram(metric)?.ok()?;
+        match total.as_mut() {
+            Some(t) => t.add(&h).ok()?,
+            None => total = Some(h),
         }
-        merged.push(total?);
     }
-    StageHistograms::encode(|m| {
-        let i = LatencyMetric::ALL.iter().position(|x| *x == m).unwrap_or(0);
-        &merged[i]
-    })
-    .ok()
+    crate::stats::hist::encode(&total?).ok()
 }
 
 #[cfg(test)]
@@ -197,13 +187,14 @@ mod tests {
         let merged = merge_rounds(vec![round(40), round(50), round(45)], 0.95);
         assert_eq!(merged.rounds.len(), 3);
         assert_eq!(merged.requests.sent, 150);
-        assert_eq!(merged.latency.ttft_ms.count, 150);
+        let ttft = |s: &StageSummary| s.latency[LatencyMetric::Ttft];
+        assert_eq!(ttft(&merged).count, 150);
         // The middle round's p50, not the pooled one.
-        assert_eq!(merged.latency.ttft_ms.p50, round(45).latency.ttft_ms.p50);
+        assert_eq!(ttft(&merged).p50, ttft(&round(45)).p50);
         let union = merged.histogram(LatencyMetric::Ttft).unwrap().unwrap();
         assert_eq!(union.len(), 150);
         assert!(merged.rounds.iter().all(|r| r.histograms.is_none()));
-        let iv = merged.latency.ttft_ms.intervals.unwrap();
+        let iv = ttft(&merged).intervals.unwrap();
         assert_eq!(iv.method, crate::metrics::IntervalMethod::Rounds);
     }
 

@@ -132,8 +132,12 @@ pub struct StagePlan {
     /// How long to wait for in-flight requests once sending stops.
     pub drain_timeout: Duration,
     /// Set on the stages a sweep expands into (and on search probes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::metrics::ProfilePoint>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "planned_point"
+    )]
+    pub profile: Option<crate::arrival::LoadPoint>,
     /// Request `i` uses dataset item `first_item + i` (a trace replay's window start).
     #[serde(default)]
     pub first_item: u64,
@@ -151,6 +155,30 @@ pub struct StagePlan {
 
 fn one_round() -> u32 {
     1
+}
+
+/// A load point as plans have always written it: with the outcome fields its result gets
+/// (`saturated`, `client_bound`), false before it runs, so that a plan's hash stays what
+/// earlier versions computed for it.
+fn planned_point<S: serde::Serializer>(
+    point: &Option<crate::arrival::LoadPoint>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Planned<'a> {
+        #[serde(flatten)]
+        point: &'a crate::arrival::LoadPoint,
+        saturated: bool,
+        client_bound: bool,
+    }
+    point
+        .as_ref()
+        .map(|point| Planned {
+            point,
+            saturated: false,
+            client_bound: false,
+        })
+        .serialize(s)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

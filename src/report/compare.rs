@@ -15,9 +15,11 @@ use serde::Serialize;
 use super::ReportError;
 use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::view::{num, short};
-use crate::metrics::StageSummary;
+use crate::metrics::{
+    Aggregation, CountMetric, LatencyMetric, Metric, Percentile, StageSummary, Worse,
+};
 use crate::results::Results;
-use crate::sla::{Aggregation, Metric, Percentile, Shift, latency_dist, observe, shift};
+use crate::sla::{Shift, latency_dist, observe, shift};
 
 /// An error-rate change smaller than this many percentage points is noise, whatever its
 /// relative size (0 → 0.05 % is "infinitely" worse but one request in 2000).
@@ -172,24 +174,26 @@ impl Comparison {
     }
 }
 
-/// The watched metrics: (metric, aggregation, lower is better).
+/// The watched metrics: (metric, aggregation, lower is better): the p50, p95 and p99 of the
+/// latency metrics the vocabulary marks watched, then throughputs and the error rate.
 fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
+    let lower_is_better = |m: Metric| m.def().worse == Worse::Higher;
     let mut out = Vec::new();
-    for m in [
-        Metric::Ttft,
-        Metric::Itl,
-        Metric::Tpot,
-        Metric::E2e,
-        Metric::Ntpot,
-    ] {
+    for m in LatencyMetric::ALL.into_iter().filter(|m| m.spec().watched) {
         for p in [Percentile::P50, Percentile::P95, Percentile::P99] {
-            out.push((m, Some(Aggregation::Percentile(p)), true));
+            let m = Metric::Latency(m);
+            out.push((m, Some(Aggregation::Percentile(p)), lower_is_better(m)));
         }
     }
-    out.push((Metric::RequestThroughput, None, false));
-    out.push((Metric::OutputThroughput, None, false));
-    out.push((Metric::InputThroughput, None, false));
-    out.push((Metric::ErrorRate, None, true));
+    for m in [
+        CountMetric::RequestThroughput,
+        CountMetric::OutputThroughput,
+        CountMetric::InputThroughput,
+        CountMetric::ErrorRate,
+    ] {
+        let m = Metric::Count(m);
+        out.push((m, None, lower_is_better(m)));
+    }
     out
 }
 
@@ -229,7 +233,7 @@ fn classify_interval(low: f64, high: f64, tol: f64, lower_is_better: bool) -> Ch
 
 fn classify_point(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
     let delta = cur - base;
-    if metric == Metric::ErrorRate && delta.abs() <= ERROR_RATE_NOISE_PP {
+    if metric == Metric::Count(CountMetric::ErrorRate) && delta.abs() <= ERROR_RATE_NOISE_PP {
         return Change::Same;
     }
     let beyond = if base != 0.0 {

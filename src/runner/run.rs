@@ -370,7 +370,8 @@ pub async fn run(
         }
         mark_end(&stage.name);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
-        if let Some(mut point) = stage.profile.clone() {
+        if let Some(planned) = stage.profile.clone() {
+            let mut point = crate::metrics::ProfilePoint::planned(planned);
             point.assess(&summary);
             summary.profile = Some(point);
         }

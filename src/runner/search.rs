@@ -10,7 +10,7 @@ use super::options::StageDecision;
 use super::run::RunProblem;
 use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};
-use crate::metrics::{ProbeResult, SearchSummary, StageSummary};
+use crate::metrics::{LatencyMetric, ProbeResult, ProfilePoint, SearchSummary, StageSummary};
 use crate::plan::{StagePlan, probe_stage};
 
 /// What the search ran: every probe's summary (in order) and the search's summary.
@@ -76,7 +76,7 @@ impl StageRunner<'_> {
                 )
                 .await;
             out.problems.extend(problem);
-            let mut point = probe.profile.clone().unwrap_or_default();
+            let mut point = ProfilePoint::planned(probe.profile.clone().unwrap_or_default());
             point.assess(&summary);
             summary.profile = Some(point.clone());
             let failed = match verdict(&summary) {
@@ -86,8 +86,9 @@ impl StageRunner<'_> {
             };
             let passed = failed.is_empty();
             let offered = point
+                .point
                 .offered_rate_per_s
-                .or(point.clients.map(f64::from))
+                .or(point.point.clients.map(f64::from))
                 .unwrap_or(rate);
             if passed {
                 pass = Some(pass.map_or(offered, |p: f64| p.max(offered)));
@@ -99,16 +100,16 @@ impl StageRunner<'_> {
             }
             out.summary.probes.push(ProbeResult {
                 stage: summary.name.clone(),
-                rate_per_s: match point.clients {
+                rate_per_s: match point.point.clients {
                     Some(_) => summary.throughput.requests_per_s,
                     None => offered,
                 },
-                clients: point.clients,
+                clients: point.point.clients,
                 passed,
                 saturated: point.saturated,
                 client_bound: point.client_bound,
-                ttft_p99_ms: summary.latency.ttft_ms.p99,
-                itl_p99_ms: summary.latency.itl_ms.p99,
+                ttft_p99_ms: summary.latency[LatencyMetric::Ttft].p99,
+                itl_p99_ms: summary.latency[LatencyMetric::Itl].p99,
                 output_tokens_per_s: summary.throughput.output_tokens_per_s,
                 requests_per_s: summary.throughput.requests_per_s,
                 failed,

@@ -6,9 +6,9 @@
 //! stopped only when its numbers show the failure, never on an undecided verdict.
 
 use super::evaluate::{Context, judge_one};
-use super::grammar::{Metric, ScopedAssertion};
+use super::grammar::ScopedAssertion;
 use super::verdict::SlaOutcome;
-use crate::metrics::StageSummary;
+use crate::metrics::{Shape, StageSummary};
 
 /// When a running stage's `abort-on-fail` assertions are judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,7 +48,7 @@ pub fn abort_verdict(
             continue;
         }
         if let Some(rule) = live
-            && (is_rate(metric)
+            && (metric.kind().shape() == Shape::Rate
                 || stage.wall_time_s < rule.grace_s
                 || stage.requests.sent < rule.min_samples)
         {
@@ -64,22 +64,13 @@ pub fn abort_verdict(
             } else {
                 String::new()
             };
+            let unit = v.unit();
             return Some(format!(
-                "aborted: `{}` failed on stage `{}`{when} (observed {:.3} {}, threshold {:.3} {})",
-                v.expr, stage.name, v.observed, v.unit, v.threshold, v.unit
+                "aborted: `{}` failed on stage `{}`{when} (observed {:.3} {unit}, threshold {:.3} \
+                 {unit})",
+                v.assertion, stage.name, v.observed, v.threshold
             ));
         }
     }
     None
-}
-
-/// Metrics whose value depends on the whole stage's length.
-fn is_rate(metric: Metric) -> bool {
-    matches!(
-        metric,
-        Metric::RequestThroughput
-            | Metric::OutputThroughput
-            | Metric::InputThroughput
-            | Metric::GoodputRate
-    )
 }

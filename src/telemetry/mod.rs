@@ -27,7 +27,7 @@ pub use nvml::{NvmlGpu, open_nvml};
 pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
 pub use report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
-    StageTelemetry, TelemetryMetric, TelemetryReport, telemetry_metric, tokens_per_joule,
+    StageTelemetry, TelemetryReport, telemetry_metric, tokens_per_joule,
 };
 pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
 pub use stability::{

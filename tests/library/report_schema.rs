@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use infermeter::metrics::LatencyMetric;
 use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, migrate};
 
 #[test]
@@ -47,7 +48,7 @@ fn fixtures_match_the_schema_shape() {
         assert!(back == orig, "{} does not round-trip", path.display());
         // The figures a version-2 result carries: histograms, intervals, outcomes.
         assert!(r.stages.iter().all(|s| s.histograms.is_some()));
-        assert!(r.stages[0].latency.ttft_ms.intervals.is_some());
+        assert!(r.stages[0].latency[LatencyMetric::Ttft].intervals.is_some());
         if path.ends_with("v2.json") {
             assert!(r.stages.iter().any(|s| s.rounds.len() == 3));
         }

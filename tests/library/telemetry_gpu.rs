@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use infermeter::metrics::TelemetryMetric;
 use infermeter::telemetry::{
     FakeGpu, GpuDevice, GpuOpener, GpuReading, SourceConfig, Telemetry, TelemetryConfig,
-    TelemetryError, TelemetryMetric, open_nvml, render_markdown, telemetry_metric,
-    tokens_per_joule,
+    TelemetryError, open_nvml, render_markdown, telemetry_metric, tokens_per_joule,
 };
 
 fn nvml_config(required: bool) -> TelemetryConfig {
