@@ -84,33 +84,7 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
             }
         }
     }
-    let by = |f: &dyn Fn(&Results) -> String| {
-        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (name, r) in &inputs {
-            m.entry(f(r)).or_default().push(name.clone());
-        }
-        m
-    };
-    let hashes = by(&|r| r.plan_hash.clone());
-    if hashes.len() > 1 {
-        let list: Vec<String> = hashes
-            .iter()
-            .map(|(h, names)| format!("{h} ({})", names.join(", ")))
-            .collect();
-        problems.push(format!(
-            "results of different plans: {}; every shard must run the same scenario, params \
-             and seed",
-            list.join(" vs ")
-        ));
-    }
-    let policies = by(&|r| serde_json::to_string(&r.sla_policy).unwrap_or_default());
-    if policies.len() > 1 {
-        problems.push(format!(
-            "the shards judged under different SLA policies ({}); run them with the same \
-             --confidence, --inconclusive and --untrusted",
-            policies.keys().cloned().collect::<Vec<_>>().join(" vs ")
-        ));
-    }
+    problems.extend(disagreements(&inputs));
     if counts.len() > 1 {
         let list: Vec<String> = counts
             .iter()
@@ -150,6 +124,39 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
     assemble(results, count, missing, opts).map_err(|e| MergeError {
         problems: vec![with_causes(&e)],
     })
+}
+
+/// The inputs' plans or SLA policies, when they are not all the same.
+fn disagreements(inputs: &[(String, Results)]) -> Vec<String> {
+    let by = |f: &dyn Fn(&Results) -> String| {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, r) in inputs {
+            m.entry(f(r)).or_default().push(name.clone());
+        }
+        m
+    };
+    let mut problems = Vec::new();
+    let hashes = by(&|r| r.plan_hash.clone());
+    if hashes.len() > 1 {
+        let list: Vec<String> = hashes
+            .iter()
+            .map(|(h, names)| format!("{h} ({})", names.join(", ")))
+            .collect();
+        problems.push(format!(
+            "results of different plans: {}; every shard must run the same scenario, params \
+             and seed",
+            list.join(" vs ")
+        ));
+    }
+    let policies = by(&|r| serde_json::to_string(&r.sla_policy).unwrap_or_default());
+    if policies.len() > 1 {
+        problems.push(format!(
+            "the shards judged under different SLA policies ({}); run them with the same \
+             --confidence, --inconclusive and --untrusted",
+            policies.keys().cloned().collect::<Vec<_>>().join(" vs ")
+        ));
+    }
+    problems
 }
 
 /// An error and its causes on one line, as a problem of the list [`MergeError`] shows.

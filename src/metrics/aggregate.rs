@@ -224,19 +224,16 @@ impl StageAggregator {
         self.summarize(&clock, rules)
     }
 
-    fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
+    /// Rates over the stage's wall time; the send rate over the sending time.
+    fn throughput(&self, clock: &StageClock, tokens: &Tokens) -> Throughput {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
-        let mut counts = self.counts.clone();
-        counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
-        let mut tokens = self.tokens.clone();
-        tokens.cached_share = tokens.cache_share();
         let sending_s = self.last_sent_ns as f64 / 1e9;
         let achieved = if self.arrivals > 1 && sending_s > 0.0 {
             self.arrivals as f64 / sending_s
         } else {
             self.arrivals as f64 / wall_s
         };
-        let throughput = Throughput {
+        Throughput {
             requests_per_s: self.counts.ok as f64 / wall_s,
             output_tokens_per_s: tokens.output as f64 / wall_s,
             input_tokens_per_s: tokens.input as f64 / wall_s,
@@ -247,9 +244,12 @@ impl StageAggregator {
                 self.good as f64 / self.counts.sent as f64
             },
             achieved_rate_per_s: achieved,
-        };
+        }
+    }
+
+    fn client(&self, clock: &StageClock) -> ClientHealth {
         let lag = dist(self.histogram(LatencyMetric::SendLag));
-        let client = ClientHealth {
+        ClientHealth {
             send_lag_ms: SendLag {
                 p50: lag.p50,
                 p99: lag.p99,
@@ -262,7 +262,16 @@ impl StageAggregator {
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
-        };
+        }
+    }
+
+    fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
+        let mut counts = self.counts.clone();
+        counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
+        let mut tokens = self.tokens.clone();
+        tokens.cached_share = tokens.cache_share();
+        let throughput = self.throughput(clock, &tokens);
+        let client = self.client(clock);
         let latency = Latency::from_fn(|m| {
             metric_dist(m, self.histogram(m), rules.confidence, self.counts.ok)
         });

@@ -18,13 +18,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
     if rounds.len() <= 1 {
         return rounds.into_iter().next().unwrap_or_default();
     }
-    let median = |f: &dyn Fn(&StageSummary) -> f64| {
-        let values: Vec<f64> = rounds.iter().map(f).collect();
-        rounds_median(&values, 0.95)
-            .ok()
-            .flatten()
-            .map_or(0.0, |r| r.median)
-    };
+    let median = |f: &dyn Fn(&StageSummary) -> f64| median(&rounds, f);
     let dists = |f: &dyn Fn(&StageSummary) -> super::Dist| -> super::Dist {
         let d: Vec<super::Dist> = rounds.iter().map(f).collect();
         median_of_rounds(&d, confidence)
@@ -51,7 +45,56 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         goodput_ratio: median(&|r| r.throughput.goodput_ratio),
         achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
     };
-    let client = ClientHealth {
+    let mut notes: Vec<String> = Vec::new();
+    for n in rounds.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    StageSummary {
+        name: first.name.clone(),
+        planned: first.planned.clone(),
+        wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
+        requests,
+        latency,
+        tokens,
+        throughput,
+        client: client(&rounds),
+        validity: validity(&rounds),
+        timeline: timeline(&rounds),
+        profile: first.profile.clone(),
+        per_turn: first.per_turn.clone(),
+        warmup_end: None,
+        histograms: union(&rounds),
+        notes,
+        // Each round's own attribution stays in its summary below.
+        attribution: None,
+        aborted: rounds.iter().find_map(|r| r.aborted.clone()),
+        rounds: rounds
+            .into_iter()
+            .map(|r| StageSummary {
+                histograms: None,
+                timeline: Vec::new(),
+                per_turn: Vec::new(),
+                ..r
+            })
+            .collect(),
+    }
+}
+
+/// The median of a figure across rounds.
+fn median(rounds: &[StageSummary], f: &dyn Fn(&StageSummary) -> f64) -> f64 {
+    let values: Vec<f64> = rounds.iter().map(f).collect();
+    rounds_median(&values, 0.95)
+        .ok()
+        .flatten()
+        .map_or(0.0, |r| r.median)
+}
+
+/// The client's health across rounds: medians of its rates, the worst of its peaks.
+fn client(rounds: &[StageSummary]) -> ClientHealth {
+    let median = |f: &dyn Fn(&StageSummary) -> f64| median(rounds, f);
+    ClientHealth {
         send_lag_ms: SendLag {
             p50: median(&|r| r.client.send_lag_ms.p50),
             p99: median(&|r| r.client.send_lag_ms.p99),
@@ -61,7 +104,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 .fold(0.0, f64::max),
         },
         cpu_percent: median(&|r| r.client.cpu_percent),
-        cores: first.client.cores,
+        cores: rounds[0].client.cores,
         peak_rss_mb: rounds
             .iter()
             .map(|r| r.client.peak_rss_mb)
@@ -76,7 +119,11 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             .max()
             .unwrap_or(0),
         poll_idle: rounds.iter().all(|r| r.client.poll_idle),
-    };
+    }
+}
+
+/// Trusted when every round is; every round's reasons, by round.
+fn validity(rounds: &[StageSummary]) -> Validity {
     let mut validity = Validity::default();
     for (i, r) in rounds.iter().enumerate() {
         validity.trusted &= r.validity.trusted;
@@ -87,52 +134,21 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 .map(|why| format!("round {}: {why}", i + 1)),
         );
     }
+    validity
+}
+
+/// The rounds' timelines one after another, each shifted past the previous round's seconds.
+fn timeline(rounds: &[StageSummary]) -> Vec<super::TimelinePoint> {
     let mut timeline = Vec::new();
     let mut offset = 0.0;
-    for r in &rounds {
+    for r in rounds {
         timeline.extend(r.timeline.iter().map(|p| super::TimelinePoint {
             t_s: p.t_s + offset,
             ..p.clone()
         }));
         offset += r.wall_time_s.ceil();
     }
-    StageSummary {
-        name: first.name.clone(),
-        planned: first.planned.clone(),
-        wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
-        requests,
-        latency,
-        tokens,
-        throughput,
-        client,
-        validity,
-        timeline,
-        profile: first.profile.clone(),
-        per_turn: first.per_turn.clone(),
-        warmup_end: None,
-        histograms: union(&rounds),
-        notes: {
-            let mut notes: Vec<String> = Vec::new();
-            for n in rounds.iter().flat_map(|r| &r.notes) {
-                if !notes.contains(n) {
-                    notes.push(n.clone());
-                }
-            }
-            notes
-        },
-        // Each round's own attribution stays in its summary below.
-        attribution: None,
-        aborted: rounds.iter().find_map(|r| r.aborted.clone()),
-        rounds: rounds
-            .into_iter()
-            .map(|r| StageSummary {
-                histograms: None,
-                timeline: Vec::new(),
-                per_turn: Vec::new(),
-                ..r
-            })
-            .collect(),
-    }
+    timeline
 }
 
 /// The rounds' histograms added together; `None` when a round has none.

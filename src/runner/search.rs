@@ -20,17 +20,9 @@ pub(super) struct SearchOutput {
     pub problems: Vec<RunProblem>,
 }
 
-impl StageRunner<'_> {
-    pub(super) async fn run_search(
-        &self,
-        search: &StagePlan,
-        spec: &SearchSpec,
-        sink: &mut Option<RowSink>,
-        verdict: &mut (dyn FnMut(&StageSummary) -> StageDecision + Send),
-    ) -> SearchOutput {
-        let started = Instant::now();
-        let (mut pass, mut fail) = (None::<f64>, None::<f64>);
-        let mut out = SearchOutput {
+impl SearchOutput {
+    fn new(search: &StagePlan, spec: &SearchSpec) -> Self {
+        SearchOutput {
             probes: Vec::new(),
             summary: SearchSummary {
                 group: search.name.clone(),
@@ -41,7 +33,46 @@ impl StageRunner<'_> {
                 ..SearchSummary::default()
             },
             problems: Vec::new(),
-        };
+        }
+    }
+}
+
+/// A probe as the search summary records it: its load, verdict and deciding figures.
+fn probe_result(
+    summary: &StageSummary,
+    point: &ProfilePoint,
+    offered: f64,
+    failed: Vec<String>,
+) -> ProbeResult {
+    ProbeResult {
+        stage: summary.name.clone(),
+        rate_per_s: match point.point.clients {
+            Some(_) => summary.throughput.requests_per_s,
+            None => offered,
+        },
+        clients: point.point.clients,
+        passed: failed.is_empty(),
+        saturated: point.saturated,
+        client_bound: point.client_bound,
+        ttft_p99_ms: summary.latency[LatencyMetric::Ttft].p99,
+        itl_p99_ms: summary.latency[LatencyMetric::Itl].p99,
+        output_tokens_per_s: summary.throughput.output_tokens_per_s,
+        requests_per_s: summary.throughput.requests_per_s,
+        failed,
+    }
+}
+
+impl StageRunner<'_> {
+    pub(super) async fn run_search(
+        &self,
+        search: &StagePlan,
+        spec: &SearchSpec,
+        sink: &mut Option<RowSink>,
+        verdict: &mut (dyn FnMut(&StageSummary) -> StageDecision + Send),
+    ) -> SearchOutput {
+        let started = Instant::now();
+        let (mut pass, mut fail) = (None::<f64>, None::<f64>);
+        let mut out = SearchOutput::new(search, spec);
         let stop = loop {
             if self.opts.interrupt.is_cancelled() {
                 break StopReason::Interrupted;
@@ -98,22 +129,9 @@ impl StageRunner<'_> {
             if let Some(p) = summary.profile.as_mut() {
                 p.passed = Some(passed);
             }
-            out.summary.probes.push(ProbeResult {
-                stage: summary.name.clone(),
-                rate_per_s: match point.point.clients {
-                    Some(_) => summary.throughput.requests_per_s,
-                    None => offered,
-                },
-                clients: point.point.clients,
-                passed,
-                saturated: point.saturated,
-                client_bound: point.client_bound,
-                ttft_p99_ms: summary.latency[LatencyMetric::Ttft].p99,
-                itl_p99_ms: summary.latency[LatencyMetric::Itl].p99,
-                output_tokens_per_s: summary.throughput.output_tokens_per_s,
-                requests_per_s: summary.throughput.requests_per_s,
-                failed,
-            });
+            out.summary
+                .probes
+                .push(probe_result(&summary, &point, offered, failed));
             out.probes.push(summary);
         };
         out.summary.stop_reason = stop;

@@ -114,7 +114,11 @@ fn late_client(l: LateClient) -> &'static str {
 fn stored(m: Metric) -> String {
     let key = m.def().key;
     let Some(l) = m.latency() else {
-        return key.split(" / ").map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" / ");
+        return key
+            .split(" / ")
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(" / ");
     };
     let mut at = vec![if l.spec().summary {
         format!("`latency.{key}`")

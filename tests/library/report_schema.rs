@@ -117,13 +117,14 @@ fn every_saved_result_saves_again_byte_identical() {
 fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<String> {
     use serde_json::Value;
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => x
-            .keys()
-            .chain(y.keys())
-            .find_map(|k| match (x.get(k), y.get(k)) {
-                (Some(p), Some(q)) => first_difference(p, q, format!("{at}.{k}")),
-                (p, q) => Some(format!("{at}.{k}: {p:?} became {q:?}")),
-            }),
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys()
+                .chain(y.keys())
+                .find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, format!("{at}.{k}")),
+                    (p, q) => Some(format!("{at}.{k}: {p:?} became {q:?}")),
+                })
+        }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
             .iter()
             .zip(y)
