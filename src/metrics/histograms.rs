@@ -25,9 +25,12 @@ impl<S: MetricSet> PerMetric<String, S> {
         Self::try_from_fn(|m| hist::encode(get(m)))
     }
 
-    /// The histogram of a metric, in µs; `None` for a metric the set does not keep.
+    /// The histogram of a metric, in µs; `None` for a metric the set does not keep, or one
+    /// this result has none of (a metric added after it was written).
     pub fn decode(&self, metric: LatencyMetric) -> Option<Result<Histogram<u64>, StatsError>> {
-        self.get(metric).map(|h| hist::decode(h))
+        self.get(metric)
+            .filter(|h| !h.is_empty())
+            .map(|h| hist::decode(h))
     }
 }
 

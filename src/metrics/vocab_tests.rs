@@ -4,7 +4,6 @@ use crate::metrics::{ErrorKind, RequestRecord};
 #[test]
 fn names_keys_and_labels_are_each_given_once() {
     let all: Vec<Metric> = Metric::all().collect();
-    assert_eq!(all.len(), 20);
     for (i, a) in all.iter().enumerate() {
         assert_eq!(Metric::from_name(a.name()), Some(*a), "{a}");
         for b in &all[i + 1..] {

@@ -363,11 +363,13 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
     ]
 }
 
-/// One row per latency distribution the stage keeps, TTFA only where it differs from TTFT.
+/// One row per latency distribution the stage keeps, TTFA only where it differs from TTFT and
+/// a metric added after schema 2 only where measured (older results do not have it).
 fn latency_rows(s: &StageSummary) -> Vec<LatencyRow> {
     s.latency
         .iter()
         .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
+        .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(m.label(), d))
         .collect()
 }
