@@ -4,8 +4,8 @@
 //! line in `docs/metrics.md`): the histograms, summaries, `results.json` (and its schema), the
 //! SLA grammar, `compare`, the CSV and the reports follow from the row.
 
+use super::def::{Aggregation, LateClient, MetricDef, MetricKind, Percentile, Worse};
 use super::record::RequestRecord;
-use super::vocab::{Aggregation, LateClient, MetricDef, MetricKind, Percentile, Worse};
 
 /// The latency metrics a stage keeps a histogram of, in the order every list of them follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod attribution;
+mod def;
 mod histograms;
 mod intervals;
 mod latency;
