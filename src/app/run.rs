@@ -14,10 +14,10 @@ use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::{Load, Plan, Slice};
-use crate::report::{self, WriteOptions};
+use crate::report::{self, Output, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart,
-    Sharding, SlaPolicy, TargetInfo, write_results,
+    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding,
+    SlaPolicy, TargetInfo, write_results,
 };
 use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
@@ -176,7 +176,7 @@ fn run_marked(
             // The placeholder stays incomplete, now saying why.
             let mut failed = placeholder(&plan);
             failed.error = Some(crate::redact::secrets(&crate::error::chain(&e)).into_owned());
-            let _ = write_results(&failed, &out_dir.join(RESULTS_FILE));
+            let _ = write_results(&failed, &outputs.path(Output::Results));
             return Err(e.into());
         }
     };
@@ -219,7 +219,7 @@ fn run_marked(
         baseline: against,
         ..WriteOptions::default()
     };
-    let json_path = out_dir.join(RESULTS_FILE);
+    let json_path = outputs.path(Output::Results);
     let mut files = Vec::new();
     match write_results(&results, &json_path) {
         Ok(()) => files.push(json_path.clone()),

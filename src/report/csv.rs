@@ -7,9 +7,6 @@ use std::fmt::Write as _;
 use crate::metrics::{Dist, StageSummary};
 use crate::results::Results;
 
-/// The CSV file's name in a run's output directory.
-pub const CSV_FILE: &str = "stages.csv";
-
 const LATENCY: [&str; 6] = [
     "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "ntpot_ms", "ttfa_ms",
 ];

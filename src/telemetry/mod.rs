@@ -7,7 +7,6 @@ mod config;
 pub mod expo;
 mod gpu;
 mod latency;
-mod markdown;
 mod normalize;
 mod nvml;
 mod prometheus;
@@ -21,7 +20,6 @@ pub use gpu::{
     DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
 };
 pub use latency::{LatencyHistograms, PromHistogram, ServerLatency};
-pub use markdown::render_markdown;
 pub use normalize::{Normalized, PrometheusKind, ServerReading, detect_kind, normalize};
 pub use nvml::{NvmlGpu, open_nvml};
 pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
