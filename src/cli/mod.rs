@@ -23,6 +23,7 @@ mod signals;
 pub mod sim;
 mod sim_help;
 pub mod validate;
+mod values;
 mod wait;
 
 pub use compare::{CompareArgs, CompareFormat};
