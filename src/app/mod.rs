@@ -8,7 +8,8 @@
 //! these and renders: [`compare_results`] (`compare`), [`start_coordinator`], [`Shard`] and
 //! [`merge_results`] (distributed runs: `coordinate`, `run --shard … --coordinator`,
 //! `merge`), [`write_manifests`] (`k8s`), [`render_saved`] (`report`), [`compile_plan`] and
-//! [`write_plan`] (`plan`), [`validate`] (`validate`). What the CLI shows of their results is
+//! [`write_plan`] (`plan`), [`validate`] (`validate`), [`fetch_dataset`] (`dataset fetch`),
+//! [`scenario_text`] and [`write_new_file`] (`new`, `import`). What the CLI shows of their results is
 //! re-exported beside them.
 //!
 //! ```no_run
@@ -32,6 +33,7 @@ mod provenance;
 mod run;
 mod saved;
 mod settings;
+mod setup;
 
 pub use crate::error::Error;
 pub use compare::{
@@ -50,9 +52,11 @@ pub use provenance::{BUILD_COMMIT, redact_args};
 pub use run::run_scenario;
 pub use saved::{RenderSettings, read_template, render_saved, write_text};
 pub use settings::RunSettings;
+pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
 
 // What callers pass in and the CLI shows, from the stages that own it.
 pub use crate::coordinate::Verdict;
+pub use crate::hub::{FetchEvent, Fetched};
 pub use crate::k8s::K8sOptions;
 pub use crate::plan::Slice;
 pub use crate::report::{Output, render_summary_text, render_summary_text_with, report_formats};

@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::Error;
 
+mod color;
 mod common;
 mod compare;
 mod coordinate;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::super::progress::ColorChoice;
+use super::super::color::ColorChoice;
 use super::super::values::{confidence, parse_param, percent};
 use super::shard::ShardArgs;
 use crate::app::CpuSpec;
