@@ -62,3 +62,15 @@ pub use crate::plan::Slice;
 pub use crate::report::{Output, render_summary_text, render_summary_text_with, report_formats};
 pub use crate::runner::{CpuSpec, Observer, StageProgress};
 pub use crate::sla::{InconclusiveAs, Untrusted};
+
+// Getting started, served by the stages themselves: the simulator (`sim`), scenarios from
+// flags or another tool's command line (`new`, `import`), waiting for a server (`wait`), the
+// JSON Schemas (`schema`).
+pub use crate::ready::{Attempt, WaitOptions, wait_ready};
+pub use crate::results::json_schema as results_schema;
+pub use crate::scaffold::vllm::import as import_vllm;
+pub use crate::scaffold::{
+    Data, Draft, Length, Limit, Load, ScaffoldError, parse_dataset, parse_length, shell_line,
+};
+pub use crate::scenario::json_schema as scenario_schema;
+pub use crate::sim::{OutputLenDist, SimConfig, TraceOptions, start_with_trace as start_sim};

@@ -1,5 +1,5 @@
 //! `infermeter new [flags]`: writes a commented, valid scenario from the flags a vLLM or
-//! guidellm user already knows (see [`crate::scaffold`]), to stdout or `-o FILE`.
+//! guidellm user already knows (see [`crate::app::scenario_text`]), to stdout or `-o FILE`.
 
 mod args;
 
@@ -10,9 +10,9 @@ use clap::ValueEnum;
 pub use args::NewArgs;
 
 use crate::app;
+use crate::app::{Data, Draft, Length, Limit, Load, ScaffoldError};
 use crate::error::Error;
 use crate::protocol::Api;
-use crate::scaffold::{self, Data, Draft, Length, Limit, Load, ScaffoldError};
 use crate::units;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -103,7 +103,7 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         slas: args.slas.clone(),
         notes: vec![format!(
             "Written by: infermeter {}",
-            scaffold::shell_line(&words)
+            app::shell_line(&words)
         )],
         ..Draft::default()
     };

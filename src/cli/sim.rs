@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 pub use args::SimArgs;
 
+use crate::app::{SimConfig, TraceOptions};
 use crate::error::Error;
-use crate::sim::{SimConfig, TraceOptions};
 
 impl SimArgs {
     /// Defaults, then the `--config` file, then each flag given; a file that cannot be read
@@ -79,7 +79,7 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         file: trace,
         record: false,
     };
-    let handle = crate::sim::start_with_trace(config, listen, options).await?;
+    let handle = crate::app::start_sim(config, listen, options).await?;
     println!(
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::ApiArg;
-use crate::scaffold::{self, Data, Length};
+use crate::app::{Data, Length, parse_dataset, parse_length};
 use crate::units;
 
 #[derive(Debug, Args)]
@@ -41,16 +41,16 @@ pub struct NewArgs {
     pub concurrency: Option<u32>,
 
     /// Prompt length in tokens: N, or MIN..MAX for a uniform spread [default: 1024].
-    #[arg(long, value_name = "N|MIN..MAX", value_parser = scaffold::parse_length, conflicts_with = "dataset")]
+    #[arg(long, value_name = "N|MIN..MAX", value_parser = parse_length, conflicts_with = "dataset")]
     pub input_tokens: Option<Length>,
 
     /// Output length in tokens (sent as max_tokens): N, or MIN..MAX [default: 128].
-    #[arg(long, value_name = "N|MIN..MAX", value_parser = scaffold::parse_length)]
+    #[arg(long, value_name = "N|MIN..MAX", value_parser = parse_length)]
     pub output_tokens: Option<Length>,
 
     /// Prompts from a file instead: sharegpt (the Hub's ShareGPT file, see `dataset fetch`),
     /// sharegpt:PATH or jsonl:PATH; PATH may be hf://datasets/OWNER/NAME/FILE.
-    #[arg(long, value_name = "KIND[:PATH]", value_parser = scaffold::parse_dataset)]
+    #[arg(long, value_name = "KIND[:PATH]", value_parser = parse_dataset)]
     pub dataset: Option<Data>,
 
     /// How long the stage sends [default: 60s].

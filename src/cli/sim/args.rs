@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::sim::OutputLenDist;
+use crate::app::OutputLenDist;
 use crate::units::Duration;
 
 /// Serve the embedded OpenAI-compatible simulator (a continuous-batching latency model) until
