@@ -249,7 +249,7 @@ fn run_marked(
             Stop::Completed => Outcome::Completed,
             Stop::Interrupted => Outcome::Interrupted,
             Stop::Aborted(why) => Outcome::Aborted(why),
-            Stop::Unsynchronised(why) => Outcome::Failed(vec![Error::Unsynchronised(why)]),
+            Stop::Unsynchronised(why) => Outcome::Failed(vec![why.into()]),
         }
     };
     Ok(RunReport {
@@ -397,11 +397,11 @@ pub(super) fn assemble(
     let mut verdicts = sla::judge(&scoped, &judged, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
     let gate = sla::gate(&verdicts, policy.inconclusive);
-    let stopped_early = output.stop != Stop::Completed;
+    let stopped_early = !matches!(output.stop, Stop::Completed);
     let error = match &output.stop {
-        Stop::Aborted(why) => Some(why.clone()),
+        Stop::Aborted(why) => Some(why.to_string()),
         Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
-        Stop::Unsynchronised(why) => Some(why.clone()),
+        Stop::Unsynchronised(why) => Some(crate::error::chain(why)),
         Stop::Completed => output
             .problems
             .first()
@@ -462,11 +462,12 @@ fn shard_record(plan: &Plan, output: &RunOutput, slice: Slice, coordinated: bool
             index: slice.index,
             coordinated,
             starts,
-            interrupted: *stop != Stop::Completed,
+            interrupted: !matches!(stop, Stop::Completed),
             error: match stop {
                 Stop::Completed => None,
                 Stop::Interrupted => Some("interrupted".into()),
-                Stop::Aborted(why) | Stop::Unsynchronised(why) => Some(why.clone()),
+                Stop::Aborted(why) => Some(why.to_string()),
+                Stop::Unsynchronised(why) => Some(crate::error::chain(why)),
             },
         }],
         missing: Vec::new(),

@@ -109,6 +109,9 @@ impl Default for CompareOptions {
 pub struct MetricChange {
     /// `ttft.p95`, `output_throughput`, `error_rate`.
     pub metric: String,
+    /// The metric as the SLA grammar names it (`metric` is its text).
+    #[serde(skip)]
+    pub metric_ref: (Metric, Option<Aggregation>),
     pub unit: &'static str,
     pub baseline: Option<f64>,
     pub current: Option<f64>,
@@ -155,10 +158,38 @@ pub struct Comparison {
     /// Stages present in only one of the runs.
     pub only_in_baseline: Vec<String>,
     pub only_in_current: Vec<String>,
-    /// `stage: metric (+x %)` for every metric worse beyond tolerance.
-    pub regressions: Vec<String>,
-    /// `stage: metric (…)` for every metric whose change could not be decided.
-    pub undecided: Vec<String>,
+    /// Every metric worse beyond tolerance.
+    pub regressions: Vec<Flagged>,
+    /// Every metric whose change could not be decided.
+    pub undecided: Vec<Flagged>,
+}
+
+/// A watched metric a comparison flags (worse beyond its tolerance, or undecided): on which
+/// stage, which metric (as the SLA grammar names it), and its change as shown. Shown — and
+/// serialised — as `stage: metric (change)`, e.g. `load: ttft.p95 (+12.5 % [+8.1, +17.0])`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flagged {
+    pub stage: String,
+    pub metric: Metric,
+    pub aggregation: Option<Aggregation>,
+    /// The change as the comparison shows it (`+12.5 % [+8.1, +17.0]`).
+    pub change: String,
+}
+
+impl std::fmt::Display for Flagged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.stage, self.metric)?;
+        if let Some(a) = self.aggregation {
+            write!(f, ".{a}")?;
+        }
+        write!(f, " ({})", self.change)
+    }
+}
+
+impl Serialize for Flagged {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl Comparison {
@@ -330,6 +361,7 @@ fn compare_metric(
     };
     MetricChange {
         metric: name,
+        metric_ref: (metric, agg),
         unit,
         baseline: b,
         current: c,
@@ -372,7 +404,12 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         };
         let sc = compare_stage(base, cur, opts);
         for m in &sc.metrics {
-            let line = format!("{}: {} ({})", sc.name, m.metric, m.change_text);
+            let line = Flagged {
+                stage: sc.name.clone(),
+                metric: m.metric_ref.0,
+                aggregation: m.metric_ref.1,
+                change: m.change_text.clone(),
+            };
             match m.verdict {
                 Change::Worse => regressions.push(line),
                 Change::Inconclusive => undecided.push(line),
@@ -617,6 +654,27 @@ pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flagged_metric_is_shown_and_serialised_as_one_line() {
+        let f = Flagged {
+            stage: "load".into(),
+            metric: Metric::Ttft,
+            aggregation: Some(Aggregation::Percentile(Percentile::P95)),
+            change: "+12.5 % [+8.1, +17.0]".into(),
+        };
+        assert_eq!(f.to_string(), "load: ttft.p95 (+12.5 % [+8.1, +17.0])");
+        assert_eq!(
+            serde_json::to_string(&f).unwrap(),
+            "\"load: ttft.p95 (+12.5 % [+8.1, +17.0])\""
+        );
+        let rate = Flagged {
+            metric: Metric::ErrorRate,
+            aggregation: None,
+            ..f
+        };
+        assert_eq!(rate.to_string(), "load: error_rate (+12.5 % [+8.1, +17.0])");
+    }
 
     #[test]
     fn a_change_is_worse_only_when_its_whole_interval_is() {
