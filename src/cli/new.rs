@@ -34,29 +34,7 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
                 .map(|s| s.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "benchmark".into());
-    let bad = |flag: &'static str, value: String, reason: &str| {
-        Error::from(ScaffoldError::Value {
-            flag,
-            value,
-            reason: reason.into(),
-        })
-    };
-    let mut data = args.dataset.clone().unwrap_or(Data::Synthetic {
-        input: args.input_tokens.unwrap_or(Length::Fixed(1024)),
-        output: args.output_tokens.unwrap_or(Length::Fixed(128)),
-    });
-    match (&mut data, args.output_tokens) {
-        (Data::ShareGpt { output_tokens, .. }, Some(Length::Fixed(n))) => *output_tokens = Some(n),
-        (Data::Jsonl { max_tokens, .. }, Some(Length::Fixed(n))) => *max_tokens = Some(n),
-        (Data::ShareGpt { .. } | Data::Jsonl { .. }, Some(l)) => {
-            return Err(bad(
-                "--output-tokens",
-                format!("{l:?}"),
-                "a file data set takes one fixed output length",
-            ));
-        }
-        _ => {}
-    }
+    let data = data(&args)?;
     let load = match (args.concurrency, args.rate) {
         (Some(0), _) => {
             return Err(bad(
@@ -108,6 +86,36 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         ..Draft::default()
     };
     write_out(&draft, args.out.as_deref(), args.force)
+}
+
+/// A flag whose value cannot be written into a scenario.
+fn bad(flag: &'static str, value: String, reason: &str) -> Error {
+    Error::from(ScaffoldError::Value {
+        flag,
+        value,
+        reason: reason.into(),
+    })
+}
+
+/// The prompts the flags ask for: synthetic lengths, or a file with its one output length.
+fn data(args: &NewArgs) -> Result<Data, Error> {
+    let mut data = args.dataset.clone().unwrap_or(Data::Synthetic {
+        input: args.input_tokens.unwrap_or(Length::Fixed(1024)),
+        output: args.output_tokens.unwrap_or(Length::Fixed(128)),
+    });
+    match (&mut data, args.output_tokens) {
+        (Data::ShareGpt { output_tokens, .. }, Some(Length::Fixed(n))) => *output_tokens = Some(n),
+        (Data::Jsonl { max_tokens, .. }, Some(Length::Fixed(n))) => *max_tokens = Some(n),
+        (Data::ShareGpt { .. } | Data::Jsonl { .. }, Some(l)) => {
+            return Err(bad(
+                "--output-tokens",
+                format!("{l:?}"),
+                "a file data set takes one fixed output length",
+            ));
+        }
+        _ => {}
+    }
+    Ok(data)
 }
 
 /// Checks the draft and writes it to `out` (refusing to overwrite without `force`) or stdout.
