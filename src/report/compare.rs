@@ -13,6 +13,7 @@ use minijinja::{Value, context};
 use serde::Serialize;
 
 use super::ReportError;
+use super::flagged::Flagged;
 use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::view::{num, short};
 use crate::metrics::StageSummary;
@@ -162,34 +163,6 @@ pub struct Comparison {
     pub regressions: Vec<Flagged>,
     /// Every metric whose change could not be decided.
     pub undecided: Vec<Flagged>,
-}
-
-/// A watched metric a comparison flags (worse beyond its tolerance, or undecided): on which
-/// stage, which metric (as the SLA grammar names it), and its change as shown. Shown — and
-/// serialised — as `stage: metric (change)`, e.g. `load: ttft.p95 (+12.5 % [+8.1, +17.0])`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Flagged {
-    pub stage: String,
-    pub metric: Metric,
-    pub aggregation: Option<Aggregation>,
-    /// The change as the comparison shows it (`+12.5 % [+8.1, +17.0]`).
-    pub change: String,
-}
-
-impl std::fmt::Display for Flagged {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.stage, self.metric)?;
-        if let Some(a) = self.aggregation {
-            write!(f, ".{a}")?;
-        }
-        write!(f, " ({})", self.change)
-    }
-}
-
-impl Serialize for Flagged {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
 }
 
 impl Comparison {
@@ -654,27 +627,6 @@ pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_flagged_metric_is_shown_and_serialised_as_one_line() {
-        let f = Flagged {
-            stage: "load".into(),
-            metric: Metric::Ttft,
-            aggregation: Some(Aggregation::Percentile(Percentile::P95)),
-            change: "+12.5 % [+8.1, +17.0]".into(),
-        };
-        assert_eq!(f.to_string(), "load: ttft.p95 (+12.5 % [+8.1, +17.0])");
-        assert_eq!(
-            serde_json::to_string(&f).unwrap(),
-            "\"load: ttft.p95 (+12.5 % [+8.1, +17.0])\""
-        );
-        let rate = Flagged {
-            metric: Metric::ErrorRate,
-            aggregation: None,
-            ..f
-        };
-        assert_eq!(rate.to_string(), "load: error_rate (+12.5 % [+8.1, +17.0])");
-    }
 
     #[test]
     fn a_change_is_worse_only_when_its_whole_interval_is() {
