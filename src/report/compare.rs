@@ -13,6 +13,7 @@ use minijinja::{Value, context};
 use serde::Serialize;
 
 use super::ReportError;
+use super::flagged::Flagged;
 use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::view::{num, short};
 use crate::metrics::{
@@ -111,6 +112,9 @@ impl Default for CompareOptions {
 pub struct MetricChange {
     /// `ttft.p95`, `output_throughput`, `error_rate`.
     pub metric: String,
+    /// The metric as the SLA grammar names it (`metric` is its text).
+    #[serde(skip)]
+    pub metric_ref: (Metric, Option<Aggregation>),
     pub unit: &'static str,
     pub baseline: Option<f64>,
     pub current: Option<f64>,
@@ -157,10 +161,10 @@ pub struct Comparison {
     /// Stages present in only one of the runs.
     pub only_in_baseline: Vec<String>,
     pub only_in_current: Vec<String>,
-    /// `stage: metric (+x %)` for every metric worse beyond tolerance.
-    pub regressions: Vec<String>,
-    /// `stage: metric (…)` for every metric whose change could not be decided.
-    pub undecided: Vec<String>,
+    /// Every metric worse beyond tolerance.
+    pub regressions: Vec<Flagged>,
+    /// Every metric whose change could not be decided.
+    pub undecided: Vec<Flagged>,
 }
 
 impl Comparison {
@@ -334,6 +338,7 @@ fn compare_metric(
     };
     MetricChange {
         metric: name,
+        metric_ref: (metric, agg),
         unit,
         baseline: b,
         current: c,
@@ -376,7 +381,12 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         };
         let sc = compare_stage(base, cur, opts);
         for m in &sc.metrics {
-            let line = format!("{}: {} ({})", sc.name, m.metric, m.change_text);
+            let line = Flagged {
+                stage: sc.name.clone(),
+                metric: m.metric_ref.0,
+                aggregation: m.metric_ref.1,
+                change: m.change_text.clone(),
+            };
             match m.verdict {
                 Change::Worse => regressions.push(line),
                 Change::Inconclusive => undecided.push(line),

@@ -7,9 +7,6 @@ use std::fmt::Write as _;
 use crate::metrics::{Dist, MetricSet, Summarised};
 use crate::results::Results;
 
-/// The CSV file's name in a run's output directory.
-pub const CSV_FILE: &str = "stages.csv";
-
 const FIGURES: [&str; 9] = [
     "count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean",
 ];

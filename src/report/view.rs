@@ -27,6 +27,8 @@ pub struct ReportView {
     pub verdicts: Vec<VerdictRow>,
     pub stages: Vec<StageView>,
     pub repro: Vec<KeyValue>,
+    /// The telemetry section (`templates/telemetry.md.j2`); `None` without telemetry.
+    pub telemetry: Option<super::TelemetryView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -498,6 +500,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         .chain(provenance_rows(results))
         .chain(warmup_row(results.warmup.as_ref()))
         .collect(),
+        telemetry: super::telemetry::results_view(results, plot_files),
     }
 }
 

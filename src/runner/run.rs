@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::barrier::Unsynchronised;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
@@ -19,6 +20,7 @@ use crate::plan::{EndpointPlan, Load, Plan, PlanError};
 use crate::protocol::Api;
 use crate::server_info::ServerInfo;
 use crate::sim::SimError;
+use crate::sla::Abort;
 use crate::telemetry::{TelemetryError, TelemetryReport};
 use crate::units::Duration;
 
@@ -50,17 +52,16 @@ pub struct RunOutput {
 }
 
 /// Why a run that started ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Stop {
     /// Every stage ran.
     Completed,
     /// The interrupt was cancelled (Ctrl-C or a signal).
     Interrupted,
-    /// The caller's after-stage decision stopped it; the message says why.
-    Aborted(String),
-    /// A shard could not agree on a step's start with the others (the coordinator is gone):
-    /// running it unsynchronised would not be the planned schedule.
-    Unsynchronised(String),
+    /// The caller's decision (an `abort-on-fail` assertion, live or after a stage) stopped it.
+    Aborted(Abort),
+    /// A shard could not agree on a step's start with the others (the coordinator is gone).
+    Unsynchronised(Unsynchronised),
 }
 
 /// Something that went wrong during the run without stopping it.
@@ -258,19 +259,22 @@ pub async fn run(
     out.stop = Stop::Completed;
     // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
     let mut step = 0u32;
-    let agree =
-        async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
-            match &opts.barrier {
-                None => Ok(None),
-                Some(b) => b
-                    .wait(step, name, &plan.hash)
-                    .await
-                    .map(|a| Some((step, a)))
-                    .map_err(|why| {
-                        format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
-                    }),
-            }
-        };
+    let agree = async |step: u32,
+                       name: &str|
+           -> Result<Option<(u32, super::AgreedStart)>, Unsynchronised> {
+        match &opts.barrier {
+            None => Ok(None),
+            Some(b) => b
+                .wait(step, name, &plan.hash)
+                .await
+                .map(|a| Some((step, a)))
+                .map_err(|cause| Unsynchronised {
+                    stage: name.to_string(),
+                    step,
+                    cause,
+                }),
+        }
+    };
     // A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
     // for the sources' starting points.
     let mark_end = |name: &str| {
@@ -295,7 +299,7 @@ pub async fn run(
             });
         match agree(step, &w.name).await {
             Ok(start) => {
-                let (summary, problem) = runner
+                let (summary, problem, _) = runner
                     .run_stage(
                         w,
                         0,
@@ -333,6 +337,7 @@ pub async fn run(
         // Rounds replay the same requests; the stage's summary folds them (medians, intervals
         // across rounds). An interrupt keeps the rounds that ran.
         let mut rounds = Vec::with_capacity(stage.rounds as usize);
+        let mut live_abort = None;
         for round in 0..stage.rounds.max(1) {
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
@@ -345,7 +350,7 @@ pub async fn run(
                 }
             };
             step += 1;
-            let (summary, problem) = runner
+            let (summary, problem, aborted) = runner
                 .run_stage(
                     stage,
                     round,
@@ -359,9 +364,9 @@ pub async fn run(
                 )
                 .await;
             out.problems.extend(problem);
-            let aborted = summary.aborted.is_some();
             rounds.push(summary);
-            if aborted {
+            if aborted.is_some() {
+                live_abort = aborted;
                 break;
             }
         }
@@ -375,9 +380,9 @@ pub async fn run(
             point.assess(&summary);
             summary.profile = Some(point);
         }
-        let decision = match &summary.aborted {
+        let decision = match live_abort {
             // Stopped while it ran: the live check's verdict stands.
-            Some(why) => StageDecision::Abort(why.clone()),
+            Some(abort) => StageDecision::Abort(abort),
             None => after_stage(&summary),
         };
         out.stages.push(summary);

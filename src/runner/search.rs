@@ -94,7 +94,7 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self
+            let (mut summary, problem, _) = self
                 .run_stage(
                     &probe,
                     0,
@@ -112,7 +112,7 @@ impl StageRunner<'_> {
             summary.profile = Some(point.clone());
             let failed = match verdict(&summary) {
                 StageDecision::Failed(why) => why,
-                StageDecision::Abort(why) => vec![why],
+                StageDecision::Abort(why) => vec![why.to_string()],
                 StageDecision::Continue => Vec::new(),
             };
             let passed = failed.is_empty();

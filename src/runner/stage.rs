@@ -33,6 +33,7 @@ use crate::metrics::{
 };
 use crate::plan::{Load, Plan, StagePlan};
 use crate::protocol::CacheReset;
+use crate::sla::Abort;
 
 /// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
@@ -75,7 +76,7 @@ impl StageRunner<'_> {
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
         call: StageCall,
-    ) -> (StageSummary, Option<RunProblem>) {
+    ) -> (StageSummary, Option<RunProblem>, Option<Abort>) {
         let StageCall {
             position,
             live,
@@ -269,10 +270,11 @@ impl StageRunner<'_> {
         };
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
-        summary.aborted = finished.aborted;
+        // The result records the abort as its text; the caller gets the verdict.
+        summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        (summary, problem)
+        (summary, problem, finished.aborted)
     }
 
     /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a

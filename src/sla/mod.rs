@@ -13,7 +13,7 @@ mod spread;
 mod telemetry;
 mod verdict;
 
-pub use abort::{AbortRule, abort_verdict};
+pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
 pub use evaluate::*;
 pub use grammar::*;
