@@ -63,7 +63,7 @@ fn scenario() -> Scenario {
         params: BTreeMap::new(),
         target: Target {
             endpoint: Endpoint::Sim(SimConfig::default()),
-            api: Api::Chat,
+            api: Api::CHAT,
             model: None,
             api_key_env: None,
             timeout: Duration::from_millis(60_000),

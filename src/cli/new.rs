@@ -3,20 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 
 use crate::error::Error;
-use crate::protocol::Api;
+use crate::protocol::{Api, REGISTRY};
 use crate::scaffold::{self, Data, Draft, Length, Limit, Load, ScaffoldError};
 use crate::units;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ApiArg {
-    /// /chat/completions
-    Chat,
-    /// /completions
-    Completions,
-}
 
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -34,8 +27,8 @@ pub struct NewArgs {
     pub model: Option<String>,
 
     /// Which API to call.
-    #[arg(long, value_enum, default_value = "chat")]
-    pub api: ApiArg,
+    #[arg(long, value_parser = api_parser(), default_value_t = Api::default())]
+    pub api: Api,
 
     /// Open loop: requests per second, Poisson arrivals (vLLM's --request-rate) [default: 5].
     #[arg(long, value_name = "RATE", conflicts_with = "concurrency")]
@@ -162,10 +155,7 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         seed: args.seed,
         url: args.url.clone(),
         model: args.model.clone(),
-        api: match args.api {
-            ApiArg::Chat => Api::Chat,
-            ApiArg::Completions => Api::Completions,
-        },
+        api: args.api,
         load,
         data,
         limit,
@@ -207,4 +197,13 @@ pub(super) fn write_out(draft: &Draft, out: Option<&Path>, force: bool) -> Resul
         p = path.display()
     );
     Ok(())
+}
+
+/// `--api`: the registered API kinds, each with its path as help.
+fn api_parser() -> impl TypedValueParser<Value = Api> {
+    let names = REGISTRY
+        .iter()
+        .map(|a| PossibleValue::new(a.as_str()).help(a.path()));
+    // The parser accepts only registered names.
+    PossibleValuesParser::new(names).map(|name| Api::from_name(&name).unwrap_or_default())
 }

@@ -145,10 +145,11 @@ fn dataset_plan(
     api: crate::protocol::Api,
 ) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
-    if api == crate::protocol::Api::Completions && d.session.is_some() {
+    if !api.kind().conversation() && d.session.is_some() {
         return Err(PlanError::NeedsChat {
             dataset: name,
             what: "multi-turn sessions",
+            api,
         });
     }
     let source = match &d.kind {

@@ -37,11 +37,16 @@ pub enum PlanError {
         source: crate::dataset::DatasetError,
     },
     #[error(
-        "dataset `{dataset}` has {what}, which the completions API cannot carry: it sends one \
-         prompt string, so every message but the last would be dropped; set api \"chat\" in \
-         the target"
+        "dataset `{dataset}` has {what}, which the {api} API cannot carry: it sends one \
+         prompt string, so every message but the last would be dropped; set api \"{}\" in \
+         the target",
+        crate::protocol::Api::conversational()
     )]
-    NeedsChat { dataset: String, what: &'static str },
+    NeedsChat {
+        dataset: String,
+        what: &'static str,
+        api: crate::protocol::Api,
+    },
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,

@@ -5,7 +5,6 @@ use std::fmt::Write;
 
 use crate::arrival::ArrivalSpec;
 use crate::dataset::{DatasetSource, LengthDist, TokenizerSpec};
-use crate::protocol::Api;
 use crate::units::trim_float;
 
 use super::{EndpointPlan, Load, Plan, StagePlan};
@@ -35,10 +34,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
         EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
         EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
     };
-    let api = match t.api {
-        Api::Chat => "chat/completions",
-        Api::Completions => "completions",
-    };
+    let api = t.api.path().trim_start_matches('/');
     writeln!(out, "target     {endpoint}")?;
     write!(out, "           api {api}, timeout {}", t.timeout)?;
     if let Some(m) = &t.model {

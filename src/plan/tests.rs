@@ -62,7 +62,7 @@ pub(crate) fn scenario() -> Scenario {
         params: BTreeMap::from([("rate".to_string(), ParamValue::Int(10))]),
         target: Target {
             endpoint: Endpoint::Sim(SimConfig::default()),
-            api: Api::Chat,
+            api: Api::CHAT,
             model: None,
             api_key_env: Some("MY_API_KEY".into()),
             timeout: Duration::from_millis(60_000),

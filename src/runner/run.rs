@@ -16,7 +16,6 @@ use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
-use crate::protocol::Api;
 use crate::server_info::ServerInfo;
 use crate::sim::SimError;
 use crate::telemetry::{TelemetryError, TelemetryReport};
@@ -171,11 +170,7 @@ pub async fn run(
             api_key,
             timeout: plan.target.timeout.as_std(),
             pool_size: 1024,
-            // Tokens a chat template adds around one message; a completion prompt gets BOS.
-            template_tokens: match plan.target.api {
-                Api::Chat => 16,
-                Api::Completions => 2,
-            },
+            api: plan.target.api,
             max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
             server_root: Some(crate::protocol::server_root(&base_url)),
         },

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::protocol::Api;
+use crate::protocol::{Api, REGISTRY};
 use crate::units::Duration;
 
 /// A scenario to write.
@@ -95,7 +95,7 @@ impl Default for Draft {
             seed: 0,
             url: None,
             model: None,
-            api: Api::Chat,
+            api: Api::default(),
             ignore_eos: None,
             headers: Vec::new(),
             body: Vec::new(),
@@ -282,14 +282,11 @@ impl Draft {
                 "    // model \"NAME\"    // default: the first model /v1/models lists"
             )?,
         }
-        let api = match self.api {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-        };
-        writeln!(
-            o,
-            "    api {api}    // \"chat\" (/chat/completions) or \"completions\""
-        )?;
+        let apis: Vec<String> = REGISTRY
+            .iter()
+            .map(|a| format!("\"{a}\" ({})", a.path()))
+            .collect();
+        writeln!(o, "    api {}    // {}", self.api, apis.join(" or "))?;
         writeln!(o, "    timeout \"60s\"")?;
         writeln!(
             o,

@@ -58,7 +58,7 @@ fn defaults_apply() {
     let s = parse(&with_stage("\"poisson\" rate=5"));
     assert_eq!(s.name, "t");
     assert_eq!(s.seed, 0);
-    assert_eq!(s.target.api, Api::Chat);
+    assert_eq!(s.target.api, Api::CHAT);
     assert_eq!(s.target.timeout, Duration::from_millis(60_000));
     assert!(s.target.ignore_eos);
     assert!(matches!(&s.target.endpoint, Endpoint::Sim(c) if *c == Default::default()));
@@ -250,7 +250,7 @@ fn url_target_reads_every_setting() {
     ));
     let t = &s.target;
     assert!(matches!(&t.endpoint, Endpoint::Url(u) if u.value == "http://h:1/v1"));
-    assert_eq!(t.api, Api::Completions);
+    assert_eq!(t.api, Api::COMPLETIONS);
     assert_eq!(t.api_key_env.as_deref(), Some("KEY"));
     assert_eq!(
         t.headers,
