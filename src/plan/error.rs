@@ -18,7 +18,7 @@ pub enum PlanError {
     BadLength {
         dataset: String,
         which: &'static str,
-        reason: String,
+        reason: crate::dataset::LengthError,
     },
     #[error("stage `{stage}`: {detail} schedules no request; raise the rate or the duration")]
     NoArrivals { stage: String, detail: String },
