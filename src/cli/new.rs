@@ -36,7 +36,7 @@ pub struct NewArgs {
 
     /// Gamma arrivals instead of Poisson: < 1 burstier, > 1 more regular (vLLM's --burstiness).
     #[arg(long, value_name = "B")]
-    pub burstiness: Option<f64>,
+    pub burstiness: Option<units::Burstiness>,
 
     /// Closed loop: this many clients, each sending its next request when its last one ends
     /// (vLLM's --max-concurrency without a rate).
@@ -131,16 +131,16 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         (Some(n), _) => Load::Concurrency(n),
         (None, rate) => Load::Rate {
             rate: rate.map_or(5.0, units::Rate::per_sec),
-            burstiness: args.burstiness.unwrap_or(1.0),
+            burstiness: args.burstiness.unwrap_or(units::Burstiness::POISSON),
         },
     };
     if let Some(b) = args.burstiness
-        && (args.concurrency.is_some() || !b.is_finite() || b <= 0.0)
+        && args.concurrency.is_some()
     {
         return Err(bad(
             "--burstiness",
             b.to_string(),
-            "needs an open-loop --rate and a value > 0",
+            "needs an open-loop --rate",
         ));
     }
     let limit = match (args.requests, args.duration) {

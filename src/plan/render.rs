@@ -205,7 +205,7 @@ fn describe_arrival(a: &ArrivalSpec) -> String {
         ArrivalSpec::Constant { rate } => format!("constant {rate}"),
         ArrivalSpec::Poisson { rate } => format!("poisson {rate}"),
         ArrivalSpec::Gamma { rate, burstiness } => {
-            format!("gamma {rate}, burstiness {}", trim_float(*burstiness))
+            format!("gamma {rate}, burstiness {}", trim_float(burstiness.get()))
         }
         ArrivalSpec::Concurrency { clients } => format!("closed loop, {clients} clients"),
         ArrivalSpec::Ramp {

@@ -319,13 +319,6 @@ fn errors_name_the_stage_or_dataset() {
     );
 
     let mut sc = scenario();
-    sc.stages[0].arrival = sp(ArrivalSpec::Gamma {
-        rate: Rate(1.0),
-        burstiness: -1.0,
-    });
-    assert!(compile(&sc).unwrap_err().to_string().contains("burstiness"));
-
-    let mut sc = scenario();
     sc.stages[0].limit = StageLimit::Requests(0);
     assert!(compile(&sc).unwrap_err().to_string().contains("requests 0"));
 

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::protocol::{Api, REGISTRY};
-use crate::units::Duration;
+use crate::units::{Burstiness, Duration};
 
 /// A scenario to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +51,7 @@ pub enum Scalar {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Load {
     /// Open loop at `rate` requests/s: Poisson, or gamma when `burstiness` is not 1.
-    Rate { rate: f64, burstiness: f64 },
+    Rate { rate: f64, burstiness: Burstiness },
     /// Closed loop: this many clients.
     Concurrency(u32),
 }
@@ -101,7 +101,7 @@ impl Default for Draft {
             body: Vec::new(),
             load: Load::Rate {
                 rate: 5.0,
-                burstiness: 1.0,
+                burstiness: Burstiness::POISSON,
             },
             data: Data::Synthetic {
                 input: Length::Fixed(1024),
@@ -376,7 +376,7 @@ impl Draft {
         writeln!(o, "stage \"main\" {{")?;
         writeln!(o, "    dataset \"prompts\"")?;
         match self.load {
-            Load::Rate { rate, burstiness } if (burstiness - 1.0).abs() < f64::EPSILON => writeln!(
+            Load::Rate { rate, burstiness } if burstiness == Burstiness::POISSON => writeln!(
                 o,
                 "    arrival \"poisson\" rate={}    // requests/s, open loop: latency counts from each request's scheduled time",
                 num(rate)
@@ -385,7 +385,7 @@ impl Draft {
                 o,
                 "    arrival \"gamma\" rate={} burstiness={}    // < 1 burstier than Poisson, > 1 more regular",
                 num(rate),
-                num(burstiness)
+                num(burstiness.get())
             )?,
             Load::Concurrency(n) => writeln!(
                 o,

@@ -11,7 +11,7 @@ use super::vllm_flags::{UNMAPPED, no_counterpart, number, split};
 use super::{Data, Draft, Length, Limit, Load, ScaffoldError, Scalar};
 use crate::hub::HfFile;
 use crate::protocol::{Api, REGISTRY};
-use crate::units::Duration;
+use crate::units::{Burstiness, Duration};
 
 /// vLLM's `--random-range-ratio r`: lengths uniform in `[len·(1−r), len·(1+r)]`.
 fn ranged(len: u32, ratio: f64) -> Length {
@@ -101,14 +101,14 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
             reason: "not a number (or inf)".into(),
         })?,
     };
-    let burstiness: f64 = number(&args, "--burstiness")?.unwrap_or(1.0);
-    if !burstiness.is_finite() || burstiness <= 0.0 {
-        return Err(ScaffoldError::Value {
+    let burstiness = match number::<f64>(&args, "--burstiness")? {
+        None => Burstiness::POISSON,
+        Some(b) => Burstiness::new(b).map_err(|e| ScaffoldError::Value {
             flag: "--burstiness",
-            value: burstiness.to_string(),
-            reason: "must be > 0".into(),
-        });
-    }
+            value: b.to_string(),
+            reason: e.0,
+        })?,
+    };
     let max_concurrency: Option<u32> = number(&args, "--max-concurrency")?;
     d.load = match (rate.is_finite(), max_concurrency) {
         (true, cap) => {
@@ -375,7 +375,7 @@ mod tests {
             d.load,
             Load::Rate {
                 rate: 10.0,
-                burstiness: 1.0
+                burstiness: Burstiness::POISSON
             }
         );
         assert_eq!(d.limit, Limit::Requests(200));
@@ -426,7 +426,7 @@ mod tests {
             d.load,
             Load::Rate {
                 rate: 4.0,
-                burstiness: 0.5
+                burstiness: Burstiness::new(0.5).unwrap()
             }
         );
         assert!(

@@ -129,7 +129,7 @@ fn every_arrival_form() {
         arrival("\"gamma\" rate=4 burstiness=0.5"),
         ArrivalSpec::Gamma {
             rate: rate(4.0),
-            burstiness: 0.5
+            burstiness: infermeter::units::Burstiness::new(0.5).unwrap()
         }
     );
     assert_eq!(
