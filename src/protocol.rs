@@ -17,6 +17,7 @@ mod chunk;
 mod completions;
 #[cfg(test)]
 mod echo;
+mod target;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -30,6 +31,7 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
+pub use target::{RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[

@@ -11,7 +11,7 @@ use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
 use super::seed::{arrival_rng, stage_seed};
 use super::{
     DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
-    StagePlan, TargetPlan, TargetRunSettings, plan_hash,
+    StagePlan, TargetPlan, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -28,7 +28,13 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         .enumerate()
         .map(|(i, d)| {
             let seed = stage_seed(scenario.seed, "dataset", i as u64);
-            dataset_plan(d, &base_dir, &mut tokenizer, seed, scenario.target.api)
+            dataset_plan(
+                d,
+                &base_dir,
+                &mut tokenizer,
+                seed,
+                scenario.target.request.api,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
     let dataset_index = |who: String, name: &str| {
@@ -41,7 +47,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 declared: declared_names(&datasets),
             })
     };
-    let drain_default = scenario.target.timeout;
+    let drain_default = scenario.target.request.timeout;
 
     let warmup = match &scenario.warmup {
         None => None,
@@ -106,7 +112,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 (k.clone(), value)
             })
             .collect(),
-        target: target_plan(&scenario.target),
+        target: TargetPlan::from(&scenario.target),
         tokenizer: scenario.tokenizer.clone(),
         datasets,
         warmup,
@@ -191,24 +197,17 @@ fn declared_names(datasets: &[DatasetPlan]) -> String {
         .join(", ")
 }
 
-fn target_plan(t: &Target) -> TargetPlan {
-    TargetPlan {
-        endpoint: match &t.endpoint {
-            Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
-            Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
-        },
-        api: t.api,
-        model: t.model.clone(),
-        api_key_env: t.api_key_env.clone(),
-        timeout: t.timeout,
-        headers: t.headers.clone(),
-        extra_body: t.extra_body.clone(),
-        ignore_eos: t.ignore_eos,
-        run: TargetRunSettings {
-            max_event_bytes: t.max_event_bytes,
-            cache_salt: t.cache_salt,
-            reset_cache: t.reset_cache,
-        },
+/// The plan's form of a target: its endpoint resolved, its settings as they are.
+impl From<&Target> for TargetPlan {
+    fn from(t: &Target) -> TargetPlan {
+        TargetPlan {
+            endpoint: match &t.endpoint {
+                Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
+                Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
+            },
+            request: t.request.clone(),
+            run: t.run,
+        }
     }
 }
 

@@ -34,16 +34,16 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
         EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
         EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
     };
-    let api = t.api.path().trim_start_matches('/');
+    let api = t.request.api.path().trim_start_matches('/');
     writeln!(out, "target     {endpoint}")?;
-    write!(out, "           api {api}, timeout {}", t.timeout)?;
-    if let Some(m) = &t.model {
+    write!(out, "           api {api}, timeout {}", t.request.timeout)?;
+    if let Some(m) = &t.request.model {
         write!(out, ", model {m}")?;
     }
-    if let Some(env) = &t.api_key_env {
+    if let Some(env) = &t.request.api_key_env {
         write!(out, ", api key from ${env}")?;
     }
-    if t.ignore_eos {
+    if t.request.ignore_eos {
         write!(out, ", ignore_eos")?;
     }
     writeln!(out)?;

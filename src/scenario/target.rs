@@ -8,9 +8,8 @@ use serde_json::{Map, Value};
 use super::ctx::{Ctx, NodeReader, Once, Val};
 use super::error::suggest;
 use super::model::{Endpoint, Spanned, Target};
-use crate::protocol::{Api, CacheReset};
+use crate::protocol::{Api, CacheReset, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
-use crate::units::Duration;
 
 const COMMON: &[&str] = &[
     "api",
@@ -28,16 +27,8 @@ const COMMON: &[&str] = &[
 pub(crate) fn default_target() -> Target {
     Target {
         endpoint: Endpoint::Sim(SimConfig::default()),
-        api: Api::default(),
-        model: None,
-        api_key_env: None,
-        timeout: Duration(std::time::Duration::from_secs(60)),
-        headers: Vec::new(),
-        extra_body: Default::default(),
-        ignore_eos: true,
-        max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
-        cache_salt: false,
-        reset_cache: None,
+        request: RequestSettings::default(),
+        run: RunSettings::default(),
     }
 }
 
@@ -145,7 +136,7 @@ fn common_setting(
                 if let Some(sim) = sim {
                     sim.insert("model".into(), Value::String(s.clone()));
                 }
-                t.model = Some(s);
+                t.request.model = Some(s);
             }
         }
         "api-key" => api_key_setting(ctx, &mut r, t),
@@ -153,13 +144,15 @@ fn common_setting(
             if let Some(v) = one_arg(ctx, &mut r, "a duration like \"60s\"")
                 && let Some(d) = ctx.positive_duration(&v, "timeout")
             {
-                t.timeout = d;
+                t.request.timeout = d;
             }
         }
         "header" => header_setting(ctx, &mut r, t),
         "body" => body_setting(ctx, &mut r, t),
-        "ignore-eos" => t.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.ignore_eos),
-        "cache-salt" => t.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.cache_salt),
+        "ignore-eos" => {
+            t.request.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.request.ignore_eos)
+        }
+        "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
         "reset-cache" => reset_cache_setting(ctx, &mut r, t),
         "max-event-size" => max_event_size_setting(ctx, &mut r, t),
         // Only COMMON names are passed in.
@@ -178,7 +171,7 @@ fn api_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
         return;
     };
     match Api::from_name(&s) {
-        Some(api) => t.api = api,
+        Some(api) => t.request.api = api,
         None => ctx.error(
             v.span,
             format!("unknown api `{s}`"),
@@ -208,7 +201,7 @@ fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
         Some(v) => {
             if let Some(s) = ctx.name_string(&v, "env") {
                 if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    t.api_key_env = Some(s);
+                    t.request.api_key_env = Some(s);
                 } else {
                     ctx.error(
                         v.span,
@@ -247,7 +240,7 @@ fn header_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
                 );
             }
             if let (Some(key), Some(val)) = (key, ctx.string(&v, "header value")) {
-                t.headers.push((key, val));
+                t.request.headers.push((key, val));
             }
         }
         _ if r.arg_count() < 2 => ctx.error(
@@ -271,7 +264,7 @@ fn body_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
         if let Some(v) = one_arg(ctx, &mut fr, "a number, string or boolean")
             && let Some(json) = body_value(ctx, &v, fr.name())
         {
-            t.extra_body.insert(fr.name().to_string(), json);
+            t.request.extra_body.insert(fr.name().to_string(), json);
         }
         fr.finish(ctx);
     }
@@ -291,7 +284,7 @@ fn reset_cache_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target
         && let Some(s) = ctx.name_string(&v, "reset-cache")
     {
         match CacheReset::from_name(&s) {
-            Some(k) => t.reset_cache = Some(k),
+            Some(k) => t.run.reset_cache = Some(k),
             None => ctx.error(
                 v.span,
                 format!("unknown reset-cache `{s}`"),
@@ -313,7 +306,7 @@ fn max_event_size_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Tar
         _ => Err(SizeError::NotASize),
     };
     match parsed {
-        Ok(n) if n >= 1024 => t.max_event_bytes = n,
+        Ok(n) if n >= 1024 => t.run.max_event_bytes = n,
         Ok(_) => ctx.error(
             v.span,
             "`max-event-size` too small",
