@@ -120,29 +120,27 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         }
         _ => {}
     }
-    let load = match (args.concurrency, args.rate) {
-        (Some(0), _) => {
+    let load = match (args.concurrency, args.rate, args.burstiness) {
+        (Some(0), ..) => {
             return Err(bad(
                 "--concurrency",
                 "0".into(),
                 "needs at least one client",
             ));
         }
-        (Some(n), _) => Load::Concurrency(n),
-        (None, rate) => Load::Rate {
+        (Some(_), _, Some(b)) => {
+            return Err(bad(
+                "--burstiness",
+                b.to_string(),
+                "needs an open-loop --rate",
+            ));
+        }
+        (Some(n), ..) => Load::Concurrency(n),
+        (None, rate, burstiness) => Load::Rate {
             rate: rate.map_or(5.0, units::Rate::per_sec),
-            burstiness: args.burstiness.unwrap_or(units::Burstiness::POISSON),
+            burstiness: burstiness.unwrap_or(units::Burstiness::POISSON),
         },
     };
-    if let Some(b) = args.burstiness
-        && args.concurrency.is_some()
-    {
-        return Err(bad(
-            "--burstiness",
-            b.to_string(),
-            "needs an open-loop --rate",
-        ));
-    }
     let limit = match (args.requests, args.duration) {
         (Some(0), _) => return Err(bad("--requests", "0".into(), "send at least one request")),
         (Some(n), _) => Limit::Requests(n),
