@@ -26,7 +26,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use api::{Api, ApiKind};
-pub use body::{Message, PromptRef, Request, json_str, open, streamed_generation};
+pub use body::{Message, PromptRef, Request};
 pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
@@ -58,8 +58,9 @@ impl Api {
     }
 
     /// Every name a scenario may write, in registry order.
-    pub fn names() -> Vec<&'static str> {
-        REGISTRY.iter().map(|a| a.as_str()).collect()
+    pub fn names() -> &'static [&'static str] {
+        static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+        NAMES.get_or_init(|| REGISTRY.iter().map(|a| a.as_str()).collect())
     }
 
     /// The names as a sentence's list: `"chat" or "completions"`.
@@ -123,15 +124,8 @@ impl Serialize for Api {
 impl<'de> Deserialize<'de> for Api {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Api, D::Error> {
         let name = Cow::<'de, str>::deserialize(d)?;
-        Api::from_name(&name)
-            .ok_or_else(|| serde::de::Error::unknown_variant(&name, names_static()))
+        Api::from_name(&name).ok_or_else(|| serde::de::Error::unknown_variant(&name, Api::names()))
     }
-}
-
-/// The registry's names for serde's "expected one of" (a static slice: computed once).
-fn names_static() -> &'static [&'static str] {
-    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(Api::names)
 }
 
 /// One string constant per registered API, each with its help: the schema a derived enum had.

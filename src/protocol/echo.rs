@@ -1,8 +1,8 @@
 //! A test-only API kind, the proof of "Adding an API kind" in `docs/architecture.md`: this
-//! file, one line in `REGISTRY`, and its simulator side (`src/sim/echo.rs` and a line in
-//! `src/sim/apis.rs`) are all it takes for `api "echo"` to parse, plan, run and be served.
-//! It posts `{"model","input","max_tokens","stream",…}` to `/echo` and reads OpenAI `text`
-//! chunks back.
+//! file, two lines in `protocol.rs` (its module, its `REGISTRY` entry) and its simulator side
+//! (`src/sim/apis/echo.rs` and two lines in `src/sim/apis.rs`) are all it takes for
+//! `api "echo"` to parse, plan, run and be served. It posts
+//! `{"model","input","max_tokens","stream",…}` to `/echo` and reads OpenAI `text` chunks back.
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};

@@ -176,7 +176,7 @@ fn api_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
             v.span,
             format!("unknown api `{s}`"),
             format!("expected {expected}"),
-            Some(suggest(&s, &Api::names(), "api")),
+            Some(suggest(&s, Api::names(), "api")),
         ),
     }
 }

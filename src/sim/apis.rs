@@ -1,17 +1,22 @@
-//! Which simulator side serves which API: each registered API kind (`protocol::REGISTRY`)
-//! with the side of the same name, routed at `/v1` and the API's path.
+//! The simulator's side of each API kind, one file per API below `apis/` (its request's
+//! prompt, its stream's pieces, its non-streamed body: `wire::SimApi`), and which serves
+//! which: each registered API kind (`protocol::REGISTRY`) with the side of the same name,
+//! routed at `/v1` and the API's path.
 
-use super::chat::Chat;
-use super::completions::Completions;
+pub(super) mod chat;
+pub(super) mod completions;
+#[cfg(test)]
+mod echo;
+
 use super::wire::SimApi;
 use crate::protocol::{Api, REGISTRY};
 
 /// Every API the simulator serves.
 const SIDES: &[&dyn SimApi] = &[
-    &Chat,
-    &Completions,
+    &chat::Chat,
+    &completions::Completions,
     #[cfg(test)]
-    &super::echo::Echo,
+    &echo::Echo,
 ];
 
 /// A registered API and the simulator's side of it.

@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::chat::{self, RawMessage};
-use super::completions::Prompt;
+use super::apis::chat::{self, RawMessage};
+use super::apis::completions::Prompt;
 use super::scheduler::lock;
 use super::server::{AppState, bad_request, json_response};
 use super::tokens::{self, PromptSink};

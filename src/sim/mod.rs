@@ -2,12 +2,8 @@
 //! HTTP, used as the default target and as the ground truth in tests.
 
 mod apis;
-mod chat;
-mod completions;
 mod config;
 mod conn;
-#[cfg(test)]
-mod echo;
 mod endpoints;
 mod faults;
 mod histogram;

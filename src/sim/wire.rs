@@ -1,6 +1,6 @@
 //! The OpenAI wire format as vLLM speaks it: request decoding (lenient, unknown fields
 //! accepted) with each API's prompt under its own key, the [`SimApi`] trait each API's side of
-//! the simulator implements (one file per API beside this one, listed in `apis.rs`), and the
+//! the simulator implements (one file per API in `apis/`, listed in `apis.rs`), and the
 //! pre-serialized SSE chunk pieces the scheduler writes tokens into without building JSON per
 //! token.
 
@@ -374,8 +374,8 @@ impl Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::chat::{Chat, Messages, PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS};
-    use crate::sim::completions::{Completions, Prompt};
+    use crate::sim::apis::chat::{Chat, Messages, PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS};
+    use crate::sim::apis::completions::{Completions, Prompt};
 
     fn req(stream: bool, include_usage: bool) -> GenRequest {
         GenRequest {
@@ -525,6 +525,25 @@ mod tests {
         let c = parse::<Prompt>(br#"{"prompt":["ab cd","ef"]}"#, true).unwrap();
         assert_eq!(c.prompt_ids.len() as u64, c.prompt_tokens);
         assert!(c.cache_prompt);
+    }
+
+    #[test]
+    fn each_api_reads_its_own_prompt_key_in_one_pass() {
+        // A repeated key is an error, as serde's derive makes it; unknown keys are skipped.
+        assert!(parse::<Messages>(br#"{"messages":[],"messages":[]}"#, false).is_err());
+        let twice = br#"{"max_tokens":1,"messages":[],"max_tokens":2}"#;
+        assert!(parse::<Messages>(twice, false).is_err());
+        let r = parse::<Messages>(
+            br#"{"prompt":{"x":[1,{}]},"max_tokens":null,"messages":[],"stream":true}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.max_tokens, None);
+        assert!(r.stream);
+        // Another API's prompt key is just an unknown key; an escaped key is the same key.
+        let c = parse::<Prompt>(br#"{"messages":5,"pro\u006dpt":[7,8]}"#, false).unwrap();
+        assert_eq!(c.prompt_tokens, 2);
+        assert!(parse::<Prompt>(br#"[1]"#, false).is_err());
     }
 
     #[test]

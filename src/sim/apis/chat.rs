@@ -4,8 +4,8 @@
 
 use serde::Deserialize;
 
-use super::tokens::PromptSink;
-use super::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
 
 /// Tokens added per chat message (role and separators) on top of its content, and once for the
 /// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.

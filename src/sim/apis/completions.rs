@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
-use super::tokens::PromptSink;
-use super::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
 
 /// The completions API's side.
 pub(crate) struct Completions;

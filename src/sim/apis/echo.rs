@@ -1,10 +1,10 @@
-//! The simulator's side of the test-only `api "echo"` (see `protocol/echo.rs`): an `input`
+//! The simulator's side of the test-only `api "echo"` (see `src/protocol/echo.rs`): an `input`
 //! string, answered as completions' `text` chunks with an object of its own.
 
 use serde::Deserialize;
 
-use super::tokens::PromptSink;
-use super::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
 
 /// The test API's side.
 pub(crate) struct Echo;
