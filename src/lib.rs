@@ -12,6 +12,7 @@ pub mod client;
 pub mod coordinate;
 pub mod dataset;
 pub mod error;
+pub mod escape;
 pub mod exit;
 pub mod files;
 pub mod hooks;

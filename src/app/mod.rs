@@ -48,7 +48,7 @@ pub use k8s::{manifest_name, write_manifests};
 pub use load::{TargetOverride, load_scenario};
 pub use outcome::{Outcome, RunReport};
 pub use plan::{PlanFormat, Validated, compile_plan, validate, write_plan};
-pub use provenance::{BUILD_COMMIT, redact_args};
+pub use provenance::BUILD_COMMIT;
 pub use run::run_scenario;
 pub use saved::{RenderSettings, read_template, render_saved, write_text};
 pub use settings::RunSettings;

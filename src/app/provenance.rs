@@ -29,16 +29,17 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
             version: env!("CARGO_PKG_VERSION").to_string(),
             commit: BUILD_COMMIT.to_string(),
         },
-        command_line: redact_args(g.command_line),
+        command_line: crate::redact::command_line(g.command_line),
         params: s
             .params
             .iter()
             .map(|(k, v)| {
+                // A secret's value is masked whatever its type (a true/false is no secret).
                 let v = match v {
+                    ParamValue::Bool(b) => serde_json::Value::from(*b),
+                    _ if is_secret_name(k) => MASK.into(),
                     ParamValue::Int(i) => serde_json::Value::from(*i),
                     ParamValue::Float(f) => serde_json::Value::from(*f),
-                    ParamValue::Bool(b) => serde_json::Value::from(*b),
-                    ParamValue::String(_) if is_secret_name(k) => MASK.into(),
                     ParamValue::String(t) => secrets(t).into_owned().into(),
                 };
                 (k.clone(), v)
@@ -58,65 +59,6 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The command line with every secret masked: the value after a flag named like a secret
-/// (`--api-key VALUE`, `--api-key=VALUE`), the value of a `NAME=VALUE` or `NAME: VALUE`
-/// argument (a param, a header) whose name is, and URL credentials anywhere.
-pub fn redact_args(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut mask_next = false;
-    for a in args {
-        if mask_next {
-            mask_next = false;
-            out.push(MASK.to_string());
-            continue;
-        }
-        if let Some(flag) = a.strip_prefix("--") {
-            match flag.split_once('=') {
-                Some((name, _)) if is_secret_name(name) => {
-                    out.push(format!("--{name}={MASK}"));
-                    continue;
-                }
-                // `--param=api_key=…`: the value is what may hold a secret.
-                Some((name, value)) => {
-                    out.push(format!("--{name}={}", redact_value(value)));
-                    continue;
-                }
-                None if is_secret_name(flag) => {
-                    mask_next = true;
-                    out.push(a.clone());
-                    continue;
-                }
-                None => {}
-            }
-        }
-        out.push(redact_value(a));
-    }
-    out
-}
-
-/// One argument (or a flag's value) with a secret-named pair's value and URL credentials
-/// masked.
-fn redact_value(arg: &str) -> String {
-    mask_pair(arg, '=')
-        .or_else(|| mask_pair(arg, ':'))
-        .unwrap_or_else(|| secrets(arg).into_owned())
-}
-
-/// `NAME=VALUE` (or `NAME: VALUE`) with the value masked when the name is a secret's.
-fn mask_pair(arg: &str, sep: char) -> Option<String> {
-    let (name, _) = arg.split_once(sep)?;
-    let name = name.trim_start_matches('-');
-    // A URL's scheme (`http:`) is not a name.
-    if name.is_empty() || arg[name.len()..].starts_with("://") || !is_secret_name(name) {
-        return None;
-    }
-    let head = &arg[..arg.find(sep)?];
-    Some(format!(
-        "{head}{sep}{}{MASK}",
-        if sep == ':' { " " } else { "" }
-    ))
 }
 
 fn host(with_name: bool) -> HostInfo {
@@ -178,44 +120,6 @@ fn os_name() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn secrets_on_the_command_line_are_masked() {
-        let got = redact_args(&args(&[
-            "infermeter",
-            "run",
-            "s.kdl",
-            "--api-key",
-            "sk-1",
-            "--api-key=sk-2",
-            "--param",
-            "rate=5",
-            "--param",
-            "api_key=sk-3",
-            "--header",
-            "Authorization: Bearer sk-4",
-            "--param",
-            "url=http://user:pw@host/v1",
-            "--param=hf_token=hf-5",
-            "--url=http://u:pw2@h/v1",
-            "--out",
-            "dir",
-        ]));
-        let text = got.join(" ");
-        for s in ["sk-1", "sk-2", "sk-3", "sk-4", "pw", "hf-5", "pw2"] {
-            assert!(!text.contains(s), "{s} in {text}");
-        }
-        assert!(text.contains("--api-key *** --api-key=***"), "{text}");
-        assert!(text.contains("rate=5"), "{text}");
-        assert!(text.contains("api_key=***"), "{text}");
-        assert!(text.contains("Authorization: ***"), "{text}");
-        assert!(text.contains("--out dir"), "{text}");
-        assert!(text.contains("--param=hf_token=***"), "{text}");
-    }
 
     #[test]
     fn the_host_is_described() {
