@@ -69,7 +69,9 @@ mod tests {
 
     #[test]
     fn hidden_characters() {
-        for c in ['\u{1b}', '\u{7}', '\u{0}', '\u{7f}', '\u{9b}', '\u{202e}', '\u{2066}', '\u{fffe}'] {
+        for c in [
+            '\u{1b}', '\u{7}', '\u{0}', '\u{7f}', '\u{9b}', '\u{202e}', '\u{2066}', '\u{fffe}',
+        ] {
             assert!(is_hidden(c), "{c:?}");
         }
         for c in ['a', ' ', 'é', '中', '\u{200d}', '✅'] {

@@ -14,7 +14,7 @@
 //! Every file a run writes and every line of the console pass through it (the file writers in
 //! `files.rs`, the console in `cli/console.rs`, the escapers of `escape.rs`, which scrub
 //! before they escape), so a secret reaches no output whichever path carried it there. JSON
-//! is scrubbed string by string ([`json`], [`json_value`]), so that masking never breaks it.
+//! is scrubbed string by string ([`json`], [`json_strings`]), so that masking never breaks it.
 //!
 //! A vocabulary module like `units.rs`: any stage may use it; it uses none.
 
@@ -29,7 +29,7 @@ mod url;
 use std::borrow::Cow;
 
 pub use args::{command_line, register_args};
-pub use json::{json, json_value};
+pub use json::{json, json_strings};
 pub use names::is_secret_name;
 pub use registry::{
     MIN_SECRET_LEN, mark_secret_name, register, register_env, register_env_secrets,
@@ -70,7 +70,11 @@ mod tests {
 
     #[test]
     fn text_without_secrets_is_borrowed() {
-        for s in ["sim", "http://127.0.0.1:8000/v1", "1024 tokens, p99 12.5 ms"] {
+        for s in [
+            "sim",
+            "http://127.0.0.1:8000/v1",
+            "1024 tokens, p99 12.5 ms",
+        ] {
             assert!(matches!(secrets(s), Cow::Borrowed(_)), "{s}");
         }
     }

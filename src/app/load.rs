@@ -6,11 +6,15 @@
 //! becomes that URL) and, like any endpoint, is not part of the plan hash, so a run against a
 //! different server still compares with its baseline; `--model` is the model every request
 //! names, so it is part of the workload and of the hash, exactly as a `model` line would be.
+//!
+//! Once loaded, the scenario's secrets are registered with [`crate::redact`] (see
+//! [`register_secrets`]), so that no output the run writes shows them, whatever carries them
+//! there.
 
 use std::path::Path;
 
 use super::Error;
-use crate::scenario::{Endpoint, Scenario, Spanned};
+use crate::scenario::{Endpoint, ParamValue, Scenario, Spanned};
 
 /// `--url` / `--model`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,5 +52,30 @@ pub fn load_scenario(
             sim.model = model.clone();
         }
     }
+    register_secrets(&scenario);
     Ok(scenario)
+}
+
+/// Registers every secret the scenario holds or names: the value of each param named like a
+/// secret (or marked `secret=#true`), each secret-named header's value, the API key's
+/// variable's value, the target URL's credentials and secret query values.
+fn register_secrets(scenario: &Scenario) {
+    use crate::redact;
+    for (name, value) in &scenario.params {
+        if let ParamValue::String(v) = value
+            && redact::is_secret_name(name)
+        {
+            redact::register(v);
+        }
+    }
+    let request = &scenario.target.request;
+    for (name, value) in &request.headers {
+        redact::register_header(name, value);
+    }
+    if let Some(var) = &request.api_key_env {
+        redact::register_env(var);
+    }
+    if let Endpoint::Url(url) = &scenario.target.endpoint {
+        redact::register_url(&url.value);
+    }
 }

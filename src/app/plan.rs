@@ -37,7 +37,9 @@ pub fn compile_plan(
 /// not an error.
 pub fn write_plan(plan: &Plan, format: PlanFormat, out: &mut dyn Write) -> Result<(), Error> {
     let written = match format {
-        PlanFormat::Text => out.write_all(crate::plan::render_text(plan).as_bytes()),
+        PlanFormat::Text => {
+            out.write_all(crate::redact::secrets(&crate::plan::render_text(plan)).as_bytes())
+        }
         PlanFormat::Json => {
             let mut out = &mut *out;
             crate::plan::write_json(plan, &mut out).and_then(|_| out.write_all(b"\n"))

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
+use crate::cli::console::tell;
 use crate::error::Error;
 
 /// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
@@ -50,19 +51,36 @@ pub fn render(diag: &dyn miette::Diagnostic) -> String {
 /// (an SLA failed, the run was interrupted) print nothing more.
 pub fn print_error(e: &Error) {
     match e {
-        // clap formats its own messages, help and version included.
+        // clap formats its own messages, help and version included; an argument may hold
+        // a secret, so they go through the console too.
         Error::Args(e) => {
-            let _ = e.print();
+            let styled = e.render();
+            let tty = if e.use_stderr() {
+                std::io::stderr().is_terminal()
+            } else {
+                std::io::stdout().is_terminal()
+            };
+            let text = if tty {
+                styled.ansi().to_string()
+            } else {
+                styled.to_string()
+            };
+            if e.use_stderr() {
+                super::console::err_text(&text, tty);
+            } else {
+                super::console::out_text(&text, tty);
+            }
         }
-        // Secrets in URLs are masked in every message (a scenario's line with its target, a
-        // connection error naming the URL).
-        Error::Scenario(s) => eprintln!("{}", crate::redact::secrets(&render(s))),
+        // Secrets are masked in every message (a scenario's line with its target, a
+        // connection error naming the URL) by the console itself.
+        // Its colours are miette's own.
+        Error::Scenario(s) => super::console::err_text(&format!("{}\n", render(s)), true),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
-        Error::Regressed { .. } => eprintln!("{e}"),
+        Error::Regressed { .. } => tell!("{e}"),
         _ => {
-            eprintln!("error: {}", crate::redact::secrets(&e.chain()));
+            tell!("error: {}", e.chain());
             if let Some(help) = miette::Diagnostic::help(e) {
-                eprintln!("  help: {}", crate::redact::secrets(&help.to_string()));
+                tell!("  help: {help}");
             }
         }
     }

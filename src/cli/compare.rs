@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 
 use super::values::percent_confidence;
 use crate::app::{self, CompareSettings, Tolerance};
+use crate::cli::console::tell;
 use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,15 +93,15 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let report = app::compare_results(&settings)?;
     if let Some(plots) = &report.plots {
         if plots.is_empty() {
-            eprintln!(
+            tell!(
                 "warning: --plot: the runs share no latency profile and no stage with latency \
                  samples, so there is nothing to draw"
             );
         }
         for (group, path) in plots {
-            eprintln!("plot ({group}): {}", path.display());
+            tell!("plot ({group}): {}", path.display());
         }
     }
-    print!("{}", report.render(format)?);
+    crate::cli::console::out_text(&report.render(format)?, false);
     report.check()
 }

@@ -10,6 +10,7 @@ use clap::Args;
 
 use super::values::parse_param;
 use crate::app::{self, CoordinatorSettings, CoordinatorTiming, TargetOverride};
+use crate::cli::console::{say, tell};
 use crate::error::Error;
 use crate::units::Duration;
 
@@ -76,17 +77,17 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         out: args.out,
         timing: args.timing.settings(),
     })?;
-    eprintln!(
+    tell!(
         "coordinating {} shard(s) on {}",
         args.shards,
         coordinator.addr()
     );
     let merged = coordinator.wait()?;
     if let Some(r) = &merged.results {
-        print!("{}", app::render_summary_text(r));
+        crate::cli::console::out_text(&app::render_summary_text(r), false);
     }
     if let Some(path) = merged.files.first() {
-        println!("merged results: {}", path.display());
+        say!("merged results: {}", path.display());
     }
     merged.check()
 }

@@ -7,6 +7,7 @@ mod printer;
 use clap::{Args, Subcommand};
 
 use crate::app::{self, DatasetSource, FetchedDataset};
+use crate::cli::console::say;
 use crate::error::Error;
 use printer::{Printer, mb};
 
@@ -71,10 +72,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
     let mut printer = Printer::new();
     let FetchedDataset { uri, file: fetched } =
         app::fetch_dataset(&source, fetch.retries, &mut |e| printer.event(e))?;
-    println!("{uri}");
-    println!("  path    {}", fetched.path.display());
-    println!("  size    {}", mb(fetched.size));
-    println!(
+    say!("{uri}");
+    say!("  path    {}", fetched.path.display());
+    say!("  size    {}", mb(fetched.size));
+    say!(
         "  sha256  {} ({})",
         fetched.sha256,
         if fetched.verified {
@@ -83,10 +84,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
             "recorded: the Hub gives no sha256 for this file"
         }
     );
-    println!("  commit  {}", fetched.commit);
+    say!("  commit  {}", fetched.commit);
     if fetched.cached {
-        println!("  (already in the cache; nothing downloaded)");
+        say!("  (already in the cache; nothing downloaded)");
     }
-    println!("name it in a scenario as: \"{uri}\"");
+    say!("name it in a scenario as: \"{uri}\"");
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::app::{self, MergeSettings};
+use crate::cli::console::say;
 use crate::error::Error;
 use crate::units::Duration;
 
@@ -44,10 +45,10 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
         plots: !args.no_plots,
     })?;
     if let Some(r) = &merged.results {
-        print!("{}", app::render_summary_text(r));
+        crate::cli::console::out_text(&app::render_summary_text(r), false);
     }
     if let Some(p) = merged.files.first() {
-        println!("merged results: {}", p.display());
+        say!("merged results: {}", p.display());
     }
     merged.check()
 }

@@ -9,6 +9,7 @@ use crate::error::Error;
 mod color;
 mod common;
 mod compare;
+mod console;
 mod coordinate;
 mod dataset;
 mod import;
@@ -44,6 +45,10 @@ pub use run::RunArgs;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// A param, header or query parameter whose value is secret (repeatable): its value is
+    /// masked in every file and line infermeter writes, like an `api_key`'s.
+    #[arg(long = "secret", value_name = "NAME", global = true)]
+    pub secrets: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,6 +85,12 @@ pub enum Command {
 
 /// Parses the command line, runs the command, and returns the exit code.
 pub fn main() -> i32 {
+    // Before anything is parsed, so that even an argument error shows no secret.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    crate::redact::register_env_secrets();
+    crate::redact::register_args(&args);
     let result = sim_help::with_defaults(Cli::command())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))

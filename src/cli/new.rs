@@ -5,6 +5,8 @@ mod args;
 
 use std::path::Path;
 
+use crate::cli::console::tell;
+
 pub use args::NewArgs;
 
 use crate::app;
@@ -106,11 +108,11 @@ fn data(args: &NewArgs) -> Result<Data, Error> {
 pub(super) fn write_out(draft: &Draft, out: Option<&Path>, force: bool) -> Result<(), Error> {
     let text = app::scenario_text(draft, out.unwrap_or(Path::new("<stdout>")))?;
     let Some(path) = out else {
-        print!("{text}");
+        crate::cli::console::out_text(&text, false);
         return Ok(());
     };
     app::write_new_file(path, &text, force)?;
-    eprintln!(
+    tell!(
         "wrote {p}; check it with `infermeter plan {p}`, run it with `infermeter run {p}`",
         p = path.display()
     );

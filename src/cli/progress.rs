@@ -7,6 +7,7 @@
 mod stage;
 
 use crate::app::{Observer, StageProgress};
+use crate::cli::console::tell;
 use stage::Progress;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +35,6 @@ impl Observer for ConsoleObserver {
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {}", crate::redact::secrets(message));
+        tell!("warning: {}", crate::redact::secrets(message));
     }
 }

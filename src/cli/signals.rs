@@ -5,6 +5,8 @@
 
 use tokio_util::sync::CancellationToken;
 
+use crate::cli::console::tell;
+
 /// A token cancelled on the first SIGINT, SIGTERM or SIGHUP, watched by a thread of its own
 /// for the rest of the process (so it works in every phase, report writing included).
 pub fn interrupt_on_signals() -> CancellationToken {
@@ -13,7 +15,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
     let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+            tell!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
             return token;
         }
     };
@@ -28,17 +30,15 @@ pub fn interrupt_on_signals() -> CancellationToken {
                     _ => "Ctrl-C",
                 };
                 if cancel.is_cancelled() {
-                    eprintln!("interrupted again ({name}): exiting now");
+                    tell!("interrupted again ({name}): exiting now");
                     std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
-                eprintln!(
-                    "interrupted ({name}): stopping, waiting briefly for in-flight requests…"
-                );
+                tell!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
                 cancel.cancel();
             }
         });
     if let Err(e) = spawned {
-        eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+        tell!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
     }
     token
 }

@@ -10,6 +10,7 @@ use clap::Args;
 use super::common::print_error;
 use super::values::parse_param;
 use crate::app;
+use crate::cli::console::{say, tell};
 use crate::error::Error;
 
 #[derive(Debug, Args)]
@@ -30,14 +31,14 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
     for file in &args.files {
         match app::validate(file, &args.params) {
             Ok(v) => {
-                println!(
+                say!(
                     "ok  {}  ({} datasets, {} stages)",
                     file.display(),
                     v.datasets,
                     v.stages
                 );
                 if let Some(b) = v.missing_baseline {
-                    eprintln!(
+                    tell!(
                         "note: {}: its baseline {} does not exist yet (`run` needs it)",
                         file.display(),
                         b.display()

@@ -31,7 +31,10 @@ mod tests {
 
     #[test]
     fn formulas_are_text() {
-        assert_eq!(csv_cell("=HYPERLINK(\"http://x\")"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+        assert_eq!(
+            csv_cell("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
         assert_eq!(csv_cell("+1"), "'+1");
         assert_eq!(csv_cell("-2+3"), "'-2+3");
         assert_eq!(csv_cell("@SUM(A1)"), "'@SUM(A1)");

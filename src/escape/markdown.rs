@@ -53,11 +53,21 @@ pub fn markdown(s: &str) -> String {
                 out.push(':');
                 out.push(ZWJ);
             }
-            '-' if i >= 2 && chars[i - 2..i].iter().collect::<String>().eq_ignore_ascii_case("gh") => {
+            '-' if i >= 2
+                && chars[i - 2..i]
+                    .iter()
+                    .collect::<String>()
+                    .eq_ignore_ascii_case("gh") =>
+            {
                 out.push(ZWJ);
                 out.push('-');
             }
-            '.' if i >= 3 && chars[i - 3..i].iter().collect::<String>().eq_ignore_ascii_case("www") => {
+            '.' if i >= 3
+                && chars[i - 3..i]
+                    .iter()
+                    .collect::<String>()
+                    .eq_ignore_ascii_case("www") =>
+            {
                 out.push(ZWJ);
                 out.push('.');
             }
@@ -88,7 +98,9 @@ fn starts_block(s: &str) -> bool {
     match chars.next() {
         Some('-' | '+' | '=') => {
             let rest = chars.as_str();
-            rest.is_empty() || rest.starts_with([' ', '\t']) || t.chars().all(|c| "-=+ ".contains(c))
+            rest.is_empty()
+                || rest.starts_with([' ', '\t'])
+                || t.chars().all(|c| "-=+ ".contains(c))
         }
         Some(c) if c.is_ascii_digit() => {
             let after = t.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -122,7 +134,9 @@ fn is_inert(s: &str) -> bool {
         && !lower.contains("://")
         && !lower.contains("www.")
         && !lower.contains("gh-")
-        && !SCHEMES.iter().any(|scheme| lower.contains(&format!("{scheme}:")))
+        && !SCHEMES
+            .iter()
+            .any(|scheme| lower.contains(&format!("{scheme}:")))
 }
 
 #[cfg(test)]
@@ -136,8 +150,14 @@ mod tests {
             "&lt;img src=x onerror=alert(1)&gt;"
         );
         assert_eq!(markdown("a|b"), "a\\|b");
-        assert_eq!(markdown("[x](javascript:alert(1))"), "\\[x\\](javascript\u{200d}:alert(1))");
-        assert_eq!(markdown("**bold** _x_ `c` ~~s~~ $m$"), "\\*\\*bold\\*\\* \\_x\\_ \\`c\\` \\~\\~s\\~\\~ \\$m\\$");
+        assert_eq!(
+            markdown("[x](javascript:alert(1))"),
+            "\\[x\\](javascript\u{200d}:alert(1))"
+        );
+        assert_eq!(
+            markdown("**bold** _x_ `c` ~~s~~ $m$"),
+            "\\*\\*bold\\*\\* \\_x\\_ \\`c\\` \\~\\~s\\~\\~ \\$m\\$"
+        );
         assert_eq!(markdown("a\nb\r\n# c"), "a b  #\u{200d} c");
     }
 
@@ -145,7 +165,10 @@ mod tests {
     fn mentions_references_and_autolinks_are_broken() {
         assert_eq!(markdown("@octocat"), "@\u{200d}octocat");
         assert_eq!(markdown("#123 GH-45"), "#\u{200d}123 GH\u{200d}-45");
-        assert_eq!(markdown("https://evil.example"), "https:\u{200d}//evil.example");
+        assert_eq!(
+            markdown("https://evil.example"),
+            "https:\u{200d}//evil.example"
+        );
         assert_eq!(markdown("www.evil.example"), "www\u{200d}.evil.example");
         assert_eq!(markdown("DATA:text/html"), "DATA\u{200d}:text/html");
     }
@@ -161,7 +184,10 @@ mod tests {
 
     #[test]
     fn controls_and_bidi_are_shown() {
-        assert_eq!(markdown("a\u{1b}[31mb\u{202e}c"), "a\\u{1b}\\[31mb\\u{202e}c");
+        assert_eq!(
+            markdown("a\u{1b}[31mb\u{202e}c"),
+            "a\\u{1b}\\[31mb\\u{202e}c"
+        );
     }
 
     #[test]

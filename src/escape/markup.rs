@@ -43,7 +43,11 @@ mod tests {
         );
         let x = xml("a\u{1}b\u{fffe}c\u{ffff}d\u{1b}e\u{202e}f\tg");
         assert_eq!(x, "a\\u{1}b\\u{fffe}c\\u{ffff}d\\u{1b}e\\u{202e}f\tg");
-        let doc = format!("<r a=\"{}\">{}</r>", xml("x'\"<&\u{0}"), xml("\u{8}\u{b}\u{c}"));
+        let doc = format!(
+            "<r a=\"{}\">{}</r>",
+            xml("x'\"<&\u{0}"),
+            xml("\u{8}\u{b}\u{c}")
+        );
         roxmltree::Document::parse(&doc).unwrap();
     }
 }

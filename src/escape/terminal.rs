@@ -41,7 +41,11 @@ pub fn console(text: &str, styled: bool) -> String {
             }
             line_start = false;
         }
-        let len = if c == '\u{1b}' && styled { sgr_len(rest) } else { 0 };
+        let len = if c == '\u{1b}' && styled {
+            sgr_len(rest)
+        } else {
+            0
+        };
         if len > 0 {
             out.push_str(&rest[..len]);
             rest = &rest[len..];

@@ -39,6 +39,19 @@ pub fn write_json(plan: &Plan, out: impl Write) -> std::io::Result<()> {
             }
         }
     }
+    // Params named like a secret (or marked), and registered secrets and secret-shaped
+    // strings anywhere.
+    if let Some(params) = shown
+        .get_mut("params")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for (name, v) in params.iter_mut() {
+            if crate::redact::is_secret_name(name) && !v.is_boolean() {
+                *v = serde_json::Value::String(crate::redact::MASK.into());
+            }
+        }
+    }
+    crate::redact::json_strings(&mut shown);
     serde_json::to_writer(&mut w, &shown)?;
     w.write_all(b",\"requests\":[")?;
     for (i, stage) in plan.stages_in_order().enumerate() {

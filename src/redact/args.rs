@@ -80,7 +80,9 @@ fn register_parts(arg: &str) {
     }
     if arg.contains("://") {
         for word in arg.split(char::is_whitespace) {
-            let url = word.find(|c: char| c.is_ascii_alphabetic()).map_or(word, |i| &word[i..]);
+            let url = word
+                .find(|c: char| c.is_ascii_alphabetic())
+                .map_or(word, |i| &word[i..]);
             if url.contains("://") {
                 register_url(url);
             }
@@ -196,7 +198,8 @@ mod tests {
             "--header",
             "Authorization=Bearer t0ken-in-a-header",
         ]));
-        let text = "v4lue-of-a-marked-param k3y-given-with-equals p4ss)w'rd qu3ry-k3y t0ken-in-a-header";
+        let text =
+            "v4lue-of-a-marked-param k3y-given-with-equals p4ss)w'rd qu3ry-k3y t0ken-in-a-header";
         assert_eq!(super::super::secrets(text), "*** *** *** *** ***");
     }
 }

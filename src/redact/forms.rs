@@ -28,6 +28,10 @@ pub(super) fn of(value: &str) -> BTreeSet<String> {
         let strict = utf8_percent_encode(b, STRICT).to_string();
         out.insert(lower_hex(&strict));
         out.insert(strict);
+        // Some writers encode every character but letters and digits (`~` as `%7E`).
+        let all = utf8_percent_encode(b, NON_ALPHANUMERIC).to_string();
+        out.insert(lower_hex(&all));
+        out.insert(all);
         out.insert(url::form_urlencoded::byte_serialize(b.as_bytes()).collect());
         out.extend(as_in_url(b));
         if let Ok(json) = serde_json::to_string(b) {

@@ -2,13 +2,14 @@
 //! [`super::secrets`] and written again, so a mask never lands inside an escape sequence or
 //! outside a string (a secret that happens to read `true` or `1234` leaves numbers and
 //! keywords alone). An object's keys are strings too: a key made of a secret, or of a
-//! secret-shaped string, is masked like any other string.
+//! secret-shaped string, is masked like any other string. [`json_strings`] does the same to
+//! a parsed value.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{MASK, is_secret_name, secrets};
+use super::secrets;
 
 /// `text` (JSON, or JSON lines) with every string literal scrubbed. Text that is not JSON is
 /// scrubbed string by string all the same: only what lies between double quotes is touched.
@@ -59,28 +60,28 @@ fn scrub_literal(literal: &str) -> Option<String> {
     }
 }
 
-/// Scrubs every string of `v` in place, and masks the string values of fields named like a
-/// secret (`"api_key": "…"` → `"api_key": "***"`).
-pub fn json_value(v: &mut Value) {
+/// Scrubs every string of `v` (keys and values) in place: registered secrets, URL
+/// credentials and secret-shaped strings. Field names are not judged: this is for JSON whose
+/// names are the tool's own (a plan), where `session_gap` names no secret.
+pub fn json_strings(v: &mut Value) {
     match v {
         Value::String(s) => {
             if let Cow::Owned(masked) = secrets(s) {
                 *s = masked;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(json_value),
+        Value::Array(items) => items.iter_mut().for_each(json_strings),
         Value::Object(map) => {
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for k in keys {
-                let Some(mut item) = map.remove(&k) else {
-                    continue;
-                };
-                if is_secret_name(&k) && item.is_string() {
-                    item = Value::String(MASK.into());
-                } else {
-                    json_value(&mut item);
+            map.values_mut().for_each(json_strings);
+            let secret_keys: Vec<String> = map
+                .keys()
+                .filter(|k| matches!(secrets(k), Cow::Owned(_)))
+                .cloned()
+                .collect();
+            for k in secret_keys {
+                if let Some(item) = map.remove(&k) {
+                    map.insert(secrets(&k).into_owned(), item);
                 }
-                map.insert(secrets(&k).into_owned(), item);
             }
         }
         _ => {}
@@ -122,18 +123,26 @@ mod tests {
     }
 
     #[test]
-    fn secret_named_fields_are_masked() {
-        let mut v = serde_json::json!({"api_key": "short", "list": ["sk-abcdefghijkl"], "n": 3});
-        json_value(&mut v);
+    fn strings_and_keys_are_scrubbed_and_names_not_judged() {
+        let mut v = serde_json::json!({
+            "session_gap": "5s",
+            "list": ["sk-abcdefghijkl"],
+            "sk-abcdefghijkl": 3,
+            "n": 3,
+        });
+        json_strings(&mut v);
         assert_eq!(
             v,
-            serde_json::json!({"api_key": "***", "list": ["***"], "n": 3})
+            serde_json::json!({"session_gap": "5s", "list": ["***"], "***": 3, "n": 3})
         );
     }
 
     #[test]
     fn text_without_strings_to_scrub_is_borrowed() {
-        assert!(matches!(json(r#"{"a": "b", "n": [1, 2]}"#), Cow::Borrowed(_)));
+        assert!(matches!(
+            json(r#"{"a": "b", "n": [1, 2]}"#),
+            Cow::Borrowed(_)
+        ));
         assert!(matches!(json("not json \"unterminated"), Cow::Borrowed(_)));
     }
 }

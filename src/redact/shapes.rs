@@ -14,7 +14,8 @@
 //! | `eyJ….….…` | a JWT (three dot-separated base64url parts, the first a JSON object) |
 //! | `Bearer …`, `Basic …` (8+) | an `Authorization` header's credential (the scheme kept) |
 //!
-//! A shape starts at a word boundary (`task-1234abcd…` is not `sk-…`). Prompts, which may
+//! A shape starts at a word boundary (`task-1234abcd…` is not `sk-…`; nor is a run inside
+//! base64, after a `+` or `/`, so a stored histogram is never cut). Prompts, which may
 //! hold anything, are not written to any output, so these rarely meet ordinary text.
 
 use std::borrow::Cow;
@@ -30,7 +31,7 @@ fn pattern() -> &'static Regex {
         // `pre` keeps the boundary character, `scheme` an auth scheme; the rest is masked.
         Regex::new(
             r"(?x)
-            (?P<pre>^|[^A-Za-z0-9_-])
+            (?P<pre>^|[^A-Za-z0-9_+/-])
             (?:
                 sk-[A-Za-z0-9_-]{8,}
               | hf_[A-Za-z0-9]{8,}
@@ -50,11 +51,27 @@ fn pattern() -> &'static Regex {
 
 /// `text` with every secret-shaped string masked.
 pub(super) fn mask_shapes(text: &str) -> Cow<'_, str> {
+    if !pattern().captures_iter(text).any(|c| is_credential(&c)) {
+        return Cow::Borrowed(text);
+    }
     pattern().replace_all(text, |c: &Captures<'_>| {
         let pre = c.name("pre").map_or("", |m| m.as_str());
-        let scheme = c.name("scheme").map_or("", |m| m.as_str());
-        format!("{pre}{scheme}{MASK}")
+        match c.name("scheme") {
+            _ if !is_credential(c) => c[0].to_string(),
+            Some(scheme) => format!("{pre}{}{MASK}", scheme.as_str()),
+            None => format!("{pre}{MASK}"),
+        }
     })
+}
+
+/// Whether a match is a credential: `Basic statistics` and `Bearer authentication` are not
+/// (a credential after a scheme is not one word of letters).
+fn is_credential(c: &Captures<'_>) -> bool {
+    let (Some(pre), Some(scheme)) = (c.name("pre"), c.name("scheme")) else {
+        return true;
+    };
+    let credential = &c[0][pre.len() + scheme.len()..];
+    !credential.chars().all(|ch| ch.is_ascii_alphabetic())
 }
 
 #[cfg(test)]
@@ -72,7 +89,10 @@ mod tests {
             ("xoxb-1234-5678-abcdef", "***"),
             ("AKIAIOSFODNN7EXAMPLE", "***"),
             ("a eyJhbGciOi.eyJzdWIiOi.sig-part_1 b", "a *** b"),
-            ("Authorization: Bearer abc.def-123_456", "Authorization: Bearer ***"),
+            (
+                "Authorization: Bearer abc.def-123_456",
+                "Authorization: Bearer ***",
+            ),
             ("basic dXNlcjpwYXNzd29yZA==", "basic ***"),
             ("\"sk-0123456789\"", "\"***\""),
         ] {
@@ -91,6 +111,9 @@ mod tests {
             "the bearer of news",
             "ASIA pacific",
             "HISTFAAAAJx4nO2aeyJhbGci",
+            "basic statistics",
+            "Bearer authentication",
+            "HISTFAAA/AKIAIOSFODNN7EXAMPLE+sk-abcdefghijk",
         ] {
             assert!(matches!(mask_shapes(text), Cow::Borrowed(_)), "{text}");
         }

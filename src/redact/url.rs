@@ -51,9 +51,7 @@ fn token_len(s: &str) -> usize {
         .find(|c: char| c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '`'))
         .unwrap_or(s.len());
     let authority_end = 3 + authority_len(&s[3..end]);
-    while end > authority_end
-        && s[..end].ends_with([')', '\'', '.', ',', ';', ':', '!', ']', '}'])
-    {
+    while end > authority_end && s[..end].ends_with([')', '\'', '.', ',', ';', ':', ']', '}']) {
         end -= 1;
     }
     // A URL without a path whose authority ends the sentence: `(http://u:p@h)`.
@@ -154,7 +152,13 @@ mod tests {
     #[test]
     fn characters_legal_in_a_password_do_not_end_the_url() {
         for pw in [
-            "se)cret", "se'cret", "s!e*c~r$e&t", "a;b=c", "p(a)ss", "pa'ss)", "x)'",
+            "se)cret",
+            "se'cret",
+            "s!e*c~r$e&t",
+            "a;b=c",
+            "p(a)ss",
+            "pa'ss)",
+            "x)'",
         ] {
             let text = format!("url http://user:{pw}@host/v1 here");
             let got = mask_urls(&text);

@@ -11,12 +11,10 @@ const FIGURES: [&str; 9] = [
     "count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean",
 ];
 
+/// A text cell: names and reasons come from the scenario and the server, so they are
+/// escaped against formula injection as well as quoted (see [`crate::escape::csv_cell`]).
 fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    crate::escape::csv_cell(s)
 }
 
 fn figures(d: &Dist) -> [f64; 9] {
@@ -134,5 +132,6 @@ mod tests {
         assert_eq!(field("a"), "a");
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
     }
 }

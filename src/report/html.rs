@@ -30,7 +30,7 @@ pub struct HtmlBaseline<'a> {
 /// `text` escaped for HTML, with the little Markdown the view's strings use made into tags:
 /// `` `code` ``, `**strong**`, and the `<sub>` around intervals.
 fn md(text: &str) -> Value {
-    let escaped = super::svg::esc(text);
+    let escaped = crate::escape::html(text);
     let mut out = String::with_capacity(escaped.len() + 16);
     let mut code = false;
     let mut strong = false;
@@ -68,6 +68,16 @@ fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::Html);
+    // Every value from outside through the one HTML escape (control characters and bidi
+    // overrides shown, secrets masked), not only minijinja's.
+    env.set_formatter(|out, _state, value| {
+        let text = match value.as_str() {
+            Some(s) if value.is_safe() => return out.write_str(s).map_err(Into::into),
+            Some(s) => crate::escape::html(s),
+            None => crate::escape::html(&value.to_string()),
+        };
+        out.write_str(&text).map_err(Into::into)
+    });
     env.add_filter("md", |s: String| md(&s));
     env
 }

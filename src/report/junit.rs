@@ -9,21 +9,10 @@ use super::view::short;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 
+/// Names, reasons and messages come from the scenario and the server: escaped for XML 1.0,
+/// the characters it forbids included (see [`crate::escape::xml`]).
 fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even when escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape::xml(s)
 }
 
 /// The JUnit document as a string.

@@ -3,6 +3,11 @@
 //! cell), within a fuel budget (a template that loops forever runs out instead of hanging the
 //! run). [`check_template`] tries a user's template before the run, so a broken one costs no
 //! benchmark.
+//!
+//! Every value a template prints is escaped for GitHub-flavoured Markdown ([`view_text`],
+//! through [`crate::escape`]): names, ids and messages come from the scenario, the server and
+//! results files, and report.md is posted as a pull-request comment. `{{ x|code }}` prints a
+//! value as code; `{{ x|safe }}` prints it as it is (a user's template may ask for that).
 
 use minijinja::value::Serde;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value, context, syntax::SyntaxConfig};
@@ -46,12 +51,55 @@ pub(crate) fn environment() -> Environment<'static> {
         env.set_syntax(syntax);
     }
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_formatter(|out, _state, value| {
+        let text = match value.as_str() {
+            Some(s) if value.is_safe() => return out.write_str(s).map_err(Into::into),
+            Some(s) => view_text(s),
+            // Numbers as they are; a list or map prints its strings, escaped all the same.
+            None => view_text(&value.to_string()),
+        };
+        out.write_str(&text).map_err(Into::into)
+    });
+    env.add_filter("code", |s: String| {
+        Value::from_safe_string(crate::escape::markdown_code(&s))
+    });
     // Every report template may include the built-in sections.
     let _ = env.add_template(
         super::telemetry::TELEMETRY_TEMPLATE_NAME,
         super::telemetry::TELEMETRY_TEMPLATE,
     );
     env
+}
+
+/// `s` escaped for GitHub-flavoured Markdown, keeping the little markup the view's own
+/// strings use — `` `code` `` spans, `**strong**`, `<sub>` — with what lies inside them
+/// escaped in turn (a code span's text with [`crate::escape::markdown_code`]). A value from
+/// outside that holds such marks gets a harmless span or emphasis at most: nothing in it can
+/// open a tag, a link, a mention or a new table cell.
+pub(crate) fn view_text(s: &str) -> String {
+    const MARKS: [&str; 4] = ["`", "**", "<sub>", "</sub>"];
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while !rest.is_empty() {
+        let next = MARKS
+            .iter()
+            .filter_map(|m| rest.find(m).map(|at| (at, *m)))
+            .min();
+        let Some((at, mark)) = next else {
+            out.push_str(&crate::escape::markdown(rest));
+            break;
+        };
+        out.push_str(&crate::escape::markdown(&rest[..at]));
+        rest = &rest[at + mark.len()..];
+        if mark != "`" {
+            out.push_str(mark);
+            continue;
+        }
+        let end = rest.find('`').unwrap_or(rest.len());
+        out.push_str(&crate::escape::markdown_code(&rest[..end]));
+        rest = rest.get(end + 1..).unwrap_or_default();
+    }
+    out
 }
 
 /// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the

@@ -1,9 +1,12 @@
 //! The few lines `infermeter run` prints when it ends: verdict, one row per stage, and the
 //! SLA verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
-//! on, the outcome words and marks are coloured (ANSI), nothing else changes.
+//! on, the outcome words and marks are coloured (ANSI), nothing else changes. Names, the
+//! target, reasons and notes come from the scenario, the server and results files: each is
+//! shown through [`crate::escape::terminal`] (no escape sequence, no line of its own).
 
 use std::fmt::Write as _;
 
+use crate::escape::terminal as t;
 use crate::metrics::LatencyMetric as L;
 use crate::results::Results;
 
@@ -57,12 +60,12 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         out,
         "\n{}  {}  (plan {}, seed {}, target {} · {})\n  {}",
         paint(h.word, h.word, color),
-        r.scenario,
+        t(&r.scenario),
         r.plan_hash,
         r.seed,
-        r.target.endpoint,
-        r.target.model,
-        h.detail
+        t(&r.target.endpoint),
+        t(&r.target.model),
+        t(&h.detail)
     );
     let _ = writeln!(
         out,
@@ -94,7 +97,7 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
     let _ = writeln!(
         out,
         "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
-        truncate(&s.name, 16),
+        truncate(&t(&s.name), 16),
         s.requests.sent,
         s.requests.ok,
         s.requests.failed,
@@ -107,12 +110,12 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         if s.validity.trusted { "yes" } else { "NO" },
     );
     for reason in &s.validity.reasons {
-        for (i, line) in wrap(reason, WRAP - 6).iter().enumerate() {
+        for (i, line) in wrap(&t(reason), WRAP - 6).iter().enumerate() {
             let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
         }
     }
     for note in &s.notes {
-        let _ = writeln!(out, "    note: {note}");
+        let _ = writeln!(out, "    note: {}", t(note));
     }
     if s.requests.retried > 0 {
         let _ = writeln!(
@@ -122,14 +125,14 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         );
     }
     if let Some(line) = super::attribution::sentence(s) {
-        let _ = writeln!(out, "    {line}");
+        let _ = writeln!(out, "    {}", t(&line));
     }
     if !s.requests.errors.is_empty() {
         let errors: Vec<String> = s
             .requests
             .errors
             .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
+            .map(|(k, v)| format!("{}: {v}", t(k)))
             .collect();
         let _ = writeln!(out, "    errors: {}", errors.join(", "));
     }
@@ -152,7 +155,7 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
             "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
             paint(super::mark(v.outcome), v.outcome.as_str(), color),
             v.assertion.to_string(),
-            v.stage.as_deref().unwrap_or("all"),
+            t(v.stage.as_deref().unwrap_or("all")),
             with_unit(v.observed),
             with_unit(v.threshold),
         );
@@ -165,11 +168,11 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
                     m.of.noun()
                 )
             });
-            let _ = writeln!(out, "      undecided: {why}{more}");
+            let _ = writeln!(out, "      undecided: {}{more}", t(why));
         } else if v.outcome == crate::sla::SlaOutcome::Fail
             && let Some(why) = &v.note
         {
-            let _ = writeln!(out, "      {why}");
+            let _ = writeln!(out, "      {}", t(why));
         }
     }
     if let Some(i) = r.sla.iter().find_map(|v| v.interval) {

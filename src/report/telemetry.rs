@@ -364,7 +364,7 @@ mod tests {
 | b b | 1234 | – | 300 | 71 | 0.83 | ⚠ yes |
 
 - ⚠ stage `a`: GPU 0 throttled in 50% of samples (clock below 90% of max); its latency and throughput numbers are suspect.
-- ⚠ stage `b b`: GPU 0 throttled in 100% of samples (hw_slowdown, sw_power); its latency and throughput numbers are suspect.
+- ⚠ stage `b b`: GPU 0 throttled in 100% of samples (hw\\_slowdown, sw\\_power); its latency and throughput numbers are suspect.
 
 | stage | running mean / max | waiting mean / max | KV cache mean / max | prefix-cache hits |
 | --- | ---: | ---: | ---: | ---: |
@@ -375,7 +375,7 @@ mod tests {
 Telemetry warnings:
 
 - w1
-- w | 2
+- w \\| 2
 ";
         assert_eq!(md, expected);
         let empty = render_telemetry(&TelemetryReport::default(), &tokens).unwrap();
@@ -400,7 +400,8 @@ Telemetry warnings:
         );
         let placed = render("{% include \"telemetry.md.j2\" %}\n# end\n");
         assert!(placed.starts_with("## Telemetry\n"), "{placed}");
-        assert!(placed.ends_with("- w | 2\n# end\n"), "{placed}");
+        // What came from outside is escaped (a `|` would end a table cell).
+        assert!(placed.ends_with("- w \\| 2\n# end\n"), "{placed}");
         let own =
             render("{% for g in view.telemetry.gpus %}{{ g.stage }}={{ g.energy_j }} {% endfor %}");
         assert_eq!(own, "a=2469 b b=1234 ");

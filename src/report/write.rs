@@ -120,7 +120,8 @@ fn append(path: &Path, text: &str) -> Result<(), ReportError> {
         .open(path)
         .map_err(|e| ReportError::io(path, e))?;
     // Image links are relative to the run directory, which a step summary cannot reach.
-    let text: String = text
+    // The step summary is a file of the user's, not one of the run's: scrubbed here.
+    let text: String = crate::redact::secrets(text)
         .lines()
         .filter(|l| !l.starts_with("!["))
         .map(|l| format!("{l}\n"))

@@ -2,6 +2,7 @@
 //! that is then renamed over the target, so a reader never sees a half-written result (a full
 //! disk leaves the old file or none, never a truncated one).
 
+use std::borrow::Cow;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -83,8 +84,33 @@ pub fn write_results(results: &Results, path: &Path) -> Result<(), ResultsError>
     })
 }
 
+/// `bytes` with every secret masked ([`crate::redact`]): a JSON file string by string, so
+/// that it stays valid JSON, any other text as a whole. Bytes that are not text are left.
+fn scrubbed<'a>(path: &Path, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Cow::Borrowed(bytes);
+    };
+    let json = path
+        .extension()
+        .is_some_and(|e| e == "json" || e == "jsonl");
+    let masked = if json {
+        crate::redact::json(text)
+    } else {
+        crate::redact::secrets(text)
+    };
+    match masked {
+        Cow::Borrowed(_) => Cow::Borrowed(bytes),
+        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+    }
+}
+
 /// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
+///
+/// Every file a run writes (results, reports, JUnit, CSV, plots) comes through here, so the
+/// bytes are scrubbed of secrets here first ([`scrubbed`]): whatever path carried a secret
+/// into a file, it does not reach the disk.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let bytes = scrubbed(path, bytes);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -98,7 +124,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         builder.permissions(std::fs::Permissions::from_mode(0o644));
     }
     let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    tmp.write_all(&bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

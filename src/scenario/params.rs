@@ -98,10 +98,18 @@ fn declare(ctx: &mut Ctx<'_>, node: &KdlNode) {
     };
     // Mark the two positional arguments consumed; anything else is reported by `finish`.
     r.skip_args(2);
+    // `secret=#true`: the value is masked in every output, like an `api_key`'s.
+    let secret = r
+        .prop(ctx, "secret")
+        .and_then(|v| ctx.boolean(&v, "secret"))
+        .unwrap_or(false);
     r.finish(ctx);
     let (Some(name), Some(value)) = (name, value) else {
         return;
     };
+    if secret {
+        crate::redact::mark_secret_name(&name);
+    }
     if let Some(first) = ctx.params.get(&name) {
         let first_line = line_of(ctx.text, first.span.offset());
         ctx.error(

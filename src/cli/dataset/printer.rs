@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use crate::app::FetchEvent;
+use crate::cli::console::tell;
 
 /// Progress on stderr: a line when the download starts, every few seconds, on a retry.
 pub(super) struct Printer {
@@ -22,9 +23,9 @@ impl Printer {
         match e {
             FetchEvent::Start { url, size, from } => {
                 if from > 0 {
-                    eprintln!("resuming {url} at {} of {}", mb(from), mb(size));
+                    tell!("resuming {url} at {} of {}", mb(from), mb(size));
                 } else {
-                    eprintln!("downloading {url} ({})", mb(size));
+                    tell!("downloading {url} ({})", mb(size));
                 }
             }
             FetchEvent::Progress { done, total } => {
@@ -40,7 +41,7 @@ impl Printer {
                     } else {
                         done as f64 * 100.0 / total as f64
                     };
-                    eprintln!(
+                    tell!(
                         "  {} of {} ({pct:.0}%, {:.0}s)",
                         mb(done),
                         mb(total),
@@ -52,11 +53,11 @@ impl Printer {
                 from,
                 attempt,
                 reason,
-            } => eprintln!(
+            } => tell!(
                 "  connection broke ({reason}); retry {attempt} from {}",
                 mb(from)
             ),
-            FetchEvent::Verifying => eprintln!("  computing sha256…"),
+            FetchEvent::Verifying => tell!("  computing sha256…"),
         }
     }
 }

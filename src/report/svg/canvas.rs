@@ -22,21 +22,10 @@ pub fn text_px(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.58
 }
 
-/// `&`, `<`, `>`, `"` escaped, and control characters dropped: safe in text and attributes.
+/// Text from outside (stage names, titles) for SVG text and attributes: XML 1.0, see
+/// [`crate::escape::xml`].
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape::xml(s)
 }
 
 /// A pixel rectangle.

@@ -7,4 +7,4 @@ pub mod canvas;
 pub mod style;
 
 pub use axis::{Scale, Tick};
-pub use canvas::{Axis, Doc, LegendEntry, Orient, Rect, esc};
+pub use canvas::{Axis, Doc, LegendEntry, Orient, Rect};
