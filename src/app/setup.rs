@@ -76,7 +76,9 @@ pub fn write_new_file(path: &Path, text: &str, force: bool) -> Result<PathBuf, E
             "pass --force to overwrite it, or choose another -o FILE",
         ));
     }
-    std::fs::write(path, text).map_err(|source| Error::Io {
+    // A scenario is meant for git: no secret in it, whatever carried one there.
+    let text = crate::redact::secrets(text);
+    std::fs::write(path, text.as_bytes()).map_err(|source| Error::Io {
         action: "write the scenario to",
         path: path.to_path_buf(),
         source,

@@ -99,7 +99,11 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             );
         }
         for (group, path) in plots {
-            tell!("plot ({group}): {}", path.display());
+            tell!(
+                "plot ({}): {}",
+                crate::escape::terminal(group),
+                path.display()
+            );
         }
     }
     crate::cli::console::out_text(&report.render(format)?, false);

@@ -35,6 +35,6 @@ impl Observer for ConsoleObserver {
     }
 
     fn warning(&self, message: &str) {
-        tell!("warning: {}", crate::redact::secrets(message));
+        tell!("warning: {}", crate::escape::terminal(message));
     }
 }

@@ -70,13 +70,34 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     app::merged_gate(&verdict)
 }
 
+/// `--param-env NAME=VARIABLE`: each param's value read from its variable, registered as a
+/// secret (and its name marked as a secret's) before anything could show it.
+fn env_params(pairs: &[(String, String)]) -> Result<Vec<(String, String)>, Error> {
+    pairs
+        .iter()
+        .map(|(name, var)| {
+            let value = std::env::var(var).map_err(|_| {
+                Error::usage(
+                    format!("--param-env {name}={var}: the variable is not set (or not UTF-8)"),
+                    "export it, or pass the param with --param",
+                )
+            })?;
+            crate::redact::mark_secret_name(name);
+            crate::redact::register(&value);
+            Ok((name.clone(), value))
+        })
+        .collect()
+}
+
 /// The run the flags describe (its interrupt not yet tied to the signals).
 fn settings(args: RunArgs) -> Result<RunSettings, Error> {
     let (scenario, scenario_text) = super::common::scenario_source(args.scenario)?;
+    let mut params = args.params;
+    params.extend(env_params(&args.param_env)?);
     Ok(RunSettings {
         scenario,
         scenario_text,
-        params: args.params,
+        params,
         target: TargetOverride {
             url: args.url,
             model: args.model,

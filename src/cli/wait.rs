@@ -58,7 +58,8 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
         .map_err(Error::Runtime)?;
     let mut shown: Option<(String, Duration)> = None;
     let mut on = |a: &Attempt| {
-        let text = a.state.to_string();
+        // What the server answered is shown on one line, escapes and all as text.
+        let text = crate::escape::terminal(&a.state.to_string());
         let due = shown.as_ref().is_none_or(|(last, at)| {
             last != &text || a.elapsed.saturating_sub(*at) >= Duration::from_secs(10)
         });
@@ -74,10 +75,15 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
     })?;
     say!(
         "ready: {} after {:.1}s ({} attempt(s)); models: {}",
-        ready.url,
+        crate::escape::terminal(&ready.url),
         ready.waited.as_secs_f64(),
         ready.attempts,
-        ready.models.join(", ")
+        ready
+            .models
+            .iter()
+            .map(|m| crate::escape::terminal(m))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

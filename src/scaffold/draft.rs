@@ -20,6 +20,9 @@ pub struct Draft {
     pub api: Api,
     /// `Some` writes `ignore-eos` explicitly (the scenario's default is `#true`).
     pub ignore_eos: Option<bool>,
+    /// `api-key env="…"`: the variable the key is read from (an imported `Authorization:
+    /// Bearer` header becomes this, so the key itself never enters the file).
+    pub api_key_env: Option<String>,
     pub headers: Vec<(String, String)>,
     /// Extra JSON body fields (sampling parameters).
     pub body: Vec<(String, Scalar)>,
@@ -97,6 +100,7 @@ impl Default for Draft {
             model: None,
             api: Api::default(),
             ignore_eos: None,
+            api_key_env: None,
             headers: Vec::new(),
             body: Vec::new(),
             load: Load::Rate {
@@ -288,10 +292,17 @@ impl Draft {
             .collect();
         writeln!(o, "    api {}    // {}", self.api, apis.join(" or "))?;
         writeln!(o, "    timeout \"60s\"")?;
-        writeln!(
-            o,
-            "    // api-key env=\"OPENAI_API_KEY\"    // the variable's name; the key never enters a file"
-        )?;
+        match &self.api_key_env {
+            Some(var) => writeln!(
+                o,
+                "    api-key env={}    // the variable's name; the key never enters a file",
+                quote(var)
+            )?,
+            None => writeln!(
+                o,
+                "    // api-key env=\"OPENAI_API_KEY\"    // the variable's name; the key never enters a file"
+            )?,
+        }
         for (k, v) in &self.headers {
             writeln!(o, "    header {} {}", quote(k), quote(v))?;
         }

@@ -237,7 +237,7 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
     }
     for h in args.all("--header") {
         match h.split_once('=') {
-            Some((k, v)) => d.headers.push((k.trim().to_string(), v.trim().to_string())),
+            Some((k, v)) => header(&mut d, k.trim(), v.trim(), &mut notes),
             None => notes.push(format!("--header {h}: not KEY=VALUE; ignored")),
         }
     }
@@ -276,9 +276,10 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
         .skip_while(|w| !w.starts_with("--"))
         .cloned()
         .collect();
+    // The line as given, less its secrets (a header's key, a URL's password).
     d.notes.push(format!(
         "Imported from: vllm bench serve {}",
-        shell_line(&flags)
+        shell_line(&crate::redact::command_line(&flags))
     ));
     d.notes
         .push("by `infermeter import vllm`; what did not carry over:".into());
@@ -289,6 +290,32 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
     }
     d.notes.extend(all.into_iter().map(|n| format!("  - {n}")));
     Ok(d)
+}
+
+/// A `--header NAME=VALUE`: kept as a `header` line, unless its value is a secret, which a
+/// scenario meant for git must not hold: `Authorization: Bearer KEY` becomes `api-key
+/// env="OPENAI_API_KEY"` (which sends the same header), any other secret header is left out
+/// with a note.
+fn header(d: &mut Draft, name: &str, value: &str, notes: &mut Vec<String>) {
+    if !crate::redact::is_secret_name(name) {
+        d.headers.push((name.to_string(), value.to_string()));
+        return;
+    }
+    let bearer = value
+        .split_once(char::is_whitespace)
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+    if name.eq_ignore_ascii_case("authorization") && bearer {
+        d.api_key_env = Some("OPENAI_API_KEY".into());
+        notes.push(format!(
+            "--header {name}=Bearer …: written as api-key env=\"OPENAI_API_KEY\" (the key stays \
+             out of the file); export OPENAI_API_KEY with the key before running"
+        ));
+    } else {
+        notes.push(format!(
+            "--header {name}=…: holds a secret, left out of the file (a scenario has no way to \
+             read a header from the environment; a bearer key goes in api-key env=\"VARIABLE\")"
+        ));
+    }
 }
 
 /// The `--endpoint` forms understood: one per registered API.

@@ -12,6 +12,7 @@ mod engine_answers;
 mod engine_numbers;
 mod gate_outcomes;
 mod hooks;
+mod hostile_text;
 mod hub_fetch;
 mod input_bounds;
 mod library_api;

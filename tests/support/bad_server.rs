@@ -148,7 +148,7 @@ fn hold(reader: &mut BufReader<TcpStream>) {
 }
 
 /// Reads one request's head and body; its method and path, `None` at end of file.
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, String)> {
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(String, String)> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;

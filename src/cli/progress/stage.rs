@@ -58,13 +58,14 @@ impl Progress {
             if let Ok(style) = ProgressStyle::with_template(template) {
                 bar.set_style(style.progress_chars("=> "));
             }
-            bar.set_prefix(name.to_string());
+            bar.set_prefix(crate::escape::terminal(name));
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
         let now = Instant::now();
         Progress {
-            name: name.to_string(),
+            // A stage name is the scenario's text: one line, no escape sequence.
+            name: crate::escape::terminal(name),
             total,
             bar,
             lines: mode == ProgressMode::Lines || (mode == ProgressMode::Auto && !tty),

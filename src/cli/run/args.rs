@@ -52,6 +52,12 @@ pub struct RunArgs {
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
 
+    /// Set a param from an environment variable (repeatable), e.g. `--param-env
+    /// api_key=OPENAI_API_KEY`: the value never appears on a command line, and is masked in
+    /// every output as a secret.
+    #[arg(long = "param-env", value_name = "NAME=VARIABLE", value_parser = parse_param)]
+    pub param_env: Vec<(String, String)>,
+
     /// Also write a JUnit XML file here (one test case per SLA assertion).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
