@@ -31,9 +31,18 @@ pub fn register_args(args: &[String]) {
     }
     let mut env_next = false;
     let mut secret_next = false;
+    let mut param_env_next = false;
     for a in args {
         if std::mem::take(&mut env_next) {
             register_env(a);
+            continue;
+        }
+        // `--param-env NAME=VARIABLE`: the run registers the variable's value itself.
+        if std::mem::take(&mut param_env_next) || a.starts_with("--param-env=") {
+            continue;
+        }
+        if a == "--param-env" {
+            param_env_next = true;
             continue;
         }
         if std::mem::take(&mut secret_next) {
@@ -105,11 +114,18 @@ fn pair(arg: &str, sep: char) -> Option<(&str, &str)> {
 pub fn command_line(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut mask_next = false;
+    let mut names_next = false;
     for a in args {
         if std::mem::take(&mut mask_next) {
             out.push(MASK.to_string());
             continue;
         }
+        // `--param-env NAME=VARIABLE` names a variable: nothing secret to mask where it stands.
+        if std::mem::take(&mut names_next) || a.starts_with("--param-env=") {
+            out.push(super::secrets(a).into_owned());
+            continue;
+        }
+        names_next = a == "--param-env";
         let masked = match a.strip_prefix("--") {
             Some(flag) => match flag.split_once('=') {
                 Some((name, _)) if secret_flag(name) == Some(false) => format!("--{name}={MASK}"),
@@ -168,6 +184,8 @@ mod tests {
             "--url=http://u:pw2@h/v1",
             "--api-key-env",
             "MY_KEY",
+            "--param-env",
+            "api_key=MY_KEY",
             "--out",
             "dir",
         ]));
@@ -182,6 +200,7 @@ mod tests {
         assert!(text.contains("--out dir"), "{text}");
         assert!(text.contains("--param=hf_token=***"), "{text}");
         assert!(text.contains("--api-key-env MY_KEY"), "{text}");
+        assert!(text.contains("--param-env api_key=MY_KEY"), "{text}");
     }
 
     #[test]

@@ -114,3 +114,172 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
     let plan3: serde_json::Value = serde_json::from_str(&text(&o3).0).unwrap();
     assert_ne!(plan["plan"]["hash"], plan3["plan"]["hash"]);
 }
+
+/// Every text file a run writes, and what it printed.
+fn every_output(out: &std::path::Path, o: &std::process::Output) -> Vec<(String, String)> {
+    let (stdout, stderr) = text(o);
+    let mut all = vec![
+        ("stdout".to_string(), stdout),
+        ("stderr".to_string(), stderr),
+    ];
+    for entry in std::fs::read_dir(out).unwrap() {
+        let path = entry.unwrap().path();
+        if let Ok(t) = std::fs::read_to_string(&path) {
+            all.push((path.display().to_string(), t));
+        }
+    }
+    all
+}
+
+fn assert_nowhere(secret: &str, outputs: &[(String, String)]) {
+    for (what, t) in outputs {
+        assert!(!t.contains(secret), "{what} shows {secret:?}:\n{t}");
+    }
+}
+
+#[test]
+fn a_password_with_url_punctuation_and_secret_params_reach_no_output() {
+    let sim = SimProcess::start(&["--model", "sim-model"]);
+    let dir = tempfile::tempdir().unwrap();
+    // `)`, `'`, `!`, `*` and `;` are legal in a URL's password and used to end the match.
+    let password = "pa)ss'w!rd*;x";
+    let url = sim
+        .base_url
+        .replacen("http://", &format!("http://bench:{password}@"), 1);
+    let kdl = format!(
+        r#"
+param "note" "sk-proj-AbCdEf0123456789xyz"
+param "deployment" "d3ployment-v4lue" secret=#true
+param "hf" "hf_abcdefghijklmnop"
+target "{url}" {{ model "sim-model"; timeout "5s"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
+"#
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = command()
+        .env("MY_TOKEN_VAR", "env-t0ken-value-42")
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--param",
+            "hf=hf_zyxwvutsrqponm",
+            "--param-env",
+            "note=MY_TOKEN_VAR",
+        ])
+        .arg("--junit")
+        .arg(out.join("junit.xml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let outputs = every_output(&out, &o);
+    assert!(
+        outputs.len() >= 8,
+        "report files: {:?}",
+        outputs.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+    for secret in [
+        password,
+        "pa%29ss",
+        "d3ployment-v4lue",
+        "hf_zyxwvutsrqponm",
+        "env-t0ken-value-42",
+        "sk-proj-AbCdEf",
+    ] {
+        assert_nowhere(secret, &outputs);
+    }
+    let r = results(&out);
+    assert_eq!(
+        stage(&r, "s")["requests"]["ok"],
+        3,
+        "the credentials were used"
+    );
+    let p = &r["provenance"]["params"];
+    assert_eq!(p["deployment"], "***", "{p}");
+    assert_eq!(p["note"], "***", "{p}");
+    let line = r["provenance"]["command_line"].to_string();
+    assert!(
+        line.contains("note=MY_TOKEN_VAR"),
+        "the variable's name is kept: {line}"
+    );
+}
+
+#[test]
+fn plan_json_masks_secret_params_and_a_secret_flag_marks_a_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = r#"
+param "api_key" "k3y-in-a-param-1"
+param "team_label" "l4bel-marked-secret"
+target "http://127.0.0.1:9/v1" { model "m"; header "X-Api-Key" (param)"api_key"; header "X-Team" (param)"team_label"; }
+dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 3; }
+"#;
+    let path = scenario(dir.path(), "s.kdl", kdl);
+    for format in ["text", "json"] {
+        let o = infermeter(&[
+            "plan",
+            path.to_str().unwrap(),
+            "--format",
+            format,
+            "--secret",
+            "team_label",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let (stdout, stderr) = text(&o);
+        for secret in ["k3y-in-a-param-1", "l4bel-marked-secret"] {
+            assert!(
+                !stdout.contains(secret),
+                "plan --format {format}: {secret}\n{stdout}"
+            );
+            assert!(!stderr.contains(secret), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn import_vllm_writes_a_bearer_key_as_an_env_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gate.kdl");
+    let key = "sk-live-0123456789abcdef";
+    let o = infermeter(&[
+        "import",
+        "vllm",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        "--model",
+        "m",
+        "--header",
+        &format!("Authorization=Bearer {key}"),
+        "--header",
+        "X-Api-Key=plain4secret9",
+        "--header",
+        "X-Team=infra",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let written = std::fs::read_to_string(&file).unwrap();
+    let (stdout, stderr) = text(&o);
+    for (what, t) in [
+        ("the file", &written),
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+    ] {
+        for secret in [key, "0123456789abcdef", "plain4secret9"] {
+            assert!(!t.contains(secret), "{what} shows {secret}:\n{t}");
+        }
+    }
+    assert!(
+        written.contains("api-key env=\"OPENAI_API_KEY\""),
+        "{written}"
+    );
+    assert!(written.contains("header \"X-Team\" \"infra\""), "{written}");
+    assert!(!written.contains("header \"Authorization\""), "{written}");
+    // The file is a valid scenario.
+    let v = infermeter(&["validate", file.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
+}
