@@ -462,12 +462,12 @@ fn a_failed_sla_fails_the_job_with_params() {
     // junit.xml as a table, the failed assertion with its message.
     assert!(summary.contains("#### junit.xml"), "{summary}");
     assert!(
-        summary.contains("| ttft.p95 < 1us [steady] | ❌ "),
+        summary.contains("| ttft.p95 &lt; 1us \\[steady\\] | ❌ "),
         "{summary}"
     );
     // 12 requests cannot show an error rate under 5 %: undecided, a skipped case.
     assert!(
-        summary.contains("| error_rate < 5% [steady] | ❔ inconclusive: "),
+        summary.contains("| error\\_rate &lt; 5% \\[steady\\] | ❔ inconclusive: "),
         "{summary}"
     );
     assert!(
