@@ -14,8 +14,6 @@
 //!   scheme's `:`, so the text reads the same and GitHub finds nothing to link;
 //! - control characters and bidi overrides: shown escaped (`\u{202e}`).
 
-use std::borrow::Cow;
-
 /// The zero width joiner that breaks a mention, reference or autolink.
 const ZWJ: char = '\u{200d}';
 
@@ -110,9 +108,10 @@ fn starts_block(s: &str) -> bool {
     }
 }
 
-/// `s` as code: a code span when nothing in it could be read as markup by anything (no
-/// backtick, pipe, `<`, `&`, `@`, `#`, backslash, control character, URL or dangerous
-/// scheme), otherwise `<code>` around its [`markdown`] escape, which GitHub shows the same.
+/// `s` as code: a code span when it can be one — its text is then shown literally (no tag,
+/// entity, link, mention or escape is read inside a code span) — that is, when it holds no
+/// backtick, no `|` (which ends a table cell even there), no control character or bidi
+/// override; otherwise `<code>` around its [`markdown`] escape, which GitHub shows the same.
 pub fn markdown_code(s: &str) -> String {
     let s = crate::redact::secrets(s);
     if is_inert(&s) {
@@ -122,21 +121,10 @@ pub fn markdown_code(s: &str) -> String {
 }
 
 fn is_inert(s: &str) -> bool {
-    let lower: Cow<'_, str> = if s.bytes().any(|b| b.is_ascii_uppercase()) {
-        Cow::Owned(s.to_ascii_lowercase())
-    } else {
-        Cow::Borrowed(s)
-    };
-    !s.is_empty()
+    !s.trim().is_empty()
         && !s
             .chars()
-            .any(|c| matches!(c, '`' | '|' | '<' | '&' | '@' | '#' | '\\') || super::is_hidden(c))
-        && !lower.contains("://")
-        && !lower.contains("www.")
-        && !lower.contains("gh-")
-        && !SCHEMES
-            .iter()
-            .any(|scheme| lower.contains(&format!("{scheme}:")))
+            .any(|c| matches!(c, '`' | '|') || super::is_hidden(c))
 }
 
 #[cfg(test)]
@@ -192,11 +180,11 @@ mod tests {
 
     #[test]
     fn code_is_a_span_when_inert_and_a_tag_otherwise() {
-        assert_eq!(markdown_code("ttft.p95 > 200ms"), "`ttft.p95 > 200ms`");
-        assert_eq!(markdown_code("a_b"), "`a_b`");
+        assert_eq!(markdown_code("ttft.p95 < 200ms"), "`ttft.p95 < 200ms`");
+        assert_eq!(markdown_code("a_b <script> x@y"), "`a_b <script> x@y`");
         assert_eq!(markdown_code("a`b"), "<code>a\\`b</code>");
-        assert_eq!(markdown_code("<script>"), "<code>&lt;script&gt;</code>");
-        assert_eq!(markdown_code("x@y"), "<code>x@\u{200d}y</code>");
+        assert_eq!(markdown_code("a|<b>"), "<code>a\\|&lt;b&gt;</code>");
+        assert_eq!(markdown_code("a\nb"), "<code>a b</code>");
         assert_eq!(markdown_code("- x"), "`- x`");
     }
 }

@@ -224,6 +224,24 @@ mod tests {
     }
 
     #[test]
+    fn values_are_escaped_and_the_views_own_marks_kept() {
+        assert_eq!(
+            view_text("12 ms <sub>[1, 2]</sub> `cl100k_base` **x** <img src=x>|@a"),
+            "12 ms <sub>\\[1, 2\\]</sub> `cl100k_base` **x** &lt;img src=x&gt;\\|@\u{200d}a"
+        );
+        // A value's own backticks give a code span at most, its text escaped.
+        assert_eq!(view_text("a`<b>|c`d"), "a<code>&lt;b&gt;\\|c</code>d");
+        let t =
+            named("{{ results.scenario }} {{ results.scenario|code }} {{ results.scenario|safe }}");
+        let mut r = sample();
+        r.scenario = "<b>x</b>".into();
+        assert_eq!(
+            render_report(&r, Some(&t), &[]).unwrap(),
+            "&lt;b&gt;x&lt;/b&gt; `<b>x</b>` <b>x</b>"
+        );
+    }
+
+    #[test]
     fn a_template_that_loops_forever_runs_out_of_fuel() {
         let t = named(
             "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",

@@ -490,9 +490,10 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
             kv("plan hash", format!("`{}`", results.plan_hash)),
             kv("seed", results.seed.to_string()),
             kv("infermeter", results.infermeter_version.clone()),
-            kv("target", format!("{} ({})", t.endpoint, t.api)),
+            // As code: a URL shown as text would be an autolink (which escaping breaks).
+            kv("target", format!("`{}` ({})", t.endpoint, t.api)),
             kv("model", t.model.clone()),
-            kv("tokenizer", t.tokenizer.clone()),
+            kv("tokenizer", format!("`{}`", t.tokenizer)),
             kv("started", results.started_at.clone()),
             kv("schema version", results.schema_version.to_string()),
         ]
