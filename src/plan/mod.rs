@@ -17,6 +17,7 @@ mod render;
 mod seed;
 mod session;
 mod slice;
+mod stage;
 
 pub use compile::compile;
 pub use error::PlanError;
