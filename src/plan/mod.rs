@@ -27,7 +27,7 @@ pub use json::write_json;
 pub use model::*;
 pub use profile::{point_name, probe_stage};
 pub use render::render_text;
-pub use session::{SessionPlan, SessionRecipe};
+pub use session::SessionRecipe;
 pub use slice::Slice;
 
 #[cfg(test)]
