@@ -233,17 +233,3 @@ impl<'a> Tarjan<'a> {
         }
     }
 }
-
-#[test]
-#[ignore]
-fn tmp_print_folder_arrows() {
-    let mut arrows: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (a, b) in imports().keys() {
-        if unit(a) != unit(b) {
-            arrows.entry(unit(a)).or_default().insert(unit(b));
-        }
-    }
-    for (a, bs) in arrows {
-        println!("{a} → {}", bs.into_iter().collect::<Vec<_>>().join(", "));
-    }
-}
