@@ -21,61 +21,16 @@
 mod args;
 mod forms;
 mod json;
+mod mask;
 mod names;
 mod registry;
+mod scrub;
 mod shapes;
 mod url;
 
-use std::borrow::Cow;
-
 pub use args::{command_line, register_args};
 pub use json::{json, json_strings};
-pub use names::is_secret_name;
-pub use registry::{
-    MIN_SECRET_LEN, mark_secret_name, register, register_env, register_env_secrets,
-    register_header, register_url,
-};
-
-/// What a secret is replaced with.
-pub const MASK: &str = "***";
-
-/// `text` with every secret in it masked: registered values (in all their forms), URL
-/// credentials and secret query values, secret-shaped strings. Text with nothing secret in
-/// it comes back unchanged and unallocated.
-pub fn secrets(text: &str) -> Cow<'_, str> {
-    let by_value = registry::mask_values(text);
-    let by_url = match url::mask_urls(&by_value) {
-        Cow::Borrowed(_) => by_value,
-        Cow::Owned(s) => Cow::Owned(s),
-    };
-    match shapes::mask_shapes(&by_url) {
-        Cow::Borrowed(_) => by_url,
-        Cow::Owned(s) => Cow::Owned(s),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_of_secret_goes_in_one_pass() {
-        register("v4lue-only-known-by-value");
-        let text = "a v4lue-only-known-by-value, http://u:p@h/v1?token=t and Bearer abcdefgh1234";
-        assert_eq!(
-            secrets(text),
-            "a ***, http://***@h/v1?token=*** and Bearer ***"
-        );
-    }
-
-    #[test]
-    fn text_without_secrets_is_borrowed() {
-        for s in [
-            "sim",
-            "http://127.0.0.1:8000/v1",
-            "1024 tokens, p99 12.5 ms",
-        ] {
-            assert!(matches!(secrets(s), Cow::Borrowed(_)), "{s}");
-        }
-    }
-}
+pub use mask::{MASK, MIN_SECRET_LEN};
+pub use names::{is_secret_name, mark_secret_name};
+pub use registry::{register, register_env, register_env_secrets, register_header, register_url};
+pub use scrub::secrets;

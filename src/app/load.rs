@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use super::Error;
+use crate::error::Error;
 use crate::scenario::{Endpoint, ParamValue, Scenario, Spanned};
 
 /// `--url` / `--model`.

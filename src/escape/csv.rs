@@ -4,6 +4,8 @@
 //! is quoted. Only text cells go through here: numbers are written as numbers, so a negative
 //! latency change stays a number.
 
+use super::hidden::{is_hidden, shown};
+
 /// `s` (secrets masked) as one CSV text cell.
 pub fn csv_cell(s: &str) -> String {
     let s = crate::redact::secrets(s);
@@ -14,7 +16,7 @@ pub fn csv_cell(s: &str) -> String {
     for c in s.chars() {
         match c {
             '\t' | '\n' | '\r' => cell.push(c),
-            c if super::is_hidden(c) => super::shown(&mut cell, c),
+            c if is_hidden(c) => shown(&mut cell, c),
             c => cell.push(c),
         }
     }

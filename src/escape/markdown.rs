@@ -14,6 +14,8 @@
 //!   scheme's `:`, so the text reads the same and GitHub finds nothing to link;
 //! - control characters and bidi overrides: shown escaped (`\u{202e}`).
 
+use super::hidden::{is_hidden, shown};
+
 /// The zero width joiner that breaks a mention, reference or autolink.
 const ZWJ: char = '\u{200d}';
 
@@ -31,7 +33,7 @@ pub fn markdown(s: &str) -> String {
     for (i, &c) in chars.iter().enumerate() {
         match c {
             '\n' | '\r' | '\t' | '\u{85}' | '\u{2028}' | '\u{2029}' => out.push(' '),
-            c if super::is_hidden(c) => super::shown(&mut out, c),
+            c if is_hidden(c) => shown(&mut out, c),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -121,10 +123,7 @@ pub fn markdown_code(s: &str) -> String {
 }
 
 fn is_inert(s: &str) -> bool {
-    !s.trim().is_empty()
-        && !s
-            .chars()
-            .any(|c| matches!(c, '`' | '|') || super::is_hidden(c))
+    !s.trim().is_empty() && !s.chars().any(|c| matches!(c, '`' | '|') || is_hidden(c))
 }
 
 #[cfg(test)]

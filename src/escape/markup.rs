@@ -3,6 +3,8 @@
 //! U+FFFE, U+FFFF) shown as an escape instead, with the other control characters and the
 //! bidi overrides, so the document stays well-formed and reads as it was written.
 
+use super::hidden::{is_hidden, shown};
+
 /// `s` (secrets masked) for HTML text or a quoted attribute value.
 pub fn html(s: &str) -> String {
     escape(s, "&#39;")
@@ -24,7 +26,7 @@ fn escape(s: &str, apos: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str(apos),
             '\t' | '\n' | '\r' => out.push(c),
-            c if super::is_hidden(c) => super::shown(&mut out, c),
+            c if is_hidden(c) => shown(&mut out, c),
             c => out.push(c),
         }
     }

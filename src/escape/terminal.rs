@@ -8,6 +8,8 @@
 //! the colour codes infermeter writes itself) and starts any line that would be a workflow
 //! command with a `\`.
 
+use super::hidden::{is_hidden, shown};
+
 /// One value from outside (a server's string, a name from a scenario or a results file),
 /// secrets masked and every control character and bidi override shown escaped (`\u{1b}`,
 /// `\n`): printed, it stays on its line and shows exactly what it holds.
@@ -15,8 +17,8 @@ pub fn terminal(s: &str) -> String {
     let s = crate::redact::secrets(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if super::is_hidden(c) {
-            super::shown(&mut out, c);
+        if is_hidden(c) {
+            shown(&mut out, c);
         } else {
             out.push(c);
         }
@@ -57,7 +59,7 @@ pub fn console(text: &str, styled: bool) -> String {
                 line_start = true;
             }
             '\t' => out.push('\t'),
-            c if super::is_hidden(c) => super::shown(&mut out, c),
+            c if is_hidden(c) => shown(&mut out, c),
             c => out.push(c),
         }
         rest = &rest[c.len_utf8()..];

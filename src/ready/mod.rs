@@ -4,29 +4,15 @@
 //! (the one asked for, when given), reporting each attempt to the caller, and gives up at a
 //! deadline or when cancelled.
 
+mod options;
 mod probe;
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+pub use options::{WaitError, WaitOptions};
 pub use probe::State;
-
-/// What to wait for.
-#[derive(Debug, Clone)]
-pub struct WaitOptions {
-    /// The OpenAI-compatible base URL (`http://host:8000/v1`); a bare `http://host:port`
-    /// means `…/v1`.
-    pub url: String,
-    /// Wait until `/models` lists this model too.
-    pub model: Option<String>,
-    /// Give up after this long.
-    pub timeout: Duration,
-    /// Pause between attempts.
-    pub interval: Duration,
-    /// Sent as a bearer token (a server started with `--api-key`).
-    pub api_key: Option<String>,
-}
 
 /// One attempt, as reported to the caller.
 #[derive(Debug, Clone)]
@@ -46,23 +32,6 @@ pub struct Ready {
     pub models: Vec<String>,
     pub waited: Duration,
     pub attempts: u32,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum WaitError {
-    #[error("`{url}` is not an http(s) URL")]
-    BadUrl { url: String },
-    #[error("{url} was not ready after {}s ({attempts} attempts); last: {last}", waited.as_secs())]
-    NotReady {
-        url: String,
-        waited: Duration,
-        attempts: u32,
-        last: String,
-    },
-    #[error("interrupted while waiting for {url}; last: {last}")]
-    Interrupted { url: String, last: String },
-    #[error("failed to build the HTTP client")]
-    Client(#[source] reqwest::Error),
 }
 
 /// Polls until the server is ready, the timeout passes, or `cancel` fires.

@@ -9,7 +9,10 @@
 //! secret's or was marked with `--secret NAME`, and the credentials and secret query values
 //! of any URL.
 
-use super::{MASK, is_secret_name, register, register_env, register_header, register_url};
+use super::mask::MASK;
+use super::names::{is_secret_name, mark_secret_name};
+use super::registry::{register, register_env, register_header, register_url};
+use super::scrub::secrets;
 
 /// Registers every secret of `args` (the process's arguments, program name first or not):
 /// marks the names given to `--secret` first, then registers what [`command_line`] masks.
@@ -19,12 +22,12 @@ pub fn register_args(args: &[String]) {
         match a.as_str() {
             "--secret" => {
                 if let Some(name) = it.next() {
-                    super::mark_secret_name(name);
+                    mark_secret_name(name);
                 }
             }
             a => {
                 if let Some(name) = a.strip_prefix("--secret=") {
-                    super::mark_secret_name(name);
+                    mark_secret_name(name);
                 }
             }
         }
@@ -122,7 +125,7 @@ pub fn command_line(args: &[String]) -> Vec<String> {
         }
         // `--param-env NAME=VARIABLE` names a variable: nothing secret to mask where it stands.
         if std::mem::take(&mut names_next) || a.starts_with("--param-env=") {
-            out.push(super::secrets(a).into_owned());
+            out.push(secrets(a).into_owned());
             continue;
         }
         names_next = a == "--param-env";
@@ -138,7 +141,7 @@ pub fn command_line(args: &[String]) -> Vec<String> {
             },
             None => mask_value(a),
         };
-        out.push(super::secrets(&masked).into_owned());
+        out.push(secrets(&masked).into_owned());
     }
     out
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::mask::MIN_SECRET_LEN;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// Everything but RFC 3986's unreserved characters.
@@ -14,7 +15,7 @@ const STRICT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-/// The forms of `value`, each at least [`super::MIN_SECRET_LEN`] characters.
+/// The forms of `value`, each at least [`MIN_SECRET_LEN`] characters.
 pub(super) fn of(value: &str) -> BTreeSet<String> {
     let mut bases = vec![value.to_string()];
     if let Ok(decoded) = percent_decode_str(value).decode_utf8()
@@ -41,7 +42,7 @@ pub(super) fn of(value: &str) -> BTreeSet<String> {
         out.insert(markup(b, "&apos;", None));
         out.insert(markup(b, "&#39;", None));
     }
-    out.retain(|f| f.chars().count() >= super::MIN_SECRET_LEN);
+    out.retain(|f| f.chars().count() >= MIN_SECRET_LEN);
     out
 }
 

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::secrets;
+use super::scrub::secrets;
 
 /// `text` (JSON, or JSON lines) with every string literal scrubbed. Text that is not JSON is
 /// scrubbed string by string all the same: only what lies between double quotes is touched.

@@ -2,6 +2,9 @@
 //! JSON field called `api_key`, `X-Api-Key`, `access_token`, `Authorization`, `password`…,
 //! and any name the user marked (`param "x" secret=#true`, `--secret x`).
 
+use std::collections::BTreeSet;
+use std::sync::{PoisonError, RwLock};
+
 /// Words that make a name a secret's (`api_key` → `api`, `key`).
 const WORDS: &[&str] = &[
     "key",
@@ -46,7 +49,7 @@ const PARTS: &[&str] = &[
 
 /// Whether a name is one a secret goes in: `api_key`, `apiKey`, `X-Api-Key`, `access_token`,
 /// `X-Amz-Signature`, `password`, `Authorization`, `hf_token`, or a name the user marked
-/// ([`super::mark_secret_name`]). Plural counts are not (`max_tokens`, `sessions`), nor
+/// ([`mark_secret_name`]). Plural counts are not (`max_tokens`, `sessions`), nor
 /// `author` or `tokenizer`.
 pub fn is_secret_name(name: &str) -> bool {
     let joined: String = name
@@ -58,7 +61,28 @@ pub fn is_secret_name(name: &str) -> bool {
         .iter()
         .any(|w| WORDS.contains(&w.trim_end_matches(|c: char| c.is_ascii_digit())))
         || PARTS.iter().any(|p| joined.contains(p))
-        || super::registry::is_marked(name)
+        || is_marked(name)
+}
+
+/// The names the user marked secret (`param "x" secret=#true`, `--secret x`, a
+/// `--param-env` param), lower-cased.
+static MARKED: RwLock<BTreeSet<String>> = RwLock::new(BTreeSet::new());
+
+/// Marks a name as a secret's: [`is_secret_name`] is true for it from now on, so its value is
+/// masked wherever names are looked at (params, headers, query parameters, the command line).
+pub fn mark_secret_name(name: &str) {
+    let n = name.trim().to_ascii_lowercase();
+    if !n.is_empty() {
+        MARKED
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(n);
+    }
+}
+
+fn is_marked(name: &str) -> bool {
+    let marked = MARKED.read().unwrap_or_else(PoisonError::into_inner);
+    !marked.is_empty() && marked.contains(&name.trim().to_ascii_lowercase())
 }
 
 /// `X-Api-Key` → `x`, `api`, `key`; `apiKey` → `api`, `key`; `APIKey` → `apikey`.

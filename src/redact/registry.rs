@@ -12,10 +12,8 @@ use std::sync::{PoisonError, RwLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::MASK;
-
-/// The fewest characters a value must have to be masked by value wherever it appears.
-pub const MIN_SECRET_LEN: usize = 4;
+use super::mask::{MASK, MIN_SECRET_LEN};
+use super::names::is_secret_name;
 
 /// A URL's user name is masked by value only from this length: shorter ones are words
 /// (`admin`, `user`) that would be masked everywhere else too.
@@ -29,14 +27,12 @@ struct Registry {
     values: BTreeSet<String>,
     forms: BTreeSet<String>,
     matcher: Option<AhoCorasick>,
-    marked: BTreeSet<String>,
 }
 
 static REGISTRY: RwLock<Registry> = RwLock::new(Registry {
     values: BTreeSet::new(),
     forms: BTreeSet::new(),
     matcher: None,
-    marked: BTreeSet::new(),
 });
 
 /// Registers `value` as secret: from now on it is masked, in every form it may take, in
@@ -109,7 +105,7 @@ pub fn register_url(text: &str) {
     for part in [url.query(), url.fragment()].into_iter().flatten() {
         for pair in part.split('&') {
             if let Some((k, v)) = pair.split_once('=')
-                && super::is_secret_name(&percent(k))
+                && is_secret_name(&percent(k))
             {
                 register(v);
             }
@@ -130,36 +126,13 @@ fn percent(s: &str) -> Cow<'_, str> {
 /// Registers a header's value when its name is a secret's: `Authorization: Bearer KEY`
 /// registers `Bearer KEY` and `KEY`.
 pub fn register_header(name: &str, value: &str) {
-    if !super::is_secret_name(name) {
+    if !is_secret_name(name) {
         return;
     }
     register(value);
     if let Some((_, credential)) = value.trim().split_once(char::is_whitespace) {
         register(credential.trim());
     }
-}
-
-/// Marks a name as a secret's: [`super::is_secret_name`] is true for it from now on, so its
-/// value is masked wherever names are looked at (params, headers, query parameters, the
-/// command line). `param "x" secret=#true` and `--secret x` mark theirs.
-pub fn mark_secret_name(name: &str) {
-    let n = normal(name);
-    if !n.is_empty() {
-        REGISTRY
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .marked
-            .insert(n);
-    }
-}
-
-pub(super) fn is_marked(name: &str) -> bool {
-    let r = REGISTRY.read().unwrap_or_else(PoisonError::into_inner);
-    !r.marked.is_empty() && r.marked.contains(&normal(name))
-}
-
-fn normal(name: &str) -> String {
-    name.trim().to_ascii_lowercase()
 }
 
 /// `text` with every registered value masked. A match inside a longer digest or encoded
@@ -239,9 +212,9 @@ mod tests {
 
     #[test]
     fn marked_names_are_secret_names() {
-        assert!(!super::super::is_secret_name("deployment_name_x"));
-        mark_secret_name("deployment_name_x");
-        assert!(super::super::is_secret_name("deployment_name_x"));
+        assert!(!super::is_secret_name("deployment_name_x"));
+        crate::redact::mark_secret_name("deployment_name_x");
+        assert!(super::is_secret_name("deployment_name_x"));
     }
 
     #[test]

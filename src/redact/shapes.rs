@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
-use super::MASK;
+use super::mask::MASK;
 
 fn pattern() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::MASK;
+use super::mask::MASK;
 
 /// `text` with the credentials and secret query values of every URL in it masked.
 pub(super) fn mask_urls(text: &str) -> Cow<'_, str> {
@@ -111,7 +111,7 @@ fn mask_pairs(pairs: &str) -> Option<String> {
             let key = url::form_urlencoded::parse(raw_key.as_bytes())
                 .next()
                 .map_or_else(|| raw_key.to_string(), |(k, _)| k.into_owned());
-            if super::is_secret_name(&key) && part.len() > raw_key.len() {
+            if super::names::is_secret_name(&key) && part.len() > raw_key.len() {
                 changed = true;
                 Cow::Owned(format!("{raw_key}={MASK}"))
             } else {

@@ -4,15 +4,17 @@
 //! run). [`check_template`] tries a user's template before the run, so a broken one costs no
 //! benchmark.
 //!
-//! Every value a template prints is escaped for GitHub-flavoured Markdown ([`view_text`],
-//! through [`crate::escape`]): names, ids and messages come from the scenario, the server and
+//! Every value a template prints is escaped for GitHub-flavoured Markdown (see
+//! [`super::templates`]): names, ids and messages come from the scenario, the server and
 //! results files, and report.md is posted as a pull-request comment. `{{ x|code }}` prints a
 //! value as code; `{{ x|safe }}` prints it as it is (a user's template may ask for that).
 
 use minijinja::value::Serde;
-use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value, context, syntax::SyntaxConfig};
+use minijinja::{ErrorKind, Value, context};
 
 use super::ReportError;
+use super::profile::profiles;
+use super::templates::environment;
 use super::view::build_view;
 use crate::results::Results;
 
@@ -21,85 +23,11 @@ pub const REPORT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 /// The built-in comparison template.
 pub const COMPARE_TEMPLATE: &str = include_str!("../../templates/compare.md.j2");
 
-/// The work one render may do (minijinja fuel: about one unit per instruction and per 64
-/// bytes of data made, so this also bounds a render's memory to some 640 MiB). The built-in
-/// template uses under 1 % of it for a large sweep; a template that loops without end fails
-/// within a second or two with `engine ran out of fuel`.
-pub const TEMPLATE_FUEL: u64 = 10_000_000;
-
 /// A report template and the name its errors show (its file, as given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportTemplate {
     pub name: String,
     pub text: String,
-}
-
-/// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is
-/// Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the built-in sections a template
-/// may include (`telemetry.md.j2`).
-pub(crate) fn environment() -> Environment<'static> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_fuel(Some(TEMPLATE_FUEL));
-    if let Ok(syntax) = SyntaxConfig::builder()
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build()
-    {
-        env.set_syntax(syntax);
-    }
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.set_formatter(|out, _state, value| {
-        let text = match value.as_str() {
-            Some(s) if value.is_safe() => return out.write_str(s).map_err(Into::into),
-            Some(s) => view_text(s),
-            // Numbers as they are; a list or map prints its strings, escaped all the same.
-            None => view_text(&value.to_string()),
-        };
-        out.write_str(&text).map_err(Into::into)
-    });
-    env.add_filter("code", |s: String| {
-        Value::from_safe_string(crate::escape::markdown_code(&s))
-    });
-    // Every report template may include the built-in sections.
-    let _ = env.add_template(
-        super::telemetry::TELEMETRY_TEMPLATE_NAME,
-        super::telemetry::TELEMETRY_TEMPLATE,
-    );
-    env
-}
-
-/// `s` escaped for GitHub-flavoured Markdown, keeping the little markup the view's own
-/// strings use — `` `code` `` spans, `**strong**`, `<sub>` — with what lies inside them
-/// escaped in turn (a code span's text with [`crate::escape::markdown_code`]). A value from
-/// outside that holds such marks gets a harmless span or emphasis at most: nothing in it can
-/// open a tag, a link, a mention or a new table cell.
-pub(crate) fn view_text(s: &str) -> String {
-    const MARKS: [&str; 4] = ["`", "**", "<sub>", "</sub>"];
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut rest = s;
-    while !rest.is_empty() {
-        let next = MARKS
-            .iter()
-            .filter_map(|m| rest.find(m).map(|at| (at, *m)))
-            .min();
-        let Some((at, mark)) = next else {
-            out.push_str(&crate::escape::markdown(rest));
-            break;
-        };
-        out.push_str(&crate::escape::markdown(&rest[..at]));
-        rest = &rest[at + mark.len()..];
-        if mark != "`" {
-            out.push_str(mark);
-            continue;
-        }
-        let end = rest.find('`').unwrap_or(rest.len());
-        out.push_str(&crate::escape::markdown_code(&rest[..end]));
-        rest = rest.get(end + 1..).unwrap_or_default();
-    }
-    out
 }
 
 /// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the
@@ -141,7 +69,7 @@ pub fn render_report(
     let out = env.get_template(&name)?.render(context! {
         view => Value::from(Serde(&view)),
         results => Value::from(Serde(results)),
-        profiles => Value::from(Serde(&super::profiles(results))),
+        profiles => Value::from(Serde(&profiles(results))),
         plot_files => Value::from(Serde(plot_files)),
         searches => Value::from(Serde(&results.searches)),
     })?;
@@ -211,6 +139,7 @@ fn is_template_fault(kind: ErrorKind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::TEMPLATE_FUEL;
 
     fn sample() -> Results {
         serde_json::from_str(include_str!("../../tests/data/results/current.json")).unwrap()
@@ -226,11 +155,16 @@ mod tests {
     #[test]
     fn values_are_escaped_and_the_views_own_marks_kept() {
         assert_eq!(
-            view_text("12 ms <sub>[1, 2]</sub> `cl100k_base` **x** <img src=x>|@a"),
+            super::super::templates::view_text(
+                "12 ms <sub>[1, 2]</sub> `cl100k_base` **x** <img src=x>|@a"
+            ),
             "12 ms <sub>\\[1, 2\\]</sub> `cl100k_base` **x** &lt;img src=x&gt;\\|@\u{200d}a"
         );
         // A value's own backticks give a code span at most, its text escaped.
-        assert_eq!(view_text("a`<b>|c`d"), "a<code>&lt;b&gt;\\|c</code>d");
+        assert_eq!(
+            super::super::templates::view_text("a`<b>|c`d"),
+            "a<code>&lt;b&gt;\\|c</code>d"
+        );
         let t =
             named("{{ results.scenario }} {{ results.scenario|code }} {{ results.scenario|safe }}");
         let mut r = sample();

@@ -21,13 +21,15 @@ mod values;
 mod warmup;
 mod workload;
 mod workload_model;
+mod written;
 
 pub use depth::MAX_DEPTH;
 pub use error::{MAX_PROBLEMS, Problem, ScenarioError, Snippets, did_you_mean};
 pub use model::*;
 pub use parse::{load, parse_str};
-pub use profile::{ProfileSpec, SweepSpec, expand_range};
+pub use profile::expand_range;
 pub use schema::json_schema;
 pub use session::SessionSpec;
 pub use warmup::{DEFAULT_CHECK_EVERY, DEFAULT_UNTIL_MAX};
 pub use workload_model::*;
+pub use written::{ParamValue, Spanned};

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
-use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned};
-use super::target::one_arg;
+use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
+use super::written::Spanned;
 use super::{dataset, params, stage, target, telemetry};
 use crate::dataset::TokenizerSpec;
 

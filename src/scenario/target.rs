@@ -5,9 +5,10 @@
 use kdl::{KdlNode, KdlValue};
 use serde_json::{Map, Value};
 
-use super::ctx::{Ctx, NodeReader, Once, Val};
+use super::ctx::{Ctx, NodeReader, Once, Val, one_arg};
 use super::error::suggest;
-use super::model::{Endpoint, Spanned, Target};
+use super::model::{Endpoint, Target};
+use super::written::Spanned;
 use crate::protocol::{Api, CacheReset, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 
@@ -380,20 +381,6 @@ fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {
             None
         }
     }
-}
-
-/// Reads the single argument of a `name VALUE` node, reporting it when missing.
-pub(crate) fn one_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, expected: &str) -> Option<Val> {
-    if r.arg_count() == 0 {
-        ctx.error(
-            ctx.name_span(r.node),
-            format!("`{}` needs a value", r.name()),
-            format!("expected {expected}"),
-            None,
-        );
-        return None;
-    }
-    r.arg(ctx, 0)
 }
 
 /// A simulator setting: checked on its own against `SimConfig` so that an error points at it.
