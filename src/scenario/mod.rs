@@ -8,6 +8,7 @@ mod ctx;
 mod dataset;
 mod depth;
 mod error;
+mod header;
 mod model;
 mod params;
 mod parse;
@@ -24,6 +25,7 @@ mod workload_model;
 
 pub use depth::MAX_DEPTH;
 pub use error::{MAX_PROBLEMS, Problem, ScenarioError, Snippets, did_you_mean};
+pub use header::{header_name_problem, header_value_problem};
 pub use model::*;
 pub use parse::{load, parse_str};
 pub use profile::{ProfileSpec, SweepSpec, expand_range};
