@@ -461,6 +461,33 @@ fn wait_gives_up_on_a_dead_port_and_a_missing_model() {
 }
 
 #[test]
+fn wait_ends_at_its_timeout_whatever_the_interval() {
+    // A server that accepts connections (the kernel completes the handshake) and never
+    // answers: each attempt would last its own 10 s timeout, and the pause 10 minutes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", silent.local_addr().unwrap());
+    let child = command()
+        .args(["wait", &url, "--timeout", "1s", "--interval", "10m"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = crate::support::wait_bounded(child, 120, "wait against a silent server");
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (_, err) = text(&o);
+    // The time it reports waiting: its 1 s timeout, not an attempt's 10 s.
+    let waited: u64 = err
+        .split("was not ready after ")
+        .nth(1)
+        .and_then(|r| r.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(waited < 10, "waited {waited}s for a 1s timeout: {err}");
+    assert!(err.contains("no attempt was answered"), "{err}");
+    drop(silent);
+}
+
+#[test]
 #[cfg(unix)]
 fn wait_stops_on_ctrl_c_with_exit_3() {
     let url = format!("http://127.0.0.1:{}/v1", free_port());
