@@ -168,7 +168,7 @@ fn import_vllm_round_trips_the_common_flags() {
 }
 
 #[test]
-fn import_vllm_refuses_numbers_out_of_range_and_headers_with_line_breaks() {
+fn import_vllm_refuses_numbers_that_are_not_finite_or_out_of_range() {
     // Every numeric flag of the importer: not a number, not finite, or outside what vLLM
     // takes is exit 2 naming the flag and what it expects, and no scenario is written.
     let dir = tempfile::tempdir().unwrap();
@@ -226,7 +226,10 @@ fn import_vllm_refuses_numbers_out_of_range_and_headers_with_line_breaks() {
     let o = infermeter(&["import", "vllm", "--", "--request-rate", "inf"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(text(&o).0.contains("clients=1000"), "{}", text(&o).0);
+}
 
+#[test]
+fn import_vllm_and_validate_refuse_headers_with_line_breaks() {
     // A CR or LF in a header would be a second header on the wire: refused, naming the
     // header and the character, never echoing the value (it may be a key).
     for value in [
@@ -248,6 +251,7 @@ fn import_vllm_refuses_numbers_out_of_range_and_headers_with_line_breaks() {
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 
     // A scenario written by hand is held to the same rule by `validate`.
+    let dir = tempfile::tempdir().unwrap();
     let path = crate::support::scenario(
         dir.path(),
         "h.kdl",
