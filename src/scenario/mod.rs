@@ -16,6 +16,7 @@ mod profile;
 mod schema;
 mod session;
 mod stage;
+mod syntax;
 mod target;
 mod telemetry;
 mod values;
