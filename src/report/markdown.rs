@@ -29,12 +29,22 @@ pub struct ReportTemplate {
     pub text: String,
 }
 
-/// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is
-/// Markdown, not HTML), and [`TEMPLATE_FUEL`] per render.
+/// An environment with the house settings (see [`configure`]).
 pub(crate) fn environment() -> Environment<'static> {
     let mut env = Environment::new();
+    configure(&mut env);
+    env
+}
+
+/// The house settings: strict undefined, errors that name the undefined expression, block
+/// tags on their own lines leave no blank lines behind, the file's final newline kept, no
+/// auto-escaping (the output is Markdown, not HTML), and [`TEMPLATE_FUEL`] per render.
+fn configure(env: &mut Environment<'_>) {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    // minijinja names what was undefined (`nosuch` is undefined, at `nosuch`) only in debug
+    // mode, which it turns on by itself in debug builds only: a release build said "undefined
+    // value" and the line, not which name.
+    env.set_debug(true);
     env.set_fuel(Some(TEMPLATE_FUEL));
     if let Ok(syntax) = SyntaxConfig::builder()
         .trim_blocks(true)
@@ -45,7 +55,6 @@ pub(crate) fn environment() -> Environment<'static> {
         env.set_syntax(syntax);
     }
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env
 }
 
 /// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the
@@ -188,6 +197,25 @@ mod tests {
         assert!(msg.contains("line 3"), "{msg}");
         assert!(msg.contains("nope"), "{msg}");
         assert!(check_template(&named("{% if %}"), &sample()).is_err());
+    }
+
+    #[test]
+    fn an_undefined_name_is_named_in_a_release_build_too() {
+        // As a release build starts: minijinja's debug mode off.
+        let mut env = Environment::new();
+        env.set_debug(false);
+        configure(&mut env);
+        env.add_template("t/mine.md.j2", "# x\n{{ nosuch }}\n")
+            .unwrap();
+        let err = env
+            .get_template("t/mine.md.j2")
+            .unwrap()
+            .render(context! {})
+            .unwrap_err();
+        let msg = crate::error::chain(&ReportError::from(err));
+        assert!(msg.contains("t/mine.md.j2"), "{msg}");
+        assert!(msg.contains("line 2"), "{msg}");
+        assert!(msg.contains("`nosuch` is undefined"), "{msg}");
     }
 
     #[test]
