@@ -126,6 +126,26 @@ fn a_megabyte_of_garbage_gives_a_bounded_diagnostic() {
     );
     let (_, stderr) = text(&o);
     assert!(stderr.contains("garbage.kdl"), "{stderr}");
+    // Refused before kdl sees it: parsing it could need more stack than the cap.
+    assert!(stderr.contains("too large to parse safely"), "{stderr}");
+}
+
+#[test]
+fn a_long_valid_scenario_is_not_refused_as_too_large() {
+    // Some 40 KB, sixteen times the largest example: well inside the parser's stack cap.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "scenario \"long\"\ntarget \"sim\"\ndataset \"d\" {\n    synthetic {\n        input-tokens 32\n        output-tokens 32\n    }\n}\n",
+    );
+    for i in 0..500 {
+        text.push_str(&format!(
+            "stage \"s{i}\" {{\n    dataset \"d\"\n    arrival \"concurrency\" clients=1\n    requests 1\n}}\n"
+        ));
+    }
+    assert!(text.len() > 40_000, "{}", text.len());
+    let path = scenario(dir.path(), "long.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
 #[test]
