@@ -38,7 +38,8 @@ pub(crate) fn environment() -> Environment<'static> {
 
 /// The house settings: strict undefined, errors that name the undefined expression, block
 /// tags on their own lines leave no blank lines behind, the file's final newline kept, no
-/// auto-escaping (the output is Markdown, not HTML), and [`TEMPLATE_FUEL`] per render.
+/// auto-escaping (the output is Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the
+/// built-in sections a template may include (`telemetry.md.j2`).
 fn configure(env: &mut Environment<'_>) {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     // minijinja names what was undefined (`nosuch` is undefined, at `nosuch`) only in debug
@@ -55,6 +56,11 @@ fn configure(env: &mut Environment<'_>) {
         env.set_syntax(syntax);
     }
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    // Every report template may include the built-in sections.
+    let _ = env.add_template(
+        super::telemetry::TELEMETRY_TEMPLATE_NAME,
+        super::telemetry::TELEMETRY_TEMPLATE,
+    );
 }
 
 /// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the

@@ -10,8 +10,8 @@
 use super::vllm_flags::{Args, UNMAPPED, any, no_counterpart, number, positive, split};
 use super::{Data, Draft, Length, Limit, Load, ScaffoldError, Scalar};
 use crate::hub::HfFile;
-use crate::protocol::Api;
-use crate::units::Duration;
+use crate::protocol::{Api, REGISTRY};
+use crate::units::{Burstiness, Duration};
 
 /// vLLM's `--random-range-ratio r`: lengths uniform in `[len·(1−r), len·(1+r)]`.
 fn ranged(len: u32, ratio: f64) -> Length {
@@ -49,15 +49,11 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
         }
     };
     let endpoint = args.last("--endpoint").unwrap_or("/v1/completions");
-    let (prefix, api) = if let Some(p) = endpoint.strip_suffix("/chat/completions") {
-        (p, Api::Chat)
-    } else if let Some(p) = endpoint.strip_suffix("/completions") {
-        (p, Api::Completions)
-    } else {
+    let Some((prefix, api)) = Api::from_endpoint(endpoint) else {
         return Err(ScaffoldError::Unsupported {
             flag: "--endpoint",
             value: endpoint.to_string(),
-            supported: "…/completions and …/chat/completions",
+            supported: supported_endpoints(),
         });
     };
     d.url = Some(format!("{base}{prefix}"));
@@ -145,13 +141,14 @@ fn load(args: &Args, num_prompts: u64, notes: &mut Vec<String>) -> Result<Load, 
         |r: &f64| *r > 0.0 && (r.is_finite() || *r == f64::INFINITY),
     )?
     .unwrap_or(f64::INFINITY);
+    // Burstiness's own parse refuses what is not finite and > 0.
     let burstiness = number(
         args,
         "--burstiness",
         "a number > 0 (1 is Poisson, < 1 burstier, > 1 more regular)",
-        |b: &f64| b.is_finite() && *b > 0.0,
+        any,
     )?
-    .unwrap_or(1.0);
+    .unwrap_or(Burstiness::POISSON);
     let max_concurrency = number(args, "--max-concurrency", "a client count ≥ 1", positive)?;
     let load = match (rate.is_finite(), max_concurrency) {
         (true, cap) => {
@@ -381,6 +378,15 @@ fn goodput(
     Ok(())
 }
 
+/// The `--endpoint` forms understood: one per registered API.
+fn supported_endpoints() -> &'static str {
+    static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let paths: Vec<String> = REGISTRY.iter().map(|a| format!("…{}", a.path())).collect();
+        paths.join(" and ")
+    })
+}
+
 /// The scalar top-level fields of `--extra-body`; nested ones are noted (a scenario's `body`
 /// holds numbers, strings and booleans).
 fn extra_body(
@@ -450,13 +456,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://gpu:8000/v1"));
-        assert_eq!(d.api, Api::Chat);
+        assert_eq!(d.api, Api::CHAT);
         assert_eq!(d.model.as_deref(), Some("m"));
         assert_eq!(
             d.load,
             Load::Rate {
                 rate: 10.0,
-                burstiness: 1.0
+                burstiness: Burstiness::POISSON
             }
         );
         assert_eq!(d.limit, Limit::Requests(200));
@@ -482,7 +488,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://127.0.0.1:8000/v1"));
-        assert_eq!(d.api, Api::Completions);
+        assert_eq!(d.api, Api::COMPLETIONS);
         assert_eq!(d.load, Load::Concurrency(8));
         assert_eq!(d.limit, Limit::Requests(1000));
         assert_eq!(
@@ -507,7 +513,7 @@ mod tests {
             d.load,
             Load::Rate {
                 rate: 4.0,
-                burstiness: 0.5
+                burstiness: Burstiness::new(0.5).unwrap()
             }
         );
         assert!(

@@ -9,6 +9,8 @@ mod architecture;
 mod chunk_props;
 mod client_transcripts;
 mod engine_settings;
+mod metrics_vocabulary;
+mod profile_plans;
 mod report_html;
 mod report_plots;
 mod report_render;
