@@ -16,13 +16,23 @@ pub const TELEMETRY_TEMPLATE: &str = include_str!("../../templates/telemetry.md.
 /// The name report templates include the section by.
 pub const TELEMETRY_TEMPLATE_NAME: &str = "telemetry.md.j2";
 
-/// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is
-/// Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the built-in sections a template
-/// may include (`telemetry.md.j2`).
+/// An environment with the house settings (see [`configure`]).
 pub(crate) fn environment() -> Environment<'static> {
     let mut env = Environment::new();
+    configure(&mut env);
+    env
+}
+
+/// The house settings: strict undefined, errors that name the undefined expression, block
+/// tags on their own lines leave no blank lines behind, the file's final newline kept, no
+/// auto-escaping (the output is Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the
+/// built-in sections a template may include (`telemetry.md.j2`).
+pub(crate) fn configure(env: &mut Environment<'_>) {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    // minijinja names what was undefined (`nosuch` is undefined, at `nosuch`) only in debug
+    // mode, which it turns on by itself in debug builds only: a release build said "undefined
+    // value" and the line, not which name.
+    env.set_debug(true);
     env.set_fuel(Some(TEMPLATE_FUEL));
     if let Ok(syntax) = SyntaxConfig::builder()
         .trim_blocks(true)
@@ -35,5 +45,4 @@ pub(crate) fn environment() -> Environment<'static> {
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     // Every report template may include the built-in sections.
     let _ = env.add_template(TELEMETRY_TEMPLATE_NAME, TELEMETRY_TEMPLATE);
-    env
 }
