@@ -340,8 +340,10 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
 }
 
 /// Writes `bytes`, watching for an answer that comes first: `Ok(true)` once all are written,
-/// `Ok(false)` when the server answered (or closed) before that and writing stopped; what it
-/// sent is in `raw`. The common case, a request the socket takes at once, is one `write`.
+/// `Ok(false)` when the server's final answer (or its close, or a head the client refuses)
+/// came before that and writing stopped; what it sent is in `raw`. Interim (`1xx`) answers
+/// and a head still partial do not stop the write. The common case, a request the socket
+/// takes at once, is one `write`.
 async fn send(stream: &TcpStream, raw: &mut Vec<u8>, mut bytes: &[u8]) -> io::Result<bool> {
     while !bytes.is_empty() {
         match stream.try_write(bytes) {
@@ -356,7 +358,9 @@ async fn send(stream: &TcpStream, raw: &mut Vec<u8>, mut bytes: &[u8]) -> io::Re
                 if answered {
                     raw.reserve(READ);
                     match stream.try_read_buf(raw) {
-                        Ok(_) => return Ok(false),
+                        Ok(0) => return Ok(false),
+                        Ok(_) if !matches!(head::parse(raw), Ok(None)) => return Ok(false),
+                        Ok(_) => {}
                         // Readiness the socket no longer has: keep writing.
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                         Err(e) => return Err(e),

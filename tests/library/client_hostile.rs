@@ -201,6 +201,20 @@ async fn an_early_413_is_read_and_the_request_is_not_sent_again() {
 }
 
 #[tokio::test]
+async fn an_interim_answer_while_the_body_is_written_does_not_stop_it() {
+    // `100 Continue` before a body too large for the sockets' buffers, then the body is read
+    // and answered: the client must keep writing through the interim answer.
+    let server = RawServer::start(true, |p: &mut Post<'_>| {
+        p.write(b"HTTP/1.1 100 Continue\r\n\r\n");
+        p.read_body();
+        p.write(&ok_response("fine ", 1));
+        After::KeepAlive
+    });
+    let (rec, text) = send(&client(&server), vec![b'x'; 32 << 20]).await;
+    assert_eq!((rec.error, text.as_str()), (None, "fine "));
+}
+
+#[tokio::test]
 async fn a_server_that_dies_mid_request_on_a_fresh_connection_gets_it_once() {
     // Models close their connections: every POST comes on a fresh one.
     let server = RawServer::start(false, |p: &mut Post<'_>| {
