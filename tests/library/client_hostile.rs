@@ -5,6 +5,7 @@
 //! request's, and no request is sent twice where the server may have received it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use infermeter::client::{Client, ClientConfig, TokenCounter};
@@ -156,12 +157,29 @@ async fn stray_bytes_behind_an_empty_answer_are_never_the_next_answer() {
 async fn bytes_that_arrive_on_an_idle_connection_close_it() {
     // A framed answer, then a fake one while the connection sits in the pool.
     let first: &'static [u8] = ok_response("first ", 2).leak();
-    let server = stray_after(first, FAKE, Duration::from_millis(5));
+    let written = Arc::new(AtomicBool::new(false));
+    let w = written.clone();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        if p.n == 1 {
+            p.write(first);
+            std::thread::sleep(Duration::from_millis(5));
+            p.write(FAKE);
+            w.store(true, Ordering::SeqCst);
+        } else {
+            p.write(&ok_response(&format!("answer-{} ", p.n), 2));
+        }
+        After::KeepAlive
+    });
     let client = client(&server);
     let (rec, text) = send(&client, b"{}".to_vec()).await;
     assert_eq!((rec.error, text.as_str()), (None, "first first "));
-    // Time for the stray bytes to arrive (not a bound on anything the client does).
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until the stray bytes are on the loopback, then one more turn of the runtime's reactor
+    // to see them: waiting on the server, however slow the machine, not on a guessed time.
+    while !written.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let (rec, text) = send(&client, b"{}".to_vec()).await;
     assert_eq!(rec.error, None);
     assert_eq!(text, "answer-2 answer-2 ");
