@@ -69,12 +69,9 @@ fn storage(label: &str, requests: u64, rate: f64) {
     let stored = s.histograms.clone().expect("histograms stored");
     let decoded: Vec<Histogram<u64>> = LatencyMetric::ALL
         .iter()
-        .map(|m| stored.decode(*m).unwrap())
+        .map(|m| stored.decode(*m).unwrap().unwrap())
         .collect();
-    let total: usize = LatencyMetric::ALL
-        .iter()
-        .map(|m| stored.encoded(*m).len())
-        .sum();
+    let total: usize = LatencyMetric::ALL.iter().map(|m| stored[*m].len()).sum();
     let without = StageSummary {
         histograms: None,
         ..s.clone()
@@ -83,14 +80,14 @@ fn storage(label: &str, requests: u64, rate: f64) {
     let json_without = serde_json::to_string_pretty(&without).unwrap().len();
     println!(
         "{label}: {requests} requests, {} ITL samples",
-        s.latency.itl_ms.count
+        s.latency[LatencyMetric::Itl].count
     );
     for (m, h) in LatencyMetric::ALL.iter().zip(&decoded) {
         println!(
             "  {:<12} {:>8} samples {:>7} bytes",
             m.key(),
             h.len(),
-            stored.encoded(*m).len()
+            stored[*m].len()
         );
     }
     println!("  all histograms {total} bytes; stage in results.json {json_without} → {json} bytes");
@@ -103,7 +100,7 @@ fn storage(label: &str, requests: u64, rate: f64) {
     });
     let decode = median_time(21, || {
         for m in LatencyMetric::ALL {
-            std::hint::black_box(stored.decode(m).unwrap());
+            std::hint::black_box(stored.decode(m).unwrap().unwrap());
         }
     });
     println!(

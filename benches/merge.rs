@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use infermeter::merge::{MergeOptions, merge};
 use infermeter::metrics::{
-    GoodputSlo, PlannedLoad, RequestRecord, StageAggregator, StageClock, ValidityRules,
+    GoodputSlo, LatencyMetric, PlannedLoad, RequestRecord, StageAggregator, StageClock,
+    ValidityRules,
 };
 use infermeter::results::{
     RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding, TargetInfo,
@@ -72,7 +73,7 @@ fn shard(index: u32) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "http://server".into(),
-            api: infermeter::protocol::Api::Chat,
+            api: infermeter::protocol::Api::CHAT,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,
@@ -142,7 +143,7 @@ fn main() {
         "merge of {SHARDS} shard results, one {STAGE_S} s stage each ({:.1} MB of JSON, {} requests, {} ITL samples in all):",
         bytes as f64 / 1e6,
         s.requests.sent,
-        s.latency.itl_ms.count
+        s.latency[LatencyMetric::Itl].count
     );
     println!(
         "  parse {:.0} ms + merge {:.0} ms = {:.0} ms (best of 5)",
@@ -152,7 +153,7 @@ fn main() {
     );
     println!(
         "  merged TTFT p99 {:.2} ms, verdicts {}",
-        s.latency.ttft_ms.p99,
+        s.latency[LatencyMetric::Ttft].p99,
         m.sla.len()
     );
 }

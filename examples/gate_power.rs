@@ -42,7 +42,10 @@ fn load(path: &Path) -> Results {
 }
 
 fn calibrate(path: &Path) {
-    println!("{:.3}", steady(&load(path)).latency.ttft_ms.p95);
+    println!(
+        "{:.3}",
+        steady(&load(path)).latency[LatencyMetric::Ttft].p95
+    );
 }
 
 fn runs(dir: &Path, prefix: &str) -> Vec<Results> {
@@ -74,7 +77,7 @@ fn analyze(dir: &Path) {
     for r in &base {
         for v in &r.sla {
             *verdicts
-                .entry(v.expr.clone())
+                .entry(v.assertion.to_string())
                 .or_default()
                 .entry(v.outcome.as_str())
                 .or_default() += 1;
@@ -157,15 +160,17 @@ fn in_sample(base: &[Results]) {
         if let Some(h) = s
             .histograms
             .as_ref()
-            .and_then(|h| h.decode(LatencyMetric::Ttft).ok())
+            .and_then(|h| h.decode(LatencyMetric::Ttft)?.ok())
         {
             let _ = pooled.add(&h);
         }
-        p95s.push(s.latency.ttft_ms.p95);
-        if let Some(Bound::Interval { low, high, .. }) =
-            s.latency.ttft_ms.intervals.as_ref().map(|i| i.p95)
+        p95s.push(s.latency[LatencyMetric::Ttft].p95);
+        if let Some(Bound::Interval { low, high, .. }) = s.latency[LatencyMetric::Ttft]
+            .intervals
+            .as_ref()
+            .map(|i| i.p95)
         {
-            widths.push((high - low) / 2.0 / s.latency.ttft_ms.p95 * 100.0);
+            widths.push((high - low) / 2.0 / s.latency[LatencyMetric::Ttft].p95 * 100.0);
         }
     }
     if pooled.is_empty() {
@@ -219,7 +224,7 @@ fn scaled(r: &Results, factor: f64) -> Results {
         let mut decoded: Vec<Histogram<u64>> = Vec::new();
         for m in LatencyMetric::ALL {
             let mut out = Histogram::<u64>::new_with_bounds(1, 86_400_000_000, 3).unwrap();
-            if let Ok(h) = h.decode(m) {
+            if let Some(Ok(h)) = h.decode(m) {
                 // Send lag is the client's: a slower server leaves it as it is.
                 let f = if m == LatencyMetric::SendLag {
                     1.0
@@ -237,14 +242,10 @@ fn scaled(r: &Results, factor: f64) -> Results {
             &decoded[LatencyMetric::ALL.iter().position(|x| *x == m).unwrap()]
         })
         .ok();
-        for d in [
-            &mut s.latency.ttft_ms,
-            &mut s.latency.itl_ms,
-            &mut s.latency.tpot_ms,
-            &mut s.latency.e2e_ms,
-            &mut s.latency.ntpot_ms,
-            &mut s.latency.ttfa_ms,
-        ] {
+        for m in LatencyMetric::ALL {
+            let Some(d) = s.latency.get_mut(m) else {
+                continue;
+            };
             for v in [
                 &mut d.p50,
                 &mut d.p90,

@@ -74,7 +74,9 @@ fn main() {
         let verdict = if v.passed { "pass" } else { "FAIL" };
         println!(
             "{verdict}  {} on {stage}: {:.2} {}",
-            v.expr, v.observed, v.unit
+            v.assertion,
+            v.observed,
+            v.unit()
         );
     }
     match &report.outcome {

@@ -14,12 +14,13 @@ use crate::exit;
 use crate::hub::HubError;
 use crate::plan::PlanError;
 use crate::ready::WaitError;
-use crate::report::ReportError;
+use crate::report::{Flagged, ReportError};
 use crate::results::ResultsError;
-use crate::runner::{RunError, RunProblem};
+use crate::runner::{RunError, RunProblem, Unsynchronised};
 use crate::scaffold::ScaffoldError;
 use crate::scenario::ScenarioError;
 use crate::sim::SimError;
+use crate::sla::Abort;
 
 #[derive(Debug, thiserror::Error, Diagnostic)]
 pub enum Error {
@@ -70,8 +71,8 @@ pub enum Error {
 
     /// A shard lost its coordinator (or never reached it): the rest of its run could not be
     /// synchronised with the other shards, so it stopped.
-    #[error("{0}")]
-    Unsynchronised(String),
+    #[error(transparent)]
+    Unsynchronised(#[from] Unsynchronised),
 
     /// The coordinator of a distributed run failed (its port, its results directory).
     #[error(transparent)]
@@ -139,7 +140,7 @@ pub enum Error {
 
     /// An `abort-on-fail` assertion failed and stopped the run.
     #[error("{0}")]
-    Aborted(String),
+    Aborted(Abort),
 
     /// Ctrl-C or a signal stopped the run; what was measured is in the results.
     #[error("the run was interrupted")]
@@ -151,12 +152,17 @@ pub enum Error {
     Incomplete { causes: Vec<String> },
 
     /// `compare` found metrics that regressed beyond the tolerance.
-    #[error("regression: {}", metrics.join("; "))]
-    Regressed { metrics: Vec<String> },
+    #[error("regression: {}", joined(metrics))]
+    Regressed { metrics: Vec<Flagged> },
 
     /// `compare` found no regression, but could not rule one out for these metrics.
-    #[error("inconclusive: {}", metrics.join("; "))]
-    CompareInconclusive { metrics: Vec<String> },
+    #[error("inconclusive: {}", joined(metrics))]
+    CompareInconclusive { metrics: Vec<Flagged> },
+}
+
+fn joined(metrics: &[Flagged]) -> String {
+    let shown: Vec<String> = metrics.iter().map(Flagged::to_string).collect();
+    shown.join("; ")
 }
 
 fn sla_failed(failed: usize, undecided: usize) -> String {

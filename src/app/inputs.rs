@@ -83,7 +83,7 @@ impl ReportInputs {
 fn sample_results(plan: &Plan) -> Results {
     let summary = |s: &crate::plan::StagePlan| StageSummary {
         name: s.name.clone(),
-        profile: s.profile.clone(),
+        profile: s.profile.clone().map(crate::metrics::ProfilePoint::planned),
         ..StageSummary::default()
     };
     let p = placeholder(plan);

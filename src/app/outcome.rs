@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::results::Results;
-use crate::sla::SlaOutcome;
+use crate::sla::{Abort, SlaOutcome};
 
 /// How a run that started ended.
 #[derive(Debug)]
@@ -14,8 +14,8 @@ pub enum Outcome {
     Completed,
     /// Ctrl-C or a signal stopped it; the stages that ran are in the results.
     Interrupted,
-    /// An `abort-on-fail` assertion stopped it; the message names the assertion and stage.
-    Aborted(String),
+    /// An `abort-on-fail` assertion stopped it: which, on which stage, with what numbers.
+    Aborted(Abort),
     /// It measured what it could but something failed on the way (a file that could not be
     /// written, a collector that panicked): each cause, with its OS error.
     Failed(Vec<Error>),

@@ -3,6 +3,8 @@
 //! directory writable — and the directory marked as this run's before anything is measured:
 //! a `results.json` with `"complete": false` replaces the previous run's, whose report and JUnit
 //! files are removed, so a stale pass can never be read as this run's (see docs/results.md).
+//! Which files those are, and what each does when stale, is the report's table of outputs
+//! ([`OUTPUTS`]).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -10,13 +12,8 @@ use std::time::SystemTime;
 
 use crate::error::Error;
 use crate::plan::{EndpointPlan, Plan};
-use crate::report::{CSV_FILE, HTML_FILE, JUNIT_FILE, PR_COMMENT_FILE, REPORT_FILE};
-use crate::results::{
-    RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, write_results,
-};
-
-/// `requests.jsonl`'s name in the output directory.
-pub const REQUESTS_FILE: &str = "requests.jsonl";
+use crate::report::{OUTPUTS, Output, Stale, is_plot_file};
+use crate::results::{RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, write_results};
 
 /// Where this run writes, every path checked.
 #[derive(Debug)]
@@ -55,7 +52,7 @@ impl Outputs {
             create_dir(parent)?;
         }
         let outputs = Outputs {
-            requests_jsonl: requests_jsonl.then(|| dir.join(REQUESTS_FILE)),
+            requests_jsonl: requests_jsonl.then(|| dir.join(Output::Requests.name())),
             dir,
         };
         outputs.check_collisions(junit, step_summary, inputs)?;
@@ -76,20 +73,18 @@ impl Outputs {
         Ok(outputs)
     }
 
-    /// The files the run writes into its directory (plots aside), with what they are.
+    /// The files the run writes into its directory (plots aside), by name.
     fn files(&self) -> Vec<(&'static str, PathBuf)> {
-        let mut files = vec![
-            ("results.json", self.dir.join(RESULTS_FILE)),
-            ("report.md", self.dir.join(REPORT_FILE)),
-            ("junit.xml", self.dir.join(JUNIT_FILE)),
-            ("report.html", self.dir.join(HTML_FILE)),
-            ("report.pr.md", self.dir.join(PR_COMMENT_FILE)),
-            ("stages.csv", self.dir.join(CSV_FILE)),
-        ];
-        if let Some(p) = &self.requests_jsonl {
-            files.push(("requests.jsonl", p.clone()));
-        }
-        files
+        OUTPUTS
+            .iter()
+            .filter(|f| f.output != Output::Requests || self.requests_jsonl.is_some())
+            .map(|f| (f.name, self.dir.join(f.name)))
+            .collect()
+    }
+
+    /// This run's copy of `output`.
+    pub(super) fn path(&self, output: Output) -> PathBuf {
+        self.dir.join(output.name())
     }
 
     fn check_collisions(
@@ -118,7 +113,7 @@ impl Outputs {
         for (flag, path) in &extra {
             let id = identity(path);
             // The same JUnit document twice is harmless.
-            let same_content = *flag == "--junit" && id == identity(&self.dir.join(JUNIT_FILE));
+            let same_content = *flag == "--junit" && id == identity(&self.path(Output::Junit));
             if let Some((what, _)) = outputs
                 .iter()
                 .find(|(_, p)| identity(p) == id && !same_content)
@@ -126,11 +121,7 @@ impl Outputs {
                 return Err(collision(flag, path, what));
             }
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            if id.parent() == Some(dir.as_path())
-                && name.is_some_and(|n| {
-                    n.ends_with(".svg") && (n.starts_with("stage-") || n.starts_with("profile-"))
-                })
-            {
+            if id.parent() == Some(dir.as_path()) && name.is_some_and(|n| is_plot_file(&n)) {
                 return Err(collision(flag, path, "a plot of the run"));
             }
             outputs.push((flag.to_string(), path.to_path_buf()));
@@ -151,18 +142,12 @@ impl Outputs {
     }
 
     /// Marks the directory as this run's before anything is measured: `placeholder` (marked
-    /// incomplete) replaces `results.json`, and the previous run's reports (Markdown, HTML,
-    /// PR comment, CSV), JUnit files and `requests.jsonl` are removed.
+    /// incomplete) replaces `results.json`, and the previous run's files that a stale run
+    /// removes ([`Stale::Removed`]: its reports, JUnit, `requests.jsonl`) are removed, with
+    /// the `--junit` file.
     pub(super) fn begin(&self, placeholder: &Results, junit: Option<&Path>) -> Result<(), Error> {
-        write_results(placeholder, &self.dir.join(RESULTS_FILE)).map_err(results_error)?;
-        let stale = [
-            self.dir.join(REPORT_FILE),
-            self.dir.join(JUNIT_FILE),
-            self.dir.join(HTML_FILE),
-            self.dir.join(PR_COMMENT_FILE),
-            self.dir.join(CSV_FILE),
-            self.dir.join(REQUESTS_FILE),
-        ];
+        write_results(placeholder, &self.path(Output::Results)).map_err(results_error)?;
+        let stale = removed_when_stale(&self.dir);
         for path in stale.iter().map(PathBuf::as_path).chain(junit) {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
@@ -187,7 +172,7 @@ impl Outputs {
 /// failure does not take the earlier pass for this run's. Best effort: the failure that got
 /// us here is what the caller reports.
 pub(super) fn mark_stale(dir: &Path, why: &Error) {
-    let path = dir.join(RESULTS_FILE);
+    let path = dir.join(Output::Results.name());
     let Ok(mut earlier) = crate::results::read_results(&path) else {
         return;
     };
@@ -200,17 +185,19 @@ pub(super) fn mark_stale(dir: &Path, why: &Error) {
         crate::redact::secrets(&crate::error::chain(why))
     ));
     if write_results(&earlier, &path).is_ok() {
-        for stale in [
-            REPORT_FILE,
-            HTML_FILE,
-            PR_COMMENT_FILE,
-            CSV_FILE,
-            JUNIT_FILE,
-            REQUESTS_FILE,
-        ] {
-            let _ = std::fs::remove_file(dir.join(stale));
+        for stale in removed_when_stale(dir) {
+            let _ = std::fs::remove_file(stale);
         }
     }
+}
+
+/// The files of `dir` that a run starting over it removes.
+fn removed_when_stale(dir: &Path) -> Vec<PathBuf> {
+    OUTPUTS
+        .iter()
+        .filter(|f| f.stale == Stale::Removed)
+        .map(|f| dir.join(f.name))
+        .collect()
 }
 
 /// The `results.json` written before the first request: the plan's identity, no stage,
@@ -242,9 +229,10 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         started_at: crate::units::rfc3339(SystemTime::now()),
         target: TargetInfo {
             endpoint,
-            api: plan.target.api,
+            api: plan.target.request.api,
             model: plan
                 .target
+                .request
                 .model
                 .clone()
                 .or(default_model)

@@ -14,10 +14,10 @@ use super::settings::RunSettings;
 use crate::error::Error;
 use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::{Load, Plan, Slice};
-use crate::report::{self, WriteOptions};
+use crate::report::{self, Output, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_FILE, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart,
-    Sharding, SlaPolicy, TargetInfo, write_results,
+    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding,
+    SlaPolicy, TargetInfo, write_results,
 };
 use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
@@ -46,6 +46,57 @@ fn run_marked(
     observer: Arc<dyn Observer>,
     marked: &mut bool,
 ) -> Result<RunReport, Error> {
+    let p = prepare(settings)?;
+    p.outputs
+        .begin(&placeholder(&p.plan), settings.junit.as_deref())?;
+    *marked = true;
+    let cx = sla::Context {
+        baseline: p.baseline.as_ref().map(Results::baseline),
+        telemetry: None,
+        policy: sla::Policy {
+            confidence: p.policy.confidence,
+            untrusted: p.policy.untrusted,
+            intervals: true,
+        },
+    };
+    let output = execute(&p, settings, &observer, &cx)?;
+    let mut results = assemble(&p.plan, &output, &cx, p.policy);
+    results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
+        scenario: &p.scenario,
+        command_line: &settings.command_line,
+        hostname: settings.record_hostname,
+        started_at: output.started_at,
+        server: output.server.clone(),
+    }));
+    results.shards = settings
+        .shard
+        .map(|slice| shard_record(&p.plan, &output, slice, settings.barrier.is_some()));
+    results.compare_tolerances = CompareTolerances {
+        default: p.scenario.report.tolerance,
+        metrics: p.scenario.report.tolerances.clone(),
+    };
+    if let Some(t) = &results.telemetry {
+        for w in &t.warnings {
+            observer.warning(&format!("telemetry: {w}"));
+        }
+    }
+    Ok(write(p, settings, results, output))
+}
+
+/// A run's scenario and plan and what it reads besides, checked, with its outputs settled
+/// (not yet begun).
+struct Prepared {
+    scenario: Scenario,
+    plan: Arc<Plan>,
+    policy: SlaPolicy,
+    baseline: Option<Results>,
+    template: Option<report::ReportTemplate>,
+    outputs: Outputs,
+}
+
+/// Loads and compiles the scenario (rounds and shard applied), settles the SLA policy, reads
+/// the baseline and template, and checks every output path.
+fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
     let scenario = super::load_scenario(
         &settings.scenario,
         settings.scenario_text.as_deref(),
@@ -68,7 +119,6 @@ fn run_marked(
     if let Some(slice) = settings.shard {
         plan = crate::shard::slice(plan, slice)?;
     }
-    let plan = Arc::new(plan);
     let policy = SlaPolicy {
         confidence: settings
             .confidence
@@ -83,29 +133,40 @@ fn run_marked(
             .or(scenario.sla_policy.untrusted)
             .unwrap_or_default(),
     };
-    let base_dir = scenario.source.base_dir();
     // A broken template or baseline is found now, not after the benchmark.
     let ReportInputs {
         baseline, template, ..
     } = ReportInputs::read(&scenario, &plan, settings.template.as_deref(), false)?;
-    let baseline_path = baseline.as_ref().map(|(p, _)| p.clone());
-    let baseline = baseline.map(|(_, r)| r);
-    let requests_jsonl = settings.requests_jsonl || scenario.report.requests_jsonl;
     let outputs = Outputs::prepare(
         settings.out_dir.as_deref(),
         &scenario.name,
-        requests_jsonl,
+        settings.requests_jsonl || scenario.report.requests_jsonl,
         settings.junit.as_deref(),
         settings.step_summary.as_deref(),
         &Inputs {
             scenario: &settings.scenario,
             template: template.as_ref().map(|(p, _)| p.as_path()),
-            baseline: baseline_path.as_deref(),
+            baseline: baseline.as_ref().map(|(p, _)| p.as_path()),
         },
     )?;
-    outputs.begin(&placeholder(&plan), settings.junit.as_deref())?;
-    *marked = true;
-    let out_dir = outputs.dir.clone();
+    Ok(Prepared {
+        scenario,
+        plan: Arc::new(plan),
+        policy,
+        baseline: baseline.map(|(_, r)| r),
+        template: template.map(|(_, t)| t),
+        outputs,
+    })
+}
+
+/// Runs the plan on a runtime of its own (on `--cpus`' CPUs, idle CPUs polling with
+/// `--poll-idle`). A run that could not be carried out leaves its placeholder saying why.
+fn execute(
+    p: &Prepared,
+    settings: &RunSettings,
+    observer: &Arc<dyn Observer>,
+    cx: &sla::Context<'_>,
+) -> Result<RunOutput, Error> {
     // Before the runtime's threads start: they inherit the mask.
     let cpus = match &settings.cpus {
         Some(spec) => Some(runner::restrict_cpus(spec).map_err(|e| {
@@ -128,31 +189,17 @@ fn run_marked(
     // Held until the run is over.
     let poll_idle = settings
         .poll_idle
-        .then(|| match runner::PollIdle::hold() {
-            Ok(held) => Some(held),
-            Err(e) => {
-                observer.warning(&format!(
-                    "--poll-idle: cannot write /dev/cpu_dma_latency ({e}); idle CPUs may sleep, \
-                     run as root for it"
-                ));
-                None
-            }
-        })
+        .then(|| hold_poll_idle(observer))
         .flatten();
-    let cx_policy = sla::Policy {
-        confidence: policy.confidence,
-        untrusted: policy.untrusted,
-        intervals: true,
-    };
     let opts = RunOptions {
-        live_check: live_check(&plan, baseline.as_ref(), cx_policy, &scenario),
-        base_dir,
+        live_check: live_check(&p.plan, p.baseline.as_ref(), cx.policy, &p.scenario),
+        base_dir: p.scenario.source.base_dir(),
         observer: observer.clone(),
-        requests_jsonl: outputs.requests_jsonl.clone(),
+        requests_jsonl: p.outputs.requests_jsonl.clone(),
         validity: ValidityRules {
             max_send_lag_p99_ms: settings.max_send_lag.as_secs_f64() * 1e3,
             max_steal_share: settings.max_steal_share,
-            confidence: policy.confidence,
+            confidence: p.policy.confidence,
             ..ValidityRules::default()
         },
         interrupt: settings.interrupt.clone(),
@@ -161,72 +208,66 @@ fn run_marked(
         barrier: settings.barrier.clone(),
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
     };
-    let cx = sla::Context {
-        baseline: baseline.as_ref().map(Results::baseline),
-        telemetry: None,
-        policy: cx_policy,
-    };
-    let mut after_stage = |stage: &StageSummary| decide(&plan.sla, stage, &cx);
-    let output = runtime.block_on(runner::run(plan.clone(), opts, &mut after_stage));
+    let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
+    let output = runtime.block_on(runner::run(p.plan.clone(), opts, &mut after_stage));
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(poll_idle);
-    let output = match output {
-        Ok(o) => o,
-        Err(e) => {
-            // The placeholder stays incomplete, now saying why.
-            let mut failed = placeholder(&plan);
-            failed.error = Some(crate::redact::secrets(&crate::error::chain(&e)).into_owned());
-            let _ = write_results(&failed, &out_dir.join(RESULTS_FILE));
-            return Err(e.into());
-        }
-    };
+    output.map_err(|e| {
+        // The placeholder stays incomplete, now saying why.
+        let mut failed = placeholder(&p.plan);
+        failed.error = Some(crate::redact::secrets(&crate::error::chain(&e)).into_owned());
+        let _ = write_results(&failed, &p.outputs.path(Output::Results));
+        e.into()
+    })
+}
 
-    let mut results = assemble(&plan, &output, &cx, policy);
-    results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
-        scenario: &scenario,
-        command_line: &settings.command_line,
-        hostname: settings.record_hostname,
-        started_at: output.started_at,
-        server: output.server.clone(),
-    }));
-    results.shards = settings
-        .shard
-        .map(|slice| shard_record(&plan, &output, slice, settings.barrier.is_some()));
-    results.compare_tolerances = CompareTolerances {
-        default: scenario.report.tolerance,
-        metrics: scenario.report.tolerances.clone(),
-    };
-    if let Some(t) = &results.telemetry {
-        for w in &t.warnings {
-            observer.warning(&format!("telemetry: {w}"));
+/// `--poll-idle`: /dev/cpu_dma_latency held at 0, or a warning when it cannot be.
+fn hold_poll_idle(observer: &Arc<dyn Observer>) -> Option<runner::PollIdle> {
+    match runner::PollIdle::hold() {
+        Ok(held) => Some(held),
+        Err(e) => {
+            observer.warning(&format!(
+                "--poll-idle: cannot write /dev/cpu_dma_latency ({e}); idle CPUs may sleep, run \
+                 as root for it"
+            ));
+            None
         }
     }
+}
+
+/// Writes the run's results and reports (the report against the scenario's baseline, as
+/// `compare` would show it) and settles how the run ended.
+fn write(
+    p: Prepared,
+    settings: &RunSettings,
+    mut results: Results,
+    output: RunOutput,
+) -> RunReport {
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
-    // report.html shows the run against the scenario's baseline, as `compare` would.
-    let against = baseline.as_ref().map(|b| {
-        let mut tolerances = report::Tolerances::new(scenario.report.tolerance.unwrap_or(0.05));
-        tolerances.metrics = scenario.report.tolerances.clone();
+    let against = p.baseline.as_ref().map(|b| {
+        let mut tolerances = report::Tolerances::new(p.scenario.report.tolerance.unwrap_or(0.05));
+        tolerances.metrics = p.scenario.report.tolerances.clone();
         let opts = report::CompareOptions {
             tolerances,
-            confidence: policy.confidence,
+            confidence: p.policy.confidence,
         };
         Box::new((b.clone(), report::compare(b, &results, &opts)))
     });
     let write_opts = WriteOptions {
-        template: template.map(|(_, t)| t),
+        template: p.template,
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
         baseline: against,
         ..WriteOptions::default()
     };
-    let json_path = out_dir.join(RESULTS_FILE);
+    let json_path = p.outputs.path(Output::Results);
     let mut files = Vec::new();
     match write_results(&results, &json_path) {
         Ok(()) => files.push(json_path.clone()),
         Err(e) => failures.push(results_error(e)),
     }
     let mut stop = output.stop;
-    match write_reports_watched(&results, &out_dir, write_opts, settings) {
+    match write_reports_watched(&results, &p.outputs.dir, write_opts, settings) {
         Some(written) => {
             files.extend(written.files);
             failures.extend(written.problems.into_iter().map(Error::from));
@@ -249,15 +290,15 @@ fn run_marked(
             Stop::Completed => Outcome::Completed,
             Stop::Interrupted => Outcome::Interrupted,
             Stop::Aborted(why) => Outcome::Aborted(why),
-            Stop::Unsynchronised(why) => Outcome::Failed(vec![Error::Unsynchronised(why)]),
+            Stop::Unsynchronised(why) => Outcome::Failed(vec![why.into()]),
         }
     };
-    Ok(RunReport {
+    RunReport {
         results,
         outcome,
-        out_dir,
+        out_dir: p.outputs.dir,
         files,
-    })
+    }
 }
 
 /// report.md, JUnit (the directory's and `--junit`'s), the step summary and the plots, written
@@ -327,9 +368,9 @@ fn decide(
     if let Some(p) = stage
         .profile
         .as_ref()
-        .filter(|p| p.kind == PointKind::Probe)
+        .filter(|p| p.point.kind == PointKind::Probe)
     {
-        let failed = sla::probe_failures(assertions, &p.group, stage, cx);
+        let failed = sla::probe_failures(assertions, &p.point.group, stage, cx);
         return if failed.is_empty() {
             StageDecision::Continue
         } else {
@@ -397,11 +438,11 @@ pub(super) fn assemble(
     let mut verdicts = sla::judge(&scoped, &judged, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
     let gate = sla::gate(&verdicts, policy.inconclusive);
-    let stopped_early = output.stop != Stop::Completed;
+    let stopped_early = !matches!(output.stop, Stop::Completed);
     let error = match &output.stop {
-        Stop::Aborted(why) => Some(why.clone()),
+        Stop::Aborted(why) => Some(why.to_string()),
         Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
-        Stop::Unsynchronised(why) => Some(why.clone()),
+        Stop::Unsynchronised(why) => Some(crate::error::chain(why)),
         Stop::Completed => output
             .problems
             .first()
@@ -424,7 +465,7 @@ pub(super) fn assemble(
         started_at: crate::units::rfc3339(output.started_at),
         target: TargetInfo {
             endpoint: output.endpoint.clone(),
-            api: plan.target.api,
+            api: plan.target.request.api,
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
             cache_salt: output.cache_salt.clone(),
@@ -462,11 +503,12 @@ fn shard_record(plan: &Plan, output: &RunOutput, slice: Slice, coordinated: bool
             index: slice.index,
             coordinated,
             starts,
-            interrupted: *stop != Stop::Completed,
+            interrupted: !matches!(stop, Stop::Completed),
             error: match stop {
                 Stop::Completed => None,
                 Stop::Interrupted => Some("interrupted".into()),
-                Stop::Aborted(why) | Stop::Unsynchronised(why) => Some(why.clone()),
+                Stop::Aborted(why) => Some(why.to_string()),
+                Stop::Unsynchronised(why) => Some(crate::error::chain(why)),
             },
         }],
         missing: Vec::new(),

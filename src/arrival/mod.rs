@@ -3,15 +3,17 @@
 //! each stage's schedule ahead of the run ([`extent`]); the runner draws the same offsets again,
 //! one at a time, as it sends ([`offsets`]). Closed loops have no schedule; a concurrency ramp
 //! only staggers their workers' starts ([`ClientRamp`]). Searches choose their next load from
-//! the probes so far ([`next_load`]).
+//! the probes so far ([`next_load`]). A stage of a sweep or search is one [`LoadPoint`].
 
 mod client_ramp;
+mod point;
 mod ramp;
 mod schedule;
 mod search;
 mod spec;
 
 pub use client_ramp::ClientRamp;
+pub use point::{LoadPoint, PointKind};
 pub use schedule::{
     ArrivalError, Extent, Horizon, MAX_ARRIVALS, Offsets, extent, offsets, schedule,
 };

@@ -1,4 +1,5 @@
-//! Helpers every subcommand shares: `--param` and percentage parsing, and printing errors.
+//! Helpers every subcommand shares: the scenario argument (a file or `-`), and printing
+//! errors.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -6,61 +7,6 @@ use std::path::PathBuf;
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
 use crate::error::Error;
-
-/// Splits `NAME=VALUE` at the first `=`.
-pub fn parse_param(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((name, value)) if !name.trim().is_empty() => {
-            Ok((name.trim().to_string(), value.to_string()))
-        }
-        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
-    }
-}
-
-/// `I/N`: shard I (0-based) of N.
-pub fn parse_shard(s: &str) -> Result<crate::plan::Slice, String> {
-    let bad = || format!("expected I/N (shard I of N, 0-based, e.g. 0/4), got `{s}`");
-    let (i, n) = s.split_once('/').ok_or_else(bad)?;
-    let index: u32 = i.trim().parse().map_err(|_| bad())?;
-    let count: u32 = n.trim().parse().map_err(|_| bad())?;
-    if count == 0 || index >= count {
-        return Err(format!(
-            "shard {index}/{count}: the index must be below the count (0 … {})",
-            count.max(1) - 1
-        ));
-    }
-    Ok(crate::plan::Slice { index, count })
-}
-
-/// The exit of a merged distributed run: partial or stopped early (3), else its gate.
-pub fn merged_check(v: &crate::coordinate::Verdict) -> Result<(), Error> {
-    use crate::sla::SlaOutcome;
-    if !v.missing.is_empty() {
-        return Err(Error::Partial {
-            missing: v.missing.clone(),
-        });
-    }
-    if v.interrupted {
-        return Err(Error::Incomplete {
-            causes: vec![
-                v.error
-                    .clone()
-                    .unwrap_or_else(|| "a shard stopped early".into()),
-            ],
-        });
-    }
-    match v.outcome {
-        SlaOutcome::Pass => Ok(()),
-        SlaOutcome::Fail => Err(Error::SlaFailed {
-            failed: v.failed,
-            undecided: v.undecided,
-        }),
-        SlaOutcome::Inconclusive => Err(Error::Inconclusive {
-            undecided: v.undecided,
-            untrusted: v.untrusted,
-        }),
-    }
-}
 
 /// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
 /// here and named `<stdin>` in diagnostics; relative paths in it resolve against the current
@@ -99,19 +45,6 @@ pub fn render(diag: &dyn miette::Diagnostic) -> String {
     out
 }
 
-/// A percentage from 0 to 100 (`5`, `12.5%`).
-pub fn percent(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number (a percentage, e.g. 5)"))?;
-    if (0.0..=100.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{v} is not between 0 and 100"))
-    }
-}
-
 /// Prints a command's error the way every command does: a scenario's diagnostics in full,
 /// other errors as one line with their causes and a hint. Verdicts the summary already states
 /// (an SLA failed, the run was interrupted) print nothing more.
@@ -132,18 +65,5 @@ pub fn print_error(e: &Error) {
                 eprintln!("  help: {}", crate::redact::secrets(&help.to_string()));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn steal_threshold_is_a_percentage() {
-        assert_eq!(percent("5"), Ok(5.0));
-        assert_eq!(percent("12.5%"), Ok(12.5));
-        assert!(percent("150").is_err());
-        assert!(percent("lots").unwrap_err().contains("not a number"));
     }
 }

@@ -1,24 +1,21 @@
 //! `infermeter coordinate SCENARIO --shards N`: serves the barrier and collects the shards'
-//! results of a distributed run, merges them, and exits with the merged gate's code. Shard 0
-//! can serve the same coordinator itself (`run --coordinator-listen`); both go through
-//! [`start`].
+//! results of a distributed run, merges them, and exits with the merged gate's code (see
+//! [`crate::app::start_coordinator`]; shard 0 can serve the same coordinator itself, `run
+//! --coordinator-listen`).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{merged_check, parse_param};
-use crate::app::{TargetOverride, load_scenario};
-use crate::coordinate::{Coordinator, CoordinatorConfig};
+use super::values::parse_param;
+use crate::app::{self, CoordinatorSettings, CoordinatorTiming, TargetOverride};
 use crate::error::Error;
-use crate::report::render_summary_text;
 use crate::units::Duration;
 
 /// How long the coordinator waits, and what skew it tolerates.
 #[derive(Debug, Clone, Args)]
-pub struct CoordinatorTiming {
+pub struct TimingArgs {
     /// How long a stage's start waits for its last shard after the first arrived (and the
     /// merge for the last result after the first came); a shard later than that is missing
     /// and the merged result partial.
@@ -34,6 +31,17 @@ pub struct CoordinatorTiming {
     /// instant (its measured offset plus its clock's error bound).
     #[arg(long, value_name = "DURATION", default_value = "5ms")]
     pub max_skew: Duration,
+}
+
+impl TimingArgs {
+    pub fn settings(&self) -> CoordinatorTiming {
+        CoordinatorTiming {
+            wait: self.wait.as_std(),
+            start_wait: self.start_wait.as_std(),
+            lead: self.lead.as_std(),
+            max_skew: self.max_skew.as_std(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -54,64 +62,31 @@ pub struct CoordinateArgs {
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
     #[command(flatten)]
-    pub timing: CoordinatorTiming,
-}
-
-/// The scenario as the shards load it: its path (or text), params and target overrides.
-pub(super) struct Source<'a> {
-    pub path: &'a Path,
-    pub text: Option<&'a str>,
-    pub params: &'a [(String, String)],
-    pub target: &'a TargetOverride,
-}
-
-/// Compiles the scenario's whole plan and starts its coordinator.
-pub(super) fn start(
-    source: &Source<'_>,
-    listen: SocketAddr,
-    shards: u32,
-    out: PathBuf,
-    timing: &CoordinatorTiming,
-) -> Result<Coordinator, Error> {
-    let scenario = load_scenario(source.path, source.text, source.params, source.target)?;
-    let plan = crate::plan::compile(&scenario).map_err(|e| Error::Plan {
-        path: source.path.to_path_buf(),
-        source: e,
-    })?;
-    let baseline = match &scenario.report.baseline {
-        Some(path) => Some(
-            crate::results::read_results(&scenario.source.base_dir().join(path))
-                .map_err(Error::Baseline)?,
-        ),
-        None => None,
-    };
-    let mut cfg = CoordinatorConfig::new(listen, shards, Arc::new(plan), out);
-    cfg.wait = timing.wait.as_std();
-    cfg.start_wait = timing.start_wait.as_std();
-    cfg.lead = timing.lead.as_std();
-    cfg.merge.max_skew_ms = timing.max_skew.as_secs_f64() * 1e3;
-    cfg.merge.baseline = baseline;
-    Ok(crate::coordinate::serve(cfg)?)
+    pub timing: TimingArgs,
 }
 
 pub fn run(args: CoordinateArgs) -> Result<(), Error> {
-    let source = Source {
-        path: &args.scenario,
-        text: None,
-        params: &args.params,
-        target: &TargetOverride::default(),
-    };
-    let coordinator = start(&source, args.listen, args.shards, args.out, &args.timing)?;
+    let coordinator = app::start_coordinator(&CoordinatorSettings {
+        scenario: args.scenario,
+        scenario_text: None,
+        params: args.params,
+        target: TargetOverride::default(),
+        listen: args.listen,
+        shards: args.shards,
+        out: args.out,
+        timing: args.timing.settings(),
+    })?;
     eprintln!(
         "coordinating {} shard(s) on {}",
-        args.shards, coordinator.addr
+        args.shards,
+        coordinator.addr()
     );
-    let outcome = coordinator.wait()?;
-    if let Some(r) = &outcome.results {
-        print!("{}", render_summary_text(r));
+    let merged = coordinator.wait()?;
+    if let Some(r) = &merged.results {
+        print!("{}", app::render_summary_text(r));
     }
-    if let Some(path) = outcome.files.first() {
+    if let Some(path) = merged.files.first() {
         println!("merged results: {}", path.display());
     }
-    merged_check(&outcome.verdict)
+    merged.check()
 }

@@ -1,13 +1,14 @@
 //! `infermeter dataset fetch sharegpt|hf REPO PATH`: downloads a Hub data set file into the
-//! local cache (see [`crate::hub`]) with progress lines, and prints the `hf://` reference a
+//! local cache (see [`crate::app::fetch_dataset`]) with progress lines, and prints the `hf://` reference a
 //! scenario names it by.
 
-use std::time::Instant;
+mod printer;
 
 use clap::{Args, Subcommand};
 
+use crate::app::{self, DatasetSource, FetchedDataset};
 use crate::error::Error;
-use crate::hub::{FetchEvent, HfFile, HubConfig};
+use printer::{Printer, mb};
 
 #[derive(Debug, Args)]
 pub struct DatasetArgs {
@@ -55,28 +56,22 @@ pub enum FetchSource {
 
 pub fn run(args: DatasetArgs) -> Result<(), Error> {
     let DatasetCommand::Fetch(fetch) = args.command;
-    let file = match &fetch.source {
-        FetchSource::Sharegpt { revision } => HfFile::new(
-            crate::hub::SHAREGPT.0,
-            crate::hub::SHAREGPT.1,
-            Some(revision),
-        ),
+    let source = match fetch.source {
+        FetchSource::Sharegpt { revision } => DatasetSource::ShareGpt { revision },
         FetchSource::Hf {
             repo,
             path,
             revision,
-        } => HfFile::new(repo, path, Some(revision)),
-    }?;
-    let config = HubConfig::from_env();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
+        } => DatasetSource::Hub {
+            repo,
+            path,
+            revision,
+        },
+    };
     let mut printer = Printer::new();
-    let fetched = runtime.block_on(crate::hub::fetch(&config, &file, fetch.retries, &mut |e| {
-        printer.event(e)
-    }))?;
-    println!("{}", file.uri());
+    let FetchedDataset { uri, file: fetched } =
+        app::fetch_dataset(&source, fetch.retries, &mut |e| printer.event(e))?;
+    println!("{uri}");
     println!("  path    {}", fetched.path.display());
     println!("  size    {}", mb(fetched.size));
     println!(
@@ -92,71 +87,6 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
     if fetched.cached {
         println!("  (already in the cache; nothing downloaded)");
     }
-    println!("name it in a scenario as: \"{}\"", file.uri());
+    println!("name it in a scenario as: \"{uri}\"");
     Ok(())
-}
-
-/// Progress on stderr: a line when the download starts, every few seconds, on a retry.
-struct Printer {
-    last: Option<Instant>,
-    started: Instant,
-}
-
-impl Printer {
-    fn new() -> Self {
-        Printer {
-            last: None,
-            started: Instant::now(),
-        }
-    }
-
-    fn event(&mut self, e: FetchEvent) {
-        match e {
-            FetchEvent::Start { url, size, from } => {
-                if from > 0 {
-                    eprintln!("resuming {url} at {} of {}", mb(from), mb(size));
-                } else {
-                    eprintln!("downloading {url} ({})", mb(size));
-                }
-            }
-            FetchEvent::Progress { done, total } => {
-                let now = Instant::now();
-                if self
-                    .last
-                    .is_none_or(|t| now.duration_since(t).as_secs() >= 2)
-                    || done == total
-                {
-                    self.last = Some(now);
-                    let pct = if total == 0 {
-                        100.0
-                    } else {
-                        done as f64 * 100.0 / total as f64
-                    };
-                    eprintln!(
-                        "  {} of {} ({pct:.0}%, {:.0}s)",
-                        mb(done),
-                        mb(total),
-                        self.started.elapsed().as_secs_f64()
-                    );
-                }
-            }
-            FetchEvent::Retry {
-                from,
-                attempt,
-                reason,
-            } => eprintln!(
-                "  connection broke ({reason}); retry {attempt} from {}",
-                mb(from)
-            ),
-            FetchEvent::Verifying => eprintln!("  computing sha256…"),
-        }
-    }
-}
-
-fn mb(bytes: u64) -> String {
-    if bytes < 1 << 20 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{:.1} MB", bytes as f64 / 1e6)
-    }
 }

@@ -1,5 +1,5 @@
 //! `infermeter import vllm -- ARGS…`: the scenario a `vllm bench serve` command line
-//! describes (see [`crate::scaffold::vllm`]); every flag that did not carry over is listed on
+//! describes (see [`crate::app::import_vllm`]); every flag that did not carry over is listed on
 //! stderr and at the top of the file.
 
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ pub struct VllmArgs {
 
 pub fn run(args: ImportArgs) -> Result<(), Error> {
     let ImportFrom::Vllm(v) = args.from;
-    let mut draft = crate::scaffold::vllm::import(&v.args)?;
+    let mut draft = crate::app::import_vllm(&v.args)?;
     if let Some(name) = v.name.clone().or_else(|| {
         v.out
             .as_deref()

@@ -1,13 +1,14 @@
 //! `infermeter k8s SCENARIO --shards N --image IMAGE`: writes the Kubernetes manifests of a
-//! distributed run (see `k8s::manifests`), after checking that the scenario can be sharded.
+//! distributed run after checking that the scenario can be sharded (see
+//! [`crate::app::write_manifests`]).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::parse_param;
+use super::values::parse_param;
+use crate::app::{self, K8sOptions};
 use crate::error::Error;
-use crate::k8s::{K8sOptions, bundle, manifests};
 
 #[derive(Debug, Args)]
 pub struct K8sArgs {
@@ -53,32 +54,9 @@ pub struct K8sArgs {
 }
 
 pub fn run(args: K8sArgs) -> Result<(), Error> {
-    let scenario = crate::scenario::load(&args.scenario, &args.params)?;
-    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
-        path: args.scenario.clone(),
-        source,
-    })?;
-    // Refused here, not in N pods.
-    crate::shard::slice(
-        plan,
-        crate::plan::Slice {
-            index: 0,
-            count: args.shards,
-        },
-    )?;
-    let name = args.name.unwrap_or_else(|| {
-        let stem = args
-            .scenario
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_lowercase())
-            .unwrap_or_default();
-        let slug: String = stem
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .take(40)
-            .collect();
-        slug.trim_matches('-').to_string()
-    });
+    let name = args
+        .name
+        .unwrap_or_else(|| app::manifest_name(&args.scenario));
     let opts = K8sOptions {
         name: name.clone(),
         namespace: args.namespace,
@@ -92,9 +70,7 @@ pub fn run(args: K8sArgs) -> Result<(), Error> {
         spread_required: !args.prefer_spread,
         run_args: args.run_args,
     };
-    let bundle = bundle(&args.scenario, &scenario)?;
-    let files = manifests(&opts, &bundle)?.write(&name, &args.out)?;
-    for f in &files {
+    for f in app::write_manifests(&args.scenario, &opts, &args.out)? {
         println!("{}", f.display());
     }
     println!(

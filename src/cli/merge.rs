@@ -1,15 +1,13 @@
 //! `infermeter merge SHARD_RESULT... --out DIR`: one result from the shards' results of a
-//! distributed run (see `merge::merge`), with its report and JUnit; exits with its gate.
+//! distributed run (see [`crate::app::merge_results`]), with its report and JUnit; exits with
+//! its gate.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::merged_check;
+use crate::app::{self, MergeSettings};
 use crate::error::Error;
-use crate::merge::{MergeOptions, merge};
-use crate::report::{WriteOptions, render_summary_text, write_all};
-use crate::results::read_results;
 use crate::units::Duration;
 
 #[derive(Debug, Args)]
@@ -37,29 +35,19 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> Result<(), Error> {
-    let inputs = args
-        .results
-        .iter()
-        .map(|p| Ok((p.display().to_string(), read_results(p)?)))
-        .collect::<Result<Vec<_>, Error>>()?;
-    let baseline = match &args.baseline {
-        Some(p) => Some(read_results(p).map_err(Error::Baseline)?),
-        None => None,
-    };
-    let opts = MergeOptions {
+    let merged = app::merge_results(&MergeSettings {
+        results: args.results,
+        out: args.out,
         allow_missing: args.allow_missing,
-        max_skew_ms: args.max_skew.as_secs_f64() * 1e3,
-        baseline,
-    };
-    let merged = merge(inputs, &opts)?;
-    let write = WriteOptions {
+        max_skew: args.max_skew.as_std(),
+        baseline: args.baseline,
         plots: !args.no_plots,
-        ..WriteOptions::default()
-    };
-    let files = write_all(&merged, &args.out, &write)?;
-    print!("{}", render_summary_text(&merged));
-    if let Some(p) = files.first() {
+    })?;
+    if let Some(r) = &merged.results {
+        print!("{}", app::render_summary_text(r));
+    }
+    if let Some(p) = merged.files.first() {
         println!("merged results: {}", p.display());
     }
-    merged_check(&crate::coordinate::verdict_of(&merged, None))
+    merged.check()
 }

@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::Error;
 
+mod color;
 mod common;
 mod compare;
 mod coordinate;
@@ -23,6 +24,7 @@ mod signals;
 pub mod sim;
 mod sim_help;
 pub mod validate;
+mod values;
 mod wait;
 
 pub use compare::{CompareArgs, CompareFormat};

@@ -1,12 +1,12 @@
 //! `infermeter plan FILE`: compile a scenario and show exactly what would be sent and when,
 //! with the plan hash that identifies the workload in every result.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::parse_param;
+use super::values::parse_param;
+use crate::app::{self, PlanFormat as Shown, TargetOverride};
 use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,31 +41,16 @@ pub struct PlanArgs {
 
 pub fn run(args: PlanArgs) -> Result<(), Error> {
     let (path, text) = super::common::scenario_source(args.scenario)?;
-    let overrides = crate::app::TargetOverride {
+    let target = TargetOverride {
         url: args.url,
         model: args.model,
     };
-    let scenario = crate::app::load_scenario(&path, text.as_deref(), &args.params, &overrides)?;
-    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
-        path: path.clone(),
-        source,
-    })?;
+    let plan = app::compile_plan(&path, text.as_deref(), &args.params, &target)?;
+    let format = match args.format {
+        PlanFormat::Text => Shown::Text,
+        PlanFormat::Json => Shown::Json,
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = match args.format {
-        PlanFormat::Text => out.write_all(crate::plan::render_text(&plan).as_bytes()),
-        PlanFormat::Json => {
-            crate::plan::write_json(&plan, &mut out).and_then(|_| out.write_all(b"\n"))
-        }
-    };
-    match written.and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        // A closed pipe (`infermeter plan … | head`) is not an error worth a message.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(source) => Err(Error::Io {
-            action: "write the plan to",
-            path: "standard output".into(),
-            source,
-        }),
-    }
+    app::write_plan(&plan, format, &mut out)
 }

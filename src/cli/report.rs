@@ -1,17 +1,15 @@
 //! `infermeter report RESULTS.json`: re-renders the report of a past run — Markdown (linking
 //! the plots beside it), the self-contained HTML page, the pull-request comment, or the
-//! per-stage CSV.
+//! per-stage CSV: any output the run's table of outputs renders from results (see
+//! [`crate::app::render_saved`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 
+use crate::app::{self, Output, RenderSettings};
 use crate::error::Error;
-use crate::report::{
-    ReportTemplate, cdf_file_name, profiles, render_html, render_pr_comment, render_report,
-    stages_csv, timeline_file_name,
-};
-use crate::results::read_results;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -26,73 +24,33 @@ pub struct ReportArgs {
     /// What to render: the Markdown report, the self-contained HTML page (plots inline), the
     /// pull-request comment (Markdown without links out of the run's directory), or the
     /// per-stage metrics as CSV.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Markdown)]
-    pub format: ReportFormat,
+    #[arg(long, default_value = "markdown", value_parser = formats())]
+    pub format: Output,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Markdown,
-    Html,
-    PrComment,
-    Csv,
+/// `--format`: the names the table of outputs gives the outputs it renders.
+fn formats() -> impl TypedValueParser<Value = Output> {
+    PossibleValuesParser::new(app::report_formats())
+        .try_map(|name| Output::from_format(&name).ok_or(UnknownFormat(name)))
 }
+
+/// A `--format` name no output has (clap refuses it before this is asked).
+#[derive(Debug, thiserror::Error)]
+#[error("no output is rendered as `{0}`")]
+struct UnknownFormat(String);
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
-    let results = read_results(&args.results)?;
-    let template = read_report_template(args.template.as_deref())?;
-    // Link the plots that sit next to where the report will be read.
-    let report_dir = match &args.out {
-        Some(out) => out.parent().map(Path::to_path_buf).unwrap_or_default(),
-        None => args
-            .results
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    };
-    let plots: Vec<String> = results
-        .stages
-        .iter()
-        .flat_map(|s| [cdf_file_name(&s.name), timeline_file_name(&s.name)])
-        .chain(profiles(&results).into_iter().map(|g| g.plot))
-        .filter(|f| report_dir.join(f).is_file())
-        .collect();
-    let md = match args.format {
-        ReportFormat::Markdown => render_report(&results, template.as_ref(), &plots)?,
-        ReportFormat::Html => render_html(&results, None)?,
-        ReportFormat::PrComment => render_pr_comment(&results, template.as_ref())?,
-        ReportFormat::Csv => stages_csv(&results),
-    };
+    let text = app::render_saved(&RenderSettings {
+        results: args.results.clone(),
+        output: args.format,
+        template: args.template.clone(),
+        out: args.out.clone(),
+    })?;
     match &args.out {
-        Some(out) => crate::results::write_atomic(out, md.as_bytes()).map_err(|source| Error::Io {
-            action: "write",
-            path: out.clone(),
-            source,
-        }),
+        Some(out) => app::write_text(out, &text),
         None => {
-            print!("{md}");
+            print!("{text}");
             Ok(())
         }
     }
-}
-
-/// A template file's text, when one is given.
-pub(crate) fn read_template(path: Option<&Path>) -> Result<Option<String>, Error> {
-    Ok(read_report_template(path)?.map(|t| t.text))
-}
-
-/// A template file, named by its path, when one is given.
-pub(crate) fn read_report_template(path: Option<&Path>) -> Result<Option<ReportTemplate>, Error> {
-    path.map(|p| {
-        crate::files::read_text(p, crate::files::MAX_TEXT_FILE)
-            .map(|text| ReportTemplate {
-                name: p.display().to_string(),
-                text,
-            })
-            .map_err(|source| Error::Template {
-                path: p.to_path_buf(),
-                source,
-            })
-    })
-    .transpose()
 }

@@ -20,8 +20,8 @@ pub struct SchemaArgs {
 
 pub fn run(args: SchemaArgs) -> Result<(), crate::error::Error> {
     match args.kind {
-        SchemaKind::Scenario => print!("{}", crate::scenario::json_schema()),
-        SchemaKind::Results => print!("{}", crate::results::json_schema()),
+        SchemaKind::Scenario => print!("{}", crate::app::scenario_schema()),
+        SchemaKind::Results => print!("{}", crate::app::results_schema()),
     }
     Ok(())
 }

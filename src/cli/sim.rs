@@ -1,122 +1,32 @@
 //! `infermeter sim`: serves the embedded simulator until Ctrl-C.
 
+mod args;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Args;
+pub use args::SimArgs;
 
+use crate::app::{SimConfig, TraceOptions};
 use crate::error::Error;
-use crate::sim::{OutputLenDist, SimConfig, TraceOptions};
-use crate::units::Duration;
-
-/// Serve the embedded OpenAI-compatible simulator (a continuous-batching latency model) until
-/// Ctrl-C. Settings come from the defaults, then `--config`, then the flags.
-#[derive(Debug, Args)]
-pub struct SimArgs {
-    /// Address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8000")]
-    pub listen: SocketAddr,
-    /// JSON file with simulator settings (kebab-case keys, as in a scenario's `target "sim"`).
-    #[arg(long, value_name = "FILE.json")]
-    pub config: Option<PathBuf>,
-    /// Write one JSON line per finished request (ground truth) to this file.
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Model name reported by /v1/models and in responses.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Prefill cost per input token, e.g. 50us.
-    #[arg(long)]
-    pub prefill_per_token: Option<Duration>,
-    /// Duration of one decode step with a single running sequence, e.g. 8ms.
-    #[arg(long)]
-    pub decode_base: Option<Duration>,
-    /// Extra decode-step duration per running sequence, e.g. 100us.
-    #[arg(long)]
-    pub decode_per_seq: Option<Duration>,
-    /// Maximum number of sequences decoded together.
-    #[arg(long)]
-    pub max_running: Option<u32>,
-    /// Seed for jitter, output lengths and faults.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// KV-cache capacity in tokens (prompt + max output of running sequences).
-    #[arg(long)]
-    pub kv_capacity: Option<u64>,
-    /// Most prompt tokens prefilled per step (0 = unlimited).
-    #[arg(long)]
-    pub prefill_chunk: Option<u64>,
-    /// Step-duration jitter as a fraction in [0, 1).
-    #[arg(long)]
-    pub jitter: Option<f64>,
-    /// Output length when a request gives no max_tokens (and the cap on drawn lengths).
-    #[arg(long)]
-    pub default_max_tokens: Option<u64>,
-    /// Output-length distribution when ignore_eos is false: fixed, uniform or exponential.
-    #[arg(long)]
-    pub output_len_dist: Option<OutputLenDist>,
-    /// Mean of the output-length distribution, in tokens.
-    #[arg(long)]
-    pub output_len_mean: Option<u64>,
-    /// Probability of answering HTTP 429 before any token.
-    #[arg(long)]
-    pub fault_http_429: Option<f64>,
-    /// Probability of answering HTTP 500 before any token.
-    #[arg(long)]
-    pub fault_http_500: Option<f64>,
-    /// Probability of answering HTTP 503 before any token.
-    #[arg(long)]
-    pub fault_http_503: Option<f64>,
-    /// Probability of cutting a response half-way (no `[DONE]`).
-    #[arg(long)]
-    pub fault_stream_cut: Option<f64>,
-    /// Probability of stalling a response half-way for --stall-duration.
-    #[arg(long)]
-    pub fault_stall: Option<f64>,
-    /// Probability of one malformed `data:` line half-way through a stream.
-    #[arg(long)]
-    pub fault_malformed_sse: Option<f64>,
-    /// Probability of holding the first token back an extra --slow-first-byte-delay.
-    #[arg(long)]
-    pub fault_slow_first_byte: Option<f64>,
-    /// How long a stalled response stops emitting, e.g. 30s.
-    #[arg(long)]
-    pub stall_duration: Option<Duration>,
-    /// Extra delay before the first token of a slow-first-byte response, e.g. 2s.
-    #[arg(long)]
-    pub slow_first_byte_delay: Option<Duration>,
-    /// Close the connection after every streamed response while advertising keep-alive, as
-    /// llama-server does.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub close_after_stream: Option<bool>,
-    /// Cache prompt-prefix blocks; cached tokens skip prefill and are reported as
-    /// usage.prompt_tokens_details.cached_tokens.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub prefix_cache: Option<bool>,
-    /// Prefix-cache capacity in tokens.
-    #[arg(long, value_name = "TOKENS")]
-    pub prefix_cache_capacity: Option<u32>,
-    /// Tokens per prefix-cache block (only whole blocks are cached).
-    #[arg(long, value_name = "TOKENS")]
-    pub prefix_cache_block: Option<u16>,
-    /// Add llama.cpp's `timings` object to the last streamed chunk and non-streaming bodies.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub timings: Option<bool>,
-    /// Export vLLM's latency histograms on /metrics.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
-    pub metrics_histograms: Option<bool>,
-}
 
 impl SimArgs {
-    /// Defaults, then the `--config` file, then each flag given.
-    pub fn resolve(&self) -> Result<SimConfig, String> {
+    /// Defaults, then the `--config` file, then each flag given; a file that cannot be read
+    /// or settings that do not hold are a usage error.
+    pub fn resolve(&self) -> Result<SimConfig, Error> {
+        let bad = |message: String| {
+            Error::usage(
+                message,
+                "see `infermeter sim --help` and docs/simulator.md for the settings",
+            )
+        };
         let mut c = match &self.config {
             None => SimConfig::default(),
             Some(path) => {
                 let text = crate::files::read_text(path, crate::files::MAX_TEXT_FILE)
-                    .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+                    .map_err(|e| bad(format!("failed to read {}: {e}", path.display())))?;
                 serde_json::from_str(&text)
-                    .map_err(|e| format!("invalid simulator config {}: {e}", path.display()))?
+                    .map_err(|e| bad(format!("invalid simulator config {}: {e}", path.display())))?
             }
         };
         fn set<T: Clone>(slot: &mut T, flag: &Option<T>) {
@@ -151,19 +61,14 @@ impl SimArgs {
         set(&mut c.prefix_cache_block, &self.prefix_cache_block);
         set(&mut c.timings, &self.timings);
         set(&mut c.metrics_histograms, &self.metrics_histograms);
-        c.validate().map_err(|e| e.to_string())?;
+        c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }
 }
 
 /// Runs `infermeter sim` until Ctrl-C.
 pub fn run(args: SimArgs) -> Result<(), Error> {
-    let config = args.resolve().map_err(|message| {
-        Error::usage(
-            message,
-            "see `infermeter sim --help` and docs/simulator.md for the settings",
-        )
-    })?;
+    let config = args.resolve()?;
     let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
     runtime.block_on(serve(config, args.listen, args.trace))
 }
@@ -174,7 +79,7 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         file: trace,
         record: false,
     };
-    let handle = crate::sim::start_with_trace(config, listen, options).await?;
+    let handle = crate::app::start_sim(config, listen, options).await?;
     println!(
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()
@@ -227,6 +132,6 @@ mod tests {
             .unwrap()
             .sim
             .resolve();
-        assert!(bad.unwrap_err().contains("prefix-cache-block"));
+        assert!(bad.unwrap_err().to_string().contains("prefix-cache-block"));
     }
 }

@@ -5,7 +5,7 @@
 
 use clap::Command;
 
-use crate::sim::SimConfig;
+use crate::app::SimConfig;
 
 /// `cmd` with `[default: …]` appended to the help of every `sim` flag that is a setting.
 pub fn with_defaults(cmd: Command) -> Command {

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{parse_param, print_error};
+use super::common::print_error;
+use super::values::parse_param;
+use crate::app;
 use crate::error::Error;
-use crate::scenario;
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -27,27 +28,15 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> Result<(), Error> {
     let mut last: Option<Error> = None;
     for file in &args.files {
-        let checked = scenario::load(file, &args.params)
-            .map_err(Error::from)
-            .and_then(|s| {
-                let plan = crate::plan::compile(&s).map_err(|source| Error::Plan {
-                    path: file.clone(),
-                    source,
-                })?;
-                // The report's baseline and template, as `run` reads them; a baseline may
-                // not have been made yet.
-                let inputs = crate::app::ReportInputs::read(&s, &plan, None, true)?;
-                Ok((s, inputs.missing_baseline))
-            });
-        match checked {
-            Ok((s, missing_baseline)) => {
+        match app::validate(file, &args.params) {
+            Ok(v) => {
                 println!(
                     "ok  {}  ({} datasets, {} stages)",
                     file.display(),
-                    s.datasets.len(),
-                    s.stages.len()
+                    v.datasets,
+                    v.stages
                 );
-                if let Some(b) = missing_baseline {
+                if let Some(b) = v.missing_baseline {
                     eprintln!(
                         "note: {}: its baseline {} does not exist yet (`run` needs it)",
                         file.display(),

@@ -1,5 +1,5 @@
 //! `infermeter wait URL [--timeout 10m] [--model NAME]`: blocks until the server answers and
-//! lists its models (see [`crate::ready`]), with a progress line whenever what it says
+//! lists its models (see [`crate::app::wait_ready`]), with a progress line whenever what it says
 //! changes and every ten seconds; exit 0 when ready, 3 when it never is or on Ctrl-C.
 
 use std::time::Duration;
@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
+use crate::app::{Attempt, WaitOptions, wait_ready};
 use crate::error::Error;
-use crate::ready::{Attempt, WaitOptions, wait_ready};
 use crate::units;
 
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::CoordinateError;
 use super::wire::{Arrive, Release, Time, Verdict};
 use crate::results::Results;
-use crate::runner::{AgreedStart, Barrier, BarrierFuture};
+use crate::runner::{AgreedStart, Barrier, BarrierError, BarrierFuture};
 
 /// Round trips per clock estimate.
 const CLOCK_SAMPLES: usize = 8;
@@ -207,20 +207,7 @@ impl Barrier for Client {
         Box::pin(async move {
             self.arrive(step, stage, plan_hash)
                 .await
-                .map_err(|e| chain(&e))
+                .map_err(BarrierError::new)
         })
     }
-}
-
-/// The error and its causes as one line (the runner records it as the reason the shard
-/// stopped).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(inner) = cur {
-        out.push_str(": ");
-        out.push_str(&inner.to_string());
-        cur = inner.source();
-    }
-    out
 }

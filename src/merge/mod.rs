@@ -8,14 +8,17 @@
 //!
 //! Entry point: [`merge`].
 
+mod error;
 mod stage;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 
+use crate::metrics::StageSummary;
 use crate::results::{RESULTS_SCHEMA_VERSION, Results, ShardRecord, Sharding};
 use crate::sla::{self, SlaOutcome};
+pub use error::StageMergeError;
 use stage::{Part, Rules, merge_stage};
 
 /// Default bound on a shard's start skew (measured offset plus clock error), in ms: beyond it
@@ -81,33 +84,7 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
             }
         }
     }
-    let by = |f: &dyn Fn(&Results) -> String| {
-        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (name, r) in &inputs {
-            m.entry(f(r)).or_default().push(name.clone());
-        }
-        m
-    };
-    let hashes = by(&|r| r.plan_hash.clone());
-    if hashes.len() > 1 {
-        let list: Vec<String> = hashes
-            .iter()
-            .map(|(h, names)| format!("{h} ({})", names.join(", ")))
-            .collect();
-        problems.push(format!(
-            "results of different plans: {}; every shard must run the same scenario, params \
-             and seed",
-            list.join(" vs ")
-        ));
-    }
-    let policies = by(&|r| serde_json::to_string(&r.sla_policy).unwrap_or_default());
-    if policies.len() > 1 {
-        problems.push(format!(
-            "the shards judged under different SLA policies ({}); run them with the same \
-             --confidence, --inconclusive and --untrusted",
-            policies.keys().cloned().collect::<Vec<_>>().join(" vs ")
-        ));
-    }
+    problems.extend(disagreements(&inputs));
     if counts.len() > 1 {
         let list: Vec<String> = counts
             .iter()
@@ -144,7 +121,53 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
     }
     inputs.sort_by_key(|(_, r)| shard_index(r));
     let results: Vec<Results> = inputs.into_iter().map(|(_, r)| r).collect();
-    assemble(results, count, missing, opts).map_err(|p| MergeError { problems: vec![p] })
+    assemble(results, count, missing, opts).map_err(|e| MergeError {
+        problems: vec![with_causes(&e)],
+    })
+}
+
+/// The inputs' plans or SLA policies, when they are not all the same.
+fn disagreements(inputs: &[(String, Results)]) -> Vec<String> {
+    let by = |f: &dyn Fn(&Results) -> String| {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, r) in inputs {
+            m.entry(f(r)).or_default().push(name.clone());
+        }
+        m
+    };
+    let mut problems = Vec::new();
+    let hashes = by(&|r| r.plan_hash.clone());
+    if hashes.len() > 1 {
+        let list: Vec<String> = hashes
+            .iter()
+            .map(|(h, names)| format!("{h} ({})", names.join(", ")))
+            .collect();
+        problems.push(format!(
+            "results of different plans: {}; every shard must run the same scenario, params \
+             and seed",
+            list.join(" vs ")
+        ));
+    }
+    let policies = by(&|r| serde_json::to_string(&r.sla_policy).unwrap_or_default());
+    if policies.len() > 1 {
+        problems.push(format!(
+            "the shards judged under different SLA policies ({}); run them with the same \
+             --confidence, --inconclusive and --untrusted",
+            policies.keys().cloned().collect::<Vec<_>>().join(" vs ")
+        ));
+    }
+    problems
+}
+
+/// An error and its causes on one line, as a problem of the list [`MergeError`] shows.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 fn shard_index(r: &Results) -> u32 {
@@ -160,58 +183,21 @@ fn assemble(
     count: u32,
     missing: Vec<u32>,
     opts: &MergeOptions,
-) -> Result<Results, String> {
+) -> Result<Results, StageMergeError> {
     let first = &inputs[0];
     let records: Vec<&ShardRecord> = inputs
         .iter()
         .flat_map(|r| r.shards.iter().flat_map(|s| &s.shards))
         .collect();
     let policy = first.sla_policy;
-    // Stage names in plan order: the longest list (a shard that stopped early ran fewer).
-    let names: Vec<String> = inputs
-        .iter()
-        .map(|r| r.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>())
-        .max_by_key(Vec::len)
-        .unwrap_or_default();
-    let merge_named =
-        |name: &str, get: &dyn Fn(&Results) -> Option<&crate::metrics::StageSummary>| {
-            let mut parts = Vec::new();
-            let mut absent = Vec::new();
-            for r in &inputs {
-                let rec = r.shards.as_ref().and_then(|s| s.shards.first());
-                let index = rec.map_or(0, |x| x.index);
-                match get(r) {
-                    Some(summary) => parts.push(Part {
-                        index,
-                        summary,
-                        start: rec.and_then(|x| x.starts.iter().find(|s| s.stage == name)),
-                        coordinated: rec.is_some_and(|x| x.coordinated),
-                    }),
-                    None => absent.push(index),
-                }
-            }
-            let rules = Rules {
-                confidence: policy.confidence,
-                max_skew_ms: opts.max_skew_ms,
-                missing: &missing,
-                absent,
-                count,
-            };
-            if parts.is_empty() {
-                return Ok(None);
-            }
-            merge_stage(&parts, &rules).map(Some)
-        };
-    let mut stages = Vec::with_capacity(names.len());
-    for name in &names {
-        if let Some(s) = merge_named(name, &|r| r.stages.iter().find(|s| &s.name == name))? {
-            stages.push(s);
-        }
-    }
-    let warmup = match first.warmup.as_ref().map(|w| w.name.clone()) {
-        Some(name) => merge_named(&name, &|r| r.warmup.as_ref())?,
-        None => None,
+    let set = ShardSet {
+        inputs: &inputs,
+        count,
+        missing: &missing,
+        confidence: policy.confidence,
+        max_skew_ms: opts.max_skew_ms,
     };
+    let (warmup, stages) = set.stages()?;
     let assertions = first
         .shards
         .as_ref()
@@ -234,23 +220,7 @@ fn assemble(
     let (scoped, judged) = sla::profile_inputs(&assertions, &stages, &[]);
     let verdicts = sla::judge(&scoped, &judged, &cx);
     let gate = sla::gate(&verdicts, policy.inconclusive);
-    let mut errors: Vec<String> = records
-        .iter()
-        .filter_map(|r| r.error.as_ref().map(|e| format!("shard {}: {e}", r.index)))
-        .collect();
-    if !missing.is_empty() {
-        errors.insert(
-            0,
-            format!(
-                "partial: no result from shard(s) {} of {count}",
-                missing
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
-    }
+    let errors = run_errors(&records, &missing, count);
     let stopped_early = !missing.is_empty() || records.iter().any(|r| r.interrupted);
     Ok(Results {
         schema_version: RESULTS_SCHEMA_VERSION,
@@ -286,6 +256,92 @@ fn assemble(
             assertions,
         }),
     })
+}
+
+/// The checked inputs of a merge, sorted by shard, and what their stages are merged under.
+struct ShardSet<'a> {
+    inputs: &'a [Results],
+    count: u32,
+    missing: &'a [u32],
+    confidence: f64,
+    max_skew_ms: f64,
+}
+
+impl ShardSet<'_> {
+    /// The merged warm-up and stages, in plan order: that of the longest list of stages (a
+    /// shard that stopped early ran fewer).
+    fn stages(&self) -> Result<(Option<StageSummary>, Vec<StageSummary>), StageMergeError> {
+        let names: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|r| r.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>())
+            .max_by_key(Vec::len)
+            .unwrap_or_default();
+        let mut stages = Vec::with_capacity(names.len());
+        for name in &names {
+            if let Some(s) = self.merge(name, &|r| r.stages.iter().find(|s| &s.name == name))? {
+                stages.push(s);
+            }
+        }
+        let warmup = match self.inputs[0].warmup.as_ref().map(|w| w.name.clone()) {
+            Some(name) => self.merge(&name, &|r| r.warmup.as_ref())?,
+            None => None,
+        };
+        Ok((warmup, stages))
+    }
+
+    /// The stage `name` merged from the shards that ran it (`get` finds it in a result).
+    fn merge(
+        &self,
+        name: &str,
+        get: &dyn Fn(&Results) -> Option<&StageSummary>,
+    ) -> Result<Option<StageSummary>, StageMergeError> {
+        let mut parts = Vec::new();
+        let mut absent = Vec::new();
+        for r in self.inputs {
+            let rec = r.shards.as_ref().and_then(|s| s.shards.first());
+            let index = rec.map_or(0, |x| x.index);
+            match get(r) {
+                Some(summary) => parts.push(Part {
+                    index,
+                    summary,
+                    start: rec.and_then(|x| x.starts.iter().find(|s| s.stage == name)),
+                    coordinated: rec.is_some_and(|x| x.coordinated),
+                }),
+                None => absent.push(index),
+            }
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let rules = Rules {
+            confidence: self.confidence,
+            max_skew_ms: self.max_skew_ms,
+            missing: self.missing,
+            absent,
+            count: self.count,
+        };
+        merge_stage(&parts, &rules).map(Some)
+    }
+}
+
+/// The shards' own errors, after the missing shards when some are.
+fn run_errors(records: &[&ShardRecord], missing: &[u32], count: u32) -> Vec<String> {
+    let mut errors: Vec<String> = records
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("shard {}: {e}", r.index)))
+        .collect();
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(u32::to_string).collect();
+        errors.insert(
+            0,
+            format!(
+                "partial: no result from shard(s) {} of {count}",
+                list.join(", ")
+            ),
+        );
+    }
+    errors
 }
 
 /// The first shard's provenance (build, command line, host), spanning every shard's wall

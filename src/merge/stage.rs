@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, Dist, LatencyMetric, RequestCounts, SendLag, StageHistograms, StageSummary,
-    Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary, Validity, dist,
-    dist_with_intervals, sample_intervals_of,
+    ClientHealth, LatencyMetric, PerMetric, RequestCounts, SendLag, StageHistograms, StageSummary,
+    Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary, Validity, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -32,120 +32,28 @@ pub(super) struct Rules<'a> {
     pub count: u32,
 }
 
-/// Merges `parts` (at least one); `Err` names a shard whose histograms cannot be read.
-pub(super) fn merge_stage(parts: &[Part<'_>], rules: &Rules<'_>) -> Result<StageSummary, String> {
+/// Every latency metric's histogram, the shards' added together.
+type Added = [Histogram<u64>; LatencyMetric::COUNT];
+
+/// Merges `parts` (at least one); an error names a shard whose histograms cannot be read.
+pub(super) fn merge_stage(
+    parts: &[Part<'_>],
+    rules: &Rules<'_>,
+) -> Result<StageSummary, StageMergeError> {
     let first = parts[0].summary;
-    let mut hists = Vec::with_capacity(LatencyMetric::ALL.len());
-    for metric in LatencyMetric::ALL {
-        let mut total: Option<Histogram<u64>> = None;
-        for p in parts {
-            let h = decode(p, metric)?;
-            match total.as_mut() {
-                Some(t) => t
-                    .add(&h)
-                    .map_err(|e| format!("shard {}: {}: {e:?}", p.index, metric.key()))?,
-                None => total = Some(h),
-            }
+    let hists = added(parts)?;
+    let (requests, tokens, good) = counts(parts);
+    let (lo_ms, wall_s) = window(parts);
+    let throughput = throughput(parts, &requests, &tokens, good, wall_s);
+    let client = client(parts, &hists[LatencyMetric::SendLag as usize]);
+    let latency =
+        PerMetric::from_fn(|m| metric_dist(m, &hists[m as usize], rules.confidence, requests.ok));
+    let histograms = StageHistograms::encode(|m| &hists[m as usize]).map_err(|source| {
+        StageMergeError::Encode {
+            stage: first.name.clone(),
+            source,
         }
-        hists.push(total.unwrap_or_else(empty));
-    }
-    let h = |m: LatencyMetric| &hists[LatencyMetric::ALL.iter().position(|x| *x == m).unwrap_or(0)];
-
-    let mut requests = RequestCounts::default();
-    let mut tokens = Tokens::default();
-    let mut good = 0u64;
-    for p in parts {
-        let s = p.summary;
-        requests.sent += s.requests.sent;
-        requests.ok += s.requests.ok;
-        requests.failed += s.requests.failed;
-        for (k, v) in &s.requests.errors {
-            *requests.errors.entry(k.clone()).or_default() += v;
-        }
-        tokens.input += s.tokens.input;
-        tokens.output += s.tokens.output;
-        tokens.from_usage += s.tokens.from_usage;
-        tokens.from_tokenizer += s.tokens.from_tokenizer;
-        tokens.mismatched += s.tokens.mismatched;
-        // The ratio was computed from these integers, so this recovers them exactly.
-        good += (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
-    }
-
-    // The union of the shards' windows, on the agreed timeline when every start is known.
-    let starts: Option<Vec<f64>> = parts.iter().map(|p| p.start.map(|s| s.offset_ms)).collect();
-    let (lo_ms, wall_s) = match &starts {
-        Some(offsets) => {
-            let lo = offsets.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = parts
-                .iter()
-                .zip(offsets)
-                .map(|(p, o)| o + p.summary.wall_time_s * 1e3)
-                .fold(f64::NEG_INFINITY, f64::max);
-            (lo, ((hi - lo) / 1e3).max(0.0))
-        }
-        None => (
-            0.0,
-            parts
-                .iter()
-                .map(|p| p.summary.wall_time_s)
-                .fold(0.0, f64::max),
-        ),
-    };
-    let per_s = |n: u64| n as f64 / wall_s.max(1e-9);
-    let throughput = Throughput {
-        requests_per_s: per_s(requests.ok),
-        output_tokens_per_s: per_s(tokens.output),
-        input_tokens_per_s: per_s(tokens.input),
-        goodput_per_s: per_s(good),
-        goodput_ratio: if requests.sent == 0 {
-            0.0
-        } else {
-            good as f64 / requests.sent as f64
-        },
-        achieved_rate_per_s: parts
-            .iter()
-            .map(|p| p.summary.throughput.achieved_rate_per_s)
-            .sum(),
-    };
-    let lag = dist(h(LatencyMetric::SendLag));
-    let busiest = parts
-        .iter()
-        .map(|p| &p.summary.client)
-        .max_by(|a, b| a.cpu_percent.total_cmp(&b.cpu_percent))
-        .unwrap_or(&first.client);
-    let client = ClientHealth {
-        send_lag_ms: SendLag {
-            p50: lag.p50,
-            p99: lag.p99,
-            max: lag.max,
-        },
-        cpu_percent: busiest.cpu_percent,
-        cores: busiest.cores,
-        peak_rss_mb: parts
-            .iter()
-            .map(|p| p.summary.client.peak_rss_mb)
-            .fold(0.0, f64::max),
-        steal_percent: parts
-            .iter()
-            .filter_map(|p| p.summary.client.steal_percent)
-            .reduce(f64::max),
-        peak_in_flight: parts.iter().map(|p| p.summary.client.peak_in_flight).sum(),
-        poll_idle: parts.iter().all(|p| p.summary.client.poll_idle),
-    };
-    let c = rules.confidence;
-    let latency = crate::metrics::Latency {
-        ttft_ms: dist_with_intervals(h(LatencyMetric::Ttft), c),
-        // Gaps of one request are not independent: the interval counts requests.
-        itl_ms: Dist {
-            intervals: sample_intervals_of(h(LatencyMetric::Itl), c, requests.ok),
-            ..dist(h(LatencyMetric::Itl))
-        },
-        tpot_ms: dist_with_intervals(h(LatencyMetric::Tpot), c),
-        e2e_ms: dist_with_intervals(h(LatencyMetric::E2e), c),
-        ntpot_ms: dist_with_intervals(h(LatencyMetric::Ntpot), c),
-        ttfa_ms: dist_with_intervals(h(LatencyMetric::Ttfa), c),
-    };
-    let histograms = StageHistograms::encode(h).map_err(|e| format!("{}: {e}", first.name))?;
+    })?;
     let mut merged = StageSummary {
         name: first.name.clone(),
         planned: first.planned.clone(),
@@ -175,6 +83,132 @@ pub(super) fn merge_stage(parts: &[Part<'_>], rules: &Rules<'_>) -> Result<Stage
     Ok(merged)
 }
 
+/// The shards' histograms of every latency metric, added (exact: HDR buckets are counts).
+fn added(parts: &[Part<'_>]) -> Result<Added, StageMergeError> {
+    let mut hists: Added = std::array::from_fn(|_| empty());
+    for metric in LatencyMetric::ALL {
+        let mut total: Option<Histogram<u64>> = None;
+        for p in parts {
+            let h = decode(p, metric)?;
+            match total.as_mut() {
+                Some(t) => t.add(&h).map_err(|source| StageMergeError::Add {
+                    shard: p.index,
+                    key: metric.key(),
+                    source,
+                })?,
+                None => total = Some(h),
+            }
+        }
+        if let Some(total) = total {
+            hists[metric as usize] = total;
+        }
+    }
+    Ok(hists)
+}
+
+/// The shards' request counts and tokens summed, and their good requests.
+fn counts(parts: &[Part<'_>]) -> (RequestCounts, Tokens, u64) {
+    let mut requests = RequestCounts::default();
+    let mut tokens = Tokens::default();
+    let mut good = 0u64;
+    for p in parts {
+        let s = p.summary;
+        requests.sent += s.requests.sent;
+        requests.ok += s.requests.ok;
+        requests.failed += s.requests.failed;
+        for (k, v) in &s.requests.errors {
+            *requests.errors.entry(k.clone()).or_default() += v;
+        }
+        tokens.input += s.tokens.input;
+        tokens.output += s.tokens.output;
+        tokens.from_usage += s.tokens.from_usage;
+        tokens.from_tokenizer += s.tokens.from_tokenizer;
+        tokens.mismatched += s.tokens.mismatched;
+        // The ratio was computed from these integers, so this recovers them exactly.
+        good += (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
+    }
+    (requests, tokens, good)
+}
+
+/// The union of the shards' windows, on the agreed timeline when every start is known: its
+/// start (ms on that timeline) and length (s).
+fn window(parts: &[Part<'_>]) -> (f64, f64) {
+    let starts: Option<Vec<f64>> = parts.iter().map(|p| p.start.map(|s| s.offset_ms)).collect();
+    match &starts {
+        Some(offsets) => {
+            let lo = offsets.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = parts
+                .iter()
+                .zip(offsets)
+                .map(|(p, o)| o + p.summary.wall_time_s * 1e3)
+                .fold(f64::NEG_INFINITY, f64::max);
+            (lo, ((hi - lo) / 1e3).max(0.0))
+        }
+        None => (
+            0.0,
+            parts
+                .iter()
+                .map(|p| p.summary.wall_time_s)
+                .fold(0.0, f64::max),
+        ),
+    }
+}
+
+fn throughput(
+    parts: &[Part<'_>],
+    requests: &RequestCounts,
+    tokens: &Tokens,
+    good: u64,
+    wall_s: f64,
+) -> Throughput {
+    let per_s = |n: u64| n as f64 / wall_s.max(1e-9);
+    Throughput {
+        requests_per_s: per_s(requests.ok),
+        output_tokens_per_s: per_s(tokens.output),
+        input_tokens_per_s: per_s(tokens.input),
+        goodput_per_s: per_s(good),
+        goodput_ratio: if requests.sent == 0 {
+            0.0
+        } else {
+            good as f64 / requests.sent as f64
+        },
+        achieved_rate_per_s: parts
+            .iter()
+            .map(|p| p.summary.throughput.achieved_rate_per_s)
+            .sum(),
+    }
+}
+
+/// The client's health: the merged send lag, the busiest shard's CPU, the highest peaks.
+fn client(parts: &[Part<'_>], send_lag: &Histogram<u64>) -> ClientHealth {
+    let lag = dist(send_lag);
+    let first = &parts[0].summary.client;
+    let busiest = parts
+        .iter()
+        .map(|p| &p.summary.client)
+        .max_by(|a, b| a.cpu_percent.total_cmp(&b.cpu_percent))
+        .unwrap_or(first);
+    ClientHealth {
+        send_lag_ms: SendLag {
+            p50: lag.p50,
+            p99: lag.p99,
+            max: lag.max,
+        },
+        cpu_percent: busiest.cpu_percent,
+        cores: busiest.cores,
+        peak_rss_mb: parts
+            .iter()
+            .map(|p| p.summary.client.peak_rss_mb)
+            .fold(0.0, f64::max),
+        steal_percent: parts
+            .iter()
+            .filter_map(|p| p.summary.client.steal_percent)
+            .reduce(f64::max),
+        peak_in_flight: parts.iter().map(|p| p.summary.client.peak_in_flight).sum(),
+        poll_idle: parts.iter().all(|p| p.summary.client.poll_idle),
+    }
+}
+
 /// Every shard's notes once each (the same note from every shard is one note).
 fn notes(parts: &[Part<'_>]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -190,20 +224,19 @@ fn empty() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 86_400_000_000, 3).expect("valid histogram bounds")
 }
 
-fn decode(p: &Part<'_>, metric: LatencyMetric) -> Result<Histogram<u64>, String> {
+fn decode(p: &Part<'_>, metric: LatencyMetric) -> Result<Histogram<u64>, StageMergeError> {
     match p.summary.histogram(metric) {
         Some(Ok(h)) => Ok(h),
-        Some(Err(e)) => Err(format!(
-            "shard {}: stage `{}`: histogram {}: {e}",
-            p.index,
-            p.summary.name,
-            metric.key()
-        )),
-        None => Err(format!(
-            "shard {}: stage `{}` has no histograms (a result from before they were kept \
-             cannot be merged exactly)",
-            p.index, p.summary.name
-        )),
+        Some(Err(source)) => Err(StageMergeError::Unreadable {
+            shard: p.index,
+            stage: p.summary.name.clone(),
+            key: metric.key(),
+            source,
+        }),
+        None => Err(StageMergeError::NoHistograms {
+            shard: p.index,
+            stage: p.summary.name.clone(),
+        }),
     }
 }
 
@@ -284,52 +317,51 @@ fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
     out
 }
 
+/// One turn index being merged: its counts, its input tokens and its histograms so far.
+type TurnAcc = (TurnSummary, f64, Added);
+
 /// Sessions' turn indices, merged like the stage: histograms added, counts summed.
-fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, String> {
-    let mut turns: BTreeMap<u32, (TurnSummary, f64, Histogram<u64>, Histogram<u64>)> =
-        BTreeMap::new();
+fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
+    let mut turns: BTreeMap<u32, TurnAcc> = BTreeMap::new();
     for p in parts {
         for t in &p.summary.per_turn {
-            let read = |m: LatencyMetric| match t.histogram(m) {
-                Some(Ok(h)) => Ok(h),
-                _ => Err(format!(
-                    "shard {}: stage `{}`: turn {} has no readable histograms",
-                    p.index, p.summary.name, t.turn
-                )),
-            };
-            let (ttft, e2e) = (read(LatencyMetric::Ttft)?, read(LatencyMetric::E2e)?);
             let entry = turns.entry(t.turn).or_insert_with(|| {
-                (
-                    TurnSummary {
-                        turn: t.turn,
-                        ..TurnSummary::default()
-                    },
-                    0.0,
-                    empty(),
-                    empty(),
-                )
+                let blank = TurnSummary {
+                    turn: t.turn,
+                    ..TurnSummary::default()
+                };
+                (blank, 0.0, std::array::from_fn(|_| empty()))
             });
             entry.0.sent += t.sent;
             entry.0.ok += t.ok;
             entry.0.failed += t.failed;
             entry.1 += t.mean_input_tokens * t.ok as f64;
-            entry
-                .2
-                .add(&ttft)
-                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
-            entry
-                .3
-                .add(&e2e)
-                .map_err(|e| format!("turn {}: {e:?}", t.turn))?;
+            for (m, _) in t.latency.iter() {
+                let h = match t.histogram(m) {
+                    Some(Ok(h)) => h,
+                    _ => {
+                        return Err(StageMergeError::TurnUnreadable {
+                            shard: p.index,
+                            stage: p.summary.name.clone(),
+                            turn: t.turn,
+                        });
+                    }
+                };
+                entry.2[m as usize]
+                    .add(&h)
+                    .map_err(|source| StageMergeError::TurnAdd {
+                        turn: t.turn,
+                        source,
+                    })?;
+            }
         }
     }
     Ok(turns
         .into_values()
-        .map(|(mut t, input, ttft, e2e)| {
+        .map(|(mut t, input, hists)| {
             t.mean_input_tokens = if t.ok == 0 { 0.0 } else { input / t.ok as f64 };
-            t.ttft_ms = dist(&ttft);
-            t.e2e_ms = dist(&e2e);
-            t.histograms = TurnHistograms::encode(&ttft, &e2e).ok();
+            t.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
+            t.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
             t
         })
         .collect())

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::attribution::TimingsAcc;
-use super::histograms::{LatencyMetric, StageHistograms};
+use super::histograms::StageHistograms;
+use super::latency::{LatencyMetric, Sample, tpot_ns};
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
 use super::validity::{self, StageFacts, ValidityRules};
@@ -59,13 +60,8 @@ pub struct StageAggregator {
     name: String,
     planned: PlannedLoad,
     slo: GoodputSlo,
-    ttft: Histogram<u64>,
-    ttfa: Histogram<u64>,
-    itl: Histogram<u64>,
-    tpot: Histogram<u64>,
-    e2e: Histogram<u64>,
-    ntpot: Histogram<u64>,
-    send_lag: Histogram<u64>,
+    /// One histogram per latency metric, indexed by it.
+    hists: [Histogram<u64>; LatencyMetric::COUNT],
     counts: RequestCounts,
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
@@ -92,13 +88,7 @@ impl StageAggregator {
             name: name.into(),
             planned,
             slo,
-            ttft: histogram(),
-            ttfa: histogram(),
-            itl: histogram(),
-            tpot: histogram(),
-            e2e: histogram(),
-            ntpot: histogram(),
-            send_lag: histogram(),
+            hists: std::array::from_fn(|_| histogram()),
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
@@ -131,7 +121,9 @@ impl StageAggregator {
             self.arrivals += 1;
             self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
         }
-        self.send_lag.saturating_record(us(r.send_lag_ns()));
+        for m in LatencyMetric::ALL {
+            record(&mut self.hists[m as usize], m.measure(r));
+        }
         self.timeline.sent(r.sent_ns);
         let ttft = r.ttft_ns();
         if let Some(kind) = r.error {
@@ -143,30 +135,9 @@ impl StageAggregator {
         }
         self.counts.ok += 1;
         let e2e = r.e2e_ns();
-        self.e2e.saturating_record(us(e2e));
-        if let Some(t) = ttft {
-            self.ttft.saturating_record(us(t));
-        }
-        if let Some(t) = r.first_answer_ns {
-            self.ttfa
-                .saturating_record(us(t.saturating_sub(r.scheduled_ns)));
-        }
-        let mut max_gap_us = 0u64;
-        for &gap in &r.itl_us {
-            self.itl.saturating_record(gap as u64);
-            max_gap_us = max_gap_us.max(gap as u64);
-        }
+        let max_gap_us = r.itl_us.iter().copied().max().map_or(0, u64::from);
         let out = r.output_tokens as u64;
-        let tpot = match (ttft, out) {
-            (Some(t), n) if n >= 2 => Some(e2e.saturating_sub(t) / (n - 1)),
-            _ => None,
-        };
-        if let Some(t) = tpot {
-            self.tpot.saturating_record(us(t));
-        }
-        if out >= 1 {
-            self.ntpot.saturating_record(us(e2e / out));
-        }
+        let tpot = tpot_ns(r);
         self.tokens.input += r.input_tokens as u64;
         self.tokens.output += out;
         self.count_tokens(r);
@@ -226,23 +197,16 @@ impl StageAggregator {
     }
     /// Median TTFT so far in ms (0 before the first success).
     pub fn ttft_p50_ms(&self) -> f64 {
-        if self.ttft.is_empty() {
+        let ttft = self.histogram(LatencyMetric::Ttft);
+        if ttft.is_empty() {
             0.0
         } else {
-            self.ttft.value_at_quantile(0.5) as f64 / 1e3
+            ttft.value_at_quantile(0.5) as f64 / 1e3
         }
     }
 
     fn histogram(&self, metric: LatencyMetric) -> &Histogram<u64> {
-        match metric {
-            LatencyMetric::Ttft => &self.ttft,
-            LatencyMetric::Itl => &self.itl,
-            LatencyMetric::Tpot => &self.tpot,
-            LatencyMetric::E2e => &self.e2e,
-            LatencyMetric::Ntpot => &self.ntpot,
-            LatencyMetric::Ttfa => &self.ttfa,
-            LatencyMetric::SendLag => &self.send_lag,
-        }
+        &self.hists[metric as usize]
     }
 
     pub fn finish(mut self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
@@ -260,19 +224,16 @@ impl StageAggregator {
         self.summarize(&clock, rules)
     }
 
-    fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
+    /// Rates over the stage's wall time; the send rate over the sending time.
+    fn throughput(&self, clock: &StageClock, tokens: &Tokens) -> Throughput {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
-        let mut counts = self.counts.clone();
-        counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
-        let mut tokens = self.tokens.clone();
-        tokens.cached_share = tokens.cache_share();
         let sending_s = self.last_sent_ns as f64 / 1e9;
         let achieved = if self.arrivals > 1 && sending_s > 0.0 {
             self.arrivals as f64 / sending_s
         } else {
             self.arrivals as f64 / wall_s
         };
-        let throughput = Throughput {
+        Throughput {
             requests_per_s: self.counts.ok as f64 / wall_s,
             output_tokens_per_s: tokens.output as f64 / wall_s,
             input_tokens_per_s: tokens.input as f64 / wall_s,
@@ -283,9 +244,12 @@ impl StageAggregator {
                 self.good as f64 / self.counts.sent as f64
             },
             achieved_rate_per_s: achieved,
-        };
-        let lag = dist(&self.send_lag);
-        let client = ClientHealth {
+        }
+    }
+
+    fn client(&self, clock: &StageClock) -> ClientHealth {
+        let lag = dist(self.histogram(LatencyMetric::SendLag));
+        ClientHealth {
             send_lag_ms: SendLag {
                 p50: lag.p50,
                 p99: lag.p99,
@@ -298,24 +262,19 @@ impl StageAggregator {
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
-        };
-        let ok_requests = self.counts.ok;
-        let latency = Latency {
-            ttft_ms: dist_with_intervals(&self.ttft, rules.confidence),
-            // Gaps of one request are not independent: the interval counts requests.
-            itl_ms: Dist {
-                intervals: super::intervals::sample_intervals_of(
-                    &self.itl,
-                    rules.confidence,
-                    ok_requests,
-                ),
-                ..dist(&self.itl)
-            },
-            tpot_ms: dist_with_intervals(&self.tpot, rules.confidence),
-            e2e_ms: dist_with_intervals(&self.e2e, rules.confidence),
-            ntpot_ms: dist_with_intervals(&self.ntpot, rules.confidence),
-            ttfa_ms: dist_with_intervals(&self.ttfa, rules.confidence),
-        };
+        }
+    }
+
+    fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
+        let mut counts = self.counts.clone();
+        counts.errors = self.errors.iter().map(|(k, v)| (k.key(), *v)).collect();
+        let mut tokens = self.tokens.clone();
+        tokens.cached_share = tokens.cache_share();
+        let throughput = self.throughput(clock, &tokens);
+        let client = self.client(clock);
+        let latency = Latency::from_fn(|m| {
+            metric_dist(m, self.histogram(m), rules.confidence, self.counts.ok)
+        });
         let errors = if counts.errors.is_empty() {
             "no error recorded".to_string()
         } else {
@@ -331,7 +290,7 @@ impl StageAggregator {
                 requests: &counts,
                 errors,
                 tokens: &tokens,
-                ttft: &latency.ttft_ms,
+                ttft: &latency[LatencyMetric::Ttft],
                 client: &client,
                 planned_span_ns: clock.planned_span_ns,
                 last_sent_ns: self.last_sent_ns,
@@ -344,7 +303,9 @@ impl StageAggregator {
             rules,
         );
         let mut notes = validity::notes(self.facts, counts.sent, &tokens);
-        let attribution = self.timings.finish(&latency.ttft_ms, &latency.tpot_ms);
+        let attribution = self
+            .timings
+            .finish(&latency[LatencyMetric::Ttft], &latency[LatencyMetric::Tpot]);
         let mean_output = tokens.output as f64 / counts.ok.max(1) as f64;
         notes.extend(
             attribution
@@ -391,6 +352,33 @@ pub fn dist(h: &Histogram<u64>) -> Dist {
         min: ms(h.min()),
         mean: h.mean() / 1e3,
         intervals: None,
+    }
+}
+
+/// Records what one request contributes to a latency metric (see [`LatencyMetric::measure`]).
+pub(super) fn record(h: &mut Histogram<u64>, sample: Sample<'_>) {
+    match sample {
+        Sample::None => {}
+        Sample::Ns(ns) => h.saturating_record(us(ns)),
+        Sample::GapsUs(gaps) => {
+            for &gap in gaps {
+                h.saturating_record(u64::from(gap));
+            }
+        }
+    }
+}
+
+/// A latency metric's distribution with its confidence intervals, from its histogram and the
+/// stage's successful requests: a clustered metric's samples (ITL's gaps) come many to a
+/// request and move together, so its intervals count requests.
+pub fn metric_dist(metric: LatencyMetric, h: &Histogram<u64>, confidence: f64, ok: u64) -> Dist {
+    if metric.spec().clustered {
+        Dist {
+            intervals: super::intervals::sample_intervals_of(h, confidence, ok),
+            ..dist(h)
+        }
+    } else {
+        dist_with_intervals(h, confidence)
     }
 }
 

@@ -53,22 +53,23 @@ fn metrics_follow_the_definitions() {
     assert_eq!(s.requests.ok, 2);
     assert_eq!(s.requests.failed, 1);
     assert_eq!(s.requests.errors["http_503"], 1);
-    assert_eq!(s.latency.ttft_ms.count, 2);
+    assert_eq!(s.latency[LatencyMetric::Ttft].count, 2);
     assert!(
-        (s.latency.ttft_ms.min - 50.0).abs() < 0.1,
+        (s.latency[LatencyMetric::Ttft].min - 50.0).abs() < 0.1,
         "{:?}",
         s.latency
     );
-    assert!((s.latency.ttft_ms.max - 100.0).abs() < 0.1);
-    assert_eq!(s.latency.itl_ms.count, 4);
-    assert!((s.latency.itl_ms.p50 - 10.0).abs() < 0.05);
+    assert!((s.latency[LatencyMetric::Ttft].max - 100.0).abs() < 0.1);
+    assert_eq!(s.latency[LatencyMetric::Itl].count, 4);
+    assert!((s.latency[LatencyMetric::Itl].p50 - 10.0).abs() < 0.05);
     assert_eq!(
-        s.latency.tpot_ms.count, 1,
+        s.latency[LatencyMetric::Tpot].count,
+        1,
         "single-token requests have no TPOT"
     );
-    assert!((s.latency.tpot_ms.p50 - 10.0).abs() < 0.05);
-    assert!((s.latency.ntpot_ms.min - 18.0).abs() < 0.05);
-    assert!((s.latency.e2e_ms.min - 90.0).abs() < 0.1);
+    assert!((s.latency[LatencyMetric::Tpot].p50 - 10.0).abs() < 0.05);
+    assert!((s.latency[LatencyMetric::Ntpot].min - 18.0).abs() < 0.05);
+    assert!((s.latency[LatencyMetric::E2e].min - 90.0).abs() < 0.1);
     assert_eq!(s.tokens.output, 6);
     assert!((s.throughput.requests_per_s - 1.0).abs() < 1e-9);
     assert!((s.throughput.goodput_ratio - 1.0 / 3.0).abs() < 1e-9);
@@ -275,6 +276,6 @@ fn a_machine_losing_time_to_its_hypervisor_is_flagged() {
 fn empty_stage_has_empty_distributions() {
     let agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
     let s = agg.finish(StageClock::default(), &ValidityRules::default());
-    assert_eq!(s.latency.ttft_ms, Dist::default());
+    assert_eq!(s.latency[LatencyMetric::Ttft], Dist::default());
     assert_eq!(s.requests.sent, 0);
 }

@@ -4,122 +4,33 @@
 //! the readable summary; these are the data behind it.
 
 use hdrhistogram::Histogram;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
+use super::latency::LatencyMetric;
+use super::per_metric::{MetricSet, PerMetric, PerTurnRecorded, Recorded};
 use crate::stats::{StatsError, hist};
-
-/// The latency metrics a stage keeps a histogram of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum LatencyMetric {
-    Ttft,
-    Itl,
-    Tpot,
-    E2e,
-    Ntpot,
-    Ttfa,
-    SendLag,
-}
-
-impl LatencyMetric {
-    pub const ALL: [LatencyMetric; 7] = [
-        LatencyMetric::Ttft,
-        LatencyMetric::Itl,
-        LatencyMetric::Tpot,
-        LatencyMetric::E2e,
-        LatencyMetric::Ntpot,
-        LatencyMetric::Ttfa,
-        LatencyMetric::SendLag,
-    ];
-
-    /// Its key in `latency`, `histograms` (and `client` for send lag): `ttft_ms`…
-    pub fn key(self) -> &'static str {
-        match self {
-            LatencyMetric::Ttft => "ttft_ms",
-            LatencyMetric::Itl => "itl_ms",
-            LatencyMetric::Tpot => "tpot_ms",
-            LatencyMetric::E2e => "e2e_ms",
-            LatencyMetric::Ntpot => "ntpot_ms",
-            LatencyMetric::Ttfa => "ttfa_ms",
-            LatencyMetric::SendLag => "send_lag_ms",
-        }
-    }
-}
 
 /// Every latency histogram of a stage, each as `stats::hist::encode` writes it: base64 of the HDR
 /// V2 deflate form. Recorded values are **microseconds** (1 µs .. 1 day, 3 significant
 /// digits); the keys end in `_ms` after the `latency` fields they back.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct StageHistograms {
-    pub ttft_ms: String,
-    pub itl_ms: String,
-    pub tpot_ms: String,
-    pub e2e_ms: String,
-    pub ntpot_ms: String,
-    pub ttfa_ms: String,
-    pub send_lag_ms: String,
-}
+pub type StageHistograms = PerMetric<String, Recorded>;
 
-impl StageHistograms {
-    /// Encodes the histogram `get` gives for each metric.
+/// A turn index's histograms (µs, as [`StageHistograms`]) of the metrics kept per turn.
+pub type TurnHistograms = PerMetric<String, PerTurnRecorded>;
+
+impl<S: MetricSet> PerMetric<String, S> {
+    /// Encodes the histogram `get` gives for each metric of the set.
     pub fn encode<'a>(
         get: impl Fn(LatencyMetric) -> &'a Histogram<u64>,
-    ) -> Result<StageHistograms, StatsError> {
-        let e = |m| hist::encode(get(m));
-        Ok(StageHistograms {
-            ttft_ms: e(LatencyMetric::Ttft)?,
-            itl_ms: e(LatencyMetric::Itl)?,
-            tpot_ms: e(LatencyMetric::Tpot)?,
-            e2e_ms: e(LatencyMetric::E2e)?,
-            ntpot_ms: e(LatencyMetric::Ntpot)?,
-            ttfa_ms: e(LatencyMetric::Ttfa)?,
-            send_lag_ms: e(LatencyMetric::SendLag)?,
-        })
+    ) -> Result<Self, StatsError> {
+        Self::try_from_fn(|m| hist::encode(get(m)))
     }
 
-    /// The encoded histogram of a metric.
-    pub fn encoded(&self, metric: LatencyMetric) -> &str {
-        match metric {
-            LatencyMetric::Ttft => &self.ttft_ms,
-            LatencyMetric::Itl => &self.itl_ms,
-            LatencyMetric::Tpot => &self.tpot_ms,
-            LatencyMetric::E2e => &self.e2e_ms,
-            LatencyMetric::Ntpot => &self.ntpot_ms,
-            LatencyMetric::Ttfa => &self.ttfa_ms,
-            LatencyMetric::SendLag => &self.send_lag_ms,
-        }
-    }
-
-    /// The histogram of a metric, in µs.
-    pub fn decode(&self, metric: LatencyMetric) -> Result<Histogram<u64>, StatsError> {
-        hist::decode(self.encoded(metric))
-    }
-}
-
-/// A turn index's histograms (µs, as `StageHistograms`): TTFT and E2E, the metrics kept per
-/// turn.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct TurnHistograms {
-    pub ttft_ms: String,
-    pub e2e_ms: String,
-}
-
-impl TurnHistograms {
-    pub fn encode(ttft: &Histogram<u64>, e2e: &Histogram<u64>) -> Result<Self, StatsError> {
-        Ok(TurnHistograms {
-            ttft_ms: hist::encode(ttft)?,
-            e2e_ms: hist::encode(e2e)?,
-        })
-    }
-
-    /// The histogram of TTFT or E2E; `None` for the metrics not kept per turn.
+    /// The histogram of a metric, in µs; `None` for a metric the set does not keep, or one
+    /// this result has none of (a metric added after it was written).
     pub fn decode(&self, metric: LatencyMetric) -> Option<Result<Histogram<u64>, StatsError>> {
-        match metric {
-            LatencyMetric::Ttft => Some(hist::decode(&self.ttft_ms)),
-            LatencyMetric::E2e => Some(hist::decode(&self.e2e_ms)),
-            _ => None,
-        }
+        self.get(metric)
+            .filter(|h| !h.is_empty())
+            .map(|h| hist::decode(h))
     }
 }
 
@@ -188,19 +99,12 @@ mod tests {
     fn decoded_histograms_give_the_summary_exactly() {
         let s = stage(3_000);
         let l = &s.latency;
-        assert!(l.itl_ms.count > 10_000 && s.requests.failed > 0);
-        for (m, want) in [
-            (LatencyMetric::Ttft, l.ttft_ms),
-            (LatencyMetric::Itl, l.itl_ms),
-            (LatencyMetric::Tpot, l.tpot_ms),
-            (LatencyMetric::E2e, l.e2e_ms),
-            (LatencyMetric::Ntpot, l.ntpot_ms),
-            (LatencyMetric::Ttfa, l.ttfa_ms),
-        ] {
+        assert!(l[LatencyMetric::Itl].count > 10_000 && s.requests.failed > 0);
+        for (m, want) in l.iter() {
             // The intervals are read from the same histograms; the figures must match exactly.
             let want = Dist {
                 intervals: None,
-                ..want
+                ..*want
             };
             assert_eq!(decoded(&s, m), want, "{}", m.key());
         }
@@ -213,7 +117,11 @@ mod tests {
         for t in &s.per_turn {
             let ttft = dist(&t.histogram(LatencyMetric::Ttft).unwrap().unwrap());
             let e2e = dist(&t.histogram(LatencyMetric::E2e).unwrap().unwrap());
-            assert_eq!((ttft, e2e), (t.ttft_ms, t.e2e_ms), "turn {}", t.turn);
+            let want = (
+                t.latency[LatencyMetric::Ttft],
+                t.latency[LatencyMetric::E2e],
+            );
+            assert_eq!((ttft, e2e), want, "turn {}", t.turn);
             assert!(t.histogram(LatencyMetric::Itl).is_none());
         }
     }
@@ -257,7 +165,8 @@ mod tests {
             });
         }
         let s = agg.finish(StageClock::default(), &ValidityRules::default());
-        let (a, b) = (s.per_turn[0].ttft_ms.p50, s.per_turn[1].ttft_ms.p50);
+        let p50 = |t: usize| s.per_turn[t].latency[LatencyMetric::Ttft].p50;
+        let (a, b) = (p50(0), p50(1));
         assert!(
             a < b && (a - 100.0).abs() < 0.1 && (b - 100.3).abs() < 0.1,
             "{a} {b}"

@@ -87,6 +87,19 @@ pub enum Figure {
     Mean,
 }
 
+impl From<super::Percentile> for Figure {
+    fn from(p: super::Percentile) -> Figure {
+        use super::Percentile as P;
+        match p {
+            P::P50 => Figure::P50,
+            P::P90 => Figure::P90,
+            P::P95 => Figure::P95,
+            P::P99 => Figure::P99,
+            P::P999 => Figure::P999,
+        }
+    }
+}
+
 impl Figure {
     pub const ALL: [Figure; 6] = [
         Figure::P50,

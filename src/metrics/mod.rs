@@ -1,28 +1,42 @@
-//! `RequestRecord` stream → per-stage [`StageSummary`] (HDR histograms, counters, goodput).
+//! `RequestRecord` stream → per-stage [`StageSummary`] (HDR histograms, counters, goodput),
+//! and the metric vocabulary every later stage names metrics by ([`Metric`], `vocab.rs`).
 //!
 //! Entry point: [`StageAggregator`].
 
 mod aggregate;
 mod attribution;
+mod def;
 mod histograms;
 mod intervals;
+mod latency;
+mod per_metric;
 mod profile;
 mod record;
 mod rounds;
 mod summary;
 mod turns;
 mod validity;
+mod vocab;
 
-pub use aggregate::{GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals};
+pub use aggregate::{
+    GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals, metric_dist,
+};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
-pub use histograms::{LatencyMetric, StageHistograms, TurnHistograms};
+pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{
     Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,
     sample_intervals_of,
 };
-pub use profile::{PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary};
+pub use per_metric::{MetricSet, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
+pub use profile::{
+    LoadPoint, PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary,
+};
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
+pub use vocab::{
+    Aggregation, CountMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
+    MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+};

@@ -4,34 +4,19 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::StageSummary;
+use super::{LatencyMetric, StageSummary};
+pub use crate::arrival::{LoadPoint, PointKind};
 
 /// Below this share of the offered rate, a point is called saturated (server) or client-bound
 /// (client): 10 % slack absorbs Poisson noise over short stages.
 pub const SATURATION_RATIO: f64 = 0.9;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum PointKind {
-    /// One load point of a `sweep`.
-    #[default]
-    Sweep,
-    /// One probe of a rate `search`.
-    Probe,
-}
-
 /// Marks a stage as one point of a load profile, so reports can gather the points of a group.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ProfilePoint {
-    /// The stage that declared the sweep or search.
-    pub group: String,
-    pub kind: PointKind,
-    /// Offered request rate (open loop).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offered_rate_per_s: Option<f64>,
-    /// Closed-loop clients.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<u32>,
+    /// Which point of which profile, as planned.
+    #[serde(flatten)]
+    pub point: LoadPoint,
     /// Completed requests fell short of the offered rate: the server could not keep up.
     #[serde(default)]
     pub saturated: bool,
@@ -45,11 +30,17 @@ pub struct ProfilePoint {
 }
 
 impl ProfilePoint {
+    /// The point as planned, before it ran.
+    pub fn planned(point: LoadPoint) -> Self {
+        ProfilePoint {
+            point,
+            ..ProfilePoint::default()
+        }
+    }
+
     /// The point's load on one axis: offered rate, else clients.
     pub fn load(&self) -> f64 {
-        self.offered_rate_per_s
-            .or(self.clients.map(f64::from))
-            .unwrap_or(0.0)
+        self.point.load()
     }
 
     /// Sets `saturated` and `client_bound` from the measured stage.
@@ -60,13 +51,13 @@ impl ProfilePoint {
     pub fn assess(&mut self, s: &StageSummary) {
         let ok = s.requests.ok as f64;
         self.client_bound = !s.validity.trusted;
-        match self.offered_rate_per_s {
+        match self.point.offered_rate_per_s {
             Some(offered) if offered > 0.0 => {
                 let sending = s
                     .planned
                     .duration_s
                     .unwrap_or(0.0)
-                    .max(s.wall_time_s - s.latency.e2e_ms.p50 / 1000.0)
+                    .max(s.wall_time_s - s.latency[LatencyMetric::E2e].p50 / 1000.0)
                     .max(1e-3);
                 let sending = sending.min(s.wall_time_s.max(1e-3));
                 let achieved = ok / sending;
@@ -152,16 +143,16 @@ mod tests {
         s.wall_time_s = wall;
         s.requests.ok = ok;
         s.requests.sent = ok;
-        s.latency.e2e_ms.p50 = e2e_p50_ms;
+        s.latency[crate::metrics::LatencyMetric::E2e].p50 = e2e_p50_ms;
         s.throughput.achieved_rate_per_s = sent_rate;
         s
     }
 
     fn point(rate: f64) -> ProfilePoint {
-        ProfilePoint {
+        ProfilePoint::planned(LoadPoint {
             offered_rate_per_s: Some(rate),
-            ..ProfilePoint::default()
-        }
+            ..LoadPoint::default()
+        })
     }
 
     #[test]

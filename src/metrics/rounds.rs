@@ -18,13 +18,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
     if rounds.len() <= 1 {
         return rounds.into_iter().next().unwrap_or_default();
     }
-    let median = |f: &dyn Fn(&StageSummary) -> f64| {
-        let values: Vec<f64> = rounds.iter().map(f).collect();
-        rounds_median(&values, 0.95)
-            .ok()
-            .flatten()
-            .map_or(0.0, |r| r.median)
-    };
+    let median = |f: &dyn Fn(&StageSummary) -> f64| median(&rounds, f);
     let dists = |f: &dyn Fn(&StageSummary) -> super::Dist| -> super::Dist {
         let d: Vec<super::Dist> = rounds.iter().map(f).collect();
         median_of_rounds(&d, confidence)
@@ -42,14 +36,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         }
         tokens.add(&r.tokens);
     }
-    let latency = super::Latency {
-        ttft_ms: dists(&|r| r.latency.ttft_ms),
-        itl_ms: dists(&|r| r.latency.itl_ms),
-        tpot_ms: dists(&|r| r.latency.tpot_ms),
-        e2e_ms: dists(&|r| r.latency.e2e_ms),
-        ntpot_ms: dists(&|r| r.latency.ntpot_ms),
-        ttfa_ms: dists(&|r| r.latency.ttfa_ms),
-    };
+    let latency = super::Latency::from_fn(|m| dists(&|r| r.latency[m]));
     let throughput = Throughput {
         requests_per_s: median(&|r| r.throughput.requests_per_s),
         output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
@@ -58,50 +45,11 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         goodput_ratio: median(&|r| r.throughput.goodput_ratio),
         achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
     };
-    let client = ClientHealth {
-        send_lag_ms: SendLag {
-            p50: median(&|r| r.client.send_lag_ms.p50),
-            p99: median(&|r| r.client.send_lag_ms.p99),
-            max: rounds
-                .iter()
-                .map(|r| r.client.send_lag_ms.max)
-                .fold(0.0, f64::max),
-        },
-        cpu_percent: median(&|r| r.client.cpu_percent),
-        cores: first.client.cores,
-        peak_rss_mb: rounds
-            .iter()
-            .map(|r| r.client.peak_rss_mb)
-            .fold(0.0, f64::max),
-        steal_percent: rounds
-            .iter()
-            .filter_map(|r| r.client.steal_percent)
-            .reduce(f64::max),
-        peak_in_flight: rounds
-            .iter()
-            .map(|r| r.client.peak_in_flight)
-            .max()
-            .unwrap_or(0),
-        poll_idle: rounds.iter().all(|r| r.client.poll_idle),
-    };
-    let mut validity = Validity::default();
-    for (i, r) in rounds.iter().enumerate() {
-        validity.trusted &= r.validity.trusted;
-        validity.reasons.extend(
-            r.validity
-                .reasons
-                .iter()
-                .map(|why| format!("round {}: {why}", i + 1)),
-        );
-    }
-    let mut timeline = Vec::new();
-    let mut offset = 0.0;
-    for r in &rounds {
-        timeline.extend(r.timeline.iter().map(|p| super::TimelinePoint {
-            t_s: p.t_s + offset,
-            ..p.clone()
-        }));
-        offset += r.wall_time_s.ceil();
+    let mut notes: Vec<String> = Vec::new();
+    for n in rounds.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
     }
     StageSummary {
         name: first.name.clone(),
@@ -111,22 +59,14 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         latency,
         tokens,
         throughput,
-        client,
-        validity,
-        timeline,
+        client: client(&rounds),
+        validity: validity(&rounds),
+        timeline: timeline(&rounds),
         profile: first.profile.clone(),
         per_turn: first.per_turn.clone(),
         warmup_end: None,
         histograms: union(&rounds),
-        notes: {
-            let mut notes: Vec<String> = Vec::new();
-            for n in rounds.iter().flat_map(|r| &r.notes) {
-                if !notes.contains(n) {
-                    notes.push(n.clone());
-                }
-            }
-            notes
-        },
+        notes,
         // Each round's own attribution stays in its summary below.
         attribution: None,
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
@@ -142,25 +82,91 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
     }
 }
 
+/// The median of a figure across rounds.
+fn median(rounds: &[StageSummary], f: &dyn Fn(&StageSummary) -> f64) -> f64 {
+    let values: Vec<f64> = rounds.iter().map(f).collect();
+    rounds_median(&values, 0.95)
+        .ok()
+        .flatten()
+        .map_or(0.0, |r| r.median)
+}
+
+/// The client's health across rounds: medians of its rates, the worst of its peaks.
+fn client(rounds: &[StageSummary]) -> ClientHealth {
+    let median = |f: &dyn Fn(&StageSummary) -> f64| median(rounds, f);
+    ClientHealth {
+        send_lag_ms: SendLag {
+            p50: median(&|r| r.client.send_lag_ms.p50),
+            p99: median(&|r| r.client.send_lag_ms.p99),
+            max: rounds
+                .iter()
+                .map(|r| r.client.send_lag_ms.max)
+                .fold(0.0, f64::max),
+        },
+        cpu_percent: median(&|r| r.client.cpu_percent),
+        cores: rounds[0].client.cores,
+        peak_rss_mb: rounds
+            .iter()
+            .map(|r| r.client.peak_rss_mb)
+            .fold(0.0, f64::max),
+        steal_percent: rounds
+            .iter()
+            .filter_map(|r| r.client.steal_percent)
+            .reduce(f64::max),
+        peak_in_flight: rounds
+            .iter()
+            .map(|r| r.client.peak_in_flight)
+            .max()
+            .unwrap_or(0),
+        poll_idle: rounds.iter().all(|r| r.client.poll_idle),
+    }
+}
+
+/// Trusted when every round is; every round's reasons, by round.
+fn validity(rounds: &[StageSummary]) -> Validity {
+    let mut validity = Validity::default();
+    for (i, r) in rounds.iter().enumerate() {
+        validity.trusted &= r.validity.trusted;
+        validity.reasons.extend(
+            r.validity
+                .reasons
+                .iter()
+                .map(|why| format!("round {}: {why}", i + 1)),
+        );
+    }
+    validity
+}
+
+/// The rounds' timelines one after another, each shifted past the previous round's seconds.
+fn timeline(rounds: &[StageSummary]) -> Vec<super::TimelinePoint> {
+    let mut timeline = Vec::new();
+    let mut offset = 0.0;
+    for r in rounds {
+        timeline.extend(r.timeline.iter().map(|p| super::TimelinePoint {
+            t_s: p.t_s + offset,
+            ..p.clone()
+        }));
+        offset += r.wall_time_s.ceil();
+    }
+    timeline
+}
+
 /// The rounds' histograms added together; `None` when a round has none.
 fn union(rounds: &[StageSummary]) -> Option<StageHistograms> {
-    let mut merged: Vec<Histogram<u64>> = Vec::new();
-    for metric in LatencyMetric::ALL {
-        let mut total: Option<Histogram<u64>> = None;
-        for r in rounds {
-            let h = r.histogram(metric)?.ok()?;
-            match total.as_mut() {
-                Some(t) => t.add(&h).ok()?,
-                None => total = Some(h),
-            }
+    StageHistograms::try_from_fn(|metric| added(rounds, metric).ok_or(())).ok()
+}
+
+/// The rounds' histograms of `metric` added together, encoded.
+fn added(rounds: &[StageSummary], metric: LatencyMetric) -> Option<String> {
+    let mut total: Option<Histogram<u64>> = None;
+    for r in rounds {
+        let h = r.histogram(metric)?.ok()?;
+        match total.as_mut() {
+            Some(t) => t.add(&h).ok()?,
+            None => total = Some(h),
         }
-        merged.push(total?);
     }
-    StageHistograms::encode(|m| {
-        let i = LatencyMetric::ALL.iter().position(|x| *x == m).unwrap_or(0);
-        &merged[i]
-    })
-    .ok()
+    crate::stats::hist::encode(&total?).ok()
 }
 
 #[cfg(test)]
@@ -197,13 +203,14 @@ mod tests {
         let merged = merge_rounds(vec![round(40), round(50), round(45)], 0.95);
         assert_eq!(merged.rounds.len(), 3);
         assert_eq!(merged.requests.sent, 150);
-        assert_eq!(merged.latency.ttft_ms.count, 150);
+        let ttft = |s: &StageSummary| s.latency[LatencyMetric::Ttft];
+        assert_eq!(ttft(&merged).count, 150);
         // The middle round's p50, not the pooled one.
-        assert_eq!(merged.latency.ttft_ms.p50, round(45).latency.ttft_ms.p50);
+        assert_eq!(ttft(&merged).p50, ttft(&round(45)).p50);
         let union = merged.histogram(LatencyMetric::Ttft).unwrap().unwrap();
         assert_eq!(union.len(), 150);
         assert!(merged.rounds.iter().all(|r| r.histograms.is_none()));
-        let iv = merged.latency.ttft_ms.intervals.unwrap();
+        let iv = ttft(&merged).intervals.unwrap();
         assert_eq!(iv.method, crate::metrics::IntervalMethod::Rounds);
     }
 

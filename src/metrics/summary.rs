@@ -25,6 +25,25 @@ pub struct Dist {
     pub intervals: Option<super::Intervals>,
 }
 
+impl Dist {
+    /// The figure an aggregation reads.
+    pub fn get(&self, aggregation: super::Aggregation) -> f64 {
+        use super::{Aggregation, Percentile};
+        match aggregation {
+            Aggregation::Percentile(p) => match p {
+                Percentile::P50 => self.p50,
+                Percentile::P90 => self.p90,
+                Percentile::P95 => self.p95,
+                Percentile::P99 => self.p99,
+                Percentile::P999 => self.p999,
+            },
+            Aggregation::Mean => self.mean,
+            Aggregation::Max => self.max,
+            Aggregation::Min => self.min,
+        }
+    }
+}
+
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlannedLoad {
@@ -54,16 +73,9 @@ pub struct RequestCounts {
     pub retried: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Latency {
-    pub ttft_ms: Dist,
-    pub itl_ms: Dist,
-    pub tpot_ms: Dist,
-    pub e2e_ms: Dist,
-    pub ntpot_ms: Dist,
-    /// Time to the first answer token, when it differs from TTFT (reasoning models).
-    pub ttfa_ms: Dist,
-}
+/// A stage's latency distributions, one per metric with a summary (`ttft_ms`, …; see
+/// [`super::LatencyMetric`]).
+pub type Latency = super::PerMetric<Dist, super::Summarised>;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Throughput {
@@ -153,6 +165,19 @@ pub struct SendLag {
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
+}
+
+impl SendLag {
+    /// The figure an aggregation reads, for the ones kept (p50, p99, max).
+    pub fn get(&self, aggregation: super::Aggregation) -> Option<f64> {
+        use super::{Aggregation, Percentile};
+        match aggregation {
+            Aggregation::Percentile(Percentile::P50) => Some(self.p50),
+            Aggregation::Percentile(Percentile::P99) => Some(self.p99),
+            Aggregation::Max => Some(self.max),
+            _ => None,
+        }
+    }
 }
 
 /// The client's own health: how late it sent, how busy it was.
@@ -269,7 +294,7 @@ impl StageSummary {
         &self,
         metric: super::LatencyMetric,
     ) -> Option<Result<hdrhistogram::Histogram<u64>, crate::stats::StatsError>> {
-        self.histograms.as_ref().map(|h| h.decode(metric))
+        self.histograms.as_ref()?.decode(metric)
     }
 }
 

@@ -7,8 +7,10 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{dist, histogram};
-use super::histograms::{LatencyMetric, TurnHistograms};
+use super::aggregate::{dist, histogram, record};
+use super::histograms::TurnHistograms;
+use super::latency::LatencyMetric;
+use super::per_metric::{MetricSet, PerMetric, PerTurn};
 use super::record::RequestRecord;
 use super::summary::Dist;
 
@@ -25,8 +27,10 @@ pub struct TurnSummary {
     pub failed: u64,
     /// Mean input tokens of the successful requests (the history grows turn over turn).
     pub mean_input_tokens: f64,
-    pub ttft_ms: Dist,
-    pub e2e_ms: Dist,
+    /// The distributions of the metrics kept per turn (`ttft_ms`, `e2e_ms`), members of the
+    /// turn's object.
+    #[serde(flatten)]
+    pub latency: PerMetric<Dist, PerTurn>,
     /// The TTFT and E2E histograms whole (µs); absent from results written before they were
     /// kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -34,8 +38,8 @@ pub struct TurnSummary {
 }
 
 impl TurnSummary {
-    /// The turn's histogram of TTFT or E2E (µs), decoded; `None` for other metrics, or when
-    /// none is stored.
+    /// The turn's histogram of a metric kept per turn (µs), decoded; `None` for other
+    /// metrics, or when none is stored.
     pub fn histogram(
         &self,
         metric: LatencyMetric,
@@ -49,8 +53,8 @@ struct Turn {
     ok: u64,
     failed: u64,
     input_tokens: u64,
-    ttft: Histogram<u64>,
-    e2e: Histogram<u64>,
+    /// Indexed by latency metric; only those kept per turn are filled.
+    hists: [Histogram<u64>; LatencyMetric::COUNT],
 }
 
 /// Folds records by turn index; reports nothing for a stage without later turns.
@@ -73,8 +77,7 @@ impl TurnAggregator {
                 ok: 0,
                 failed: 0,
                 input_tokens: 0,
-                ttft: histogram(),
-                e2e: histogram(),
+                hists: std::array::from_fn(|_| histogram()),
             });
         }
         let t = &mut self.turns[k];
@@ -85,9 +88,8 @@ impl TurnAggregator {
         }
         t.ok += 1;
         t.input_tokens += u64::from(r.input_tokens);
-        t.e2e.saturating_record(r.e2e_ns() / 1_000);
-        if let Some(ttft) = r.ttft_ns() {
-            t.ttft.saturating_record(ttft / 1_000);
+        for m in PerTurn::metrics() {
+            record(&mut t.hists[m as usize], m.measure(r));
         }
     }
 
@@ -108,9 +110,8 @@ impl TurnAggregator {
                 } else {
                     t.input_tokens as f64 / t.ok as f64
                 },
-                ttft_ms: dist(&t.ttft),
-                e2e_ms: dist(&t.e2e),
-                histograms: TurnHistograms::encode(&t.ttft, &t.e2e).ok(),
+                latency: PerMetric::from_fn(|m| dist(&t.hists[m as usize])),
+                histograms: TurnHistograms::encode(|m| &t.hists[m as usize]).ok(),
             })
             .collect()
     }
@@ -150,8 +151,9 @@ mod tests {
         let s = a.finish();
         assert_eq!(s.len(), 3);
         assert_eq!((s[1].sent, s[1].ok, s[1].failed), (2, 1, 1));
-        assert_eq!(s[2].e2e_ms.count, 1);
-        assert!((s[2].e2e_ms.p50 - 30.0).abs() < 0.5);
+        let e2e = s[2].latency[LatencyMetric::E2e];
+        assert_eq!(e2e.count, 1);
+        assert!((e2e.p50 - 30.0).abs() < 0.5);
         assert!((s[1].mean_input_tokens - 20.0).abs() < 1e-9);
     }
 }

@@ -1,10 +1,9 @@
 //! Load profiles in the plan: a sweep expands at compile time into one ordinary stage per load
-//! point (named `group@40rps` or `group@8c`, marked with a [`ProfilePoint`]); a search stays one
+//! point (named `group@40rps` or `group@8c`, marked with a [`LoadPoint`]); a search stays one
 //! `Load::Search` entry whose probes (open-loop rates or closed-loop client counts) the runner
 //! plans one at a time with [`probe_stage`].
 
-use crate::arrival::{ArrivalSpec, Horizon, SearchAxis, SearchSpec};
-use crate::metrics::{PointKind, ProfilePoint};
+use crate::arrival::{ArrivalSpec, Horizon, LoadPoint, PointKind, SearchAxis, SearchSpec};
 use crate::scenario::{ProfileSpec, StageSpec, SweepSpec};
 use crate::units::{Duration, Rate, trim_float};
 
@@ -23,15 +22,15 @@ pub(super) fn expand(
     match &spec.profile {
         None => Ok(vec![stage_plan(spec, dataset, seed, drain_default)?]),
         Some(ProfileSpec::Sweep(sweep)) => {
-            let points: Vec<(ArrivalSpec, ProfilePoint)> = match sweep {
+            let points: Vec<(ArrivalSpec, LoadPoint)> = match sweep {
                 SweepSpec::Rates(rates) => rates
                     .iter()
                     .map(|r| {
                         let r = Rate(round_rate(r.0));
-                        let point = ProfilePoint {
+                        let point = LoadPoint {
                             group: group.clone(),
                             offered_rate_per_s: Some(r.0),
-                            ..ProfilePoint::default()
+                            ..LoadPoint::default()
                         };
                         (with_rate(&spec.arrival.value, r), point)
                     })
@@ -39,10 +38,10 @@ pub(super) fn expand(
                 SweepSpec::Concurrency(levels) => levels
                     .iter()
                     .map(|&c| {
-                        let point = ProfilePoint {
+                        let point = LoadPoint {
                             group: group.clone(),
                             clients: Some(c),
-                            ..ProfilePoint::default()
+                            ..LoadPoint::default()
                         };
                         (ArrivalSpec::Concurrency { clients: c }, point)
                     })
@@ -102,7 +101,7 @@ fn with_rate(arrival: &ArrivalSpec, rate: Rate) -> ArrivalSpec {
 }
 
 /// `group@40rps`, `group@2.5rps` or `group@8c`.
-pub fn point_name(p: &ProfilePoint) -> String {
+pub fn point_name(p: &LoadPoint) -> String {
     match (p.offered_rate_per_s, p.clients) {
         (Some(r), _) => format!("{}@{}rps", p.group, trim_float(round_rate(r))),
         (None, Some(c)) => format!("{}@{c}c", p.group),
@@ -132,11 +131,11 @@ pub fn probe_stage(
         &search.name,
         || format!("probe at {rate} over {}", spec.probe),
     )?;
-    let point = ProfilePoint {
+    let point = LoadPoint {
         group: search.name.clone(),
         kind: PointKind::Probe,
         offered_rate_per_s: Some(rate.0),
-        ..ProfilePoint::default()
+        ..LoadPoint::default()
     };
     Ok(StagePlan {
         name: point_name(&point),
@@ -156,11 +155,11 @@ pub fn probe_stage(
 /// A concurrency probe: `clients` closed-loop workers for `probe`.
 fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePlan {
     let clients = (clients.round() as u32).max(1);
-    let point = ProfilePoint {
+    let point = LoadPoint {
         group: search.name.clone(),
         kind: PointKind::Probe,
         clients: Some(clients),
-        ..ProfilePoint::default()
+        ..LoadPoint::default()
     };
     StagePlan {
         name: point_name(&point),

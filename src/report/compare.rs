@@ -13,11 +13,14 @@ use minijinja::{Value, context};
 use serde::Serialize;
 
 use super::ReportError;
+use super::flagged::Flagged;
 use super::markdown::{COMPARE_TEMPLATE, environment};
 use super::view::{num, short};
-use crate::metrics::StageSummary;
+use crate::metrics::{
+    Aggregation, CountMetric, LatencyMetric, Metric, Percentile, StageSummary, Worse,
+};
 use crate::results::Results;
-use crate::sla::{Aggregation, Metric, Percentile, Shift, latency_dist, observe, shift};
+use crate::sla::{Shift, latency_dist, observe, shift};
 
 /// An error-rate change smaller than this many percentage points is noise, whatever its
 /// relative size (0 → 0.05 % is "infinitely" worse but one request in 2000).
@@ -109,6 +112,9 @@ impl Default for CompareOptions {
 pub struct MetricChange {
     /// `ttft.p95`, `output_throughput`, `error_rate`.
     pub metric: String,
+    /// The metric as the SLA grammar names it (`metric` is its text).
+    #[serde(skip)]
+    pub metric_ref: (Metric, Option<Aggregation>),
     pub unit: &'static str,
     pub baseline: Option<f64>,
     pub current: Option<f64>,
@@ -155,10 +161,10 @@ pub struct Comparison {
     /// Stages present in only one of the runs.
     pub only_in_baseline: Vec<String>,
     pub only_in_current: Vec<String>,
-    /// `stage: metric (+x %)` for every metric worse beyond tolerance.
-    pub regressions: Vec<String>,
-    /// `stage: metric (…)` for every metric whose change could not be decided.
-    pub undecided: Vec<String>,
+    /// Every metric worse beyond tolerance.
+    pub regressions: Vec<Flagged>,
+    /// Every metric whose change could not be decided.
+    pub undecided: Vec<Flagged>,
 }
 
 impl Comparison {
@@ -172,24 +178,26 @@ impl Comparison {
     }
 }
 
-/// The watched metrics: (metric, aggregation, lower is better).
+/// The watched metrics: (metric, aggregation, lower is better): the p50, p95 and p99 of the
+/// latency metrics the vocabulary marks watched, then throughputs and the error rate.
 fn watched() -> Vec<(Metric, Option<Aggregation>, bool)> {
+    let lower_is_better = |m: Metric| m.def().worse == Worse::Higher;
     let mut out = Vec::new();
-    for m in [
-        Metric::Ttft,
-        Metric::Itl,
-        Metric::Tpot,
-        Metric::E2e,
-        Metric::Ntpot,
-    ] {
+    for m in LatencyMetric::ALL.into_iter().filter(|m| m.spec().watched) {
         for p in [Percentile::P50, Percentile::P95, Percentile::P99] {
-            out.push((m, Some(Aggregation::Percentile(p)), true));
+            let m = Metric::Latency(m);
+            out.push((m, Some(Aggregation::Percentile(p)), lower_is_better(m)));
         }
     }
-    out.push((Metric::RequestThroughput, None, false));
-    out.push((Metric::OutputThroughput, None, false));
-    out.push((Metric::InputThroughput, None, false));
-    out.push((Metric::ErrorRate, None, true));
+    for m in [
+        CountMetric::RequestThroughput,
+        CountMetric::OutputThroughput,
+        CountMetric::InputThroughput,
+        CountMetric::ErrorRate,
+    ] {
+        let m = Metric::Count(m);
+        out.push((m, None, lower_is_better(m)));
+    }
     out
 }
 
@@ -229,7 +237,7 @@ fn classify_interval(low: f64, high: f64, tol: f64, lower_is_better: bool) -> Ch
 
 fn classify_point(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
     let delta = cur - base;
-    if metric == Metric::ErrorRate && delta.abs() <= ERROR_RATE_NOISE_PP {
+    if metric == Metric::Count(CountMetric::ErrorRate) && delta.abs() <= ERROR_RATE_NOISE_PP {
         return Change::Same;
     }
     let beyond = if base != 0.0 {
@@ -330,6 +338,7 @@ fn compare_metric(
     };
     MetricChange {
         metric: name,
+        metric_ref: (metric, agg),
         unit,
         baseline: b,
         current: c,
@@ -372,7 +381,12 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         };
         let sc = compare_stage(base, cur, opts);
         for m in &sc.metrics {
-            let line = format!("{}: {} ({})", sc.name, m.metric, m.change_text);
+            let line = Flagged {
+                stage: sc.name.clone(),
+                metric: m.metric_ref.0,
+                aggregation: m.metric_ref.1,
+                change: m.change_text.clone(),
+            };
             match m.verdict {
                 Change::Worse => regressions.push(line),
                 Change::Inconclusive => undecided.push(line),

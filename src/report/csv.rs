@@ -4,15 +4,9 @@
 
 use std::fmt::Write as _;
 
-use crate::metrics::{Dist, StageSummary};
+use crate::metrics::{Dist, MetricSet, Summarised};
 use crate::results::Results;
 
-/// The CSV file's name in a run's output directory.
-pub const CSV_FILE: &str = "stages.csv";
-
-const LATENCY: [&str; 6] = [
-    "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "ntpot_ms", "ttfa_ms",
-];
 const FIGURES: [&str; 9] = [
     "count", "p50", "p90", "p95", "p99", "p999", "max", "min", "mean",
 ];
@@ -39,20 +33,9 @@ fn figures(d: &Dist) -> [f64; 9] {
     ]
 }
 
-fn dists(s: &StageSummary) -> [&Dist; 6] {
-    let l = &s.latency;
-    [
-        &l.ttft_ms,
-        &l.itl_ms,
-        &l.tpot_ms,
-        &l.e2e_ms,
-        &l.ntpot_ms,
-        &l.ttfa_ms,
-    ]
-}
-
-/// The CSV of every stage of `results` (the warm-up excluded), in run order.
-pub fn stages_csv(results: &Results) -> String {
+/// The header row: the stage, its counts and rates, every figure of every distribution, the
+/// client's health.
+fn header() -> Vec<String> {
     let mut header: Vec<String> = [
         "stage",
         "profile_group",
@@ -73,9 +56,10 @@ pub fn stages_csv(results: &Results) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for m in LATENCY {
+    // Every distribution a stage keeps, by its key in `latency` (`ttft_ms` → `ttft_p50_ms`).
+    for m in Summarised::metrics() {
         for f in FIGURES {
-            let base = m.trim_end_matches("_ms");
+            let base = m.key().trim_end_matches("_ms");
             header.push(if f == "count" {
                 format!("{base}_count")
             } else {
@@ -94,12 +78,17 @@ pub fn stages_csv(results: &Results) -> String {
         ]
         .map(String::from),
     );
-    let mut out = header.join(",");
+    header
+}
+
+/// The CSV of every stage of `results` (the warm-up excluded), in run order.
+pub fn stages_csv(results: &Results) -> String {
+    let mut out = header().join(",");
     out.push_str("\r\n");
     for s in &results.stages {
         let t = &s.throughput;
         let (group, load) = match &s.profile {
-            Some(p) => (p.group.clone(), super::short(p.load())),
+            Some(p) => (p.point.group.clone(), super::short(p.load())),
             None => (String::new(), String::new()),
         };
         let mut row: Vec<String> = vec![
@@ -119,7 +108,7 @@ pub fn stages_csv(results: &Results) -> String {
             s.tokens.input.to_string(),
             s.tokens.output.to_string(),
         ];
-        for d in dists(s) {
+        for (_, d) in s.latency.iter() {
             row.extend(figures(d).iter().map(f64::to_string));
         }
         let c = &s.client;

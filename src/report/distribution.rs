@@ -9,20 +9,20 @@ use hdrhistogram::Histogram;
 use super::ReportError;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale, Tick};
-use crate::metrics::{Dist, LatencyMetric, StageSummary};
-use crate::sla::{Aggregation, Metric, SlaVerdict};
+use crate::metrics::{Aggregation, Dist, LatencyMetric, Metric, StageSummary};
+use crate::sla::SlaVerdict;
 
 /// Points per curve: enough for one per pixel row of the tail axis.
 const LEVELS: usize = 160;
 /// The tail axis stops at this share (p99.99) even with more samples.
 const FLOOR: f64 = 1e-4;
 
-/// The metrics drawn, in order, with their panel titles.
-pub const DISTRIBUTION_METRICS: [(LatencyMetric, &str); 4] = [
-    (LatencyMetric::Ttft, "TTFT"),
-    (LatencyMetric::Itl, "ITL"),
-    (LatencyMetric::Tpot, "TPOT"),
-    (LatencyMetric::E2e, "E2E"),
+/// The metrics drawn, in order (each panel titled with the metric's label).
+pub const DISTRIBUTION_METRICS: [LatencyMetric; 4] = [
+    LatencyMetric::Ttft,
+    LatencyMetric::Itl,
+    LatencyMetric::Tpot,
+    LatencyMetric::E2e,
 ];
 
 /// One run's curve: (latency ms, share of samples slower) points, and whether it came from
@@ -31,19 +31,6 @@ pub const DISTRIBUTION_METRICS: [(LatencyMetric, &str); 4] = [
 struct Curve {
     points: Vec<(f64, f64)>,
     exact: bool,
-}
-
-fn dist_of(s: &StageSummary, m: LatencyMetric) -> &Dist {
-    let l = &s.latency;
-    match m {
-        LatencyMetric::Ttft => &l.ttft_ms,
-        LatencyMetric::Itl => &l.itl_ms,
-        LatencyMetric::Tpot => &l.tpot_ms,
-        LatencyMetric::E2e => &l.e2e_ms,
-        LatencyMetric::Ntpot => &l.ntpot_ms,
-        LatencyMetric::Ttfa => &l.ttfa_ms,
-        LatencyMetric::SendLag => &l.ttft_ms,
-    }
 }
 
 /// The quantile function sampled at shares slower from 1 down to 1/n (or [`FLOOR`]),
@@ -85,10 +72,7 @@ fn percentile_curve(d: &Dist) -> Vec<(f64, f64)> {
 }
 
 fn curve(s: &StageSummary, m: LatencyMetric) -> Option<Curve> {
-    let d = dist_of(s, m);
-    if d.count == 0 {
-        return None;
-    }
+    let d = s.latency.get(m).filter(|d| d.count > 0)?;
     match s.histogram(m) {
         Some(Ok(h)) if !h.is_empty() => Some(Curve {
             points: histogram_curve(&h),
@@ -101,36 +85,19 @@ fn curve(s: &StageSummary, m: LatencyMetric) -> Option<Curve> {
     }
 }
 
-/// The SLA metric a distribution panel shows.
-fn sla_metric(m: LatencyMetric) -> Metric {
-    match m {
-        LatencyMetric::Ttft => Metric::Ttft,
-        LatencyMetric::Itl => Metric::Itl,
-        LatencyMetric::Tpot => Metric::Tpot,
-        LatencyMetric::E2e => Metric::E2e,
-        LatencyMetric::Ntpot => Metric::Ntpot,
-        LatencyMetric::Ttfa => Metric::Ttfa,
-        LatencyMetric::SendLag => Metric::SendLag,
-    }
-}
-
 /// The latency thresholds of `verdicts` on metric `m`: (threshold ms, label).
 fn thresholds(verdicts: &[&SlaVerdict], m: LatencyMetric) -> Vec<(f64, String)> {
     let mut out: Vec<(f64, String)> = Vec::new();
     for v in verdicts {
-        // The stored text is the assertion as written; parsing it again only recovers which
-        // metric and aggregation it named (the verdict keeps the resolved threshold).
-        let Ok(a) = crate::sla::parse(&v.expr) else {
-            continue;
-        };
+        let a = &v.assertion;
         let drawn = matches!(
             a.aggregation,
             Some(Aggregation::Percentile(_) | Aggregation::Max | Aggregation::Mean)
         );
-        if a.metric != sla_metric(m) || !drawn || v.unit != "ms" || !v.threshold.is_finite() {
+        if a.metric != Metric::Latency(m) || !drawn || !v.threshold.is_finite() {
             continue;
         }
-        let label = format!("{}: {}", v.expr, v.outcome.as_str());
+        let label = format!("{a}: {}", v.outcome.as_str());
         if !out.iter().any(|(t, l)| *t == v.threshold && *l == label) {
             out.push((v.threshold, label));
         }
@@ -158,6 +125,25 @@ fn tail_ticks(low: f64) -> Vec<Tick> {
     .collect()
 }
 
+/// One panel: a metric and the curves of the runs that have samples of it.
+struct Panel {
+    metric: LatencyMetric,
+    /// (index into the runs, curve).
+    curves: Vec<(usize, Curve)>,
+}
+
+/// A run's style: the last run solid, earlier ones (baselines) dashed with hollow markers.
+fn run_style(runs: usize, i: usize) -> Style {
+    if runs > 1 && i + 1 < runs {
+        style::series(i + 1).as_baseline()
+    } else {
+        Style {
+            dash: "",
+            ..style::series(0)
+        }
+    }
+}
+
 /// The distribution plot of one stage (`runs` has one entry) or of the same stage in several
 /// runs (baseline first, drawn dashed with hollow markers). `verdicts` are the SLA verdicts
 /// that apply to the stage. `None` when no run has a latency sample.
@@ -166,18 +152,17 @@ pub fn distribution_svg(
     runs: &[(&str, &StageSummary)],
     verdicts: &[&SlaVerdict],
 ) -> Result<Option<String>, ReportError> {
-    type Panel<'a> = (&'a str, LatencyMetric, Vec<(usize, Curve)>);
     let panels: Vec<Panel> = DISTRIBUTION_METRICS
         .iter()
-        .map(|&(m, name)| {
-            let curves = runs
+        .map(|&metric| Panel {
+            metric,
+            curves: runs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, (_, s))| curve(s, m).map(|c| (i, c)))
-                .collect::<Vec<_>>();
-            (name, m, curves)
+                .filter_map(|(i, (_, s))| curve(s, metric).map(|c| (i, c)))
+                .collect(),
         })
-        .filter(|(_, _, c)| !c.is_empty())
+        .filter(|p| !p.curves.is_empty())
         .collect();
     if panels.is_empty() {
         return Ok(None);
@@ -185,16 +170,6 @@ pub fn distribution_svg(
     let cols = if panels.len() == 1 { 1 } else { 2 };
     let rows = panels.len().div_ceil(cols);
     let (w, panel_h) = (900.0, 300.0);
-    let run_style = |i: usize| -> Style {
-        if runs.len() > 1 && i + 1 < runs.len() {
-            style::series(i + 1).as_baseline()
-        } else {
-            Style {
-                dash: "",
-                ..style::series(0)
-            }
-        }
-    };
     let mut legend: Vec<LegendEntry> = runs
         .iter()
         .enumerate()
@@ -204,12 +179,12 @@ pub fn distribution_svg(
             } else {
                 (*label).to_string()
             },
-            style: run_style(i),
+            style: run_style(runs.len(), i),
         })
         .collect();
     let any_threshold = panels
         .iter()
-        .any(|(_, m, _)| !thresholds(verdicts, *m).is_empty());
+        .any(|p| !thresholds(verdicts, p.metric).is_empty());
     if any_threshold {
         legend.push(LegendEntry {
             label: "SLA threshold".into(),
@@ -220,10 +195,10 @@ pub fn distribution_svg(
     let top = doc.legend(34.0, &legend);
     let approx = panels
         .iter()
-        .any(|(_, _, c)| c.iter().any(|(_, c)| !c.exact));
+        .any(|p| p.curves.iter().any(|(_, c)| !c.exact));
     let height = top + rows as f64 * panel_h + if approx { 22.0 } else { 6.0 };
     doc.set_height(height);
-    for (k, (name, m, curves)) in panels.iter().enumerate() {
+    for (k, panel) in panels.iter().enumerate() {
         let (col, row) = (k % cols, k / cols);
         let outer = Rect {
             x: col as f64 * (w / cols as f64),
@@ -231,58 +206,13 @@ pub fn distribution_svg(
             w: w / cols as f64,
             h: panel_h,
         };
-        let lines = thresholds(verdicts, *m);
-        let xs = curves
-            .iter()
-            .flat_map(|(_, c)| c.points.iter().map(|p| p.0))
-            .chain(lines.iter().map(|l| l.0));
-        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-        for x in xs {
-            if x > 0.0 {
-                lo = lo.min(x);
-            }
-            hi = hi.max(x);
-        }
-        if !lo.is_finite() {
-            lo = 0.001;
-        }
-        let x = Scale::auto(lo, hi.max(lo));
-        let low = curves
-            .iter()
-            .flat_map(|(_, c)| c.points.iter().map(|p| p.1))
-            .fold(1.0, f64::min);
-        let y_lo = 10f64.powf(low.log10().floor()).min(0.1);
-        let counts: Vec<String> = curves
-            .iter()
-            .map(|(i, _)| dist_of(runs[*i].1, *m).count.to_string())
-            .collect();
-        let panel_title = format!("{name} (n = {})", counts.join(" / "));
-        let p = doc.panel(
-            &panel_title,
+        draw_panel(
+            &mut doc,
             outer,
-            &Axis::new(
-                x,
-                format!("{name} (ms{})", if x.is_log() { ", log scale" } else { "" }),
-            ),
-            &Axis::new(Scale::Log { lo: y_lo, hi: 1.0 }, "percentile (log tail)")
-                .with_ticks(tail_ticks(y_lo)),
+            panel,
+            runs,
+            &thresholds(verdicts, panel.metric),
         );
-        for (i, c) in curves {
-            let st = run_style(*i);
-            let every = (c.points.len() / 6).max(1);
-            doc.series(&p, name, runs[*i].0, st, &c.points, every);
-        }
-        for (value, label) in &lines {
-            doc.reference(
-                &p,
-                Orient::Vertical,
-                "threshold",
-                *value,
-                label,
-                style::THRESHOLD,
-            );
-        }
-        doc.end_panel();
     }
     if approx {
         doc.note(
@@ -293,6 +223,69 @@ pub fn distribution_svg(
         );
     }
     Ok(Some(doc.finish()))
+}
+
+/// One metric's panel in `outer`: every run's curve, and the SLA thresholds `lines` on it.
+fn draw_panel(
+    doc: &mut Doc,
+    outer: Rect,
+    panel: &Panel,
+    runs: &[(&str, &StageSummary)],
+    lines: &[(f64, String)],
+) {
+    let (m, curves) = (panel.metric, &panel.curves);
+    let name = m.label();
+    let xs = curves
+        .iter()
+        .flat_map(|(_, c)| c.points.iter().map(|p| p.0))
+        .chain(lines.iter().map(|l| l.0));
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for x in xs {
+        if x > 0.0 {
+            lo = lo.min(x);
+        }
+        hi = hi.max(x);
+    }
+    if !lo.is_finite() {
+        lo = 0.001;
+    }
+    let x = Scale::auto(lo, hi.max(lo));
+    let low = curves
+        .iter()
+        .flat_map(|(_, c)| c.points.iter().map(|p| p.1))
+        .fold(1.0, f64::min);
+    let y_lo = 10f64.powf(low.log10().floor()).min(0.1);
+    let counts: Vec<String> = curves
+        .iter()
+        .map(|(i, _)| runs[*i].1.latency[m].count.to_string())
+        .collect();
+    let panel_title = format!("{name} (n = {})", counts.join(" / "));
+    let p = doc.panel(
+        &panel_title,
+        outer,
+        &Axis::new(
+            x,
+            format!("{name} (ms{})", if x.is_log() { ", log scale" } else { "" }),
+        ),
+        &Axis::new(Scale::Log { lo: y_lo, hi: 1.0 }, "percentile (log tail)")
+            .with_ticks(tail_ticks(y_lo)),
+    );
+    for (i, c) in curves {
+        let st = run_style(runs.len(), *i);
+        let every = (c.points.len() / 6).max(1);
+        doc.series(&p, name, runs[*i].0, st, &c.points, every);
+    }
+    for (value, label) in lines {
+        doc.reference(
+            &p,
+            Orient::Vertical,
+            "threshold",
+            *value,
+            label,
+            style::THRESHOLD,
+        );
+    }
+    doc.end_panel();
 }
 
 #[cfg(test)]

@@ -19,8 +19,6 @@ use crate::results::Results;
 
 /// The built-in HTML template.
 pub const HTML_TEMPLATE: &str = include_str!("../../templates/report.html.j2");
-/// The report page's file name in a run's output directory.
-pub const HTML_FILE: &str = "report.html";
 
 /// A baseline to show the run against: its results and `compare`'s verdict.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::ReportError;
 use super::view::short;
 use crate::results::Results;
-use crate::sla::SlaOutcome;
+use crate::sla::{SlaOutcome, SlaVerdict};
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -76,56 +76,7 @@ pub fn junit_xml(results: &Results) -> String {
         let _ = writeln!(x, "    </properties>");
     }
     for v in &results.sla {
-        let stage = v.stage.as_deref().unwrap_or("all stages");
-        let name = esc(&format!("{} [{stage}]", v.expr));
-        let class = esc(&format!("{}.{stage}", results.scenario));
-        let mut message = format!(
-            "observed {} {unit}{}, threshold {} {unit}",
-            short(v.observed),
-            v.interval.map_or_else(String::new, |i| format!(
-                " [{}, {}] at {:.0} %",
-                short(i.low),
-                short(i.high),
-                i.confidence * 100.0
-            )),
-            short(v.threshold),
-            unit = v.unit
-        );
-        if let Some(note) = &v.note {
-            let _ = write!(message, " ({note})");
-        }
-        if let Some(m) = v.more {
-            let _ = write!(
-                message,
-                "; about {} more {} would likely decide it",
-                m.count,
-                m.of.noun()
-            );
-        }
-        if v.outcome == SlaOutcome::Pass {
-            let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
-            let _ = writeln!(x, "      <system-out>{}</system-out>", esc(&message));
-            let _ = writeln!(x, "    </testcase>");
-            continue;
-        }
-        let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
-        if v.outcome == SlaOutcome::Inconclusive {
-            // JUnit has no "undecided": a skipped case with the reason is how CI shows one.
-            let _ = writeln!(
-                x,
-                "      <skipped message=\"inconclusive: {}\"/>",
-                esc(&message)
-            );
-        } else {
-            let _ = writeln!(
-                x,
-                "      <failure message=\"{}\" type=\"sla\">{}: {}</failure>",
-                esc(&message),
-                esc(&v.expr),
-                esc(&message)
-            );
-        }
-        let _ = writeln!(x, "    </testcase>");
+        testcase(&mut x, &results.scenario, v);
     }
     if let Some(err) = &results.error {
         let _ = writeln!(
@@ -137,6 +88,60 @@ pub fn junit_xml(results: &Results) -> String {
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// One verdict as a test case: passed, skipped (undecided) or failed, with its numbers.
+fn testcase(x: &mut String, scenario: &str, v: &SlaVerdict) {
+    let stage = v.stage.as_deref().unwrap_or("all stages");
+    let name = esc(&format!("{} [{stage}]", v.assertion));
+    let class = esc(&format!("{scenario}.{stage}"));
+    let mut message = format!(
+        "observed {} {unit}{}, threshold {} {unit}",
+        short(v.observed),
+        v.interval.map_or_else(String::new, |i| format!(
+            " [{}, {}] at {:.0} %",
+            short(i.low),
+            short(i.high),
+            i.confidence * 100.0
+        )),
+        short(v.threshold),
+        unit = v.unit()
+    );
+    if let Some(note) = &v.note {
+        let _ = write!(message, " ({note})");
+    }
+    if let Some(m) = v.more {
+        let _ = write!(
+            message,
+            "; about {} more {} would likely decide it",
+            m.count,
+            m.of.noun()
+        );
+    }
+    if v.outcome == SlaOutcome::Pass {
+        let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
+        let _ = writeln!(x, "      <system-out>{}</system-out>", esc(&message));
+        let _ = writeln!(x, "    </testcase>");
+        return;
+    }
+    let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");
+    if v.outcome == SlaOutcome::Inconclusive {
+        // JUnit has no "undecided": a skipped case with the reason is how CI shows one.
+        let _ = writeln!(
+            x,
+            "      <skipped message=\"inconclusive: {}\"/>",
+            esc(&message)
+        );
+    } else {
+        let _ = writeln!(
+            x,
+            "      <failure message=\"{}\" type=\"sla\">{}: {}</failure>",
+            esc(&message),
+            esc(&v.assertion.to_string()),
+            esc(&message)
+        );
+    }
+    let _ = writeln!(x, "    </testcase>");
 }
 
 /// Writes [`junit_xml`] to `path`, atomically.

@@ -31,7 +31,8 @@ pub struct ReportTemplate {
 
 /// An environment with the house settings: strict undefined, block tags on their own lines
 /// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is
-/// Markdown, not HTML), and [`TEMPLATE_FUEL`] per render.
+/// Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the built-in sections a template
+/// may include (`telemetry.md.j2`).
 pub(crate) fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -45,6 +46,11 @@ pub(crate) fn environment() -> Environment<'static> {
         env.set_syntax(syntax);
     }
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    // Every report template may include the built-in sections.
+    let _ = env.add_template(
+        super::telemetry::TELEMETRY_TEMPLATE_NAME,
+        super::telemetry::TELEMETRY_TEMPLATE,
+    );
     env
 }
 

@@ -6,11 +6,12 @@ mod compare;
 mod csv;
 mod distribution;
 mod error;
+mod flagged;
 mod headline;
 mod html;
 mod junit;
 mod markdown;
-mod pages;
+mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
@@ -22,14 +23,18 @@ mod write;
 
 pub use attribution::AttributionRow;
 pub use compare::*;
-pub use csv::{CSV_FILE, stages_csv};
+pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
+pub use flagged::Flagged;
 pub use headline::{Headline, headline, mark};
-pub use html::{HTML_FILE, HTML_TEMPLATE, HtmlBaseline, render_html};
+pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use markdown::*;
-pub use pages::{PR_COMMENT_FILE, write_pages};
+pub use outputs::{
+    CSV_FILE, HTML_FILE, JUNIT_FILE, OUTPUTS, Output, OutputFile, PR_COMMENT_FILE, REPORT_FILE,
+    REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file, plot_files, report_formats,
+};
 pub use plots::*;
 pub use profile::{
     KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
@@ -37,6 +42,9 @@ pub use profile::{
 };
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
 pub use summary::{render_summary_text, render_summary_text_with};
-pub use telemetry::{server_timeline_file_name, telemetry_markdown, write_telemetry_plots};
+pub use telemetry::{
+    GpuRow, ServerRow, TELEMETRY_TEMPLATE, TELEMETRY_TEMPLATE_NAME, TelemetryView, ThrottledRow,
+    render_telemetry, server_timeline_file_name, telemetry_view, write_telemetry_plots,
+};
 pub use view::*;
 pub use write::*;

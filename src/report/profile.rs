@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::ReportError;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
-use crate::metrics::{PointKind, StageSummary};
+use crate::metrics::{LatencyMetric as L, Metric, PointKind, StageSummary};
 use crate::results::Results;
 
 /// TTFT p99 above this multiple of the lowest-load value counts as "rising sharply".
@@ -95,29 +95,29 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 .all(|v| v.passed),
         };
         let mut row = row(s, p.load(), p.saturated, p.client_bound, sla_ok);
-        if p.offered_rate_per_s.is_some()
+        if p.point.offered_rate_per_s.is_some()
             && s.requests.sent > 0
             && let Some(d) = s.planned.duration_s.filter(|d| *d > 0.0)
         {
             row.scheduled = s.requests.sent as f64 / d;
         }
-        match groups.iter_mut().find(|g| g.group == p.group) {
+        match groups.iter_mut().find(|g| g.group == p.point.group) {
             Some(g) => g.rows.push(row),
             None => groups.push(ProfileGroup {
-                group: p.group.clone(),
-                axis: if p.offered_rate_per_s.is_some() {
+                group: p.point.group.clone(),
+                axis: if p.point.offered_rate_per_s.is_some() {
                     "req/s"
                 } else {
                     "clients"
                 },
-                kind: match p.kind {
+                kind: match p.point.kind {
                     PointKind::Sweep => "sweep",
                     PointKind::Probe => "search",
                 },
                 rows: vec![row],
                 knee_load: None,
                 sla_max_load: None,
-                plot: profile_file_name(&p.group),
+                plot: profile_file_name(&p.point.group),
                 thresholds: Vec::new(),
             }),
         }
@@ -167,10 +167,10 @@ fn row(
         stage: s.name.clone(),
         load,
         scheduled: load,
-        ttft_p50_ms: s.latency.ttft_ms.p50,
-        ttft_p99_ms: s.latency.ttft_ms.p99,
-        itl_p99_ms: s.latency.itl_ms.p99,
-        e2e_p99_ms: s.latency.e2e_ms.p99,
+        ttft_p50_ms: s.latency[L::Ttft].p50,
+        ttft_p99_ms: s.latency[L::Ttft].p99,
+        itl_p99_ms: s.latency[L::Itl].p99,
+        e2e_p99_ms: s.latency[L::E2e].p99,
         achieved_per_s: s.throughput.requests_per_s,
         output_tokens_per_s: s.throughput.output_tokens_per_s,
         saturated,
@@ -191,27 +191,19 @@ type RowFigure = fn(&ProfileRow) -> f64;
 /// The latency thresholds of the assertions judged on `g`'s points (TTFT, ITL, TPOT, E2E in
 /// ms, one per assertion text).
 fn latency_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
-    use crate::sla::Metric;
     let mut out: Vec<(f64, String)> = Vec::new();
     for v in &results.sla {
         let on_group = v
             .stage
             .as_deref()
             .is_some_and(|s| s == g.group || g.rows.iter().any(|r| r.stage == s));
-        if !on_group || v.unit != "ms" || !v.threshold.is_finite() {
+        if !on_group || !v.threshold.is_finite() {
             continue;
         }
-        // The stored text is the assertion as written; parsing it again only recovers the
-        // metric it named.
-        let Ok(a) = crate::sla::parse(&v.expr) else {
-            continue;
-        };
-        let latency = matches!(
-            a.metric,
-            Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e
-        );
-        if latency && !out.iter().any(|(_, e)| *e == v.expr) {
-            out.push((v.threshold, v.expr.clone()));
+        let expr = v.assertion.to_string();
+        let drawn = [L::Ttft, L::Itl, L::Tpot, L::E2e].map(Metric::Latency);
+        if drawn.contains(&v.metric()) && !out.iter().any(|(_, e)| *e == expr) {
+            out.push((v.threshold, expr));
         }
     }
     out

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::metrics::LatencyMetric as L;
 use crate::results::Results;
 
 /// Renders the end-of-run summary, without colour.
@@ -78,96 +79,106 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         "lag p99 ms"
     );
     for s in &r.stages {
-        let l = &s.latency;
-        let _ = writeln!(
-            out,
-            "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
-            truncate(&s.name, 16),
-            s.requests.sent,
-            s.requests.ok,
-            s.requests.failed,
-            s.throughput.requests_per_s,
-            s.throughput.output_tokens_per_s,
-            format!("{:.1} / {:.1}", l.ttft_ms.p50, l.ttft_ms.p99),
-            format!("{:.1} / {:.1}", l.itl_ms.p50, l.itl_ms.p99),
-            l.e2e_ms.p99,
-            s.client.send_lag_ms.p99,
-            if s.validity.trusted { "yes" } else { "NO" },
-        );
-        for reason in &s.validity.reasons {
-            for (i, line) in wrap(reason, WRAP - 6).iter().enumerate() {
-                let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
-            }
-        }
-        for note in &s.notes {
-            let _ = writeln!(out, "    note: {note}");
-        }
-        if s.requests.retried > 0 {
-            let _ = writeln!(
-                out,
-                "    retried on a fresh connection: {} (the server closed reused connections)",
-                s.requests.retried
-            );
-        }
-        if let Some(line) = super::attribution::sentence(s) {
-            let _ = writeln!(out, "    {line}");
-        }
-        if !s.requests.errors.is_empty() {
-            let errors: Vec<String> = s
-                .requests
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect();
-            let _ = writeln!(out, "    errors: {}", errors.join(", "));
-        }
+        stage_lines(&mut out, s);
     }
     if !r.sla.is_empty() {
-        let _ = writeln!(out, "\nSLA");
-        for v in &r.sla {
-            // Unitless metrics (a ratio, a count) have no unit to print.
-            let with_unit = |n: f64| match v.unit.as_str() {
-                "" => fmt_num(n),
-                unit => format!("{} {unit}", fmt_num(n)),
-            };
-            let interval = v.interval.map_or_else(String::new, |i| {
-                format!(" [{}, {}]", fmt_num(i.low), fmt_num(i.high))
-            });
-            let _ = writeln!(
-                out,
-                "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
-                paint(super::mark(v.outcome), v.outcome.as_str(), color),
-                v.expr,
-                v.stage.as_deref().unwrap_or("all"),
-                with_unit(v.observed),
-                with_unit(v.threshold),
-            );
-            if v.outcome == crate::sla::SlaOutcome::Inconclusive {
-                let why = v.note.as_deref().unwrap_or("undecided");
-                let more = v.more.map_or_else(String::new, |m| {
-                    format!(
-                        "; about {} more {} would likely decide it",
-                        m.count,
-                        m.of.noun()
-                    )
-                });
-                let _ = writeln!(out, "      undecided: {why}{more}");
-            } else if v.outcome == crate::sla::SlaOutcome::Fail
-                && let Some(why) = &v.note
-            {
-                let _ = writeln!(out, "      {why}");
-            }
-        }
-        if let Some(i) = r.sla.iter().find_map(|v| v.interval) {
-            let _ = writeln!(
-                out,
-                "  [low, high]: {:.0} % confidence intervals",
-                i.confidence.min(r.sla_policy.confidence) * 100.0
-            );
-        }
+        sla_lines(&mut out, r, color);
     }
     out.push('\n');
     out
+}
+
+/// A stage's row of the table, and its reasons, notes and errors under it.
+fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
+    let l = &s.latency;
+    let _ = writeln!(
+        out,
+        "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
+        truncate(&s.name, 16),
+        s.requests.sent,
+        s.requests.ok,
+        s.requests.failed,
+        s.throughput.requests_per_s,
+        s.throughput.output_tokens_per_s,
+        format!("{:.1} / {:.1}", l[L::Ttft].p50, l[L::Ttft].p99),
+        format!("{:.1} / {:.1}", l[L::Itl].p50, l[L::Itl].p99),
+        l[L::E2e].p99,
+        s.client.send_lag_ms.p99,
+        if s.validity.trusted { "yes" } else { "NO" },
+    );
+    for reason in &s.validity.reasons {
+        for (i, line) in wrap(reason, WRAP - 6).iter().enumerate() {
+            let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
+        }
+    }
+    for note in &s.notes {
+        let _ = writeln!(out, "    note: {note}");
+    }
+    if s.requests.retried > 0 {
+        let _ = writeln!(
+            out,
+            "    retried on a fresh connection: {} (the server closed reused connections)",
+            s.requests.retried
+        );
+    }
+    if let Some(line) = super::attribution::sentence(s) {
+        let _ = writeln!(out, "    {line}");
+    }
+    if !s.requests.errors.is_empty() {
+        let errors: Vec<String> = s
+            .requests
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(out, "    errors: {}", errors.join(", "));
+    }
+}
+
+/// The SLA verdicts, one line each (and why, when undecided or failed).
+fn sla_lines(out: &mut String, r: &Results, color: bool) {
+    let _ = writeln!(out, "\nSLA");
+    for v in &r.sla {
+        // Unitless metrics (a ratio, a count) have no unit to print.
+        let with_unit = |n: f64| match v.unit() {
+            "" => fmt_num(n),
+            unit => format!("{} {unit}", fmt_num(n)),
+        };
+        let interval = v.interval.map_or_else(String::new, |i| {
+            format!(" [{}, {}]", fmt_num(i.low), fmt_num(i.high))
+        });
+        let _ = writeln!(
+            out,
+            "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
+            paint(super::mark(v.outcome), v.outcome.as_str(), color),
+            v.assertion.to_string(),
+            v.stage.as_deref().unwrap_or("all"),
+            with_unit(v.observed),
+            with_unit(v.threshold),
+        );
+        if v.outcome == crate::sla::SlaOutcome::Inconclusive {
+            let why = v.note.as_deref().unwrap_or("undecided");
+            let more = v.more.map_or_else(String::new, |m| {
+                format!(
+                    "; about {} more {} would likely decide it",
+                    m.count,
+                    m.of.noun()
+                )
+            });
+            let _ = writeln!(out, "      undecided: {why}{more}");
+        } else if v.outcome == crate::sla::SlaOutcome::Fail
+            && let Some(why) = &v.note
+        {
+            let _ = writeln!(out, "      {why}");
+        }
+    }
+    if let Some(i) = r.sla.iter().find_map(|v| v.interval) {
+        let _ = writeln!(
+            out,
+            "  [low, high]: {:.0} % confidence intervals",
+            i.confidence.min(r.sla_policy.confidence) * 100.0
+        );
+    }
 }
 
 fn fmt_num(v: f64) -> String {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::plots::{cdf_file_name, timeline_file_name};
 use crate::metrics::{Bound, Figure};
-use crate::metrics::{Dist, StageSummary};
+use crate::metrics::{ClientHealth, Dist, LatencyMetric, StageSummary};
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 
@@ -27,6 +27,8 @@ pub struct ReportView {
     pub verdicts: Vec<VerdictRow>,
     pub stages: Vec<StageView>,
     pub repro: Vec<KeyValue>,
+    /// The telemetry section (`templates/telemetry.md.j2`); `None` without telemetry.
+    pub telemetry: Option<super::TelemetryView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -169,9 +171,9 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
         },
         passed: v.passed,
         outcome: v.outcome.as_str(),
-        expr: v.expr.clone(),
+        expr: v.assertion.to_string(),
         stage: v.stage.clone().unwrap_or_else(|| "all".into()),
-        observed: with_unit(v.observed, &v.unit),
+        observed: with_unit(v.observed, v.unit()),
         interval: v.interval.map_or_else(String::new, |i| {
             format!("[{}, {}]", num(i.low), num(i.high))
         }),
@@ -182,7 +184,7 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
                 m.of.noun()
             )
         }),
-        threshold: with_unit(v.threshold, &v.unit),
+        threshold: with_unit(v.threshold, v.unit()),
         margin,
         note: v.note.clone().unwrap_or_default(),
     }
@@ -226,7 +228,10 @@ fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
 /// TTFA is worth a row only for models that reason before answering: otherwise every request's
 /// first answer token is its first token and the row repeats TTFT.
 pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
-    let (a, t) = (&s.latency.ttfa_ms, &s.latency.ttft_ms);
+    let (a, t) = (
+        &s.latency[LatencyMetric::Ttfa],
+        &s.latency[LatencyMetric::Ttft],
+    );
     a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
 }
 
@@ -253,18 +258,6 @@ fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
 }
 
 fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) -> StageView {
-    let p = &s.planned;
-    let planned = match (p.rate_per_s, p.clients) {
-        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
-        (None, Some(c)) => format!("{} with {c} clients", p.arrival),
-        (None, None) => p.arrival.to_string(),
-    };
-    let bound = match (p.requests, p.duration_s) {
-        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
-        (Some(n), None) => format!("{n} requests"),
-        (None, Some(d)) => format!("{} s", short(d)),
-        (None, None) => "–".into(),
-    };
     let r = &s.requests;
     let share = |n: u64| {
         if r.sent == 0 {
@@ -273,28 +266,8 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             format!("{} %", num(n as f64 / r.sent as f64 * 100.0))
         }
     };
-    let t = &s.throughput;
-    let c = &s.client;
-    let mut plots = Vec::new();
-    for (file, alt) in [
-        (
-            cdf_file_name(&s.name),
-            "latency distribution (TTFT, ITL, TPOT, E2E)",
-        ),
-        (
-            timeline_file_name(&s.name),
-            "latency and throughput over time",
-        ),
-    ] {
-        if plot_files.contains(&file) {
-            plots.push(Plot {
-                alt: format!("{}: {alt}", s.name),
-                file,
-            });
-        }
-    }
     StageView {
-        intervals: s.latency.ttft_ms.intervals.is_some(),
+        intervals: s.latency[LatencyMetric::Ttft].intervals.is_some(),
         attribution: s
             .attribution
             .as_ref()
@@ -321,56 +294,9 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
                 v.outcome == SlaOutcome::Fail && v.stage.as_deref() == Some(s.name.as_str())
             })
             .count(),
-        load: vec![
-            kv("planned", planned),
-            kv("bound", bound),
-            kv(
-                "achieved send rate",
-                format!("{} req/s", num(t.achieved_rate_per_s)),
-            ),
-            kv(
-                "requests",
-                format!("{} sent · {} ok · {} failed", r.sent, r.ok, r.failed),
-            ),
-            kv("wall time", format!("{} s", num(s.wall_time_s))),
-        ],
-        latency: vec![
-            latency_row("TTFT", &s.latency.ttft_ms),
-            latency_row("ITL", &s.latency.itl_ms),
-            latency_row("TPOT", &s.latency.tpot_ms),
-            latency_row("E2E", &s.latency.e2e_ms),
-            latency_row("NTPOT", &s.latency.ntpot_ms),
-        ]
-        .into_iter()
-        .chain(ttfa_differs(s).then(|| latency_row("TTFA", &s.latency.ttfa_ms)))
-        .collect(),
-        throughput: vec![
-            kv("requests", format!("{} req/s", num(t.requests_per_s))),
-            kv(
-                "output tokens",
-                format!("{} tok/s", num(t.output_tokens_per_s)),
-            ),
-            kv(
-                "input tokens",
-                format!("{} tok/s", num(t.input_tokens_per_s)),
-            ),
-            kv("goodput", format!("{} req/s", num(t.goodput_per_s))),
-            kv(
-                "goodput share",
-                format!("{} %", num(t.goodput_ratio * 100.0)),
-            ),
-            kv(
-                "tokens counted",
-                format!(
-                    "{} in · {} out ({} from usage, {} from tokenizer, {} mismatched)",
-                    s.tokens.input,
-                    s.tokens.output,
-                    s.tokens.from_usage,
-                    s.tokens.from_tokenizer,
-                    s.tokens.mismatched
-                ),
-            ),
-        ],
+        load: load_rows(s),
+        latency: latency_rows(s),
+        throughput: throughput_rows(s),
         errors: r
             .errors
             .iter()
@@ -380,48 +306,156 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
                 share: share(count),
             })
             .collect(),
-        client: [
-            kv(
-                "send lag",
-                format!(
-                    "p50 {} ms · p99 {} ms · max {} ms",
-                    num(c.send_lag_ms.p50),
-                    num(c.send_lag_ms.p99),
-                    num(c.send_lag_ms.max)
-                ),
+        client: client_rows(&s.client),
+        plots: stage_plots(s, plot_files),
+        per_turn: turn_rows(s),
+    }
+}
+
+/// The stage's plots that were drawn beside the report.
+fn stage_plots(s: &StageSummary, plot_files: &[String]) -> Vec<Plot> {
+    let mut plots = Vec::new();
+    for (file, alt) in [
+        (
+            cdf_file_name(&s.name),
+            "latency distribution (TTFT, ITL, TPOT, E2E)",
+        ),
+        (
+            timeline_file_name(&s.name),
+            "latency and throughput over time",
+        ),
+    ] {
+        if plot_files.contains(&file) {
+            plots.push(Plot {
+                alt: format!("{}: {alt}", s.name),
+                file,
+            });
+        }
+    }
+    plots
+}
+
+/// What the stage was asked to send, and what it sent.
+fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
+    let p = &s.planned;
+    let planned = match (p.rate_per_s, p.clients) {
+        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
+        (None, Some(c)) => format!("{} with {c} clients", p.arrival),
+        (None, None) => p.arrival.to_string(),
+    };
+    let bound = match (p.requests, p.duration_s) {
+        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("{} s", short(d)),
+        (None, None) => "–".into(),
+    };
+    let r = &s.requests;
+    vec![
+        kv("planned", planned),
+        kv("bound", bound),
+        kv(
+            "achieved send rate",
+            format!("{} req/s", num(s.throughput.achieved_rate_per_s)),
+        ),
+        kv(
+            "requests",
+            format!("{} sent · {} ok · {} failed", r.sent, r.ok, r.failed),
+        ),
+        kv("wall time", format!("{} s", num(s.wall_time_s))),
+    ]
+}
+
+/// One row per latency distribution the stage keeps, TTFA only where it differs from TTFT and
+/// a metric added after schema 2 only where measured (older results do not have it).
+fn latency_rows(s: &StageSummary) -> Vec<LatencyRow> {
+    s.latency
+        .iter()
+        .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
+        .filter(|(m, d)| !m.spec().optional || d.count > 0)
+        .map(|(m, d)| latency_row(m.label(), d))
+        .collect()
+}
+
+fn throughput_rows(s: &StageSummary) -> Vec<KeyValue> {
+    let t = &s.throughput;
+    vec![
+        kv("requests", format!("{} req/s", num(t.requests_per_s))),
+        kv(
+            "output tokens",
+            format!("{} tok/s", num(t.output_tokens_per_s)),
+        ),
+        kv(
+            "input tokens",
+            format!("{} tok/s", num(t.input_tokens_per_s)),
+        ),
+        kv("goodput", format!("{} req/s", num(t.goodput_per_s))),
+        kv(
+            "goodput share",
+            format!("{} %", num(t.goodput_ratio * 100.0)),
+        ),
+        kv(
+            "tokens counted",
+            format!(
+                "{} in · {} out ({} from usage, {} from tokenizer, {} mismatched)",
+                s.tokens.input,
+                s.tokens.output,
+                s.tokens.from_usage,
+                s.tokens.from_tokenizer,
+                s.tokens.mismatched
             ),
-            kv(
-                "CPU",
-                format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+        ),
+    ]
+}
+
+fn client_rows(c: &ClientHealth) -> Vec<KeyValue> {
+    [
+        kv(
+            LatencyMetric::SendLag.label(),
+            format!(
+                "p50 {} ms · p99 {} ms · max {} ms",
+                num(c.send_lag_ms.p50),
+                num(c.send_lag_ms.p99),
+                num(c.send_lag_ms.max)
             ),
-        ]
-        .into_iter()
-        // Known on Linux only: the share of the client's CPU time a hypervisor took.
-        .chain(
-            c.steal_percent
-                .map(|p| kv("CPU steal", format!("{} %", num(p)))),
-        )
-        .chain(
-            c.poll_idle
-                .then(|| kv("idle CPUs", "kept polling (--poll-idle)".to_string())),
-        )
-        .collect(),
-        plots,
-        per_turn: s
-            .per_turn
-            .iter()
-            .map(|t| TurnRow {
+        ),
+        kv(
+            "CPU",
+            format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+        ),
+    ]
+    .into_iter()
+    // Known on Linux only: the share of the client's CPU time a hypervisor took.
+    .chain(
+        c.steal_percent
+            .map(|p| kv("CPU steal", format!("{} %", num(p)))),
+    )
+    .chain(
+        c.poll_idle
+            .then(|| kv("idle CPUs", "kept polling (--poll-idle)".to_string())),
+    )
+    .collect()
+}
+
+fn turn_rows(s: &StageSummary) -> Vec<TurnRow> {
+    s.per_turn
+        .iter()
+        .map(|t| {
+            let (ttft, e2e) = (
+                t.latency[LatencyMetric::Ttft],
+                t.latency[LatencyMetric::E2e],
+            );
+            TurnRow {
                 turn: t.turn,
                 sent: t.sent,
                 ok: t.ok,
                 input_tokens: num(t.mean_input_tokens),
-                ttft_p50: num(t.ttft_ms.p50),
-                ttft_p99: num(t.ttft_ms.p99),
-                e2e_p50: num(t.e2e_ms.p50),
-                e2e_p99: num(t.e2e_ms.p99),
-            })
-            .collect(),
-    }
+                ttft_p50: num(ttft.p50),
+                ttft_p99: num(ttft.p99),
+                e2e_p50: num(e2e.p50),
+                e2e_p99: num(e2e.p99),
+            }
+        })
+        .collect()
 }
 
 /// Builds the view; `plot_files` are the plot file names that exist next to the report.
@@ -466,6 +500,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         .chain(provenance_rows(results))
         .chain(warmup_row(results.warmup.as_ref()))
         .collect(),
+        telemetry: super::telemetry::results_view(results, plot_files),
     }
 }
 

@@ -1,20 +1,17 @@
 //! Writes every output of a run into one directory, each file atomically (a temporary file
-//! renamed over the old one): `results.json` first, then the report (report.md, report.html,
-//! report.pr.md, stages.csv), JUnit and the step summary, the plots last — so a plot that
-//! cannot be written (or drawn) loses none of the others, and a problem with one file does not
-//! stop the next.
+//! renamed over the old one): `results.json` first, then the rendered files in the order of
+//! [`OUTPUTS`] (report.md and the step summary, junit.xml, report.html, report.pr.md,
+//! stages.csv), the plots last — so a plot that cannot be written (or drawn) loses none of the
+//! others, and a problem with one file does not stop the next.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::ReportError;
-use super::junit::write_junit;
-use super::markdown::{ReportTemplate, render_report};
+use super::markdown::ReportTemplate;
+use super::outputs::{OUTPUTS, Output, Rendering};
 use super::plots::{draw_plots, save_plots};
 use crate::results::{RESULTS_FILE, Results, write_atomic, write_results};
-
-pub const REPORT_FILE: &str = "report.md";
-pub const JUNIT_FILE: &str = "junit.xml";
 
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
@@ -64,9 +61,10 @@ pub fn write_all(
     }
 }
 
-/// Writes report.md and junit.xml into `out_dir`, appends the report to the step summary when
-/// there is one, and writes the plots; every file is tried, whatever happened to the others.
-/// `results.json` is the caller's (see [`write_all`]).
+/// Writes every output [`OUTPUTS`] renders from the results into `out_dir` (report.md,
+/// junit.xml, report.html, report.pr.md, stages.csv), appends the report to the step summary
+/// when there is one, and writes the plots; every file is tried, whatever happened to the
+/// others. `results.json` is the caller's (see [`write_all`]).
 pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> Written {
     let mut w = Written::default();
     // Drawn first, so the report links exactly the plots there are; written last.
@@ -77,43 +75,37 @@ pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> 
     };
     w.problems.extend(drawn);
     let names: Vec<String> = plots.iter().map(|p| p.file.clone()).collect();
-    match render_report(results, opts.template.as_ref(), &names) {
-        Ok(mut md) => {
-            let fragment = super::telemetry::telemetry_markdown(results, &names);
-            if !fragment.is_empty() {
-                if !md.ends_with("\n\n") {
-                    md.push('\n');
-                }
-                md.push_str(&fragment);
-            }
-            let md_path = out_dir.join(REPORT_FILE);
-            match write_atomic(&md_path, md.as_bytes()) {
-                Ok(()) => w.files.push(md_path),
-                Err(e) => w.problems.push(ReportError::io(&md_path, e)),
-            }
-            if let Some(summary) = &opts.step_summary
-                && let Err(e) = append(summary, &md)
-            {
-                w.problems.push(e);
-            }
-        }
-        Err(e) => w.problems.push(e),
-    }
-    if opts.junit {
-        let path = out_dir.join(JUNIT_FILE);
-        match write_junit(results, &path) {
-            Ok(()) => w.files.push(path),
-            Err(e) => w.problems.push(e),
-        }
-    }
-    match super::pages::write_pages(
+    let rendering = Rendering {
         results,
-        out_dir,
-        opts.template.as_ref(),
-        opts.baseline.as_deref(),
-    ) {
-        Ok(files) => w.files.extend(files),
-        Err(e) => w.problems.push(e),
+        template: opts.template.as_ref(),
+        plots: &names,
+        baseline: opts.baseline.as_deref(),
+    };
+    for file in &OUTPUTS {
+        if file.output == Output::Junit && !opts.junit {
+            continue;
+        }
+        let Some(rendered) = file.output.render(&rendering) else {
+            continue;
+        };
+        let text = match rendered {
+            Ok(text) => text,
+            Err(e) => {
+                w.problems.push(e);
+                continue;
+            }
+        };
+        let path = out_dir.join(file.name);
+        match write_atomic(&path, text.as_bytes()) {
+            Ok(()) => w.files.push(path),
+            Err(e) => w.problems.push(ReportError::io(&path, e)),
+        }
+        if file.output == Output::Report
+            && let Some(summary) = &opts.step_summary
+            && let Err(e) = append(summary, &text)
+        {
+            w.problems.push(e);
+        }
     }
     let (saved, failed) = save_plots(&plots, out_dir);
     w.files.extend(saved);

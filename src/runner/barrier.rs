@@ -5,18 +5,42 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// A boxed future, so the trait stays object-safe.
-pub type BarrierFuture<'a> = Pin<Box<dyn Future<Output = Result<AgreedStart, String>> + Send + 'a>>;
+pub type BarrierFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<AgreedStart, BarrierError>> + Send + 'a>>;
+
+/// Why a barrier gave no agreed start: the implementation's own error (the coordinator's
+/// client says which coordinator, and what it did), kept whole as the cause.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct BarrierError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl BarrierError {
+    pub fn new(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BarrierError(Arc::new(cause))
+    }
+}
+
+/// A shard that could not agree on a step's start with the others (its coordinator gone):
+/// running the step unsynchronised would not be the planned schedule, so the run stops.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("shard stopped: no agreed start for `{stage}` (step {step})")]
+pub struct Unsynchronised {
+    pub stage: String,
+    pub step: u32,
+    #[source]
+    pub cause: BarrierError,
+}
 
 /// Where the shards of one run agree when each step starts.
 pub trait Barrier: Send + Sync + std::fmt::Debug {
     /// Waits until every shard of plan `plan_hash` has reached step `step` (named `stage`),
     /// or the coordinator's
     /// deadline has passed, and returns the agreed start; `Err` with why when there is none
-    /// (the coordinator is unreachable), which stops the run: an unsynchronised step would not
-    /// be the planned schedule.
+    /// (the coordinator is unreachable), which stops the run ([`Unsynchronised`]).
     fn wait<'a>(&'a self, step: u32, stage: &'a str, plan_hash: &'a str) -> BarrierFuture<'a>;
 }
 
@@ -63,5 +87,23 @@ impl AgreedStart {
             Ok(late) => late.as_nanos().min(i64::MAX as u128) as i64,
             Err(early) => -(early.duration().as_nanos().min(i64::MAX as u128) as i64),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsynchronised_shard_keeps_the_barrier_s_cause() {
+        let e = Unsynchronised {
+            stage: "load".into(),
+            step: 2,
+            cause: BarrierError::new(std::io::Error::other("the coordinator refused")),
+        };
+        assert_eq!(
+            crate::error::chain(&e),
+            "shard stopped: no agreed start for `load` (step 2): the coordinator refused"
+        );
     }
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::options::{LiveCheck, StageProgress};
 use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
+use crate::sla::Abort;
 
 /// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
 pub type RowSink = BufWriter<tempfile::NamedTempFile>;
@@ -49,7 +50,7 @@ pub struct Live {
 
 impl Live {
     /// The check's verdict on the summary so far, when one is due.
-    fn due(&self, agg: &StageAggregator, last: &mut Instant) -> Option<String> {
+    fn due(&self, agg: &StageAggregator, last: &mut Instant) -> Option<Abort> {
         let t0 = *self.t0.get()?;
         if last.elapsed() < CHECK_EVERY || agg.done() == 0 {
             return None;
@@ -102,7 +103,7 @@ pub struct Finished {
     pub sink: Option<RowSink>,
     pub problem: Option<CollectProblem>,
     /// Why the live check stopped the stage, if it did.
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
 }
 
 /// What went wrong in a collector (the stage's numbers may be incomplete).

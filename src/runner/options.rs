@@ -8,12 +8,13 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::{StageSummary, ValidityRules};
+use crate::sla::Abort;
 
 /// Judges a stage while it runs, from its summary so far (about once a second, on the stage's
-/// collector thread, never on a request's path): `Some(why)` stops the stage's sending, cancels
-/// what is in flight after the interrupt grace, and ends the run as aborted. The caller's
-/// `abort-on-fail` assertions, with their minimum sample count and grace period.
-pub type LiveCheck = Arc<dyn Fn(&StageSummary) -> Option<String> + Send + Sync>;
+/// collector thread, never on a request's path): `Some(abort)` stops the stage's sending,
+/// cancels what is in flight after the interrupt grace, and ends the run as aborted. The
+/// caller's `abort-on-fail` assertions, with their minimum sample count and grace period.
+pub type LiveCheck = Arc<dyn Fn(&StageSummary) -> Option<Abort> + Send + Sync>;
 
 /// How to run, beyond what the plan says.
 pub struct RunOptions {
@@ -44,8 +45,8 @@ pub struct RunOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StageDecision {
     Continue,
-    /// Stop the run; the message says why (e.g. which assertion failed on which stage).
-    Abort(String),
+    /// Stop the run: this assertion failed on this stage.
+    Abort(Abort),
     /// The stage failed these SLAs but the run goes on: a search probe's "fail" verdict.
     Failed(Vec<String>),
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::barrier::Unsynchronised;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::options::{RunOptions, StageDecision};
@@ -16,9 +17,9 @@ use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
-use crate::protocol::Api;
 use crate::server_info::ServerInfo;
 use crate::sim::SimError;
+use crate::sla::Abort;
 use crate::telemetry::{TelemetryError, TelemetryReport};
 use crate::units::Duration;
 
@@ -50,17 +51,16 @@ pub struct RunOutput {
 }
 
 /// Why a run that started ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Stop {
     /// Every stage ran.
     Completed,
     /// The interrupt was cancelled (Ctrl-C or a signal).
     Interrupted,
-    /// The caller's after-stage decision stopped it; the message says why.
-    Aborted(String),
-    /// A shard could not agree on a step's start with the others (the coordinator is gone):
-    /// running it unsynchronised would not be the planned schedule.
-    Unsynchronised(String),
+    /// The caller's decision (an `abort-on-fail` assertion, live or after a stage) stopped it.
+    Aborted(Abort),
+    /// A shard could not agree on a step's start with the others (the coordinator is gone).
+    Unsynchronised(Unsynchronised),
 }
 
 /// Something that went wrong during the run without stopping it.
@@ -154,28 +154,24 @@ pub async fn run(
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let api_key = match &plan.target.api_key_env {
+    let api_key = match &plan.target.request.api_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
         None => None,
     };
     let template_base = BodyTemplate {
-        api: plan.target.api,
+        api: plan.target.request.api,
         model: String::new(),
-        ignore_eos: plan.target.ignore_eos,
-        extra: plan.target.extra_body.clone(),
+        ignore_eos: plan.target.request.ignore_eos,
+        extra: plan.target.request.extra_body.clone(),
     };
     let client = Client::new(
         ClientConfig {
-            url: crate::protocol::join(&base_url, plan.target.api.path()),
-            headers: plan.target.headers.clone(),
+            url: crate::protocol::join(&base_url, plan.target.request.api.path()),
+            headers: plan.target.request.headers.clone(),
             api_key,
-            timeout: plan.target.timeout.as_std(),
+            timeout: plan.target.request.timeout.as_std(),
             pool_size: 1024,
-            // Tokens a chat template adds around one message; a completion prompt gets BOS.
-            template_tokens: match plan.target.api {
-                Api::Chat => 16,
-                Api::Completions => 2,
-            },
+            api: plan.target.request.api,
             max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
             server_root: Some(crate::protocol::server_root(&base_url)),
         },
@@ -189,7 +185,12 @@ pub async fn run(
         let url = base_url.clone();
         async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
     });
-    let known_model = plan.target.model.as_deref().or(default_model.as_deref());
+    let known_model = plan
+        .target
+        .request
+        .model
+        .as_deref()
+        .or(default_model.as_deref());
     let mut out = RunOutput {
         endpoint,
         model: known_model.unwrap_or_default().to_string(),
@@ -209,7 +210,7 @@ pub async fn run(
         client.http(),
         &base_url,
         known_model,
-        plan.target.timeout,
+        plan.target.request.timeout,
         &opts.interrupt,
     )
     .await?;
@@ -258,19 +259,22 @@ pub async fn run(
     out.stop = Stop::Completed;
     // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
     let mut step = 0u32;
-    let agree =
-        async |step: u32, name: &str| -> Result<Option<(u32, super::AgreedStart)>, String> {
-            match &opts.barrier {
-                None => Ok(None),
-                Some(b) => b
-                    .wait(step, name, &plan.hash)
-                    .await
-                    .map(|a| Some((step, a)))
-                    .map_err(|why| {
-                        format!("shard stopped: no agreed start for `{name}` (step {step}): {why}")
-                    }),
-            }
-        };
+    let agree = async |step: u32,
+                       name: &str|
+           -> Result<Option<(u32, super::AgreedStart)>, Unsynchronised> {
+        match &opts.barrier {
+            None => Ok(None),
+            Some(b) => b
+                .wait(step, name, &plan.hash)
+                .await
+                .map(|a| Some((step, a)))
+                .map_err(|cause| Unsynchronised {
+                    stage: name.to_string(),
+                    step,
+                    cause,
+                }),
+        }
+    };
     // A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
     // for the sources' starting points.
     let mark_end = |name: &str| {
@@ -295,7 +299,7 @@ pub async fn run(
             });
         match agree(step, &w.name).await {
             Ok(start) => {
-                let (summary, problem) = runner
+                let (summary, problem, _) = runner
                     .run_stage(
                         w,
                         0,
@@ -333,6 +337,7 @@ pub async fn run(
         // Rounds replay the same requests; the stage's summary folds them (medians, intervals
         // across rounds). An interrupt keeps the rounds that ran.
         let mut rounds = Vec::with_capacity(stage.rounds as usize);
+        let mut live_abort = None;
         for round in 0..stage.rounds.max(1) {
             if round > 0 && opts.interrupt.is_cancelled() {
                 break;
@@ -345,7 +350,7 @@ pub async fn run(
                 }
             };
             step += 1;
-            let (summary, problem) = runner
+            let (summary, problem, aborted) = runner
                 .run_stage(
                     stage,
                     round,
@@ -359,9 +364,9 @@ pub async fn run(
                 )
                 .await;
             out.problems.extend(problem);
-            let aborted = summary.aborted.is_some();
             rounds.push(summary);
-            if aborted {
+            if aborted.is_some() {
+                live_abort = aborted;
                 break;
             }
         }
@@ -370,13 +375,14 @@ pub async fn run(
         }
         mark_end(&stage.name);
         let mut summary = merge_rounds(rounds, opts.validity.confidence);
-        if let Some(mut point) = stage.profile.clone() {
+        if let Some(planned) = stage.profile.clone() {
+            let mut point = crate::metrics::ProfilePoint::planned(planned);
             point.assess(&summary);
             summary.profile = Some(point);
         }
-        let decision = match &summary.aborted {
+        let decision = match live_abort {
             // Stopped while it ran: the live check's verdict stands.
-            Some(why) => StageDecision::Abort(why.clone()),
+            Some(abort) => StageDecision::Abort(abort),
             None => after_stage(&summary),
         };
         out.stages.push(summary);

@@ -10,7 +10,7 @@ use super::options::StageDecision;
 use super::run::RunProblem;
 use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};
-use crate::metrics::{ProbeResult, SearchSummary, StageSummary};
+use crate::metrics::{LatencyMetric, ProbeResult, ProfilePoint, SearchSummary, StageSummary};
 use crate::plan::{StagePlan, probe_stage};
 
 /// What the search ran: every probe's summary (in order) and the search's summary.
@@ -18,6 +18,48 @@ pub(super) struct SearchOutput {
     pub probes: Vec<StageSummary>,
     pub summary: SearchSummary,
     pub problems: Vec<RunProblem>,
+}
+
+impl SearchOutput {
+    fn new(search: &StagePlan, spec: &SearchSpec) -> Self {
+        SearchOutput {
+            probes: Vec::new(),
+            summary: SearchSummary {
+                group: search.name.clone(),
+                tolerance: spec.tolerance,
+                from: spec.from.per_sec(),
+                to: spec.to.per_sec(),
+                concurrency: spec.axis == SearchAxis::Concurrency,
+                ..SearchSummary::default()
+            },
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// A probe as the search summary records it: its load, verdict and deciding figures.
+fn probe_result(
+    summary: &StageSummary,
+    point: &ProfilePoint,
+    offered: f64,
+    failed: Vec<String>,
+) -> ProbeResult {
+    ProbeResult {
+        stage: summary.name.clone(),
+        rate_per_s: match point.point.clients {
+            Some(_) => summary.throughput.requests_per_s,
+            None => offered,
+        },
+        clients: point.point.clients,
+        passed: failed.is_empty(),
+        saturated: point.saturated,
+        client_bound: point.client_bound,
+        ttft_p99_ms: summary.latency[LatencyMetric::Ttft].p99,
+        itl_p99_ms: summary.latency[LatencyMetric::Itl].p99,
+        output_tokens_per_s: summary.throughput.output_tokens_per_s,
+        requests_per_s: summary.throughput.requests_per_s,
+        failed,
+    }
 }
 
 impl StageRunner<'_> {
@@ -30,18 +72,7 @@ impl StageRunner<'_> {
     ) -> SearchOutput {
         let started = Instant::now();
         let (mut pass, mut fail) = (None::<f64>, None::<f64>);
-        let mut out = SearchOutput {
-            probes: Vec::new(),
-            summary: SearchSummary {
-                group: search.name.clone(),
-                tolerance: spec.tolerance,
-                from: spec.from.per_sec(),
-                to: spec.to.per_sec(),
-                concurrency: spec.axis == SearchAxis::Concurrency,
-                ..SearchSummary::default()
-            },
-            problems: Vec::new(),
-        };
+        let mut out = SearchOutput::new(search, spec);
         let stop = loop {
             if self.opts.interrupt.is_cancelled() {
                 break StopReason::Interrupted;
@@ -63,7 +94,7 @@ impl StageRunner<'_> {
                     break StopReason::Error;
                 }
             };
-            let (mut summary, problem) = self
+            let (mut summary, problem, _) = self
                 .run_stage(
                     &probe,
                     0,
@@ -76,18 +107,19 @@ impl StageRunner<'_> {
                 )
                 .await;
             out.problems.extend(problem);
-            let mut point = probe.profile.clone().unwrap_or_default();
+            let mut point = ProfilePoint::planned(probe.profile.clone().unwrap_or_default());
             point.assess(&summary);
             summary.profile = Some(point.clone());
             let failed = match verdict(&summary) {
                 StageDecision::Failed(why) => why,
-                StageDecision::Abort(why) => vec![why],
+                StageDecision::Abort(why) => vec![why.to_string()],
                 StageDecision::Continue => Vec::new(),
             };
             let passed = failed.is_empty();
             let offered = point
+                .point
                 .offered_rate_per_s
-                .or(point.clients.map(f64::from))
+                .or(point.point.clients.map(f64::from))
                 .unwrap_or(rate);
             if passed {
                 pass = Some(pass.map_or(offered, |p: f64| p.max(offered)));
@@ -97,22 +129,9 @@ impl StageRunner<'_> {
             if let Some(p) = summary.profile.as_mut() {
                 p.passed = Some(passed);
             }
-            out.summary.probes.push(ProbeResult {
-                stage: summary.name.clone(),
-                rate_per_s: match point.clients {
-                    Some(_) => summary.throughput.requests_per_s,
-                    None => offered,
-                },
-                clients: point.clients,
-                passed,
-                saturated: point.saturated,
-                client_bound: point.client_bound,
-                ttft_p99_ms: summary.latency.ttft_ms.p99,
-                itl_p99_ms: summary.latency.itl_ms.p99,
-                output_tokens_per_s: summary.throughput.output_tokens_per_s,
-                requests_per_s: summary.throughput.requests_per_s,
-                failed,
-            });
+            out.summary
+                .probes
+                .push(probe_result(&summary, &point, offered, failed));
             out.probes.push(summary);
         };
         out.summary.stop_reason = stop;

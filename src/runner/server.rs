@@ -9,6 +9,32 @@ use crate::protocol::CacheReset;
 /// answer must not hold the run.
 const RESET_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Why the server did not drop its cache: each endpoint tried, and what it did.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ResetError {
+    #[error("{method} {url}: {source}")]
+    Send {
+        method: &'static str,
+        url: String,
+        source: reqwest::Error,
+    },
+    #[error("{method} {url} answered {status}")]
+    Status {
+        method: &'static str,
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("GET {url}: not JSON ({source})")]
+    NotJson { url: String, source: reqwest::Error },
+    #[error("GET {url} has no `total_slots`")]
+    NoSlots { url: String },
+    #[error("auto is not an endpoint")]
+    Auto,
+    /// Every endpoint tried failed.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Every(Vec<ResetError>),
+}
+
 /// Asks the server to drop its prompt cache. `Ok` names what answered (`auto` resolves to the
 /// first engine whose endpoint did, which the caller keeps for the next stages); `Err` says
 /// why nothing did.
@@ -16,7 +42,7 @@ pub(super) async fn reset_cache(
     http: &reqwest::Client,
     root: &str,
     how: CacheReset,
-) -> Result<(CacheReset, String), String> {
+) -> Result<(CacheReset, String), ResetError> {
     let kinds: &[CacheReset] = match how {
         CacheReset::Auto => &[CacheReset::Vllm, CacheReset::Sglang, CacheReset::LlamaCpp],
         CacheReset::Vllm => &[CacheReset::Vllm],
@@ -30,10 +56,14 @@ pub(super) async fn reset_cache(
             Err(e) => why.push(e),
         }
     }
-    Err(why.join("; "))
+    Err(ResetError::Every(why))
 }
 
-async fn reset_one(http: &reqwest::Client, root: &str, kind: CacheReset) -> Result<String, String> {
+async fn reset_one(
+    http: &reqwest::Client,
+    root: &str,
+    kind: CacheReset,
+) -> Result<String, ResetError> {
     match kind {
         CacheReset::Vllm => post(http, &format!("{root}/reset_prefix_cache")).await,
         CacheReset::Sglang => post(http, &format!("{root}/flush_cache")).await,
@@ -50,46 +80,62 @@ async fn reset_one(http: &reqwest::Client, root: &str, kind: CacheReset) -> Resu
                 slots - 1
             ))
         }
-        CacheReset::Auto => Err("auto is not an endpoint".into()),
+        CacheReset::Auto => Err(ResetError::Auto),
     }
 }
 
-async fn post(http: &reqwest::Client, url: &str) -> Result<String, String> {
+async fn post(http: &reqwest::Client, url: &str) -> Result<String, ResetError> {
     let resp = http
         .post(url)
         .timeout(RESET_TIMEOUT)
         .send()
         .await
-        .map_err(|e| format!("POST {url}: {e}"))?;
+        .map_err(|source| ResetError::Send {
+            method: "POST",
+            url: url.to_string(),
+            source,
+        })?;
     let status = resp.status();
     // Read the body so the connection can be reused.
     let _ = resp.bytes().await;
     if status.is_success() {
         Ok(format!("POST {url}"))
     } else {
-        Err(format!("POST {url} answered {status}"))
+        Err(ResetError::Status {
+            method: "POST",
+            url: url.to_string(),
+            status,
+        })
     }
 }
 
 /// llama-server's slot count, from `GET /props` (`total_slots`).
-async fn llama_slots(http: &reqwest::Client, root: &str) -> Result<u64, String> {
+async fn llama_slots(http: &reqwest::Client, root: &str) -> Result<u64, ResetError> {
     let url = format!("{root}/props");
     let resp = http
         .get(&url)
         .timeout(RESET_TIMEOUT)
         .send()
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(|source| ResetError::Send {
+            method: "GET",
+            url: url.clone(),
+            source,
+        })?;
     if !resp.status().is_success() {
-        return Err(format!("GET {url} answered {}", resp.status()));
+        return Err(ResetError::Status {
+            method: "GET",
+            status: resp.status(),
+            url,
+        });
     }
-    let props: serde_json::Value = resp
-        .json()
-        .await
-        .map_err(|e| format!("GET {url}: not JSON ({e})"))?;
+    let props: serde_json::Value = resp.json().await.map_err(|source| ResetError::NotJson {
+        url: url.clone(),
+        source,
+    })?;
     props
         .get("total_slots")
         .and_then(serde_json::Value::as_u64)
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("GET {url} has no `total_slots`"))
+        .ok_or(ResetError::NoSlots { url })
 }

@@ -33,6 +33,7 @@ use crate::metrics::{
 };
 use crate::plan::{Load, Plan, StagePlan};
 use crate::protocol::CacheReset;
+use crate::sla::Abort;
 
 /// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
@@ -75,7 +76,7 @@ impl StageRunner<'_> {
         sink: &mut Option<RowSink>,
         watch: Option<&Watch<'_>>,
         call: StageCall,
-    ) -> (StageSummary, Option<RunProblem>) {
+    ) -> (StageSummary, Option<RunProblem>, Option<Abort>) {
         let StageCall {
             position,
             live,
@@ -128,7 +129,12 @@ impl StageRunner<'_> {
             &self.client,
             &self.base_url,
             pool_warmth(stage),
-            self.plan.target.timeout.as_std().min(WARM_POOL_LIMIT),
+            self.plan
+                .target
+                .request
+                .timeout
+                .as_std()
+                .min(WARM_POOL_LIMIT),
             &self.opts.interrupt,
         )
         .await;
@@ -269,10 +275,11 @@ impl StageRunner<'_> {
         };
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
-        summary.aborted = finished.aborted;
+        // The result records the abort as its text; the caller gets the verdict.
+        summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        (summary, problem)
+        (summary, problem, finished.aborted)
     }
 
     /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a
@@ -447,7 +454,7 @@ fn stage_facts(plan: &Plan, stage: &StagePlan) -> StageFacts {
         _ => (false, None),
     };
     StageFacts {
-        ignore_eos: plan.target.ignore_eos,
+        ignore_eos: plan.target.request.ignore_eos,
         shares_prefixes: sessions
             || prefix_blocks
             || dataset.is_some_and(|d| d.context.shared_prefix.is_some()),

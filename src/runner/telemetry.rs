@@ -2,7 +2,9 @@
 //! `/metrics`, starting the sampler before any load (a required source that is unavailable
 //! stops the run), and flagging stages during which a GPU throttled.
 
-use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary, tpot_note};
+use crate::metrics::{
+    Attribution, AttributionSource, LatencyMetric, ServerDist, StageSummary, tpot_note,
+};
 use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
 };
@@ -68,8 +70,8 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
     else {
         return;
     };
-    let client_ttft = ServerDist::of_dist(&summary.latency.ttft_ms);
-    let tpot = &summary.latency.tpot_ms;
+    let client_ttft = ServerDist::of_dist(&summary.latency[LatencyMetric::Ttft]);
+    let tpot = &summary.latency[LatencyMetric::Tpot];
     summary.attribution = Some(Attribution {
         source: AttributionSource::Prometheus,
         server: Some(source.clone()),
@@ -83,7 +85,7 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
         server_e2e_ms: l.e2e_ms,
         client_e2e_ms: l
             .e2e_ms
-            .map(|_| ServerDist::of_dist(&summary.latency.e2e_ms)),
+            .map(|_| ServerDist::of_dist(&summary.latency[LatencyMetric::E2e])),
         outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
         server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
     });

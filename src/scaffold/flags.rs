@@ -2,23 +2,38 @@
 //! a data set (`sharegpt`, `sharegpt:PATH`, `jsonl:PATH`).
 
 use super::{Data, Length};
-use crate::hub::HfFile;
+use crate::hub::{HfFile, HubError};
+
+/// A `--input-tokens`, `--output-tokens` or `--dataset` value that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("`{0}` is not a token count ≥ 1")]
+    TokenCount(String),
+    #[error("{min}..{max}: the minimum is above the maximum")]
+    Range { min: u32, max: u32 },
+    #[error(transparent)]
+    Hub(#[from] Box<HubError>),
+    #[error("jsonl needs a file: --dataset jsonl:prompts.jsonl")]
+    NoFile,
+    #[error("`{0}` is not a data set kind; write sharegpt, sharegpt:PATH or jsonl:PATH")]
+    Kind(String),
+}
 
 /// `N` (fixed) or `MIN..MAX` (uniform, inclusive), each ≥ 1.
-pub fn parse_length(s: &str) -> Result<Length, String> {
-    let n = |t: &str| -> Result<u32, String> {
+pub fn parse_length(s: &str) -> Result<Length, FlagError> {
+    let n = |t: &str| -> Result<u32, FlagError> {
         match t.trim().parse::<u32>() {
             Ok(v) if v >= 1 => Ok(v),
-            _ => Err(format!("`{t}` is not a token count ≥ 1")),
+            _ => Err(FlagError::TokenCount(t.to_string())),
         }
     };
     match s.split_once("..") {
         Some((a, b)) => {
-            let (a, b) = (n(a)?, n(b.trim_start_matches('='))?);
-            if a > b {
-                return Err(format!("{a}..{b}: the minimum is above the maximum"));
+            let (min, max) = (n(a)?, n(b.trim_start_matches('='))?);
+            if min > max {
+                return Err(FlagError::Range { min, max });
             }
-            Ok(Length::Uniform(a, b))
+            Ok(Length::Uniform(min, max))
         }
         None => n(s).map(Length::Fixed),
     }
@@ -26,7 +41,7 @@ pub fn parse_length(s: &str) -> Result<Length, String> {
 
 /// `sharegpt` (the Hub's ShareGPT file, fetched with `infermeter dataset fetch sharegpt`),
 /// `sharegpt:PATH` or `jsonl:PATH`; PATH may be an `hf://datasets/…` reference.
-pub fn parse_dataset(s: &str) -> Result<Data, String> {
+pub fn parse_dataset(s: &str) -> Result<Data, FlagError> {
     let (kind, path) = match s.split_once(':') {
         // `hf://…` alone is a ShareGPT file; `C:\…` does not occur on the platforms we build.
         Some(("hf", _)) => ("sharegpt", s),
@@ -34,7 +49,7 @@ pub fn parse_dataset(s: &str) -> Result<Data, String> {
         None => (s, ""),
     };
     if path.starts_with("hf://") {
-        HfFile::parse(path).map_err(|e| e.to_string())?;
+        HfFile::parse(path).map_err(Box::new)?;
     }
     match (kind, path) {
         ("sharegpt", "") => Ok(Data::ShareGpt {
@@ -45,14 +60,12 @@ pub fn parse_dataset(s: &str) -> Result<Data, String> {
             path: p.to_string(),
             output_tokens: None,
         }),
-        ("jsonl", "") => Err("jsonl needs a file: --dataset jsonl:prompts.jsonl".into()),
+        ("jsonl", "") => Err(FlagError::NoFile),
         ("jsonl", p) => Ok(Data::Jsonl {
             path: p.to_string(),
             max_tokens: None,
         }),
-        (other, _) => Err(format!(
-            "`{other}` is not a data set kind; write sharegpt, sharegpt:PATH or jsonl:PATH"
-        )),
+        (other, _) => Err(FlagError::Kind(other.to_string())),
     }
 }
 
@@ -62,8 +75,11 @@ mod tests {
 
     #[test]
     fn lengths_and_datasets() {
-        assert_eq!(parse_length("512"), Ok(Length::Fixed(512)));
-        assert_eq!(parse_length("256..1024"), Ok(Length::Uniform(256, 1024)));
+        assert_eq!(parse_length("512").unwrap(), Length::Fixed(512));
+        assert_eq!(
+            parse_length("256..1024").unwrap(),
+            Length::Uniform(256, 1024)
+        );
         assert!(parse_length("0").is_err());
         assert!(parse_length("9..3").is_err());
         assert!(

@@ -12,7 +12,7 @@ mod vllm_flags;
 
 pub use draft::{Data, Draft, Length, Limit, Load, Scalar};
 pub use error::ScaffoldError;
-pub use flags::{parse_dataset, parse_length};
+pub use flags::{FlagError, parse_dataset, parse_length};
 pub use vllm::shell_line;
 
 use std::path::Path;

@@ -5,10 +5,12 @@
 //! judgement is the ordinary one (intervals, untrusted stages inconclusive), so a stage is
 //! stopped only when its numbers show the failure, never on an undecided verdict.
 
+use std::fmt;
+
 use super::evaluate::{Context, judge_one};
-use super::grammar::{Metric, ScopedAssertion};
+use super::grammar::{Assertion, ScopedAssertion};
 use super::verdict::SlaOutcome;
-use crate::metrics::StageSummary;
+use crate::metrics::{Shape, StageSummary};
 
 /// When a running stage's `abort-on-fail` assertions are judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,8 +31,40 @@ impl Default for AbortRule {
     }
 }
 
-/// The first `abort-on-fail` assertion that fails on `stage`, as the message the aborted run
-/// records. `live` is the rule for a stage still running (its summary so far); `None` judges a
+/// An `abort-on-fail` assertion that failed and stopped the run: which, on which stage, with
+/// what numbers (in the assertion's unit), and — when it was judged while the stage ran — how
+/// far the stage had got. Shown (and recorded in the result's `error`) as
+/// ``aborted: `ttft.p95 < 200ms` failed on stage `load` after 3.0 s, 120 requests (observed …)``.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct Abort {
+    pub assertion: Assertion,
+    pub stage: String,
+    pub observed: f64,
+    pub threshold: f64,
+    /// Judged on a running stage: its seconds and requests so far.
+    pub live: Option<(f64, u64)>,
+}
+
+impl fmt::Display for Abort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = self.assertion.unit();
+        write!(
+            f,
+            "aborted: `{}` failed on stage `{}`",
+            self.assertion.expr, self.stage
+        )?;
+        if let Some((secs, sent)) = self.live {
+            write!(f, " after {secs:.1} s, {sent} requests")?;
+        }
+        write!(
+            f,
+            " (observed {:.3} {unit}, threshold {:.3} {unit})",
+            self.observed, self.threshold
+        )
+    }
+}
+
+/// The first `abort-on-fail` assertion that fails on `stage`. `live` is the rule for a stage still running (its summary so far); `None` judges a
 /// finished stage. Telemetry metrics are known only after the run, and rates (requests or
 /// tokens per second) only over the whole stage, so a running stage is not judged on them.
 pub fn abort_verdict(
@@ -38,7 +72,7 @@ pub fn abort_verdict(
     stage: &StageSummary,
     cx: &Context<'_>,
     live: Option<AbortRule>,
-) -> Option<String> {
+) -> Option<Abort> {
     for a in assertions {
         let metric = a.assertion.metric;
         if !a.abort_on_fail
@@ -48,7 +82,7 @@ pub fn abort_verdict(
             continue;
         }
         if let Some(rule) = live
-            && (is_rate(metric)
+            && (metric.kind().shape() == Shape::Rate
                 || stage.wall_time_s < rule.grace_s
                 || stage.requests.sent < rule.min_samples)
         {
@@ -56,30 +90,41 @@ pub fn abort_verdict(
         }
         let v = judge_one(&a.assertion, stage, cx);
         if v.outcome == SlaOutcome::Fail {
-            let when = if live.is_some() {
-                format!(
-                    " after {:.1} s, {} requests",
-                    stage.wall_time_s, stage.requests.sent
-                )
-            } else {
-                String::new()
-            };
-            return Some(format!(
-                "aborted: `{}` failed on stage `{}`{when} (observed {:.3} {}, threshold {:.3} {})",
-                v.expr, stage.name, v.observed, v.unit, v.threshold, v.unit
-            ));
+            return Some(Abort {
+                assertion: a.assertion.clone(),
+                stage: stage.name.clone(),
+                observed: v.observed,
+                threshold: v.threshold,
+                live: live.map(|_| (stage.wall_time_s, stage.requests.sent)),
+            });
         }
     }
     None
 }
 
-/// Metrics whose value depends on the whole stage's length.
-fn is_rate(metric: Metric) -> bool {
-    matches!(
-        metric,
-        Metric::RequestThroughput
-            | Metric::OutputThroughput
-            | Metric::InputThroughput
-            | Metric::GoodputRate
-    )
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_abort_says_which_assertion_failed_where_and_by_how_much() {
+        let mut abort = Abort {
+            assertion: "ttft.p95 < 200ms".parse().unwrap(),
+            stage: "load".into(),
+            observed: 250.25,
+            threshold: 200.0,
+            live: None,
+        };
+        assert_eq!(
+            abort.to_string(),
+            "aborted: `ttft.p95 < 200ms` failed on stage `load` (observed 250.250 ms, threshold \
+             200.000 ms)"
+        );
+        abort.live = Some((3.04, 120));
+        assert_eq!(
+            abort.to_string(),
+            "aborted: `ttft.p95 < 200ms` failed on stage `load` after 3.0 s, 120 requests \
+             (observed 250.250 ms, threshold 200.000 ms)"
+        );
+    }
 }

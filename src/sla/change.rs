@@ -11,11 +11,12 @@
 //!   hybrid score interval from the two Wilson intervals).
 //! - Anything else: the point values, no interval.
 
-use super::evaluate::{Policy, observe};
+use super::evaluate::Policy;
 use super::grammar::{Aggregation, Metric};
+use super::observe::observe;
 use super::spread::Spread;
 use super::verdict::{Across, VerdictInterval};
-use crate::metrics::{LatencyMetric, StageSummary};
+use crate::metrics::{CountMetric, LatencyMetric, StageSummary};
 use crate::stats::{BootstrapOptions, ChangeCi, relative_change, rounds_median, wilson};
 
 /// A metric's change with its interval.
@@ -60,7 +61,7 @@ pub fn shift(
             }),
         );
     }
-    if let (Some(Aggregation::Percentile(p)), Some(lm)) = (aggregation, latency(metric))
+    if let (Some(Aggregation::Percentile(p)), Some(lm)) = (aggregation, metric.latency())
         && let Some(s) = bootstrap(lm, p.value() / 100.0, base, cur, confidence)
     {
         return Some(s);
@@ -75,8 +76,8 @@ pub fn shift(
         )
     };
     let shifted = match metric {
-        Metric::ErrorRate => proportion(&|s| s.requests.failed),
-        Metric::Goodput => {
+        Metric::Count(CountMetric::ErrorRate) => proportion(&|s| s.requests.failed),
+        Metric::Count(CountMetric::Goodput) => {
             proportion(&|s| (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64)
         }
         _ => None,
@@ -147,18 +148,6 @@ pub fn spread_against(
     }
 }
 
-fn latency(metric: Metric) -> Option<LatencyMetric> {
-    Some(match metric {
-        Metric::Ttft => LatencyMetric::Ttft,
-        Metric::Itl => LatencyMetric::Itl,
-        Metric::Tpot => LatencyMetric::Tpot,
-        Metric::E2e => LatencyMetric::E2e,
-        Metric::Ntpot => LatencyMetric::Ntpot,
-        Metric::Ttfa => LatencyMetric::Ttfa,
-        _ => return None,
-    })
-}
-
 fn bootstrap(
     metric: LatencyMetric,
     q: f64,
@@ -178,9 +167,10 @@ fn bootstrap(
             of: Across::Requests,
         }),
         ChangeCi::Change(c) => {
-            let widen = if metric == LatencyMetric::Itl {
+            // Samples that come many to a request: widened by the design effect.
+            let widen = if metric.spec().clustered {
                 let per_request =
-                    |s: &StageSummary| s.latency.itl_ms.count as f64 / s.requests.ok.max(1) as f64;
+                    |s: &StageSummary| s.latency[metric].count as f64 / s.requests.ok.max(1) as f64;
                 per_request(base).max(per_request(cur)).max(1.0).sqrt()
             } else {
                 1.0

@@ -10,11 +10,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::grammar::{Aggregation, Assertion, Metric, Percentile, ScopedAssertion, Threshold};
+use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
 use super::spread::{Spread, decide, spread};
 use super::telemetry::observe_with;
 use super::verdict::{SlaOutcome, SlaVerdict};
-use crate::metrics::{Dist, StageSummary};
+use crate::metrics::{CountMetric, StageSummary};
 use crate::telemetry::TelemetryReport;
 
 /// A past run whose numbers `baseline` thresholds refer to: its stages and telemetry.
@@ -144,6 +144,17 @@ pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
 /// The expression of the implicit verdict every stage that measured nothing gets.
 pub const NOTHING_MEASURED: &str = "error_rate < 100%";
 
+/// [`NOTHING_MEASURED`], parsed.
+pub fn nothing_measured_assertion() -> Assertion {
+    Assertion {
+        expr: NOTHING_MEASURED.to_string(),
+        metric: Metric::Count(CountMetric::ErrorRate),
+        aggregation: None,
+        op: Op::Lt,
+        threshold: Threshold::Absolute(100.0),
+    }
+}
+
 /// One failed verdict per measured stage (not a sweep point or search probe, whose failures
 /// are what they measure) that sent requests and had none succeed: such a stage measured
 /// nothing, so the run must not pass, whatever (or whether any) assertions say.
@@ -159,11 +170,10 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect();
             SlaVerdict {
-                expr: NOTHING_MEASURED.to_string(),
+                assertion: nothing_measured_assertion(),
                 stage: Some(s.name.clone()),
                 observed: 100.0,
                 threshold: 100.0,
-                unit: "%".into(),
                 passed: false,
                 outcome: SlaOutcome::Fail,
                 interval: None,
@@ -241,11 +251,10 @@ pub fn judge(
 
 fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
     SlaVerdict {
-        expr: assertion.expr.clone(),
+        assertion: assertion.clone(),
         stage: Some(stage.to_string()),
         observed: 0.0,
         threshold: absolute_or_zero(assertion),
-        unit: assertion.unit().to_string(),
         passed: false,
         outcome: SlaOutcome::Fail,
         interval: None,
@@ -294,7 +303,7 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
         verdict.set_outcome(SlaOutcome::Fail);
         return verdict;
     }
-    if on_output_tokens(assertion.metric) && stage.tokens.estimated > 0 {
+    if assertion.metric.def().from_output_tokens && stage.tokens.estimated > 0 {
         let note = format!(
             "output token counts of {} of {} requests are estimates (the server sent no usage)",
             stage.tokens.estimated, stage.requests.ok
@@ -307,21 +316,13 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
     verdict
 }
 
-/// Metrics computed from output token counts.
-fn on_output_tokens(metric: Metric) -> bool {
-    matches!(
-        metric,
-        Metric::Tpot | Metric::Ntpot | Metric::OutputThroughput | Metric::TokensPerJoule
-    )
-}
-
 fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = blank(assertion, &stage.name);
     let (metric, agg) = (assertion.metric, assertion.aggregation);
     let observed = match observe_with(metric, agg, stage, cx.telemetry) {
         Ok(v) => v,
         Err(why) => {
-            verdict.note = Some(why);
+            verdict.note = Some(why.to_string());
             return verdict;
         }
     };
@@ -402,88 +403,4 @@ fn stage_names(stages: &[StageSummary]) -> String {
         .map(|s| format!("`{}`", s.name))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The stage's distribution of a per-request latency metric; `None` for the others.
-pub fn latency_dist(metric: Metric, stage: &StageSummary) -> Option<&Dist> {
-    let lat = &stage.latency;
-    Some(match metric {
-        Metric::Ttft => &lat.ttft_ms,
-        Metric::Itl => &lat.itl_ms,
-        Metric::Tpot => &lat.tpot_ms,
-        Metric::E2e => &lat.e2e_ms,
-        Metric::Ntpot => &lat.ntpot_ms,
-        Metric::Ttfa => &lat.ttfa_ms,
-        _ => return None,
-    })
-}
-
-/// The metric's value on a stage in its canonical unit, or why there is none (which fails the
-/// assertion: an SLA nobody measured is not met).
-pub fn observe(
-    metric: Metric,
-    aggregation: Option<Aggregation>,
-    stage: &StageSummary,
-) -> Result<f64, String> {
-    let dist = |d: &Dist| -> Result<f64, String> {
-        if d.count == 0 {
-            return Err(format!("no {metric} samples"));
-        }
-        Ok(match aggregation.unwrap_or(Aggregation::Mean) {
-            Aggregation::Percentile(p) => match p {
-                Percentile::P50 => d.p50,
-                Percentile::P90 => d.p90,
-                Percentile::P95 => d.p95,
-                Percentile::P99 => d.p99,
-                Percentile::P999 => d.p999,
-            },
-            Aggregation::Mean => d.mean,
-            Aggregation::Max => d.max,
-            Aggregation::Min => d.min,
-        })
-    };
-    if let Some(d) = latency_dist(metric, stage) {
-        return dist(d);
-    }
-    let sent = stage.requests.sent;
-    let no_requests = || Err("no requests were sent".to_string());
-    match metric {
-        // Answered by `latency_dist` above.
-        Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e | Metric::Ntpot | Metric::Ttfa => {
-            Err(format!("no {metric} samples"))
-        }
-        Metric::SendLag => {
-            if sent == 0 {
-                return no_requests();
-            }
-            let lag = &stage.client.send_lag_ms;
-            match aggregation {
-                Some(Aggregation::Percentile(Percentile::P50)) => Ok(lag.p50),
-                Some(Aggregation::Percentile(Percentile::P99)) => Ok(lag.p99),
-                Some(Aggregation::Max) => Ok(lag.max),
-                // The parser rejects these; a hand-built Assertion still must not panic.
-                other => Err(format!(
-                    "send_lag does not record {}",
-                    other.map_or("this".to_string(), |a| a.to_string())
-                )),
-            }
-        }
-        Metric::ErrorRate if sent == 0 => no_requests(),
-        Metric::ErrorRate => Ok(stage.requests.failed as f64 / sent as f64 * 100.0),
-        Metric::Goodput if sent == 0 => no_requests(),
-        Metric::Goodput => Ok(stage.throughput.goodput_ratio * 100.0),
-        Metric::GoodputRate => Ok(stage.throughput.goodput_per_s),
-        Metric::RequestThroughput => Ok(stage.throughput.requests_per_s),
-        Metric::OutputThroughput => Ok(stage.throughput.output_tokens_per_s),
-        Metric::InputThroughput => Ok(stage.throughput.input_tokens_per_s),
-        Metric::GpuThrottleRatioMin
-        | Metric::GpuTempMax
-        | Metric::GpuPowerMean
-        | Metric::EnergyJ
-        | Metric::TokensPerJoule
-        | Metric::KvCacheMax
-        | Metric::QueueMax => Err(format!(
-            "`{metric}` comes from telemetry and is evaluated with the run's telemetry report"
-        )),
-    }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 use super::grammar::{Aggregation, Assertion, Metric, MetricKind, Op, Percentile, Threshold};
+use crate::metrics::{Shape, Worse};
 
 /// What went wrong, for callers that branch on it (tests, editors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -448,8 +449,7 @@ fn parse_number(text: &str) -> Option<f64> {
 }
 
 fn unknown_metric(name: &str, span: (usize, usize)) -> SlaError {
-    let best = Metric::ALL
-        .into_iter()
+    let best = Metric::all()
         .map(|m| (strsim::damerau_levenshtein(name, m.name()), m))
         .min_by_key(|(d, _)| *d)
         .filter(|(d, m)| *d <= 2.max(m.name().len() / 4) && *d < name.len().max(2));
@@ -466,8 +466,7 @@ fn unknown_metric(name: &str, span: (usize, usize)) -> SlaError {
 }
 
 fn metric_list() -> String {
-    Metric::ALL
-        .iter()
+    Metric::all()
         .map(|m| m.name())
         .collect::<Vec<_>>()
         .join(", ")
@@ -482,32 +481,19 @@ fn agg_list(metric: Metric) -> String {
         .join(", ")
 }
 
+/// The bound an SLA usually puts on the metric: below it when higher is worse, above it
+/// when lower is (`>=` for readings, whose natural floor is a value they may reach).
 fn example_op(metric: Metric) -> &'static str {
-    match metric.kind() {
-        MetricKind::ReqPerSec | MetricKind::TokPerSec => ">",
-        MetricKind::Percent if metric == Metric::Goodput => ">",
-        _ if matches!(metric, Metric::GpuThrottleRatioMin | Metric::TokensPerJoule) => ">=",
-        _ => "<",
+    let def = metric.def();
+    match def.worse {
+        Worse::Higher => "<",
+        Worse::Lower if def.kind.shape() == Shape::Reading => ">=",
+        Worse::Lower => ">",
     }
 }
 
 fn example_value(metric: Metric) -> &'static str {
-    match metric {
-        Metric::ErrorRate => "1%",
-        Metric::Goodput => "95%",
-        Metric::SendLag => "1ms",
-        Metric::RequestThroughput | Metric::GoodputRate => "10 req/s",
-        Metric::OutputThroughput => "2000 tok/s",
-        Metric::InputThroughput => "1000 tok/s",
-        Metric::GpuThrottleRatioMin => "0.9",
-        Metric::GpuTempMax => "85",
-        Metric::GpuPowerMean => "600 W",
-        Metric::EnergyJ => "50000 J",
-        Metric::TokensPerJoule => "2",
-        Metric::KvCacheMax => "0.9",
-        Metric::QueueMax => "10",
-        _ => "200ms",
-    }
+    metric.def().example
 }
 
 fn unit_hint(metric: Metric) -> String {

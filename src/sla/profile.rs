@@ -27,7 +27,7 @@ pub fn probe_failures(
         .filter(|a| a.stage.as_deref().is_none_or(|s| s == group))
         .map(|a| judge_one(&a.assertion, stage, cx))
         .filter(|v| v.outcome != SlaOutcome::Pass)
-        .map(|v| v.expr)
+        .map(|v| v.assertion.to_string())
         .collect()
 }
 
@@ -40,7 +40,7 @@ pub fn profile_inputs(
     let is_probe = |s: &StageSummary| {
         s.profile
             .as_ref()
-            .is_some_and(|p| p.kind == PointKind::Probe)
+            .is_some_and(|p| p.point.kind == PointKind::Probe)
     };
     let mut judged: Vec<StageSummary> = stages.iter().filter(|s| !is_probe(s)).cloned().collect();
     for search in searches {
@@ -72,9 +72,9 @@ pub fn profile_inputs(
             Some(group) => judged
                 .iter()
                 .filter(|s| {
-                    s.profile
-                        .as_ref()
-                        .is_some_and(|p| p.kind == PointKind::Sweep && &p.group == group)
+                    s.profile.as_ref().is_some_and(|p| {
+                        p.point.kind == PointKind::Sweep && &p.point.group == group
+                    })
                 })
                 .collect(),
             None => Vec::new(),

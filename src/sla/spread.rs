@@ -3,10 +3,10 @@
 //! distributions, error and goodput rates as proportions) — and what an interval means for an
 //! assertion: pass, fail or inconclusive, and how much more data would likely decide it.
 
-use super::evaluate::{latency_dist, observe};
-use super::grammar::{Aggregation, Metric, Op, Percentile};
+use super::grammar::{Aggregation, Metric, Op};
+use super::observe::{latency_dist, observe};
 use super::verdict::{Across, MoreNeeded, SlaOutcome, VerdictInterval};
-use crate::metrics::{Bound, Figure, LatencyMetric, StageSummary, sample_intervals_of};
+use crate::metrics::{Bound, CountMetric, Figure, StageSummary, sample_intervals_of};
 use crate::stats::{more_samples, rounds_median, wilson};
 
 /// What is known of a value's uncertainty.
@@ -45,12 +45,13 @@ pub fn spread(
     }
     if let Some(d) = latency_dist(metric, stage) {
         let figure = match aggregation {
-            Some(Aggregation::Percentile(p)) => figure(p),
+            Some(Aggregation::Percentile(p)) => Figure::from(p),
             Some(Aggregation::Mean) | None => Figure::Mean,
             Some(Aggregation::Max | Aggregation::Min) => return Spread::Point,
         };
-        // Gaps of one request move together: ITL intervals count requests (see metrics).
-        let units = if metric == Metric::Itl {
+        // Samples of one request move together: such intervals count requests (see metrics).
+        let clustered = metric.latency().is_some_and(|m| m.spec().clustered);
+        let units = if clustered {
             stage.requests.ok
         } else {
             d.count
@@ -73,9 +74,9 @@ pub fn spread(
                 have: units,
                 needed,
                 of: Across::Requests,
-                // ITL's per-request intervals keep no one-sided bounds.
-                low: if metric == Metric::Itl { None } else { low },
-                high: if metric == Metric::Itl { None } else { high },
+                // Per-request intervals keep no one-sided bounds.
+                low: if clustered { None } else { low },
+                high: if clustered { None } else { high },
             },
             None => Spread::Point,
         };
@@ -94,21 +95,11 @@ pub fn spread(
         _ => Spread::Point,
     };
     match metric {
-        Metric::ErrorRate => proportion(stage.requests.failed),
-        Metric::Goodput => {
+        Metric::Count(CountMetric::ErrorRate) => proportion(stage.requests.failed),
+        Metric::Count(CountMetric::Goodput) => {
             proportion((stage.throughput.goodput_ratio * sent as f64).round() as u64)
         }
         _ => Spread::Point,
-    }
-}
-
-fn figure(p: Percentile) -> Figure {
-    match p {
-        Percentile::P50 => Figure::P50,
-        Percentile::P90 => Figure::P90,
-        Percentile::P95 => Figure::P95,
-        Percentile::P99 => Figure::P99,
-        Percentile::P999 => Figure::P999,
     }
 }
 
@@ -119,7 +110,7 @@ fn across_rounds(
     stage: &StageSummary,
     confidence: f64,
 ) -> Spread {
-    let values: Result<Vec<f64>, String> = stage
+    let values: Result<Vec<f64>, _> = stage
         .rounds
         .iter()
         .map(|r| observe(metric, aggregation, r))
@@ -159,11 +150,11 @@ fn pooled(
         timeline: Vec::new(),
         ..stage.clone()
     };
-    if let Some(lm) = latency_metric(metric)
+    if let Some(lm) = metric.latency()
         && let Some(Ok(h)) = stage.histogram(lm)
-        && let Some(d) = latency_dist_mut(metric, &mut whole)
+        && let Some(d) = whole.latency.get_mut(lm)
     {
-        let independent = if metric == Metric::Itl {
+        let independent = if lm.spec().clustered {
             stage.requests.ok
         } else {
             h.len()
@@ -194,31 +185,6 @@ fn pooled(
         },
         Spread::Point => Spread::Point,
     }
-}
-
-fn latency_metric(metric: Metric) -> Option<LatencyMetric> {
-    Some(match metric {
-        Metric::Ttft => LatencyMetric::Ttft,
-        Metric::Itl => LatencyMetric::Itl,
-        Metric::Tpot => LatencyMetric::Tpot,
-        Metric::E2e => LatencyMetric::E2e,
-        Metric::Ntpot => LatencyMetric::Ntpot,
-        Metric::Ttfa => LatencyMetric::Ttfa,
-        _ => return None,
-    })
-}
-
-fn latency_dist_mut(metric: Metric, stage: &mut StageSummary) -> Option<&mut crate::metrics::Dist> {
-    let l = &mut stage.latency;
-    Some(match metric {
-        Metric::Ttft => &mut l.ttft_ms,
-        Metric::Itl => &mut l.itl_ms,
-        Metric::Tpot => &mut l.tpot_ms,
-        Metric::E2e => &mut l.e2e_ms,
-        Metric::Ntpot => &mut l.ntpot_ms,
-        Metric::Ttfa => &mut l.ttfa_ms,
-        _ => return None,
-    })
 }
 
 /// The outcome of `value OP threshold` given what is known of the value's spread, and, when

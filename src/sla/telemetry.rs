@@ -2,9 +2,9 @@
 //! values come from the run's [`TelemetryReport`] through [`telemetry_metric`], and a metric
 //! nobody measured fails its assertion with a note saying why.
 
-use super::evaluate::observe;
 use super::grammar::{Aggregation, Metric};
-use crate::metrics::StageSummary;
+use super::observe::{Unobserved, observe};
+use crate::metrics::{StageSummary, TelemetryMetric};
 use crate::telemetry::{TelemetryReport, telemetry_metric};
 
 /// The metric's value on a stage: from `telemetry` for telemetry metrics, from the stage
@@ -14,41 +14,47 @@ pub fn observe_with(
     aggregation: Option<Aggregation>,
     stage: &StageSummary,
     telemetry: Option<&TelemetryReport>,
-) -> Result<f64, String> {
+) -> Result<f64, Unobserved> {
     let Some(served_by) = metric.telemetry() else {
         return observe(metric, aggregation, stage);
     };
     let Some(report) = telemetry else {
-        return Err(format!(
-            "no telemetry in this run: `{metric}` needs a `telemetry {{ … }}` block with a source \
-             that measures it"
-        ));
+        return Err(Unobserved::NoTelemetry { metric });
     };
     if report.stage(&stage.name).is_none() {
-        return Err(format!("telemetry has no record of stage `{}`", stage.name));
+        return Err(Unobserved::StageNotInTelemetry {
+            stage: stage.name.clone(),
+        });
     }
     telemetry_metric(report, &stage.name, served_by, Some(stage.tokens.output)).ok_or_else(|| {
-        if let Some(why) = server_lacks(report, &stage.name, metric) {
+        if let Some(why) = server_lacks(report, &stage.name, served_by) {
             return why;
         }
-        let needs = match metric {
-            Metric::KvCacheMax | Metric::QueueMax => "a `prometheus` server source",
-            Metric::EnergyJ | Metric::TokensPerJoule => {
+        let needs = match served_by {
+            TelemetryMetric::KvCacheMax | TelemetryMetric::QueueMax => {
+                "a `prometheus` server source"
+            }
+            TelemetryMetric::EnergyJ | TelemetryMetric::TokensPerJoule => {
                 "GPU energy counters (`nvml` or dcgm-exporter, Volta or newer)"
             }
             _ => "GPU telemetry (`nvml` or dcgm-exporter)",
         };
-        format!("telemetry did not measure `{metric}` in this stage (needs {needs})")
+        Unobserved::NotMeasured { metric, needs }
     })
 }
 
 /// For a server metric: why the stage's server sources, which did answer, have no value —
 /// the server exports no such gauge (llama.cpp has no KV-cache gauge) — rather than a missing
 /// source.
-fn server_lacks(report: &TelemetryReport, stage: &str, metric: Metric) -> Option<String> {
-    let (what, has): (&str, fn(&crate::telemetry::ServerStageSummary) -> bool) = match metric {
-        Metric::KvCacheMax => ("a KV-cache usage gauge", |s| s.kv_cache_max.is_some()),
-        Metric::QueueMax => ("a queue-length (waiting requests) gauge", |s| {
+fn server_lacks(
+    report: &TelemetryReport,
+    stage: &str,
+    metric: TelemetryMetric,
+) -> Option<Unobserved> {
+    type Has = fn(&crate::telemetry::ServerStageSummary) -> bool;
+    let (what, has): (&'static str, Has) = match metric {
+        TelemetryMetric::KvCacheMax => ("a KV-cache usage gauge", |s| s.kv_cache_max.is_some()),
+        TelemetryMetric::QueueMax => ("a queue-length (waiting requests) gauge", |s| {
             s.waiting_max.is_some()
         }),
         _ => return None,
@@ -69,9 +75,9 @@ fn server_lacks(report: &TelemetryReport, stage: &str, metric: Metric) -> Option
             None => format!("`{}`", s.source),
         })
         .collect();
-    Some(format!(
-        "`{metric}` needs {what}, and the server's metrics ({}) have none: this server does \
-         not export it",
-        names.join(", ")
-    ))
+    Some(Unobserved::ServerLacks {
+        metric: Metric::Telemetry(metric),
+        what,
+        servers: names.join(", "),
+    })
 }

@@ -5,6 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::grammar::{Assertion, Metric};
+
 /// What an assertion's numbers say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -70,18 +72,21 @@ pub struct MoreNeeded {
     pub of: Across,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+// One assertion's verdict on one stage. In `results.json` it is an object that writes the
+// assertion as its text (`expr`) and the metric's unit (`unit`) beside the numbers. (Not a doc
+// comment: the JSON Schema, which doc comments feed, has no description of it.)
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(transform = unit_member)]
 pub struct SlaVerdict {
     /// The assertion as written, e.g. `ttft.p95 < 200ms`.
-    pub expr: String,
+    #[serde(rename = "expr")]
+    pub assertion: Assertion,
     /// The stage it was evaluated on; `null` for a scenario-level assertion over all stages.
     pub stage: Option<String>,
     /// The metric's observed value, in the unit of the threshold (ms, %, req/s, tok/s).
     pub observed: f64,
     /// The threshold, in the same unit.
     pub threshold: f64,
-    /// The unit of `observed` and `threshold`.
-    pub unit: String,
     /// `outcome` is `pass`.
     pub passed: bool,
     /// Pass, fail or inconclusive (results written before outcomes existed read as pass or
@@ -103,7 +108,69 @@ pub struct SlaVerdict {
     pub note: Option<String>,
 }
 
+/// The `unit` member: written from the assertion's metric, read back by nobody (the metric
+/// says it), so it is in the schema but not a field.
+fn unit_member(schema: &mut schemars::Schema) {
+    if let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
+        props.insert(
+            "unit".into(),
+            serde_json::json!({
+                "description": "The unit of `observed` and `threshold`.",
+                "type": "string",
+            }),
+        );
+    }
+    if let Some(required) = schema.get_mut("required").and_then(|r| r.as_array_mut()) {
+        let at = required
+            .iter()
+            .position(|r| r == "threshold")
+            .map_or(required.len(), |i| i + 1);
+        required.insert(at, "unit".into());
+    }
+}
+
+/// Members in the order the struct with a `unit` field wrote them.
+impl Serialize for SlaVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut v = s.serialize_struct("SlaVerdict", 10)?;
+        v.serialize_field("expr", &self.assertion)?;
+        v.serialize_field("stage", &self.stage)?;
+        v.serialize_field("observed", &self.observed)?;
+        v.serialize_field("threshold", &self.threshold)?;
+        v.serialize_field("unit", self.unit())?;
+        v.serialize_field("passed", &self.passed)?;
+        v.serialize_field("outcome", &self.outcome)?;
+        optional(&mut v, "interval", &self.interval)?;
+        optional(&mut v, "more", &self.more)?;
+        optional(&mut v, "note", &self.note)?;
+        v.end()
+    }
+}
+
+fn optional<V: serde::ser::SerializeStruct, T: Serialize>(
+    v: &mut V,
+    key: &'static str,
+    value: &Option<T>,
+) -> Result<(), V::Error> {
+    match value {
+        Some(value) => v.serialize_field(key, value),
+        None => v.skip_field(key),
+    }
+}
+
 impl SlaVerdict {
+    /// The unit of `observed` and `threshold`: the metric's (`ms`, `%`, `req/s`; empty for
+    /// plain numbers).
+    pub fn unit(&self) -> &'static str {
+        self.assertion.unit()
+    }
+
+    /// The assertion's metric.
+    pub fn metric(&self) -> Metric {
+        self.assertion.metric
+    }
+
     /// How far `observed` is from `threshold`, relative to the threshold (`0.157` = 15.7 % over),
     /// or `None` when the threshold is 0.
     pub fn relative_margin(&self) -> Option<f64> {

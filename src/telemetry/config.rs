@@ -152,16 +152,21 @@ pub enum TelemetryError {
         "telemetry source `nvml` is required but unavailable: {reason}; run on a machine with an \
          NVIDIA GPU and driver (libnvidia-ml.so.1), or make the source optional (`nvml required=#false`)"
     )]
-    NvmlUnavailable { reason: String },
+    NvmlUnavailable { reason: super::nvml::GpuOpenError },
     #[error(
         "telemetry source `prometheus \"{url}\"` is required but unreachable: {reason}; start the \
          server with its metrics endpoint enabled or fix the URL, or make the source optional"
     )]
-    PrometheusUnavailable { url: String, reason: String },
+    PrometheusUnavailable {
+        url: String,
+        reason: super::prometheus::ScrapeError,
+    },
     #[error("invalid telemetry configuration: {0}")]
     Invalid(String),
     #[error("failed to start the telemetry sampler")]
     Spawn(#[source] std::io::Error),
+    #[error("the telemetry sampler failed: {0}")]
+    Probe(super::prometheus::ScrapeError),
     #[error("the telemetry sampler failed: {0}")]
     Died(String),
 }

@@ -20,7 +20,34 @@ pub struct Sample {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exposition {
     pub samples: Vec<Sample>,
-    pub bad_lines: Vec<(usize, String)>,
+    pub bad_lines: Vec<(usize, LineError)>,
+}
+
+/// Why a sample line does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("expected a metric name")]
+    NoName,
+    #[error("expected a space before the value of `{0}`")]
+    NoSpace(String),
+    #[error("missing value for `{0}`")]
+    NoValue(String),
+    #[error("`{value}` is not a number (metric `{metric}`)")]
+    NotANumber { value: String, metric: String },
+    #[error("`{timestamp}` is not a timestamp (metric `{metric}`)")]
+    NotATimestamp { timestamp: String, metric: String },
+    #[error("unexpected text after the sample of `{0}`")]
+    Trailing(String),
+    #[error("expected a label name")]
+    NoLabelName,
+    #[error("expected `=` after label `{0}`")]
+    NoEquals(String),
+    #[error("expected a quoted value for label `{0}`")]
+    NoQuote(String),
+    #[error("unterminated value for label `{0}`")]
+    Unterminated(String),
+    #[error("expected `,` or `}}` after label `{0}`")]
+    NoSeparator(String),
 }
 
 impl Exposition {
@@ -68,14 +95,14 @@ fn is_name_char(c: char, first: bool) -> bool {
     c.is_ascii_alphabetic() || c == '_' || c == ':' || (!first && c.is_ascii_digit())
 }
 
-fn parse_sample(line: &str) -> Result<Sample, String> {
+fn parse_sample(line: &str) -> Result<Sample, LineError> {
     let name_end = line
         .char_indices()
         .find(|&(i, c)| !is_name_char(c, i == 0))
         .map(|(i, _)| i)
         .unwrap_or(line.len());
     if name_end == 0 {
-        return Err("expected a metric name".into());
+        return Err(LineError::NoName);
     }
     let name = line[..name_end].to_string();
     let mut rest = &line[name_end..];
@@ -86,23 +113,30 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         rest = tail;
     }
     if !rest.starts_with([' ', '\t']) {
-        return Err(format!("expected a space before the value of `{name}`"));
+        return Err(LineError::NoSpace(name));
     }
     // Drop an OpenMetrics exemplar (`# {…} v`) before splitting value and timestamp.
     let rest = rest.split(" # ").next().unwrap_or(rest);
     let mut fields = rest.split_whitespace();
-    let value_text = fields
-        .next()
-        .ok_or_else(|| format!("missing value for `{name}`"))?;
-    let value = parse_value(value_text)
-        .ok_or_else(|| format!("`{value_text}` is not a number (metric `{name}`)"))?;
+    let Some(value_text) = fields.next() else {
+        return Err(LineError::NoValue(name));
+    };
+    let Some(value) = parse_value(value_text) else {
+        return Err(LineError::NotANumber {
+            value: value_text.to_string(),
+            metric: name,
+        });
+    };
     if let Some(ts) = fields.next()
         && ts.parse::<f64>().is_err()
     {
-        return Err(format!("`{ts}` is not a timestamp (metric `{name}`)"));
+        return Err(LineError::NotATimestamp {
+            timestamp: ts.to_string(),
+            metric: name,
+        });
     }
     if fields.next().is_some() {
-        return Err(format!("unexpected text after the sample of `{name}`"));
+        return Err(LineError::Trailing(name));
     }
     Ok(Sample {
         name,
@@ -121,7 +155,7 @@ fn parse_value(s: &str) -> Option<f64> {
 }
 
 /// Parses `a="x",b="y"}` (after the opening brace); returns the labels and the text after `}`.
-fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
+fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), LineError> {
     let mut labels = BTreeMap::new();
     let mut rest = s.trim_start();
     loop {
@@ -136,27 +170,27 @@ fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
             .map(|(i, _)| i)
             .unwrap_or(rest.len());
         if key_end == 0 {
-            return Err("expected a label name".into());
+            return Err(LineError::NoLabelName);
         }
         let key = &rest[..key_end];
         rest = rest[key_end..].trim_start();
         rest = rest
             .strip_prefix('=')
-            .ok_or_else(|| format!("expected `=` after label `{key}`"))?
+            .ok_or_else(|| LineError::NoEquals(key.to_string()))?
             .trim_start();
         rest = rest
             .strip_prefix('"')
-            .ok_or_else(|| format!("expected a quoted value for label `{key}`"))?;
+            .ok_or_else(|| LineError::NoQuote(key.to_string()))?;
         let mut value = String::new();
         let mut chars = rest.char_indices();
         let close = loop {
             match chars.next() {
-                None => return Err(format!("unterminated value for label `{key}`")),
+                None => return Err(LineError::Unterminated(key.to_string())),
                 Some((i, '"')) => break i,
                 Some((_, '\\')) => match chars.next() {
                     Some((_, 'n')) => value.push('\n'),
                     Some((_, c)) => value.push(c),
-                    None => return Err(format!("unterminated value for label `{key}`")),
+                    None => return Err(LineError::Unterminated(key.to_string())),
                 },
                 Some((_, c)) => value.push(c),
             }
@@ -166,7 +200,7 @@ fn parse_labels(s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
         if let Some(tail) = rest.strip_prefix(',') {
             rest = tail.trim_start();
         } else if !rest.starts_with('}') {
-            return Err(format!("expected `,` or `}}` after label `{key}`"));
+            return Err(LineError::NoSeparator(key.to_string()));
         }
     }
 }

@@ -7,7 +7,6 @@ mod config;
 pub mod expo;
 mod gpu;
 mod latency;
-mod markdown;
 mod normalize;
 mod nvml;
 mod prometheus;
@@ -17,17 +16,18 @@ mod sampler;
 mod stability;
 
 pub use config::{MetricsUrl, SourceConfig, TelemetryConfig, TelemetryError};
+pub use expo::LineError;
 pub use gpu::{
     DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
 };
 pub use latency::{LatencyHistograms, PromHistogram, ServerLatency};
-pub use markdown::render_markdown;
 pub use normalize::{Normalized, PrometheusKind, ServerReading, detect_kind, normalize};
-pub use nvml::{NvmlGpu, open_nvml};
+pub use nvml::{GpuOpenError, NvmlGpu, open_nvml};
+pub use prometheus::ScrapeError;
 pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
 pub use report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
-    StageTelemetry, TelemetryMetric, TelemetryReport, telemetry_metric, tokens_per_joule,
+    StageTelemetry, TelemetryReport, telemetry_metric, tokens_per_joule,
 };
 pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
 pub use stability::{

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::error::NvmlError;
 
 use super::gpu::{DeviceError, GpuDevice, throttle_reason_names};
 
@@ -16,16 +17,29 @@ pub struct NvmlGpu {
     name: String,
 }
 
-/// Opens NVML and the selected devices (all when `devices` is `None`). The error is a
-/// lowercase fragment saying what is missing.
-pub fn open_nvml(devices: Option<&[u32]>) -> Result<Vec<NvmlGpu>, String> {
-    let nvml = Nvml::init().map_err(|e| format!("NVML could not be initialised ({e})"))?;
+/// Why NVML's GPUs could not be opened; shown as a lowercase fragment saying what is
+/// missing.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuOpenError {
+    #[error("NVML could not be initialised ({0})")]
+    Init(NvmlError),
+    #[error("NVML could not count devices ({0})")]
+    Count(NvmlError),
+    #[error("NVML found no GPU")]
+    NoGpu,
+    #[error("GPU index {index} does not exist (NVML found {count} device(s): 0..{})", count - 1)]
+    NoSuchIndex { index: u32, count: u32 },
+    #[error("GPU {index} could not be opened ({error})")]
+    Open { index: u32, error: NvmlError },
+}
+
+/// Opens NVML and the selected devices (all when `devices` is `None`).
+pub fn open_nvml(devices: Option<&[u32]>) -> Result<Vec<NvmlGpu>, GpuOpenError> {
+    let nvml = Nvml::init().map_err(GpuOpenError::Init)?;
     let nvml = Arc::new(nvml);
-    let count = nvml
-        .device_count()
-        .map_err(|e| format!("NVML could not count devices ({e})"))?;
+    let count = nvml.device_count().map_err(GpuOpenError::Count)?;
     if count == 0 {
-        return Err("NVML found no GPU".into());
+        return Err(GpuOpenError::NoGpu);
     }
     let indices: Vec<u32> = match devices {
         Some(list) => list.to_vec(),
@@ -34,14 +48,11 @@ pub fn open_nvml(devices: Option<&[u32]>) -> Result<Vec<NvmlGpu>, String> {
     let mut out = Vec::with_capacity(indices.len());
     for index in indices {
         if index >= count {
-            return Err(format!(
-                "GPU index {index} does not exist (NVML found {count} device(s): 0..{})",
-                count - 1
-            ));
+            return Err(GpuOpenError::NoSuchIndex { index, count });
         }
         let dev = nvml
             .device_by_index(index)
-            .map_err(|e| format!("GPU {index} could not be opened ({e})"))?;
+            .map_err(|error| GpuOpenError::Open { index, error })?;
         let name = dev.name().unwrap_or_else(|_| format!("GPU {index}"));
         out.push(NvmlGpu {
             nvml: Arc::clone(&nvml),

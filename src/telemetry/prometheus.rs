@@ -24,40 +24,62 @@ pub(crate) struct PromOutcome {
     pub gpus: Option<GpuRecorder>,
 }
 
-fn client(timeout: Duration) -> Result<reqwest::Client, String> {
+/// Why a scrape (or the start-up probe) got no exposition. The URL is left out: the caller
+/// names the source (masked).
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    #[error("failed to build the HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("failed to start the probe's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("connection refused or failed ({0})")]
+    Connect(reqwest::Error),
+    #[error("timed out")]
+    Timeout,
+    #[error("{0}")]
+    Request(reqwest::Error),
+    #[error("HTTP {0}")]
+    Status(reqwest::StatusCode),
+    #[error("failed to read the body ({0})")]
+    Body(reqwest::Error),
+    #[error("not probed")]
+    NotProbed,
+}
+
+fn client(timeout: Duration) -> Result<reqwest::Client, ScrapeError> {
     // reqwest is built with `rustls-no-provider`: a provider must be installed first. A second
     // install fails harmlessly.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(timeout)
         .build()
-        .map_err(|e| format!("failed to build the HTTP client: {e}"))
+        .map_err(ScrapeError::Client)
 }
 
-async fn scrape(client: &reqwest::Client, url: &str) -> Result<Exposition, String> {
+async fn scrape(client: &reqwest::Client, url: &str) -> Result<Exposition, ScrapeError> {
     let resp = client.get(url).send().await.map_err(|e| {
         if e.is_connect() {
-            format!("connection refused or failed ({})", e.without_url())
+            ScrapeError::Connect(e.without_url())
         } else if e.is_timeout() {
-            "timed out".to_string()
+            ScrapeError::Timeout
         } else {
-            e.without_url().to_string()
+            ScrapeError::Request(e.without_url())
         }
     })?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(format!("HTTP {status}"));
+        return Err(ScrapeError::Status(status));
     }
     let text = resp
         .text()
         .await
-        .map_err(|e| format!("failed to read the body ({})", e.without_url()))?;
+        .map_err(|e| ScrapeError::Body(e.without_url()))?;
     Ok(parse_exposition(&text))
 }
 
 /// Scrapes every URL once, on a helper thread with its own runtime so that the caller may
 /// itself be inside a (single-threaded) runtime. One result per URL, in order.
-pub(crate) fn probe_all(urls: &[String]) -> Result<Vec<Result<(), String>>, TelemetryError> {
+pub(crate) fn probe_all(urls: &[String]) -> Result<Vec<Result<(), ScrapeError>>, TelemetryError> {
     if urls.is_empty() {
         return Ok(Vec::new());
     }
@@ -68,7 +90,7 @@ pub(crate) fn probe_all(urls: &[String]) -> Result<Vec<Result<(), String>>, Tele
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(ScrapeError::Runtime)?;
             rt.block_on(async {
                 let client = client(PROBE_TIMEOUT)?;
                 let probes = urls.iter().map(|u| {
@@ -82,7 +104,7 @@ pub(crate) fn probe_all(urls: &[String]) -> Result<Vec<Result<(), String>>, Tele
     thread
         .join()
         .map_err(|_| TelemetryError::Died("the probe thread panicked".into()))?
-        .map_err(TelemetryError::Died)
+        .map_err(TelemetryError::Probe)
 }
 
 /// Per-source state that outlives one scrape.
@@ -105,7 +127,7 @@ enum Event<'a> {
 }
 
 impl Source {
-    fn normalized(&mut self, t: f64, e: Result<Exposition, String>) -> Option<Normalized> {
+    fn normalized(&mut self, t: f64, e: Result<Exposition, ScrapeError>) -> Option<Normalized> {
         let e = match e {
             Ok(e) => e,
             Err(err) => {
@@ -252,7 +274,7 @@ pub(crate) async fn run_prometheus(
     let client = match client(timeout) {
         Ok(c) => c,
         Err(e) => {
-            push_warning(&src.warnings, e);
+            push_warning(&src.warnings, e.to_string());
             return src.outcome();
         }
     };

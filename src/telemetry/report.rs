@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::gpu::GpuReading;
 use super::normalize::{PrometheusKind, ServerReading};
+use crate::metrics::TelemetryMetric;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TelemetryReport {
@@ -158,25 +159,6 @@ pub fn tokens_per_joule(stage: &StageTelemetry, output_tokens: u64) -> Option<f6
         .energy_j()
         .filter(|e| *e > 0.0)
         .map(|e| output_tokens as f64 / e)
-}
-
-/// The SLA metrics telemetry serves (the SLA grammar names them `gpu.temp.max`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TelemetryMetric {
-    /// Lowest SM-clock ratio of the stage's GPUs.
-    GpuThrottleRatioMin,
-    /// Highest GPU temperature, °C.
-    GpuTempMax,
-    /// Mean total GPU power draw, W.
-    GpuPowerMean,
-    /// GPU energy spent during the stage, J.
-    EnergyJ,
-    /// Output tokens per joule of GPU energy.
-    TokensPerJoule,
-    /// Highest KV-cache usage the server reported (0–1).
-    KvCacheMax,
-    /// Longest server queue (waiting requests).
-    QueueMax,
 }
 
 fn fold(vals: impl Iterator<Item = Option<f64>>, f: fn(f64, f64) -> f64) -> Option<f64> {

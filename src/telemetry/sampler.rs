@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::config::{SourceConfig, TelemetryConfig, TelemetryError};
 use super::gpu::GpuDevice;
-use super::nvml::open_nvml;
-use super::prometheus::{PromOutcome, probe_all, run_prometheus};
+use super::nvml::{GpuOpenError, open_nvml};
+use super::prometheus::{PromOutcome, ScrapeError, probe_all, run_prometheus};
 use super::record::GpuRecorder;
 use super::report::{GpuPoint, StageTelemetry, TelemetryReport};
 use super::stability::{StabilityRule, StabilityVerdict, assess_stability};
@@ -65,7 +65,7 @@ pub(crate) fn push_recent(recent: &Recent, key: String, p: GpuPoint) {
 
 /// Opens the GPUs of an `nvml` source (in the sampling thread); the error says what is missing.
 pub type GpuOpener =
-    Box<dyn FnOnce(Option<&[u32]>) -> Result<Vec<Box<dyn GpuDevice>>, String> + Send>;
+    Box<dyn FnOnce(Option<&[u32]>) -> Result<Vec<Box<dyn GpuDevice>>, GpuOpenError> + Send>;
 
 fn real_nvml() -> GpuOpener {
     Box::new(|devices| {
@@ -186,7 +186,7 @@ impl Telemetry {
                     required,
                     kind,
                 } => {
-                    let probe = probes.next().unwrap_or(Err("not probed".into()));
+                    let probe = probes.next().unwrap_or(Err(ScrapeError::NotProbed));
                     if let Err(reason) = probe {
                         if *required {
                             return Err(TelemetryError::PrometheusUnavailable {

@@ -3,6 +3,7 @@
 use crate::support::{infermeter, text};
 use std::path::{Path, PathBuf};
 
+use infermeter::metrics::LatencyMetric;
 use infermeter::results::{Results, read_results};
 
 fn fixture(name: &str) -> PathBuf {
@@ -15,13 +16,14 @@ fn fixture(name: &str) -> PathBuf {
 fn scaled(dir: &Path, name: &str, factor: f64, edit: impl Fn(&mut Results)) -> String {
     let mut r = read_results(&fixture("baseline.json")).unwrap();
     for s in &mut r.stages {
-        for d in [
-            &mut s.latency.ttft_ms,
-            &mut s.latency.itl_ms,
-            &mut s.latency.tpot_ms,
-            &mut s.latency.e2e_ms,
-            &mut s.latency.ntpot_ms,
+        for m in [
+            LatencyMetric::Ttft,
+            LatencyMetric::Itl,
+            LatencyMetric::Tpot,
+            LatencyMetric::E2e,
+            LatencyMetric::Ntpot,
         ] {
+            let d = &mut s.latency[m];
             for v in [
                 &mut d.p50,
                 &mut d.p90,
@@ -278,8 +280,8 @@ fn a_percentile_without_enough_samples_is_not_compared() {
     let only_p99 = |factor: f64| {
         move |r: &mut Results| {
             for s in r.stages.iter_mut().filter(|s| s.name == "steady") {
-                assert!(s.latency.ttft_ms.count < 1_000);
-                s.latency.ttft_ms.p99 *= factor;
+                assert!(s.latency[LatencyMetric::Ttft].count < 1_000);
+                s.latency[LatencyMetric::Ttft].p99 *= factor;
             }
         }
     };
@@ -292,11 +294,11 @@ fn a_percentile_without_enough_samples_is_not_compared() {
 
     // With enough samples the same change is a regression.
     let many = scaled(dir.path(), "many.json", 1.0, |r| {
-        r.stages[0].latency.ttft_ms.count = 5_000;
+        r.stages[0].latency[LatencyMetric::Ttft].count = 5_000;
     });
     let cur = scaled(dir.path(), "tail-many.json", 1.0, |r| {
         only_p99(2.0)(r);
-        r.stages[0].latency.ttft_ms.count = 5_000;
+        r.stages[0].latency[LatencyMetric::Ttft].count = 5_000;
     });
     let o = infermeter(&["compare", &many, &cur]);
     let (out, err) = text(&o);

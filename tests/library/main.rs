@@ -11,6 +11,8 @@ mod client_head_corpus;
 mod client_hostile;
 mod client_transcripts;
 mod engine_settings;
+mod metrics_vocabulary;
+mod profile_plans;
 mod report_html;
 mod report_plots;
 mod report_render;

@@ -182,7 +182,7 @@ fn the_html_report_is_self_contained_and_renders_every_plot() {
     for v in &r.sla {
         assert!(html.contains(&format!(
             "<code class=\"nowrap\">{}</code>",
-            minijinja_escape(&v.expr)
+            minijinja_escape(&v.assertion.to_string())
         )));
     }
     let p = r.provenance.as_ref().unwrap();

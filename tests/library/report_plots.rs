@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use infermeter::metrics::{StageSummary, TimelinePoint};
+use infermeter::metrics::{LatencyMetric, StageSummary, TimelinePoint};
 use infermeter::report::{
     ProfileGroup, ProfileRow, compare_svgs, profile_svg, profiles, render_plots, timeline_svg,
 };
@@ -214,10 +214,10 @@ fn distribution_plots_show_every_metric_from_its_histogram_with_the_sla_threshol
     assert_eq!(
         titles,
         [
-            format!("TTFT (n = {})", stage.latency.ttft_ms.count),
-            format!("ITL (n = {})", stage.latency.itl_ms.count),
-            format!("TPOT (n = {})", stage.latency.tpot_ms.count),
-            format!("E2E (n = {})", stage.latency.e2e_ms.count),
+            format!("TTFT (n = {})", stage.latency[LatencyMetric::Ttft].count),
+            format!("ITL (n = {})", stage.latency[LatencyMetric::Itl].count),
+            format!("TPOT (n = {})", stage.latency[LatencyMetric::Tpot].count),
+            format!("E2E (n = {})", stage.latency[LatencyMetric::E2e].count),
         ]
     );
     for (p, metric) in panels.iter().zip(["TTFT", "ITL", "TPOT", "E2E"]) {
@@ -251,7 +251,7 @@ fn distribution_plots_show_every_metric_from_its_histogram_with_the_sla_threshol
         .into_iter()
         .find(|p| p.1 >= row - 0.05)
         .unwrap();
-    let want = x.pixel(stage.latency.ttft_ms.p50);
+    let want = x.pixel(stage.latency[LatencyMetric::Ttft].p50);
     assert!(
         (crossing.0 - want).abs() < 3.0,
         "p50 drawn at {} px, expected {want:.1}",
@@ -427,8 +427,7 @@ fn a_profile_from_a_real_sweep_has_every_point() {
     // error-rate ones do not.
     let mut r = results.clone();
     let mut v = r.sla[0].clone();
-    v.expr = "ttft.p99 < 300ms".into();
-    v.unit = "ms".into();
+    v.assertion = "ttft.p99 < 300ms".parse().unwrap();
     v.threshold = 300.0;
     v.stage = Some(groups[0].rows[2].stage.clone());
     r.sla.push(v);

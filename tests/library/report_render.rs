@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use infermeter::metrics::LatencyMetric;
 use infermeter::report::{
     JUNIT_FILE, REPORT_FILE, ReportError, WriteOptions, junit_xml, render_markdown,
     render_summary_text, write_all, write_plots,
@@ -264,8 +265,7 @@ fn entities_ok(text: &str) -> bool {
 fn terminal_summary_prints_units_only_where_there_are_some() {
     let mut r = fixture("current.json");
     let mut unitless = r.sla[0].clone();
-    unitless.expr = "gpu.throttle_ratio < 0.1".into();
-    unitless.unit = String::new();
+    unitless.assertion = "gpu.throttle_ratio.min < 0.1".parse().unwrap();
     unitless.observed = 0.05;
     unitless.threshold = 0.1;
     r.sla.push(unitless);
@@ -284,8 +284,8 @@ fn the_ttfa_row_appears_only_for_models_that_reason_first() {
     let mut r = fixture("sim-quickstart.json");
     let md = render_markdown(&r, None).unwrap();
     assert!(md.contains("| TTFT |") && !md.contains("| TTFA |"), "{md}");
-    r.stages[0].latency.ttfa_ms.p50 += 40.0;
-    r.stages[0].latency.ttfa_ms.p99 += 40.0;
+    r.stages[0].latency[LatencyMetric::Ttfa].p50 += 40.0;
+    r.stages[0].latency[LatencyMetric::Ttfa].p99 += 40.0;
     let md = render_markdown(&r, None).unwrap();
     assert_eq!(md.matches("| TTFA |").count(), 1, "{md}");
 }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use infermeter::metrics::LatencyMetric;
 use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, migrate};
 
 #[test]
@@ -47,7 +48,7 @@ fn fixtures_match_the_schema_shape() {
         assert!(back == orig, "{} does not round-trip", path.display());
         // The figures a version-2 result carries: histograms, intervals, outcomes.
         assert!(r.stages.iter().all(|s| s.histograms.is_some()));
-        assert!(r.stages[0].latency.ttft_ms.intervals.is_some());
+        assert!(r.stages[0].latency[LatencyMetric::Ttft].intervals.is_some());
         if path.ends_with("v2.json") {
             assert!(r.stages.iter().any(|s| s.rounds.len() == 3));
         }
@@ -67,4 +68,98 @@ fn results_written_before_complete_existed_read_as_complete() {
     v.as_object_mut().unwrap().remove("complete");
     let r: Results = serde_json::from_value(v).unwrap();
     assert!(r.complete);
+}
+
+#[test]
+fn every_saved_result_saves_again_byte_identical() {
+    // Loaded and written the way `infermeter` writes a result (`results::write_results`: pretty
+    // JSON and a newline), without the migration `read_results` applies to older formats.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results");
+    let out = tempfile::tempdir().unwrap();
+    let (mut current, mut changed) = (0, Vec::new());
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let r: Results =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let again = out.path().join("results.json");
+        infermeter::results::write_results(&r, &again).unwrap();
+        let written = std::fs::read_to_string(&again).unwrap();
+        if r.schema_version < RESULTS_SCHEMA_VERSION {
+            // An older format gains the fields added since (`outcome`, `complete`,
+            // `sla_policy`…), and nothing else changes.
+            let mut v: serde_json::Value = serde_json::from_str(&written).unwrap();
+            let orig: serde_json::Value = serde_json::from_str(&text).unwrap();
+            drop_added(&mut v, &orig);
+            if let Some(at) = first_difference(&orig, &v, String::new()) {
+                changed.push(format!("{}: {at}", path.display()));
+            }
+            continue;
+        }
+        current += 1;
+        if let Some(line) = text.lines().zip(written.lines()).position(|(a, b)| a != b) {
+            changed.push(format!(
+                "{} line {}: {:?} became {:?}",
+                path.display(),
+                line + 1,
+                text.lines().nth(line),
+                written.lines().nth(line)
+            ));
+        } else if text != written {
+            changed.push(format!("{}: its length changed", path.display()));
+        }
+    }
+    assert!(changed.is_empty(), "saved again, changed: {changed:#?}");
+    assert!(current >= 5, "the current-format fixtures are checked");
+}
+
+/// Where two JSON values first differ, as a path and the two values there.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys()
+                .chain(y.keys())
+                .find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, format!("{at}.{k}")),
+                    (p, q) => Some(format!("{at}.{k}: {p:?} became {q:?}")),
+                })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, format!("{at}[{i}]"))),
+        _ => (a != b).then(|| format!("{at}: {a} became {b}")),
+    }
+}
+
+/// Removes from `written` every member `orig` lacks, at any depth.
+fn drop_added(written: &mut serde_json::Value, orig: &serde_json::Value) {
+    use serde_json::Value;
+    match (written, orig) {
+        (Value::Object(w), Value::Object(o)) => {
+            w.retain(|k, _| o.contains_key(k));
+            for (k, v) in w.iter_mut() {
+                drop_added(v, &o[k]);
+            }
+        }
+        (Value::Array(w), Value::Array(o)) => {
+            for (v, ov) in w.iter_mut().zip(o) {
+                drop_added(v, ov);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_version_2_result_loads_as_it_was() {
+    // Version 3 only added the error kind `protocol`: a version-2 file needs no migration.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results/v2.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["schema_version"] = 2.into();
+    let old: Results = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(serde_json::to_value(migrate(old)).unwrap(), v);
 }

@@ -1,6 +1,6 @@
 //! SLA evaluation: stage scoping, units, empty metrics and baselines.
 
-use infermeter::metrics::{Dist, StageSummary};
+use infermeter::metrics::{Dist, LatencyMetric, StageSummary};
 use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
 use infermeter::sla::{Assertion, ScopedAssertion, SlaOutcome, evaluate, parse};
 
@@ -24,8 +24,8 @@ fn stage(name: &str, ttft_p95: f64, failed: u64) -> StageSummary {
         name: name.into(),
         ..Default::default()
     };
-    s.latency.ttft_ms = dist(ttft_p95);
-    s.latency.e2e_ms = dist(ttft_p95 * 10.0);
+    s.latency[LatencyMetric::Ttft] = dist(ttft_p95);
+    s.latency[LatencyMetric::E2e] = dist(ttft_p95 * 10.0);
     s.requests.sent = 200;
     s.requests.ok = 200 - failed;
     s.requests.failed = failed;
@@ -58,7 +58,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "sim".into(),
-            api: infermeter::protocol::Api::Chat,
+            api: infermeter::protocol::Api::CHAT,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,
@@ -86,7 +86,7 @@ fn scenario_level_assertions_give_one_verdict_per_stage() {
     assert!(v[0].passed);
     assert_eq!(v[0].observed, 150.0);
     assert_eq!(v[0].threshold, 200.0);
-    assert_eq!(v[0].unit, "ms");
+    assert_eq!(v[0].unit(), "ms");
     assert_eq!(v[1].stage.as_deref(), Some("high"));
     assert!(!v[1].passed);
     assert_eq!(v[1].observed, 260.0);
@@ -107,7 +107,7 @@ fn stage_scoped_assertions_only_see_their_stage() {
     assert_eq!(v.len(), 2);
     assert_eq!(v[0].stage.as_deref(), Some("high"));
     assert_eq!(v[0].observed, 2.0, "4 failed of 200 sent is 2 %");
-    assert_eq!(v[0].unit, "%");
+    assert_eq!(v[0].unit(), "%");
     assert!(!v[0].passed);
     assert!(!v[1].passed);
     assert!(v[1].note.as_deref().unwrap().contains("did not run"));
@@ -215,7 +215,10 @@ fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one(
     assert!(v[0].note.as_deref().unwrap().contains("measured nothing"));
     let implicit = infermeter::sla::nothing_measured(std::slice::from_ref(&dead));
     assert_eq!(implicit.len(), 1);
-    assert_eq!(implicit[0].expr, infermeter::sla::NOTHING_MEASURED);
+    assert_eq!(
+        implicit[0].assertion,
+        parse(infermeter::sla::NOTHING_MEASURED).unwrap()
+    );
     assert_eq!(implicit[0].outcome, SlaOutcome::Fail);
     assert!(
         implicit[0]
@@ -230,7 +233,7 @@ fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one(
 #[test]
 fn an_sla_on_estimated_output_counts_says_so() {
     let mut s = stage("s", 10.0, 0);
-    s.latency.tpot_ms = s.latency.ttft_ms;
+    s.latency[LatencyMetric::Tpot] = s.latency[LatencyMetric::Ttft];
     s.tokens.estimated = 3;
     let v = evaluate(
         &[
@@ -273,11 +276,10 @@ fn an_untrusted_stage_is_inconclusive_unless_the_policy_judges_it() {
 fn the_gate_fails_on_a_failure_else_follows_the_policy_for_undecided_ones() {
     use infermeter::sla::{InconclusiveAs, SlaOutcome, SlaVerdict, gate};
     let v = |o: SlaOutcome| SlaVerdict {
-        expr: "x".into(),
+        assertion: parse("error_rate < 1%").unwrap(),
         stage: None,
         observed: 0.0,
         threshold: 0.0,
-        unit: String::new(),
         passed: o == SlaOutcome::Pass,
         outcome: o,
         interval: None,

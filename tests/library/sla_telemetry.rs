@@ -1,7 +1,7 @@
 //! Telemetry SLA metrics: parsing the dotted names and bare-number thresholds, and evaluation
 //! from a telemetry report (values, missing telemetry, unmeasured metrics).
 
-use infermeter::metrics::StageSummary;
+use infermeter::metrics::{StageSummary, TelemetryMetric};
 use infermeter::sla::{Metric, ScopedAssertion, SlaErrorKind, evaluate, evaluate_with, parse};
 use infermeter::telemetry::{GpuStageSummary, ServerStageSummary, StageTelemetry, TelemetryReport};
 
@@ -44,26 +44,35 @@ fn report() -> TelemetryReport {
 #[test]
 fn parses_dotted_names_and_bare_numbers() {
     let a = parse("gpu.throttle_ratio.min >= 0.9").unwrap();
-    assert_eq!(a.metric, Metric::GpuThrottleRatioMin);
+    assert_eq!(
+        a.metric,
+        Metric::Telemetry(TelemetryMetric::GpuThrottleRatioMin)
+    );
     assert_eq!(a.aggregation, None);
     assert_eq!(a.metric_ref(), "gpu.throttle_ratio.min");
     assert_eq!(
         parse("tokens_per_joule > 2").unwrap().metric,
-        Metric::TokensPerJoule
+        Metric::Telemetry(TelemetryMetric::TokensPerJoule)
     );
     assert_eq!(
         parse("gpu.temp.max < 85 °C").unwrap().metric,
-        Metric::GpuTempMax
+        Metric::Telemetry(TelemetryMetric::GpuTempMax)
     );
     assert_eq!(
         parse("gpu.power.mean < 700W").unwrap().metric,
-        Metric::GpuPowerMean
+        Metric::Telemetry(TelemetryMetric::GpuPowerMean)
     );
-    assert_eq!(parse("energy_j < 10000 J").unwrap().metric, Metric::EnergyJ);
+    assert_eq!(
+        parse("energy_j < 10000 J").unwrap().metric,
+        Metric::Telemetry(TelemetryMetric::EnergyJ)
+    );
     let kv = parse("kv_cache.max < 90%").unwrap();
-    assert_eq!(kv.metric, Metric::KvCacheMax);
+    assert_eq!(kv.metric, Metric::Telemetry(TelemetryMetric::KvCacheMax));
     assert_eq!(kv.threshold, infermeter::sla::Threshold::Absolute(0.9));
-    assert_eq!(parse("queue.max <= 10").unwrap().metric, Metric::QueueMax);
+    assert_eq!(
+        parse("queue.max <= 10").unwrap().metric,
+        Metric::Telemetry(TelemetryMetric::QueueMax)
+    );
     // Wrong units and unknown dotted names are still errors.
     assert_eq!(
         parse("gpu.temp.max < 85ms").unwrap_err().kind,

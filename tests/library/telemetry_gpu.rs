@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use infermeter::metrics::TelemetryMetric;
+use infermeter::report::render_telemetry;
 use infermeter::telemetry::{
     FakeGpu, GpuDevice, GpuOpener, GpuReading, SourceConfig, Telemetry, TelemetryConfig,
-    TelemetryError, TelemetryMetric, open_nvml, render_markdown, telemetry_metric,
-    tokens_per_joule,
+    TelemetryError, open_nvml, telemetry_metric, tokens_per_joule,
 };
 
 fn nvml_config(required: bool) -> TelemetryConfig {
@@ -92,7 +93,7 @@ async fn fake_gpu_through_the_sampler() {
         None
     );
 
-    let md = render_markdown(&report, &BTreeMap::from([("load".to_string(), 5000)]));
+    let md = render_telemetry(&report, &BTreeMap::from([("load".to_string(), 5000)])).unwrap();
     assert!(md.contains("| load |"), "{md}");
     assert!(md.contains("throttled in 100% of samples"), "{md}");
     assert!(md.contains("suspect"), "{md}");

@@ -9,9 +9,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
+use infermeter::metrics::TelemetryMetric;
 use infermeter::telemetry::{
-    PrometheusKind, SourceConfig, Telemetry, TelemetryConfig, TelemetryError, TelemetryMetric,
-    telemetry_metric,
+    PrometheusKind, SourceConfig, Telemetry, TelemetryConfig, TelemetryError, telemetry_metric,
 };
 
 /// The vLLM fixture, with prefix-cache counters that grow by 1 hit and 2 queries per scrape,

@@ -1,0 +1,81 @@
+//! A scenario as far as it goes without the network: [`compile_plan`] (what `infermeter plan`
+//! shows, and every distributed run starts from) and [`validate`] (`infermeter validate`: the
+//! plan, the report's baseline and template, as `run` reads them).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{ReportInputs, TargetOverride, load_scenario};
+use crate::error::Error;
+use crate::plan::Plan;
+
+/// How a plan is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFormat {
+    /// A readable summary per stage.
+    Text,
+    /// The whole plan, every request recipe included (streamed).
+    Json,
+}
+
+/// Loads the scenario (the file, or `text` read for it), applies the overrides and compiles
+/// its plan.
+pub fn compile_plan(
+    path: &Path,
+    text: Option<&str>,
+    params: &[(String, String)],
+    target: &TargetOverride,
+) -> Result<Plan, Error> {
+    let scenario = load_scenario(path, text, params, target)?;
+    crate::plan::compile(&scenario).map_err(|source| Error::Plan {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `plan` to `out` as `format` shows it; a reader that went away (`plan … | head`) is
+/// not an error.
+pub fn write_plan(plan: &Plan, format: PlanFormat, out: &mut dyn Write) -> Result<(), Error> {
+    let written = match format {
+        PlanFormat::Text => out.write_all(crate::plan::render_text(plan).as_bytes()),
+        PlanFormat::Json => {
+            let mut out = &mut *out;
+            crate::plan::write_json(plan, &mut out).and_then(|_| out.write_all(b"\n"))
+        }
+    };
+    match written.and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(source) => Err(Error::Io {
+            action: "write the plan to",
+            path: "standard output".into(),
+            source,
+        }),
+    }
+}
+
+/// A scenario that [`validate`] found valid.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub datasets: usize,
+    pub stages: usize,
+    /// The baseline the scenario names, when it does not exist yet (`run` needs it).
+    pub missing_baseline: Option<PathBuf>,
+}
+
+/// Checks the scenario at `path` as far as it can without the network: parsed, compiled
+/// into its plan (data set files read, hooks compiled, params resolved), its report's
+/// baseline read (one not made yet is noted) and its template tried.
+pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, Error> {
+    let scenario = crate::scenario::load(path, params)?;
+    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let inputs = ReportInputs::read(&scenario, &plan, None, true)?;
+    Ok(Validated {
+        datasets: scenario.datasets.len(),
+        stages: scenario.stages.len(),
+        missing_baseline: inputs.missing_baseline,
+    })
+}

@@ -1,0 +1,283 @@
+//! Values kept per latency metric: [`PerMetric`], an array indexed by [`LatencyMetric`], for the
+//! metrics of one [`MetricSet`]. In `results.json` it is an object with one member per metric of
+//! the set, named by its key (`ttft_ms`…) in the vocabulary's order, exactly as the struct with
+//! a field per metric it replaces wrote it; its JSON Schema is built from the same rows.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::latency::LatencyMetric;
+
+/// Which latency metrics a [`PerMetric`] holds, and its name in the JSON Schema.
+pub trait MetricSet {
+    /// Its `$defs` name in the JSON Schema.
+    const NAME: &'static str;
+    /// What the JSON Schema says of it.
+    const DOC: Option<&'static str> = None;
+    fn holds(metric: LatencyMetric) -> bool;
+    /// What the JSON Schema says of one member.
+    fn note(_metric: LatencyMetric) -> Option<&'static str> {
+        None
+    }
+    /// The metrics held, in the vocabulary's order.
+    fn metrics() -> impl Iterator<Item = LatencyMetric> {
+        LatencyMetric::ALL.into_iter().filter(|m| Self::holds(*m))
+    }
+}
+
+/// A stage's distributions: every metric with a summary (`latency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summarised;
+
+impl MetricSet for Summarised {
+    const NAME: &'static str = "Latency";
+    fn holds(m: LatencyMetric) -> bool {
+        m.spec().summary
+    }
+    fn note(m: LatencyMetric) -> Option<&'static str> {
+        m.spec().schema_note
+    }
+}
+
+/// A stage's histograms: every latency metric (`histograms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Recorded;
+
+impl MetricSet for Recorded {
+    const NAME: &'static str = "StageHistograms";
+    const DOC: Option<&'static str> = Some(
+        "Every latency histogram of a stage, each as `stats::hist::encode` writes it: base64 of the HDR\n\
+         V2 deflate form. Recorded values are **microseconds** (1 µs .. 1 day, 3 significant\n\
+         digits); the keys end in `_ms` after the `latency` fields they back.",
+    );
+    fn holds(_: LatencyMetric) -> bool {
+        true
+    }
+}
+
+/// A turn index's distributions (flattened into `per_turn[]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerTurn;
+
+impl MetricSet for PerTurn {
+    const NAME: &'static str = "TurnLatency";
+    fn holds(m: LatencyMetric) -> bool {
+        m.spec().per_turn
+    }
+}
+
+/// A turn index's histograms (`per_turn[].histograms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerTurnRecorded;
+
+impl MetricSet for PerTurnRecorded {
+    const NAME: &'static str = "TurnHistograms";
+    const DOC: Option<&'static str> = Some(
+        "A turn index's histograms (µs, as `StageHistograms`): TTFT and E2E, the metrics kept per\n\
+         turn.",
+    );
+    fn holds(m: LatencyMetric) -> bool {
+        m.spec().per_turn
+    }
+}
+
+/// One `T` per latency metric of the set `S`. Indexing a metric outside the set gives
+/// `T::default()`, which is never written.
+pub struct PerMetric<T, S> {
+    values: [T; LatencyMetric::COUNT],
+    set: PhantomData<S>,
+}
+
+impl<T: Default, S: MetricSet> PerMetric<T, S> {
+    /// `f(m)` for every metric `m` of the set.
+    pub fn from_fn(mut f: impl FnMut(LatencyMetric) -> T) -> Self {
+        PerMetric {
+            values: std::array::from_fn(|i| {
+                let m = LatencyMetric::ALL[i];
+                if S::holds(m) { f(m) } else { T::default() }
+            }),
+            set: PhantomData,
+        }
+    }
+
+    /// `f(m)` for every metric `m` of the set, or the first error.
+    pub fn try_from_fn<E>(mut f: impl FnMut(LatencyMetric) -> Result<T, E>) -> Result<Self, E> {
+        let mut out = Self::default();
+        for m in S::metrics() {
+            out.values[m as usize] = f(m)?;
+        }
+        Ok(out)
+    }
+}
+
+impl<T, S: MetricSet> PerMetric<T, S> {
+    /// The value of `metric`, when the set holds it.
+    pub fn get(&self, metric: LatencyMetric) -> Option<&T> {
+        S::holds(metric).then(|| &self.values[metric as usize])
+    }
+
+    pub fn get_mut(&mut self, metric: LatencyMetric) -> Option<&mut T> {
+        S::holds(metric).then(|| &mut self.values[metric as usize])
+    }
+
+    /// Every metric of the set with its value, in the vocabulary's order.
+    pub fn iter(&self) -> impl Iterator<Item = (LatencyMetric, &T)> {
+        S::metrics().map(|m| (m, &self.values[m as usize]))
+    }
+}
+
+impl<T, S> Index<LatencyMetric> for PerMetric<T, S> {
+    type Output = T;
+    fn index(&self, metric: LatencyMetric) -> &T {
+        &self.values[metric as usize]
+    }
+}
+
+impl<T, S> IndexMut<LatencyMetric> for PerMetric<T, S> {
+    fn index_mut(&mut self, metric: LatencyMetric) -> &mut T {
+        &mut self.values[metric as usize]
+    }
+}
+
+impl<T: Default, S> Default for PerMetric<T, S> {
+    fn default() -> Self {
+        PerMetric {
+            values: std::array::from_fn(|_| T::default()),
+            set: PhantomData,
+        }
+    }
+}
+
+impl<T: Clone, S> Clone for PerMetric<T, S> {
+    fn clone(&self) -> Self {
+        PerMetric {
+            values: self.values.clone(),
+            set: PhantomData,
+        }
+    }
+}
+
+impl<T: Copy, S> Copy for PerMetric<T, S> {}
+
+impl<T: PartialEq, S> PartialEq for PerMetric<T, S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values
+    }
+}
+
+impl<T: fmt::Debug, S: MetricSet> fmt::Debug for PerMetric<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(m, v)| (m.key(), v)))
+            .finish()
+    }
+}
+
+/// A member is written unless its metric was added after schema 2 and it holds nothing.
+fn written<T: Default + PartialEq>(m: LatencyMetric, v: &T) -> bool {
+    !m.spec().optional || *v != T::default()
+}
+
+impl<T: Serialize + Default + PartialEq, S: MetricSet> Serialize for PerMetric<T, S> {
+    fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        let members = || self.iter().filter(|(m, v)| written(*m, *v));
+        let mut map = serializer.serialize_map(Some(members().count()))?;
+        for (m, v) in members() {
+            map.serialize_entry(m.key(), v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Default, S: MetricSet> Deserialize<'de> for PerMetric<T, S> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(Members(PhantomData))
+    }
+}
+
+struct Members<T, S>(PhantomData<(T, S)>);
+
+impl<'de, T: Deserialize<'de> + Default, S: MetricSet> Visitor<'de> for Members<T, S> {
+    type Value = PerMetric<T, S>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an object of {}", S::NAME)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = PerMetric::<T, S>::default();
+        let mut seen = [false; LatencyMetric::COUNT];
+        while let Some(key) = map.next_key_seed(Key::<S>(PhantomData))? {
+            // Unknown members are skipped, as the structs this replaces skipped them.
+            let Some(m) = key else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            if std::mem::replace(&mut seen[m as usize], true) {
+                return Err(de::Error::duplicate_field(m.key()));
+            }
+            out.values[m as usize] = map.next_value()?;
+        }
+        if let Some(m) = S::metrics().find(|m| !seen[*m as usize] && !m.spec().optional) {
+            return Err(de::Error::missing_field(m.key()));
+        }
+        Ok(out)
+    }
+}
+
+/// A member's name: the metric of the set it names, if any.
+struct Key<S>(PhantomData<S>);
+
+impl<'de, S: MetricSet> DeserializeSeed<'de> for Key<S> {
+    type Value = Option<LatencyMetric>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<S: MetricSet> Visitor<'_> for Key<S> {
+    type Value = Option<LatencyMetric>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(S::metrics().find(|m| m.key() == key))
+    }
+}
+
+impl<T: JsonSchema, S: MetricSet> JsonSchema for PerMetric<T, S> {
+    fn schema_name() -> Cow<'static, str> {
+        S::NAME.into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut properties = serde_json::Map::new();
+        let mut required = Vec::new();
+        for m in S::metrics() {
+            let mut member = generator.subschema_for::<T>();
+            if let Some(note) = S::note(m) {
+                member.insert("description".into(), note.into());
+            }
+            properties.insert(m.key().into(), member.into());
+            if !m.spec().optional {
+                required.push(serde_json::Value::from(m.key()));
+            }
+        }
+        let mut schema = schemars::json_schema!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        });
+        if let Some(doc) = S::DOC {
+            schema.insert("description".into(), doc.into());
+        }
+        schema
+    }
+}

@@ -1,0 +1,334 @@
+//! The metric vocabulary, defined once: every metric an SLA, a report, `compare` or the CSV can
+//! name, with its name as SLAs write it (`ttft`), its kind and unit, which direction is worse,
+//! what a late or starved client can do to it, where `results.json` keeps it and its label in
+//! reports. The SLA grammar, the histograms and summaries, `compare`, the CSV, the reports and
+//! the plots all read these tables (`docs/metrics.md` shows them, checked against the code).
+//!
+//! Three families, one enum each, none repeating another: the latency distributions
+//! ([`LatencyMetric`], in [`super::latency`] with how each is measured), figures counted over
+//! the stage ([`CountMetric`]) and readings of the server's telemetry ([`TelemetryMetric`],
+//! whose values `telemetry` computes). [`Metric`] is any one of them; what an entry says is
+//! [`MetricDef`] (`def.rs`).
+
+use std::fmt;
+
+pub use super::def::{Aggregation, LateClient, MetricDef, MetricKind, Percentile, Shape, Worse};
+pub use super::latency::{LatencyMetric, LatencySpec, Sample};
+
+/// Figures counted over a whole stage: shares of its requests and rates over its wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CountMetric {
+    ErrorRate,
+    OutputThroughput,
+    InputThroughput,
+    RequestThroughput,
+    Goodput,
+    GoodputRate,
+}
+
+impl CountMetric {
+    pub const ALL: [CountMetric; 6] = [
+        CountMetric::ErrorRate,
+        CountMetric::OutputThroughput,
+        CountMetric::InputThroughput,
+        CountMetric::RequestThroughput,
+        CountMetric::Goodput,
+        CountMetric::GoodputRate,
+    ];
+
+    pub fn def(self) -> &'static MetricDef {
+        &COUNT_DEFS[self as usize]
+    }
+}
+
+const fn counted(
+    name: &'static str,
+    label: &'static str,
+    key: &'static str,
+    kind: MetricKind,
+    worse: Worse,
+    late_client: LateClient,
+    example: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        label,
+        key,
+        kind,
+        worse,
+        late_client,
+        from_output_tokens: false,
+        example,
+    }
+}
+
+/// In the order of [`CountMetric`].
+const COUNT_DEFS: [MetricDef; 6] = {
+    use LateClient as C;
+    use MetricKind as K;
+    use Worse::{Higher, Lower};
+    [
+        counted(
+            "error_rate",
+            "error rate",
+            "requests.failed / requests.sent",
+            K::Percent,
+            Higher,
+            C::ClientSideErrors,
+            "1%",
+        ),
+        MetricDef {
+            from_output_tokens: true,
+            ..counted(
+                "output_throughput",
+                "output throughput",
+                "throughput.output_tokens_per_s",
+                K::TokPerSec,
+                Lower,
+                C::Lowers,
+                "2000 tok/s",
+            )
+        },
+        counted(
+            "input_throughput",
+            "input throughput",
+            "throughput.input_tokens_per_s",
+            K::TokPerSec,
+            Lower,
+            C::Lowers,
+            "1000 tok/s",
+        ),
+        counted(
+            "request_throughput",
+            "request throughput",
+            "throughput.requests_per_s",
+            K::ReqPerSec,
+            Lower,
+            C::Lowers,
+            "10 req/s",
+        ),
+        // Its per-request objectives are latencies a late client can only raise.
+        counted(
+            "goodput",
+            "goodput",
+            "throughput.goodput_ratio",
+            K::Percent,
+            Lower,
+            C::Lowers,
+            "95%",
+        ),
+        counted(
+            "goodput_rate",
+            "goodput rate",
+            "throughput.goodput_per_s",
+            K::ReqPerSec,
+            Lower,
+            C::Lowers,
+            "10 req/s",
+        ),
+    ]
+};
+
+/// Readings of the server's telemetry over a stage, served by `telemetry::telemetry_metric`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TelemetryMetric {
+    /// Lowest SM-clock ratio of the stage's GPUs.
+    GpuThrottleRatioMin,
+    /// Highest GPU temperature, °C.
+    GpuTempMax,
+    /// Mean total GPU power draw, W.
+    GpuPowerMean,
+    /// GPU energy spent during the stage, J.
+    EnergyJ,
+    /// Output tokens per joule of GPU energy.
+    TokensPerJoule,
+    /// Highest KV-cache usage the server reported (0–1).
+    KvCacheMax,
+    /// Longest server queue (waiting requests).
+    QueueMax,
+}
+
+impl TelemetryMetric {
+    pub const ALL: [TelemetryMetric; 7] = [
+        TelemetryMetric::GpuThrottleRatioMin,
+        TelemetryMetric::GpuTempMax,
+        TelemetryMetric::GpuPowerMean,
+        TelemetryMetric::EnergyJ,
+        TelemetryMetric::TokensPerJoule,
+        TelemetryMetric::KvCacheMax,
+        TelemetryMetric::QueueMax,
+    ];
+
+    pub fn def(self) -> &'static MetricDef {
+        &TELEMETRY_DEFS[self as usize]
+    }
+}
+
+const fn reading(
+    name: &'static str,
+    label: &'static str,
+    key: &'static str,
+    kind: MetricKind,
+    worse: Worse,
+    example: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        label,
+        key,
+        kind,
+        worse,
+        late_client: LateClient::LoadOnly,
+        from_output_tokens: false,
+        example,
+    }
+}
+
+/// In the order of [`TelemetryMetric`].
+const TELEMETRY_DEFS: [MetricDef; 7] = {
+    use MetricKind as K;
+    use Worse::{Higher, Lower};
+    [
+        reading(
+            "gpu.throttle_ratio.min",
+            "GPU clock ratio (min)",
+            "telemetry.stages[].gpus[].clock_ratio_min",
+            K::Number,
+            Lower,
+            "0.9",
+        ),
+        reading(
+            "gpu.temp.max",
+            "GPU temperature (max)",
+            "telemetry.stages[].gpus[].temp_max_c",
+            K::Celsius,
+            Higher,
+            "85",
+        ),
+        reading(
+            "gpu.power.mean",
+            "GPU power (mean)",
+            "telemetry.stages[].gpus[].power_mean_w",
+            K::Watts,
+            Higher,
+            "600 W",
+        ),
+        reading(
+            "energy_j",
+            "GPU energy",
+            "telemetry.stages[].gpus[].energy_j",
+            K::Joules,
+            Higher,
+            "50000 J",
+        ),
+        MetricDef {
+            from_output_tokens: true,
+            ..reading(
+                "tokens_per_joule",
+                "tokens per joule",
+                "tokens.output / telemetry.stages[].gpus[].energy_j",
+                K::TokPerJoule,
+                Lower,
+                "2",
+            )
+        },
+        reading(
+            "kv_cache.max",
+            "KV-cache usage (max)",
+            "telemetry.stages[].servers[].kv_cache_max",
+            K::Number,
+            Higher,
+            "0.9",
+        ),
+        reading(
+            "queue.max",
+            "queue (max)",
+            "telemetry.stages[].servers[].waiting_max",
+            K::Number,
+            Higher,
+            "10",
+        ),
+    ]
+};
+
+/// Any metric of the vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    Latency(LatencyMetric),
+    Count(CountMetric),
+    /// Served by telemetry; names are dotted and fixed.
+    Telemetry(TelemetryMetric),
+}
+
+impl Metric {
+    /// Every metric: the latency ones, the counted ones, the telemetry ones, each in its
+    /// family's order (the order SLA hints list them in).
+    pub fn all() -> impl Iterator<Item = Metric> {
+        let latency = LatencyMetric::ALL.into_iter().map(Metric::Latency);
+        let counted = CountMetric::ALL.into_iter().map(Metric::Count);
+        let telemetry = TelemetryMetric::ALL.into_iter().map(Metric::Telemetry);
+        latency.chain(counted).chain(telemetry)
+    }
+
+    pub fn def(self) -> &'static MetricDef {
+        match self {
+            Metric::Latency(m) => m.def(),
+            Metric::Count(m) => m.def(),
+            Metric::Telemetry(m) => m.def(),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::all().find(|m| m.name() == name)
+    }
+
+    pub fn kind(self) -> MetricKind {
+        self.def().kind
+    }
+
+    /// The latency metric, for latency distributions.
+    pub fn latency(self) -> Option<LatencyMetric> {
+        match self {
+            Metric::Latency(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The telemetry metric that serves this one, for metrics measured by telemetry sources.
+    pub fn telemetry(self) -> Option<TelemetryMetric> {
+        match self {
+            Metric::Telemetry(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Measured by telemetry sources, not by the client: evaluated from the run's telemetry
+    /// report once the run is over.
+    pub fn is_telemetry(self) -> bool {
+        self.telemetry().is_some()
+    }
+
+    /// Whether the metric is a distribution that needs an aggregation (`ttft.p95`).
+    pub fn needs_aggregation(self) -> bool {
+        self.latency().is_some()
+    }
+
+    /// The aggregations this metric's summary records (none for single numbers).
+    pub fn supported_aggregations(self) -> &'static [Aggregation] {
+        self.latency().map_or(&[], |m| m.spec().aggregations)
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+#[path = "vocab_tests.rs"]
+mod tests;
