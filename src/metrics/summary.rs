@@ -28,10 +28,10 @@ pub struct RequestCounts {
     pub ok: u64,
     pub failed: u64,
     /// Failures by kind: `connect`, `timeout`, `http_429`, `http_5xx`…, `stream_broken`,
-    /// `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
+    /// `protocol` (*added in schema 3*), `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
     pub errors: BTreeMap<String, u64>,
-    /// Requests sent a second time on a fresh connection because the first attempt provably
-    /// never reached the server (a reused connection it had closed); they count once in
+    /// Requests sent a second time on a fresh connection because the first attempt, on a
+    /// reused connection, failed before any byte of an answer; they count once in
     /// `sent` and by their final outcome. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u64,

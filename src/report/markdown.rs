@@ -138,8 +138,10 @@ fn is_template_fault(kind: ErrorKind) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::templates::configure;
     use super::*;
     use crate::report::TEMPLATE_FUEL;
+    use minijinja::Environment;
 
     fn sample() -> Results {
         serde_json::from_str(include_str!("../../tests/data/results/current.json")).unwrap()
@@ -194,6 +196,25 @@ mod tests {
         assert!(msg.contains("line 3"), "{msg}");
         assert!(msg.contains("nope"), "{msg}");
         assert!(check_template(&named("{% if %}"), &sample()).is_err());
+    }
+
+    #[test]
+    fn an_undefined_name_is_named_in_a_release_build_too() {
+        // As a release build starts: minijinja's debug mode off.
+        let mut env = Environment::new();
+        env.set_debug(false);
+        configure(&mut env);
+        env.add_template("t/mine.md.j2", "# x\n{{ nosuch }}\n")
+            .unwrap();
+        let err = env
+            .get_template("t/mine.md.j2")
+            .unwrap()
+            .render(context! {})
+            .unwrap_err();
+        let msg = crate::error::chain(&ReportError::from(err));
+        assert!(msg.contains("t/mine.md.j2"), "{msg}");
+        assert!(msg.contains("line 2"), "{msg}");
+        assert!(msg.contains("`nosuch` is undefined"), "{msg}");
     }
 
     #[test]

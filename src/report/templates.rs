@@ -19,14 +19,24 @@ pub const TELEMETRY_TEMPLATE: &str = include_str!("../../templates/telemetry.md.
 /// The name report templates include the section by.
 pub const TELEMETRY_TEMPLATE_NAME: &str = "telemetry.md.j2";
 
-/// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, the file's final newline kept, every value printed escaped for
-/// GitHub-flavoured Markdown ([`view_text`]; `|code` prints one as code, `|safe` as it is),
-/// [`TEMPLATE_FUEL`] per render, and the built-in sections a template may include
-/// (`telemetry.md.j2`).
+/// An environment with the house settings (see [`configure`]).
 pub(crate) fn environment() -> Environment<'static> {
     let mut env = Environment::new();
+    configure(&mut env);
+    env
+}
+
+/// The house settings: strict undefined, errors that name the undefined expression, block
+/// tags on their own lines leave no blank lines behind, the file's final newline kept, every
+/// value printed escaped for GitHub-flavoured Markdown ([`view_text`]; `|code` prints one as
+/// code, `|safe` as it is), [`TEMPLATE_FUEL`] per render, and the built-in sections a
+/// template may include (`telemetry.md.j2`).
+pub(crate) fn configure(env: &mut Environment<'_>) {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    // minijinja names what was undefined (`nosuch` is undefined, at `nosuch`) only in debug
+    // mode, which it turns on by itself in debug builds only: a release build said "undefined
+    // value" and the line, not which name.
+    env.set_debug(true);
     env.set_fuel(Some(TEMPLATE_FUEL));
     if let Ok(syntax) = SyntaxConfig::builder()
         .trim_blocks(true)
@@ -52,7 +62,6 @@ pub(crate) fn environment() -> Environment<'static> {
     });
     // Every report template may include the built-in sections.
     let _ = env.add_template(TELEMETRY_TEMPLATE_NAME, TELEMETRY_TEMPLATE);
-    env
 }
 
 /// `s` escaped for GitHub-flavoured Markdown, keeping the little markup the view's own
