@@ -134,7 +134,7 @@ fn an_error_rate_change_within_its_noise_is_undecided() {
     assert!(out.contains("Undecided"), "{out}");
     assert!(
         out.contains(
-            "| `error_rate` | 0.500 % | 1.08 % | +0.6 pp [-0.2, +1.4] | ❔ inconclusive |"
+            "| `error_rate` | 0.500 % | 1.08 % | +0.6 pp \\[-0.2, +1.4\\] | ❔ inconclusive |"
         ),
         "{out}"
     );

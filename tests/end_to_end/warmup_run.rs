@@ -81,7 +81,7 @@ fn a_steady_server_ends_the_warmup_early_as_latency_stable() {
     assert_eq!(results["stages"][0]["requests"]["ok"], 10);
     assert!(!results["interrupted"].as_bool().unwrap());
     assert!(
-        report.contains("until stable: latency_stable after"),
+        report.contains("until stable: latency\\_stable after"),
         "{report}"
     );
 }
@@ -107,7 +107,7 @@ fn an_impossible_threshold_runs_to_max() {
     );
     assert_eq!(results["stages"][0]["requests"]["ok"], 10);
     assert!(
-        report.contains("until stable: max_duration after"),
+        report.contains("until stable: max\\_duration after"),
         "{report}"
     );
 }
