@@ -10,7 +10,7 @@
 //! (and from whom) is settled in one place.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +61,9 @@ pub struct CoordinatorSettings {
     pub shards: u32,
     /// Where the merged results.json, report and JUnit go.
     pub out: PathBuf,
+    /// Shard 0's own results.json when it hosts the coordinator, which the merge must not
+    /// overwrite.
+    pub shard_out: Option<PathBuf>,
     pub timing: CoordinatorTiming,
 }
 
@@ -115,10 +118,26 @@ pub fn start_coordinator(settings: &CoordinatorSettings) -> Result<RunningCoordi
         path: settings.scenario.clone(),
         source,
     })?;
-    let baseline = match &scenario.report.baseline {
-        Some(path) => {
-            Some(read_results(&scenario.source.base_dir().join(path)).map_err(Error::Baseline)?)
-        }
+    let baseline_path = scenario
+        .report
+        .baseline
+        .as_ref()
+        .map(|p| scenario.source.base_dir().join(p));
+    let mut read = vec![("the scenario", settings.scenario.as_path())];
+    read.extend(baseline_path.as_deref().map(|b| ("the baseline", b)));
+    read.extend(
+        settings
+            .shard_out
+            .as_deref()
+            .map(|p| ("this shard's own result", p)),
+    );
+    super::outputs::refuse_overwrite_dir(
+        &settings.out,
+        &read,
+        "write the merged result into a directory of its own (--out, --merged-out DIR)",
+    )?;
+    let baseline = match &baseline_path {
+        Some(path) => Some(read_results(path).map_err(Error::Baseline)?),
         None => None,
     };
     let t = settings.timing;
@@ -218,6 +237,10 @@ fn host(
         listen,
         shards: slice.count,
         out,
+        shard_out: settings
+            .out_dir
+            .as_ref()
+            .map(|d| d.join(crate::results::RESULTS_FILE)),
         timing: shard.timing,
     })
 }
@@ -268,6 +291,17 @@ pub struct MergeSettings {
 
 /// Merges the shards' results files into one result and writes it with its reports.
 pub fn merge_results(settings: &MergeSettings) -> Result<MergedRun, Error> {
+    let mut read: Vec<(&str, &Path)> = settings
+        .results
+        .iter()
+        .map(|p| ("a shard's result", p.as_path()))
+        .collect();
+    read.extend(settings.baseline.as_deref().map(|b| ("the baseline", b)));
+    super::outputs::refuse_overwrite_dir(
+        &settings.out,
+        &read,
+        "merge into a directory of its own (--out DIR), not a shard's",
+    )?;
     let inputs = settings
         .results
         .iter()

@@ -74,6 +74,7 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         listen: args.listen,
         shards: args.shards,
         out: args.out,
+        shard_out: None,
         timing: args.timing.settings(),
     })?;
     eprintln!(

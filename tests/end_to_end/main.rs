@@ -22,6 +22,7 @@ mod readme_quickstart;
 mod redaction;
 mod report_compare;
 mod report_provenance;
+mod results_inputs;
 mod run_basic;
 mod run_cpus;
 mod run_faults;
