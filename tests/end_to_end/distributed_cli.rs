@@ -8,7 +8,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 
 use crate::support::{self, SimProcess};
 
-fn scenario(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
+/// The run's token in these tests (a real run draws one: `coordinate --token-file`, `k8s`).
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+pub fn scenario(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
     support::scenario(
         dir,
         "shards.kdl",
@@ -202,7 +205,7 @@ fn validate_against_kubernetes_schemas(dir: &std::path::Path) {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.len(), 4, "{files:?}");
     let out = match std::process::Command::new("kubernetes-validate")
         .args(["--strict", "--kubernetes-version", "1.33.0"])
         .args(&files)
@@ -224,7 +227,7 @@ fn validate_against_kubernetes_schemas(dir: &std::path::Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "kubernetes-validate: {said}");
-    assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
+    assert_eq!(said.matches("passed for resource").count(), 4, "{said}");
 }
 
 /// Shard 0 serves the coordinator itself (as in the Kubernetes Job): both shards start each
@@ -254,6 +257,7 @@ fn shard_zero_coordinates_and_every_shard_exits_with_the_merged_gate() {
                 .arg("--out")
                 .arg(dir.join(format!("shard-{i}")))
                 .args(["--quiet", "--no-plots", "--untrusted", "judge"])
+                .env("INFERMETER_COORDINATOR_TOKEN", TOKEN)
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap()
