@@ -108,6 +108,11 @@ impl RunningCoordinator {
         self.inner.addr
     }
 
+    /// The most a shard's result may weigh, in bytes: larger ones are refused as they arrive.
+    pub fn result_cap(&self) -> u64 {
+        self.inner.result_cap
+    }
+
     /// Blocks until the run is merged and its verdict served.
     pub fn wait(self) -> Result<MergedRun, Error> {
         let outcome = self.inner.wait()?;

@@ -102,6 +102,10 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         args.shards,
         coordinator.addr()
     );
+    eprintln!(
+        "a shard's result may weigh up to {:.1} MiB (for this plan); larger ones are refused",
+        coordinator.result_cap() as f64 / f64::from(1 << 20)
+    );
     let merged = coordinator.wait()?;
     if let Some(r) = &merged.results {
         print!("{}", app::render_summary_text(r));

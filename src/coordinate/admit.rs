@@ -10,15 +10,15 @@ use crate::metrics::StageSummary;
 use crate::plan::{Load, Plan, Slice, StagePlan};
 use crate::results::Results;
 
-/// What any result holds besides its steps: provenance, SLA verdicts, telemetry.
-const CAP_BASE: u64 = 4 << 20;
-/// Each step's histograms (seven, and two per session turn), summary and notes.
-const CAP_PER_STEP: u64 = 4 << 20;
+/// What any result holds besides its steps: provenance, SLA verdicts.
+const CAP_BASE: u64 = 2 << 20;
+/// Each step's histograms (seven, and two per session turn), summary, notes and telemetry.
+const CAP_PER_STEP: u64 = 2 << 20;
 /// Each planned second of a step: one timeline point (about 130 bytes as JSON).
 const CAP_PER_SECOND: u64 = 256;
 /// A step whose length the plan does not bound (a closed loop bounded by count): room for
-/// a timeline of about nine hours.
-const CAP_UNBOUNDED_STEP: u64 = 12 << 20;
+/// a timeline of about twelve hours.
+const CAP_UNBOUNDED_STEP: u64 = 8 << 20;
 
 /// The steps of a plan in order (warm-up, then each stage's rounds), as shards number them.
 pub(super) fn steps(plan: &Plan) -> impl Iterator<Item = &StagePlan> {
@@ -40,8 +40,8 @@ pub(super) fn planned_bound(stage: &StagePlan) -> Option<Duration> {
     Some(sending + stage.drain_timeout.as_std())
 }
 
-/// The largest result a shard of `plan` may send, in bytes: 4 MiB, plus 4 MiB and 256 bytes
-/// a planned second for each step (12 MiB for a step the plan does not bound in time). A
+/// The largest result a shard of `plan` may send, in bytes: 2 MiB, plus 2 MiB and 256 bytes
+/// a planned second for each step (8 MiB for a step the plan does not bound in time). A
 /// 10-minute stage's result is about 160 KB, so this refuses only what no run writes.
 pub fn result_cap(plan: &Plan) -> u64 {
     steps(plan).fold(CAP_BASE, |cap, stage| {

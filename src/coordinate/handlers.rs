@@ -275,18 +275,22 @@ enum Unread {
     Broken(String),
 }
 
-/// The body, read as it arrives and given up as soon as it passes `cap` bytes.
+/// The body, read as it arrives and given up as soon as it passes `cap` bytes. The chunks are
+/// kept as they came and joined once at the end: a buffer grown by doubling would hold up to
+/// twice the cap (and an allocator keeps what it freed).
 async fn read_capped(body: Body, cap: u64) -> Result<Vec<u8>, Unread> {
     let mut stream = body.into_data_stream();
-    let mut buf = Vec::new();
+    let mut chunks = Vec::new();
+    let mut len = 0u64;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| Unread::Broken(e.to_string()))?;
-        if (buf.len() + chunk.len()) as u64 > cap {
+        len += chunk.len() as u64;
+        if len > cap {
             return Err(Unread::TooLarge);
         }
-        buf.extend_from_slice(&chunk);
+        chunks.push(chunk);
     }
-    Ok(buf)
+    Ok(chunks.concat())
 }
 
 pub(super) async fn results(

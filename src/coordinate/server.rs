@@ -30,6 +30,8 @@ const INTERRUPTED_LINGER: Duration = Duration::from_secs(5);
 /// A running coordinator.
 pub struct Coordinator {
     pub addr: SocketAddr,
+    /// The most a shard's result may weigh, in bytes ([`result_cap`]).
+    pub result_cap: u64,
     join: std::thread::JoinHandle<Result<CoordinatorOutcome, CoordinateError>>,
 }
 
@@ -69,11 +71,16 @@ pub fn serve(cfg: CoordinatorConfig) -> Result<Coordinator, CoordinateError> {
     };
     std_listener.set_nonblocking(true).map_err(bind_err)?;
     let addr = std_listener.local_addr().map_err(bind_err)?;
+    let cap = result_cap(&cfg.plan);
     let join = std::thread::Builder::new()
         .name("infermeter-coordinator".into())
         .spawn(move || runtime.block_on(run(cfg, std_listener)))
         .map_err(CoordinateError::Runtime)?;
-    Ok(Coordinator { addr, join })
+    Ok(Coordinator {
+        addr,
+        result_cap: cap,
+        join,
+    })
 }
 
 pub(super) struct Step {

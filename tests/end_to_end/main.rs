@@ -7,6 +7,7 @@ mod support;
 mod ci_action;
 mod ci_workflow;
 mod distributed_cli;
+mod distributed_hostile;
 mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
