@@ -217,13 +217,17 @@ fn k8s_hands_each_run_a_new_token_as_a_secret_never_an_argument() {
         out
     };
     let token_in = |dir: &std::path::Path| -> String {
-        let secret: Secret =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("distributed-secret.json")).unwrap())
-                .unwrap();
+        let secret: Secret = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("distributed-secret.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(secret.metadata.name.as_deref(), Some("distributed-secrets"));
         let data = secret.data.unwrap();
         let token = String::from_utf8(data[TOKEN_ENV].0.clone()).unwrap();
-        assert!(token.len() >= 32 && token.chars().all(|c| c.is_ascii_hexdigit()), "{token}");
+        assert!(
+            token.len() >= 32 && token.chars().all(|c| c.is_ascii_hexdigit()),
+            "{token}"
+        );
         token
     };
     let first = write("first");
@@ -235,8 +239,17 @@ fn k8s_hands_each_run_a_new_token_as_a_secret_never_an_argument() {
     let env = container.env.as_ref().unwrap();
     let var = env.iter().find(|e| e.name == TOKEN_ENV).unwrap();
     assert!(var.value.is_none(), "the token is referenced, not inlined");
-    let key = var.value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
-    assert_eq!((key.name.as_str(), key.key.as_str()), ("distributed-secrets", TOKEN_ENV));
+    let key = var
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (key.name.as_str(), key.key.as_str()),
+        ("distributed-secrets", TOKEN_ENV)
+    );
     let args = container.args.clone().unwrap_or_default().join(" ");
     assert!(!args.to_lowercase().contains("token"), "{args}");
     for entry in std::fs::read_dir(&first).unwrap() {
@@ -253,7 +266,11 @@ fn k8s_hands_each_run_a_new_token_as_a_secret_never_an_argument() {
             assert_eq!(mode, 0o600, "{}", path.display());
         }
     }
-    assert_ne!(token_in(&write("second")), token, "each run gets its own token");
+    assert_ne!(
+        token_in(&write("second")),
+        token,
+        "each run gets its own token"
+    );
 }
 
 /// The manifests against the Kubernetes API's own OpenAPI schemas (1.33, the oldest the
