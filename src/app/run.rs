@@ -465,7 +465,7 @@ pub(super) fn assemble(
         started_at: crate::units::rfc3339(output.started_at),
         target: TargetInfo {
             endpoint: output.endpoint.clone(),
-            api: plan.target.api,
+            api: plan.target.request.api,
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
             cache_salt: output.cache_salt.clone(),

@@ -183,7 +183,7 @@ fn quick_size(input: &[u8]) -> Option<(u64, usize)> {
         match b {
             b'\r' if i > 0 && input.get(i + 1) == Some(&b'\n') => return Some((size, i + 2)),
             b'\n' if i > 0 => return Some((size, i + 1)),
-            _ => size = size * 16 + u64::from(super::chunk::hex_digit(b)?),
+            _ => size = size * 16 + u64::from(char::from(b).to_digit(16)?),
         }
     }
     None

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use super::chunk::{Usage, parse_chunk};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
+use crate::protocol::{Api, Event, Usage};
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
 pub trait TokenCounter: Send + Sync {
@@ -49,9 +49,9 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Idle connections kept per host: size it for the expected concurrency.
     pub pool_size: usize,
-    /// Tokens a server may add to a prompt (chat template, BOS) before its count is
-    /// considered to disagree with ours.
-    pub template_tokens: u32,
+    /// The API the URL speaks: how its events read, and the tokens its prompt template may
+    /// add before the server's prompt count is taken to disagree with ours.
+    pub api: Api,
     /// The most bytes one SSE event may take before the request fails as `malformed`.
     pub max_event_bytes: usize,
     /// The server's base URL without the API's `/v1`, where `/tokenize` is asked when a
@@ -61,7 +61,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A configuration for `url` with the defaults: no extra headers, a 60 s timeout, a small
-    /// pool, the chat template allowance and the default event cap.
+    /// pool, the default API (chat) and the default event cap.
     pub fn new(url: impl Into<String>) -> Self {
         ClientConfig {
             url: url.into(),
@@ -69,7 +69,7 @@ impl ClientConfig {
             api_key: None,
             timeout: Duration::from_secs(60),
             pool_size: 8,
-            template_tokens: 16,
+            api: Api::default(),
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
         }
@@ -83,7 +83,7 @@ pub struct Client {
     fresh: reqwest::Client,
     url: Arc<str>,
     timeout: Duration,
-    template_tokens: u32,
+    api: Api,
     max_event_bytes: usize,
     counter: Arc<dyn TokenCounter>,
     tokenize: Option<Arc<ServerTokenizer>>,
@@ -166,7 +166,7 @@ impl Client {
             fresh,
             url: cfg.url.into(),
             timeout: cfg.timeout,
-            template_tokens: cfg.template_tokens,
+            api: cfg.api,
             max_event_bytes: cfg.max_event_bytes.max(1),
             counter,
             tokenize: cfg
@@ -362,7 +362,7 @@ impl Client {
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
         let mut events = Events::new(self.max_event_bytes);
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self.api);
         let mut now = since(t0);
         loop {
             if let Some(end) = tally.take_events(&mut events, now, rec, text) {
@@ -424,7 +424,7 @@ impl Client {
         }
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self.api);
         loop {
             if let Some(end) = tally.take_events(&mut resp.conn.events, now, rec, text) {
                 let reusable = matches!(end, End::Done).then_some(resp);
@@ -466,8 +466,8 @@ impl Client {
         // The server counts its chat template too: a few tokens per message on top of
         // the text we sent, hence an absolute allowance besides the relative one.
         // A conversation's later messages add theirs (8 each, a generous chat template).
-        let template =
-            u64::from(self.template_tokens) + 8 * u64::from(rec.messages.saturating_sub(1));
+        let template = u64::from(self.api.kind().template_tokens())
+            + 8 * u64::from(rec.messages.saturating_sub(1));
         let allowed = (ours * 0.05).max(template as f64);
         rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
@@ -524,14 +524,23 @@ enum End {
 }
 
 /// What one stream's events add up to so far.
-#[derive(Default)]
 struct Tally {
+    /// Whose grammar the events follow.
+    api: Api,
     /// When the last chunk with output arrived.
     last: Option<u64>,
     usage: Option<Usage>,
 }
 
 impl Tally {
+    fn new(api: Api) -> Tally {
+        Tally {
+            api,
+            last: None,
+            usage: None,
+        }
+    }
+
     /// Takes every complete event `events` holds (all arrived at `now`); how the stream
     /// ended, if one of them ended it.
     fn take_events(
@@ -547,11 +556,10 @@ impl Tally {
                 Ok(None) => return None,
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
-            if data == "[DONE]" {
-                return Some(End::Done);
-            }
-            let Ok(chunk) = parse_chunk(data) else {
-                return Some(End::Failed(ErrorKind::Malformed));
+            let chunk = match self.api.kind().decode_event(data) {
+                Ok(Event::Chunk(chunk)) => chunk,
+                Ok(Event::Done) => return Some(End::Done),
+                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
             if chunk.error {
                 return Some(End::Failed(ErrorKind::StreamBroken));

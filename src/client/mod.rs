@@ -1,7 +1,8 @@
 //! OpenAI-compatible streaming client: request bodies, SSE decoding, per-token timestamps.
+//! What differs between APIs (the body's fields, the events' grammar) is the API kind's, in
+//! `protocol`; this module sends, frames and times.
 
 mod body;
-mod chunk;
 mod framing;
 mod http;
 mod probe;
@@ -9,10 +10,7 @@ mod sse;
 mod tokenize;
 mod wire;
 
-pub use body::{BodyTemplate, Message, PromptRef};
-pub use chunk::{
-    ChunkError, ChunkInfo, JsonStr, Usage, parse_chunk, parse_chunk_value, scan_chunk,
-};
+pub use body::BodyTemplate;
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
 pub use probe::{PROBED_PATHS, probe_server};
 // The response body's decoders, for the fuzz target `response_body`: not a stable API.

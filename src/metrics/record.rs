@@ -80,33 +80,8 @@ impl TokenSource {
     }
 }
 
-/// Why the server stopped generating: the first choice's last `finish_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// A stop sequence or the end-of-sequence token.
-    Stop,
-    /// `max_tokens` (or the context) ran out.
-    Length,
-    /// Any other reason (`tool_calls`, `content_filter`, a server's own).
-    Other,
-}
-
-/// llama.cpp's own per-request timings (the `timings` object of its final chunk).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct ServerTimings {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_n: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_n: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_ms: Option<f64>,
-    /// Prompt tokens reused from the server's cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_n: Option<u64>,
-}
+// What a server's chunk says; the protocol vocabulary decodes it, a record keeps it.
+pub use crate::protocol::{FinishReason, ServerTimings};
 
 /// All times are nanoseconds from the stage start on a monotonic clock. Latencies start at the
 /// **scheduled** send time, so a late client cannot hide queueing (no coordinated omission).

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::hooks::HookPlan;
 use crate::arrival::{ArrivalSpec, SearchSpec};
 use crate::dataset::{ContextSpec, DatasetSource, TokenizerSpec};
-use crate::protocol::Api;
+use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::ScopedAssertion;
 use crate::telemetry::{TelemetryConfig, WarmupUntil};
@@ -51,42 +51,15 @@ pub struct Plan {
     pub warmup_until: Option<WarmupUntil>,
 }
 
+/// The scenario's target with its endpoint resolved: the same request and run settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetPlan {
     pub endpoint: EndpointPlan,
-    pub api: Api,
-    pub model: Option<String>,
-    /// The environment variable's name only; the secret never enters the plan.
-    pub api_key_env: Option<String>,
-    pub timeout: Duration,
-    pub headers: Vec<(String, String)>,
-    pub extra_body: BTreeMap<String, serde_json::Value>,
-    pub ignore_eos: bool,
-    /// How the run measures, not what it sends: kept out of the plan's JSON and hash (like a
-    /// stage's `rounds`), so that runs with and without them compare as the same workload.
+    #[serde(flatten)]
+    pub request: RequestSettings,
+    /// How the run measures, not what it sends: out of the plan's JSON and hash.
     #[serde(skip)]
-    pub run: TargetRunSettings,
-}
-
-/// A target's settings that change how a run is carried out but not the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetRunSettings {
-    /// The most bytes one SSE event may take before its request fails as `malformed`.
-    pub max_event_bytes: u64,
-    /// Prefix every prompt with a salt drawn afresh for each run (and each stage round).
-    pub cache_salt: bool,
-    /// Drop the server's prompt cache before the warm-up and each stage round.
-    pub reset_cache: Option<crate::protocol::CacheReset>,
-}
-
-impl Default for TargetRunSettings {
-    fn default() -> Self {
-        TargetRunSettings {
-            max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
-            cache_salt: false,
-            reset_cache: None,
-        }
-    }
+    pub run: RunSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,6 @@ use crate::dataset::{DatasetError, Tokenizer};
 use crate::hooks::{HookError, Hooks};
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan, PlanError};
-use crate::protocol::Api;
 use crate::server_info::ServerInfo;
 use crate::sim::SimError;
 use crate::sla::Abort;
@@ -155,28 +154,24 @@ pub async fn run(
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let api_key = match &plan.target.api_key_env {
+    let api_key = match &plan.target.request.api_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
         None => None,
     };
     let template_base = BodyTemplate {
-        api: plan.target.api,
+        api: plan.target.request.api,
         model: String::new(),
-        ignore_eos: plan.target.ignore_eos,
-        extra: plan.target.extra_body.clone(),
+        ignore_eos: plan.target.request.ignore_eos,
+        extra: plan.target.request.extra_body.clone(),
     };
     let client = Client::new(
         ClientConfig {
-            url: crate::protocol::join(&base_url, plan.target.api.path()),
-            headers: plan.target.headers.clone(),
+            url: crate::protocol::join(&base_url, plan.target.request.api.path()),
+            headers: plan.target.request.headers.clone(),
             api_key,
-            timeout: plan.target.timeout.as_std(),
+            timeout: plan.target.request.timeout.as_std(),
             pool_size: 1024,
-            // Tokens a chat template adds around one message; a completion prompt gets BOS.
-            template_tokens: match plan.target.api {
-                Api::Chat => 16,
-                Api::Completions => 2,
-            },
+            api: plan.target.request.api,
             max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
             server_root: Some(crate::protocol::server_root(&base_url)),
         },
@@ -190,7 +185,12 @@ pub async fn run(
         let url = base_url.clone();
         async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
     });
-    let known_model = plan.target.model.as_deref().or(default_model.as_deref());
+    let known_model = plan
+        .target
+        .request
+        .model
+        .as_deref()
+        .or(default_model.as_deref());
     let mut out = RunOutput {
         endpoint,
         model: known_model.unwrap_or_default().to_string(),
@@ -210,7 +210,7 @@ pub async fn run(
         client.http(),
         &base_url,
         known_model,
-        plan.target.timeout,
+        plan.target.request.timeout,
         &opts.interrupt,
     )
     .await?;

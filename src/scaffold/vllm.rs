@@ -10,8 +10,8 @@
 use super::vllm_flags::{UNMAPPED, no_counterpart, number, split};
 use super::{Data, Draft, Length, Limit, Load, ScaffoldError, Scalar};
 use crate::hub::HfFile;
-use crate::protocol::Api;
-use crate::units::Duration;
+use crate::protocol::{Api, REGISTRY};
+use crate::units::{Burstiness, Duration};
 
 /// vLLM's `--random-range-ratio r`: lengths uniform in `[len·(1−r), len·(1+r)]`.
 fn ranged(len: u32, ratio: f64) -> Length {
@@ -48,15 +48,11 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
         }
     };
     let endpoint = args.last("--endpoint").unwrap_or("/v1/completions");
-    let (prefix, api) = if let Some(p) = endpoint.strip_suffix("/chat/completions") {
-        (p, Api::Chat)
-    } else if let Some(p) = endpoint.strip_suffix("/completions") {
-        (p, Api::Completions)
-    } else {
+    let Some((prefix, api)) = Api::from_endpoint(endpoint) else {
         return Err(ScaffoldError::Unsupported {
             flag: "--endpoint",
             value: endpoint.to_string(),
-            supported: "…/completions and …/chat/completions",
+            supported: supported_endpoints(),
         });
     };
     d.url = Some(format!("{base}{prefix}"));
@@ -105,14 +101,14 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
             reason: "not a number (or inf)".into(),
         })?,
     };
-    let burstiness: f64 = number(&args, "--burstiness")?.unwrap_or(1.0);
-    if !burstiness.is_finite() || burstiness <= 0.0 {
-        return Err(ScaffoldError::Value {
+    let burstiness = match number::<f64>(&args, "--burstiness")? {
+        None => Burstiness::POISSON,
+        Some(b) => Burstiness::new(b).map_err(|e| ScaffoldError::Value {
             flag: "--burstiness",
-            value: burstiness.to_string(),
-            reason: "must be > 0".into(),
-        });
-    }
+            value: b.to_string(),
+            reason: e.0,
+        })?,
+    };
     let max_concurrency: Option<u32> = number(&args, "--max-concurrency")?;
     d.load = match (rate.is_finite(), max_concurrency) {
         (true, cap) => {
@@ -295,6 +291,15 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
     Ok(d)
 }
 
+/// The `--endpoint` forms understood: one per registered API.
+fn supported_endpoints() -> &'static str {
+    static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let paths: Vec<String> = REGISTRY.iter().map(|a| format!("…{}", a.path())).collect();
+        paths.join(" and ")
+    })
+}
+
 /// The scalar top-level fields of `--extra-body`; nested ones are noted (a scenario's `body`
 /// holds numbers, strings and booleans).
 fn extra_body(
@@ -364,13 +369,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://gpu:8000/v1"));
-        assert_eq!(d.api, Api::Chat);
+        assert_eq!(d.api, Api::CHAT);
         assert_eq!(d.model.as_deref(), Some("m"));
         assert_eq!(
             d.load,
             Load::Rate {
                 rate: 10.0,
-                burstiness: 1.0
+                burstiness: Burstiness::POISSON
             }
         );
         assert_eq!(d.limit, Limit::Requests(200));
@@ -396,7 +401,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://127.0.0.1:8000/v1"));
-        assert_eq!(d.api, Api::Completions);
+        assert_eq!(d.api, Api::COMPLETIONS);
         assert_eq!(d.load, Load::Concurrency(8));
         assert_eq!(d.limit, Limit::Requests(1000));
         assert_eq!(
@@ -421,7 +426,7 @@ mod tests {
             d.load,
             Load::Rate {
                 rate: 4.0,
-                burstiness: 0.5
+                burstiness: Burstiness::new(0.5).unwrap()
             }
         );
         assert!(

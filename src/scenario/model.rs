@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
 use crate::arrival::ArrivalSpec;
 use crate::dataset::{ContextSpec, LengthDist, TokenizerSpec};
-use crate::protocol::Api;
+use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 use crate::units::Duration;
@@ -133,29 +133,10 @@ pub enum ParamValue {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Target {
     pub endpoint: Endpoint,
-    pub api: Api,
-    /// Model name sent in every request. Default: the simulator's model, or for a URL target
-    /// the first model `/v1/models` lists (resolved by the runner, recorded in the result).
-    pub model: Option<String>,
-    /// Name of the environment variable holding the API key. The key itself is never stored.
-    pub api_key_env: Option<String>,
-    /// Per-request timeout. Default 60s.
-    pub timeout: Duration,
-    /// Extra HTTP headers, in file order.
-    pub headers: Vec<(String, String)>,
-    /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
-    pub extra_body: BTreeMap<String, serde_json::Value>,
-    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
-    pub ignore_eos: bool,
-    /// `max-event-size`: the most bytes one SSE event may take (default 1 MiB); a larger one
-    /// fails its request as `malformed`.
-    pub max_event_bytes: u64,
-    /// `cache-salt #true`: start every prompt with a few words drawn afresh for each run, so
-    /// a server's prompt cache cannot serve a rerun's prompts (the plan's hash is unchanged).
-    pub cache_salt: bool,
-    /// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`: ask the server to drop its prompt
-    /// cache before the warm-up and before each stage (and round).
-    pub reset_cache: Option<crate::protocol::CacheReset>,
+    #[serde(flatten)]
+    pub request: RequestSettings,
+    #[serde(flatten)]
+    pub run: RunSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

@@ -1,6 +1,7 @@
 //! The embedded OpenAI-compatible simulator: a continuous-batching latency model served over
 //! HTTP, used as the default target and as the ground truth in tests.
 
+mod apis;
 mod config;
 mod conn;
 mod endpoints;
@@ -20,4 +21,3 @@ pub use config::{ConfigError, OutputLenDist, SimConfig};
 pub use faults::Fault;
 pub use server::{SIM_ID_HEADER, SimError, SimHandle, start, start_with_trace};
 pub use trace::{Outcome, TraceOptions, TraceRecord};
-pub use wire::Endpoint;

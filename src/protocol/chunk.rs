@@ -1,7 +1,9 @@
-//! Decoding one streamed OpenAI-style chunk (`data: {...}`) into what the measurement needs:
-//! the first choice's generated text (answer and reasoning) and `finish_reason`, the server's
-//! `usage` (with cached prompt tokens), llama.cpp's `timings`, and whether the chunk is an
-//! in-stream `error`.
+//! The event grammar of the OpenAI streaming APIs (chat and completions share it): one
+//! streamed chunk (`data: {...}`) decoded into what the measurement needs — the first choice's
+//! generated text (answer and reasoning) and `finish_reason`, the server's `usage` (with cached
+//! prompt tokens), llama.cpp's `timings`, and whether the chunk is an in-stream `error` — and
+//! `[DONE]`, which ends the stream. [`ChunkInfo`] is also what any other API's events decode
+//! into, so the client measures every API alike.
 //!
 //! Two decoders, one answer. [`scan_chunk`] is a single pass that borrows every string from the
 //! chunk (escapes are decoded only when the caller asks) and allocates nothing; when it meets
@@ -22,14 +24,58 @@
 
 mod scan;
 
-pub(super) use scan::{hex_digit, plain_run};
+pub(super) use scan::plain_run;
 
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::metrics::{FinishReason, ServerTimings};
+/// One streamed event, as an API kind decodes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// An event carrying (some of) the response.
+    Chunk(ChunkInfo<'a>),
+    /// The event that ends the stream (`[DONE]`).
+    Done,
+}
+
+/// An OpenAI streaming event: `[DONE]`, or a chunk.
+pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
+    if data == "[DONE]" {
+        return Ok(Event::Done);
+    }
+    parse_chunk(data).map(Event::Chunk)
+}
+
+/// Why the server stopped generating: the first choice's last `finish_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A stop sequence or the end-of-sequence token.
+    Stop,
+    /// `max_tokens` (or the context) ran out.
+    Length,
+    /// Any other reason (`tool_calls`, `content_filter`, a server's own).
+    Other,
+}
+
+/// llama.cpp's own per-request timings (the `timings` object of its final chunk).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ServerTimings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<f64>,
+    /// Prompt tokens reused from the server's cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u64>,
+}
 
 /// What one chunk says.
 #[derive(Debug, Clone, Default, PartialEq)]
