@@ -8,9 +8,10 @@
 //!
 //! Every call that talks to a coordinator goes through here, so what a coordinator accepts
 //! (and from whom) is settled in one place: every call carries the run's token
-//! ([`shard_token`], [`coordinator_token`]); a shard exits 0 only when its own run completed
-//! and the coordinator's verdict names that run, its plan and the result it sent
-//! ([`shard_gate`]).
+//! ([`shard_token`](crate::app::shard_token),
+//! [`coordinator_token`](crate::app::coordinator_token)); a shard exits 0 only when its own
+//! run completed and the coordinator's verdict names that run, its plan and the result it
+//! sent ([`shard_gate`]).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -188,7 +189,7 @@ pub fn start_coordinator(settings: &CoordinatorSettings) -> Result<RunningCoordi
 pub struct ShardSettings {
     /// The coordinator's URL (`http://host:port`).
     pub coordinator: String,
-    /// The run's token (see [`shard_token`]).
+    /// The run's token (see [`shard_token`](crate::app::shard_token)).
     pub token: Token,
     /// Shard 0 also serves the coordinator on this address (the other shards ignore it).
     pub listen: Option<SocketAddr>,
