@@ -16,8 +16,9 @@ use std::time::{Duration, Instant, SystemTime};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::error::CoordinateError;
+use super::token::Token;
 use super::wire::{Arrive, Release, Time, Verdict};
-use super::{CoordinateError, Token};
 use crate::results::Results;
 use crate::runner::{AgreedStart, Barrier, BarrierError, BarrierFuture};
 
@@ -203,7 +204,7 @@ impl Client {
                 Ok(resp) => {
                     let status = resp.status();
                     let body = resp.text().await.unwrap_or_default();
-                    let body = super::printable(&body, 2_000);
+                    let body = super::refusal::printable(&body, 2_000);
                     return Err(self.err(format!("refused {what} ({status}): {body}"), None));
                 }
                 Err(e) if e.is_connect() && Instant::now() + pause < give_up => {

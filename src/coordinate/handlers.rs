@@ -21,9 +21,10 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::admit::result_problems;
-use super::server::{Accepted, Shared, Step, unix_now_ns};
+use super::refusal::Refusal;
+use super::state::{Accepted, Shared, Step, unix_now_ns};
+use super::token::TOKEN_ENV;
 use super::wire::{Arrive, Release, Status, Time, Who};
-use super::{Refusal, TOKEN_ENV};
 use crate::results::{ParseError, parse_results};
 
 /// Every body but a result's (a barrier arrival is a few hundred bytes).

@@ -88,7 +88,8 @@ pub fn parse_results(bytes: &[u8]) -> Result<Results, ParseError> {
 
 /// Brings a result of an earlier format up to date. Version 1 had no SLA outcomes: each
 /// verdict, and the gate, passed or failed as `passed` says. Histograms and intervals stay
-/// absent, so such a result reports and compares without the statistics.
+/// absent, so such a result reports and compares without the statistics. Version 2 needs
+/// nothing: version 3 only added an error kind.
 pub fn migrate(mut r: Results) -> Results {
     if r.schema_version < 2 {
         for v in &mut r.sla {

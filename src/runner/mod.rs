@@ -12,6 +12,7 @@ mod barrier;
 mod collect;
 mod cpu;
 mod cpus;
+mod error;
 mod options;
 mod run;
 mod search;
@@ -29,5 +30,6 @@ pub use barrier::{
 };
 pub use cpu::PollIdle;
 pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
+pub use error::{RunError, RunProblem};
 pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
-pub use run::{RunError, RunOutput, RunProblem, Stop, run};
+pub use run::{RunOutput, Stop, run};
