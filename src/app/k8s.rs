@@ -1,11 +1,13 @@
 //! [`write_manifests`]: `infermeter k8s` as one function — load and compile the scenario,
 //! refuse a plan that cannot be split into the shards asked for (here, not in N pods), and
-//! write the ConfigMap, Service and Indexed Job of its distributed run (see `k8s::manifests`).
+//! write the ConfigMap, Secret (a new coordinator token, and the secret params: never an
+//! argument), Service and Indexed Job of its distributed run (see `k8s::manifests`).
 
 use std::path::{Path, PathBuf};
 
+use crate::coordinate::{TOKEN_ENV, Token};
 use crate::error::Error;
-use crate::k8s::{K8sOptions, bundle, manifests};
+use crate::k8s::{K8sOptions, PodSecret, bundle, manifests};
 use crate::plan::Slice;
 
 /// Checks that the scenario at `scenario` can run as `opts.shards` shards and writes its
@@ -29,7 +31,49 @@ pub fn write_manifests(
         },
     )?;
     let bundle = bundle(scenario, &loaded)?;
-    Ok(manifests(opts, &bundle)?.write(&opts.name, out)?)
+    let (opts, params) = secret_params(opts);
+    let mut secrets = pod_secrets();
+    secrets.extend(params);
+    Ok(manifests(&opts, &bundle, &secrets)?.write(&opts.name, out)?)
+}
+
+/// What every pod of the run must know and nobody else: a new coordinator token, which the
+/// pods read from the run's Secret as `INFERMETER_COORDINATOR_TOKEN`.
+fn pod_secrets() -> Vec<PodSecret> {
+    let token = Token::generate();
+    vec![PodSecret::new(TOKEN_ENV, token.expose())]
+}
+
+/// `opts` with its secret params (named like a secret or marked, or holding a secret-shaped
+/// value) taken out of the pods' arguments: each travels in the run's Secret instead, as
+/// `INFERMETER_PARAM_NAME`, which the shards read with `--param-env NAME=INFERMETER_PARAM_NAME`.
+fn secret_params(opts: &K8sOptions) -> (K8sOptions, Vec<PodSecret>) {
+    let mut opts = opts.clone();
+    let mut secrets = Vec::new();
+    let (secret, plain): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut opts.params)
+            .into_iter()
+            .partition(|(name, value)| {
+                crate::redact::is_secret_name(name)
+                    || matches!(crate::redact::secrets(value), std::borrow::Cow::Owned(_))
+            });
+    opts.params = plain;
+    for (name, value) in secret {
+        let env: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let env = format!("INFERMETER_PARAM_{env}");
+        opts.run_args.push(format!("--param-env={name}={env}"));
+        secrets.push(PodSecret::new(env, value));
+    }
+    (opts, secrets)
 }
 
 /// The objects' base name when none is given: the scenario file's name, lower-cased, other

@@ -283,3 +283,65 @@ fn import_vllm_writes_a_bearer_key_as_an_env_reference() {
     let v = infermeter(&["validate", file.to_str().unwrap()]);
     assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
 }
+
+/// `k8s -p api_key=…`: the key travels in the run's Secret and reaches the shards through an
+/// environment reference and `--param-env`, never as an argument; no other manifest, and no
+/// line printed, holds it.
+#[test]
+fn k8s_passes_a_secret_param_as_a_secret_never_an_argument() {
+    use k8s_openapi::api::batch::v1::Job;
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = std::fs::read_to_string("scenarios/distributed.kdl").unwrap()
+        + "\nparam \"api_key\" \"none\"\n";
+    let path = scenario(dir.path(), "d.kdl", &kdl);
+    let out = dir.path().join("k8s");
+    let key = "k8s-param-k3y-0123";
+    let o = infermeter(&[
+        "k8s",
+        path.to_str().unwrap(),
+        "--shards",
+        "2",
+        "--image",
+        "registry.example/infermeter:0.3",
+        "-p",
+        &format!("api_key={key}"),
+        "-p",
+        "rate=30",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    assert!(!stdout.contains(key) && !stderr.contains(key));
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let p = entry.unwrap().path();
+        let t = std::fs::read_to_string(&p).unwrap();
+        // The Secret holds it base64-encoded; no manifest holds it as text.
+        assert!(!t.contains(key), "{} holds the key", p.display());
+    }
+    let job: Job =
+        serde_json::from_str(&std::fs::read_to_string(out.join("d-job.json")).unwrap()).unwrap();
+    let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
+    let args = container.args.clone().unwrap().join(" ");
+    assert!(args.contains("--param=rate=30"), "{args}");
+    assert!(
+        args.contains("--param-env=api_key=INFERMETER_PARAM_API_KEY"),
+        "{args}"
+    );
+    let var = container
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == "INFERMETER_PARAM_API_KEY")
+        .expect("the param's variable");
+    assert!(var.value.is_none(), "referenced, not inlined");
+    let secret = std::fs::read_to_string(out.join("d-secret.json")).unwrap();
+    let secret: serde_json::Value = serde_json::from_str(&secret).unwrap();
+    let b64 = secret["data"]["INFERMETER_PARAM_API_KEY"].as_str().unwrap();
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    assert_eq!(decoded, key.as_bytes());
+}

@@ -6,6 +6,7 @@
 
 pub mod bad_server;
 pub mod hostile_server;
+pub mod peer;
 pub mod raw_server;
 pub mod sim;
 
