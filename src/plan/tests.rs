@@ -32,6 +32,7 @@ pub(crate) fn stage(
         drain_timeout: None,
         profile: None,
         rounds: None,
+        until_decided: None,
     }
 }
 

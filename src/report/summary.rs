@@ -158,13 +158,7 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
         );
         if v.outcome == crate::sla::SlaOutcome::Inconclusive {
             let why = v.note.as_deref().unwrap_or("undecided");
-            let more = v.more.map_or_else(String::new, |m| {
-                format!(
-                    "; about {} more {} would likely decide it",
-                    m.count,
-                    m.of.noun()
-                )
-            });
+            let more = v.more.map_or_else(String::new, |m| format!("; {m}"));
             let _ = writeln!(out, "      undecided: {why}{more}");
         } else if v.outcome == crate::sla::SlaOutcome::Fail
             && let Some(why) = &v.note

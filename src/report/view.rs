@@ -177,13 +177,7 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
         interval: v.interval.map_or_else(String::new, |i| {
             format!("[{}, {}]", num(i.low), num(i.high))
         }),
-        more: v.more.map_or_else(String::new, |m| {
-            format!(
-                "about {} more {} would likely decide it",
-                m.count,
-                m.of.noun()
-            )
-        }),
+        more: v.more.map_or_else(String::new, |m| m.to_string()),
         threshold: with_unit(v.threshold, v.unit()),
         margin,
         note: v.note.clone().unwrap_or_default(),

@@ -82,6 +82,7 @@ impl StageRunner<'_> {
             live,
             start,
         } = call;
+        let judged_live = live;
         let reset_note = self.reset_cache(&stage.name).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
@@ -107,6 +108,7 @@ impl StageRunner<'_> {
         // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
         // the live check.
         let stop = self.opts.interrupt.child_token();
+        let decided = CancellationToken::new();
         let started = Arc::new(std::sync::OnceLock::new());
         let live = live
             .then_some(self.opts.live_check.as_ref())
@@ -122,6 +124,8 @@ impl StageRunner<'_> {
                     ..StageClock::default()
                 },
                 rules: self.opts.validity,
+                decided: decided.clone(),
+                until: super::until::Until::of(stage),
             });
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
 
@@ -236,6 +240,7 @@ impl StageRunner<'_> {
             }
         }
         drop(watching);
+        let sending_s = t0.elapsed().as_secs_f64();
         let warmup_end = watch.map(|_| {
             super::warmup::finish(
                 watched,
@@ -244,7 +249,9 @@ impl StageRunner<'_> {
             )
         });
         drop(shared);
-        self.drain(stage, &tracker, stop.is_cancelled()).await;
+        // Decided: what is in flight is part of the stage, drained as at its end.
+        let cut_short = stop.is_cancelled() && !decided.is_cancelled();
+        self.drain(stage, &tracker, cut_short).await;
         cancel.cancel();
         tracker.wait().await;
         let wall_ns = since(t0);
@@ -279,6 +286,17 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
+        let until = finished
+            .until
+            .or_else(|| super::until::Until::of(stage).filter(|_| judged_live));
+        summary.until_decided = until.map(|u| {
+            let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
+            u.finish(
+                finished.decided,
+                interrupted,
+                (sending_s, summary.requests.sent),
+            )
+        });
         (summary, problem, finished.aborted)
     }
 

@@ -17,6 +17,7 @@ mod session;
 mod stage;
 mod target;
 mod telemetry;
+mod until;
 mod values;
 mod warmup;
 mod workload;

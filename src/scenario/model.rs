@@ -208,6 +208,11 @@ pub struct StageSpec {
     /// `rounds N` inside the stage: how many times it runs (the scenario's `rounds` if absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,
+    /// `requests 200 until-decided max=5000`: `limit` is then the least the stage sends, and
+    /// it goes on until every assertion on it is decided, or this maximum (spanned at
+    /// `until-decided`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<Spanned<StageLimit>>,
 }
 
 /// When a stage stops sending. Exactly one of the two is given in the file.

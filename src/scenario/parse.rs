@@ -283,6 +283,7 @@ fn decode(
         dataset_refs.push(d);
     }
     check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
+    super::until::check_scenario(ctx, &s);
     telemetry::check_sim_refs(ctx, &s.target, &sim_metric_refs);
     Some(s)
 }

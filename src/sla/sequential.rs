@@ -1,0 +1,129 @@
+//! `until-decided` stages: the assertions that hold such a stage open (those whose value has a
+//! confidence sequence: error rates, goodput, latency percentiles and means, on absolute
+//! thresholds), their spread on the stage's confidence sequence (`stats::sequential`) instead of
+//! a fixed-sample interval — valid at the point the stage stopped, however it was chosen — and
+//! whether every one of them is decided, which stops the stage.
+
+use super::evaluate::{Context, judge_one};
+use super::grammar::{Aggregation, Assertion, Metric, Op, ScopedAssertion, Threshold};
+use super::spread::Spread;
+use super::verdict::{Across, SlaOutcome, VerdictInterval};
+use crate::metrics::{CountMetric, LatencyMetric, StageSummary};
+use crate::stats::{first_deciding, mean_sequence, proportion_sequence, quantile_sequence};
+
+/// Whether `assertion` can hold an `until-decided` stage open: its value has a confidence
+/// sequence. Throughputs, maxima, telemetry, `==` and baseline thresholds are judged as
+/// always at the stage's end, and do not keep it sending.
+pub fn decides_stage(assertion: &Assertion) -> bool {
+    if assertion.op == Op::Eq || !matches!(assertion.threshold, Threshold::Absolute(_)) {
+        return false;
+    }
+    match (assertion.metric, assertion.aggregation) {
+        (Metric::Count(CountMetric::ErrorRate | CountMetric::Goodput), _) => true,
+        (Metric::Latency(m), Some(Aggregation::Percentile(_) | Aggregation::Mean)) => {
+            m != LatencyMetric::SendLag
+        }
+        _ => false,
+    }
+}
+
+/// The spread of an assertion's value on an `until-decided` stage: its confidence sequence,
+/// tuned for `tuned_for` requests. `None` for an assertion that does not hold the stage
+/// ([`decides_stage`]) or a stage without stored histograms; it is judged as usual.
+pub(super) fn sequence_spread(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    confidence: f64,
+    tuned_for: u64,
+) -> Option<Spread> {
+    let Threshold::Absolute(threshold) = assertion.threshold else {
+        return None;
+    };
+    if !decides_stage(assertion) {
+        return None;
+    }
+    let interval = |low: f64, high: f64, units: u64| Spread::Interval {
+        interval: VerdictInterval {
+            low,
+            high,
+            confidence,
+            across: Across::Requests,
+            sequential: true,
+        },
+        units,
+    };
+    let sent = stage.requests.sent;
+    match (assertion.metric, assertion.aggregation) {
+        (Metric::Count(c), _) => {
+            let k = match c {
+                CountMetric::ErrorRate => stage.requests.failed,
+                _ => (stage.throughput.goodput_ratio * sent as f64).round() as u64,
+            };
+            let centre = threshold / 100.0;
+            let (low, high) = proportion_sequence(k, sent, centre, confidence, tuned_for).ok()?;
+            Some(interval(low * 100.0, high * 100.0, sent))
+        }
+        (Metric::Latency(m), Some(agg)) => {
+            let h = stage.histogram(m)?.ok()?;
+            let units = if m.spec().clustered {
+                stage.requests.ok
+            } else {
+                h.len()
+            };
+            let ms = |us: f64| us / 1e3;
+            match agg {
+                Aggregation::Percentile(p) => {
+                    let q = p.value();
+                    let (low, high) = quantile_sequence(&h, q, confidence, tuned_for, units).ok()?;
+                    Some(match (low, high) {
+                        (Some(l), Some(u)) => interval(ms(l), ms(u), units),
+                        (low, high) => Spread::TooFew {
+                            have: units,
+                            needed: both_bounds(q, confidence, tuned_for),
+                            of: Across::Requests,
+                            low: low.map(ms),
+                            high: high.map(ms),
+                        },
+                    })
+                }
+                _ => Some(match mean_sequence(&h, confidence, tuned_for, units).ok()? {
+                    Some((l, u)) => interval(ms(l), ms(u), units),
+                    None => Spread::TooFew {
+                        have: units,
+                        needed: crate::stats::MEAN_MIN_N,
+                        of: Across::Requests,
+                        low: None,
+                        high: None,
+                    },
+                }),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The fewest samples for which a quantile's sequence bounds it on both sides.
+fn both_bounds(p: f64, confidence: f64, tuned_for: u64) -> u64 {
+    first_deciding(1, u64::MAX / 2, 0, |n| {
+        crate::stats::quantile_ranks(n, p, confidence, tuned_for)
+            .is_ok_and(|r| r.low.is_some() && r.high.is_some())
+    })
+    .unwrap_or(u64::MAX)
+}
+
+/// Whether every assertion that holds `stage` open is decided on its numbers so far: the
+/// stage may stop sending. An assertion on an untrusted stage is undecided, as its verdict
+/// would be.
+pub fn all_decided(assertions: &[ScopedAssertion], stage: &StageSummary, cx: &Context<'_>) -> bool {
+    let mut any = false;
+    for a in assertions {
+        if a.stage.as_ref().is_some_and(|s| s != &stage.name) || !decides_stage(&a.assertion) {
+            continue;
+        }
+        any = true;
+        if judge_one(&a.assertion, stage, cx).outcome == SlaOutcome::Inconclusive {
+            return false;
+        }
+    }
+    any
+}
