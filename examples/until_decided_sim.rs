@@ -22,8 +22,8 @@ use infermeter::stats::{
     QuantileCi, proportion_sequence, quantile_interval, quantile_sequence, wilson,
 };
 use rand::rngs::ChaCha8Rng;
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, LogNormal};
+use rand::SeedableRng;
+use rand_distr::{Distribution, LogNormal, Uniform};
 
 const RATE: f64 = 20.0;
 const CONFIDENCE: f64 = 0.95;
@@ -48,7 +48,7 @@ impl Assertion {
         match self {
             Assertion::ErrorRate { truth, threshold } if truth == threshold => None,
             Assertion::ErrorRate { truth, threshold } => Some(truth < threshold),
-            Assertion::P95 { ratio } if ratio == 1.0 => None,
+            Assertion::P95 { ratio: 1.0 } => None,
             Assertion::P95 { ratio } => Some(ratio < 1.0),
         }
     }
@@ -117,8 +117,7 @@ fn decide(a: Assertion, t: &Tally, judge: Judge) -> Decision {
         Assertion::ErrorRate { threshold, .. } => {
             let (lo, hi) = match judge {
                 Judge::Sequence { tuned_for } => {
-                    proportion_sequence(t.failed, t.sent, threshold, CONFIDENCE, tuned_for)
-                        .unwrap()
+                    proportion_sequence(t.failed, t.sent, threshold, CONFIDENCE, tuned_for).unwrap()
                 }
                 Judge::Fixed => match wilson(t.failed, t.sent, CONFIDENCE).unwrap() {
                     Some(iv) => iv,
@@ -155,6 +154,7 @@ fn decide(a: Assertion, t: &Tally, judge: Judge) -> Decision {
 fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Decision, u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let latency = LogNormal::new(MEDIAN_US.ln(), SIGMA).unwrap();
+    let unit = Uniform::new(0.0, 1.0).unwrap();
     let mut seen = Tally::new();
     // In flight: (completion time in µs, latency, failed).
     let mut flight: BinaryHeap<Reverse<(u64, u64, bool)>> = BinaryHeap::new();
@@ -167,7 +167,7 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
         while sent < max && (sent as f64 / RATE * 1e6) < now_us as f64 {
             let at = (sent as f64 / RATE * 1e6) as u64;
             let l = latency.sample(&mut rng) as u64;
-            let failed = rng.random::<f64>() < a.error_rate();
+            let failed = unit.sample(&mut rng) < a.error_rate();
             flight.push(Reverse((at + l, l, failed)));
             sent += 1;
         }

@@ -109,17 +109,17 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
         path: settings.scenario.clone(),
         source,
     })?;
-    if let Some(n) = settings.rounds.filter(|n| *n > 1) {
-        if let Some(s) = plan.stages.iter().find(|s| s.until_decided.is_some()) {
-            return Err(Error::usage(
-                format!(
-                    "--rounds {n}: stage `{}` is `until-decided`, and rounds repeat the same \
-                     requests, which a stage that stops when decided does not send",
-                    s.name
-                ),
-                "leave out --rounds, or give the stage a fixed `requests` or `duration`",
-            ));
-        }
+    if let Some(n) = settings.rounds.filter(|n| *n > 1)
+        && let Some(s) = plan.stages.iter().find(|s| s.until_decided.is_some())
+    {
+        return Err(Error::usage(
+            format!(
+                "--rounds {n}: stage `{}` is `until-decided`, and rounds repeat the same \
+                 requests, which a stage that stops when decided does not send",
+                s.name
+            ),
+            "leave out --rounds, or give the stage a fixed `requests` or `duration`",
+        ));
     }
     if let Some(n) = settings.rounds {
         for s in plan

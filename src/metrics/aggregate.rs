@@ -226,7 +226,11 @@ impl StageAggregator {
 
     /// [`StageAggregator::snapshot`] with the histograms, for the confidence sequences an
     /// `until-decided` stage is judged on while it runs.
-    pub fn snapshot_with_histograms(&self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
+    pub fn snapshot_with_histograms(
+        &self,
+        clock: StageClock,
+        rules: &ValidityRules,
+    ) -> StageSummary {
         let mut s = self.summarize(&clock, rules);
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
         s

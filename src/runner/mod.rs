@@ -28,7 +28,5 @@ mod warmup;
 pub use barrier::{AgreedStart, Barrier, BarrierError, BarrierFuture, StepStart, Unsynchronised};
 pub use cpu::PollIdle;
 pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
-pub use options::{
-    LiveCheck, LiveJudgement, Observer, RunOptions, StageDecision, StageProgress,
-};
+pub use options::{LiveCheck, LiveJudgement, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunError, RunOutput, RunProblem, Stop, run};

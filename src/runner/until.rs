@@ -44,7 +44,8 @@ impl Until {
     /// open loop's in-flight ones come later), or seconds since its start.
     pub(super) fn look(&mut self, completed: u64, elapsed_s: f64) -> bool {
         self.record.looks += 1;
-        self.min_requests.is_none_or(|m| completed >= m) && self.min_s.is_none_or(|m| elapsed_s >= m)
+        self.min_requests.is_none_or(|m| completed >= m)
+            && self.min_s.is_none_or(|m| elapsed_s >= m)
     }
 
     /// What a snapshot at a look carries, so the verdicts on it use the stage's sequences.

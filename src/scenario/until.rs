@@ -152,7 +152,10 @@ pub(crate) fn check_scenario(ctx: &mut Ctx<'_>, s: &Scenario) {
         if stage.rounds.is_none() && s.rounds > 1 {
             refuse(
                 ctx,
-                format!("`{UNTIL_DECIDED}` cannot apply with the scenario's `rounds {}`", s.rounds),
+                format!(
+                    "`{UNTIL_DECIDED}` cannot apply with the scenario's `rounds {}`",
+                    s.rounds
+                ),
                 "repeated in rounds",
                 "give the stage `rounds 1`, or remove `until-decided`",
             );

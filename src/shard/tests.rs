@@ -31,6 +31,7 @@ fn open_stage(arrival: ArrivalSpec, seed: u64, count: u64) -> StagePlan {
         first_item: 0,
         rounds: 1,
         slice: Slice::WHOLE,
+        until_decided: None,
     }
 }
 

@@ -402,7 +402,14 @@ fn spread_of(
                 .filter(|_| stage.rounds.len() < 2)
                 .and_then(|u| {
                     super::sequential::sequence_spread(assertion, stage, confidence, u.tuned_for)
-                        .map(|s| (s, Build::Sequential { tuned_for: u.tuned_for }))
+                        .map(|s| {
+                            (
+                                s,
+                                Build::Sequential {
+                                    tuned_for: u.tuned_for,
+                                },
+                            )
+                        })
                 });
             Some(sequence.unwrap_or_else(|| (spread(metric, agg, stage, confidence), Build::Fixed)))
         }

@@ -43,7 +43,14 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
         (Metric::Count(CountMetric::ErrorRate | CountMetric::Goodput), _) => {
             // The best case is every request on the side that passes.
             let share = if below { 0.0 } else { 1.0 };
-            proportion_need(share, threshold / 100.0, clear, confidence, build, (1, SEARCH_CAP))
+            proportion_need(
+                share,
+                threshold / 100.0,
+                clear,
+                confidence,
+                build,
+                (1, SEARCH_CAP),
+            )
         }
         (Metric::Latency(m), Some(Aggregation::Percentile(p))) if m != LatencyMetric::SendLag => {
             let shares = if below {
@@ -58,7 +65,15 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
                 }
             };
             let one_sided = !m.spec().clustered;
-            quantile_need(p.value(), shares, clear, confidence, build, one_sided, (1, SEARCH_CAP))
+            quantile_need(
+                p.value(),
+                shares,
+                clear,
+                confidence,
+                build,
+                one_sided,
+                (1, SEARCH_CAP),
+            )
         }
         (Metric::Latency(m), Some(Aggregation::Mean)) if m != LatencyMetric::SendLag => {
             return Need::Requests(crate::stats::MEAN_MIN_N);
@@ -155,11 +170,25 @@ fn latency_need(
         Aggregation::Percentile(p) => {
             let shares = shares(h, threshold_ms * 1e3);
             let one_sided = !metric.spec().clustered;
-            quantile_need(p.value(), shares, clear, confidence, build, one_sided, (units + 1, cap))
+            quantile_need(
+                p.value(),
+                shares,
+                clear,
+                confidence,
+                build,
+                one_sided,
+                (units + 1, cap),
+            )
         }
         Aggregation::Mean => {
             let distance = (threshold_ms - h.mean() / 1e3).abs();
-            mean_need(h.stdev() / 1e3, distance, confidence, build, (units + 1, cap))
+            mean_need(
+                h.stdev() / 1e3,
+                distance,
+                confidence,
+                build,
+                (units + 1, cap),
+            )
         }
         Aggregation::Max | Aggregation::Min => return None,
     };
@@ -207,7 +236,15 @@ fn more_rounds(
     };
     let have = values.len() as u64;
     let cap = MoreNeeded::cap(Across::Rounds);
-    let need = quantile_need(0.5, shares, clear, confidence, Build::Fixed, false, (have + 1, cap));
+    let need = quantile_need(
+        0.5,
+        shares,
+        clear,
+        confidence,
+        Build::Fixed,
+        false,
+        (have + 1, cap),
+    );
     Some(match need.ok()? {
         Some(n) => MoreNeeded {
             count: n - have,
@@ -251,6 +288,9 @@ mod tests {
             0.95,
             Build::Sequential { tuned_for: 1_000 },
         );
-        assert!(matches!(seq, Need::Requests(n) if n > 381 && n < 600), "{seq:?}");
+        assert!(
+            matches!(seq, Need::Requests(n) if n > 381 && n < 600),
+            "{seq:?}"
+        );
     }
 }

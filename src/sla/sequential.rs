@@ -74,7 +74,8 @@ pub(super) fn sequence_spread(
             match agg {
                 Aggregation::Percentile(p) => {
                     let q = p.value();
-                    let (low, high) = quantile_sequence(&h, q, confidence, tuned_for, units).ok()?;
+                    let (low, high) =
+                        quantile_sequence(&h, q, confidence, tuned_for, units).ok()?;
                     Some(match (low, high) {
                         (Some(l), Some(u)) => interval(ms(l), ms(u), units),
                         (low, high) => Spread::TooFew {
@@ -86,16 +87,18 @@ pub(super) fn sequence_spread(
                         },
                     })
                 }
-                _ => Some(match mean_sequence(&h, confidence, tuned_for, units).ok()? {
-                    Some((l, u)) => interval(ms(l), ms(u), units),
-                    None => Spread::TooFew {
-                        have: units,
-                        needed: crate::stats::MEAN_MIN_N,
-                        of: Across::Requests,
-                        low: None,
-                        high: None,
+                _ => Some(
+                    match mean_sequence(&h, confidence, tuned_for, units).ok()? {
+                        Some((l, u)) => interval(ms(l), ms(u), units),
+                        None => Spread::TooFew {
+                            have: units,
+                            needed: crate::stats::MEAN_MIN_N,
+                            of: Across::Requests,
+                            low: None,
+                            high: None,
+                        },
                     },
-                }),
+                ),
             }
         }
         _ => None,

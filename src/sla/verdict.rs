@@ -77,7 +77,7 @@ fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -111,11 +111,7 @@ impl std::fmt::Display for MoreNeeded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let noun = self.of.noun();
         if !self.capped {
-            return write!(
-                f,
-                "about {} more {noun} would likely decide it",
-                self.count
-            );
+            return write!(f, "about {} more {noun} would likely decide it", self.count);
         }
         let cap = grouped(MoreNeeded::cap(self.of));
         match self.of {

@@ -169,7 +169,7 @@ pub fn mean_need(
     (from, cap): (u64, u64),
 ) -> Result<Option<u64>, StatsError> {
     let z = super::z(confidence)?;
-    if !(distance > 0.0) || !sd.is_finite() {
+    if distance.is_nan() || distance <= 0.0 || !sd.is_finite() {
         return Ok(None);
     }
     let from = from.max(super::MEAN_MIN_N);
@@ -225,8 +225,8 @@ mod tests {
                 (0.5, 0.2, Clear::Above),
                 (0.97, 0.95, Clear::Above),
             ] {
-                let got = proportion_need(share, threshold, clear, 0.95, build, (1, 60_000))
-                    .unwrap();
+                let got =
+                    proportion_need(share, threshold, clear, 0.95, build, (1, 60_000)).unwrap();
                 let z = crate::stats::z(0.95).unwrap();
                 let m = BetaMixture::new(threshold, 0.95, 300).unwrap();
                 let want = brute(60_000, |n| {
@@ -260,9 +260,8 @@ mod tests {
             ] {
                 let shares = Shares { below, above };
                 for one_sided in [true, false] {
-                    let got =
-                        quantile_need(p, shares, clear, 0.95, build, one_sided, (1, 20_000))
-                            .unwrap();
+                    let got = quantile_need(p, shares, clear, 0.95, build, one_sided, (1, 20_000))
+                        .unwrap();
                     let want = brute(20_000, |n| {
                         quantile_need(p, shares, clear, 0.95, build, one_sided, (n, n))
                             .unwrap()
@@ -277,7 +276,15 @@ mod tests {
             below: 1.0,
             above: 0.0,
         };
-        let p99 = quantile_need(0.99, all_below, Clear::Below, 0.95, Build::Fixed, true, (1, 1e6 as u64));
+        let p99 = quantile_need(
+            0.99,
+            all_below,
+            Clear::Below,
+            0.95,
+            Build::Fixed,
+            true,
+            (1, 1e6 as u64),
+        );
         assert_eq!(p99.unwrap(), Some(299));
     }
 
@@ -288,11 +295,20 @@ mod tests {
         // z·sd/√n < d: n > (1.96·10/1)² = 384.1.
         let n = mean_need(10.0, 1.0, 0.95, Build::Fixed, (1, 1_000)).unwrap();
         assert_eq!(n, Some(385));
-        let seq = mean_need(10.0, 1.0, 0.95, Build::Sequential { tuned_for: 385 }, (1, 10_000))
-            .unwrap()
-            .unwrap();
+        let seq = mean_need(
+            10.0,
+            1.0,
+            0.95,
+            Build::Sequential { tuned_for: 385 },
+            (1, 10_000),
+        )
+        .unwrap()
+        .unwrap();
         assert!(seq > 385, "{seq}");
-        assert_eq!(mean_need(1.0, 0.0, 0.95, Build::Fixed, (1, 10)).unwrap(), None);
+        assert_eq!(
+            mean_need(1.0, 0.0, 0.95, Build::Fixed, (1, 10)).unwrap(),
+            None
+        );
     }
 
     #[test]

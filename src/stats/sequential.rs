@@ -130,7 +130,7 @@ impl BetaMixture {
         let low = if keeps(0) {
             0
         } else {
-            first_true(0, centre, &keeps)
+            first_true(0, centre, keeps)
         };
         let high = if keeps(n) {
             n
@@ -377,8 +377,14 @@ mod tests {
         }
         // α = 5 % bounds the share; 3 standard errors of slack for 400 runs.
         let limit = (0.05 + 3.0 * (0.05f64 * 0.95 / RUNS as f64).sqrt()) * RUNS as f64;
-        assert!((missed_p as f64) <= limit, "proportion missed in {missed_p} of {RUNS}");
-        assert!((missed_q as f64) <= limit, "quantile missed in {missed_q} of {RUNS}");
+        assert!(
+            (missed_p as f64) <= limit,
+            "proportion missed in {missed_p} of {RUNS}"
+        );
+        assert!(
+            (missed_q as f64) <= limit,
+            "quantile missed in {missed_q} of {RUNS}"
+        );
     }
 
     #[test]
@@ -399,7 +405,9 @@ mod tests {
     #[test]
     fn a_mean_sequence_is_wider_than_its_fixed_interval_and_shrinks() {
         assert_eq!(mean_sequence_half_width(1.0, 29, 0.95, 100).unwrap(), None);
-        let h100 = mean_sequence_half_width(1.0, 100, 0.95, 100).unwrap().unwrap();
+        let h100 = mean_sequence_half_width(1.0, 100, 0.95, 100)
+            .unwrap()
+            .unwrap();
         let h10k = mean_sequence_half_width(1.0, 10_000, 0.95, 100)
             .unwrap()
             .unwrap();
