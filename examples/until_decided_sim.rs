@@ -21,8 +21,8 @@ use hdrhistogram::Histogram;
 use infermeter::stats::{
     QuantileCi, proportion_sequence, quantile_interval, quantile_sequence, wilson,
 };
-use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
+use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal, Uniform};
 
 const RATE: f64 = 20.0;

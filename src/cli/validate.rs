@@ -36,6 +36,10 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                     v.datasets,
                     v.stages
                 );
+                print!("{}", v.needs);
+                for row in v.needs.short() {
+                    eprintln!("warning: {}: {}", file.display(), app::need_warning(row));
+                }
                 if let Some(b) = v.missing_baseline {
                     eprintln!(
                         "note: {}: its baseline {} does not exist yet (`run` needs it)",

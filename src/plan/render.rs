@@ -133,6 +133,23 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
     };
     writeln!(out, "  load      {load}")?;
     let count = stage.request_count();
+    if let Some(rule) = stage.until_decided {
+        let least = match (rule.min_requests, rule.min_duration) {
+            (_, Some(d)) => format!("for {d}"),
+            (Some(n), None) => n.to_string(),
+            (None, None) => "its minimum".to_string(),
+        };
+        let most = match (count, stage.duration) {
+            (Some(n), _) => format!("{n}"),
+            (None, Some(d)) => format!("for {d}"),
+            (None, None) => "unbounded".to_string(),
+        };
+        writeln!(
+            out,
+            "  requests  {least}, then until every assertion is decided, at most {most} \
+             (until-decided)"
+        )?;
+    }
     match (count, stage.duration) {
         (Some(n), Some(d)) => writeln!(out, "  requests  {n} (within {d})")?,
         (Some(n), None) => writeln!(out, "  requests  {n}")?,

@@ -111,6 +111,9 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
             let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
         }
     }
+    if let Some(u) = &s.until_decided {
+        let _ = writeln!(out, "    {}", until_sentence(u));
+    }
     for note in &s.notes {
         let _ = writeln!(out, "    note: {note}");
     }
@@ -136,6 +139,31 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
 }
 
 /// The SLA verdicts, one line each (and why, when undecided or failed).
+/// "until-decided: decided after 143 requests (4.2 s, 5 looks); at most 20000".
+pub(crate) fn until_sentence(u: &crate::metrics::UntilDecided) -> String {
+    use crate::metrics::UntilStop;
+    let max = match (u.max_requests, u.max_s) {
+        (Some(n), _) => format!("at most {n} requests"),
+        (None, Some(s)) => format!("at most {s:.0} s"),
+        (None, None) => "no maximum".to_string(),
+    };
+    let how = match u.stopped {
+        UntilStop::Decided => format!(
+            "decided after {} requests ({:.1} s, {} looks); in-flight requests then drained",
+            u.stopped_at_requests, u.stopped_at_s, u.looks
+        ),
+        UntilStop::MaxReached => format!(
+            "not decided within its maximum ({} requests, {:.1} s)",
+            u.stopped_at_requests, u.stopped_at_s
+        ),
+        UntilStop::Interrupted => format!(
+            "stopped before it was decided ({} requests, {:.1} s)",
+            u.stopped_at_requests, u.stopped_at_s
+        ),
+    };
+    format!("until-decided: {how}; {max}; verdicts on confidence sequences")
+}
+
 fn sla_lines(out: &mut String, r: &Results, color: bool) {
     let _ = writeln!(out, "\nSLA");
     for v in &r.sla {

@@ -272,7 +272,12 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             .as_ref()
             .map(super::attribution::source_text)
             .unwrap_or_default(),
-        notes: s.notes.clone(),
+        notes: s
+            .until_decided
+            .iter()
+            .map(super::summary::until_sentence)
+            .chain(s.notes.iter().cloned())
+            .collect(),
         retried: s.requests.retried,
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()

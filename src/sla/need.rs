@@ -66,7 +66,7 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
             };
             let one_sided = !m.spec().clustered;
             quantile_need(
-                p.value(),
+                p.value() / 100.0,
                 shares,
                 clear,
                 confidence,
@@ -171,7 +171,7 @@ fn latency_need(
             let shares = shares(h, threshold_ms * 1e3);
             let one_sided = !metric.spec().clustered;
             quantile_need(
-                p.value(),
+                p.value() / 100.0,
                 shares,
                 clear,
                 confidence,

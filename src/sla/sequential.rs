@@ -73,7 +73,7 @@ pub(super) fn sequence_spread(
             let ms = |us: f64| us / 1e3;
             match agg {
                 Aggregation::Percentile(p) => {
-                    let q = p.value();
+                    let q = p.value() / 100.0;
                     let (low, high) =
                         quantile_sequence(&h, q, confidence, tuned_for, units).ok()?;
                     Some(match (low, high) {

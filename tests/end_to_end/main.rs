@@ -34,5 +34,6 @@ mod scenario_cli;
 mod sessions;
 mod telemetry_run;
 mod tokenizer_file;
+mod until_decided;
 mod warmup_run;
 mod workloads;
