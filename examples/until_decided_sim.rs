@@ -7,8 +7,8 @@
 //! A stage sends 20 requests a second on a fixed schedule; each request has a latency drawn
 //! from a lognormal (median 1 s, σ 0.5) and fails with the case's error rate. Once a second the
 //! stage looks at the requests completed so far (the slow ones sent recently are still in
-//! flight, as in a real run) and stops sending when the assertion is decided on its
-//! confidence sequence — `stats::proportion_sequence` for an error rate,
+//! flight, as in a real run, and are taken as unknown: a failure or not, any latency) and
+//! stops sending when the assertion is decided on its confidence sequence — `stats::proportion_sequence` for an error rate,
 //! `stats::quantile_sequence` for a percentile, the functions the verdicts use — once it has
 //! its minimum. The requests in flight are then drained, and the final verdict is taken on
 //! every request sent, as a stage's is. Every run is seeded (run i uses seed i), so the
@@ -112,12 +112,17 @@ enum Judge {
     Fixed,
 }
 
-fn decide(a: Assertion, t: &Tally, judge: Judge) -> Decision {
+/// The decision on what the stage has recorded, with `pending` requests in flight whose
+/// values are unknown: the sequence holds whatever they turn out to be, as the runner's looks
+/// do (the fixed interval, the naive way, looks at the recorded ones alone).
+fn decide(a: Assertion, t: &Tally, judge: Judge, pending: u64) -> Decision {
     let (low, high, threshold) = match a {
         Assertion::ErrorRate { threshold, .. } => {
             let (lo, hi) = match judge {
                 Judge::Sequence { tuned_for } => {
-                    proportion_sequence(t.failed, t.sent, threshold, CONFIDENCE, tuned_for).unwrap()
+                    let n = t.sent + pending;
+                    let seq = |k| proportion_sequence(k, n, threshold, CONFIDENCE, tuned_for);
+                    (seq(t.failed).unwrap().0, seq(t.failed + pending).unwrap().1)
                 }
                 Judge::Fixed => match wilson(t.failed, t.sent, CONFIDENCE).unwrap() {
                     Some(iv) => iv,
@@ -130,7 +135,7 @@ fn decide(a: Assertion, t: &Tally, judge: Judge) -> Decision {
             let h = &t.latency;
             let (lo, hi) = match judge {
                 Judge::Sequence { tuned_for } => {
-                    quantile_sequence(h, 0.95, CONFIDENCE, tuned_for, h.len()).unwrap()
+                    quantile_sequence(h, 0.95, CONFIDENCE, tuned_for, (h.len(), pending)).unwrap()
                 }
                 Judge::Fixed => match quantile_interval(h, 0.95, CONFIDENCE).unwrap() {
                     QuantileCi::Interval(iv) => (Some(iv.low), Some(iv.high)),
@@ -178,7 +183,8 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
             flight.pop();
             seen.add(l, failed);
         }
-        if seen.sent >= min && decide(a, &seen, judge) != Decision::Undecided {
+        let pending = flight.len() as u64;
+        if seen.sent >= min && decide(a, &seen, judge, pending) != Decision::Undecided {
             break;
         }
     }
@@ -186,7 +192,7 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
     for Reverse((_, l, failed)) in flight.drain() {
         seen.add(l, failed);
     }
-    (decide(a, &seen, judge), sent)
+    (decide(a, &seen, judge, 0), sent)
 }
 
 /// A fixed `requests N` stage judged once at its end.

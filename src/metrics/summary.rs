@@ -319,6 +319,22 @@ pub struct UntilDecided {
     pub stopped_at_requests: u64,
     /// How many times the stage was judged while it ran.
     pub looks: u32,
+    /// At a look while the stage runs: the requests begun whose values are not known yet.
+    /// Never in a finished stage's summary.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub pending: Option<Pending>,
+}
+
+/// Requests an `until-decided` stage has begun but not yet recorded, at a look: the
+/// verdicts then hold whatever those turn out to be (a failure or a success, a latency from
+/// 0 to `longest_ms`), so that a stage stopped on them is decided the same way once they
+/// are drained.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pending {
+    pub requests: u64,
+    /// The longest a successful request's latency can be: its timeout.
+    pub longest_ms: f64,
 }
 
 /// Why an `until-decided` stage stopped sending.

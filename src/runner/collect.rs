@@ -46,6 +46,8 @@ pub struct Live {
     pub decided: CancellationToken,
     /// An `until-decided` stage's rule.
     pub until: Option<super::until::Until>,
+    /// Requests the stage has begun (see `StageShared::started`).
+    pub begun: Arc<std::sync::atomic::AtomicU64>,
     /// The stage's clock start, set once sending begins (checks wait for it).
     pub t0: Arc<OnceLock<Instant>>,
     /// What the snapshot's validity rules know of the stage beyond its records.
@@ -76,10 +78,17 @@ impl Live {
         let secs = elapsed.as_secs_f64();
         // Past its minimum, an `until-decided` stage is judged on its confidence sequences,
         // which read the histograms (encoded once a second, off the requests' path).
+        // Read after the records folded so far, so that a request finishing in between is
+        // counted twice rather than not at all: its value is then taken as unknown.
+        let done = agg.done();
+        let pending = self
+            .begun
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_sub(done);
         let past_minimum = self
             .until
             .as_mut()
-            .and_then(|u| u.look(agg.done(), secs).then(|| u.snapshot_record()));
+            .and_then(|u| u.look(done, secs).then(|| u.snapshot_record(pending)));
         let snapshot = match past_minimum {
             Some(record) => {
                 let mut s = agg.snapshot_with_histograms(clock, &self.rules);

@@ -109,6 +109,7 @@ impl StageRunner<'_> {
         // the live check.
         let stop = self.opts.interrupt.child_token();
         let decided = CancellationToken::new();
+        let begun = Arc::new(AtomicU64::new(0));
         let started = Arc::new(std::sync::OnceLock::new());
         let live = live
             .then_some(self.opts.live_check.as_ref())
@@ -125,7 +126,8 @@ impl StageRunner<'_> {
                 },
                 rules: self.opts.validity,
                 decided: decided.clone(),
-                until: super::until::Until::of(stage),
+                until: super::until::Until::of(stage, self.plan.target.request.timeout),
+                begun: begun.clone(),
             });
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
 
@@ -175,6 +177,7 @@ impl StageRunner<'_> {
             cancel: cancel.clone(),
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
+            started: begun,
             salt: self.salt_seed.map(|seed| {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))
@@ -286,9 +289,9 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        let until = finished
-            .until
-            .or_else(|| super::until::Until::of(stage).filter(|_| judged_live));
+        let until = finished.until.or_else(|| {
+            super::until::Until::of(stage, self.plan.target.request.timeout).filter(|_| judged_live)
+        });
         summary.until_decided = until.map(|u| {
             let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
             u.finish(

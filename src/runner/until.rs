@@ -4,18 +4,21 @@
 
 use crate::metrics::{UntilDecided, UntilStop};
 use crate::plan::{Load, StagePlan};
+use crate::units::Duration;
 
 /// A running `until-decided` stage's rule and looks so far.
 #[derive(Debug, Clone)]
 pub(super) struct Until {
     min_requests: Option<u64>,
     min_s: Option<f64>,
+    /// The longest a successful request can take (the request timeout), in ms.
+    timeout_ms: f64,
     record: UntilDecided,
 }
 
 impl Until {
-    /// The rule of `stage`, when it is `until-decided`.
-    pub(super) fn of(stage: &StagePlan) -> Option<Until> {
+    /// The rule of `stage`, when it is `until-decided`; `timeout` is the requests' own.
+    pub(super) fn of(stage: &StagePlan, timeout: Duration) -> Option<Until> {
         let rule = stage.until_decided?;
         let max_requests = match &stage.load {
             Load::Open { schedule, .. } => Some(schedule.count()),
@@ -26,6 +29,7 @@ impl Until {
             // A duration minimum is kept by the clock; its count only tunes the sequences.
             min_requests: rule.min_requests.filter(|_| min_s.is_none()),
             min_s,
+            timeout_ms: timeout.as_secs_f64() * 1e3,
             record: UntilDecided {
                 min_requests: rule.min_requests,
                 min_s,
@@ -36,6 +40,7 @@ impl Until {
                 stopped_at_s: 0.0,
                 stopped_at_requests: 0,
                 looks: 0,
+                pending: None,
             },
         })
     }
@@ -48,9 +53,16 @@ impl Until {
             && self.min_s.is_none_or(|m| elapsed_s >= m)
     }
 
-    /// What a snapshot at a look carries, so the verdicts on it use the stage's sequences.
-    pub(super) fn snapshot_record(&self) -> UntilDecided {
-        self.record.clone()
+    /// What a snapshot at a look carries, so the verdicts on it use the stage's sequences,
+    /// with the `pending` requests begun but not yet folded taken as unknown.
+    pub(super) fn snapshot_record(&self, pending: u64) -> UntilDecided {
+        UntilDecided {
+            pending: Some(crate::metrics::Pending {
+                requests: pending,
+                longest_ms: self.timeout_ms,
+            }),
+            ..self.record.clone()
+        }
     }
 
     /// The record of the finished stage: decided at a look (seconds, requests completed), or

@@ -458,10 +458,12 @@ impl Draft {
         let need_of = |build| {
             assertions
                 .iter()
-                .filter_map(|(s, a)| match fewest_to_pass(a, SCAFFOLD_CONFIDENCE, build) {
-                    Need::Requests(n) => Some((n, s.clone())),
-                    _ => None,
-                })
+                .filter_map(
+                    |(s, a)| match fewest_to_pass(a, SCAFFOLD_CONFIDENCE, build) {
+                        Need::Requests(n) => Some((n, s.clone())),
+                        _ => None,
+                    },
+                )
                 .max_by_key(|(n, _)| *n)
         };
         let (need, sla) = need_of(Build::Fixed)?;
@@ -573,7 +575,11 @@ mod tests {
             slas: vec!["ttft.p95 < 200ms".into(), "itl.p99 < 40ms".into()],
             ..Draft::default()
         };
-        assert!(short.to_kdl().contains("requests 200 until-decided max=1200"));
+        assert!(
+            short
+                .to_kdl()
+                .contains("requests 200 until-decided max=1200")
+        );
 
         // Enough requests: written as given.
         let enough = Draft {
@@ -581,6 +587,9 @@ mod tests {
             ..Draft::default()
         };
         let kdl = enough.to_kdl();
-        assert!(kdl.contains("requests 500    //") && !kdl.contains("until-decided"), "{kdl}");
+        assert!(
+            kdl.contains("requests 500    //") && !kdl.contains("until-decided"),
+            "{kdl}"
+        );
     }
 }

@@ -53,6 +53,9 @@ pub(super) fn sequence_spread(
         units,
     };
     let sent = stage.requests.sent;
+    // At a look, requests begun and not yet recorded: the bounds hold whatever they become.
+    let pending = stage.until_decided.as_ref().and_then(|u| u.pending);
+    let (more, longest_ms) = pending.map_or((0, 0.0), |p| (p.requests, p.longest_ms));
     match (assertion.metric, assertion.aggregation) {
         (Metric::Count(c), _) => {
             let k = match c {
@@ -60,8 +63,11 @@ pub(super) fn sequence_spread(
                 _ => (stage.throughput.goodput_ratio * sent as f64).round() as u64,
             };
             let centre = threshold / 100.0;
-            let (low, high) = proportion_sequence(k, sent, centre, confidence, tuned_for).ok()?;
-            Some(interval(low * 100.0, high * 100.0, sent))
+            // The pending requests all on one side for the low end, all on the other for the high.
+            let n = sent + more;
+            let (low, _) = proportion_sequence(k, n, centre, confidence, tuned_for).ok()?;
+            let (_, high) = proportion_sequence(k + more, n, centre, confidence, tuned_for).ok()?;
+            Some(interval(low * 100.0, high * 100.0, n))
         }
         (Metric::Latency(m), Some(agg)) => {
             let h = stage.histogram(m)?.ok()?;
@@ -75,11 +81,11 @@ pub(super) fn sequence_spread(
                 Aggregation::Percentile(p) => {
                     let q = p.value() / 100.0;
                     let (low, high) =
-                        quantile_sequence(&h, q, confidence, tuned_for, units).ok()?;
+                        quantile_sequence(&h, q, confidence, tuned_for, (units, more)).ok()?;
                     Some(match (low, high) {
-                        (Some(l), Some(u)) => interval(ms(l), ms(u), units),
+                        (Some(l), Some(u)) => interval(ms(l), ms(u), units + more),
                         (low, high) => Spread::TooFew {
-                            have: units,
+                            have: units + more,
                             needed: both_bounds(q, confidence, tuned_for),
                             of: Across::Requests,
                             low: low.map(ms),
@@ -89,7 +95,16 @@ pub(super) fn sequence_spread(
                 }
                 _ => Some(
                     match mean_sequence(&h, confidence, tuned_for, units).ok()? {
-                        Some((l, u)) => interval(ms(l), ms(u), units),
+                        Some((l, u)) => {
+                            // The pending requests' latencies lie in [0, their timeout]: the
+                            // mean of all is at least the known ones' share of the low end,
+                            // at most that of the high end plus the pending share of the
+                            // timeout (an approximation, as the mean's sequence itself is).
+                            let (n, p) = (units as f64, more as f64);
+                            let low = ms(l) * n / (n + p);
+                            let high = (ms(u) * n + longest_ms * p) / (n + p);
+                            interval(low, high, units + more)
+                        }
                         None => Spread::TooFew {
                             have: units,
                             needed: crate::stats::MEAN_MIN_N,

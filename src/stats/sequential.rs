@@ -250,30 +250,41 @@ pub fn mean_sequence_half_width(
 /// the samples come from (the requests whose token gaps an ITL histogram holds): with fewer
 /// units than samples the ranks are taken among the units and read at the same quantiles of
 /// the whole histogram, as the fixed-sample intervals are (`metrics::sample_intervals_of`).
+///
+/// `pending` more units are part of the sample but not yet in `h` (requests in flight at a
+/// look): their values may be anything, so they are taken as 0 for the lower bound and as
+/// unbounded for the upper, and the bounds hold whatever they turn out to be.
 pub fn quantile_sequence(
     h: &Histogram<u64>,
     p: f64,
     confidence: f64,
     tuned_for: u64,
-    units: u64,
+    (units, pending): (u64, u64),
 ) -> Result<(Option<f64>, Option<f64>), StatsError> {
     let index = RankIndex::new(h);
     let n = index.n();
     let units = units.min(n);
-    let ranks = quantile_ranks(units, p, confidence, tuned_for)?;
+    let ranks = quantile_ranks(units + pending, p, confidence, tuned_for)?;
+    // Ranks among the known units: the pending ones sort first for the lower bound (a rank
+    // among them bounds at 0) and last for the upper (a rank among them bounds nothing).
+    let low_rank = ranks
+        .low
+        .map(|l| l.checked_sub(pending).filter(|&k| k >= 1));
+    let high_rank = ranks.high.filter(|&r| r <= units);
     if units < n {
         let u = units as f64;
-        let low = ranks
-            .low
-            .map(|l| h.lowest_equivalent(h.value_at_quantile((l as f64 - 1.0) / u)) as f64);
-        let high = ranks
-            .high
-            .map(|r| h.highest_equivalent(h.value_at_quantile(r as f64 / u)) as f64);
+        let low = low_rank.map(|k| {
+            k.map_or(0.0, |k| {
+                h.lowest_equivalent(h.value_at_quantile((k as f64 - 1.0) / u)) as f64
+            })
+        });
+        let high =
+            high_rank.map(|r| h.highest_equivalent(h.value_at_quantile(r as f64 / u)) as f64);
         return Ok((low, high));
     }
     Ok((
-        ranks.low.map(|l| index.bucket(l).0 as f64),
-        ranks.high.map(|r| index.bucket(r).1 as f64),
+        low_rank.map(|k| k.map_or(0.0, |k| index.bucket(k).0 as f64)),
+        high_rank.map(|r| index.bucket(r).1 as f64),
     ))
 }
 

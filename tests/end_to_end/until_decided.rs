@@ -26,7 +26,7 @@ sla { untrusted "judge"; }
 #[test]
 fn a_plainly_met_assertion_stops_the_stage_early() {
     let dir = tempfile::tempdir().unwrap();
-    let text = format!(
+    let src = format!(
         r#"{SIM}
 stage "main" {{
     dataset "d"
@@ -36,7 +36,7 @@ stage "main" {{
 }}
 "#
     );
-    let path = scenario(dir.path(), "s.kdl", &text);
+    let path = scenario(dir.path(), "s.kdl", &src);
     let out = dir.path().join("out");
     let o = run(&path, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
@@ -61,7 +61,7 @@ stage "main" {{
 fn an_undecidable_assertion_sends_the_maximum_and_ends_inconclusive() {
     let dir = tempfile::tempdir().unwrap();
     // No error among 60 requests cannot show a rate under 0.1 %: that takes thousands.
-    let text = format!(
+    let src = format!(
         r#"{SIM}
 stage "main" {{
     dataset "d"
@@ -71,7 +71,7 @@ stage "main" {{
 }}
 "#
     );
-    let path = scenario(dir.path(), "s.kdl", &text);
+    let path = scenario(dir.path(), "s.kdl", &src);
     let out = dir.path().join("out");
     let o = run(&path, &out, &[]);
     assert_eq!(o.status.code(), Some(4), "{}", describe(&o));
@@ -82,8 +82,7 @@ stage "main" {{
     let v = &r["sla"][0];
     assert_eq!(v["outcome"], "inconclusive", "{v}");
     assert_eq!(v["interval"]["sequential"], true, "{v}");
-    let (_, err) = text(&o);
-    let (outp, _) = text(&o);
+    let (outp, err) = text(&o);
     let both = format!("{outp}{err}");
     assert!(both.contains("confidence sequence"), "{both}");
 }
@@ -91,7 +90,7 @@ stage "main" {{
 #[test]
 fn the_plan_carries_the_rule_and_validate_says_what_each_assertion_needs() {
     let dir = tempfile::tempdir().unwrap();
-    let text = format!(
+    let src = format!(
         r#"{SIM}
 stage "short" {{
     dataset "d"
@@ -107,13 +106,16 @@ stage "long" {{
 }}
 "#
     );
-    let path = scenario(dir.path(), "s.kdl", &text);
+    let path = scenario(dir.path(), "s.kdl", &src);
     let p = path.to_str().unwrap();
     let v = infermeter(&["validate", p]);
     assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
-    let (out, err) = crate::support::text(&v);
+    let (out, err) = text(&v);
     assert!(out.contains("381") && out.contains("TOO FEW"), "{out}");
-    assert!(err.contains("stage `short`") && err.contains("never pass"), "{err}");
+    assert!(
+        err.contains("stage `short`") && err.contains("never pass"),
+        "{err}"
+    );
     assert!(!err.contains("stage `long`"), "{err}");
     let plan = infermeter(&["plan", p, "--format", "json"]);
     assert_eq!(plan.status.code(), Some(0), "{}", describe(&plan));
@@ -140,5 +142,9 @@ stage "main" {{
     );
     let o = infermeter(&["validate", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
-    assert!(text(&o).1.contains("below the stage's minimum"), "{}", describe(&o));
+    assert!(
+        text(&o).1.contains("below the stage's minimum"),
+        "{}",
+        describe(&o)
+    );
 }
