@@ -563,7 +563,7 @@ mod tests {
         // The defaults: about 300 requests (5/s for 60 s) against `error_rate < 1%` (381).
         let kdl = Draft::default().to_kdl();
         assert!(
-            kdl.contains("duration \"60s\" until-decided max=\"320s\""),
+            kdl.contains("duration \"1m\" until-decided max=\"320s\""),
             "{kdl}"
         );
         assert!(kdl.contains("needs at least 381 requests"), "{kdl}");

@@ -11,7 +11,7 @@
 //!   sequence with k successes in n, M_n(p) = B(a + k, b + n − k)/B(a, b) / (pᵏ(1 − p)ⁿ⁻ᵏ)
 //!   is a martingale under p; the sequence is {p : M_n(p) < 1/α};
 //! - a quantile q_p (Howard & Ramdas 2022, "Sequential estimation of quantiles with
-//!   applications to A/B-testing and best-arm identification", Bernoulli 28(3), §2): the
+//!   applications to A/B-testing and best-arm identification", Bernoulli 28, 2022): the
 //!   number of samples at or below q_p is such a Bernoulli(p) count, so the same boundary
 //!   bounds it for all n at once, [k_lo(n), k_hi(n)], and the order statistics
 //!   [X₍k_lo₎, X₍k_hi+1₎] hold q_p at every n;
@@ -21,8 +21,10 @@
 //!   as asymptotic as the fixed-sample normal interval of a mean.
 //!
 //! Each mixture is tuned to be tightest at `tuned_for` samples (the stage's planned count):
-//! its spread ρ solves x = −2 ln α + ln(1 + x) for x = n·ρ (Howard et al. 2021, §3.5), at
-//! n = `tuned_for`. Any fixed tuning is valid; it only moves where the sequence is tightest.
+//! its spread ρ solves x = −2 ln α + ln(1 + x) for x = n·ρ, at n = `tuned_for` (the tuning
+//! rule of Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric,
+//! nonasymptotic confidence sequences", Ann. Statist. 49). Any fixed tuning is valid; it only
+//! moves where the sequence is tightest. docs/statistics.md states the assumptions.
 
 use hdrhistogram::Histogram;
 
@@ -224,7 +226,7 @@ pub fn proportion_sequence(
 
 /// The half-width of the asymptotic confidence sequence of a mean after n samples with
 /// standard deviation `sd`: σ̂·√(2(nρ² + 1)/(n²ρ²) · ln(√(nρ² + 1)/α)), ρ² = x/n* (two-sided,
-/// Waudby-Smith et al. 2024, eq. 14). `None` under [`super::MEAN_MIN_N`] samples.
+/// Waudby-Smith et al. 2024). `None` under [`super::MEAN_MIN_N`] samples.
 pub fn mean_sequence_half_width(
     sd: f64,
     n: u64,
@@ -411,6 +413,29 @@ mod tests {
         let (l, h) = (r.low.unwrap(), r.high.unwrap());
         assert!(l < 950 && 950 < h && h <= 1_000, "{l} {h}");
         assert!(quantile_ranks(100, 1.5, 0.95, 100).is_err());
+    }
+
+    #[test]
+    fn pending_units_widen_a_quantile_sequence_whatever_they_turn_out_to_be() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 1_000_000, 3).unwrap();
+        for v in 1..=1_000u64 {
+            h.record(v * 100).unwrap();
+        }
+        let (lo, hi) = quantile_sequence(&h, 0.5, 0.95, 1_000, (1_000, 0)).unwrap();
+        let (lo, hi) = (lo.unwrap(), hi.unwrap());
+        let (plo, phi) = quantile_sequence(&h, 0.5, 0.95, 1_000, (1_000, 100)).unwrap();
+        let (plo, phi) = (plo.unwrap(), phi.unwrap());
+        assert!(plo < lo && hi < phi, "[{plo}, {phi}] vs [{lo}, {hi}]");
+        // The pending 100 at either extreme: the bounds of all 1,100 lie inside the widened.
+        for extreme in [1u64, 999_000] {
+            let mut all = h.clone();
+            all.record_n(extreme, 100).unwrap();
+            let (alo, ahi) = quantile_sequence(&all, 0.5, 0.95, 1_000, (1_100, 0)).unwrap();
+            assert!(plo <= alo.unwrap() && ahi.unwrap() <= phi, "{extreme}");
+        }
+        // More pending than known: no upper bound, a lower bound of 0.
+        let (zlo, zhi) = quantile_sequence(&h, 0.5, 0.95, 1_000, (1_000, 5_000)).unwrap();
+        assert_eq!((zlo, zhi), (Some(0.0), None));
     }
 
     #[test]
