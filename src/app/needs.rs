@@ -132,11 +132,11 @@ pub fn warning(row: &AssertionNeed) -> String {
         ),
         (Need::Requests(n), Some(p)) => format!(
             "`{}` on stage `{}`: the stage sends {p} requests, and it needs at least {n} to \
-             pass, so it can fail but never pass; send {n} or more, or write `requests {p} \
-             until-decided max={}`",
+             pass, so it can fail but never pass; send {n} or more, or let it send until \
+             decided (`requests {p} until-decided max={}`, docs/sla.md)",
             row.assertion,
             row.stage,
-            (n * 2).max(p),
+            ((n * 4).div_ceil(100) * 100).max(p),
         ),
         _ => String::new(),
     }
@@ -186,7 +186,7 @@ mod tests {
             "{shown}"
         );
         let w = warning(&n.rows[0]);
-        assert!(w.contains("until-decided max=762"), "{w}");
+        assert!(w.contains("until-decided max=1600"), "{w}");
     }
 
     #[test]

@@ -120,6 +120,7 @@ stage "long" {{
     let plan = infermeter(&["plan", p, "--format", "json"]);
     assert_eq!(plan.status.code(), Some(0), "{}", describe(&plan));
     let json: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let json = &json["plan"];
     let long = &json["stages"][1];
     assert_eq!(long["until_decided"]["min_requests"], 200, "{long}");
     assert_eq!(long["max_requests"], 2000, "{long}");
