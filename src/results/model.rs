@@ -10,9 +10,10 @@ use crate::protocol::Api;
 use crate::sla::{Baseline, InconclusiveAs, SlaOutcome, SlaVerdict, Untrusted};
 use crate::telemetry::TelemetryReport;
 
-/// 3: additions only (`until_decided` stages, sequential intervals, capped hints). 2: whole
-/// histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the gate's
-/// `outcome` and `sla_policy`, rounds. Version-1 files still load (see `file.rs`).
+/// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
+/// gate's `outcome` and `sla_policy`, rounds. 3: the error kind `protocol` in
+/// `requests.errors`; `until_decided` stages, sequential intervals, capped hints (additions
+/// only). Version-1 and version-2 files still load (see `file.rs`).
 pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

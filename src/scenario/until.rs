@@ -8,7 +8,8 @@
 use kdl::KdlValue;
 
 use super::ctx::{Ctx, NodeReader, Val};
-use super::model::{Scenario, Spanned, StageLimit, StageSpec};
+use super::model::{Scenario, StageLimit, StageSpec};
+use super::written::Spanned;
 use crate::arrival::ArrivalSpec;
 
 /// The word after the limit.
