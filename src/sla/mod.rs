@@ -4,6 +4,7 @@
 
 mod abort;
 mod change;
+mod decided;
 mod evaluate;
 mod grammar;
 mod need;
@@ -18,6 +19,7 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
+pub use decided::all_decided;
 pub use evaluate::*;
 pub use grammar::*;
 pub use need::{Need, fewest_to_pass, more_needed};
@@ -25,7 +27,7 @@ pub use observe::{Unobserved, latency_dist, observe};
 pub use parse::*;
 pub use policy::{Policy, Untrusted};
 pub use profile::{probe_failures, profile_inputs};
-pub use sequential::{all_decided, decides_stage};
+pub use sequential::decides_stage;
 pub use spread::{Spread, decide, spread};
 pub use telemetry::observe_with;
 pub use verdict::*;

@@ -4,10 +4,9 @@
 //! a fixed-sample interval — valid at the point the stage stopped, however it was chosen — and
 //! whether every one of them is decided, which stops the stage.
 
-use super::evaluate::{Context, judge_one};
-use super::grammar::{Aggregation, Assertion, Metric, Op, ScopedAssertion, Threshold};
+use super::grammar::{Aggregation, Assertion, Metric, Op, Threshold};
 use super::spread::Spread;
-use super::verdict::{Across, SlaOutcome, VerdictInterval};
+use super::verdict::{Across, VerdictInterval};
 use crate::metrics::{CountMetric, LatencyMetric, StageSummary};
 use crate::stats::{first_deciding, mean_sequence, proportion_sequence, quantile_sequence};
 
@@ -127,21 +126,4 @@ fn both_bounds(p: f64, confidence: f64, tuned_for: u64) -> u64 {
             .is_ok_and(|r| r.low.is_some() && r.high.is_some())
     })
     .unwrap_or(u64::MAX)
-}
-
-/// Whether every assertion that holds `stage` open is decided on its numbers so far: the
-/// stage may stop sending. An assertion on an untrusted stage is undecided, as its verdict
-/// would be.
-pub fn all_decided(assertions: &[ScopedAssertion], stage: &StageSummary, cx: &Context<'_>) -> bool {
-    let mut any = false;
-    for a in assertions {
-        if a.stage.as_ref().is_some_and(|s| s != &stage.name) || !decides_stage(&a.assertion) {
-            continue;
-        }
-        any = true;
-        if judge_one(&a.assertion, stage, cx).outcome == SlaOutcome::Inconclusive {
-            return false;
-        }
-    }
-    any
 }
