@@ -20,7 +20,7 @@ pub enum Clear {
 }
 
 /// How an interval is built: one fixed sample (Wilson, order statistics), or a confidence
-/// sequence tuned for a number of samples (`until-decided` stages; see [`super::sequential`]).
+/// sequence tuned for a number of samples (`until-decided` stages; see `stats::sequential`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Build {
     Fixed,

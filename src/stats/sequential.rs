@@ -97,7 +97,7 @@ impl BetaMixture {
 
     /// The sequence's interval for the Bernoulli parameter after `k` successes in `n` (as
     /// fractions): every p whose mixture martingale is under 1/α. k may be fractional (the
-    /// expected count of a hypothetical n, for [`super::need`]).
+    /// expected count of a hypothetical n, for `stats::need`).
     pub fn proportion(&self, k: f64, n: f64) -> (f64, f64) {
         if n <= 0.0 {
             return (0.0, 1.0);
