@@ -76,17 +76,17 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         out: args.out,
         timing: args.timing.settings(),
     })?;
-    eprintln!(
+    errln!(
         "coordinating {} shard(s) on {}",
         args.shards,
         coordinator.addr()
     );
     let merged = coordinator.wait()?;
     if let Some(r) = &merged.results {
-        print!("{}", app::render_summary_text(r));
+        out!("{}", app::render_summary_text(r));
     }
     if let Some(path) = merged.files.first() {
-        println!("merged results: {}", path.display());
+        outln!("merged results: {}", path.display());
     }
     merged.check()
 }

@@ -34,6 +34,6 @@ impl Observer for ConsoleObserver {
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {}", crate::redact::secrets(message));
+        errln!("warning: {}", crate::redact::secrets(message));
     }
 }

@@ -43,22 +43,22 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     };
     settings.interrupt = super::signals::interrupt_on_signals();
     let report = app::run_scenario(&settings, Arc::new(ConsoleObserver::new(mode)))?;
-    print!("{}", app::render_summary_text_with(&report.results, color));
+    out!("{}", app::render_summary_text_with(&report.results, color));
     let dir = &report.out_dir;
-    println!("results: {}", dir.join(Output::Results.name()).display());
-    println!("report:  {}", dir.join(Output::Report.name()).display());
-    println!("page:    {}", dir.join(Output::Html.name()).display());
+    outln!("results: {}", dir.join(Output::Results.name()).display());
+    outln!("report:  {}", dir.join(Output::Report.name()).display());
+    outln!("page:    {}", dir.join(Output::Html.name()).display());
     let (Some(shard), Some(s)) = (shard, settings.shard) else {
         return report.check();
     };
-    println!(
+    outln!(
         "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
         s.index, s.count
     );
     // A shard's own numbers are a slice; the run's gate is the merged one's.
     let verdict = shard.verdict(&report)?;
     if let Some(path) = &verdict.results {
-        println!("merged:  {path}");
+        outln!("merged:  {path}");
     }
     shard.close()?;
     app::merged_gate(&verdict)

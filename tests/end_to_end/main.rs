@@ -6,6 +6,7 @@ mod support;
 
 mod ci_action;
 mod ci_workflow;
+mod closed_output;
 mod distributed_cli;
 mod distributed_netns;
 mod engine_answers;

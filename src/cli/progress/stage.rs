@@ -25,7 +25,7 @@ const LINE_EVERY: Duration = Duration::from_secs(5);
 impl Progress {
     fn line(&self, done: u64, msg: &str) {
         let of = self.total.map(|t| format!("/{t}")).unwrap_or_default();
-        eprintln!("[{}] {done}{of} done, {msg}", self.name);
+        errln!("[{}] {done}{of} done, {msg}", self.name);
     }
 
     /// `elapsed 12s, ETA 8s`: the ETA from the rate so far, when the total is known.
