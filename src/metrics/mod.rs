@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod attribution;
+mod curve;
 mod def;
 mod histograms;
 mod intervals;
@@ -20,6 +21,9 @@ mod vocab;
 
 pub use aggregate::{
     GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals, metric_dist,
+};
+pub use curve::{
+    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points,
 };
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
 pub use histograms::{StageHistograms, TurnHistograms};
@@ -37,6 +41,6 @@ pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
-    Aggregation, CountMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
+    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
     MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
 };

@@ -36,10 +36,7 @@ pub use outputs::{
     REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
-pub use profile::{
-    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
-    profile_svg, profiles,
-};
+pub use profile::{ProfileGroup, ProfileRow, profile_file_name, profile_svg, profiles};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
 pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{

@@ -4,6 +4,7 @@
 
 mod abort;
 mod change;
+mod curve;
 mod evaluate;
 mod grammar;
 mod observe;
@@ -15,6 +16,7 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
+pub use curve::{SlaMax, judge_run, point_outcome};
 pub use evaluate::*;
 pub use grammar::*;
 pub use observe::{Unobserved, latency_dist, observe};
