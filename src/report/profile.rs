@@ -60,6 +60,8 @@ pub struct ProfileGroup {
     pub sla_max_upper: Option<f64>,
     /// Points whose verdict is undecided.
     pub undecided: usize,
+    /// The knee and the SLA-compliant maximum in words ([`ProfileGroup::answer`]).
+    pub answer: String,
     /// The plot's file name (written beside the report unless plots are off).
     pub plot: String,
     /// Latency thresholds of the SLA assertions on the group's points, as (ms, assertion),
@@ -134,6 +136,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 sla_max_load: None,
                 sla_max_upper: None,
                 undecided: 0,
+                answer: String::new(),
                 plot: profile_file_name(&p.point.group),
                 thresholds: Vec::new(),
             }),
@@ -163,6 +166,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 g.sla_max_upper = max.is_range().then_some(max.high).flatten();
             }
         }
+        g.answer = g.answer();
     }
     groups
 }

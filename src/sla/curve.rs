@@ -19,6 +19,9 @@ use crate::metrics::{
     CurveMetric, PointKind, SearchSummary, StageSummary, knee_load, sweep_points,
 };
 
+/// What a verdict that does not gate says, wherever it is shown.
+pub const NOT_GATING: &str = "past the sweep's knee: reported, does not gate the run";
+
 /// Every verdict of a run's assertions on its stages, sweeps and searches: the per-stage
 /// ones (a sweep's expanded to its points, a search's judged on its answer), points past a
 /// sweep's knee marked as not gating, then one verdict per curve assertion and group.

@@ -16,7 +16,7 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
-pub use curve::{SlaMax, judge_run, point_outcome};
+pub use curve::{NOT_GATING, SlaMax, judge_run, point_outcome};
 pub use evaluate::*;
 pub use grammar::*;
 pub use observe::{Unobserved, latency_dist, observe};

@@ -316,6 +316,7 @@ fn group() -> ProfileGroup {
         sla_max_load: Some(15.0),
         sla_max_upper: None,
         undecided: 0,
+        answer: String::new(),
         plot: "profile-profile.svg".into(),
         thresholds: vec![(500.0, "ttft.p99 < 500ms".into())],
     }
