@@ -53,7 +53,8 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     };
     outln!(
         "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
-        s.index, s.count
+        s.index,
+        s.count
     );
     // A shard's own numbers are a slice; the run's gate is the merged one's.
     let verdict = shard.verdict(&report)?;

@@ -31,9 +31,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
                     errln!("interrupted again ({name}): exiting now");
                     std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
-                errln!(
-                    "interrupted ({name}): stopping, waiting briefly for in-flight requests…"
-                );
+                errln!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
                 cancel.cancel();
             }
         });

@@ -22,10 +22,8 @@ mod vocab;
 pub use aggregate::{
     GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals, metric_dist,
 };
-pub use curve::{
-    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points,
-};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
+pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
 pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{
     Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,
@@ -41,6 +39,6 @@ pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
-    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
-    MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric,
+    MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
 };

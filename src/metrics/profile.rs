@@ -254,13 +254,25 @@ mod tests {
         let mut p = point(80.0);
         let mut s = stage(10.0, 30.0, 800, 25_000.0, 80.0);
         s.timeline = (0..30)
-            .map(|t| second(f64::from(t), if t < 10 { 80 } else { 0 }, if t >= 3 { 40 } else { 0 }))
+            .map(|t| {
+                second(
+                    f64::from(t),
+                    if t < 10 { 80 } else { 0 },
+                    if t >= 3 { 40 } else { 0 },
+                )
+            })
             .collect();
         p.assess(&s);
         assert!(p.saturated);
         // The same stage against a server that keeps up is not.
         s.timeline = (0..30)
-            .map(|t| second(f64::from(t), if t < 10 { 80 } else { 0 }, if (3..13).contains(&t) { 80 } else { 0 }))
+            .map(|t| {
+                second(
+                    f64::from(t),
+                    if t < 10 { 80 } else { 0 },
+                    if (3..13).contains(&t) { 80 } else { 0 },
+                )
+            })
             .collect();
         s.wall_time_s = 13.0;
         s.latency[crate::metrics::LatencyMetric::E2e].p50 = 3000.0;

@@ -18,12 +18,7 @@ pub struct Headline {
 /// The headline of `r`.
 pub fn headline(r: &Results) -> Headline {
     // Only the verdicts that gate; a sweep's points past its knee are reported apart.
-    let count = |o: SlaOutcome| {
-        r.sla
-            .iter()
-            .filter(|v| v.gates && v.outcome == o)
-            .count()
-    };
+    let count = |o: SlaOutcome| r.sla.iter().filter(|v| v.gates && v.outcome == o).count();
     let (passed, failed, undecided) = (
         count(SlaOutcome::Pass),
         count(SlaOutcome::Fail),
@@ -53,8 +48,13 @@ pub fn headline(r: &Results) -> Headline {
             .iter()
             .filter(|v| !v.gates && v.outcome == SlaOutcome::Fail)
             .count();
+        let noun = if past_knee == 1 {
+            "verdict"
+        } else {
+            "verdicts"
+        };
         parts.push(format!(
-            "{past_knee} verdicts past a sweep's knee reported, not gating ({failed} failed)"
+            "{past_knee} {noun} past a sweep's knee reported, not gating ({failed} failed)"
         ));
     }
     match untrusted {

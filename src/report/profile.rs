@@ -151,7 +151,11 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
         for r in &mut g.rows {
             r.knee = g.knee_load == Some(r.load);
         }
-        g.undecided = g.rows.iter().filter(|r| r.outcome == "inconclusive").count();
+        g.undecided = g
+            .rows
+            .iter()
+            .filter(|r| r.outcome == "inconclusive")
+            .count();
         g.thresholds = latency_thresholds(results, g);
         match results.searches.iter().find(|s| s.group == g.group) {
             Some(s) => g.sla_max_load = s.answer_clients.map(f64::from).or(s.answer_rate_per_s),

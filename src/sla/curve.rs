@@ -263,7 +263,11 @@ fn search_range(metric: CurveMetric, search: &SearchSummary) -> Range {
     };
     match answer {
         Some(v) => Ok((v, v, None)),
-        None => Ok((0.0, 0.0, Some("no probe met the SLAs, not even the lowest".into()))),
+        None => Ok((
+            0.0,
+            0.0,
+            Some("no probe met the SLAs, not even the lowest".into()),
+        )),
     }
 }
 
@@ -305,13 +309,21 @@ fn sweep_range(
         .map(|(load, s)| (load, point_outcome(verdicts, &s.name)))
         .collect();
     let max = SlaMax::of(&outcomes);
-    let shown = |v: Option<f64>| v.map_or("none".to_string(), crate::units::trim_float);
-    let note = if max.is_range() {
-        Some(format!(
-            "undecided points: the SLA-compliant maximum lies between {} and {}",
-            shown(max.low),
-            shown(max.high)
-        ))
+    let unit = if of_clients { "clients" } else { "req/s" };
+    let shown = |v: f64| format!("{} {unit}", crate::units::trim_float(v));
+    let note = if let (true, Some(high)) = (max.is_range(), max.high) {
+        Some(match max.low {
+            Some(low) => format!(
+                "undecided points leave the SLA-compliant maximum between {} and {}",
+                shown(low),
+                shown(high)
+            ),
+            None => format!(
+                "no point is shown to meet every SLA; counting the undecided ones as passing, \
+                 the maximum would be {}",
+                shown(high)
+            ),
+        })
     } else if max.low.is_none() {
         Some("no point met every SLA".into())
     } else {

@@ -17,6 +17,7 @@ mod hub_fetch;
 mod input_bounds;
 mod library_api;
 mod onboarding;
+mod profile_gate;
 mod profile_ramp;
 mod profile_run;
 mod readme_quickstart;
