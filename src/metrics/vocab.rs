@@ -299,7 +299,7 @@ const CURVE_DEFS: [MetricDef; 4] = {
         counted(
             "sla_max_rate",
             "SLA-compliant maximum rate",
-            "sla[].observed (on the sweep's or search's stage)",
+            "sla[].observed (sla_max_rate)",
             K::ReqPerSec,
             Lower,
             C::Lowers,
@@ -308,7 +308,7 @@ const CURVE_DEFS: [MetricDef; 4] = {
         counted(
             "knee_rate",
             "knee rate",
-            "sla[].observed (on the sweep's stage)",
+            "sla[].observed (knee_rate)",
             K::ReqPerSec,
             Lower,
             C::Lowers,
@@ -317,7 +317,7 @@ const CURVE_DEFS: [MetricDef; 4] = {
         counted(
             "sla_max_clients",
             "SLA-compliant maximum clients",
-            "sla[].observed (on the concurrency sweep's or search's stage)",
+            "sla[].observed (sla_max_clients)",
             K::Number,
             Lower,
             C::Lowers,
@@ -326,7 +326,7 @@ const CURVE_DEFS: [MetricDef; 4] = {
         counted(
             "knee_clients",
             "knee clients",
-            "sla[].observed (on the concurrency sweep's stage)",
+            "sla[].observed (knee_clients)",
             K::Number,
             Lower,
             C::Lowers,

@@ -12,7 +12,7 @@ use crate::telemetry::TelemetryReport;
 
 /// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
 /// gate's `outcome` and `sla_policy`, rounds. Version-1 files still load (see `file.rs`).
-pub const RESULTS_SCHEMA_VERSION: u32 = 2;
+pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
