@@ -99,7 +99,7 @@ fn slowed_down_current_exits_1_naming_the_metric() {
     // Zero errors in both runs of ~100 requests cannot show the error rate stayed within
     // 0.1 points: that one is undecided, which does not fail `compare` by default.
     assert!(
-        out.starts_with("## ❔ chat-pr-gate: no regression shown (tolerance 5 %"),
+        out.starts_with("## ❔ chat-pr-gate: inconclusive, no regression shown (tolerance 5 %"),
         "{out}"
     );
     assert!(
