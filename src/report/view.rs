@@ -349,14 +349,21 @@ fn stage_plots(s: &StageSummary, plot_files: &[String]) -> Vec<Plot> {
 /// What the stage was asked to send, and what it sent.
 fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
     let p = &s.planned;
+    // A multi-turn stage's arrivals are sessions (its later turns follow the replies), and
+    // its send rate counts first turns: say so rather than call them requests.
+    let (rate, units) = if s.per_turn.is_empty() {
+        ("req/s", "requests")
+    } else {
+        ("sessions/s", "sessions")
+    };
     let planned = match (p.rate_per_s, p.clients) {
-        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
+        (Some(r), _) => format!("{} at {} {rate}", p.arrival, short(r)),
         (None, Some(c)) => format!("{} with {c} clients", p.arrival),
         (None, None) => p.arrival.to_string(),
     };
     let bound = match (p.requests, p.duration_s) {
-        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
-        (Some(n), None) => format!("{n} requests"),
+        (Some(n), Some(d)) => format!("{n} {units}, {} s", short(d)),
+        (Some(n), None) => format!("{n} {units}"),
         (None, Some(d)) => format!("{} s", short(d)),
         (None, None) => "–".into(),
     };
@@ -366,7 +373,7 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
         kv("bound", bound),
         kv(
             "achieved send rate",
-            format!("{} req/s", num(s.throughput.achieved_rate_per_s)),
+            format!("{} {rate}", num(s.throughput.achieved_rate_per_s)),
         ),
         kv(
             "requests",

@@ -100,10 +100,11 @@ impl StageRunner<'_> {
         } else {
             format!("{} ({})", stage.name, notes.join(", "))
         };
-        let progress = self
-            .opts
-            .observer
-            .stage_started(&shown, planned_total(&self.plan, stage));
+        let progress = self.opts.observer.stage_planned(
+            &shown,
+            planned_total(&self.plan, stage),
+            planned_sending(stage),
+        );
         // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
         // the live check.
         let stop = self.opts.interrupt.child_token();
@@ -432,6 +433,14 @@ fn planned_span(stage: &StagePlan) -> Option<u64> {
     match &stage.load {
         Load::Open { schedule, .. } => Some(schedule.last_ns()),
         Load::Closed { .. } | Load::Search(_) => None,
+    }
+}
+
+/// How long the plan says the stage sends: its schedule's span, or its duration bound.
+fn planned_sending(stage: &StagePlan) -> Option<std::time::Duration> {
+    match planned_span(stage) {
+        Some(ns) => Some(std::time::Duration::from_nanos(ns)),
+        None => stage.duration.map(|d| d.as_std()),
     }
 }
 
