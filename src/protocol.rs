@@ -31,7 +31,7 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
-pub use target::{RequestSettings, RunSettings};
+pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[
@@ -40,11 +40,6 @@ pub const REGISTRY: &[Api] = &[
     #[cfg(test)]
     Api::of(&echo::Echo),
 ];
-
-/// The default `max-event-size` of a target: an OpenAI chunk is a few hundred bytes, a final
-/// chunk with usage and timings about a kilobyte, a chunk with top log-probabilities a few
-/// kilobytes.
-pub const DEFAULT_MAX_EVENT_BYTES: u64 = 1 << 20;
 
 impl Api {
     /// `chat`, the default.
@@ -148,46 +143,6 @@ impl JsonSchema for Api {
         schemars::json_schema!({
             "description": "The API requests are sent to.",
             "oneOf": one_of,
-        })
-    }
-}
-
-/// How to ask a server to drop its prompt (prefix) cache: `reset-cache "…"` in a target. Each
-/// engine has its own endpoint at the server's root (not below `/v1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum CacheReset {
-    /// Try vLLM's, then SGLang's, then llama.cpp's endpoint; keep the first that answers.
-    Auto,
-    /// `POST /reset_prefix_cache` (needs `VLLM_SERVER_DEV_MODE=1` on the server).
-    Vllm,
-    /// `POST /flush_cache`.
-    Sglang,
-    /// `POST /slots/{id}?action=erase` for every slot `GET /props` counts.
-    LlamaCpp,
-}
-
-impl CacheReset {
-    /// The name a scenario writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheReset::Auto => "auto",
-            CacheReset::Vllm => "vllm",
-            CacheReset::Sglang => "sglang",
-            CacheReset::LlamaCpp => "llama-cpp",
-        }
-    }
-
-    /// Every name a scenario may write.
-    pub const NAMES: [&'static str; 4] = ["auto", "vllm", "sglang", "llama-cpp"];
-
-    pub fn from_name(name: &str) -> Option<CacheReset> {
-        Some(match name {
-            "auto" => CacheReset::Auto,
-            "vllm" => CacheReset::Vllm,
-            "sglang" => CacheReset::Sglang,
-            "llama-cpp" => CacheReset::LlamaCpp,
-            _ => return None,
         })
     }
 }

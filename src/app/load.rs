@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::Error;
+use crate::error::Error;
 use crate::scenario::{Endpoint, Scenario, Spanned};
 
 /// `--url` / `--model`.

@@ -7,10 +7,12 @@
 //!
 //! What counts as a failure, beyond the transport: an event past `max_event_bytes`, text that
 //! is not UTF-8 or a chunk that is not the API's JSON is `malformed`; a stream that ends with
-//! `[DONE]` but carried no generated content is `empty`. A request whose first attempt
-//! provably never reached the server (a reused connection the server had already closed: no
-//! byte of response came back) is sent once more on a fresh connection; its latency still
-//! counts from its scheduled instant. See `docs/metrics.md`.
+//! `[DONE]` but carried no generated content is `empty`; an answer that is not HTTP/1.1 the
+//! client can read without guessing (an unparsable or oversized head, conflicting lengths, a
+//! broken chunked encoding) is `protocol`. A request whose first attempt on a reused
+//! connection failed before any byte of response (the server had closed it) is sent once
+//! more on a fresh connection; its latency still counts from its scheduled instant. A fresh
+//! connection's failure is never resent. See `docs/metrics.md`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,9 +20,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
+use super::reqwest_errors::{never_answered, send_error, unusable};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
-use super::wire::{Response, SendError, Wire};
+use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Api, Event, Usage};
 
@@ -151,7 +154,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .default_headers(headers.clone())
             .pool_max_idle_per_host(cfg.pool_size.max(1))
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .tcp_nodelay(true)
             .connect_timeout(connect_timeout)
             .build()?;
@@ -377,6 +380,8 @@ impl Client {
                 Err(e) => {
                     let kind = if e.is_timeout() {
                         ErrorKind::Timeout
+                    } else if unusable(&e) {
+                        ErrorKind::Protocol
                     } else {
                         ErrorKind::StreamBroken
                     };
@@ -409,8 +414,10 @@ impl Client {
             Err(e) => {
                 tracing::debug!("request failed: {e}");
                 rec.error = Some(match e {
+                    SendError::Connect(_) => ErrorKind::Connect,
                     SendError::ConnectTimeout => ErrorKind::Timeout,
-                    _ => ErrorKind::Connect,
+                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
+                    SendError::Protocol(_) => ErrorKind::Protocol,
                 });
                 return (None, None);
             }
@@ -435,7 +442,10 @@ impl Client {
                 Ok(false) => return (self.end(tally, End::Eof, rec), None),
                 Err(e) => {
                     tracing::debug!("stream broken: {e}");
-                    let end = End::Failed(ErrorKind::StreamBroken);
+                    let end = End::Failed(match e {
+                        BodyError::Io(_) => ErrorKind::StreamBroken,
+                        BodyError::Framing(_) => ErrorKind::Protocol,
+                    });
                     return (self.end(tally, end, rec), None);
                 }
             }
@@ -472,45 +482,6 @@ impl Client {
         rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
         rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
-    }
-}
-
-/// The first attempt provably never reached the server: no byte of a response came back
-/// because the connection was closed or reset under the request (a pooled connection the
-/// server had closed after its previous response, as llama-server does after every stream),
-/// or the request could not be written at all. A refused or timed-out connection is not this.
-fn never_answered(e: &reqwest::Error) -> bool {
-    if e.is_timeout() || e.is_connect() {
-        return false;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(err) = source {
-        if let Some(h) = err.downcast_ref::<hyper::Error>()
-            && (h.is_incomplete_message() || h.is_canceled())
-        {
-            return true;
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-            )
-        {
-            return true;
-        }
-        source = err.source();
-    }
-    false
-}
-
-/// A request that got no response: `timeout` or `connect`.
-fn send_error(e: &reqwest::Error) -> ErrorKind {
-    if e.is_timeout() {
-        ErrorKind::Timeout
-    } else {
-        ErrorKind::Connect
     }
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
-    /// No connection could be made (refused, DNS, TLS).
+    /// No connection could be made (refused, unreachable, DNS, TLS).
     Connect,
     /// The request exceeded the target's `timeout`.
     Timeout,
@@ -20,6 +20,10 @@ pub enum ErrorKind {
     /// that is not JSON, text that is not UTF-8, or an event larger than the target's
     /// `max-event-size`.
     Malformed,
+    /// The server answered with what is not HTTP/1.1 the client can read without guessing: a
+    /// response head it cannot parse or past its bounds, an HTTP/2 answer, endless interim
+    /// (`1xx`) responses, lengths that disagree, a broken chunked encoding.
+    Protocol,
     /// The stream finished (`[DONE]`) without a single chunk of generated content: only
     /// `[DONE]`, or only usage chunks with `choices: []`.
     Empty,
@@ -48,6 +52,7 @@ impl ErrorKind {
             ErrorKind::Http(code) => format!("http_{code}"),
             ErrorKind::StreamBroken => "stream_broken".into(),
             ErrorKind::Malformed => "malformed".into(),
+            ErrorKind::Protocol => "protocol".into(),
             ErrorKind::Empty => "empty".into(),
             ErrorKind::Hook => "hook".into(),
             ErrorKind::Invalid => "invalid".into(),

@@ -4,7 +4,8 @@
 //! off-plan counts, prompt counts that disagree) and on the workload (a prompt cache the plan
 //! did not intend). See `docs/metrics.md`.
 
-use super::summary::{ClientHealth, Dist, RequestCounts, Tokens, Validity};
+use super::dist::Dist;
+use super::summary::{ClientHealth, RequestCounts, Tokens, Validity};
 
 /// When a stage's numbers stop being trustworthy.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,19 +1,18 @@
 //! The compiler proper: resolves every default, expands open-loop arrivals into schedules,
 //! derives per-stage seeds, then hashes the result.
 
-use crate::arrival::{self, ArrivalSpec, Horizon};
+use crate::arrival::ArrivalSpec;
 use crate::dataset::{DatasetSource, validate_length};
-use crate::scenario::{
-    Dataset, DatasetKind, Endpoint, Scenario, StageLimit, StageSpec, Target, Warmup,
-};
+use crate::scenario::{Dataset, DatasetKind, Endpoint, Scenario, Target, Warmup};
 use crate::sla::ScopedAssertion;
 use crate::units::Duration;
 
 use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
-use super::seed::{arrival_rng, stage_seed};
+use super::seed::stage_seed;
+use super::stage::{bad_stage, closed_limits};
 use super::{
-    DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
-    StagePlan, TargetPlan, plan_hash,
+    DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, StagePlan,
+    TargetPlan, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -230,151 +229,4 @@ impl From<&Target> for TargetPlan {
             run: t.run,
         }
     }
-}
-
-/// Draws an open-loop schedule once to count it; an error when it schedules nothing.
-pub(super) fn drawn_schedule(
-    arrival: &ArrivalSpec,
-    horizon: Horizon,
-    seed: u64,
-    stage: &str,
-    detail: impl FnOnce() -> String,
-) -> Result<Schedule, PlanError> {
-    let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
-        .map_err(|source| PlanError::Arrival {
-            stage: stage.to_string(),
-            source,
-        })?
-        .filter(|e| e.count > 0)
-        .ok_or_else(|| PlanError::NoArrivals {
-            stage: stage.to_string(),
-            detail: detail(),
-        })?;
-    Ok(Schedule::Drawn {
-        horizon,
-        count: extent.count,
-        last_ns: extent.last_ns,
-    })
-}
-
-fn bad_stage(who: &str, reason: &str) -> PlanError {
-    PlanError::BadStage {
-        stage: who.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-/// `(max_requests, duration)` of a closed-loop stage.
-fn closed_limits(
-    who: &str,
-    limit: StageLimit,
-) -> Result<(Option<u64>, Option<Duration>), PlanError> {
-    match limit {
-        StageLimit::Requests(0) => Err(bad_stage(who, "`requests 0` sends nothing; use ≥ 1")),
-        StageLimit::Requests(n) => Ok((Some(n), None)),
-        StageLimit::Duration(d) if d == Duration::ZERO => {
-            Err(bad_stage(who, "a duration of 0s sends nothing"))
-        }
-        StageLimit::Duration(d) => Ok((None, Some(d))),
-    }
-}
-
-pub(super) fn stage_plan(
-    spec: &StageSpec,
-    dataset: usize,
-    seed: u64,
-    drain_default: Duration,
-) -> Result<StagePlan, PlanError> {
-    let name = spec.name.value.clone();
-    let who = format!("stage `{name}`");
-    let arrival = &spec.arrival.value;
-    let (load, max_requests, duration) = match arrival {
-        ArrivalSpec::Trace { .. } => {
-            return Err(bad_stage(&who, "a trace replay needs its data set"));
-        }
-        ArrivalSpec::Concurrency { clients } => {
-            if *clients == 0 {
-                return Err(bad_stage(&who, "concurrency needs at least 1 client"));
-            }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
-            (
-                Load::Closed {
-                    clients: *clients,
-                    ramp: None,
-                },
-                max,
-                dur,
-            )
-        }
-        ArrivalSpec::RampConcurrency {
-            from,
-            to,
-            over,
-            steps,
-        } => {
-            if *from == 0 || to <= from {
-                return Err(bad_stage(
-                    &who,
-                    "a concurrency ramp needs 1 ≤ from < to clients",
-                ));
-            }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
-            let ramp = crate::arrival::ClientRamp {
-                from: *from,
-                to: *to,
-                over: *over,
-                steps: *steps,
-            };
-            (
-                Load::Closed {
-                    clients: *to,
-                    ramp: Some(ramp),
-                },
-                max,
-                dur,
-            )
-        }
-        ArrivalSpec::Constant { rate }
-        | ArrivalSpec::Poisson { rate }
-        | ArrivalSpec::Gamma { rate, .. }
-        | ArrivalSpec::Ramp { from: rate, .. } => {
-            let horizon = match spec.limit {
-                StageLimit::Requests(0) => {
-                    return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
-                }
-                StageLimit::Requests(n) => Horizon::Count(n),
-                StageLimit::Duration(d) => Horizon::Within(d),
-            };
-            let over = match spec.limit {
-                StageLimit::Duration(d) => d,
-                StageLimit::Requests(_) => Duration::ZERO,
-            };
-            let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
-                format!("rate {rate} over {over}")
-            })?;
-            let duration = match spec.limit {
-                StageLimit::Duration(d) => Some(d),
-                StageLimit::Requests(_) => None,
-            };
-            let count = schedule.count();
-            let load = Load::Open {
-                arrival: arrival.clone(),
-                schedule,
-            };
-            (load, Some(count), duration)
-        }
-    };
-    Ok(StagePlan {
-        name,
-        dataset,
-        seed,
-        load,
-        max_requests,
-        duration,
-        drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
-        profile: None,
-        first_item: 0,
-        rounds: 1,
-        slice: Default::default(),
-    })
 }

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::hooks::HookPlan;
+use super::slice::Slice;
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, DatasetSource, TokenizerSpec};
+use crate::dataset::{ContextSpec, DatasetSource, History, TokenizerSpec};
 use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::ScopedAssertion;
@@ -87,7 +88,16 @@ pub struct DatasetPlan {
     pub hooks: Option<HookPlan>,
     /// Multi-turn sessions. Absent from the JSON (and the hash) when the dataset has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<super::session::SessionPlan>,
+    pub session: Option<SessionPlan>,
+}
+
+/// A dataset's sessions: every arrival is a conversation of up to `turns` requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPlan {
+    /// Synthetic: the turns of every session; ShareGPT: the most turns kept per conversation.
+    pub turns: u32,
+    pub think_time: Duration,
+    pub history: History,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,7 +133,7 @@ pub struct StagePlan {
     /// unless `shard::slice` made the plan one shard of a distributed run. Not part of the
     /// JSON or hash, so every shard's plan hash is the plan's.
     #[serde(skip)]
-    pub slice: super::Slice,
+    pub slice: Slice,
 }
 
 fn one_round() -> u32 {
@@ -242,6 +252,19 @@ impl StagePlan {
                     .map(|o| StageOffsets::Drawn(Box::new(o)))
             }
         }
+    }
+
+    /// The open-loop requests this process sends, as `(index, offset_ns)` in schedule order:
+    /// every one for the whole plan, a shard's own (see [`Slice`]) otherwise. `None` for a
+    /// closed loop or a search.
+    pub fn sends(&self) -> Option<impl Iterator<Item = (u64, u64)> + '_> {
+        let slice = self.slice;
+        Some(
+            self.offsets()?
+                .enumerate()
+                .map(|(i, t)| (i as u64, t))
+                .filter(move |(i, _)| slice.owns(*i)),
+        )
     }
 }
 

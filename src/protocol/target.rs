@@ -1,13 +1,14 @@
 //! What a target's requests carry and how a run treats them: the settings a scenario's
 //! `target { … }` states once and the plan carries as they are. `scenario::Target` and
 //! `plan::TargetPlan` are these two plus the endpoint, each in its own stage's terms.
+//! The cache reset a run may ask for and the default bound on one event live here too.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Api, CacheReset, DEFAULT_MAX_EVENT_BYTES};
+use super::Api;
 use crate::units::Duration;
 
 /// What every request to the target carries: the workload's side of the target, in the
@@ -67,5 +68,50 @@ impl Default for RunSettings {
             cache_salt: false,
             reset_cache: None,
         }
+    }
+}
+
+/// The default `max-event-size` of a target: an OpenAI chunk is a few hundred bytes, a final
+/// chunk with usage and timings about a kilobyte, a chunk with top log-probabilities a few
+/// kilobytes.
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 1 << 20;
+
+/// How to ask a server to drop its prompt (prefix) cache: `reset-cache "…"` in a target. Each
+/// engine has its own endpoint at the server's root (not below `/v1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheReset {
+    /// Try vLLM's, then SGLang's, then llama.cpp's endpoint; keep the first that answers.
+    Auto,
+    /// `POST /reset_prefix_cache` (needs `VLLM_SERVER_DEV_MODE=1` on the server).
+    Vllm,
+    /// `POST /flush_cache`.
+    Sglang,
+    /// `POST /slots/{id}?action=erase` for every slot `GET /props` counts.
+    LlamaCpp,
+}
+
+impl CacheReset {
+    /// The name a scenario writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheReset::Auto => "auto",
+            CacheReset::Vllm => "vllm",
+            CacheReset::Sglang => "sglang",
+            CacheReset::LlamaCpp => "llama-cpp",
+        }
+    }
+
+    /// Every name a scenario may write.
+    pub const NAMES: [&'static str; 4] = ["auto", "vllm", "sglang", "llama-cpp"];
+
+    pub fn from_name(name: &str) -> Option<CacheReset> {
+        Some(match name {
+            "auto" => CacheReset::Auto,
+            "vllm" => CacheReset::Vllm,
+            "sglang" => CacheReset::Sglang,
+            "llama-cpp" => CacheReset::LlamaCpp,
+            _ => return None,
+        })
     }
 }

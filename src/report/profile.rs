@@ -7,6 +7,8 @@
 use serde::Serialize;
 
 use super::ReportError;
+use super::names::profile_file_name;
+use super::numbers::short;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
 use crate::metrics::{
@@ -74,7 +76,7 @@ impl ProfileGroup {
     /// `knee at 20 req/s · SLA-compliant maximum 15 req/s (up to 20 req/s: 1 point undecided)`:
     /// the group's answer in words, the same in the terminal, the reports and the plot.
     pub fn answer(&self) -> String {
-        let at = |v: f64| format!("{} {}", super::view::short(v), self.axis);
+        let at = |v: f64| format!("{} {}", short(v), self.axis);
         let knee = match self.knee_load {
             Some(k) => format!("knee at {}", at(k)),
             None if self.kind == "sweep" => "knee not reached".to_string(),
@@ -213,11 +215,6 @@ fn row(
     }
 }
 
-/// File name of a group's profile plot.
-pub fn profile_file_name(group: &str) -> String {
-    format!("profile-{}.svg", super::stage_slug(group))
-}
-
 /// A latency figure of a profile row.
 type RowFigure = fn(&ProfileRow) -> f64;
 
@@ -252,7 +249,7 @@ const PROFILE_SERIES: [(&str, RowFigure); 4] = [
 
 /// The load as written on a point: `12 req/s`, `8 clients`.
 fn load_label(v: f64, axis: &str) -> String {
-    format!("{} {axis}", super::view::short(v))
+    format!("{} {axis}", short(v))
 }
 
 /// Two panels. Above: latency (log axis: ITL and E2E are orders of magnitude apart) against

@@ -106,7 +106,7 @@ fn profile_lines(out: &mut String, r: &Results, color: bool) {
             .map(|row| {
                 let mark = paint(super::mark_word(row.outcome), row.outcome, color);
                 let knee = if row.knee { " knee" } else { "" };
-                let point = format!("{} {mark}{knee}", super::view::short(row.load));
+                let point = format!("{} {mark}{knee}", super::numbers::short(row.load));
                 if row.gates {
                     point
                 } else {
@@ -224,7 +224,7 @@ fn fmt_num(v: f64) -> String {
         format!("{v:.2}")
     } else {
         // A threshold written in µs must not print as 0.00 ms.
-        super::view::num(v)
+        super::numbers::num(v)
     }
 }
 

@@ -11,7 +11,9 @@ use crate::sla::{Baseline, InconclusiveAs, SlaOutcome, SlaVerdict, Untrusted};
 use crate::telemetry::TelemetryReport;
 
 /// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
-/// gate's `outcome` and `sla_policy`, rounds. Version-1 files still load (see `file.rs`).
+/// gate's `outcome` and `sla_policy`, rounds. 3: the error kind `protocol` in
+/// `requests.errors`; `sla[].gates` (a sweep's points past its knee do not gate). Version-1
+/// and version-2 files still load (see `file.rs`).
 pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,26 +2,25 @@
 //! warm-up and each stage in order (see `stage.rs`), with the caller deciding after each stage
 //! whether to go on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::barrier::Unsynchronised;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
+use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
 use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
-use crate::dataset::{DatasetError, Tokenizer};
-use crate::hooks::{HookError, Hooks};
+use crate::dataset::Tokenizer;
+use crate::hooks::Hooks;
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
-use crate::plan::{EndpointPlan, Load, Plan, PlanError};
+use crate::plan::{EndpointPlan, Load, Plan};
 use crate::server_info::ServerInfo;
-use crate::sim::SimError;
 use crate::sla::Abort;
-use crate::telemetry::{TelemetryError, TelemetryReport};
-use crate::units::Duration;
+use crate::telemetry::TelemetryReport;
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
 #[derive(Debug)]
@@ -61,65 +60,6 @@ pub enum Stop {
     Aborted(Abort),
     /// A shard could not agree on a step's start with the others (the coordinator is gone).
     Unsynchronised(Unsynchronised),
-}
-
-/// Something that went wrong during the run without stopping it.
-#[derive(Debug, thiserror::Error)]
-pub enum RunProblem {
-    #[error("failed to write {}", path.display())]
-    RequestsJsonl {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("internal error: the collector of stage `{0}` panicked; its numbers are lost")]
-    CollectorPanicked(String),
-    #[error("search `{stage}` could not plan its next probe")]
-    Probe {
-        stage: String,
-        #[source]
-        source: PlanError,
-    },
-}
-
-/// Why a run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("failed to start the embedded simulator")]
-    Sim(#[source] SimError),
-    #[error("failed to start the simulator thread")]
-    SimThread(#[source] std::io::Error),
-    #[error("cannot reach the target at {url}")]
-    Unreachable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error("the target did not answer GET {url} within {timeout} (the target's timeout)")]
-    NoAnswer { url: String, timeout: Duration },
-    #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
-    NoModel { url: String, problem: String },
-    #[error("failed to prepare the prompts")]
-    Dataset(#[from] DatasetError),
-    #[error("the hooks of data set `{dataset}` do not compile")]
-    Hooks {
-        dataset: String,
-        #[source]
-        source: HookError,
-    },
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    #[error("telemetry source `prometheus \"sim\"` needs the embedded simulator as the target")]
-    SimMetricsWithoutSim,
-    /// A required telemetry source is unavailable (or telemetry could not start).
-    #[error(transparent)]
-    Telemetry(#[from] TelemetryError),
-    #[error("failed to create {}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 struct TokenizerCounter(Arc<Tokenizer>);

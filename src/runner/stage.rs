@@ -19,8 +19,8 @@ use tokio_util::task::TaskTracker;
 
 use super::collect::{Collector, Live, RowSink};
 use super::cpu::CpuClock;
+use super::error::RunProblem;
 use super::options::RunOptions;
-use super::run::RunProblem;
 use super::send::{StageShared, since};
 use super::target::{WARM_POOL_LIMIT, warm_pool};
 use super::timer::PreciseTimer;

@@ -162,13 +162,18 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// A number as KDL writes it (`10`, `2.5`).
+/// A number as KDL writes it (`10`, `2.5`; `1.0e300` for a very large or very small one,
+/// which `{}` would write as hundreds of digits: more than a KDL integer holds).
 fn num(v: f64) -> String {
     let s = format!("{v}");
-    if s.contains(['e', 'E']) {
-        format!("{v:.6}")
+    if s.len() <= 24 {
+        return s;
+    }
+    let e = format!("{v:e}");
+    if e.contains('.') {
+        e
     } else {
-        s
+        e.replacen('e', ".0e", 1)
     }
 }
 
@@ -434,5 +439,8 @@ mod tests {
         assert_eq!(scalar(&Scalar::Float(0.0)), "0.0");
         assert_eq!(num(2.5), "2.5");
         assert_eq!(num(10.0), "10");
+        assert_eq!(num(1e300), "1.0e300");
+        assert_eq!(num(2.5e-300), "2.5e-300");
+        assert_eq!(scalar(&Scalar::Float(1e300)), "1.0e300");
     }
 }

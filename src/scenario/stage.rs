@@ -4,10 +4,10 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
-use super::model::{AssertionSpec, SlaPolicySpec, Spanned, StageLimit, StageSpec, Warmup};
-use super::target::one_arg;
+use super::model::{AssertionSpec, SlaPolicySpec, StageLimit, StageSpec, Warmup};
+use super::written::Spanned;
 use crate::arrival::ArrivalSpec;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 

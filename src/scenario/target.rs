@@ -5,9 +5,10 @@
 use kdl::{KdlNode, KdlValue};
 use serde_json::{Map, Value};
 
-use super::ctx::{Ctx, NodeReader, Once, Val};
+use super::ctx::{Ctx, NodeReader, Once, Val, one_arg};
 use super::error::suggest;
-use super::model::{Endpoint, Spanned, Target};
+use super::model::{Endpoint, Target};
+use super::written::Spanned;
 use crate::protocol::{Api, CacheReset, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 
@@ -222,33 +223,41 @@ fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
     }
 }
 
-/// `header "NAME" "VALUE"`, repeatable, kept in file order.
+/// `header "NAME" "VALUE"`, repeatable, kept in file order: a name that is an HTTP token and
+/// a value on one line of printable ASCII (see [`super::header_name_problem`]), so that nothing
+/// in a value becomes a second header on the wire.
 fn header_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
     let key = r.arg(ctx, 0);
     let val = r.arg(ctx, 1);
-    match (key, val) {
-        (Some(k), Some(v)) => {
-            let key = ctx.name_string(&k, "header name");
-            if let Some(key) = &key
-                && key.contains(|c: char| c.is_whitespace() || c == ':')
-            {
-                ctx.error(
-                    k.span,
-                    "invalid header name",
-                    "no spaces or colons in a header name",
-                    Some("write header \"X-Team\" \"perf\"".into()),
-                );
-            }
-            if let (Some(key), Some(val)) = (key, ctx.string(&v, "header value")) {
-                t.request.headers.push((key, val));
-            }
+    let (Some(k), Some(v)) = (key, val) else {
+        if r.arg_count() < 2 {
+            ctx.error(
+                ctx.name_span(r.node),
+                "`header` needs a name and a value",
+                "missing name or value",
+                Some("write header \"X-Team\" \"perf\"".into()),
+            );
         }
-        _ if r.arg_count() < 2 => ctx.error(
-            ctx.name_span(r.node),
-            "`header` needs a name and a value",
-            "missing name or value",
+        return;
+    };
+    let key = ctx.name_string(&k, "header name");
+    let val = ctx.string(&v, "header value");
+    let problem = key
+        .as_deref()
+        .and_then(super::header_name_problem)
+        .map(|p| (k.span, p))
+        .or_else(|| {
+            let p = super::header_value_problem(val.as_deref()?)?;
+            Some((v.span, p))
+        });
+    match (problem, key, val) {
+        (Some((span, problem)), _, _) => ctx.error(
+            span,
+            "invalid header",
+            problem,
             Some("write header \"X-Team\" \"perf\"".into()),
         ),
+        (None, Some(key), Some(val)) => t.request.headers.push((key, val)),
         _ => {}
     }
 }
@@ -380,20 +389,6 @@ fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {
             None
         }
     }
-}
-
-/// Reads the single argument of a `name VALUE` node, reporting it when missing.
-pub(crate) fn one_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, expected: &str) -> Option<Val> {
-    if r.arg_count() == 0 {
-        ctx.error(
-            ctx.name_span(r.node),
-            format!("`{}` needs a value", r.name()),
-            format!("expected {expected}"),
-            None,
-        );
-        return None;
-    }
-    r.arg(ctx, 0)
 }
 
 /// A simulator setting: checked on its own against `SimConfig` so that an error points at it.

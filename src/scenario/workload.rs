@@ -8,8 +8,9 @@ use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader};
 use super::error::suggest;
-use super::model::{DatasetKind, Spanned};
+use super::model::DatasetKind;
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use super::written::Spanned;
 use crate::dataset::{ContextSpec, Retrieved, ShareGptFilters, SharedPrefix, TraceFormat};
 use crate::hub::HfFile;
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::apis::chat::{self, RawMessage};
 use super::apis::completions::Prompt;
 use super::scheduler::lock;
-use super::server::{AppState, bad_request, json_response};
+use super::state::{AppState, bad_request, json_response};
 use super::tokens::{self, PromptSink};
 use super::wire::PromptField;
 

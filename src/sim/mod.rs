@@ -11,6 +11,7 @@ mod metrics;
 mod prefix;
 mod scheduler;
 mod server;
+mod state;
 mod tokens;
 mod trace;
 mod usage;
@@ -19,5 +20,6 @@ mod words;
 
 pub use config::{ConfigError, OutputLenDist, SimConfig};
 pub use faults::Fault;
-pub use server::{SIM_ID_HEADER, SimError, SimHandle, start, start_with_trace};
+pub use server::{SimError, SimHandle, start, start_with_trace};
+pub use state::SIM_ID_HEADER;
 pub use trace::{Outcome, TraceOptions, TraceRecord};

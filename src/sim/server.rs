@@ -23,13 +23,11 @@ use super::endpoints;
 use super::faults::{self, Fault};
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
-use super::scheduler::{Chunk, NewSeq, Scheduler, SharedPrefixCache};
+use super::scheduler::{Chunk, NewSeq, Scheduler};
+use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
 use super::trace::{Outcome, TraceOptions, TraceRecord};
 use super::wire::{self, Framing, Timings, Whole};
-
-/// The response header carrying the simulator's request id (the `id` in its trace).
-pub const SIM_ID_HEADER: &str = "x-infermeter-sim-id";
 
 /// Why the simulator could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -54,17 +52,6 @@ pub enum SimError {
 /// The `server` header of every response, for provenance (real servers send theirs:
 /// `llama.cpp`, `uvicorn`).
 const SERVER: &str = concat!("infermeter-sim/", env!("CARGO_PKG_VERSION"));
-
-pub(crate) struct AppState {
-    pub(crate) config: SimConfig,
-    epoch: Instant,
-    next_id: AtomicU64,
-    intake: mpsc::UnboundedSender<NewSeq>,
-    trace: Option<mpsc::UnboundedSender<TraceRecord>>,
-    metrics: Arc<SimMetrics>,
-    /// `Some` with `prefix-cache`.
-    pub(crate) prefix: Option<SharedPrefixCache>,
-}
 
 /// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the server running
 /// until the runtime ends.
@@ -289,20 +276,6 @@ fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-pub(crate) fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {
-    let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-    if let Some(id) = id {
-        resp.headers_mut()
-            .insert(SIM_ID_HEADER, HeaderValue::from(id));
-    }
-    resp
-}
-
-pub(crate) fn bad_request(message: &str, param: Option<&str>) -> Response {
-    let body = wire::error_body(400, "BadRequestError", message, param);
-    json_response(StatusCode::BAD_REQUEST, body, None)
 }
 
 async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {

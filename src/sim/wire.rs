@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
-pub(crate) use super::usage::{Finish, Timings};
+pub(crate) use super::usage::{Finish, FinishReason, Timings};
 
 /// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
 /// its responses look. Found by the protocol's name for it.
@@ -49,22 +49,6 @@ pub(crate) struct Whole<'a> {
     pub text: &'a str,
     pub finish: &'a str,
     pub usage: serde_json::Value,
-}
-
-/// Why generation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FinishReason {
-    Length,
-    Stop,
-}
-
-impl FinishReason {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Length => "length",
-            FinishReason::Stop => "stop",
-        }
-    }
 }
 
 /// An API's prompt as its requests carry it, under its own key.

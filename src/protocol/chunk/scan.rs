@@ -10,7 +10,8 @@
 //! Positions travel in registers rather than in a cursor behind a reference: this is most of
 //! the client's work per chunk.
 
-use super::{ChunkInfo, FinishReason, JsonStr, ServerTimings, Usage, finish_reason_of};
+use super::escape::hex_digit;
+use super::info::{ChunkInfo, FinishReason, JsonStr, ServerTimings, Usage, finish_reason_of};
 
 /// Nesting this scanner follows before it leaves the chunk to serde_json (whose limit is 128).
 const MAX_DEPTH: u32 = 32;
@@ -540,15 +541,6 @@ impl<'a> Text<'a> {
             }
             _ => self.skip(i, 2),
         }
-    }
-}
-
-pub(crate) fn hex_digit(d: u8) -> Option<u8> {
-    match d {
-        b'0'..=b'9' => Some(d - b'0'),
-        b'a'..=b'f' => Some(d - b'a' + 10),
-        b'A'..=b'F' => Some(d - b'A' + 10),
-        _ => None,
     }
 }
 
