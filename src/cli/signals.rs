@@ -55,7 +55,7 @@ pub fn exit_on_signals() {
         .name("infermeter-signals".into())
         .spawn(move || {
             if signals.forever().next().is_some() {
-                eprintln!("interrupted");
+                errln!("interrupted");
                 std::process::exit(crate::error::Error::Interrupted.exit_code());
             }
         });
