@@ -344,3 +344,64 @@ fn axis_mismatch(metric: CurveMetric, group: &str, of_clients: bool) -> String {
         metric.def().name
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use SlaOutcome::{Fail, Inconclusive as Undecided, Pass};
+
+    #[test]
+    fn the_sla_maximum_stops_at_the_first_failure_and_undecided_points_leave_it_open() {
+        let max = |pts: &[(f64, Option<SlaOutcome>)]| {
+            let m = SlaMax::of(pts);
+            (m.low, m.high)
+        };
+        // A pass above a failure is noise, not capacity.
+        let pts = [(5.0, Some(Pass)), (10.0, Some(Fail)), (20.0, Some(Pass))];
+        assert_eq!(max(&pts), (Some(5.0), Some(5.0)));
+        // Undecided is not failed: it may pass.
+        let pts = [
+            (5.0, Some(Pass)),
+            (10.0, Some(Undecided)),
+            (20.0, Some(Fail)),
+        ];
+        assert_eq!(max(&pts), (Some(5.0), Some(10.0)));
+        let pts = [(5.0, Some(Undecided)), (10.0, Some(Pass))];
+        assert_eq!(max(&pts), (Some(10.0), Some(10.0)));
+        assert_eq!(max(&[(5.0, Some(Fail))]), (None, None));
+        // Nothing asserted on a point: it passes.
+        assert_eq!(max(&[(5.0, None), (8.0, None)]), (Some(8.0), Some(8.0)));
+    }
+
+    #[test]
+    fn a_point_has_one_verdict() {
+        let v = |stage: &str, o: SlaOutcome| {
+            let mut v = SlaVerdict {
+                assertion: "ttft.p50 < 1s".parse().unwrap(),
+                stage: Some(stage.into()),
+                observed: 0.0,
+                threshold: 1000.0,
+                passed: false,
+                outcome: o,
+                interval: None,
+                more: None,
+                note: None,
+                gates: true,
+            };
+            v.set_outcome(o);
+            v
+        };
+        let all = [
+            v("a", Pass),
+            v("a", Undecided),
+            v("b", Pass),
+            v("b", Fail),
+            v("b", Undecided),
+            v("c", Pass),
+        ];
+        assert_eq!(point_outcome(&all, "a"), Some(Undecided));
+        assert_eq!(point_outcome(&all, "b"), Some(Fail));
+        assert_eq!(point_outcome(&all, "c"), Some(Pass));
+        assert_eq!(point_outcome(&all, "d"), None);
+    }
+}
