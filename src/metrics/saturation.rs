@@ -18,7 +18,7 @@ impl ProfilePoint {
     /// finishes its last requests about one latency after the last send); and, since that
     /// reads a saturated stage of long answers as keeping up (its median latency is most of
     /// the wall time), also over the whole seconds in which the server was answering while the
-    /// client still sent ([`answered_share`]).
+    /// client still sent.
     ///
     /// Client-bound: the client could not deliver the load — it sent at under 90 % of the
     /// schedule's rate, or fell behind it by more than the mean gap between two sends (and by

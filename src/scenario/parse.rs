@@ -387,6 +387,7 @@ fn check_refs(
             refer(ctx, st, stages, "stage");
         }
     }
+    super::profile::check_curve_assertions(ctx, s);
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
