@@ -397,27 +397,6 @@ pub(crate) fn ramp_concurrency(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Opt
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_expand_inclusively() {
-        let lin: Vec<f64> = expand_range(10.0, 50.0, 5, false)
-            .iter()
-            .map(|r| r.0)
-            .collect();
-        assert_eq!(lin, vec![10.0, 20.0, 30.0, 40.0, 50.0]);
-        let geo: Vec<f64> = expand_range(1.0, 8.0, 4, true)
-            .iter()
-            .map(|r| r.0)
-            .collect();
-        for (g, want) in geo.iter().zip([1.0, 2.0, 4.0, 8.0]) {
-            assert!((g - want).abs() < 1e-9, "{geo:?}");
-        }
-    }
-}
-
 /// Curve assertions (`sla_max_rate > 20/s`) read a sweep's or search's points: each must be
 /// on a stage with a `sweep` or `search` (or, scenario-level, in a scenario that has one),
 /// with a fixed threshold, and cannot abort a run (the curve is known only at its end).
@@ -464,6 +443,27 @@ pub(crate) fn check_curve_assertions(ctx: &mut Ctx<'_>, s: &super::model::Scenar
                 "the curve is known only when every point has run",
                 Some("drop abort-on-fail".into()),
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_inclusively() {
+        let lin: Vec<f64> = expand_range(10.0, 50.0, 5, false)
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(lin, vec![10.0, 20.0, 30.0, 40.0, 50.0]);
+        let geo: Vec<f64> = expand_range(1.0, 8.0, 4, true)
+            .iter()
+            .map(|r| r.0)
+            .collect();
+        for (g, want) in geo.iter().zip([1.0, 2.0, 4.0, 8.0]) {
+            assert!((g - want).abs() < 1e-9, "{geo:?}");
         }
     }
 }
