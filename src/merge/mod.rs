@@ -66,6 +66,10 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
     let mut owners: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut counts: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (name, r) in &inputs {
+        // A shard whose counts do not add up would make a merged result that does not either.
+        if let Err(e) = crate::results::validate(r) {
+            problems.push(format!("{name}: {e}"));
+        }
         if !r.complete {
             problems.push(format!(
                 "{name}: an unfinished run ({}); merge the shards' final results",

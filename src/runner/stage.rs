@@ -140,7 +140,14 @@ impl StageRunner<'_> {
         )
         .await;
         if let Some((step, agreed)) = start {
-            PreciseTimer::new().sleep_until(agreed.instant()).await;
+            // The agreed start is at most a minute ahead (the coordinator's client refuses
+            // more), and a signal ends the wait.
+            let mut timer = PreciseTimer::new();
+            tokio::select! {
+                biased;
+                _ = self.opts.interrupt.cancelled() => {}
+                _ = timer.sleep_until(agreed.instant()) => {}
+            }
             let offset_ns = agreed.offset_of(std::time::SystemTime::now());
             if let Ok(mut starts) = self.starts.lock() {
                 starts.push(super::StepStart {
@@ -499,14 +506,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = stage.slice.share(stage.request_count()?);
-    match plan.session_plan(stage) {
-        None => Some(units),
-        Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
-            Some(DatasetSource::Synthetic { .. }) => Some(units * u64::from(session.turns.max(1))),
-            _ => None,
-        },
-    }
+    plan.planned_requests(stage, stage.slice)
 }
 
 /// Connections to open before the clock starts: the expected concurrency, within reason.
