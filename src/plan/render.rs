@@ -131,6 +131,13 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         Load::Closed { ramp: Some(r), .. } => describe_client_ramp(r),
         Load::Search(s) => super::profile::describe_search(s),
     };
+    // A multi-turn stage's arrivals and count are sessions, each of several requests.
+    let sessions = plan.session_plan(stage).is_some();
+    let (load, unit) = if sessions {
+        (format!("{load} (sessions)"), "sessions")
+    } else {
+        (load, "requests")
+    };
     writeln!(out, "  load      {load}")?;
     let count = stage.request_count();
     if let Some(rule) = stage.until_decided {
@@ -151,10 +158,10 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         )?;
     }
     match (count, stage.duration) {
-        (Some(n), Some(d)) => writeln!(out, "  requests  {n} (within {d})")?,
-        (Some(n), None) => writeln!(out, "  requests  {n}")?,
-        (None, Some(d)) => writeln!(out, "  requests  until {d}")?,
-        (None, None) => writeln!(out, "  requests  unbounded")?,
+        (Some(n), Some(d)) => writeln!(out, "  {unit:<9} {n} (within {d})")?,
+        (Some(n), None) => writeln!(out, "  {unit:<9} {n}")?,
+        (None, Some(d)) => writeln!(out, "  {unit:<9} until {d}")?,
+        (None, None) => writeln!(out, "  {unit:<9} unbounded")?,
     }
     if let (Load::Open { arrival, schedule }, Some(offsets)) = (&stage.load, stage.offsets()) {
         let last = schedule.last_ns();

@@ -1,5 +1,6 @@
-//! The few lines `infermeter run` prints when it ends: verdict, one row per stage, and the
-//! SLA verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
+//! The few lines `infermeter run` prints when it ends: verdict, one row per stage, each
+//! sweep's or search's knee and SLA-compliant maximum with its points' verdicts, and the SLA
+//! verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
 //! on, the outcome words and marks are coloured (ANSI), nothing else changes.
 
 use std::fmt::Write as _;
@@ -81,11 +82,43 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
     for s in &r.stages {
         stage_lines(&mut out, s);
     }
+    profile_lines(&mut out, r, color);
     if !r.sla.is_empty() {
         sla_lines(&mut out, r, color);
     }
     out.push('\n');
     out
+}
+
+/// Each profile group's answer (knee, SLA-compliant maximum) and its points' verdicts, marked
+/// as in the SLA lines; a point past the knee that does not gate is in brackets.
+fn profile_lines(out: &mut String, r: &Results, color: bool) {
+    let groups = super::profiles(r);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nProfiles");
+    for g in &groups {
+        let _ = writeln!(out, "  {} `{}`: {}", g.kind, g.group, g.answer);
+        let points: Vec<String> = g
+            .rows
+            .iter()
+            .map(|row| {
+                let mark = paint(super::mark_word(row.outcome), row.outcome, color);
+                let knee = if row.knee { " knee" } else { "" };
+                let point = format!("{} {mark}{knee}", super::numbers::short(row.load));
+                if row.gates {
+                    point
+                } else {
+                    format!("({point})")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "    points ({}): {}", g.axis, points.join("  "));
+        if g.rows.iter().any(|row| !row.gates) {
+            let _ = writeln!(out, "    (…): {}", crate::sla::NOT_GATING);
+        }
+    }
 }
 
 /// A stage's row of the table, and its reasons, notes and errors under it.
@@ -184,6 +217,9 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
             with_unit(v.observed),
             with_unit(v.threshold),
         );
+        if !v.gates {
+            let _ = writeln!(out, "      {}", crate::sla::NOT_GATING);
+        }
         if v.outcome == crate::sla::SlaOutcome::Inconclusive {
             let why = v.note.as_deref().unwrap_or("undecided");
             let more = v.more.map_or_else(String::new, |m| format!("; {m}"));

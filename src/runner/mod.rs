@@ -26,7 +26,9 @@ mod timer;
 mod until;
 mod warmup;
 
-pub use barrier::{AgreedStart, Barrier, BarrierError, BarrierFuture, StepStart, Unsynchronised};
+pub use barrier::{
+    AgreedStart, Barrier, BarrierError, BarrierFuture, Interrupted, StepStart, Unsynchronised,
+};
 pub use cpu::PollIdle;
 pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
 pub use error::{RunError, RunProblem};

@@ -71,6 +71,19 @@ pub trait Observer: Send + Sync {
     /// collector thread, never from a request task.
     fn stage_started(&self, name: &str, total: Option<u64>) -> Box<dyn StageProgress>;
 
+    /// [`Observer::stage_started`] with how long the plan says the stage sends, when it says
+    /// (an open-loop schedule's span, a duration bound), so that a console's first ETA comes
+    /// from the plan rather than from the first second's completions. By default the same as
+    /// `stage_started`.
+    fn stage_planned(
+        &self,
+        name: &str,
+        total: Option<u64>,
+        _sending: Option<std::time::Duration>,
+    ) -> Box<dyn StageProgress> {
+        self.stage_started(name, total)
+    }
+
     /// Something the user should know that does not stop the run (a telemetry source that is
     /// unavailable, `--poll-idle` without permission).
     fn warning(&self, _message: &str) {}

@@ -101,10 +101,11 @@ impl StageRunner<'_> {
         } else {
             format!("{} ({})", stage.name, notes.join(", "))
         };
-        let progress = self
-            .opts
-            .observer
-            .stage_started(&shown, planned_total(&self.plan, stage));
+        let progress = self.opts.observer.stage_planned(
+            &shown,
+            planned_total(&self.plan, stage),
+            planned_sending(stage),
+        );
         // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
         // the live check.
         let stop = self.opts.interrupt.child_token();
@@ -145,7 +146,14 @@ impl StageRunner<'_> {
         )
         .await;
         if let Some((step, agreed)) = start {
-            PreciseTimer::new().sleep_until(agreed.instant()).await;
+            // The agreed start is at most a minute ahead (the coordinator's client refuses
+            // more), and a signal ends the wait.
+            let mut timer = PreciseTimer::new();
+            tokio::select! {
+                biased;
+                _ = self.opts.interrupt.cancelled() => {}
+                _ = timer.sleep_until(agreed.instant()) => {}
+            }
             let offset_ns = agreed.offset_of(std::time::SystemTime::now());
             if let Ok(mut starts) = self.starts.lock() {
                 starts.push(super::StepStart {
@@ -456,6 +464,14 @@ fn planned_span(stage: &StagePlan) -> Option<u64> {
     }
 }
 
+/// How long the plan says the stage sends: its schedule's span, or its duration bound.
+fn planned_sending(stage: &StagePlan) -> Option<std::time::Duration> {
+    match planned_span(stage) {
+        Some(ns) => Some(std::time::Duration::from_nanos(ns)),
+        None => stage.duration.map(|d| d.as_std()),
+    }
+}
+
 fn cores() -> u32 {
     thread::available_parallelism()
         .map(|n| n.get() as u32)
@@ -511,14 +527,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = stage.slice.share(stage.request_count()?);
-    match plan.session_plan(stage) {
-        None => Some(units),
-        Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
-            Some(DatasetSource::Synthetic { .. }) => Some(units * u64::from(session.turns.max(1))),
-            _ => None,
-        },
-    }
+    plan.planned_requests(stage, stage.slice)
 }
 
 /// Connections to open before the clock starts: the expected concurrency, within reason.

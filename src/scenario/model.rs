@@ -204,6 +204,10 @@ pub struct AssertionSpec {
     /// `Some(stage)` when written inside a stage or with `stage="…"`.
     pub stage: Option<Spanned<String>>,
     pub abort_on_fail: bool,
+    /// `every-point=#true`: on a sweep, every point's verdict gates the run, past the knee
+    /// too.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_point: bool,
 }
 
 /// The `sla` block's settings, as written (absent ones take the defaults or the command line's).

@@ -388,6 +388,7 @@ fn check_refs(
             refer(ctx, st, stages, "stage");
         }
     }
+    super::profile::check_curve_assertions(ctx, s);
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {

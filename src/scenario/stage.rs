@@ -344,7 +344,7 @@ const SLA_CHILDREN: &[&str] = &[
     "abort-grace",
 ];
 
-/// `sla { assert "…" [stage="…"] [abort-on-fail=#true]; confidence "95%"; inconclusive
+/// `sla { assert "…" [stage="…"] [abort-on-fail=#true] [every-point=#true]; confidence "95%"; inconclusive
 /// "fail"; untrusted "judge" }`; `scope` is the enclosing stage (whose block takes assertions
 /// only: how they are decided is the scenario's).
 pub(crate) fn sla_block(
@@ -408,12 +408,17 @@ pub(crate) fn sla_block(
             Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
             None => false,
         };
+        let every_point = match ar.prop(ctx, "every-point") {
+            Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
+            None => false,
+        };
         ar.finish(ctx);
         if let Some(expr) = expr {
             out.push(AssertionSpec {
                 expr,
                 stage,
                 abort_on_fail: abort,
+                every_point,
             });
         }
     }

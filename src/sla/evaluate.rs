@@ -50,11 +50,12 @@ impl InconclusiveAs {
     }
 }
 
-/// The gate over all verdicts: failed if any failed; else inconclusive if any was (and the
-/// policy says so); else passed.
+/// The gate over the verdicts that gate (a sweep point's past its knee does not): failed if
+/// any failed; else inconclusive if any was (and the policy says so); else passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Gate {
     pub outcome: SlaOutcome,
+    /// Gating verdicts that passed, failed, were undecided.
     pub passed: usize,
     pub failed: usize,
     /// Inconclusive assertions.
@@ -63,7 +64,12 @@ pub struct Gate {
 
 /// The gate's outcome for `verdicts`, an inconclusive one counted as `inconclusive` says.
 pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
-    let count = |o: SlaOutcome| verdicts.iter().filter(|v| v.outcome == o).count();
+    let count = |o: SlaOutcome| {
+        verdicts
+            .iter()
+            .filter(|v| v.gates && v.outcome == o)
+            .count()
+    };
     let (passed, failed, undecided) = (
         count(SlaOutcome::Pass),
         count(SlaOutcome::Fail),
@@ -125,6 +131,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 outcome: SlaOutcome::Fail,
                 interval: None,
                 more: None,
+                gates: true,
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
                      nothing",
@@ -207,6 +214,7 @@ fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
         interval: None,
         more: None,
         note: None,
+        gates: true,
     }
 }
 

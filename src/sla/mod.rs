@@ -4,6 +4,7 @@
 
 mod abort;
 mod change;
+mod curve;
 mod decided;
 mod evaluate;
 mod grammar;
@@ -19,6 +20,7 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
+pub use curve::{NOT_GATING, SlaMax, judge_run, point_outcome};
 pub use decided::all_decided;
 pub use evaluate::*;
 pub use grammar::*;

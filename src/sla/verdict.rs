@@ -162,6 +162,15 @@ pub struct SlaVerdict {
     /// inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Whether the verdict counts in the run's gate: false for a sweep point's verdict past
+    /// the sweep's knee (reported, not gating: finding where the SLAs stop holding is what a
+    /// sweep is for) unless its assertion says `every-point=#true`. Written only when false.
+    #[serde(default = "gates_by_default")]
+    pub gates: bool,
+}
+
+fn gates_by_default() -> bool {
+    true
 }
 
 /// The `unit` member: written from the assertion's metric, read back by nobody (the metric
@@ -189,7 +198,7 @@ fn unit_member(schema: &mut schemars::Schema) {
 impl Serialize for SlaVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut v = s.serialize_struct("SlaVerdict", 10)?;
+        let mut v = s.serialize_struct("SlaVerdict", 11)?;
         v.serialize_field("expr", &self.assertion)?;
         v.serialize_field("stage", &self.stage)?;
         v.serialize_field("observed", &self.observed)?;
@@ -200,6 +209,11 @@ impl Serialize for SlaVerdict {
         optional(&mut v, "interval", &self.interval)?;
         optional(&mut v, "more", &self.more)?;
         optional(&mut v, "note", &self.note)?;
+        if self.gates {
+            v.skip_field("gates")?;
+        } else {
+            v.serialize_field("gates", &self.gates)?;
+        }
         v.end()
     }
 }
