@@ -27,6 +27,7 @@ mod distributed;
 mod inputs;
 mod k8s;
 mod load;
+mod needs;
 mod outcome;
 mod outputs;
 mod plan;
@@ -48,8 +49,11 @@ pub use distributed::{
 pub use inputs::ReportInputs;
 pub use k8s::{manifest_name, write_manifests};
 pub use load::{TargetOverride, load_scenario};
+pub use needs::{AssertionNeed, Needs, warning as need_warning};
 pub use outcome::{Outcome, RunReport};
-pub use plan::{PlanFormat, Validated, compile_plan, validate, write_plan};
+pub use plan::{
+    PlanFormat, Validated, compile_plan, compile_plan_with_needs, validate, write_plan,
+};
 pub use provenance::BUILD_COMMIT;
 pub use run::run_scenario;
 pub use saved::{RenderSettings, read_template, render_saved, write_text};

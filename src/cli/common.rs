@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
-use crate::cli::console::tell;
 use crate::error::Error;
 
 /// The scenario argument of `run` and `plan`: a file, or `-` for standard input (then read
@@ -76,11 +75,11 @@ pub fn print_error(e: &Error) {
         // Its colours are miette's own.
         Error::Scenario(s) => super::console::err_text(&format!("{}\n", render(s)), true),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
-        Error::Regressed { .. } => tell!("{e}"),
+        Error::Regressed { .. } => errln!("{e}"),
         _ => {
-            tell!("error: {}", e.chain());
+            errln!("error: {}", e.chain());
             if let Some(help) = miette::Diagnostic::help(e) {
-                tell!("  help: {help}");
+                errln!("  help: {help}");
             }
         }
     }

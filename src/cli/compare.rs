@@ -13,7 +13,6 @@ use clap::{Args, ValueEnum};
 
 use super::values::percent_confidence;
 use crate::app::{self, CompareSettings, Tolerance};
-use crate::cli::console::tell;
 use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,13 +92,13 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let report = app::compare_results(&settings)?;
     if let Some(plots) = &report.plots {
         if plots.is_empty() {
-            tell!(
+            errln!(
                 "warning: --plot: the runs share no latency profile and no stage with latency \
                  samples, so there is nothing to draw"
             );
         }
         for (group, path) in plots {
-            tell!(
+            errln!(
                 "plot ({}): {}",
                 crate::escape::terminal(group),
                 path.display()

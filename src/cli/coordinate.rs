@@ -10,7 +10,6 @@ use clap::Args;
 
 use super::values::parse_param;
 use crate::app::{self, CoordinatorSettings, CoordinatorTiming, RefusalLog, TargetOverride};
-use crate::cli::console::{say, tell};
 use crate::error::Error;
 use crate::units::Duration;
 
@@ -73,13 +72,13 @@ pub struct CoordinateArgs {
 
 /// Every refused request, on standard error (never with the token it carried).
 pub fn refusal_log() -> RefusalLog {
-    RefusalLog::new(|r| tell!("coordinator: {r}"))
+    RefusalLog::new(|r| errln!("coordinator: {r}"))
 }
 
 pub fn run(args: CoordinateArgs) -> Result<(), Error> {
     let token = app::coordinator_token(args.token_file.as_deref())?;
     if let Some(file) = &token.created {
-        tell!(
+        errln!(
             "a new coordinator token is in {} (give it to every shard: --coordinator-token-file)",
             file.display()
         );
@@ -98,12 +97,12 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         interrupt: super::signals::interrupt_on_signals(),
         on_refusal: Some(refusal_log()),
     })?;
-    tell!(
+    errln!(
         "coordinating {} shard(s) on {}",
         args.shards,
         coordinator.addr()
     );
-    tell!(
+    errln!(
         "a shard's result may weigh up to {:.1} MiB (for this plan); larger ones are refused",
         coordinator.result_cap() as f64 / f64::from(1 << 20)
     );
@@ -112,7 +111,7 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         crate::cli::console::out_text(&app::render_summary_text(r), false);
     }
     if let Some(path) = merged.files.first() {
-        say!("merged results: {}", path.display());
+        outln!("merged results: {}", path.display());
     }
     merged.check()
 }

@@ -7,7 +7,6 @@ mod printer;
 use clap::{Args, Subcommand};
 
 use crate::app::{self, DatasetSource, FetchedDataset};
-use crate::cli::console::say;
 use crate::error::Error;
 use printer::{Printer, mb};
 
@@ -72,10 +71,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
     let mut printer = Printer::new();
     let FetchedDataset { uri, file: fetched } =
         app::fetch_dataset(&source, fetch.retries, &mut |e| printer.event(e))?;
-    say!("{uri}");
-    say!("  path    {}", fetched.path.display());
-    say!("  size    {}", mb(fetched.size));
-    say!(
+    outln!("{uri}");
+    outln!("  path    {}", fetched.path.display());
+    outln!("  size    {}", mb(fetched.size));
+    outln!(
         "  sha256  {} ({})",
         fetched.sha256,
         if fetched.verified {
@@ -84,10 +83,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
             "recorded: the Hub gives no sha256 for this file"
         }
     );
-    say!("  commit  {}", fetched.commit);
+    outln!("  commit  {}", fetched.commit);
     if fetched.cached {
-        say!("  (already in the cache; nothing downloaded)");
+        outln!("  (already in the cache; nothing downloaded)");
     }
-    say!("name it in a scenario as: \"{uri}\"");
+    outln!("name it in a scenario as: \"{uri}\"");
     Ok(())
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::console::tell;
 use crate::error::Error;
 
 #[derive(Debug, Args)]
@@ -53,7 +52,7 @@ pub fn run(args: ImportArgs) -> Result<(), Error> {
         draft.name = name;
     }
     for note in draft.notes.iter().filter(|n| n.starts_with("  - ")) {
-        tell!("note: {}", &note[4..]);
+        errln!("note: {}", &note[4..]);
     }
     super::new::write_out(&draft, v.out.as_deref(), v.force)
 }

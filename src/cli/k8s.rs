@@ -8,7 +8,6 @@ use clap::Args;
 
 use super::values::parse_param;
 use crate::app::{self, K8sOptions};
-use crate::cli::console::say;
 use crate::error::Error;
 
 #[derive(Debug, Args)]
@@ -72,9 +71,9 @@ pub fn run(args: K8sArgs) -> Result<(), Error> {
         run_args: args.run_args,
     };
     for f in app::write_manifests(&args.scenario, &opts, &args.out)? {
-        say!("{}", f.display());
+        outln!("{}", f.display());
     }
-    say!(
+    outln!(
         "apply: kubectl apply -f {dir}; wait: kubectl wait --for=condition=complete job/{name} \
          (or condition=failed); merged: kubectl logs job/{name} (shard 0)",
         dir = args.out.display()

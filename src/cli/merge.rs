@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::app::{self, MergeSettings};
-use crate::cli::console::say;
 use crate::error::Error;
 use crate::units::Duration;
 
@@ -48,7 +47,7 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
         crate::cli::console::out_text(&app::render_summary_text(r), false);
     }
     if let Some(p) = merged.files.first() {
-        say!("merged results: {}", p.display());
+        outln!("merged results: {}", p.display());
     }
     merged.check()
 }

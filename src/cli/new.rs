@@ -5,8 +5,6 @@ mod args;
 
 use std::path::Path;
 
-use crate::cli::console::tell;
-
 pub use args::NewArgs;
 
 use crate::app;
@@ -112,7 +110,7 @@ pub(super) fn write_out(draft: &Draft, out: Option<&Path>, force: bool) -> Resul
         return Ok(());
     };
     app::write_new_file(path, &text, force)?;
-    tell!(
+    errln!(
         "wrote {p}; check it with `infermeter plan {p}`, run it with `infermeter run {p}`",
         p = path.display()
     );

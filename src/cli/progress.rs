@@ -8,7 +8,6 @@ mod mode;
 mod stage;
 
 use crate::app::{Observer, StageProgress};
-use crate::cli::console::tell;
 pub use mode::ProgressMode;
 use stage::Progress;
 
@@ -25,10 +24,19 @@ impl ConsoleObserver {
 
 impl Observer for ConsoleObserver {
     fn stage_started(&self, name: &str, total: Option<u64>) -> Box<dyn StageProgress> {
-        Box::new(Progress::new(self.mode, name, total))
+        Box::new(Progress::new(self.mode, name, total, None))
+    }
+
+    fn stage_planned(
+        &self,
+        name: &str,
+        total: Option<u64>,
+        sending: Option<std::time::Duration>,
+    ) -> Box<dyn StageProgress> {
+        Box::new(Progress::new(self.mode, name, total, sending))
     }
 
     fn warning(&self, message: &str) {
-        tell!("warning: {}", crate::escape::terminal(message));
+        errln!("warning: {}", crate::escape::terminal(message));
     }
 }

@@ -9,8 +9,6 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cli::console::say;
-
 pub use args::{InconclusiveArg, RunArgs, UntrustedArg};
 
 use super::progress::{ConsoleObserver, ProgressMode};
@@ -53,13 +51,13 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
         color,
     );
     let dir = &report.out_dir;
-    say!("results: {}", dir.join(Output::Results.name()).display());
-    say!("report:  {}", dir.join(Output::Report.name()).display());
-    say!("page:    {}", dir.join(Output::Html.name()).display());
+    outln!("results: {}", dir.join(Output::Results.name()).display());
+    outln!("report:  {}", dir.join(Output::Report.name()).display());
+    outln!("page:    {}", dir.join(Output::Html.name()).display());
     let (Some(shard), Some(s)) = (shard, settings.shard) else {
         return report.check();
     };
-    say!(
+    outln!(
         "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
         s.index,
         s.count
@@ -71,7 +69,7 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     let verdict = verdict?;
     closed?;
     if let Some(path) = verdict.as_ref().and_then(|v| v.results.as_ref()) {
-        say!("merged:  {path}");
+        outln!("merged:  {path}");
     }
     app::shard_gate(&report, verdict.as_ref())
 }

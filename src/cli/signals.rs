@@ -6,8 +6,6 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::console::tell;
-
 /// A token cancelled on the first SIGINT, SIGTERM or SIGHUP, watched by a thread of its own
 /// for the rest of the process (so it works in every phase, report writing included).
 pub fn interrupt_on_signals() -> CancellationToken {
@@ -16,7 +14,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
     let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
-            tell!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+            errln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
             return token;
         }
     };
@@ -31,15 +29,15 @@ pub fn interrupt_on_signals() -> CancellationToken {
                     _ => "Ctrl-C",
                 };
                 if cancel.is_cancelled() {
-                    tell!("interrupted again ({name}): exiting now");
+                    errln!("interrupted again ({name}): exiting now");
                     std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
-                tell!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
+                errln!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
                 cancel.cancel();
             }
         });
     if let Err(e) = spawned {
-        tell!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+        errln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
     }
     token
 }
@@ -57,7 +55,7 @@ pub fn exit_on_signals() {
         .name("infermeter-signals".into())
         .spawn(move || {
             if signals.forever().next().is_some() {
-                tell!("interrupted");
+                errln!("interrupted");
                 std::process::exit(crate::error::Error::Interrupted.exit_code());
             }
         });

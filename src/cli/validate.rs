@@ -10,7 +10,6 @@ use clap::Args;
 use super::common::print_error;
 use super::values::parse_param;
 use crate::app;
-use crate::cli::console::{say, tell};
 use crate::error::Error;
 
 #[derive(Debug, Args)]
@@ -32,14 +31,18 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
     for file in &args.files {
         match app::validate(file, &args.params) {
             Ok(v) => {
-                say!(
+                outln!(
                     "ok  {}  ({} datasets, {} stages)",
                     file.display(),
                     v.datasets,
                     v.stages
                 );
+                out!("{}", v.needs);
+                for row in v.needs.short() {
+                    errln!("warning: {}: {}", file.display(), app::need_warning(row));
+                }
                 if let Some(b) = v.missing_baseline {
-                    tell!(
+                    errln!(
                         "note: {}: its baseline {} does not exist yet (`run` needs it)",
                         file.display(),
                         b.display()

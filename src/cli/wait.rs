@@ -8,7 +8,6 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{Attempt, WaitOptions, wait_ready};
-use crate::cli::console::{say, tell};
 use crate::error::Error;
 use crate::units;
 
@@ -64,7 +63,7 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
             last != &text || a.elapsed.saturating_sub(*at) >= Duration::from_secs(10)
         });
         if due {
-            tell!("[{:>4}s] {text}", a.elapsed.as_secs());
+            errln!("[{:>4}s] {text}", a.elapsed.as_secs());
             shown = Some((text, a.elapsed));
         }
     };
@@ -73,7 +72,7 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
         cancel_on_signals(&cancel);
         wait_ready(&opts, &cancel, &mut on).await
     })?;
-    say!(
+    outln!(
         "ready: {} after {:.1}s ({} attempt(s)); models: {}",
         crate::escape::terminal(&ready.url),
         ready.waited.as_secs_f64(),

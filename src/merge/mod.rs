@@ -221,8 +221,7 @@ fn assemble(
             intervals: true,
         },
     };
-    let (scoped, judged) = sla::profile_inputs(&assertions, &stages, &[]);
-    let verdicts = sla::judge(&scoped, &judged, &cx);
+    let verdicts = sla::judge_run(&assertions, &stages, &[], &cx);
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let errors = run_errors(&records, &missing, count);
     let stopped_early = !missing.is_empty() || records.iter().any(|r| r.interrupted);

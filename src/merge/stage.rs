@@ -75,6 +75,8 @@ pub(super) fn merge_stage(
         // figures; they are not kept whole, so the merge leaves it to each shard's result.
         attribution: None,
         aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
+        // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
+        until_decided: None,
     };
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);

@@ -208,6 +208,18 @@ impl StageAggregator {
         self.summarize(&clock, rules)
     }
 
+    /// [`StageAggregator::snapshot`] with the histograms, for the confidence sequences an
+    /// `until-decided` stage is judged on while it runs.
+    pub fn snapshot_with_histograms(
+        &self,
+        clock: StageClock,
+        rules: &ValidityRules,
+    ) -> StageSummary {
+        let mut s = self.summarize(&clock, rules);
+        s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        s
+    }
+
     /// Rates over the stage's wall time; the send rate over the sending time.
     fn throughput(&self, clock: &StageClock, tokens: &Tokens) -> Throughput {
         let wall_s = (clock.wall_ns as f64 / 1e9).max(1e-9);
@@ -315,6 +327,7 @@ impl StageAggregator {
             attribution,
             aborted: None,
             rounds: Vec::new(),
+            until_decided: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod aggregate;
 mod attribution;
+mod curve;
 mod def;
 mod dist;
 mod histograms;
@@ -23,6 +24,7 @@ mod vocab;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
+pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
@@ -36,6 +38,6 @@ pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
-    Aggregation, CountMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
-    MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric,
+    MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
 };

@@ -71,6 +71,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         // Each round's own attribution stays in its summary below.
         attribution: None,
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
+        until_decided: first.until_decided.clone(),
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

@@ -82,6 +82,7 @@ impl StageRunner<'_> {
             live,
             start,
         } = call;
+        let judged_live = live;
         let reset_note = self.reset_cache(&stage.name).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
@@ -100,13 +101,16 @@ impl StageRunner<'_> {
         } else {
             format!("{} ({})", stage.name, notes.join(", "))
         };
-        let progress = self
-            .opts
-            .observer
-            .stage_started(&shown, planned_total(&self.plan, stage));
+        let progress = self.opts.observer.stage_planned(
+            &shown,
+            planned_total(&self.plan, stage),
+            planned_sending(stage),
+        );
         // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
         // the live check.
         let stop = self.opts.interrupt.child_token();
+        let decided = CancellationToken::new();
+        let begun = Arc::new(AtomicU64::new(0));
         let started = Arc::new(std::sync::OnceLock::new());
         let live = live
             .then_some(self.opts.live_check.as_ref())
@@ -122,6 +126,9 @@ impl StageRunner<'_> {
                     ..StageClock::default()
                 },
                 rules: self.opts.validity,
+                decided: decided.clone(),
+                until: super::until::Until::of(stage, self.plan.target.request.timeout),
+                begun: begun.clone(),
             });
         let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
 
@@ -178,6 +185,7 @@ impl StageRunner<'_> {
             cancel: cancel.clone(),
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
+            started: begun,
             salt: self.salt_seed.map(|seed| {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))
@@ -243,6 +251,7 @@ impl StageRunner<'_> {
             }
         }
         drop(watching);
+        let sending_s = t0.elapsed().as_secs_f64();
         let warmup_end = watch.map(|_| {
             super::warmup::finish(
                 watched,
@@ -251,7 +260,9 @@ impl StageRunner<'_> {
             )
         });
         drop(shared);
-        self.drain(stage, &tracker, stop.is_cancelled()).await;
+        // Decided: what is in flight is part of the stage, drained as at its end.
+        let cut_short = stop.is_cancelled() && !decided.is_cancelled();
+        self.drain(stage, &tracker, cut_short).await;
         cancel.cancel();
         tracker.wait().await;
         let wall_ns = since(t0);
@@ -286,6 +297,17 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
+        let until = finished.until.or_else(|| {
+            super::until::Until::of(stage, self.plan.target.request.timeout).filter(|_| judged_live)
+        });
+        summary.until_decided = until.map(|u| {
+            let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
+            u.finish(
+                finished.decided,
+                interrupted,
+                (sending_s, summary.requests.sent),
+            )
+        });
         (summary, problem, finished.aborted)
     }
 
@@ -439,6 +461,14 @@ fn planned_span(stage: &StagePlan) -> Option<u64> {
     match &stage.load {
         Load::Open { schedule, .. } => Some(schedule.last_ns()),
         Load::Closed { .. } | Load::Search(_) => None,
+    }
+}
+
+/// How long the plan says the stage sends: its schedule's span, or its duration bound.
+fn planned_sending(stage: &StagePlan) -> Option<std::time::Duration> {
+    match planned_span(stage) {
+        Some(ns) => Some(std::time::Duration::from_nanos(ns)),
+        None => stage.duration.map(|d| d.as_std()),
     }
 }
 

@@ -67,6 +67,7 @@ pub fn spread(
                     high,
                     confidence,
                     across: Across::Requests,
+                    sequential: false,
                 },
                 units,
             },
@@ -89,6 +90,7 @@ pub fn spread(
                 high: high * 100.0,
                 confidence,
                 across: Across::Requests,
+                sequential: false,
             },
             units: sent,
         },
@@ -125,6 +127,7 @@ fn across_rounds(
                 high: r.high,
                 confidence: r.confidence,
                 across: Across::Rounds,
+                sequential: false,
             },
             units: values.len() as u64,
         },
@@ -227,6 +230,7 @@ pub fn decide(
                 Some(MoreNeeded {
                     count: needed.saturating_sub(have),
                     of,
+                    capped: false,
                 }),
             )
         }
@@ -246,11 +250,16 @@ pub fn decide(
             } else {
                 value - low
             };
+            // The 1/√n law: right for a mean or a bootstrap, an estimate elsewhere (absolute
+            // thresholds get the searched count instead; see `need.rs`).
+            let of = interval.across;
+            let cap = MoreNeeded::cap(of);
             let more = more_samples(units, half_width, (threshold - value).abs())
                 .filter(|n| *n > 0)
                 .map(|count| MoreNeeded {
-                    count,
-                    of: interval.across,
+                    count: count.min(cap.saturating_sub(units)),
+                    of,
+                    capped: count.saturating_add(units) > cap,
                 });
             (SlaOutcome::Inconclusive, more)
         }
@@ -268,6 +277,7 @@ mod tests {
                 high,
                 confidence: 0.95,
                 across: Across::Requests,
+                sequential: false,
             },
             units: 100,
         }

@@ -99,7 +99,7 @@ fn slowed_down_current_exits_1_naming_the_metric() {
     // Zero errors in both runs of ~100 requests cannot show the error rate stayed within
     // 0.1 points: that one is undecided, which does not fail `compare` by default.
     assert!(
-        out.starts_with("## ❔ chat-pr-gate: no regression shown (tolerance 5 %"),
+        out.starts_with("## ❔ chat-pr-gate: inconclusive, no regression shown (tolerance 5 %"),
         "{out}"
     );
     assert!(
@@ -131,7 +131,7 @@ fn an_error_rate_change_within_its_noise_is_undecided() {
     let o = run(&["--format", "markdown"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(out.contains("Undecided"), "{out}");
+    assert!(out.contains("Inconclusive"), "{out}");
     assert!(
         out.contains(
             "| `error_rate` | 0.500 % | 1.08 % | +0.6 pp \\[-0.2, +1.4\\] | ❔ inconclusive |"

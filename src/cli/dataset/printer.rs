@@ -3,7 +3,6 @@
 use std::time::Instant;
 
 use crate::app::FetchEvent;
-use crate::cli::console::tell;
 
 /// Progress on stderr: a line when the download starts, every few seconds, on a retry.
 pub(super) struct Printer {
@@ -23,9 +22,9 @@ impl Printer {
         match e {
             FetchEvent::Start { url, size, from } => {
                 if from > 0 {
-                    tell!("resuming {url} at {} of {}", mb(from), mb(size));
+                    errln!("resuming {url} at {} of {}", mb(from), mb(size));
                 } else {
-                    tell!("downloading {url} ({})", mb(size));
+                    errln!("downloading {url} ({})", mb(size));
                 }
             }
             FetchEvent::Progress { done, total } => {
@@ -41,7 +40,7 @@ impl Printer {
                     } else {
                         done as f64 * 100.0 / total as f64
                     };
-                    tell!(
+                    errln!(
                         "  {} of {} ({pct:.0}%, {:.0}s)",
                         mb(done),
                         mb(total),
@@ -53,11 +52,11 @@ impl Printer {
                 from,
                 attempt,
                 reason,
-            } => tell!(
+            } => errln!(
                 "  connection broke ({reason}); retry {attempt} from {}",
                 mb(from)
             ),
-            FetchEvent::Verifying => tell!("  computing sha256…"),
+            FetchEvent::Verifying => errln!("  computing sha256…"),
         }
     }
 }
