@@ -3,7 +3,8 @@
 //! step summary (GitHub Markdown: no tag, no live link or mention, no extra table cell),
 //! report.html, stages.csv (no formula), junit.xml and the plots (well-formed XML 1.0), and
 //! the terminal (no escape sequence, no workflow command). Against a server written for the
-//! test (`support::hostile_server`), over real HTTP.
+//! test (`support::hostile_server`), over real HTTP; and a sweep's name in what `validate`,
+//! `plan` and `run` print (the decidable table, its warnings, the Profiles section).
 
 use crate::support::hostile_server::{HOSTILE_MODEL, HostileServer};
 use crate::support::*;
@@ -43,6 +44,21 @@ stage {stage} {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
     // The server must be up for the whole run.
     drop(server);
     (dir, o)
+}
+
+/// Neither stream holds an escape sequence, a bell or a line GitHub Actions would run.
+fn assert_terminal_inert(what: &str, o: &std::process::Output) {
+    let (stdout, stderr) = text(o);
+    for (stream, t) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(
+            !t.contains('\u{1b}') && !t.contains('\u{7}'),
+            "{what}: {stream} holds an escape:\n{t}"
+        );
+        assert!(
+            !t.lines().any(|l| l.trim_start().starts_with("::")),
+            "{what}: {stream} holds a workflow command:\n{t}"
+        );
+    }
 }
 
 /// What a hostile value must never be in Markdown: a tag, a live link or mention, a raw `|`.
@@ -150,5 +166,70 @@ fn wait_prints_what_the_server_lists_escaped() {
     assert!(
         stdout.contains("\\n::add-mask::x"),
         "shown escaped:\n{stdout}"
+    );
+}
+
+/// A stage name that would end its line, run `::error::` and set the window title.
+const LINE_BREAKER: &str = "cap\\n::error::pwned\\u{1b}]0;x\\u{7}";
+
+#[test]
+fn a_stage_name_is_escaped_in_the_decidable_table_and_its_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 requests cannot show an error rate under 1 %: a row and a warning name the stage.
+    let path = scenario(
+        dir.path(),
+        "s.kdl",
+        &format!(
+            r#"scenario "h"
+target "sim"
+dataset "d" {{ synthetic {{ input-tokens 8; output-tokens 4; }} }}
+stage "{LINE_BREAKER}" {{
+    dataset "d"
+    arrival "constant" rate=50
+    requests 20
+    sla {{ assert "error_rate < 1%" }}
+}}
+"#
+        ),
+    );
+    let path = path.to_str().unwrap();
+    let validate = infermeter(&["validate", path]);
+    assert_eq!(validate.status.code(), Some(0), "{}", describe(&validate));
+    assert_terminal_inert("validate", &validate);
+    let (stdout, stderr) = text(&validate);
+    assert!(
+        stdout.contains(&format!("stage `{LINE_BREAKER}` sends 20: TOO FEW")),
+        "the row, shown escaped:\n{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("on stage `{LINE_BREAKER}`: the stage sends 20")),
+        "the warning, shown escaped:\n{stderr}"
+    );
+    let plan = infermeter(&["plan", path]);
+    assert_eq!(plan.status.code(), Some(0), "{}", describe(&plan));
+    assert_terminal_inert("plan", &plan);
+    assert!(text(&plan).0.contains("TOO FEW"), "{}", describe(&plan));
+}
+
+#[test]
+fn a_sweeps_name_is_escaped_in_the_profiles_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/sweep-gate.kdl");
+    let example = std::fs::read_to_string(example).unwrap();
+    let hostile = example.replace("stage \"capacity\"", &format!("stage \"{LINE_BREAKER}\""));
+    assert_ne!(
+        hostile, example,
+        "the example still names its stage `capacity`"
+    );
+    let path = scenario(dir.path(), "sweep.kdl", &hostile);
+    let out = dir.path().join("out");
+    let run = run(&path, &out, &[]);
+    // As the example: the point past the knee fails without gating.
+    assert_eq!(run.status.code(), Some(0), "{}", describe(&run));
+    assert_terminal_inert("run", &run);
+    let (stdout, _) = text(&run);
+    assert!(
+        stdout.contains(&format!("\nProfiles\n  sweep `{LINE_BREAKER}`: knee")),
+        "the group, shown escaped:\n{stdout}"
     );
 }
