@@ -207,6 +207,7 @@ fn execute(
         poll_idle: poll_idle.is_some(),
         barrier: settings.barrier.clone(),
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
+        test_send_lag: test_send_lag(),
     };
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
     let output = runtime.block_on(runner::run(p.plan.clone(), opts, &mut after_stage));
@@ -219,6 +220,19 @@ fn execute(
         let _ = write_results(&failed, &p.outputs.path(Output::Results));
         e.into()
     })
+}
+
+/// `INFERMETER_TEST_SEND_LAG_MS`, in debug builds only (what the tests run): holds every
+/// open-loop request that many milliseconds before it is sent, so that a test can make a
+/// stage's client untrusted deterministically. A release build never reads it.
+fn test_send_lag() -> Duration {
+    if !cfg!(debug_assertions) {
+        return Duration::ZERO;
+    }
+    std::env::var("INFERMETER_TEST_SEND_LAG_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
 }
 
 /// `--poll-idle`: /dev/cpu_dma_latency held at 0, or a warning when it cannot be.

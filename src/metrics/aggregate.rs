@@ -40,6 +40,10 @@ pub struct StageClock {
     pub steal_share: Option<f64>,
     /// Idle CPUs were kept polling during the stage (`--poll-idle`).
     pub poll_idle: bool,
+    /// What the client's CPUs were doing during the stage (Linux).
+    pub host: super::HostLoad,
+    /// How late the client's loop woke for its probe timer during the stage, where measured.
+    pub loop_delay: Option<LoopDelay>,
 }
 
 /// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
@@ -62,6 +66,10 @@ pub struct StageAggregator {
     slo: GoodputSlo,
     /// One histogram per latency metric, indexed by it.
     hists: [Histogram<u64>; LatencyMetric::COUNT],
+    /// The net histograms of the metrics that have a net measure (see `ClientNet`).
+    net: [Option<Histogram<u64>>; LatencyMetric::COUNT],
+    /// Requests recorded with a bound on the client's reads, so with net samples.
+    net_recorded: u64,
     counts: RequestCounts,
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
@@ -89,6 +97,8 @@ impl StageAggregator {
             planned,
             slo,
             hists: std::array::from_fn(|_| histogram()),
+            net: std::array::from_fn(|i| LatencyMetric::ALL[i].spec().net.map(|_| histogram())),
+            net_recorded: 0,
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
@@ -110,6 +120,20 @@ impl StageAggregator {
     }
 
     pub fn record(&mut self, r: &RequestRecord) {
+        self.record_with(r, None);
+    }
+
+    /// Records a request, and with `read` (a bound on how late the client read an event at an
+    /// instant, ns) its net samples too: what the client may have added taken off.
+    pub fn record_with(&mut self, r: &RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
+        if let Some(read) = read {
+            self.net_recorded += 1;
+            for (m, h) in LatencyMetric::ALL.iter().zip(&mut self.net) {
+                if let Some(h) = h {
+                    record(h, m.measure_net(r, read));
+                }
+            }
+        }
         self.counts.sent += 1;
         if r.retries > 0 {
             self.counts.retried += 1;
@@ -213,6 +237,14 @@ impl StageAggregator {
         let mut s = self.summarize(&clock, rules);
         // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        if self.net_recorded > 0 {
+            let hists = super::PerMetric::from_fn(|m| self.net[m as usize].clone());
+            s.client_net = Some(ClientNet::from_histograms(
+                &hists,
+                rules.confidence,
+                self.counts.ok,
+            ));
+        }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
         s
@@ -262,7 +294,27 @@ impl StageAggregator {
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
+            loop_delay_ms: clock.loop_delay,
+            cpus_busy_percent: clock.host.busy_share.map(|s| s * 100.0),
+            others_percent: clock.host.others_share.map(|s| s * 100.0),
+            involuntary_switches_per_s: clock.host.involuntary_per_s,
+            run_queue: clock
+                .host
+                .run_queue_mean
+                .zip(clock.host.run_queue_max)
+                .map(|(mean, max)| RunQueue { mean, max }),
         }
+    }
+
+    /// The net distributions, once any request was recorded with a bound on its reads.
+    fn client_net(&self, confidence: f64) -> Option<ClientNet> {
+        (self.net_recorded > 0).then(|| ClientNet {
+            latency: super::PerMetric::from_fn(|m| match &self.net[m as usize] {
+                Some(h) => metric_dist(m, h, confidence, self.counts.ok),
+                None => Dist::default(),
+            }),
+            histograms: None,
+        })
     }
 
     fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
@@ -330,6 +382,7 @@ impl StageAggregator {
             notes,
             attribution,
             aborted: None,
+            client_net: self.client_net(rules.confidence),
             rounds: Vec::new(),
         }
     }

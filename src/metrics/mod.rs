@@ -5,7 +5,9 @@
 
 mod aggregate;
 mod attribution;
+mod cause;
 mod def;
+mod flags;
 mod histograms;
 mod intervals;
 mod latency;
@@ -22,12 +24,14 @@ pub use aggregate::{
     GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals, metric_dist,
 };
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
+pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
+pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{
     Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,
     sample_intervals_of,
 };
-pub use per_metric::{MetricSet, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
+pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
 pub use profile::{
     LoadPoint, PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary,
 };

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
 use super::spread::{Spread, decide, spread};
 use super::telemetry::observe_with;
+use super::trust::Basis;
 use super::verdict::{SlaOutcome, SlaVerdict};
 use crate::metrics::{CountMetric, StageSummary};
 use crate::telemetry::TelemetryReport;
@@ -178,6 +179,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 outcome: SlaOutcome::Fail,
                 interval: None,
                 more: None,
+                basis: Some(super::trust::Basis::Numbers),
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
                      nothing",
@@ -259,6 +261,7 @@ fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
         outcome: SlaOutcome::Fail,
         interval: None,
         more: None,
+        basis: None,
         note: None,
     }
 }
@@ -301,6 +304,7 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
             _ => reason,
         });
         verdict.set_outcome(SlaOutcome::Fail);
+        verdict.basis = Some(Basis::Numbers);
         return verdict;
     }
     if assertion.metric.def().from_output_tokens && stage.tokens.estimated > 0 {
@@ -383,15 +387,48 @@ fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
             _ => "the interval straddles the threshold".to_string(),
         });
     }
-    if !stage.validity.trusted && cx.policy.untrusted == Untrusted::Inconclusive {
-        let reasons = stage.validity.reasons.join("; ");
-        verdict.note = Some(format!(
-            "stage untrusted ({reasons}); its numbers would say {}",
-            outcome.as_str()
-        ));
-        verdict.set_outcome(SlaOutcome::Inconclusive);
-    }
+    weigh_flags(assertion, stage, cx, &mut verdict);
     verdict
+}
+
+/// What the stage's flags leave of a verdict its numbers reached, and the rule that decided
+/// it, in the note too when it is not the numbers alone.
+fn weigh_flags(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    cx: &Context<'_>,
+    verdict: &mut SlaVerdict,
+) {
+    let numbers = verdict.outcome;
+    let weighed = super::trust::weigh(
+        &super::trust::Numbers {
+            assertion,
+            stage,
+            observed: verdict.observed,
+            threshold: verdict.threshold,
+            outcome: numbers,
+        },
+        cx,
+    );
+    if weighed.outcome != numbers {
+        verdict.more = None;
+    }
+    verdict.set_outcome(weighed.outcome);
+    let sentence = weighed.basis.sentence(weighed.outcome);
+    verdict.note = match &weighed.basis {
+        Basis::Numbers => verdict.note.take(),
+        Basis::Judged => Some(match verdict.note.take() {
+            Some(n) => format!("{n}; {sentence}"),
+            None => sentence,
+        }),
+        _ if weighed.outcome == SlaOutcome::Inconclusive => Some(format!(
+            "stage untrusted ({}): {sentence}; its numbers would say {}",
+            stage.validity.reasons.join("; "),
+            numbers.as_str()
+        )),
+        _ => Some(format!("{sentence} (the stage is untrusted)")),
+    };
+    verdict.basis = Some(weighed.basis);
 }
 
 fn stage_names(stages: &[StageSummary]) -> String {

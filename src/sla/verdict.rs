@@ -1,6 +1,7 @@
 //! The outcome of one assertion, as recorded in `results.json`: pass, fail, or inconclusive
 //! when the data cannot say (the metric's confidence interval straddles the threshold, too few
-//! samples for an interval, or the stage's numbers are untrusted).
+//! samples for an interval, or a flag on an untrusted stage could have produced it), and the
+//! rule that decided it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -101,6 +102,11 @@ pub struct SlaVerdict {
     /// decide it, when that can be estimated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more: Option<MoreNeeded>,
+    /// Which rule decided it: the numbers as they are, or, on an untrusted stage, whether a
+    /// flag could have produced it (see `docs/sla.md`). Absent in results from before
+    /// schema 3. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<super::trust::Basis>,
     /// Why the verdict is what it is when the numbers alone do not say, e.g. "no ttft samples"
     /// (the assertion then fails with `observed` 0), "no baseline given", or why it is
     /// inconclusive.
@@ -133,7 +139,7 @@ fn unit_member(schema: &mut schemars::Schema) {
 impl Serialize for SlaVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut v = s.serialize_struct("SlaVerdict", 10)?;
+        let mut v = s.serialize_struct("SlaVerdict", 11)?;
         v.serialize_field("expr", &self.assertion)?;
         v.serialize_field("stage", &self.stage)?;
         v.serialize_field("observed", &self.observed)?;
@@ -143,6 +149,7 @@ impl Serialize for SlaVerdict {
         v.serialize_field("outcome", &self.outcome)?;
         optional(&mut v, "interval", &self.interval)?;
         optional(&mut v, "more", &self.more)?;
+        optional(&mut v, "basis", &self.basis)?;
         optional(&mut v, "note", &self.note)?;
         v.end()
     }
