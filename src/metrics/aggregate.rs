@@ -75,6 +75,10 @@ pub struct StageAggregator {
     tokens: Tokens,
     good: u64,
     last_sent_ns: u64,
+    /// The first turns' scheduled and actual send instants, earliest and latest: whether the
+    /// sends kept the planned pace.
+    scheduled_range: Option<(u64, u64)>,
+    sent_range: Option<(u64, u64)>,
     /// First turns sent (all requests, without sessions).
     arrivals: u64,
     timeline: Timeline,
@@ -104,6 +108,8 @@ impl StageAggregator {
             tokens: Tokens::default(),
             good: 0,
             last_sent_ns: 0,
+            scheduled_range: None,
+            sent_range: None,
             arrivals: 0,
             timeline: Timeline::default(),
             turns: Default::default(),
@@ -144,6 +150,8 @@ impl StageAggregator {
         if r.turn == 0 {
             self.arrivals += 1;
             self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
+            widen(&mut self.scheduled_range, r.scheduled_ns);
+            widen(&mut self.sent_range, r.sent_ns);
         }
         for m in LatencyMetric::ALL {
             record(&mut self.hists[m as usize], m.measure(r));
@@ -344,8 +352,7 @@ impl StageAggregator {
                 tokens: &tokens,
                 ttft: &latency[LatencyMetric::Ttft],
                 client: &client,
-                planned_span_ns: clock.planned_span_ns,
-                last_sent_ns: self.last_sent_ns,
+                pace: clock.planned_span_ns.and(self.pace()),
                 cores: clock.cores,
                 steal_share: clock.steal_share,
                 poll_idle: clock.poll_idle,
@@ -385,6 +392,23 @@ impl StageAggregator {
             client_net: self.client_net(rules.confidence),
             rounds: Vec::new(),
         }
+    }
+}
+
+/// Stretches `range` to hold `v`.
+fn widen(range: &mut Option<(u64, u64)>, v: u64) {
+    *range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+}
+
+impl StageAggregator {
+    /// The sends' pace against the plan's over the same requests: the span of their scheduled
+    /// instants over the span of their actual sends (first to last), at most 1. A constant
+    /// lag keeps the pace; a client falling further behind does not.
+    fn pace(&self) -> Option<f64> {
+        let (s0, s1) = self.scheduled_range?;
+        let (a0, a1) = self.sent_range?;
+        let planned = s1.saturating_sub(s0);
+        (self.arrivals > 1 && planned > 0).then(|| planned as f64 / (a1 - a0).max(planned) as f64)
     }
 }
 

@@ -71,9 +71,11 @@ pub enum FlagKind {
         share: f64,
         cached: u64,
         prompt_tokens: u64,
-        /// `(distinct prompts, requests sent)` when the data set repeated its prompts.
+        /// Distinct prompts of the data set, when the stage sent more requests than it has
+        /// (`sent`), repeating them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        repeats: Option<(u64, u64)>,
+        distinct_prompts: Option<u64>,
+        sent: u64,
     },
     /// A GPU throttled during the stage.
     GpuThrottled {
@@ -317,12 +319,11 @@ impl fmt::Display for FlagKind {
                 share,
                 cached,
                 prompt_tokens,
-                repeats,
+                distinct_prompts,
+                sent,
             } => {
-                let repeats = repeats
-                    .map(|(d, n)| {
-                        format!("; the stage sent {n} requests over {d} distinct prompts")
-                    })
+                let repeats = distinct_prompts
+                    .map(|d| format!("; the stage sent {sent} requests over {d} distinct prompts"))
                     .unwrap_or_default();
                 write!(
                     f,

@@ -80,8 +80,9 @@ pub(super) struct Inputs<'a> {
     pub tokens: &'a Tokens,
     pub ttft: &'a Dist,
     pub client: &'a ClientHealth,
-    pub planned_span_ns: Option<u64>,
-    pub last_sent_ns: u64,
+    /// An open-loop stage's pace: the span of its first turns' scheduled instants over the
+    /// span of their actual sends, at most 1.
+    pub pace: Option<f64>,
     pub cores: u32,
     pub steal_share: Option<f64>,
     pub poll_idle: bool,
@@ -131,14 +132,11 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             cause,
         });
     }
-    if let Some(span) = i.planned_span_ns.filter(|s| *s > 0) {
-        let ratio = span as f64 / i.last_sent_ns.max(span) as f64;
-        if ratio < rules.min_rate_ratio {
-            flags.push(FlagKind::RateShortfall {
-                achieved_share: ratio,
-                min_share: rules.min_rate_ratio,
-            });
-        }
+    if let Some(ratio) = i.pace.filter(|r| *r < rules.min_rate_ratio) {
+        flags.push(FlagKind::RateShortfall {
+            achieved_share: ratio,
+            min_share: rules.min_rate_ratio,
+        });
     }
     if own_cores > rules.max_cpu_share * f64::from(cores) {
         flags.push(FlagKind::ClientCpu {
@@ -194,7 +192,8 @@ fn load_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             share,
             cached: t.cached,
             prompt_tokens: (t.cached as f64 / share).round() as u64,
-            repeats: repeated_prompts(i.facts, sent),
+            distinct_prompts: repeated_prompts(i.facts, sent).map(|(d, _)| d),
+            sent,
         });
     }
     flags

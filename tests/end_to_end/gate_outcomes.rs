@@ -108,7 +108,7 @@ fn the_policy_is_recorded_with_the_results() {
     assert_eq!(r["sla_policy"]["untrusted"], "inconclusive");
     assert_eq!(r["sla_policy"]["confidence"], 0.9);
     assert!(r["sla"][0]["interval"]["confidence"].as_f64().unwrap() >= 0.9);
-    assert_eq!(r["schema_version"], 2);
+    assert_eq!(r["schema_version"], 3);
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
 mod gate_outcomes;
+mod gate_trust;
 mod hooks;
 mod hub_fetch;
 mod input_bounds;
