@@ -208,6 +208,7 @@ fn execute(
         barrier: settings.barrier.clone(),
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
         test_send_lag: test_send_lag(),
+        test_steal_share: test_steal_share(),
     };
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
     let output = runtime.block_on(runner::run(p.plan.clone(), opts, &mut after_stage));
@@ -233,6 +234,19 @@ fn test_send_lag() -> Duration {
         .ok()
         .and_then(|ms| ms.trim().parse::<u64>().ok())
         .map_or(Duration::ZERO, Duration::from_millis)
+}
+
+/// `INFERMETER_TEST_STEAL_PERCENT`, in debug builds only: the hypervisor's steal every stage
+/// reports, so that a test can flag steal deterministically. A release build never reads it.
+fn test_steal_share() -> Option<f64> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var("INFERMETER_TEST_STEAL_PERCENT")
+        .ok()
+        .and_then(|p| p.trim().parse::<f64>().ok())
+        .filter(|p| (0.0..=100.0).contains(p))
+        .map(|p| p / 100.0)
 }
 
 /// `--poll-idle`: /dev/cpu_dma_latency held at 0, or a warning when it cannot be.

@@ -168,7 +168,9 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
             let _ = writeln!(out, "      undecided: {why}{more}");
         } else if let Some(why) = &v.note
             && (v.outcome == crate::sla::SlaOutcome::Fail
-                || v.basis.as_ref().is_some_and(|b| *b != crate::sla::Basis::Numbers))
+                || v.basis
+                    .as_ref()
+                    .is_some_and(|b| *b != crate::sla::Basis::Numbers))
         {
             // A failure says why; a pass says so when a flag on its stage was weighed.
             let _ = writeln!(out, "      {why}");

@@ -276,10 +276,12 @@ impl StageRunner<'_> {
             cpu_ns,
             cores: cores(),
             peak_rss_bytes: super::cpu::peak_rss_bytes(),
-            steal_share: host0
-                .cpus
-                .zip(host1.cpus)
-                .and_then(|(a, b)| b.steal_share_since(&a)),
+            steal_share: self.opts.test_steal_share.or_else(|| {
+                host0
+                    .cpus
+                    .zip(host1.cpus)
+                    .and_then(|(a, b)| b.steal_share_since(&a))
+            }),
             poll_idle: self.opts.poll_idle,
             host: super::host::host_load(&host0, &host1, cpu_ns, wall_ns, finished.run_queue),
             loop_delay,

