@@ -72,6 +72,7 @@ start_sim() {
     SIM=$!
     for _ in $(seq 100); do grep -q http "$log" 2>/dev/null && break; sleep 0.05; done
     URL=$(grep -o 'http://[^ ]*' "$log" | head -1)
+    URL=${URL%/v1} # the log says the API's root; the quick start adds /v1 itself
     "$BIN" wait "$URL/v1" --timeout 10m >/dev/null
 }
 
