@@ -16,6 +16,8 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=INFERMETER_COMMIT");
+    // `cargo fuzz` builds with `--cfg fuzzing` (the scenario parser's stack bound reads it).
+    println!("cargo::rustc-check-cfg=cfg(fuzzing)");
     let commit = std::env::var("INFERMETER_COMMIT")
         .ok()
         .filter(|c| !c.is_empty())

@@ -73,7 +73,7 @@ fn shard(index: u32) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "http://server".into(),
-            api: infermeter::protocol::Api::Chat,
+            api: infermeter::protocol::Api::CHAT,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

@@ -11,13 +11,13 @@ use std::time::Instant;
 use infermeter::arrival::ArrivalSpec;
 use infermeter::dataset::{LengthDist, TokenizerSpec};
 use infermeter::plan::{self, Load};
-use infermeter::protocol::Api;
+use infermeter::protocol::{RequestSettings, RunSettings};
 use infermeter::scenario::{
     Dataset, DatasetKind, Endpoint, ReportSpec, Scenario, Source, Spanned, StageLimit, StageSpec,
     SyntheticSpec, Target,
 };
 use infermeter::sim::SimConfig;
-use infermeter::units::{Duration, Rate};
+use infermeter::units::Rate;
 
 /// Counts live heap bytes and their high-water mark.
 struct Counting;
@@ -63,16 +63,8 @@ fn scenario() -> Scenario {
         params: BTreeMap::new(),
         target: Target {
             endpoint: Endpoint::Sim(SimConfig::default()),
-            api: Api::Chat,
-            model: None,
-            api_key_env: None,
-            timeout: Duration::from_millis(60_000),
-            headers: vec![],
-            extra_body: BTreeMap::new(),
-            ignore_eos: true,
-            max_event_bytes: infermeter::protocol::DEFAULT_MAX_EVENT_BYTES,
-            cache_salt: false,
-            reset_cache: None,
+            request: RequestSettings::default(),
+            run: RunSettings::default(),
         },
         tokenizer: TokenizerSpec::Cl100kBase,
         datasets: vec![Dataset {

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use infermeter::client::{BodyTemplate, Client, ClientConfig, PromptRef, TokenCounter};
+use infermeter::client::{BodyTemplate, Client, ClientConfig, TokenCounter};
 use infermeter::metrics::RequestRecord;
-use infermeter::protocol::Api;
+use infermeter::protocol::{Api, PromptRef};
 use infermeter::sim::SimConfig;
 use infermeter::units;
 
@@ -114,7 +114,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
         .expect("client");
         client.warm(&base, clients as usize).await;
         let template = BodyTemplate {
-            api: Api::Chat,
+            api: Api::CHAT,
             model: "infermeter-sim".into(),
             ignore_eos: true,
             extra: Default::default(),

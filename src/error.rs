@@ -191,6 +191,11 @@ impl From<HubError> for Error {
 impl Error {
     /// The process exit code for this error: the only place one is chosen.
     pub fn exit_code(&self) -> i32 {
+        if waited_for_input(self) {
+            // A signal ended a read of a FIFO or terminal (see `crate::files`): interrupted,
+            // whichever input it was.
+            return exit::RUN_ERROR;
+        }
         match self {
             Error::Args(e) if !e.use_stderr() => exit::OK,
             Error::SlaFailed { .. } | Error::Aborted(_) | Error::Regressed { .. } => {
@@ -241,6 +246,15 @@ impl Error {
     pub fn chain(&self) -> String {
         chain(self)
     }
+}
+
+/// Whether `e` was caused by a read that a signal stopped waiting for: an I/O error of kind
+/// `Interrupted`, which only [`crate::files::read_text`] returns (std retries `EINTR`).
+fn waited_for_input(e: &Error) -> bool {
+    std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source()).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::Interrupted)
+    })
 }
 
 /// `e` and its sources as one line, without repeating a cause that its parent's message

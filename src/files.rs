@@ -1,6 +1,9 @@
 //! Reading a user's file whole, with a bound: a scenario, a hook script, a template or a
 //! results file is read into memory, and `/dev/zero` or a multi-gigabyte file given by
-//! mistake must be an error, not the end of the process's memory. A vocabulary module like
+//! mistake must be an error, not the end of the process's memory. A path that is not a
+//! regular file — a FIFO nobody writes to, a terminal — may block the read forever; where the
+//! process handles SIGINT, SIGTERM or SIGHUP (which a blocked read would otherwise swallow),
+//! such a read is waited for beside those signals, and one ends it. A vocabulary module like
 //! `units.rs`: any stage may use it, it uses none.
 
 use std::io::Read;
@@ -14,8 +17,18 @@ pub const MAX_TEXT_FILE: u64 = 64 << 20;
 pub const MAX_RESULTS_FILE: u64 = 256 << 20;
 
 /// The file at `path` as UTF-8 text, or an error (`InvalidData`, naming the bound) when it
-/// is longer than `limit` bytes.
+/// is longer than `limit` bytes. A FIFO, terminal or socket that a signal stops waiting for
+/// is an error of kind `Interrupted`, which no other read here returns (std retries `EINTR`);
+/// [`crate::Error::exit_code`] makes it the interrupted exit code.
 pub fn read_text(path: &Path, limit: u64) -> std::io::Result<String> {
+    if std::fs::metadata(path)?.is_file() {
+        read_bounded(path, limit)
+    } else {
+        read_waiting(path, limit)
+    }
+}
+
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
     let mut text = String::new();
     std::fs::File::open(path)?
         .take(limit + 1)
@@ -27,6 +40,60 @@ pub fn read_text(path: &Path, limit: u64) -> std::io::Result<String> {
         ));
     }
     Ok(text)
+}
+
+/// [`read_bounded`] on a thread of its own, waited for beside the termination signals the
+/// process has a handler for: the handler (`run`'s, say) is told too, and this read stops
+/// waiting. Signals left to their default action need nothing: they end the process, however
+/// blocked. The reader stays blocked on its thread until the process exits.
+#[cfg(unix)]
+fn read_waiting(path: &Path, limit: u64) -> std::io::Result<String> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let handled: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| has_handler(s))
+        .collect();
+    if handled.is_empty() {
+        return read_bounded(path, limit);
+    }
+    let mut signals = signal_hook::iterator::Signals::new(&handled)?;
+    let done = signals.handle();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("input-reader".into())
+        .spawn(move || {
+            let _ = tx.send(read_bounded(&owned, limit));
+            done.close();
+        })?;
+    // `None` once the reader closed the handle: it has sent its result.
+    let signalled = signals.forever().next().is_some();
+    drop(signals);
+    match rx.try_recv() {
+        Ok(read) if !signalled => read,
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "interrupted while waiting for it to be written to (a FIFO, a terminal or a socket)",
+        )),
+    }
+}
+
+#[cfg(not(unix))]
+fn read_waiting(path: &Path, limit: u64) -> std::io::Result<String> {
+    read_bounded(path, limit)
+}
+
+/// Whether `signal` has a handler: neither its default action nor ignored.
+#[cfg(unix)]
+fn has_handler(signal: i32) -> bool {
+    // SAFETY: a zeroed `sigaction` is a valid value to be written into, and a null new action
+    // only reads the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction != libc::SIG_DFL
+            && current.sa_sigaction != libc::SIG_IGN
+    }
 }
 
 #[cfg(test)]

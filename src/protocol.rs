@@ -1,89 +1,148 @@
 //! The OpenAI-compatible protocol vocabulary that several stages share: which API a target
-//! speaks. The scenario names it, the plan carries it, the client speaks it and the results
-//! record it. It lives below all of them because the client may not depend on the scenario or
-//! the plan on the client (see `docs/architecture.md`).
+//! speaks and everything that differs between APIs. The scenario names it, the plan carries
+//! it, the client speaks it, the simulator serves it and the results record it. It lives below
+//! all of them because the client may not depend on the scenario or the plan on the client (see
+//! `docs/architecture.md`).
+//!
+//! Each API is one file beside this one implementing [`ApiKind`] (its name, path, request
+//! body, event grammar and token accounting), registered once in [`REGISTRY`]; everything
+//! else (KDL and `--api` parsing with their suggestions, the JSON Schema, `new`, `import
+//! vllm`, the plan's checks, the simulator's routes) reads the registry. See "Adding an API
+//! kind" in `docs/architecture.md`.
 
-use std::fmt;
+mod api;
+mod body;
+mod chat;
+mod chunk;
+mod completions;
+#[cfg(test)]
+mod echo;
+mod target;
+
+use std::borrow::Cow;
+use std::str::FromStr;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The default `max-event-size` of a target: an OpenAI chunk is a few hundred bytes, a final
-/// chunk with usage and timings about a kilobyte, a chunk with top log-probabilities a few
-/// kilobytes.
-pub const DEFAULT_MAX_EVENT_BYTES: u64 = 1 << 20;
+pub use api::{Api, ApiKind};
+pub use body::{Message, PromptRef, Request};
+pub use chunk::{
+    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
+    parse_chunk_value, scan_chunk,
+};
+pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
-/// The API requests are sent to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Api {
-    /// `POST {base}/chat/completions` with `messages`.
-    #[default]
-    Chat,
-    /// `POST {base}/completions` with `prompt`.
-    Completions,
-}
+/// Every API a target may speak, in the order help texts list them. The first is the default.
+pub const REGISTRY: &[Api] = &[
+    Api::CHAT,
+    Api::COMPLETIONS,
+    #[cfg(test)]
+    Api::of(&echo::Echo),
+];
 
 impl Api {
-    /// The name a scenario writes (`api "completions"`) and results record.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
+    /// `chat`, the default.
+    pub const CHAT: Api = Api::of(&chat::Chat);
+    /// `completions`.
+    pub const COMPLETIONS: Api = Api::of(&completions::Completions);
+
+    /// The registered API of this name.
+    pub fn from_name(name: &str) -> Option<Api> {
+        REGISTRY.iter().copied().find(|a| a.as_str() == name)
+    }
+
+    /// Every name a scenario may write, in registry order.
+    pub fn names() -> &'static [&'static str] {
+        static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+        NAMES.get_or_init(|| REGISTRY.iter().map(|a| a.as_str()).collect())
+    }
+
+    /// The names as a sentence's list: `"chat" or "completions"`.
+    pub fn names_quoted() -> String {
+        let quoted: Vec<String> = REGISTRY.iter().map(|a| format!("\"{a}\"")).collect();
+        match quoted.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 
-    /// The path below the base URL this API posts to.
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "/chat/completions",
-            Api::Completions => "/completions",
-        }
+    /// The API whose path ends `endpoint` (`/v1/chat/completions`), the longest such path
+    /// winning, and what precedes it (`/v1`).
+    pub fn from_endpoint(endpoint: &str) -> Option<(&str, Api)> {
+        REGISTRY
+            .iter()
+            .filter_map(|&a| endpoint.strip_suffix(a.path()).map(|prefix| (prefix, a)))
+            .min_by_key(|(prefix, _)| prefix.len())
+    }
+
+    /// The first registered API that carries conversations (what to suggest instead of one
+    /// that does not).
+    pub fn conversational() -> Api {
+        REGISTRY
+            .iter()
+            .copied()
+            .find(|a| a.kind().conversation())
+            .unwrap_or_default()
     }
 }
 
-impl fmt::Display for Api {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+impl Default for Api {
+    fn default() -> Api {
+        REGISTRY[0]
     }
 }
 
-/// How to ask a server to drop its prompt (prefix) cache: `reset-cache "…"` in a target. Each
-/// engine has its own endpoint at the server's root (not below `/v1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum CacheReset {
-    /// Try vLLM's, then SGLang's, then llama.cpp's endpoint; keep the first that answers.
-    Auto,
-    /// `POST /reset_prefix_cache` (needs `VLLM_SERVER_DEV_MODE=1` on the server).
-    Vllm,
-    /// `POST /flush_cache`.
-    Sglang,
-    /// `POST /slots/{id}?action=erase` for every slot `GET /props` counts.
-    LlamaCpp,
+/// A name that is not a registered API.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown api `{name}`: expected {}", Api::names_quoted())]
+pub struct UnknownApi {
+    pub name: String,
 }
 
-impl CacheReset {
-    /// The name a scenario writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheReset::Auto => "auto",
-            CacheReset::Vllm => "vllm",
-            CacheReset::Sglang => "sglang",
-            CacheReset::LlamaCpp => "llama-cpp",
-        }
+impl FromStr for Api {
+    type Err = UnknownApi;
+    fn from_str(s: &str) -> Result<Api, UnknownApi> {
+        Api::from_name(s).ok_or_else(|| UnknownApi {
+            name: s.to_string(),
+        })
+    }
+}
+
+impl Serialize for Api {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Api {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Api, D::Error> {
+        let name = Cow::<'de, str>::deserialize(d)?;
+        Api::from_name(&name).ok_or_else(|| serde::de::Error::unknown_variant(&name, Api::names()))
+    }
+}
+
+/// One string constant per registered API, each with its help: the schema a derived enum had.
+impl JsonSchema for Api {
+    fn schema_name() -> Cow<'static, str> {
+        "Api".into()
     }
 
-    /// Every name a scenario may write.
-    pub const NAMES: [&'static str; 4] = ["auto", "vllm", "sglang", "llama-cpp"];
-
-    pub fn from_name(name: &str) -> Option<CacheReset> {
-        Some(match name {
-            "auto" => CacheReset::Auto,
-            "vllm" => CacheReset::Vllm,
-            "sglang" => CacheReset::Sglang,
-            "llama-cpp" => CacheReset::LlamaCpp,
-            _ => return None,
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one_of: Vec<serde_json::Value> = REGISTRY
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "description": a.kind().help(),
+                    "type": "string",
+                    "const": a.as_str(),
+                })
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "The API requests are sent to.",
+            "oneOf": one_of,
         })
     }
 }

@@ -232,6 +232,72 @@ impl fmt::Display for Percent {
     }
 }
 
+/// The shape of gamma inter-arrival times (vLLM's `--burstiness`): 1 is Poisson, < 1
+/// burstier, > 1 more regular. Always finite and > 0: checked where it is made, so the schedule
+/// can use it as the gamma's shape as it is. Written and serialised as a plain number.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Burstiness(f64);
+
+impl Burstiness {
+    /// Poisson arrivals' burstiness.
+    pub const POISSON: Burstiness = Burstiness(1.0);
+
+    /// Checks a shape.
+    pub fn new(v: f64) -> Result<Self, UnitError> {
+        match v {
+            v if !v.is_finite() => Err(UnitError(format!("must be a finite number, got {v}"))),
+            v if v <= 0.0 => Err(UnitError(format!("must be > 0, got {v}"))),
+            v => Ok(Burstiness(v)),
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl FromStr for Burstiness {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| UnitError(format!("`{s}` is not a number")))?;
+        Burstiness::new(v)
+    }
+}
+
+impl fmt::Display for Burstiness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl Serialize for Burstiness {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Burstiness {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Burstiness::new(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A plain number in the schema, as the field was before it had a type.
+impl JsonSchema for Burstiness {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        f64::schema_name()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        f64::json_schema(g)
+    }
+}
+
 /// UTC time as RFC 3339 (`2026-11-29T10:45:00Z`), without a date crate.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
     let secs = t
@@ -282,6 +348,18 @@ mod tests {
         assert!("5 parsecs".parse::<Duration>().is_err());
         assert!("-1s".parse::<Duration>().is_err());
         assert!("".parse::<Duration>().is_err());
+    }
+
+    #[test]
+    fn burstiness_is_finite_and_positive() {
+        assert_eq!("0.5".parse::<Burstiness>().unwrap().get(), 0.5);
+        assert_eq!(Burstiness::POISSON.to_string(), "1");
+        for bad in ["0", "-1", "inf", "NaN", "x", ""] {
+            assert!(bad.parse::<Burstiness>().is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<Burstiness>("0").is_err());
+        let b: Burstiness = serde_json::from_str("0.25").unwrap();
+        assert_eq!(serde_json::to_string(&b).unwrap(), "0.25");
     }
 
     #[test]

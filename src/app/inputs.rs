@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::assemble::assemble;
 use super::outputs::placeholder;
-use super::run::assemble;
 use crate::error::Error;
 use crate::metrics::StageSummary;
 use crate::plan::Plan;

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::Error;
+use crate::error::Error;
 use crate::scenario::{Endpoint, Scenario, Spanned};
 
 /// `--url` / `--model`.
@@ -43,7 +43,7 @@ pub fn load_scenario(
         scenario.target.endpoint = Endpoint::Url(Spanned::new(url.clone(), (0, 0)));
     }
     if let Some(model) = &overrides.model {
-        scenario.target.model = Some(model.clone());
+        scenario.target.request.model = Some(model.clone());
         if let Endpoint::Sim(sim) = &mut scenario.target.endpoint {
             sim.model = model.clone();
         }

@@ -229,9 +229,10 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         started_at: crate::units::rfc3339(SystemTime::now()),
         target: TargetInfo {
             endpoint,
-            api: plan.target.api,
+            api: plan.target.request.api,
             model: plan
                 .target
+                .request
                 .model
                 .clone()
                 .or(default_model)

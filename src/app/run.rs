@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::assemble::assemble;
 use super::inputs::ReportInputs;
 use super::outcome::{Outcome, RunReport};
 use super::outputs::{Inputs, Outputs, placeholder, results_error};
@@ -16,12 +17,11 @@ use crate::metrics::{PointKind, StageSummary, ValidityRules};
 use crate::plan::{Load, Plan, Slice};
 use crate::report::{self, Output, WriteOptions};
 use crate::results::{
-    CompareTolerances, RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding,
-    SlaPolicy, TargetInfo, write_results,
+    CompareTolerances, Results, ShardRecord, ShardStart, Sharding, SlaPolicy, write_results,
 };
 use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
 use crate::scenario::Scenario;
-use crate::sla::{self, ScopedAssertion, SlaOutcome};
+use crate::sla::{self, ScopedAssertion};
 
 /// Runs the scenario `settings` names, end to end, and writes its outputs. `Err` when it could
 /// not be carried out (an invalid scenario, an unreachable target, an unreadable baseline);
@@ -448,64 +448,6 @@ fn live_check(
         };
         sla::abort_verdict(&assertions, stage, &cx, Some(rule))
     }))
-}
-
-/// The run's [`Results`]: its stages, the SLA verdicts on them and the gate, and where it
-/// stopped.
-pub(super) fn assemble(
-    plan: &Plan,
-    output: &RunOutput,
-    cx: &sla::Context<'_>,
-    policy: SlaPolicy,
-) -> Results {
-    let (scoped, judged) = sla::profile_inputs(&plan.sla, &output.stages, &output.searches);
-    let cx = sla::Context {
-        telemetry: output.telemetry.as_ref(),
-        ..*cx
-    };
-    let mut verdicts = sla::judge(&scoped, &judged, &cx);
-    verdicts.extend(sla::nothing_measured(&output.stages));
-    let gate = sla::gate(&verdicts, policy.inconclusive);
-    let stopped_early = !matches!(output.stop, Stop::Completed);
-    let error = match &output.stop {
-        Stop::Aborted(why) => Some(why.to_string()),
-        Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
-        Stop::Unsynchronised(why) => Some(crate::error::chain(why)),
-        Stop::Completed => output
-            .problems
-            .first()
-            .map(|p| crate::redact::secrets(&crate::error::chain(p)).into_owned()),
-    };
-    Results {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        scenario: plan.scenario.clone(),
-        description: plan.description.clone(),
-        plan_hash: plan.hash.clone(),
-        seed: plan.seed,
-        passed: gate.outcome == SlaOutcome::Pass && !stopped_early,
-        outcome: gate.outcome,
-        sla_policy: policy,
-        compare_tolerances: CompareTolerances::default(),
-        interrupted: stopped_early,
-        error,
-        complete: true,
-        infermeter_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: crate::units::rfc3339(output.started_at),
-        target: TargetInfo {
-            endpoint: output.endpoint.clone(),
-            api: plan.target.api,
-            model: output.model.clone(),
-            tokenizer: output.tokenizer.clone(),
-            cache_salt: output.cache_salt.clone(),
-        },
-        warmup: output.warmup.clone(),
-        stages: output.stages.clone(),
-        sla: verdicts,
-        telemetry: output.telemetry.clone(),
-        searches: output.searches.clone(),
-        provenance: None,
-        shards: None,
-    }
 }
 
 /// A shard's own part of a distributed result: how its steps started, and the plan's

@@ -6,6 +6,7 @@
 //! the probes so far ([`next_load`]). A stage of a sweep or search is one [`LoadPoint`].
 
 mod client_ramp;
+mod horizon;
 mod point;
 mod ramp;
 mod schedule;
@@ -13,9 +14,8 @@ mod search;
 mod spec;
 
 pub use client_ramp::ClientRamp;
+pub use horizon::{ArrivalError, Horizon, MAX_ARRIVALS};
 pub use point::{LoadPoint, PointKind};
-pub use schedule::{
-    ArrivalError, Extent, Horizon, MAX_ARRIVALS, Offsets, extent, offsets, schedule,
-};
+pub use schedule::{Extent, Offsets, extent, offsets, schedule};
 pub use search::{SearchAxis, SearchSpec, StopReason, next_clients, next_load, next_rate};
 pub use spec::{ArrivalKind, ArrivalSpec};

@@ -3,7 +3,7 @@
 //! rescaling: unit-rate exponential gaps in "expected arrivals" space, mapped back through the
 //! inverse of the integrated rate Λ(t), so the schedule is exact for any shape.
 
-use super::schedule::{ArrivalError, Horizon, MAX_ARRIVALS};
+use super::horizon::{ArrivalError, Horizon, MAX_ARRIVALS};
 
 /// A stretch of time over which the rate changes linearly from `r0` to `r1`.
 #[derive(Debug, Clone, Copy)]

@@ -9,36 +9,10 @@
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Exp1, Gamma};
-use serde::{Deserialize, Serialize};
 
+use super::horizon::{ArrivalError, Horizon, MAX_ARRIVALS};
 use super::ramp::RampCurve;
 use super::spec::ArrivalSpec;
-use crate::units::Duration;
-
-/// Largest schedule a stage may have.
-pub const MAX_ARRIVALS: u64 = 100_000_000;
-
-/// How far to schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Horizon {
-    /// Exactly this many arrivals.
-    Count(u64),
-    /// Every arrival whose offset is strictly below this.
-    Within(Duration),
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ArrivalError {
-    #[error("rate {0} is not a number of requests per second > 0")]
-    BadRate(f64),
-    #[error("burstiness {0} must be a number > 0")]
-    BadBurstiness(f64),
-    #[error(
-        "{what} schedules more than {MAX_ARRIVALS} requests; lower the rate or shorten the stage"
-    )]
-    TooMany { what: String },
-}
 
 /// A validated open-loop arrival process.
 #[derive(Debug, Clone)]
@@ -148,15 +122,15 @@ pub fn offsets<R: Rng>(
                     Process::Poisson(Exp::new(rate).map_err(|_| ArrivalError::BadRate(rate))?)
                 }
                 ArrivalSpec::Gamma { burstiness, .. } => {
-                    let shape = *burstiness;
-                    if !shape.is_finite() || shape <= 0.0 {
-                        return Err(ArrivalError::BadBurstiness(shape));
-                    }
+                    let shape = burstiness.get();
                     // Mean gap = shape · scale = 1/rate; coefficient of variation = 1/sqrt(shape).
-                    Process::Gamma(
-                        Gamma::new(shape, 1.0 / (rate * shape))
-                            .map_err(|_| ArrivalError::BadBurstiness(shape))?,
-                    )
+                    // Only an extreme rate · shape (no finite scale) fails here.
+                    Process::Gamma(Gamma::new(shape, 1.0 / (rate * shape)).map_err(|_| {
+                        ArrivalError::BadGamma {
+                            rate,
+                            burstiness: *burstiness,
+                        }
+                    })?)
                 }
                 _ => Process::Constant { gap_ns: 1e9 / rate },
             }
@@ -206,7 +180,7 @@ fn to_ns(t: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::Rate;
+    use crate::units::{Burstiness, Duration, Rate};
     use rand::SeedableRng;
     use rand::rngs::ChaCha8Rng;
 
@@ -269,7 +243,7 @@ mod tests {
             let got = run(
                 ArrivalSpec::Gamma {
                     rate: Rate(20.0),
-                    burstiness,
+                    burstiness: Burstiness::new(burstiness).unwrap(),
                 },
                 Horizon::Count(10_000),
                 9,
@@ -328,12 +302,8 @@ mod tests {
                 rate: Rate(f64::NAN),
             },
             ArrivalSpec::Gamma {
-                rate: Rate(1.0),
-                burstiness: 0.0,
-            },
-            ArrivalSpec::Gamma {
-                rate: Rate(1.0),
-                burstiness: f64::INFINITY,
+                rate: Rate(f64::MAX),
+                burstiness: Burstiness::new(f64::MAX).unwrap(),
             },
         ];
         for spec in &bad {

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::units::{Duration, Rate};
+use crate::units::{Burstiness, Duration, Rate};
 
 /// How requests arrive. Open-loop arrivals are scheduled ahead by the plan compiler; a
 /// closed-loop one has `clients` workers each sending its next request when the last ends.
@@ -17,7 +17,7 @@ pub enum ArrivalSpec {
     /// Exponential inter-arrival times (coefficient of variation 1).
     Poisson { rate: Rate },
     /// Gamma inter-arrival times: `burstiness` 1 is Poisson, < 1 burstier, > 1 more regular.
-    Gamma { rate: Rate, burstiness: f64 },
+    Gamma { rate: Rate, burstiness: Burstiness },
     /// Closed loop: `clients` workers.
     Concurrency { clients: u32 },
     /// Open loop (inhomogeneous Poisson) whose rate goes from `from` to `to` over `over`,

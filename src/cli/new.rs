@@ -5,23 +5,12 @@ mod args;
 
 use std::path::Path;
 
-use clap::ValueEnum;
-
 pub use args::NewArgs;
 
 use crate::app;
 use crate::app::{Data, Draft, Length, Limit, Load, ScaffoldError};
 use crate::error::Error;
-use crate::protocol::Api;
 use crate::units;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ApiArg {
-    /// /chat/completions
-    Chat,
-    /// /completions
-    Completions,
-}
 
 pub fn run(args: NewArgs) -> Result<(), Error> {
     let name = args
@@ -35,29 +24,27 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         })
         .unwrap_or_else(|| "benchmark".into());
     let data = data(&args)?;
-    let load = match (args.concurrency, args.rate) {
-        (Some(0), _) => {
+    let load = match (args.concurrency, args.rate, args.burstiness) {
+        (Some(0), ..) => {
             return Err(bad(
                 "--concurrency",
                 "0".into(),
                 "needs at least one client",
             ));
         }
-        (Some(n), _) => Load::Concurrency(n),
-        (None, rate) => Load::Rate {
+        (Some(_), _, Some(b)) => {
+            return Err(bad(
+                "--burstiness",
+                b.to_string(),
+                "needs an open-loop --rate",
+            ));
+        }
+        (Some(n), ..) => Load::Concurrency(n),
+        (None, rate, burstiness) => Load::Rate {
             rate: rate.map_or(5.0, units::Rate::per_sec),
-            burstiness: args.burstiness.unwrap_or(1.0),
+            burstiness: burstiness.unwrap_or(units::Burstiness::POISSON),
         },
     };
-    if let Some(b) = args.burstiness
-        && (args.concurrency.is_some() || !b.is_finite() || b <= 0.0)
-    {
-        return Err(bad(
-            "--burstiness",
-            b.to_string(),
-            "needs an open-loop --rate and a value > 0",
-        ));
-    }
     let limit = match (args.requests, args.duration) {
         (Some(0), _) => return Err(bad("--requests", "0".into(), "send at least one request")),
         (Some(n), _) => Limit::Requests(n),
@@ -70,10 +57,7 @@ pub fn run(args: NewArgs) -> Result<(), Error> {
         seed: args.seed,
         url: args.url.clone(),
         model: args.model.clone(),
-        api: match args.api {
-            ApiArg::Chat => Api::Chat,
-            ApiArg::Completions => Api::Completions,
-        },
+        api: args.api,
         load,
         data,
         limit,

@@ -40,6 +40,7 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: PlanArgs) -> Result<(), Error> {
+    super::signals::exit_on_signals();
     let (path, text) = super::common::scenario_source(args.scenario)?;
     let target = TargetOverride {
         url: args.url,

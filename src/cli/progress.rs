@@ -4,18 +4,12 @@
 //! stderr. Driven by each stage's collector thread, never by request tasks; one stage's bar or
 //! lines are `progress/stage.rs`.
 
+mod mode;
 mod stage;
 
 use crate::app::{Observer, StageProgress};
+pub use mode::ProgressMode;
 use stage::Progress;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// A bar when stderr is a terminal, periodic lines otherwise.
-    Auto,
-    Lines,
-    Quiet,
-}
 
 /// Progress bars or lines on stderr, and warnings.
 pub struct ConsoleObserver {

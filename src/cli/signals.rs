@@ -1,7 +1,8 @@
 //! Signals during `infermeter run`: SIGINT (Ctrl-C), SIGTERM (CI cancellation, `timeout`,
 //! `docker stop`, Kubernetes) and SIGHUP (a closed terminal) all mean "stop sending, let
 //! in-flight requests finish briefly, write an interrupted result". A second signal means
-//! "now": the process exits at once with the run-error code.
+//! "now": the process exits at once with the run-error code. `validate` and `plan`, which have
+//! nothing to wind down, exit with that code at the first signal ([`exit_on_signals`]).
 
 use tokio_util::sync::CancellationToken;
 
@@ -41,4 +42,23 @@ pub fn interrupt_on_signals() -> CancellationToken {
         eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
     }
     token
+}
+
+/// For commands with nothing to wind down (`validate`, `plan`): the first SIGINT, SIGTERM or
+/// SIGHUP ends the process at once with the interrupted exit code, whatever it is doing —
+/// waiting for a FIFO nobody writes to, compiling a large data set. Without a thread to watch
+/// them, the signals keep their default action (the process still ends, by the signal).
+pub fn exit_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("infermeter-signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                eprintln!("interrupted");
+                std::process::exit(crate::error::Error::Interrupted.exit_code());
+            }
+        });
 }

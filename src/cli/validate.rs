@@ -26,6 +26,7 @@ pub struct ValidateArgs {
 /// Checks every file and prints each verdict; the last invalid file's error is returned (the
 /// others are printed as they are found).
 pub fn run(args: ValidateArgs) -> Result<(), Error> {
+    super::signals::exit_on_signals();
     let mut last: Option<Error> = None;
     for file in &args.files {
         match app::validate(file, &args.params) {

@@ -1,28 +1,13 @@
-//! Request bodies for the OpenAI chat and completions APIs. Built off the hot path (the
-//! scheduler prepares the next body while it waits for the send time).
+//! The request body of one request: what does not change between requests (the API, the
+//! model, `ignore_eos`, the target's extra fields), with each request's prompt and length
+//! written by the API kind (see `protocol`). Built off the hot path (the scheduler prepares
+//! the next body while it waits for the send time).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use bytes::Bytes;
-use serde::Serialize;
 
-use super::chunk::plain_run;
-use crate::protocol::Api;
-
-/// A chat message as sent on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Message<'a> {
-    pub role: &'a str,
-    pub content: &'a str,
-}
-
-/// What to send as the prompt.
-#[derive(Debug, Clone, Copy)]
-pub enum PromptRef<'a> {
-    Text(&'a str),
-    Messages(&'a [Message<'a>]),
-}
+use crate::protocol::{Api, PromptRef, Request};
 
 /// Everything about the request body that does not change from request to request.
 #[derive(Debug, Clone)]
@@ -47,65 +32,18 @@ impl BodyTemplate {
         max_tokens: u32,
         item: Option<&BTreeMap<String, serde_json::Value>>,
     ) -> Bytes {
-        let joined: String;
-        let mut out = Vec::with_capacity(body_size(prompt) + self.model.len() + 160);
-        out.extend_from_slice(b"{\"model\":");
-        json_str(&mut out, &self.model);
-        match (self.api, prompt) {
-            (Api::Chat, PromptRef::Text(t)) => {
-                out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
-                json_str(&mut out, t);
-                out.extend_from_slice(b"}]");
-            }
-            (Api::Chat, PromptRef::Messages(m)) => {
-                out.extend_from_slice(b",\"messages\":[");
-                for (i, m) in m.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(b"{\"role\":");
-                    json_str(&mut out, m.role);
-                    out.extend_from_slice(b",\"content\":");
-                    json_str(&mut out, m.content);
-                    out.push(b'}');
-                }
-                out.push(b']');
-            }
-            (Api::Completions, p) => {
-                let text = match p {
-                    PromptRef::Text(t) => t,
-                    PromptRef::Messages([one]) => one.content,
-                    // The completions API takes one string. The plan refuses conversations
-                    // on it (sessions, JSONL `messages`); what remains is a shared prefix's
-                    // system message before a one-message prompt, joined as the text form of
-                    // the same prompt is.
-                    PromptRef::Messages(m) => {
-                        joined = m.iter().map(|m| m.content).collect::<Vec<_>>().join(" ");
-                        joined.as_str()
-                    }
-                };
-                out.extend_from_slice(b",\"prompt\":");
-                json_str(&mut out, text);
-            }
-        }
-        out.extend_from_slice(b",\"max_tokens\":");
-        let _ = write!(out, "{max_tokens}");
-        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-        if self.ignore_eos {
-            out.extend_from_slice(b",\"ignore_eos\":true");
-        }
-        let template = self
-            .extra
-            .iter()
-            .filter(|(k, _)| !item.is_some_and(|i| i.contains_key(*k)));
-        for (k, v) in template.chain(item.into_iter().flatten()) {
-            out.push(b',');
-            json_str(&mut out, k);
-            out.push(b':');
-            // Writing a JSON value into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut out, v);
-        }
-        out.push(b'}');
+        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160);
+        self.api.kind().write_body(
+            &mut out,
+            &Request {
+                model: &self.model,
+                prompt,
+                max_tokens,
+                ignore_eos: self.ignore_eos,
+                extra: &self.extra,
+                item,
+            },
+        );
         Bytes::from(out)
     }
 
@@ -115,50 +53,11 @@ impl BodyTemplate {
     }
 }
 
-/// The prompt's bytes, for sizing the body up front.
-fn body_size(prompt: PromptRef<'_>) -> usize {
-    match prompt {
-        PromptRef::Text(t) => t.len(),
-        PromptRef::Messages(m) => m.iter().map(|m| m.content.len() + m.role.len() + 32).sum(),
-    }
-}
-
-/// `s` as a JSON string, escaped exactly as serde_json escapes it (the quote, the backslash
-/// and control characters; `\n`-style escapes where JSON has them, `\u00XX` for the rest).
-/// Plain runs are found eight bytes at a time and copied whole: prompts are long and rarely
-/// need an escape.
-fn json_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut from = 0;
-    loop {
-        let end = plain_run(bytes, from);
-        out.extend_from_slice(&bytes[from..end]);
-        let Some(&b) = bytes.get(end) else { break };
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xf)]);
-            }
-        }
-        from = end + 1;
-    }
-    out.push(b'"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Message;
+    use serde::Serialize;
 
     // The serde_json form of the body, the oracle the hand-written writer is checked against.
     #[derive(Serialize)]
@@ -226,18 +125,18 @@ mod tests {
         item: Option<&BTreeMap<String, serde_json::Value>>,
     ) -> Vec<u8> {
         let joined: String;
-        let (messages, prompt) = match (t.api, prompt) {
-            (Api::Chat, PromptRef::Text(t)) => (
+        let (messages, prompt) = match (t.api.as_str(), prompt) {
+            ("chat", PromptRef::Text(t)) => (
                 Some(MessagesRef::One([Message {
                     role: "user",
                     content: t,
                 }])),
                 None,
             ),
-            (Api::Chat, PromptRef::Messages(m)) => (Some(MessagesRef::Many(m)), None),
-            (Api::Completions, PromptRef::Text(t)) => (None, Some(t)),
-            (Api::Completions, PromptRef::Messages([one])) => (None, Some(one.content)),
-            (Api::Completions, PromptRef::Messages(m)) => {
+            ("chat", PromptRef::Messages(m)) => (Some(MessagesRef::Many(m)), None),
+            (_, PromptRef::Text(t)) => (None, Some(t)),
+            (_, PromptRef::Messages([one])) => (None, Some(one.content)),
+            (_, PromptRef::Messages(m)) => {
                 joined = m.iter().map(|m| m.content).collect::<Vec<_>>().join(" ");
                 (None, Some(joined.as_str()))
             }
@@ -272,7 +171,7 @@ mod tests {
         let mut item = BTreeMap::new();
         item.insert("temperature".to_string(), serde_json::json!(0.7));
         item.insert("we\"ird".to_string(), serde_json::json!({"a": [1, "x\n"]}));
-        for api in [Api::Chat, Api::Completions] {
+        for api in [Api::CHAT, Api::COMPLETIONS] {
             for ignore_eos in [false, true] {
                 let mut t = template(api);
                 t.ignore_eos = ignore_eos;
@@ -314,7 +213,7 @@ mod tests {
 
     #[test]
     fn chat_body() {
-        let b = template(Api::Chat).build(PromptRef::Text("hello \"you\""), 32);
+        let b = template(Api::CHAT).build(PromptRef::Text("hello \"you\""), 32);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["messages"][0]["content"], "hello \"you\"");
         assert_eq!(v["messages"][0]["role"], "user");
@@ -328,7 +227,7 @@ mod tests {
 
     #[test]
     fn completions_body() {
-        let mut t = template(Api::Completions);
+        let mut t = template(Api::COMPLETIONS);
         t.ignore_eos = false;
         let b = t.build(PromptRef::Text("abc"), 5);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
@@ -340,7 +239,7 @@ mod tests {
 
     #[test]
     fn completions_join_a_prefix_message_with_the_prompt() {
-        let t = template(Api::Completions);
+        let t = template(Api::COMPLETIONS);
         let ms = [
             Message {
                 role: "system",
@@ -364,7 +263,7 @@ mod tests {
         let mut item = BTreeMap::new();
         item.insert("temperature".to_string(), serde_json::json!(0.7));
         item.insert("top_p".to_string(), serde_json::json!(0.9));
-        let t = template(Api::Chat);
+        let t = template(Api::CHAT);
         let b = t.build_with(PromptRef::Text("x"), 4, Some(&item));
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["temperature"], 0.7);

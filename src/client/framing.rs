@@ -15,23 +15,40 @@ pub enum Framing {
 /// Where a chunked body stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chunked {
-    /// In a chunk's size line: the size so far, its digits, and whether an extension or
-    /// whitespace began (no more digits then).
+    /// In a chunk's size line: the size so far, its digits, the line's length so far, and
+    /// what the line has reached.
     Size {
         size: u64,
         digits: u8,
-        tail: bool,
+        len: u16,
+        at: SizeLine,
     },
     /// Bytes of the current chunk still to come.
     Data(u64),
     /// After a chunk's data: its CR, then its LF.
     DataCr,
     DataLf,
-    /// After the last (empty) chunk: trailer lines until an empty one.
+    /// After the last (empty) chunk: trailer lines until an empty one. `len` counts the
+    /// trailer's bytes, `empty` says the current line has none yet, `cr` that a CR was just
+    /// read.
     Trailer {
-        at_line_start: bool,
+        len: u16,
+        empty: bool,
+        cr: bool,
     },
     Done,
+}
+
+/// How far a chunk-size line has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeLine {
+    Digits,
+    /// Whitespace after the digits (only `;` or the line's end may follow).
+    Space,
+    /// A chunk extension's text (read and ignored).
+    Ext,
+    /// The line's CR: its LF must follow.
+    Cr,
 }
 
 /// The body's framing is broken (a bad chunk size, a missing CRLF).
@@ -39,10 +56,17 @@ pub enum Chunked {
 #[error("the response body's chunked encoding is broken")]
 pub struct BadFraming;
 
+/// The longest chunk-size line, extensions included (hyper allows 16 KiB of extensions for a
+/// whole body; a size line of ours carries none).
+const MAX_SIZE_LINE: u16 = 4096;
+/// The most bytes of trailer fields after the last chunk.
+const MAX_TRAILER: u16 = 16 * 1024;
+
 const SIZE_START: Chunked = Chunked::Size {
     size: 0,
     digits: 0,
-    tail: false,
+    len: 0,
+    at: SizeLine::Digits,
 };
 
 impl Framing {
@@ -75,6 +99,10 @@ impl Framing {
     }
 }
 
+/// Chunked decoding as RFC 9112 §7.1 has it, strict where a lenient reading could take one
+/// body for another: a size line is hex digits, optional whitespace, optional `;` extensions
+/// (visible text), then CRLF; a CR is always followed by LF. A bare LF is taken as a line's
+/// end (RFC 9112 §2.2 lets a recipient do so; it cannot be read two ways).
 fn decode_chunked(
     state: &mut Chunked,
     input: &[u8],
@@ -94,49 +122,21 @@ fn decode_chunked(
                 }
             }
             Chunked::Size {
-                size: 0,
-                digits: 0,
-                tail: false,
+                size: 0, digits: 0, ..
             } if let Some((n, used)) = quick_size(&input[at..]) => {
                 at += used;
-                *state = if n == 0 {
-                    Chunked::Trailer {
-                        at_line_start: true,
-                    }
-                } else {
-                    Chunked::Data(n)
-                };
+                *state = after_size(n);
             }
-            Chunked::Size { size, digits, tail } => {
+            Chunked::Size {
+                size,
+                digits,
+                len,
+                at: line,
+            } => {
                 let b = input[at];
                 at += 1;
-                match b {
-                    b'\n' => {
-                        if *digits == 0 {
-                            return Err(BadFraming);
-                        }
-                        *state = if *size == 0 {
-                            Chunked::Trailer {
-                                at_line_start: true,
-                            }
-                        } else {
-                            Chunked::Data(*size)
-                        };
-                    }
-                    b'\r' => *tail = true,
-                    _ if !*tail && b.is_ascii_hexdigit() => {
-                        // 15 hex digits: sizes up to an exabyte, and no overflow.
-                        if *digits >= 15 {
-                            return Err(BadFraming);
-                        }
-                        let d = (b as char).to_digit(16).unwrap_or(0);
-                        *size = *size * 16 + u64::from(d);
-                        *digits += 1;
-                    }
-                    b';' | b' ' | b'\t' if *digits > 0 => *tail = true,
-                    // An extension's text.
-                    _ if *tail && *digits > 0 => {}
-                    _ => return Err(BadFraming),
+                if let Some(n) = size_byte(size, digits, len, line, b)? {
+                    *state = after_size(n);
                 }
             }
             Chunked::DataCr if input[at..].starts_with(b"\r\n") => {
@@ -146,7 +146,6 @@ fn decode_chunked(
             Chunked::DataCr => {
                 match input[at] {
                     b'\r' => *state = Chunked::DataLf,
-                    // A bare LF, as lenient parsers accept.
                     b'\n' => *state = SIZE_START,
                     _ => return Err(BadFraming),
                 }
@@ -159,19 +158,88 @@ fn decode_chunked(
                 at += 1;
                 *state = SIZE_START;
             }
-            Chunked::Trailer { at_line_start } => {
+            Chunked::Trailer { .. } => {
                 let b = input[at];
                 at += 1;
-                match b {
-                    b'\n' if *at_line_start => *state = Chunked::Done,
-                    b'\n' => *at_line_start = true,
-                    b'\r' => {}
-                    _ => *at_line_start = false,
-                }
+                trailer_byte(state, b)?;
             }
         }
     }
     Ok(at)
+}
+
+/// The state after a size line that said `n`.
+fn after_size(n: u64) -> Chunked {
+    if n == 0 {
+        Chunked::Trailer {
+            len: 0,
+            empty: true,
+            cr: false,
+        }
+    } else {
+        Chunked::Data(n)
+    }
+}
+
+/// One byte of a size line; the size once the line has ended.
+fn size_byte(
+    size: &mut u64,
+    digits: &mut u8,
+    len: &mut u16,
+    line: &mut SizeLine,
+    b: u8,
+) -> Result<Option<u64>, BadFraming> {
+    *len += 1;
+    if *len > MAX_SIZE_LINE {
+        return Err(BadFraming);
+    }
+    match (*line, b) {
+        (SizeLine::Cr, b'\n') => return Ok(Some(*size)),
+        (SizeLine::Cr, _) => return Err(BadFraming),
+        (_, b'\r') if *digits > 0 => *line = SizeLine::Cr,
+        (_, b'\n') if *digits > 0 => return Ok(Some(*size)),
+        (SizeLine::Digits, _) if b.is_ascii_hexdigit() => {
+            // 15 hex digits: sizes up to an exabyte, and no overflow.
+            if *digits >= 15 {
+                return Err(BadFraming);
+            }
+            let d = (b as char).to_digit(16).unwrap_or(0);
+            *size = *size * 16 + u64::from(d);
+            *digits += 1;
+        }
+        (SizeLine::Digits | SizeLine::Space, b' ' | b'\t') if *digits > 0 => {
+            *line = SizeLine::Space;
+        }
+        (SizeLine::Digits | SizeLine::Space, b';') if *digits > 0 => *line = SizeLine::Ext,
+        // An extension's text: visible characters, spaces, tabs, obs-text.
+        (SizeLine::Ext, b'\t' | b' '..=b'~' | 0x80..=0xff) => {}
+        _ => return Err(BadFraming),
+    }
+    Ok(None)
+}
+
+/// One byte of the trailer section: lines until an empty one, CR always followed by LF, no
+/// control characters, within `MAX_TRAILER`.
+fn trailer_byte(state: &mut Chunked, b: u8) -> Result<(), BadFraming> {
+    let Chunked::Trailer { len, empty, cr } = state else {
+        return Ok(());
+    };
+    *len += 1;
+    if *len > MAX_TRAILER {
+        return Err(BadFraming);
+    }
+    match (*cr, b) {
+        (true, b'\n') | (false, b'\n') if *empty => *state = Chunked::Done,
+        (true, b'\n') | (false, b'\n') => {
+            *empty = true;
+            *cr = false;
+        }
+        (true, _) => return Err(BadFraming),
+        (false, b'\r') => *cr = true,
+        (false, b'\t' | b' '..=b'~' | 0x80..=0xff) => *empty = false,
+        (false, _) => return Err(BadFraming),
+    }
+    Ok(())
 }
 
 /// A whole size line without extensions at the start of `input` (`1a\r\n`), the common
@@ -183,7 +251,7 @@ fn quick_size(input: &[u8]) -> Option<(u64, usize)> {
         match b {
             b'\r' if i > 0 && input.get(i + 1) == Some(&b'\n') => return Some((size, i + 2)),
             b'\n' if i > 0 => return Some((size, i + 1)),
-            _ => size = size * 16 + u64::from(super::chunk::hex_digit(b)?),
+            _ => size = size * 16 + u64::from(char::from(b).to_digit(16)?),
         }
     }
     None
@@ -236,6 +304,49 @@ mod tests {
         assert_eq!(decode_all(&[b"\r\n"]), Err(BadFraming));
         assert_eq!(decode_all(&[b"2\r\nabc"]), Err(BadFraming));
         assert_eq!(decode_all(&[b"ffffffffffffffff\r\n"]), Err(BadFraming));
+    }
+
+    #[test]
+    fn a_cr_is_always_followed_by_lf() {
+        // `1\r2\n` once read as a chunk of 1 byte, the `2` taken for an extension.
+        assert_eq!(decode_all(&[b"1\r2\nab\r\n0\r\n\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"1\r", b"2\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"1\r\na\rb"]), Err(BadFraming));
+        assert_eq!(
+            decode_all(&[b"1\r\na\r\n0\r\nx: 1\ry\r\n\r\n"]),
+            Err(BadFraming)
+        );
+        assert_eq!(decode_all(&[b"1\r\na\r\n0\r\n\r", b"x"]), Err(BadFraming));
+    }
+
+    #[test]
+    fn size_lines_are_digits_whitespace_and_extensions_only() {
+        assert_eq!(decode_all(&[b"1 x\r\na\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"1x\r\na\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b" 1\r\na\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b";x\r\na\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"1;a=\x01\r\na\r\n"]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"1;a=\x7f\r\na\r\n"]), Err(BadFraming));
+        let body = b"1 \t ; a=\"b c\" ;d\r\na\r\n0\r\n\r\n";
+        assert_eq!(decode_all(&[body]).unwrap(), (b"a".to_vec(), true));
+        // Bare LFs end lines (RFC 9112 2.2), unambiguously.
+        let body = b"1\na\n0\nx: 1\n\n";
+        assert_eq!(decode_all(&[body]).unwrap(), (b"a".to_vec(), true));
+    }
+
+    #[test]
+    fn endless_size_lines_and_trailers_are_errors() {
+        let mut line = b"1;".to_vec();
+        line.resize(usize::from(MAX_SIZE_LINE), b'x');
+        assert_eq!(decode_all(&[&line]).unwrap(), (Vec::new(), false));
+        line.push(b'x');
+        assert_eq!(decode_all(&[&line]), Err(BadFraming));
+        let mut trailer = b"0\r\n".to_vec();
+        for _ in 0..=usize::from(MAX_TRAILER) / 8 {
+            trailer.extend_from_slice(b"x: 1234\n");
+        }
+        assert_eq!(decode_all(&[&trailer]), Err(BadFraming));
+        assert_eq!(decode_all(&[b"0\r\nx: \x00\r\n\r\n"]), Err(BadFraming));
     }
 
     #[test]

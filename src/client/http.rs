@@ -7,10 +7,12 @@
 //!
 //! What counts as a failure, beyond the transport: an event past `max_event_bytes`, text that
 //! is not UTF-8 or a chunk that is not the API's JSON is `malformed`; a stream that ends with
-//! `[DONE]` but carried no generated content is `empty`. A request whose first attempt
-//! provably never reached the server (a reused connection the server had already closed: no
-//! byte of response came back) is sent once more on a fresh connection; its latency still
-//! counts from its scheduled instant. See `docs/metrics.md`.
+//! `[DONE]` but carried no generated content is `empty`; an answer that is not HTTP/1.1 the
+//! client can read without guessing (an unparsable or oversized head, conflicting lengths, a
+//! broken chunked encoding) is `protocol`. A request whose first attempt on a reused
+//! connection failed before any byte of response (the server had closed it) is sent once
+//! more on a fresh connection; its latency still counts from its scheduled instant. A fresh
+//! connection's failure is never resent. See `docs/metrics.md`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,11 +20,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use super::chunk::{Usage, parse_chunk};
+use super::reqwest_errors::{never_answered, send_error, unusable};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
-use super::wire::{Response, SendError, Wire};
+use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
+use crate::protocol::{Api, Event, Usage};
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
 pub trait TokenCounter: Send + Sync {
@@ -49,9 +52,9 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Idle connections kept per host: size it for the expected concurrency.
     pub pool_size: usize,
-    /// Tokens a server may add to a prompt (chat template, BOS) before its count is
-    /// considered to disagree with ours.
-    pub template_tokens: u32,
+    /// The API the URL speaks: how its events read, and the tokens its prompt template may
+    /// add before the server's prompt count is taken to disagree with ours.
+    pub api: Api,
     /// The most bytes one SSE event may take before the request fails as `malformed`.
     pub max_event_bytes: usize,
     /// The server's base URL without the API's `/v1`, where `/tokenize` is asked when a
@@ -61,7 +64,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A configuration for `url` with the defaults: no extra headers, a 60 s timeout, a small
-    /// pool, the chat template allowance and the default event cap.
+    /// pool, the default API (chat) and the default event cap.
     pub fn new(url: impl Into<String>) -> Self {
         ClientConfig {
             url: url.into(),
@@ -69,7 +72,7 @@ impl ClientConfig {
             api_key: None,
             timeout: Duration::from_secs(60),
             pool_size: 8,
-            template_tokens: 16,
+            api: Api::default(),
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
         }
@@ -83,7 +86,7 @@ pub struct Client {
     fresh: reqwest::Client,
     url: Arc<str>,
     timeout: Duration,
-    template_tokens: u32,
+    api: Api,
     max_event_bytes: usize,
     counter: Arc<dyn TokenCounter>,
     tokenize: Option<Arc<ServerTokenizer>>,
@@ -151,7 +154,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .default_headers(headers.clone())
             .pool_max_idle_per_host(cfg.pool_size.max(1))
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .tcp_nodelay(true)
             .connect_timeout(connect_timeout)
             .build()?;
@@ -166,7 +169,7 @@ impl Client {
             fresh,
             url: cfg.url.into(),
             timeout: cfg.timeout,
-            template_tokens: cfg.template_tokens,
+            api: cfg.api,
             max_event_bytes: cfg.max_event_bytes.max(1),
             counter,
             tokenize: cfg
@@ -362,7 +365,7 @@ impl Client {
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
         let mut events = Events::new(self.max_event_bytes);
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self.api);
         let mut now = since(t0);
         loop {
             if let Some(end) = tally.take_events(&mut events, now, rec, text) {
@@ -377,6 +380,8 @@ impl Client {
                 Err(e) => {
                     let kind = if e.is_timeout() {
                         ErrorKind::Timeout
+                    } else if unusable(&e) {
+                        ErrorKind::Protocol
                     } else {
                         ErrorKind::StreamBroken
                     };
@@ -409,8 +414,10 @@ impl Client {
             Err(e) => {
                 tracing::debug!("request failed: {e}");
                 rec.error = Some(match e {
+                    SendError::Connect(_) => ErrorKind::Connect,
                     SendError::ConnectTimeout => ErrorKind::Timeout,
-                    _ => ErrorKind::Connect,
+                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
+                    SendError::Protocol(_) => ErrorKind::Protocol,
                 });
                 return (None, None);
             }
@@ -424,7 +431,7 @@ impl Client {
         }
         rec.itl_us.reserve(expected_output as usize);
         text.reserve(expected_output as usize * 6);
-        let mut tally = Tally::default();
+        let mut tally = Tally::new(self.api);
         loop {
             if let Some(end) = tally.take_events(&mut resp.conn.events, now, rec, text) {
                 let reusable = matches!(end, End::Done).then_some(resp);
@@ -435,7 +442,10 @@ impl Client {
                 Ok(false) => return (self.end(tally, End::Eof, rec), None),
                 Err(e) => {
                     tracing::debug!("stream broken: {e}");
-                    let end = End::Failed(ErrorKind::StreamBroken);
+                    let end = End::Failed(match e {
+                        BodyError::Io(_) => ErrorKind::StreamBroken,
+                        BodyError::Framing(_) => ErrorKind::Protocol,
+                    });
                     return (self.end(tally, end, rec), None);
                 }
             }
@@ -466,51 +476,12 @@ impl Client {
         // The server counts its chat template too: a few tokens per message on top of
         // the text we sent, hence an absolute allowance besides the relative one.
         // A conversation's later messages add theirs (8 each, a generous chat template).
-        let template =
-            u64::from(self.template_tokens) + 8 * u64::from(rec.messages.saturating_sub(1));
+        let template = u64::from(self.api.kind().template_tokens())
+            + 8 * u64::from(rec.messages.saturating_sub(1));
         let allowed = (ours * 0.05).max(template as f64);
         rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
         rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
-    }
-}
-
-/// The first attempt provably never reached the server: no byte of a response came back
-/// because the connection was closed or reset under the request (a pooled connection the
-/// server had closed after its previous response, as llama-server does after every stream),
-/// or the request could not be written at all. A refused or timed-out connection is not this.
-fn never_answered(e: &reqwest::Error) -> bool {
-    if e.is_timeout() || e.is_connect() {
-        return false;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(err) = source {
-        if let Some(h) = err.downcast_ref::<hyper::Error>()
-            && (h.is_incomplete_message() || h.is_canceled())
-        {
-            return true;
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-            )
-        {
-            return true;
-        }
-        source = err.source();
-    }
-    false
-}
-
-/// A request that got no response: `timeout` or `connect`.
-fn send_error(e: &reqwest::Error) -> ErrorKind {
-    if e.is_timeout() {
-        ErrorKind::Timeout
-    } else {
-        ErrorKind::Connect
     }
 }
 
@@ -524,14 +495,23 @@ enum End {
 }
 
 /// What one stream's events add up to so far.
-#[derive(Default)]
 struct Tally {
+    /// Whose grammar the events follow.
+    api: Api,
     /// When the last chunk with output arrived.
     last: Option<u64>,
     usage: Option<Usage>,
 }
 
 impl Tally {
+    fn new(api: Api) -> Tally {
+        Tally {
+            api,
+            last: None,
+            usage: None,
+        }
+    }
+
     /// Takes every complete event `events` holds (all arrived at `now`); how the stream
     /// ended, if one of them ended it.
     fn take_events(
@@ -547,11 +527,10 @@ impl Tally {
                 Ok(None) => return None,
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
-            if data == "[DONE]" {
-                return Some(End::Done);
-            }
-            let Ok(chunk) = parse_chunk(data) else {
-                return Some(End::Failed(ErrorKind::Malformed));
+            let chunk = match self.api.kind().decode_event(data) {
+                Ok(Event::Chunk(chunk)) => chunk,
+                Ok(Event::Done) => return Some(End::Done),
+                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
             if chunk.error {
                 return Some(End::Failed(ErrorKind::StreamBroken));

@@ -1,8 +1,15 @@
 //! The plain-HTTP/1.1 path: a small keep-alive pool of tokio `TcpStream`s, a request written
 //! in one `write` (its head rendered once per run, only `content-length` per request), the
-//! response head parsed by `httparse`, and the body's framing decoded straight into the SSE
+//! response head parsed by `head.rs`, and the body's framing decoded straight into the SSE
 //! decoder's buffer. No task per connection, no channel between the socket and the request,
 //! no URL parsed per request: the request task itself reads its socket.
+//!
+//! A connection goes back to the pool only when nothing about it is in doubt: its response
+//! was framed and read exactly to its end (not an empty body, not one that ends at the close,
+//! not `connection: close`), no byte followed it, the whole request had been written, and,
+//! when it is taken again, nothing has arrived on it meanwhile and it has not been idle for
+//! longer than [`POOL_IDLE_TIMEOUT`]. Anything else is closed: a byte the server sent too many
+//! would otherwise be read as the next request's answer.
 //!
 //! https targets, and any target an HTTP proxy variable applies to, go through reqwest
 //! instead (see `http.rs`); this path exists because reqwest and hyper's per-request and
@@ -10,16 +17,20 @@
 
 use std::io;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use super::framing::{BadFraming, Framing};
+use super::head::{self, BadHead};
 use super::sse::Events;
 
-/// A response head larger than this is not an answer we can use.
-const MAX_HEAD: usize = 64 * 1024;
+/// How long a pooled connection may sit idle before it is closed instead of reused: under the
+/// 5 s after which uvicorn (vLLM, SGLang) and llama-server close an idle connection, so the
+/// client lets go first rather than racing the server's close; httpx, under the OpenAI Python
+/// SDK, keeps 5 s.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 /// A read's room in the raw buffer.
 const READ: usize = 16 * 1024;
 /// Bytes read past `[DONE]` (or of an error body) before the connection is given up instead.
@@ -50,6 +61,8 @@ pub struct Conn {
     out: Vec<u8>,
     /// The body's SSE decoder, reused from response to response.
     pub events: Events,
+    /// When it last went back to the pool.
+    idle_since: Instant,
 }
 
 /// Why a request got no usable response.
@@ -59,12 +72,15 @@ pub enum SendError {
     Connect(#[source] io::Error),
     #[error("connect timed out")]
     ConnectTimeout,
-    /// The connection closed (or failed) before a single byte of the response: the request
-    /// provably never reached the server's handler.
+    /// The connection closed (or failed) before a single byte of the response.
     #[error("the connection closed before any response: {0}")]
     NotAnswered(#[source] io::Error),
-    #[error("bad response: {0}")]
-    Bad(#[source] io::Error),
+    /// The connection closed (or failed) inside the response head.
+    #[error("the connection closed inside the response head: {0}")]
+    Cut(#[source] io::Error),
+    /// The server answered with what the client refuses to read.
+    #[error("unusable response: {0}")]
+    Protocol(#[from] BadHead),
 }
 
 /// A response whose head has been read.
@@ -73,7 +89,8 @@ pub struct Response {
     pub status: u16,
     pub sim_id: Option<u64>,
     framing: Framing,
-    keep_alive: bool,
+    /// The connection may be pooled once the body is read to its end.
+    reusable: bool,
 }
 
 /// Why the body stopped before its end.
@@ -155,17 +172,40 @@ impl Wire {
         })
     }
 
+    /// An idle connection fit to carry a request, newest first; the others are closed.
     fn take_idle(&self) -> Option<Conn> {
-        self.idle.lock().ok()?.pop()
+        let now = Instant::now();
+        loop {
+            let mut conn = self.idle.lock().ok()?.pop()?;
+            if now.saturating_duration_since(conn.idle_since) <= POOL_IDLE_TIMEOUT && conn.quiet() {
+                return Some(conn);
+            }
+            tracing::debug!("closing a pooled connection: idle too long, or not quiet");
+        }
     }
 
-    /// Puts a connection whose last response was read to its end back in the pool.
-    pub fn give_back(&self, conn: Conn) {
-        if let Ok(mut idle) = self.idle.lock()
-            && idle.len() < self.max_idle
-        {
-            idle.push(conn);
+    /// Puts a connection whose last response was read to its end back in the pool, closing
+    /// any that have been idle too long.
+    pub fn give_back(&self, mut conn: Conn) {
+        conn.idle_since = Instant::now();
+        let mut stale = Vec::new();
+        if let Ok(mut idle) = self.idle.lock() {
+            // Oldest first: they went back in order.
+            let old = idle
+                .iter()
+                .take_while(|c| {
+                    conn.idle_since.saturating_duration_since(c.idle_since) > POOL_IDLE_TIMEOUT
+                })
+                .count();
+            if old > 0 {
+                stale.extend(idle.drain(..old));
+            }
+            if idle.len() < self.max_idle {
+                idle.push(conn);
+            }
         }
+        // Closed outside the lock.
+        drop(stale);
     }
 
     async fn connect(&self, max_event: usize) -> Result<Conn, SendError> {
@@ -184,37 +224,39 @@ impl Wire {
             pos: 0,
             out: Vec::new(),
             events: Events::new(max_event),
+            idle_since: Instant::now(),
         })
     }
 
     /// Posts `body` and reads the response head, on a pooled connection when there is one.
-    /// A request that provably never reached the server is sent once more on a fresh
-    /// connection; `retried` says so.
+    /// When a pooled connection fails before any byte of an answer (the server closed it
+    /// while it was idle, the race every keep-alive client meets), the request is sent once
+    /// more on a fresh connection, and `retried` says so. A fresh connection's failure is
+    /// final: the server may have received the request, and must not get it twice.
     pub async fn post(
         &self,
         body: &[u8],
         max_event: usize,
         retried: &mut bool,
     ) -> Result<Response, SendError> {
-        let conn = match self.take_idle() {
-            Some(c) => c,
-            None => self.connect(max_event).await?,
+        let (conn, reused) = match self.take_idle() {
+            Some(c) => (c, true),
+            None => (self.connect(max_event).await?, false),
         };
         match self.exchange(conn, body, None).await {
-            Err(SendError::NotAnswered(e)) => {
+            Err(SendError::NotAnswered(e)) if reused => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 *retried = true;
                 let conn = self.connect(max_event).await?;
-                match self.exchange(conn, body, None).await {
-                    Err(SendError::NotAnswered(e)) => Err(SendError::Bad(e)),
-                    r => r,
-                }
+                self.exchange(conn, body, None).await
             }
             r => r,
         }
     }
 
-    /// Writes a request (a `POST` of `body`, or a `GET` of `get`) and reads its head.
+    /// Writes a request (a `POST` of `body`, or a `GET` of `get`) and reads its head. An
+    /// answer that comes before the request is written whole (a `413` before the body is
+    /// read), or after writing failed, is read and returned; its connection is not reused.
     async fn exchange(
         &self,
         mut conn: Conn,
@@ -222,6 +264,8 @@ impl Wire {
         get: Option<&str>,
     ) -> Result<Response, SendError> {
         conn.out.clear();
+        conn.raw.clear();
+        conn.pos = 0;
         // A long prompt is written after the head rather than copied behind it: the write
         // buffer stays a read's size on every pooled connection.
         let separate = body.len() > READ;
@@ -242,13 +286,17 @@ impl Wire {
                 conn.out.extend_from_slice(b"\r\n");
             }
         }
-        if let Err(e) = conn.stream.write_all(&conn.out).await {
-            return Err(SendError::NotAnswered(e));
+        let mut whole = send(&conn.stream, &mut conn.raw, &conn.out).await;
+        if separate && matches!(whole, Ok(true)) {
+            whole = send(&conn.stream, &mut conn.raw, body).await;
         }
-        if separate && let Err(e) = conn.stream.write_all(body).await {
-            return Err(SendError::NotAnswered(e));
+        if let Err(e) = &whole {
+            // The server may have answered before it closed: what it said is read below.
+            tracing::debug!("writing the request failed: {e}");
         }
-        read_head(conn).await
+        let mut resp = read_head(conn).await?;
+        resp.reusable &= matches!(whole, Ok(true));
+        Ok(resp)
     }
 
     /// Readies `n` connections, each asked for the model list and read to its end: idle ones
@@ -291,98 +339,77 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Reads and parses the response head (skipping `1xx` interim responses).
-async fn read_head(mut conn: Conn) -> Result<Response, SendError> {
-    conn.raw.clear();
-    conn.pos = 0;
-    let mut got_any = false;
-    loop {
-        if conn.raw.len() >= MAX_HEAD {
-            return Err(bad("response head too large"));
-        }
-        conn.raw.reserve(READ);
-        let n = match conn.stream.read_buf(&mut conn.raw).await {
-            Ok(n) => n,
-            Err(e) if !got_any => return Err(SendError::NotAnswered(e)),
-            Err(e) => return Err(SendError::Bad(e)),
-        };
-        if n == 0 {
-            let e = io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed");
-            return Err(if got_any {
-                SendError::Bad(e)
-            } else {
-                SendError::NotAnswered(e)
-            });
-        }
-        got_any = true;
-        loop {
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut head = httparse::Response::new(&mut headers);
-            let used = match head.parse(&conn.raw[conn.pos..]) {
-                Ok(httparse::Status::Complete(used)) => used,
-                Ok(httparse::Status::Partial) => break,
-                Err(e) => return Err(bad(&e.to_string())),
-            };
-            let status = head.code.unwrap_or(0);
-            if (100..200).contains(&status) && status != 101 {
-                conn.pos += used;
-                continue;
-            }
-            let mut framing = Framing::Close;
-            let mut keep_alive = head.version == Some(1);
-            let mut sim_id = None;
-            let mut length = None;
-            for h in head.headers.iter() {
-                let name = h.name;
-                if name.eq_ignore_ascii_case("transfer-encoding") {
-                    if h.value
-                        .windows(7)
-                        .any(|w| w.eq_ignore_ascii_case(b"chunked"))
-                    {
-                        framing = Framing::chunked();
+/// Writes `bytes`, watching for an answer that comes first: `Ok(true)` once all are written,
+/// `Ok(false)` when the server's final answer (or its close, or a head the client refuses)
+/// came before that and writing stopped; what it sent is in `raw`. Interim (`1xx`) answers
+/// and a head still partial do not stop the write. The common case, a request the socket
+/// takes at once, is one `write`.
+async fn send(stream: &TcpStream, raw: &mut Vec<u8>, mut bytes: &[u8]) -> io::Result<bool> {
+    while !bytes.is_empty() {
+        match stream.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let answered = tokio::select! {
+                    biased;
+                    r = stream.readable() => r.map(|()| true),
+                    r = stream.writable() => r.map(|()| false),
+                }?;
+                if answered {
+                    raw.reserve(READ);
+                    match stream.try_read_buf(raw) {
+                        Ok(0) => return Ok(false),
+                        Ok(_) if !matches!(head::parse(raw), Ok(None)) => return Ok(false),
+                        Ok(_) => {}
+                        // Readiness the socket no longer has: keep writing.
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
                     }
-                } else if name.eq_ignore_ascii_case("content-length") {
-                    length = std::str::from_utf8(h.value)
-                        .ok()
-                        .and_then(|v| v.trim().parse::<u64>().ok());
-                    if length.is_none() {
-                        return Err(bad("bad content-length"));
-                    }
-                } else if name.eq_ignore_ascii_case("connection") {
-                    if h.value.windows(5).any(|w| w.eq_ignore_ascii_case(b"close")) {
-                        keep_alive = false;
-                    }
-                } else if name.eq_ignore_ascii_case("x-infermeter-sim-id") {
-                    sim_id = std::str::from_utf8(h.value)
-                        .ok()
-                        .and_then(|v| v.trim().parse().ok());
                 }
             }
-            if !matches!(framing, Framing::Chunked(_))
-                && let Some(n) = length
-            {
-                framing = Framing::Length(n);
-            }
-            if status == 204 || status == 304 {
-                framing = Framing::Length(0);
-            }
-            if framing == Framing::Close {
-                keep_alive = false;
-            }
-            conn.pos += used;
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads the response head (skipping `1xx` interim responses) after what `raw` holds.
+async fn read_head(mut conn: Conn) -> Result<Response, SendError> {
+    loop {
+        if !conn.raw.is_empty()
+            && let Some(head) = head::parse(&conn.raw)?
+        {
+            conn.pos = head.len;
             return Ok(Response {
                 conn,
-                status,
-                sim_id,
-                framing,
-                keep_alive,
+                status: head.status,
+                sim_id: head.sim_id,
+                framing: head.framing,
+                reusable: head.reusable(),
             });
         }
+        conn.raw.reserve(READ);
+        let e = match conn.stream.read_buf(&mut conn.raw).await {
+            Ok(0) => io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"),
+            Ok(_) => continue,
+            Err(e) => e,
+        };
+        return Err(if conn.raw.is_empty() {
+            SendError::NotAnswered(e)
+        } else {
+            SendError::Cut(e)
+        });
     }
 }
 
-fn bad(what: &str) -> SendError {
-    SendError::Bad(io::Error::new(io::ErrorKind::InvalidData, what.to_string()))
+impl Conn {
+    /// Nothing has arrived on this idle connection since its last response ended: no stray
+    /// byte, no close. Costs no system call when so: tokio answers from the readiness its
+    /// reactor has seen, and the last read, short, left none.
+    fn quiet(&mut self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
 }
 
 impl Response {
@@ -400,7 +427,7 @@ impl Response {
             if c.stream.read_buf(&mut c.raw).await? == 0 {
                 if self.framing == Framing::Close {
                     self.framing = Framing::Length(0);
-                    self.keep_alive = false;
+                    self.reusable = false;
                     return Ok(false);
                 }
                 let cut = io::Error::new(io::ErrorKind::UnexpectedEof, "body cut short");
@@ -411,7 +438,7 @@ impl Response {
         c.pos += used;
         if c.pos < c.raw.len() {
             // Bytes past the body's end: the connection cannot be reused.
-            self.keep_alive = false;
+            self.reusable = false;
             c.pos = c.raw.len();
         }
         Ok(true)
@@ -439,7 +466,7 @@ impl Response {
 
     /// Returns the connection to the pool if its response was read to its end.
     pub fn finish(self, wire: &Wire) {
-        if self.keep_alive && self.framing.is_done() && self.conn.pos >= self.conn.raw.len() {
+        if self.reusable && self.framing.is_done() && self.conn.pos >= self.conn.raw.len() {
             let mut conn = self.conn;
             conn.events.reset();
             if conn.raw.capacity() > 4 * READ {

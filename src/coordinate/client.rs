@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use super::CoordinateError;
+use super::error::CoordinateError;
 use super::wire::{Arrive, Release, Time, Verdict};
 use crate::results::Results;
 use crate::runner::{AgreedStart, Barrier, BarrierError, BarrierFuture};

@@ -16,8 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::watch;
 
-use super::wire::{Arrive, Release, Status, Time, Verdict};
-use super::{CoordinateError, CoordinatorConfig, verdict_of};
+use super::config::CoordinatorConfig;
+use super::error::CoordinateError;
+use super::wire::{Arrive, Release, Status, Time, Verdict, verdict_of};
 use crate::plan::{Load, StagePlan};
 use crate::results::Results;
 

@@ -52,3 +52,19 @@ pub struct Status {
     pub results: Vec<u32>,
     pub done: bool,
 }
+
+/// The gate of a merged result as shards hear it.
+pub fn verdict_of(r: &crate::results::Results, written: Option<String>) -> Verdict {
+    let count = |o: crate::sla::SlaOutcome| r.sla.iter().filter(|v| v.outcome == o).count();
+    let sharding = r.shards.as_ref();
+    Verdict {
+        outcome: r.outcome,
+        missing: sharding.map(|s| s.missing.clone()).unwrap_or_default(),
+        interrupted: r.interrupted,
+        error: r.error.clone(),
+        failed: count(crate::sla::SlaOutcome::Fail),
+        undecided: count(crate::sla::SlaOutcome::Inconclusive),
+        untrusted: r.stages.iter().filter(|s| !s.validity.trusted).count(),
+        results: written,
+    }
+}

@@ -11,6 +11,7 @@ use super::sharegpt::Loaded;
 use super::source::{HashingReader, file_error, io_error, next_line, sample_key};
 use super::{ChatMessage, DataItem, ItemPrompt, LoadReport};
 use super::{DatasetError, Tokenizer};
+use crate::protocol::Api;
 
 const OUTPUT_KEYS: &[&str] = &["max_tokens", "max_completion_tokens", "output_tokens"];
 
@@ -23,7 +24,7 @@ pub fn load_jsonl(
     default_output: u32,
     seed: u64,
     tokenizer: &Tokenizer,
-    api: crate::protocol::Api,
+    api: Api,
 ) -> Result<Loaded, DatasetError> {
     let mut reader = HashingReader::open(path)?;
     let mut buf = Vec::new();
@@ -42,7 +43,7 @@ pub fn load_jsonl(
         let ordinal = records;
         records += 1;
         let item = parse_line(line, default_output, tokenizer, api)
-            .map_err(|reason| file_error(path, Some(number), reason))?;
+            .map_err(|reason| file_error(path, Some(number), reason.to_string()))?;
         let key = match count {
             Some(_) => sample_key(seed, ordinal),
             None => ordinal,
@@ -76,60 +77,63 @@ pub fn load_jsonl(
     })
 }
 
+/// Why a line of a JSONL prompt file is not a prompt.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("expected a JSON object such as {{\"prompt\": \"…\"}}")]
+    NotAnObject,
+    #[error("messages[{0}] needs string `role` and `content`")]
+    BadMessage(usize),
+    #[error("`messages` is empty")]
+    NoMessages,
+    // The completions API takes one string: sending only the last message would drop the
+    // others silently while the plan counted them.
+    #[error(
+        "`messages` ({count} messages) needs the {chat} API, and the target has api \"{api}\", \
+         which sends one prompt string; set api \"{chat}\" in the target, or give this line a \
+         `prompt` string",
+        chat = Api::conversational()
+    )]
+    NeedsConversation { count: usize, api: Api },
+    #[error("give `prompt` or `messages`, not both")]
+    Both,
+    #[error("`prompt` must be a string")]
+    PromptNotText,
+    #[error("`messages` must be a list")]
+    MessagesNotList,
+    #[error("needs `prompt` (a string) or `messages` (a list)")]
+    NoPrompt,
+    #[error("`{0}` must be a whole number ≥ 1")]
+    BadOutput(&'static str),
+}
+
 /// A line's item; the outer error is the line's fault, the inner one the tokenizer's.
 fn parse_line(
     line: &str,
     default_output: u32,
     tokenizer: &Tokenizer,
-    api: crate::protocol::Api,
-) -> Result<Result<DataItem, DatasetError>, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    api: Api,
+) -> Result<Result<DataItem, DatasetError>, LineError> {
+    let value: Value = serde_json::from_str(line).map_err(LineError::NotJson)?;
     let Value::Object(mut obj) = value else {
-        return Err("expected a JSON object such as {\"prompt\": \"…\"}".into());
+        return Err(LineError::NotAnObject);
     };
     let prompt = match (obj.remove("prompt"), obj.remove("messages")) {
         (Some(Value::String(p)), None) => ItemPrompt::Text(p),
-        (None, Some(Value::Array(ms))) => {
-            let mut out = Vec::with_capacity(ms.len());
-            for (i, m) in ms.into_iter().enumerate() {
-                let role = m.get("role").and_then(Value::as_str);
-                let content = m.get("content").and_then(Value::as_str);
-                match (role, content) {
-                    (Some(r), Some(c)) => out.push(ChatMessage {
-                        role: r.to_string(),
-                        content: c.to_string(),
-                    }),
-                    _ => {
-                        return Err(format!("messages[{i}] needs string `role` and `content`"));
-                    }
-                }
-            }
-            if out.is_empty() {
-                return Err("`messages` is empty".into());
-            }
-            // The completions API takes one string: sending only the last message would drop
-            // the others silently while the plan counted them.
-            if api == crate::protocol::Api::Completions && out.len() > 1 {
-                return Err(format!(
-                    "`messages` ({} messages) needs the chat API, and the target has api \
-                     \"completions\", which sends one prompt string; set api \"chat\" in the \
-                     target, or give this line a `prompt` string",
-                    out.len()
-                ));
-            }
-            ItemPrompt::Messages(out)
-        }
-        (Some(_), Some(_)) => return Err("give `prompt` or `messages`, not both".into()),
-        (Some(_), None) => return Err("`prompt` must be a string".into()),
-        (None, Some(_)) => return Err("`messages` must be a list".into()),
-        (None, None) => return Err("needs `prompt` (a string) or `messages` (a list)".into()),
+        (None, Some(Value::Array(ms))) => ItemPrompt::Messages(messages(ms, api)?),
+        (Some(_), Some(_)) => return Err(LineError::Both),
+        (Some(_), None) => return Err(LineError::PromptNotText),
+        (None, Some(_)) => return Err(LineError::MessagesNotList),
+        (None, None) => return Err(LineError::NoPrompt),
     };
     let mut output = None;
     for key in OUTPUT_KEYS {
         if let Some(v) = obj.remove(*key) {
             match v.as_u64() {
                 Some(n) if n >= 1 && n <= u64::from(u32::MAX) => output = Some(n as u32),
-                _ => return Err(format!("`{key}` must be a whole number ≥ 1")),
+                _ => return Err(LineError::BadOutput(key)),
             }
         }
     }
@@ -147,4 +151,31 @@ fn parse_line(
         output_tokens: output.unwrap_or(default_output),
         extra: obj.into_iter().collect(),
     }))
+}
+
+/// A line's `messages`: each with string `role` and `content`, several only where the API
+/// carries a conversation.
+fn messages(ms: Vec<Value>, api: Api) -> Result<Vec<ChatMessage>, LineError> {
+    let mut out = Vec::with_capacity(ms.len());
+    for (i, m) in ms.into_iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str);
+        let content = m.get("content").and_then(Value::as_str);
+        match (role, content) {
+            (Some(r), Some(c)) => out.push(ChatMessage {
+                role: r.to_string(),
+                content: c.to_string(),
+            }),
+            _ => return Err(LineError::BadMessage(i)),
+        }
+    }
+    if out.is_empty() {
+        return Err(LineError::NoMessages);
+    }
+    if !api.kind().conversation() && out.len() > 1 {
+        return Err(LineError::NeedsConversation {
+            count: out.len(),
+            api,
+        });
+    }
+    Ok(out)
 }

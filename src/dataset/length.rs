@@ -7,53 +7,64 @@ use rand_distr::StandardNormal;
 
 use super::LengthDist;
 
-/// Why a length distribution cannot be sampled meaningfully, as a lowercase fragment.
-pub fn validate_length(dist: &LengthDist) -> Result<(), String> {
+/// Why a length distribution cannot be sampled meaningfully (lowercase fragments).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LengthError {
+    #[error("min must be ≥ 1")]
+    MinZero,
+    #[error("min {min} is greater than max {max}")]
+    MinAboveMax { min: u32, max: u32 },
+    #[error("a length must be ≥ 1")]
+    Zero,
+    #[error("choice needs at least one value")]
+    NoChoice,
+    #[error("every choice must be ≥ 1")]
+    ZeroChoice,
+    #[error("normal needs a finite mean and a stddev ≥ 0 (got mean {mean}, stddev {stddev})")]
+    Normal { mean: f64, stddev: f64 },
+    #[error("lognormal needs a median > 0 and a sigma ≥ 0 (got median {median}, sigma {sigma})")]
+    LogNormal { median: f64, sigma: f64 },
+}
+
+/// Rejects a distribution that cannot be sampled meaningfully.
+pub fn validate_length(dist: &LengthDist) -> Result<(), LengthError> {
     let bounds = |min: u32, max: u32| {
         if min == 0 {
-            Err("min must be ≥ 1".to_string())
+            Err(LengthError::MinZero)
         } else if min > max {
-            Err(format!("min {min} is greater than max {max}"))
+            Err(LengthError::MinAboveMax { min, max })
         } else {
             Ok(())
         }
     };
     match dist {
-        LengthDist::Fixed { value } if *value == 0 => Err("a length must be ≥ 1".into()),
+        LengthDist::Fixed { value } if *value == 0 => Err(LengthError::Zero),
         LengthDist::Fixed { .. } => Ok(()),
-        LengthDist::Choice { values } if values.is_empty() => {
-            Err("choice needs at least one value".into())
-        }
-        LengthDist::Choice { values } if values.contains(&0) => {
-            Err("every choice must be ≥ 1".into())
-        }
+        LengthDist::Choice { values } if values.is_empty() => Err(LengthError::NoChoice),
+        LengthDist::Choice { values } if values.contains(&0) => Err(LengthError::ZeroChoice),
         LengthDist::Choice { .. } => Ok(()),
         LengthDist::Uniform { min, max } => bounds(*min, *max),
-        LengthDist::Normal {
+        &LengthDist::Normal {
             mean,
             stddev,
             min,
             max,
         } => {
-            if !mean.is_finite() || !stddev.is_finite() || *stddev < 0.0 {
-                return Err(format!(
-                    "normal needs a finite mean and a stddev ≥ 0 (got mean {mean}, stddev {stddev})"
-                ));
+            if !mean.is_finite() || !stddev.is_finite() || stddev < 0.0 {
+                return Err(LengthError::Normal { mean, stddev });
             }
-            bounds(*min, *max)
+            bounds(min, max)
         }
-        LengthDist::LogNormal {
+        &LengthDist::LogNormal {
             median,
             sigma,
             min,
             max,
         } => {
-            if !median.is_finite() || *median <= 0.0 || !sigma.is_finite() || *sigma < 0.0 {
-                return Err(format!(
-                    "lognormal needs a median > 0 and a sigma ≥ 0 (got median {median}, sigma {sigma})"
-                ));
+            if !median.is_finite() || median <= 0.0 || !sigma.is_finite() || sigma < 0.0 {
+                return Err(LengthError::LogNormal { median, sigma });
             }
-            bounds(*min, *max)
+            bounds(min, max)
         }
     }
 }

@@ -23,7 +23,7 @@ pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,
 };
 pub use jsonl::load_jsonl;
-pub use length::validate_length;
+pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;

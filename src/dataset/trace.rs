@@ -42,49 +42,11 @@ pub fn load_trace(
         if text.is_empty() {
             continue;
         }
-        let bad = |reason: String| file_error(path, Some(number), reason);
-        let (at, input, output, hash_ids) = match format {
-            TraceFormat::Mooncake => {
-                let r: MooncakeRow = serde_json::from_str(text).map_err(|e| {
-                    bad(format!(
-                        "{e} (a Mooncake row is {{\"timestamp\": ms, \"input_length\": n, \"output_length\": n, \"hash_ids\": […]}})"
-                    ))
-                })?;
-                if !r.timestamp.is_finite() || r.timestamp < 0.0 {
-                    return Err(bad("`timestamp` must be a number of ms ≥ 0".into()));
-                }
-                (
-                    (r.timestamp * 1e6) as i128,
-                    r.input_length,
-                    r.output_length,
-                    r.hash_ids,
-                )
-            }
-            TraceFormat::Azure => {
-                let cells: Vec<&str> = text.split(',').map(str::trim).collect();
-                let Some(cols) = columns else {
-                    columns = Some(azure_header(&cells).map_err(bad)?);
-                    continue;
-                };
-                let cell = |i: usize| cells.get(i).copied().unwrap_or("");
-                let at = parse_time(cell(cols[0]))
-                    .ok_or_else(|| bad(format!("bad TIMESTAMP `{}`", cell(cols[0]))))?;
-                let n = |i: usize, what: &str| {
-                    cell(cols[i])
-                        .parse::<u32>()
-                        .map_err(|_| bad(format!("bad {what} `{}`", cell(cols[i]))))
-                };
-                (
-                    at,
-                    n(1, "ContextTokens")?,
-                    n(2, "GeneratedTokens")?,
-                    Vec::new(),
-                )
-            }
+        let row = parse_row(format, text, &mut columns)
+            .map_err(|e| file_error(path, Some(number), e.to_string()))?;
+        let Some((at, input, output, hash_ids)) = row else {
+            continue;
         };
-        if input == 0 || output == 0 {
-            return Err(bad("input and output lengths must be ≥ 1".into()));
-        }
         rows.push((
             at,
             TraceRow {
@@ -118,12 +80,74 @@ pub fn load_trace(
     Ok((rows, report))
 }
 
-fn azure_header(cells: &[&str]) -> Result<[usize; 3], String> {
-    let find = |name: &str| {
+/// Why a trace row cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum RowError {
+    #[error(
+        "{0} (a Mooncake row is {{\"timestamp\": ms, \"input_length\": n, \"output_length\": n, \"hash_ids\": […]}})"
+    )]
+    Mooncake(serde_json::Error),
+    #[error("`timestamp` must be a number of ms ≥ 0")]
+    Timestamp,
+    #[error("the header has no `{0}` column (expected TIMESTAMP,ContextTokens,GeneratedTokens)")]
+    MissingColumn(&'static str),
+    #[error("bad {column} `{value}`")]
+    Cell { column: &'static str, value: String },
+    #[error("input and output lengths must be ≥ 1")]
+    ZeroLength,
+}
+
+/// A row: its time (ns), input and output lengths, and prefix block hashes.
+type Row = (i128, u32, u32, Vec<u64>);
+
+/// One non-empty line of a trace; `None` for the Azure header, which fills `columns`.
+fn parse_row(
+    format: TraceFormat,
+    text: &str,
+    columns: &mut Option<[usize; 3]>,
+) -> Result<Option<Row>, RowError> {
+    let row = match format {
+        TraceFormat::Mooncake => {
+            let r: MooncakeRow = serde_json::from_str(text).map_err(RowError::Mooncake)?;
+            if !r.timestamp.is_finite() || r.timestamp < 0.0 {
+                return Err(RowError::Timestamp);
+            }
+            let at = (r.timestamp * 1e6) as i128;
+            (at, r.input_length, r.output_length, r.hash_ids)
+        }
+        TraceFormat::Azure => {
+            let cells: Vec<&str> = text.split(',').map(str::trim).collect();
+            let Some(cols) = *columns else {
+                *columns = Some(azure_header(&cells)?);
+                return Ok(None);
+            };
+            let cell = |i: usize| cells.get(cols[i]).copied().unwrap_or("");
+            let bad = |i: usize, column| RowError::Cell {
+                column,
+                value: cell(i).to_string(),
+            };
+            let at = parse_time(cell(0)).ok_or_else(|| bad(0, "TIMESTAMP"))?;
+            let n = |i: usize, column| cell(i).parse::<u32>().map_err(|_| bad(i, column));
+            (
+                at,
+                n(1, "ContextTokens")?,
+                n(2, "GeneratedTokens")?,
+                Vec::new(),
+            )
+        }
+    };
+    if row.1 == 0 || row.2 == 0 {
+        return Err(RowError::ZeroLength);
+    }
+    Ok(Some(row))
+}
+
+fn azure_header(cells: &[&str]) -> Result<[usize; 3], RowError> {
+    let find = |name: &'static str| {
         cells
             .iter()
             .position(|c| c.eq_ignore_ascii_case(name))
-            .ok_or_else(|| format!("the header has no `{name}` column (expected TIMESTAMP,ContextTokens,GeneratedTokens)"))
+            .ok_or(RowError::MissingColumn(name))
     };
     Ok([
         find("TIMESTAMP")?,

@@ -63,11 +63,20 @@ pub enum HubError {
         actual: String,
     },
 
-    #[error("{url}: received {received} bytes, the Hub announced {expected}")]
+    /// The server sent (or announced in its answer) another length than the `HEAD` did: more
+    /// bytes are never written, and the partial file is removed.
+    #[error(
+        "{url}: {}, the Hub announced {expected}; the partial file was removed",
+        match received {
+            Received::Exactly(n) => format!("received {n} bytes"),
+            Received::MoreThan(n) => format!("received more than {n} bytes (the rest was not read)"),
+            Received::Announced(n) => format!("the download announced {n} bytes"),
+        }
+    )]
     Size {
         url: String,
         expected: u64,
-        received: u64,
+        received: Received,
     },
 
     #[error("failed to {action} {}", path.display())]
@@ -77,6 +86,17 @@ pub enum HubError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// How long a download turned out, when it was not the announced length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// It ended after this many bytes.
+    Exactly(u64),
+    /// It went on past the announced length (this many bytes): it was not read further.
+    MoreThan(u64),
+    /// Its own `Content-Length` said this many bytes.
+    Announced(u64),
 }
 
 impl HubError {

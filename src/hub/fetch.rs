@@ -13,7 +13,7 @@ use reqwest::{StatusCode, Url, redirect};
 use sha2::{Digest, Sha256};
 
 use super::cache::is_commit;
-use super::{HfFile, HubConfig, HubError};
+use super::{HfFile, HubConfig, HubError, Received};
 
 /// What a fetch reports while it works.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,61 +80,21 @@ pub async fn fetch(
     let blob = cache.blob(file, &meta.etag);
     let expected_sha = is_sha256(&meta.etag).then(|| meta.etag.to_ascii_lowercase());
 
-    let mut cached = false;
-    let mut resumed_from = 0;
-    if file_len(&blob) == Some(meta.size) {
-        cached = true;
+    let cached = file_len(&blob) == Some(meta.size);
+    let resumed_from = if cached {
+        0
     } else {
-        let dir = blob.parent().expect("blobs has a parent");
-        std::fs::create_dir_all(dir)
-            .map_err(|e| HubError::io("create the cache directory", dir, e))?;
-        let partial = incomplete(&blob);
-        resumed_from = file_len(&partial).filter(|&n| n < meta.size).unwrap_or(0);
-        on(FetchEvent::Start {
-            url: shown.clone(),
-            size: meta.size,
-            from: resumed_from,
-        });
-        let get_client = client(cfg, redirect::Policy::limited(10), &shown)?;
-        let mut attempt = 0;
-        loop {
-            match download(&get_client, &url, &partial, meta.size, on).await {
-                Ok(()) => break,
-                Err(e @ HubError::Broken { .. }) if attempt < retries => {
-                    attempt += 1;
-                    on(FetchEvent::Retry {
-                        from: file_len(&partial).unwrap_or(0),
-                        attempt,
-                        reason: innermost(&e),
-                    });
-                    tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let got = file_len(&partial).unwrap_or(0);
-        if got != meta.size {
-            return Err(HubError::Size {
-                url: shown,
-                expected: meta.size,
-                received: got,
-            });
-        }
-        on(FetchEvent::Verifying);
-        let sha = sha256_file(&partial)?;
-        if let Some(expected) = &expected_sha
-            && expected != &sha
-        {
-            let _ = std::fs::remove_file(&partial);
-            return Err(HubError::Checksum {
-                url: shown,
-                expected: expected.clone(),
-                actual: sha,
-            });
-        }
-        std::fs::rename(&partial, &blob)
-            .map_err(|e| HubError::io("move the download into", &blob, e))?;
-    }
+        download_blob(
+            cfg,
+            &url,
+            &blob,
+            &meta,
+            expected_sha.as_deref(),
+            retries,
+            on,
+        )
+        .await?
+    };
     if cached {
         on(FetchEvent::Verifying);
     }
@@ -166,6 +126,70 @@ pub async fn fetch(
         cached,
         resumed_from,
     })
+}
+
+/// Downloads the file into `blob` through `blob.incomplete`, resuming a broken connection up
+/// to `retries` times; the length and the sha256 (when the Hub gives one) are checked before
+/// the rename. Returns the bytes an earlier attempt had left, which it resumed from.
+async fn download_blob(
+    cfg: &HubConfig,
+    url: &Url,
+    blob: &Path,
+    meta: &Meta,
+    expected_sha: Option<&str>,
+    retries: u32,
+    on: &mut dyn FnMut(FetchEvent),
+) -> Result<u64, HubError> {
+    let shown = url.to_string();
+    let dir = blob.parent().expect("blobs has a parent");
+    std::fs::create_dir_all(dir).map_err(|e| HubError::io("create the cache directory", dir, e))?;
+    let partial = incomplete(blob);
+    let resumed_from = file_len(&partial).filter(|&n| n < meta.size).unwrap_or(0);
+    on(FetchEvent::Start {
+        url: shown.clone(),
+        size: meta.size,
+        from: resumed_from,
+    });
+    let get_client = client(cfg, redirect::Policy::limited(10), &shown)?;
+    let mut attempt = 0;
+    loop {
+        match download(&get_client, url, &partial, meta.size, on).await {
+            Ok(()) => break,
+            Err(e @ HubError::Broken { .. }) if attempt < retries => {
+                attempt += 1;
+                on(FetchEvent::Retry {
+                    from: file_len(&partial).unwrap_or(0),
+                    attempt,
+                    reason: innermost(&e),
+                });
+                tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let got = file_len(&partial).unwrap_or(0);
+    if got != meta.size {
+        let _ = std::fs::remove_file(&partial);
+        return Err(HubError::Size {
+            url: shown,
+            expected: meta.size,
+            received: Received::Exactly(got),
+        });
+    }
+    on(FetchEvent::Verifying);
+    let sha = sha256_file(&partial)?;
+    if let Some(expected) = expected_sha
+        && expected != sha
+    {
+        let _ = std::fs::remove_file(&partial);
+        return Err(HubError::Checksum {
+            url: shown,
+            expected: expected.to_string(),
+            actual: sha,
+        });
+    }
+    std::fs::rename(&partial, blob).map_err(|e| HubError::io("move the download into", blob, e))?;
+    Ok(resumed_from)
 }
 
 /// `{endpoint}/datasets/{owner}/{name}/resolve/{revision}/{path}`, each part percent-encoded
@@ -273,7 +297,9 @@ async fn head(client: &reqwest::Client, url: &Url) -> Result<Meta, HubError> {
 
 /// One attempt: appends to `partial` from its current length (a `Range` request), or starts
 /// it afresh when the server sends the whole file. Every byte counted has been written, so
-/// the next attempt resumes exactly there.
+/// the next attempt resumes exactly there. Never more than `size` bytes are written: an answer
+/// longer or shorter than `size` (by its `Content-Length`, or by what it sends before it ends)
+/// removes the partial file; only a broken connection keeps it, to resume from.
 async fn download(
     client: &reqwest::Client,
     url: &Url,
@@ -297,7 +323,7 @@ async fn download(
     if have > 0 {
         req = req.header(RANGE, format!("bytes={have}-"));
     }
-    let mut resp = req.send().await.map_err(|e| broken(have, Some(e)))?;
+    let resp = req.send().await.map_err(|e| broken(have, Some(e)))?;
     let append = match resp.status() {
         StatusCode::PARTIAL_CONTENT => {
             let starts_here = resp
@@ -324,31 +350,74 @@ async fn download(
             });
         }
     };
+    let from = if append { have } else { 0 };
+    let mismatch = |received| {
+        let _ = std::fs::remove_file(partial);
+        HubError::Size {
+            url: shown.clone(),
+            expected: size,
+            received,
+        }
+    };
+    if let Some(n) = resp.content_length()
+        && from.checked_add(n) != Some(size)
+    {
+        return Err(mismatch(Received::Announced(from.saturating_add(n))));
+    }
+    match write_body(resp, partial, from, size, on).await {
+        Ok(done) if done == size => Ok(()),
+        Ok(done) => Err(mismatch(Received::Exactly(done))),
+        Err(Body::TooLong) => Err(mismatch(Received::MoreThan(size))),
+        Err(Body::Broken(done, e)) => Err(broken(done, e)),
+        Err(Body::Io(e)) => Err(e),
+    }
+}
+
+/// How writing a response body into the partial file stopped, when not at its end.
+enum Body {
+    /// The server sent more than the announced size (nothing past it was written).
+    TooLong,
+    /// The connection broke after this many bytes (all of them on disk).
+    Broken(u64, Option<reqwest::Error>),
+    Io(HubError),
+}
+
+/// Appends `resp`'s body to `partial` (truncated first unless `from` > 0, the bytes it already
+/// holds), up to `size` bytes in all; the file's length when the body ended.
+async fn write_body(
+    mut resp: reqwest::Response,
+    partial: &Path,
+    from: u64,
+    size: u64,
+    on: &mut dyn FnMut(FetchEvent),
+) -> Result<u64, Body> {
+    let append = from > 0;
     let out = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .append(append)
         .truncate(!append)
         .open(partial)
-        .map_err(|e| HubError::io("open", partial, e))?;
+        .map_err(|e| Body::Io(HubError::io("open", partial, e)))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-    let mut done = if append { have } else { 0 };
+    let mut done = from;
     let result = loop {
         match resp.chunk().await {
+            Ok(Some(bytes)) if bytes.len() as u64 > size - done => break Err(Body::TooLong),
             Ok(Some(bytes)) => {
                 if let Err(e) = out.write_all(&bytes) {
-                    break Err(HubError::io("write", partial, e));
+                    break Err(Body::Io(HubError::io("write", partial, e)));
                 }
                 done += bytes.len() as u64;
                 on(FetchEvent::Progress { done, total: size });
             }
-            Ok(None) if done < size => break Err(broken(done, None)),
-            Ok(None) => break Ok(()),
-            Err(e) => break Err(broken(done, Some(e))),
+            Ok(None) => break Ok(done),
+            Err(e) => break Err(Body::Broken(done, Some(e))),
         }
     };
     // Flushed whatever happened: the file's length is what the next attempt resumes from.
-    out.flush().map_err(|e| HubError::io("write", partial, e))?;
+    out.flush()
+        .map_err(|e| Body::Io(HubError::io("write", partial, e)))?;
     result
 }
 

@@ -12,6 +12,6 @@ mod fetch;
 mod uri;
 
 pub use cache::{HubCache, HubConfig};
-pub use error::HubError;
+pub use error::{HubError, Received};
 pub use fetch::{FetchEvent, Fetched, fetch};
 pub use uri::{HfFile, SHAREGPT};

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::KeyToPath;
 
-use super::K8sError;
+use super::error::K8sError;
 use crate::dataset::TokenizerSpec;
 use crate::scenario::{DatasetKind, Scenario};
 

@@ -8,6 +8,7 @@
 //! Entry point: [`manifests`].
 
 mod bundle;
+mod error;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +25,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 pub use bundle::{Bundle, bundle};
+pub use error::K8sError;
 
 /// Where the pods mount the scenario and write results.
 pub const SCENARIO_DIR: &str = "/scenario";
@@ -61,41 +63,6 @@ pub struct Manifests {
     pub config_map: ConfigMap,
     pub service: Service,
     pub job: Job,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum K8sError {
-    #[error(
-        "`{name}` is not a Kubernetes name: use lowercase letters, digits and `-`, at most {max} characters, starting and ending with a letter or digit"
-    )]
-    BadName { name: String, max: usize },
-    #[error("failed to read {}", path.display())]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{} is outside the scenario's directory, so it cannot be mounted beside it; move it under {}", path.display(), dir.display())]
-    Outside {
-        path: std::path::PathBuf,
-        dir: std::path::PathBuf,
-    },
-    #[error(
-        "the scenario and its files take {bytes} bytes, over a ConfigMap's {max}: put them in an image or a volume and run the Job from there"
-    )]
-    TooLarge { bytes: usize, max: usize },
-    #[error(
-        "`{uri}` is a Hub reference, which a run resolves only from its own cache and never \
-         downloads: fetch it (`infermeter dataset fetch`), copy the file beside the scenario \
-         and name that"
-    )]
-    HubFile { uri: String },
-    #[error("failed to write {}", path.display())]
-    Write {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 fn check_name(name: &str) -> Result<(), K8sError> {

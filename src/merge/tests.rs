@@ -70,7 +70,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         started_at: format!("2026-01-01T00:00:0{index}Z"),
         target: TargetInfo {
             endpoint: "http://server".into(),
-            api: crate::protocol::Api::Chat,
+            api: crate::protocol::Api::CHAT,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

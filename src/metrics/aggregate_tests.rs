@@ -1,7 +1,7 @@
 //! Tests of the stage aggregator: the metric definitions, the validity rules, snapshots.
 
 use super::*;
-use crate::metrics::{FlagKind, HostLoad, LagCause};
+use crate::metrics::{Dist, FlagKind, HostLoad, LagCause};
 
 fn ok_record(index: u64, scheduled_ms: u64, ttft_ms: u64, gaps_ms: &[u64]) -> RequestRecord {
     let ms = 1_000_000;

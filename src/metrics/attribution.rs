@@ -8,6 +8,9 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::dist::Dist;
+use super::measure::histogram;
+
 /// A distribution of a duration, in milliseconds. From per-request timings its percentiles
 /// are exact (HDR histogram, 3 significant digits); from Prometheus buckets they are
 /// interpolated within the bucket they fall in (as PromQL's `histogram_quantile` does), only
@@ -117,7 +120,7 @@ impl ServerDist {
     }
 
     /// From a stage's summary distribution.
-    pub fn of_dist(d: &super::Dist) -> ServerDist {
+    pub fn of_dist(d: &Dist) -> ServerDist {
         ServerDist {
             count: d.count,
             mean: d.mean,
@@ -152,10 +155,10 @@ pub(super) struct TimingsAcc {
 impl Default for TimingsAcc {
     fn default() -> Self {
         TimingsAcc {
-            prompt: super::aggregate::histogram(),
-            predicted: super::aggregate::histogram(),
-            per_token: super::aggregate::histogram(),
-            outside: super::aggregate::histogram(),
+            prompt: histogram(),
+            predicted: histogram(),
+            per_token: histogram(),
+            outside: histogram(),
         }
     }
 }
@@ -182,7 +185,7 @@ impl TimingsAcc {
     }
 
     /// `None` when no response carried timings.
-    pub(super) fn finish(&self, ttft: &super::Dist, tpot: &super::Dist) -> Option<Attribution> {
+    pub(super) fn finish(&self, ttft: &Dist, tpot: &Dist) -> Option<Attribution> {
         if self.prompt.is_empty() && self.predicted.is_empty() {
             return None;
         }

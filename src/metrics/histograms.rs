@@ -5,9 +5,10 @@
 
 use hdrhistogram::Histogram;
 
+use super::dist::Dist;
 use super::latency::LatencyMetric;
 use super::per_metric::{MetricSet, Net, PerMetric, PerTurnRecorded, Recorded};
-use super::summary::{ClientNet, Dist, StageSummary};
+use super::summary::{ClientNet, StageSummary};
 use crate::stats::{StatsError, hist};
 
 /// Every latency histogram of a stage, each as `stats::hist::encode` writes it: base64 of the HDR

@@ -7,36 +7,35 @@ mod aggregate;
 mod attribution;
 mod cause;
 mod def;
+mod dist;
 mod flags;
 mod histograms;
 mod intervals;
 mod latency;
+mod measure;
 mod per_metric;
 mod profile;
 mod record;
 mod rounds;
+mod saturation;
 mod summary;
 mod turns;
 mod validity;
 mod vocab;
 
-pub use aggregate::{
-    GoodputSlo, StageAggregator, StageClock, dist, dist_with_intervals, metric_dist,
-};
+pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
 pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
+pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use histograms::{StageHistograms, TurnHistograms};
-pub use intervals::{
-    Bound, Figure, IntervalMethod, Intervals, median_of_rounds, rounds_intervals, sample_intervals,
-    sample_intervals_of,
-};
+pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
+pub use measure::{dist, dist_with_intervals, metric_dist};
 pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
-pub use profile::{
-    LoadPoint, PointKind, ProbeResult, ProfilePoint, SATURATION_RATIO, SearchSummary,
-};
+pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary};
 pub use record::*;
 pub use rounds::merge_rounds;
+pub use saturation::SATURATION_RATIO;
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};

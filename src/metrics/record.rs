@@ -8,7 +8,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
-    /// No connection could be made (refused, DNS, TLS).
+    /// No connection could be made (refused, unreachable, DNS, TLS).
     Connect,
     /// The request exceeded the target's `timeout`.
     Timeout,
@@ -20,6 +20,10 @@ pub enum ErrorKind {
     /// that is not JSON, text that is not UTF-8, or an event larger than the target's
     /// `max-event-size`.
     Malformed,
+    /// The server answered with what is not HTTP/1.1 the client can read without guessing: a
+    /// response head it cannot parse or past its bounds, an HTTP/2 answer, endless interim
+    /// (`1xx`) responses, lengths that disagree, a broken chunked encoding.
+    Protocol,
     /// The stream finished (`[DONE]`) without a single chunk of generated content: only
     /// `[DONE]`, or only usage chunks with `choices: []`.
     Empty,
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::Http(code) => format!("http_{code}"),
             ErrorKind::StreamBroken => "stream_broken".into(),
             ErrorKind::Malformed => "malformed".into(),
+            ErrorKind::Protocol => "protocol".into(),
             ErrorKind::Empty => "empty".into(),
             ErrorKind::Hook => "hook".into(),
             ErrorKind::Invalid => "invalid".into(),
@@ -83,33 +88,8 @@ impl TokenSource {
     }
 }
 
-/// Why the server stopped generating: the first choice's last `finish_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// A stop sequence or the end-of-sequence token.
-    Stop,
-    /// `max_tokens` (or the context) ran out.
-    Length,
-    /// Any other reason (`tool_calls`, `content_filter`, a server's own).
-    Other,
-}
-
-/// llama.cpp's own per-request timings (the `timings` object of its final chunk).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct ServerTimings {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_n: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_n: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_ms: Option<f64>,
-    /// Prompt tokens reused from the server's cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_n: Option<u64>,
-}
+// What a server's chunk says; the protocol vocabulary decodes it, a record keeps it.
+pub use crate::protocol::{FinishReason, ServerTimings};
 
 /// All times are nanoseconds from the stage start on a monotonic clock. Latencies start at the
 /// **scheduled** send time, so a late client cannot hide queueing (no coordinated omission).

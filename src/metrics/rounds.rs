@@ -6,6 +6,7 @@
 
 use hdrhistogram::Histogram;
 
+use super::dist::Dist;
 use super::intervals::median_of_rounds;
 use super::{
     ClientHealth, LatencyMetric, RequestCounts, SendLag, StageHistograms, StageSummary, Throughput,
@@ -19,8 +20,8 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         return rounds.into_iter().next().unwrap_or_default();
     }
     let median = |f: &dyn Fn(&StageSummary) -> f64| median(&rounds, f);
-    let dists = |f: &dyn Fn(&StageSummary) -> super::Dist| -> super::Dist {
-        let d: Vec<super::Dist> = rounds.iter().map(f).collect();
+    let dists = |f: &dyn Fn(&StageSummary) -> Dist| -> Dist {
+        let d: Vec<Dist> = rounds.iter().map(f).collect();
         median_of_rounds(&d, confidence)
     };
     let first = &rounds[0];

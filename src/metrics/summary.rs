@@ -6,43 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A latency distribution in milliseconds, from an HDR histogram (µs resolution, 3 significant
-/// digits). `count` 0 means no sample: every other field is then 0 and SLAs on it fail.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Dist {
-    pub count: u64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-    /// Confidence intervals of the percentiles and the mean (absent in results from before
-    /// they were kept, and where no sample was).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intervals: Option<super::Intervals>,
-}
-
-impl Dist {
-    /// The figure an aggregation reads.
-    pub fn get(&self, aggregation: super::Aggregation) -> f64 {
-        use super::{Aggregation, Percentile};
-        match aggregation {
-            Aggregation::Percentile(p) => match p {
-                Percentile::P50 => self.p50,
-                Percentile::P90 => self.p90,
-                Percentile::P95 => self.p95,
-                Percentile::P99 => self.p99,
-                Percentile::P999 => self.p999,
-            },
-            Aggregation::Mean => self.mean,
-            Aggregation::Max => self.max,
-            Aggregation::Min => self.min,
-        }
-    }
-}
+use super::dist::Dist;
 
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -64,10 +28,10 @@ pub struct RequestCounts {
     pub ok: u64,
     pub failed: u64,
     /// Failures by kind: `connect`, `timeout`, `http_429`, `http_5xx`…, `stream_broken`,
-    /// `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
+    /// `protocol` (*added in schema 3*), `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
     pub errors: BTreeMap<String, u64>,
-    /// Requests sent a second time on a fresh connection because the first attempt provably
-    /// never reached the server (a reused connection it had closed); they count once in
+    /// Requests sent a second time on a fresh connection because the first attempt, on a
+    /// reused connection, failed before any byte of an answer; they count once in
     /// `sent` and by their final outcome. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u64,

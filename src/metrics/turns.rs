@@ -7,12 +7,12 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{dist, histogram, record};
+use super::dist::Dist;
 use super::histograms::TurnHistograms;
 use super::latency::LatencyMetric;
+use super::measure::{dist, histogram, record};
 use super::per_metric::{MetricSet, PerMetric, PerTurn};
 use super::record::RequestRecord;
-use super::summary::Dist;
 
 /// Turn indices with their own metrics.
 pub const MAX_TURN_INDICES: usize = 32;

@@ -6,8 +6,9 @@
 //! intend). See `docs/metrics.md`.
 
 use super::cause::{LagInputs, lag_cause};
+use super::dist::Dist;
 use super::flags::{Flag, FlagKind};
-use super::summary::{ClientHealth, Dist, RequestCounts, Tokens, Validity};
+use super::summary::{ClientHealth, RequestCounts, Tokens, Validity};
 
 /// When a stage's numbers stop being trustworthy.
 #[derive(Debug, Clone, Copy, PartialEq)]

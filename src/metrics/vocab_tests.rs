@@ -105,6 +105,7 @@ fn what_a_late_client_can_do_to_each_metric() {
         ErrorKind::Http(503),
         ErrorKind::Connect,
         ErrorKind::StreamBroken,
+        ErrorKind::Protocol,
         ErrorKind::Malformed,
         ErrorKind::Empty,
     ] {

@@ -1,17 +1,18 @@
 //! The compiler proper: resolves every default, expands open-loop arrivals into schedules,
 //! derives per-stage seeds, then hashes the result.
 
-use crate::arrival::{self, ArrivalSpec, Horizon};
+use crate::arrival::ArrivalSpec;
 use crate::dataset::{DatasetSource, validate_length};
-use crate::scenario::{Dataset, DatasetKind, Endpoint, Scenario, StageLimit, StageSpec, Target};
+use crate::scenario::{Dataset, DatasetKind, Endpoint, Scenario, Target, Warmup};
 use crate::sla::ScopedAssertion;
 use crate::units::Duration;
 
 use super::load::{LazyTokenizer, load_dataset, load_hooks, trace_stage};
-use super::seed::{arrival_rng, stage_seed};
+use super::seed::stage_seed;
+use super::stage::{bad_stage, closed_limits};
 use super::{
-    DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, Schedule,
-    StagePlan, TargetPlan, TargetRunSettings, plan_hash,
+    DatasetPlan, EndpointPlan, GoodputPlan, Load, PLAN_FORMAT, Plan, PlanError, StagePlan,
+    TargetPlan, plan_hash,
 };
 
 /// Compiles a scenario (params already substituted) into its plan. Pure: equal scenarios give
@@ -28,70 +29,21 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         .enumerate()
         .map(|(i, d)| {
             let seed = stage_seed(scenario.seed, "dataset", i as u64);
-            dataset_plan(d, &base_dir, &mut tokenizer, seed, scenario.target.api)
+            dataset_plan(
+                d,
+                &base_dir,
+                &mut tokenizer,
+                seed,
+                scenario.target.request.api,
+            )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let dataset_index = |who: String, name: &str| {
-        datasets
-            .iter()
-            .position(|d| d.name == name)
-            .ok_or_else(|| PlanError::UnknownDataset {
-                stage: who,
-                dataset: name.to_string(),
-                declared: declared_names(&datasets),
-            })
-    };
-    let drain_default = scenario.target.timeout;
-
+    let drain_default = scenario.target.request.timeout;
     let warmup = match &scenario.warmup {
         None => None,
-        Some(w) => {
-            // Falls back to the first stage's dataset, which exists: stages is non-empty.
-            let name = w.dataset.as_ref().unwrap_or(&scenario.stages[0].dataset);
-            let dataset = dataset_index("warmup".into(), &name.value)?;
-            let (max_requests, duration) = closed_limits("warmup", w.limit)?;
-            if w.clients == 0 {
-                return Err(bad_stage("warmup", "warm-up needs at least 1 client"));
-            }
-            Some(StagePlan {
-                name: "warmup".into(),
-                dataset,
-                seed: stage_seed(scenario.seed, "warmup", 0),
-                load: Load::Closed {
-                    clients: w.clients,
-                    ramp: None,
-                },
-                max_requests,
-                duration,
-                drain_timeout: drain_default,
-                profile: None,
-                first_item: 0,
-                rounds: 1,
-                slice: Default::default(),
-            })
-        }
+        Some(w) => Some(warmup_plan(scenario, w, &datasets, drain_default)?),
     };
-
-    let mut stages = Vec::with_capacity(scenario.stages.len());
-    for (i, spec) in scenario.stages.iter().enumerate() {
-        let dataset = dataset_index(format!("stage `{}`", spec.name.value), &spec.dataset.value)?;
-        let seed = stage_seed(scenario.seed, "stage", i as u64);
-        let rounds = spec.rounds.unwrap_or(scenario.rounds).max(1);
-        let planned = if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
-            let source = &datasets[dataset].source;
-            vec![trace_stage(spec, dataset, source, seed, drain_default)?]
-        } else {
-            super::profile::expand(spec, dataset, seed, drain_default)?
-        };
-        // A search picks its probes as it goes: each runs once (see docs/sla.md, "Rounds").
-        stages.extend(planned.into_iter().map(|mut s| {
-            if !matches!(s.load, Load::Search(_)) {
-                s.rounds = rounds;
-            }
-            s
-        }));
-    }
-
+    let stages = stage_plans(scenario, &datasets, drain_default)?;
     let mut plan = Plan {
         format: PLAN_FORMAT,
         scenario: scenario.name.clone(),
@@ -106,7 +58,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 (k.clone(), value)
             })
             .collect(),
-        target: target_plan(&scenario.target),
+        target: TargetPlan::from(&scenario.target),
         tokenizer: scenario.tokenizer.clone(),
         datasets,
         warmup,
@@ -137,6 +89,79 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     Ok(plan)
 }
 
+/// Where the data set `name` that `who` uses is in `datasets`.
+fn dataset_index(datasets: &[DatasetPlan], who: String, name: &str) -> Result<usize, PlanError> {
+    datasets
+        .iter()
+        .position(|d| d.name == name)
+        .ok_or_else(|| PlanError::UnknownDataset {
+            stage: who,
+            dataset: name.to_string(),
+            declared: declared_names(datasets),
+        })
+}
+
+/// The warm-up: closed loop, on its data set or the first stage's.
+fn warmup_plan(
+    scenario: &Scenario,
+    w: &Warmup,
+    datasets: &[DatasetPlan],
+    drain_default: Duration,
+) -> Result<StagePlan, PlanError> {
+    // Falls back to the first stage's dataset, which exists: stages is non-empty.
+    let name = w.dataset.as_ref().unwrap_or(&scenario.stages[0].dataset);
+    let dataset = dataset_index(datasets, "warmup".into(), &name.value)?;
+    let (max_requests, duration) = closed_limits("warmup", w.limit)?;
+    if w.clients == 0 {
+        return Err(bad_stage("warmup", "warm-up needs at least 1 client"));
+    }
+    Ok(StagePlan {
+        name: "warmup".into(),
+        dataset,
+        seed: stage_seed(scenario.seed, "warmup", 0),
+        load: Load::Closed {
+            clients: w.clients,
+            ramp: None,
+        },
+        max_requests,
+        duration,
+        drain_timeout: drain_default,
+        profile: None,
+        first_item: 0,
+        rounds: 1,
+        slice: Default::default(),
+    })
+}
+
+/// Every stage's plans (a sweep or search expands into several), each with its rounds.
+fn stage_plans(
+    scenario: &Scenario,
+    datasets: &[DatasetPlan],
+    drain_default: Duration,
+) -> Result<Vec<StagePlan>, PlanError> {
+    let mut stages = Vec::with_capacity(scenario.stages.len());
+    for (i, spec) in scenario.stages.iter().enumerate() {
+        let who = format!("stage `{}`", spec.name.value);
+        let dataset = dataset_index(datasets, who, &spec.dataset.value)?;
+        let seed = stage_seed(scenario.seed, "stage", i as u64);
+        let rounds = spec.rounds.unwrap_or(scenario.rounds).max(1);
+        let planned = if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
+            let source = &datasets[dataset].source;
+            vec![trace_stage(spec, dataset, source, seed, drain_default)?]
+        } else {
+            super::profile::expand(spec, dataset, seed, drain_default)?
+        };
+        // A search picks its probes as it goes: each runs once (see docs/sla.md, "Rounds").
+        stages.extend(planned.into_iter().map(|mut s| {
+            if !matches!(s.load, Load::Search(_)) {
+                s.rounds = rounds;
+            }
+            s
+        }));
+    }
+    Ok(stages)
+}
+
 fn dataset_plan(
     d: &Dataset,
     base_dir: &std::path::Path,
@@ -145,10 +170,11 @@ fn dataset_plan(
     api: crate::protocol::Api,
 ) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
-    if api == crate::protocol::Api::Completions && d.session.is_some() {
+    if !api.kind().conversation() && d.session.is_some() {
         return Err(PlanError::NeedsChat {
             dataset: name,
             what: "multi-turn sessions",
+            api,
         });
     }
     let source = match &d.kind {
@@ -190,170 +216,16 @@ fn declared_names(datasets: &[DatasetPlan]) -> String {
         .join(", ")
 }
 
-fn target_plan(t: &Target) -> TargetPlan {
-    TargetPlan {
-        endpoint: match &t.endpoint {
-            Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
-            Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
-        },
-        api: t.api,
-        model: t.model.clone(),
-        api_key_env: t.api_key_env.clone(),
-        timeout: t.timeout,
-        headers: t.headers.clone(),
-        extra_body: t.extra_body.clone(),
-        ignore_eos: t.ignore_eos,
-        run: TargetRunSettings {
-            max_event_bytes: t.max_event_bytes,
-            cache_salt: t.cache_salt,
-            reset_cache: t.reset_cache,
-        },
+/// The plan's form of a target: its endpoint resolved, its settings as they are.
+impl From<&Target> for TargetPlan {
+    fn from(t: &Target) -> TargetPlan {
+        TargetPlan {
+            endpoint: match &t.endpoint {
+                Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
+                Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
+            },
+            request: t.request.clone(),
+            run: t.run,
+        }
     }
-}
-
-/// Draws an open-loop schedule once to count it; an error when it schedules nothing.
-pub(super) fn drawn_schedule(
-    arrival: &ArrivalSpec,
-    horizon: Horizon,
-    seed: u64,
-    stage: &str,
-    detail: impl FnOnce() -> String,
-) -> Result<Schedule, PlanError> {
-    let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
-        .map_err(|source| PlanError::Arrival {
-            stage: stage.to_string(),
-            source,
-        })?
-        .filter(|e| e.count > 0)
-        .ok_or_else(|| PlanError::NoArrivals {
-            stage: stage.to_string(),
-            detail: detail(),
-        })?;
-    Ok(Schedule::Drawn {
-        horizon,
-        count: extent.count,
-        last_ns: extent.last_ns,
-    })
-}
-
-fn bad_stage(who: &str, reason: &str) -> PlanError {
-    PlanError::BadStage {
-        stage: who.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-/// `(max_requests, duration)` of a closed-loop stage.
-fn closed_limits(
-    who: &str,
-    limit: StageLimit,
-) -> Result<(Option<u64>, Option<Duration>), PlanError> {
-    match limit {
-        StageLimit::Requests(0) => Err(bad_stage(who, "`requests 0` sends nothing; use ≥ 1")),
-        StageLimit::Requests(n) => Ok((Some(n), None)),
-        StageLimit::Duration(d) if d == Duration::ZERO => {
-            Err(bad_stage(who, "a duration of 0s sends nothing"))
-        }
-        StageLimit::Duration(d) => Ok((None, Some(d))),
-    }
-}
-
-pub(super) fn stage_plan(
-    spec: &StageSpec,
-    dataset: usize,
-    seed: u64,
-    drain_default: Duration,
-) -> Result<StagePlan, PlanError> {
-    let name = spec.name.value.clone();
-    let who = format!("stage `{name}`");
-    let arrival = &spec.arrival.value;
-    let (load, max_requests, duration) = match arrival {
-        ArrivalSpec::Trace { .. } => {
-            return Err(bad_stage(&who, "a trace replay needs its data set"));
-        }
-        ArrivalSpec::Concurrency { clients } => {
-            if *clients == 0 {
-                return Err(bad_stage(&who, "concurrency needs at least 1 client"));
-            }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
-            (
-                Load::Closed {
-                    clients: *clients,
-                    ramp: None,
-                },
-                max,
-                dur,
-            )
-        }
-        ArrivalSpec::RampConcurrency {
-            from,
-            to,
-            over,
-            steps,
-        } => {
-            if *from == 0 || to <= from {
-                return Err(bad_stage(
-                    &who,
-                    "a concurrency ramp needs 1 ≤ from < to clients",
-                ));
-            }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
-            let ramp = crate::arrival::ClientRamp {
-                from: *from,
-                to: *to,
-                over: *over,
-                steps: *steps,
-            };
-            (
-                Load::Closed {
-                    clients: *to,
-                    ramp: Some(ramp),
-                },
-                max,
-                dur,
-            )
-        }
-        ArrivalSpec::Constant { rate }
-        | ArrivalSpec::Poisson { rate }
-        | ArrivalSpec::Gamma { rate, .. }
-        | ArrivalSpec::Ramp { from: rate, .. } => {
-            let horizon = match spec.limit {
-                StageLimit::Requests(0) => {
-                    return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
-                }
-                StageLimit::Requests(n) => Horizon::Count(n),
-                StageLimit::Duration(d) => Horizon::Within(d),
-            };
-            let over = match spec.limit {
-                StageLimit::Duration(d) => d,
-                StageLimit::Requests(_) => Duration::ZERO,
-            };
-            let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
-                format!("rate {rate} over {over}")
-            })?;
-            let duration = match spec.limit {
-                StageLimit::Duration(d) => Some(d),
-                StageLimit::Requests(_) => None,
-            };
-            let count = schedule.count();
-            let load = Load::Open {
-                arrival: arrival.clone(),
-                schedule,
-            };
-            (load, Some(count), duration)
-        }
-    };
-    Ok(StagePlan {
-        name,
-        dataset,
-        seed,
-        load,
-        max_requests,
-        duration,
-        drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
-        profile: None,
-        first_item: 0,
-        rounds: 1,
-        slice: Default::default(),
-    })
 }

@@ -18,7 +18,7 @@ pub enum PlanError {
     BadLength {
         dataset: String,
         which: &'static str,
-        reason: String,
+        reason: crate::dataset::LengthError,
     },
     #[error("stage `{stage}`: {detail} schedules no request; raise the rate or the duration")]
     NoArrivals { stage: String, detail: String },
@@ -37,11 +37,16 @@ pub enum PlanError {
         source: crate::dataset::DatasetError,
     },
     #[error(
-        "dataset `{dataset}` has {what}, which the completions API cannot carry: it sends one \
-         prompt string, so every message but the last would be dropped; set api \"chat\" in \
-         the target"
+        "dataset `{dataset}` has {what}, which the {api} API cannot carry: it sends one \
+         prompt string, so every message but the last would be dropped; set api \"{}\" in \
+         the target",
+        crate::protocol::Api::conversational()
     )]
-    NeedsChat { dataset: String, what: &'static str },
+    NeedsChat {
+        dataset: String,
+        what: &'static str,
+        api: crate::protocol::Api,
+    },
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,

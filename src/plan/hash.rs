@@ -25,7 +25,7 @@ pub fn plan_hash(plan: &Plan) -> Result<String, PlanError> {
     copy.params.clear();
     // Credentials are not workload either: a rotated token must not make a baseline another
     // plan's.
-    for (name, value) in &mut copy.target.headers {
+    for (name, value) in &mut copy.target.request.headers {
         if crate::redact::is_secret_name(name) {
             *value = crate::redact::MASK.to_string();
         }

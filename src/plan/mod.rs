@@ -17,6 +17,7 @@ mod render;
 mod seed;
 mod session;
 mod slice;
+mod stage;
 
 pub use compile::compile;
 pub use error::PlanError;
@@ -26,7 +27,7 @@ pub use json::write_json;
 pub use model::*;
 pub use profile::{point_name, probe_stage};
 pub use render::render_text;
-pub use session::{SessionPlan, SessionRecipe};
+pub use session::SessionRecipe;
 pub use slice::Slice;
 
 #[cfg(test)]

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::hooks::HookPlan;
+use super::slice::Slice;
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, DatasetSource, TokenizerSpec};
-use crate::protocol::Api;
+use crate::dataset::{ContextSpec, DatasetSource, History, TokenizerSpec};
+use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::ScopedAssertion;
 use crate::telemetry::{TelemetryConfig, WarmupUntil};
@@ -51,42 +52,15 @@ pub struct Plan {
     pub warmup_until: Option<WarmupUntil>,
 }
 
+/// The scenario's target with its endpoint resolved: the same request and run settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetPlan {
     pub endpoint: EndpointPlan,
-    pub api: Api,
-    pub model: Option<String>,
-    /// The environment variable's name only; the secret never enters the plan.
-    pub api_key_env: Option<String>,
-    pub timeout: Duration,
-    pub headers: Vec<(String, String)>,
-    pub extra_body: BTreeMap<String, serde_json::Value>,
-    pub ignore_eos: bool,
-    /// How the run measures, not what it sends: kept out of the plan's JSON and hash (like a
-    /// stage's `rounds`), so that runs with and without them compare as the same workload.
+    #[serde(flatten)]
+    pub request: RequestSettings,
+    /// How the run measures, not what it sends: out of the plan's JSON and hash.
     #[serde(skip)]
-    pub run: TargetRunSettings,
-}
-
-/// A target's settings that change how a run is carried out but not the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetRunSettings {
-    /// The most bytes one SSE event may take before its request fails as `malformed`.
-    pub max_event_bytes: u64,
-    /// Prefix every prompt with a salt drawn afresh for each run (and each stage round).
-    pub cache_salt: bool,
-    /// Drop the server's prompt cache before the warm-up and each stage round.
-    pub reset_cache: Option<crate::protocol::CacheReset>,
-}
-
-impl Default for TargetRunSettings {
-    fn default() -> Self {
-        TargetRunSettings {
-            max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
-            cache_salt: false,
-            reset_cache: None,
-        }
-    }
+    pub run: RunSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,7 +88,16 @@ pub struct DatasetPlan {
     pub hooks: Option<HookPlan>,
     /// Multi-turn sessions. Absent from the JSON (and the hash) when the dataset has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<super::session::SessionPlan>,
+    pub session: Option<SessionPlan>,
+}
+
+/// A dataset's sessions: every arrival is a conversation of up to `turns` requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPlan {
+    /// Synthetic: the turns of every session; ShareGPT: the most turns kept per conversation.
+    pub turns: u32,
+    pub think_time: Duration,
+    pub history: History,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,7 +133,7 @@ pub struct StagePlan {
     /// unless `shard::slice` made the plan one shard of a distributed run. Not part of the
     /// JSON or hash, so every shard's plan hash is the plan's.
     #[serde(skip)]
-    pub slice: super::Slice,
+    pub slice: Slice,
 }
 
 fn one_round() -> u32 {
@@ -269,6 +252,19 @@ impl StagePlan {
                     .map(|o| StageOffsets::Drawn(Box::new(o)))
             }
         }
+    }
+
+    /// The open-loop requests this process sends, as `(index, offset_ns)` in schedule order:
+    /// every one for the whole plan, a shard's own (see [`Slice`]) otherwise. `None` for a
+    /// closed loop or a search.
+    pub fn sends(&self) -> Option<impl Iterator<Item = (u64, u64)> + '_> {
+        let slice = self.slice;
+        Some(
+            self.offsets()?
+                .enumerate()
+                .map(|(i, t)| (i as u64, t))
+                .filter(move |(i, _)| slice.owns(*i)),
+        )
     }
 }
 

@@ -7,8 +7,8 @@ use crate::arrival::{ArrivalSpec, Horizon, LoadPoint, PointKind, SearchAxis, Sea
 use crate::scenario::{ProfileSpec, StageSpec, SweepSpec};
 use crate::units::{Duration, Rate, trim_float};
 
-use super::compile::{drawn_schedule, stage_plan};
 use super::seed::stage_seed;
+use super::stage::{drawn_schedule, stage_plan};
 use super::{Load, PlanError, StagePlan};
 
 /// The plan stages of one scenario stage: itself, its sweep points, or its search.

@@ -5,10 +5,9 @@ use std::fmt::Write;
 
 use crate::arrival::ArrivalSpec;
 use crate::dataset::{DatasetSource, LengthDist, TokenizerSpec};
-use crate::protocol::Api;
 use crate::units::trim_float;
 
-use super::{EndpointPlan, Load, Plan, StagePlan};
+use super::{EndpointPlan, Load, Plan, StagePlan, TargetPlan};
 
 /// Stages longer than this are summarised from their first recipes only.
 const SAMPLE_RECIPES: u64 = 10_000;
@@ -30,27 +29,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     }
     writeln!(out, "seed       {}", plan.seed)?;
     writeln!(out, "plan hash  {} (format {})", plan.hash, plan.format)?;
-    let t = &plan.target;
-    let endpoint = match &t.endpoint {
-        EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
-        EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
-    };
-    let api = match t.api {
-        Api::Chat => "chat/completions",
-        Api::Completions => "completions",
-    };
-    writeln!(out, "target     {endpoint}")?;
-    write!(out, "           api {api}, timeout {}", t.timeout)?;
-    if let Some(m) = &t.model {
-        write!(out, ", model {m}")?;
-    }
-    if let Some(env) = &t.api_key_env {
-        write!(out, ", api key from ${env}")?;
-    }
-    if t.ignore_eos {
-        write!(out, ", ignore_eos")?;
-    }
-    writeln!(out)?;
+    render_target(&plan.target, out)?;
     let tokenizer = match &plan.tokenizer {
         TokenizerSpec::Cl100kBase => "cl100k_base".to_string(),
         TokenizerSpec::O200kBase => "o200k_base".to_string(),
@@ -112,6 +91,28 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
             writeln!(out)?;
         }
     }
+    Ok(())
+}
+
+/// The target: where, which API, and what every request carries.
+fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
+    let endpoint = match &t.endpoint {
+        EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
+        EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
+    };
+    let api = t.request.api.path().trim_start_matches('/');
+    writeln!(out, "target     {endpoint}")?;
+    write!(out, "           api {api}, timeout {}", t.request.timeout)?;
+    if let Some(m) = &t.request.model {
+        write!(out, ", model {m}")?;
+    }
+    if let Some(env) = &t.request.api_key_env {
+        write!(out, ", api key from ${env}")?;
+    }
+    if t.request.ignore_eos {
+        write!(out, ", ignore_eos")?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 
@@ -209,7 +210,7 @@ fn describe_arrival(a: &ArrivalSpec) -> String {
         ArrivalSpec::Constant { rate } => format!("constant {rate}"),
         ArrivalSpec::Poisson { rate } => format!("poisson {rate}"),
         ArrivalSpec::Gamma { rate, burstiness } => {
-            format!("gamma {rate}, burstiness {}", trim_float(*burstiness))
+            format!("gamma {rate}, burstiness {}", trim_float(burstiness.get()))
         }
         ArrivalSpec::Concurrency { clients } => format!("closed loop, {clients} clients"),
         ArrivalSpec::Ramp {

@@ -1,23 +1,11 @@
-//! Multi-turn sessions in the plan: a dataset's session settings, and the turns of session `i`
-//! of a stage, drawn on demand like request recipes (synthetic turns from the stage's seed,
-//! ShareGPT turns from the sampled conversation).
-
-use serde::{Deserialize, Serialize};
+//! Multi-turn sessions in the plan: a dataset's session settings (read into the model's
+//! `SessionPlan`), and the turns of session `i` of a stage, drawn on demand like request
+//! recipes (synthetic turns from the stage's seed, ShareGPT turns from the sampled conversation).
 
 use super::seed::{item_seed, recipe_rng};
-use super::{Plan, PlanError, RequestRecipe, StagePlan};
-use crate::dataset::{DatasetSource, History, MAX_TURNS, TurnTokens};
+use super::{Plan, PlanError, RequestRecipe, SessionPlan, StagePlan};
+use crate::dataset::{DatasetSource, MAX_TURNS, TurnTokens};
 use crate::scenario::{Dataset, DatasetKind};
-use crate::units::Duration;
-
-/// A dataset's sessions: every arrival is a conversation of up to `turns` requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionPlan {
-    /// Synthetic: the turns of every session; ShareGPT: the most turns kept per conversation.
-    pub turns: u32,
-    pub think_time: Duration,
-    pub history: History,
-}
 
 /// The turns of one session, computed on demand: `Plan::session(stage, index)`.
 #[derive(Debug, Clone, PartialEq, Eq)]

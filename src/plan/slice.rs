@@ -4,8 +4,6 @@
 //! way, so the shards together send exactly the plan. Not part of the plan's JSON or hash:
 //! every shard runs the same plan.
 
-use super::model::StagePlan;
-
 /// Shard `index` of `count` (0-based); `Slice::WHOLE` is the unsharded plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Slice {
@@ -46,21 +44,6 @@ impl Slice {
 
     pub fn is_whole(self) -> bool {
         self.count <= 1
-    }
-}
-
-impl StagePlan {
-    /// The open-loop requests this process sends, as `(index, offset_ns)` in schedule order:
-    /// every one for the whole plan, a shard's own otherwise. `None` for a closed loop or a
-    /// search.
-    pub fn sends(&self) -> Option<impl Iterator<Item = (u64, u64)> + '_> {
-        let slice = self.slice;
-        Some(
-            self.offsets()?
-                .enumerate()
-                .map(|(i, t)| (i as u64, t))
-                .filter(move |(i, _)| slice.owns(*i)),
-        )
     }
 }
 

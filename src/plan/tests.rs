@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::*;
 use crate::arrival::ArrivalSpec;
 use crate::dataset::{LengthDist, TokenizerSpec};
-use crate::protocol::Api;
+use crate::protocol::{RequestSettings, RunSettings};
 use crate::scenario::{
     AssertionSpec, Dataset, DatasetKind, Endpoint, GoodputSpec, ParamValue, ReportSpec, Scenario,
     Source, Spanned, StageLimit, StageSpec, SyntheticSpec, Target, Warmup,
@@ -62,16 +62,11 @@ pub(crate) fn scenario() -> Scenario {
         params: BTreeMap::from([("rate".to_string(), ParamValue::Int(10))]),
         target: Target {
             endpoint: Endpoint::Sim(SimConfig::default()),
-            api: Api::Chat,
-            model: None,
-            api_key_env: Some("MY_API_KEY".into()),
-            timeout: Duration::from_millis(60_000),
-            headers: vec![],
-            extra_body: BTreeMap::new(),
-            ignore_eos: true,
-            max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
-            cache_salt: false,
-            reset_cache: None,
+            request: RequestSettings {
+                api_key_env: Some("MY_API_KEY".into()),
+                ..RequestSettings::default()
+            },
+            run: RunSettings::default(),
         },
         tokenizer: TokenizerSpec::Cl100kBase,
         datasets: vec![synthetic(
@@ -124,7 +119,10 @@ fn compiles_an_open_loop_stage() {
         secs(60),
         "drain defaults to the target timeout"
     );
-    assert_eq!(plan.target.api_key_env.as_deref(), Some("MY_API_KEY"));
+    assert_eq!(
+        plan.target.request.api_key_env.as_deref(),
+        Some("MY_API_KEY")
+    );
 }
 
 #[test]
@@ -317,13 +315,6 @@ fn errors_name_the_stage_or_dataset() {
         msg.contains("dataset `chat`") && msg.contains("input-tokens"),
         "{msg}"
     );
-
-    let mut sc = scenario();
-    sc.stages[0].arrival = sp(ArrivalSpec::Gamma {
-        rate: Rate(1.0),
-        burstiness: -1.0,
-    });
-    assert!(compile(&sc).unwrap_err().to_string().contains("burstiness"));
 
     let mut sc = scenario();
     sc.stages[0].limit = StageLimit::Requests(0);

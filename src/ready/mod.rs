@@ -4,29 +4,15 @@
 //! (the one asked for, when given), reporting each attempt to the caller, and gives up at a
 //! deadline or when cancelled.
 
+mod options;
 mod probe;
 
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+pub use options::{WaitError, WaitOptions};
 pub use probe::State;
-
-/// What to wait for.
-#[derive(Debug, Clone)]
-pub struct WaitOptions {
-    /// The OpenAI-compatible base URL (`http://host:8000/v1`); a bare `http://host:port`
-    /// means `…/v1`.
-    pub url: String,
-    /// Wait until `/models` lists this model too.
-    pub model: Option<String>,
-    /// Give up after this long.
-    pub timeout: Duration,
-    /// Pause between attempts.
-    pub interval: Duration,
-    /// Sent as a bearer token (a server started with `--api-key`).
-    pub api_key: Option<String>,
-}
 
 /// One attempt, as reported to the caller.
 #[derive(Debug, Clone)]
@@ -48,24 +34,9 @@ pub struct Ready {
     pub attempts: u32,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum WaitError {
-    #[error("`{url}` is not an http(s) URL")]
-    BadUrl { url: String },
-    #[error("{url} was not ready after {}s ({attempts} attempts); last: {last}", waited.as_secs())]
-    NotReady {
-        url: String,
-        waited: Duration,
-        attempts: u32,
-        last: String,
-    },
-    #[error("interrupted while waiting for {url}; last: {last}")]
-    Interrupted { url: String, last: String },
-    #[error("failed to build the HTTP client")]
-    Client(#[source] reqwest::Error),
-}
-
-/// Polls until the server is ready, the timeout passes, or `cancel` fires.
+/// Polls until the server is ready, the timeout passes, or `cancel` fires. The timeout ends
+/// the wait whatever the interval: an attempt still in flight at the deadline (a server that
+/// accepts and never answers) is abandoned, and no pause runs past it.
 pub async fn wait_ready(
     opts: &WaitOptions,
     cancel: &CancellationToken,
@@ -83,50 +54,57 @@ pub async fn wait_ready(
         .build()
         .map_err(WaitError::Client)?;
     let start = Instant::now();
-    let mut n = 0;
-    loop {
-        n += 1;
+    let deadline = tokio::time::Instant::from_std(start) + opts.timeout;
+    let url = || endpoints.base.clone();
+    let mut last = String::from("no attempt was answered before the timeout");
+    for n in 1.. {
         let state = tokio::select! {
             s = probe::once(&http, &endpoints, opts) => s,
             () = cancel.cancelled() => State::Cancelled,
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(not_ready(url(), start, n, last));
+            }
         };
         let elapsed = start.elapsed();
-        if let State::Ready { models } = &state {
-            let attempt = Attempt {
-                n,
-                elapsed,
-                state: state.clone(),
-            };
-            on(&attempt);
-            return Ok(Ready {
-                url: endpoints.base.clone(),
-                models: models.clone(),
-                waited: elapsed,
-                attempts: n,
-            });
+        let attempt = Attempt { n, elapsed, state };
+        match &attempt.state {
+            State::Ready { models } => {
+                let models = models.clone();
+                on(&attempt);
+                return Ok(Ready {
+                    url: url(),
+                    models,
+                    waited: elapsed,
+                    attempts: n,
+                });
+            }
+            State::Cancelled => {
+                return Err(WaitError::Interrupted {
+                    url: url(),
+                    last: "interrupted before the server answered".into(),
+                });
+            }
+            other => last = other.to_string(),
         }
-        if matches!(state, State::Cancelled) {
-            return Err(WaitError::Interrupted {
-                url: endpoints.base.clone(),
-                last: "interrupted before the server answered".into(),
-            });
-        }
-        let last = state.to_string();
-        on(&Attempt { n, elapsed, state });
-        if elapsed >= opts.timeout {
-            return Err(WaitError::NotReady {
-                url: endpoints.base.clone(),
-                waited: elapsed,
-                attempts: n,
-                last,
-            });
-        }
-        let pause = opts.interval.min(opts.timeout.saturating_sub(elapsed));
+        on(&attempt);
         tokio::select! {
-            () = tokio::time::sleep(pause) => {}
+            () = tokio::time::sleep(opts.interval) => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(not_ready(url(), start, n, last));
+            }
             () = cancel.cancelled() => {
-                return Err(WaitError::Interrupted { url: endpoints.base.clone(), last });
+                return Err(WaitError::Interrupted { url: url(), last });
             }
         }
+    }
+    unreachable!("`1..` does not end")
+}
+
+fn not_ready(url: String, start: Instant, attempts: u32, last: String) -> WaitError {
+    WaitError::NotReady {
+        url,
+        waited: start.elapsed(),
+        attempts,
+        last,
     }
 }

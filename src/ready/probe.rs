@@ -6,7 +6,7 @@ use std::fmt;
 
 use reqwest::StatusCode;
 
-use super::{WaitError, WaitOptions};
+use super::options::{WaitError, WaitOptions};
 
 /// What one attempt found.
 #[derive(Debug, Clone, PartialEq)]

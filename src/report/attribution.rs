@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::view::num;
+use super::numbers::num;
 use crate::metrics::{Attribution, AttributionSource, ServerDist, StageSummary};
 
 /// One row of the table: a part of the request's time.

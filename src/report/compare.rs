@@ -14,8 +14,9 @@ use serde::Serialize;
 
 use super::ReportError;
 use super::flagged::Flagged;
-use super::markdown::{COMPARE_TEMPLATE, environment};
-use super::view::{num, short};
+use super::markdown::COMPARE_TEMPLATE;
+use super::numbers::{num, short};
+use super::templates::environment;
 use crate::metrics::{
     Aggregation, CountMetric, LatencyMetric, Metric, Percentile, StageSummary, Worse,
 };

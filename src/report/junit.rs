@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::ReportError;
-use super::view::short;
+use super::numbers::short;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 

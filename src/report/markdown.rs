@@ -5,9 +5,11 @@
 //! benchmark.
 
 use minijinja::value::Serde;
-use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value, context, syntax::SyntaxConfig};
+use minijinja::{ErrorKind, Value, context};
 
 use super::ReportError;
+use super::profile::profiles;
+use super::templates::environment;
 use super::view::build_view;
 use crate::results::Results;
 
@@ -16,42 +18,11 @@ pub const REPORT_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 /// The built-in comparison template.
 pub const COMPARE_TEMPLATE: &str = include_str!("../../templates/compare.md.j2");
 
-/// The work one render may do (minijinja fuel: about one unit per instruction and per 64
-/// bytes of data made, so this also bounds a render's memory to some 640 MiB). The built-in
-/// template uses under 1 % of it for a large sweep; a template that loops without end fails
-/// within a second or two with `engine ran out of fuel`.
-pub const TEMPLATE_FUEL: u64 = 10_000_000;
-
 /// A report template and the name its errors show (its file, as given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportTemplate {
     pub name: String,
     pub text: String,
-}
-
-/// An environment with the house settings: strict undefined, block tags on their own lines
-/// leave no blank lines behind, the file's final newline kept, no auto-escaping (the output is
-/// Markdown, not HTML), [`TEMPLATE_FUEL`] per render, and the built-in sections a template
-/// may include (`telemetry.md.j2`).
-pub(crate) fn environment() -> Environment<'static> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_fuel(Some(TEMPLATE_FUEL));
-    if let Ok(syntax) = SyntaxConfig::builder()
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build()
-    {
-        env.set_syntax(syntax);
-    }
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    // Every report template may include the built-in sections.
-    let _ = env.add_template(
-        super::telemetry::TELEMETRY_TEMPLATE_NAME,
-        super::telemetry::TELEMETRY_TEMPLATE,
-    );
-    env
 }
 
 /// Renders `template` (or the built-in one) with `view` (display strings) and `results` (the
@@ -93,7 +64,7 @@ pub fn render_report(
     let out = env.get_template(&name)?.render(context! {
         view => Value::from(Serde(&view)),
         results => Value::from(Serde(results)),
-        profiles => Value::from(Serde(&super::profiles(results))),
+        profiles => Value::from(Serde(&profiles(results))),
         plot_files => Value::from(Serde(plot_files)),
         searches => Value::from(Serde(&results.searches)),
     })?;
@@ -162,7 +133,10 @@ fn is_template_fault(kind: ErrorKind) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::templates::configure;
     use super::*;
+    use crate::report::TEMPLATE_FUEL;
+    use minijinja::Environment;
 
     fn sample() -> Results {
         serde_json::from_str(include_str!("../../tests/data/results/current.json")).unwrap()
@@ -194,6 +168,25 @@ mod tests {
         assert!(msg.contains("line 3"), "{msg}");
         assert!(msg.contains("nope"), "{msg}");
         assert!(check_template(&named("{% if %}"), &sample()).is_err());
+    }
+
+    #[test]
+    fn an_undefined_name_is_named_in_a_release_build_too() {
+        // As a release build starts: minijinja's debug mode off.
+        let mut env = Environment::new();
+        env.set_debug(false);
+        configure(&mut env);
+        env.add_template("t/mine.md.j2", "# x\n{{ nosuch }}\n")
+            .unwrap();
+        let err = env
+            .get_template("t/mine.md.j2")
+            .unwrap()
+            .render(context! {})
+            .unwrap_err();
+        let msg = crate::error::chain(&ReportError::from(err));
+        assert!(msg.contains("t/mine.md.j2"), "{msg}");
+        assert!(msg.contains("line 2"), "{msg}");
+        assert!(msg.contains("`nosuch` is undefined"), "{msg}");
     }
 
     #[test]

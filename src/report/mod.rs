@@ -11,6 +11,8 @@ mod headline;
 mod html;
 mod junit;
 mod markdown;
+mod names;
+mod numbers;
 mod outputs;
 mod plots;
 mod profile;
@@ -18,6 +20,8 @@ mod profile_compare;
 mod summary;
 mod svg;
 mod telemetry;
+mod templates;
+mod timeline;
 mod view;
 mod write;
 
@@ -31,20 +35,26 @@ pub use headline::{Headline, headline, mark};
 pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use markdown::*;
+pub use names::{
+    Plot, cdf_file_name, profile_file_name, server_timeline_file_name, stage_slug,
+    timeline_file_name,
+};
+pub use numbers::{num, short};
 pub use outputs::{
     CSV_FILE, HTML_FILE, JUNIT_FILE, OUTPUTS, Output, OutputFile, PR_COMMENT_FILE, REPORT_FILE,
     REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
 pub use profile::{
-    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_file_name,
-    profile_svg, profiles,
+    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_svg, profiles,
 };
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
 pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{
-    GpuRow, ServerRow, TELEMETRY_TEMPLATE, TELEMETRY_TEMPLATE_NAME, TelemetryView, ThrottledRow,
-    render_telemetry, server_timeline_file_name, telemetry_view, write_telemetry_plots,
+    GpuRow, ServerRow, TelemetryView, ThrottledRow, render_telemetry, telemetry_view,
+    write_telemetry_plots,
 };
+pub use templates::{TELEMETRY_TEMPLATE, TELEMETRY_TEMPLATE_NAME, TEMPLATE_FUEL};
+pub use timeline::timeline_svg;
 pub use view::*;
 pub use write::*;

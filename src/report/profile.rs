@@ -11,6 +11,8 @@
 use serde::Serialize;
 
 use super::ReportError;
+use super::names::profile_file_name;
+use super::numbers::short;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
 use crate::metrics::{LatencyMetric as L, Metric, PointKind, StageSummary};
@@ -180,11 +182,6 @@ fn row(
     }
 }
 
-/// File name of a group's profile plot.
-pub fn profile_file_name(group: &str) -> String {
-    format!("profile-{}.svg", super::stage_slug(group))
-}
-
 /// A latency figure of a profile row.
 type RowFigure = fn(&ProfileRow) -> f64;
 
@@ -219,7 +216,7 @@ const PROFILE_SERIES: [(&str, RowFigure); 4] = [
 
 /// The load as written on a point: `12 req/s`, `8 clients`.
 fn load_label(v: f64, axis: &str) -> String {
-    format!("{} {axis}", super::view::short(v))
+    format!("{} {axis}", short(v))
 }
 
 /// Two panels. Above: latency (log axis: ITL and E2E are orders of magnitude apart) against

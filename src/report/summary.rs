@@ -192,7 +192,7 @@ fn fmt_num(v: f64) -> String {
         format!("{v:.2}")
     } else {
         // A threshold written in µs must not print as 0.00 ms.
-        super::view::num(v)
+        super::numbers::num(v)
     }
 }
 

@@ -12,8 +12,9 @@ use minijinja::{Value, context};
 use serde::Serialize;
 
 use super::ReportError;
-use super::plots::stage_slug;
-use super::view::Plot;
+use super::names::{Plot, server_timeline_file_name};
+use super::templates::{TELEMETRY_TEMPLATE_NAME, environment};
+use super::timeline::{sending_stopped_s, stacked_time_panels};
 use crate::metrics::StageSummary;
 use crate::results::{Results, write_atomic};
 use crate::telemetry::{StageTelemetry, TelemetryReport, tokens_per_joule};
@@ -68,14 +69,6 @@ pub struct ServerRow {
     pub kv_cache_mean: String,
     pub kv_cache_max: String,
     pub prefix_cache_hits: String,
-}
-
-/// The built-in telemetry section, included by `templates/report.md.j2` (and by any report
-/// template as `{% include "telemetry.md.j2" %}`).
-pub const TELEMETRY_TEMPLATE: &str = include_str!("../../templates/telemetry.md.j2");
-
-pub fn server_timeline_file_name(stage: &str) -> String {
-    format!("stage-{}-server.svg", stage_slug(stage))
 }
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -186,15 +179,12 @@ pub fn render_telemetry(
     report: &TelemetryReport,
     output_tokens: &BTreeMap<String, u64>,
 ) -> Result<String, ReportError> {
-    let env = super::markdown::environment();
+    let env = environment();
     let view = context! { telemetry => Value::from(Serde(&telemetry_view(report, output_tokens))) };
     Ok(env
         .get_template(TELEMETRY_TEMPLATE_NAME)?
         .render(context! { view => view })?)
 }
-
-/// The name report templates include the section by.
-pub const TELEMETRY_TEMPLATE_NAME: &str = "telemetry.md.j2";
 
 /// Draws the per-stage server plots (stages with server samples only): the stage's name and
 /// its SVG, or why it could not be drawn.
@@ -288,11 +278,11 @@ pub fn server_timeline_svg(
         .iter()
         .flat_map(|(_, s)| s.iter().flat_map(|(_, d)| d.iter().map(|p| p.0)))
         .fold(stage.wall_time_s.max(1.0), f64::max);
-    super::plots::stacked_time_panels(
+    stacked_time_panels(
         "server-timeline",
         &format!("{}: server load and latency", stage.name),
         t_max,
-        super::plots::sending_stopped_s(stage),
+        sending_stopped_s(stage),
         panels,
     )
     .map(Some)

@@ -11,9 +11,10 @@ use crate::sla::{Baseline, InconclusiveAs, SlaOutcome, SlaVerdict, Untrusted};
 use crate::telemetry::TelemetryReport;
 
 /// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
-/// gate's `outcome` and `sla_policy`, rounds. 3: typed validity flags (`validity.flags`), each
-/// verdict's `basis`, the net latencies (`client_net`) and the client's loop delay and host
-/// load (`client.loop_delay_ms`, …). Older files still load (see `file.rs`).
+/// gate's `outcome` and `sla_policy`, rounds. 3: the error kind `protocol` in
+/// `requests.errors`; typed validity flags (`validity.flags`), each verdict's `basis`, the net
+/// latencies (`client_net`) and the client's loop delay and host load (`client.loop_delay_ms`,
+/// …). Version-1 and version-2 files still load (see `file.rs`).
 pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,27 +2,25 @@
 //! warm-up and each stage in order (see `stage.rs`), with the caller deciding after each stage
 //! whether to go on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::barrier::Unsynchronised;
 use super::collect::RowSink;
 use super::cpu::CpuClock;
+use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
 use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
-use crate::dataset::{DatasetError, Tokenizer};
-use crate::hooks::{HookError, Hooks};
+use crate::dataset::Tokenizer;
+use crate::hooks::Hooks;
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
-use crate::plan::{EndpointPlan, Load, Plan, PlanError};
-use crate::protocol::Api;
+use crate::plan::{EndpointPlan, Load, Plan};
 use crate::server_info::ServerInfo;
-use crate::sim::SimError;
 use crate::sla::Abort;
-use crate::telemetry::{TelemetryError, TelemetryReport};
-use crate::units::Duration;
+use crate::telemetry::TelemetryReport;
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
 #[derive(Debug)]
@@ -64,65 +62,6 @@ pub enum Stop {
     Unsynchronised(Unsynchronised),
 }
 
-/// Something that went wrong during the run without stopping it.
-#[derive(Debug, thiserror::Error)]
-pub enum RunProblem {
-    #[error("failed to write {}", path.display())]
-    RequestsJsonl {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("internal error: the collector of stage `{0}` panicked; its numbers are lost")]
-    CollectorPanicked(String),
-    #[error("search `{stage}` could not plan its next probe")]
-    Probe {
-        stage: String,
-        #[source]
-        source: PlanError,
-    },
-}
-
-/// Why a run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("failed to start the embedded simulator")]
-    Sim(#[source] SimError),
-    #[error("failed to start the simulator thread")]
-    SimThread(#[source] std::io::Error),
-    #[error("cannot reach the target at {url}")]
-    Unreachable {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error("the target did not answer GET {url} within {timeout} (the target's timeout)")]
-    NoAnswer { url: String, timeout: Duration },
-    #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
-    NoModel { url: String, problem: String },
-    #[error("failed to prepare the prompts")]
-    Dataset(#[from] DatasetError),
-    #[error("the hooks of data set `{dataset}` do not compile")]
-    Hooks {
-        dataset: String,
-        #[source]
-        source: HookError,
-    },
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    #[error("telemetry source `prometheus \"sim\"` needs the embedded simulator as the target")]
-    SimMetricsWithoutSim,
-    /// A required telemetry source is unavailable (or telemetry could not start).
-    #[error(transparent)]
-    Telemetry(#[from] TelemetryError),
-    #[error("failed to create {}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 struct TokenizerCounter(Arc<Tokenizer>);
 
 impl TokenCounter for TokenizerCounter {
@@ -155,28 +94,24 @@ pub async fn run(
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let api_key = match &plan.target.api_key_env {
+    let api_key = match &plan.target.request.api_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
         None => None,
     };
     let template_base = BodyTemplate {
-        api: plan.target.api,
+        api: plan.target.request.api,
         model: String::new(),
-        ignore_eos: plan.target.ignore_eos,
-        extra: plan.target.extra_body.clone(),
+        ignore_eos: plan.target.request.ignore_eos,
+        extra: plan.target.request.extra_body.clone(),
     };
     let client = Client::new(
         ClientConfig {
-            url: crate::protocol::join(&base_url, plan.target.api.path()),
-            headers: plan.target.headers.clone(),
+            url: crate::protocol::join(&base_url, plan.target.request.api.path()),
+            headers: plan.target.request.headers.clone(),
             api_key,
-            timeout: plan.target.timeout.as_std(),
+            timeout: plan.target.request.timeout.as_std(),
             pool_size: 1024,
-            // Tokens a chat template adds around one message; a completion prompt gets BOS.
-            template_tokens: match plan.target.api {
-                Api::Chat => 16,
-                Api::Completions => 2,
-            },
+            api: plan.target.request.api,
             max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
             server_root: Some(crate::protocol::server_root(&base_url)),
         },
@@ -190,7 +125,12 @@ pub async fn run(
         let url = base_url.clone();
         async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
     });
-    let known_model = plan.target.model.as_deref().or(default_model.as_deref());
+    let known_model = plan
+        .target
+        .request
+        .model
+        .as_deref()
+        .or(default_model.as_deref());
     let mut out = RunOutput {
         endpoint,
         model: known_model.unwrap_or_default().to_string(),
@@ -210,7 +150,7 @@ pub async fn run(
         client.http(),
         &base_url,
         known_model,
-        plan.target.timeout,
+        plan.target.request.timeout,
         &opts.interrupt,
     )
     .await?;

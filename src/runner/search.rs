@@ -6,8 +6,8 @@
 use std::time::Instant;
 
 use super::collect::RowSink;
+use super::error::RunProblem;
 use super::options::StageDecision;
-use super::run::RunProblem;
 use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};
 use crate::metrics::{LatencyMetric, ProbeResult, ProfilePoint, SearchSummary, StageSummary};

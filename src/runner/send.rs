@@ -12,11 +12,12 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{BodyTemplate, Client, Message, PromptRef};
+use crate::client::{BodyTemplate, Client};
 use crate::dataset::{Prompt, PromptFactory, Salt};
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
+use crate::protocol::{Message, PromptRef};
 
 /// Why a request's body could not be built (it is then recorded as a `hook` error).
 #[derive(Debug, thiserror::Error)]

@@ -19,8 +19,8 @@ use tokio_util::task::TaskTracker;
 
 use super::collect::{Collector, Live, RowSink};
 use super::cpu::CpuClock;
+use super::error::RunProblem;
 use super::options::RunOptions;
-use super::run::RunProblem;
 use super::send::{StageShared, since};
 use super::target::{WARM_POOL_LIMIT, warm_pool};
 use super::timer::PreciseTimer;
@@ -138,7 +138,12 @@ impl StageRunner<'_> {
             &self.client,
             &self.base_url,
             pool_warmth(stage),
-            self.plan.target.timeout.as_std().min(WARM_POOL_LIMIT),
+            self.plan
+                .target
+                .request
+                .timeout
+                .as_std()
+                .min(WARM_POOL_LIMIT),
             &self.opts.interrupt,
         )
         .await;
@@ -472,7 +477,7 @@ fn stage_facts(plan: &Plan, stage: &StagePlan) -> StageFacts {
         _ => (false, None),
     };
     StageFacts {
-        ignore_eos: plan.target.ignore_eos,
+        ignore_eos: plan.target.request.ignore_eos,
         shares_prefixes: sessions
             || prefix_blocks
             || dataset.is_some_and(|d| d.context.shared_prefix.is_some()),

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cpu::ThreadId;
-use super::run::RunError;
+use super::error::RunError;
 use crate::server_info::ServerInfo;
 use crate::sim::{SimConfig, SimError};
 use crate::units::Duration;

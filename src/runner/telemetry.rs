@@ -9,7 +9,7 @@ use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
 };
 
-use super::run::RunError;
+use super::error::RunError;
 
 /// The simulator's metrics URL from its OpenAI base URL (`http://127.0.0.1:PORT/v1`).
 pub(super) fn sim_metrics_url(base_url: &str) -> String {

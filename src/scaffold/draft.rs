@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use crate::protocol::Api;
-use crate::units::Duration;
+use crate::protocol::{Api, REGISTRY};
+use crate::units::{Burstiness, Duration};
 
 /// A scenario to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +51,7 @@ pub enum Scalar {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Load {
     /// Open loop at `rate` requests/s: Poisson, or gamma when `burstiness` is not 1.
-    Rate { rate: f64, burstiness: f64 },
+    Rate { rate: f64, burstiness: Burstiness },
     /// Closed loop: this many clients.
     Concurrency(u32),
 }
@@ -95,13 +95,13 @@ impl Default for Draft {
             seed: 0,
             url: None,
             model: None,
-            api: Api::Chat,
+            api: Api::default(),
             ignore_eos: None,
             headers: Vec::new(),
             body: Vec::new(),
             load: Load::Rate {
                 rate: 5.0,
-                burstiness: 1.0,
+                burstiness: Burstiness::POISSON,
             },
             data: Data::Synthetic {
                 input: Length::Fixed(1024),
@@ -162,13 +162,18 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// A number as KDL writes it (`10`, `2.5`).
+/// A number as KDL writes it (`10`, `2.5`; `1.0e300` for a very large or very small one,
+/// which `{}` would write as hundreds of digits: more than a KDL integer holds).
 fn num(v: f64) -> String {
     let s = format!("{v}");
-    if s.contains(['e', 'E']) {
-        format!("{v:.6}")
+    if s.len() <= 24 {
+        return s;
+    }
+    let e = format!("{v:e}");
+    if e.contains('.') {
+        e
     } else {
-        s
+        e.replacen('e', ".0e", 1)
     }
 }
 
@@ -282,14 +287,11 @@ impl Draft {
                 "    // model \"NAME\"    // default: the first model /v1/models lists"
             )?,
         }
-        let api = match self.api {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-        };
-        writeln!(
-            o,
-            "    api {api}    // \"chat\" (/chat/completions) or \"completions\""
-        )?;
+        let apis: Vec<String> = REGISTRY
+            .iter()
+            .map(|a| format!("\"{a}\" ({})", a.path()))
+            .collect();
+        writeln!(o, "    api {}    // {}", self.api, apis.join(" or "))?;
         writeln!(o, "    timeout \"60s\"")?;
         writeln!(
             o,
@@ -379,7 +381,7 @@ impl Draft {
         writeln!(o, "stage \"main\" {{")?;
         writeln!(o, "    dataset \"prompts\"")?;
         match self.load {
-            Load::Rate { rate, burstiness } if (burstiness - 1.0).abs() < f64::EPSILON => writeln!(
+            Load::Rate { rate, burstiness } if burstiness == Burstiness::POISSON => writeln!(
                 o,
                 "    arrival \"poisson\" rate={}    // requests/s, open loop: latency counts from each request's scheduled time",
                 num(rate)
@@ -388,7 +390,7 @@ impl Draft {
                 o,
                 "    arrival \"gamma\" rate={} burstiness={}    // < 1 burstier than Poisson, > 1 more regular",
                 num(rate),
-                num(burstiness)
+                num(burstiness.get())
             )?,
             Load::Concurrency(n) => writeln!(
                 o,
@@ -437,5 +439,8 @@ mod tests {
         assert_eq!(scalar(&Scalar::Float(0.0)), "0.0");
         assert_eq!(num(2.5), "2.5");
         assert_eq!(num(10.0), "10");
+        assert_eq!(num(1e300), "1.0e300");
+        assert_eq!(num(2.5e-300), "2.5e-300");
+        assert_eq!(scalar(&Scalar::Float(1e300)), "1.0e300");
     }
 }

@@ -7,11 +7,11 @@
 //! instead), or noted as unknown; the notes head the written file and are returned to the
 //! caller. Underscores in flag names are read as dashes, as vLLM's parser does.
 
-use super::vllm_flags::{UNMAPPED, no_counterpart, number, split};
+use super::vllm_flags::{Args, UNMAPPED, any, no_counterpart, number, positive, split};
 use super::{Data, Draft, Length, Limit, Load, ScaffoldError, Scalar};
 use crate::hub::HfFile;
-use crate::protocol::Api;
-use crate::units::Duration;
+use crate::protocol::{Api, REGISTRY};
+use crate::units::{Burstiness, Duration};
 
 /// vLLM's `--random-range-ratio r`: lengths uniform in `[len·(1−r), len·(1+r)]`.
 fn ranged(len: u32, ratio: f64) -> Length {
@@ -43,20 +43,17 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
             } else {
                 host.to_string()
             };
-            let port: u16 = number(&args, "--port")?.unwrap_or(8000);
+            let port: u16 =
+                number(&args, "--port", "a port, 1 to 65535", |p| *p >= 1)?.unwrap_or(8000);
             format!("http://{host}:{port}")
         }
     };
     let endpoint = args.last("--endpoint").unwrap_or("/v1/completions");
-    let (prefix, api) = if let Some(p) = endpoint.strip_suffix("/chat/completions") {
-        (p, Api::Chat)
-    } else if let Some(p) = endpoint.strip_suffix("/completions") {
-        (p, Api::Completions)
-    } else {
+    let Some((prefix, api)) = Api::from_endpoint(endpoint) else {
         return Err(ScaffoldError::Unsupported {
             flag: "--endpoint",
             value: endpoint.to_string(),
-            supported: "…/completions and …/chat/completions",
+            supported: supported_endpoints(),
         });
     };
     d.url = Some(format!("{base}{prefix}"));
@@ -88,41 +85,73 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
         .map(String::from);
 
     // How many, and how they arrive.
-    let num_prompts: u64 = number(&args, "--num-prompts")?.unwrap_or(1000);
-    if num_prompts == 0 {
-        return Err(ScaffoldError::Value {
-            flag: "--num-prompts",
-            value: "0".into(),
-            reason: "send at least one request".into(),
-        });
-    }
+    let num_prompts: u64 =
+        number(&args, "--num-prompts", "a request count ≥ 1", |n| *n >= 1)?.unwrap_or(1000);
     d.limit = Limit::Requests(num_prompts);
-    let rate = match args.last("--request-rate") {
-        None => f64::INFINITY,
-        Some(r) => r.parse::<f64>().map_err(|_| ScaffoldError::Value {
-            flag: "--request-rate",
-            value: r.to_string(),
-            reason: "not a number (or inf)".into(),
-        })?,
-    };
-    let burstiness: f64 = number(&args, "--burstiness")?.unwrap_or(1.0);
-    if !burstiness.is_finite() || burstiness <= 0.0 {
-        return Err(ScaffoldError::Value {
-            flag: "--burstiness",
-            value: burstiness.to_string(),
-            reason: "must be > 0".into(),
-        });
+    d.load = load(&args, num_prompts, &mut notes)?;
+    data(&args, &mut d, &mut notes)?;
+    d.seed = number(&args, "--seed", "a whole number ≥ 0", any)?.unwrap_or(0);
+    d.warmup = number(&args, "--num-warmups", "a request count ≥ 0", any)?.unwrap_or(0);
+    body(&args, &mut d.body, &mut notes)?;
+    headers(&args, &mut d.headers, &mut notes)?;
+    goodput(&args, &mut d.goodput, &mut notes)?;
+    d.name = "vllm-bench".into();
+    d.description = Some("Imported from a vllm bench serve command line".into());
+    head_notes(&mut d, words, args, notes);
+    Ok(d)
+}
+
+/// The comment heading the file: the command line it came from and what did not carry over
+/// (`args`' notes on the words, `notes` on the values, then the flags without a counterpart).
+fn head_notes(d: &mut Draft, words: &[String], args: Args, notes: Vec<String>) {
+    let mut notes: Vec<String> = args.notes.into_iter().chain(notes).collect();
+    for (flag, _) in &args.given {
+        let note = format!("{flag}: {}", no_counterpart(flag));
+        if UNMAPPED.contains(&flag.as_str()) && !notes.contains(&note) {
+            notes.push(note);
+        }
     }
-    let max_concurrency: Option<u32> = number(&args, "--max-concurrency")?;
-    d.load = match (rate.is_finite(), max_concurrency) {
+    let flags: Vec<String> = words
+        .iter()
+        .skip_while(|w| !w.starts_with("--"))
+        .cloned()
+        .collect();
+    d.notes.push(format!(
+        "Imported from: vllm bench serve {}",
+        shell_line(&flags)
+    ));
+    d.notes
+        .push("by `infermeter import vllm`; what did not carry over:".into());
+    if notes.is_empty() {
+        d.notes
+            .push("  nothing: every flag has its counterpart below.".into());
+    }
+    d.notes
+        .extend(notes.into_iter().map(|n| format!("  - {n}")));
+}
+
+/// `--request-rate` (default `inf`), `--burstiness` and `--max-concurrency` → how requests
+/// arrive. vLLM's `inf` sends every request at once: as many clients as requests, or
+/// `--max-concurrency` clients.
+fn load(args: &Args, num_prompts: u64, notes: &mut Vec<String>) -> Result<Load, ScaffoldError> {
+    let rate = number(
+        args,
+        "--request-rate",
+        "requests per second, a number > 0, or inf to send every request at once",
+        |r: &f64| *r > 0.0 && (r.is_finite() || *r == f64::INFINITY),
+    )?
+    .unwrap_or(f64::INFINITY);
+    // Burstiness's own parse refuses what is not finite and > 0.
+    let burstiness = number(
+        args,
+        "--burstiness",
+        "a number > 0 (1 is Poisson, < 1 burstier, > 1 more regular)",
+        any,
+    )?
+    .unwrap_or(Burstiness::POISSON);
+    let max_concurrency = number(args, "--max-concurrency", "a client count ≥ 1", positive)?;
+    let load = match (rate.is_finite(), max_concurrency) {
         (true, cap) => {
-            if rate <= 0.0 {
-                return Err(ScaffoldError::Value {
-                    flag: "--request-rate",
-                    value: rate.to_string(),
-                    reason: "must be > 0".into(),
-                });
-            }
             if let Some(n) = cap {
                 notes.push(format!(
                     "--max-concurrency {n} is not carried over: an open-loop stage never caps the requests in flight, since a cap \
@@ -132,8 +161,8 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
             }
             Load::Rate { rate, burstiness }
         }
-        (false, Some(n)) if n >= 1 => Load::Concurrency(n),
-        (false, _) => {
+        (false, Some(n)) => Load::Concurrency(n),
+        (false, None) => {
             let n = u32::try_from(num_prompts).unwrap_or(u32::MAX);
             notes.push(format!(
                 "--request-rate inf sends every request at once: written as {n} concurrent clients, one request each"
@@ -144,27 +173,31 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
     if args.has("--burstiness") && !rate.is_finite() {
         notes.push("--burstiness applies only to a finite --request-rate; ignored".into());
     }
+    Ok(load)
+}
 
-    // What is sent.
+/// `--dataset-name` and its flags → what is sent: random prompts of the asked lengths (with
+/// `ignore_eos`, as vLLM forces for them), a ShareGPT file or JSONL prompts.
+fn data(args: &Args, d: &mut Draft, notes: &mut Vec<String>) -> Result<(), ScaffoldError> {
+    const TOKENS: &str = "a token count ≥ 1";
     let dataset = args.last("--dataset-name").unwrap_or("random");
     match dataset {
         "random" => {
-            let input: u32 = number(&args, "--random-input-len")?.unwrap_or(1024);
-            let output: u32 = number(&args, "--random-output-len")?.unwrap_or(128);
-            let ratio: f64 = number(&args, "--random-range-ratio")?.unwrap_or(0.0);
-            if !(0.0..1.0).contains(&ratio) {
-                return Err(ScaffoldError::Value {
-                    flag: "--random-range-ratio",
-                    value: ratio.to_string(),
-                    reason: "must be in [0, 1)".into(),
-                });
-            }
+            let input = number(args, "--random-input-len", TOKENS, positive)?.unwrap_or(1024);
+            let output = number(args, "--random-output-len", TOKENS, positive)?.unwrap_or(128);
+            let ratio = number(
+                args,
+                "--random-range-ratio",
+                "a number in [0, 1)",
+                |r: &f64| (0.0..1.0).contains(r),
+            )?
+            .unwrap_or(0.0);
             d.data = Data::Synthetic {
                 input: ranged(input, ratio),
                 output: ranged(output, ratio),
             };
-            let prefix: u32 = number(&args, "--random-prefix-len")?.unwrap_or(0);
-            d.prefix_tokens = (prefix > 0).then_some(prefix);
+            let prefix = number(args, "--random-prefix-len", "a token count ≥ 0", any)?;
+            d.prefix_tokens = prefix.filter(|&p: &u32| p > 0);
             // vLLM forces ignore_eos for random prompts, so outputs have the asked length.
             d.ignore_eos = Some(true);
         }
@@ -181,7 +214,7 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
             };
             d.data = Data::ShareGpt {
                 path,
-                output_tokens: number(&args, "--sharegpt-output-len")?,
+                output_tokens: number(args, "--sharegpt-output-len", TOKENS, positive)?,
             };
             d.ignore_eos = Some(args.has("--ignore-eos"));
         }
@@ -193,7 +226,7 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
                 })?;
             d.data = Data::Jsonl {
                 path: path.to_string(),
-                max_tokens: number(&args, "--custom-output-len")?,
+                max_tokens: number(args, "--custom-output-len", TOKENS, positive)?,
             };
             d.ignore_eos = Some(args.has("--ignore-eos"));
         }
@@ -208,91 +241,150 @@ pub fn import(words: &[String]) -> Result<Draft, ScaffoldError> {
     if args.has("--ignore-eos") {
         d.ignore_eos = Some(true);
     }
-    d.seed = number(&args, "--seed")?.unwrap_or(0);
-    d.warmup = number(&args, "--num-warmups")?.unwrap_or(0);
+    Ok(())
+}
 
-    // Sampling: vLLM sends temperature 0.0 (greedy) unless told otherwise.
-    for (flag, key) in [
-        ("--temperature", "temperature"),
-        ("--top-p", "top_p"),
-        ("--top-k", "top_k"),
-        ("--min-p", "min_p"),
-        ("--frequency-penalty", "frequency_penalty"),
-        ("--presence-penalty", "presence_penalty"),
-        ("--repetition-penalty", "repetition_penalty"),
-    ] {
-        if let Some(v) = args.last(flag) {
-            let value = match v.parse::<i64>() {
-                Ok(i) if key == "top_k" => Scalar::Int(i),
-                _ => Scalar::Float(v.parse().map_err(|_| ScaffoldError::Value {
-                    flag: "sampling parameter",
-                    value: format!("{flag} {v}"),
-                    reason: "not a number".into(),
-                })?),
-            };
-            d.body.push((key.to_string(), value));
-        }
-    }
+/// A sampling flag, the body field it sets, what it takes (the error's hint), and a check of
+/// its value.
+type Sampling = (&'static str, &'static str, &'static str, fn(&f64) -> bool);
+
+/// vLLM's sampling flags: the body field each sets and the values vLLM's `SamplingParams`
+/// accepts (`--top-k` is an integer, below).
+const SAMPLING: &[Sampling] = &[
+    ("--temperature", "temperature", "a number ≥ 0", |t| {
+        *t >= 0.0
+    }),
+    ("--top-p", "top_p", "a number in (0, 1]", |p| {
+        *p > 0.0 && *p <= 1.0
+    }),
+    ("--min-p", "min_p", "a number in [0, 1]", |p| {
+        (0.0..=1.0).contains(p)
+    }),
+    (
+        "--frequency-penalty",
+        "frequency_penalty",
+        "a number in [-2, 2]",
+        |p| (-2.0..=2.0).contains(p),
+    ),
+    (
+        "--presence-penalty",
+        "presence_penalty",
+        "a number in [-2, 2]",
+        |p| (-2.0..=2.0).contains(p),
+    ),
+    (
+        "--repetition-penalty",
+        "repetition_penalty",
+        "a number > 0",
+        |p| *p > 0.0,
+    ),
+];
+
+/// The sampling flags as body fields, in vLLM's order, then `--extra-body`'s; vLLM sends
+/// temperature 0.0 (greedy) unless told otherwise. Every value is finite and in the range
+/// vLLM accepts.
+fn body(
+    args: &Args,
+    body: &mut Vec<(String, Scalar)>,
+    notes: &mut Vec<String>,
+) -> Result<(), ScaffoldError> {
     if !args.has("--temperature") {
-        d.body.insert(0, ("temperature".into(), Scalar::Float(0.0)));
+        body.push(("temperature".into(), Scalar::Float(0.0)));
     }
-    if let Some(json) = args.last("--extra-body") {
-        extra_body(json, &mut d.body, &mut notes)?;
-    }
-    for h in args.all("--header") {
-        match h.split_once('=') {
-            Some((k, v)) => d.headers.push((k.trim().to_string(), v.trim().to_string())),
-            None => notes.push(format!("--header {h}: not KEY=VALUE; ignored")),
+    for &(flag, key, expected, ok) in SAMPLING {
+        if let Some(v) = number(args, flag, expected, |v: &f64| v.is_finite() && ok(v))? {
+            body.push((key.into(), Scalar::Float(v)));
         }
-    }
-    for g in args.all("--goodput") {
-        let parsed = g
-            .split_once(':')
-            .and_then(|(k, v)| Some((k, v.trim().parse::<f64>().ok()?)));
-        match parsed {
-            Some((k @ ("ttft" | "tpot" | "e2el"), ms)) if ms >= 0.0 => {
-                let key = if k == "e2el" {
-                    "e2e"
-                } else if k == "ttft" {
-                    "ttft"
-                } else {
-                    "tpot"
-                };
-                let ns = (ms * 1e6).round() as u64;
-                d.goodput
-                    .push((key, Duration(std::time::Duration::from_nanos(ns))));
+        if flag == "--top-p" {
+            let k = number(
+                args,
+                "--top-k",
+                "a whole number ≥ -1 (-1 or 0: every token)",
+                |k: &i64| *k >= -1,
+            )?;
+            if let Some(k) = k {
+                body.push(("top_k".into(), Scalar::Int(k)));
             }
-            _ => notes.push(format!(
-                "--goodput {g}: expected ttft:MS, tpot:MS or e2el:MS; ignored"
-            )),
         }
     }
-    for (flag, _) in &args.given {
-        let note = format!("{flag}: {}", no_counterpart(flag));
-        if UNMAPPED.contains(&flag.as_str()) && !notes.contains(&note) {
-            notes.push(note);
+    match args.last("--extra-body") {
+        Some(json) => extra_body(json, body, notes),
+        None => Ok(()),
+    }
+}
+
+/// `--header KEY=VALUE …` → the target's headers. A value with a CR or LF (which would make
+/// a second header on the wire) or any other control character is refused; the error names
+/// the header but does not echo its value, which may be a key.
+fn headers(
+    args: &Args,
+    headers: &mut Vec<(String, String)>,
+    notes: &mut Vec<String>,
+) -> Result<(), ScaffoldError> {
+    for h in args.all("--header") {
+        let Some((k, v)) = h.split_once('=') else {
+            notes.push(format!("--header {h}: not KEY=VALUE; ignored"));
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let problem = crate::scenario::header_name_problem(k)
+            .or_else(|| crate::scenario::header_value_problem(v));
+        if let Some(reason) = problem {
+            return Err(ScaffoldError::Value {
+                flag: "--header",
+                value: k.escape_debug().to_string(),
+                reason,
+            });
         }
+        headers.push((k.to_string(), v.to_string()));
     }
-    d.name = "vllm-bench".into();
-    d.description = Some("Imported from a vllm bench serve command line".into());
-    let flags: Vec<String> = words
-        .iter()
-        .skip_while(|w| !w.starts_with("--"))
-        .cloned()
-        .collect();
-    d.notes.push(format!(
-        "Imported from: vllm bench serve {}",
-        shell_line(&flags)
-    ));
-    d.notes
-        .push("by `infermeter import vllm`; what did not carry over:".into());
-    let all: Vec<String> = args.notes.into_iter().chain(notes).collect();
-    if all.is_empty() {
-        d.notes
-            .push("  nothing: every flag has its counterpart below.".into());
+    Ok(())
+}
+
+/// `--goodput ttft:MS tpot:MS e2el:MS` → goodput's per-request SLOs; a known key with a value
+/// that is not a finite number of milliseconds ≥ 0 is an error, anything else a note.
+fn goodput(
+    args: &Args,
+    goodput: &mut Vec<(&'static str, Duration)>,
+    notes: &mut Vec<String>,
+) -> Result<(), ScaffoldError> {
+    for g in args.all("--goodput") {
+        let key = match g.split_once(':').map(|(k, v)| (k.trim(), v)) {
+            Some(("ttft", v)) => ("ttft", v),
+            Some(("tpot", v)) => ("tpot", v),
+            Some(("e2el", v)) => ("e2e", v),
+            _ => {
+                notes.push(format!(
+                    "--goodput {g}: expected ttft:MS, tpot:MS or e2el:MS; ignored"
+                ));
+                continue;
+            }
+        };
+        let (key, ms) = key;
+        let ms = ms
+            .trim()
+            .parse::<f64>()
+            .ok()
+            // A scenario's durations end at 1e9 s.
+            .filter(|ms| (0.0..=1e12).contains(ms))
+            .ok_or_else(|| ScaffoldError::Value {
+                flag: "--goodput",
+                value: g.to_string(),
+                reason: "expected a latency in milliseconds, 0 to 1e12, e.g. ttft:200".into(),
+            })?;
+        let ns = (ms * 1e6).round() as u64;
+        goodput.push((key, Duration(std::time::Duration::from_nanos(ns))));
     }
-    d.notes.extend(all.into_iter().map(|n| format!("  - {n}")));
-    Ok(d)
+    Ok(())
+}
+
+/// The `--endpoint` forms understood: one per registered API.
+fn supported_endpoints() -> &'static str {
+    static LIST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let paths: Vec<String> = REGISTRY.iter().map(|a| format!("…{}", a.path())).collect();
+        paths.join(" and ")
+    })
 }
 
 /// The scalar top-level fields of `--extra-body`; nested ones are noted (a scenario's `body`
@@ -364,13 +456,13 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://gpu:8000/v1"));
-        assert_eq!(d.api, Api::Chat);
+        assert_eq!(d.api, Api::CHAT);
         assert_eq!(d.model.as_deref(), Some("m"));
         assert_eq!(
             d.load,
             Load::Rate {
                 rate: 10.0,
-                burstiness: 1.0
+                burstiness: Burstiness::POISSON
             }
         );
         assert_eq!(d.limit, Limit::Requests(200));
@@ -396,7 +488,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(d.url.as_deref(), Some("http://127.0.0.1:8000/v1"));
-        assert_eq!(d.api, Api::Completions);
+        assert_eq!(d.api, Api::COMPLETIONS);
         assert_eq!(d.load, Load::Concurrency(8));
         assert_eq!(d.limit, Limit::Requests(1000));
         assert_eq!(
@@ -421,7 +513,7 @@ mod tests {
             d.load,
             Load::Rate {
                 rate: 4.0,
-                burstiness: 0.5
+                burstiness: Burstiness::new(0.5).unwrap()
             }
         );
         assert!(

@@ -215,16 +215,35 @@ pub(super) fn split(words: &[String]) -> Result<Args, ScaffoldError> {
     Ok(Args { given, notes })
 }
 
+/// The last value of `flag` as a `T` that `ok` accepts, or `None` when the flag is absent.
+/// A value that does not parse, or that `ok` refuses (not finite, out of range), is an error
+/// whose hint, `expected`, says what the flag takes: `--request-rate nan` must not become a
+/// scenario. Surrounding blanks are allowed, as Python's `float()` and `int()` allow them.
 pub(super) fn number<T: std::str::FromStr>(
     args: &Args,
     flag: &'static str,
+    expected: &'static str,
+    ok: impl Fn(&T) -> bool,
 ) -> Result<Option<T>, ScaffoldError> {
-    match args.last(flag) {
-        None => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| ScaffoldError::Value {
+    let Some(v) = args.last(flag) else {
+        return Ok(None);
+    };
+    match v.trim().parse::<T>() {
+        Ok(n) if ok(&n) => Ok(Some(n)),
+        _ => Err(ScaffoldError::Value {
             flag,
             value: v.to_string(),
-            reason: "not a number".into(),
+            reason: format!("expected {expected}"),
         }),
     }
+}
+
+/// Any value of the type: a count that may be 0, a seed.
+pub(super) fn any<T>(_: &T) -> bool {
+    true
+}
+
+/// At least 1: a count of requests, clients or tokens.
+pub(super) fn positive(n: &u32) -> bool {
+    *n >= 1
 }

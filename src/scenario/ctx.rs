@@ -8,7 +8,7 @@ use kdl::{KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
 use super::error::{Problem, Snippets, bounded, bounded_span, did_you_mean, suggest};
-use super::model::ParamValue;
+use super::written::ParamValue;
 
 /// A declared param: its effective value and where it was declared.
 #[derive(Debug, Clone)]
@@ -348,4 +348,18 @@ impl Once {
         self.0.insert(name.to_string(), span);
         true
     }
+}
+
+/// Reads the single argument of a `name VALUE` node, reporting it when missing.
+pub(crate) fn one_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, expected: &str) -> Option<Val> {
+    if r.arg_count() == 0 {
+        ctx.error(
+            ctx.name_span(r.node),
+            format!("`{}` needs a value", r.name()),
+            format!("expected {expected}"),
+            None,
+        );
+        return None;
+    }
+    r.arg(ctx, 0)
 }

@@ -5,8 +5,9 @@ use kdl::{KdlNode, KdlValue};
 
 use super::ctx::{Ctx, NodeReader, Once, Val};
 use super::error::suggest;
-use super::model::{Dataset, DatasetKind, Spanned, SyntheticSpec};
+use super::model::{Dataset, DatasetKind, SyntheticSpec};
 use super::workload::{self, FILE_KINDS, MODIFIERS};
+use super::written::Spanned;
 use crate::dataset::{ContextSpec, LengthDist};
 
 const KINDS: &[&str] = &[

@@ -1,10 +1,12 @@
 //! How deeply a scenario's children blocks (`{ … }`) nest, measured on the raw text before the
-//! kdl parser (which recurses once per level, as does the decoding after it) sees it: a file
-//! nested a few thousand levels deep would otherwise overflow the stack and abort the process.
+//! kdl parser sees it, so that a file nested too deep gets a diagnostic at the `{` that goes
+//! one level too far rather than kdl's errors.
 //!
 //! A small KDL 2 lexer: braces inside strings (quoted, multi-line, raw with any number of `#`)
 //! and comments (`//` and nested `/* */`) do not count. Slashdashed blocks (`/- { … }`) do,
-//! since kdl parses them too.
+//! since kdl parses them too. On a malformed file (an unterminated string, say) it may read
+//! differently from kdl's error recovery, so it is not what keeps the parser within its
+//! stack: [`super::syntax`] is.
 
 /// The deepest nesting a scenario may have. Real scenarios use three or four levels
 /// (`stage { arrival … { … } }`); the parser's stack would take several hundred.

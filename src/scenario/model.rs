@@ -10,55 +10,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use miette::SourceSpan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::session::SessionSpec;
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
-use crate::arrival::ArrivalSpec;
+use super::written::{ParamValue, Spanned};
+use crate::arrival::{ArrivalSpec, SearchSpec};
 use crate::dataset::{ContextSpec, LengthDist, TokenizerSpec};
-use crate::protocol::Api;
+use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
-use crate::units::Duration;
-
-/// A value together with where it was written, so a later stage can point at it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Spanned<T> {
-    pub value: T,
-    pub span: SourceSpan,
-}
-
-impl<T> Spanned<T> {
-    pub fn new(value: T, span: impl Into<SourceSpan>) -> Self {
-        Spanned {
-            value,
-            span: span.into(),
-        }
-    }
-}
-
-/// Serialized as the bare value: spans are for diagnostics only.
-impl<T: Serialize> Serialize for Spanned<T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.value.serialize(s)
-    }
-}
-
-impl<T: JsonSchema> JsonSchema for Spanned<T> {
-    fn inline_schema() -> bool {
-        T::inline_schema()
-    }
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        T::schema_name()
-    }
-    fn schema_id() -> std::borrow::Cow<'static, str> {
-        T::schema_id()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        T::json_schema(generator)
-    }
-}
+use crate::units::{Duration, Rate};
 
 /// The scenario file itself: its path (as the user gave it) and text, for diagnostics.
 #[derive(Debug, Clone)]
@@ -119,43 +82,14 @@ pub struct Scenario {
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
-/// A param's value: params may stand wherever a number, duration or string goes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ParamValue {
-    Int(i64),
-    Float(f64),
-    String(String),
-    Bool(bool),
-}
-
 /// Where requests go.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Target {
     pub endpoint: Endpoint,
-    pub api: Api,
-    /// Model name sent in every request. Default: the simulator's model, or for a URL target
-    /// the first model `/v1/models` lists (resolved by the runner, recorded in the result).
-    pub model: Option<String>,
-    /// Name of the environment variable holding the API key. The key itself is never stored.
-    pub api_key_env: Option<String>,
-    /// Per-request timeout. Default 60s.
-    pub timeout: Duration,
-    /// Extra HTTP headers, in file order.
-    pub headers: Vec<(String, String)>,
-    /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
-    pub extra_body: BTreeMap<String, serde_json::Value>,
-    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
-    pub ignore_eos: bool,
-    /// `max-event-size`: the most bytes one SSE event may take (default 1 MiB); a larger one
-    /// fails its request as `malformed`.
-    pub max_event_bytes: u64,
-    /// `cache-salt #true`: start every prompt with a few words drawn afresh for each run, so
-    /// a server's prompt cache cannot serve a rerun's prompts (the plan's hash is unchanged).
-    pub cache_salt: bool,
-    /// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`: ask the server to drop its prompt
-    /// cache before the warm-up and before each stage (and round).
-    pub reset_cache: Option<crate::protocol::CacheReset>,
+    #[serde(flatten)]
+    pub request: RequestSettings,
+    #[serde(flatten)]
+    pub run: RunSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -179,7 +113,7 @@ pub struct Dataset {
     pub hooks: Option<Spanned<PathBuf>>,
     /// `session turns=… think-time=… history=…`: multi-turn chat sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<super::session::SessionSpec>,
+    pub session: Option<SessionSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -223,10 +157,30 @@ pub struct StageSpec {
     pub drain_timeout: Option<Duration>,
     /// `sweep { … }` or `search { … }`: the stage is a family of loads (see `profile.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<super::profile::ProfileSpec>,
+    pub profile: Option<ProfileSpec>,
     /// `rounds N` inside the stage: how many times it runs (the scenario's `rounds` if absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,
+}
+
+/// A stage that is not one load but a family of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileSpec {
+    /// One sub-stage per point, each with the stage's limit and dataset.
+    Sweep(SweepSpec),
+    /// Probes chosen adaptively to find the highest rate where the stage's SLAs hold.
+    Search(SearchSpec),
+}
+
+/// The load points of a sweep, in the order they run (`from/to/steps` already expanded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepSpec {
+    /// Open-loop request rates (the stage's arrival kind, Poisson when it names none).
+    Rates(Vec<Rate>),
+    /// Closed-loop client counts.
+    Concurrency(Vec<u32>),
 }
 
 /// When a stage stops sending. Exactly one of the two is given in the file.

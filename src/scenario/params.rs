@@ -5,7 +5,7 @@ use kdl::{KdlNode, KdlValue};
 
 use super::ctx::{Ctx, NodeReader, ParamDecl};
 use super::error::did_you_mean;
-use super::model::ParamValue;
+use super::written::ParamValue;
 
 /// Reads every top-level `param` node into `ctx.params`, then applies the overrides.
 pub(crate) fn collect(ctx: &mut Ctx<'_>, nodes: &[KdlNode], overrides: &[(String, String)]) {

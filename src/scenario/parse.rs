@@ -9,10 +9,11 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlNode};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
-use super::model::{GoodputSpec, ReportSpec, Scenario, Source, Spanned};
-use super::target::one_arg;
+use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
+use super::syntax::Unparsed;
+use super::written::Spanned;
 use super::{dataset, params, stage, target, telemetry};
 use crate::dataset::TokenizerSpec;
 
@@ -53,25 +54,16 @@ pub fn parse_str(
         text: Arc::from(text),
     };
     let mut ctx = Ctx::new(text, source.named());
-    // Before the parser, which recurses once per level.
-    let scenario = if let Some(at) = super::depth::too_deep(text) {
-        ctx.error(
-            SourceSpan::new(at.into(), 1),
-            format!(
-                "blocks nest more than {} levels deep",
-                super::depth::MAX_DEPTH
-            ),
-            "one level too many",
-            Some("a scenario needs a few levels (`stage { … }`); is this the right file?".into()),
-        );
-        None
-    } else {
-        match KdlDocument::parse_v2(text) {
-            Ok(doc) => decode(&mut ctx, &doc, params, source),
-            Err(e) => {
-                syntax_errors(&mut ctx, e);
-                None
-            }
+    // The lexer's verdict points at the `{`; the parse's own bounds hold whatever it says.
+    let parsed = match super::depth::too_deep(text) {
+        Some(at) => Err(Unparsed::TooDeep(SourceSpan::new(at.into(), 1))),
+        None => super::syntax::parse(text),
+    };
+    let scenario = match parsed {
+        Ok(doc) => decode(&mut ctx, &doc, params, source),
+        Err(unparsed) => {
+            unparsed_errors(&mut ctx, unparsed);
+            None
         }
     };
     match scenario {
@@ -94,6 +86,44 @@ pub fn parse_str(
                 problems,
             })
         }
+    }
+}
+
+/// Why the text gave no document, as problems.
+fn unparsed_errors(ctx: &mut Ctx<'_>, unparsed: Unparsed) {
+    const RIGHT_FILE: &str =
+        "a scenario is a few kilobytes with a few levels (`stage { … }`); is this the right file?";
+    match unparsed {
+        Unparsed::Syntax(e) => syntax_errors(ctx, e),
+        Unparsed::TooDeep(at) => ctx.error(
+            at,
+            format!(
+                "blocks nest more than {} levels deep",
+                super::depth::MAX_DEPTH
+            ),
+            "one level too many",
+            Some(RIGHT_FILE.into()),
+        ),
+        Unparsed::TooLarge { needed } => ctx.error(
+            SourceSpan::new(0.into(), 0),
+            format!(
+                "the scenario is too large to parse safely: its {} bytes could need {} MiB of stack, more than the {} MiB allowed",
+                ctx.text.len(),
+                needed >> 20,
+                super::syntax::MAX_PARSE_STACK >> 20
+            ),
+            "here",
+            Some(RIGHT_FILE.into()),
+        ),
+        Unparsed::NoStack { needed, source } => ctx.error(
+            SourceSpan::new(0.into(), 0),
+            format!(
+                "cannot parse the scenario: a thread with {} MiB of stack could not be started ({source})",
+                needed >> 20
+            ),
+            "here",
+            Some(RIGHT_FILE.into()),
+        ),
     }
 }
 

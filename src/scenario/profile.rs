@@ -1,36 +1,15 @@
 //! Load profiles in the scenario: `sweep { … }` (one sub-stage per load point) and
 //! `search { … }` (the highest rate meeting the SLAs) inside a stage, and the `ramp` arrival's
 //! and `ramp-concurrency` arrivals' properties. Parsed here so that `stage.rs` only dispatches.
+//! Their types (`ProfileSpec`, `SweepSpec`) are the model's.
 
 use kdl::KdlNode;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-use super::ctx::{Ctx, NodeReader, Val};
-use super::model::{Spanned, StageLimit};
-use super::target::one_arg;
+use super::ctx::{Ctx, NodeReader, Val, one_arg};
+use super::model::{ProfileSpec, StageLimit, SweepSpec};
+use super::written::Spanned;
 use crate::arrival::{ArrivalSpec, SearchAxis, SearchSpec};
 use crate::units::{Duration, Rate};
-
-/// A stage that is not one load but a family of them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProfileSpec {
-    /// One sub-stage per point, each with the stage's limit and dataset.
-    Sweep(SweepSpec),
-    /// Probes chosen adaptively to find the highest rate where the stage's SLAs hold.
-    Search(SearchSpec),
-}
-
-/// The load points of a sweep, in the order they run (`from/to/steps` already expanded).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepSpec {
-    /// Open-loop request rates (the stage's arrival kind, Poisson when it names none).
-    Rates(Vec<Rate>),
-    /// Closed-loop client counts.
-    Concurrency(Vec<u32>),
-}
 
 const SWEEP_CHILDREN: &[&str] = &["rates", "rate", "concurrency"];
 const SEARCH_CHILDREN: &[&str] = &[

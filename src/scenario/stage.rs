@@ -4,10 +4,10 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
-use super::model::{AssertionSpec, SlaPolicySpec, Spanned, StageLimit, StageSpec, Warmup};
-use super::target::one_arg;
+use super::model::{AssertionSpec, SlaPolicySpec, StageLimit, StageSpec, Warmup};
+use super::written::Spanned;
 use crate::arrival::ArrivalSpec;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 
@@ -239,7 +239,7 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
             let rate =
                 need(ctx, r, "rate", "rate=20 burstiness=0.5").and_then(|v| ctx.rate(&v, "rate"));
             let b = need(ctx, r, "burstiness", "rate=20 burstiness=0.5")
-                .and_then(|v| ctx.number_min(&v, "burstiness", 0.0, true));
+                .and_then(|v| ctx.burstiness(&v));
             ArrivalSpec::Gamma {
                 rate: rate?,
                 burstiness: b?,

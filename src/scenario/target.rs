@@ -5,12 +5,12 @@
 use kdl::{KdlNode, KdlValue};
 use serde_json::{Map, Value};
 
-use super::ctx::{Ctx, NodeReader, Once, Val};
+use super::ctx::{Ctx, NodeReader, Once, Val, one_arg};
 use super::error::suggest;
-use super::model::{Endpoint, Spanned, Target};
-use crate::protocol::Api;
+use super::model::{Endpoint, Target};
+use super::written::Spanned;
+use crate::protocol::{Api, CacheReset, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
-use crate::units::Duration;
 
 const COMMON: &[&str] = &[
     "api",
@@ -28,16 +28,8 @@ const COMMON: &[&str] = &[
 pub(crate) fn default_target() -> Target {
     Target {
         endpoint: Endpoint::Sim(SimConfig::default()),
-        api: Api::Chat,
-        model: None,
-        api_key_env: None,
-        timeout: Duration(std::time::Duration::from_secs(60)),
-        headers: Vec::new(),
-        extra_body: Default::default(),
-        ignore_eos: true,
-        max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES,
-        cache_salt: false,
-        reset_cache: None,
+        request: RequestSettings::default(),
+        run: RunSettings::default(),
     }
 }
 
@@ -136,189 +128,226 @@ fn common_setting(
     sim: Option<&mut Map<String, Value>>,
 ) {
     let mut r = NodeReader::new(ctx, child);
-    let name = r.name();
-    match name {
-        "api" => {
-            if let Some(v) = one_arg(ctx, &mut r, "\"chat\" or \"completions\"")
-                && let Some(s) = ctx.string(&v, name)
-            {
-                match s.as_str() {
-                    "chat" => t.api = Api::Chat,
-                    "completions" => t.api = Api::Completions,
-                    other => ctx.error(
-                        v.span,
-                        format!("unknown api `{other}`"),
-                        "expected \"chat\" or \"completions\"",
-                        Some(suggest(other, &["chat", "completions"], "api")),
-                    ),
-                }
-            }
-        }
+    match r.name() {
+        "api" => api_setting(ctx, &mut r, t),
         "model" => {
             if let Some(v) = one_arg(ctx, &mut r, "a model name")
-                && let Some(s) = ctx.name_string(&v, name)
+                && let Some(s) = ctx.name_string(&v, "model")
             {
                 if let Some(sim) = sim {
                     sim.insert("model".into(), Value::String(s.clone()));
                 }
-                t.model = Some(s);
+                t.request.model = Some(s);
             }
         }
-        "api-key" => {
-            if r.arg_count() > 0 {
-                let v = r.arg(ctx, 0);
-                r.skip_args(usize::MAX);
-                ctx.error(
-                    v.map_or_else(|| ctx.name_span(child), |v| v.span),
-                    "write the name of an environment variable, not the key",
-                    "a secret does not belong in a scenario file",
-                    Some("put the key in an environment variable and write api-key env=\"OPENAI_API_KEY\"".into()),
-                );
-            }
-            match r.prop(ctx, "env") {
-                Some(v) => {
-                    if let Some(s) = ctx.name_string(&v, "env") {
-                        if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                            t.api_key_env = Some(s);
-                        } else {
-                            ctx.error(
-                                v.span,
-                                "invalid environment variable name",
-                                "use letters, digits and _ only",
-                                None,
-                            );
-                        }
-                    }
-                }
-                None if r.arg_count() == 0 => ctx.error(
-                    ctx.name_span(child),
-                    "`api-key` needs env=\"VARIABLE\"",
-                    "missing env=",
-                    Some("write api-key env=\"OPENAI_API_KEY\"".into()),
-                ),
-                None => {}
-            }
-        }
+        "api-key" => api_key_setting(ctx, &mut r, t),
         "timeout" => {
             if let Some(v) = one_arg(ctx, &mut r, "a duration like \"60s\"")
-                && let Some(d) = ctx.positive_duration(&v, name)
+                && let Some(d) = ctx.positive_duration(&v, "timeout")
             {
-                t.timeout = d;
+                t.request.timeout = d;
             }
         }
-        "header" => {
-            let key = r.arg(ctx, 0);
-            let val = r.arg(ctx, 1);
-            match (key, val) {
-                (Some(k), Some(v)) => {
-                    let key = ctx.name_string(&k, "header name");
-                    if let Some(key) = &key
-                        && key.contains(|c: char| c.is_whitespace() || c == ':')
-                    {
-                        ctx.error(
-                            k.span,
-                            "invalid header name",
-                            "no spaces or colons in a header name",
-                            Some("write header \"X-Team\" \"perf\"".into()),
-                        );
-                    }
-                    if let (Some(key), Some(val)) = (key, ctx.string(&v, "header value")) {
-                        t.headers.push((key, val));
-                    }
-                }
-                _ if r.arg_count() < 2 => ctx.error(
-                    ctx.name_span(child),
-                    "`header` needs a name and a value",
-                    "missing name or value",
-                    Some("write header \"X-Team\" \"perf\"".into()),
-                ),
-                _ => {}
-            }
-        }
-        "body" => {
-            let mut once = Once::default();
-            for field in r.children() {
-                if !once.first(ctx, field, "`body`") {
-                    continue;
-                }
-                let mut fr = NodeReader::new(ctx, field);
-                if let Some(v) = one_arg(ctx, &mut fr, "a number, string or boolean")
-                    && let Some(json) = body_value(ctx, &v, fr.name())
-                {
-                    t.extra_body.insert(fr.name().to_string(), json);
-                }
-                fr.finish(ctx);
-            }
-        }
+        "header" => header_setting(ctx, &mut r, t),
+        "body" => body_setting(ctx, &mut r, t),
         "ignore-eos" => {
-            if let Some(v) = one_arg(ctx, &mut r, "#true or #false")
-                && let Some(b) = ctx.boolean(&v, name)
-            {
-                t.ignore_eos = b;
-            }
+            t.request.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.request.ignore_eos)
         }
-        "cache-salt" => {
-            if let Some(v) = one_arg(ctx, &mut r, "#true or #false")
-                && let Some(b) = ctx.boolean(&v, name)
-            {
-                t.cache_salt = b;
-            }
-        }
-        "reset-cache" => {
-            if let Some(v) = one_arg(
-                ctx,
-                &mut r,
-                "\"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"",
-            ) && let Some(s) = ctx.name_string(&v, name)
-            {
-                match crate::protocol::CacheReset::from_name(&s) {
-                    Some(k) => t.reset_cache = Some(k),
-                    None => ctx.error(
-                        v.span,
-                        format!("unknown reset-cache `{s}`"),
-                        "expected \"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"",
-                        Some(suggest(&s, &crate::protocol::CacheReset::NAMES, "value")),
-                    ),
-                }
-            }
-        }
-        "max-event-size" => {
-            if let Some(v) = one_arg(ctx, &mut r, "a size like \"1MiB\"") {
-                let parsed = match &v.value {
-                    KdlValue::Integer(i) => {
-                        u64::try_from(*i).map_err(|_| "must be positive".to_string())
-                    }
-                    KdlValue::String(s) => parse_size(s),
-                    _ => Err("expected a size like \"1MiB\" or a number of bytes".to_string()),
-                };
-                match parsed {
-                    Ok(n) if n >= 1024 => t.max_event_bytes = n,
-                    Ok(_) => ctx.error(
-                        v.span,
-                        "`max-event-size` too small",
-                        "must be at least 1KiB: a final chunk with usage takes about that",
-                        Some("write e.g. max-event-size \"1MiB\"".into()),
-                    ),
-                    Err(e) => ctx.error(
-                        v.span,
-                        "invalid `max-event-size`",
-                        e,
-                        Some(
-                            "write e.g. max-event-size \"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)"
-                                .into(),
-                        ),
-                    ),
-                }
-            }
-        }
+        "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
+        "reset-cache" => reset_cache_setting(ctx, &mut r, t),
+        "max-event-size" => max_event_size_setting(ctx, &mut r, t),
         // Only COMMON names are passed in.
         _ => {}
     }
     r.finish(ctx);
 }
 
+/// `api "chat"`: one of the registered API kinds.
+fn api_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    let expected = Api::names_quoted();
+    let Some(v) = one_arg(ctx, r, &expected) else {
+        return;
+    };
+    let Some(s) = ctx.string(&v, "api") else {
+        return;
+    };
+    match Api::from_name(&s) {
+        Some(api) => t.request.api = api,
+        None => ctx.error(
+            v.span,
+            format!("unknown api `{s}`"),
+            format!("expected {expected}"),
+            Some(suggest(&s, Api::names(), "api")),
+        ),
+    }
+}
+
+/// `api-key env="VARIABLE"`: the variable's name, never the key.
+fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    let child = r.node;
+    if r.arg_count() > 0 {
+        let v = r.arg(ctx, 0);
+        r.skip_args(usize::MAX);
+        ctx.error(
+            v.map_or_else(|| ctx.name_span(child), |v| v.span),
+            "write the name of an environment variable, not the key",
+            "a secret does not belong in a scenario file",
+            Some(
+                "put the key in an environment variable and write api-key env=\"OPENAI_API_KEY\""
+                    .into(),
+            ),
+        );
+    }
+    match r.prop(ctx, "env") {
+        Some(v) => {
+            if let Some(s) = ctx.name_string(&v, "env") {
+                if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    t.request.api_key_env = Some(s);
+                } else {
+                    ctx.error(
+                        v.span,
+                        "invalid environment variable name",
+                        "use letters, digits and _ only",
+                        None,
+                    );
+                }
+            }
+        }
+        None if r.arg_count() == 0 => ctx.error(
+            ctx.name_span(child),
+            "`api-key` needs env=\"VARIABLE\"",
+            "missing env=",
+            Some("write api-key env=\"OPENAI_API_KEY\"".into()),
+        ),
+        None => {}
+    }
+}
+
+/// `header "NAME" "VALUE"`, repeatable, kept in file order: a name that is an HTTP token and
+/// a value on one line of printable ASCII (see [`super::header_name_problem`]), so that nothing
+/// in a value becomes a second header on the wire.
+fn header_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    let key = r.arg(ctx, 0);
+    let val = r.arg(ctx, 1);
+    let (Some(k), Some(v)) = (key, val) else {
+        if r.arg_count() < 2 {
+            ctx.error(
+                ctx.name_span(r.node),
+                "`header` needs a name and a value",
+                "missing name or value",
+                Some("write header \"X-Team\" \"perf\"".into()),
+            );
+        }
+        return;
+    };
+    let key = ctx.name_string(&k, "header name");
+    let val = ctx.string(&v, "header value");
+    let problem = key
+        .as_deref()
+        .and_then(super::header_name_problem)
+        .map(|p| (k.span, p))
+        .or_else(|| {
+            let p = super::header_value_problem(val.as_deref()?)?;
+            Some((v.span, p))
+        });
+    match (problem, key, val) {
+        (Some((span, problem)), _, _) => ctx.error(
+            span,
+            "invalid header",
+            problem,
+            Some("write header \"X-Team\" \"perf\"".into()),
+        ),
+        (None, Some(key), Some(val)) => t.request.headers.push((key, val)),
+        _ => {}
+    }
+}
+
+/// `body { temperature 0.0 }`: extra JSON fields, each once.
+fn body_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    let mut once = Once::default();
+    for field in r.children() {
+        if !once.first(ctx, field, "`body`") {
+            continue;
+        }
+        let mut fr = NodeReader::new(ctx, field);
+        if let Some(v) = one_arg(ctx, &mut fr, "a number, string or boolean")
+            && let Some(json) = body_value(ctx, &v, fr.name())
+        {
+            t.request.extra_body.insert(fr.name().to_string(), json);
+        }
+        fr.finish(ctx);
+    }
+}
+
+/// A `#true` / `#false` setting's value; `None` after an error.
+fn bool_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<bool> {
+    let name = r.name();
+    let v = one_arg(ctx, r, "#true or #false")?;
+    ctx.boolean(&v, name)
+}
+
+/// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`.
+fn reset_cache_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    const EXPECTED: &str = "\"auto\", \"vllm\", \"sglang\" or \"llama-cpp\"";
+    if let Some(v) = one_arg(ctx, r, EXPECTED)
+        && let Some(s) = ctx.name_string(&v, "reset-cache")
+    {
+        match CacheReset::from_name(&s) {
+            Some(k) => t.run.reset_cache = Some(k),
+            None => ctx.error(
+                v.span,
+                format!("unknown reset-cache `{s}`"),
+                format!("expected {EXPECTED}"),
+                Some(suggest(&s, &CacheReset::NAMES, "value")),
+            ),
+        }
+    }
+}
+
+/// `max-event-size "1MiB"` (or a number of bytes), at least 1 KiB.
+fn max_event_size_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    let Some(v) = one_arg(ctx, r, "a size like \"1MiB\"") else {
+        return;
+    };
+    let parsed = match &v.value {
+        KdlValue::Integer(i) => u64::try_from(*i).map_err(|_| SizeError::Negative),
+        KdlValue::String(s) => parse_size(s),
+        _ => Err(SizeError::NotASize),
+    };
+    match parsed {
+        Ok(n) if n >= 1024 => t.run.max_event_bytes = n,
+        Ok(_) => ctx.error(
+            v.span,
+            "`max-event-size` too small",
+            "must be at least 1KiB: a final chunk with usage takes about that",
+            Some("write e.g. max-event-size \"1MiB\"".into()),
+        ),
+        Err(e) => ctx.error(
+            v.span,
+            "invalid `max-event-size`",
+            e.to_string(),
+            Some("write e.g. max-event-size \"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)".into()),
+        ),
+    }
+}
+
+/// Why a `max-event-size` is not a size.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum SizeError {
+    #[error("must be positive")]
+    Negative,
+    #[error("expected a size like \"1MiB\" or a number of bytes")]
+    NotASize,
+    #[error("`{0}` does not start with a number")]
+    NoNumber(String),
+    #[error("unknown size unit `{0}`")]
+    UnknownUnit(String),
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
 /// `"1MiB"`, `"512KiB"`, `"64KB"`, `"2048"`: a byte count with an optional unit.
-fn parse_size(text: &str) -> Result<u64, String> {
+fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -326,7 +355,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = t.split_at(split);
     let n: f64 = number
         .parse()
-        .map_err(|_| format!("`{text}` does not start with a number"))?;
+        .map_err(|_| SizeError::NoNumber(text.to_string()))?;
     let factor: f64 = match unit.trim() {
         "" | "B" => 1.0,
         "KB" | "kB" => 1e3,
@@ -335,11 +364,11 @@ fn parse_size(text: &str) -> Result<u64, String> {
         "MiB" => 1024.0 * 1024.0,
         "GB" => 1e9,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        other => return Err(format!("unknown size unit `{other}`")),
+        other => return Err(SizeError::UnknownUnit(other.to_string())),
     };
     let bytes = n * factor;
     if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err(format!("`{text}` is too large"));
+        return Err(SizeError::TooLarge(text.to_string()));
     }
     Ok(bytes as u64)
 }
@@ -360,20 +389,6 @@ fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {
             None
         }
     }
-}
-
-/// Reads the single argument of a `name VALUE` node, reporting it when missing.
-pub(crate) fn one_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, expected: &str) -> Option<Val> {
-    if r.arg_count() == 0 {
-        ctx.error(
-            ctx.name_span(r.node),
-            format!("`{}` needs a value", r.name()),
-            format!("expected {expected}"),
-            None,
-        );
-        return None;
-    }
-    r.arg(ctx, 0)
 }
 
 /// A simulator setting: checked on its own against `SimConfig` so that an error points at it.

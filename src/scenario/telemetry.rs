@@ -6,10 +6,9 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
-use super::target::one_arg;
 use crate::telemetry::{MetricsUrl, PrometheusKind, SourceConfig, TelemetryConfig};
 
 const CHILDREN: &[&str] = &["interval", "nvml", "prometheus"];

@@ -5,7 +5,7 @@
 use kdl::KdlValue;
 
 use super::ctx::{Ctx, Val};
-use crate::units::{Duration, Rate};
+use crate::units::{Burstiness, Duration, Rate};
 
 impl Ctx<'_> {
     fn wrong_type(&mut self, v: &Val, what: &str, expected: &str, help: Option<String>) {
@@ -165,6 +165,18 @@ impl Ctx<'_> {
             return None;
         }
         Some(d)
+    }
+
+    /// A gamma arrival's `burstiness`: a number > 0.
+    pub fn burstiness(&mut self, v: &Val) -> Option<Burstiness> {
+        let n = self.number(v, "burstiness")?;
+        match Burstiness::new(n) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.error(v.span, "`burstiness` out of range", e.0, None);
+                None
+            }
+        }
     }
 
     pub fn rate(&mut self, v: &Val, what: &str) -> Option<Rate> {

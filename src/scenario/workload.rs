@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader};
-use super::model::{DatasetKind, Spanned};
+use super::error::suggest;
+use super::model::DatasetKind;
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use super::written::Spanned;
 use crate::dataset::{ContextSpec, Retrieved, ShareGptFilters, SharedPrefix, TraceFormat};
 use crate::hub::HfFile;
 
@@ -83,83 +85,98 @@ fn opt_u64_prop(
 }
 
 /// `sharegpt "f.json" count=… min-turns=… …`, `jsonl "f.jsonl" count=… max-tokens=…` or
-/// `trace "f.jsonl" format="mooncake"|"azure" block-tokens=…`.
+/// `trace "f.jsonl" format="mooncake"|"azure" block-tokens=…`; any other name is an error
+/// naming the kinds there are.
 pub(crate) fn source(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<DatasetKind> {
     let mut r = NodeReader::new(ctx, node);
     let kind = match r.name() {
-        "sharegpt" => {
-            let path = path_arg(ctx, &mut r, "ShareGPT_V3_unfiltered_cleaned_split.json");
-            let d = ShareGptFilters::default();
-            let count = opt_u64_prop(ctx, &mut r, "count");
-            let min_turns = u32_prop(ctx, &mut r, "min-turns", 2, d.min_turns);
-            let min_prompt = u32_prop(ctx, &mut r, "min-prompt-tokens", 0, d.min_prompt_tokens);
-            let min_output = u32_prop(ctx, &mut r, "min-output-tokens", 0, d.min_output_tokens);
-            let max_prompt = u32_prop(ctx, &mut r, "max-prompt-tokens", 1, d.max_prompt_tokens);
-            let max_total = u32_prop(ctx, &mut r, "max-total-tokens", 1, d.max_total_tokens);
-            let output = match r.prop(ctx, "output-tokens") {
-                Some(v) => ctx.u32_at_least(&v, "output-tokens", 1).map(Some),
-                None if node.entry("output-tokens").is_some() => None,
-                None => Some(None),
-            };
-            Some(DatasetKind::ShareGpt(ShareGptSpec {
-                path: path?,
-                count: count?.unwrap_or(1000),
-                filters: ShareGptFilters {
-                    min_turns: min_turns?,
-                    min_prompt_tokens: min_prompt?,
-                    min_output_tokens: min_output?,
-                    max_prompt_tokens: max_prompt?,
-                    max_total_tokens: max_total?,
-                },
-                output_tokens: output?,
-            }))
-        }
-        "jsonl" => {
-            let path = path_arg(ctx, &mut r, "prompts.jsonl");
-            let count = opt_u64_prop(ctx, &mut r, "count");
-            let max_tokens = u32_prop(ctx, &mut r, "max-tokens", 1, 256);
-            Some(DatasetKind::Jsonl(JsonlSpec {
-                path: path?,
-                count: count?,
-                max_tokens: max_tokens?,
-            }))
-        }
-        _ => {
-            let path = path_arg(ctx, &mut r, "mooncake_trace.jsonl");
-            let format = match r.prop(ctx, "format") {
-                Some(v) => match ctx.string(&v, "format").as_deref() {
-                    Some("mooncake") => Some(TraceFormat::Mooncake),
-                    Some("azure") => Some(TraceFormat::Azure),
-                    Some(other) => {
-                        ctx.error(
-                            v.span,
-                            format!("unknown trace format `{other}`"),
-                            "not a trace format",
-                            Some("use format=\"mooncake\" or format=\"azure\"".into()),
-                        );
-                        None
-                    }
-                    None => None,
-                },
-                None if node.entry("format").is_some() => None,
-                // A CSV file is the Azure trace; anything else Mooncake's JSONL.
-                None => Some(match &path {
-                    Some(p) if p.value.extension().is_some_and(|e| e == "csv") => {
-                        TraceFormat::Azure
-                    }
-                    _ => TraceFormat::Mooncake,
-                }),
-            };
-            let block = u32_prop(ctx, &mut r, "block-tokens", 1, 512);
-            Some(DatasetKind::Trace(TraceSpec {
-                path: path?,
-                format: format?,
-                block_tokens: block?,
-            }))
+        "sharegpt" => sharegpt_source(ctx, &mut r),
+        "jsonl" => jsonl_source(ctx, &mut r),
+        "trace" => trace_source(ctx, &mut r),
+        other => {
+            ctx.error(
+                ctx.name_span(node),
+                format!("unknown data set source `{other}`"),
+                "not a file-backed data set kind",
+                Some(suggest(other, FILE_KINDS, "data set kind")),
+            );
+            r.skip_all();
+            None
         }
     };
     r.finish(ctx);
     kind
+}
+
+fn sharegpt_source(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<DatasetKind> {
+    let path = path_arg(ctx, r, "ShareGPT_V3_unfiltered_cleaned_split.json");
+    let d = ShareGptFilters::default();
+    let count = opt_u64_prop(ctx, r, "count");
+    let min_turns = u32_prop(ctx, r, "min-turns", 2, d.min_turns);
+    let min_prompt = u32_prop(ctx, r, "min-prompt-tokens", 0, d.min_prompt_tokens);
+    let min_output = u32_prop(ctx, r, "min-output-tokens", 0, d.min_output_tokens);
+    let max_prompt = u32_prop(ctx, r, "max-prompt-tokens", 1, d.max_prompt_tokens);
+    let max_total = u32_prop(ctx, r, "max-total-tokens", 1, d.max_total_tokens);
+    let output = match r.prop(ctx, "output-tokens") {
+        Some(v) => ctx.u32_at_least(&v, "output-tokens", 1).map(Some),
+        None if r.node.entry("output-tokens").is_some() => None,
+        None => Some(None),
+    };
+    Some(DatasetKind::ShareGpt(ShareGptSpec {
+        path: path?,
+        count: count?.unwrap_or(1000),
+        filters: ShareGptFilters {
+            min_turns: min_turns?,
+            min_prompt_tokens: min_prompt?,
+            min_output_tokens: min_output?,
+            max_prompt_tokens: max_prompt?,
+            max_total_tokens: max_total?,
+        },
+        output_tokens: output?,
+    }))
+}
+
+fn jsonl_source(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<DatasetKind> {
+    let path = path_arg(ctx, r, "prompts.jsonl");
+    let count = opt_u64_prop(ctx, r, "count");
+    let max_tokens = u32_prop(ctx, r, "max-tokens", 1, 256);
+    Some(DatasetKind::Jsonl(JsonlSpec {
+        path: path?,
+        count: count?,
+        max_tokens: max_tokens?,
+    }))
+}
+
+fn trace_source(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<DatasetKind> {
+    let path = path_arg(ctx, r, "mooncake_trace.jsonl");
+    let format = match r.prop(ctx, "format") {
+        Some(v) => match ctx.string(&v, "format").as_deref() {
+            Some("mooncake") => Some(TraceFormat::Mooncake),
+            Some("azure") => Some(TraceFormat::Azure),
+            Some(other) => {
+                ctx.error(
+                    v.span,
+                    format!("unknown trace format `{other}`"),
+                    "not a trace format",
+                    Some("use format=\"mooncake\" or format=\"azure\"".into()),
+                );
+                None
+            }
+            None => None,
+        },
+        None if r.node.entry("format").is_some() => None,
+        // A CSV file is the Azure trace; anything else Mooncake's JSONL.
+        None => Some(match &path {
+            Some(p) if p.value.extension().is_some_and(|e| e == "csv") => TraceFormat::Azure,
+            _ => TraceFormat::Mooncake,
+        }),
+    };
+    let block = u32_prop(ctx, r, "block-tokens", 1, 512);
+    Some(DatasetKind::Trace(TraceSpec {
+        path: path?,
+        format: format?,
+        block_tokens: block?,
+    }))
 }
 
 /// A modifier child of a dataset, applied to `context` / `hooks`. False after an error.
@@ -207,13 +224,23 @@ pub(crate) fn modifier(
                 _ => false,
             }
         }
-        _ => match path_arg(ctx, &mut r, "hooks/mutate.rhai") {
+        "hooks" => match path_arg(ctx, &mut r, "hooks/mutate.rhai") {
             Some(p) => {
                 *hooks = Some(p);
                 true
             }
             None => false,
         },
+        other => {
+            ctx.error(
+                ctx.name_span(node),
+                format!("unknown data set modifier `{other}`"),
+                "not a data set modifier",
+                Some(suggest(other, MODIFIERS, "modifier")),
+            );
+            r.skip_all();
+            false
+        }
     };
     r.finish(ctx);
     ok
@@ -244,4 +271,51 @@ pub(crate) fn trace_arrival(
         start: start?,
         window: window?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kdl::KdlDocument;
+    use miette::NamedSource;
+
+    use super::*;
+    use crate::scenario::error::{Problem, Snippets};
+
+    /// What `parse` reports for the first node of `text`.
+    fn problems(text: &str, parse: impl FnOnce(&mut Ctx<'_>, &KdlNode)) -> Vec<Problem> {
+        let doc = KdlDocument::parse_v2(text).unwrap();
+        let src = NamedSource::new("t.kdl", Snippets(Arc::from(text)));
+        let mut ctx = Ctx::new(text, src);
+        parse(&mut ctx, &doc.nodes()[0]);
+        ctx.problems
+    }
+
+    #[test]
+    fn an_unknown_source_kind_is_an_error_not_a_trace() {
+        let text = "jsnl \"p.jsonl\" count=3";
+        let found = problems(text, |ctx, node| assert!(source(ctx, node).is_none()));
+        assert_eq!(found.len(), 1, "one problem, not one per property");
+        let p = &found[0];
+        assert_eq!(p.message, "unknown data set source `jsnl`");
+        assert_eq!(p.help.as_deref(), Some("did you mean `jsonl`?"));
+        assert_eq!(p.span, Some((0, 4).into()), "points at the name");
+        let text = "zebra \"x\"";
+        let found = problems(text, |ctx, node| assert!(source(ctx, node).is_none()));
+        let help = found[0].help.as_deref().unwrap();
+        assert_eq!(help, "expected one of: `sharegpt`, `jsonl`, `trace`");
+    }
+
+    #[test]
+    fn an_unknown_modifier_is_an_error_not_hooks() {
+        let text = "hook \"m.rhai\"";
+        let (mut context, mut hooks) = (ContextSpec::default(), None);
+        let found = problems(text, |ctx, node| {
+            assert!(!modifier(ctx, node, &mut context, &mut hooks));
+        });
+        assert!(hooks.is_none());
+        assert_eq!(found[0].message, "unknown data set modifier `hook`");
+        assert_eq!(found[0].help.as_deref(), Some("did you mean `hooks`?"));
+    }
 }

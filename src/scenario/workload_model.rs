@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::model::Spanned;
+use super::written::Spanned;
 use crate::dataset::{ShareGptFilters, TraceFormat};
 
 /// `sharegpt "file.json"`: ShareGPT conversations (a JSON array or JSONL), sampled and filtered

@@ -40,7 +40,7 @@ fn arrival(kind: u8, rate: f64) -> ArrivalSpec {
         1 => ArrivalSpec::Poisson { rate: Rate(rate) },
         2 => ArrivalSpec::Gamma {
             rate: Rate(rate),
-            burstiness: 0.3,
+            burstiness: crate::units::Burstiness::new(0.3).unwrap(),
         },
         _ => ArrivalSpec::Ramp {
             from: Rate(rate / 10.0),

@@ -12,10 +12,12 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
+use super::apis::chat::{self, RawMessage};
+use super::apis::completions::Prompt;
 use super::scheduler::lock;
-use super::server::{AppState, bad_request, json_response};
+use super::state::{AppState, bad_request, json_response};
 use super::tokens::{self, PromptSink};
-use super::wire::{self, RawMessage, RawPrompt};
+use super::wire::PromptField;
 
 /// The version every self-description reports.
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -27,7 +29,7 @@ struct TokenizeRequest {
     /// llama.cpp: answer `{id, piece}` pairs instead of bare ids.
     with_pieces: Option<bool>,
     /// vLLM, completion form.
-    prompt: Option<RawPrompt>,
+    prompt: Option<Prompt>,
     /// vLLM, chat form (the chat template applied).
     messages: Option<Vec<RawMessage>>,
     /// vLLM: add the reply's priming (default true).
@@ -94,13 +96,13 @@ pub(crate) async fn tokenize(State(app): State<Arc<AppState>>, body: Bytes) -> R
         return json_response(StatusCode::OK, body.to_string(), None);
     }
     if let Some(messages) = &req.messages {
-        wire::chat_tokens(
+        chat::tokens(
             messages,
             req.add_generation_prompt.unwrap_or(true),
             &mut sink,
         );
     } else if let Some(prompt) = &req.prompt {
-        wire::prompt_tokens(prompt, &mut sink);
+        prompt.feed(&mut sink);
     } else {
         return bad_request(
             "missing `content` (llama.cpp), `prompt` or `messages` (vLLM)",

@@ -1,6 +1,7 @@
 //! The embedded OpenAI-compatible simulator: a continuous-batching latency model served over
 //! HTTP, used as the default target and as the ground truth in tests.
 
+mod apis;
 mod config;
 mod conn;
 mod endpoints;
@@ -10,6 +11,7 @@ mod metrics;
 mod prefix;
 mod scheduler;
 mod server;
+mod state;
 mod tokens;
 mod trace;
 mod usage;
@@ -18,6 +20,6 @@ mod words;
 
 pub use config::{ConfigError, OutputLenDist, SimConfig};
 pub use faults::Fault;
-pub use server::{SIM_ID_HEADER, SimError, SimHandle, start, start_with_trace};
+pub use server::{SimError, SimHandle, start, start_with_trace};
+pub use state::SIM_ID_HEADER;
 pub use trace::{Outcome, TraceOptions, TraceRecord};
-pub use wire::Endpoint;

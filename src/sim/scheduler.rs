@@ -19,8 +19,9 @@ use super::histogram::RequestTimes;
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
 use super::trace::{Outcome, TraceRecord};
-use super::wire::{Endpoint, Finish, FinishReason, Framing, Timings};
+use super::wire::{Finish, FinishReason, Framing, Timings};
 use super::words;
+use crate::protocol::Api;
 
 /// One item on a sequence's channel.
 #[derive(Debug)]
@@ -55,7 +56,7 @@ pub(crate) fn lock(cache: &SharedPrefixCache) -> std::sync::MutexGuard<'_, Prefi
 /// A request handed to the scheduler by an HTTP handler.
 pub(crate) struct NewSeq {
     pub id: u64,
-    pub endpoint: Endpoint,
+    pub api: Api,
     pub arrival: Instant,
     pub prompt_tokens: u64,
     /// Tokens the model will emit (≤ max_tokens).
@@ -402,7 +403,7 @@ impl Scheduler {
         if let Some(trace) = &self.trace {
             let record = TraceRecord {
                 id: r.seq.id,
-                endpoint: r.seq.endpoint,
+                endpoint: r.seq.api,
                 stream: r.seq.framing.is_stream(),
                 arrival_us: self.us(r.seq.arrival),
                 admitted_us: Some(self.us(r.admitted)),
@@ -426,7 +427,7 @@ impl Scheduler {
         if let Some(trace) = &self.trace {
             let _ = trace.send(TraceRecord {
                 id: s.id,
-                endpoint: s.endpoint,
+                endpoint: s.api,
                 stream: s.framing.is_stream(),
                 arrival_us: self.us(s.arrival),
                 admitted_us: None,

@@ -16,19 +16,18 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::apis::{self, Served};
 use super::config::{ConfigError, SimConfig};
 use super::conn::{ConnTag, SimListener};
 use super::endpoints;
 use super::faults::{self, Fault};
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
-use super::scheduler::{Chunk, NewSeq, Scheduler, SharedPrefixCache};
+use super::scheduler::{Chunk, NewSeq, Scheduler};
+use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
 use super::trace::{Outcome, TraceOptions, TraceRecord};
-use super::wire::{self, Endpoint, Framing, Timings};
-
-/// The response header carrying the simulator's request id (the `id` in its trace).
-pub const SIM_ID_HEADER: &str = "x-infermeter-sim-id";
+use super::wire::{self, Framing, Timings, Whole};
 
 /// Why the simulator could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -53,17 +52,6 @@ pub enum SimError {
 /// The `server` header of every response, for provenance (real servers send theirs:
 /// `llama.cpp`, `uvicorn`).
 const SERVER: &str = concat!("infermeter-sim/", env!("CARGO_PKG_VERSION"));
-
-pub(crate) struct AppState {
-    pub(crate) config: SimConfig,
-    epoch: Instant,
-    next_id: AtomicU64,
-    intake: mpsc::UnboundedSender<NewSeq>,
-    trace: Option<mpsc::UnboundedSender<TraceRecord>>,
-    metrics: Arc<SimMetrics>,
-    /// `Some` with `prefix-cache`.
-    pub(crate) prefix: Option<SharedPrefixCache>,
-}
 
 /// A running simulator. Dropping it without [`SimHandle::shutdown`] leaves the server running
 /// until the runtime ends.
@@ -198,10 +186,14 @@ pub async fn start_with_trace(
 
 fn router(state: Arc<AppState>) -> Router {
     // The generation routes add the common headers themselves: a layer costs a boxed future
-    // per request, and these are the simulator's hot path.
-    let generation = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions));
+    // per request, and these are the simulator's hot path. One per API kind.
+    let mut generation = Router::new();
+    for served in apis::served() {
+        let handler = move |State(app): State<Arc<AppState>>,
+                            ConnectInfo(conn): ConnectInfo<ConnTag>,
+                            body: Bytes| serve(app, conn, served, body);
+        generation = generation.route(&format!("/v1{}", served.api.path()), post(handler));
+    }
     let rest = Router::new()
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
@@ -271,24 +263,10 @@ async fn metrics(State(app): State<Arc<AppState>>) -> Response {
         .into_response()
 }
 
-async fn chat(
-    State(app): State<Arc<AppState>>,
-    ConnectInfo(conn): ConnectInfo<ConnTag>,
-    body: Bytes,
-) -> Response {
+/// A generation request to one API, answered with the common headers.
+async fn serve(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
     let close_after_stream = app.config.close_after_stream;
-    let mut resp = generate(app, conn, Endpoint::Chat, body).await;
-    common_headers(&mut resp, close_after_stream);
-    resp
-}
-
-async fn completions(
-    State(app): State<Arc<AppState>>,
-    ConnectInfo(conn): ConnectInfo<ConnTag>,
-    body: Bytes,
-) -> Response {
-    let close_after_stream = app.config.close_after_stream;
-    let mut resp = generate(app, conn, Endpoint::Completions, body).await;
+    let mut resp = generate(app, conn, served, body).await;
     common_headers(&mut resp, close_after_stream);
     resp
 }
@@ -300,21 +278,7 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-pub(crate) fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {
-    let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-    if let Some(id) = id {
-        resp.headers_mut()
-            .insert(SIM_ID_HEADER, HeaderValue::from(id));
-    }
-    resp
-}
-
-pub(crate) fn bad_request(message: &str, param: Option<&str>) -> Response {
-    let body = wire::error_body(400, "BadRequestError", message, param);
-    json_response(StatusCode::BAD_REQUEST, body, None)
-}
-
-async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: Bytes) -> Response {
+async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
     if conn.closing() {
         // Pipelined behind the stream that closes this connection: llama-server never reads
         // it. The answer waits for the shutdown, after which writing it fails, so the client
@@ -324,7 +288,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: B
         return json_response(StatusCode::SERVICE_UNAVAILABLE, body, None);
     }
     let arrival = Instant::now();
-    let req = match wire::parse(endpoint, &body, app.prefix.is_some()) {
+    let req = match served.side.parse(&body, app.prefix.is_some()) {
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
@@ -346,31 +310,13 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: B
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
     if let Some((status, kind)) = fault.status() {
-        if let Some(trace) = &app.trace {
-            let us = |t: Instant| t.saturating_duration_since(app.epoch).as_micros() as u64;
-            let _ = trace.send(TraceRecord {
-                id,
-                endpoint,
-                stream: req.stream,
-                arrival_us: us(arrival),
-                admitted_us: None,
-                first_token_us: None,
-                finished_us: us(Instant::now()),
-                token_us: Vec::new(),
-                batch_sizes: Vec::new(),
-                prompt_tokens: req.prompt_tokens,
-                cached_tokens: 0,
-                completion_tokens: 0,
-                max_tokens,
-                fault,
-                outcome: Outcome::Rejected,
-            });
-        }
+        trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = Framing::new(endpoint, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
+    let shape = served.side.stream();
+    let framing = Framing::new(shape, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {
@@ -381,7 +327,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: B
     let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
     let seq = NewSeq {
         id,
-        endpoint,
+        api: served.api,
         arrival,
         prompt_tokens: req.prompt_tokens,
         output_len,
@@ -406,7 +352,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: B
     } else {
         let info = Collected {
             id,
-            endpoint,
+            served,
             model: &cfg.model,
             prompt_tokens: req.prompt_tokens,
             max_tokens,
@@ -415,6 +361,39 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, endpoint: Endpoint, body: B
         };
         collect_response(rx, info).await
     }
+}
+
+/// The trace's record of a request an error-status fault answered before any token.
+fn trace_rejected(
+    app: &AppState,
+    id: u64,
+    served: Served,
+    req: &wire::GenRequest,
+    arrival: Instant,
+    max_tokens: u64,
+    fault: Fault,
+) {
+    let Some(trace) = &app.trace else {
+        return;
+    };
+    let us = |t: Instant| t.saturating_duration_since(app.epoch).as_micros() as u64;
+    let _ = trace.send(TraceRecord {
+        id,
+        endpoint: served.api,
+        stream: req.stream,
+        arrival_us: us(arrival),
+        admitted_us: None,
+        first_token_us: None,
+        finished_us: us(Instant::now()),
+        token_us: Vec::new(),
+        batch_sizes: Vec::new(),
+        prompt_tokens: req.prompt_tokens,
+        cached_tokens: 0,
+        completion_tokens: 0,
+        max_tokens,
+        fault,
+        outcome: Outcome::Rejected,
+    });
 }
 
 fn stream_response(rx: mpsc::Receiver<Chunk>, id: u64, conn: ConnTag) -> Response {
@@ -445,7 +424,7 @@ fn stream_response(rx: mpsc::Receiver<Chunk>, id: u64, conn: ConnTag) -> Respons
 
 struct Collected<'a> {
     id: u64,
-    endpoint: Endpoint,
+    served: Served,
     model: &'a str,
     prompt_tokens: u64,
     max_tokens: u64,
@@ -491,23 +470,18 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     if info.usage_details {
         usage["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
     }
-    let created = unix_now();
-    let body = match info.endpoint {
-        Endpoint::Chat => serde_json::json!({
-            "id": format!("chatcmpl-sim-{}", info.id), "object": "chat.completion",
-            "created": created, "model": info.model,
-            "choices": [{ "index": 0, "message": { "role": "assistant", "content": text },
-                          "logprobs": null, "finish_reason": finish }],
-            "usage": usage,
-        }),
-        Endpoint::Completions => serde_json::json!({
-            "id": format!("cmpl-sim-{}", info.id), "object": "text_completion",
-            "created": created, "model": info.model,
-            "choices": [{ "index": 0, "text": text, "logprobs": null, "finish_reason": finish }],
-            "usage": usage,
-        }),
-    }
-    .to_string();
+    let body = info
+        .served
+        .side
+        .whole(&Whole {
+            id: info.id,
+            created: unix_now(),
+            model: info.model,
+            text: &text,
+            finish,
+            usage,
+        })
+        .to_string();
     let body = match timings {
         // Spliced in as text to keep llama.cpp's field order (and `timings` last).
         Some(t) => format!("{},\"timings\":{}}}", &body[..body.len() - 1], t.to_json()),

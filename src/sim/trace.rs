@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::faults::Fault;
-use super::wire::Endpoint;
+use crate::protocol::Api;
 
 /// How a request ended, from the server's side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +32,8 @@ pub enum Outcome {
 pub struct TraceRecord {
     /// The id also sent in the `x-infermeter-sim-id` response header.
     pub id: u64,
-    pub endpoint: Endpoint,
+    /// The API it came in on.
+    pub endpoint: Api,
     pub stream: bool,
     /// When the request body had been received.
     pub arrival_us: u64,

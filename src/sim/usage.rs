@@ -4,7 +4,21 @@
 
 use serde::Serialize;
 
-use super::wire::FinishReason;
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FinishReason {
+    Length,
+    Stop,
+}
+
+impl FinishReason {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Length => "length",
+            FinishReason::Stop => "stop",
+        }
+    }
+}
 
 /// How a response ended, for its last chunk (or body): the finish reason and usage, and what
 /// the optional settings add to them.

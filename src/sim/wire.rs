@@ -1,46 +1,74 @@
 //! The OpenAI wire format as vLLM speaks it: request decoding (lenient, unknown fields
-//! accepted), prompt token counting, and the pre-serialized SSE chunk pieces the scheduler
-//! writes tokens into without building JSON per token.
+//! accepted) with each API's prompt under its own key, the [`SimApi`] trait each API's side of
+//! the simulator implements (one file per API in `apis/`, listed in `apis.rs`), and the
+//! pre-serialized SSE chunk pieces the scheduler writes tokens into without building JSON per
+//! token.
+
+use std::fmt;
+use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
-pub(crate) use super::usage::{Finish, Timings};
+pub(crate) use super::usage::{Finish, FinishReason, Timings};
 
-/// Tokens added per chat message (role and separators) on top of its content, and once for the
-/// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.
-pub(crate) const PER_MESSAGE_TOKENS: u64 = 3;
-pub(crate) const REPLY_PRIMING_TOKENS: u64 = 3;
-
-/// Which OpenAI endpoint a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Endpoint {
-    Chat,
-    Completions,
+/// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
+/// its responses look. Found by the protocol's name for it.
+pub(crate) trait SimApi: Sync {
+    /// The API's name in the protocol registry.
+    fn name(&self) -> &'static str;
+    /// Decodes a request body; with `collect_ids` the prompt's token ids are kept.
+    fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest>;
+    /// The fixed pieces of its streamed events.
+    fn stream(&self) -> &'static ChoiceStream;
+    /// A non-streamed answer's body.
+    fn whole(&self, w: &Whole<'_>) -> serde_json::Value;
 }
 
-/// Why generation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FinishReason {
-    Length,
-    Stop,
+/// The fixed pieces of an OpenAI-style stream whose events carry `choices[0]`.
+pub(crate) struct ChoiceStream {
+    /// Before the request's number in each event's `id` (`chatcmpl-sim-`).
+    pub id_prefix: &'static str,
+    /// Each event's `object`.
+    pub object: &'static str,
+    /// The choice up to the opening quote of the token's text.
+    pub open: &'static [u8],
+    /// After the token's text, up to the `finish_reason`'s value.
+    pub close: &'static [u8],
+    /// A choice sent once before the first token (chat's role announcement).
+    pub first: Option<&'static [u8]>,
 }
 
-impl FinishReason {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Length => "length",
-            FinishReason::Stop => "stop",
-        }
-    }
+/// What a non-streamed answer says.
+pub(crate) struct Whole<'a> {
+    pub id: u64,
+    pub created: u64,
+    pub model: &'a str,
+    pub text: &'a str,
+    pub finish: &'a str,
+    pub usage: serde_json::Value,
+}
+
+/// An API's prompt as its requests carry it, under its own key.
+pub(crate) trait PromptField: DeserializeOwned {
+    /// The body's key for it (`messages`, `prompt`).
+    const KEY: &'static str;
+    /// Feeds its tokens into `sink`.
+    fn feed(&self, sink: &mut PromptSink);
 }
 
 #[derive(Deserialize)]
-struct RawRequest {
-    messages: Option<Vec<RawMessage>>,
-    prompt: Option<RawPrompt>,
+struct RawStreamOptions {
+    include_usage: Option<bool>,
+}
+
+/// A generation request's body: the fields every API shares, and the prompt under `P::KEY`.
+/// Each field is `None` when absent or `null`; a repeated key is an error, as serde's derive
+/// makes it.
+struct RawRequest<P> {
+    prompt: Option<P>,
     max_tokens: Option<u64>,
     max_completion_tokens: Option<u64>,
     stream: Option<bool>,
@@ -51,44 +79,107 @@ struct RawRequest {
     cache_prompt: Option<bool>,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RawMessage {
-    role: Option<RawRole>,
-    content: Option<RawContent>,
+/// The keys a generation request's body is read by.
+#[derive(Clone, Copy)]
+enum Key {
+    Prompt,
+    MaxTokens,
+    MaxCompletionTokens,
+    Stream,
+    StreamOptions,
+    IgnoreEos,
+    MinTokens,
+    CachePrompt,
+    Other,
 }
 
-/// A message's role: only a string one is used (for the chat-formatting tokens); anything else
-/// is accepted and ignored, as before roles were read at all.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawRole {
-    Text(String),
-    Other(serde::de::IgnoredAny),
+/// Reads a key without allocating, knowing the API's prompt key.
+struct KeySeed(&'static str);
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_identifier(self)
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawContent {
-    Text(String),
-    Parts(Vec<RawPart>),
+impl Visitor<'_> for KeySeed {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            k if k == self.0 => Key::Prompt,
+            "max_tokens" => Key::MaxTokens,
+            "max_completion_tokens" => Key::MaxCompletionTokens,
+            "stream" => Key::Stream,
+            "stream_options" => Key::StreamOptions,
+            "ignore_eos" => Key::IgnoreEos,
+            "min_tokens" => Key::MinTokens,
+            "cache_prompt" => Key::CachePrompt,
+            _ => Key::Other,
+        })
+    }
 }
 
-#[derive(Deserialize)]
-struct RawPart {
-    text: Option<String>,
+impl<'de, P: PromptField> Deserialize<'de> for RawRequest<P> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RequestVisitor(PhantomData))
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(crate) enum RawPrompt {
-    Text(String),
-    Texts(Vec<String>),
-    Ids(Vec<u64>),
+struct RequestVisitor<P>(PhantomData<P>);
+
+/// One field's value, once: a second occurrence of the key is an error.
+fn once<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<Option<T>>,
+    map: &mut A,
+    name: &'static str,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
 }
 
-#[derive(Deserialize)]
-struct RawStreamOptions {
-    include_usage: Option<bool>,
+impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
+    type Value = RawRequest<P>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRequest<P>, A::Error> {
+        let (mut prompt, mut max, mut max_completion, mut stream) = (None, None, None, None);
+        let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
+        while let Some(key) = map.next_key_seed(KeySeed(P::KEY))? {
+            match key {
+                Key::Prompt => once(&mut prompt, &mut map, P::KEY)?,
+                Key::MaxTokens => once(&mut max, &mut map, "max_tokens")?,
+                Key::MaxCompletionTokens => {
+                    once(&mut max_completion, &mut map, "max_completion_tokens")?
+                }
+                Key::Stream => once(&mut stream, &mut map, "stream")?,
+                Key::StreamOptions => once(&mut options, &mut map, "stream_options")?,
+                Key::IgnoreEos => once(&mut ignore_eos, &mut map, "ignore_eos")?,
+                Key::MinTokens => once(&mut min, &mut map, "min_tokens")?,
+                Key::CachePrompt => once(&mut cache, &mut map, "cache_prompt")?,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(RawRequest {
+            prompt: prompt.flatten(),
+            max_tokens: max.flatten(),
+            max_completion_tokens: max_completion.flatten(),
+            stream: stream.flatten(),
+            stream_options: options.flatten(),
+            ignore_eos: ignore_eos.flatten(),
+            min_tokens: min.flatten(),
+            cache_prompt: cache.flatten(),
+        })
+    }
 }
 
 /// What the simulator needs from a request.
@@ -114,50 +205,13 @@ pub(crate) struct BadRequest {
     pub param: Option<&'static str>,
 }
 
-/// Feeds a chat conversation into `sink`: each message's formatting tokens and text, then the
-/// reply's priming (unless `add_generation_prompt` is false, as vLLM's `/tokenize` allows).
-pub(crate) fn chat_tokens(
-    messages: &[RawMessage],
-    add_generation_prompt: bool,
-    sink: &mut PromptSink,
-) {
-    const _: () = assert!(PER_MESSAGE_TOKENS == 3 && REPLY_PRIMING_TOKENS == 3);
-    for m in messages {
-        sink.message_start(match &m.role {
-            Some(RawRole::Text(r)) => r,
-            _ => "user",
-        });
-        match &m.content {
-            Some(RawContent::Text(t)) => sink.text(t),
-            Some(RawContent::Parts(parts)) => {
-                for t in parts.iter().filter_map(|p| p.text.as_deref()) {
-                    sink.text(t);
-                }
-            }
-            None => {}
-        }
-    }
-    if add_generation_prompt {
-        sink.message_start("assistant");
-    }
-}
-
-/// Feeds a completions prompt into `sink`.
-pub(crate) fn prompt_tokens(prompt: &RawPrompt, sink: &mut PromptSink) {
-    match prompt {
-        RawPrompt::Text(t) => sink.text(t),
-        RawPrompt::Texts(ts) => ts.iter().for_each(|t| sink.text(t)),
-        RawPrompt::Ids(ids) => sink.ids(ids),
-    }
-}
-
-/// Decodes a request body for `endpoint`; with `collect_ids` the prompt's token ids are kept.
-pub(crate) fn parse(
-    endpoint: Endpoint,
+/// Decodes a generation request whose prompt is a `P`; with `collect_ids` the prompt's token
+/// ids are kept.
+pub(crate) fn parse<P: PromptField>(
     body: &[u8],
     collect_ids: bool,
 ) -> Result<GenRequest, BadRequest> {
-    let raw: RawRequest = serde_json::from_slice(body).map_err(|e| BadRequest {
+    let raw: RawRequest<P> = serde_json::from_slice(body).map_err(|e| BadRequest {
         message: format!("invalid request body: {e}"),
         param: None,
     })?;
@@ -166,24 +220,11 @@ pub(crate) fn parse(
     } else {
         PromptSink::counting()
     };
-    match endpoint {
-        Endpoint::Chat => {
-            let messages = raw.messages.ok_or(BadRequest {
-                message: "missing required field `messages`".into(),
-                param: Some("messages"),
-            })?;
-            chat_tokens(&messages, true, &mut sink);
-        }
-        Endpoint::Completions => match &raw.prompt {
-            Some(p) => prompt_tokens(p, &mut sink),
-            None => {
-                return Err(BadRequest {
-                    message: "missing required field `prompt`".into(),
-                    param: Some("prompt"),
-                });
-            }
-        },
-    }
+    let prompt = raw.prompt.ok_or(BadRequest {
+        message: format!("missing required field `{}`", P::KEY),
+        param: Some(P::KEY),
+    })?;
+    prompt.feed(&mut sink);
     Ok(GenRequest {
         prompt_tokens: sink.count(),
         max_tokens: raw.max_completion_tokens.or(raw.max_tokens),
@@ -210,7 +251,7 @@ pub(crate) fn error_body(status: u16, kind: &str, message: &str, param: Option<&
 /// Pre-serialized pieces of one response's SSE chunks. The `head` (`data: {"id":…,"model":…,`)
 /// is built once per request; per token only the word and a static suffix are appended.
 pub(crate) struct Framing {
-    endpoint: Endpoint,
+    shape: &'static ChoiceStream,
     stream: bool,
     include_usage: bool,
     /// Usage carries `prompt_tokens_details` (`prefix-cache`).
@@ -221,34 +262,26 @@ pub(crate) struct Framing {
     head_len: usize,
 }
 
-const CHAT_OPEN: &[u8] = br#""choices":[{"index":0,"delta":{"content":""#;
-const TEXT_OPEN: &[u8] = br#""choices":[{"index":0,"text":""#;
-const CHAT_CLOSE: &[u8] = br#""},"logprobs":null,"finish_reason":"#;
-const TEXT_CLOSE: &[u8] = br#"","logprobs":null,"finish_reason":"#;
-const ROLE_CHOICE: &[u8] = br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#;
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
 impl Framing {
     pub(crate) fn new(
-        endpoint: Endpoint,
+        shape: &'static ChoiceStream,
         id: u64,
         created: u64,
         model: &str,
         req: &GenRequest,
         usage_details: bool,
     ) -> Framing {
-        let (id_prefix, object, open) = match endpoint {
-            Endpoint::Chat => ("chatcmpl-sim-", "chat.completion.chunk", CHAT_OPEN),
-            Endpoint::Completions => ("cmpl-sim-", "text_completion", TEXT_OPEN),
-        };
+        let (id_prefix, object) = (shape.id_prefix, shape.object);
         let model = serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into());
         let head = format!(
             r#"data: {{"id":"{id_prefix}{id}","object":"{object}","created":{created},"model":{model},"#
         );
         let mut prefix = head.clone().into_bytes();
-        prefix.extend_from_slice(open);
+        prefix.extend_from_slice(shape.open);
         Framing {
-            endpoint,
+            shape,
             stream: req.stream,
             include_usage: req.include_usage,
             usage_details,
@@ -261,8 +294,8 @@ impl Framing {
         self.stream
     }
 
-    /// Writes the bytes for one emitted token: for a stream, the role chunk before the first
-    /// token (chat), the token's chunk, and after the last one the usage chunk (if asked) and
+    /// Writes the bytes for one emitted token: for a stream, the API's first choice (chat's
+    /// role) before the first token, the token's chunk, and after the last one the usage chunk (if asked) and
     /// `[DONE]`; `timings` go on the last JSON chunk, as llama-server puts them. For a
     /// non-streaming response, only the word.
     pub(crate) fn write_token(
@@ -277,17 +310,14 @@ impl Framing {
             return;
         }
         let head = &self.prefix[..self.head_len];
-        if first && self.endpoint == Endpoint::Chat {
+        if first && let Some(choice) = self.shape.first {
             buf.put_slice(head);
-            buf.put_slice(ROLE_CHOICE);
+            buf.put_slice(choice);
             buf.put_slice(b"\n\n");
         }
         buf.put_slice(&self.prefix);
         buf.put_slice(word.as_bytes());
-        buf.put_slice(match self.endpoint {
-            Endpoint::Chat => CHAT_CLOSE,
-            Endpoint::Completions => TEXT_CLOSE,
-        });
+        buf.put_slice(self.shape.close);
         let Some(finish) = finish else {
             buf.put_slice(b"null}]}\n\n");
             return;
@@ -328,6 +358,8 @@ impl Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::apis::chat::{Chat, Messages, PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS};
+    use crate::sim::apis::completions::{Completions, Prompt};
 
     fn req(stream: bool, include_usage: bool) -> GenRequest {
         GenRequest {
@@ -362,7 +394,7 @@ mod tests {
 
     #[test]
     fn chat_stream_chunks_are_valid_json() {
-        let f = Framing::new(Endpoint::Chat, 5, 100, "m\"q", &req(true, true), false);
+        let f = Framing::new(Chat.stream(), 5, 100, "m\"q", &req(true, true), false);
         let mut buf = BytesMut::new();
         f.write_token(&mut buf, " the", true, None);
         f.write_token(
@@ -391,7 +423,7 @@ mod tests {
 
     #[test]
     fn completions_and_plain_framing() {
-        let f = Framing::new(Endpoint::Completions, 1, 1, "m", &req(true, false), false);
+        let f = Framing::new(Completions.stream(), 1, 1, "m", &req(true, false), false);
         let mut buf = BytesMut::new();
         f.write_token(
             &mut buf,
@@ -408,7 +440,7 @@ mod tests {
         f.write_garbage(&mut garbage);
         assert!(serde_json::from_str::<serde_json::Value>(&events(&garbage)[0]).is_err());
 
-        let plain = Framing::new(Endpoint::Completions, 1, 1, "m", &req(false, false), false);
+        let plain = Framing::new(Completions.stream(), 1, 1, "m", &req(false, false), false);
         let mut buf = BytesMut::new();
         plain.write_token(
             &mut buf,
@@ -419,8 +451,8 @@ mod tests {
         assert_eq!(&buf[..], b" a");
     }
 
-    fn parse_counting(endpoint: Endpoint, body: &[u8]) -> Result<GenRequest, BadRequest> {
-        parse(endpoint, body, false)
+    fn parse_counting(api: &dyn SimApi, body: &[u8]) -> Result<GenRequest, BadRequest> {
+        api.parse(body, false)
     }
 
     #[test]
@@ -438,7 +470,7 @@ mod tests {
             ..finish(FinishReason::Length, 24, 5)
         };
         for include_usage in [true, false] {
-            let f = Framing::new(Endpoint::Chat, 1, 1, "m", &req(true, include_usage), true);
+            let f = Framing::new(Chat.stream(), 1, 1, "m", &req(true, include_usage), true);
             let mut buf = BytesMut::new();
             f.write_token(&mut buf, " a", false, Some(&done));
             let ev = events(&buf);
@@ -468,21 +500,40 @@ mod tests {
     #[test]
     fn collected_ids_match_the_count() {
         let body = br#"{"messages":[{"role":"system","content":"be brief"},{"role":7,"content":[{"type":"text","text":"hello"}]}],"cache_prompt":false}"#;
-        let counted = parse(Endpoint::Chat, body, false).unwrap();
-        let collected = parse(Endpoint::Chat, body, true).unwrap();
+        let counted = parse::<Messages>(body, false).unwrap();
+        let collected = parse::<Messages>(body, true).unwrap();
         assert!(counted.prompt_ids.is_empty());
         assert_eq!(collected.prompt_ids.len() as u64, counted.prompt_tokens);
         assert_eq!(collected.prompt_tokens, counted.prompt_tokens);
         assert!(!collected.cache_prompt);
-        let c = parse(Endpoint::Completions, br#"{"prompt":["ab cd","ef"]}"#, true).unwrap();
+        let c = parse::<Prompt>(br#"{"prompt":["ab cd","ef"]}"#, true).unwrap();
         assert_eq!(c.prompt_ids.len() as u64, c.prompt_tokens);
         assert!(c.cache_prompt);
     }
 
     #[test]
+    fn each_api_reads_its_own_prompt_key_in_one_pass() {
+        // A repeated key is an error, as serde's derive makes it; unknown keys are skipped.
+        assert!(parse::<Messages>(br#"{"messages":[],"messages":[]}"#, false).is_err());
+        let twice = br#"{"max_tokens":1,"messages":[],"max_tokens":2}"#;
+        assert!(parse::<Messages>(twice, false).is_err());
+        let r = parse::<Messages>(
+            br#"{"prompt":{"x":[1,{}]},"max_tokens":null,"messages":[],"stream":true}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.max_tokens, None);
+        assert!(r.stream);
+        // Another API's prompt key is just an unknown key; an escaped key is the same key.
+        let c = parse::<Prompt>(br#"{"messages":5,"pro\u006dpt":[7,8]}"#, false).unwrap();
+        assert_eq!(c.prompt_tokens, 2);
+        assert!(parse::<Prompt>(br#"[1]"#, false).is_err());
+    }
+
+    #[test]
     fn parsing_counts_tokens_and_reports_missing_fields() {
         let r = parse_counting(
-            Endpoint::Chat,
+            &Chat,
             br#"{"messages":[{"role":"user","content":"hello world"},{"role":"user","content":[{"type":"text","text":"hello"}]}],"max_completion_tokens":5,"max_tokens":9,"stream":true,"stream_options":{"include_usage":true},"temperature":0.3,"whatever":{}}"#,
         )
         .unwrap();
@@ -492,22 +543,20 @@ mod tests {
         );
         assert_eq!(r.max_tokens, Some(5));
         assert!(r.stream && r.include_usage);
-        let c = parse_counting(Endpoint::Completions, br#"{"prompt":[1,2,3]}"#).unwrap();
+        let c = parse_counting(&Completions, br#"{"prompt":[1,2,3]}"#).unwrap();
         assert_eq!(c.prompt_tokens, 3);
         assert!(!c.stream);
         assert_eq!(
-            parse_counting(Endpoint::Chat, br#"{"prompt":"x"}"#)
+            parse_counting(&Chat, br#"{"prompt":"x"}"#)
                 .unwrap_err()
                 .param,
             Some("messages")
         );
         assert_eq!(
-            parse_counting(Endpoint::Completions, b"{}")
-                .unwrap_err()
-                .param,
+            parse_counting(&Completions, b"{}").unwrap_err().param,
             Some("prompt")
         );
-        assert!(parse_counting(Endpoint::Chat, b"{not json").is_err());
-        assert!(parse_counting(Endpoint::Chat, br#"{"messages":[],"max_tokens":"x"}"#).is_err());
+        assert!(parse_counting(&Chat, b"{not json").is_err());
+        assert!(parse_counting(&Chat, br#"{"messages":[],"max_tokens":"x"}"#).is_err());
     }
 }

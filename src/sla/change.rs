@@ -11,9 +11,9 @@
 //!   hybrid score interval from the two Wilson intervals).
 //! - Anything else: the point values, no interval.
 
-use super::evaluate::Policy;
 use super::grammar::{Aggregation, Metric};
 use super::observe::observe;
+use super::policy::Policy;
 use super::spread::Spread;
 use super::verdict::{Across, VerdictInterval};
 use crate::metrics::{CountMetric, LatencyMetric, StageSummary};

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
+use super::policy::Policy;
 use super::spread::{Spread, decide, spread};
 use super::telemetry::observe_with;
 use super::trust::Basis;
@@ -23,52 +24,6 @@ use crate::telemetry::TelemetryReport;
 pub struct Baseline<'a> {
     pub stages: &'a [StageSummary],
     pub telemetry: Option<&'a TelemetryReport>,
-}
-
-/// How verdicts are reached: the confidence of intervals, and what an untrusted stage's
-/// numbers count for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Policy {
-    /// Confidence of the intervals an assertion is decided on (0.95).
-    pub confidence: f64,
-    pub untrusted: Untrusted,
-    /// Decide on the value's interval (true), or on the value alone: a search probe is one
-    /// step of a bisection whose answer is a bracket, not a verdict, so it takes the best
-    /// guess (the intervals of the stages judged after the run still apply).
-    pub intervals: bool,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            confidence: 0.95,
-            untrusted: Untrusted::Inconclusive,
-            intervals: true,
-        }
-    }
-}
-
-impl Policy {
-    /// Values alone, untrusted stages judged too: the old point verdict.
-    pub fn point(self) -> Policy {
-        Policy {
-            untrusted: Untrusted::Judge,
-            intervals: false,
-            ..self
-        }
-    }
-}
-
-/// What an assertion on an untrusted stage (its validity verdict says the client, the machine
-/// or the GPU distorted the numbers) comes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Untrusted {
-    /// Inconclusive, whatever the numbers say: they cannot be relied on either way.
-    #[default]
-    Inconclusive,
-    /// Judged on the numbers as they are.
-    Judge,
 }
 
 /// What an inconclusive assertion does to the gate.
@@ -91,15 +46,6 @@ impl InconclusiveAs {
             InconclusiveAs::Fail => "fail",
             InconclusiveAs::Pass => "pass",
             InconclusiveAs::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-impl Untrusted {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Untrusted::Inconclusive => "inconclusive",
-            Untrusted::Judge => "judge",
         }
     }
 }
@@ -288,7 +234,9 @@ pub fn evaluate_one(
 
 /// Judges one assertion on one stage: the observed value against the threshold, decided on
 /// the value's confidence interval where it has one (inconclusive when the interval straddles
-/// the threshold), and inconclusive on an untrusted stage unless the policy judges those too.
+/// the threshold), then, on an untrusted stage, weighed against its flags: undecided where a
+/// flag could have produced the verdict, unless the policy judges such stages as they are
+/// (`trust.rs`).
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = judge_numbers(assertion, stage, cx);
     // A stage that sent requests and got none answered measured nothing: every assertion on

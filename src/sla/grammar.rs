@@ -121,14 +121,6 @@ impl ScopedAssertion {
     }
 }
 
-impl std::str::FromStr for Assertion {
-    type Err = super::parse::SlaError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        super::parse::parse(s)
-    }
-}
-
 /// Serialised as the text as written, so a plan's JSON (and its hash) holds the expression.
 impl serde::Serialize for Assertion {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -105,6 +105,16 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
     })
 }
 
+/// Text to assertion is this parser's (the grammar's types do not know it), for `str::parse`
+/// and the plan's JSON.
+impl std::str::FromStr for Assertion {
+    type Err = SlaError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse(s)
+    }
+}
+
 struct Parser<'a> {
     s: &'a str,
     pos: usize,

@@ -10,9 +10,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::evaluate::{Context, Untrusted};
+use super::evaluate::Context;
 use super::grammar::{Assertion, Metric, Op};
 use super::observe::View;
+use super::policy::Untrusted;
 use super::spread::{Spread, decide, spread, spread_in};
 use super::verdict::SlaOutcome;
 use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, StageSummary};

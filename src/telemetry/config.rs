@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::normalize::PrometheusKind;
+use super::kind::PrometheusKind;
 use crate::units::Duration;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -143,32 +143,6 @@ impl JsonSchema for MetricsUrl {
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         String::json_schema(generator)
     }
-}
-
-/// Why telemetry could not start. Each message names the source and the fix.
-#[derive(Debug, thiserror::Error)]
-pub enum TelemetryError {
-    #[error(
-        "telemetry source `nvml` is required but unavailable: {reason}; run on a machine with an \
-         NVIDIA GPU and driver (libnvidia-ml.so.1), or make the source optional (`nvml required=#false`)"
-    )]
-    NvmlUnavailable { reason: super::nvml::GpuOpenError },
-    #[error(
-        "telemetry source `prometheus \"{url}\"` is required but unreachable: {reason}; start the \
-         server with its metrics endpoint enabled or fix the URL, or make the source optional"
-    )]
-    PrometheusUnavailable {
-        url: String,
-        reason: super::prometheus::ScrapeError,
-    },
-    #[error("invalid telemetry configuration: {0}")]
-    Invalid(String),
-    #[error("failed to start the telemetry sampler")]
-    Spawn(#[source] std::io::Error),
-    #[error("the telemetry sampler failed: {0}")]
-    Probe(super::prometheus::ScrapeError),
-    #[error("the telemetry sampler failed: {0}")]
-    Died(String),
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::expo::Exposition;
-use super::normalize::PrometheusKind;
+use super::kind::PrometheusKind;
 use crate::metrics::{PercentileBuckets, ServerDist};
 
 /// One cumulative histogram, summed over label sets (engines, models).

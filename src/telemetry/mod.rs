@@ -4,8 +4,10 @@
 //! warm-up stability rule and the telemetry SLA metric values. See `docs/telemetry.md`.
 
 mod config;
+mod error;
 pub mod expo;
 mod gpu;
+mod kind;
 mod latency;
 mod normalize;
 mod nvml;
@@ -13,17 +15,19 @@ mod prometheus;
 mod record;
 mod report;
 mod sampler;
+mod source;
 mod stability;
 
-pub use config::{MetricsUrl, SourceConfig, TelemetryConfig, TelemetryError};
+pub use config::{MetricsUrl, SourceConfig, TelemetryConfig};
+pub use error::{ScrapeError, TelemetryError};
 pub use expo::LineError;
 pub use gpu::{
     DeviceError, FakeGpu, GpuDevice, GpuReading, THROTTLE_CLOCK_RATIO, throttle_reason_names,
 };
+pub use kind::{PrometheusKind, detect_kind};
 pub use latency::{LatencyHistograms, PromHistogram, ServerLatency};
-pub use normalize::{Normalized, PrometheusKind, ServerReading, detect_kind, normalize};
+pub use normalize::{Normalized, ServerReading, normalize};
 pub use nvml::{GpuOpenError, NvmlGpu, open_nvml};
-pub use prometheus::ScrapeError;
 pub use record::{BoundedSeries, GpuFrame, GpuRecorder, MAX_POINTS, ServerRecorder};
 pub use report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,

@@ -9,54 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::expo::Exposition;
 use super::gpu::{GpuReading, throttle_reason_names};
-
-/// What a Prometheus endpoint is. Detected from metric-name prefixes unless configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum PrometheusKind {
-    Vllm,
-    Sglang,
-    DcgmExporter,
-    LlamaCpp,
-}
-
-impl PrometheusKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PrometheusKind::Vllm => "vllm",
-            PrometheusKind::Sglang => "sglang",
-            PrometheusKind::DcgmExporter => "dcgm-exporter",
-            PrometheusKind::LlamaCpp => "llama-cpp",
-        }
-    }
-}
-
-/// The kind whose prefix most samples carry, or `None` when no known name appears.
-pub fn detect_kind(e: &Exposition) -> Option<PrometheusKind> {
-    let mut counts = [0usize; 4];
-    for s in &e.samples {
-        let i = if s.name.starts_with("vllm:") {
-            0
-        } else if s.name.starts_with("sglang:") {
-            1
-        } else if s.name.starts_with("DCGM_FI_") {
-            2
-        } else if s.name.starts_with("llamacpp:") {
-            3
-        } else {
-            continue;
-        };
-        counts[i] += 1;
-    }
-    let kinds = [
-        PrometheusKind::Vllm,
-        PrometheusKind::Sglang,
-        PrometheusKind::DcgmExporter,
-        PrometheusKind::LlamaCpp,
-    ];
-    let (best, n) = counts.iter().enumerate().max_by_key(|(_, n)| **n)?;
-    (*n > 0).then_some(kinds[best])
-}
+use super::kind::PrometheusKind;
+use super::latency::LatencyHistograms;
 
 /// Server-side load at one scrape. Gauges are summed over label sets (data-parallel engines)
 /// except KV usage, which is averaged; counters are totals since server start.
@@ -81,7 +35,7 @@ pub struct ServerReading {
 pub struct Normalized {
     pub server: Option<ServerReading>,
     /// The server's latency histograms (vLLM, SGLang), kept only at stage edges.
-    pub latency: Option<super::latency::LatencyHistograms>,
+    pub latency: Option<LatencyHistograms>,
     /// dcgm-exporter GPUs by their `gpu` label, with the `modelName` label.
     pub gpus: BTreeMap<String, (String, GpuReading)>,
 }
@@ -90,12 +44,12 @@ pub fn normalize(kind: PrometheusKind, e: &Exposition) -> Normalized {
     match kind {
         PrometheusKind::Vllm => Normalized {
             server: Some(vllm(e)),
-            latency: super::latency::LatencyHistograms::read(kind, e),
+            latency: LatencyHistograms::read(kind, e),
             ..Default::default()
         },
         PrometheusKind::Sglang => Normalized {
             server: Some(sglang(e)),
-            latency: super::latency::LatencyHistograms::read(kind, e),
+            latency: LatencyHistograms::read(kind, e),
             ..Default::default()
         },
         PrometheusKind::LlamaCpp => Normalized {

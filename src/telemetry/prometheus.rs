@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
+use super::error::{ScrapeError, TelemetryError};
 use super::expo::{Exposition, parse_exposition};
-use super::normalize::{Normalized, PrometheusKind, detect_kind, normalize};
+use super::kind::{PrometheusKind, detect_kind};
+use super::normalize::{Normalized, normalize};
 use super::record::{GpuFrame, GpuRecorder, ServerRecorder};
 use super::report::GpuPoint;
-use super::sampler::{Msg, Recent, push_recent, push_warning};
-use crate::telemetry::config::TelemetryError;
+use super::source::{Msg, Recent, push_recent, push_warning};
 
 /// How long the start-up probe waits for each endpoint.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -22,28 +23,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) struct PromOutcome {
     pub server: Option<ServerRecorder>,
     pub gpus: Option<GpuRecorder>,
-}
-
-/// Why a scrape (or the start-up probe) got no exposition. The URL is left out: the caller
-/// names the source (masked).
-#[derive(Debug, thiserror::Error)]
-pub enum ScrapeError {
-    #[error("failed to build the HTTP client: {0}")]
-    Client(reqwest::Error),
-    #[error("failed to start the probe's runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error("connection refused or failed ({0})")]
-    Connect(reqwest::Error),
-    #[error("timed out")]
-    Timeout,
-    #[error("{0}")]
-    Request(reqwest::Error),
-    #[error("HTTP {0}")]
-    Status(reqwest::StatusCode),
-    #[error("failed to read the body ({0})")]
-    Body(reqwest::Error),
-    #[error("not probed")]
-    NotProbed,
 }
 
 fn client(timeout: Duration) -> Result<reqwest::Client, ScrapeError> {

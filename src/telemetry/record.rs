@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::gpu::GpuReading;
+use super::kind::PrometheusKind;
 use super::latency::LatencyHistograms;
-use super::normalize::{PrometheusKind, ServerReading};
+use super::normalize::ServerReading;
 use super::report::{
     GpuPoint, GpuSeries, GpuStageSummary, ServerPoint, ServerSeries, ServerStageSummary,
 };

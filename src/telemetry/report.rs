@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::gpu::GpuReading;
-use super::normalize::{PrometheusKind, ServerReading};
+use super::kind::PrometheusKind;
+use super::normalize::ServerReading;
 use crate::metrics::TelemetryMetric;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -3,8 +3,6 @@
 //! every stage boundary. Nothing here touches the request hot path: the runner only sends
 //! stage names on channels.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,56 +10,18 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 
-use super::config::{SourceConfig, TelemetryConfig, TelemetryError};
+use super::config::{SourceConfig, TelemetryConfig};
+use super::error::{ScrapeError, TelemetryError};
 use super::gpu::GpuDevice;
 use super::nvml::{GpuOpenError, open_nvml};
-use super::prometheus::{PromOutcome, ScrapeError, probe_all, run_prometheus};
+use super::prometheus::{PromOutcome, probe_all, run_prometheus};
 use super::record::GpuRecorder;
 use super::report::{GpuPoint, StageTelemetry, TelemetryReport};
+use super::source::{Msg, Recent, StartAck, push_recent, push_warning};
 use super::stability::{StabilityRule, StabilityVerdict, assess_stability};
-
-/// Recent GPU points kept per device for the warm-up rule (ten minutes at 1 s).
-const RECENT_POINTS: usize = 600;
-
-/// What a source is told.
-#[derive(Debug, Clone)]
-pub(crate) enum Msg {
-    /// A stage starts: read a point now, then tell the acknowledgement.
-    StageStarted(String, Arc<StartAck>),
-    StageEnded(String),
-    Finish,
-}
-
-/// Counts the sources that have read a stage's starting point, so the stage can wait for its
-/// baseline: a request answered before a source's first read would land in it.
-#[derive(Debug, Default)]
-pub(crate) struct StartAck {
-    read: AtomicUsize,
-    notify: tokio::sync::Notify,
-}
-
-impl StartAck {
-    pub(crate) fn done(&self) {
-        self.read.fetch_add(1, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-}
 
 /// How long a stage waits for the sources' starting points (a scrape's own timeout is 1–5 s).
 const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Recent points per `source/device`, shared with the handle for the warm-up rule.
-pub(crate) type Recent = Arc<Mutex<BTreeMap<String, VecDeque<GpuPoint>>>>;
-
-pub(crate) fn push_recent(recent: &Recent, key: String, p: GpuPoint) {
-    if let Ok(mut m) = recent.lock() {
-        let q = m.entry(key).or_default();
-        q.push_back(p);
-        while q.len() > RECENT_POINTS {
-            q.pop_front();
-        }
-    }
-}
 
 /// Opens the GPUs of an `nvml` source (in the sampling thread); the error says what is missing.
 pub type GpuOpener =
@@ -221,15 +181,6 @@ impl Telemetry {
     }
 }
 
-pub(crate) fn push_warning(warnings: &Arc<Mutex<Vec<String>>>, w: String) {
-    // A source URL's credentials never reach a log or the results.
-    let w = crate::redact::secrets(&w).into_owned();
-    tracing::warn!("{w}");
-    if let Ok(mut v) = warnings.lock() {
-        v.push(w);
-    }
-}
-
 fn gpu_loop(
     devs: &[Box<dyn GpuDevice>],
     rx: &std_mpsc::Receiver<Msg>,
@@ -331,18 +282,7 @@ impl TelemetryHandle {
     pub async fn stage_started_read(&self, name: &str) {
         let ack = Arc::new(StartAck::default());
         let want = self.start_stage(name, &ack);
-        let deadline = tokio::time::Instant::now() + START_WAIT;
-        loop {
-            let notified = ack.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if ack.read.load(Ordering::SeqCst) >= want {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return;
-            }
-        }
+        ack.wait(want, START_WAIT).await;
     }
 
     /// Marks the start and tells the sources; how many were told.

@@ -203,7 +203,15 @@ fn a_rerun_meets_its_own_prompts_in_the_cache_unless_salted_or_reset() {
         "{}",
         describe(&o)
     );
-    assert_eq!(s4["validity"]["trusted"], true, "{}", s4["validity"]);
+    // Only the cache is this test's concern: a busy machine may distrust the run for its
+    // CPU time, which is not what a salt is meant to fix.
+    assert!(
+        !s4["validity"]["reasons"]
+            .to_string()
+            .contains("prompt cache"),
+        "{}",
+        s4["validity"]
+    );
     // The prompts are exactly as long as planned, salt included.
     assert_eq!(s4["tokens"]["mismatched"], 0);
 

@@ -29,6 +29,22 @@ struct State {
     cut_after: usize,
     /// Serve these bytes while announcing `body`'s etag (a corrupted download).
     corrupt: bool,
+    /// Answer the GET with another length than the HEAD announced.
+    lie: Option<Lie>,
+}
+
+/// How a hostile storage server's GET disagrees with the `X-Linked-Size` its HEAD announced.
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// The file, then 64 MiB more, without a `Content-Length` (the body ends when the
+    /// connection closes).
+    Endless,
+    /// The same bytes with a `Content-Length` that says so.
+    LongerAnnounced,
+    /// Half the file, with a `Content-Length` that says so.
+    ShorterAnnounced,
+    /// Half the file, chunked, ended cleanly with the last chunk.
+    ShorterChunked,
 }
 
 struct Hub {
@@ -125,46 +141,7 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, body: &[u8]) {
             b"",
         );
     } else if path == storage && method == "GET" {
-        let mut st = state.lock().unwrap();
-        st.ranges.push(range.clone());
-        let mut data = body.to_vec();
-        if st.corrupt {
-            data[10] ^= 0x20;
-        }
-        let from = range
-            .as_deref()
-            .and_then(|r| r.strip_prefix("bytes="))
-            .and_then(|r| r.strip_suffix('-'))
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(0);
-        let status = if from > 0 {
-            format!(
-                "206 Partial Content\r\nContent-Range: bytes {from}-{}/{}",
-                data.len() - 1,
-                data.len()
-            )
-        } else {
-            "200 OK".to_string()
-        };
-        let rest = &data[from..];
-        let cut = st.cuts_left > 0;
-        if cut {
-            st.cuts_left -= 1;
-        }
-        let cut_after = st.cut_after;
-        drop(st);
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            rest.len()
-        );
-        if cut {
-            // Part of the body, then the connection drops.
-            write(&mut conn, head, &rest[..cut_after.min(rest.len())]);
-            let _ = conn.flush();
-            let _ = conn.shutdown(std::net::Shutdown::Both);
-        } else {
-            write(&mut conn, head, rest);
-        }
+        storage_get(&mut conn, state, body, range.as_deref());
     } else {
         write(
             &mut conn,
@@ -174,6 +151,100 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, body: &[u8]) {
     }
     let mut sink = Vec::new();
     let _ = conn.read_to_end(&mut sink);
+}
+
+/// The storage's answer to a GET of the file (`range` as asked), as `state` says to behave.
+fn storage_get(conn: &mut TcpStream, state: &Mutex<State>, body: &[u8], range: Option<&str>) {
+    let write = |conn: &mut TcpStream, head: String, data: &[u8]| {
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(data);
+    };
+    let mut st = state.lock().unwrap();
+    st.ranges.push(range.map(str::to_string));
+    let mut data = body.to_vec();
+    if st.corrupt {
+        data[10] ^= 0x20;
+    }
+    let from = range
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    let status = if from > 0 {
+        format!(
+            "206 Partial Content\r\nContent-Range: bytes {from}-{}/{}",
+            data.len() - 1,
+            data.len()
+        )
+    } else {
+        "200 OK".to_string()
+    };
+    let rest = &data[from..];
+    let cut = st.cuts_left > 0;
+    if cut {
+        st.cuts_left -= 1;
+    }
+    let cut_after = st.cut_after;
+    let lie = st.lie;
+    drop(st);
+    if let Some(lie) = lie {
+        lie_about(conn, lie, rest);
+        return;
+    }
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        rest.len()
+    );
+    if cut {
+        // Part of the body, then the connection drops.
+        write(conn, head, &rest[..cut_after.min(rest.len())]);
+        let _ = conn.flush();
+        let _ = conn.shutdown(std::net::Shutdown::Both);
+    } else {
+        write(conn, head, rest);
+    }
+}
+
+/// Answers a GET as `lie` says, then closes the connection.
+fn lie_about(conn: &mut TcpStream, lie: Lie, data: &[u8]) {
+    const MORE: usize = 64 << 20;
+    let half = &data[..data.len() / 2];
+    let head = match lie {
+        Lie::Endless => "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_string(),
+        Lie::LongerAnnounced => format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            data.len() + MORE
+        ),
+        Lie::ShorterAnnounced => format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            half.len()
+        ),
+        Lie::ShorterChunked => {
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".into()
+        }
+    };
+    let _ = conn.write_all(head.as_bytes());
+    match lie {
+        Lie::Endless | Lie::LongerAnnounced => {
+            let _ = conn.write_all(data);
+            let junk = vec![b'x'; 1 << 20];
+            for _ in 0..MORE >> 20 {
+                if conn.write_all(&junk).is_err() {
+                    break;
+                }
+            }
+        }
+        Lie::ShorterAnnounced => {
+            let _ = conn.write_all(half);
+        }
+        Lie::ShorterChunked => {
+            let _ = write!(conn, "{:x}\r\n", half.len());
+            let _ = conn.write_all(half);
+            let _ = conn.write_all(b"\r\n0\r\n\r\n");
+        }
+    }
+    let _ = conn.flush();
+    let _ = conn.shutdown(std::net::Shutdown::Both);
 }
 
 fn fetch(hub: &Hub, home: &Path, extra: &[&str]) -> std::process::Output {
@@ -333,4 +404,39 @@ stage "s" { dataset "chats"; arrival "concurrency" clients=2; requests 4; }
         "{}",
         text(&o).1
     );
+}
+
+#[test]
+fn a_download_of_another_length_than_announced_is_refused_and_removed() {
+    let data = body();
+    for lie in [
+        Lie::Endless,
+        Lie::LongerAnnounced,
+        Lie::ShorterAnnounced,
+        Lie::ShorterChunked,
+    ] {
+        let hub = Hub::start(data.clone());
+        hub.state.lock().unwrap().lie = Some(lie);
+        let home = tempfile::tempdir().unwrap();
+        let o = fetch(&hub, home.path(), &[]);
+        assert_eq!(o.status.code(), Some(3), "{lie:?}: {}", describe(&o));
+        let err = text(&o).1;
+        assert!(
+            err.contains(&format!("the Hub announced {}", data.len())),
+            "{lie:?}: {err}"
+        );
+        assert!(
+            err.contains("the partial file was removed"),
+            "{lie:?}: {err}"
+        );
+        // Not retried: a server that sends the wrong length is not a broken connection.
+        assert_eq!(hub.state.lock().unwrap().ranges.len(), 1, "{lie:?}");
+        // Nothing left behind: no blob, no `.incomplete`.
+        let blobs = home.path().join("hub/datasets--acme--chats/blobs");
+        let left: Vec<_> = std::fs::read_dir(&blobs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{lie:?}: left behind {left:?}");
+    }
 }

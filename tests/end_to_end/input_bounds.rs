@@ -63,6 +63,49 @@ fn a_scenario_nested_thousands_deep_is_a_diagnostic_not_a_crash() {
 }
 
 #[test]
+fn what_the_kdl_parser_recurses_into_is_a_diagnostic_not_a_crash() {
+    // Each aborted `validate` with a stack overflow (exit 134): blocks behind something the
+    // depth guard's lexer reads as a string or comment while kdl's recovery does not, and
+    // the other things kdl recurses on — a resumption per stray character, a level per token
+    // of a comment.
+    let blocks = format!("\n{}{}", "b { ".repeat(3_000), "}".repeat(3_000));
+    let mut texts: Vec<String> = [
+        "a \"",
+        "a \"1\"2\"3\"4\"5\"6\"7",
+        "a #\"",
+        "a ##\"x\"#",
+        "a \"\"\"",
+        "a \"\\q",
+        "a \"x\\",
+        "/* ",
+        "/* /* */",
+        "/- a \"",
+        "a /- \"",
+        "a (\"",
+    ]
+    .iter()
+    .map(|prefix| format!("{prefix}{blocks}"))
+    .collect();
+    texts.push("}".repeat(30_000));
+    texts.push("=".repeat(30_000));
+    texts.push(format!("/*{}*/", "*a".repeat(20_000)));
+    texts.push(format!("{}{}", "/*".repeat(5_000), "*/".repeat(5_000)));
+    let dir = tempfile::tempdir().unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        let path = scenario(dir.path(), &format!("r{i}.kdl"), t);
+        let o = infermeter(&["validate", path.to_str().unwrap()]);
+        let shown: String = t.chars().take(24).collect();
+        assert_eq!(o.status.code(), Some(2), "{shown:?}: {}", describe(&o));
+        assert!(
+            o.stderr.len() < 256 << 10,
+            "{shown:?}: {} bytes",
+            o.stderr.len()
+        );
+        assert!(text(&o).1.contains(&format!("r{i}.kdl")), "{shown:?}");
+    }
+}
+
+#[test]
 fn a_megabyte_of_garbage_gives_a_bounded_diagnostic() {
     let dir = tempfile::tempdir().unwrap();
     // Printable ASCII, no newline: one 1 MiB line.
@@ -83,6 +126,26 @@ fn a_megabyte_of_garbage_gives_a_bounded_diagnostic() {
     );
     let (_, stderr) = text(&o);
     assert!(stderr.contains("garbage.kdl"), "{stderr}");
+    // Refused before kdl sees it: parsing it could need more stack than the cap.
+    assert!(stderr.contains("too large to parse safely"), "{stderr}");
+}
+
+#[test]
+fn a_long_valid_scenario_is_not_refused_as_too_large() {
+    // Some 40 KB, sixteen times the largest example: well inside the parser's stack cap.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "scenario \"long\"\ntarget \"sim\"\ndataset \"d\" {\n    synthetic {\n        input-tokens 32\n        output-tokens 32\n    }\n}\n",
+    );
+    for i in 0..500 {
+        text.push_str(&format!(
+            "stage \"s{i}\" {{\n    dataset \"d\"\n    arrival \"concurrency\" clients=1\n    requests 1\n}}\n"
+        ));
+    }
+    assert!(text.len() > 40_000, "{}", text.len());
+    let path = scenario(dir.path(), "long.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
 #[test]
@@ -114,6 +177,13 @@ stage "s" {{ dataset "d"; arrival "constant" rate=5; requests 1; }}
     assert!(stderr.contains("mine.md.j2"), "the file: {stderr}");
     assert!(stderr.contains("line 2"), "the line: {stderr}");
     assert!(stderr.contains("s.latncy"), "the name: {stderr}");
+    // A name undefined at the top level: named too, as undefined.
+    std::fs::write(&template, "# report\n{{ nosuch }}\n").unwrap();
+    let o = run(&path, &out, &["--template", template.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(stderr.contains("mine.md.j2, line 2"), "{stderr}");
+    assert!(stderr.contains("`nosuch` is undefined"), "{stderr}");
     assert_eq!(server.connections(), 0, "refused before the run");
 }
 
@@ -140,5 +210,62 @@ fn endless_input_files_are_refused_not_read_to_the_end_of_memory() {
         let o = wait_bounded(child, 60, &args.join(" "));
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
         assert!(text(&o).1.contains("larger than"), "{}", describe(&o));
+    }
+}
+
+/// Whether a thread of process `pid` is named `name` (Linux's `/proc`).
+#[cfg(target_os = "linux")]
+fn has_thread(pid: u32, name: &str) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_fifo_nobody_writes_to_ends_at_the_first_signal_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("s.kdl");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path in a directory this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = dir.path().join("out");
+    let (f, o) = (fifo.to_str().unwrap(), out.to_str().unwrap());
+    for (args, sig) in [
+        (vec!["run", f, "--out", o], libc::SIGINT),
+        (vec!["run", f, "--out", o], libc::SIGTERM),
+        (vec!["validate", f], libc::SIGINT),
+        (vec!["plan", f], libc::SIGINT),
+        // A template that is a FIFO is waited for the same way.
+        (vec!["run", "-", "--out", o, "--template", f], libc::SIGINT),
+    ] {
+        let mut child = command()
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        if args[1] == "-" {
+            let scenario = "dataset \"d\" { synthetic { input-tokens 8; output-tokens 2; } }\n\
+                            stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n";
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), scenario.as_bytes())
+                .unwrap();
+        }
+        // Blocked on the FIFO, on the thread a signal can leave behind.
+        wait_for(60, &format!("{args:?} reading the FIFO"), || {
+            has_thread(child.id(), "input-reader")
+        });
+        signal(&child, sig);
+        let o = wait_bounded(child, 30, &format!("{args:?} after a signal"));
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", describe(&o));
+        assert!(
+            text(&o).1.contains("interrupted"),
+            "{args:?}: {}",
+            describe(&o)
+        );
     }
 }

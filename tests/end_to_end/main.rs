@@ -28,6 +28,7 @@ mod run_cpus;
 mod run_faults;
 mod run_ground_truth;
 mod run_hangs;
+mod run_hostile_http;
 mod run_interrupt;
 mod run_outputs;
 mod run_signals;

@@ -168,6 +168,105 @@ fn import_vllm_round_trips_the_common_flags() {
 }
 
 #[test]
+fn import_vllm_refuses_numbers_that_are_not_finite_or_out_of_range() {
+    // Every numeric flag of the importer: not a number, not finite, or outside what vLLM
+    // takes is exit 2 naming the flag and what it expects, and no scenario is written.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.kdl");
+    for bad in [
+        "--request-rate nan",
+        "--request-rate -inf",
+        "--request-rate NaN",
+        "--request-rate 0",
+        "--request-rate -2",
+        "--burstiness inf",
+        "--burstiness 0",
+        "--max-concurrency 0",
+        "--max-concurrency -1",
+        "--num-prompts 0",
+        "--num-prompts nan",
+        "--port 0",
+        "--port 70000",
+        "--random-input-len 0",
+        "--random-output-len inf",
+        "--random-range-ratio nan",
+        "--random-range-ratio 1",
+        "--random-prefix-len -1",
+        "--seed -1",
+        "--num-warmups 1.5",
+        "--temperature nan",
+        "--temperature -0.5",
+        "--top-p 0",
+        "--top-p 1.5",
+        "--top-k 2.5",
+        "--top-k -2",
+        "--min-p inf",
+        "--frequency-penalty 3",
+        "--presence-penalty -inf",
+        "--repetition-penalty 0",
+        "--goodput ttft:nan",
+        "--goodput e2el:-5",
+        "--goodput tpot:inf",
+        "--dataset-name sharegpt --sharegpt-output-len 0",
+        "--dataset-name custom --dataset-path p.jsonl --custom-output-len nan",
+    ] {
+        let words: Vec<&str> = bad.split(' ').collect();
+        let flag = words[words.len() - 2];
+        let mut args = vec!["import", "vllm", "-o", file.to_str().unwrap(), "--"];
+        args.extend(["--model", "m"]);
+        args.extend(&words);
+        let o = infermeter(&args);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", describe(&o));
+        let (_, err) = text(&o);
+        assert!(err.contains(flag), "{bad}: {err}");
+        assert!(err.contains("expected"), "{bad}: the hint: {err}");
+        assert!(!file.exists(), "{bad}: nothing written");
+    }
+    // `inf` is vLLM's default: every request at once, as many clients as requests.
+    let o = infermeter(&["import", "vllm", "--", "--request-rate", "inf"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o).0.contains("clients=1000"), "{}", text(&o).0);
+}
+
+#[test]
+fn import_vllm_and_validate_refuse_headers_with_line_breaks() {
+    // A CR or LF in a header would be a second header on the wire: refused, naming the
+    // header and the character, never echoing the value (it may be a key).
+    for value in [
+        "Bearer sk-secret\r\nX-Evil: 1",
+        "a\nb",
+        "a\u{7}b",
+        "caf\u{e9}",
+    ] {
+        let header = format!("Authorization={value}");
+        let o = infermeter(&["import", "vllm", "--", "--header", &header]);
+        assert_eq!(o.status.code(), Some(2), "{value:?}: {}", describe(&o));
+        let (out, err) = text(&o);
+        assert!(out.is_empty(), "{value:?}: no scenario: {out}");
+        assert!(err.contains("--header Authorization"), "{err}");
+        assert!(err.contains("one line of printable ASCII"), "{err}");
+        assert!(!err.contains("sk-secret"), "the value is not echoed: {err}");
+    }
+    let o = infermeter(&["import", "vllm", "--", "--header", "X Team=perf"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+
+    // A scenario written by hand is held to the same rule by `validate`.
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::scenario(
+        dir.path(),
+        "h.kdl",
+        r#"
+target "http://127.0.0.1:9/v1" { model "m"; header "X-A" "b\r\nX-Evil: 1"; }
+dataset "d" { synthetic { input-tokens 8; output-tokens 2; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 1; }
+"#,
+    );
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o).1.contains("carriage return"), "{}", text(&o).1);
+}
+
+#[test]
 fn import_vllm_sharegpt_names_the_hub_file_and_closed_loop() {
     let o = infermeter(&[
         "import",
@@ -363,6 +462,33 @@ fn wait_gives_up_on_a_dead_port_and_a_missing_model() {
     );
     let bad = infermeter(&["wait", "127.0.0.1:8000"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn wait_ends_at_its_timeout_whatever_the_interval() {
+    // A server that accepts connections (the kernel completes the handshake) and never
+    // answers: each attempt would last its own 10 s timeout, and the pause 10 minutes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", silent.local_addr().unwrap());
+    let child = command()
+        .args(["wait", &url, "--timeout", "1s", "--interval", "10m"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = crate::support::wait_bounded(child, 120, "wait against a silent server");
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (_, err) = text(&o);
+    // The time it reports waiting: its 1 s timeout, not an attempt's 10 s.
+    let waited: u64 = err
+        .split("was not ready after ")
+        .nth(1)
+        .and_then(|r| r.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(waited < 10, "waited {waited}s for a 1s timeout: {err}");
+    assert!(err.contains("no attempt was answered"), "{err}");
+    drop(silent);
 }
 
 #[test]

@@ -1,134 +1,235 @@
-//! The intended structure, held against the code (see docs/architecture.md): no two folders of
-//! `src/` import each other, and no import breaks an arrow that must never exist. An import is
-//! any `crate::X` path outside comments and test modules.
+//! The intended structure, held against the code. docs/architecture.md is the source: its
+//! table of parts says which part every folder and top-level file of `src/` is, its table of
+//! arrows that must never exist says what no part may import. The imports are the code's
+//! own (`architecture/imports.rs` reads them with syn, test modules aside), and:
+//! every folder is on a part, no import is a never-arrow, no two folders import each other,
+//! and no files import each other in a circle.
+
+mod imports;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// Folder (or top-level file) → the folders its code names, with one file that does.
-fn imports() -> BTreeMap<String, BTreeMap<String, String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(&src).unwrap();
-            let name = rel.to_string_lossy().into_owned();
-            if name.ends_with("_tests.rs") || name.ends_with("/tests.rs") {
-                continue;
-            }
-            let top = rel
-                .components()
-                .next()
-                .unwrap()
-                .as_os_str()
-                .to_string_lossy();
-            let top = top.trim_end_matches(".rs").to_string();
-            let text = std::fs::read_to_string(&path).unwrap();
-            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
-            for line in code.lines() {
-                let line = line.split("//").next().unwrap();
-                for (i, _) in line.match_indices("crate::") {
-                    let rest = &line[i + 7..];
-                    let names: Vec<&str> = match rest.strip_prefix('{') {
-                        // `use crate::{a::X, b};` on one line.
-                        Some(group) => group
-                            .split(['}', ','])
-                            .map(|s| s.trim().split("::").next().unwrap_or(""))
-                            .collect(),
-                        None => vec![
-                            rest.split(|c: char| !c.is_alphanumeric() && c != '_')
-                                .next()
-                                .unwrap(),
-                        ],
-                    };
-                    for dst in names {
-                        if !dst.is_empty() && dst != top && dst != "self" {
-                            out.entry(top.clone())
-                                .or_default()
-                                .entry(dst.to_string())
-                                .or_insert_with(|| name.clone());
-                        }
-                    }
-                }
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every import between two files of `src/`, read once for all the tests here.
+fn imports() -> &'static imports::Imports {
+    static IMPORTS: OnceLock<imports::Imports> = OnceLock::new();
+    IMPORTS.get_or_init(|| imports::Crate::read(&src()).imports())
+}
+
+/// The folder (or top-level file) of `src/` a file is in: `runner` for `runner/stage.rs`,
+/// `units` for `units.rs`, `protocol` for both `protocol.rs` and `protocol/api.rs`.
+fn unit(file: &str) -> &str {
+    let first = file.split('/').next().unwrap();
+    first.strip_suffix(".rs").unwrap_or(first)
+}
+
+/// docs/architecture.md's text, and the table that starts with the header `header`: its
+/// rows, each a list of cells.
+fn doc_table(header: &str) -> Vec<Vec<String>> {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let text = std::fs::read_to_string(doc).unwrap();
+    let start = text
+        .find(header)
+        .unwrap_or_else(|| panic!("docs/architecture.md has no table `{header}`"));
+    text[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells = l.trim().trim_matches('|').split(" | ");
+            cells.map(|c| c.trim().to_string()).collect()
+        })
+        .collect()
+}
+
+/// Unit → part, from the table of parts (every `src/…` in a row's second cell).
+fn parts() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for row in doc_table("| part | folders | owns |") {
+        for entry in row[1].split('`').filter(|s| s.starts_with("src/")) {
+            let name = entry.trim_start_matches("src/").trim_end_matches('/');
+            let unit = name.strip_suffix(".rs").unwrap_or(name).to_string();
+            if let Some(other) = out.insert(unit.clone(), row[0].clone())
+                && other != row[0]
+            {
+                panic!("src/{name} is on two parts: {other} and {}", row[0]);
             }
         }
     }
     out
 }
 
+/// The arrows (part → part) that must never exist.
+fn nevers() -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for row in doc_table("| never | because |") {
+        for arrow in row[0].split(", ") {
+            let (from, to) = arrow
+                .split_once(" → ")
+                .unwrap_or_else(|| panic!("`{arrow}` is not `Part → Part`"));
+            out.insert((from.to_string(), to.to_string()));
+        }
+    }
+    out
+}
+
 #[test]
-fn no_two_folders_import_each_other() {
-    let deps = imports();
-    let mut mutual = BTreeSet::new();
-    for (a, targets) in &deps {
-        for (b, file) in targets {
-            if let Some(back) = deps.get(b).and_then(|t| t.get(a)) {
-                let (x, y) = if a < b { (a, b) } else { (b, a) };
-                mutual.insert(format!("{x} ⇄ {y} ({file}, {back})"));
+fn every_folder_is_on_a_part() {
+    let parts = parts();
+    let mut unmapped = Vec::new();
+    let mut units = BTreeSet::new();
+    for entry in std::fs::read_dir(src()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() || name.ends_with(".rs") {
+            let unit = name.strip_suffix(".rs").unwrap_or(&name).to_string();
+            if !parts.contains_key(&unit) {
+                unmapped.push(format!("src/{name}"));
             }
+            units.insert(unit);
         }
     }
     assert!(
-        mutual.is_empty(),
-        "folders importing each other: {mutual:?}"
+        unmapped.is_empty(),
+        "on no part of docs/architecture.md's table of parts: {unmapped:?}"
     );
+    let stale: Vec<_> = parts.keys().filter(|u| !units.contains(*u)).collect();
+    assert!(
+        stale.is_empty(),
+        "docs/architecture.md names what src/ lacks: {stale:?}"
+    );
+    let names: BTreeSet<&String> = parts.values().collect();
+    for (from, to) in nevers() {
+        assert!(
+            names.contains(&from) && names.contains(&to),
+            "never {from} → {to}: not parts"
+        );
+    }
 }
 
 #[test]
 fn no_never_arrow_exists() {
-    // The whiteboard's parts, by folder.
-    let part = |folder: &str| -> &'static str {
-        match folder {
-            "cli" | "main" => "Face",
-            "scenario" => "Scenario",
-            "plan" | "arrival" | "dataset" => "Plan",
-            "hooks" => "Hooks",
-            "runner" | "client" => "Runner",
-            "metrics" => "Metrics",
-            "sla" => "Sla",
-            "telemetry" => "Telemetry",
-            "report" => "Report",
-            "sim" => "Sim",
-            _ => "",
+    let (parts, nevers) = (parts(), nevers());
+    let part = |file: &str| parts.get(unit(file)).cloned().unwrap_or_default();
+    let broken: Vec<String> = imports()
+        .iter()
+        .filter(|((a, b), _)| nevers.contains(&(part(a), part(b))))
+        .map(|((a, b), how)| format!("{} → {}: src/{a} names {how}", part(a), part(b)))
+        .collect();
+    assert!(broken.is_empty(), "never-arrows: {broken:#?}");
+}
+
+#[test]
+fn no_two_folders_import_each_other() {
+    let mut arrows: BTreeMap<(&str, &str), (&str, &str)> = BTreeMap::new();
+    for ((a, b), how) in imports() {
+        if unit(a) != unit(b) {
+            arrows.entry((unit(a), unit(b))).or_insert((a, how));
         }
+    }
+    let mutual: Vec<String> = arrows
+        .iter()
+        .filter(|((x, y), _)| x < y)
+        .filter_map(|((x, y), (a, how))| {
+            let (b, back) = arrows.get(&(*y, *x))?;
+            Some(format!(
+                "{x} ⇄ {y}: src/{a} names {how}, src/{b} names {back}"
+            ))
+        })
+        .collect();
+    assert!(
+        mutual.is_empty(),
+        "folders importing each other: {mutual:#?}"
+    );
+}
+
+#[test]
+fn no_files_import_each_other_in_a_circle() {
+    let edges = imports();
+    let circles: Vec<Vec<String>> = circles(edges.keys())
+        .into_iter()
+        .map(|files| {
+            let within = |f: &String| files.contains(&format!("src/{f}"));
+            let arrows = edges.iter().filter(|((a, b), _)| within(a) && within(b));
+            arrows
+                .map(|((a, b), how)| format!("src/{a} → src/{b} ({how})"))
+                .collect()
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles between files (move what both need into a file of its own): {circles:#?}"
+    );
+}
+
+/// Every set of files that import each other, directly or round a circle (the strongly
+/// connected components of more than one file, by Tarjan's algorithm), each as its files.
+fn circles<'a>(edges: impl Iterator<Item = &'a (String, String)>) -> Vec<Vec<String>> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (a, b) in edges {
+        next.entry(a).or_default().push(b);
+        next.entry(b).or_default();
+    }
+    let mut t = Tarjan {
+        next: &next,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
     };
-    let never = [
-        ("Scenario", "Runner"),
-        ("Scenario", "Report"),
-        ("Plan", "Runner"),
-        ("Plan", "Report"),
-        ("Runner", "Scenario"),
-        ("Runner", "Report"),
-        ("Metrics", "Runner"),
-        ("Metrics", "Report"),
-        ("Sla", "Report"),
-        ("Report", "Runner"),
-        ("Sim", "Runner"),
-        ("Sim", "Report"),
-        ("Scenario", "Face"),
-        ("Runner", "Face"),
-        ("Report", "Face"),
-    ];
-    let mut broken = Vec::new();
-    for (a, targets) in imports() {
-        for (b, file) in targets {
-            let arrow = (part(&a), part(&b));
-            if never.contains(&arrow) {
-                broken.push(format!(
-                    "{} → {} ({file} names crate::{b})",
-                    arrow.0, arrow.1
-                ));
+    for node in next.keys() {
+        if !t.index.contains_key(node) {
+            t.visit(node);
+        }
+    }
+    t.out
+}
+
+struct Tarjan<'a> {
+    next: &'a BTreeMap<&'a str, Vec<&'a str>>,
+    index: BTreeMap<&'a str, usize>,
+    low: BTreeMap<&'a str, usize>,
+    stack: Vec<&'a str>,
+    on_stack: BTreeSet<&'a str>,
+    out: Vec<Vec<String>>,
+}
+
+impl<'a> Tarjan<'a> {
+    fn visit(&mut self, node: &'a str) {
+        let i = self.index.len();
+        self.index.insert(node, i);
+        self.low.insert(node, i);
+        self.stack.push(node);
+        self.on_stack.insert(node);
+        for &to in &self.next[node] {
+            if !self.index.contains_key(to) {
+                self.visit(to);
+                let low = self.low[node].min(self.low[to]);
+                self.low.insert(node, low);
+            } else if self.on_stack.contains(to) {
+                let low = self.low[node].min(self.index[to]);
+                self.low.insert(node, low);
+            }
+        }
+        if self.low[node] == self.index[node] {
+            let mut component = Vec::new();
+            while let Some(top) = self.stack.pop() {
+                self.on_stack.remove(top);
+                component.push(format!("src/{top}"));
+                if top == node {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                self.out.push(component);
             }
         }
     }
-    assert!(broken.is_empty(), "never-arrows: {broken:?}");
 }

@@ -34,9 +34,9 @@ fn problems(text: &str) -> String {
 #[test]
 fn target_run_settings_parse_and_leave_the_plan_hash_alone() {
     let plain = parse(r#"target "http://127.0.0.1:8000/v1""#).unwrap();
-    assert_eq!(plain.target.max_event_bytes, 1 << 20);
-    assert!(!plain.target.cache_salt);
-    assert_eq!(plain.target.reset_cache, None);
+    assert_eq!(plain.target.run.max_event_bytes, 1 << 20);
+    assert!(!plain.target.run.cache_salt);
+    assert_eq!(plain.target.run.reset_cache, None);
     let full = parse(
         r#"target "http://127.0.0.1:8000/v1" {
             max-event-size "256KiB"
@@ -45,18 +45,18 @@ fn target_run_settings_parse_and_leave_the_plan_hash_alone() {
         }"#,
     )
     .unwrap();
-    assert_eq!(full.target.max_event_bytes, 256 * 1024);
-    assert!(full.target.cache_salt);
-    assert_eq!(full.target.reset_cache, Some(CacheReset::LlamaCpp));
+    assert_eq!(full.target.run.max_event_bytes, 256 * 1024);
+    assert!(full.target.run.cache_salt);
+    assert_eq!(full.target.run.reset_cache, Some(CacheReset::LlamaCpp));
     for (text, bytes) in [("2MB", 2_000_000), ("4096", 4096), ("1.5KiB", 1536)] {
         let s = parse(&format!(
             "target \"http://h/v1\" {{ max-event-size \"{text}\"; }}"
         ))
         .unwrap();
-        assert_eq!(s.target.max_event_bytes, bytes, "{text}");
+        assert_eq!(s.target.run.max_event_bytes, bytes, "{text}");
     }
     let s = parse("target \"sim\" { max-event-size 65536; }").unwrap();
-    assert_eq!(s.target.max_event_bytes, 65536);
+    assert_eq!(s.target.run.max_event_bytes, 65536);
     // How the run measures is not the workload: the plan hashes the same.
     let hash = |s| infermeter::plan::compile(&s).unwrap().hash;
     assert_eq!(hash(plain), hash(full));

@@ -7,6 +7,8 @@ mod support;
 
 mod architecture;
 mod chunk_props;
+mod client_head_corpus;
+mod client_hostile;
 mod client_transcripts;
 mod engine_settings;
 mod metrics_vocabulary;

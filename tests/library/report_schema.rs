@@ -160,3 +160,14 @@ fn drop_added(written: &mut serde_json::Value, orig: &serde_json::Value) {
         _ => {}
     }
 }
+
+#[test]
+fn a_version_2_result_loads_as_it_was() {
+    // Version 3 only added the error kind `protocol`: a version-2 file needs no migration.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results/v2.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["schema_version"] = 2.into();
+    let old: Results = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(serde_json::to_value(migrate(old)).unwrap(), v);
+}

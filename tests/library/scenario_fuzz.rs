@@ -1,8 +1,11 @@
 //! Regressions for the scenario fuzzer (`fuzz/fuzz_targets/parse_scenario.rs`): the inputs
 //! that crashed the parser, or that would flood a terminal, checked the way the fuzz target
 //! checks every input — Ok or Err, spans inside the text, a diagnostic that renders, bounded.
+//! The corpus the fuzzer grew (`fuzz/corpus/parse_scenario/`, kept minimised in the
+//! repository) is replayed here too, so `cargo test` holds every input it ever found
+//! interesting without the nightly toolchain `cargo fuzz` needs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use infermeter::scenario::{MAX_DEPTH, MAX_PROBLEMS, parse_str};
 use miette::{GraphicalReportHandler, GraphicalTheme};
@@ -82,5 +85,31 @@ fn long_garbage_lines_give_bounded_diagnostics() {
         format!("a b=\"{}", "\u{2028}".repeat(1000)),
     ] {
         check(&text);
+    }
+}
+
+#[test]
+fn the_fuzz_corpus_replays_clean() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/parse_scenario");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("fuzz/corpus/parse_scenario exists")
+        .map(|e| e.expect("readable entry").path())
+        .collect();
+    files.sort();
+    // A corpus lost to a .gitignore or a careless cmin would pass vacuously.
+    assert!(
+        files.len() >= 100,
+        "{} files in {}",
+        files.len(),
+        dir.display()
+    );
+    for path in &files {
+        let bytes = std::fs::read(path).expect("readable");
+        // What libfuzzer-sys hands a `&str` target: the input's longest UTF-8 prefix.
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("a UTF-8 prefix"),
+        };
+        check(text);
     }
 }

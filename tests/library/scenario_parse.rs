@@ -58,9 +58,9 @@ fn defaults_apply() {
     let s = parse(&with_stage("\"poisson\" rate=5"));
     assert_eq!(s.name, "t");
     assert_eq!(s.seed, 0);
-    assert_eq!(s.target.api, Api::Chat);
-    assert_eq!(s.target.timeout, Duration::from_millis(60_000));
-    assert!(s.target.ignore_eos);
+    assert_eq!(s.target.request.api, Api::CHAT);
+    assert_eq!(s.target.request.timeout, Duration::from_millis(60_000));
+    assert!(s.target.request.ignore_eos);
     assert!(matches!(&s.target.endpoint, Endpoint::Sim(c) if *c == Default::default()));
     assert_eq!(s.tokenizer, TokenizerSpec::Cl100kBase);
     assert!(s.warmup.is_none() && s.goodput.is_none() && s.sla.is_empty());
@@ -129,7 +129,7 @@ fn every_arrival_form() {
         arrival("\"gamma\" rate=4 burstiness=0.5"),
         ArrivalSpec::Gamma {
             rate: rate(4.0),
-            burstiness: 0.5
+            burstiness: infermeter::units::Burstiness::new(0.5).unwrap()
         }
     );
     assert_eq!(
@@ -161,7 +161,7 @@ fn params_substitute_their_defaults() {
         s.stages[0].limit,
         StageLimit::Duration(Duration::from_millis(10_000))
     );
-    assert!(!s.target.ignore_eos);
+    assert!(!s.target.request.ignore_eos);
     assert_eq!(s.params["scale"], ParamValue::Float(1.5));
 }
 
@@ -187,7 +187,7 @@ fn overrides_are_parsed_by_the_default_type() {
         s.stages[0].limit,
         StageLimit::Duration(Duration::from_millis(120_000))
     );
-    assert!(s.target.ignore_eos);
+    assert!(s.target.request.ignore_eos);
     assert_eq!(s.params["rate"], ParamValue::Int(40));
     assert_eq!(s.params["scale"], ParamValue::Float(3.0));
 }
@@ -233,8 +233,8 @@ fn sim_target_collects_simulator_settings() {
     assert_eq!(cfg.decode_base, Duration::from_millis(4));
     assert_eq!(cfg.max_running, 8);
     assert_eq!(cfg.model, "m");
-    assert_eq!(s.target.model.as_deref(), Some("m"));
-    assert_eq!(s.target.timeout, Duration::from_millis(5000));
+    assert_eq!(s.target.request.model.as_deref(), Some("m"));
+    assert_eq!(s.target.request.timeout, Duration::from_millis(5000));
 }
 
 #[test]
@@ -250,15 +250,15 @@ fn url_target_reads_every_setting() {
     ));
     let t = &s.target;
     assert!(matches!(&t.endpoint, Endpoint::Url(u) if u.value == "http://h:1/v1"));
-    assert_eq!(t.api, Api::Completions);
-    assert_eq!(t.api_key_env.as_deref(), Some("KEY"));
+    assert_eq!(t.request.api, Api::COMPLETIONS);
+    assert_eq!(t.request.api_key_env.as_deref(), Some("KEY"));
     assert_eq!(
-        t.headers,
+        t.request.headers,
         vec![("A".into(), "1".into()), ("B".into(), "2".into())]
     );
-    assert_eq!(t.extra_body["temperature"], serde_json::json!(0.5));
-    assert_eq!(t.extra_body["n"], serde_json::json!(2));
-    assert_eq!(t.extra_body["echo"], serde_json::json!(false));
+    assert_eq!(t.request.extra_body["temperature"], serde_json::json!(0.5));
+    assert_eq!(t.request.extra_body["n"], serde_json::json!(2));
+    assert_eq!(t.request.extra_body["echo"], serde_json::json!(false));
     assert_eq!(
         s.tokenizer,
         TokenizerSpec::File("dir/tokenizer.json".into())

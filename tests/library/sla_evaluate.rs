@@ -58,7 +58,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "sim".into(),
-            api: infermeter::protocol::Api::Chat,
+            api: infermeter::protocol::Api::CHAT,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

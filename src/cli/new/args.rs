@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 
-use super::ApiArg;
 use crate::app::{Data, Length, parse_dataset, parse_length};
+use crate::protocol::{Api, REGISTRY};
 use crate::units;
 
 #[derive(Debug, Args)]
@@ -24,8 +25,8 @@ pub struct NewArgs {
     pub model: Option<String>,
 
     /// Which API to call.
-    #[arg(long, value_enum, default_value = "chat")]
-    pub api: ApiArg,
+    #[arg(long, value_parser = api_parser(), default_value_t = Api::default())]
+    pub api: Api,
 
     /// Open loop: requests per second, Poisson arrivals (vLLM's --request-rate) [default: 5].
     #[arg(long, value_name = "RATE", conflicts_with = "concurrency")]
@@ -33,7 +34,7 @@ pub struct NewArgs {
 
     /// Gamma arrivals instead of Poisson: < 1 burstier, > 1 more regular (vLLM's --burstiness).
     #[arg(long, value_name = "B")]
-    pub burstiness: Option<f64>,
+    pub burstiness: Option<units::Burstiness>,
 
     /// Closed loop: this many clients, each sending its next request when its last one ends
     /// (vLLM's --max-concurrency without a rate).
@@ -81,4 +82,13 @@ pub struct NewArgs {
     /// Overwrite FILE when it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--api`: the registered API kinds, each with its path as help.
+fn api_parser() -> impl TypedValueParser<Value = Api> {
+    let names = REGISTRY
+        .iter()
+        .map(|a| PossibleValue::new(a.as_str()).help(a.path()));
+    // The parser accepts only registered names.
+    PossibleValuesParser::new(names).map(|name| Api::from_name(&name).unwrap_or_default())
 }

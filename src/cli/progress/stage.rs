@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::ProgressMode;
+use super::mode::ProgressMode;
 use crate::app::StageProgress;
 
 pub(super) struct Progress {

@@ -1,0 +1,81 @@
+//! How a latency is recorded (a histogram of microseconds with fixed bounds, so recording never
+//! reallocates) and read back as a [`Dist`] in milliseconds, with its confidence intervals.
+//! The stage, its turns and the server's attribution all record so.
+
+use hdrhistogram::Histogram;
+
+use super::dist::Dist;
+use super::intervals::{sample_intervals, sample_intervals_of};
+use super::latency::{LatencyMetric, Sample};
+
+/// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
+/// bounds mean recording never reallocates.
+const MAX_US: u64 = 86_400_000_000;
+
+/// A latency histogram as every stage and turn metric records it (µs, 3 significant digits).
+pub(super) fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+pub(super) fn small_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 2).expect("valid histogram bounds")
+}
+
+pub(super) fn us(ns: u64) -> u64 {
+    ns / 1_000
+}
+
+/// A histogram of microseconds as a distribution in milliseconds.
+pub fn dist(h: &Histogram<u64>) -> Dist {
+    if h.is_empty() {
+        return Dist::default();
+    }
+    let ms = |v: u64| v as f64 / 1e3;
+    Dist {
+        count: h.len(),
+        p50: ms(h.value_at_quantile(0.50)),
+        p90: ms(h.value_at_quantile(0.90)),
+        p95: ms(h.value_at_quantile(0.95)),
+        p99: ms(h.value_at_quantile(0.99)),
+        p999: ms(h.value_at_quantile(0.999)),
+        max: ms(h.max()),
+        min: ms(h.min()),
+        mean: h.mean() / 1e3,
+        intervals: None,
+    }
+}
+
+/// Records what one request contributes to a latency metric (see [`LatencyMetric::measure`]).
+pub(super) fn record(h: &mut Histogram<u64>, sample: Sample<'_>) {
+    match sample {
+        Sample::None => {}
+        Sample::Ns(ns) => h.saturating_record(us(ns)),
+        Sample::GapsUs(gaps) => {
+            for &gap in gaps {
+                h.saturating_record(u64::from(gap));
+            }
+        }
+    }
+}
+
+/// A latency metric's distribution with its confidence intervals, from its histogram and the
+/// stage's successful requests: a clustered metric's samples (ITL's gaps) come many to a
+/// request and move together, so its intervals count requests.
+pub fn metric_dist(metric: LatencyMetric, h: &Histogram<u64>, confidence: f64, ok: u64) -> Dist {
+    if metric.spec().clustered {
+        Dist {
+            intervals: sample_intervals_of(h, confidence, ok),
+            ..dist(h)
+        }
+    } else {
+        dist_with_intervals(h, confidence)
+    }
+}
+
+/// [`dist`] with the confidence intervals of its percentiles and mean.
+pub fn dist_with_intervals(h: &Histogram<u64>, confidence: f64) -> Dist {
+    Dist {
+        intervals: sample_intervals(h, confidence),
+        ..dist(h)
+    }
+}

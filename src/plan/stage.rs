@@ -1,0 +1,157 @@
+//! One stage of the scenario as one [`StagePlan`]: its load (closed-loop clients, a
+//! concurrency ramp, or an open-loop schedule drawn once to count it) and its limits. Sweeps
+//! and searches (`profile.rs`) plan each of their points through it.
+
+use crate::arrival::{self, ArrivalSpec, Horizon};
+use crate::scenario::{StageLimit, StageSpec};
+use crate::units::Duration;
+
+use super::seed::arrival_rng;
+use super::{Load, PlanError, Schedule, StagePlan};
+
+/// Draws an open-loop schedule once to count it; an error when it schedules nothing.
+pub(super) fn drawn_schedule(
+    arrival: &ArrivalSpec,
+    horizon: Horizon,
+    seed: u64,
+    stage: &str,
+    detail: impl FnOnce() -> String,
+) -> Result<Schedule, PlanError> {
+    let extent = arrival::extent(arrival, horizon, arrival_rng(seed))
+        .map_err(|source| PlanError::Arrival {
+            stage: stage.to_string(),
+            source,
+        })?
+        .filter(|e| e.count > 0)
+        .ok_or_else(|| PlanError::NoArrivals {
+            stage: stage.to_string(),
+            detail: detail(),
+        })?;
+    Ok(Schedule::Drawn {
+        horizon,
+        count: extent.count,
+        last_ns: extent.last_ns,
+    })
+}
+
+pub(super) fn bad_stage(who: &str, reason: &str) -> PlanError {
+    PlanError::BadStage {
+        stage: who.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// `(max_requests, duration)` of a closed-loop stage.
+pub(super) fn closed_limits(
+    who: &str,
+    limit: StageLimit,
+) -> Result<(Option<u64>, Option<Duration>), PlanError> {
+    match limit {
+        StageLimit::Requests(0) => Err(bad_stage(who, "`requests 0` sends nothing; use ≥ 1")),
+        StageLimit::Requests(n) => Ok((Some(n), None)),
+        StageLimit::Duration(d) if d == Duration::ZERO => {
+            Err(bad_stage(who, "a duration of 0s sends nothing"))
+        }
+        StageLimit::Duration(d) => Ok((None, Some(d))),
+    }
+}
+
+pub(super) fn stage_plan(
+    spec: &StageSpec,
+    dataset: usize,
+    seed: u64,
+    drain_default: Duration,
+) -> Result<StagePlan, PlanError> {
+    let name = spec.name.value.clone();
+    let who = format!("stage `{name}`");
+    let arrival = &spec.arrival.value;
+    let (load, max_requests, duration) = match arrival {
+        ArrivalSpec::Trace { .. } => {
+            return Err(bad_stage(&who, "a trace replay needs its data set"));
+        }
+        ArrivalSpec::Concurrency { clients } => {
+            if *clients == 0 {
+                return Err(bad_stage(&who, "concurrency needs at least 1 client"));
+            }
+            let (max, dur) = closed_limits(&who, spec.limit)?;
+            (
+                Load::Closed {
+                    clients: *clients,
+                    ramp: None,
+                },
+                max,
+                dur,
+            )
+        }
+        ArrivalSpec::RampConcurrency {
+            from,
+            to,
+            over,
+            steps,
+        } => {
+            if *from == 0 || to <= from {
+                return Err(bad_stage(
+                    &who,
+                    "a concurrency ramp needs 1 ≤ from < to clients",
+                ));
+            }
+            let (max, dur) = closed_limits(&who, spec.limit)?;
+            let ramp = crate::arrival::ClientRamp {
+                from: *from,
+                to: *to,
+                over: *over,
+                steps: *steps,
+            };
+            (
+                Load::Closed {
+                    clients: *to,
+                    ramp: Some(ramp),
+                },
+                max,
+                dur,
+            )
+        }
+        ArrivalSpec::Constant { rate }
+        | ArrivalSpec::Poisson { rate }
+        | ArrivalSpec::Gamma { rate, .. }
+        | ArrivalSpec::Ramp { from: rate, .. } => {
+            let horizon = match spec.limit {
+                StageLimit::Requests(0) => {
+                    return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
+                }
+                StageLimit::Requests(n) => Horizon::Count(n),
+                StageLimit::Duration(d) => Horizon::Within(d),
+            };
+            let over = match spec.limit {
+                StageLimit::Duration(d) => d,
+                StageLimit::Requests(_) => Duration::ZERO,
+            };
+            let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
+                format!("rate {rate} over {over}")
+            })?;
+            let duration = match spec.limit {
+                StageLimit::Duration(d) => Some(d),
+                StageLimit::Requests(_) => None,
+            };
+            let count = schedule.count();
+            let load = Load::Open {
+                arrival: arrival.clone(),
+                schedule,
+            };
+            (load, Some(count), duration)
+        }
+    };
+    Ok(StagePlan {
+        name,
+        dataset,
+        seed,
+        load,
+        max_requests,
+        duration,
+        drain_timeout: spec.drain_timeout.unwrap_or(drain_default),
+        profile: None,
+        first_item: 0,
+        rounds: 1,
+        slice: Default::default(),
+    })
+}

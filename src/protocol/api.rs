@@ -1,0 +1,92 @@
+//! What an API kind is: the [`ApiKind`] trait each API's file implements, and [`Api`], the
+//! small copyable handle to one registered kind that scenarios, plans, results and the client
+//! carry. The registry itself, and everything that reads it (names, parsing, the JSON Schema),
+//! is in `protocol.rs`.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use super::body::Request;
+use super::chunk::{ChunkError, Event};
+
+/// One API a target may speak: everything about it that is not the same for every API. Each
+/// implementation is one file beside this one, registered once in [`super::REGISTRY`]; the
+/// simulator's side of it is a file of its own under `src/sim/`, found by [`name`](Self::name).
+pub trait ApiKind: Send + Sync + 'static {
+    /// The name a scenario writes (`api "chat"`), `--api` takes and results record.
+    fn name(&self) -> &'static str;
+
+    /// What is posted where, one line: the JSON Schema's description of the name.
+    fn help(&self) -> &'static str;
+
+    /// The path below the base URL requests are posted to (`/chat/completions`).
+    fn path(&self) -> &'static str;
+
+    /// Whether a request carries a conversation (roles, several messages): multi-turn
+    /// sessions and data set lines with `messages` need one.
+    fn conversation(&self) -> bool;
+
+    /// Tokens a server may add around one request's prompt (a chat template, a BOS token)
+    /// before its prompt count is taken to disagree with ours.
+    fn template_tokens(&self) -> u32;
+
+    /// Writes one request's JSON body. Off the hot path (a request's body is built while it
+    /// waits for its send time), but once per request: write bytes, build no JSON tree.
+    fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>);
+
+    /// Decodes one streamed event's data: what it carries, or that the stream is over. Once
+    /// per event on the hot path: borrow from `data`, allocate nothing.
+    fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError>;
+}
+
+/// A registered API kind: `Copy`, compared and hashed by name, serialised as its name.
+#[derive(Clone, Copy)]
+pub struct Api(&'static dyn ApiKind);
+
+impl Api {
+    /// A handle to `kind`: how `protocol.rs` lists the registry.
+    pub(super) const fn of(kind: &'static dyn ApiKind) -> Api {
+        Api(kind)
+    }
+
+    /// What the API does, through its trait.
+    pub fn kind(self) -> &'static dyn ApiKind {
+        self.0
+    }
+
+    /// The name a scenario writes (`api "completions"`) and results record.
+    pub fn as_str(self) -> &'static str {
+        self.0.name()
+    }
+
+    /// The path below the base URL this API posts to.
+    pub fn path(self) -> &'static str {
+        self.0.path()
+    }
+}
+
+impl PartialEq for Api {
+    fn eq(&self, other: &Api) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Api {}
+
+impl Hash for Api {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.as_str().hash(h);
+    }
+}
+
+impl fmt::Debug for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Api({})", self.as_str())
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

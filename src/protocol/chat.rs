@@ -1,0 +1,66 @@
+//! `api "chat"`: OpenAI's chat completions, `POST {base}/chat/completions` with `messages`,
+//! streamed as `chat.completion.chunk` events (see `chunk.rs`). The default API.
+
+use super::api::ApiKind;
+use super::body::{self, PromptRef, Request};
+use super::chunk::{self, ChunkError, Event};
+
+/// The chat completions API.
+pub struct Chat;
+
+impl ApiKind for Chat {
+    fn name(&self) -> &'static str {
+        "chat"
+    }
+
+    fn help(&self) -> &'static str {
+        "`POST {base}/chat/completions` with `messages`."
+    }
+
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+
+    fn conversation(&self) -> bool {
+        true
+    }
+
+    /// A chat template's role markers and separators around one message, generously.
+    fn template_tokens(&self) -> u32 {
+        16
+    }
+
+    /// `{"model","messages":[{"role","content"}…],"max_tokens","stream",…}`; a text prompt is
+    /// one user message.
+    fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
+        body::open(out, req.model);
+        match req.prompt {
+            PromptRef::Text(t) => {
+                out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
+                body::json_str(out, t);
+                out.extend_from_slice(b"}]");
+            }
+            PromptRef::Messages(m) => {
+                out.extend_from_slice(b",\"messages\":[");
+                for (i, m) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"role\":");
+                    body::json_str(out, m.role);
+                    out.extend_from_slice(b",\"content\":");
+                    body::json_str(out, m.content);
+                    out.push(b'}');
+                }
+                out.push(b']');
+            }
+        }
+        body::streamed_generation(out, req);
+    }
+
+    /// OpenAI chunks (`choices[0].delta.content`, `delta.reasoning_content`), ended by
+    /// `[DONE]`.
+    fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
+        chunk::openai_event(data)
+    }
+}

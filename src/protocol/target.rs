@@ -1,0 +1,117 @@
+//! What a target's requests carry and how a run treats them: the settings a scenario's
+//! `target { … }` states once and the plan carries as they are. `scenario::Target` and
+//! `plan::TargetPlan` are these two plus the endpoint, each in its own stage's terms.
+//! The cache reset a run may ask for and the default bound on one event live here too.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Api;
+use crate::units::Duration;
+
+/// What every request to the target carries: the workload's side of the target, in the
+/// plan's JSON and hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestSettings {
+    pub api: Api,
+    /// Model name sent in every request. Default: the simulator's model, or for a URL target
+    /// the first model `/v1/models` lists (resolved by the runner, recorded in the result).
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key. The key itself is never stored.
+    pub api_key_env: Option<String>,
+    /// Per-request timeout. Default 60s.
+    pub timeout: Duration,
+    /// Extra HTTP headers, in file order.
+    pub headers: Vec<(String, String)>,
+    /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
+    pub extra_body: BTreeMap<String, serde_json::Value>,
+    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
+    pub ignore_eos: bool,
+}
+
+impl Default for RequestSettings {
+    fn default() -> Self {
+        RequestSettings {
+            api: Api::default(),
+            model: None,
+            api_key_env: None,
+            timeout: Duration(std::time::Duration::from_secs(60)),
+            headers: Vec::new(),
+            extra_body: BTreeMap::new(),
+            ignore_eos: true,
+        }
+    }
+}
+
+/// A target's settings that change how a run is carried out but not the workload: kept out
+/// of the plan's JSON and hash (like a stage's `rounds`), so that runs with and without them
+/// compare as the same workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RunSettings {
+    /// `max-event-size`: the most bytes one SSE event may take (default 1 MiB); a larger one
+    /// fails its request as `malformed`.
+    pub max_event_bytes: u64,
+    /// `cache-salt #true`: start every prompt with a few words drawn afresh for each run, so
+    /// a server's prompt cache cannot serve a rerun's prompts (the plan's hash is unchanged).
+    pub cache_salt: bool,
+    /// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`: ask the server to drop its prompt
+    /// cache before the warm-up and before each stage (and round).
+    pub reset_cache: Option<CacheReset>,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            cache_salt: false,
+            reset_cache: None,
+        }
+    }
+}
+
+/// The default `max-event-size` of a target: an OpenAI chunk is a few hundred bytes, a final
+/// chunk with usage and timings about a kilobyte, a chunk with top log-probabilities a few
+/// kilobytes.
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 1 << 20;
+
+/// How to ask a server to drop its prompt (prefix) cache: `reset-cache "…"` in a target. Each
+/// engine has its own endpoint at the server's root (not below `/v1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheReset {
+    /// Try vLLM's, then SGLang's, then llama.cpp's endpoint; keep the first that answers.
+    Auto,
+    /// `POST /reset_prefix_cache` (needs `VLLM_SERVER_DEV_MODE=1` on the server).
+    Vllm,
+    /// `POST /flush_cache`.
+    Sglang,
+    /// `POST /slots/{id}?action=erase` for every slot `GET /props` counts.
+    LlamaCpp,
+}
+
+impl CacheReset {
+    /// The name a scenario writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheReset::Auto => "auto",
+            CacheReset::Vllm => "vllm",
+            CacheReset::Sglang => "sglang",
+            CacheReset::LlamaCpp => "llama-cpp",
+        }
+    }
+
+    /// Every name a scenario may write.
+    pub const NAMES: [&'static str; 4] = ["auto", "vllm", "sglang", "llama-cpp"];
+
+    pub fn from_name(name: &str) -> Option<CacheReset> {
+        Some(match name {
+            "auto" => CacheReset::Auto,
+            "vllm" => CacheReset::Vllm,
+            "sglang" => CacheReset::Sglang,
+            "llama-cpp" => CacheReset::LlamaCpp,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,72 @@
+//! What goes wrong in a run: what stops it from starting ([`RunError`]) and what goes wrong
+//! without stopping it ([`RunProblem`]), in a file of their own so the stage, target and
+//! telemetry parts report them without importing the run back.
+
+use std::path::PathBuf;
+
+use crate::client::ClientError;
+use crate::dataset::DatasetError;
+use crate::hooks::HookError;
+use crate::plan::PlanError;
+use crate::sim::SimError;
+use crate::telemetry::TelemetryError;
+use crate::units::Duration;
+
+/// Something that went wrong during the run without stopping it.
+#[derive(Debug, thiserror::Error)]
+pub enum RunProblem {
+    #[error("failed to write {}", path.display())]
+    RequestsJsonl {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("internal error: the collector of stage `{0}` panicked; its numbers are lost")]
+    CollectorPanicked(String),
+    #[error("search `{stage}` could not plan its next probe")]
+    Probe {
+        stage: String,
+        #[source]
+        source: PlanError,
+    },
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("failed to start the embedded simulator")]
+    Sim(#[source] SimError),
+    #[error("failed to start the simulator thread")]
+    SimThread(#[source] std::io::Error),
+    #[error("cannot reach the target at {url}")]
+    Unreachable {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the target did not answer GET {url} within {timeout} (the target's timeout)")]
+    NoAnswer { url: String, timeout: Duration },
+    #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
+    NoModel { url: String, problem: String },
+    #[error("failed to prepare the prompts")]
+    Dataset(#[from] DatasetError),
+    #[error("the hooks of data set `{dataset}` do not compile")]
+    Hooks {
+        dataset: String,
+        #[source]
+        source: HookError,
+    },
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("telemetry source `prometheus \"sim\"` needs the embedded simulator as the target")]
+    SimMetricsWithoutSim,
+    /// A required telemetry source is unavailable (or telemetry could not start).
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
+    #[error("failed to create {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,112 @@
+//! The simulator's side of `api "chat"`: `messages` counted as a chat template would (a few
+//! tokens per message and for the reply's priming), and `chat.completion.chunk` events opened
+//! by a chunk announcing the assistant's role, as vLLM streams them.
+
+use serde::Deserialize;
+
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+
+/// Tokens added per chat message (role and separators) on top of its content, and once for the
+/// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.
+pub(crate) const PER_MESSAGE_TOKENS: u64 = 3;
+pub(crate) const REPLY_PRIMING_TOKENS: u64 = 3;
+
+/// The chat API's side.
+pub(crate) struct Chat;
+
+const STREAM: ChoiceStream = ChoiceStream {
+    id_prefix: "chatcmpl-sim-",
+    object: "chat.completion.chunk",
+    open: br#""choices":[{"index":0,"delta":{"content":""#,
+    close: br#""},"logprobs":null,"finish_reason":"#,
+    first: Some(
+        br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+    ),
+};
+
+impl SimApi for Chat {
+    fn name(&self) -> &'static str {
+        "chat"
+    }
+
+    fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest> {
+        wire::parse::<Messages>(body, collect_ids)
+    }
+
+    fn stream(&self) -> &'static ChoiceStream {
+        &STREAM
+    }
+
+    fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
+        serde_json::json!({
+            "id": format!("chatcmpl-sim-{}", w.id), "object": "chat.completion",
+            "created": w.created, "model": w.model,
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": w.text },
+                          "logprobs": null, "finish_reason": w.finish }],
+            "usage": w.usage,
+        })
+    }
+}
+
+/// A request's `messages`.
+#[derive(Deserialize)]
+pub(crate) struct Messages(Vec<RawMessage>);
+
+impl PromptField for Messages {
+    const KEY: &'static str = "messages";
+    fn feed(&self, sink: &mut PromptSink) {
+        tokens(&self.0, true, sink);
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RawMessage {
+    role: Option<RawRole>,
+    content: Option<RawContent>,
+}
+
+/// A message's role: only a string one is used (for the chat-formatting tokens); anything else
+/// is accepted and ignored, as before roles were read at all.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawRole {
+    Text(String),
+    Other(serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawContent {
+    Text(String),
+    Parts(Vec<RawPart>),
+}
+
+#[derive(Deserialize)]
+struct RawPart {
+    text: Option<String>,
+}
+
+/// Feeds a chat conversation into `sink`: each message's formatting tokens and text, then the
+/// reply's priming (unless `add_generation_prompt` is false, as vLLM's `/tokenize` allows).
+pub(crate) fn tokens(messages: &[RawMessage], add_generation_prompt: bool, sink: &mut PromptSink) {
+    const _: () = assert!(PER_MESSAGE_TOKENS == 3 && REPLY_PRIMING_TOKENS == 3);
+    for m in messages {
+        sink.message_start(match &m.role {
+            Some(RawRole::Text(r)) => r,
+            _ => "user",
+        });
+        match &m.content {
+            Some(RawContent::Text(t)) => sink.text(t),
+            Some(RawContent::Parts(parts)) => {
+                for t in parts.iter().filter_map(|p| p.text.as_deref()) {
+                    sink.text(t);
+                }
+            }
+            None => {}
+        }
+    }
+    if add_generation_prompt {
+        sink.message_start("assistant");
+    }
+}

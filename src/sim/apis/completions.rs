@@ -1,0 +1,61 @@
+//! The simulator's side of `api "completions"`: a `prompt` given as text, several texts or
+//! token ids, and `text_completion` events.
+
+use serde::Deserialize;
+
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+
+/// The completions API's side.
+pub(crate) struct Completions;
+
+const STREAM: ChoiceStream = ChoiceStream {
+    id_prefix: "cmpl-sim-",
+    object: "text_completion",
+    open: br#""choices":[{"index":0,"text":""#,
+    close: br#"","logprobs":null,"finish_reason":"#,
+    first: None,
+};
+
+impl SimApi for Completions {
+    fn name(&self) -> &'static str {
+        "completions"
+    }
+
+    fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest> {
+        wire::parse::<Prompt>(body, collect_ids)
+    }
+
+    fn stream(&self) -> &'static ChoiceStream {
+        &STREAM
+    }
+
+    fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
+        serde_json::json!({
+            "id": format!("cmpl-sim-{}", w.id), "object": "text_completion",
+            "created": w.created, "model": w.model,
+            "choices": [{ "index": 0, "text": w.text, "logprobs": null, "finish_reason": w.finish }],
+            "usage": w.usage,
+        })
+    }
+}
+
+/// A request's `prompt`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Prompt {
+    Text(String),
+    Texts(Vec<String>),
+    Ids(Vec<u64>),
+}
+
+impl PromptField for Prompt {
+    const KEY: &'static str = "prompt";
+    fn feed(&self, sink: &mut PromptSink) {
+        match self {
+            Prompt::Text(t) => sink.text(t),
+            Prompt::Texts(ts) => ts.iter().for_each(|t| sink.text(t)),
+            Prompt::Ids(ids) => sink.ids(ids),
+        }
+    }
+}
