@@ -78,7 +78,7 @@ pub(super) fn merge_stage(
         attribution: None,
         aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
         // Each request's net values are its own shard's, so they add as histograms do.
-        client_net: ClientNet::union(parts.iter().map(|p| p.summary))
+        client_net: ClientNet::union(parts.iter().map(|p| p.summary.client_net.as_ref()))
             .map(|h| ClientNet::from_histograms(&h, rules.confidence, requests_ok)),
     };
     if let Some(mut point) = merged.profile.take() {

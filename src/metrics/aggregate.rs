@@ -11,6 +11,7 @@ use super::dist::Dist;
 use super::histograms::StageHistograms;
 use super::latency::{LatencyMetric, tpot_ns};
 use super::measure::{dist, histogram, metric_dist, record, small_histogram, us};
+use super::net::ClientNet;
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
 use super::validity::{self, StageFacts, ValidityRules};

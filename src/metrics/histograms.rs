@@ -5,10 +5,8 @@
 
 use hdrhistogram::Histogram;
 
-use super::dist::Dist;
 use super::latency::LatencyMetric;
-use super::per_metric::{MetricSet, Net, PerMetric, PerTurnRecorded, Recorded};
-use super::summary::{ClientNet, StageSummary};
+use super::per_metric::{MetricSet, PerMetric, PerTurnRecorded, Recorded};
 use crate::stats::{StatsError, hist};
 
 /// Every latency histogram of a stage, each as `stats::hist::encode` writes it: base64 of the HDR
@@ -33,45 +31,6 @@ impl<S: MetricSet> PerMetric<String, S> {
         self.get(metric)
             .filter(|h| !h.is_empty())
             .map(|h| hist::decode(h))
-    }
-}
-
-/// Decoded net histograms (µs), one per metric of [`Net`].
-pub type NetHistograms = PerMetric<Option<Histogram<u64>>, Net>;
-
-impl ClientNet {
-    /// The net histograms of `stages` added together; `None` when one of them has none (a
-    /// result from before they were kept) or one cannot be read.
-    pub fn union<'a>(stages: impl IntoIterator<Item = &'a StageSummary>) -> Option<NetHistograms> {
-        let mut total = NetHistograms::default();
-        for s in stages {
-            let hists = s.client_net.as_ref()?.histograms.as_ref()?;
-            for m in Net::metrics() {
-                let h = hists.decode(m)?.ok()?;
-                match &mut total[m] {
-                    Some(t) => t.add(&h).ok()?,
-                    slot => *slot = Some(h),
-                }
-            }
-        }
-        Some(total)
-    }
-
-    /// The distributions of `hists` (with intervals at `confidence`, a clustered metric's
-    /// counted over `ok` requests) and the histograms themselves, encoded.
-    pub fn from_histograms(hists: &NetHistograms, confidence: f64, ok: u64) -> ClientNet {
-        ClientNet {
-            latency: PerMetric::from_fn(|m| {
-                hists[m]
-                    .as_ref()
-                    .map_or_else(Dist::default, |h| super::metric_dist(m, h, confidence, ok))
-            }),
-            histograms: PerMetric::try_from_fn(|m| match &hists[m] {
-                Some(h) => hist::encode(h),
-                None => Ok(String::new()),
-            })
-            .ok(),
-        }
     }
 }
 

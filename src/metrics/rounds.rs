@@ -174,10 +174,12 @@ fn client_net(rounds: &[StageSummary], confidence: f64) -> Option<super::ClientN
             let d: Vec<super::Dist> = nets.iter().map(|n| n.latency[m]).collect();
             median_of_rounds(&d, confidence)
         }),
-        histograms: super::ClientNet::union(rounds).and_then(|h| {
-            let ok = rounds.iter().map(|r| r.requests.ok).sum();
-            super::ClientNet::from_histograms(&h, confidence, ok).histograms
-        }),
+        histograms: super::ClientNet::union(rounds.iter().map(|r| r.client_net.as_ref())).and_then(
+            |h| {
+                let ok = rounds.iter().map(|r| r.requests.ok).sum();
+                super::ClientNet::from_histograms(&h, confidence, ok).histograms
+            },
+        ),
     })
 }
 

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
+use super::net::ClientNet;
 
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -362,17 +363,6 @@ pub struct StageSummary {
     /// across rounds, its counts the sums and its histograms the union.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<StageSummary>,
-}
-
-/// A stage's latencies net of what its client may have added: for each request, the metric
-/// measured from its actual send (its send lag taken off) less a bound on how late the client
-/// read the event that ends it (see `runner::probe`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ClientNet {
-    pub latency: super::PerMetric<Dist, super::Net>,
-    /// Their histograms (µs), as `histograms` keeps the measured ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histograms: Option<super::PerMetric<String, super::Net>>,
 }
 
 impl StageSummary {

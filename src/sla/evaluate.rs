@@ -14,8 +14,7 @@ use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
 use super::policy::Policy;
 use super::spread::{Spread, decide, spread};
 use super::telemetry::observe_with;
-use super::trust::Basis;
-use super::verdict::{SlaOutcome, SlaVerdict};
+use super::verdict::{Basis, SlaOutcome, SlaVerdict};
 use crate::metrics::{CountMetric, StageSummary};
 use crate::telemetry::TelemetryReport;
 
@@ -125,7 +124,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 outcome: SlaOutcome::Fail,
                 interval: None,
                 more: None,
-                basis: Some(super::trust::Basis::Numbers),
+                basis: Some(Basis::Numbers),
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
                      nothing",
@@ -356,7 +355,7 @@ fn weigh_flags(
             threshold: verdict.threshold,
             outcome: numbers,
         },
-        cx,
+        &cx.policy,
     );
     if weighed.outcome != numbers {
         verdict.more = None;

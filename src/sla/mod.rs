@@ -25,5 +25,4 @@ pub use policy::{Policy, Untrusted};
 pub use profile::{probe_failures, profile_inputs};
 pub use spread::{Spread, decide, spread, spread_in};
 pub use telemetry::observe_with;
-pub use trust::Basis;
 pub use verdict::*;
