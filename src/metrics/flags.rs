@@ -109,7 +109,7 @@ pub enum FlagKind {
 #[serde(rename_all = "snake_case")]
 pub enum Distortion {
     /// The client added delay to what it measured (it sent late, or read late): what each
-    /// metric's [`LateClient`] says a late client can do.
+    /// metric's [`super::LateClient`] says a late client can do.
     ClientDelay,
     /// The server received less load than planned, which can only have spared it: every
     /// figure may look better than the planned load would have made it, and rates lower.
