@@ -91,6 +91,7 @@ fn scenario() -> Scenario {
             drain_timeout: None,
             profile: None,
             rounds: None,
+            until_decided: None,
         }],
         sla: vec![],
         sla_policy: Default::default(),

@@ -9,17 +9,20 @@
 #       the quiet runs of (a)), run with `--inconclusive pass`: a run that exits 1 there
 #       exits 1 under any `--inconclusive` (only a decided failure does), and one that exits
 #       0 there would have passed a failure;
-#   (d) the gate `infermeter new` writes with its defaults, on a quiet machine.
+#   (d) the gate `infermeter new` writes with its defaults, on a quiet machine;
+#   (e) the `until-decided` simulation (scripts/until-decided.sh): wrong decisions with the
+#       true value on the threshold, and requests needed 20 % from it.
 # Each run prints its verdicts with the rule that decided them, the stage's flags and the
 # lag's cause. Prints figures; asserts nothing; not run by `cargo test`.
 #
 #   scripts/gate-decides.sh              10 runs per case (about 25 minutes)
 #   RUNS=3 CASES="a c" scripts/gate-decides.sh
+#   CASES=e SIM_RUNS=200 scripts/gate-decides.sh   the until-decided simulation only
 #   KEEP=/tmp/gd scripts/gate-decides.sh   keeps every run's results there
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10}
-CASES=${CASES:-a b c d}
+CASES=${CASES:-a b c d e}
 BIN=$PWD/target/release/infermeter
 cargo build --release --quiet --bin infermeter
 if [ -n "${KEEP:-}" ]; then
@@ -185,8 +188,13 @@ if [[ " $CASES " == *" d "* ]]; then
 fi
 
 # --- until-decided -------------------------------------------------------------------------
-# Reserved for the `until-decided` simulation figures (issue 25, item 4): over at least 1,000
-# simulated runs with the true value on the threshold, the share of wrong decisions; and the
-# median requests needed against a fixed count for a value 20 % from its threshold. Added by
-# the change that brings `until-decided`.
-# --------------------------------------------------------------------------------------------
+# (e) the `until-decided` simulation figures (issue 25, item 4), by scripts/until-decided.sh:
+# over SIM_RUNS simulated runs (default 1,000) with the true value on the threshold, the share
+# of wrong decisions (confidence sequence against a fixed interval looked at as often); and
+# the requests needed against a fixed count for a value 20 % from its threshold. Seeded, so
+# the same figures on every machine; it judges on the sequences the verdicts use.
+if [[ " $CASES " == *" e "* ]]; then
+    echo
+    echo "(e) until-decided, simulated (scripts/until-decided.sh, ${SIM_RUNS:-1000} runs per case)"
+    RUNS=${SIM_RUNS:-1000} scripts/until-decided.sh
+fi

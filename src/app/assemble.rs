@@ -15,12 +15,11 @@ pub(super) fn assemble(
     cx: &sla::Context<'_>,
     policy: SlaPolicy,
 ) -> Results {
-    let (scoped, judged) = sla::profile_inputs(&plan.sla, &output.stages, &output.searches);
     let cx = sla::Context {
         telemetry: output.telemetry.as_ref(),
         ..*cx
     };
-    let mut verdicts = sla::judge(&scoped, &judged, &cx);
+    let mut verdicts = sla::judge_run(&plan.sla, &output.stages, &output.searches, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = !matches!(output.stop, Stop::Completed);

@@ -180,7 +180,7 @@ pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Erro
         ));
     }
     let plots = match &settings.plot {
-        Some(file) => Some(write_plots(file, &baseline, &current)?),
+        Some(file) => Some(write_plots(file, &baseline, &current, settings)?),
         None => None,
     };
     Ok(CompareReport {
@@ -274,15 +274,39 @@ fn tolerances(runs: &[Results], given: &[Tolerance]) -> Tolerances {
     tolerances
 }
 
-/// Writes `--plot`'s SVGs: the first to `file`, the others beside it.
+/// Writes `--plot`'s SVGs: the first to `file`, the others beside it; none when one of them
+/// would be written over an input (a results file, the template).
 fn write_plots(
     file: &Path,
     baseline: &Results,
     current: &Results,
+    settings: &CompareSettings,
 ) -> Result<Vec<(String, PathBuf)>, Error> {
+    let plots: Vec<(String, PathBuf, String)> = compare_svgs(baseline, current)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, (group, svg))| {
+            let path = compare_plot_path(file, i, &group);
+            (group, path, svg)
+        })
+        .collect();
+    let outputs: Vec<(String, PathBuf)> = plots
+        .iter()
+        .map(|(group, path, _)| (format!("the plot of {group}"), path.clone()))
+        .collect();
+    let mut inputs: Vec<(&str, &Path)> = settings
+        .results
+        .iter()
+        .map(|p| ("a result compared", p.as_path()))
+        .collect();
+    inputs.extend(settings.template.as_deref().map(|t| ("the template", t)));
+    super::outputs::refuse_overwrite(
+        &outputs,
+        &inputs,
+        "give --plot a file name of its own (FILE.svg, not a results file)",
+    )?;
     let mut written = Vec::new();
-    for (i, (group, svg)) in compare_svgs(baseline, current)?.into_iter().enumerate() {
-        let path = compare_plot_path(file, i, &group);
+    for (group, path, svg) in plots {
         write_atomic(&path, svg.as_bytes()).map_err(|source| Error::Io {
             action: "write",
             path: path.clone(),

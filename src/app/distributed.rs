@@ -7,15 +7,23 @@
 //! files after the fact (`infermeter merge`). See docs/distributed.md.
 //!
 //! Every call that talks to a coordinator goes through here, so what a coordinator accepts
-//! (and from whom) is settled in one place.
+//! (and from whom) is settled in one place: every call carries the run's token
+//! ([`shard_token`](crate::app::shard_token),
+//! [`coordinator_token`](crate::app::coordinator_token)); a shard exits 0 only when its own
+//! run completed and the coordinator's verdict names that run, its plan and the result it
+//! sent ([`shard_gate`]).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{RunReport, RunSettings, TargetOverride, load_scenario};
-use crate::coordinate::{Client, ClientConfig, Coordinator, CoordinatorConfig, Verdict};
+use tokio_util::sync::CancellationToken;
+
+use super::{Outcome, RunReport, RunSettings, TargetOverride, load_scenario};
+use crate::coordinate::{
+    Client, ClientConfig, Coordinator, CoordinatorConfig, MAX_LEAD, RefusalLog, Token, Verdict,
+};
 use crate::error::Error;
 use crate::merge::MergeOptions;
 use crate::plan::Slice;
@@ -61,7 +69,16 @@ pub struct CoordinatorSettings {
     pub shards: u32,
     /// Where the merged results.json, report and JUnit go.
     pub out: PathBuf,
+    /// Shard 0's own results.json when it hosts the coordinator, which the merge must not
+    /// overwrite.
+    pub shard_out: Option<PathBuf>,
     pub timing: CoordinatorTiming,
+    /// The run's token, which every call must carry.
+    pub token: Token,
+    /// Cancelled (a signal): merge what has come and publish the verdict now.
+    pub interrupt: CancellationToken,
+    /// Told of every refused request (without the token presented).
+    pub on_refusal: Option<RefusalLog>,
 }
 
 /// A distributed run's merged result, as a coordinator or `merge` ends with it.
@@ -92,6 +109,11 @@ impl RunningCoordinator {
         self.inner.addr
     }
 
+    /// The most a shard's result may weigh, in bytes: larger ones are refused as they arrive.
+    pub fn result_cap(&self) -> u64 {
+        self.inner.result_cap
+    }
+
     /// Blocks until the run is merged and its verdict served.
     pub fn wait(self) -> Result<MergedRun, Error> {
         let outcome = self.inner.wait()?;
@@ -115,19 +137,44 @@ pub fn start_coordinator(settings: &CoordinatorSettings) -> Result<RunningCoordi
         path: settings.scenario.clone(),
         source,
     })?;
-    let baseline = match &scenario.report.baseline {
-        Some(path) => {
-            Some(read_results(&scenario.source.base_dir().join(path)).map_err(Error::Baseline)?)
-        }
+    let baseline_path = scenario
+        .report
+        .baseline
+        .as_ref()
+        .map(|p| scenario.source.base_dir().join(p));
+    let mut read = vec![("the scenario", settings.scenario.as_path())];
+    read.extend(baseline_path.as_deref().map(|b| ("the baseline", b)));
+    read.extend(
+        settings
+            .shard_out
+            .as_deref()
+            .map(|p| ("this shard's own result", p)),
+    );
+    super::outputs::refuse_overwrite_dir(
+        &settings.out,
+        &read,
+        "write the merged result into a directory of its own (--out, --merged-out DIR)",
+    )?;
+    let baseline = match &baseline_path {
+        Some(path) => Some(read_results(path).map_err(Error::Baseline)?),
         None => None,
     };
     let t = settings.timing;
+    if t.lead > MAX_LEAD {
+        return Err(Error::usage(
+            format!("--lead {:?} is beyond {} s", t.lead, MAX_LEAD.as_secs()),
+            "shards refuse a start further ahead than that: use a shorter --lead",
+        ));
+    }
     let mut cfg = CoordinatorConfig::new(
         settings.listen,
         settings.shards,
         Arc::new(plan),
         settings.out.clone(),
+        settings.token.clone(),
     );
+    cfg.interrupt = settings.interrupt.clone();
+    cfg.on_refusal = settings.on_refusal.clone();
     cfg.wait = t.wait;
     cfg.start_wait = t.start_wait;
     cfg.lead = t.lead;
@@ -142,11 +189,15 @@ pub fn start_coordinator(settings: &CoordinatorSettings) -> Result<RunningCoordi
 pub struct ShardSettings {
     /// The coordinator's URL (`http://host:port`).
     pub coordinator: String,
+    /// The run's token (see [`shard_token`](crate::app::shard_token)).
+    pub token: Token,
     /// Shard 0 also serves the coordinator on this address (the other shards ignore it).
     pub listen: Option<SocketAddr>,
     /// Where shard 0's coordinator writes the merged result [default: the run's `OUT/merged`].
     pub merged_out: Option<PathBuf>,
     pub timing: CoordinatorTiming,
+    /// Told of every request shard 0's coordinator refuses.
+    pub on_refusal: Option<RefusalLog>,
 }
 
 /// This process's part of a distributed run: the coordinator's client, and the coordinator
@@ -154,12 +205,17 @@ pub struct ShardSettings {
 pub struct Shard {
     client: Client,
     hosted: Option<RunningCoordinator>,
+    interrupt: CancellationToken,
 }
+
+/// How long a shard that stopped early tries to hand its (partial) result over.
+const STOPPED_SUBMIT: Duration = Duration::from_secs(5);
 
 impl Shard {
     /// Makes the run `settings` describes (its `shard` set) a shard of the run coordinated
     /// at `shard.coordinator`: its steps start at the instants agreed there. Shard 0 with
-    /// `listen` first starts that coordinator, from the same scenario.
+    /// `listen` first starts that coordinator, from the same scenario. Every wait for the
+    /// coordinator ends when `settings.interrupt` is cancelled, so set that first.
     pub fn join(settings: &mut RunSettings, shard: &ShardSettings) -> Result<Shard, Error> {
         let Some(slice) = settings.shard else {
             return Err(Error::usage(
@@ -167,24 +223,48 @@ impl Shard {
                 "pass --shard I/N with --coordinator",
             ));
         };
-        let client = Client::new(ClientConfig::new(shard.coordinator.clone(), slice.index))?;
+        let t = shard.timing;
+        let mut cfg = ClientConfig::new(
+            shard.coordinator.clone(),
+            slice.index,
+            slice.count,
+            shard.token.clone(),
+        )
+        .with_timing(t.wait, t.start_wait, t.lead);
+        cfg.interrupt = settings.interrupt.clone();
+        let client = Client::new(cfg)?;
         let hosted = match shard.listen {
             Some(listen) if slice.index == 0 => Some(host(settings, shard, listen, slice)?),
             _ => None,
         };
         settings.barrier = Some(Arc::new(client.clone()) as Arc<dyn crate::runner::Barrier>);
-        Ok(Shard { client, hosted })
+        Ok(Shard {
+            client,
+            hosted,
+            interrupt: settings.interrupt.clone(),
+        })
     }
 
-    /// Sends this shard's result and waits for the merged run's verdict (which names where
-    /// the merged result went).
-    pub fn verdict(&self, report: &RunReport) -> Result<Verdict, Error> {
+    /// Sends this shard's result and, when its own run completed, waits for the merged run's
+    /// verdict (which names where the merged result went) and checks that it is this run's.
+    /// `None` for a shard that stopped early: its result is handed over if the coordinator
+    /// takes it within a few seconds, and its exit is its own ([`shard_gate`]).
+    pub fn verdict(&self, report: &RunReport) -> Result<Option<Verdict>, Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(Error::Runtime)?;
+        if !matches!(report.outcome, Outcome::Completed) || self.interrupt.is_cancelled() {
+            let submit = self.client.detached(STOPPED_SUBMIT);
+            let _ = runtime.block_on(async {
+                tokio::time::timeout(STOPPED_SUBMIT, submit.submit(&report.results)).await
+            });
+            return Ok(None);
+        }
         runtime.block_on(self.client.submit(&report.results))?;
-        Ok(runtime.block_on(self.client.verdict())?)
+        Ok(Some(runtime.block_on(
+            self.client.verdict(&report.results.plan_hash),
+        )?))
     }
 
     /// Waits for the coordinator this shard serves, if it serves one, to finish.
@@ -218,8 +298,27 @@ fn host(
         listen,
         shards: slice.count,
         out,
+        shard_out: settings
+            .out_dir
+            .as_ref()
+            .map(|d| d.join(crate::results::RESULTS_FILE)),
         timing: shard.timing,
+        token: shard.token.clone(),
+        interrupt: settings.interrupt.clone(),
+        on_refusal: shard.on_refusal.clone(),
     })
+}
+
+/// A shard's exit: its own run's when that stopped early (interrupted, unsynchronised: exit 3
+/// whatever any coordinator says), else the merged gate of the verdict about its run.
+pub fn shard_gate(report: &RunReport, verdict: Option<&Verdict>) -> Result<(), Error> {
+    match (&report.outcome, verdict) {
+        (Outcome::Completed, Some(v)) => merged_gate(v),
+        (Outcome::Completed, None) => Err(Error::Incomplete {
+            causes: vec!["no verdict of the merged run".into()],
+        }),
+        _ => report.check(),
+    }
 }
 
 /// The exit of a merged distributed run: partial or stopped early (exit 3), else its gate.
@@ -268,6 +367,17 @@ pub struct MergeSettings {
 
 /// Merges the shards' results files into one result and writes it with its reports.
 pub fn merge_results(settings: &MergeSettings) -> Result<MergedRun, Error> {
+    let mut read: Vec<(&str, &Path)> = settings
+        .results
+        .iter()
+        .map(|p| ("a shard's result", p.as_path()))
+        .collect();
+    read.extend(settings.baseline.as_deref().map(|b| ("the baseline", b)));
+    super::outputs::refuse_overwrite_dir(
+        &settings.out,
+        &read,
+        "merge into a directory of its own (--out DIR), not a shard's",
+    )?;
     let inputs = settings
         .results
         .iter()

@@ -1,11 +1,13 @@
 //! [`write_manifests`]: `infermeter k8s` as one function — load and compile the scenario,
 //! refuse a plan that cannot be split into the shards asked for (here, not in N pods), and
-//! write the ConfigMap, Service and Indexed Job of its distributed run (see `k8s::manifests`).
+//! write the ConfigMap, Secret (a new coordinator token), Service and Indexed Job of its
+//! distributed run (see `k8s::manifests`).
 
 use std::path::{Path, PathBuf};
 
+use crate::coordinate::{TOKEN_ENV, Token};
 use crate::error::Error;
-use crate::k8s::{K8sOptions, bundle, manifests};
+use crate::k8s::{K8sOptions, PodSecret, bundle, manifests};
 use crate::plan::Slice;
 
 /// Checks that the scenario at `scenario` can run as `opts.shards` shards and writes its
@@ -29,7 +31,14 @@ pub fn write_manifests(
         },
     )?;
     let bundle = bundle(scenario, &loaded)?;
-    Ok(manifests(opts, &bundle)?.write(&opts.name, out)?)
+    Ok(manifests(opts, &bundle, &pod_secrets())?.write(&opts.name, out)?)
+}
+
+/// What every pod of the run must know and nobody else: a new coordinator token, which the
+/// pods read from the run's Secret as `INFERMETER_COORDINATOR_TOKEN`.
+fn pod_secrets() -> Vec<PodSecret> {
+    let token = Token::generate();
+    vec![PodSecret::new(TOKEN_ENV, token.expose())]
 }
 
 /// The objects' base name when none is given: the scenario file's name, lower-cased, other

@@ -27,6 +27,7 @@ mod distributed;
 mod inputs;
 mod k8s;
 mod load;
+mod needs;
 mod outcome;
 mod outputs;
 mod plan;
@@ -35,6 +36,7 @@ mod run;
 mod saved;
 mod settings;
 mod setup;
+mod token;
 
 pub use crate::error::Error;
 pub use compare::{
@@ -42,21 +44,25 @@ pub use compare::{
 };
 pub use distributed::{
     CoordinatorSettings, CoordinatorTiming, MergeSettings, MergedRun, RunningCoordinator, Shard,
-    ShardSettings, merge_results, merged_gate, start_coordinator,
+    ShardSettings, merge_results, merged_gate, shard_gate, start_coordinator,
 };
 pub use inputs::ReportInputs;
 pub use k8s::{manifest_name, write_manifests};
 pub use load::{TargetOverride, load_scenario};
+pub use needs::{AssertionNeed, Needs, warning as need_warning};
 pub use outcome::{Outcome, RunReport};
-pub use plan::{PlanFormat, Validated, compile_plan, validate, write_plan};
+pub use plan::{
+    PlanFormat, Validated, compile_plan, compile_plan_with_needs, validate, write_plan,
+};
 pub use provenance::{BUILD_COMMIT, redact_args};
 pub use run::run_scenario;
 pub use saved::{RenderSettings, read_template, render_saved, write_text};
 pub use settings::RunSettings;
 pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
+pub use token::{CoordinatorToken, coordinator_token, shard_token};
 
 // What callers pass in and the CLI shows, from the stages that own it.
-pub use crate::coordinate::Verdict;
+pub use crate::coordinate::{Refusal, RefusalLog, TOKEN_ENV, Token, Verdict};
 pub use crate::hub::{FetchEvent, Fetched};
 pub use crate::k8s::K8sOptions;
 pub use crate::plan::Slice;

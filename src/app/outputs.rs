@@ -101,14 +101,6 @@ impl Outputs {
         let mut extra: Vec<(&str, &Path)> = Vec::new();
         extra.extend(junit.map(|p| ("--junit", p)));
         extra.extend(step_summary.map(|p| ("GITHUB_STEP_SUMMARY", p)));
-        let read: Vec<(&str, &Path)> = [
-            Some(("the scenario", inputs.scenario)),
-            inputs.template.map(|p| ("the report template", p)),
-            inputs.baseline.map(|p| ("the baseline", p)),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
         let dir = identity(&self.dir);
         for (flag, path) in &extra {
             let id = identity(path);
@@ -126,19 +118,19 @@ impl Outputs {
             }
             outputs.push((flag.to_string(), path.to_path_buf()));
         }
-        for (what, input) in read {
-            let id = identity(input);
-            if let Some((output, _)) = outputs.iter().find(|(_, p)| identity(p) == id) {
-                return Err(Error::usage(
-                    format!(
-                        "{} is {what}, and {output} would be written over it",
-                        input.display()
-                    ),
-                    "write the run's outputs elsewhere (--out DIR, --junit FILE)",
-                ));
-            }
-        }
-        Ok(())
+        let read: Vec<(&str, &Path)> = [
+            Some(("the scenario", inputs.scenario)),
+            inputs.template.map(|p| ("the report template", p)),
+            inputs.baseline.map(|p| ("the baseline", p)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        refuse_overwrite(
+            &outputs,
+            &read,
+            "write the run's outputs elsewhere (--out DIR, --junit FILE)",
+        )
     }
 
     /// Marks the directory as this run's before anything is measured: `placeholder` (marked
@@ -173,7 +165,7 @@ impl Outputs {
 /// us here is what the caller reports.
 pub(super) fn mark_stale(dir: &Path, why: &Error) {
     let path = dir.join(Output::Results.name());
-    let Ok(mut earlier) = crate::results::read_results(&path) else {
+    let Ok(mut earlier) = crate::results::read_unvalidated(&path) else {
         return;
     };
     earlier.complete = false;
@@ -260,6 +252,63 @@ pub(super) fn results_error(e: ResultsError) -> Error {
         },
         other => Error::Input(other),
     }
+}
+
+/// What a command writes into `dir` as a result's directory (`merge --out`, a coordinator's
+/// merged result): every output of the table that is rendered from results, each named for
+/// the messages. Plots are matched by name ([`is_plot_file`]) in [`refuse_overwrite_dir`].
+pub(super) fn dir_outputs(dir: &Path) -> Vec<(String, PathBuf)> {
+    OUTPUTS
+        .iter()
+        .filter(|f| f.output != Output::Requests)
+        .map(|f| (format!("the merged {}", f.name), dir.join(f.name)))
+        .collect()
+}
+
+/// Refuses (exit 2, with `help`) when one of `outputs` would be written over one of `inputs`:
+/// the same file, however the paths spell it (links and `..` followed).
+pub(super) fn refuse_overwrite(
+    outputs: &[(String, PathBuf)],
+    inputs: &[(&str, &Path)],
+    help: &str,
+) -> Result<(), Error> {
+    for (what, input) in inputs {
+        let id = identity(input);
+        if let Some((output, _)) = outputs.iter().find(|(_, p)| identity(p) == id) {
+            return Err(Error::usage(
+                format!(
+                    "{} is {what}, and {output} would be written over it",
+                    input.display()
+                ),
+                help,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`refuse_overwrite`] for a result's directory `dir` ([`dir_outputs`]), plots included.
+pub(super) fn refuse_overwrite_dir(
+    dir: &Path,
+    inputs: &[(&str, &Path)],
+    help: &str,
+) -> Result<(), Error> {
+    refuse_overwrite(&dir_outputs(dir), inputs, help)?;
+    let dir_id = identity(dir);
+    for (what, input) in inputs {
+        let id = identity(input);
+        let name = id.file_name().map(|n| n.to_string_lossy().into_owned());
+        if id.parent() == Some(dir_id.as_path()) && name.is_some_and(|n| is_plot_file(&n)) {
+            return Err(Error::usage(
+                format!(
+                    "{} is {what}, and a plot would be written over it",
+                    input.display()
+                ),
+                help,
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn tokenizer_name(spec: &crate::dataset::TokenizerSpec) -> String {

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::needs::Needs;
 use super::{ReportInputs, TargetOverride, load_scenario};
 use crate::error::Error;
 use crate::plan::Plan;
@@ -33,11 +34,39 @@ pub fn compile_plan(
     })
 }
 
-/// Writes `plan` to `out` as `format` shows it; a reader that went away (`plan … | head`) is
-/// not an error.
-pub fn write_plan(plan: &Plan, format: PlanFormat, out: &mut dyn Write) -> Result<(), Error> {
+/// [`compile_plan`], with what each assertion needs to be decided ([`Needs`]), for `plan`.
+pub fn compile_plan_with_needs(
+    path: &Path,
+    text: Option<&str>,
+    params: &[(String, String)],
+    target: &TargetOverride,
+) -> Result<(Plan, Needs), Error> {
+    let scenario = load_scenario(path, text, params, target)?;
+    let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let needs = Needs::of(&scenario, &plan);
+    Ok((plan, needs))
+}
+
+/// Writes `plan` to `out` as `format` shows it (the text with `needs` under it); a reader
+/// that went away (`plan … | head`) is not an error.
+pub fn write_plan(
+    plan: &Plan,
+    needs: &Needs,
+    format: PlanFormat,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let written = match format {
-        PlanFormat::Text => out.write_all(crate::plan::render_text(plan).as_bytes()),
+        PlanFormat::Text => {
+            let mut text = crate::plan::render_text(plan);
+            if !needs.rows.is_empty() {
+                text.push('\n');
+                text.push_str(&needs.to_string());
+            }
+            out.write_all(text.as_bytes())
+        }
         PlanFormat::Json => {
             let mut out = &mut *out;
             crate::plan::write_json(plan, &mut out).and_then(|_| out.write_all(b"\n"))
@@ -61,6 +90,8 @@ pub struct Validated {
     pub stages: usize,
     /// The baseline the scenario names, when it does not exist yet (`run` needs it).
     pub missing_baseline: Option<PathBuf>,
+    /// What each assertion needs to be decided, against what its stage sends.
+    pub needs: Needs,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -77,5 +108,6 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
         datasets: scenario.datasets.len(),
         stages: scenario.stages.len(),
         missing_baseline: inputs.missing_baseline,
+        needs: Needs::of(&scenario, &plan),
     })
 }

@@ -19,7 +19,9 @@ use crate::report::{self, Output, WriteOptions};
 use crate::results::{
     CompareTolerances, Results, ShardRecord, ShardStart, Sharding, SlaPolicy, write_results,
 };
-use crate::runner::{self, LiveCheck, Observer, RunOptions, RunOutput, StageDecision, Stop};
+use crate::runner::{
+    self, LiveCheck, LiveJudgement, Observer, RunOptions, RunOutput, StageDecision, Stop,
+};
 use crate::scenario::Scenario;
 use crate::sla::{self, ScopedAssertion};
 
@@ -107,6 +109,18 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
         path: settings.scenario.clone(),
         source,
     })?;
+    if let Some(n) = settings.rounds.filter(|n| *n > 1)
+        && let Some(s) = plan.stages.iter().find(|s| s.until_decided.is_some())
+    {
+        return Err(Error::usage(
+            format!(
+                "--rounds {n}: stage `{}` is `until-decided`, and rounds repeat the same \
+                 requests, which a stage that stops when decided does not send",
+                s.name
+            ),
+            "leave out --rounds, or give the stage a fixed `requests` or `duration`",
+        ));
+    }
     if let Some(n) = settings.rounds {
         for s in plan
             .stages
@@ -411,23 +425,21 @@ fn decide(
     }
 }
 
-/// The check of `abort-on-fail` assertions while a stage runs, when the plan has any: on the
-/// stage's summary so far, once the scenario's minimum sample count and grace period are met.
+/// The check of a running stage, when the plan needs one: its `abort-on-fail` assertions on
+/// the stage's summary so far, once the scenario's minimum sample count and grace period are
+/// met; and, for an `until-decided` stage past its minimum, whether every assertion holding
+/// it open is decided.
 fn live_check(
     plan: &Plan,
     baseline: Option<&Results>,
     policy: sla::Policy,
     scenario: &Scenario,
 ) -> Option<LiveCheck> {
-    if !plan.sla.iter().any(|a| a.abort_on_fail) {
+    let aborting = plan.sla.iter().any(|a| a.abort_on_fail);
+    if !aborting && plan.stages.iter().all(|s| s.until_decided.is_none()) {
         return None;
     }
-    let assertions: Vec<ScopedAssertion> = plan
-        .sla
-        .iter()
-        .filter(|a| a.abort_on_fail)
-        .cloned()
-        .collect();
+    let assertions = plan.sla.clone();
     let baseline = baseline.cloned();
     let defaults = sla::AbortRule::default();
     let rule = sla::AbortRule {
@@ -446,7 +458,10 @@ fn live_check(
             telemetry: None,
             policy,
         };
-        sla::abort_verdict(&assertions, stage, &cx, Some(rule))
+        LiveJudgement {
+            abort: sla::abort_verdict(&assertions, stage, &cx, Some(rule)),
+            decided: stage.until_decided.is_some() && sla::all_decided(&assertions, stage, &cx),
+        }
     }))
 }
 

@@ -24,6 +24,15 @@ pub struct RenderSettings {
 
 /// Renders `settings.output` from a saved result.
 pub fn render_saved(settings: &RenderSettings) -> Result<String, Error> {
+    if let Some(out) = &settings.out {
+        let mut inputs = vec![("the results rendered", settings.results.as_path())];
+        inputs.extend(settings.template.as_deref().map(|t| ("the template", t)));
+        super::outputs::refuse_overwrite(
+            &[("--out".to_string(), out.clone())],
+            &inputs,
+            "write the report to a file of its own (--out FILE)",
+        )?;
+    }
     let results = read_results(&settings.results)?;
     let template = read_template(settings.template.as_deref())?;
     // Link the plots that sit next to where the report will be read.

@@ -56,13 +56,13 @@ pub fn print_error(e: &Error) {
         }
         // Secrets in URLs are masked in every message (a scenario's line with its target, a
         // connection error naming the URL).
-        Error::Scenario(s) => eprintln!("{}", crate::redact::secrets(&render(s))),
+        Error::Scenario(s) => errln!("{}", crate::redact::secrets(&render(s))),
         Error::SlaFailed { .. } | Error::Aborted(_) | Error::Interrupted => {}
-        Error::Regressed { .. } => eprintln!("{e}"),
+        Error::Regressed { .. } => errln!("{e}"),
         _ => {
-            eprintln!("error: {}", crate::redact::secrets(&e.chain()));
+            errln!("error: {}", crate::redact::secrets(&e.chain()));
             if let Some(help) = miette::Diagnostic::help(e) {
-                eprintln!("  help: {}", crate::redact::secrets(&help.to_string()));
+                errln!("  help: {}", crate::redact::secrets(&help.to_string()));
             }
         }
     }

@@ -92,15 +92,15 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
     let report = app::compare_results(&settings)?;
     if let Some(plots) = &report.plots {
         if plots.is_empty() {
-            eprintln!(
+            errln!(
                 "warning: --plot: the runs share no latency profile and no stage with latency \
                  samples, so there is nothing to draw"
             );
         }
         for (group, path) in plots {
-            eprintln!("plot ({group}): {}", path.display());
+            errln!("plot ({group}): {}", path.display());
         }
     }
-    print!("{}", report.render(format)?);
+    out!("{}", report.render(format)?);
     report.check()
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::values::parse_param;
-use crate::app::{self, CoordinatorSettings, CoordinatorTiming, TargetOverride};
+use crate::app::{self, CoordinatorSettings, CoordinatorTiming, RefusalLog, TargetOverride};
 use crate::error::Error;
 use crate::units::Duration;
 
@@ -58,6 +58,11 @@ pub struct CoordinateArgs {
     /// Directory for the merged results.json, report.md and junit.xml.
     #[arg(long, short, value_name = "DIR", default_value = "results/merged")]
     pub out: PathBuf,
+    /// The run's token file: read when it exists, else a new token is drawn and written there
+    /// (readable by its owner only) for the shards (`run --coordinator-token-file FILE`).
+    /// Without it the token is read from `INFERMETER_COORDINATOR_TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Override a scenario param (repeatable), as the shards do.
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
@@ -65,7 +70,19 @@ pub struct CoordinateArgs {
     pub timing: TimingArgs,
 }
 
+/// Every refused request, on standard error (never with the token it carried).
+pub fn refusal_log() -> RefusalLog {
+    RefusalLog::new(|r| errln!("coordinator: {r}"))
+}
+
 pub fn run(args: CoordinateArgs) -> Result<(), Error> {
+    let token = app::coordinator_token(args.token_file.as_deref())?;
+    if let Some(file) = &token.created {
+        errln!(
+            "a new coordinator token is in {} (give it to every shard: --coordinator-token-file)",
+            file.display()
+        );
+    }
     let coordinator = app::start_coordinator(&CoordinatorSettings {
         scenario: args.scenario,
         scenario_text: None,
@@ -74,19 +91,27 @@ pub fn run(args: CoordinateArgs) -> Result<(), Error> {
         listen: args.listen,
         shards: args.shards,
         out: args.out,
+        shard_out: None,
         timing: args.timing.settings(),
+        token: token.token,
+        interrupt: super::signals::interrupt_on_signals(),
+        on_refusal: Some(refusal_log()),
     })?;
-    eprintln!(
+    errln!(
         "coordinating {} shard(s) on {}",
         args.shards,
         coordinator.addr()
     );
+    errln!(
+        "a shard's result may weigh up to {:.1} MiB (for this plan); larger ones are refused",
+        coordinator.result_cap() as f64 / f64::from(1 << 20)
+    );
     let merged = coordinator.wait()?;
     if let Some(r) = &merged.results {
-        print!("{}", app::render_summary_text(r));
+        out!("{}", app::render_summary_text(r));
     }
     if let Some(path) = merged.files.first() {
-        println!("merged results: {}", path.display());
+        outln!("merged results: {}", path.display());
     }
     merged.check()
 }

@@ -71,10 +71,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
     let mut printer = Printer::new();
     let FetchedDataset { uri, file: fetched } =
         app::fetch_dataset(&source, fetch.retries, &mut |e| printer.event(e))?;
-    println!("{uri}");
-    println!("  path    {}", fetched.path.display());
-    println!("  size    {}", mb(fetched.size));
-    println!(
+    outln!("{uri}");
+    outln!("  path    {}", fetched.path.display());
+    outln!("  size    {}", mb(fetched.size));
+    outln!(
         "  sha256  {} ({})",
         fetched.sha256,
         if fetched.verified {
@@ -83,10 +83,10 @@ pub fn run(args: DatasetArgs) -> Result<(), Error> {
             "recorded: the Hub gives no sha256 for this file"
         }
     );
-    println!("  commit  {}", fetched.commit);
+    outln!("  commit  {}", fetched.commit);
     if fetched.cached {
-        println!("  (already in the cache; nothing downloaded)");
+        outln!("  (already in the cache; nothing downloaded)");
     }
-    println!("name it in a scenario as: \"{uri}\"");
+    outln!("name it in a scenario as: \"{uri}\"");
     Ok(())
 }

@@ -52,7 +52,7 @@ pub fn run(args: ImportArgs) -> Result<(), Error> {
         draft.name = name;
     }
     for note in draft.notes.iter().filter(|n| n.starts_with("  - ")) {
-        eprintln!("note: {}", &note[4..]);
+        errln!("note: {}", &note[4..]);
     }
     super::new::write_out(&draft, v.out.as_deref(), v.force)
 }

@@ -71,9 +71,9 @@ pub fn run(args: K8sArgs) -> Result<(), Error> {
         run_args: args.run_args,
     };
     for f in app::write_manifests(&args.scenario, &opts, &args.out)? {
-        println!("{}", f.display());
+        outln!("{}", f.display());
     }
-    println!(
+    outln!(
         "apply: kubectl apply -f {dir}; wait: kubectl wait --for=condition=complete job/{name} \
          (or condition=failed); merged: kubectl logs job/{name} (shard 0)",
         dir = args.out.display()

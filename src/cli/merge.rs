@@ -44,10 +44,10 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
         plots: !args.no_plots,
     })?;
     if let Some(r) = &merged.results {
-        print!("{}", app::render_summary_text(r));
+        out!("{}", app::render_summary_text(r));
     }
     if let Some(p) = merged.files.first() {
-        println!("merged results: {}", p.display());
+        outln!("merged results: {}", p.display());
     }
     merged.check()
 }

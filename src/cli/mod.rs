@@ -6,6 +6,10 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::Error;
 
+// First, so that every subcommand's module sees its macros.
+#[macro_use]
+mod out;
+
 mod color;
 mod common;
 mod compare;
@@ -38,7 +42,8 @@ pub use run::RunArgs;
 /// every token, checks the SLAs, writes a report, and exits non-zero when an SLA fails.
 ///
 /// Exit codes: 0 all SLAs met · 1 an SLA failed (or `compare` found a regression) · 2 invalid
-/// scenario or usage · 3 the run could not be carried out.
+/// scenario or usage · 3 the run could not be carried out · 4 the gate is inconclusive (an
+/// assertion its samples could not decide, or `compare` could not tell).
 #[derive(Debug, Parser)]
 #[command(name = "infermeter", version, about, long_about)]
 pub struct Cli {

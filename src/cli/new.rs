@@ -106,11 +106,11 @@ fn data(args: &NewArgs) -> Result<Data, Error> {
 pub(super) fn write_out(draft: &Draft, out: Option<&Path>, force: bool) -> Result<(), Error> {
     let text = app::scenario_text(draft, out.unwrap_or(Path::new("<stdout>")))?;
     let Some(path) = out else {
-        print!("{text}");
+        out!("{text}");
         return Ok(());
     };
     app::write_new_file(path, &text, force)?;
-    eprintln!(
+    errln!(
         "wrote {p}; check it with `infermeter plan {p}`, run it with `infermeter run {p}`",
         p = path.display()
     );

@@ -46,12 +46,17 @@ pub fn run(args: PlanArgs) -> Result<(), Error> {
         url: args.url,
         model: args.model,
     };
-    let plan = app::compile_plan(&path, text.as_deref(), &args.params, &target)?;
+    let (plan, needs) =
+        app::compile_plan_with_needs(&path, text.as_deref(), &args.params, &target)?;
     let format = match args.format {
         PlanFormat::Text => Shown::Text,
         PlanFormat::Json => Shown::Json,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    app::write_plan(&plan, format, &mut out)
+    app::write_plan(&plan, &needs, format, &mut out)?;
+    for row in needs.short() {
+        eprintln!("warning: {}", app::need_warning(row));
+    }
+    Ok(())
 }

@@ -24,10 +24,19 @@ impl ConsoleObserver {
 
 impl Observer for ConsoleObserver {
     fn stage_started(&self, name: &str, total: Option<u64>) -> Box<dyn StageProgress> {
-        Box::new(Progress::new(self.mode, name, total))
+        Box::new(Progress::new(self.mode, name, total, None))
+    }
+
+    fn stage_planned(
+        &self,
+        name: &str,
+        total: Option<u64>,
+        sending: Option<std::time::Duration>,
+    ) -> Box<dyn StageProgress> {
+        Box::new(Progress::new(self.mode, name, total, sending))
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {}", crate::redact::secrets(message));
+        errln!("warning: {}", crate::redact::secrets(message));
     }
 }

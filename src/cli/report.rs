@@ -49,7 +49,7 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
     match &args.out {
         Some(out) => app::write_text(out, &text),
         None => {
-            print!("{text}");
+            out!("{text}");
             Ok(())
         }
     }

@@ -30,38 +30,45 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     let joining = match (&d.coordinator, d.shard) {
         (Some(url), Some(_)) => Some(ShardSettings {
             coordinator: url.clone(),
+            token: app::shard_token(d.coordinator_token_file.as_deref())?,
             listen: d.coordinator_listen,
             merged_out: d.merged_out.clone(),
             timing: d.timing.settings(),
+            on_refusal: Some(super::coordinate::refusal_log()),
         }),
         _ => None,
     };
     let mut settings = settings(args)?;
+    // Before joining: every wait for the coordinator ends on a signal.
+    settings.interrupt = super::signals::interrupt_on_signals();
     let shard = match &joining {
         Some(s) => Some(Shard::join(&mut settings, s)?),
         None => None,
     };
-    settings.interrupt = super::signals::interrupt_on_signals();
     let report = app::run_scenario(&settings, Arc::new(ConsoleObserver::new(mode)))?;
-    print!("{}", app::render_summary_text_with(&report.results, color));
+    out!("{}", app::render_summary_text_with(&report.results, color));
     let dir = &report.out_dir;
-    println!("results: {}", dir.join(Output::Results.name()).display());
-    println!("report:  {}", dir.join(Output::Report.name()).display());
-    println!("page:    {}", dir.join(Output::Html.name()).display());
+    outln!("results: {}", dir.join(Output::Results.name()).display());
+    outln!("report:  {}", dir.join(Output::Report.name()).display());
+    outln!("page:    {}", dir.join(Output::Html.name()).display());
     let (Some(shard), Some(s)) = (shard, settings.shard) else {
         return report.check();
     };
-    println!(
+    outln!(
         "shard {}/{}: the figures above are this shard's slice; the run's gate is the merged result's",
-        s.index, s.count
+        s.index,
+        s.count
     );
-    // A shard's own numbers are a slice; the run's gate is the merged one's.
-    let verdict = shard.verdict(&report)?;
-    if let Some(path) = &verdict.results {
-        println!("merged:  {path}");
+    // A shard's own numbers are a slice; the run's gate is the merged one's, when this shard
+    // took part in the whole run.
+    let verdict = shard.verdict(&report);
+    let closed = shard.close();
+    let verdict = verdict?;
+    closed?;
+    if let Some(path) = verdict.as_ref().and_then(|v| v.results.as_ref()) {
+        outln!("merged:  {path}");
     }
-    shard.close()?;
-    app::merged_gate(&verdict)
+    app::shard_gate(&report, verdict.as_ref())
 }
 
 /// The run the flags describe (its interrupt not yet tied to the signals).

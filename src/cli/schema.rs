@@ -20,8 +20,8 @@ pub struct SchemaArgs {
 
 pub fn run(args: SchemaArgs) -> Result<(), crate::error::Error> {
     match args.kind {
-        SchemaKind::Scenario => print!("{}", crate::app::scenario_schema()),
-        SchemaKind::Results => print!("{}", crate::app::results_schema()),
+        SchemaKind::Scenario => out!("{}", crate::app::scenario_schema()),
+        SchemaKind::Results => out!("{}", crate::app::results_schema()),
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
     let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+            errln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
             return token;
         }
     };
@@ -29,17 +29,15 @@ pub fn interrupt_on_signals() -> CancellationToken {
                     _ => "Ctrl-C",
                 };
                 if cancel.is_cancelled() {
-                    eprintln!("interrupted again ({name}): exiting now");
+                    errln!("interrupted again ({name}): exiting now");
                     std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
-                eprintln!(
-                    "interrupted ({name}): stopping, waiting briefly for in-flight requests…"
-                );
+                errln!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
                 cancel.cancel();
             }
         });
     if let Err(e) = spawned {
-        eprintln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
+        errln!("warning: cannot watch for signals ({e}); Ctrl-C will end the run abruptly");
     }
     token
 }
@@ -57,7 +55,7 @@ pub fn exit_on_signals() {
         .name("infermeter-signals".into())
         .spawn(move || {
             if signals.forever().next().is_some() {
-                eprintln!("interrupted");
+                errln!("interrupted");
                 std::process::exit(crate::error::Error::Interrupted.exit_code());
             }
         });

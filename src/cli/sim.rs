@@ -80,14 +80,14 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         record: false,
     };
     let handle = crate::app::start_sim(config, listen, options).await?;
-    println!(
+    outln!(
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()
     );
     if let Err(e) = tokio::signal::ctrl_c().await {
-        eprintln!("error: failed to wait for Ctrl-C: {e}");
+        errln!("error: failed to wait for Ctrl-C: {e}");
     }
-    eprintln!("shutting down (waiting for in-flight responses; Ctrl-C again to quit now)");
+    errln!("shutting down (waiting for in-flight responses; Ctrl-C again to quit now)");
     tokio::select! {
         r = handle.shutdown() => Ok(r?),
         _ = tokio::signal::ctrl_c() => Ok(()),

@@ -31,14 +31,18 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
     for file in &args.files {
         match app::validate(file, &args.params) {
             Ok(v) => {
-                println!(
+                outln!(
                     "ok  {}  ({} datasets, {} stages)",
                     file.display(),
                     v.datasets,
                     v.stages
                 );
+                print!("{}", v.needs);
+                for row in v.needs.short() {
+                    eprintln!("warning: {}: {}", file.display(), app::need_warning(row));
+                }
                 if let Some(b) = v.missing_baseline {
-                    eprintln!(
+                    errln!(
                         "note: {}: its baseline {} does not exist yet (`run` needs it)",
                         file.display(),
                         b.display()

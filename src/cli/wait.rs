@@ -62,7 +62,7 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
             last != &text || a.elapsed.saturating_sub(*at) >= Duration::from_secs(10)
         });
         if due {
-            eprintln!("[{:>4}s] {text}", a.elapsed.as_secs());
+            errln!("[{:>4}s] {text}", a.elapsed.as_secs());
             shown = Some((text, a.elapsed));
         }
     };
@@ -71,7 +71,7 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
         cancel_on_signals(&cancel);
         wait_ready(&opts, &cancel, &mut on).await
     })?;
-    println!(
+    outln!(
         "ready: {} after {:.1}s ({} attempt(s)); models: {}",
         ready.url,
         ready.waited.as_secs_f64(),

@@ -23,4 +23,12 @@ pub enum CoordinateError {
         #[source]
         source: Option<reqwest::Error>,
     },
+    /// A verdict that is not about this shard's run: another run's, another plan's, or one
+    /// merged without the result this shard sent. The shard does not exit with it.
+    #[error(
+        "the coordinator at {url} answered with a verdict that is not this shard's run's: {why}"
+    )]
+    Unbound { url: String, why: String },
+    #[error("interrupted while waiting for the coordinator at {url}")]
+    Interrupted { url: String },
 }

@@ -9,17 +9,31 @@
 //! long after the first one came (or after the last stage's planned end), and the merged
 //! result then says it is partial.
 //!
+//! Nobody else can feed it: every call carries the run's [`Token`]; each shard index joins
+//! once, from one process of the same plan and shard count; each shard's result is accepted
+//! once, read within a cap sized from the plan, checked by the shared validator and against
+//! the shard's slice of the plan; and a shard exits with a verdict only when it names the run
+//! it joined and the result it sent.
+//!
 //! Entry points: [`serve`] (the server) and [`Client`] (a shard's side, a
 //! [`runner::Barrier`](crate::runner::Barrier)).
 
+mod admit;
 mod client;
 mod config;
 mod error;
+mod handlers;
+mod refusal;
 mod server;
+mod state;
+mod token;
 mod wire;
 
-pub use client::{Client, ClientConfig};
+pub use admit::result_cap;
+pub use client::{Client, ClientConfig, MAX_LEAD};
 pub use config::CoordinatorConfig;
 pub use error::CoordinateError;
+pub use refusal::{Refusal, RefusalLog};
 pub use server::{Coordinator, CoordinatorOutcome, serve};
+pub use token::{MIN_TOKEN_LEN, TOKEN_ENV, Token, TokenError};
 pub use wire::{Release, Status, Verdict, verdict_of};

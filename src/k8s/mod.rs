@@ -1,5 +1,7 @@
 //! A distributed run as Kubernetes objects: a ConfigMap with the scenario and its files, a
-//! headless Service that gives shard 0 (the coordinator) a stable name, and an Indexed Job
+//! Secret with what the pods must know and nobody else (the run's coordinator token, read
+//! through an environment reference, never an argument), a headless Service that gives
+//! shard 0 (the coordinator) a stable name, and an Indexed Job
 //! whose pods are the shards (`JOB_COMPLETION_INDEX`), with Guaranteed-QoS CPU (requests =
 //! limits, whole cores) and anti-affinity so no two share a node. Every pod exits with the
 //! merged gate's code, so the Job succeeds exactly when the gate passes. Built from the typed
@@ -14,12 +16,14 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
-    PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
+    EnvVar, EnvVarSource, KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm,
+    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
+    SecretKeySelector, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -57,10 +61,35 @@ pub struct K8sOptions {
     pub run_args: Vec<String>,
 }
 
+/// A value every pod reads from the run's Secret as environment variable `env` (the
+/// coordinator token, say): never in the pod's arguments, never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PodSecret {
+    pub env: String,
+    value: String,
+}
+
+impl PodSecret {
+    pub fn new(env: impl Into<String>, value: impl Into<String>) -> Self {
+        PodSecret {
+            env: env.into(),
+            value: value.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for PodSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PodSecret({}=***)", self.env)
+    }
+}
+
 /// The objects of one distributed run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifests {
     pub config_map: ConfigMap,
+    /// The run's secrets ([`PodSecret`]), one key per environment variable.
+    pub secret: Secret,
     pub service: Service,
     pub job: Job,
 }
@@ -85,8 +114,13 @@ fn check_name(name: &str) -> Result<(), K8sError> {
     }
 }
 
-/// The manifests of `bundle` run as `opts` says.
-pub fn manifests(opts: &K8sOptions, bundle: &Bundle) -> Result<Manifests, K8sError> {
+/// The manifests of `bundle` run as `opts` says, every pod given `secrets` through the run's
+/// Secret.
+pub fn manifests(
+    opts: &K8sOptions,
+    bundle: &Bundle,
+    secrets: &[PodSecret],
+) -> Result<Manifests, K8sError> {
     check_name(&opts.name)?;
     let labels = BTreeMap::from([
         (
@@ -128,16 +162,59 @@ pub fn manifests(opts: &K8sOptions, bundle: &Bundle) -> Result<Manifests, K8sErr
         }),
         status: None,
     };
+    let secret_name = format!("{}-secrets", opts.name);
+    let secret = run_secret(meta(secret_name.clone()), secrets);
+    let mut spec = job_spec(opts, bundle, &labels, config_name, items);
+    if let Some(pod) = spec.template.spec.as_mut() {
+        pod.containers[0].env = Some(secret_env(&secret_name, secrets));
+    }
     let job = Job {
         metadata: meta(opts.name.clone()),
-        spec: Some(job_spec(opts, bundle, &labels, config_name, items)),
+        spec: Some(spec),
         status: None,
     };
     Ok(Manifests {
         config_map,
+        secret,
         service,
         job,
     })
+}
+
+/// The run's Secret: each [`PodSecret`] under its environment variable's name as the key.
+/// The one place a pod's secrets are written; [`secret_env`] is how pods read them.
+fn run_secret(metadata: ObjectMeta, secrets: &[PodSecret]) -> Secret {
+    Secret {
+        metadata,
+        data: Some(
+            secrets
+                .iter()
+                .map(|s| (s.env.clone(), ByteString(s.value.clone().into_bytes())))
+                .collect(),
+        ),
+        immutable: Some(true),
+        type_: Some("Opaque".into()),
+        ..Secret::default()
+    }
+}
+
+/// The container's environment: every secret, by reference to the run's Secret.
+fn secret_env(secret_name: &str, secrets: &[PodSecret]) -> Vec<EnvVar> {
+    secrets
+        .iter()
+        .map(|s| EnvVar {
+            name: s.env.clone(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret_name.to_string(),
+                    key: s.env.clone(),
+                    optional: Some(false),
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        })
+        .collect()
 }
 
 fn job_spec(
@@ -299,6 +376,10 @@ impl Manifests {
                 json(serde_json::to_string_pretty(&self.config_map)),
             ),
             (
+                format!("{name}-secret.json"),
+                json(serde_json::to_string_pretty(&self.secret)),
+            ),
+            (
                 format!("{name}-service.json"),
                 json(serde_json::to_string_pretty(&self.service)),
             ),
@@ -309,7 +390,8 @@ impl Manifests {
         ]
     }
 
-    /// Writes [`Manifests::files`] into `dir`; returns the paths.
+    /// Writes [`Manifests::files`] into `dir`, each readable by its owner only (one holds the
+    /// run's secrets); returns the paths.
     pub fn write(
         &self,
         name: &str,
@@ -323,12 +405,32 @@ impl Manifests {
             .into_iter()
             .map(|(file, text)| {
                 let path = dir.join(file);
-                std::fs::write(&path, text).map_err(|source| K8sError::Write {
+                write_private(&path, &text).map_err(|source| K8sError::Write {
                     path: path.clone(),
                     source,
                 })?;
                 Ok(path)
             })
             .collect()
+    }
+}
+
+/// Writes `text` to `path` with mode 0600 (a manifest from an earlier run is replaced, and
+/// made private too).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let mut f = options.open(path)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        f.write_all(text.as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        options.open(path)?.write_all(text.as_bytes())
     }
 }

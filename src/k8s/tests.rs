@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 
 use super::*;
 
@@ -23,6 +23,13 @@ fn opts() -> K8sOptions {
         spread_required: true,
         run_args: vec![],
     }
+}
+
+fn secrets() -> Vec<PodSecret> {
+    vec![PodSecret::new(
+        "INFERMETER_COORDINATOR_TOKEN",
+        "0123456789abcdef0123456789abcdef",
+    )]
 }
 
 fn sample_bundle() -> Bundle {
@@ -52,13 +59,14 @@ fn round_trip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + st
 
 #[test]
 fn objects_round_trip_through_the_api_types() {
-    let m = manifests(&opts(), &sample_bundle()).unwrap();
+    let m = manifests(&opts(), &sample_bundle(), &secrets()).unwrap();
     for (file, text) in m.files("pr-gate") {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let again = match v["kind"].as_str().unwrap() {
             "ConfigMap" => round_trip(&serde_json::from_value::<ConfigMap>(v.clone()).unwrap()),
             "Service" => round_trip(&serde_json::from_value::<Service>(v.clone()).unwrap()),
             "Job" => round_trip(&serde_json::from_value::<Job>(v.clone()).unwrap()),
+            "Secret" => round_trip(&serde_json::from_value::<Secret>(v.clone()).unwrap()),
             other => panic!("{file}: unexpected kind {other}"),
         };
         assert_eq!(again, v, "{file}");
@@ -75,7 +83,7 @@ fn objects_round_trip_through_the_api_types() {
 
 #[test]
 fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
-    let m = manifests(&opts(), &sample_bundle()).unwrap();
+    let m = manifests(&opts(), &sample_bundle(), &secrets()).unwrap();
     let spec = m.job.spec.as_ref().unwrap();
     assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
     assert_eq!((spec.completions, spec.parallelism), (Some(4), Some(4)));
@@ -140,7 +148,7 @@ fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
 
 #[test]
 fn every_file_is_mounted_at_its_path() {
-    let m = manifests(&opts(), &sample_bundle()).unwrap();
+    let m = manifests(&opts(), &sample_bundle(), &secrets()).unwrap();
     let cm = &m.config_map;
     let pod = m.job.spec.unwrap().template.spec.unwrap();
     let vol = pod
@@ -181,7 +189,7 @@ fn bad_names_are_refused() {
     let mut o = opts();
     o.name = "PR_gate".into();
     assert!(matches!(
-        manifests(&o, &sample_bundle()),
+        manifests(&o, &sample_bundle(), &secrets()),
         Err(K8sError::BadName { .. })
     ));
 }
@@ -222,4 +230,36 @@ fn the_scenario_travels_with_its_files_and_nothing_outside_it() {
         matches!(outside, Err(K8sError::Outside { .. })),
         "{outside:?}"
     );
+}
+
+/// The coordinator token reaches every pod through the run's Secret and an environment
+/// reference: never in the pod's arguments, never in any manifest but the Secret.
+#[test]
+fn the_token_travels_as_a_secret_referenced_by_env() {
+    let m = manifests(&opts(), &sample_bundle(), &secrets()).unwrap();
+    let token = "0123456789abcdef0123456789abcdef";
+    let data = m.secret.data.as_ref().unwrap();
+    assert_eq!(data["INFERMETER_COORDINATOR_TOKEN"].0, token.as_bytes());
+    assert_eq!(m.secret.metadata.name.as_deref(), Some("pr-gate-secrets"));
+    let pod = m.job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let c = &pod.containers[0];
+    let env = &c.env.as_ref().unwrap()[0];
+    assert_eq!(env.name, "INFERMETER_COORDINATOR_TOKEN");
+    assert!(env.value.is_none(), "by reference only");
+    let r = env
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (r.name.as_str(), r.key.as_str()),
+        ("pr-gate-secrets", "INFERMETER_COORDINATOR_TOKEN")
+    );
+    for (file, text) in m.files("pr-gate") {
+        let in_clear = text.contains(token);
+        assert!(!in_clear, "{file} holds the token in clear");
+    }
+    assert!(format!("{:?}", secrets()).contains("***"));
 }

@@ -36,6 +36,8 @@ pub enum StageMergeError {
         stage: String,
         turn: u32,
     },
+    #[error("stage `{stage}`: the shards' {field} add up to more than 2^64")]
+    Overflow { stage: String, field: String },
     #[error("turn {turn}")]
     TurnAdd {
         turn: u32,

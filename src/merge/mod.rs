@@ -66,6 +66,10 @@ pub fn merge(inputs: Vec<(String, Results)>, opts: &MergeOptions) -> Result<Resu
     let mut owners: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut counts: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (name, r) in &inputs {
+        // A shard whose counts do not add up would make a merged result that does not either.
+        if let Err(e) = crate::results::validate(r) {
+            problems.push(format!("{name}: {e}"));
+        }
         if !r.complete {
             problems.push(format!(
                 "{name}: an unfinished run ({}); merge the shards' final results",
@@ -217,8 +221,7 @@ fn assemble(
             intervals: true,
         },
     };
-    let (scoped, judged) = sla::profile_inputs(&assertions, &stages, &[]);
-    let verdicts = sla::judge(&scoped, &judged, &cx);
+    let verdicts = sla::judge_run(&assertions, &stages, &[], &cx);
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let errors = run_errors(&records, &missing, count);
     let stopped_early = !missing.is_empty() || records.iter().any(|r| r.interrupted);

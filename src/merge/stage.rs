@@ -43,7 +43,7 @@ pub(super) fn merge_stage(
 ) -> Result<StageSummary, StageMergeError> {
     let first = parts[0].summary;
     let hists = added(parts)?;
-    let (requests, tokens, good) = counts(parts);
+    let (requests, tokens, good) = counts(parts)?;
     let requests_ok = requests.ok;
     let (lo_ms, wall_s) = window(parts);
     let throughput = throughput(parts, &requests, &tokens, good, wall_s);
@@ -80,6 +80,8 @@ pub(super) fn merge_stage(
         // Each request's net values are its own shard's, so they add as histograms do.
         client_net: ClientNet::union(parts.iter().map(|p| p.summary.client_net.as_ref()))
             .map(|h| ClientNet::from_histograms(&h, rules.confidence, requests_ok)),
+        // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
+        until_decided: None,
     };
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);
@@ -111,28 +113,54 @@ fn added(parts: &[Part<'_>]) -> Result<Added, StageMergeError> {
     Ok(hists)
 }
 
-/// The shards' request counts and tokens summed, and their good requests.
-fn counts(parts: &[Part<'_>]) -> (RequestCounts, Tokens, u64) {
+/// The shards' request counts and tokens summed, and their good requests; checked, so counts
+/// near 2^64 are refused rather than wrapped.
+fn counts(parts: &[Part<'_>]) -> Result<(RequestCounts, Tokens, u64), StageMergeError> {
     let mut requests = RequestCounts::default();
     let mut tokens = Tokens::default();
     let mut good = 0u64;
     for p in parts {
         let s = p.summary;
-        requests.sent += s.requests.sent;
-        requests.ok += s.requests.ok;
-        requests.failed += s.requests.failed;
+        let overflow = |field: &str| StageMergeError::Overflow {
+            stage: s.name.clone(),
+            field: field.to_string(),
+        };
+        let add = |total: &mut u64, n: u64, field: &str| -> Result<(), StageMergeError> {
+            *total = total.checked_add(n).ok_or_else(|| overflow(field))?;
+            Ok(())
+        };
+        add(&mut requests.sent, s.requests.sent, "requests.sent")?;
+        add(&mut requests.ok, s.requests.ok, "requests.ok")?;
+        add(&mut requests.failed, s.requests.failed, "requests.failed")?;
         for (k, v) in &s.requests.errors {
-            *requests.errors.entry(k.clone()).or_default() += v;
+            add(
+                requests.errors.entry(k.clone()).or_default(),
+                *v,
+                "requests.errors",
+            )?;
         }
-        tokens.input += s.tokens.input;
-        tokens.output += s.tokens.output;
-        tokens.from_usage += s.tokens.from_usage;
-        tokens.from_tokenizer += s.tokens.from_tokenizer;
-        tokens.mismatched += s.tokens.mismatched;
+        add(&mut tokens.input, s.tokens.input, "tokens.input")?;
+        add(&mut tokens.output, s.tokens.output, "tokens.output")?;
+        add(
+            &mut tokens.from_usage,
+            s.tokens.from_usage,
+            "tokens.from_usage",
+        )?;
+        add(
+            &mut tokens.from_tokenizer,
+            s.tokens.from_tokenizer,
+            "tokens.from_tokenizer",
+        )?;
+        add(
+            &mut tokens.mismatched,
+            s.tokens.mismatched,
+            "tokens.mismatched",
+        )?;
         // The ratio was computed from these integers, so this recovers them exactly.
-        good += (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
+        let shard_good = (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
+        add(&mut good, shard_good, "throughput.goodput_ratio")?;
     }
-    (requests, tokens, good)
+    Ok((requests, tokens, good))
 }
 
 /// The union of the shards' windows, on the agreed timeline when every start is known: its
@@ -306,10 +334,11 @@ fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
                 out.resize_with(k + 1, TimelinePoint::default);
             }
             let o = &mut out[k];
-            o.sent += point.sent;
-            o.completed += point.completed;
-            o.failed += point.failed;
-            o.output_tokens += point.output_tokens;
+            // A plot's points: saturate rather than fail the merge.
+            o.sent = o.sent.saturating_add(point.sent);
+            o.completed = o.completed.saturating_add(point.completed);
+            o.failed = o.failed.saturating_add(point.failed);
+            o.output_tokens = o.output_tokens.saturating_add(point.output_tokens);
             o.ttft_p50_ms = o.ttft_p50_ms.max(point.ttft_p50_ms);
             o.e2e_p99_ms = o.e2e_p99_ms.max(point.e2e_p99_ms);
         }
@@ -335,9 +364,14 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
                 };
                 (blank, 0.0, std::array::from_fn(|_| empty()))
             });
-            entry.0.sent += t.sent;
-            entry.0.ok += t.ok;
-            entry.0.failed += t.failed;
+            let overflow = || StageMergeError::Overflow {
+                stage: p.summary.name.clone(),
+                field: format!("per_turn[{}] counts", t.turn),
+            };
+            let sum = |a: u64, b: u64| a.checked_add(b).ok_or_else(overflow);
+            entry.0.sent = sum(entry.0.sent, t.sent)?;
+            entry.0.ok = sum(entry.0.ok, t.ok)?;
+            entry.0.failed = sum(entry.0.failed, t.failed)?;
             entry.1 += t.mean_input_tokens * t.ok as f64;
             for (m, _) in t.latency.iter() {
                 let h = match t.histogram(m) {

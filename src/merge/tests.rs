@@ -57,7 +57,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         schema_version: RESULTS_SCHEMA_VERSION,
         scenario: "s".into(),
         description: None,
-        plan_hash: "abc".into(),
+        plan_hash: "abcdef01".into(),
         seed: 1,
         passed: true,
         outcome: SlaOutcome::Pass,
@@ -196,6 +196,20 @@ fn different_plans_and_duplicates_are_refused_all_at_once() {
     assert!(text.contains("results of different plans"), "{text}");
     assert!(
         text.contains("shard 1 given 2 times (shard-1.json, again.json)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_shard_whose_counts_do_not_add_up_is_refused_by_field() {
+    let all = records(100);
+    let mut inputs = shards(2, &all);
+    inputs[1].1.stages[0].requests.ok += 5;
+    let text = merge(inputs, &MergeOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("shard-1.json: not a consistent result: stages[0].requests.failed"),
         "{text}"
     );
 }

@@ -231,13 +231,8 @@ impl StageAggregator {
         let mut s = self.summarize(&clock, rules);
         // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
-        if self.net_recorded > 0 {
-            let hists = super::PerMetric::from_fn(|m| self.net[m as usize].clone());
-            s.client_net = Some(ClientNet::from_histograms(
-                &hists,
-                rules.confidence,
-                self.counts.ok,
-            ));
+        if let Some(net) = self.client_net_whole(rules.confidence) {
+            s.client_net = Some(net);
         }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
@@ -248,6 +243,23 @@ impl StageAggregator {
     /// check reads while the stage runs (about once a second, on the collector's thread).
     pub fn snapshot(&self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
         self.summarize(&clock, rules)
+    }
+
+    /// [`StageAggregator::snapshot`] with the histograms, for the confidence sequences an
+    /// `until-decided` stage is judged on while it runs.
+    pub fn snapshot_with_histograms(
+        &self,
+        clock: StageClock,
+        rules: &ValidityRules,
+    ) -> StageSummary {
+        let mut s = self.summarize(&clock, rules);
+        s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        // The net view's sequences too: a look judges a flagged stage's failures net of the
+        // client as its final verdict will, or it could stop on an answer the verdict lacks.
+        if let Some(net) = self.client_net_whole(rules.confidence) {
+            s.client_net = Some(net);
+        }
+        s
     }
 
     /// Rates over the stage's wall time; the send rate over the sending time.
@@ -298,6 +310,15 @@ impl StageAggregator {
                 .zip(clock.host.run_queue_max)
                 .map(|(mean, max)| RunQueue { mean, max }),
         }
+    }
+
+    /// The net distributions with their histograms, once any request was recorded with a
+    /// bound on its reads.
+    fn client_net_whole(&self, confidence: f64) -> Option<ClientNet> {
+        (self.net_recorded > 0).then(|| {
+            let hists = super::PerMetric::from_fn(|m| self.net[m as usize].clone());
+            ClientNet::from_histograms(&hists, confidence, self.counts.ok)
+        })
     }
 
     /// The net distributions, once any request was recorded with a bound on its reads.
@@ -377,6 +398,7 @@ impl StageAggregator {
             aborted: None,
             client_net: self.client_net(rules.confidence),
             rounds: Vec::new(),
+            until_decided: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 mod aggregate;
 mod attribution;
 mod cause;
+mod curve;
 mod def;
 mod dist;
 mod flags;
@@ -27,6 +28,7 @@ mod vocab;
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
 pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
+pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use histograms::{StageHistograms, TurnHistograms};
@@ -42,6 +44,6 @@ pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
-    Aggregation, CountMetric, LateClient, LatencyMetric, LatencySpec, Metric, MetricDef,
-    MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric,
+    MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
 };

@@ -72,6 +72,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         attribution: None,
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
         client_net: client_net(&rounds, confidence),
+        until_decided: first.until_decided.clone(),
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

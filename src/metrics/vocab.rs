@@ -4,10 +4,11 @@
 //! reports. The SLA grammar, the histograms and summaries, `compare`, the CSV, the reports and
 //! the plots all read these tables (`docs/metrics.md` shows them, checked against the code).
 //!
-//! Three families, one enum each, none repeating another: the latency distributions
+//! Four families, one enum each, none repeating another: the latency distributions
 //! ([`LatencyMetric`], in [`super::latency`] with how each is measured), figures counted over
-//! the stage ([`CountMetric`]) and readings of the server's telemetry ([`TelemetryMetric`],
-//! whose values `telemetry` computes). [`Metric`] is any one of them; what an entry says is
+//! the stage ([`CountMetric`]), readings of the server's telemetry ([`TelemetryMetric`],
+//! whose values `telemetry` computes) and figures of a sweep's or search's curve
+//! ([`CurveMetric`], judged by `sla` on a profile group's points). [`Metric`] is any one of them; what an entry says is
 //! [`MetricDef`] (`def.rs`).
 
 use std::fmt;
@@ -251,6 +252,89 @@ const TELEMETRY_DEFS: [MetricDef; 7] = {
     ]
 };
 
+/// Figures of a load profile's curve (a sweep's points, or a search's probes), one per
+/// profile group: what a sweep or search is run to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CurveMetric {
+    /// The highest offered rate whose point met every SLA (a search's answer).
+    SlaMaxRate,
+    /// The offered rate of the sweep's knee.
+    KneeRate,
+    /// The most closed-loop clients whose point met every SLA.
+    SlaMaxClients,
+    /// The clients of a concurrency sweep's knee.
+    KneeClients,
+}
+
+impl CurveMetric {
+    pub const ALL: [CurveMetric; 4] = [
+        CurveMetric::SlaMaxRate,
+        CurveMetric::KneeRate,
+        CurveMetric::SlaMaxClients,
+        CurveMetric::KneeClients,
+    ];
+
+    pub fn def(self) -> &'static MetricDef {
+        &CURVE_DEFS[self as usize]
+    }
+
+    /// Whether the figure counts closed-loop clients (else it is an offered rate).
+    pub fn of_clients(self) -> bool {
+        matches!(self, CurveMetric::SlaMaxClients | CurveMetric::KneeClients)
+    }
+
+    /// Whether the figure is the knee (else the SLA-compliant maximum).
+    pub fn is_knee(self) -> bool {
+        matches!(self, CurveMetric::KneeRate | CurveMetric::KneeClients)
+    }
+}
+
+/// In the order of [`CurveMetric`]. A late client raises the points' latencies, so fewer
+/// points meet their SLAs and the knee comes sooner: it can only lower these.
+const CURVE_DEFS: [MetricDef; 4] = {
+    use LateClient as C;
+    use MetricKind as K;
+    use Worse::Lower;
+    [
+        counted(
+            "sla_max_rate",
+            "SLA-compliant maximum rate",
+            "sla[].observed (sla_max_rate)",
+            K::ReqPerSec,
+            Lower,
+            C::Lowers,
+            "20 req/s",
+        ),
+        counted(
+            "knee_rate",
+            "knee rate",
+            "sla[].observed (knee_rate)",
+            K::ReqPerSec,
+            Lower,
+            C::Lowers,
+            "20 req/s",
+        ),
+        counted(
+            "sla_max_clients",
+            "SLA-compliant maximum clients",
+            "sla[].observed (sla_max_clients)",
+            K::Number,
+            Lower,
+            C::Lowers,
+            "8",
+        ),
+        counted(
+            "knee_clients",
+            "knee clients",
+            "sla[].observed (knee_clients)",
+            K::Number,
+            Lower,
+            C::Lowers,
+            "8",
+        ),
+    ]
+};
+
 /// Any metric of the vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metric {
@@ -258,6 +342,8 @@ pub enum Metric {
     Count(CountMetric),
     /// Served by telemetry; names are dotted and fixed.
     Telemetry(TelemetryMetric),
+    /// A figure of a profile group's curve, judged on the group rather than a stage.
+    Curve(CurveMetric),
 }
 
 impl Metric {
@@ -267,7 +353,8 @@ impl Metric {
         let latency = LatencyMetric::ALL.into_iter().map(Metric::Latency);
         let counted = CountMetric::ALL.into_iter().map(Metric::Count);
         let telemetry = TelemetryMetric::ALL.into_iter().map(Metric::Telemetry);
-        latency.chain(counted).chain(telemetry)
+        let curve = CurveMetric::ALL.into_iter().map(Metric::Curve);
+        latency.chain(counted).chain(telemetry).chain(curve)
     }
 
     pub fn def(self) -> &'static MetricDef {
@@ -275,6 +362,7 @@ impl Metric {
             Metric::Latency(m) => m.def(),
             Metric::Count(m) => m.def(),
             Metric::Telemetry(m) => m.def(),
+            Metric::Curve(m) => m.def(),
         }
     }
 
@@ -310,6 +398,14 @@ impl Metric {
     /// report once the run is over.
     pub fn is_telemetry(self) -> bool {
         self.telemetry().is_some()
+    }
+
+    /// The curve figure, for metrics of a profile group rather than of a stage.
+    pub fn curve(self) -> Option<CurveMetric> {
+        match self {
+            Metric::Curve(m) => Some(m),
+            _ => None,
+        }
     }
 
     /// Whether the metric is a distribution that needs an aggregation (`ttft.p95`).

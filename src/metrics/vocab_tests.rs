@@ -180,7 +180,9 @@ fn only_distributions_take_aggregations() {
             m.supported_aggregations().is_empty(),
             !m.needs_aggregation()
         );
-        assert_eq!(m.kind().unit_optional(), m.is_telemetry(), "{m}");
+        // Bare numbers: telemetry readings, and a concurrency curve's count of clients.
+        let bare = m.is_telemetry() || m.curve().is_some_and(CurveMetric::of_clients);
+        assert_eq!(m.kind().unit_optional(), bare, "{m}");
     }
     // Send lag's summary is the client's health: p50, p99 and max only.
     assert_eq!(

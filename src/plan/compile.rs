@@ -70,6 +70,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
                 assertion: a.expr.value.clone(),
                 stage: a.stage.as_ref().map(|s| s.value.clone()),
                 abort_on_fail: a.abort_on_fail,
+                every_point: a.every_point,
             })
             .collect(),
         goodput: scenario
@@ -130,6 +131,7 @@ fn warmup_plan(
         first_item: 0,
         rounds: 1,
         slice: Default::default(),
+        until_decided: None,
     })
 }
 

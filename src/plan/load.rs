@@ -361,6 +361,7 @@ pub(super) fn trace_stage(
         profile: None,
         rounds: 1,
         slice: Default::default(),
+        until_decided: None,
     })
 }
 

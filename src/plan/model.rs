@@ -134,6 +134,23 @@ pub struct StagePlan {
     /// JSON or hash, so every shard's plan hash is the plan's.
     #[serde(skip)]
     pub slice: Slice,
+    /// `until-decided`: the stage may stop once every assertion on it is decided, after this
+    /// minimum; its limits above are then its maximum. In the JSON (and so the hash) only for
+    /// such stages, so other plans keep their hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<UntilDecided>,
+}
+
+/// An `until-decided` stage's minimum: what it sends before it may stop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UntilDecided {
+    /// At least this many requests; for a `duration` minimum of an open-loop stage, the
+    /// requests its schedule sends in that time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_requests: Option<u64>,
+    /// At least this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_duration: Option<Duration>,
 }
 
 fn one_round() -> u32 {

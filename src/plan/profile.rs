@@ -78,6 +78,7 @@ pub(super) fn expand(
             first_item: 0,
             rounds: 1,
             slice: Default::default(),
+            until_decided: None,
         }]),
     }
 }
@@ -149,6 +150,7 @@ pub fn probe_stage(
         first_item: search.first_item,
         rounds: 1,
         slice: Default::default(),
+        until_decided: None,
     })
 }
 
@@ -176,6 +178,7 @@ fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePla
         first_item: search.first_item,
         rounds: 1,
         slice: Default::default(),
+        until_decided: None,
     }
 }
 

@@ -131,13 +131,37 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         Load::Closed { ramp: Some(r), .. } => describe_client_ramp(r),
         Load::Search(s) => super::profile::describe_search(s),
     };
+    // A multi-turn stage's arrivals and count are sessions, each of several requests.
+    let sessions = plan.session_plan(stage).is_some();
+    let (load, unit) = if sessions {
+        (format!("{load} (sessions)"), "sessions")
+    } else {
+        (load, "requests")
+    };
     writeln!(out, "  load      {load}")?;
     let count = stage.request_count();
+    if let Some(rule) = stage.until_decided {
+        let least = match (rule.min_requests, rule.min_duration) {
+            (_, Some(d)) => format!("for {d}"),
+            (Some(n), None) => n.to_string(),
+            (None, None) => "its minimum".to_string(),
+        };
+        let most = match (count, stage.duration) {
+            (Some(n), _) => format!("{n}"),
+            (None, Some(d)) => format!("for {d}"),
+            (None, None) => "unbounded".to_string(),
+        };
+        writeln!(
+            out,
+            "  requests  {least}, then until every assertion is decided, at most {most} \
+             (until-decided)"
+        )?;
+    }
     match (count, stage.duration) {
-        (Some(n), Some(d)) => writeln!(out, "  requests  {n} (within {d})")?,
-        (Some(n), None) => writeln!(out, "  requests  {n}")?,
-        (None, Some(d)) => writeln!(out, "  requests  until {d}")?,
-        (None, None) => writeln!(out, "  requests  unbounded")?,
+        (Some(n), Some(d)) => writeln!(out, "  {unit:<9} {n} (within {d})")?,
+        (Some(n), None) => writeln!(out, "  {unit:<9} {n}")?,
+        (None, Some(d)) => writeln!(out, "  {unit:<9} until {d}")?,
+        (None, None) => writeln!(out, "  {unit:<9} unbounded")?,
     }
     if let (Load::Open { arrival, schedule }, Some(offsets)) = (&stage.load, stage.offsets()) {
         let last = schedule.last_ns();

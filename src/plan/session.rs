@@ -48,6 +48,23 @@ impl Plan {
         self.datasets.get(stage.dataset)?.session.as_ref()
     }
 
+    /// How many requests `slice` sends of `stage`, when the plan says: its share of the
+    /// stage's requests (open loop, or a closed loop bounded by count), times the turns of a
+    /// synthetic session; `None` when the stage is bounded by time only or its sessions'
+    /// lengths come from a data set.
+    pub fn planned_requests(&self, stage: &StagePlan, slice: super::Slice) -> Option<u64> {
+        let units = slice.share(stage.request_count()?);
+        match self.session_plan(stage) {
+            None => Some(units),
+            Some(session) => match self.datasets.get(stage.dataset).map(|d| &d.source) {
+                Some(DatasetSource::Synthetic { .. }) => {
+                    Some(units.saturating_mul(u64::from(session.turns.max(1))))
+                }
+                _ => None,
+            },
+        }
+    }
+
     /// Session `index` of `stage`. A one-turn synthetic session is request `index` itself.
     pub fn session(&self, stage: &StagePlan, index: u64) -> SessionRecipe {
         let d = self.datasets.get(stage.dataset);

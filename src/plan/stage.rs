@@ -65,6 +65,8 @@ pub(super) fn stage_plan(
     let name = spec.name.value.clone();
     let who = format!("stage `{name}`");
     let arrival = &spec.arrival.value;
+    // An `until-decided` stage is planned to its maximum; it may stop before.
+    let limit = spec.until_decided.as_ref().map_or(spec.limit, |m| m.value);
     let (load, max_requests, duration) = match arrival {
         ArrivalSpec::Trace { .. } => {
             return Err(bad_stage(&who, "a trace replay needs its data set"));
@@ -73,7 +75,7 @@ pub(super) fn stage_plan(
             if *clients == 0 {
                 return Err(bad_stage(&who, "concurrency needs at least 1 client"));
             }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
+            let (max, dur) = closed_limits(&who, limit)?;
             (
                 Load::Closed {
                     clients: *clients,
@@ -95,7 +97,7 @@ pub(super) fn stage_plan(
                     "a concurrency ramp needs 1 ≤ from < to clients",
                 ));
             }
-            let (max, dur) = closed_limits(&who, spec.limit)?;
+            let (max, dur) = closed_limits(&who, limit)?;
             let ramp = crate::arrival::ClientRamp {
                 from: *from,
                 to: *to,
@@ -115,21 +117,21 @@ pub(super) fn stage_plan(
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. }
         | ArrivalSpec::Ramp { from: rate, .. } => {
-            let horizon = match spec.limit {
+            let horizon = match limit {
                 StageLimit::Requests(0) => {
                     return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
                 }
                 StageLimit::Requests(n) => Horizon::Count(n),
                 StageLimit::Duration(d) => Horizon::Within(d),
             };
-            let over = match spec.limit {
+            let over = match limit {
                 StageLimit::Duration(d) => d,
                 StageLimit::Requests(_) => Duration::ZERO,
             };
             let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
                 format!("rate {rate} over {over}")
             })?;
-            let duration = match spec.limit {
+            let duration = match limit {
                 StageLimit::Duration(d) => Some(d),
                 StageLimit::Requests(_) => None,
             };
@@ -141,6 +143,10 @@ pub(super) fn stage_plan(
             (load, Some(count), duration)
         }
     };
+    let until_decided = spec
+        .until_decided
+        .as_ref()
+        .map(|_| until_minimum(spec.limit, &load, seed));
     Ok(StagePlan {
         name,
         dataset,
@@ -153,5 +159,29 @@ pub(super) fn stage_plan(
         first_item: 0,
         rounds: 1,
         slice: Default::default(),
+        until_decided,
     })
+}
+
+/// An `until-decided` stage's minimum, its written limit: a count, or a duration (with the
+/// count an open-loop schedule sends in it, which the confidence sequences are tuned by).
+fn until_minimum(min: StageLimit, load: &Load, seed: u64) -> super::UntilDecided {
+    match min {
+        StageLimit::Requests(n) => super::UntilDecided {
+            min_requests: Some(n),
+            min_duration: None,
+        },
+        StageLimit::Duration(d) => super::UntilDecided {
+            min_requests: match load {
+                Load::Open { arrival, .. } => Some(
+                    arrival::extent(arrival, Horizon::Within(d), arrival_rng(seed))
+                        .ok()
+                        .flatten()
+                        .map_or(0, |e| e.count),
+                ),
+                _ => None,
+            },
+            min_duration: Some(d),
+        },
+    }
 }

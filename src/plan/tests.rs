@@ -32,6 +32,7 @@ pub(crate) fn stage(
         drain_timeout: None,
         profile: None,
         rounds: None,
+        until_decided: None,
     }
 }
 
@@ -221,6 +222,7 @@ fn hash_changes_with_seed_params_and_workload() {
         expr: sp(crate::sla::parse("ttft.p95 < 200ms").unwrap()),
         stage: None,
         abort_on_fail: false,
+        every_point: false,
     });
     // A param's value counts through its effect on the workload, not as a raw value: one
     // that changes nothing the plan sends (a URL, say) keeps the hash.

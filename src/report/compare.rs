@@ -47,7 +47,7 @@ impl Change {
             Change::Better => "better",
             Change::Same => "same",
             Change::Worse => "WORSE",
-            Change::Inconclusive => "undecided",
+            Change::Inconclusive => "inconclusive",
             Change::NotComparable => "n/a",
         }
     }
@@ -520,7 +520,8 @@ pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
     let verdict = if c.regressed() {
         "REGRESSED"
     } else if !c.undecided.is_empty() {
-        "NO REGRESSION SHOWN"
+        // The word the run's reports use for the same state.
+        "INCONCLUSIVE (no regression shown)"
     } else {
         "OK"
     };
@@ -602,7 +603,7 @@ pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
     if !c.undecided.is_empty() {
         let _ = writeln!(
             out,
-            "\nundecided (the interval straddles the tolerance; more requests or rounds would \
+            "\ninconclusive (the interval straddles the tolerance; more requests or rounds would \
              tell):"
         );
         for r in &c.undecided {

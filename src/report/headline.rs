@@ -17,13 +17,15 @@ pub struct Headline {
 
 /// The headline of `r`.
 pub fn headline(r: &Results) -> Headline {
-    let count = |o: SlaOutcome| r.sla.iter().filter(|v| v.outcome == o).count();
+    // Only the verdicts that gate; a sweep's points past its knee are reported apart.
+    let count = |o: SlaOutcome| r.sla.iter().filter(|v| v.gates && v.outcome == o).count();
     let (passed, failed, undecided) = (
         count(SlaOutcome::Pass),
         count(SlaOutcome::Fail),
         count(SlaOutcome::Inconclusive),
     );
-    let total = r.sla.len();
+    let total = r.sla.iter().filter(|v| v.gates).count();
+    let past_knee = r.sla.iter().filter(|v| !v.gates).count();
     let untrusted = r.stages.iter().filter(|s| !s.validity.trusted).count();
     let mut parts = Vec::new();
     match (failed, undecided) {
@@ -39,6 +41,21 @@ pub fn headline(r: &Results) -> Headline {
     }
     if undecided > 0 && failed == 0 && passed > 0 {
         parts.push(format!("{passed} passed"));
+    }
+    if past_knee > 0 {
+        let failed = r
+            .sla
+            .iter()
+            .filter(|v| !v.gates && v.outcome == SlaOutcome::Fail)
+            .count();
+        let noun = if past_knee == 1 {
+            "verdict"
+        } else {
+            "verdicts"
+        };
+        parts.push(format!(
+            "{past_knee} {noun} past a sweep's knee reported, not gating ({failed} failed)"
+        ));
     }
     match untrusted {
         0 => {}
@@ -66,6 +83,15 @@ pub fn headline(r: &Results) -> Headline {
         SlaOutcome::Inconclusive => ("INCONCLUSIVE", "❔"),
     };
     Headline { word, icon, detail }
+}
+
+/// The mark of an outcome given as its word (`pass`, `fail`, `inconclusive`).
+pub fn mark_word(word: &str) -> &'static str {
+    match word {
+        "pass" => mark(SlaOutcome::Pass),
+        "fail" => mark(SlaOutcome::Fail),
+        _ => mark(SlaOutcome::Inconclusive),
+    }
 }
 
 /// The mark of one verdict: ✓ pass, ✗ fail, ? inconclusive.

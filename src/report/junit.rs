@@ -111,12 +111,7 @@ fn testcase(x: &mut String, scenario: &str, v: &SlaVerdict) {
         let _ = write!(message, " ({note})");
     }
     if let Some(m) = v.more {
-        let _ = write!(
-            message,
-            "; about {} more {} would likely decide it",
-            m.count,
-            m.of.noun()
-        );
+        let _ = write!(message, "; {m}");
     }
     if v.outcome == SlaOutcome::Pass {
         let _ = writeln!(x, "    <testcase classname=\"{class}\" name=\"{name}\">");

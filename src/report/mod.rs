@@ -31,7 +31,7 @@ pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
 pub use flagged::Flagged;
-pub use headline::{Headline, headline, mark};
+pub use headline::{Headline, headline, mark, mark_word};
 pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use markdown::*;
@@ -45,9 +45,7 @@ pub use outputs::{
     REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
-pub use profile::{
-    KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, ProfileGroup, ProfileRow, knee, profile_svg, profiles,
-};
+pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
 pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{

@@ -1,12 +1,8 @@
 //! Latency profiles: the points of each sweep or search gathered into a table against offered
 //! load, with the knee and the SLA-compliant maximum marked, and an SVG of latency against
 //! achieved throughput over achieved against offered load (several runs can share one plot,
-//! for `compare`).
-//!
-//! Knee rule: walking up the load, a step is "bad" when the point is saturated, when output
-//! throughput rose by less than half as much (relatively) as the load did, or when TTFT p99
-//! exceeds [`KNEE_TTFT_FACTOR`] × the lowest-load point's. The knee is the last point before
-//! the first bad step.
+//! for `compare`). The knee is `metrics::knee_load`'s and each point's verdict
+//! `sla::point_outcome`'s, the same ones the gate judged.
 
 use serde::Serialize;
 
@@ -15,13 +11,11 @@ use super::names::profile_file_name;
 use super::numbers::short;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
-use crate::metrics::{LatencyMetric as L, Metric, PointKind, StageSummary};
+use crate::metrics::{
+    LatencyMetric as L, Metric, PointKind, StageSummary, knee_load, scheduled_load, sweep_points,
+};
 use crate::results::Results;
-
-/// TTFT p99 above this multiple of the lowest-load value counts as "rising sharply".
-pub const KNEE_TTFT_FACTOR: f64 = 5.0;
-/// Throughput must grow at least this fraction of the relative load increase.
-pub const KNEE_MIN_GAIN: f64 = 0.5;
+use crate::sla::{SlaMax, SlaOutcome, point_outcome};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProfileRow {
@@ -40,8 +34,15 @@ pub struct ProfileRow {
     pub output_tokens_per_s: f64,
     pub saturated: bool,
     pub client_bound: bool,
-    /// Every SLA verdict on this point held (search probes: the probe's verdict).
+    /// The point's one verdict (`sla::point_outcome`; a search probe's own): `pass`, `fail`
+    /// or `inconclusive` (undecided is not failed).
+    pub outcome: &'static str,
+    /// ✅, ❌ or ❔, as the SLA table marks the same outcome.
+    pub icon: &'static str,
+    /// The point passed: `outcome` is `pass`.
     pub sla_ok: bool,
+    /// Its verdicts count in the gate (false past a sweep's knee: reported only).
+    pub gates: bool,
     pub knee: bool,
 }
 
@@ -54,8 +55,15 @@ pub struct ProfileGroup {
     /// Sorted by load.
     pub rows: Vec<ProfileRow>,
     pub knee_load: Option<f64>,
-    /// Highest load whose SLAs held (a search's answer).
+    /// Highest load whose point passed, below the lowest that failed (a search's answer).
     pub sla_max_load: Option<f64>,
+    /// While points are undecided, the highest the SLA-compliant maximum may be (counting
+    /// them as passed); `None` when nothing leaves it open.
+    pub sla_max_upper: Option<f64>,
+    /// Points whose verdict is undecided.
+    pub undecided: usize,
+    /// The knee and the SLA-compliant maximum in words ([`ProfileGroup::answer`]).
+    pub answer: String,
     /// The plot's file name (written beside the report unless plots are off).
     pub plot: String,
     /// Latency thresholds of the SLA assertions on the group's points, as (ms, assertion),
@@ -64,23 +72,36 @@ pub struct ProfileGroup {
     pub thresholds: Vec<(f64, String)>,
 }
 
-/// Index of the knee in `(load, ttft_p99, output_tps, saturated)` points sorted by load
-/// (`load` as actually scheduled).
-pub fn knee(points: &[(f64, f64, f64, bool)]) -> Option<usize> {
-    let first = points.first()?;
-    let base_ttft = first.1;
-    for i in 1..points.len() {
-        let (l0, _, t0, _) = points[i - 1];
-        let (l1, ttft, t1, sat) = points[i];
-        let load_gain = if l0 > 0.0 { l1 / l0 - 1.0 } else { 1.0 };
-        let tput_gain = if t0 > 0.0 { t1 / t0 - 1.0 } else { 1.0 };
-        let flat = load_gain > 0.0 && tput_gain < KNEE_MIN_GAIN * load_gain;
-        let sharp = base_ttft > 0.0 && ttft > KNEE_TTFT_FACTOR * base_ttft;
-        if sat || flat || sharp {
-            return Some(i - 1);
-        }
+impl ProfileGroup {
+    /// `knee at 20 req/s · SLA-compliant maximum 15 req/s (up to 20 req/s: 1 point undecided)`:
+    /// the group's answer in words, the same in the terminal, the reports and the plot.
+    pub fn answer(&self) -> String {
+        let at = |v: f64| format!("{} {}", short(v), self.axis);
+        let knee = match self.knee_load {
+            Some(k) => format!("knee at {}", at(k)),
+            None if self.kind == "sweep" => "knee not reached".to_string(),
+            None => "no knee (a search)".to_string(),
+        };
+        let max = match (self.sla_max_load, self.sla_max_upper) {
+            (low, Some(high)) => format!(
+                "SLA-compliant maximum {} (up to {}: {} undecided)",
+                low.map_or("none".to_string(), at),
+                at(high),
+                points(self.undecided)
+            ),
+            (Some(low), None) => format!("SLA-compliant maximum {}", at(low)),
+            (None, None) => "SLA-compliant maximum none (no point met every SLA)".to_string(),
+        };
+        format!("{knee} · {max}")
     }
-    None
+}
+
+fn points(n: usize) -> String {
+    if n == 1 {
+        "1 point".to_string()
+    } else {
+        format!("{n} points")
+    }
 }
 
 /// Every profile group of a run, in the order its first point appears.
@@ -88,21 +109,17 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
     let mut groups: Vec<ProfileGroup> = Vec::new();
     for s in &results.stages {
         let Some(p) = &s.profile else { continue };
-        let sla_ok = match p.passed {
-            Some(v) => v,
-            None => results
-                .sla
-                .iter()
-                .filter(|v| v.stage.as_deref() == Some(s.name.as_str()))
-                .all(|v| v.passed),
+        let outcome = match p.passed {
+            Some(true) => Some(SlaOutcome::Pass),
+            Some(false) => Some(SlaOutcome::Fail),
+            None => point_outcome(&results.sla, &s.name),
         };
-        let mut row = row(s, p.load(), p.saturated, p.client_bound, sla_ok);
-        if p.point.offered_rate_per_s.is_some()
-            && s.requests.sent > 0
-            && let Some(d) = s.planned.duration_s.filter(|d| *d > 0.0)
-        {
-            row.scheduled = s.requests.sent as f64 / d;
-        }
+        let mut row = row(s, p.load(), p.saturated, p.client_bound, outcome);
+        row.gates = results
+            .sla
+            .iter()
+            .filter(|v| v.stage.as_deref() == Some(s.name.as_str()))
+            .all(|v| v.gates);
         match groups.iter_mut().find(|g| g.group == p.point.group) {
             Some(g) => g.rows.push(row),
             None => groups.push(ProfileGroup {
@@ -119,6 +136,9 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 rows: vec![row],
                 knee_load: None,
                 sla_max_load: None,
+                sla_max_upper: None,
+                undecided: 0,
+                answer: String::new(),
                 plot: profile_file_name(&p.point.group),
                 thresholds: Vec::new(),
             }),
@@ -126,36 +146,41 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
     }
     for g in &mut groups {
         g.rows.sort_by(|a, b| a.load.total_cmp(&b.load));
-        let pts: Vec<_> = g
+        // A search's probes are too short and too few below its answer for a knee to mean much.
+        if g.kind == "sweep" {
+            g.knee_load = knee_load(&sweep_points(&results.stages, &g.group));
+        }
+        for r in &mut g.rows {
+            r.knee = g.knee_load == Some(r.load);
+        }
+        g.undecided = g
             .rows
             .iter()
-            .map(|r| {
-                (
-                    r.scheduled,
-                    r.ttft_p99_ms,
-                    r.output_tokens_per_s,
-                    r.saturated,
-                )
-            })
-            .collect();
-        // A search's probes are too short and too few below its answer for a knee to mean much.
-        if let Some(k) = knee(&pts).filter(|_| g.kind == "sweep") {
-            g.rows[k].knee = true;
-            g.knee_load = Some(g.rows[k].load);
-        }
-        let search = results.searches.iter().find(|s| s.group == g.group);
+            .filter(|r| r.outcome == "inconclusive")
+            .count();
         g.thresholds = latency_thresholds(results, g);
-        g.sla_max_load = match search {
-            Some(s) => s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
-            None => g
-                .rows
-                .iter()
-                .filter(|r| r.sla_ok)
-                .map(|r| r.load)
-                .reduce(f64::max),
-        };
+        match results.searches.iter().find(|s| s.group == g.group) {
+            Some(s) => g.sla_max_load = s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
+            None => {
+                let outcomes: Vec<(f64, Option<SlaOutcome>)> = g
+                    .rows
+                    .iter()
+                    .map(|r| (r.load, outcome_of(r.outcome)))
+                    .collect();
+                let max = SlaMax::of(&outcomes);
+                g.sla_max_load = max.low;
+                g.sla_max_upper = max.is_range().then_some(max.high).flatten();
+            }
+        }
+        g.answer = g.answer();
     }
     groups
+}
+
+fn outcome_of(word: &str) -> Option<SlaOutcome> {
+    [SlaOutcome::Pass, SlaOutcome::Fail, SlaOutcome::Inconclusive]
+        .into_iter()
+        .find(|o| o.as_str() == word)
 }
 
 fn row(
@@ -163,12 +188,13 @@ fn row(
     load: f64,
     saturated: bool,
     client_bound: bool,
-    sla_ok: bool,
+    outcome: Option<SlaOutcome>,
 ) -> ProfileRow {
+    let shown = outcome.unwrap_or(SlaOutcome::Pass);
     ProfileRow {
         stage: s.name.clone(),
         load,
-        scheduled: load,
+        scheduled: scheduled_load(s),
         ttft_p50_ms: s.latency[L::Ttft].p50,
         ttft_p99_ms: s.latency[L::Ttft].p99,
         itl_p99_ms: s.latency[L::Itl].p99,
@@ -177,7 +203,14 @@ fn row(
         output_tokens_per_s: s.throughput.output_tokens_per_s,
         saturated,
         client_bound,
-        sla_ok,
+        outcome: shown.as_str(),
+        icon: match shown {
+            SlaOutcome::Pass => "✅",
+            SlaOutcome::Fail => "❌",
+            SlaOutcome::Inconclusive => "❔",
+        },
+        sla_ok: shown == SlaOutcome::Pass,
+        gates: true,
         knee: false,
     }
 }
@@ -385,9 +418,14 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
                 style::THRESHOLD,
             );
         }
+        let undecided = format!(
+            "no point shown to meet every SLA ({} undecided)",
+            points(g.undecided)
+        );
         let missing: Vec<&str> = [
             g.knee_load.is_none().then_some("knee not reached"),
-            g.sla_max_load.is_none().then_some("no point met every SLA"),
+            (g.sla_max_load.is_none() && g.undecided == 0).then_some("no point met every SLA"),
+            (g.sla_max_load.is_none() && g.undecided > 0).then_some(undecided.as_str()),
         ]
         .into_iter()
         .flatten()
@@ -449,46 +487,4 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
     }
     doc.end_panel();
     Ok(doc.finish())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A server of capacity `cap`: throughput follows load then flattens; TTFT climbs past it.
-    fn curve(cap: f64, loads: &[f64]) -> Vec<(f64, f64, f64, bool)> {
-        loads
-            .iter()
-            .map(|&l| {
-                let rho = (l / cap).min(0.99);
-                let ttft = if l < cap {
-                    20.0 / (1.0 - rho)
-                } else {
-                    20.0 * 50.0 * l / cap
-                };
-                (l, ttft, l.min(cap) * 16.0, l > cap * 1.1)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn knee_sits_before_capacity() {
-        let loads = [5.0, 10.0, 15.0, 20.0, 35.0, 50.0];
-        let k = knee(&curve(25.0, &loads)).unwrap();
-        assert_eq!(loads[k], 20.0);
-        let k = knee(&curve(12.0, &loads)).unwrap();
-        assert_eq!(loads[k], 10.0);
-    }
-
-    #[test]
-    fn no_knee_below_capacity_and_flat_throughput_alone_is_one() {
-        assert_eq!(knee(&curve(100.0, &[5.0, 10.0, 20.0])), None);
-        let flat = [
-            (1.0, 10.0, 100.0, false),
-            (2.0, 10.0, 190.0, false),
-            (4.0, 11.0, 200.0, false),
-        ];
-        assert_eq!(knee(&flat), Some(1));
-        assert_eq!(knee(&[]), None);
-    }
 }

@@ -1,5 +1,6 @@
-//! The few lines `infermeter run` prints when it ends: verdict, one row per stage, and the
-//! SLA verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
+//! The few lines `infermeter run` prints when it ends: verdict, one row per stage, each
+//! sweep's or search's knee and SLA-compliant maximum with its points' verdicts, and the SLA
+//! verdicts. Plain text that reads the same in a terminal and in a CI log; with colour
 //! on, the outcome words and marks are coloured (ANSI), nothing else changes.
 
 use std::fmt::Write as _;
@@ -81,11 +82,43 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
     for s in &r.stages {
         stage_lines(&mut out, s);
     }
+    profile_lines(&mut out, r, color);
     if !r.sla.is_empty() {
         sla_lines(&mut out, r, color);
     }
     out.push('\n');
     out
+}
+
+/// Each profile group's answer (knee, SLA-compliant maximum) and its points' verdicts, marked
+/// as in the SLA lines; a point past the knee that does not gate is in brackets.
+fn profile_lines(out: &mut String, r: &Results, color: bool) {
+    let groups = super::profiles(r);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nProfiles");
+    for g in &groups {
+        let _ = writeln!(out, "  {} `{}`: {}", g.kind, g.group, g.answer);
+        let points: Vec<String> = g
+            .rows
+            .iter()
+            .map(|row| {
+                let mark = paint(super::mark_word(row.outcome), row.outcome, color);
+                let knee = if row.knee { " knee" } else { "" };
+                let point = format!("{} {mark}{knee}", super::numbers::short(row.load));
+                if row.gates {
+                    point
+                } else {
+                    format!("({point})")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "    points ({}): {}", g.axis, points.join("  "));
+        if g.rows.iter().any(|row| !row.gates) {
+            let _ = writeln!(out, "    (…): {}", crate::sla::NOT_GATING);
+        }
+    }
 }
 
 /// A stage's row of the table, and its reasons, notes and errors under it.
@@ -110,6 +143,9 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         for (i, line) in wrap(reason, WRAP - 6).iter().enumerate() {
             let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });
         }
+    }
+    if let Some(u) = &s.until_decided {
+        let _ = writeln!(out, "    {}", until_sentence(u));
     }
     for note in &s.notes {
         let _ = writeln!(out, "    note: {note}");
@@ -136,6 +172,31 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
 }
 
 /// The SLA verdicts, one line each (and why, when undecided or failed).
+/// "until-decided: decided after 143 requests (4.2 s, 5 looks); at most 20000".
+pub(crate) fn until_sentence(u: &crate::metrics::UntilDecided) -> String {
+    use crate::metrics::UntilStop;
+    let max = match (u.max_requests, u.max_s) {
+        (Some(n), _) => format!("at most {n} requests"),
+        (None, Some(s)) => format!("at most {s:.0} s"),
+        (None, None) => "no maximum".to_string(),
+    };
+    let how = match u.stopped {
+        UntilStop::Decided => format!(
+            "decided after {} requests ({:.1} s, {} looks); in-flight requests then drained",
+            u.stopped_at_requests, u.stopped_at_s, u.looks
+        ),
+        UntilStop::MaxReached => format!(
+            "not decided within its maximum ({} requests, {:.1} s)",
+            u.stopped_at_requests, u.stopped_at_s
+        ),
+        UntilStop::Interrupted => format!(
+            "stopped before it was decided ({} requests, {:.1} s)",
+            u.stopped_at_requests, u.stopped_at_s
+        ),
+    };
+    format!("until-decided: {how}; {max}; verdicts on confidence sequences")
+}
+
 fn sla_lines(out: &mut String, r: &Results, color: bool) {
     let _ = writeln!(out, "\nSLA");
     for v in &r.sla {
@@ -156,15 +217,12 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
             with_unit(v.observed),
             with_unit(v.threshold),
         );
+        if !v.gates {
+            let _ = writeln!(out, "      {}", crate::sla::NOT_GATING);
+        }
         if v.outcome == crate::sla::SlaOutcome::Inconclusive {
             let why = v.note.as_deref().unwrap_or("undecided");
-            let more = v.more.map_or_else(String::new, |m| {
-                format!(
-                    "; about {} more {} would likely decide it",
-                    m.count,
-                    m.of.noun()
-                )
-            });
+            let more = v.more.map_or_else(String::new, |m| format!("; {m}"));
             let _ = writeln!(out, "      undecided: {why}{more}");
         } else if let Some(why) = &v.note
             && (v.outcome == crate::sla::SlaOutcome::Fail

@@ -63,6 +63,8 @@ pub struct StageView {
     pub trusted: bool,
     pub reasons: Vec<String>,
     pub sla_failed: usize,
+    /// Verdicts on the stage that are undecided (none failed: then its heading says so).
+    pub sla_undecided: usize,
     pub load: Vec<KeyValue>,
     pub latency: Vec<LatencyRow>,
     pub throughput: Vec<KeyValue>,
@@ -125,6 +127,14 @@ fn with_unit(v: f64, unit: &str) -> String {
     }
 }
 
+/// How many verdicts on stage `name` came out `outcome`.
+fn on_stage(verdicts: &[SlaVerdict], name: &str, outcome: SlaOutcome) -> usize {
+    verdicts
+        .iter()
+        .filter(|v| v.outcome == outcome && v.stage.as_deref() == Some(name))
+        .count()
+}
+
 fn verdict_row(v: &SlaVerdict) -> VerdictRow {
     let margin = match v.relative_margin() {
         Some(m) if m >= 0.0 => format!("{:+.1} % over", m * 100.0),
@@ -145,16 +155,15 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
         interval: v.interval.map_or_else(String::new, |i| {
             format!("[{}, {}]", num(i.low), num(i.high))
         }),
-        more: v.more.map_or_else(String::new, |m| {
-            format!(
-                "about {} more {} would likely decide it",
-                m.count,
-                m.of.noun()
-            )
-        }),
+        more: v.more.map_or_else(String::new, |m| m.to_string()),
         threshold: with_unit(v.threshold, v.unit()),
         margin,
-        note: v.note.clone().unwrap_or_default(),
+        note: match (&v.note, v.gates) {
+            (Some(n), true) => n.clone(),
+            (None, true) => String::new(),
+            (Some(n), false) => format!("{}; {n}", crate::sla::NOT_GATING),
+            (None, false) => crate::sla::NOT_GATING.to_string(),
+        },
     }
 }
 
@@ -246,7 +255,12 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             .as_ref()
             .map(super::attribution::source_text)
             .unwrap_or_default(),
-        notes: s.notes.clone(),
+        notes: s
+            .until_decided
+            .iter()
+            .map(super::summary::until_sentence)
+            .chain(s.notes.iter().cloned())
+            .collect(),
         retried: s.requests.retried,
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()
@@ -256,12 +270,8 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         name: s.name.clone(),
         trusted: s.validity.trusted,
         reasons: s.validity.reasons.clone(),
-        sla_failed: verdicts
-            .iter()
-            .filter(|v| {
-                v.outcome == SlaOutcome::Fail && v.stage.as_deref() == Some(s.name.as_str())
-            })
-            .count(),
+        sla_failed: on_stage(verdicts, &s.name, SlaOutcome::Fail),
+        sla_undecided: on_stage(verdicts, &s.name, SlaOutcome::Inconclusive),
         load: load_rows(s),
         latency: latency_rows(s),
         throughput: throughput_rows(s),
@@ -306,14 +316,21 @@ fn stage_plots(s: &StageSummary, plot_files: &[String]) -> Vec<Plot> {
 /// What the stage was asked to send, and what it sent.
 fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
     let p = &s.planned;
+    // A multi-turn stage's arrivals are sessions (its later turns follow the replies), and
+    // its send rate counts first turns: say so rather than call them requests.
+    let (rate, units) = if s.per_turn.is_empty() {
+        ("req/s", "requests")
+    } else {
+        ("sessions/s", "sessions")
+    };
     let planned = match (p.rate_per_s, p.clients) {
-        (Some(r), _) => format!("{} at {} req/s", p.arrival, short(r)),
+        (Some(r), _) => format!("{} at {} {rate}", p.arrival, short(r)),
         (None, Some(c)) => format!("{} with {c} clients", p.arrival),
         (None, None) => p.arrival.to_string(),
     };
     let bound = match (p.requests, p.duration_s) {
-        (Some(n), Some(d)) => format!("{n} requests, {} s", short(d)),
-        (Some(n), None) => format!("{n} requests"),
+        (Some(n), Some(d)) => format!("{n} {units}, {} s", short(d)),
+        (Some(n), None) => format!("{n} {units}"),
         (None, Some(d)) => format!("{} s", short(d)),
         (None, None) => "–".into(),
     };
@@ -323,7 +340,7 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
         kv("bound", bound),
         kv(
             "achieved send rate",
-            format!("{} req/s", num(s.throughput.achieved_rate_per_s)),
+            format!("{} {rate}", num(s.throughput.achieved_rate_per_s)),
         ),
         kv(
             "requests",
@@ -428,13 +445,22 @@ fn turn_rows(s: &StageSummary) -> Vec<TurnRow> {
 
 /// Builds the view; `plot_files` are the plot file names that exist next to the report.
 pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
-    let count = |o: SlaOutcome| results.sla.iter().filter(|v| v.outcome == o).count();
+    let count = |o: SlaOutcome| {
+        results
+            .sla
+            .iter()
+            .filter(|v| v.gates && v.outcome == o)
+            .count()
+    };
     let mut verdicts: Vec<&SlaVerdict> = results.sla.iter().collect();
-    // Failed first, then undecided, then passed.
-    verdicts.sort_by_key(|v| match v.outcome {
-        SlaOutcome::Fail => 0,
-        SlaOutcome::Inconclusive => 1,
-        SlaOutcome::Pass => 2,
+    // Those that gate first, each part failed first, then undecided, then passed.
+    verdicts.sort_by_key(|v| {
+        let rank = match v.outcome {
+            SlaOutcome::Fail => 0,
+            SlaOutcome::Inconclusive => 1,
+            SlaOutcome::Pass => 2,
+        };
+        (!v.gates, rank)
     });
     let h = super::headline(results);
     let t = &results.target;
@@ -443,7 +469,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         icon: h.icon,
         outcome: h.word,
         verdict: h.detail,
-        sla_total: results.sla.len(),
+        sla_total: results.sla.iter().filter(|v| v.gates).count(),
         sla_failed: count(SlaOutcome::Fail),
         sla_undecided: count(SlaOutcome::Inconclusive),
         confidence: format!("{} %", short(results.sla_policy.confidence * 100.0)),

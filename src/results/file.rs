@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::model::Results;
+use super::validate::{Inconsistent, validate};
 use crate::sla::SlaOutcome;
 
 /// The result file's name in a run's output directory.
@@ -25,6 +26,12 @@ pub enum ResultsError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{} is refused", path.display())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: Inconsistent,
+    },
     #[error("failed to write {}", path.display())]
     Write {
         path: PathBuf,
@@ -34,8 +41,19 @@ pub enum ResultsError {
 }
 
 /// Reads and parses a `results.json`, of this format or an earlier one (brought up to date:
-/// see [`migrate`]).
+/// see [`migrate`]), and refuses one whose numbers do not hold together ([`validate`]).
 pub fn read_results(path: &Path) -> Result<Results, ResultsError> {
+    let results = read_unvalidated(path)?;
+    validate(&results).map_err(|source| ResultsError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(results)
+}
+
+/// Reads a `results.json` without checking its numbers: only for marking an earlier run's
+/// file stale, which must work on any file that parses. Never read figures from it.
+pub fn read_unvalidated(path: &Path) -> Result<Results, ResultsError> {
     let text = crate::files::read_text(path, crate::files::MAX_RESULTS_FILE).map_err(|source| {
         ResultsError::Read {
             path: path.to_path_buf(),
@@ -47,6 +65,25 @@ pub fn read_results(path: &Path) -> Result<Results, ResultsError> {
         source,
     })?;
     Ok(migrate(results))
+}
+
+/// Why bytes are not a result: not the JSON of one, or one whose numbers contradict each
+/// other.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("not a results.json")]
+    Json(#[source] serde_json::Error),
+    #[error(transparent)]
+    Inconsistent(#[from] Inconsistent),
+}
+
+/// A result from the bytes of a `results.json` (a shard's upload, say): parsed, brought up
+/// to date and [`validate`]d, exactly as [`read_results`] reads a file.
+pub fn parse_results(bytes: &[u8]) -> Result<Results, ParseError> {
+    let results: Results = serde_json::from_slice(bytes).map_err(ParseError::Json)?;
+    let results = migrate(results);
+    validate(&results)?;
+    Ok(results)
 }
 
 /// Brings a result of an earlier format up to date. Version 1 had no SLA outcomes: each

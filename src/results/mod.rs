@@ -7,10 +7,15 @@ mod model;
 mod provenance;
 mod schema;
 mod shards;
+mod validate;
 
 pub(crate) use file::write_atomic;
-pub use file::{RESULTS_FILE, ResultsError, migrate, read_results, write_results};
+pub use file::{
+    ParseError, RESULTS_FILE, ResultsError, migrate, parse_results, read_results, read_unvalidated,
+    write_results,
+};
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
 pub use provenance::{BuildInfo, HostInfo, Provenance};
 pub use schema::json_schema;
 pub use shards::{ShardRecord, ShardStart, Sharding};
+pub use validate::{Inconsistent, MAX_COUNT, Problem, validate};

@@ -24,6 +24,11 @@ impl BarrierError {
     }
 }
 
+/// The interrupt ended a barrier's wait.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("interrupted while waiting for the other shards")]
+pub struct Interrupted;
+
 /// A shard that could not agree on a step's start with the others (its coordinator gone):
 /// running the step unsynchronised would not be the planned schedule, so the run stops.
 #[derive(Debug, Clone, thiserror::Error)]

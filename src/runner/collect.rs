@@ -43,6 +43,13 @@ pub struct Live {
     pub check: LiveCheck,
     /// Cancelled when the check says stop: the stage stops sending.
     pub stop: CancellationToken,
+    /// Cancelled (before `stop`) when it stops because an `until-decided` stage is decided:
+    /// its requests in flight are then drained, not cut short.
+    pub decided: CancellationToken,
+    /// An `until-decided` stage's rule.
+    pub until: Option<super::until::Until>,
+    /// Requests the stage has begun (see `StageShared::started`).
+    pub begun: Arc<std::sync::atomic::AtomicU64>,
     /// The stage's clock start, set once sending begins (checks wait for it).
     pub t0: Arc<OnceLock<Instant>>,
     /// What the snapshot's validity rules know of the stage beyond its records.
@@ -50,19 +57,56 @@ pub struct Live {
     pub rules: ValidityRules,
 }
 
+/// Why a live check stopped its stage.
+enum LiveStop {
+    Abort(Abort),
+    /// Decided at this many seconds, with this many requests completed.
+    Decided(f64, u64),
+}
+
 impl Live {
     /// The check's verdict on the summary so far, when one is due.
-    fn due(&self, agg: &StageAggregator, last: &mut Instant) -> Option<Abort> {
+    fn due(&mut self, agg: &StageAggregator, last: &mut Instant) -> Option<LiveStop> {
         let t0 = *self.t0.get()?;
         if last.elapsed() < CHECK_EVERY || agg.done() == 0 {
             return None;
         }
         *last = Instant::now();
+        let elapsed = t0.elapsed();
         let clock = StageClock {
-            wall_ns: t0.elapsed().as_nanos() as u64,
+            wall_ns: elapsed.as_nanos() as u64,
             ..self.clock
         };
-        (self.check)(&agg.snapshot(clock, &self.rules))
+        let secs = elapsed.as_secs_f64();
+        // Past its minimum, an `until-decided` stage is judged on its confidence sequences,
+        // which read the histograms (encoded once a second, off the requests' path).
+        // Read after the records folded so far, so that a request finishing in between is
+        // counted twice rather than not at all: its value is then taken as unknown.
+        let done = agg.done();
+        let pending = self
+            .begun
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_sub(done);
+        let past_minimum = self
+            .until
+            .as_mut()
+            .and_then(|u| u.look(done, secs).then(|| u.snapshot_record(pending)));
+        let snapshot = match past_minimum {
+            Some(record) => {
+                let mut s = agg.snapshot_with_histograms(clock, &self.rules);
+                s.until_decided = Some(record);
+                s
+            }
+            None => agg.snapshot(clock, &self.rules),
+        };
+        let judged = (self.check)(&snapshot);
+        match judged.abort {
+            Some(abort) => Some(LiveStop::Abort(abort)),
+            None if judged.decided && snapshot.until_decided.is_some() => {
+                Some(LiveStop::Decided(secs, snapshot.requests.sent))
+            }
+            None => None,
+        }
     }
 }
 
@@ -111,6 +155,10 @@ pub struct Finished {
     pub aborted: Option<Abort>,
     /// The machine's run queue while the stage ran: mean and most.
     pub run_queue: Option<(f64, u32)>,
+    /// An `until-decided` stage's rule, with its looks counted …
+    pub until: Option<super::until::Until>,
+    /// … and when it was decided (seconds, requests completed), if it was.
+    pub decided: Option<(f64, u64)>,
 }
 
 /// What went wrong in a collector (the stage's numbers may be incomplete).
@@ -144,7 +192,8 @@ impl Collector {
         };
         let join = thread::spawn(move || {
             let mut live = live;
-            let mut aborted = None;
+            let mut until = None;
+            let (mut aborted, mut decided) = (None, None);
             let mut checked = Instant::now();
             let mut queue = RunQueueSamples::default();
             let mut sampled: Option<Instant> = None;
@@ -165,12 +214,18 @@ impl Collector {
                 }
                 let agg = &folder.agg;
                 progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
-                if let Some(l) = &live
+                if let Some(l) = live.as_mut()
                     && let Some(why) = l.due(agg, &mut checked)
                 {
+                    match why {
+                        LiveStop::Abort(why) => aborted = Some(why),
+                        LiveStop::Decided(secs, done) => {
+                            l.decided.cancel();
+                            decided = Some((secs, done));
+                        }
+                    }
                     l.stop.cancel();
-                    aborted = Some(why);
-                    live = None;
+                    until = live.take().and_then(|l| l.until);
                 }
                 if !open {
                     break;
@@ -184,6 +239,8 @@ impl Collector {
                 problem: folder.sink_error.map(CollectProblem::Sink),
                 aborted,
                 run_queue: queue.summary(),
+                until: until.or_else(|| live.and_then(|l| l.until)),
+                decided,
             }
         });
         Collector { tx, recent, join }
@@ -205,6 +262,8 @@ impl Collector {
                 problem: Some(CollectProblem::Panicked),
                 aborted: None,
                 run_queue: None,
+                until: None,
+                decided: None,
             }
         })
     }

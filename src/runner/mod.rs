@@ -25,11 +25,14 @@ mod stage;
 mod target;
 mod telemetry;
 mod timer;
+mod until;
 mod warmup;
 
-pub use barrier::{AgreedStart, Barrier, BarrierError, BarrierFuture, StepStart, Unsynchronised};
+pub use barrier::{
+    AgreedStart, Barrier, BarrierError, BarrierFuture, Interrupted, StepStart, Unsynchronised,
+};
 pub use cpu::PollIdle;
 pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
 pub use error::{RunError, RunProblem};
-pub use options::{LiveCheck, Observer, RunOptions, StageDecision, StageProgress};
+pub use options::{LiveCheck, LiveJudgement, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunOutput, Stop, run};

@@ -11,10 +11,22 @@ use crate::metrics::{StageSummary, ValidityRules};
 use crate::sla::Abort;
 
 /// Judges a stage while it runs, from its summary so far (about once a second, on the stage's
-/// collector thread, never on a request's path): `Some(abort)` stops the stage's sending,
-/// cancels what is in flight after the interrupt grace, and ends the run as aborted. The
-/// caller's `abort-on-fail` assertions, with their minimum sample count and grace period.
-pub type LiveCheck = Arc<dyn Fn(&StageSummary) -> Option<Abort> + Send + Sync>;
+/// collector thread, never on a request's path): the caller's `abort-on-fail` assertions, with
+/// their minimum sample count and grace period, and whether an `until-decided` stage's
+/// assertions are decided (asked once the stage has sent its minimum: the summary then has
+/// its `until_decided` record and histograms).
+pub type LiveCheck = Arc<dyn Fn(&StageSummary) -> LiveJudgement + Send + Sync>;
+
+/// What a live check says of a running stage.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveJudgement {
+    /// An assertion failed: the stage stops sending, what is in flight is cancelled after the
+    /// interrupt grace, and the run ends as aborted.
+    pub abort: Option<Abort>,
+    /// Every assertion holding an `until-decided` stage open is decided: it stops sending,
+    /// drains what is in flight (for its drain timeout), and the run goes on.
+    pub decided: bool,
+}
 
 /// How to run, beyond what the plan says.
 pub struct RunOptions {
@@ -68,6 +80,19 @@ pub trait Observer: Send + Sync {
     /// it will send when that is known ahead. The returned tracker is fed from the stage's
     /// collector thread, never from a request task.
     fn stage_started(&self, name: &str, total: Option<u64>) -> Box<dyn StageProgress>;
+
+    /// [`Observer::stage_started`] with how long the plan says the stage sends, when it says
+    /// (an open-loop schedule's span, a duration bound), so that a console's first ETA comes
+    /// from the plan rather than from the first second's completions. By default the same as
+    /// `stage_started`.
+    fn stage_planned(
+        &self,
+        name: &str,
+        total: Option<u64>,
+        _sending: Option<std::time::Duration>,
+    ) -> Box<dyn StageProgress> {
+        self.stage_started(name, total)
+    }
 
     /// Something the user should know that does not stop the run (a telemetry source that is
     /// unavailable, `--poll-idle` without permission).

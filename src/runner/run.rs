@@ -202,18 +202,22 @@ pub async fn run(
     let agree = async |step: u32,
                        name: &str|
            -> Result<Option<(u32, super::AgreedStart)>, Unsynchronised> {
-        match &opts.barrier {
-            None => Ok(None),
-            Some(b) => b
-                .wait(step, name, &plan.hash)
-                .await
-                .map(|a| Some((step, a)))
-                .map_err(|cause| Unsynchronised {
-                    stage: name.to_string(),
-                    step,
-                    cause,
-                }),
-        }
+        let Some(b) = &opts.barrier else {
+            return Ok(None);
+        };
+        // A signal ends the wait at once, whatever the barrier does.
+        let agreed = tokio::select! {
+            biased;
+            _ = opts.interrupt.cancelled() => Err(super::BarrierError::new(super::Interrupted)),
+            r = b.wait(step, name, &plan.hash) => r,
+        };
+        agreed
+            .map(|a| Some((step, a)))
+            .map_err(|cause| Unsynchronised {
+                stage: name.to_string(),
+                step,
+                cause,
+            })
     };
     // A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
     // for the sources' starting points.

@@ -50,6 +50,9 @@ pub(super) struct StageShared {
     /// Requests in flight now, and the most there were at once (a ramp's reach).
     pub(super) in_flight: AtomicU64,
     pub(super) peak_in_flight: Arc<AtomicU64>,
+    /// Requests begun, each of which sends one record: an `until-decided` stage's look counts
+    /// those whose record it has not folded yet as still to come.
+    pub(super) started: Arc<AtomicU64>,
     /// `cache-salt`: this stage round's salt, put in front of every prompt.
     pub(super) salt: Option<Salt>,
     /// See `RunOptions::test_send_lag`.
@@ -162,6 +165,7 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
+        self.started.fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
             index: recipe.index,
             turn,

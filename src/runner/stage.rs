@@ -82,6 +82,7 @@ impl StageRunner<'_> {
             live,
             start,
         } = call;
+        let judged_live = live;
         let reset_note = self.reset_cache(&stage.name).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
@@ -100,13 +101,16 @@ impl StageRunner<'_> {
         } else {
             format!("{} ({})", stage.name, notes.join(", "))
         };
-        let progress = self
-            .opts
-            .observer
-            .stage_started(&shown, planned_total(&self.plan, stage));
+        let progress = self.opts.observer.stage_planned(
+            &shown,
+            planned_total(&self.plan, stage),
+            planned_sending(stage),
+        );
         // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
         // the live check.
         let stop = self.opts.interrupt.child_token();
+        let decided = CancellationToken::new();
+        let begun = Arc::new(AtomicU64::new(0));
         let started = Arc::new(std::sync::OnceLock::new());
         let live = live
             .then_some(self.opts.live_check.as_ref())
@@ -122,6 +126,9 @@ impl StageRunner<'_> {
                     ..StageClock::default()
                 },
                 rules: self.opts.validity,
+                decided: decided.clone(),
+                until: super::until::Until::of(stage, self.plan.target.request.timeout),
+                begun: begun.clone(),
             });
         let workers = tokio::runtime::Handle::current().metrics().num_workers();
         let track = super::probe::Track::new(workers);
@@ -148,7 +155,14 @@ impl StageRunner<'_> {
         )
         .await;
         if let Some((step, agreed)) = start {
-            PreciseTimer::new().sleep_until(agreed.instant()).await;
+            // The agreed start is at most a minute ahead (the coordinator's client refuses
+            // more), and a signal ends the wait.
+            let mut timer = PreciseTimer::new();
+            tokio::select! {
+                biased;
+                _ = self.opts.interrupt.cancelled() => {}
+                _ = timer.sleep_until(agreed.instant()) => {}
+            }
             let offset_ns = agreed.offset_of(std::time::SystemTime::now());
             if let Ok(mut starts) = self.starts.lock() {
                 starts.push(super::StepStart {
@@ -182,6 +196,7 @@ impl StageRunner<'_> {
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
             test_send_lag: self.opts.test_send_lag,
+            started: begun,
             salt: self.salt_seed.map(|seed| {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))
@@ -247,6 +262,7 @@ impl StageRunner<'_> {
             }
         }
         drop(watching);
+        let sending_s = t0.elapsed().as_secs_f64();
         let warmup_end = watch.map(|_| {
             super::warmup::finish(
                 watched,
@@ -255,7 +271,9 @@ impl StageRunner<'_> {
             )
         });
         drop(shared);
-        self.drain(stage, &tracker, stop.is_cancelled()).await;
+        // Decided: what is in flight is part of the stage, drained as at its end.
+        let cut_short = stop.is_cancelled() && !decided.is_cancelled();
+        self.drain(stage, &tracker, cut_short).await;
         cancel.cancel();
         tracker.wait().await;
         let wall_ns = since(t0);
@@ -297,6 +315,17 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
+        let until = finished.until.or_else(|| {
+            super::until::Until::of(stage, self.plan.target.request.timeout).filter(|_| judged_live)
+        });
+        summary.until_decided = until.map(|u| {
+            let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
+            u.finish(
+                finished.decided,
+                interrupted,
+                (sending_s, summary.requests.sent),
+            )
+        });
         (summary, problem, finished.aborted)
     }
 
@@ -458,6 +487,14 @@ fn planned_span(stage: &StagePlan) -> Option<u64> {
     }
 }
 
+/// How long the plan says the stage sends: its schedule's span, or its duration bound.
+fn planned_sending(stage: &StagePlan) -> Option<std::time::Duration> {
+    match planned_span(stage) {
+        Some(ns) => Some(std::time::Duration::from_nanos(ns)),
+        None => stage.duration.map(|d| d.as_std()),
+    }
+}
+
 fn cores() -> u32 {
     thread::available_parallelism()
         .map(|n| n.get() as u32)
@@ -513,14 +550,7 @@ fn planned_load(stage: &StagePlan) -> PlannedLoad {
 /// Requests the progress bar counts to: every turn of every session. A ShareGPT session's
 /// turn count is only known as it runs, so those stages count without a total.
 fn planned_total(plan: &Plan, stage: &StagePlan) -> Option<u64> {
-    let units = stage.slice.share(stage.request_count()?);
-    match plan.session_plan(stage) {
-        None => Some(units),
-        Some(session) => match plan.datasets.get(stage.dataset).map(|d| &d.source) {
-            Some(DatasetSource::Synthetic { .. }) => Some(units * u64::from(session.turns.max(1))),
-            _ => None,
-        },
-    }
+    plan.planned_requests(stage, stage.slice)
 }
 
 /// Connections to open before the clock starts: the expected concurrency, within reason.

@@ -6,6 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::protocol::{Api, REGISTRY};
+use crate::sla::{Need, fewest_to_pass};
+use crate::stats::{Build, sequence_tuning};
 use crate::units::{Burstiness, Duration};
 
 /// A scenario to write.
@@ -340,9 +342,11 @@ impl Draft {
                 path,
                 output_tokens,
             } => {
-                let count = match self.limit {
-                    Limit::Requests(n) => format!(" count={n}"),
-                    Limit::Duration(_) => String::new(),
+                // As many conversations as the stage may send, its maximum included.
+                let count = match (self.limit, self.undecidable()) {
+                    (Limit::Requests(_), Some(u)) => format!(" count={}", u.max_requests),
+                    (Limit::Requests(n), None) => format!(" count={n}"),
+                    (Limit::Duration(_), _) => String::new(),
                 };
                 let out = output_tokens.map_or(String::new(), |n| format!(" output-tokens={n}"));
                 writeln!(
@@ -397,9 +401,26 @@ impl Draft {
                 "    arrival \"concurrency\" clients={n}    // closed loop: each client sends its next request when its last one ends"
             )?,
         }
-        match self.limit {
-            Limit::Requests(n) => writeln!(o, "    requests {n}    // or: duration \"60s\"")?,
-            Limit::Duration(d) => writeln!(
+        let short = self.undecidable();
+        if let Some(s) = &short {
+            for line in wrap(&s.why(), 88) {
+                writeln!(o, "    // {line}")?;
+            }
+        }
+        match (self.limit, short) {
+            (Limit::Requests(n), Some(s)) => {
+                writeln!(o, "    requests {n} until-decided max={}", s.max_requests)?
+            }
+            (Limit::Duration(d), Some(s)) => writeln!(
+                o,
+                "    duration {} until-decided max={}",
+                quote(&d.to_string()),
+                quote(&s.max_duration(self).to_string())
+            )?,
+            (Limit::Requests(n), None) => {
+                writeln!(o, "    requests {n}    // or: duration \"60s\"")?
+            }
+            (Limit::Duration(d), None) => writeln!(
                 o,
                 "    duration {}    // or: requests 200",
                 quote(&d.to_string())
@@ -408,6 +429,107 @@ impl Draft {
         writeln!(o, "}}\n")
     }
 
+    /// The gate's assertions: the flags', or the default one.
+    fn assertions(&self) -> Vec<String> {
+        if self.slas.is_empty() {
+            vec![DEFAULT_SLA.to_string()]
+        } else {
+            self.slas.clone()
+        }
+    }
+
+    /// The requests the stage sends: its count, or its rate times its duration; `None` for
+    /// a closed loop bounded by time.
+    fn planned(&self) -> Option<u64> {
+        match (self.limit, &self.load) {
+            (Limit::Requests(n), _) => Some(n),
+            (Limit::Duration(d), &Load::Rate { rate, .. }) => {
+                Some((rate * d.as_secs_f64()).floor() as u64)
+            }
+            (Limit::Duration(_), Load::Concurrency(_)) => None,
+        }
+    }
+
+    /// Where the stage sends fewer requests than an assertion needs to pass (so the gate
+    /// could fail but never pass): the most demanding such assertion, and the maximum an
+    /// `until-decided` stage gets so that it can.
+    fn undecidable(&self) -> Option<Short> {
+        let planned = self.planned()?;
+        let assertions: Vec<(String, crate::sla::Assertion)> = self
+            .assertions()
+            .into_iter()
+            .filter_map(|s| crate::sla::parse(&s).ok().map(|a| (s, a)))
+            .collect();
+        let need_of = |build| {
+            assertions
+                .iter()
+                .filter_map(
+                    |(s, a)| match fewest_to_pass(a, SCAFFOLD_CONFIDENCE, build) {
+                        Need::Requests(n) => Some((n, s.clone())),
+                        _ => None,
+                    },
+                )
+                .max_by_key(|(n, _)| *n)
+        };
+        let (need, sla) = need_of(Build::Fixed)?;
+        if planned >= need {
+            return None;
+        }
+        // Room for a server near its threshold, which takes more than the best case; and at
+        // least what the stage's confidence sequence (wider than one interval) needs.
+        let mut max_requests = (need * 4).div_ceil(100) * 100;
+        for _ in 0..8 {
+            let tuned_for = sequence_tuning(Some(planned), Some(max_requests));
+            match need_of(Build::Sequential { tuned_for }) {
+                Some((n, _)) if n * 2 > max_requests => max_requests *= 2,
+                _ => break,
+            }
+        }
+        Some(Short {
+            sla,
+            need,
+            planned,
+            max_requests,
+        })
+    }
+}
+
+/// The assertion `new` writes when no `--sla` is given.
+const DEFAULT_SLA: &str = "error_rate < 1%";
+
+/// The confidence a written scenario's verdicts use (the default `sla { confidence }`).
+const SCAFFOLD_CONFIDENCE: f64 = 0.95;
+
+/// A stage too short to pass an assertion, and the maximum that fixes it.
+struct Short {
+    sla: String,
+    need: u64,
+    planned: u64,
+    max_requests: u64,
+}
+
+impl Short {
+    fn why(&self) -> String {
+        format!(
+            "`{}` needs at least {} requests to pass at 95 % confidence, more than the {} this \
+             stage sends, so it keeps sending until every assertion is decided, up to {} \
+             requests (docs/sla.md, \"Stages that stop when the answer is known\").",
+            self.sla, self.need, self.planned, self.max_requests
+        )
+    }
+
+    /// A duration maximum: the time the stage's rate takes to send `max_requests`, in whole
+    /// seconds.
+    fn max_duration(&self, draft: &Draft) -> Duration {
+        let rate = match draft.load {
+            Load::Rate { rate, .. } => rate,
+            Load::Concurrency(_) => 1.0,
+        };
+        Duration::from_millis((self.max_requests as f64 / rate).ceil() as u64 * 1_000)
+    }
+}
+
+impl Draft {
     fn write_sla(&self, o: &mut String) -> std::fmt::Result {
         writeln!(
             o,
@@ -415,7 +537,7 @@ impl Draft {
         )?;
         writeln!(o, "sla {{")?;
         if self.slas.is_empty() {
-            writeln!(o, "    assert \"error_rate < 1%\"")?;
+            writeln!(o, "    assert {}", quote(DEFAULT_SLA))?;
             writeln!(o, "    // assert \"ttft.p95 < 200ms\"")?;
             writeln!(o, "    // assert \"itl.p99 < 50ms\"")?;
         } else {
@@ -442,5 +564,40 @@ mod tests {
         assert_eq!(num(1e300), "1.0e300");
         assert_eq!(num(2.5e-300), "2.5e-300");
         assert_eq!(scalar(&Scalar::Float(1e300)), "1.0e300");
+    }
+
+    #[test]
+    fn a_stage_too_short_to_pass_is_written_until_decided() {
+        // The defaults: about 300 requests (5/s for 60 s) against `error_rate < 1%` (381).
+        let kdl = Draft::default().to_kdl();
+        assert!(
+            kdl.contains("duration \"1m\" until-decided max=\"320s\""),
+            "{kdl}"
+        );
+        assert!(kdl.contains("needs at least 381 requests"), "{kdl}");
+        let parsed = crate::scenario::parse_str(std::path::Path::new("d.kdl"), &kdl, &[]);
+        assert!(parsed.is_ok(), "{kdl}");
+
+        let short = Draft {
+            limit: Limit::Requests(200),
+            slas: vec!["ttft.p95 < 200ms".into(), "itl.p99 < 40ms".into()],
+            ..Draft::default()
+        };
+        assert!(
+            short
+                .to_kdl()
+                .contains("requests 200 until-decided max=1200")
+        );
+
+        // Enough requests: written as given.
+        let enough = Draft {
+            limit: Limit::Requests(500),
+            ..Draft::default()
+        };
+        let kdl = enough.to_kdl();
+        assert!(
+            kdl.contains("requests 500    //") && !kdl.contains("until-decided"),
+            "{kdl}"
+        );
     }
 }

@@ -161,6 +161,11 @@ pub struct StageSpec {
     /// `rounds N` inside the stage: how many times it runs (the scenario's `rounds` if absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,
+    /// `requests 200 until-decided max=5000`: `limit` is then the least the stage sends, and
+    /// it goes on until every assertion on it is decided, or this maximum (spanned at
+    /// `until-decided`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<Spanned<StageLimit>>,
 }
 
 /// A stage that is not one load but a family of them.
@@ -199,6 +204,10 @@ pub struct AssertionSpec {
     /// `Some(stage)` when written inside a stage or with `stage="…"`.
     pub stage: Option<Spanned<String>>,
     pub abort_on_fail: bool,
+    /// `every-point=#true`: on a sweep, every point's verdict gates the run, past the knee
+    /// too.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_point: bool,
 }
 
 /// The `sla` block's settings, as written (absent ones take the defaults or the command line's).

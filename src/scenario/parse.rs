@@ -313,6 +313,7 @@ fn decode(
         dataset_refs.push(d);
     }
     check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
+    super::until::check_scenario(ctx, &s);
     telemetry::check_sim_refs(ctx, &s.target, &sim_metric_refs);
     Some(s)
 }
@@ -387,6 +388,7 @@ fn check_refs(
             refer(ctx, st, stages, "stage");
         }
     }
+    super::profile::check_curve_assertions(ctx, s);
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {

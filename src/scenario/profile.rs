@@ -397,6 +397,56 @@ pub(crate) fn ramp_concurrency(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Opt
     })
 }
 
+/// Curve assertions (`sla_max_rate > 20/s`) read a sweep's or search's points: each must be
+/// on a stage with a `sweep` or `search` (or, scenario-level, in a scenario that has one),
+/// with a fixed threshold, and cannot abort a run (the curve is known only at its end).
+pub(crate) fn check_curve_assertions(ctx: &mut Ctx<'_>, s: &super::model::Scenario) {
+    let profiled = |name: &str| {
+        s.stages
+            .iter()
+            .any(|st| st.name.value == name && st.profile.is_some())
+    };
+    let any_profile = s.stages.iter().any(|st| st.profile.is_some());
+    for a in &s.sla {
+        let assertion = &a.expr.value;
+        if assertion.metric.curve().is_none() {
+            continue;
+        }
+        let metric = assertion.metric;
+        let on_profile = match &a.stage {
+            Some(st) => profiled(&st.value),
+            None => any_profile,
+        };
+        if !on_profile {
+            ctx.error(
+                a.expr.span,
+                format!("`{metric}` is a figure of a sweep's or search's curve"),
+                match &a.stage {
+                    Some(st) => format!("stage `{}` has no `sweep` or `search`", st.value),
+                    None => "the scenario has no `sweep` or `search`".to_string(),
+                },
+                Some("assert it inside a stage with `sweep { rates … }` or `search { … }`".into()),
+            );
+        }
+        if let crate::sla::Threshold::Baseline { .. } = assertion.threshold {
+            ctx.error(
+                a.expr.span,
+                format!("`{metric}` takes a fixed threshold"),
+                "not a baseline",
+                Some(format!("write e.g. `{metric} > {}`", metric.def().example)),
+            );
+        }
+        if a.abort_on_fail {
+            ctx.error(
+                a.expr.span,
+                format!("`{metric}` cannot abort a run"),
+                "the curve is known only when every point has run",
+                Some("drop abort-on-fail".into()),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use crate::arrival::ArrivalSpec;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 
 /// Most rounds a stage may run.
-pub(crate) const MAX_ROUNDS: u64 = 100;
+pub(crate) const MAX_ROUNDS: u64 = crate::sla::MAX_ROUNDS;
 
 const STAGE_CHILDREN: &[&str] = &[
     "dataset",
@@ -70,6 +70,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let mut seen = |ctx: &mut Ctx<'_>, c: &KdlNode| once.first(ctx, c, &shown);
     let (mut dataset, mut arrival, mut limit, mut drain) = (None, None, None, None);
     let mut rounds = None;
+    let mut until = None;
     let mut limit_given = false;
     let mut sla = Vec::new();
     let mut profile = None;
@@ -113,6 +114,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
                             ctx.uint(&v, cname, 1, u64::MAX).map(StageLimit::Requests)
                         }
                     });
+                    until = super::until::parse(ctx, &mut cr, limit);
                 }
             }
             "drain-timeout" => {
@@ -186,6 +188,10 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             Some("add duration \"60s\" or requests 500".into()),
         );
     }
+    if let Some(u) = &until {
+        let written = arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value);
+        super::until::check_stage(ctx, u, written, profiled, rounds);
+    }
     let limit = limit.or(ramp_over.map(StageLimit::Duration));
     let (arrival, limit) =
         super::profile::fill_defaults(ctx, node, profile.as_ref(), arrival.flatten(), limit);
@@ -198,6 +204,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             drain_timeout: drain,
             profile,
             rounds,
+            until_decided: until,
         }),
         _ => None,
     };
@@ -337,7 +344,7 @@ const SLA_CHILDREN: &[&str] = &[
     "abort-grace",
 ];
 
-/// `sla { assert "…" [stage="…"] [abort-on-fail=#true]; confidence "95%"; inconclusive
+/// `sla { assert "…" [stage="…"] [abort-on-fail=#true] [every-point=#true]; confidence "95%"; inconclusive
 /// "fail"; untrusted "judge" }`; `scope` is the enclosing stage (whose block takes assertions
 /// only: how they are decided is the scenario's).
 pub(crate) fn sla_block(
@@ -401,12 +408,17 @@ pub(crate) fn sla_block(
             Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
             None => false,
         };
+        let every_point = match ar.prop(ctx, "every-point") {
+            Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
+            None => false,
+        };
         ar.finish(ctx);
         if let Some(expr) = expr {
             out.push(AssertionSpec {
                 expr,
                 stage,
                 abort_on_fail: abort,
+                every_point,
             });
         }
     }

@@ -78,6 +78,14 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
                 s.name, s.rounds
             ));
         }
+        if s.until_decided.is_some() {
+            problems.push(format!(
+                "stage \"{}\": `until-decided` stops when the stage's numbers decide its \
+                 assertions, which only the merged shards know; give it a fixed `requests` or \
+                 `duration`",
+                s.name
+            ));
+        }
     }
     for a in plan.sla.iter().filter(|a| a.abort_on_fail) {
         problems.push(format!(

@@ -31,6 +31,7 @@ fn open_stage(arrival: ArrivalSpec, seed: u64, count: u64) -> StagePlan {
         first_item: 0,
         rounds: 1,
         slice: Slice::WHOLE,
+        until_decided: None,
     }
 }
 
@@ -136,6 +137,7 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
     plan.target.run.cache_salt = true;
     plan.sla.push(crate::sla::ScopedAssertion {
         abort_on_fail: true,
+        every_point: false,
         ..crate::sla::ScopedAssertion::everywhere(crate::sla::parse("ttft.p95 < 1s").unwrap())
     });
     let err = slice(plan, Slice { index: 4, count: 4 }).unwrap_err();

@@ -77,6 +77,7 @@ pub fn abort_verdict(
         let metric = a.assertion.metric;
         if !a.abort_on_fail
             || metric.is_telemetry()
+            || metric.curve().is_some()
             || a.stage.as_ref().is_some_and(|s| s != &stage.name)
         {
             continue;

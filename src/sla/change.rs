@@ -112,6 +112,7 @@ pub fn spread_against(
                 high: base_value * (1.0 + high),
                 confidence,
                 across,
+                sequential: false,
             },
             units: if across == Across::Rounds {
                 cur.rounds.len() as u64
@@ -130,6 +131,7 @@ pub fn spread_against(
                 high: base_value + high,
                 confidence,
                 across: Across::Requests,
+                sequential: false,
             },
             units,
         },

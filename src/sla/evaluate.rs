@@ -11,11 +11,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
+use super::observe::View;
 use super::policy::Policy;
-use super::spread::{Spread, decide, spread};
+use super::spread::{Spread, decide};
 use super::telemetry::observe_with;
 use super::verdict::{Basis, SlaOutcome, SlaVerdict};
 use crate::metrics::{CountMetric, StageSummary};
+use crate::stats::Build;
 use crate::telemetry::TelemetryReport;
 
 /// A past run whose numbers `baseline` thresholds refer to: its stages and telemetry.
@@ -49,11 +51,12 @@ impl InconclusiveAs {
     }
 }
 
-/// The gate over all verdicts: failed if any failed; else inconclusive if any was (and the
-/// policy says so); else passed.
+/// The gate over the verdicts that gate (a sweep point's past its knee does not): failed if
+/// any failed; else inconclusive if any was (and the policy says so); else passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Gate {
     pub outcome: SlaOutcome,
+    /// Gating verdicts that passed, failed, were undecided.
     pub passed: usize,
     pub failed: usize,
     /// Inconclusive assertions.
@@ -62,7 +65,12 @@ pub struct Gate {
 
 /// The gate's outcome for `verdicts`, an inconclusive one counted as `inconclusive` says.
 pub fn gate(verdicts: &[SlaVerdict], inconclusive: InconclusiveAs) -> Gate {
-    let count = |o: SlaOutcome| verdicts.iter().filter(|v| v.outcome == o).count();
+    let count = |o: SlaOutcome| {
+        verdicts
+            .iter()
+            .filter(|v| v.gates && v.outcome == o)
+            .count()
+    };
     let (passed, failed, undecided) = (
         count(SlaOutcome::Pass),
         count(SlaOutcome::Fail),
@@ -125,6 +133,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 interval: None,
                 more: None,
                 basis: Some(Basis::Numbers),
+                gates: true,
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
                      nothing",
@@ -208,6 +217,7 @@ fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
         more: None,
         basis: None,
         note: None,
+        gates: true,
     }
 }
 
@@ -278,8 +288,72 @@ fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
         }
     };
     verdict.observed = observed;
-    let spread = match assertion.threshold {
-        Threshold::Absolute(_) => spread(metric, agg, stage, cx.policy.confidence),
+    let Some((spread, build)) = spread_of(assertion, stage, cx, &mut verdict) else {
+        return verdict;
+    };
+    let spread = if cx.policy.intervals {
+        spread
+    } else {
+        Spread::Point
+    };
+    let (outcome, more) = decide(assertion.op, observed, spread, verdict.threshold);
+    verdict.interval = match spread {
+        Spread::Interval { interval, .. } => Some(interval),
+        _ => None,
+    };
+    // The count that would decide it, searched for as the interval is built; the 1/√n law of
+    // `decide` stays for baseline thresholds, whose interval is a bootstrap across two runs.
+    verdict.more = match (outcome, assertion.threshold) {
+        (SlaOutcome::Inconclusive, Threshold::Absolute(t)) if cx.policy.intervals => {
+            super::need::more_needed(assertion, stage, t, cx.policy.confidence, build).or(more)
+        }
+        _ => more,
+    };
+    verdict.set_outcome(outcome);
+    let sequential = matches!(build, Build::Sequential { .. });
+    if outcome == SlaOutcome::Inconclusive {
+        verdict.note = Some(match spread {
+            Spread::TooFew {
+                have, needed, of, ..
+            } => format!(
+                "too few {} for a {:.0} % interval: {have} of the {needed} needed",
+                of.noun(),
+                cx.policy.confidence * 100.0
+            ),
+            _ if sequential => {
+                "the stage's confidence sequence straddles the threshold".to_string()
+            }
+            _ => "the interval straddles the threshold".to_string(),
+        });
+    } else if sequential {
+        verdict.note = Some(
+            "decided on the stage's confidence sequence (until-decided), valid wherever it \
+             stopped"
+                .to_string(),
+        );
+    }
+    weigh_flags(assertion, stage, cx, &mut verdict);
+    verdict
+}
+
+/// The spread the assertion is decided on, and how its interval is built: an `until-decided`
+/// stage's confidence sequence, a fixed-sample interval, or the bootstrap against a baseline.
+/// `None` when the baseline cannot give a threshold; the verdict then says why.
+fn spread_of(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    cx: &Context<'_>,
+    verdict: &mut SlaVerdict,
+) -> Option<(Spread, Build)> {
+    let (metric, agg) = (assertion.metric, assertion.aggregation);
+    let confidence = cx.policy.confidence;
+    match assertion.threshold {
+        Threshold::Absolute(_) => Some(super::sequential::absolute_spread(
+            View::Measured,
+            assertion,
+            stage,
+            confidence,
+        )),
         Threshold::Baseline { factor } => {
             let base = cx
                 .baseline
@@ -296,46 +370,22 @@ fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
                     ),
                 });
                 verdict.set_outcome(SlaOutcome::Inconclusive);
-                return verdict;
+                return None;
             };
             let base_telemetry = cx.baseline.and_then(|b| b.telemetry);
             let base_value = match observe_with(metric, agg, base, base_telemetry) {
                 Ok(v) => v,
                 Err(why) => {
                     verdict.note = Some(format!("baseline: {why}"));
-                    return verdict;
+                    return None;
                 }
             };
             verdict.threshold = base_value * factor;
-            super::change::spread_against(metric, agg, stage, base, base_value, cx.policy)
+            let shift =
+                super::change::spread_against(metric, agg, stage, base, base_value, cx.policy);
+            Some((shift, Build::Fixed))
         }
-    };
-    let spread = if cx.policy.intervals {
-        spread
-    } else {
-        Spread::Point
-    };
-    let (outcome, more) = decide(assertion.op, observed, spread, verdict.threshold);
-    verdict.interval = match spread {
-        Spread::Interval { interval, .. } => Some(interval),
-        _ => None,
-    };
-    verdict.more = more;
-    verdict.set_outcome(outcome);
-    if outcome == SlaOutcome::Inconclusive {
-        verdict.note = Some(match spread {
-            Spread::TooFew {
-                have, needed, of, ..
-            } => format!(
-                "too few {} for a {:.0} % interval: {have} of the {needed} needed",
-                of.noun(),
-                cx.policy.confidence * 100.0
-            ),
-            _ => "the interval straddles the threshold".to_string(),
-        });
     }
-    weigh_flags(assertion, stage, cx, &mut verdict);
-    verdict
 }
 
 /// What the stage's flags leave of a verdict its numbers reached, and the rule that decided

@@ -99,6 +99,11 @@ pub struct ScopedAssertion {
     /// `None`: evaluated on every measured stage.
     pub stage: Option<String>,
     pub abort_on_fail: bool,
+    /// On a sweep, judge every point's verdict in the gate, past the knee too
+    /// (`every-point=#true`); without it a point past the knee is reported but does not gate.
+    /// Left out of the plan's JSON when false, so the hash of a plan without it is unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every_point: bool,
 }
 
 impl ScopedAssertion {
@@ -108,6 +113,7 @@ impl ScopedAssertion {
             assertion,
             stage: None,
             abort_on_fail: false,
+            every_point: false,
         }
     }
 
@@ -117,6 +123,7 @@ impl ScopedAssertion {
             assertion,
             stage: Some(stage.into()),
             abort_on_fail: false,
+            every_point: false,
         }
     }
 }

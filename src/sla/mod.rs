@@ -4,12 +4,16 @@
 
 mod abort;
 mod change;
+mod curve;
+mod decided;
 mod evaluate;
 mod grammar;
+mod need;
 mod observe;
 mod parse;
 mod policy;
 mod profile;
+mod sequential;
 mod spread;
 mod telemetry;
 mod trust;
@@ -17,12 +21,16 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
+pub use curve::{NOT_GATING, SlaMax, judge_run, point_outcome};
+pub use decided::all_decided;
 pub use evaluate::*;
 pub use grammar::*;
+pub use need::{Need, fewest_to_pass, more_needed};
 pub use observe::{Unobserved, View, latency_dist, observe};
 pub use parse::*;
 pub use policy::{Policy, Untrusted};
 pub use profile::{probe_failures, profile_inputs};
+pub use sequential::decides_stage;
 pub use spread::{Spread, decide, spread, spread_in};
 pub use telemetry::observe_with;
 pub use verdict::*;

@@ -18,6 +18,8 @@ pub enum Unobserved {
         metric: Metric,
         aggregation: Option<Aggregation>,
     },
+    #[error("`{metric}` is a figure of a sweep's or search's curve, not of one stage")]
+    OfCurve { metric: Metric },
     #[error("`{metric}` comes from telemetry and is evaluated with the run's telemetry report")]
     FromTelemetry { metric: Metric },
     #[error(
@@ -121,6 +123,7 @@ pub fn observe(
         },
         Metric::Count(m) => counted(m, stage),
         Metric::Telemetry(_) => Err(Unobserved::FromTelemetry { metric }),
+        Metric::Curve(_) => Err(Unobserved::OfCurve { metric }),
     }
 }
 

@@ -389,7 +389,8 @@ impl Parser<'_> {
             "s" => (MetricKind::Latency, 1e3),
             "us" | "µs" => (MetricKind::Latency, 1e-3),
             "%" => (MetricKind::Percent, 1.0),
-            "req/s" => (MetricKind::ReqPerSec, 1.0),
+            // `20/s`: requests are what a rate counts unless it says tokens.
+            "req/s" | "/s" => (MetricKind::ReqPerSec, 1.0),
             "tok/s" => (MetricKind::TokPerSec, 1.0),
             "°C" | "C" => (MetricKind::Celsius, 1.0),
             "W" => (MetricKind::Watts, 1.0),

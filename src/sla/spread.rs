@@ -80,6 +80,7 @@ pub(super) fn proportion(k: u64, n: u64, confidence: f64) -> Spread {
                 high: high * 100.0,
                 confidence,
                 across: Across::Requests,
+                sequential: false,
             },
             units: n,
         },
@@ -109,6 +110,7 @@ fn dist_spread(metric: Metric, d: &Dist, aggregation: Option<Aggregation>, ok: u
                 high,
                 confidence,
                 across: Across::Requests,
+                sequential: false,
             },
             units,
         },
@@ -147,6 +149,7 @@ fn across_rounds(
                 high: r.high,
                 confidence: r.confidence,
                 across: Across::Rounds,
+                sequential: false,
             },
             units: values.len() as u64,
         },
@@ -257,6 +260,7 @@ pub fn decide(
                 Some(MoreNeeded {
                     count: needed.saturating_sub(have),
                     of,
+                    capped: false,
                 }),
             )
         }
@@ -276,11 +280,16 @@ pub fn decide(
             } else {
                 value - low
             };
+            // The 1/√n law: right for a mean or a bootstrap, an estimate elsewhere (absolute
+            // thresholds get the searched count instead; see `need.rs`).
+            let of = interval.across;
+            let cap = MoreNeeded::cap(of);
             let more = more_samples(units, half_width, (threshold - value).abs())
                 .filter(|n| *n > 0)
                 .map(|count| MoreNeeded {
-                    count,
-                    of: interval.across,
+                    count: count.min(cap.saturating_sub(units)),
+                    of,
+                    capped: count.saturating_add(units) > cap,
                 });
             (SlaOutcome::Inconclusive, more)
         }
@@ -298,6 +307,7 @@ mod tests {
                 high,
                 confidence: 0.95,
                 across: Across::Requests,
+                sequential: false,
             },
             units: 100,
         }

@@ -10,7 +10,8 @@
 use super::grammar::{Assertion, Metric, Op};
 use super::observe::View;
 use super::policy::{Policy, Untrusted};
-use super::spread::{Spread, decide, spread, spread_in};
+use super::sequential::absolute_spread;
+use super::spread::{Spread, decide};
 use super::verdict::{Basis, SlaOutcome};
 use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, StageSummary};
 
@@ -121,7 +122,9 @@ fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
             let Ok(net) = View::Net.observe(metric, agg, n.stage) else {
                 return undecided(Basis::ClientUnbounded);
             };
-            let spread = point(spread_in(View::Net, metric, agg, n.stage, confidence));
+            // On an `until-decided` stage, its confidence sequence in the net view: the stage
+            // may have stopped at this look.
+            let spread = point(absolute_spread(View::Net, n.assertion, n.stage, confidence).0);
             let added_ms = (n.observed - net).max(0.0);
             match decide(op, net, spread, n.threshold).0 {
                 SlaOutcome::Fail => Weighed {
@@ -140,7 +143,7 @@ fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
             let Ok(rate) = super::observe::observe(metric, agg, &server) else {
                 return undecided(Basis::ClientUnbounded);
             };
-            let spread = point(spread(metric, agg, &server, confidence));
+            let spread = point(absolute_spread(View::Measured, n.assertion, &server, confidence).0);
             match decide(op, rate, spread, n.threshold).0 {
                 SlaOutcome::Fail => Weighed {
                     outcome: SlaOutcome::Fail,

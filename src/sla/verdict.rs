@@ -42,6 +42,10 @@ pub struct VerdictInterval {
     pub confidence: f64,
     /// `samples` (one run's requests) or `rounds` (across repeated rounds).
     pub across: Across,
+    /// A confidence sequence, valid at whatever point the stage stopped (an `until-decided`
+    /// stage), rather than a fixed-sample interval. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sequential: bool,
 }
 
 /// What an interval is built from, and what "more" of it would mean.
@@ -67,11 +71,63 @@ impl Across {
     }
 }
 
+/// The most rounds a stage may run (`rounds N`, `--rounds N`).
+pub const MAX_ROUNDS: u64 = 100;
+
+/// `100000` as `100,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// How much more data would likely decide an inconclusive assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MoreNeeded {
     pub count: u64,
     pub of: Across,
+    /// Not even [`MoreNeeded::cap`] requests (or rounds) in all would decide it: `count` only
+    /// reaches the cap, and the advice is to loosen the threshold. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
+}
+
+impl MoreNeeded {
+    /// The most requests, or rounds, a hint speaks of: past it, a number would only mislead.
+    pub fn cap(of: Across) -> u64 {
+        match of {
+            Across::Requests | Across::Runs => 100_000,
+            Across::Rounds => MAX_ROUNDS,
+        }
+    }
+}
+
+/// "about 181 more requests would likely decide it", or, past the cap, what to do instead.
+impl std::fmt::Display for MoreNeeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let noun = self.of.noun();
+        if !self.capped {
+            return write!(f, "about {} more {noun} would likely decide it", self.count);
+        }
+        let cap = grouped(MoreNeeded::cap(self.of));
+        match self.of {
+            Across::Requests => write!(
+                f,
+                "a threshold this close needs more than {cap} {noun}: loosen it, or judge it \
+                 across `rounds`"
+            ),
+            Across::Rounds | Across::Runs => write!(
+                f,
+                "a threshold this close needs more than {cap} {noun}: loosen it"
+            ),
+        }
+    }
 }
 
 // One assertion's verdict on one stage. In `results.json` it is an object that writes the
@@ -113,6 +169,15 @@ pub struct SlaVerdict {
     /// inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Whether the verdict counts in the run's gate: false for a sweep point's verdict past
+    /// the sweep's knee (reported, not gating: finding where the SLAs stop holding is what a
+    /// sweep is for) unless its assertion says `every-point=#true`. Written only when false.
+    #[serde(default = "gates_by_default")]
+    pub gates: bool,
+}
+
+fn gates_by_default() -> bool {
+    true
 }
 
 /// The `unit` member: written from the assertion's metric, read back by nobody (the metric
@@ -152,6 +217,11 @@ impl Serialize for SlaVerdict {
         optional(&mut v, "more", &self.more)?;
         optional(&mut v, "basis", &self.basis)?;
         optional(&mut v, "note", &self.note)?;
+        if self.gates {
+            v.skip_field("gates")?;
+        } else {
+            v.serialize_field("gates", &self.gates)?;
+        }
         v.end()
     }
 }

@@ -7,9 +7,11 @@ mod binomial;
 mod bootstrap;
 mod error;
 pub mod hist;
+mod need;
 mod normal;
 mod quantile;
 mod rounds;
+mod sequential;
 mod tails;
 
 pub use binomial::{Ranks, one_sided_ranks, order_statistic_ranks, samples_needed};
@@ -18,10 +20,15 @@ pub use bootstrap::{
     decide, relative_change,
 };
 pub use error::StatsError;
+pub use need::{Build, Clear, Shares, first_deciding, mean_need, proportion_need, quantile_need};
 pub use normal::{MEAN_MIN_N, mean_interval, more_samples, wilson, z};
 pub use quantile::{
     QuantileCi, QuantileInterval, SamplesToDecide, one_sided_bounds, quantile_interval,
     samples_to_decide,
 };
 pub use rounds::{RoundsInterval, rounds_median};
+pub use sequential::{
+    BetaMixture, DEFAULT_TUNING, SequentialRanks, mean_sequence, mean_sequence_half_width,
+    proportion_sequence, quantile_ranks, quantile_sequence, sequence_tuning,
+};
 pub use tails::{NORMAL_APPROX_MIN_N, NORMAL_APPROX_MIN_VARIANCE};

@@ -38,12 +38,17 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> Result<Option<(f64, f64)>, Sta
     if n == 0 {
         return Ok(None);
     }
-    let (k, n) = (k.min(n) as f64, n as f64);
-    let p = k / n;
+    Ok(Some(wilson_real(k.min(n) as f64, n as f64, z)))
+}
+
+/// The Wilson interval of `k` of `n` for the normal quantile `z`, k and n real (n > 0): the
+/// interval a hypothetical n would give at the same proportion (see [`super::need`]).
+pub(super) fn wilson_real(k: f64, n: f64, z: f64) -> (f64, f64) {
+    let p = (k / n).clamp(0.0, 1.0);
     let z2 = z * z;
     let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
     let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    Ok(Some(((centre - half).max(0.0), (centre + half).min(1.0))))
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 /// How many more samples would likely shrink an interval whose end on the threshold's side is

@@ -311,6 +311,7 @@ fn the_action_has_the_shape_these_tests_rely_on() {
         [
             "resolve",
             "install",
+            "paths",
             "gate",
             "compare",
             "report",
@@ -344,6 +345,7 @@ fn the_action_has_the_shape_these_tests_rely_on() {
         "baseline",
         "baseline-key",
         "tolerance",
+        "save-inconclusive-baseline",
     ] {
         assert!(
             defaults().contains_key(input) || input == "scenario",
@@ -365,11 +367,17 @@ fn the_action_has_the_shape_these_tests_rely_on() {
 #[cfg(unix)]
 fn first_pr_main_push_and_next_pr() {
     let ws = workspace();
+    // No tolerance input: compare takes the scenario's own.
+    let text = std::fs::read_to_string(ws.path().join("scenarios/ci-gate.kdl")).unwrap();
+    std::fs::write(
+        ws.path().join("scenarios/ci-gate.kdl"),
+        text + "report {\n    tolerance \"90%\"\n}\n",
+    )
+    .unwrap();
     let inputs = [
         ("scenario", "scenarios/ci-gate.kdl"),
         ("baseline-key", "infermeter-baseline"),
         ("comment", "true"),
-        ("tolerance", "100%"),
     ];
 
     // The first pull request: no baseline anywhere. The gate decides, the job is green.
@@ -384,7 +392,10 @@ fn first_pr_main_push_and_next_pr() {
         "{body}"
     );
     assert!(body.contains("✅ passed"), "{body}");
-    assert!(body.contains("No baseline yet"), "{body}");
+    assert!(
+        body.contains("No baseline: first run, or evicted by the cache"),
+        "{body}"
+    );
     assert!(!body.contains(".svg)"), "plot links are left out: {body}");
     assert!(body.contains("https://github.example/acme/llm-server/actions/runs/42"));
     let gh = job.read(".job/gh.log");
@@ -393,14 +404,22 @@ fn first_pr_main_push_and_next_pr() {
         "{gh}"
     );
     assert!(job.read(".job/summary.md").contains("✅ passed"));
-    assert!(ws.path().join("infermeter-results/junit.xml").exists());
+    assert!(
+        ws.path()
+            .join("infermeter-results/ci-gate/junit.xml")
+            .exists()
+    );
     assert_eq!(job.output("keep-baseline", "save"), "false");
 
     // A push to main: its results become the baseline.
     let mut job = Job::new(ws.path(), &inputs, "push");
     assert_eq!(job.run(), 0);
     assert_eq!(job.output("keep-baseline", "save"), "true");
-    assert!(ws.path().join(".infermeter-baseline/results.json").exists());
+    assert!(
+        ws.path()
+            .join(".infermeter-baseline/infermeter-baseline/results.json")
+            .exists()
+    );
 
     // The next pull request, against a server in its own process (--url): same plan hash,
     // compared with the baseline, and the earlier comment is edited rather than a new one.
@@ -423,7 +442,11 @@ fn first_pr_main_push_and_next_pr() {
         body.contains("ttft"),
         "the comparison is in the comment: {body}"
     );
-    assert!(!body.contains("No baseline yet"));
+    assert!(!body.contains("No baseline"));
+    assert!(
+        body.contains("(tolerance 90 %"),
+        "the scenario's tolerance: {body}"
+    );
     let gh = job.read(".job/gh.log");
     assert!(
         gh.contains("-X PATCH repos/acme/llm-server/issues/comments/77"),
@@ -452,7 +475,7 @@ fn a_failed_sla_fails_the_job_with_params() {
     );
     assert_eq!(job.run(), 1);
     assert_eq!(job.output("report", "verdict"), "failed");
-    let results = crate::support::results(&ws.path().join("infermeter-results"));
+    let results = crate::support::results(&ws.path().join("infermeter-results/strict"));
     assert_eq!(
         results["stages"][0]["requests"]["sent"], 12,
         "params reach the run"
@@ -520,6 +543,7 @@ fn an_inconclusive_verdict_is_named_and_exits_4() {
     );
     let steps = steps();
     let find = |id: &str| steps.iter().find(|s| s.id == id).unwrap();
+    assert_eq!(job.step(find("paths")), 0);
     assert_eq!(job.step(find("report")), 0);
     assert_eq!(job.output("report", "verdict"), "inconclusive");
     assert!(job.read(".job/summary.md").contains("❔ inconclusive"));
@@ -527,6 +551,92 @@ fn an_inconclusive_verdict_is_named_and_exits_4() {
     // The flag is passed only when the input is set.
     let gate = find("gate").run.clone().unwrap();
     assert!(gate.contains("if [ -n \"$INPUT_INCONCLUSIVE\" ]; then args+=(--inconclusive"));
+}
+
+#[test]
+#[cfg(unix)]
+fn two_scenarios_in_one_job_keep_apart_and_both_keep_their_baselines() {
+    let ws = workspace();
+    let text = std::fs::read_to_string(ws.path().join("scenarios/ci-gate.kdl")).unwrap();
+    std::fs::write(
+        ws.path().join("scenarios/other.kdl"),
+        text.replace("scenario \"ci-gate\"", "scenario \"other\""),
+    )
+    .unwrap();
+    let mut outs = Vec::new();
+    for (scenario, key) in [
+        ("scenarios/ci-gate.kdl", "gate-base"),
+        ("scenarios/other.kdl", "other-base"),
+    ] {
+        let mut job = Job::new(
+            ws.path(),
+            &[("scenario", scenario), ("baseline-key", key)],
+            "push",
+        );
+        assert_eq!(job.run(), 0, "{}", job.read(".job/summary.md"));
+        assert_eq!(job.output("keep-baseline", "save"), "true");
+        outs.push((
+            job.output("paths", "out"),
+            job.output("paths", "artifact"),
+            job.output("paths", "baseline-dir"),
+        ));
+    }
+    assert_eq!(
+        outs[0],
+        (
+            "infermeter-results/ci-gate".to_string(),
+            "infermeter-results-ci-gate".to_string(),
+            ".infermeter-baseline/gate-base".to_string()
+        )
+    );
+    assert_eq!(outs[1].0, "infermeter-results/other");
+    assert_eq!(outs[1].1, "infermeter-results-other");
+    for (out, _, base) in &outs {
+        let r = crate::support::results(&ws.path().join(out));
+        let kept: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(ws.path().join(base).join("results.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r["scenario"], kept["scenario"], "{out} and {base}");
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn an_inconclusive_main_keeps_its_baseline_only_when_asked() {
+    let ws = workspace();
+    let out = ws.path().join("infermeter-results/ci-gate");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("results.json"), "{}").unwrap();
+    let steps = steps();
+    let find = |id: &str| steps.iter().find(|s| s.id == id).unwrap();
+    for (asked, gate, saved) in [
+        ("false", "4", "false"),
+        ("true", "4", "true"),
+        ("true", "1", "false"),
+        ("false", "0", "true"),
+    ] {
+        let mut job = Job::new(
+            ws.path(),
+            &[
+                ("scenario", "scenarios/ci-gate.kdl"),
+                ("baseline-key", "k"),
+                ("save-inconclusive-baseline", asked),
+            ],
+            "push",
+        );
+        job.outputs.insert(
+            "gate".into(),
+            [("exit-code".to_string(), gate.to_string())].into(),
+        );
+        assert_eq!(job.step(find("paths")), 0);
+        assert_eq!(job.step(find("keep-baseline")), 0);
+        assert_eq!(
+            job.output("keep-baseline", "save"),
+            saved,
+            "asked {asked}, gate {gate}"
+        );
+    }
 }
 
 #[test]

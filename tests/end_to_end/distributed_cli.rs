@@ -4,11 +4,16 @@
 //! Kubernetes API types.
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 
 use crate::support::{self, SimProcess};
 
-fn scenario(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
+const TOKEN_ENV: &str = "INFERMETER_COORDINATOR_TOKEN";
+
+/// The run's token in these tests (a real run draws one: `coordinate --token-file`, `k8s`).
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+pub fn scenario(dir: &std::path::Path, url: &str) -> std::path::PathBuf {
     support::scenario(
         dir,
         "shards.kdl",
@@ -190,6 +195,84 @@ fn k8s_writes_manifests_the_api_types_read_back() {
     assert!(!tmp.path().join("no").exists());
 }
 
+/// `k8s` draws a token for each run and hands it to the pods as a Secret read through an
+/// environment reference: in no argument, in no manifest but the Secret, in no file anyone
+/// but its owner can read, and never the same twice.
+#[test]
+fn k8s_hands_each_run_a_new_token_as_a_secret_never_an_argument() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |dir: &str| -> std::path::PathBuf {
+        let out = tmp.path().join(dir);
+        let o = support::infermeter(&[
+            "k8s",
+            "scenarios/distributed.kdl",
+            "--shards",
+            "2",
+            "--image",
+            "registry.example/infermeter:0.2",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
+        out
+    };
+    let token_in = |dir: &std::path::Path| -> String {
+        let secret: Secret = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("distributed-secret.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(secret.metadata.name.as_deref(), Some("distributed-secrets"));
+        let data = secret.data.unwrap();
+        let token = String::from_utf8(data[TOKEN_ENV].0.clone()).unwrap();
+        assert!(
+            token.len() >= 32 && token.chars().all(|c| c.is_ascii_hexdigit()),
+            "{token}"
+        );
+        token
+    };
+    let first = write("first");
+    let token = token_in(&first);
+    let job: Job =
+        serde_json::from_str(&std::fs::read_to_string(first.join("distributed-job.json")).unwrap())
+            .unwrap();
+    let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
+    let env = container.env.as_ref().unwrap();
+    let var = env.iter().find(|e| e.name == TOKEN_ENV).unwrap();
+    assert!(var.value.is_none(), "the token is referenced, not inlined");
+    let key = var
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (key.name.as_str(), key.key.as_str()),
+        ("distributed-secrets", TOKEN_ENV)
+    );
+    let args = container.args.clone().unwrap_or_default().join(" ");
+    assert!(!args.to_lowercase().contains("token"), "{args}");
+    for entry in std::fs::read_dir(&first).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let is_secret = path.ends_with("distributed-secret.json");
+        if !is_secret {
+            assert!(!text.contains(&token), "{} holds the token", path.display());
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", path.display());
+        }
+    }
+    assert_ne!(
+        token_in(&write("second")),
+        token,
+        "each run gets its own token"
+    );
+}
+
 /// The manifests against the Kubernetes API's own OpenAPI schemas (1.33, the oldest the
 /// `k8s-openapi` types support; strict: no unknown field), with `kubernetes-validate` (a PyPI
 /// package that bundles the schemas, so it needs no cluster or network). Skipped with a
@@ -202,7 +285,7 @@ fn validate_against_kubernetes_schemas(dir: &std::path::Path) {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.len(), 4, "{files:?}");
     let out = match std::process::Command::new("kubernetes-validate")
         .args(["--strict", "--kubernetes-version", "1.33.0"])
         .args(&files)
@@ -224,7 +307,7 @@ fn validate_against_kubernetes_schemas(dir: &std::path::Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "kubernetes-validate: {said}");
-    assert_eq!(said.matches("passed for resource").count(), 3, "{said}");
+    assert_eq!(said.matches("passed for resource").count(), 4, "{said}");
 }
 
 /// Shard 0 serves the coordinator itself (as in the Kubernetes Job): both shards start each
@@ -254,6 +337,7 @@ fn shard_zero_coordinates_and_every_shard_exits_with_the_merged_gate() {
                 .arg("--out")
                 .arg(dir.join(format!("shard-{i}")))
                 .args(["--quiet", "--no-plots", "--untrusted", "judge"])
+                .env("INFERMETER_COORDINATOR_TOKEN", TOKEN)
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap()

@@ -103,6 +103,10 @@ impl Hosts {
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("NO_COLOR", "1")
+            .env(
+                "INFERMETER_COORDINATOR_TOKEN",
+                super::distributed_cli::TOKEN,
+            )
             .env_remove("GITHUB_STEP_SUMMARY");
         c
     }

@@ -58,7 +58,11 @@ fn new_writes_a_valid_commented_scenario() {
     let stage = &plan["stages"][0];
     assert_eq!(stage["name"], "main");
     assert_eq!(plan["warmup"]["max_requests"], 10);
-    assert_eq!(stage["max_requests"], 200);
+    // 200 requests cannot show `itl.p99 < 40ms` (a p99 needs 299): written until-decided.
+    assert_eq!(stage["max_requests"], 1200);
+    assert_eq!(stage["until_decided"]["min_requests"], 200);
+    assert!(kdl.contains("requests 200 until-decided max=1200"), "{kdl}");
+    assert!(!text(&v).1.contains("warning"), "{}", describe(&v));
     assert_eq!(stage["load"]["arrival"]["kind"], "poisson");
     assert_eq!(plan["target"]["model"], "Qwen/Qwen2.5-7B-Instruct");
     let input = &plan["datasets"][0]["source"];
@@ -151,7 +155,9 @@ fn import_vllm_round_trips_the_common_flags() {
     assert_eq!(plan["target"]["ignore_eos"], true);
     assert_eq!(plan["target"]["extra_body"]["temperature"], 0.0);
     let stage = &plan["stages"][0];
-    assert_eq!(stage["max_requests"], 200);
+    // 200 requests cannot show the default `error_rate < 1%` (381 needed): until-decided.
+    assert_eq!(stage["max_requests"], 1600);
+    assert_eq!(stage["until_decided"]["min_requests"], 200);
     assert_eq!(stage["load"]["arrival"]["kind"], "gamma");
     assert_eq!(stage["load"]["arrival"]["rate"], 10.0);
     assert_eq!(stage["load"]["arrival"]["burstiness"], 0.5);
@@ -163,7 +169,10 @@ fn import_vllm_round_trips_the_common_flags() {
     let o = command().arg("plan").arg(&file).output().unwrap();
     let (out, _) = text(&o);
     assert!(out.contains("gamma"), "{out}");
-    assert!(out.contains("requests  200"), "{out}");
+    assert!(
+        out.contains("requests  200, then until every assertion is decided, at most 1600"),
+        "{out}"
+    );
     assert!(out.contains("input 512, output 128"), "{out}");
 }
 
@@ -284,10 +293,11 @@ fn import_vllm_sharegpt_names_the_hub_file_and_closed_loop() {
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (kdl, err) = text(&o);
     assert!(
-        kdl.contains("sharegpt \"hf://datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/ShareGPT_V3_unfiltered_cleaned_split.json\" count=50"),
+        kdl.contains("sharegpt \"hf://datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/ShareGPT_V3_unfiltered_cleaned_split.json\" count=1600"),
         "{kdl}"
     );
     assert!(kdl.contains("arrival \"concurrency\" clients=16"), "{kdl}");
+    assert!(kdl.contains("requests 50 until-decided max=1600"), "{kdl}");
     assert!(
         kdl.contains("ignore-eos #false"),
         "vLLM's ShareGPT default: {kdl}"

@@ -221,4 +221,12 @@ stage "closed" { dataset "chat"; arrival "concurrency" clients=2; requests 3 }
     // Each stage's closing line: turns done out of sessions × turns.
     assert!(stderr.contains("[open] 12/12 done"), "{stderr}");
     assert!(stderr.contains("[closed] 9/9 done"), "{stderr}");
+    // The open stage's arrivals are sessions, and the report says so.
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("poisson at 20 sessions/s"), "{md}");
+    assert!(md.contains("bound 4 sessions"), "{md}");
+    let plan = crate::support::infermeter(&["plan", scenario.to_str().unwrap()]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("poisson 20/s (sessions)"), "{plan}");
+    assert!(plan.contains("sessions  4"), "{plan}");
 }

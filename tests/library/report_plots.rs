@@ -291,7 +291,10 @@ fn row(load: f64, achieved: f64, ttft50: f64, ttft99: f64, knee: bool) -> Profil
         output_tokens_per_s: achieved * 16.0,
         saturated: load > 25.0,
         client_bound: false,
+        outcome: if load <= 15.0 { "pass" } else { "fail" },
+        icon: if load <= 15.0 { "✅" } else { "❌" },
         sla_ok: load <= 15.0,
+        gates: load <= 20.0,
         knee,
     }
 }
@@ -311,6 +314,9 @@ fn group() -> ProfileGroup {
         ],
         knee_load: Some(20.0),
         sla_max_load: Some(15.0),
+        sla_max_upper: None,
+        undecided: 0,
+        answer: String::new(),
         plot: "profile-profile.svg".into(),
         thresholds: vec![(500.0, "ttft.p99 < 500ms".into())],
     }

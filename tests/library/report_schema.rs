@@ -40,6 +40,7 @@ fn fixtures_match_the_schema_shape() {
             let before: Vec<_> = r.sla.iter().map(|v| v.outcome).collect();
             let version = r.schema_version;
             let r = migrate(r);
+            // Version 2 files are version 3 without `gates`, which then reads as gating.
             for (v, was) in r.sla.iter().zip(before) {
                 let want = match version {
                     1 if v.passed => "pass",
@@ -47,6 +48,7 @@ fn fixtures_match_the_schema_shape() {
                     _ => was.as_str(),
                 };
                 assert_eq!(v.outcome.as_str(), want, "{}", path.display());
+                assert!(v.gates, "{}", path.display());
             }
             continue;
         }

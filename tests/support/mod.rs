@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod bad_server;
+pub mod peer;
 pub mod raw_server;
 pub mod sim;
 

@@ -22,9 +22,9 @@ impl Printer {
         match e {
             FetchEvent::Start { url, size, from } => {
                 if from > 0 {
-                    eprintln!("resuming {url} at {} of {}", mb(from), mb(size));
+                    errln!("resuming {url} at {} of {}", mb(from), mb(size));
                 } else {
-                    eprintln!("downloading {url} ({})", mb(size));
+                    errln!("downloading {url} ({})", mb(size));
                 }
             }
             FetchEvent::Progress { done, total } => {
@@ -40,7 +40,7 @@ impl Printer {
                     } else {
                         done as f64 * 100.0 / total as f64
                     };
-                    eprintln!(
+                    errln!(
                         "  {} of {} ({pct:.0}%, {:.0}s)",
                         mb(done),
                         mb(total),
@@ -52,11 +52,11 @@ impl Printer {
                 from,
                 attempt,
                 reason,
-            } => eprintln!(
+            } => errln!(
                 "  connection broke ({reason}); retry {attempt} from {}",
                 mb(from)
             ),
-            FetchEvent::Verifying => eprintln!("  computing sha256…"),
+            FetchEvent::Verifying => errln!("  computing sha256…"),
         }
     }
 }

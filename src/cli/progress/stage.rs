@@ -12,6 +12,8 @@ use crate::app::StageProgress;
 pub(super) struct Progress {
     name: String,
     total: Option<u64>,
+    /// How long the plan says the stage sends, when it says.
+    sending: Option<Duration>,
     bar: Option<ProgressBar>,
     lines: bool,
     start: Instant,
@@ -25,14 +27,22 @@ const LINE_EVERY: Duration = Duration::from_secs(5);
 impl Progress {
     fn line(&self, done: u64, msg: &str) {
         let of = self.total.map(|t| format!("/{t}")).unwrap_or_default();
-        eprintln!("[{}] {done}{of} done, {msg}", self.name);
+        errln!("[{}] {done}{of} done, {msg}", self.name);
     }
 
-    /// `elapsed 12s, ETA 8s`: the ETA from the rate so far, when the total is known.
+    /// `elapsed 12s, ETA 8s`: while the plan's sending time runs, the ETA is what is left of
+    /// it (the first seconds' completions say little: the first answers are still coming);
+    /// after it, or without one, from the rate so far when the total is known.
     fn timing(&self, done: u64) -> String {
         let elapsed = self.start.elapsed().as_secs_f64();
         let mut s = format!("elapsed {}", clock(elapsed));
-        if let Some(total) = self.total
+        let planned_left = self
+            .sending
+            .map(|d| d.as_secs_f64() - elapsed)
+            .filter(|left| *left > 0.0);
+        if let Some(left) = planned_left {
+            s.push_str(&format!(", ETA {}", clock(left)));
+        } else if let Some(total) = self.total
             && done > 0
             && done < total
         {
@@ -42,7 +52,12 @@ impl Progress {
         s
     }
 
-    pub(super) fn new(mode: ProgressMode, name: &str, total: Option<u64>) -> Self {
+    pub(super) fn new(
+        mode: ProgressMode,
+        name: &str,
+        total: Option<u64>,
+        sending: Option<Duration>,
+    ) -> Self {
         let tty = std::io::stderr().is_terminal();
         let bar = (mode == ProgressMode::Auto && tty).then(|| {
             let bar = match total {
@@ -65,6 +80,7 @@ impl Progress {
         Progress {
             name: name.to_string(),
             total,
+            sending,
             bar,
             lines: mode == ProgressMode::Lines || (mode == ProgressMode::Auto && !tty),
             start: now,
@@ -119,6 +135,21 @@ fn clock(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_eta_comes_from_the_plan() {
+        let planned = Progress::new(
+            ProgressMode::Quiet,
+            "s",
+            Some(600),
+            Some(Duration::from_secs(60)),
+        );
+        // Nothing done yet: the plan's 60 s are left (a second or so may have passed).
+        let t = planned.timing(0);
+        assert!(t.contains("ETA 1m00s") || t.contains("ETA 59s"), "{t}");
+        let unplanned = Progress::new(ProgressMode::Quiet, "s", Some(600), None);
+        assert!(!unplanned.timing(0).contains("ETA"));
+    }
 
     #[test]
     fn clocks_read_at_a_glance() {

@@ -20,6 +20,12 @@ pub struct ShardArgs {
     #[arg(long, value_name = "URL", requires = "shard")]
     pub coordinator: Option<String>,
 
+    /// A file holding the run's coordinator token (as `coordinate --token-file` wrote it);
+    /// without it the token is read from `INFERMETER_COORDINATOR_TOKEN`. Never pass the token
+    /// itself as an argument.
+    #[arg(long, value_name = "FILE", requires = "coordinator")]
+    pub coordinator_token_file: Option<PathBuf>,
+
     /// Shard 0 also serves the coordinator on this address (the other shards ignore it), so
     /// that one Indexed Job needs no other process.
     #[arg(long, value_name = "ADDR", requires = "coordinator")]

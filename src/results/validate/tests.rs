@@ -1,0 +1,112 @@
+//! The validator against the results the project ships (every one holds together) and against
+//! each rule broken on purpose, naming the field and the value.
+
+use super::*;
+use crate::results::read_results;
+
+fn fixture(name: &str) -> Results {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/results")
+        .join(name);
+    read_results(&path).unwrap_or_else(|e| panic!("{name}: {}", chain(&e)))
+}
+
+const FIXTURES: [&str; 7] = [
+    "baseline.json",
+    "current.json",
+    "sim-profile.json",
+    "sim-quickstart.json",
+    "sim-telemetry.json",
+    "sim-timings.json",
+    "v2.json",
+];
+
+#[test]
+fn every_shipped_result_holds_together() {
+    for name in FIXTURES {
+        validate(&fixture(name)).unwrap();
+    }
+}
+
+/// The problems of `r` after `f` breaks it, as text.
+fn broken(f: impl FnOnce(&mut Results)) -> String {
+    let mut r = fixture("sim-quickstart.json");
+    f(&mut r);
+    match validate(&r) {
+        Ok(()) => panic!("accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn counts_that_do_not_add_up_are_named_with_their_value() {
+    let e = broken(|r| r.stages[0].requests.failed += 7);
+    assert!(e.contains("stages[0].requests.failed = "), "{e}");
+    assert!(e.contains("≠ sent"), "{e}");
+    assert!(e.contains("stages[0].requests.errors"), "{e}");
+    let e = broken(|r| {
+        let q = &mut r.stages[0].requests;
+        q.errors.insert("timeout".into(), 3);
+    });
+    assert!(e.contains("do not sum to failed"), "{e}");
+}
+
+#[test]
+fn a_count_near_two_to_the_sixty_four_cannot_wrap() {
+    // ok + failed wraps to sent in u64 arithmetic: 2^64 - 1 + 2 = 1.
+    let e = broken(|r| {
+        let q = &mut r.stages[0].requests;
+        q.sent = 1;
+        q.ok = u64::MAX;
+        q.failed = 2;
+        q.errors.clear();
+        q.errors.insert("timeout".into(), 2);
+    });
+    assert!(
+        e.contains("stages[0].requests.ok = 18446744073709551615"),
+        "{e}"
+    );
+    assert!(e.contains("≠ sent"), "{e}");
+}
+
+#[test]
+fn ranges_and_shares_are_held() {
+    let e = broken(|r| r.stages[0].throughput.goodput_ratio = 1.5);
+    assert!(
+        e.contains("stages[0].throughput.goodput_ratio = 1.5"),
+        "{e}"
+    );
+    let e = broken(|r| r.stages[0].latency[LatencyMetric::Ttft].p50 = -3.0);
+    assert!(e.contains("stages[0].latency.ttft_ms.p50 = -3"), "{e}");
+    let e = broken(|r| r.stages[0].latency[LatencyMetric::E2e].p99 = 1e9);
+    assert!(
+        e.contains("stages[0].latency.e2e_ms.p99 = 1000000000: above p999"),
+        "{e}"
+    );
+    let e = broken(|r| r.plan_hash = "<script>".into());
+    assert!(e.contains("plan_hash = \"<script>\""), "{e}");
+    let e = broken(|r| r.schema_version = 99);
+    assert!(e.contains("schema_version = 99: unknown"), "{e}");
+    let e = broken(|r| {
+        r.passed = true;
+        r.outcome = SlaOutcome::Fail;
+    });
+    assert!(e.contains("passed = true"), "{e}");
+}
+
+#[test]
+fn a_truncated_or_miscounted_histogram_is_refused() {
+    let e = broken(|r| {
+        let h = r.stages[0].histograms.as_mut().unwrap();
+        let text = h.get_mut(LatencyMetric::Ttft).unwrap();
+        text.truncate(text.len() / 2);
+    });
+    assert!(e.contains("stages[0].histograms.ttft_ms = \""), "{e}");
+    assert!(e.contains("does not decode"), "{e}");
+    // A histogram from another stage: it decodes, but holds other samples than counted.
+    let e = broken(|r| {
+        let other = r.warmup.as_ref().unwrap().histograms.clone().unwrap();
+        r.stages[0].histograms = Some(other);
+    });
+    assert!(e.contains("samples, its summary counts"), "{e}");
+}
