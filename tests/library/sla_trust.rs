@@ -4,7 +4,7 @@
 
 use infermeter::metrics::{
     Distortion, ErrorKind, Flag, FlagKind, GoodputSlo, LagCause, PlannedLoad, RequestRecord,
-    StageAggregator, StageClock, StageSummary, ValidityRules,
+    StageAggregator, StageClock, StageSummary, UntilDecided, UntilStop, ValidityRules,
 };
 use infermeter::sla::{
     Basis, Context, InconclusiveAs, Policy, ScopedAssertion, SlaOutcome, SlaVerdict, Untrusted,
@@ -288,4 +288,79 @@ fn the_lag_flag_names_its_cause() {
     assert_eq!(json["flags"][0]["flag"], "send_lag");
     assert_eq!(json["flags"][0]["cause"]["kind"], "unknown");
     assert_eq!(json["reasons"][0], s.validity.flags[0].to_string());
+}
+
+/// [`stage`] with TTFTs spread evenly over 60..100 ms, and, when `tuned_for` is given, judged
+/// as an `until-decided` stage that stopped at its 200 requests.
+fn spread_stage(tuned_for: Option<u64>) -> StageSummary {
+    let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+    for i in 0..200u64 {
+        let scheduled = i * 50 * MS;
+        let first = scheduled + (60 + (i * 7) % 40) * MS;
+        let record = RequestRecord {
+            index: i,
+            scheduled_ns: scheduled,
+            sent_ns: scheduled + 10 * MS,
+            first_token_ns: Some(first),
+            first_answer_ns: Some(first),
+            done_ns: first + 20 * MS,
+            itl_us: vec![5_000; 4],
+            chunks: 5,
+            output_tokens: 5,
+            input_tokens: 64,
+            ..RequestRecord::default()
+        };
+        agg.record_with(&record, Some(&|_| 2 * MS));
+    }
+    let mut s = agg.finish(
+        StageClock {
+            wall_ns: 10_000 * MS,
+            planned_span_ns: Some(199 * 50 * MS),
+            cores: 2,
+            ..StageClock::default()
+        },
+        &ValidityRules::default(),
+    );
+    s.until_decided = tuned_for.map(|tuned_for| UntilDecided {
+        min_requests: Some(100),
+        min_s: None,
+        max_requests: Some(1000),
+        max_s: None,
+        tuned_for,
+        stopped: UntilStop::Decided,
+        stopped_at_s: 10.0,
+        stopped_at_requests: 200,
+        looks: 10,
+        pending: None,
+    });
+    s
+}
+
+#[test]
+fn an_until_decided_stage_is_judged_net_of_the_client_on_its_confidence_sequence() {
+    // A stage that stopped at a look has its failures decided net of the client on the net
+    // view's confidence sequence, as its numbers are on theirs: a fixed interval there would
+    // decide what the stopping rule did not allow for.
+    let (fixed, sequential) = (spread_stage(None), spread_stage(Some(300)));
+    assert!(!sequential.validity.trusted);
+    let mut only_fixed = 0;
+    for tenth in 400..900 {
+        let expr = format!("ttft.p50 < {}ms", f64::from(tenth) / 10.0);
+        let (f, s) = (verdict(&expr, &fixed), verdict(&expr, &sequential));
+        if s.outcome == SlaOutcome::Fail {
+            // The sequence is the wider: what it decides, the fixed interval decides too.
+            assert_eq!(f.outcome, SlaOutcome::Fail, "{expr}: {f:?}");
+            assert!(matches!(s.basis, Some(Basis::NetOfClient { .. })), "{s:?}");
+            assert!(s.interval.as_ref().is_some_and(|i| i.sequential), "{s:?}");
+        }
+        if matches!(f.basis, Some(Basis::NetOfClient { .. }))
+            && matches!(s.basis, Some(Basis::ClientMayHaveAdded { .. }))
+        {
+            only_fixed += 1;
+        }
+    }
+    assert!(
+        only_fixed > 0,
+        "the net view was not judged on the sequence"
+    );
 }
