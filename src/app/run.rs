@@ -221,6 +221,8 @@ fn execute(
         poll_idle: poll_idle.is_some(),
         barrier: settings.barrier.clone(),
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
+        test_send_lag: test_send_lag(),
+        test_steal_share: test_steal_share(),
     };
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
     let output = runtime.block_on(runner::run(p.plan.clone(), opts, &mut after_stage));
@@ -233,6 +235,32 @@ fn execute(
         let _ = write_results(&failed, &p.outputs.path(Output::Results));
         e.into()
     })
+}
+
+/// `INFERMETER_TEST_SEND_LAG_MS`, in debug builds only (what the tests run): holds every
+/// open-loop request that many milliseconds before it is sent, so that a test can make a
+/// stage's client untrusted deterministically. A release build never reads it.
+fn test_send_lag() -> Duration {
+    if !cfg!(debug_assertions) {
+        return Duration::ZERO;
+    }
+    std::env::var("INFERMETER_TEST_SEND_LAG_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
+}
+
+/// `INFERMETER_TEST_STEAL_PERCENT`, in debug builds only: the hypervisor's steal every stage
+/// reports, so that a test can flag steal deterministically. A release build never reads it.
+fn test_steal_share() -> Option<f64> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    std::env::var("INFERMETER_TEST_STEAL_PERCENT")
+        .ok()
+        .and_then(|p| p.trim().parse::<f64>().ok())
+        .filter(|p| (0.0..=100.0).contains(p))
+        .map(|p| p / 100.0)
 }
 
 /// `--poll-idle`: /dev/cpu_dma_latency held at 0, or a warning when it cannot be.

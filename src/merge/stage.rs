@@ -8,8 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, LatencyMetric, PerMetric, RequestCounts, SendLag, StageHistograms, StageSummary,
-    Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary, Validity, dist, metric_dist,
+    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, PerMetric, RequestCounts, SendLag,
+    StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary,
+    Validity, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -43,6 +44,7 @@ pub(super) fn merge_stage(
     let first = parts[0].summary;
     let hists = added(parts)?;
     let (requests, tokens, good) = counts(parts)?;
+    let requests_ok = requests.ok;
     let (lo_ms, wall_s) = window(parts);
     let throughput = throughput(parts, &requests, &tokens, good, wall_s);
     let client = client(parts, &hists[LatencyMetric::SendLag as usize]);
@@ -75,6 +77,9 @@ pub(super) fn merge_stage(
         // figures; they are not kept whole, so the merge leaves it to each shard's result.
         attribution: None,
         aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
+        // Each request's net values are its own shard's, so they add as histograms do.
+        client_net: ClientNet::union(parts.iter().map(|p| p.summary.client_net.as_ref()))
+            .map(|h| ClientNet::from_histograms(&h, rules.confidence, requests_ok)),
         // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
         until_decided: None,
     };
@@ -234,6 +239,15 @@ fn client(parts: &[Part<'_>], send_lag: &Histogram<u64>) -> ClientHealth {
             .reduce(f64::max),
         peak_in_flight: parts.iter().map(|p| p.summary.client.peak_in_flight).sum(),
         poll_idle: parts.iter().all(|p| p.summary.client.poll_idle),
+        // The busiest shard's machine, as for its CPU; the worst loop delay of any shard.
+        loop_delay_ms: parts
+            .iter()
+            .filter_map(|p| p.summary.client.loop_delay_ms)
+            .max_by(|a, b| a.max.total_cmp(&b.max)),
+        cpus_busy_percent: busiest.cpus_busy_percent,
+        others_percent: busiest.others_percent,
+        involuntary_switches_per_s: busiest.involuntary_switches_per_s,
+        run_queue: busiest.run_queue,
     }
 }
 
@@ -268,53 +282,42 @@ fn decode(p: &Part<'_>, metric: LatencyMetric) -> Result<Histogram<u64>, StageMe
     }
 }
 
-/// Every shard's reasons, by shard; then the skew, coordination and completeness of the set.
+/// Every shard's flags, by shard; then the skew, coordination and completeness of the set.
 fn validity(parts: &[Part<'_>], rules: &Rules<'_>) -> Validity {
-    let mut reasons = Vec::new();
+    let mut validity = Validity::default();
     for p in parts {
-        reasons.extend(
-            p.summary
-                .validity
-                .reasons
-                .iter()
-                .map(|why| format!("shard {}: {why}", p.index)),
-        );
-        match p.start {
-            Some(s) if s.skew_bound_ms() > rules.max_skew_ms => reasons.push(format!(
-                "shard {}: started {:+.3} ms from the agreed instant (clock error ±{:.3} ms), \
-                 beyond the {} ms skew bound: the shards' schedules do not line up",
-                p.index, s.offset_ms, s.clock_error_ms, rules.max_skew_ms
-            )),
-            Some(_) => {}
-            None if !p.coordinated => reasons.push(format!(
-                "shard {}: ran without a coordinator, so its schedule lines up with the other \
-                 shards' only as well as their start times did",
-                p.index
-            )),
-            None => reasons.push(format!(
-                "shard {}: no agreed start recorded for this stage",
-                p.index
-            )),
+        let shard = Some(p.index);
+        for flag in p.summary.validity.typed_flags() {
+            validity.push(Flag { shard, ..flag });
+        }
+        let kind = match p.start {
+            Some(s) if s.skew_bound_ms() > rules.max_skew_ms => Some(FlagKind::ShardSkew {
+                offset_ms: s.offset_ms,
+                clock_error_ms: s.clock_error_ms,
+                max_skew_ms: rules.max_skew_ms,
+            }),
+            Some(_) => None,
+            None if !p.coordinated => Some(FlagKind::Uncoordinated),
+            None => Some(FlagKind::NoAgreedStart),
+        };
+        if let Some(kind) = kind {
+            validity.push(Flag {
+                shard,
+                ..kind.into()
+            });
         }
     }
-    let lost: Vec<String> = rules
-        .missing
-        .iter()
-        .chain(&rules.absent)
-        .map(u32::to_string)
-        .collect();
+    let lost: Vec<u32> = rules.missing.iter().chain(&rules.absent).copied().collect();
     if !lost.is_empty() {
-        reasons.push(format!(
-            "partial: no numbers from shard(s) {} of {}: their share of the plan is not in \
-             these figures",
-            lost.join(", "),
-            rules.count
-        ));
+        validity.push(
+            FlagKind::ShardsMissing {
+                shards: lost,
+                of: rules.count,
+            }
+            .into(),
+        );
     }
-    Validity {
-        trusted: parts.iter().all(|p| p.summary.validity.trusted) && reasons.is_empty(),
-        reasons,
-    }
+    validity
 }
 
 /// Per-second points on the union window: counts summed; each second's percentiles are the

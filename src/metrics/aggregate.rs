@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::attribution::TimingsAcc;
+use super::dist::Dist;
 use super::histograms::StageHistograms;
 use super::latency::{LatencyMetric, tpot_ns};
 use super::measure::{dist, histogram, metric_dist, record, small_histogram, us};
+use super::net::ClientNet;
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
 use super::validity::{self, StageFacts, ValidityRules};
@@ -41,6 +43,10 @@ pub struct StageClock {
     pub steal_share: Option<f64>,
     /// Idle CPUs were kept polling during the stage (`--poll-idle`).
     pub poll_idle: bool,
+    /// What the client's CPUs were doing during the stage (Linux).
+    pub host: super::HostLoad,
+    /// How late the client's loop woke for its probe timer during the stage, where measured.
+    pub loop_delay: Option<LoopDelay>,
 }
 
 /// Accumulates one stage.
@@ -50,11 +56,19 @@ pub struct StageAggregator {
     slo: GoodputSlo,
     /// One histogram per latency metric, indexed by it.
     hists: [Histogram<u64>; LatencyMetric::COUNT],
+    /// The net histograms of the metrics that have a net measure (see `ClientNet`).
+    net: [Option<Histogram<u64>>; LatencyMetric::COUNT],
+    /// Requests recorded with a bound on the client's reads, so with net samples.
+    net_recorded: u64,
     counts: RequestCounts,
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
     good: u64,
     last_sent_ns: u64,
+    /// The first turns' scheduled and actual send instants, earliest and latest: whether the
+    /// sends kept the planned pace.
+    scheduled_range: Option<(u64, u64)>,
+    sent_range: Option<(u64, u64)>,
     /// First turns sent (all requests, without sessions).
     arrivals: u64,
     timeline: Timeline,
@@ -73,11 +87,15 @@ impl StageAggregator {
             planned,
             slo,
             hists: std::array::from_fn(|_| histogram()),
+            net: std::array::from_fn(|i| LatencyMetric::ALL[i].spec().net.map(|_| histogram())),
+            net_recorded: 0,
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
             good: 0,
             last_sent_ns: 0,
+            scheduled_range: None,
+            sent_range: None,
             arrivals: 0,
             timeline: Timeline::default(),
             turns: Default::default(),
@@ -94,6 +112,20 @@ impl StageAggregator {
     }
 
     pub fn record(&mut self, r: &RequestRecord) {
+        self.record_with(r, None);
+    }
+
+    /// Records a request, and with `read` (a bound on how late the client read an event at an
+    /// instant, ns) its net samples too: what the client may have added taken off.
+    pub fn record_with(&mut self, r: &RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
+        if let Some(read) = read {
+            self.net_recorded += 1;
+            for (m, h) in LatencyMetric::ALL.iter().zip(&mut self.net) {
+                if let Some(h) = h {
+                    record(h, m.measure_net(r, read));
+                }
+            }
+        }
         self.counts.sent += 1;
         if r.retries > 0 {
             self.counts.retried += 1;
@@ -104,6 +136,8 @@ impl StageAggregator {
         if r.turn == 0 {
             self.arrivals += 1;
             self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
+            widen(&mut self.scheduled_range, r.scheduled_ns);
+            widen(&mut self.sent_range, r.sent_ns);
         }
         for m in LatencyMetric::ALL {
             record(&mut self.hists[m as usize], m.measure(r));
@@ -197,6 +231,9 @@ impl StageAggregator {
         let mut s = self.summarize(&clock, rules);
         // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        if let Some(net) = self.client_net_whole(rules.confidence) {
+            s.client_net = Some(net);
+        }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
         s
@@ -217,6 +254,11 @@ impl StageAggregator {
     ) -> StageSummary {
         let mut s = self.summarize(&clock, rules);
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
+        // The net view's sequences too: a look judges a flagged stage's failures net of the
+        // client as its final verdict will, or it could stop on an answer the verdict lacks.
+        if let Some(net) = self.client_net_whole(rules.confidence) {
+            s.client_net = Some(net);
+        }
         s
     }
 
@@ -258,7 +300,36 @@ impl StageAggregator {
             // Counted by the runner, which sees requests start and end.
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
+            loop_delay_ms: clock.loop_delay,
+            cpus_busy_percent: clock.host.busy_share.map(|s| s * 100.0),
+            others_percent: clock.host.others_share.map(|s| s * 100.0),
+            involuntary_switches_per_s: clock.host.involuntary_per_s,
+            run_queue: clock
+                .host
+                .run_queue_mean
+                .zip(clock.host.run_queue_max)
+                .map(|(mean, max)| RunQueue { mean, max }),
         }
+    }
+
+    /// The net distributions with their histograms, once any request was recorded with a
+    /// bound on its reads.
+    fn client_net_whole(&self, confidence: f64) -> Option<ClientNet> {
+        (self.net_recorded > 0).then(|| {
+            let hists = super::PerMetric::from_fn(|m| self.net[m as usize].clone());
+            ClientNet::from_histograms(&hists, confidence, self.counts.ok)
+        })
+    }
+
+    /// The net distributions, once any request was recorded with a bound on its reads.
+    fn client_net(&self, confidence: f64) -> Option<ClientNet> {
+        (self.net_recorded > 0).then(|| ClientNet {
+            latency: super::PerMetric::from_fn(|m| match &self.net[m as usize] {
+                Some(h) => metric_dist(m, h, confidence, self.counts.ok),
+                None => Dist::default(),
+            }),
+            histograms: None,
+        })
     }
 
     fn summarize(&self, clock: &StageClock, rules: &ValidityRules) -> StageSummary {
@@ -288,8 +359,7 @@ impl StageAggregator {
                 tokens: &tokens,
                 ttft: &latency[LatencyMetric::Ttft],
                 client: &client,
-                planned_span_ns: clock.planned_span_ns,
-                last_sent_ns: self.last_sent_ns,
+                pace: clock.planned_span_ns.and(self.pace()),
                 cores: clock.cores,
                 steal_share: clock.steal_share,
                 poll_idle: clock.poll_idle,
@@ -326,9 +396,27 @@ impl StageAggregator {
             notes,
             attribution,
             aborted: None,
+            client_net: self.client_net(rules.confidence),
             rounds: Vec::new(),
             until_decided: None,
         }
+    }
+}
+
+/// Stretches `range` to hold `v`.
+fn widen(range: &mut Option<(u64, u64)>, v: u64) {
+    *range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+}
+
+impl StageAggregator {
+    /// The sends' pace against the plan's over the same requests: the span of their scheduled
+    /// instants over the span of their actual sends (first to last), at most 1. A constant
+    /// lag keeps the pace; a client falling further behind does not.
+    fn pace(&self) -> Option<f64> {
+        let (s0, s1) = self.scheduled_range?;
+        let (a0, a1) = self.sent_range?;
+        let planned = s1.saturating_sub(s0);
+        (self.arrivals > 1 && planned > 0).then(|| planned as f64 / (a1 - a0).max(planned) as f64)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Tests of the stage aggregator: the metric definitions, the validity rules, snapshots.
 
 use super::*;
-use crate::metrics::Dist;
+use crate::metrics::{Dist, FlagKind, HostLoad, LagCause};
 
 fn ok_record(index: u64, scheduled_ms: u64, ttft_ms: u64, gaps_ms: &[u64]) -> RequestRecord {
     let ms = 1_000_000;
@@ -48,6 +48,7 @@ fn metrics_follow_the_definitions() {
         peak_rss_bytes: 0,
         steal_share: None,
         poll_idle: false,
+        ..StageClock::default()
     };
     let s = agg.finish(clock, &ValidityRules::default());
     assert_eq!(s.requests.sent, 3);
@@ -81,35 +82,63 @@ fn metrics_follow_the_definitions() {
 }
 
 #[test]
-fn late_client_is_flagged() {
-    let late = |poll_idle| {
+fn late_client_is_flagged_with_its_cause() {
+    let late = |lag_us: u64, poll_idle, host: HostLoad| {
         let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
         for i in 0..100 {
             let mut r = ok_record(i, i * 10, 5, &[1]);
-            r.sent_ns = r.scheduled_ns + 3_000_000; // 3 ms late
+            r.sent_ns = r.scheduled_ns + lag_us * 1_000;
             agg.record(&r);
         }
         let clock = StageClock {
             wall_ns: 1_100_000_000,
             planned_span_ns: Some(990_000_000),
-            cpu_ns: 0,
             cores: 1,
-            peak_rss_bytes: 0,
-            steal_share: None,
             poll_idle,
+            host,
+            ..StageClock::default()
         };
         agg.finish(clock, &ValidityRules::default())
     };
-    let s = late(false);
+    let idle = HostLoad {
+        busy_share: Some(0.05),
+        others_share: Some(0.01),
+        ..HostLoad::default()
+    };
+    let s = late(1_500, false, idle);
     assert!(!s.validity.trusted);
     assert!(s.validity.reasons[0].contains("send lag p99"));
-    assert!((s.client.send_lag_ms.p99 - 3.0).abs() < 0.01);
-    // Sleeping CPUs are one cause the reason can name, unless they were kept polling.
+    assert!((s.client.send_lag_ms.p99 - 1.5).abs() < 0.01);
+    // On an idle machine, a small lag: sleeping CPUs, unless they were kept polling.
     assert!(s.validity.reasons[0].contains("--poll-idle"));
+    assert!(matches!(
+        s.validity.flags[0].kind,
+        FlagKind::SendLag {
+            cause: LagCause::WakeUp,
+            ..
+        }
+    ));
     assert!(!s.client.poll_idle);
-    let s = late(true);
+    let s = late(1_500, true, idle);
     assert!(!s.validity.reasons[0].contains("--poll-idle"));
     assert!(s.client.poll_idle);
+    // Other processes on the client's CPUs: contention, and its fix.
+    let crowded = HostLoad {
+        busy_share: Some(1.0),
+        others_share: Some(0.9),
+        involuntary_per_s: Some(300.0),
+        run_queue_mean: Some(5.0),
+        run_queue_max: Some(8),
+    };
+    let s = late(40_000, false, crowded);
+    let reason = &s.validity.reasons[0];
+    assert!(
+        reason.contains("CPU contention") && reason.contains("90%"),
+        "{reason}"
+    );
+    assert!(!reason.contains("--poll-idle"), "{reason}");
+    assert_eq!(s.client.others_percent, Some(90.0));
+    assert_eq!(s.client.run_queue.map(|q| q.max), Some(8));
 }
 
 #[test]

@@ -58,6 +58,12 @@ impl LatencyMetric {
     pub fn measure(self, r: &RequestRecord) -> Sample<'_> {
         (self.spec().measure)(r)
     }
+
+    /// What request `r` contributes net of what the client may have added (see
+    /// [`LatencySpec::net`]); nothing for a metric without a net measure.
+    pub fn measure_net<'a>(self, r: &'a RequestRecord, read: &dyn Fn(u64) -> u64) -> Sample<'a> {
+        self.spec().net.map_or(Sample::None, |f| f(r, read))
+    }
 }
 
 /// What one request contributes to a latency metric.
@@ -94,6 +100,21 @@ pub struct LatencySpec {
     pub schema_note: Option<&'static str>,
     /// What one request contributes.
     pub measure: fn(&RequestRecord) -> Sample<'_>,
+    /// For a metric a late client can only raise: what one request contributes net of what
+    /// the client may have added, given a bound on how late the client read an event at an
+    /// instant (`read(t)`, ns): measured from the actual send, less that bound for the event
+    /// that ends it. A lower bound on what the server took. `None` for the others.
+    pub net: Option<NetMeasure>,
+}
+
+/// See [`LatencySpec::net`].
+pub type NetMeasure = for<'a> fn(&'a RequestRecord, &dyn Fn(u64) -> u64) -> Sample<'a>;
+
+/// `end − sent − read(end)`: the span from the actual send to an event, less how late the
+/// client may have read the event.
+fn net_ns(r: &RequestRecord, end: Option<u64>, read: &dyn Fn(u64) -> u64) -> Option<u64> {
+    let end = end?;
+    Some(end.saturating_sub(r.sent_ns).saturating_sub(read(end)))
 }
 
 const fn latency(
@@ -122,7 +143,14 @@ const fn latency(
         aggregations: &Aggregation::ALL,
         schema_note: None,
         measure,
+        net: None,
     }
+}
+
+/// With its net measure.
+const fn net(mut spec: LatencySpec, net: NetMeasure) -> LatencySpec {
+    spec.net = Some(net);
+    spec
 }
 
 /// Only successful requests have latencies (send lag aside).
@@ -156,10 +184,13 @@ const fn example(mut spec: LatencySpec, example: &'static str) -> LatencySpec {
 const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
     use LateClient::{Either, Raises};
     [
-        LatencySpec {
-            per_turn: true,
-            ..latency("ttft", "TTFT", "ttft_ms", Raises, |r| ok_ns(r, r.ttft_ns()))
-        },
+        net(
+            LatencySpec {
+                per_turn: true,
+                ..latency("ttft", "TTFT", "ttft_ms", Raises, |r| ok_ns(r, r.ttft_ns()))
+            },
+            |r, read| ok_ns(r, net_ns(r, r.first_token_ns, read)),
+        ),
         LatencySpec {
             clustered: true,
             ..latency("itl", "ITL", "itl_ms", Either, |r| {
@@ -173,28 +204,41 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
         on_output_tokens(latency("tpot", "TPOT", "tpot_ms", Either, |r| {
             ok_ns(r, tpot_ns(r))
         })),
-        LatencySpec {
-            per_turn: true,
-            ..latency("e2e", "E2E", "e2e_ms", Raises, |r| {
-                ok_ns(r, Some(r.e2e_ns()))
-            })
-        },
-        on_output_tokens(latency("ntpot", "NTPOT", "ntpot_ms", Raises, |r| {
-            let n = u64::from(r.output_tokens);
-            ok_ns(r, (n >= 1).then(|| r.e2e_ns() / n))
-        })),
-        LatencySpec {
-            watched: false,
-            schema_note: Some(
-                "Time to the first answer token, when it differs from TTFT (reasoning models).",
-            ),
-            ..latency("ttfa", "TTFA", "ttfa_ms", Raises, |r| {
-                ok_ns(
-                    r,
-                    r.first_answer_ns.map(|t| t.saturating_sub(r.scheduled_ns)),
-                )
-            })
-        },
+        net(
+            LatencySpec {
+                per_turn: true,
+                ..latency("e2e", "E2E", "e2e_ms", Raises, |r| {
+                    ok_ns(r, Some(r.e2e_ns()))
+                })
+            },
+            |r, read| ok_ns(r, net_ns(r, Some(r.done_ns), read)),
+        ),
+        net(
+            on_output_tokens(latency("ntpot", "NTPOT", "ntpot_ms", Raises, |r| {
+                let n = u64::from(r.output_tokens);
+                ok_ns(r, (n >= 1).then(|| r.e2e_ns() / n))
+            })),
+            |r, read| {
+                let n = u64::from(r.output_tokens);
+                let e2e = net_ns(r, Some(r.done_ns), read);
+                ok_ns(r, e2e.filter(|_| n >= 1).map(|v| v / n.max(1)))
+            },
+        ),
+        net(
+            LatencySpec {
+                watched: false,
+                schema_note: Some(
+                    "Time to the first answer token, when it differs from TTFT (reasoning models).",
+                ),
+                ..latency("ttfa", "TTFA", "ttfa_ms", Raises, |r| {
+                    ok_ns(
+                        r,
+                        r.first_answer_ns.map(|t| t.saturating_sub(r.scheduled_ns)),
+                    )
+                })
+            },
+            |r, read| ok_ns(r, net_ns(r, r.first_answer_ns, read)),
+        ),
         example(
             LatencySpec {
                 summary: false,

@@ -5,13 +5,16 @@
 
 mod aggregate;
 mod attribution;
+mod cause;
 mod curve;
 mod def;
 mod dist;
+mod flags;
 mod histograms;
 mod intervals;
 mod latency;
 mod measure;
+mod net;
 mod per_metric;
 mod profile;
 mod record;
@@ -24,12 +27,15 @@ mod vocab;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
 pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
+pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
 pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
+pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
 pub use measure::{dist, dist_with_intervals, metric_dist};
-pub use per_metric::{MetricSet, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
+pub use net::{ClientNet, NetHistograms};
+pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
 pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary};
 pub use record::*;
 pub use rounds::merge_rounds;

@@ -62,6 +62,23 @@ impl MetricSet for Recorded {
     }
 }
 
+/// The latencies a late client can only raise, net of what it may have added
+/// (`client_net`): every metric with a [`super::LatencySpec::net`] measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Net;
+
+impl MetricSet for Net {
+    const NAME: &'static str = "NetLatency";
+    const DOC: Option<&'static str> = Some(
+        "The latencies a late client can only raise, each request's taken net of what the client\n\
+         may have added to it: its send lag and a bound on how late it read (ms, or in\n\
+         `histograms` µs).",
+    );
+    fn holds(m: LatencyMetric) -> bool {
+        m.spec().net.is_some()
+    }
+}
+
 /// A turn index's distributions (flattened into `per_turn[]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PerTurn;

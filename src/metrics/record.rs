@@ -41,8 +41,11 @@ impl ErrorKind {
     /// with the request still in flight (`cancelled`). Every other kind is the server's
     /// answer (or a connection it refused).
     pub fn client_side(self) -> bool {
-        matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled)
+        Self::CLIENT_SIDE.contains(&self)
     }
+
+    /// The kinds a starved client can cause (see [`ErrorKind::client_side`]).
+    pub const CLIENT_SIDE: [ErrorKind; 2] = [ErrorKind::Timeout, ErrorKind::Cancelled];
 
     /// The key used in `requests.errors`: `connect`, `timeout`, `http_429`, `stream_broken`…
     pub fn key(self) -> String {

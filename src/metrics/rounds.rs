@@ -71,11 +71,16 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         // Each round's own attribution stays in its summary below.
         attribution: None,
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
+        client_net: client_net(&rounds, confidence),
         until_decided: first.until_decided.clone(),
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {
                 histograms: None,
+                client_net: r.client_net.map(|n| super::ClientNet {
+                    histograms: None,
+                    ..n
+                }),
                 timeline: Vec::new(),
                 per_turn: Vec::new(),
                 ..r
@@ -121,20 +126,75 @@ fn client(rounds: &[StageSummary]) -> ClientHealth {
             .max()
             .unwrap_or(0),
         poll_idle: rounds.iter().all(|r| r.client.poll_idle),
+        loop_delay_ms: loop_delay(rounds),
+        cpus_busy_percent: median_of(rounds, |r| r.client.cpus_busy_percent),
+        others_percent: median_of(rounds, |r| r.client.others_percent),
+        involuntary_switches_per_s: median_of(rounds, |r| r.client.involuntary_switches_per_s),
+        run_queue: median_of(rounds, |r| r.client.run_queue.map(|q| q.mean)).map(|mean| {
+            super::RunQueue {
+                mean,
+                max: rounds
+                    .iter()
+                    .filter_map(|r| r.client.run_queue.map(|q| q.max))
+                    .max()
+                    .unwrap_or(0),
+            }
+        }),
     }
 }
 
-/// Trusted when every round is; every round's reasons, by round.
+/// The median across rounds of a figure every round has; `None` when one lacks it.
+fn median_of(rounds: &[StageSummary], f: impl Fn(&StageSummary) -> Option<f64>) -> Option<f64> {
+    if rounds.iter().any(|r| f(r).is_none()) {
+        return None;
+    }
+    Some(median(rounds, &|r| f(r).unwrap_or(0.0)))
+}
+
+/// The loop's delay across rounds: the medians of its p50 and p99, the worst maximum.
+fn loop_delay(rounds: &[StageSummary]) -> Option<super::LoopDelay> {
+    let delays: Option<Vec<super::LoopDelay>> =
+        rounds.iter().map(|r| r.client.loop_delay_ms).collect();
+    let delays = delays?;
+    Some(super::LoopDelay {
+        p50: median(rounds, &|r| r.client.loop_delay_ms.map_or(0.0, |d| d.p50)),
+        p99: median(rounds, &|r| r.client.loop_delay_ms.map_or(0.0, |d| d.p99)),
+        max: delays.iter().map(|d| d.max).fold(0.0, f64::max),
+        samples: delays.iter().map(|d| d.samples).sum(),
+    })
+}
+
+/// The net latencies across rounds: each figure the median of the rounds' (as `latency`),
+/// the histograms the union; `None` when a round has none.
+fn client_net(rounds: &[StageSummary], confidence: f64) -> Option<super::ClientNet> {
+    let nets: Option<Vec<&super::ClientNet>> =
+        rounds.iter().map(|r| r.client_net.as_ref()).collect();
+    let nets = nets?;
+    Some(super::ClientNet {
+        latency: super::PerMetric::from_fn(|m| {
+            let d: Vec<super::Dist> = nets.iter().map(|n| n.latency[m]).collect();
+            median_of_rounds(&d, confidence)
+        }),
+        histograms: super::ClientNet::union(rounds.iter().map(|r| r.client_net.as_ref())).and_then(
+            |h| {
+                let ok = rounds.iter().map(|r| r.requests.ok).sum();
+                super::ClientNet::from_histograms(&h, confidence, ok).histograms
+            },
+        ),
+    })
+}
+
+/// Trusted when every round is; every round's flags, with its number.
 fn validity(rounds: &[StageSummary]) -> Validity {
     let mut validity = Validity::default();
     for (i, r) in rounds.iter().enumerate() {
+        for flag in r.validity.typed_flags() {
+            validity.push(super::Flag {
+                round: Some(i as u32 + 1),
+                ..flag
+            });
+        }
         validity.trusted &= r.validity.trusted;
-        validity.reasons.extend(
-            r.validity
-                .reasons
-                .iter()
-                .map(|why| format!("round {}: {why}", i + 1)),
-        );
     }
     validity
 }

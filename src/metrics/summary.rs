@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
+use super::net::ClientNet;
 
 /// What the stage was asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -35,6 +36,17 @@ pub struct RequestCounts {
     /// `sent` and by their final outcome. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u64,
+}
+
+impl RequestCounts {
+    /// Failures of the kinds a starved client can cause itself
+    /// ([`super::ErrorKind::client_side`]: its own timeouts, requests cancelled in the drain).
+    pub fn client_side_failures(&self) -> u64 {
+        super::ErrorKind::CLIENT_SIDE
+            .iter()
+            .filter_map(|k| self.errors.get(&k.key()))
+            .sum()
+    }
 }
 
 /// A stage's latency distributions, one per metric with a summary (`ttft_ms`, …; see
@@ -168,6 +180,57 @@ pub struct ClientHealth {
     /// removes their wake-up latency from send lag and TTFT. Absent when not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub poll_idle: bool,
+    /// How late the client's event loop woke for a probe timer (one every 1 to 2 ms per
+    /// worker) during the stage: the delay a response waits, once it has arrived, before the
+    /// client reads it. Absent where not measured. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_delay_ms: Option<LoopDelay>,
+    /// Share of the time of the CPUs the client may run on that went to running anything, in
+    /// percent (Linux). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_busy_percent: Option<f64>,
+    /// Share of the time of those CPUs that went to other processes (busy less the client's
+    /// own CPU time), in percent (Linux). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_percent: Option<f64>,
+    /// Times a thread of the client was descheduled against its will, per second (Linux).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub involuntary_switches_per_s: Option<f64>,
+    /// Tasks runnable on the machine during the stage (`procs_running`, sampled; Linux).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_queue: Option<RunQueue>,
+}
+
+/// How late the client's event loop woke for its probe timer, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopDelay {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Probe wake-ups measured.
+    pub samples: u64,
+}
+
+/// Runnable tasks on the machine, over a stage's samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunQueue {
+    pub mean: f64,
+    pub max: u32,
+}
+
+impl ClientHealth {
+    /// What the machine reported about the client's CPUs, for the lag's cause.
+    pub fn host_load(&self) -> super::HostLoad {
+        super::HostLoad {
+            busy_share: self.cpus_busy_percent.map(|p| p / 100.0),
+            others_share: self.others_percent.map(|p| p / 100.0),
+            involuntary_per_s: self.involuntary_switches_per_s,
+            run_queue_mean: self.run_queue.map(|q| q.mean),
+            run_queue_max: self.run_queue.map(|q| q.max),
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -178,7 +241,12 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Validity {
     pub trusted: bool,
+    /// The flags below as sentences.
     pub reasons: Vec<String>,
+    /// Why the stage is untrusted, typed: what each flag saw and (by its kind) what it can
+    /// distort. *Added in schema 3*; a result written before has `reasons` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<super::Flag>,
 }
 
 impl Default for Validity {
@@ -186,7 +254,47 @@ impl Default for Validity {
         Validity {
             trusted: true,
             reasons: Vec::new(),
+            flags: Vec::new(),
         }
+    }
+}
+
+impl Validity {
+    /// Trusted when there is no flag; the reasons rendered from the flags.
+    pub fn from_flags(flags: Vec<super::Flag>) -> Validity {
+        Validity {
+            trusted: flags.is_empty(),
+            reasons: flags.iter().map(ToString::to_string).collect(),
+            flags,
+        }
+    }
+
+    /// Adds a flag (and its sentence): the stage is untrusted.
+    pub fn push(&mut self, flag: super::Flag) {
+        self.trusted = false;
+        self.reasons.push(flag.to_string());
+        self.flags.push(flag);
+    }
+
+    /// The flags, with a result written before they were typed read as one flag per reason
+    /// that may have distorted anything.
+    pub fn typed_flags(&self) -> Vec<super::Flag> {
+        if !self.flags.is_empty() || self.trusted {
+            return self.flags.clone();
+        }
+        let reasons = self.reasons.iter().cloned();
+        let mut flags: Vec<super::Flag> = reasons
+            .map(|reason| super::FlagKind::Other { reason }.into())
+            .collect();
+        if flags.is_empty() {
+            flags.push(
+                super::FlagKind::Other {
+                    reason: "untrusted".into(),
+                }
+                .into(),
+            );
+        }
+        flags
     }
 }
 
@@ -244,6 +352,12 @@ pub struct StageSummary {
     /// which. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<String>,
+    /// The latencies a late client can only raise (TTFT, E2E, NTPOT, TTFA), each request's
+    /// taken net of what the client may have added to it: lower bounds on what the server
+    /// took, which decide failures on a stage whose client is flagged (see `docs/sla.md`).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_net: Option<ClientNet>,
     /// A stage run in `rounds`: each round's own summary (without histograms or timeline), in
     /// order. The stage's figures above are then the medians across rounds, its intervals
     /// across rounds, its counts the sums and its histograms the union.

@@ -1,10 +1,13 @@
-//! The validity verdict: whether a stage's numbers can be trusted, and if not, why; and notes
-//! worth reading beside them. Rules on the client (send lag against what it distorts, CPU,
-//! steal, keeping to the schedule), on the server's answers (nothing succeeded, implausible or
-//! off-plan counts, prompt counts that disagree) and on the workload (a prompt cache the plan
-//! did not intend). See `docs/metrics.md`.
+//! The validity verdict: whether a stage's numbers can be trusted, and if not, why — as typed
+//! flags (`flags.rs`) that say what each can distort — and notes worth reading beside them.
+//! Rules on the client (send lag against what it distorts, with its cause; CPU, steal, keeping
+//! to the schedule), on the server's answers (nothing succeeded, implausible or off-plan
+//! counts, prompt counts that disagree) and on the workload (a prompt cache the plan did not
+//! intend). See `docs/metrics.md`.
 
+use super::cause::{LagInputs, lag_cause};
 use super::dist::Dist;
+use super::flags::{Flag, FlagKind};
 use super::summary::{ClientHealth, RequestCounts, Tokens, Validity};
 
 /// When a stage's numbers stop being trustworthy.
@@ -78,8 +81,9 @@ pub(super) struct Inputs<'a> {
     pub tokens: &'a Tokens,
     pub ttft: &'a Dist,
     pub client: &'a ClientHealth,
-    pub planned_span_ns: Option<u64>,
-    pub last_sent_ns: u64,
+    /// An open-loop stage's pace: the span of its first turns' scheduled instants over the
+    /// span of their actual sends, at most 1.
+    pub pace: Option<f64>,
     pub cores: u32,
     pub steal_share: Option<f64>,
     pub poll_idle: bool,
@@ -89,113 +93,111 @@ pub(super) struct Inputs<'a> {
 }
 
 pub(super) fn judge(i: &Inputs<'_>, rules: &ValidityRules) -> Validity {
-    let mut reasons = Vec::new();
+    let mut flags: Vec<FlagKind> = Vec::new();
     let sent = i.requests.sent;
     let ok = i.requests.ok;
     if sent > 0 && ok == 0 {
-        reasons.push(format!(
-            "no request succeeded ({sent} sent; {}): the stage measured nothing",
-            i.errors
-        ));
+        flags.push(FlagKind::NothingSucceeded {
+            sent,
+            errors: i.errors.clone(),
+        });
     }
+    flags.extend(client_flags(i, rules));
+    flags.extend(load_flags(i, rules));
+    Validity::from_flags(flags.into_iter().map(Flag::from).collect())
+}
+
+/// The client's own health: late sends (with their cause), its rate, its CPU, steal.
+fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
+    let mut flags = Vec::new();
     let lag = i.client.send_lag_ms.p99;
     let limit = rules.send_lag_limit_ms(i.ttft.p50);
+    let cores = i.cores.max(1);
+    let own_cores = i.client.cpu_percent / 100.0;
     if lag > limit {
-        // A mostly idle client's CPUs sleep between sends, and waking them is slow on VMs.
-        let hint = if i.poll_idle {
-            ""
-        } else {
-            " (idle CPUs sleep between sends; as root, --poll-idle keeps them polling)"
-        };
-        reasons.push(format!(
-            "send lag p99 {lag:.2} ms exceeds {limit:.2} ms (the larger of {} ms and {:.0}% of \
-             TTFT p50 {:.2} ms): the client could not keep to the schedule{hint}",
-            rules.max_send_lag_p99_ms,
-            rules.max_send_lag_ttft_share * 100.0,
-            i.ttft.p50
-        ));
+        let cause = lag_cause(&LagInputs {
+            host: i.client.host_load(),
+            own_cores,
+            cores,
+            steal_share: i.steal_share,
+            max_steal_share: rules.max_steal_share,
+            send_lag_p99_ms: lag,
+            poll_idle: i.poll_idle,
+        });
+        flags.push(FlagKind::SendLag {
+            p99_ms: lag,
+            limit_ms: limit,
+            floor_ms: rules.max_send_lag_p99_ms,
+            ttft_share: rules.max_send_lag_ttft_share,
+            ttft_p50_ms: i.ttft.p50,
+            cause,
+        });
     }
-    if let Some(span) = i.planned_span_ns.filter(|s| *s > 0) {
-        let ratio = span as f64 / i.last_sent_ns.max(span) as f64;
-        if ratio < rules.min_rate_ratio {
-            reasons.push(format!(
-                "achieved {:.1}% of the planned sending rate (below {:.1}%)",
-                ratio * 100.0,
-                rules.min_rate_ratio * 100.0
-            ));
-        }
+    if let Some(ratio) = i.pace.filter(|r| *r < rules.min_rate_ratio) {
+        flags.push(FlagKind::RateShortfall {
+            achieved_share: ratio,
+            min_share: rules.min_rate_ratio,
+        });
     }
-    let cores = i.cores.max(1) as f64;
-    if i.client.cpu_percent / 100.0 > rules.max_cpu_share * cores {
-        reasons.push(format!(
-            "client CPU at {:.0}% of {} core(s): the client may be the bottleneck",
-            i.client.cpu_percent, i.cores
-        ));
+    if own_cores > rules.max_cpu_share * f64::from(cores) {
+        flags.push(FlagKind::ClientCpu {
+            cpu_percent: i.client.cpu_percent,
+            cores: i.cores,
+        });
     }
     if let Some(steal) = i.steal_share.filter(|s| *s > rules.max_steal_share) {
-        reasons.push(format!(
-            "the hypervisor stole {:.1}% of the client's CPU time ({:.0} ms a second per CPU, \
-             above {}%): the machine, not the server, may have stalled requests; use a \
-             dedicated host",
-            steal * 100.0,
-            steal * 1000.0,
-            rules.max_steal_share * 100.0
-        ));
+        flags.push(FlagKind::Steal {
+            share: steal,
+            max_share: rules.max_steal_share,
+        });
     }
+    flags
+}
+
+/// Whether the server's answers show the load was the planned one: token counts, output
+/// lengths, and a prompt cache the plan did not intend.
+fn load_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
+    let mut flags = Vec::new();
+    let (sent, ok) = (i.requests.sent, i.requests.ok);
     let t = i.tokens;
     if ok > 0 {
         let share = t.mismatched as f64 / ok as f64;
         if share > rules.max_token_mismatch_share {
-            reasons.push(format!(
-                "the server's prompt token counts differ from ours by > 5% on {:.0}% of requests: \
-                 set the scenario's tokenizer to the served model's",
-                share * 100.0
-            ));
+            flags.push(FlagKind::TokenMismatch {
+                share,
+                max_share: rules.max_token_mismatch_share,
+            });
         }
     }
     if t.implausible > 0 {
-        reasons.push(format!(
-            "the server's usage.completion_tokens was implausible on {} of {ok} requests (above \
-             the max_tokens asked for, or under half the content chunks received); those counts \
-             were replaced by the server's timings or an estimate from the text",
-            t.implausible
-        ));
+        flags.push(FlagKind::ImplausibleUsage {
+            requests: t.implausible,
+            ok,
+        });
     }
     if i.facts.ignore_eos && i.exact_counts > 0 {
         let share = t.off_plan_output as f64 / i.exact_counts as f64;
         if share > rules.max_off_plan_output_share {
-            reasons.push(format!(
-                "{:.0}% of responses ({} of {}) had an output length other than the planned \
-                 max_tokens although ignore_eos was sent: the server may not honour ignore_eos, \
-                 so the load was not the planned one (set `ignore-eos #false` in the target to \
-                 let the model stop)",
-                share * 100.0,
-                t.off_plan_output,
-                i.exact_counts
-            ));
+            flags.push(FlagKind::OffPlanOutput {
+                share,
+                requests: t.off_plan_output,
+                exact: i.exact_counts,
+            });
         }
     }
     if !i.facts.shares_prefixes
         && let Some(share) = t.cached_share
         && share > rules.max_unintended_cache_share
     {
-        let repeats = repeated_prompts(i.facts, sent)
-            .map(|(d, n)| format!("; the stage sent {n} requests over {d} distinct prompts"))
-            .unwrap_or_default();
-        reasons.push(format!(
-            "the server served {:.0}% of prompt tokens ({} of {}) from its prompt cache, though \
-             the plan's prompts share no prefix{repeats}: an earlier run's (or request's) prompts \
-             flattered TTFT; set `cache-salt #true` in the target (or `reset-cache`, where the \
-             server's endpoint drops all of its cache)",
-            share * 100.0,
-            t.cached,
-            (t.cached as f64 / share).round() as u64,
-        ));
+        flags.push(FlagKind::UnintendedCache {
+            share,
+            cached: t.cached,
+            prompt_tokens: (t.cached as f64 / share).round() as u64,
+            distinct_prompts: repeated_prompts(i.facts, sent).map(|(d, _)| d),
+            sent,
+        });
     }
-    Validity {
-        trusted: reasons.is_empty(),
-        reasons,
-    }
+    flags
 }
 
 /// Notes that do not make the stage untrusted.

@@ -227,9 +227,13 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
             let why = v.note.as_deref().unwrap_or("undecided");
             let more = v.more.map_or_else(String::new, |m| format!("; {m}"));
             let _ = writeln!(out, "      undecided: {}{more}", t(why));
-        } else if v.outcome == crate::sla::SlaOutcome::Fail
-            && let Some(why) = &v.note
+        } else if let Some(why) = &v.note
+            && (v.outcome == crate::sla::SlaOutcome::Fail
+                || v.basis
+                    .as_ref()
+                    .is_some_and(|b| *b != crate::sla::Basis::Numbers))
         {
+            // A failure says why; a pass says so when a flag on its stage was weighed.
             let _ = writeln!(out, "      {}", t(why));
         }
     }

@@ -89,8 +89,10 @@ pub fn parse_results(bytes: &[u8]) -> Result<Results, ParseError> {
 
 /// Brings a result of an earlier format up to date. Version 1 had no SLA outcomes: each
 /// verdict, and the gate, passed or failed as `passed` says. Histograms and intervals stay
-/// absent, so such a result reports and compares without the statistics. Version 2 needs
-/// nothing: version 3 only added an error kind.
+/// absent, so such a result reports and compares without the statistics. Version 2 loads
+/// unchanged (version 3 added an error kind, and fields that are optional); judged again
+/// (`merge`), a version-2 stage's reasons, sentences only, each count as a flag that may have
+/// distorted anything (`Validity::typed_flags`).
 pub fn migrate(mut r: Results) -> Results {
     if r.schema_version < 2 {
         for v in &mut r.sla {

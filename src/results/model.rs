@@ -12,9 +12,11 @@ use crate::telemetry::TelemetryReport;
 
 /// 2: whole histograms, percentile intervals, SLA outcomes (pass, fail, inconclusive), the
 /// gate's `outcome` and `sla_policy`, rounds. 3: the error kind `protocol` in
-/// `requests.errors`; `until_decided` stages, sequential intervals, capped hints; `sla[].gates`
-/// (a sweep's points past its knee do not gate) (additions only). Version-1 and version-2 files
-/// still load (see `file.rs`).
+/// `requests.errors`; typed validity flags (`validity.flags`), each verdict's `basis`, the net
+/// latencies (`client_net`) and the client's loop delay and host load (`client.loop_delay_ms`,
+/// …); `until_decided` stages, sequential intervals, capped hints; `sla[].gates` (a sweep's
+/// points past its knee do not gate) (additions only). Version-1 and version-2 files still
+/// load (see `file.rs`).
 pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

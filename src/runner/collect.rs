@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
+use super::probe::Track;
 use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
 use crate::sla::Abort;
 
@@ -134,6 +136,9 @@ impl RecentTtfts {
     }
 }
 
+/// How often the run queue is sampled.
+const RUN_QUEUE_EVERY: Duration = Duration::from_millis(100);
+
 pub struct Collector {
     pub tx: mpsc::Sender<RequestRecord>,
     pub recent: RecentTtfts,
@@ -148,6 +153,8 @@ pub struct Finished {
     pub problem: Option<CollectProblem>,
     /// Why the live check stopped the stage, if it did.
     pub aborted: Option<Abort>,
+    /// The machine's run queue while the stage ran: mean and most.
+    pub run_queue: Option<(f64, u32)>,
     /// An `until-decided` stage's rule, with its looks counted …
     pub until: Option<super::until::Until>,
     /// … and when it was decided (seconds, requests completed), if it was.
@@ -170,6 +177,7 @@ impl Collector {
         sink: Option<RowSink>,
         mut progress: Box<dyn StageProgress>,
         live: Option<Live>,
+        track: Option<Arc<Track>>,
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
@@ -179,22 +187,31 @@ impl Collector {
             ring: recent.clone(),
             sink,
             sink_error: None,
+            track,
+            pending: VecDeque::new(),
         };
         let join = thread::spawn(move || {
             let mut live = live;
             let mut until = None;
             let (mut aborted, mut decided) = (None, None);
             let mut checked = Instant::now();
+            let mut queue = RunQueueSamples::default();
+            let mut sampled: Option<Instant> = None;
             // Drains in batches on a short period instead of waking per record: on a small
             // machine a wake-up per request would compete with the request tasks for the CPU.
             loop {
                 let open = loop {
                     match rx.try_recv() {
-                        Ok(rec) => folder.fold(&rec),
+                        Ok(rec) => folder.take(rec),
                         Err(mpsc::TryRecvError::Empty) => break true,
                         Err(mpsc::TryRecvError::Disconnected) => break false,
                     }
                 };
+                folder.fold_known(!open);
+                if sampled.is_none_or(|t| t.elapsed() >= RUN_QUEUE_EVERY) {
+                    sampled = Some(Instant::now());
+                    queue.extend(super::host::running_tasks());
+                }
                 let agg = &folder.agg;
                 progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
                 if let Some(l) = live.as_mut()
@@ -221,6 +238,7 @@ impl Collector {
                 sink: folder.sink,
                 problem: folder.sink_error.map(CollectProblem::Sink),
                 aborted,
+                run_queue: queue.summary(),
                 until: until.or_else(|| live.and_then(|l| l.until)),
                 decided,
             }
@@ -243,6 +261,7 @@ impl Collector {
                 sink: None,
                 problem: Some(CollectProblem::Panicked),
                 aborted: None,
+                run_queue: None,
                 until: None,
                 decided: None,
             }
@@ -257,11 +276,44 @@ struct Folder {
     ring: RecentTtfts,
     sink: Option<RowSink>,
     sink_error: Option<std::io::Error>,
+    /// The loop probe's notes, which bound how late each request was read.
+    track: Option<Arc<Track>>,
+    /// Records waiting for the probes to have noted the instants around their reads.
+    pending: VecDeque<RequestRecord>,
 }
 
 impl Folder {
+    /// A record from a request task: folded now, or once the probes have caught up with it.
+    fn take(&mut self, rec: RequestRecord) {
+        if self.track.is_some() {
+            self.pending.push_back(rec);
+        } else {
+            self.fold(&rec);
+        }
+    }
+
+    /// Folds the waiting records whose reads the probes have noted the instants after (all of
+    /// them once the stage is over: the probes have stopped by then).
+    fn fold_known(&mut self, all: bool) {
+        let known = self.track.as_ref().map_or(u64::MAX, |t| t.known_until_ns());
+        while let Some(rec) = self.pending.front() {
+            if !all && rec.done_ns.saturating_add(super::probe::AHEAD_NS) > known {
+                break;
+            }
+            if let Some(rec) = self.pending.pop_front() {
+                self.fold(&rec);
+            }
+        }
+    }
+
     fn fold(&mut self, rec: &RequestRecord) {
-        self.agg.record(rec);
+        match &self.track {
+            Some(track) => {
+                let read = |t: u64| track.read_bound_ns(t);
+                self.agg.record_with(rec, Some(&read));
+            }
+            None => self.agg.record(rec),
+        }
         if rec.error.is_none()
             && let Some(ns) = rec.ttft_ns()
         {

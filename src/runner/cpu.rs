@@ -1,5 +1,6 @@
 //! CPU time of the client: the process's CPU time minus that of the in-process simulator's
-//! thread, read from `/proc` (Linux). Elsewhere it reads 0 and the CPU check is skipped.
+//! thread, read from `/proc` (Linux). Elsewhere it reads 0 and the CPU check is skipped. Also
+//! the process's CPUs, its peak memory, and `--poll-idle`.
 
 use std::fs;
 
@@ -91,57 +92,6 @@ pub fn peak_rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-/// Time the hypervisor ran something else while the CPUs this process may use wanted to run
-/// (`steal` in `/proc/stat`), and those CPUs' total time, in clock ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StealSample {
-    pub steal: u64,
-    pub total: u64,
-}
-
-impl StealSample {
-    /// Now, for the CPUs in this process's affinity mask; `None` where `/proc/stat` or the
-    /// mask cannot be read (not Linux).
-    pub fn now() -> Option<StealSample> {
-        let allowed = allowed_cpus()?;
-        let stat = fs::read_to_string("/proc/stat").ok()?;
-        Some(parse_steal(&stat, |cpu| allowed.contains(&cpu)))
-    }
-
-    /// The share of time stolen between `earlier` and `self` (0..=1); `None` when no time
-    /// passed.
-    pub fn share_since(&self, earlier: &StealSample) -> Option<f64> {
-        let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
-        let steal = self.steal.saturating_sub(earlier.steal);
-        Some((steal as f64 / total as f64).min(1.0))
-    }
-}
-
-/// Sums steal and total time over the `cpuN` lines of `/proc/stat` that `wanted` accepts.
-fn parse_steal(stat: &str, wanted: impl Fn(usize) -> bool) -> StealSample {
-    let mut sample = StealSample::default();
-    for line in stat.lines() {
-        let mut fields = line.split_ascii_whitespace();
-        let Some(cpu) = fields
-            .next()
-            .and_then(|f| f.strip_prefix("cpu"))
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        if !wanted(cpu) {
-            continue;
-        }
-        // user nice system idle iowait irq softirq steal (guest time is already in user).
-        let times: Vec<u64> = fields.take(8).filter_map(|f| f.parse().ok()).collect();
-        if times.len() == 8 {
-            sample.total += times.iter().sum::<u64>();
-            sample.steal += times[7];
-        }
-    }
-    sample
-}
-
 #[cfg(target_os = "linux")]
 pub(super) fn allowed_cpus() -> Option<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for this process.
@@ -192,52 +142,5 @@ mod tests {
         assert_eq!(std::fs::read(&file).unwrap(), 0i32.to_ne_bytes());
         drop(held);
         assert!(PollIdle::hold_at(&dir.path().join("missing")).is_err());
-    }
-
-    const STAT: &str = "cpu  30 0 10 100 0 0 0 12 0 0
-cpu0 10 0 5 50 0 0 0 2 0 0
-cpu1 20 0 5 50 0 0 0 10 0 0
-intr 12345
-";
-
-    #[test]
-    fn steal_counts_only_the_allowed_cpus() {
-        let one = parse_steal(STAT, |c| c == 1);
-        assert_eq!(
-            one,
-            StealSample {
-                steal: 10,
-                total: 85
-            }
-        );
-        let both = parse_steal(STAT, |_| true);
-        assert_eq!(
-            both,
-            StealSample {
-                steal: 12,
-                total: 152
-            }
-        );
-    }
-
-    #[test]
-    fn steal_share_over_an_interval() {
-        let a = StealSample {
-            steal: 10,
-            total: 1000,
-        };
-        let b = StealSample {
-            steal: 60,
-            total: 1500,
-        };
-        assert_eq!(b.share_since(&a), Some(0.1));
-        assert_eq!(a.share_since(&a), None, "no time passed");
-    }
-
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn reads_this_machines_steal() {
-        let s = StealSample::now().expect("linux has /proc/stat");
-        assert!(s.total > 0 && s.steal <= s.total);
     }
 }

@@ -51,6 +51,16 @@ pub struct RunOptions {
     pub dispatchers: usize,
     /// Checked while each measured stage runs (not the warm-up, not search probes).
     pub live_check: Option<LiveCheck>,
+    /// For tests only: every open-loop request is held this long past its scheduled instant
+    /// before it is sent, as a starved client would hold it, so that a test can make a
+    /// stage's client untrusted on any machine. Zero (the default) in every real run; the
+    /// CLI sets it from `INFERMETER_TEST_SEND_LAG_MS` in debug builds only.
+    pub test_send_lag: Duration,
+    /// For tests only: the share of the client's CPU time the hypervisor is taken to have
+    /// stolen during every stage, in place of what `/proc/stat` says, so that a test can
+    /// flag steal on any machine. `None` in every real run; the CLI sets it from
+    /// `INFERMETER_TEST_STEAL_PERCENT` in debug builds only.
+    pub test_steal_share: Option<f64>,
 }
 
 /// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).

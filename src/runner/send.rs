@@ -55,6 +55,8 @@ pub(super) struct StageShared {
     pub(super) started: Arc<AtomicU64>,
     /// `cache-salt`: this stage round's salt, put in front of every prompt.
     pub(super) salt: Option<Salt>,
+    /// See `RunOptions::test_send_lag`.
+    pub(super) test_send_lag: std::time::Duration,
 }
 
 /// Nanoseconds since `t0`.

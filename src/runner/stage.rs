@@ -130,7 +130,16 @@ impl StageRunner<'_> {
                 until: super::until::Until::of(stage, self.plan.target.request.timeout),
                 begun: begun.clone(),
             });
-        let collector = Collector::spawn(stage.name.clone(), agg, sink.take(), progress, live);
+        let workers = tokio::runtime::Handle::current().metrics().num_workers();
+        let track = super::probe::Track::new(workers);
+        let collector = Collector::spawn(
+            stage.name.clone(),
+            agg,
+            sink.take(),
+            progress,
+            live,
+            Some(track.clone()),
+        );
 
         warm_pool(
             &self.client,
@@ -170,7 +179,8 @@ impl StageRunner<'_> {
         let t0 = Instant::now();
         let _ = started.set(t0);
         let cpu0 = self.cpu.now_ns();
-        let steal0 = super::cpu::StealSample::now();
+        let host0 = super::host::HostSample::now();
+        let probe = super::probe::LoopProbe::start(&track, t0);
         let peak_in_flight = Arc::new(AtomicU64::new(0));
         let shared = Arc::new(StageShared {
             plan: self.plan.clone(),
@@ -185,6 +195,7 @@ impl StageRunner<'_> {
             cancel: cancel.clone(),
             in_flight: AtomicU64::new(0),
             peak_in_flight: peak_in_flight.clone(),
+            test_send_lag: self.opts.test_send_lag,
             started: begun,
             salt: self.salt_seed.map(|seed| {
                 self.factory
@@ -267,6 +278,8 @@ impl StageRunner<'_> {
         tracker.wait().await;
         let wall_ns = since(t0);
         let cpu_ns = self.cpu.now_ns().saturating_sub(cpu0);
+        let host1 = super::host::HostSample::now();
+        let loop_delay = probe.finish().await;
         let finished = collector.finish();
         *sink = finished.sink;
         let problem = match finished.problem {
@@ -286,10 +299,15 @@ impl StageRunner<'_> {
             cpu_ns,
             cores: cores(),
             peak_rss_bytes: super::cpu::peak_rss_bytes(),
-            steal_share: steal0
-                .zip(super::cpu::StealSample::now())
-                .and_then(|(a, b)| b.share_since(&a)),
+            steal_share: self.opts.test_steal_share.or_else(|| {
+                host0
+                    .cpus
+                    .zip(host1.cpus)
+                    .and_then(|(a, b)| b.steal_share_since(&a))
+            }),
             poll_idle: self.opts.poll_idle,
+            host: super::host::host_load(&host0, &host1, cpu_ns, wall_ns, finished.run_queue),
+            loop_delay,
         };
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = warmup_end;
@@ -397,7 +415,12 @@ async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, slice: Interl
                 return;
             }
             let task_sh = sh.clone();
-            tracker.spawn(async move { task_sh.send(body, recipe, offset, 0).await });
+            tracker.spawn(async move {
+                if !task_sh.test_send_lag.is_zero() {
+                    tokio::time::sleep(task_sh.test_send_lag).await;
+                }
+                task_sh.send(body, recipe, offset, 0).await
+            });
         }
         // Lets the request just spawned go out before the next body is built.
         tokio::task::yield_now().await;

@@ -3,7 +3,7 @@
 //! stops the run), and flagging stages during which a GPU throttled.
 
 use crate::metrics::{
-    Attribution, AttributionSource, LatencyMetric, ServerDist, StageSummary, tpot_note,
+    Attribution, AttributionSource, FlagKind, LatencyMetric, ServerDist, StageSummary, tpot_note,
 };
 use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
@@ -108,22 +108,16 @@ pub(super) fn flag_throttled(report: &TelemetryReport, summary: &mut StageSummar
         if !g.throttled() {
             continue;
         }
-        let ratio = g
-            .clock_ratio_min
-            .map_or_else(|| "unknown".to_string(), |r| format!("{r:.2}"));
-        let reasons = if g.throttle_reasons.is_empty() {
-            "none reported".to_string()
-        } else {
-            g.throttle_reasons.join(", ")
-        };
-        summary.validity.trusted = false;
-        summary.validity.reasons.push(format!(
-            "GPU throttled during the stage (GPU {} via {}: {:.0}% of samples throttled, lowest \
-             clock ratio {ratio}, reasons: {reasons}); latency and throughput are suspect",
-            g.device,
-            g.source,
-            g.throttled_share * 100.0
-        ));
+        summary.validity.push(
+            FlagKind::GpuThrottled {
+                device: g.device.clone(),
+                source: g.source.clone(),
+                throttled_share: g.throttled_share,
+                clock_ratio_min: g.clock_ratio_min,
+                reasons: g.throttle_reasons.clone(),
+            }
+            .into(),
+        );
     }
 }
 

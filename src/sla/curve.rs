@@ -186,6 +186,9 @@ fn blank(a: &ScopedAssertion, stage: Option<&str>) -> SlaVerdict {
         outcome: SlaOutcome::Fail,
         interval: None,
         more: None,
+        // A curve figure is read from its points' verdicts, each weighed against its own
+        // stage's flags and recording its own rule: the figure has none of its own.
+        basis: None,
         note: None,
         gates: true,
     }
@@ -385,6 +388,7 @@ mod tests {
                 outcome: o,
                 interval: None,
                 more: None,
+                basis: None,
                 note: None,
                 gates: true,
             };

@@ -9,8 +9,9 @@ use super::verdict::SlaOutcome;
 use crate::metrics::StageSummary;
 
 /// Whether every assertion that holds `stage` open is decided on its numbers so far: the
-/// stage may stop sending. An assertion on an untrusted stage is undecided, as its verdict
-/// would be.
+/// stage may stop sending. Each is judged by [`judge_one`], the trust rule included: on an
+/// untrusted stage it is decided only where its verdict will be (a flag that could not have
+/// moved it, or a failure that holds net of the client).
 pub fn all_decided(assertions: &[ScopedAssertion], stage: &StageSummary, cx: &Context<'_>) -> bool {
     let mut any = false;
     for a in assertions {

@@ -11,10 +11,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::grammar::{Assertion, Metric, Op, ScopedAssertion, Threshold};
-use super::policy::{Policy, Untrusted};
-use super::spread::{Spread, decide, spread};
+use super::observe::View;
+use super::policy::Policy;
+use super::spread::{Spread, decide};
 use super::telemetry::observe_with;
-use super::verdict::{SlaOutcome, SlaVerdict};
+use super::verdict::{Basis, SlaOutcome, SlaVerdict};
 use crate::metrics::{CountMetric, StageSummary};
 use crate::stats::Build;
 use crate::telemetry::TelemetryReport;
@@ -131,6 +132,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 outcome: SlaOutcome::Fail,
                 interval: None,
                 more: None,
+                basis: Some(Basis::Numbers),
                 gates: true,
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
@@ -213,6 +215,7 @@ fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
         outcome: SlaOutcome::Fail,
         interval: None,
         more: None,
+        basis: None,
         note: None,
         gates: true,
     }
@@ -240,7 +243,9 @@ pub fn evaluate_one(
 
 /// Judges one assertion on one stage: the observed value against the threshold, decided on
 /// the value's confidence interval where it has one (inconclusive when the interval straddles
-/// the threshold), and inconclusive on an untrusted stage unless the policy judges those too.
+/// the threshold), then, on an untrusted stage, weighed against its flags: undecided where a
+/// flag could have produced the verdict, unless the policy judges such stages as they are
+/// (`trust.rs`).
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = judge_numbers(assertion, stage, cx);
     // A stage that sent requests and got none answered measured nothing: every assertion on
@@ -256,6 +261,7 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
             _ => reason,
         });
         verdict.set_outcome(SlaOutcome::Fail);
+        verdict.basis = Some(Basis::Numbers);
         return verdict;
     }
     if assertion.metric.def().from_output_tokens && stage.tokens.estimated > 0 {
@@ -326,14 +332,7 @@ fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
                 .to_string(),
         );
     }
-    if !stage.validity.trusted && cx.policy.untrusted == Untrusted::Inconclusive {
-        let reasons = stage.validity.reasons.join("; ");
-        verdict.note = Some(format!(
-            "stage untrusted ({reasons}); its numbers would say {}",
-            outcome.as_str()
-        ));
-        verdict.set_outcome(SlaOutcome::Inconclusive);
-    }
+    weigh_flags(assertion, stage, cx, &mut verdict);
     verdict
 }
 
@@ -349,24 +348,12 @@ fn spread_of(
     let (metric, agg) = (assertion.metric, assertion.aggregation);
     let confidence = cx.policy.confidence;
     match assertion.threshold {
-        Threshold::Absolute(_) => {
-            let sequence = stage
-                .until_decided
-                .as_ref()
-                .filter(|_| stage.rounds.len() < 2)
-                .and_then(|u| {
-                    super::sequential::sequence_spread(assertion, stage, confidence, u.tuned_for)
-                        .map(|s| {
-                            (
-                                s,
-                                Build::Sequential {
-                                    tuned_for: u.tuned_for,
-                                },
-                            )
-                        })
-                });
-            Some(sequence.unwrap_or_else(|| (spread(metric, agg, stage, confidence), Build::Fixed)))
-        }
+        Threshold::Absolute(_) => Some(super::sequential::absolute_spread(
+            View::Measured,
+            assertion,
+            stage,
+            confidence,
+        )),
         Threshold::Baseline { factor } => {
             let base = cx
                 .baseline
@@ -399,6 +386,46 @@ fn spread_of(
             Some((shift, Build::Fixed))
         }
     }
+}
+
+/// What the stage's flags leave of a verdict its numbers reached, and the rule that decided
+/// it, in the note too when it is not the numbers alone.
+fn weigh_flags(
+    assertion: &Assertion,
+    stage: &StageSummary,
+    cx: &Context<'_>,
+    verdict: &mut SlaVerdict,
+) {
+    let numbers = verdict.outcome;
+    let weighed = super::trust::weigh(
+        &super::trust::Numbers {
+            assertion,
+            stage,
+            observed: verdict.observed,
+            threshold: verdict.threshold,
+            outcome: numbers,
+        },
+        &cx.policy,
+    );
+    if weighed.outcome != numbers {
+        verdict.more = None;
+    }
+    verdict.set_outcome(weighed.outcome);
+    let sentence = weighed.basis.sentence(weighed.outcome);
+    verdict.note = match &weighed.basis {
+        Basis::Numbers => verdict.note.take(),
+        Basis::Judged => Some(match verdict.note.take() {
+            Some(n) => format!("{n}; {sentence}"),
+            None => sentence,
+        }),
+        _ if weighed.outcome == SlaOutcome::Inconclusive => Some(format!(
+            "stage untrusted ({}): {sentence}; its numbers would say {}",
+            stage.validity.reasons.join("; "),
+            numbers.as_str()
+        )),
+        _ => Some(format!("{sentence} (the stage is untrusted)")),
+    };
+    verdict.basis = Some(weighed.basis);
 }
 
 fn stage_names(stages: &[StageSummary]) -> String {

@@ -49,6 +49,59 @@ pub fn latency_dist(metric: Metric, stage: &StageSummary) -> Option<&Dist> {
     stage.latency.get(metric.latency()?)
 }
 
+/// Which figures of a stage a value is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// As measured.
+    Measured,
+    /// Net of what the client may have added (`client_net`): lower bounds on what the server
+    /// took, for the latencies a late client can only raise.
+    Net,
+}
+
+impl View {
+    /// The stage's distribution of `metric` in this view.
+    pub fn dist(self, metric: Metric, stage: &StageSummary) -> Option<&Dist> {
+        match self {
+            View::Measured => latency_dist(metric, stage),
+            View::Net => stage.client_net.as_ref()?.latency.get(metric.latency()?),
+        }
+    }
+
+    /// The stage's histogram of `metric` in this view (µs), when stored.
+    pub fn histogram(
+        self,
+        metric: LatencyMetric,
+        stage: &StageSummary,
+    ) -> Option<Result<hdrhistogram::Histogram<u64>, crate::stats::StatsError>> {
+        match self {
+            View::Measured => stage.histogram(metric),
+            View::Net => stage
+                .client_net
+                .as_ref()?
+                .histograms
+                .as_ref()?
+                .decode(metric),
+        }
+    }
+
+    /// The metric's value on a stage in this view.
+    pub fn observe(
+        self,
+        metric: Metric,
+        aggregation: Option<Aggregation>,
+        stage: &StageSummary,
+    ) -> Result<f64, Unobserved> {
+        match self {
+            View::Measured => observe(metric, aggregation, stage),
+            View::Net => match self.dist(metric, stage) {
+                Some(d) if d.count > 0 => Ok(d.get(aggregation.unwrap_or(Aggregation::Mean))),
+                _ => Err(Unobserved::NoSamples { metric }),
+            },
+        }
+    }
+}
+
 /// The metric's value on a stage in its canonical unit, or why there is none.
 pub fn observe(
     metric: Metric,

@@ -5,10 +5,11 @@
 //! whether every one of them is decided, which stops the stage.
 
 use super::grammar::{Aggregation, Assertion, Metric, Op, Threshold};
-use super::spread::Spread;
+use super::observe::View;
+use super::spread::{Spread, spread_in};
 use super::verdict::{Across, VerdictInterval};
 use crate::metrics::{CountMetric, LatencyMetric, StageSummary};
-use crate::stats::{first_deciding, mean_sequence, proportion_sequence, quantile_sequence};
+use crate::stats::{Build, first_deciding, mean_sequence, proportion_sequence, quantile_sequence};
 
 /// Whether `assertion` can hold an `until-decided` stage open: its value has a confidence
 /// sequence. Throughputs, maxima, telemetry, `==` and baseline thresholds are judged as
@@ -26,10 +27,44 @@ pub fn decides_stage(assertion: &Assertion) -> bool {
     }
 }
 
+/// The spread an absolute threshold is decided on, in one view of `stage`, and how its interval
+/// was built: on an `until-decided` stage (of one round) its confidence sequence where the
+/// assertion has one, else the fixed-sample interval. The trust rule's net-of-client view
+/// goes through here too, so a stage that stopped early is judged net of the client on a
+/// sequence, valid where it stopped, as well.
+pub(super) fn absolute_spread(
+    view: View,
+    assertion: &Assertion,
+    stage: &StageSummary,
+    confidence: f64,
+) -> (Spread, Build) {
+    let sequence = stage
+        .until_decided
+        .as_ref()
+        .filter(|_| stage.rounds.len() < 2)
+        .and_then(|u| {
+            let s = sequence_spread(view, assertion, stage, confidence, u.tuned_for)?;
+            Some((
+                s,
+                Build::Sequential {
+                    tuned_for: u.tuned_for,
+                },
+            ))
+        });
+    sequence.unwrap_or_else(|| {
+        let (metric, agg) = (assertion.metric, assertion.aggregation);
+        (
+            spread_in(view, metric, agg, stage, confidence),
+            Build::Fixed,
+        )
+    })
+}
+
 /// The spread of an assertion's value on an `until-decided` stage: its confidence sequence,
 /// tuned for `tuned_for` requests. `None` for an assertion that does not hold the stage
 /// ([`decides_stage`]) or a stage without stored histograms; it is judged as usual.
-pub(super) fn sequence_spread(
+fn sequence_spread(
+    view: View,
     assertion: &Assertion,
     stage: &StageSummary,
     confidence: f64,
@@ -69,7 +104,7 @@ pub(super) fn sequence_spread(
             Some(interval(low * 100.0, high * 100.0, n))
         }
         (Metric::Latency(m), Some(agg)) => {
-            let h = stage.histogram(m)?.ok()?;
+            let h = view.histogram(m, stage)?.ok()?;
             let units = if m.spec().clustered {
                 stage.requests.ok
             } else {

@@ -4,9 +4,9 @@
 //! assertion: pass, fail or inconclusive, and how much more data would likely decide it.
 
 use super::grammar::{Aggregation, Metric, Op};
-use super::observe::{latency_dist, observe};
+use super::observe::View;
 use super::verdict::{Across, MoreNeeded, SlaOutcome, VerdictInterval};
-use crate::metrics::{Bound, CountMetric, Figure, StageSummary, sample_intervals_of};
+use crate::metrics::{Bound, CountMetric, Dist, Figure, StageSummary, sample_intervals_of};
 use crate::stats::{more_samples, rounds_median, wilson};
 
 /// What is known of a value's uncertainty.
@@ -40,50 +40,40 @@ pub fn spread(
     stage: &StageSummary,
     confidence: f64,
 ) -> Spread {
+    spread_in(View::Measured, metric, aggregation, stage, confidence)
+}
+
+/// The spread of `metric` in one view of `stage` (as measured, or net of the client).
+pub fn spread_in(
+    view: View,
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+    confidence: f64,
+) -> Spread {
     if stage.rounds.len() >= 2 {
-        return across_rounds(metric, aggregation, stage, confidence);
+        return across_rounds(view, metric, aggregation, stage, confidence);
     }
-    if let Some(d) = latency_dist(metric, stage) {
-        let figure = match aggregation {
-            Some(Aggregation::Percentile(p)) => Figure::from(p),
-            Some(Aggregation::Mean) | None => Figure::Mean,
-            Some(Aggregation::Max | Aggregation::Min) => return Spread::Point,
-        };
-        // Samples of one request move together: such intervals count requests (see metrics).
-        let clustered = metric.latency().is_some_and(|m| m.spec().clustered);
-        let units = if clustered {
-            stage.requests.ok
-        } else {
-            d.count
-        };
-        return match d.intervals.map(|iv| iv.get(figure)) {
-            Some(Bound::Interval {
-                low,
-                high,
-                confidence,
-            }) => Spread::Interval {
-                interval: VerdictInterval {
-                    low,
-                    high,
-                    confidence,
-                    across: Across::Requests,
-                    sequential: false,
-                },
-                units,
-            },
-            Some(Bound::Insufficient { needed, low, high }) => Spread::TooFew {
-                have: units,
-                needed,
-                of: Across::Requests,
-                // Per-request intervals keep no one-sided bounds.
-                low: if clustered { None } else { low },
-                high: if clustered { None } else { high },
-            },
-            None => Spread::Point,
-        };
+    if let Some(d) = view.dist(metric, stage) {
+        return dist_spread(metric, d, aggregation, stage.requests.ok);
     }
     let sent = stage.requests.sent;
-    let proportion = |k: u64| match wilson(k, sent, confidence) {
+    match metric {
+        Metric::Count(CountMetric::ErrorRate) => {
+            proportion(stage.requests.failed, sent, confidence)
+        }
+        Metric::Count(CountMetric::Goodput) => proportion(
+            (stage.throughput.goodput_ratio * sent as f64).round() as u64,
+            sent,
+            confidence,
+        ),
+        _ => Spread::Point,
+    }
+}
+
+/// The Wilson interval of `k` in `n`, in percent.
+pub(super) fn proportion(k: u64, n: u64, confidence: f64) -> Spread {
+    match wilson(k, n, confidence) {
         Ok(Some((low, high))) => Spread::Interval {
             interval: VerdictInterval {
                 low: low * 100.0,
@@ -92,21 +82,53 @@ pub fn spread(
                 across: Across::Requests,
                 sequential: false,
             },
-            units: sent,
+            units: n,
         },
         _ => Spread::Point,
+    }
+}
+
+/// The spread of one figure of a latency distribution, from its stored intervals; `ok` is
+/// the stage's successful requests, which a clustered metric's intervals count.
+fn dist_spread(metric: Metric, d: &Dist, aggregation: Option<Aggregation>, ok: u64) -> Spread {
+    let figure = match aggregation {
+        Some(Aggregation::Percentile(p)) => Figure::from(p),
+        Some(Aggregation::Mean) | None => Figure::Mean,
+        Some(Aggregation::Max | Aggregation::Min) => return Spread::Point,
     };
-    match metric {
-        Metric::Count(CountMetric::ErrorRate) => proportion(stage.requests.failed),
-        Metric::Count(CountMetric::Goodput) => {
-            proportion((stage.throughput.goodput_ratio * sent as f64).round() as u64)
-        }
-        _ => Spread::Point,
+    // Samples of one request move together: such intervals count requests (see metrics).
+    let clustered = metric.latency().is_some_and(|m| m.spec().clustered);
+    let units = if clustered { ok } else { d.count };
+    match d.intervals.map(|iv| iv.get(figure)) {
+        Some(Bound::Interval {
+            low,
+            high,
+            confidence,
+        }) => Spread::Interval {
+            interval: VerdictInterval {
+                low,
+                high,
+                confidence,
+                across: Across::Requests,
+                sequential: false,
+            },
+            units,
+        },
+        Some(Bound::Insufficient { needed, low, high }) => Spread::TooFew {
+            have: units,
+            needed,
+            of: Across::Requests,
+            // Per-request intervals keep no one-sided bounds.
+            low: if clustered { None } else { low },
+            high: if clustered { None } else { high },
+        },
+        None => Spread::Point,
     }
 }
 
 /// The interval of the median of the metric's per-round values.
 fn across_rounds(
+    view: View,
     metric: Metric,
     aggregation: Option<Aggregation>,
     stage: &StageSummary,
@@ -115,7 +137,7 @@ fn across_rounds(
     let values: Result<Vec<f64>, _> = stage
         .rounds
         .iter()
-        .map(|r| observe(metric, aggregation, r))
+        .map(|r| view.observe(metric, aggregation, r))
         .collect();
     let Ok(values) = values else {
         return Spread::Point;
@@ -133,38 +155,46 @@ fn across_rounds(
         },
         // Too few rounds for the sign-test interval: the pooled samples' interval, widened
         // to hold every round's own value (so the spread between rounds stays in it).
-        Ok(Some(r)) => pooled(metric, aggregation, stage, confidence, r.low, r.high),
+        Ok(Some(r)) => hull(
+            pooled(view, metric, aggregation, stage, confidence),
+            r.low,
+            r.high,
+        ),
         _ => Spread::Point,
     }
 }
 
-/// The interval of the rounds' pooled samples (their union histogram, their summed counts),
-/// hulled with the rounds' lowest and highest value.
+/// The spread of the rounds' pooled samples: their union histogram (a latency), or their
+/// summed counts.
 fn pooled(
+    view: View,
     metric: Metric,
     aggregation: Option<Aggregation>,
     stage: &StageSummary,
     confidence: f64,
-    lowest: f64,
-    highest: f64,
 ) -> Spread {
-    let mut whole = StageSummary {
+    let ok = stage.requests.ok;
+    if let Some(lm) = metric.latency()
+        && let Some(d) = view.dist(metric, stage)
+    {
+        let mut d = *d;
+        if let Some(Ok(h)) = view.histogram(lm, stage) {
+            let independent = if lm.spec().clustered { ok } else { h.len() };
+            d.intervals = sample_intervals_of(&h, confidence, independent);
+        }
+        return dist_spread(metric, &d, aggregation, ok);
+    }
+    let whole = StageSummary {
         rounds: Vec::new(),
         timeline: Vec::new(),
         ..stage.clone()
     };
-    if let Some(lm) = metric.latency()
-        && let Some(Ok(h)) = stage.histogram(lm)
-        && let Some(d) = whole.latency.get_mut(lm)
-    {
-        let independent = if lm.spec().clustered {
-            stage.requests.ok
-        } else {
-            h.len()
-        };
-        d.intervals = sample_intervals_of(&h, confidence, independent);
-    }
-    match spread(metric, aggregation, &whole, confidence) {
+    spread_in(view, metric, aggregation, &whole, confidence)
+}
+
+/// `spread` stretched to hold `lowest` and `highest`.
+fn hull(spread: Spread, lowest: f64, highest: f64) -> Spread {
+    match spread {
         Spread::Interval {
             mut interval,
             units,

@@ -1,11 +1,13 @@
 //! The outcome of one assertion, as recorded in `results.json`: pass, fail, or inconclusive
 //! when the data cannot say (the metric's confidence interval straddles the threshold, too few
-//! samples for an interval, or the stage's numbers are untrusted).
+//! samples for an interval, or a flag on an untrusted stage could have produced it), and the
+//! rule that decided it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::grammar::{Assertion, Metric};
+use crate::metrics::Distortion;
 
 /// What an assertion's numbers say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -157,6 +159,11 @@ pub struct SlaVerdict {
     /// decide it, when that can be estimated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more: Option<MoreNeeded>,
+    /// Which rule decided it: the numbers as they are, or, on an untrusted stage, whether a
+    /// flag could have produced it (see `docs/sla.md`). Absent in results from before
+    /// schema 3. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<Basis>,
     /// Why the verdict is what it is when the numbers alone do not say, e.g. "no ttft samples"
     /// (the assertion then fails with `observed` 0), "no baseline given", or why it is
     /// inconclusive.
@@ -208,6 +215,7 @@ impl Serialize for SlaVerdict {
         v.serialize_field("outcome", &self.outcome)?;
         optional(&mut v, "interval", &self.interval)?;
         optional(&mut v, "more", &self.more)?;
+        optional(&mut v, "basis", &self.basis)?;
         optional(&mut v, "note", &self.note)?;
         if self.gates {
             v.skip_field("gates")?;
@@ -252,5 +260,94 @@ impl SlaVerdict {
     pub fn set_outcome(&mut self, outcome: SlaOutcome) {
         self.outcome = outcome;
         self.passed = outcome == SlaOutcome::Pass;
+    }
+}
+
+/// Which rule decided a verdict, as `results.json` records it (`basis`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum Basis {
+    /// No flag bears on it: the numbers as they are.
+    Numbers,
+    /// The stage is untrusted and `untrusted "judge"` asked for its numbers as they are.
+    Judged,
+    /// Every flag on the stage could only have moved the value away from this outcome.
+    Unmoved { by: Vec<Distortion> },
+    /// A failure that holds net of what the client may have added to each request (its send
+    /// lag and how late it read): up to `added_ms` at this figure.
+    NetOfClient { added_ms: f64 },
+    /// A failure of the error rate that holds without the failures a starved client can
+    /// cause itself (`removed`: timeouts, cancelled requests).
+    WithoutClientFailures { removed: u64 },
+    /// Undecided: net of what the client may have added (up to `added_ms` at this figure)
+    /// the value no longer shows the failure; it is `margin` (in its unit) past the
+    /// threshold.
+    ClientMayHaveAdded { added_ms: f64, margin: f64 },
+    /// Undecided: without the `removed` failures a starved client can cause, the error rate
+    /// no longer shows the failure.
+    ClientFailuresMayExplain { removed: u64 },
+    /// Undecided: the client's delay could have produced this failure, and this metric has
+    /// no measured bound on what it added (ITL, TPOT, rates).
+    ClientUnbounded,
+    /// Undecided: a flag on the stage (`flag`, its kind) could have produced this outcome.
+    Flagged {
+        flag: String,
+        distortion: Distortion,
+        would: SlaOutcome,
+    },
+}
+
+impl Basis {
+    /// The rule in words, for the verdict's note.
+    pub fn sentence(&self, outcome: SlaOutcome) -> String {
+        let verb = match outcome {
+            SlaOutcome::Pass => "passes",
+            _ => "fails",
+        };
+        match self {
+            Basis::Numbers => "numbers judged as they are".into(),
+            Basis::Judged => {
+                "judged on its numbers although the stage is untrusted (`untrusted \"judge\"`)"
+                    .into()
+            }
+            Basis::Unmoved { by } if by.as_slice() == [Distortion::ClientDelay] => {
+                format!("{verb} even if the client added nothing")
+            }
+            Basis::Unmoved { by } => {
+                let nouns: Vec<&str> = by.iter().map(|d| d.noun()).collect();
+                format!(
+                    "{verb} whatever {} did: it could only have moved the value the other way",
+                    nouns.join(" and ")
+                )
+            }
+            Basis::NetOfClient { added_ms } => {
+                format!("fails even after removing up to {added_ms:.2} ms the client added")
+            }
+            Basis::WithoutClientFailures { removed: 0 } => "fails on failures a starved client \
+                cannot cause (none timed out or was cancelled)"
+                .into(),
+            Basis::WithoutClientFailures { removed } => format!(
+                "fails even without the {removed} failures a starved client can cause \
+                 (timeouts, cancelled)"
+            ),
+            Basis::ClientMayHaveAdded { added_ms, margin } => format!(
+                "undecided: the client may have added up to {added_ms:.2} ms and the margin is \
+                 {margin:.2} ms"
+            ),
+            Basis::ClientFailuresMayExplain { removed } => format!(
+                "undecided: without the {removed} failures a starved client can cause \
+                 (timeouts, cancelled) it no longer shows the failure"
+            ),
+            Basis::ClientUnbounded => "undecided: the client's delay may explain it, and what \
+                it added is not bounded for this metric"
+                .into(),
+            Basis::Flagged {
+                distortion, would, ..
+            } => format!(
+                "undecided: {} could have made it {}",
+                distortion.noun(),
+                would.as_str()
+            ),
+        }
     }
 }

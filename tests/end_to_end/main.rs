@@ -13,6 +13,7 @@ mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
 mod gate_outcomes;
+mod gate_trust;
 mod hooks;
 mod hostile_text;
 mod hub_fetch;

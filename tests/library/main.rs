@@ -27,6 +27,7 @@ mod scenario_warmup;
 mod sla_evaluate;
 mod sla_parse;
 mod sla_telemetry;
+mod sla_trust;
 mod telemetry_gpu;
 mod telemetry_normalize;
 mod telemetry_prometheus;

@@ -284,6 +284,7 @@ fn the_gate_fails_on_a_failure_else_follows_the_policy_for_undecided_ones() {
         outcome: o,
         interval: None,
         more: None,
+        basis: None,
         note: None,
         gates: true,
     };

@@ -1,0 +1,238 @@
+//! How late the client reads what arrives: a probe of its own event loop. One task per
+//! runtime worker sleeps 1 to 2 ms at a time on a precise timer — woken through the runtime's
+//! reactor, the path a socket's readiness takes too — and notes how late it woke. A response
+//! that arrives while the loop is stalled waits for the stall to end, and so does the probe:
+//! a stall that delayed a read by `r` shows as a probe wake-up near the read at least
+//! `r − PERIOD_MAX` late. So each read at an instant gets a bound, [`Track::read_bound_ns`]:
+//! the longest probe delay noted around it plus the probe's period. The aggregator takes that
+//! off each request's latency (with its send lag) for the net latencies that decide failures
+//! on a flagged stage (see `docs/sla.md`).
+//!
+//! Off the hot path: the probes are tasks of their own, each with its own histogram; what
+//! they note goes into a fixed ring of atomics (no lock, no allocation after the start), which
+//! the collector thread reads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::timer::PreciseTimer;
+use crate::metrics::LoopDelay;
+
+/// The probe sleeps between these two, drawn afresh each time (so it does not beat with a
+/// schedule): no instant is further than `PERIOD_MAX` from a probe's next wake-up.
+const PERIOD_MIN: Duration = Duration::from_millis(1);
+pub const PERIOD_MAX: Duration = Duration::from_millis(2);
+/// The ring's windows, by wake-up time.
+const WINDOW_NS: u64 = 1_000_000;
+/// Windows kept: about 4.4 minutes of a stage. An older read gets the stage's worst delay.
+const RING: usize = 1 << 18;
+/// A read at `t` is bounded by the probe wake-ups noted from `t − BEHIND` to `t + AHEAD`: the
+/// wake-up that ended the stall which delayed it came just before or just after it.
+const BEHIND_NS: u64 = 5_000_000;
+pub const AHEAD_NS: u64 = 3_000_000;
+
+/// What the probes noted, shared with the collector.
+pub struct Track {
+    /// Per window: `(window number << 32) | worst delay in µs`, so a slot reused by a later
+    /// window is not read as this one's.
+    windows: Box<[AtomicU64]>,
+    /// Each probe's last wake-up, ns since the stage start: what is known is known up to the
+    /// earliest of them.
+    progress: Box<[AtomicU64]>,
+    /// The worst delay noted so far, µs.
+    worst_us: AtomicU64,
+}
+
+impl Track {
+    pub fn new(probes: usize) -> Arc<Track> {
+        Arc::new(Track {
+            windows: (0..RING).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            progress: (0..probes.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            worst_us: AtomicU64::new(0),
+        })
+    }
+
+    /// Up to which instant (ns since the stage start) every probe has reported.
+    pub fn known_until_ns(&self) -> u64 {
+        self.progress
+            .iter()
+            .map(|p| p.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn note(&self, probe: usize, woke_ns: u64, late_us: u64) {
+        let window = woke_ns / WINDOW_NS;
+        let slot = &self.windows[window as usize % RING];
+        let tag = window << 32;
+        let late = late_us.min(u64::from(u32::MAX));
+        let mut current = slot.load(Ordering::Relaxed);
+        loop {
+            let next = if current != u64::MAX && current >> 32 == window {
+                tag | late.max(current & 0xFFFF_FFFF)
+            } else {
+                tag | late
+            };
+            match slot.compare_exchange_weak(current, next, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
+        self.worst_us.fetch_max(late, Ordering::Relaxed);
+        self.progress[probe].store(woke_ns, Ordering::Release);
+    }
+
+    /// A bound on how late the client read an event it saw at `t_ns` (since the stage start):
+    /// the probe's period plus the worst wake-up noted around `t`; where none was noted (the
+    /// probes were stalled too, or the instant is out of the ring), the stage's worst so far.
+    pub fn read_bound_ns(&self, t_ns: u64) -> u64 {
+        let first = t_ns.saturating_sub(BEHIND_NS) / WINDOW_NS;
+        let last = (t_ns + AHEAD_NS) / WINDOW_NS;
+        let mut worst: Option<u64> = None;
+        for window in first..=last {
+            let v = self.windows[window as usize % RING].load(Ordering::Acquire);
+            if v != u64::MAX && v >> 32 == window {
+                worst = Some(worst.unwrap_or(0).max(v & 0xFFFF_FFFF));
+            }
+        }
+        let late_us = worst.unwrap_or_else(|| self.worst_us.load(Ordering::Relaxed));
+        PERIOD_MAX.as_nanos() as u64 + late_us * 1_000
+    }
+}
+
+/// The running probes of one stage.
+pub struct LoopProbe {
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<Histogram<u64>>>,
+}
+
+impl LoopProbe {
+    /// Starts one probe per slot of `track`, on the current runtime, timing from `t0`.
+    pub fn start(track: &Arc<Track>, t0: Instant) -> LoopProbe {
+        let stop = CancellationToken::new();
+        let n = track.progress.len();
+        let tasks = (0..n)
+            .map(|k| tokio::spawn(probe(track.clone(), k, t0, stop.clone())))
+            .collect();
+        LoopProbe { stop, tasks }
+    }
+
+    /// Stops the probes; how late the loop woke, over the stage.
+    pub async fn finish(self) -> Option<LoopDelay> {
+        self.stop.cancel();
+        let mut all: Option<Histogram<u64>> = None;
+        for task in self.tasks {
+            let Ok(h) = task.await else { continue };
+            match all.as_mut() {
+                Some(a) => {
+                    let _ = a.add(&h);
+                }
+                None => all = Some(h),
+            }
+        }
+        let h = all.filter(|h| !h.is_empty())?;
+        let ms = |us: u64| us as f64 / 1e3;
+        Some(LoopDelay {
+            p50: ms(h.value_at_quantile(0.5)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+            samples: h.len(),
+        })
+    }
+}
+
+async fn probe(
+    track: Arc<Track>,
+    k: usize,
+    t0: Instant,
+    stop: CancellationToken,
+) -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds");
+    let mut timer = PreciseTimer::new();
+    // A cheap generator for the period's jitter: a probe needs no better randomness.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (k as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let span = (PERIOD_MAX - PERIOD_MIN).as_nanos() as u64;
+    let mut due = Instant::now() + PERIOD_MIN;
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            _ = timer.sleep_until(due) => {}
+        }
+        let woke = Instant::now();
+        let late_us = woke.saturating_duration_since(due).as_micros() as u64;
+        h.saturating_record(late_us.max(1));
+        track.note(
+            k,
+            woke.saturating_duration_since(t0).as_nanos() as u64,
+            late_us,
+        );
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        due = woke + PERIOD_MIN + Duration::from_nanos(state % span.max(1));
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_is_bounded_by_the_wake_ups_around_it() {
+        let track = Track::new(1);
+        // Quiet: 50 µs late every 2 ms, then a 30 ms stall ending at 100 ms.
+        for t in (0..98).step_by(2) {
+            track.note(0, t * 1_000_000, 50);
+        }
+        track.note(0, 100_000_000, 30_000);
+        for t in (102..200).step_by(2) {
+            track.note(0, t * 1_000_000, 50);
+        }
+        let period = PERIOD_MAX.as_nanos() as u64;
+        // Far from the stall: the period and the usual 50 µs.
+        assert_eq!(track.read_bound_ns(40_000_000), period + 50_000);
+        assert_eq!(track.read_bound_ns(160_000_000), period + 50_000);
+        // A read just after the stall ended carries it.
+        assert_eq!(track.read_bound_ns(101_000_000), period + 30_000_000);
+        assert_eq!(track.read_bound_ns(98_500_000), period + 30_000_000);
+        // Where nothing was noted (beyond the probes' reach), the worst of the stage.
+        assert_eq!(track.read_bound_ns(900_000_000), period + 30_000_000);
+        assert_eq!(track.known_until_ns(), 198_000_000);
+    }
+
+    #[test]
+    fn a_reused_slot_is_not_read_as_an_old_window() {
+        let track = Track::new(2);
+        track.note(0, 5_000_000, 10);
+        // The same slot, one lap of the ring later, with a larger delay.
+        let lap = RING as u64 * WINDOW_NS;
+        track.note(1, lap + 5_000_000, 7_000);
+        let period = PERIOD_MAX.as_nanos() as u64;
+        assert_eq!(track.read_bound_ns(lap + 5_000_000), period + 7_000_000);
+        // The old window's own value is gone: the stage's worst stands in for it.
+        assert_eq!(track.read_bound_ns(5_000_000), period + 7_000_000);
+        // The earliest probe's progress bounds what is known.
+        assert_eq!(track.known_until_ns(), 5_000_000);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn probes_measure_the_loop_and_stop() {
+        let track = Track::new(2);
+        let probe = LoopProbe::start(&track, Instant::now());
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let delay = probe.finish().await.expect("the probes woke");
+        assert!(delay.samples > 2, "{delay:?}");
+        assert!(
+            delay.p50 <= delay.p99 && delay.p99 <= delay.max,
+            "{delay:?}"
+        );
+        assert!(track.known_until_ns() > 0);
+    }
+}

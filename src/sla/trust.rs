@@ -1,0 +1,180 @@
+//! What an untrusted stage's flags do to one verdict. Each flag says what it can distort
+//! (`metrics::Distortion`), and each distortion which ways it can move a metric; a verdict its
+//! numbers reached stands when no flag could have moved the value that way ("passes even if
+//! the client added nothing"). A failure that only the client's own delay could have produced
+//! is decided once what the client may have added is taken off: each request's send lag and a
+//! bound on how late it read (the net latencies), or the failures a starved client declares
+//! itself. Everything else a flag could have produced is undecided, and says which flag. The
+//! rules and their derivation: `docs/sla.md`; the rule each verdict records, `verdict::Basis`.
+
+use super::grammar::{Assertion, Metric, Op};
+use super::observe::View;
+use super::policy::{Policy, Untrusted};
+use super::sequential::absolute_spread;
+use super::spread::{Spread, decide};
+use super::verdict::{Basis, SlaOutcome};
+use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, StageSummary};
+
+/// A verdict as the stage's flags leave it.
+pub(super) struct Weighed {
+    pub outcome: SlaOutcome,
+    pub basis: Basis,
+}
+
+/// What is weighed: an assertion's verdict on its numbers alone.
+pub(super) struct Numbers<'a> {
+    pub assertion: &'a Assertion,
+    pub stage: &'a StageSummary,
+    pub observed: f64,
+    pub threshold: f64,
+    pub outcome: SlaOutcome,
+}
+
+/// The verdict `n` comes to on its stage, given the stage's flags and the policy.
+pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
+    let stage = n.stage;
+    let metric = n.assertion.metric;
+    let keep = |basis| Weighed {
+        outcome: n.outcome,
+        basis,
+    };
+    // Send lag measures the client itself: no flag distorts it.
+    if stage.validity.trusted
+        || n.outcome == SlaOutcome::Inconclusive
+        || metric == Metric::Latency(LatencyMetric::SendLag)
+    {
+        return keep(Basis::Numbers);
+    }
+    if policy.untrusted == Untrusted::Judge {
+        return keep(Basis::Judged);
+    }
+    let closed_loop = stage.planned.clients.is_some();
+    let toward = toward(n.assertion.op, n.outcome);
+    let flags = stage.validity.typed_flags();
+    let mut present: Vec<Distortion> = Vec::new();
+    let mut suspects: Vec<(&Flag, Distortion)> = Vec::new();
+    for flag in &flags {
+        for &d in flag.kind.distortions(closed_loop) {
+            if !present.contains(&d) {
+                present.push(d);
+            }
+            let moves = d.moves(metric.def());
+            if (toward.up && moves.up) || (toward.down && moves.down) {
+                suspects.push((flag, d));
+            }
+        }
+    }
+    if suspects.is_empty() {
+        present.sort();
+        return keep(Basis::Unmoved { by: present });
+    }
+    let only_client = suspects.iter().all(|(_, d)| *d == Distortion::ClientDelay);
+    if only_client && n.outcome == SlaOutcome::Fail {
+        return net_of_client(n, policy);
+    }
+    let (flag, distortion) = suspects
+        .iter()
+        .find(|(_, d)| *d != Distortion::ClientDelay)
+        .unwrap_or(&suspects[0]);
+    Weighed {
+        outcome: SlaOutcome::Inconclusive,
+        basis: Basis::Flagged {
+            flag: flag.kind.name().to_string(),
+            distortion: *distortion,
+            would: n.outcome,
+        },
+    }
+}
+
+/// Which way the value must have been pushed to reach `outcome` under `op`.
+fn toward(op: Op, outcome: SlaOutcome) -> Moves {
+    let pass = outcome == SlaOutcome::Pass;
+    match op {
+        Op::Lt | Op::Le => Moves {
+            up: !pass,
+            down: pass,
+        },
+        Op::Gt | Op::Ge => Moves {
+            up: pass,
+            down: !pass,
+        },
+        Op::Eq => Moves {
+            up: true,
+            down: true,
+        },
+    }
+}
+
+/// A failure only the client's delay could have produced: decided on what remains once what
+/// the client may have added is taken off.
+fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
+    let (metric, agg, op) = (n.assertion.metric, n.assertion.aggregation, n.assertion.op);
+    let confidence = policy.confidence;
+    let point = |s: Spread| {
+        if policy.intervals { s } else { Spread::Point }
+    };
+    let undecided = |basis| Weighed {
+        outcome: SlaOutcome::Inconclusive,
+        basis,
+    };
+    match metric {
+        Metric::Latency(m) if m.spec().net.is_some() => {
+            let Ok(net) = View::Net.observe(metric, agg, n.stage) else {
+                return undecided(Basis::ClientUnbounded);
+            };
+            // On an `until-decided` stage, its confidence sequence in the net view: the stage
+            // may have stopped at this look.
+            let spread = point(absolute_spread(View::Net, n.assertion, n.stage, confidence).0);
+            let added_ms = (n.observed - net).max(0.0);
+            match decide(op, net, spread, n.threshold).0 {
+                SlaOutcome::Fail => Weighed {
+                    outcome: SlaOutcome::Fail,
+                    basis: Basis::NetOfClient { added_ms },
+                },
+                _ => undecided(Basis::ClientMayHaveAdded {
+                    added_ms,
+                    margin: (n.observed - n.threshold).abs(),
+                }),
+            }
+        }
+        Metric::Count(CountMetric::ErrorRate) => {
+            let removed = n.stage.requests.client_side_failures();
+            let server = without_client_failures(n.stage);
+            let Ok(rate) = super::observe::observe(metric, agg, &server) else {
+                return undecided(Basis::ClientUnbounded);
+            };
+            let spread = point(absolute_spread(View::Measured, n.assertion, &server, confidence).0);
+            match decide(op, rate, spread, n.threshold).0 {
+                SlaOutcome::Fail => Weighed {
+                    outcome: SlaOutcome::Fail,
+                    basis: Basis::WithoutClientFailures { removed },
+                },
+                _ => undecided(Basis::ClientFailuresMayExplain { removed }),
+            }
+        }
+        _ => undecided(Basis::ClientUnbounded),
+    }
+}
+
+/// The stage (and its rounds) with the failures a starved client can cause counted as if
+/// they had succeeded: what the server itself failed, at least.
+fn without_client_failures(stage: &StageSummary) -> StageSummary {
+    let strip = |s: &StageSummary| {
+        let mut s = StageSummary {
+            rounds: Vec::new(),
+            timeline: Vec::new(),
+            histograms: None,
+            client_net: None,
+            ..s.clone()
+        };
+        s.requests.failed = s
+            .requests
+            .failed
+            .saturating_sub(s.requests.client_side_failures());
+        s
+    };
+    StageSummary {
+        rounds: stage.rounds.iter().map(strip).collect(),
+        ..strip(stage)
+    }
+}

@@ -1,0 +1,254 @@
+//! Verdicts on an untrusted stage through the real binary: a flag no longer erases an answer
+//! it could not have changed. A late client cannot make a latency pass or a server fail
+//! requests; a failure is decided once what the client may have added is taken off; a
+//! flattering prompt cache keeps passes undecided and leaves failures decided.
+//!
+//! The client is made late on any machine by `INFERMETER_TEST_SEND_LAG_MS` (debug builds
+//! only), which holds every open-loop request that long before sending it, as a starved client
+//! would. No assertion here is on a timing: the thresholds are orders of magnitude from the
+//! values.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{SimProcess, command, describe, results, scenario};
+
+/// Held this long before it is sent, each request's send lag is far over the 1 ms floor.
+const LAG_MS: &str = "10";
+
+fn text(target: &str, slas: &[&str]) -> String {
+    let slas: String = slas
+        .iter()
+        .map(|a| format!("    assert \"{a}\"\n"))
+        .collect();
+    format!(
+        r#"
+scenario "trust" {{ seed 4; }}
+{target}
+dataset "d" {{ synthetic {{ input-tokens 64; output-tokens 4; }} }}
+stage "s" {{
+    dataset "d"
+    arrival "constant" rate=20
+    requests 40
+}}
+sla {{
+{slas}}}
+"#
+    )
+}
+
+/// The simulator in-process: TTFT about `prefill` × 64 plus a decode step.
+fn sim(prefill: &str, extra: &str) -> String {
+    format!(
+        r#"target "sim" {{
+    decode-base "2ms"
+    decode-per-seq "0ms"
+    prefill-per-token "{prefill}"
+    {extra}
+}}"#
+    )
+}
+
+/// `infermeter run` with the client held `lag_ms` per request, untrusted stages weighed (not
+/// judged as they are), and `flags`; (exit code, results.json).
+fn gate(dir: &Path, text: &str, lag_ms: &str, flags: &[&str]) -> (i32, serde_json::Value, Output) {
+    let path = scenario(dir, "t.kdl", text);
+    let out = dir.join(format!("out-{}", flags.join("").replace(['-', ' '], "")));
+    let mut c = command();
+    c.arg("run")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--no-plots"])
+        .args(flags)
+        .env("INFERMETER_TEST_SEND_LAG_MS", lag_ms);
+    if !flags.contains(&"--untrusted") {
+        c.args(["--untrusted", "inconclusive"]);
+    }
+    let o = c.output().expect("run the binary");
+    let code = o.status.code().expect("exited");
+    assert!(out.join("results.json").is_file(), "{}", describe(&o));
+    (code, results(&out), o)
+}
+
+fn flag_names(r: &serde_json::Value) -> Vec<String> {
+    r["stages"][0]["validity"]["flags"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .map(|f| f["flag"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_late_client_cannot_make_a_latency_pass_so_the_pass_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = text(&sim("10us", ""), &["ttft.p50 < 10s", "e2e.p90 < 30s"]);
+    let (code, r, o) = gate(dir.path(), &t, LAG_MS, &[]);
+    let stage = &r["stages"][0];
+    assert_eq!(stage["validity"]["trusted"], false, "{stage}");
+    assert!(
+        flag_names(&r).contains(&"send_lag".into()),
+        "{:?}",
+        flag_names(&r)
+    );
+    let lag = stage["client"]["send_lag_ms"]["p50"].as_f64().unwrap();
+    assert!(lag >= 10.0, "the injected lag is recorded: {lag}");
+    assert_eq!(code, 0, "{}", describe(&o));
+    for v in r["sla"].as_array().unwrap() {
+        assert_eq!(v["outcome"], "pass", "{v}");
+        assert_eq!(v["basis"]["rule"], "unmoved", "{v}");
+        assert_eq!(v["basis"]["by"][0], "client_delay", "{v}");
+        let note = v["note"].as_str().unwrap();
+        assert!(
+            note.contains("passes even if the client added nothing"),
+            "{note}"
+        );
+    }
+    // The stage stays flagged; the loop's own delay is measured beside it.
+    assert!(
+        stage["client"]["loop_delay_ms"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        stage["client_net"]["latency"]["ttft_ms"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // A pass decided this way is decided: `inconclusive "fail"` has nothing to fail.
+    let (code, _, o) = gate(dir.path(), &t, LAG_MS, &["--inconclusive", "fail"]);
+    assert_eq!(code, 0, "{}", describe(&o));
+}
+
+#[test]
+fn a_failure_that_holds_net_of_the_client_is_decided_whatever_undecided_counts_as() {
+    let dir = tempfile::tempdir().unwrap();
+    // TTFT about 34 ms from the server, 10 more from the client: far over 5 ms even with
+    // every millisecond the client added removed, while the 10 ms lag stays over 5 % of the
+    // TTFT (a lag that small a share of a long TTFT would not flag the stage).
+    let t = text(&sim("500us", ""), &["ttft.p50 < 5ms", "ttft.p50 < 0.001ms"]);
+    for inconclusive in ["pass", "inconclusive", "fail"] {
+        let (code, r, o) = gate(dir.path(), &t, LAG_MS, &["--inconclusive", inconclusive]);
+        assert_eq!(code, 1, "--inconclusive {inconclusive}: {}", describe(&o));
+        assert_eq!(r["outcome"], "fail");
+        for v in r["sla"].as_array().unwrap() {
+            assert_eq!(v["outcome"], "fail", "{v}");
+            assert_eq!(v["basis"]["rule"], "net_of_client", "{v}");
+            let added = v["basis"]["added_ms"].as_f64().unwrap();
+            assert!(added >= 10.0, "the send lag is taken off: {v}");
+            let note = v["note"].as_str().unwrap();
+            assert!(note.contains("fails even after removing up to"), "{note}");
+        }
+    }
+    // Judged as they are, the numbers say the same, without the rule.
+    let (code, r, _) = gate(dir.path(), &t, LAG_MS, &["--untrusted", "judge"]);
+    assert_eq!(code, 1);
+    assert_eq!(r["sla"][0]["basis"]["rule"], "judged");
+}
+
+#[test]
+fn a_late_client_does_not_make_the_server_fail_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every second request answered 503: the server's failures, not a client's.
+    let t = text(
+        &sim("10us", "fault-http-503 0.5\n    seed 3"),
+        &["error_rate < 1%"],
+    );
+    let (code, r, o) = gate(dir.path(), &t, LAG_MS, &["--inconclusive", "pass"]);
+    assert!(
+        flag_names(&r).contains(&"send_lag".into()),
+        "{:?}",
+        flag_names(&r)
+    );
+    assert_eq!(code, 1, "{}", describe(&o));
+    let v = &r["sla"][0];
+    assert_eq!(v["outcome"], "fail", "{v}");
+    assert_eq!(v["basis"]["rule"], "without_client_failures", "{v}");
+    assert_eq!(v["basis"]["removed"], 0, "{v}");
+}
+
+#[test]
+fn steal_neither_fails_nor_passes_an_error_rate_the_server_set() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every second request answered 503; the hypervisor said to steal 5 % of the client's
+    // CPUs, and the client sent on time.
+    let t = text(
+        &sim("10us", "fault-http-503 0.5\n    seed 3"),
+        &["error_rate < 1%", "error_rate < 99%", "ttft.p50 < 10s"],
+    );
+    let path = scenario(dir.path(), "t.kdl", &t);
+    for inconclusive in ["pass", "fail"] {
+        let out = dir.path().join(format!("out-{inconclusive}"));
+        let o = command()
+            .arg("run")
+            .arg(&path)
+            .arg("--out")
+            .arg(&out)
+            .args(["--quiet", "--no-plots", "--untrusted", "inconclusive"])
+            .args(["--inconclusive", inconclusive])
+            .env("INFERMETER_TEST_STEAL_PERCENT", "5")
+            .output()
+            .expect("run the binary");
+        let r = results(&out);
+        assert!(
+            flag_names(&r).contains(&"steal".into()),
+            "{:?}",
+            flag_names(&r)
+        );
+        assert_eq!(r["stages"][0]["validity"]["trusted"], false);
+        assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+        let (fail, pass, ttft) = (&r["sla"][0], &r["sla"][1], &r["sla"][2]);
+        assert_eq!(fail["outcome"], "fail", "{fail}");
+        assert_eq!(fail["basis"]["rule"], "without_client_failures", "{fail}");
+        // A starved client cannot lower an error rate, nor raise a latency's pass into one.
+        for v in [pass, ttft] {
+            assert_eq!(v["outcome"], "pass", "{v}");
+            assert_eq!(v["basis"]["rule"], "unmoved", "{v}");
+        }
+    }
+}
+
+#[test]
+fn a_flattering_cache_keeps_a_pass_undecided_and_a_failure_decided() {
+    // A simulator process with a prefix cache outlives a run: the second run of the same
+    // prompts is served from it, which the plan did not intend.
+    let sim = SimProcess::start(&[
+        "--prefix-cache",
+        "--prefill-per-token",
+        "20us",
+        "--decode-base",
+        "20ms",
+    ]);
+    let target = format!(
+        "target \"{}\" {{ model \"infermeter-sim\"; }}",
+        sim.base_url
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let t = text(&target, &["ttft.p50 < 10s", "ttft.p50 < 0.001ms"]);
+    let (_, first, _) = gate(dir.path(), &t, "0", &[]);
+    assert!(
+        !flag_names(&first).contains(&"unintended_cache".into()),
+        "{:?}",
+        flag_names(&first)
+    );
+    let (code, r, o) = gate(dir.path(), &t, "0", &["--inconclusive", "inconclusive"]);
+    assert!(
+        flag_names(&r).contains(&"unintended_cache".into()),
+        "{:?}",
+        flag_names(&r)
+    );
+    assert_eq!(code, 1, "{}", describe(&o));
+    let (pass, fail) = (&r["sla"][0], &r["sla"][1]);
+    // The cache could have made it pass: undecided, saying why.
+    assert_eq!(pass["outcome"], "inconclusive", "{pass}");
+    assert_eq!(pass["basis"]["rule"], "flagged", "{pass}");
+    assert_eq!(pass["basis"]["distortion"], "flattering", "{pass}");
+    assert_eq!(pass["basis"]["would"], "pass", "{pass}");
+    // It could not have made it fail: decided.
+    assert_eq!(fail["outcome"], "fail", "{fail}");
+}
