@@ -50,20 +50,11 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// Text a peer sent (a stage name, an error body), fit for a terminal and a log line: control
-/// characters escaped, at most `max` characters.
+/// Text a peer sent (a stage name, an error body), fit for a terminal and a log line: at most
+/// `max` characters, then the house terminal escape (controls shown, secrets masked).
 pub(crate) fn printable(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == max {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", crate::escape::terminal(&text[..cut])),
+        None => crate::escape::terminal(text),
     }
-    out
 }
