@@ -6,8 +6,8 @@
 //! non-negative, shares lie in 0..=1, percentiles are in order, every stored histogram decodes
 //! and holds as many samples as its summary says, the plan hash is hex and the schema version
 //! known; the figures schema 3 added (latencies net of the client, the client's health, each
-//! verdict's rule) are held to the same rules. Each problem names its field as a JSON path (`stages[2].requests.failed`) and the
-//! value found there.
+//! verdict's rule) are held to the same rules. Each problem names its field as a JSON path
+//! (`stages[2].requests.failed`) and the value found there.
 
 use std::fmt;
 

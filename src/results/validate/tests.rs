@@ -117,7 +117,7 @@ fn with_net(r: &mut Results) -> &mut crate::metrics::ClientNet {
     let mut net = crate::metrics::ClientNet::default();
     for m in <crate::metrics::Net as crate::metrics::MetricSet>::metrics() {
         if let Some(d) = s.latency.get(m) {
-            net.latency[m] = d.clone();
+            net.latency[m] = *d;
         }
     }
     s.client_net.insert(net)
