@@ -294,6 +294,55 @@ async fn read_capped(body: Body, cap: u64) -> Result<Vec<u8>, Unread> {
     Ok(chunks.concat())
 }
 
+/// Reads shard `shard`'s result within the cap and the deadline, and admits it only when it
+/// parses, is consistent, and agrees with the shard's slice of the plan.
+async fn receive(
+    sh: &Shared,
+    shard: u32,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Accepted, (StatusCode, String)> {
+    let cap = sh.result_cap;
+    let too_large = || {
+        let why =
+            format!("shard {shard}'s result is larger than any result of this plan ({cap} bytes)");
+        (StatusCode::PAYLOAD_TOO_LARGE, why)
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    // Refused before reading: a declared size over the cap need not be received at all.
+    if declared.is_some_and(|n| n > cap) {
+        return Err(too_large());
+    }
+    let bytes = match tokio::time::timeout(UPLOAD_DEADLINE, read_capped(body, cap)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(Unread::TooLarge)) => return Err(too_large()),
+        Ok(Err(Unread::Broken(why))) => return Err((StatusCode::BAD_REQUEST, why)),
+        Err(_) => {
+            let why = format!("shard {shard}'s result did not arrive within 120 s");
+            return Err((StatusCode::REQUEST_TIMEOUT, why));
+        }
+    };
+    let results = parse_results(&bytes).map_err(|e| match e {
+        e @ ParseError::Json(_) => (
+            StatusCode::BAD_REQUEST,
+            format!("shard {shard}: {}", chain(&e)),
+        ),
+        ParseError::Inconsistent(e) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("shard {shard}'s result: {e}"),
+        ),
+    })?;
+    let problems = result_problems(&sh.cfg.plan, sh.cfg.shards, shard, &results);
+    if !problems.is_empty() {
+        let why = format!("shard {shard}'s result: {}", problems.join("; "));
+        return Err((StatusCode::UNPROCESSABLE_ENTITY, why));
+    }
+    let digest = hex(&Sha256::digest(&bytes));
+    Ok(Accepted { results, digest })
+}
+
 pub(super) async fn results(
     State(sh): State<Arc<Shared>>,
     peer: Peer,
@@ -310,61 +359,10 @@ pub(super) async fn results(
         Ok(r) => r,
         Err((status, why)) => return refuse(&sh, &peer, request, status, why),
     };
-    let cap = sh.result_cap;
-    let too_large = || {
-        format!(
-            "shard {}'s result is larger than any result of this plan ({cap} bytes)",
-            who.shard
-        )
+    let accepted = match receive(&sh, who.shard, &headers, body).await {
+        Ok(a) => a,
+        Err((status, why)) => return refuse(&sh, &peer, request, status, why),
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > cap) {
-        return refuse(
-            &sh,
-            &peer,
-            request,
-            StatusCode::PAYLOAD_TOO_LARGE,
-            too_large(),
-        );
-    }
-    let bytes = match tokio::time::timeout(UPLOAD_DEADLINE, read_capped(body, cap)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(Unread::TooLarge)) => {
-            return refuse(
-                &sh,
-                &peer,
-                request,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                too_large(),
-            );
-        }
-        Ok(Err(Unread::Broken(why))) => {
-            return refuse(&sh, &peer, request, StatusCode::BAD_REQUEST, why);
-        }
-        Err(_) => {
-            let why = format!("shard {}'s result did not arrive within 120 s", who.shard);
-            return refuse(&sh, &peer, request, StatusCode::REQUEST_TIMEOUT, why);
-        }
-    };
-    let r = match parse_results(&bytes) {
-        Ok(r) => r,
-        Err(e @ ParseError::Json(_)) => {
-            let why = format!("shard {}: {}", who.shard, chain(&e));
-            return refuse(&sh, &peer, request, StatusCode::BAD_REQUEST, why);
-        }
-        Err(ParseError::Inconsistent(e)) => {
-            let why = format!("shard {}'s result: {e}", who.shard);
-            return refuse(&sh, &peer, request, StatusCode::UNPROCESSABLE_ENTITY, why);
-        }
-    };
-    let problems = result_problems(&sh.cfg.plan, sh.cfg.shards, who.shard, &r);
-    if !problems.is_empty() {
-        let why = format!("shard {}'s result: {}", who.shard, problems.join("; "));
-        return refuse(&sh, &peer, request, StatusCode::UNPROCESSABLE_ENTITY, why);
-    }
-    let digest = hex(&Sha256::digest(&bytes));
     {
         let mut l = sh.ledger();
         if l.verdict.is_some() {
@@ -378,7 +376,7 @@ pub(super) async fn results(
         let now = Instant::now();
         l.first_result.get_or_insert(now);
         l.activity = Some(now);
-        l.results.insert(who.shard, Accepted { results: r, digest });
+        l.results.insert(who.shard, accepted);
     }
     drop(receiving);
     sh.notify();
