@@ -136,7 +136,7 @@ fn run_clients(
             Arc::new(Words),
         )
         .expect("client");
-        client.warm(&base, clients as usize).await;
+        client.warm(base, clients as usize).await;
         let template = BodyTemplate {
             api: Api::CHAT,
             model: "infermeter-sim".into(),

@@ -499,9 +499,13 @@ impl<'a> ProfilePlot<'a> {
     }
 }
 
+/// A vertical reference line: (class, load and achieved throughput where the group has the
+/// point, label, style).
+type Mark = (&'static str, Option<(f64, f64)>, &'static str, Style);
+
 /// The knee and the SLA-compliant maximum of `g`, each at its load and achieved throughput
-/// where the group has that point: (class, point, label, style).
-fn marks(g: &ProfileGroup) -> [(&'static str, Option<(f64, f64)>, &'static str, Style); 2] {
+/// where the group has that point.
+fn marks(g: &ProfileGroup) -> [Mark; 2] {
     let at = |load: Option<f64>| {
         load.and_then(|l| g.rows.iter().find(|r| r.load == l))
             .map(|r| (r.load, r.achieved_per_s))
