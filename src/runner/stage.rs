@@ -1,18 +1,11 @@
-//! One stage: its collector, a warm connection pool, then the load — open-loop stages from
-//! the plan's schedule, closed-loop stages with N workers — and the drain of in-flight
-//! requests.
-//!
-//! Open-loop stages are driven by one dispatcher task that follows the plan's schedule: it
-//! prepares the next request's body while waiting, sleeps on a precise timer (sub-millisecond,
-//! unlike the runtime's 1 ms timer wheel) and spawns the request at its scheduled instant,
-//! whatever earlier requests are doing. Latency counts from the scheduled
-//! instant; the gap to the actual send is the send lag. Closed-loop stages are N tasks that
-//! each send their next request when the previous one ends.
+//! One stage: its collector, a warm connection pool, the agreed start of a distributed step,
+//! then the load (`load.rs`) and the drain of in-flight requests, and the stage's summary
+//! with the client's own figures.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -54,6 +47,37 @@ pub(super) struct StageRunner<'a> {
     pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
 }
 
+/// A stage opened for sending: its collector and what its requests share.
+struct Opened {
+    /// "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
+    /// the live check.
+    stop: CancellationToken,
+    /// The live check decided the stage (what is in flight still counts).
+    decided: CancellationToken,
+    /// Requests begun, for the live check.
+    begun: Arc<AtomicU64>,
+    /// The stage's clock start, once known.
+    started: Arc<std::sync::OnceLock<Instant>>,
+    track: Arc<super::probe::Track>,
+    collector: Collector,
+}
+
+/// What a stage's summary needs from its sending, once its requests have ended.
+struct Ending {
+    t0: Instant,
+    /// The client's CPU time and the host's counters when the clock started.
+    cpu0: u64,
+    host0: super::host::HostSample,
+    probe: super::probe::LoopProbe,
+    peak_in_flight: Arc<AtomicU64>,
+    reset_note: Option<String>,
+    /// The live check judged the stage as it ran.
+    judged_live: bool,
+    /// How long the stage sent, in seconds.
+    sending_s: f64,
+    warmup_end: Option<crate::metrics::WarmupEnd>,
+}
+
 /// How a stage is run, beside the stage itself.
 #[derive(Default)]
 pub(super) struct StageCall {
@@ -69,10 +93,6 @@ impl StageRunner<'_> {
     /// Runs round `round` (from 0) of `stage` (a stage of the plan, its warm-up or a search
     /// probe). With `watch`, sending also stops once its rule holds (`warmup until="stable"`);
     /// `call` says where it sits in a sweep, whether it is judged live, and when it starts.
-    #[allow(
-        clippy::too_many_lines,
-        reason = "being edited on another branch in this wave: split once those land (issue #24)"
-    )]
     pub(super) async fn run_stage(
         &self,
         stage: &StagePlan,
@@ -88,96 +108,16 @@ impl StageRunner<'_> {
         } = call;
         let judged_live = live;
         let reset_note = self.reset_cache(&stage.name).await;
-        let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
-            .with_facts(stage_facts(&self.plan, stage));
-        let mut notes = Vec::new();
-        if let Some((i, n)) = position {
-            notes.push(match stage.profile.as_ref().map(|p| p.kind) {
-                Some(PointKind::Probe) => format!("probe {i} of at most {n}"),
-                _ => format!("point {i} of {n}"),
-            });
-        }
-        if stage.rounds > 1 {
-            notes.push(format!("round {} of {}", round + 1, stage.rounds));
-        }
-        let shown = if notes.is_empty() {
-            stage.name.clone()
-        } else {
-            format!("{} ({})", stage.name, notes.join(", "))
-        };
-        let progress = self.opts.observer.stage_planned(
-            &shown,
-            planned_total(&self.plan, stage),
-            planned_sending(stage),
-        );
-        // "Stop sending": Ctrl-C, the warm-up's rule holding (which must not end the run), or
-        // the live check.
-        let stop = self.opts.interrupt.child_token();
-        let decided = CancellationToken::new();
-        let begun = Arc::new(AtomicU64::new(0));
-        let started = Arc::new(std::sync::OnceLock::new());
-        let live = live
-            .then_some(self.opts.live_check.as_ref())
-            .flatten()
-            .map(|check| Live {
-                check: check.clone(),
-                stop: stop.clone(),
-                t0: started.clone(),
-                clock: StageClock {
-                    planned_span_ns: planned_span(stage),
-                    cores: cores(),
-                    poll_idle: self.opts.poll_idle,
-                    ..StageClock::default()
-                },
-                rules: self.opts.validity,
-                decided: decided.clone(),
-                until: super::until::Until::of(stage, self.plan.target.request.timeout),
-                begun: begun.clone(),
-            });
-        let workers = tokio::runtime::Handle::current().metrics().num_workers();
-        let track = super::probe::Track::new(workers);
-        let collector = Collector::spawn(
-            stage.name.clone(),
-            agg,
-            sink.take(),
-            progress,
-            live,
-            Some(track.clone()),
-        );
-
-        warm_pool(
-            &self.client,
-            &self.base_url,
-            pool_warmth(stage),
-            self.plan
-                .target
-                .request
-                .timeout
-                .as_std()
-                .min(WARM_POOL_LIMIT),
-            &self.opts.interrupt,
-        )
-        .await;
-        if let Some((step, agreed)) = start {
-            // The agreed start is at most a minute ahead (the coordinator's client refuses
-            // more), and a signal ends the wait.
-            let mut timer = PreciseTimer::new();
-            tokio::select! {
-                biased;
-                _ = self.opts.interrupt.cancelled() => {}
-                _ = timer.sleep_until(agreed.instant()) => {}
-            }
-            let offset_ns = agreed.offset_of(std::time::SystemTime::now());
-            if let Ok(mut starts) = self.starts.lock() {
-                starts.push(super::StepStart {
-                    step,
-                    stage: stage.name.clone(),
-                    round,
-                    agreed,
-                    offset_ns,
-                });
-            }
-        }
+        let Opened {
+            stop,
+            decided,
+            begun,
+            started,
+            track,
+            collector,
+        } = self.open(stage, round, position, live, sink.take());
+        self.warm_pool(stage).await;
+        self.await_start(start, stage, round).await;
 
         let cancel = CancellationToken::new();
         let t0 = Instant::now();
@@ -186,7 +126,197 @@ impl StageRunner<'_> {
         let host0 = super::host::HostSample::now();
         let probe = super::probe::LoopProbe::start(&track, t0);
         let peak_in_flight = Arc::new(AtomicU64::new(0));
-        let shared = Arc::new(StageShared {
+        let shared = Arc::new(self.shared(
+            stage,
+            round,
+            t0,
+            &collector,
+            (&stop, &cancel),
+            begun,
+            &peak_in_flight,
+        ));
+        let tracker = TaskTracker::new();
+        // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
+        // Nothing waits before sending is over, so an early empty moment cannot end a stage.
+        tracker.close();
+        let mut watched = WatchState::default();
+        let mut watching = Box::pin(super::warmup::watch(
+            watch,
+            collector.recent.clone(),
+            stop.clone(),
+            t0,
+            &mut watched,
+        ));
+        super::load::drive(
+            &shared,
+            &tracker,
+            &stop,
+            &mut watching,
+            self.opts.dispatchers,
+        )
+        .await;
+        drop(watching);
+        let sending_s = t0.elapsed().as_secs_f64();
+        let warmup_end = watch.map(|_| {
+            super::warmup::finish(
+                watched,
+                self.opts.interrupt.is_cancelled(),
+                t0.elapsed().as_secs_f64(),
+            )
+        });
+        drop(shared);
+        // Decided: what is in flight is part of the stage, drained as at its end.
+        let cut_short = stop.is_cancelled() && !decided.is_cancelled();
+        self.drain(stage, &tracker, cut_short).await;
+        cancel.cancel();
+        tracker.wait().await;
+        let ending = Ending {
+            t0,
+            cpu0,
+            host0,
+            probe,
+            peak_in_flight,
+            reset_note,
+            judged_live,
+            sending_s,
+            warmup_end,
+        };
+        self.conclude(stage, sink, collector, ending).await
+    }
+
+    /// The stage's summary once everything it sent has ended: its clock and the client's
+    /// figures, what went wrong, the notes, and an `until-decided` stage's account.
+    async fn conclude(
+        &self,
+        stage: &StagePlan,
+        sink: &mut Option<RowSink>,
+        collector: Collector,
+        e: Ending,
+    ) -> (StageSummary, Option<RunProblem>, Option<Abort>) {
+        let wall_ns = since(e.t0);
+        let cpu_ns = self.cpu.now_ns().saturating_sub(e.cpu0);
+        let host1 = super::host::HostSample::now();
+        let loop_delay = e.probe.finish().await;
+        let finished = collector.finish();
+        *sink = finished.sink;
+        let problem = self.problem(stage, finished.problem);
+        let run_queue = finished.run_queue;
+        let clock = self.clock(
+            stage,
+            (wall_ns, cpu_ns),
+            (&e.host0, &host1),
+            run_queue,
+            loop_delay,
+        );
+        let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
+        summary.warmup_end = e.warmup_end;
+        // The result records the abort as its text; the caller gets the verdict.
+        summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
+        summary.notes.extend(e.reset_note);
+        summary.client.peak_in_flight = e.peak_in_flight.load(Ordering::Relaxed);
+        let until = finished.until.or_else(|| {
+            super::until::Until::of(stage, self.plan.target.request.timeout)
+                .filter(|_| e.judged_live)
+        });
+        summary.until_decided = until.map(|u| {
+            let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
+            u.finish(
+                finished.decided,
+                interrupted,
+                (e.sending_s, summary.requests.sent),
+            )
+        });
+        (summary, problem, finished.aborted)
+    }
+
+    /// The stage's collector (with its progress line and live check) and the signals its
+    /// requests share, before anything is sent.
+    fn open(
+        &self,
+        stage: &StagePlan,
+        round: u32,
+        position: Option<(usize, usize)>,
+        live: bool,
+        sink: Option<RowSink>,
+    ) -> Opened {
+        let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
+            .with_facts(stage_facts(&self.plan, stage));
+        let progress = self.opts.observer.stage_planned(
+            &shown_name(stage, round, position),
+            planned_total(&self.plan, stage),
+            planned_sending(stage),
+        );
+        let stop = self.opts.interrupt.child_token();
+        let decided = CancellationToken::new();
+        let begun = Arc::new(AtomicU64::new(0));
+        let started = Arc::new(std::sync::OnceLock::new());
+        let live = live
+            .then(|| self.live(stage, &stop, &decided, &begun, &started))
+            .flatten();
+        let workers = tokio::runtime::Handle::current().metrics().num_workers();
+        let track = super::probe::Track::new(workers);
+        let collector = Collector::spawn(
+            stage.name.clone(),
+            agg,
+            sink,
+            progress,
+            live,
+            Some(track.clone()),
+        );
+        Opened {
+            stop,
+            decided,
+            begun,
+            started,
+            track,
+            collector,
+        }
+    }
+
+    /// The live check (`abort-on-fail`, `until-decided`) of a stage judged as it runs: it
+    /// stops sending through `stop` and says it decided through `decided`.
+    fn live(
+        &self,
+        stage: &StagePlan,
+        stop: &CancellationToken,
+        decided: &CancellationToken,
+        begun: &Arc<AtomicU64>,
+        started: &Arc<std::sync::OnceLock<Instant>>,
+    ) -> Option<Live> {
+        let check = self.opts.live_check.as_ref()?;
+        Some(Live {
+            check: check.clone(),
+            stop: stop.clone(),
+            t0: started.clone(),
+            clock: StageClock {
+                planned_span_ns: planned_span(stage),
+                cores: cores(),
+                poll_idle: self.opts.poll_idle,
+                ..StageClock::default()
+            },
+            rules: self.opts.validity,
+            decided: decided.clone(),
+            until: super::until::Until::of(stage, self.plan.target.request.timeout),
+            begun: begun.clone(),
+        })
+    }
+
+    /// What every request of this stage round shares.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the stage's parts, each made by run_stage"
+    )]
+    fn shared(
+        &self,
+        stage: &StagePlan,
+        round: u32,
+        t0: Instant,
+        collector: &Collector,
+        (stop, cancel): (&CancellationToken, &CancellationToken),
+        begun: Arc<AtomicU64>,
+        peak_in_flight: &Arc<AtomicU64>,
+    ) -> StageShared {
+        StageShared {
             plan: self.plan.clone(),
             stage: stage.clone(),
             client: self.client.clone(),
@@ -205,99 +335,88 @@ impl StageRunner<'_> {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))
             }),
-        });
-        let tracker = TaskTracker::new();
-        // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
-        // Nothing waits before sending is over, so an early empty moment cannot end a stage.
-        tracker.close();
-        let mut watched = WatchState::default();
-        let mut watching = Box::pin(super::warmup::watch(
-            watch,
-            collector.recent.clone(),
-            stop.clone(),
-            t0,
-            &mut watched,
-        ));
-        match &stage.load {
-            Load::Open { .. } => {
-                // On a runtime worker, so the request tasks it spawns start on that same
-                // worker without a cross-thread wake-up.
-                // With `--cpus`, one dispatcher per CPU, each on every n-th send.
-                let n = self.opts.dispatchers.max(1);
-                let dispatchers: Vec<_> = (0..n)
-                    .map(|k| {
-                        let slice = Interleave { k, n };
-                        tokio::spawn(dispatch_open(shared.clone(), tracker.clone(), slice))
-                    })
-                    .collect();
-                for d in dispatchers {
-                    let _ = d.await;
-                }
-            }
-            // Run probe by probe by `runner::search`, never as one stage.
-            Load::Search(_) => {}
-            Load::Closed { clients, ramp } => {
-                let next = Arc::new(AtomicU64::new(0));
-                let deadline = stage.duration.map(|d| t0 + d.as_std());
-                // A shard runs its own workers of the plan's, each at its planned start.
-                for k in stage.slice.members(u64::from(*clients)) {
-                    let k = k as u32;
-                    let start = ramp.map_or(0, |r| r.start_offset_ns(k));
-                    tracker.spawn(closed_worker(
-                        shared.clone(),
-                        next.clone(),
-                        t0 + Duration::from_nanos(start),
-                        deadline,
-                        stage.max_requests,
-                    ));
-                }
-                let until_deadline = async {
-                    match deadline {
-                        Some(d) => tokio::time::sleep_until(d.into()).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    _ = until_deadline => {}
-                    _ = tracker.wait() => {}
-                    _ = stop.cancelled() => {}
-                    _ = &mut watching => {}
-                }
-            }
         }
-        drop(watching);
-        let sending_s = t0.elapsed().as_secs_f64();
-        let warmup_end = watch.map(|_| {
-            super::warmup::finish(
-                watched,
-                self.opts.interrupt.is_cancelled(),
-                t0.elapsed().as_secs_f64(),
-            )
-        });
-        drop(shared);
-        // Decided: what is in flight is part of the stage, drained as at its end.
-        let cut_short = stop.is_cancelled() && !decided.is_cancelled();
-        self.drain(stage, &tracker, cut_short).await;
-        cancel.cancel();
-        tracker.wait().await;
-        let wall_ns = since(t0);
-        let cpu_ns = self.cpu.now_ns().saturating_sub(cpu0);
-        let host1 = super::host::HostSample::now();
-        let loop_delay = probe.finish().await;
-        let finished = collector.finish();
-        *sink = finished.sink;
-        let problem = match finished.problem {
-            Some(super::collect::CollectProblem::Sink(source)) => self
+    }
+
+    /// Readies the connections the stage will need before its clock starts.
+    async fn warm_pool(&self, stage: &StagePlan) {
+        let limit = self
+            .plan
+            .target
+            .request
+            .timeout
+            .as_std()
+            .min(WARM_POOL_LIMIT);
+        warm_pool(
+            &self.client,
+            &self.base_url,
+            pool_warmth(stage),
+            limit,
+            &self.opts.interrupt,
+        )
+        .await;
+    }
+
+    /// What went wrong in the stage's collector, as the run reports it.
+    fn problem(
+        &self,
+        stage: &StagePlan,
+        problem: Option<super::collect::CollectProblem>,
+    ) -> Option<RunProblem> {
+        match problem? {
+            super::collect::CollectProblem::Sink(source) => self
                 .opts
                 .requests_jsonl
                 .clone()
                 .map(|path| RunProblem::RequestsJsonl { path, source }),
-            Some(super::collect::CollectProblem::Panicked) => {
+            super::collect::CollectProblem::Panicked => {
                 Some(RunProblem::CollectorPanicked(stage.name.clone()))
             }
-            None => None,
+        }
+    }
+
+    /// Waits for a distributed step's agreed start and records how far from it the stage
+    /// started.
+    async fn await_start(
+        &self,
+        start: Option<(u32, super::AgreedStart)>,
+        stage: &StagePlan,
+        round: u32,
+    ) {
+        let Some((step, agreed)) = start else {
+            return;
         };
-        let clock = StageClock {
+        // The agreed start is at most a minute ahead (the coordinator's client refuses
+        // more), and a signal ends the wait.
+        let mut timer = PreciseTimer::new();
+        tokio::select! {
+            biased;
+            _ = self.opts.interrupt.cancelled() => {}
+            _ = timer.sleep_until(agreed.instant()) => {}
+        }
+        let offset_ns = agreed.offset_of(std::time::SystemTime::now());
+        if let Ok(mut starts) = self.starts.lock() {
+            starts.push(super::StepStart {
+                step,
+                stage: stage.name.clone(),
+                round,
+                agreed,
+                offset_ns,
+            });
+        }
+    }
+
+    /// The stage's clock and the client's figures: wall and CPU time, the host's load between
+    /// the two samples, steal, memory, how late the event loop woke.
+    fn clock(
+        &self,
+        stage: &StagePlan,
+        (wall_ns, cpu_ns): (u64, u64),
+        (host0, host1): (&super::host::HostSample, &super::host::HostSample),
+        run_queue: Option<(f64, u32)>,
+        loop_delay: Option<crate::metrics::LoopDelay>,
+    ) -> StageClock {
+        StageClock {
             wall_ns,
             planned_span_ns: planned_span(stage),
             cpu_ns,
@@ -310,27 +429,9 @@ impl StageRunner<'_> {
                     .and_then(|(a, b)| b.steal_share_since(&a))
             }),
             poll_idle: self.opts.poll_idle,
-            host: super::host::host_load(&host0, &host1, cpu_ns, wall_ns, finished.run_queue),
+            host: super::host::host_load(host0, host1, cpu_ns, wall_ns, run_queue),
             loop_delay,
-        };
-        let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
-        summary.warmup_end = warmup_end;
-        // The result records the abort as its text; the caller gets the verdict.
-        summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
-        summary.notes.extend(reset_note);
-        summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
-        let until = finished.until.or_else(|| {
-            super::until::Until::of(stage, self.plan.target.request.timeout).filter(|_| judged_live)
-        });
-        summary.until_decided = until.map(|u| {
-            let interrupted = self.opts.interrupt.is_cancelled() || finished.aborted.is_some();
-            u.finish(
-                finished.decided,
-                interrupted,
-                (sending_s, summary.requests.sent),
-            )
-        });
-        (summary, problem, finished.aborted)
+        }
     }
 
     /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a
@@ -380,106 +481,23 @@ impl StageRunner<'_> {
     }
 }
 
-/// Follows an open-loop schedule: prepares each request's body while it waits, wakes at the
-/// scheduled instant (see [`PreciseTimer`]) and spawns the request. Behind schedule, it sends
-/// at once and the send lag records how late.
-/// Dispatcher `k` of `n` sends the `k`-th, `k + n`-th, … of its stage's sends.
-#[derive(Clone, Copy)]
-struct Interleave {
-    k: usize,
-    n: usize,
-}
-
-async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, slice: Interleave) {
-    let Some(sends) = sh.stage.sends() else {
-        return;
-    };
-    let sends = sends
-        .enumerate()
-        .filter(move |(p, _)| p % slice.n == slice.k)
-        .map(|(_, send)| send);
-    let sessions = sh.plan.session_plan(&sh.stage).is_some();
-    let mut timer = PreciseTimer::new();
-    for (i, offset) in sends {
-        if sh.interrupt.is_cancelled() {
-            return;
-        }
-        let at = sh.t0 + Duration::from_nanos(offset);
-        // Prepared ahead, so building the body is not part of the send lag.
-        if sessions {
-            let first = super::session::prepare(&sh, i);
-            if !wait_until(&mut timer, at, &sh.interrupt).await {
-                return;
-            }
-            tracker.spawn(super::session::run(sh.clone(), first, offset));
-        } else {
-            let recipe = sh.plan.request(&sh.stage, i);
-            let body = sh.body(&recipe);
-            if !wait_until(&mut timer, at, &sh.interrupt).await {
-                return;
-            }
-            let task_sh = sh.clone();
-            tracker.spawn(async move {
-                if !task_sh.test_send_lag.is_zero() {
-                    tokio::time::sleep(task_sh.test_send_lag).await;
-                }
-                task_sh.send(body, recipe, offset, 0).await
-            });
-        }
-        // Lets the request just spawned go out before the next body is built.
-        tokio::task::yield_now().await;
+/// The stage's name as the progress line shows it: with its place in a sweep or search and
+/// its round.
+fn shown_name(stage: &StagePlan, round: u32, position: Option<(usize, usize)>) -> String {
+    let mut notes = Vec::new();
+    if let Some((i, n)) = position {
+        notes.push(match stage.profile.as_ref().map(|p| p.kind) {
+            Some(PointKind::Probe) => format!("probe {i} of at most {n}"),
+            _ => format!("point {i} of {n}"),
+        });
     }
-}
-
-/// Sleeps until `target`; false when interrupted first.
-async fn wait_until(
-    timer: &mut PreciseTimer,
-    target: Instant,
-    interrupt: &CancellationToken,
-) -> bool {
-    tokio::select! {
-        biased;
-        _ = interrupt.cancelled() => false,
-        _ = timer.sleep_until(target) => true,
+    if stage.rounds > 1 {
+        notes.push(format!("round {} of {}", round + 1, stage.rounds));
     }
-}
-
-async fn closed_worker(
-    sh: Arc<StageShared>,
-    next: Arc<AtomicU64>,
-    start: Instant,
-    deadline: Option<Instant>,
-    max_requests: Option<u64>,
-) {
-    // A ramp's later workers join at their start offset (or never, past the deadline).
-    if start > Instant::now() {
-        if deadline.is_some_and(|d| start >= d) {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep_until(start.into()) => {}
-            _ = sh.interrupt.cancelled() => return,
-        }
-    }
-    let sessions = sh.plan.session_plan(&sh.stage).is_some();
-    loop {
-        if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
-            return;
-        }
-        // A shard's k-th request is the plan's request `index + k · count`.
-        let i = sh.stage.slice.global(next.fetch_add(1, Ordering::Relaxed));
-        if max_requests.is_some_and(|m| i >= m) {
-            return;
-        }
-        if sessions {
-            let first = super::session::prepare(&sh, i);
-            super::session::run(sh.clone(), first, since(sh.t0)).await;
-            continue;
-        }
-        let recipe = sh.plan.request(&sh.stage, i);
-        let body = sh.body(&recipe);
-        let scheduled = since(sh.t0);
-        sh.send(body, recipe, scheduled, 0).await;
+    if notes.is_empty() {
+        stage.name.clone()
+    } else {
+        format!("{} ({})", stage.name, notes.join(", "))
     }
 }
 
