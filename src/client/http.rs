@@ -554,6 +554,12 @@ impl Tally {
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
             }
+            // A tool call's name and arguments are generated tokens like answer text.
+            for part in [&chunk.tool_call.name, &chunk.tool_call.arguments] {
+                if let Some(p) = part {
+                    p.push_to(text);
+                }
+            }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);
             }
