@@ -555,10 +555,9 @@ impl Tally {
                 r.push_to(text);
             }
             // A tool call's name and arguments are generated tokens like answer text.
-            for part in [&chunk.tool_call.name, &chunk.tool_call.arguments] {
-                if let Some(p) = part {
-                    p.push_to(text);
-                }
+            let call = &chunk.tool_call;
+            for part in [&call.name, &call.arguments].into_iter().flatten() {
+                part.push_to(text);
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);

@@ -4,6 +4,7 @@
 //! hint, as one [`ScenarioError`] (a `miette::Diagnostic`). The language is described in
 //! `docs/scenario.md`.
 
+mod body;
 mod ctx;
 mod dataset;
 mod depth;
