@@ -1,6 +1,9 @@
 //! The user's own prompts: one JSON object a line with `prompt` (a string) or `messages` (chat
 //! messages), an optional output length (`max_tokens`, `max_completion_tokens` or
-//! `output_tokens`), and any other keys passed through into the request body.
+//! `output_tokens`), and any other keys passed through into the request body. The keys of tool
+//! calling and structured output (`tools`, `tool_choice`, `response_format`) are checked for
+//! their shape and size here, so a bad line is named at load time rather than answered with a
+//! 400 for every request that uses it.
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::Path;
@@ -14,6 +17,11 @@ use super::{DatasetError, Tokenizer};
 use crate::protocol::Api;
 
 const OUTPUT_KEYS: &[&str] = &["max_tokens", "max_completion_tokens", "output_tokens"];
+
+/// The most bytes one line's `tools`, `tool_choice` or `response_format` may take as JSON:
+/// a large tool set (BFCL's biggest) is tens of kilobytes; more is a mistake, and would be
+/// sent with every request that uses the line.
+pub const MAX_TOOL_FIELD_BYTES: usize = 256 << 10;
 
 /// Loads a JSONL prompt file; with `count`, a seeded sample of that many lines, else every
 /// line in file order.
@@ -107,6 +115,17 @@ pub enum LineError {
     NoPrompt,
     #[error("`{0}` must be a whole number ≥ 1")]
     BadOutput(&'static str),
+    #[error("`{field}` must be {expected}")]
+    BadToolField {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("`{field}` takes {bytes} bytes as JSON, more than the {max} allowed")]
+    ToolFieldTooLarge {
+        field: &'static str,
+        bytes: usize,
+        max: usize,
+    },
 }
 
 /// A line's item; the outer error is the line's fault, the inner one the tokenizer's.
@@ -137,6 +156,7 @@ fn parse_line(
             }
         }
     }
+    tool_fields(&obj)?;
     let input = match &prompt {
         ItemPrompt::Text(t) => tokenizer.try_count(t),
         ItemPrompt::Messages(ms) => ms
@@ -151,6 +171,55 @@ fn parse_line(
         output_tokens: output.unwrap_or(default_output),
         extra: obj.into_iter().collect(),
     }))
+}
+
+/// `tools` (a list of tools, each an object with a `type`, a function tool with a
+/// `function.name`), `tool_choice` (a string or an object) and `response_format` (an object
+/// with a `type`), each within [`MAX_TOOL_FIELD_BYTES`].
+fn tool_fields(obj: &serde_json::Map<String, Value>) -> Result<(), LineError> {
+    let checks: [(&'static str, &'static str, fn(&Value) -> bool); 3] = [
+        (
+            "tools",
+            "a list of tool objects, each with a string `type` (and for \"function\" a              `function` object with a string `name`)",
+            |v| v.as_array().is_some_and(|ts| ts.iter().all(tool_ok)),
+        ),
+        (
+            "tool_choice",
+            "a string (\"auto\", \"none\", \"required\") or an object",
+            |v| v.is_string() || v.is_object(),
+        ),
+        (
+            "response_format",
+            "an object with a string `type` (\"json_schema\", \"json_object\", \"text\")",
+            |v| v.get("type").is_some_and(Value::is_string),
+        ),
+    ];
+    for (field, expected, ok) in checks {
+        let Some(v) = obj.get(field) else { continue };
+        if !ok(v) {
+            return Err(LineError::BadToolField { field, expected });
+        }
+        let bytes = serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+        if bytes > MAX_TOOL_FIELD_BYTES {
+            return Err(LineError::ToolFieldTooLarge {
+                field,
+                bytes,
+                max: MAX_TOOL_FIELD_BYTES,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn tool_ok(t: &Value) -> bool {
+    match t.get("type").and_then(Value::as_str) {
+        Some("function") => t
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .is_some_and(Value::is_string),
+        Some(_) => true,
+        None => false,
+    }
 }
 
 /// A line's `messages`: each with string `role` and `content`, several only where the API
