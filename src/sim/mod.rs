@@ -13,6 +13,7 @@ mod scheduler;
 mod server;
 mod state;
 mod tokens;
+mod tools;
 mod trace;
 mod usage;
 mod wire;

@@ -315,8 +315,20 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let shape = served.side.stream();
-    let framing = Framing::new(shape, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
+    // With `tool-calls`, a request offering a tool is answered with a call of it.
+    let tool = (cfg.tool_calls && req.stream)
+        .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
+        .flatten();
+    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| s);
+    let framing = Framing::new(
+        shape,
+        id,
+        unix_now(),
+        &cfg.model,
+        &req,
+        cfg.prefix_cache,
+        tool.map(|(name, _)| name),
+    );
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {

@@ -25,6 +25,16 @@ const STREAM: ChoiceStream = ChoiceStream {
     ),
 };
 
+/// The pieces of a tool-calling answer (see `sim/tools.rs`): each token is a fragment of the
+/// call's arguments; the first choice, naming the tool, is built per request.
+const TOOL_STREAM: ChoiceStream = ChoiceStream {
+    id_prefix: "chatcmpl-sim-",
+    object: "chat.completion.chunk",
+    open: br#""choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""#,
+    close: br#""}}]},"logprobs":null,"finish_reason":"#,
+    first: None,
+};
+
 impl SimApi for Chat {
     fn name(&self) -> &'static str {
         "chat"
@@ -46,6 +56,10 @@ impl SimApi for Chat {
                           "logprobs": null, "finish_reason": w.finish }],
             "usage": w.usage,
         })
+    }
+
+    fn tool_stream(&self) -> Option<&'static ChoiceStream> {
+        Some(&TOOL_STREAM)
     }
 }
 
