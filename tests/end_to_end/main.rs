@@ -41,6 +41,7 @@ mod scenario_cli;
 mod sessions;
 mod telemetry_run;
 mod tokenizer_file;
+mod tool_calls;
 mod until_decided;
 mod warmup_run;
 mod workloads;
