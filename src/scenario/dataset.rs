@@ -19,6 +19,7 @@ const KINDS: &[&str] = &[
     "retrieved",
     "hooks",
     "session",
+    "images",
 ];
 const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
 
@@ -50,6 +51,7 @@ pub(crate) fn parse(
     let mut context = ContextSpec::default();
     let mut hooks = None;
     let mut session = None;
+    let mut images = None;
     let mut modifiers_ok = true;
     let mut once = Once::default();
     for child in r.children() {
@@ -61,6 +63,13 @@ pub(crate) fn parse(
             if once.first(ctx, child, "`dataset`") {
                 session = super::session::parse(ctx, child);
                 modifiers_ok &= session.is_some();
+            }
+            continue;
+        }
+        if child.name().value() == "images" {
+            if once.first(ctx, child, "`dataset`") {
+                images = super::images::parse(ctx, child);
+                modifiers_ok &= images.is_some();
             }
             continue;
         }
@@ -102,6 +111,7 @@ pub(crate) fn parse(
             context,
             hooks,
             session,
+            images,
         }),
         _ => None,
     };

@@ -10,6 +10,7 @@ mod dataset;
 mod depth;
 mod error;
 mod header;
+mod images;
 mod model;
 mod params;
 mod parse;
