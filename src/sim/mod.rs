@@ -16,6 +16,7 @@ mod tokens;
 mod tools;
 mod trace;
 mod usage;
+mod vision;
 mod wire;
 mod words;
 

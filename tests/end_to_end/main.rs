@@ -17,6 +17,7 @@ mod gate_trust;
 mod hooks;
 mod hostile_text;
 mod hub_fetch;
+mod images;
 mod input_bounds;
 mod library_api;
 mod onboarding;
