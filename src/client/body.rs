@@ -35,8 +35,7 @@ impl BodyTemplate {
         images: &[&str],
     ) -> Bytes {
         let images_len: usize = images.iter().map(|i| i.len() + 64).sum();
-        let mut out =
-            Vec::with_capacity(prompt.size_hint() + self.model.len() + 160 + images_len);
+        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160 + images_len);
         self.api.kind().write_body(
             &mut out,
             &Request {

@@ -382,7 +382,10 @@ mod tests {
         assert_eq!(parse_size("-1x5"), Err(ImageSizeError::Form));
         assert_eq!(parse_size("1.5x5"), Err(ImageSizeError::Form));
         assert_eq!(parse_size("x"), Err(ImageSizeError::Form));
-        assert_eq!(parse_size("99999999999999999999x1"), Err(ImageSizeError::TooLong));
+        assert_eq!(
+            parse_size("99999999999999999999x1"),
+            Err(ImageSizeError::TooLong)
+        );
         assert_eq!(parse_size("8193x1"), Err(ImageSizeError::TooLong));
         assert_eq!(
             parse_size("8192x8192"),

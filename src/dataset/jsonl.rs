@@ -177,7 +177,7 @@ fn parse_line(
 /// `function.name`), `tool_choice` (a string or an object) and `response_format` (an object
 /// with a `type`), each within [`MAX_TOOL_FIELD_BYTES`].
 fn tool_fields(obj: &serde_json::Map<String, Value>) -> Result<(), LineError> {
-    let checks: [(&'static str, &'static str, fn(&Value) -> bool); 3] = [
+    let checks: [ToolCheck; 3] = [
         (
             "tools",
             "a list of tool objects, each with a string `type` (and for \"function\" a              `function` object with a string `name`)",
@@ -210,6 +210,9 @@ fn tool_fields(obj: &serde_json::Map<String, Value>) -> Result<(), LineError> {
     }
     Ok(())
 }
+
+/// A checked field: its key, what it must be, and the check.
+type ToolCheck = (&'static str, &'static str, fn(&Value) -> bool);
 
 fn tool_ok(t: &Value) -> bool {
     match t.get("type").and_then(Value::as_str) {

@@ -22,8 +22,7 @@ pub use compose::{SALT_WORDS, Salt, salt_domain};
 pub use error::DatasetError;
 pub use image::{
     EncodedImage, ImageDraw, ImageError, ImageFormat, ImageSize, ImageSizeError, ImageSpec,
-    MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST, WeightedFormat, parse_size,
-    render,
+    MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST, WeightedFormat, parse_size, render,
 };
 pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,

@@ -99,8 +99,15 @@ pub fn parse_chunk_value(data: &str) -> Result<ChunkInfo<'static>, ChunkError> {
         let text = opt_str(choice, "text", "choices[0].text")?;
         info.tool_call = match delta.and_then(|d| d.get("tool_calls")) {
             None | Some(Value::Null) => ToolCallDelta::default(),
-            Some(Value::Array(calls)) => calls.first().map_or(Ok(ToolCallDelta::default()), tool_call_of)?,
-            Some(_) => return Err(type_error("choices[0].delta.tool_calls", "an array or null")),
+            Some(Value::Array(calls)) => calls
+                .first()
+                .map_or(Ok(ToolCallDelta::default()), tool_call_of)?,
+            Some(_) => {
+                return Err(type_error(
+                    "choices[0].delta.tool_calls",
+                    "an array or null",
+                ));
+            }
         };
         info.answer = content.or(text);
         info.reasoning = reasoning_content.or(reasoning);
@@ -145,7 +152,11 @@ fn tool_call_of(call: &Value) -> Result<ToolCallDelta<'static>, ChunkError> {
         }
     };
     Ok(ToolCallDelta {
-        name: opt_str(function, "name", "choices[0].delta.tool_calls[0].function.name")?,
+        name: opt_str(
+            function,
+            "name",
+            "choices[0].delta.tool_calls[0].function.name",
+        )?,
         arguments: opt_str(
             function,
             "arguments",

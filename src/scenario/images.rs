@@ -36,46 +36,56 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ImageSpec> {
     let mut ok = count.is_some();
     for child in r.children() {
         ok &= match child.name().value() {
-            "size" => choice(ctx, child, |ctx, v, weight, spec: &mut ImageSpec| {
-                let text = ctx.string(v, "size")?;
-                match parse_size(&text) {
-                    Ok((width, height)) => {
-                        spec.sizes.push(ImageSize {
-                            width,
-                            height,
-                            weight,
-                        });
-                        Some(())
+            "size" => choice(
+                ctx,
+                child,
+                |ctx, v, weight, spec: &mut ImageSpec| {
+                    let text = ctx.string(v, "size")?;
+                    match parse_size(&text) {
+                        Ok((width, height)) => {
+                            spec.sizes.push(ImageSize {
+                                width,
+                                height,
+                                weight,
+                            });
+                            Some(())
+                        }
+                        Err(e) => {
+                            ctx.error(
+                                v.span,
+                                format!("invalid image size `{text}`"),
+                                e.to_string(),
+                                Some("write e.g. size \"512x512\"".into()),
+                            );
+                            None
+                        }
                     }
-                    Err(e) => {
-                        ctx.error(
-                            v.span,
-                            format!("invalid image size `{text}`"),
-                            e.to_string(),
-                            Some("write e.g. size \"512x512\"".into()),
-                        );
-                        None
+                },
+                &mut spec,
+            ),
+            "format" => choice(
+                ctx,
+                child,
+                |ctx, v, weight, spec: &mut ImageSpec| {
+                    let name = ctx.name_string(v, "format")?;
+                    match ImageFormat::from_name(&name) {
+                        Some(format) => {
+                            spec.formats.push(WeightedFormat { format, weight });
+                            Some(())
+                        }
+                        None => {
+                            ctx.error(
+                                v.span,
+                                format!("unknown image format `{name}`"),
+                                "expected \"png\" or \"jpeg\"",
+                                Some(suggest(&name, &ImageFormat::NAMES, "format")),
+                            );
+                            None
+                        }
                     }
-                }
-            }, &mut spec),
-            "format" => choice(ctx, child, |ctx, v, weight, spec: &mut ImageSpec| {
-                let name = ctx.name_string(v, "format")?;
-                match ImageFormat::from_name(&name) {
-                    Some(format) => {
-                        spec.formats.push(WeightedFormat { format, weight });
-                        Some(())
-                    }
-                    None => {
-                        ctx.error(
-                            v.span,
-                            format!("unknown image format `{name}`"),
-                            "expected \"png\" or \"jpeg\"",
-                            Some(suggest(&name, &ImageFormat::NAMES, "format")),
-                        );
-                        None
-                    }
-                }
-            }, &mut spec),
+                },
+                &mut spec,
+            ),
             _ => {
                 ctx.unknown_node(child, "`images`", CHILDREN);
                 false

@@ -110,6 +110,9 @@ mod tests {
         assert!(chunks[4].usage.is_some());
         // Cut off by max_tokens, it says so.
         let events = stream(FinishReason::Length);
-        assert_eq!(parse_chunk(&events[3]).unwrap().finish_reason, Some(Reason::Length));
+        assert_eq!(
+            parse_chunk(&events[3]).unwrap().finish_reason,
+            Some(Reason::Length)
+        );
     }
 }

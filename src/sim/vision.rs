@@ -87,7 +87,9 @@ pub(crate) fn patches(w: u64, h: u64) -> u64 {
 fn size(b: &[u8]) -> Option<(u64, u64)> {
     if b.starts_with(b"\x89PNG\r\n\x1a\n") && b.get(12..16) == Some(b"IHDR") {
         let be = |i: usize| -> Option<u64> {
-            Some(u64::from(u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?)))
+            Some(u64::from(u32::from_be_bytes(
+                b.get(i..i + 4)?.try_into().ok()?,
+            )))
         };
         return Some((be(16)?, be(20)?));
     }

@@ -458,7 +458,15 @@ mod tests {
 
     #[test]
     fn completions_and_plain_framing() {
-        let f = Framing::new(Completions.stream(), 1, 1, "m", &req(true, false), false, None);
+        let f = Framing::new(
+            Completions.stream(),
+            1,
+            1,
+            "m",
+            &req(true, false),
+            false,
+            None,
+        );
         let mut buf = BytesMut::new();
         f.write_token(
             &mut buf,
@@ -475,7 +483,15 @@ mod tests {
         f.write_garbage(&mut garbage);
         assert!(serde_json::from_str::<serde_json::Value>(&events(&garbage)[0]).is_err());
 
-        let plain = Framing::new(Completions.stream(), 1, 1, "m", &req(false, false), false, None);
+        let plain = Framing::new(
+            Completions.stream(),
+            1,
+            1,
+            "m",
+            &req(false, false),
+            false,
+            None,
+        );
         let mut buf = BytesMut::new();
         plain.write_token(
             &mut buf,
@@ -505,7 +521,15 @@ mod tests {
             ..finish(FinishReason::Length, 24, 5)
         };
         for include_usage in [true, false] {
-            let f = Framing::new(Chat.stream(), 1, 1, "m", &req(true, include_usage), true, None);
+            let f = Framing::new(
+                Chat.stream(),
+                1,
+                1,
+                "m",
+                &req(true, include_usage),
+                true,
+                None,
+            );
             let mut buf = BytesMut::new();
             f.write_token(&mut buf, " a", false, Some(&done));
             let ev = events(&buf);

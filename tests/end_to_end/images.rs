@@ -53,7 +53,10 @@ stage "s" { dataset "d"; arrival "concurrency" clients=2; requests 6; }
     let again = dir.path().join("again");
     let o = run(&path, &again, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    assert_eq!(stage(&results(&again), "s")["payload"]["image_bytes"], image_bytes);
+    assert_eq!(
+        stage(&results(&again), "s")["payload"]["image_bytes"],
+        image_bytes
+    );
 }
 
 #[test]

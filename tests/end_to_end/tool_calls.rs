@@ -26,7 +26,10 @@ stage "s" { dataset "d"; arrival "concurrency" clients=2; requests 6; }
     let s = stage(&results(&out), "s").clone();
     assert_eq!(s["requests"]["ok"], 6, "{s}");
     assert_eq!(s["requests"]["failed"], 0, "{s}");
-    assert!(s["latency"]["ttft_ms"]["p50"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(
+        s["latency"]["ttft_ms"]["p50"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
     let lines = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let mut n = 0;
     for line in lines.lines() {
@@ -82,5 +85,9 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests {n}; }}
     let o = run(&path, &out, &[]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
     let req = stage(&results(&out), "s")["requests"].clone();
-    assert_eq!(req["errors"], serde_json::json!({ "malformed": n }), "{req}");
+    assert_eq!(
+        req["errors"],
+        serde_json::json!({ "malformed": n }),
+        "{req}"
+    );
 }

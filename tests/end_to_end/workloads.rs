@@ -121,11 +121,23 @@ fn malformed_jsonl_lines_are_reported_with_line_numbers() {
         ("{\"prompt\": \"ok\", \"max_tokens\": -3}\n", ":1:"),
         ("", "no prompt"),
         // Tool calling and structured output: shapes a server would refuse.
-        ("{\"prompt\": \"ok\"}\n{\"prompt\": \"ok\", \"tools\": {}}\n", ":2: `tools` must be"),
-        ("{\"prompt\": \"ok\", \"tools\": [{\"type\": \"function\"}]}\n", "`tools` must be"),
+        (
+            "{\"prompt\": \"ok\"}\n{\"prompt\": \"ok\", \"tools\": {}}\n",
+            ":2: `tools` must be",
+        ),
+        (
+            "{\"prompt\": \"ok\", \"tools\": [{\"type\": \"function\"}]}\n",
+            "`tools` must be",
+        ),
         ("{\"prompt\": \"ok\", \"tools\": [7]}\n", "`tools` must be"),
-        ("{\"prompt\": \"ok\", \"tool_choice\": 3}\n", "`tool_choice` must be"),
-        ("{\"prompt\": \"ok\", \"response_format\": \"json\"}\n", "`response_format` must be"),
+        (
+            "{\"prompt\": \"ok\", \"tool_choice\": 3}\n",
+            "`tool_choice` must be",
+        ),
+        (
+            "{\"prompt\": \"ok\", \"response_format\": \"json\"}\n",
+            "`response_format` must be",
+        ),
     ];
     for (text, want) in cases {
         let file = dir.path().join("bad.jsonl");

@@ -305,7 +305,10 @@ fn body_fields_nest_as_blocks() {
             "parameters": {"type": "object", "required": "city",
                 "properties": {"city": {"type": "string"}}}}}])
     );
-    assert_eq!(b["response_format"], serde_json::json!({"type": "json_object"}));
+    assert_eq!(
+        b["response_format"],
+        serde_json::json!({"type": "json_object"})
+    );
     assert_eq!(b["logit_bias"], serde_json::json!({}));
 }
 

@@ -9,6 +9,9 @@ use serde::Serialize;
 use super::escape::unescape_into;
 
 /// One streamed event, as an API kind decodes it.
+// Boxing the chunk would allocate once per event on the hot path; the event lives on the
+// stack for one decode, so its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
     /// An event carrying (some of) the response.

@@ -505,7 +505,10 @@ fn tool_call_deltas_are_answer_output() {
         r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Par"}}]}}]}"#,
     );
     assert!(c.has_answer());
-    assert_eq!(text(&c.tool_call.arguments).as_deref(), Some(r#"{"city": "Par"#));
+    assert_eq!(
+        text(&c.tool_call.arguments).as_deref(),
+        Some(r#"{"city": "Par"#)
+    );
     assert_eq!(c.tool_call.name, None);
     // Empty, null and absent parts are no output.
     for quiet in [
@@ -543,7 +546,9 @@ fn broken_tool_call_deltas_are_errors_or_fall_back() {
         invalid(bad);
     }
     // A repeated key is serde_json's to settle (the last wins).
-    let c = fallback(r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]}"#);
+    let c = fallback(
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]}"#,
+    );
     assert_eq!(text(&c.tool_call.name).as_deref(), Some("b"));
     let c = fallback(
         r#"{"choices":[{"delta":{"tool_calls":null,"tool_calls":[{"function":{"arguments":"x"}}]}}]}"#,
