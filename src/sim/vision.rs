@@ -8,6 +8,8 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
+use crate::protocol::image_size;
+
 /// The side of one image token's patch, in pixels.
 pub(crate) const PATCH: u64 = 28;
 /// What an image given by URL costs (the simulator fetches nothing).
@@ -67,7 +69,7 @@ impl TryFrom<RawImageUrl> for ImageRef {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64)
             .map_err(|_| VisionError::BadBase64)?;
-        let (w, h) = size(&bytes).ok_or(VisionError::UnknownFormat)?;
+        let (w, h) = image_size(&bytes).ok_or(VisionError::UnknownFormat)?;
         if w == 0 || h == 0 {
             return Err(VisionError::Empty);
         }
@@ -81,43 +83,6 @@ impl TryFrom<RawImageUrl> for ImageRef {
 /// Tokens of a `w`×`h` image.
 pub(crate) fn patches(w: u64, h: u64) -> u64 {
     w.div_ceil(PATCH).saturating_mul(h.div_ceil(PATCH))
-}
-
-/// (width, height) from a PNG's IHDR or a JPEG's start-of-frame marker.
-fn size(b: &[u8]) -> Option<(u64, u64)> {
-    if b.starts_with(b"\x89PNG\r\n\x1a\n") && b.get(12..16) == Some(b"IHDR") {
-        let be = |i: usize| -> Option<u64> {
-            Some(u64::from(u32::from_be_bytes(
-                b.get(i..i + 4)?.try_into().ok()?,
-            )))
-        };
-        return Some((be(16)?, be(20)?));
-    }
-    if !b.starts_with(b"\xff\xd8") {
-        return None;
-    }
-    // Segments after SOI: FF marker, two-byte length; SOF0..SOF15 (not DHT C4, JPG C8,
-    // DAC CC) carry precision, height, width.
-    let mut i = 2;
-    loop {
-        while b.get(i) == Some(&0xff) && b.get(i + 1) == Some(&0xff) {
-            i += 1;
-        }
-        if b.get(i)? != &0xff {
-            return None;
-        }
-        let marker = *b.get(i + 1)?;
-        let len = usize::from(u16::from_be_bytes([*b.get(i + 2)?, *b.get(i + 3)?]));
-        if matches!(marker, 0xc0..=0xcf) && !matches!(marker, 0xc4 | 0xc8 | 0xcc) {
-            let h = u16::from_be_bytes([*b.get(i + 5)?, *b.get(i + 6)?]);
-            let w = u16::from_be_bytes([*b.get(i + 7)?, *b.get(i + 8)?]);
-            return Some((u64::from(w), u64::from(h)));
-        }
-        if marker == 0xda || len < 2 {
-            return None;
-        }
-        i += 2 + len;
-    }
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
