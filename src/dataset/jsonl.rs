@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::item_images::{ImageLineError, item_images};
 use super::sharegpt::Loaded;
 use super::source::{HashingReader, file_error, io_error, next_line, sample_key};
 use super::{ChatMessage, DataItem, ItemPrompt, LoadReport};
@@ -50,7 +51,8 @@ pub fn load_jsonl(
         }
         let ordinal = records;
         records += 1;
-        let item = parse_line(line, default_output, tokenizer, api)
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let item = parse_line(line, default_output, tokenizer, api, dir)
             .map_err(|reason| file_error(path, Some(number), reason.to_string()))?;
         let key = match count {
             Some(_) => sample_key(seed, ordinal),
@@ -115,6 +117,10 @@ pub enum LineError {
     NoPrompt,
     #[error("`{0}` must be a whole number ≥ 1")]
     BadOutput(&'static str),
+    #[error(transparent)]
+    Images(#[from] ImageLineError),
+    #[error("`images` needs the {chat} API (content parts), and the target has api \"{api}\"", chat = Api::conversational())]
+    ImagesNeedChat { api: Api },
     #[error("`{field}` must be {expected}")]
     BadToolField {
         field: &'static str,
@@ -134,6 +140,7 @@ fn parse_line(
     default_output: u32,
     tokenizer: &Tokenizer,
     api: Api,
+    dir: &Path,
 ) -> Result<Result<DataItem, DatasetError>, LineError> {
     let value: Value = serde_json::from_str(line).map_err(LineError::NotJson)?;
     let Value::Object(mut obj) = value else {
@@ -157,6 +164,11 @@ fn parse_line(
         }
     }
     tool_fields(&obj)?;
+    let images = match obj.remove("images") {
+        Some(_) if !api.kind().conversation() => return Err(LineError::ImagesNeedChat { api }),
+        Some(v) => item_images(v, dir)?,
+        None => Vec::new(),
+    };
     let input = match &prompt {
         ItemPrompt::Text(t) => tokenizer.try_count(t),
         ItemPrompt::Messages(ms) => ms
@@ -170,6 +182,7 @@ fn parse_line(
         input_tokens: input.min(u32::MAX as usize) as u32,
         output_tokens: output.unwrap_or(default_output),
         extra: obj.into_iter().collect(),
+        images,
     }))
 }
 

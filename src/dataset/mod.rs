@@ -6,6 +6,7 @@
 mod compose;
 mod error;
 mod image;
+mod item_images;
 mod items;
 mod jsonl;
 mod length;
@@ -24,6 +25,7 @@ pub use image::{
     EncodedImage, ImageDraw, ImageError, ImageFormat, ImageSize, ImageSizeError, ImageSpec,
     MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST, WeightedFormat, parse_size, render,
 };
+pub use item_images::{ImageLineError, ItemImage, MAX_ITEM_IMAGE_BYTES};
 pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,
 };

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Client};
-use crate::dataset::{EncodedImage, ImageError, Prompt, PromptFactory, Salt, render};
+use crate::dataset::{
+    DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory, Salt, render,
+};
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
@@ -145,19 +147,34 @@ impl StageShared {
         ))
     }
 
-    /// The data set's synthetic images for this request, drawn from the stage's seed and the
-    /// request's index (so a rerun sends the same bytes) and encoded now, off the hot path.
+    /// The request's images: its data set item's own (JSONL `images`, read at load), then
+    /// the data set's synthetic ones, drawn from the stage's seed and the request's index (so
+    /// a rerun sends the same bytes) and encoded now, off the hot path.
     fn images(&self, recipe: &RequestRecipe) -> Result<Vec<EncodedImage>, ImageError> {
-        let Some(spec) = self
-            .plan
-            .datasets
-            .get(self.stage.dataset)
-            .and_then(|d| d.images.as_ref())
-        else {
+        let Some(d) = self.plan.datasets.get(self.stage.dataset) else {
             return Ok(Vec::new());
         };
-        let seed = self.stage.seed ^ recipe.index.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        spec.draw(seed).iter().map(render).collect()
+        let mut out: Vec<EncodedImage> = match &d.source {
+            DatasetSource::Items { items, .. } => items
+                .get(recipe.item as usize)
+                .map(|it| &it.images[..])
+                .unwrap_or_default()
+                .iter()
+                .map(|i| EncodedImage {
+                    data_uri: i.url.clone(),
+                    bytes: i.bytes,
+                    pixels: i.pixels,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Some(spec) = &d.images {
+            let seed = self.stage.seed ^ recipe.index.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            for draw in spec.draw(seed) {
+                out.push(render(&draw)?);
+            }
+        }
+        Ok(out)
     }
 
     fn hook_ctx(&self, recipe: &RequestRecipe) -> HookCtx<'_> {

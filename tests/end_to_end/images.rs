@@ -84,3 +84,81 @@ fn images_need_chat_and_sane_sizes() {
         assert!(err.contains(want), "{images}: {err}");
     }
 }
+
+/// The head of a PNG of `w`×`h`: all a server that reads sizes (and the loader) looks at.
+fn png_head(w: u32, h: u32) -> Vec<u8> {
+    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&[8, 2, 0, 0, 0]);
+    b
+}
+
+#[test]
+fn images_named_in_jsonl_are_read_and_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("img")).unwrap();
+    let png = png_head(56, 56);
+    std::fs::write(dir.path().join("img/a.png"), &png).unwrap();
+    std::fs::write(
+        dir.path().join("v.jsonl"),
+        "{\"prompt\": \"Describe this.\", \"images\": [\"img/a.png\", \"https://example.com/b.jpg\"], \"max_tokens\": 4}\n",
+    )
+    .unwrap();
+    let path = scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+target "sim" { decode-base "1ms"; }
+dataset "d" { jsonl "v.jsonl" }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 3; }
+"#,
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let p = stage(&results(&out), "s")["payload"].clone();
+    assert_eq!(p["images"], 6, "{p}");
+    assert_eq!(p["image_bytes"], 3 * png.len(), "{p}");
+    assert_eq!(p["image_pixels"], 3 * 56 * 56, "{p}");
+    // The file's 2×2 patches (4 tokens), the URL's 256, the chat template's 6.
+    assert_eq!(p["vision_tokens"], 3 * (4 + 256 + 6), "{p}");
+}
+
+#[test]
+fn bad_jsonl_images_name_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("text.png"), "not an image").unwrap();
+    std::fs::write(dir.path().join("empty.png"), png_head(0, 5)).unwrap();
+    let huge = std::fs::File::create(dir.path().join("huge.png")).unwrap();
+    huge.set_len(21 << 20).unwrap();
+    std::fs::create_dir(dir.path().join("folder.png")).unwrap();
+    for (images, want) in [
+        ("[\"missing.png\"]", "images[0]: cannot read"),
+        ("[\"https://h/x.png\", \"text.png\"]", "images[1]: "),
+        ("[\"empty.png\"]", "is not a PNG or JPEG"),
+        ("[\"huge.png\"]", "more than 20971520 bytes"),
+        ("[\"folder.png\"]", "is not a file"),
+        ("\"a.png\"", "`images` must be a list"),
+        ("[7]", "images[0] must be a string"),
+    ] {
+        std::fs::write(
+            dir.path().join("v.jsonl"),
+            format!("{{\"prompt\": \"ok\"}}\n{{\"prompt\": \"x\", \"images\": {images}}}\n"),
+        )
+        .unwrap();
+        let path = scenario(
+            dir.path(),
+            "s.kdl",
+            "target \"sim\"\ndataset \"d\" { jsonl \"v.jsonl\" }\n\
+             stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n",
+        );
+        let o = run(&path, &dir.path().join("out"), &[]);
+        let (_, err) = text(&o);
+        assert_ne!(o.status.code(), Some(0), "{images}: {}", describe(&o));
+        assert!(
+            err.contains("v.jsonl:2") && err.contains(want),
+            "{images}: {err}"
+        );
+    }
+}
