@@ -21,6 +21,7 @@ mod stage;
 mod syntax;
 mod target;
 mod telemetry;
+mod unparsed;
 mod until;
 mod values;
 mod warmup;
