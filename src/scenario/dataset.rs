@@ -30,22 +30,7 @@ pub(crate) fn parse(
     node: &KdlNode,
 ) -> (Option<Spanned<String>>, Option<Dataset>) {
     let mut r = NodeReader::new(ctx, node);
-    let name = match r.arg(ctx, 0) {
-        Some(v) => ctx
-            .name_string(&v, "dataset name")
-            .map(|s| Spanned::new(s, v.span)),
-        None => {
-            if r.arg_count() == 0 {
-                ctx.error(
-                    ctx.name_span(node),
-                    "`dataset` needs a name",
-                    "missing name",
-                    Some("write dataset \"short\" { synthetic { … } }".into()),
-                );
-            }
-            None
-        }
-    };
+    let name = dataset_name(ctx, &mut r);
     let mut kind = None;
     let mut saw_source = false;
     let mut context = ContextSpec::default();
@@ -116,6 +101,26 @@ pub(crate) fn parse(
         _ => None,
     };
     (name, dataset)
+}
+
+/// The dataset's name argument, reported when missing.
+fn dataset_name(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<String>> {
+    match r.arg(ctx, 0) {
+        Some(v) => ctx
+            .name_string(&v, "dataset name")
+            .map(|s| Spanned::new(s, v.span)),
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(r.node),
+                    "`dataset` needs a name",
+                    "missing name",
+                    Some("write dataset \"short\" { synthetic { … } }".into()),
+                );
+            }
+            None
+        }
+    }
 }
 
 fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SyntheticSpec> {
