@@ -81,6 +81,7 @@ fn scenario() -> Scenario {
             context: Default::default(),
             hooks: None,
             session: None,
+            images: None,
         }],
         warmup: None,
         stages: vec![StageSpec {

@@ -17,6 +17,7 @@ mod chunk;
 mod completions;
 #[cfg(test)]
 mod echo;
+mod image;
 mod target;
 
 use std::borrow::Cow;
@@ -31,6 +32,7 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
+pub use image::image_size;
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

@@ -21,18 +21,21 @@ pub struct BodyTemplate {
 impl BodyTemplate {
     /// The JSON body for one streaming request asking for `max_tokens` output tokens.
     pub fn build(&self, prompt: PromptRef<'_>, max_tokens: u32) -> Bytes {
-        self.build_with(prompt, max_tokens, None)
+        self.build_with(prompt, max_tokens, None, &[])
     }
 
     /// Like [`build`](Self::build), with a data set item's pass-through fields merged over
-    /// the template's (without copying the template).
+    /// the template's (without copying the template), and images (`data:` URIs or URLs) sent
+    /// with the prompt.
     pub fn build_with(
         &self,
         prompt: PromptRef<'_>,
         max_tokens: u32,
         item: Option<&BTreeMap<String, serde_json::Value>>,
+        images: &[&str],
     ) -> Bytes {
-        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160);
+        let images_len: usize = images.iter().map(|i| i.len() + 64).sum();
+        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160 + images_len);
         self.api.kind().write_body(
             &mut out,
             &Request {
@@ -42,6 +45,7 @@ impl BodyTemplate {
                 ignore_eos: self.ignore_eos,
                 extra: &self.extra,
                 item,
+                images,
             },
         );
         Bytes::from(out)
@@ -179,7 +183,7 @@ mod tests {
                 for text in texts {
                     for it in [None, Some(&item)] {
                         let p = PromptRef::Text(text);
-                        assert_eq!(t.build_with(p, 7, it).to_vec(), oracle(&t, p, 7, it));
+                        assert_eq!(t.build_with(p, 7, it, &[]).to_vec(), oracle(&t, p, 7, it));
                         let ms = [
                             Message {
                                 role: "system",
@@ -192,7 +196,7 @@ mod tests {
                         ];
                         for m in [&ms[..], &ms[..1]] {
                             let p = PromptRef::Messages(m);
-                            assert_eq!(t.build_with(p, 9, it).to_vec(), oracle(&t, p, 9, it));
+                            assert_eq!(t.build_with(p, 9, it, &[]).to_vec(), oracle(&t, p, 9, it));
                         }
                     }
                 }
@@ -264,7 +268,7 @@ mod tests {
         item.insert("temperature".to_string(), serde_json::json!(0.7));
         item.insert("top_p".to_string(), serde_json::json!(0.9));
         let t = template(Api::CHAT);
-        let b = t.build_with(PromptRef::Text("x"), 4, Some(&item));
+        let b = t.build_with(PromptRef::Text("x"), 4, Some(&item), &[]);
         let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["temperature"], 0.7);
         assert_eq!(v["top_p"], 0.9);
@@ -274,5 +278,44 @@ mod tests {
             1
         );
         assert_eq!(t.extra["temperature"], 0.0, "the template is untouched");
+    }
+
+    #[test]
+    fn images_go_in_the_last_messages_content_parts() {
+        let t = template(Api::CHAT);
+        let images = ["data:image/png;base64,iVBO\"R", "https://h/x.jpg"];
+        let b = t.build_with(PromptRef::Text("look \"here\""), 4, None, &images);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(
+            v["messages"][0]["content"],
+            serde_json::json!([
+                {"type": "text", "text": "look \"here\""},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO\"R"}},
+                {"type": "image_url", "image_url": {"url": "https://h/x.jpg"}},
+            ])
+        );
+        let ms = [
+            Message {
+                role: "system",
+                content: "prefix",
+            },
+            Message {
+                role: "user",
+                content: "q",
+            },
+        ];
+        let b = t.build_with(PromptRef::Messages(&ms), 4, None, &images[1..]);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["messages"][0]["content"], "prefix");
+        assert_eq!(v["messages"][1]["content"][0]["text"], "q");
+        assert_eq!(
+            v["messages"][1]["content"][1]["image_url"]["url"],
+            "https://h/x.jpg"
+        );
+        // No images: plain string content, byte for byte as before.
+        assert_eq!(
+            t.build_with(PromptRef::Messages(&ms), 4, None, &[]),
+            t.build(PromptRef::Messages(&ms), 4)
+        );
     }
 }

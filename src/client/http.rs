@@ -479,7 +479,14 @@ impl Client {
         let template = u64::from(self.api.kind().template_tokens())
             + 8 * u64::from(rec.messages.saturating_sub(1));
         let allowed = (ours * 0.05).max(template as f64);
-        rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
+        // Images add the server's vision tokens, which the plan cannot count: with them only
+        // a count below the text's is a disagreement.
+        let off = if rec.images > 0 {
+            ours - theirs
+        } else {
+            (theirs - ours).abs()
+        };
+        rec.token_mismatch = ours > 0.0 && off > allowed;
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
         rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
     }
@@ -553,6 +560,11 @@ impl Tally {
             }
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
+            }
+            // A tool call's name and arguments are generated tokens like answer text.
+            let call = &chunk.tool_call;
+            for part in [&call.name, &call.arguments].into_iter().flatten() {
+                part.push_to(text);
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);

@@ -41,6 +41,9 @@ pub struct DataItem {
     /// Extra request-body fields (JSONL lines' unknown keys), merged into the request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// Images named by a JSONL line (`images`), sent in its last message's content parts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<super::ItemImage>,
     /// A session's turns (ShareGPT with `session`): `prompt` is then the whole conversation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnTokens>,

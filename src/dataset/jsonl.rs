@@ -1,12 +1,16 @@
 //! The user's own prompts: one JSON object a line with `prompt` (a string) or `messages` (chat
 //! messages), an optional output length (`max_tokens`, `max_completion_tokens` or
-//! `output_tokens`), and any other keys passed through into the request body.
+//! `output_tokens`), and any other keys passed through into the request body. The keys of tool
+//! calling and structured output (`tools`, `tool_choice`, `response_format`) are checked for
+//! their shape and size here, so a bad line is named at load time rather than answered with a
+//! 400 for every request that uses it.
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::item_images::{ImageLineError, item_images};
 use super::sharegpt::Loaded;
 use super::source::{HashingReader, file_error, io_error, next_line, sample_key};
 use super::{ChatMessage, DataItem, ItemPrompt, LoadReport};
@@ -14,6 +18,11 @@ use super::{DatasetError, Tokenizer};
 use crate::protocol::Api;
 
 const OUTPUT_KEYS: &[&str] = &["max_tokens", "max_completion_tokens", "output_tokens"];
+
+/// The most bytes one line's `tools`, `tool_choice` or `response_format` may take as JSON:
+/// a large tool set (BFCL's biggest) is tens of kilobytes; more is a mistake, and would be
+/// sent with every request that uses the line.
+pub const MAX_TOOL_FIELD_BYTES: usize = 256 << 10;
 
 /// Loads a JSONL prompt file; with `count`, a seeded sample of that many lines, else every
 /// line in file order.
@@ -42,7 +51,8 @@ pub fn load_jsonl(
         }
         let ordinal = records;
         records += 1;
-        let item = parse_line(line, default_output, tokenizer, api)
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let item = parse_line(line, default_output, tokenizer, api, dir)
             .map_err(|reason| file_error(path, Some(number), reason.to_string()))?;
         let key = match count {
             Some(_) => sample_key(seed, ordinal),
@@ -107,6 +117,21 @@ pub enum LineError {
     NoPrompt,
     #[error("`{0}` must be a whole number ≥ 1")]
     BadOutput(&'static str),
+    #[error(transparent)]
+    Images(#[from] ImageLineError),
+    #[error("`images` needs the {chat} API (content parts), and the target has api \"{api}\"", chat = Api::conversational())]
+    ImagesNeedChat { api: Api },
+    #[error("`{field}` must be {expected}")]
+    BadToolField {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("`{field}` takes {bytes} bytes as JSON, more than the {max} allowed")]
+    ToolFieldTooLarge {
+        field: &'static str,
+        bytes: usize,
+        max: usize,
+    },
 }
 
 /// A line's item; the outer error is the line's fault, the inner one the tokenizer's.
@@ -115,6 +140,7 @@ fn parse_line(
     default_output: u32,
     tokenizer: &Tokenizer,
     api: Api,
+    dir: &Path,
 ) -> Result<Result<DataItem, DatasetError>, LineError> {
     let value: Value = serde_json::from_str(line).map_err(LineError::NotJson)?;
     let Value::Object(mut obj) = value else {
@@ -137,6 +163,12 @@ fn parse_line(
             }
         }
     }
+    tool_fields(&obj)?;
+    let images = match obj.remove("images") {
+        Some(_) if !api.kind().conversation() => return Err(LineError::ImagesNeedChat { api }),
+        Some(v) => item_images(v, dir)?,
+        None => Vec::new(),
+    };
     let input = match &prompt {
         ItemPrompt::Text(t) => tokenizer.try_count(t),
         ItemPrompt::Messages(ms) => ms
@@ -150,7 +182,60 @@ fn parse_line(
         input_tokens: input.min(u32::MAX as usize) as u32,
         output_tokens: output.unwrap_or(default_output),
         extra: obj.into_iter().collect(),
+        images,
     }))
+}
+
+/// `tools` (a list of tools, each an object with a `type`, a function tool with a
+/// `function.name`), `tool_choice` (a string or an object) and `response_format` (an object
+/// with a `type`), each within [`MAX_TOOL_FIELD_BYTES`].
+fn tool_fields(obj: &serde_json::Map<String, Value>) -> Result<(), LineError> {
+    let checks: [ToolCheck; 3] = [
+        (
+            "tools",
+            "a list of tool objects, each with a string `type` (and for \"function\" a              `function` object with a string `name`)",
+            |v| v.as_array().is_some_and(|ts| ts.iter().all(tool_ok)),
+        ),
+        (
+            "tool_choice",
+            "a string (\"auto\", \"none\", \"required\") or an object",
+            |v| v.is_string() || v.is_object(),
+        ),
+        (
+            "response_format",
+            "an object with a string `type` (\"json_schema\", \"json_object\", \"text\")",
+            |v| v.get("type").is_some_and(Value::is_string),
+        ),
+    ];
+    for (field, expected, ok) in checks {
+        let Some(v) = obj.get(field) else { continue };
+        if !ok(v) {
+            return Err(LineError::BadToolField { field, expected });
+        }
+        let bytes = serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+        if bytes > MAX_TOOL_FIELD_BYTES {
+            return Err(LineError::ToolFieldTooLarge {
+                field,
+                bytes,
+                max: MAX_TOOL_FIELD_BYTES,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A checked field: its key, what it must be, and the check.
+type ToolCheck = (&'static str, &'static str, fn(&Value) -> bool);
+
+fn tool_ok(t: &Value) -> bool {
+    match t.get("type").and_then(Value::as_str) {
+        Some("function") => t
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .is_some_and(Value::is_string),
+        Some(_) => true,
+        None => false,
+    }
 }
 
 /// A line's `messages`: each with string `role` and `content`, several only where the API

@@ -5,6 +5,8 @@
 
 mod compose;
 mod error;
+mod image;
+mod item_images;
 mod items;
 mod jsonl;
 mod length;
@@ -19,6 +21,11 @@ mod words;
 
 pub use compose::{SALT_WORDS, Salt, salt_domain};
 pub use error::DatasetError;
+pub use image::{
+    EncodedImage, ImageDraw, ImageError, ImageFormat, ImageSize, ImageSizeError, ImageSpec,
+    MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST, WeightedFormat, parse_size, render,
+};
+pub use item_images::{ImageLineError, ItemImage, MAX_ITEM_IMAGE_BYTES};
 pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,
 };

@@ -50,6 +50,7 @@ pub(super) fn conversation(
         input_tokens: first.user_tokens,
         output_tokens: first.output_tokens,
         extra: Default::default(),
+        images: Vec::new(),
         turns,
     })
 }

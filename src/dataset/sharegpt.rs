@@ -293,6 +293,7 @@ impl Sampler<'_> {
                 input_tokens: prompt as u32,
                 output_tokens: output as u32,
                 extra: BTreeMap::new(),
+                images: Vec::new(),
                 turns: Vec::new(),
             }
         };

@@ -8,9 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, PerMetric, RequestCounts, SendLag,
-    StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms, TurnSummary,
-    Validity, dist, metric_dist,
+    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
+    SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
+    TurnSummary, Validity, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -82,6 +82,7 @@ pub(super) fn merge_stage(
             .map(|h| ClientNet::from_histograms(&h, rules.confidence, requests_ok)),
         // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
         until_decided: None,
+        payload: Payload::sum(parts.iter().map(|p| p.summary.payload.as_ref())),
     };
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);

@@ -78,6 +78,7 @@ pub struct StageAggregator {
     /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
     /// the off-plan rule.
     exact_counts: u64,
+    payload: super::Payload,
 }
 
 impl StageAggregator {
@@ -102,6 +103,7 @@ impl StageAggregator {
             facts: StageFacts::default(),
             timings: TimingsAcc::default(),
             exact_counts: 0,
+            payload: Default::default(),
         }
     }
 
@@ -127,6 +129,7 @@ impl StageAggregator {
             }
         }
         self.counts.sent += 1;
+        self.payload.record(r);
         if r.retries > 0 {
             self.counts.retried += 1;
         }
@@ -399,6 +402,7 @@ impl StageAggregator {
             client_net: self.client_net(rules.confidence),
             rounds: Vec::new(),
             until_decided: None,
+            payload: self.payload.finish(),
         }
     }
 }

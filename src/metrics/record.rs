@@ -151,6 +151,20 @@ pub struct RequestRecord {
     /// llama.cpp's `timings`, when the server sent them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
+    /// The request body's size as sent, in bytes (0 when it was never built).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub request_bytes: u64,
+    /// Images the request carried, their pixels and their encoded bytes (before base64).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub images: u32,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub image_pixels: u64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub image_bytes: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {

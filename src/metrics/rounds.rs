@@ -73,6 +73,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
         client_net: client_net(&rounds, confidence),
         until_decided: first.until_decided.clone(),
+        payload: super::Payload::sum(rounds.iter().map(|r| r.payload.as_ref())),
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

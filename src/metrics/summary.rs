@@ -368,6 +368,10 @@ pub struct StageSummary {
     /// schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
+    /// What the requests carried: the bodies' bytes, images and the vision tokens the server
+    /// counted for them. Absent when no body was sent. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<super::Payload>,
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion

@@ -179,6 +179,14 @@ fn dataset_plan(
             api,
         });
     }
+    // Images go in a chat message's content parts; a one-string API has nowhere to put them.
+    if !api.kind().conversation() && d.images.is_some() {
+        return Err(PlanError::NeedsChat {
+            dataset: name,
+            what: "images",
+            api,
+        });
+    }
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
             for (which, dist) in [
@@ -204,6 +212,7 @@ fn dataset_plan(
         context: d.context,
         hooks: load_hooks(d, base_dir)?,
         session: super::session::session_plan(d)?,
+        images: d.images.clone(),
     })
 }
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::hooks::HookPlan;
 use super::slice::Slice;
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, DatasetSource, History, TokenizerSpec};
+use crate::dataset::{ContextSpec, DatasetSource, History, ImageSpec, TokenizerSpec};
 use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::ScopedAssertion;
@@ -89,6 +89,10 @@ pub struct DatasetPlan {
     /// Multi-turn sessions. Absent from the JSON (and the hash) when the dataset has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionPlan>,
+    /// Synthetic images with every request: the spec (in the hash), never the bytes, which
+    /// each request's draw and the generator fix. Absent when the dataset has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImageSpec>,
 }
 
 /// A dataset's sessions: every arrival is a conversation of up to `turns` requests.

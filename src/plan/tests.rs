@@ -46,6 +46,7 @@ pub(crate) fn synthetic(name: &str, input: LengthDist, output: LengthDist) -> Da
         context: Default::default(),
         hooks: None,
         session: None,
+        images: None,
     }
 }
 

@@ -47,6 +47,10 @@ pub struct Request<'a> {
     pub extra: &'a BTreeMap<String, serde_json::Value>,
     /// A data set item's own fields, which win over the target's.
     pub item: Option<&'a BTreeMap<String, serde_json::Value>>,
+    /// Images sent with the prompt (each a `data:` URI or a URL), in the last message's
+    /// content parts after its text; APIs without messages have nowhere to put them (the plan
+    /// refuses images on them).
+    pub images: &'a [&'a str],
 }
 
 /// `{"model":"…"`: the start of every body.
@@ -78,6 +82,24 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
         let _ = serde_json::to_writer(&mut *out, v);
     }
     out.push(b'}');
+}
+
+/// A message's `content`: its text as a string, or with images, content parts (the text, then
+/// one `image_url` part per image), as OpenAI's vision requests carry them.
+pub fn content(out: &mut Vec<u8>, text: &str, images: &[&str]) {
+    if images.is_empty() {
+        json_str(out, text);
+        return;
+    }
+    out.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
+    json_str(out, text);
+    out.push(b'}');
+    for url in images {
+        out.extend_from_slice(b",{\"type\":\"image_url\",\"image_url\":{\"url\":");
+        json_str(out, url);
+        out.extend_from_slice(b"}}");
+    }
+    out.push(b']');
 }
 
 /// `s` as a JSON string, escaped exactly as serde_json escapes it (the quote, the backslash

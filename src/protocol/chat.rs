@@ -31,16 +31,17 @@ impl ApiKind for Chat {
     }
 
     /// `{"model","messages":[{"role","content"}…],"max_tokens","stream",…}`; a text prompt is
-    /// one user message.
+    /// one user message. Images go in the last message's content parts.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
         body::open(out, req.model);
         match req.prompt {
             PromptRef::Text(t) => {
                 out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
-                body::json_str(out, t);
+                body::content(out, t, req.images);
                 out.extend_from_slice(b"}]");
             }
             PromptRef::Messages(m) => {
+                let m_len = m.len();
                 out.extend_from_slice(b",\"messages\":[");
                 for (i, m) in m.iter().enumerate() {
                     if i > 0 {
@@ -49,7 +50,8 @@ impl ApiKind for Chat {
                     out.extend_from_slice(b"{\"role\":");
                     body::json_str(out, m.role);
                     out.extend_from_slice(b",\"content\":");
-                    body::json_str(out, m.content);
+                    let images = if i + 1 == m_len { req.images } else { &[] };
+                    body::content(out, m.content, images);
                     out.push(b'}');
                 }
                 out.push(b']');

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Client};
-use crate::dataset::{Prompt, PromptFactory, Salt};
+use crate::dataset::{
+    DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory, Salt, render,
+};
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
@@ -26,11 +28,21 @@ pub(super) enum BodyError {
     Hook(#[from] HookError),
     #[error("the `request` hook needs the body as JSON")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Image(#[from] ImageError),
 }
 
-/// A request's body, its input token count, and the `max_tokens` it asks for (a `request` hook
-/// may change it).
-pub(super) type Body = Result<(Bytes, u32, u32), BodyError>;
+/// A request's body, its input token count, the `max_tokens` it asks for (a `request` hook
+/// may change it), and the images it carries.
+pub(super) type Body = Result<(Bytes, u32, u32, Media), BodyError>;
+
+/// The images one request carries: how many, their pixels and encoded bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Media {
+    images: u32,
+    pixels: u64,
+    bytes: u64,
+}
 
 /// What every request task of one stage shares.
 pub(super) struct StageShared {
@@ -87,10 +99,17 @@ impl StageShared {
     /// The body for a prompt built elsewhere (a session's turn), through the hooks.
     pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
         let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
+        let images = self.images(recipe)?;
+        let media = Media {
+            images: images.len() as u32,
+            pixels: images.iter().map(|i| i.pixels).sum(),
+            bytes: images.iter().map(|i| i.bytes).sum(),
+        };
+        let urls: Vec<&str> = images.iter().map(|i| i.data_uri.as_str()).collect();
         let Some(h) = self.hooks.as_deref() else {
             let (prompt, input) = self.salted(prompt, recipe.input_tokens);
-            let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
-            return Ok((bytes, input, recipe.output_tokens));
+            let bytes = build(&self.template, &prompt, recipe.output_tokens, extra, &urls);
+            return Ok((bytes, input, recipe.output_tokens, media));
         };
         let c = self.hook_ctx(recipe);
         let mut input = recipe.input_tokens;
@@ -109,9 +128,9 @@ impl StageShared {
         };
         // After `mutate`, so the script sees the data set's prompt.
         let (prompt, input) = self.salted(prompt, input);
-        let bytes = build(&self.template, &prompt, recipe.output_tokens, extra);
+        let bytes = build(&self.template, &prompt, recipe.output_tokens, extra, &urls);
         if !h.has_request {
-            return Ok((bytes, input, recipe.output_tokens));
+            return Ok((bytes, input, recipe.output_tokens, media));
         }
         let value: serde_json::Value = serde_json::from_slice(&bytes)?;
         let value = h.request(value, &c)?;
@@ -120,7 +139,42 @@ impl StageShared {
             .iter()
             .find_map(|k| value.get(*k).and_then(serde_json::Value::as_u64))
             .map_or(recipe.output_tokens, |n| n.min(u64::from(u32::MAX)) as u32);
-        Ok((Bytes::from(serde_json::to_vec(&value)?), input, max_tokens))
+        Ok((
+            Bytes::from(serde_json::to_vec(&value)?),
+            input,
+            max_tokens,
+            media,
+        ))
+    }
+
+    /// The request's images: its data set item's own (JSONL `images`, read at load), then
+    /// the data set's synthetic ones, drawn from the stage's seed and the request's index (so
+    /// a rerun sends the same bytes) and encoded now, off the hot path.
+    fn images(&self, recipe: &RequestRecipe) -> Result<Vec<EncodedImage>, ImageError> {
+        let Some(d) = self.plan.datasets.get(self.stage.dataset) else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<EncodedImage> = match &d.source {
+            DatasetSource::Items { items, .. } => items
+                .get(recipe.item as usize)
+                .map(|it| &it.images[..])
+                .unwrap_or_default()
+                .iter()
+                .map(|i| EncodedImage {
+                    data_uri: i.url.clone(),
+                    bytes: i.bytes,
+                    pixels: i.pixels,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Some(spec) = &d.images {
+            let seed = self.stage.seed ^ recipe.index.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            for draw in spec.draw(seed) {
+                out.push(render(&draw)?);
+            }
+        }
+        Ok(out)
     }
 
     fn hook_ctx(&self, recipe: &RequestRecipe) -> HookCtx<'_> {
@@ -177,10 +231,14 @@ impl StageShared {
             ..RequestRecord::default()
         };
         let body = match body {
-            Ok((b, input_tokens, max_tokens)) => {
+            Ok((b, input_tokens, max_tokens, media)) => {
                 rec.input_tokens = input_tokens;
                 rec.planned_input_tokens = input_tokens;
                 rec.planned_output_tokens = max_tokens;
+                rec.request_bytes = b.len() as u64;
+                rec.images = media.images;
+                rec.image_pixels = media.pixels;
+                rec.image_bytes = media.bytes;
                 b
             }
             Err(why) => {
@@ -224,9 +282,10 @@ fn build(
     prompt: &Prompt,
     max_tokens: u32,
     extra: Option<&BTreeMap<String, serde_json::Value>>,
+    images: &[&str],
 ) -> Bytes {
     match prompt {
-        Prompt::Text(text) => template.build_with(PromptRef::Text(text), max_tokens, extra),
+        Prompt::Text(text) => template.build_with(PromptRef::Text(text), max_tokens, extra, images),
         Prompt::Messages(ms) => {
             let msgs: Vec<Message<'_>> = ms
                 .iter()
@@ -235,7 +294,7 @@ fn build(
                     content: &m.content,
                 })
                 .collect();
-            template.build_with(PromptRef::Messages(&msgs), max_tokens, extra)
+            template.build_with(PromptRef::Messages(&msgs), max_tokens, extra, images)
         }
     }
 }

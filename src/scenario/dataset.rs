@@ -19,6 +19,7 @@ const KINDS: &[&str] = &[
     "retrieved",
     "hooks",
     "session",
+    "images",
 ];
 const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
 
@@ -29,27 +30,13 @@ pub(crate) fn parse(
     node: &KdlNode,
 ) -> (Option<Spanned<String>>, Option<Dataset>) {
     let mut r = NodeReader::new(ctx, node);
-    let name = match r.arg(ctx, 0) {
-        Some(v) => ctx
-            .name_string(&v, "dataset name")
-            .map(|s| Spanned::new(s, v.span)),
-        None => {
-            if r.arg_count() == 0 {
-                ctx.error(
-                    ctx.name_span(node),
-                    "`dataset` needs a name",
-                    "missing name",
-                    Some("write dataset \"short\" { synthetic { … } }".into()),
-                );
-            }
-            None
-        }
-    };
+    let name = dataset_name(ctx, &mut r);
     let mut kind = None;
     let mut saw_source = false;
     let mut context = ContextSpec::default();
     let mut hooks = None;
     let mut session = None;
+    let mut images = None;
     let mut modifiers_ok = true;
     let mut once = Once::default();
     for child in r.children() {
@@ -61,6 +48,13 @@ pub(crate) fn parse(
             if once.first(ctx, child, "`dataset`") {
                 session = super::session::parse(ctx, child);
                 modifiers_ok &= session.is_some();
+            }
+            continue;
+        }
+        if child.name().value() == "images" {
+            if once.first(ctx, child, "`dataset`") {
+                images = super::images::parse(ctx, child);
+                modifiers_ok &= images.is_some();
             }
             continue;
         }
@@ -102,10 +96,31 @@ pub(crate) fn parse(
             context,
             hooks,
             session,
+            images,
         }),
         _ => None,
     };
     (name, dataset)
+}
+
+/// The dataset's name argument, reported when missing.
+fn dataset_name(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<String>> {
+    match r.arg(ctx, 0) {
+        Some(v) => ctx
+            .name_string(&v, "dataset name")
+            .map(|s| Spanned::new(s, v.span)),
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(r.node),
+                    "`dataset` needs a name",
+                    "missing name",
+                    Some("write dataset \"short\" { synthetic { … } }".into()),
+                );
+            }
+            None
+        }
+    }
 }
 
 fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SyntheticSpec> {

@@ -4,11 +4,13 @@
 //! hint, as one [`ScenarioError`] (a `miette::Diagnostic`). The language is described in
 //! `docs/scenario.md`.
 
+mod body;
 mod ctx;
 mod dataset;
 mod depth;
 mod error;
 mod header;
+mod images;
 mod model;
 mod params;
 mod parse;

@@ -17,7 +17,7 @@ use super::session::SessionSpec;
 use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
 use super::written::{ParamValue, Spanned};
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, LengthDist, TokenizerSpec};
+use crate::dataset::{ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
 use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
@@ -114,6 +114,9 @@ pub struct Dataset {
     /// `session turns=… think-time=… history=…`: multi-turn chat sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionSpec>,
+    /// `images N { size …; format … }`: synthetic images with every request (chat only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImageSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

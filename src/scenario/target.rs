@@ -5,7 +5,7 @@
 use kdl::{KdlNode, KdlValue};
 use serde_json::{Map, Value};
 
-use super::ctx::{Ctx, NodeReader, Once, Val, one_arg};
+use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
 use super::written::Spanned;
@@ -262,21 +262,9 @@ fn header_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
     }
 }
 
-/// `body { temperature 0.0 }`: extra JSON fields, each once.
+/// `body { temperature 0.0 }`: extra JSON fields, each once, nested ones as blocks.
 fn body_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
-    let mut once = Once::default();
-    for field in r.children() {
-        if !once.first(ctx, field, "`body`") {
-            continue;
-        }
-        let mut fr = NodeReader::new(ctx, field);
-        if let Some(v) = one_arg(ctx, &mut fr, "a number, string or boolean")
-            && let Some(json) = body_value(ctx, &v, fr.name())
-        {
-            t.request.extra_body.insert(fr.name().to_string(), json);
-        }
-        fr.finish(ctx);
-    }
+    t.request.extra_body.extend(super::body::fields(ctx, r));
 }
 
 /// A `#true` / `#false` setting's value; `None` after an error.
@@ -371,24 +359,6 @@ fn parse_size(text: &str) -> Result<u64, SizeError> {
         return Err(SizeError::TooLarge(text.to_string()));
     }
     Ok(bytes as u64)
-}
-
-fn body_value(ctx: &mut Ctx<'_>, v: &Val, name: &str) -> Option<Value> {
-    match &v.value {
-        KdlValue::String(s) => Some(Value::String(s.clone())),
-        KdlValue::Bool(b) => Some(Value::Bool(*b)),
-        KdlValue::Integer(i) => i64::try_from(*i).ok().map(Value::from),
-        KdlValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number),
-        KdlValue::Null => {
-            ctx.error(
-                v.span,
-                format!("wrong type for body field `{name}`"),
-                "expected a number, string or boolean, got #null",
-                None,
-            );
-            None
-        }
-    }
 }
 
 /// A simulator setting: checked on its own against `SimConfig` so that an error points at it.

@@ -99,6 +99,11 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub metrics_histograms: bool,
+    /// Answer a streamed chat request that offers `tools` with a call of its first tool
+    /// (`delta.tool_calls`, `finish_reason: "tool_calls"`) instead of text.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub tool_calls: bool,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -148,6 +153,7 @@ impl Default for SimConfig {
             prefix_cache_block: DEFAULT_PREFIX_CACHE_BLOCK,
             timings: false,
             metrics_histograms: false,
+            tool_calls: false,
         }
     }
 }

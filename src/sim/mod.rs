@@ -13,8 +13,10 @@ mod scheduler;
 mod server;
 mod state;
 mod tokens;
+mod tools;
 mod trace;
 mod usage;
+mod vision;
 mod wire;
 mod words;
 

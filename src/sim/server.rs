@@ -27,7 +27,7 @@ use super::scheduler::{Chunk, NewSeq, Scheduler};
 use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
 use super::trace::{Outcome, TraceOptions, TraceRecord};
-use super::wire::{self, Framing, Timings, Whole};
+use super::wire::{self, Framing, GenRequest, Timings, Whole};
 
 /// Why the simulator could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -278,6 +278,25 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// The response's framing: the API's stream, or with `tool-calls` and a request offering a
+/// tool, a streamed call of it.
+fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framing {
+    let tool = (cfg.tool_calls && req.stream)
+        .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
+        .flatten();
+    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| s);
+    let name = tool.map(|(name, _)| name);
+    Framing::new(
+        shape,
+        id,
+        unix_now(),
+        &cfg.model,
+        req,
+        cfg.prefix_cache,
+        name,
+    )
+}
+
 async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
     if conn.closing() {
         // Pipelined behind the stream that closes this connection: llama-server never reads
@@ -315,8 +334,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let shape = served.side.stream();
-    let framing = Framing::new(shape, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
+    let framing = framing(cfg, served, &req, id);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {

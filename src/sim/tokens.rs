@@ -48,6 +48,18 @@ impl PromptSink {
         }
     }
 
+    /// An image's `tokens`, as ids derived from its `key` (ordinary cl100k ids, so that
+    /// different images hash apart in the prefix cache and the ids still detokenize).
+    pub(crate) fn image(&mut self, tokens: u64, key: u64) {
+        self.count = self.count.saturating_add(tokens);
+        if let Some(all) = &mut self.ids {
+            // A hostile header's size is refused later by the context-length check; the ids
+            // kept are bounded by what such a check lets through.
+            let kept = tokens.min(1 << 20);
+            all.extend((0..kept).map(|i| (mix(key ^ i) % 100_000) as u32));
+        }
+    }
+
     /// The formatting tokens opening a chat message (or the reply) from `role`.
     pub(crate) fn message_start(&mut self, role: &str) {
         self.count += 3;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
+use super::tools::{self, RawTools};
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
 
 /// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
@@ -25,6 +26,10 @@ pub(crate) trait SimApi: Sync {
     fn stream(&self) -> &'static ChoiceStream;
     /// A non-streamed answer's body.
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value;
+    /// The pieces of a streamed tool-calling answer, for an API that can give one.
+    fn tool_stream(&self) -> Option<&'static ChoiceStream> {
+        None
+    }
 }
 
 /// The fixed pieces of an OpenAI-style stream whose events carry `choices[0]`.
@@ -77,6 +82,7 @@ struct RawRequest<P> {
     min_tokens: Option<u64>,
     /// llama.cpp's per-request switch for its prompt cache.
     cache_prompt: Option<bool>,
+    tools: Option<RawTools>,
 }
 
 /// The keys a generation request's body is read by.
@@ -90,6 +96,7 @@ enum Key {
     IgnoreEos,
     MinTokens,
     CachePrompt,
+    Tools,
     Other,
 }
 
@@ -118,6 +125,7 @@ impl Visitor<'_> for KeySeed {
             "ignore_eos" => Key::IgnoreEos,
             "min_tokens" => Key::MinTokens,
             "cache_prompt" => Key::CachePrompt,
+            "tools" => Key::Tools,
             _ => Key::Other,
         })
     }
@@ -152,6 +160,7 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRequest<P>, A::Error> {
         let (mut prompt, mut max, mut max_completion, mut stream) = (None, None, None, None);
         let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
+        let mut tools = None;
         while let Some(key) = map.next_key_seed(KeySeed(P::KEY))? {
             match key {
                 Key::Prompt => once(&mut prompt, &mut map, P::KEY)?,
@@ -164,6 +173,7 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
                 Key::IgnoreEos => once(&mut ignore_eos, &mut map, "ignore_eos")?,
                 Key::MinTokens => once(&mut min, &mut map, "min_tokens")?,
                 Key::CachePrompt => once(&mut cache, &mut map, "cache_prompt")?,
+                Key::Tools => once(&mut tools, &mut map, "tools")?,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -178,6 +188,7 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
             ignore_eos: ignore_eos.flatten(),
             min_tokens: min.flatten(),
             cache_prompt: cache.flatten(),
+            tools: tools.flatten(),
         })
     }
 }
@@ -196,6 +207,8 @@ pub(crate) struct GenRequest {
     /// llama.cpp's `cache_prompt` (default true): false keeps the request out of the prefix
     /// cache.
     pub cache_prompt: bool,
+    /// The first function tool the request offers (`tools[…].function.name`).
+    pub tool: Option<String>,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -237,6 +250,7 @@ pub(crate) fn parse<P: PromptField>(
             .unwrap_or(false),
         prompt_ids: sink.into_ids(),
         cache_prompt: raw.cache_prompt.unwrap_or(true),
+        tool: raw.tools.and_then(RawTools::first_name),
     })
 }
 
@@ -260,6 +274,10 @@ pub(crate) struct Framing {
     /// the content's opening quote; `head_len` marks where the shared head ends.
     prefix: Box<[u8]>,
     head_len: usize,
+    /// The choice sent once before the first token (chat's role, a tool call's name).
+    first: Option<Box<[u8]>>,
+    /// The tokens are a tool call's arguments (see `tools.rs`).
+    tool: bool,
 }
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
@@ -272,6 +290,7 @@ impl Framing {
         model: &str,
         req: &GenRequest,
         usage_details: bool,
+        tool: Option<&str>,
     ) -> Framing {
         let (id_prefix, object) = (shape.id_prefix, shape.object);
         let model = serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into());
@@ -287,6 +306,11 @@ impl Framing {
             usage_details,
             prefix: prefix.into_boxed_slice(),
             head_len: head.len(),
+            first: match tool {
+                Some(name) => Some(tools::first_choice(id, name)),
+                None => shape.first.map(Box::from),
+            },
+            tool: tool.is_some(),
         }
     }
 
@@ -310,20 +334,30 @@ impl Framing {
             return;
         }
         let head = &self.prefix[..self.head_len];
-        if first && let Some(choice) = self.shape.first {
+        if first && let Some(choice) = &self.first {
             buf.put_slice(head);
             buf.put_slice(choice);
             buf.put_slice(b"\n\n");
         }
         buf.put_slice(&self.prefix);
+        if self.tool && first {
+            buf.put_slice(tools::ARGUMENTS_OPEN);
+        }
         buf.put_slice(word.as_bytes());
+        if self.tool && finish.is_some() {
+            buf.put_slice(tools::ARGUMENTS_CLOSE);
+        }
         buf.put_slice(self.shape.close);
         let Some(finish) = finish else {
             buf.put_slice(b"null}]}\n\n");
             return;
         };
         buf.put_u8(b'"');
-        buf.put_slice(finish.reason.as_str().as_bytes());
+        let reason = match finish.reason {
+            FinishReason::Stop if self.tool => "tool_calls",
+            r => r.as_str(),
+        };
+        buf.put_slice(reason.as_bytes());
         buf.put_slice(b"\"}]");
         let timings = finish.timings.as_ref().map(Timings::to_json);
         let put_timings = |buf: &mut BytesMut| {
@@ -371,6 +405,7 @@ mod tests {
             include_usage,
             prompt_ids: Vec::new(),
             cache_prompt: true,
+            tool: None,
         }
     }
 
@@ -394,7 +429,7 @@ mod tests {
 
     #[test]
     fn chat_stream_chunks_are_valid_json() {
-        let f = Framing::new(Chat.stream(), 5, 100, "m\"q", &req(true, true), false);
+        let f = Framing::new(Chat.stream(), 5, 100, "m\"q", &req(true, true), false, None);
         let mut buf = BytesMut::new();
         f.write_token(&mut buf, " the", true, None);
         f.write_token(
@@ -423,7 +458,15 @@ mod tests {
 
     #[test]
     fn completions_and_plain_framing() {
-        let f = Framing::new(Completions.stream(), 1, 1, "m", &req(true, false), false);
+        let f = Framing::new(
+            Completions.stream(),
+            1,
+            1,
+            "m",
+            &req(true, false),
+            false,
+            None,
+        );
         let mut buf = BytesMut::new();
         f.write_token(
             &mut buf,
@@ -440,7 +483,15 @@ mod tests {
         f.write_garbage(&mut garbage);
         assert!(serde_json::from_str::<serde_json::Value>(&events(&garbage)[0]).is_err());
 
-        let plain = Framing::new(Completions.stream(), 1, 1, "m", &req(false, false), false);
+        let plain = Framing::new(
+            Completions.stream(),
+            1,
+            1,
+            "m",
+            &req(false, false),
+            false,
+            None,
+        );
         let mut buf = BytesMut::new();
         plain.write_token(
             &mut buf,
@@ -470,7 +521,15 @@ mod tests {
             ..finish(FinishReason::Length, 24, 5)
         };
         for include_usage in [true, false] {
-            let f = Framing::new(Chat.stream(), 1, 1, "m", &req(true, include_usage), true);
+            let f = Framing::new(
+                Chat.stream(),
+                1,
+                1,
+                "m",
+                &req(true, include_usage),
+                true,
+                None,
+            );
             let mut buf = BytesMut::new();
             f.write_token(&mut buf, " a", false, Some(&done));
             let ev = events(&buf);

@@ -120,6 +120,24 @@ fn malformed_jsonl_lines_are_reported_with_line_numbers() {
         ("{\"messages\": [{\"role\": \"user\"}]}\n", ":1:"),
         ("{\"prompt\": \"ok\", \"max_tokens\": -3}\n", ":1:"),
         ("", "no prompt"),
+        // Tool calling and structured output: shapes a server would refuse.
+        (
+            "{\"prompt\": \"ok\"}\n{\"prompt\": \"ok\", \"tools\": {}}\n",
+            ":2: `tools` must be",
+        ),
+        (
+            "{\"prompt\": \"ok\", \"tools\": [{\"type\": \"function\"}]}\n",
+            "`tools` must be",
+        ),
+        ("{\"prompt\": \"ok\", \"tools\": [7]}\n", "`tools` must be"),
+        (
+            "{\"prompt\": \"ok\", \"tool_choice\": 3}\n",
+            "`tool_choice` must be",
+        ),
+        (
+            "{\"prompt\": \"ok\", \"response_format\": \"json\"}\n",
+            "`response_format` must be",
+        ),
     ];
     for (text, want) in cases {
         let file = dir.path().join("bad.jsonl");
@@ -131,6 +149,20 @@ fn malformed_jsonl_lines_are_reported_with_line_numbers() {
         .unwrap_err();
         assert!(err.contains(want), "{text:?}: {err}");
     }
+    // A tool set past the size cap is refused, naming its size.
+    let file = dir.path().join("huge.jsonl");
+    let name = "n".repeat(300 << 10);
+    std::fs::write(
+        &file,
+        format!("{{\"prompt\": \"ok\", \"tools\": [{{\"type\": \"x\", \"d\": \"{name}\"}}]}}\n"),
+    )
+    .unwrap();
+    let err = plan_of(&format!(
+        "dataset \"d\" {{ jsonl \"{}\" }}\n{SHAREGPT_STAGE}",
+        file.display()
+    ))
+    .unwrap_err();
+    assert!(err.contains(":1: `tools` takes 307"), "{err}");
     // A broken ShareGPT array names its line too; a missing file its path.
     let file = dir.path().join("bad.json");
     std::fs::write(

@@ -216,6 +216,7 @@ fn reason_of(s: &str) -> FinishReason {
     match s {
         "stop" => FinishReason::Stop,
         "length" => FinishReason::Length,
+        "tool_calls" => FinishReason::ToolCalls,
         _ => FinishReason::Other,
     }
 }
@@ -226,7 +227,8 @@ fn choice() -> BoxedStrategy<(Node, Expected)> {
         field(),
         field(),
         field(),
-        extras(&["content", "reasoning_content", "reasoning"]),
+        // `tool_calls` is read too (its shapes are held by the unit tests in protocol/chunk).
+        extras(&["content", "reasoning_content", "reasoning", "tool_calls"]),
     );
     let delta_kind = prop_oneof![1 => Just(0u8), 1 => Just(1), 6 => Just(2), 1 => Just(3)];
     (

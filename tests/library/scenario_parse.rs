@@ -266,6 +266,73 @@ fn url_target_reads_every_setting() {
 }
 
 #[test]
+fn body_fields_nest_as_blocks() {
+    let s = parse(&format!(
+        r#"target "http://h:1/v1" {{
+            body {{
+                chat_template_kwargs {{ enable_thinking #false; }}
+                stop "a" "b"
+                tool_choice "auto"
+                tools {{
+                    - {{
+                        type "function"
+                        function {{
+                            name "get_weather"
+                            parameters {{
+                                type "object"
+                                required "city"
+                                properties {{ city {{ type "string"; }}; }}
+                            }}
+                        }}
+                    }}
+                }}
+                response_format {{ type "json_object"; }}
+                logit_bias {{ }}
+            }}
+        }}
+        {}"#,
+        with_stage("\"poisson\" rate=5")
+    ));
+    let b = &s.target.request.extra_body;
+    assert_eq!(
+        b["chat_template_kwargs"],
+        serde_json::json!({"enable_thinking": false})
+    );
+    assert_eq!(b["stop"], serde_json::json!(["a", "b"]));
+    assert_eq!(
+        b["tools"],
+        serde_json::json!([{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "required": "city",
+                "properties": {"city": {"type": "string"}}}}}])
+    );
+    assert_eq!(
+        b["response_format"],
+        serde_json::json!({"type": "json_object"})
+    );
+    assert_eq!(b["logit_bias"], serde_json::json!({}));
+}
+
+#[test]
+fn bad_body_blocks_are_reported() {
+    for (body, expect) in [
+        ("x { - 1; y 2; }", "mixes `-` elements and named keys"),
+        ("x { y 1; y 2; }", "duplicate `y` in `x`"),
+        ("x 1 { y 2; }", "both values and a block"),
+        ("x", "needs a value"),
+        ("x { y { z #null; }; }", "wrong type for body field `z`"),
+        ("x 1 #null", "wrong type for body field `x`"),
+        ("x { y a=1; }", "unknown property `a`"),
+    ] {
+        let text = format!(
+            "target \"http://h:1/v1\" {{ body {{ {body}; }}; }}\n{}",
+            with_stage("\"poisson\" rate=5")
+        );
+        let e = parse_with(&text, &[]).expect_err(body);
+        assert!(messages(&e).contains(expect), "{body}: {}", messages(&e));
+    }
+}
+
+#[test]
 fn assertion_spans_cover_the_string_content() {
     let text = format!(
         "{}\nsla {{\n    assert \"ttft.p95 < 200ms\" stage=\"s\" abort-on-fail=#true\n}}",

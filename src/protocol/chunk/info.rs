@@ -9,6 +9,9 @@ use serde::Serialize;
 use super::escape::unescape_into;
 
 /// One streamed event, as an API kind decodes it.
+// Boxing the chunk would allocate once per event on the hot path; the event lives on the
+// stack for one decode, so its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
     /// An event carrying (some of) the response.
@@ -25,7 +28,9 @@ pub enum FinishReason {
     Stop,
     /// `max_tokens` (or the context) ran out.
     Length,
-    /// Any other reason (`tool_calls`, `content_filter`, a server's own).
+    /// The model answered with tool calls (a success: the answer is the calls).
+    ToolCalls,
+    /// Any other reason (`content_filter`, a server's own).
     Other,
 }
 
@@ -52,6 +57,9 @@ pub struct ChunkInfo<'a> {
     pub answer: Option<JsonStr<'a>>,
     /// Generated reasoning text (`delta.reasoning_content` or `delta.reasoning`).
     pub reasoning: Option<JsonStr<'a>>,
+    /// The first tool call of `delta.tool_calls`: what it adds to the call's function
+    /// name and to its JSON arguments.
+    pub tool_call: ToolCallDelta<'a>,
     /// The first choice's `finish_reason`, when not `null`.
     pub finish_reason: Option<FinishReason>,
     pub usage: Option<Usage>,
@@ -67,8 +75,28 @@ impl ChunkInfo<'_> {
     pub fn has_output(&self) -> bool {
         self.has_answer() || self.reasoning.as_ref().is_some_and(|s| !s.is_empty())
     }
+    /// Answer text or a tool call's name or arguments: a tool call is the model's answer.
     pub fn has_answer(&self) -> bool {
-        self.answer.as_ref().is_some_and(|s| !s.is_empty())
+        self.answer.as_ref().is_some_and(|s| !s.is_empty()) || self.tool_call.has_output()
+    }
+}
+
+/// What one streamed delta adds to the first tool call it names (`delta.tool_calls[0]`):
+/// the function's name (usually whole, in the call's first delta) and a fragment of its JSON
+/// arguments, each borrowed from the chunk like the answer text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCallDelta<'a> {
+    /// `function.name`.
+    pub name: Option<JsonStr<'a>>,
+    /// `function.arguments`: a fragment of the arguments' JSON text.
+    pub arguments: Option<JsonStr<'a>>,
+}
+
+impl ToolCallDelta<'_> {
+    /// A non-empty name or arguments fragment: generated output.
+    pub fn has_output(&self) -> bool {
+        let full = |s: &Option<JsonStr<'_>>| s.as_ref().is_some_and(|s| !s.is_empty());
+        full(&self.name) || full(&self.arguments)
     }
 }
 
@@ -173,12 +201,13 @@ impl fmt::Debug for JsonStr<'_> {
     }
 }
 
-/// `stop` and `length` are what the measurement tells apart; everything else (`tool_calls`,
-/// `content_filter`, a server's own) is `Other`.
+/// `stop`, `length` and `tool_calls` are what the measurement tells apart; everything else
+/// (`content_filter`, a server's own) is `Other`.
 pub(super) fn finish_reason_of(s: &JsonStr<'_>) -> FinishReason {
     match &*s.decode() {
         "stop" => FinishReason::Stop,
         "length" => FinishReason::Length,
+        "tool_calls" => FinishReason::ToolCalls,
         _ => FinishReason::Other,
     }
 }

@@ -11,7 +11,9 @@
 //! the client's work per chunk.
 
 use super::escape::hex_digit;
-use super::info::{ChunkInfo, FinishReason, JsonStr, ServerTimings, Usage, finish_reason_of};
+use super::info::{
+    ChunkInfo, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage, finish_reason_of,
+};
 
 /// Nesting this scanner follows before it leaves the chunk to serde_json (whose limit is 128).
 const MAX_DEPTH: u32 = 32;
@@ -89,6 +91,7 @@ struct Delta<'a> {
     content: Option<JsonStr<'a>>,
     reasoning_content: Option<JsonStr<'a>>,
     reasoning: Option<JsonStr<'a>>,
+    tool_call: ToolCallDelta<'a>,
 }
 
 /// A number token: its text, and whether it has the form serde_json may keep as a `u64`.
@@ -392,6 +395,7 @@ impl<'a> Text<'a> {
         })?;
         info.answer = delta.content.or(text);
         info.reasoning = delta.reasoning_content.or(delta.reasoning);
+        info.tool_call = delta.tool_call;
         Some(end)
     }
 
@@ -405,6 +409,10 @@ impl<'a> Text<'a> {
                         b"content" => (0, &mut delta.content),
                         b"reasoning_content" => (1, &mut delta.reasoning_content),
                         b"reasoning" => (2, &mut delta.reasoning),
+                        b"tool_calls" => {
+                            seen.first(3)?;
+                            return self.tool_calls(i, &mut delta.tool_call);
+                        }
                         _ => return self.skip(i, 4),
                     };
                     seen.first(bit)?;
@@ -413,6 +421,51 @@ impl<'a> Text<'a> {
             }
             _ => None,
         }
+    }
+
+    /// `delta.tool_calls`: `null`, or an array whose first element is read and the rest
+    /// skipped.
+    fn tool_calls(self, i: usize, out: &mut ToolCallDelta<'a>) -> Option<usize> {
+        match self.at(i)? {
+            b'n' => self.literal(i, b"null"),
+            b'[' => self.array(i, |n, i| match n {
+                0 => self.tool_call(i, out),
+                _ => self.skip(i, 5),
+            }),
+            _ => None,
+        }
+    }
+
+    /// One tool call (an object): its `function`'s `name` and `arguments`.
+    fn tool_call(self, i: usize, out: &mut ToolCallDelta<'a>) -> Option<usize> {
+        if self.at(i)? != b'{' {
+            return None;
+        }
+        let mut seen = Seen::default();
+        self.object(i, |key, i| match key {
+            b"function" => {
+                seen.first(0)?;
+                match self.at(i)? {
+                    b'n' => self.literal(i, b"null"),
+                    b'{' => self.function(i, out),
+                    _ => None,
+                }
+            }
+            _ => self.skip(i, 6),
+        })
+    }
+
+    fn function(self, i: usize, out: &mut ToolCallDelta<'a>) -> Option<usize> {
+        let mut seen = Seen::default();
+        self.object(i, |key, i| {
+            let (bit, field) = match key {
+                b"name" => (0, &mut out.name),
+                b"arguments" => (1, &mut out.arguments),
+                _ => return self.skip(i, 7),
+            };
+            seen.first(bit)?;
+            self.opt_str(i, field)
+        })
     }
 
     /// A string or `null`; anything else is a type error, serde_json's to report.

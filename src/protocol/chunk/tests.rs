@@ -127,7 +127,7 @@ fn finish_reasons() {
     };
     assert_eq!(reason(r#""stop""#), Some(FinishReason::Stop));
     assert_eq!(reason(r#""length""#), Some(FinishReason::Length));
-    assert_eq!(reason(r#""tool_calls""#), Some(FinishReason::Other));
+    assert_eq!(reason(r#""tool_calls""#), Some(FinishReason::ToolCalls));
     assert_eq!(reason(r#""""#), Some(FinishReason::Other));
     assert_eq!(reason(r#""st\u006fp""#), Some(FinishReason::Stop));
     assert_eq!(reason("null"), None);
@@ -252,6 +252,10 @@ fn nested_unknown_values_are_skipped() {
         r#"{"meta":{"a":[1,{"b":"}]\"{["},[[],{}],"]"],"c":{"d":{"e":null}}},"choices":[{"logprobs":{"content":[{"token":"\"}","bytes":[34,125],"top_logprobs":[]}]},"delta":{"tool_calls":[{"function":{"arguments":"{\"content\":\"no\"}"}}],"content":"yes"}}],"x":[true,false,null,"a\"b"]}"#,
     );
     assert_eq!(text(&c.answer).as_deref(), Some("yes"));
+    assert_eq!(
+        text(&c.tool_call.arguments).as_deref(),
+        Some(r#"{"content":"no"}"#)
+    );
     // Names of fields we read, met in other places, are not read.
     let c =
         fast(r#"{"x":{"choices":[{"delta":{"content":"no"}}],"usage":{"prompt_tokens":"bad"}}}"#);
@@ -484,5 +488,75 @@ fn real_transcripts() {
         assert_eq!(seen, outputs);
         assert_eq!(finish, Some(FinishReason::Length));
         assert_eq!(timings.is_some(), with_timings);
+    }
+}
+
+#[test]
+fn tool_call_deltas_are_answer_output() {
+    // vLLM's first tool-call delta: the id, the type and the whole name, empty arguments.
+    let c = fast(
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"chatcmpl-tool-1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}"#,
+    );
+    assert!(c.has_output() && c.has_answer());
+    assert_eq!(text(&c.tool_call.name).as_deref(), Some("get_weather"));
+    assert_eq!(text(&c.tool_call.arguments).as_deref(), Some(""));
+    // Later deltas: a fragment of the arguments' JSON, escapes and all.
+    let c = fast(
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Par"}}]}}]}"#,
+    );
+    assert!(c.has_answer());
+    assert_eq!(
+        text(&c.tool_call.arguments).as_deref(),
+        Some(r#"{"city": "Par"#)
+    );
+    assert_eq!(c.tool_call.name, None);
+    // Empty, null and absent parts are no output.
+    for quiet in [
+        r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":null}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":null}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":null,"arguments":""}}]}}]}"#,
+    ] {
+        assert!(!fast(quiet).has_output(), "{quiet}");
+    }
+    // Only the first call is read; later ones are validated and skipped.
+    let c = fast(
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a"}},{"function":{"name":"b","arguments":[1]}}]}}]}"#,
+    );
+    assert_eq!(text(&c.tool_call.name).as_deref(), Some("a"));
+    // The finish reason of a tool-calling answer.
+    let c = fast(r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#);
+    assert_eq!(c.finish_reason, Some(FinishReason::ToolCalls));
+}
+
+#[test]
+fn broken_tool_call_deltas_are_errors_or_fall_back() {
+    // Types the grammar does not allow: the request is malformed.
+    for bad in [
+        r#"{"choices":[{"delta":{"tool_calls":"get_weather"}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":{"function":{"name":"x"}}}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[7]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":"x"}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":7}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"city":"x"}}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"unterminated}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a"}}"#,
+    ] {
+        invalid(bad);
+    }
+    // A repeated key is serde_json's to settle (the last wins).
+    let c = fallback(
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]}"#,
+    );
+    assert_eq!(text(&c.tool_call.name).as_deref(), Some("b"));
+    let c = fallback(
+        r#"{"choices":[{"delta":{"tool_calls":null,"tool_calls":[{"function":{"arguments":"x"}}]}}]}"#,
+    );
+    assert!(c.has_answer());
+    // Every prefix of a tool-call chunk is an error, never a panic.
+    let data = r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}"#;
+    for end in 1..data.len() {
+        invalid(&data[..end]);
     }
 }

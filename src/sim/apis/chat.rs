@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
+use crate::sim::vision::ImageRef;
 use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
 
 /// Tokens added per chat message (role and separators) on top of its content, and once for the
@@ -23,6 +24,16 @@ const STREAM: ChoiceStream = ChoiceStream {
     first: Some(
         br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
     ),
+};
+
+/// The pieces of a tool-calling answer (see `sim/tools.rs`): each token is a fragment of the
+/// call's arguments; the first choice, naming the tool, is built per request.
+const TOOL_STREAM: ChoiceStream = ChoiceStream {
+    id_prefix: "chatcmpl-sim-",
+    object: "chat.completion.chunk",
+    open: br#""choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""#,
+    close: br#""}}]},"logprobs":null,"finish_reason":"#,
+    first: None,
 };
 
 impl SimApi for Chat {
@@ -46,6 +57,10 @@ impl SimApi for Chat {
                           "logprobs": null, "finish_reason": w.finish }],
             "usage": w.usage,
         })
+    }
+
+    fn tool_stream(&self) -> Option<&'static ChoiceStream> {
+        Some(&TOOL_STREAM)
     }
 }
 
@@ -85,6 +100,8 @@ enum RawContent {
 #[derive(Deserialize)]
 struct RawPart {
     text: Option<String>,
+    /// An image part: its tokens are counted from its size (see `sim/vision.rs`).
+    image_url: Option<ImageRef>,
 }
 
 /// Feeds a chat conversation into `sink`: each message's formatting tokens and text, then the
@@ -99,8 +116,13 @@ pub(crate) fn tokens(messages: &[RawMessage], add_generation_prompt: bool, sink:
         match &m.content {
             Some(RawContent::Text(t)) => sink.text(t),
             Some(RawContent::Parts(parts)) => {
-                for t in parts.iter().filter_map(|p| p.text.as_deref()) {
-                    sink.text(t);
+                for p in parts {
+                    if let Some(t) = &p.text {
+                        sink.text(t);
+                    }
+                    if let Some(image) = p.image_url {
+                        sink.image(image.tokens, image.key);
+                    }
                 }
             }
             None => {}
