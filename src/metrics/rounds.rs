@@ -73,6 +73,8 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
         client_net: client_net(&rounds, confidence),
         until_decided: first.until_decided.clone(),
+        // Each round found its own window; it stays in the round's summary below.
+        steady: None,
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

@@ -311,6 +311,14 @@ pub struct TimelinePoint {
     pub ttft_p50_ms: f64,
     /// 99th percentile E2E of requests completed in this second (0 when none).
     pub e2e_p99_ms: f64,
+    /// Requests in flight on average during this second (sent, not yet answered): what the
+    /// steady-state window is found from. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub in_flight: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -368,6 +376,12 @@ pub struct StageSummary {
     /// schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
+    /// The window where the load was steady (see `docs/metrics.md`), with its own requests,
+    /// latencies and throughput; the ramp is before `from_s`, the drain after `to_s`. Absent
+    /// when the load held near its peak for less than 3 s, for a stage run in rounds, and in
+    /// merged distributed results. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<super::SteadyState>,
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion

@@ -337,6 +337,7 @@ pub(crate) struct SlaOut {
 
 const SLA_CHILDREN: &[&str] = &[
     "assert",
+    "window",
     "confidence",
     "inconclusive",
     "untrusted",
@@ -355,10 +356,24 @@ pub(crate) fn sla_block(
     let mut r = NodeReader::new(ctx, node);
     let mut out = Vec::new();
     let mut policy = SlaPolicySpec::default();
+    let mut window = None;
     for child in r.children() {
         let cname = child.name().value();
         if !SLA_CHILDREN.contains(&cname) {
             ctx.unknown_node(child, "`sla`", SLA_CHILDREN);
+            continue;
+        }
+        if cname == "window" {
+            if window.is_some() {
+                ctx.error(
+                    ctx.name_span(child),
+                    "`window` given twice in one `sla` block",
+                    "second window",
+                    Some("keep one `window`".into()),
+                );
+                continue;
+            }
+            window = sla_window(ctx, child);
             continue;
         }
         if cname != "assert" {
@@ -423,10 +438,58 @@ pub(crate) fn sla_block(
         }
     }
     r.finish(ctx);
+    if let Some(w) = window {
+        for a in &mut out {
+            windowed(ctx, a, w);
+        }
+    }
     SlaOut {
         assertions: out,
         policy,
     }
+}
+
+/// `window "steady"|"stage"`: the window every assertion of the block is judged on, unless
+/// it names its own (`ttft.p99[window=stage]`).
+fn sla_window(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<crate::sla::Window> {
+    let mut r = NodeReader::new(ctx, node);
+    let w = one_arg(ctx, &mut r, "a window: \"steady\" or \"stage\"").and_then(|v| {
+        let s = ctx.string(&v, "window")?;
+        let w = crate::sla::Window::from_name(&s);
+        if w.is_none() {
+            ctx.error(
+                v.span,
+                format!("unknown window `{s}`"),
+                "expected \"steady\" or \"stage\"",
+                Some(
+                    "window \"steady\": the steady-state window; \"stage\": the whole stage".into(),
+                ),
+            );
+        }
+        w
+    });
+    r.finish(ctx);
+    w
+}
+
+/// Puts assertion `a` on window `w`, refusing a metric that has none.
+fn windowed(ctx: &mut Ctx<'_>, a: &mut AssertionSpec, w: crate::sla::Window) {
+    let span = a.expr.span;
+    let assertion = a.expr.value.clone();
+    if w == crate::sla::Window::Steady
+        && assertion.window == crate::sla::Window::Stage
+        && !assertion.expr.contains('[')
+        && let Err(e) = crate::sla::check_windowed(assertion.metric, (0, 1))
+    {
+        ctx.error(
+            span,
+            e.message,
+            "in an sla block with window \"steady\"",
+            Some(e.hint),
+        );
+        return;
+    }
+    a.expr.value = assertion.in_window(w);
 }
 
 /// `confidence "95%"`, `inconclusive "fail"|"pass"|"inconclusive"`, `untrusted
