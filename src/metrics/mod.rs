@@ -41,7 +41,7 @@ pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;
-pub use steady::{MAX_KEPT, MIN_WINDOW_S, STEADY_RATIO, SteadyState, steady_window};
+pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};

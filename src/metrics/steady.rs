@@ -16,14 +16,14 @@
 //! neighbouring requests share the server's queue and are not independent.
 
 use hdrhistogram::Histogram;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use super::dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 use super::latency::LatencyMetric;
 use super::measure::{dist, histogram};
 use super::record::RequestRecord;
-use super::summary::{Latency, RequestCounts, StageSummary, Throughput, TimelinePoint};
+use super::summary::{
+    Latency, RequestCounts, StageSummary, SteadyState, Throughput, TimelinePoint,
+};
 use crate::stats::{BatchCi, batch_interval};
 
 /// A second is in the window when its mean in flight is at least this share of the peak.
@@ -69,40 +69,16 @@ impl Kept {
     }
 }
 
-/// The steady-state window of a stage and its figures (`steady` in results.json).
-/// *Added in schema 3.*
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SteadyState {
-    /// Seconds from the stage's start to the window's start: the ramp before it.
-    pub from_s: f64,
-    /// Seconds from the stage's start to the window's end; from here to `wall_time_s` is the
-    /// drain.
-    pub to_s: f64,
-    /// The share of the peak a second needed (see `docs/metrics.md`).
-    pub ratio: f64,
-    /// The most requests in flight on average over any full second of the stage.
-    pub peak_in_flight: f64,
-    /// Requests in flight on average over the window.
-    pub mean_in_flight: f64,
-    /// The requests scheduled and finished inside the window.
-    pub requests: RequestCounts,
-    /// Their latencies; intervals by batches in send order (`method: "batches"`). ITL is not
-    /// kept per request, so it has no sample here.
-    pub latency: Latency,
-    /// What finished inside the window, over its length.
-    pub throughput: Throughput,
-}
-
 /// The window `[from, to)` in whole seconds of the per-second mean in flight `in_flight`,
 /// counting only its first `full` seconds (the last one of a stage is partial), and the
 /// peak; `None` when nothing was in flight or the window is shorter than [`MIN_WINDOW_S`].
+///
+/// The peak is taken over the series smoothed across [`SMOOTH_S`] seconds: one second's
+/// count is noisy (Poisson arrivals put a plateau of 10 in flight anywhere from 5 to 15), and
+/// 80 % of a noisy maximum would cut into the plateau it tops.
 pub fn steady_window(in_flight: &[f64], full: usize) -> Option<(usize, usize, f64)> {
     let full = &in_flight[..full.min(in_flight.len())];
-    let peak = full
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
+    let peak = smoothed(full).into_iter().fold(0.0, f64::max);
     if peak <= 0.0 {
         return None;
     }
@@ -110,6 +86,25 @@ pub fn steady_window(in_flight: &[f64], full: usize) -> Option<(usize, usize, f6
     let from = full.iter().position(loaded)?;
     let to = full.iter().rposition(loaded)? + 1;
     (to - from >= MIN_WINDOW_S).then_some((from, to, peak))
+}
+
+/// Seconds averaged (centred; fewer at the stage's edges) for the peak.
+pub const SMOOTH_S: usize = 5;
+
+/// Each second's centred mean over [`SMOOTH_S`] seconds, non-finite values left out.
+fn smoothed(series: &[f64]) -> Vec<f64> {
+    let r = SMOOTH_S / 2;
+    (0..series.len())
+        .map(|k| {
+            let span = &series[k.saturating_sub(r)..(k + r + 1).min(series.len())];
+            let finite: Vec<f64> = span.iter().copied().filter(|v| v.is_finite()).collect();
+            if finite.is_empty() {
+                0.0
+            } else {
+                finite.iter().sum::<f64>() / finite.len() as f64
+            }
+        })
+        .collect()
 }
 
 /// The stage's window from its timeline and kept requests, or why it has none.
@@ -239,20 +234,29 @@ mod tests {
 
     #[test]
     fn the_window_skips_a_ramp_and_a_drain() {
-        // Ramp 1..5 over four seconds, six seconds near 8, a drain, then a partial second.
+        // A ramp over four seconds, six seconds near 8, a drain, then a partial second.
         let load = [
-            1.0, 2.5, 4.0, 6.0, 7.5, 8.0, 7.8, 8.1, 7.0, 7.9, 3.0, 0.5, 9.9,
+            1.0, 2.5, 4.0, 6.0, 7.5, 8.0, 7.8, 8.1, 7.0, 7.9, 3.0, 0.5, 99.0,
         ];
         let (from, to, peak) = steady_window(&load, 12).unwrap();
         assert_eq!((from, to), (4, 10));
-        // The partial last second (9.9) is not the peak.
-        assert_eq!(peak, 8.1);
+        // The peak is the plateau's (seconds 5 to 9 average 7.76), not one second's, and
+        // not the partial last second's.
+        assert!((peak - 7.76).abs() < 1e-9, "{peak}");
+    }
+
+    #[test]
+    fn one_noisy_second_does_not_raise_the_bar_above_the_plateau() {
+        // A plateau of 10 in flight with one second at 16: 80 % of 16 would cut most of it.
+        let load = [2.0, 10.0, 9.0, 11.0, 16.0, 10.0, 9.0, 10.0, 11.0, 1.0];
+        let (from, to, _) = steady_window(&load, 10).unwrap();
+        assert_eq!((from, to), (1, 9));
     }
 
     #[test]
     fn a_dip_inside_the_plateau_does_not_split_it() {
-        let load = [8.0, 8.0, 2.0, 8.0, 8.0];
-        assert_eq!(steady_window(&load, 5), Some((0, 5, 8.0)));
+        let (from, to, _) = steady_window(&[8.0, 8.0, 2.0, 8.0, 8.0], 5).unwrap();
+        assert_eq!((from, to), (0, 5));
     }
 
     #[test]
@@ -260,8 +264,11 @@ mod tests {
         assert_eq!(steady_window(&[], 0), None);
         assert_eq!(steady_window(&[0.0, 0.0, 0.0, 0.0], 4), None);
         // A spike: one loaded second is no plateau.
-        assert_eq!(steady_window(&[1.0, 9.0, 1.0, 1.0], 4), None);
-        // Garbage in the series is not a peak.
+        assert_eq!(
+            steady_window(&[1.0, 1.0, 1.0, 30.0, 1.0, 1.0, 1.0], 7),
+            None
+        );
+        // Garbage in the series is neither a peak nor loaded.
         assert_eq!(
             steady_window(&[f64::NAN, f64::INFINITY, 2.0, 2.0, 2.0], 5),
             Some((2, 5, 2.0))

@@ -381,7 +381,32 @@ pub struct StageSummary {
     /// when the load held near its peak for less than 3 s, for a stage run in rounds, and in
     /// merged distributed results. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steady: Option<super::SteadyState>,
+    pub steady: Option<SteadyState>,
+}
+
+/// The steady-state window of a stage and its figures (`steady` in results.json).
+/// *Added in schema 3.*
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SteadyState {
+    /// Seconds from the stage's start to the window's start: the ramp before it.
+    pub from_s: f64,
+    /// Seconds from the stage's start to the window's end; from here to `wall_time_s` is the
+    /// drain.
+    pub to_s: f64,
+    /// The share of the peak a second needed (see `docs/metrics.md`).
+    pub ratio: f64,
+    /// The most requests in flight on average over any full second of the stage, the series
+    /// averaged over 5 seconds.
+    pub peak_in_flight: f64,
+    /// Requests in flight on average over the window.
+    pub mean_in_flight: f64,
+    /// The requests scheduled and finished inside the window.
+    pub requests: RequestCounts,
+    /// Their latencies; intervals by batches in send order (`method: "batches"`). ITL is not
+    /// kept per request, so it has no sample here.
+    pub latency: Latency,
+    /// What finished inside the window, over its length.
+    pub throughput: Throughput,
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion

@@ -129,9 +129,15 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
         &format!("{}: over time", stage.name),
         t_max,
         stopped,
+        steady_bounds(stage),
         panels,
     )
     .map(Some)
+}
+
+/// The steady-state window's bounds, drawn as two guide lines.
+pub(crate) fn steady_bounds(stage: &StageSummary) -> Option<(f64, f64)> {
+    stage.steady.as_ref().map(|w| (w.from_s, w.to_s))
 }
 
 /// Three stacked panels sharing a time axis (seconds since the stage start), each with its
@@ -142,6 +148,7 @@ pub(crate) fn stacked_time_panels(
     title: &str,
     t_max: f64,
     sending_stopped: Option<f64>,
+    steady: Option<(f64, f64)>,
     panels: [(&str, Vec<Series>); 3],
 ) -> Result<String, ReportError> {
     let w = 900.0;
@@ -162,6 +169,12 @@ pub(crate) fn stacked_time_panels(
         legend.push(LegendEntry {
             label: "sending stopped".into(),
             style: style::NOTE,
+        });
+    }
+    if steady.is_some() {
+        legend.push(LegendEntry {
+            label: "steady-state window".into(),
+            style: style::GUIDE,
         });
     }
     let mut doc = Doc::new(kind, title, w, 0.0);
@@ -206,6 +219,16 @@ pub(crate) fn stacked_time_panels(
                 &label,
                 style::NOTE,
             );
+        }
+        if let Some((from, to)) = steady {
+            for (t, edge) in [(from, "from"), (to, "to")] {
+                let label = if i == 0 {
+                    format!("steady {edge} {t:.0} s")
+                } else {
+                    String::new()
+                };
+                doc.reference(&p, Orient::Vertical, "steady", t, &label, style::GUIDE);
+            }
         }
         doc.end_panel();
     }
