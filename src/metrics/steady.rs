@@ -217,7 +217,7 @@ impl StageSummary {
             planned: self.planned.clone(),
             wall_time_s: w.to_s - w.from_s,
             requests: w.requests.clone(),
-            latency: w.latency.clone(),
+            latency: w.latency,
             tokens: self.tokens.clone(),
             throughput: w.throughput.clone(),
             client: self.client.clone(),
