@@ -112,6 +112,15 @@ fn a_ramp_is_left_out_of_the_window_and_both_p99s_are_shown() {
         "{md}"
     );
     assert!(md.contains("ramp ") && md.contains("drain "), "{md}");
+    // Two runs' windows compare (here a run with itself: nothing moved).
+    let file = out.join("results.json");
+    let file = file.to_str().unwrap();
+    let o = infermeter(&[
+        "compare", file, file, "--window", "steady", "--format", "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("ramp-then-hold"), "{stdout}");
 }
 
 #[test]
