@@ -95,6 +95,14 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
             a.assertion.expr
         ));
     }
+    for a in plan.sla.iter().filter(|a| a.assertion.on_steady_window()) {
+        problems.push(format!(
+            "`assert \"{}\"`: each shard finds its own steady-state window from its own share of \
+             the load, and the merged result keeps no window to judge it on; judge it on the \
+             whole stage (drop the window), or run the stage in one process",
+            a.assertion.expr
+        ));
+    }
     if !problems.is_empty() {
         return Err(ShardError { problems });
     }

@@ -98,6 +98,11 @@ pub struct Assertion {
 }
 
 impl Assertion {
+    /// Judged on the stage's steady-state window rather than the whole stage.
+    pub fn on_steady_window(&self) -> bool {
+        self.window == Window::Steady
+    }
+
     /// The assertion judged on `window`, its text saying so (`ttft.p99[window=steady] <
     /// 200ms`) so that a verdict, and the plan's JSON read back, carry it: what an `sla`
     /// block's `window "steady"` does to each assertion that names no window of its own.

@@ -113,7 +113,10 @@ fn a_ramp_is_left_out_of_the_window_and_both_p99s_are_shown() {
     );
     assert!(md.contains("ramp ") && md.contains("drain "), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("<strong>Steady state</strong>"), "report.html");
+    assert!(
+        html.contains("<strong>Steady state</strong>"),
+        "report.html"
+    );
     // Two runs' windows compare (here a run with itself: nothing moved).
     let file = out.join("results.json");
     let file = file.to_str().unwrap();
