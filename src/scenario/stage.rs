@@ -393,53 +393,7 @@ pub(crate) fn sla_block(
             sla_setting(ctx, child, &mut policy);
             continue;
         }
-        let mut ar = NodeReader::new(ctx, child);
-        let expr = one_arg(ctx, &mut ar, "an assertion like \"ttft.p95 < 200ms\"").and_then(|v| {
-            let s = ctx.string(&v, "assert")?;
-            if s.trim().is_empty() {
-                ctx.error(
-                    v.span,
-                    "empty assertion",
-                    "expected e.g. \"ttft.p95 < 200ms\"",
-                    None,
-                );
-                return None;
-            }
-            let span = content_span(ctx, child, v.span, &s);
-            parse_assertion(ctx, &s, span).map(|a| Spanned::new(a, span))
-        });
-        let stage = match (ar.prop(ctx, "stage"), scope) {
-            (Some(v), Some(_)) => {
-                ctx.error(
-                    v.span,
-                    "`stage=` inside a stage",
-                    "this assertion already belongs to the enclosing stage",
-                    Some("remove stage=, or move the assertion to the top-level sla block".into()),
-                );
-                None
-            }
-            (Some(v), None) => ctx
-                .name_string(&v, "stage")
-                .map(|s| Spanned::new(s, v.span)),
-            (None, scope) => scope.cloned(),
-        };
-        let abort = match ar.prop(ctx, "abort-on-fail") {
-            Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
-            None => false,
-        };
-        let every_point = match ar.prop(ctx, "every-point") {
-            Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
-            None => false,
-        };
-        ar.finish(ctx);
-        if let Some(expr) = expr {
-            out.push(AssertionSpec {
-                expr,
-                stage,
-                abort_on_fail: abort,
-                every_point,
-            });
-        }
+        out.extend(assert_node(ctx, child, scope));
     }
     r.finish(ctx);
     if let Some(w) = window {
@@ -451,6 +405,60 @@ pub(crate) fn sla_block(
         assertions: out,
         policy,
     }
+}
+
+/// `assert "…" [stage="…"] [abort-on-fail=#true] [every-point=#true]`, or `None` where it is
+/// wrong (the diagnostics said why).
+fn assert_node(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    scope: Option<&Spanned<String>>,
+) -> Option<AssertionSpec> {
+    let mut ar = NodeReader::new(ctx, child);
+    let expr = one_arg(ctx, &mut ar, "an assertion like \"ttft.p95 < 200ms\"").and_then(|v| {
+        let s = ctx.string(&v, "assert")?;
+        if s.trim().is_empty() {
+            ctx.error(
+                v.span,
+                "empty assertion",
+                "expected e.g. \"ttft.p95 < 200ms\"",
+                None,
+            );
+            return None;
+        }
+        let span = content_span(ctx, child, v.span, &s);
+        parse_assertion(ctx, &s, span).map(|a| Spanned::new(a, span))
+    });
+    let stage = match (ar.prop(ctx, "stage"), scope) {
+        (Some(v), Some(_)) => {
+            ctx.error(
+                v.span,
+                "`stage=` inside a stage",
+                "this assertion already belongs to the enclosing stage",
+                Some("remove stage=, or move the assertion to the top-level sla block".into()),
+            );
+            None
+        }
+        (Some(v), None) => ctx
+            .name_string(&v, "stage")
+            .map(|s| Spanned::new(s, v.span)),
+        (None, scope) => scope.cloned(),
+    };
+    let abort = match ar.prop(ctx, "abort-on-fail") {
+        Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
+        None => false,
+    };
+    let every_point = match ar.prop(ctx, "every-point") {
+        Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
+        None => false,
+    };
+    ar.finish(ctx);
+    Some(AssertionSpec {
+        expr: expr?,
+        stage,
+        abort_on_fail: abort,
+        every_point,
+    })
 }
 
 /// `window "steady"|"stage"`: the window every assertion of the block is judged on, unless

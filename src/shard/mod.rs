@@ -87,6 +87,23 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
             ));
         }
     }
+    sla_problems(&plan, &mut problems);
+    if !problems.is_empty() {
+        return Err(ShardError { problems });
+    }
+    for s in plan.warmup.iter_mut().chain(plan.stages.iter_mut()) {
+        s.slice = slice;
+    }
+    if slice.index != 0 {
+        plan.telemetry = None;
+        // One reset before each step, from shard 0, inside the barrier's lead time.
+        plan.target.run.reset_cache = None;
+    }
+    Ok(plan)
+}
+
+/// The assertions a sharded run cannot judge as one process would.
+fn sla_problems(plan: &Plan, problems: &mut Vec<String>) {
     for a in plan.sla.iter().filter(|a| a.abort_on_fail) {
         problems.push(format!(
             "`assert \"{}\" abort-on-fail=#true`: a shard would abort on its own slice's numbers \
@@ -103,16 +120,4 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
             a.assertion.expr
         ));
     }
-    if !problems.is_empty() {
-        return Err(ShardError { problems });
-    }
-    for s in plan.warmup.iter_mut().chain(plan.stages.iter_mut()) {
-        s.slice = slice;
-    }
-    if slice.index != 0 {
-        plan.telemetry = None;
-        // One reset before each step, from shard 0, inside the barrier's lead time.
-        plan.target.run.reset_cache = None;
-    }
-    Ok(plan)
 }

@@ -12,7 +12,7 @@ impl Checker {
         let at = format!("{at}.steady");
         self.non_negative(&format!("{at}.from_s"), w.from_s);
         self.non_negative(&format!("{at}.to_s"), w.to_s);
-        if !(w.from_s < w.to_s) {
+        if w.from_s.partial_cmp(&w.to_s) != Some(std::cmp::Ordering::Less) {
             self.fail(
                 format!("{at}.to_s"),
                 w.to_s,
@@ -26,7 +26,7 @@ impl Checker {
                 format!("after the stage's end ({} s)", s.wall_time_s),
             );
         }
-        if !(w.ratio > 0.0 && w.ratio <= 1.0) {
+        if w.ratio.is_nan() || w.ratio <= 0.0 || w.ratio > 1.0 {
             self.fail(format!("{at}.ratio"), w.ratio, "a share in (0, 1]");
         }
         self.non_negative(&format!("{at}.peak_in_flight"), w.peak_in_flight);
