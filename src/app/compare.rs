@@ -15,7 +15,7 @@ use crate::report::{
     render_compare_markdown, render_compare_text, trend,
 };
 use crate::results::{Results, read_results, write_atomic};
-use crate::sla::Metric;
+use crate::sla::{Metric, Window};
 use crate::units::Percent;
 
 /// What a metric whose change cannot be decided does to the verdict.
@@ -95,6 +95,8 @@ pub struct CompareSettings {
     pub template: Option<PathBuf>,
     /// Draw both runs together: the first plot here, the others beside it.
     pub plot: Option<PathBuf>,
+    /// Compare each stage's steady-state window instead of the whole stage.
+    pub window: Window,
 }
 
 impl CompareSettings {
@@ -108,6 +110,7 @@ impl CompareSettings {
             allow_different_plans: false,
             template: None,
             plot: None,
+            window: Window::Stage,
         }
     }
 }
@@ -132,7 +135,7 @@ pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Erro
     let runs = settings
         .results
         .iter()
-        .map(|p| read_finished(p))
+        .map(|p| read_finished(p).and_then(|r| in_window(r, settings.window, p)))
         .collect::<Result<Vec<_>, Error>>()?;
     let opts = CompareOptions {
         tolerances: tolerances(&runs, &settings.tolerances),
@@ -239,6 +242,29 @@ impl CompareReport {
 }
 
 /// A result to compare: readable, and of a run that finished.
+/// The run with each stage replaced by its steady-state window (`--window steady`); a stage
+/// without one is refused, naming it, rather than compared whole under the window's name.
+fn in_window(mut r: Results, window: Window, path: &Path) -> Result<Results, Error> {
+    if window == Window::Stage {
+        return Ok(r);
+    }
+    for s in &mut r.stages {
+        let Some(view) = s.steady_view() else {
+            return Err(Error::usage(
+                format!(
+                    "stage `{}` of {} has no steady-state window",
+                    s.name,
+                    path.display()
+                ),
+                "compare whole stages (drop --window steady), or run the stage long enough \
+                 for its load to hold steady (docs/metrics.md, \"Steady state\")",
+            ));
+        };
+        *s = view;
+    }
+    Ok(r)
+}
+
 fn read_finished(path: &Path) -> Result<Results, Error> {
     let r = read_results(path)?;
     if r.complete {

@@ -68,7 +68,7 @@ pub use crate::k8s::K8sOptions;
 pub use crate::plan::Slice;
 pub use crate::report::{Output, render_summary_text, render_summary_text_with, report_formats};
 pub use crate::runner::{CpuSpec, Observer, StageProgress};
-pub use crate::sla::{InconclusiveAs, Untrusted};
+pub use crate::sla::{InconclusiveAs, Untrusted, Window};
 
 // Getting started, served by the stages themselves: the simulator (`sim`), scenarios from
 // flags or another tool's command line (`new`, `import`), waiting for a server (`wait`), the

@@ -64,6 +64,19 @@ pub struct CompareArgs {
     /// FILE-stem-NAME.svg (NAME: a profile group, or stage-STAGE-latency).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Compare each stage's steady-state window (ramp and drain left out) instead of the
+    /// whole stage; a stage without a window is refused.
+    #[arg(long, value_enum, default_value_t = WindowArg::Stage)]
+    pub window: WindowArg,
+}
+
+/// Which requests of each stage `compare` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WindowArg {
+    /// The whole stage.
+    Stage,
+    /// The stage's steady-state window.
+    Steady,
 }
 
 pub fn run(args: &CompareArgs) -> Result<(), Error> {
@@ -87,6 +100,10 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             .clone()
             .filter(|_| format == app::CompareFormat::Markdown),
         plot: args.plot.clone(),
+        window: match args.window {
+            WindowArg::Stage => app::Window::Stage,
+            WindowArg::Steady => app::Window::Steady,
+        },
         ..CompareSettings::new(args.results.clone())
     };
     let report = app::compare_results(&settings)?;

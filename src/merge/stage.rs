@@ -83,6 +83,9 @@ pub(super) fn merge_stage(
         // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
         until_decided: None,
         payload: Payload::sum(parts.iter().map(|p| p.summary.payload.as_ref())),
+        // Each shard found its own window from its own share of the load; the union of their
+        // requests is not kept, so the merged stage has none (docs/metrics.md).
+        steady: None,
     };
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);
@@ -340,6 +343,7 @@ fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
             o.completed = o.completed.saturating_add(point.completed);
             o.failed = o.failed.saturating_add(point.failed);
             o.output_tokens = o.output_tokens.saturating_add(point.output_tokens);
+            o.in_flight += point.in_flight;
             o.ttft_p50_ms = o.ttft_p50_ms.max(point.ttft_p50_ms);
             o.e2e_p99_ms = o.e2e_p99_ms.max(point.e2e_p99_ms);
         }

@@ -1,6 +1,8 @@
 //! Folds a stage's [`RequestRecord`]s into HDR histograms and counters as they arrive, then
-//! produces the stage's [`StageSummary`]. Nothing per request is kept: memory is the same for a
-//! ten-second and a ten-hour stage (the per-second timeline aside, a few bytes a second).
+//! produces the stage's [`StageSummary`]. Per request only the few numbers of its steady-state
+//! window are kept (about 50 bytes, up to `steady::MAX_KEPT` requests, then none): beyond
+//! that, memory is the same for a ten-second and a ten-hour stage (the per-second timeline
+//! aside, a few bytes a second).
 
 use std::collections::BTreeMap;
 
@@ -79,6 +81,10 @@ pub struct StageAggregator {
     /// the off-plan rule.
     exact_counts: u64,
     payload: super::Payload,
+    /// What each request gives the steady-state window, in arrival order; emptied and
+    /// dropped for good past `MAX_KEPT` (`kept_over`).
+    kept: Vec<super::steady::Kept>,
+    kept_over: bool,
 }
 
 impl StageAggregator {
@@ -104,6 +110,8 @@ impl StageAggregator {
             timings: TimingsAcc::default(),
             exact_counts: 0,
             payload: Default::default(),
+            kept: Vec::new(),
+            kept_over: false,
         }
     }
 
@@ -146,12 +154,14 @@ impl StageAggregator {
             record(&mut self.hists[m as usize], m.measure(r));
         }
         self.timeline.sent(r.sent_ns);
+        self.timeline.occupied(r.sent_ns, r.done_ns);
         let ttft = r.ttft_ns();
         if let Some(kind) = r.error {
             self.counts.failed += 1;
             *self.errors.entry(kind).or_default() += 1;
             self.timeline
                 .completed(r.done_ns, false, 0, None, r.e2e_ns());
+            self.keep(r, false);
             return;
         }
         self.counts.ok += 1;
@@ -176,8 +186,24 @@ impl StageAggregator {
             && within(slo.e2e_ns, Some(e2e))
         {
             self.good += 1;
+            self.keep(r, true);
+        } else {
+            self.keep(r, false);
         }
         self.timeline.completed(r.done_ns, true, out, ttft, e2e);
+    }
+
+    /// Keeps what the steady-state window needs of `r`, up to `MAX_KEPT` requests.
+    fn keep(&mut self, r: &RequestRecord, good: bool) {
+        if self.kept_over {
+            return;
+        }
+        if self.kept.len() >= super::steady::MAX_KEPT {
+            self.kept_over = true;
+            self.kept = Vec::new();
+            return;
+        }
+        self.kept.push(super::steady::Kept::of(r, good));
     }
 
     /// Where the counts came from, and what they say about the server and the cache.
@@ -239,6 +265,16 @@ impl StageAggregator {
         }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
+        if self.kept_over {
+            s.notes.push(format!(
+                "no steady-state window: the stage sent more than {} requests, more than are kept for it",
+                super::steady::MAX_KEPT
+            ));
+        } else if let Ok(w) =
+            super::steady::window(&s.timeline, clock.wall_ns, &self.kept, rules.confidence)
+        {
+            s.steady = Some(w);
+        }
         s
     }
 
@@ -403,6 +439,7 @@ impl StageAggregator {
             rounds: Vec::new(),
             until_decided: None,
             payload: self.payload.finish(),
+            steady: None,
         }
     }
 }
@@ -442,6 +479,19 @@ impl Timeline {
 
     fn sent(&mut self, sent_ns: u64) {
         self.point((sent_ns / 1_000_000_000) as usize).sent += 1;
+    }
+
+    /// Adds a request's time in flight, `[sent, done)`, to the seconds it spans: each
+    /// second's `in_flight` is then its mean number of requests in flight.
+    fn occupied(&mut self, sent_ns: u64, done_ns: u64) {
+        const S: u64 = 1_000_000_000;
+        let mut t = sent_ns;
+        while t < done_ns {
+            let second = t / S;
+            let end = ((second + 1) * S).min(done_ns);
+            self.point(second as usize).in_flight += (end - t) as f64 / S as f64;
+            t = end;
+        }
     }
 
     fn completed(

@@ -66,6 +66,10 @@ pub enum IntervalMethod {
     Samples,
     /// Across rounds: the sign-test interval of the median of the rounds' figures.
     Rounds,
+    /// Over a steady-state window: the window's figure ± t·s/√b, `s` the spread of the
+    /// figure over `b` batches of requests in send order, which carries their
+    /// autocorrelation. *Added in schema 3.*
+    Batches,
 }
 
 /// One figure's interval, or why there is none.

@@ -21,6 +21,7 @@ mod profile;
 mod record;
 mod rounds;
 mod saturation;
+mod steady;
 mod summary;
 mod turns;
 mod validity;
@@ -42,6 +43,7 @@ pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;
+pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};

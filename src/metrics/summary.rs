@@ -311,6 +311,14 @@ pub struct TimelinePoint {
     pub ttft_p50_ms: f64,
     /// 99th percentile E2E of requests completed in this second (0 when none).
     pub e2e_p99_ms: f64,
+    /// Requests in flight on average during this second (sent, not yet answered): what the
+    /// steady-state window is found from. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub in_flight: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -372,6 +380,37 @@ pub struct StageSummary {
     /// counted for them. Absent when no body was sent. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<super::Payload>,
+    /// The window where the load was steady (see `docs/metrics.md`), with its own requests,
+    /// latencies and throughput; the ramp is before `from_s`, the drain after `to_s`. Absent
+    /// when the load held near its peak for less than 3 s, for a stage run in rounds, and in
+    /// merged distributed results. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyState>,
+}
+
+/// The steady-state window of a stage and its figures (`steady` in results.json).
+/// *Added in schema 3.*
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SteadyState {
+    /// Seconds from the stage's start to the window's start: the ramp before it.
+    pub from_s: f64,
+    /// Seconds from the stage's start to the window's end; from here to `wall_time_s` is the
+    /// drain.
+    pub to_s: f64,
+    /// The share of the peak a second needed (see `docs/metrics.md`).
+    pub ratio: f64,
+    /// The most requests in flight on average over any full second of the stage, the series
+    /// averaged over 5 seconds.
+    pub peak_in_flight: f64,
+    /// Requests in flight on average over the window.
+    pub mean_in_flight: f64,
+    /// The requests scheduled and finished inside the window.
+    pub requests: RequestCounts,
+    /// Their latencies; intervals by batches in send order (`method: "batches"`). ITL is not
+    /// kept per request, so it has no sample here.
+    pub latency: Latency,
+    /// What finished inside the window, over its length.
+    pub throughput: Throughput,
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion

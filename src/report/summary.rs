@@ -150,6 +150,9 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(u) = &s.until_decided {
         let _ = writeln!(out, "    {}", until_sentence(u));
     }
+    if let Some(line) = steady_sentence(s) {
+        let _ = writeln!(out, "    {line}");
+    }
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
@@ -172,6 +175,28 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
             .collect();
         let _ = writeln!(out, "    errors: {}", errors.join(", "));
     }
+}
+
+/// "steady 4–10 s (ramp 4.0 s, drain 1.3 s): 38.2 req/s, TTFT p50/p99 12.0 / 45.1 ms, E2E
+/// p99 160.2 ms (whole stage: TTFT p99 120.4 ms)": the window beside the whole stage.
+pub(crate) fn steady_sentence(s: &crate::metrics::StageSummary) -> Option<String> {
+    let w = s.steady.as_ref()?;
+    let l = &w.latency;
+    Some(format!(
+        "steady {:.0}–{:.0} s (ramp {:.1} s, drain {:.1} s; {} requests): {:.1} req/s, TTFT p50/p99 \
+         {:.1} / {:.1} ms, E2E p99 {:.1} ms (whole stage: TTFT p99 {:.1} ms, E2E p99 {:.1} ms)",
+        w.from_s,
+        w.to_s,
+        w.from_s,
+        (s.wall_time_s - w.to_s).max(0.0),
+        w.requests.sent,
+        w.throughput.requests_per_s,
+        l[L::Ttft].p50,
+        l[L::Ttft].p99,
+        l[L::E2e].p99,
+        s.latency[L::Ttft].p99,
+        s.latency[L::E2e].p99,
+    ))
 }
 
 /// The SLA verdicts, one line each (and why, when undecided or failed).

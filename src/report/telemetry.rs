@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::ReportError;
 use super::names::{Plot, server_timeline_file_name};
 use super::templates::{TELEMETRY_TEMPLATE_NAME, environment};
-use super::timeline::{sending_stopped_s, stacked_time_panels};
+use super::timeline::{sending_stopped_s, stacked_time_panels, steady_bounds};
 use crate::metrics::StageSummary;
 use crate::results::{Results, write_atomic};
 use crate::telemetry::{StageTelemetry, TelemetryReport, tokens_per_joule};
@@ -283,6 +283,7 @@ pub fn server_timeline_svg(
         &format!("{}: server load and latency", stage.name),
         t_max,
         sending_stopped_s(stage),
+        steady_bounds(stage),
         panels,
     )
     .map(Some)

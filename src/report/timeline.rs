@@ -129,9 +129,44 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
         &format!("{}: over time", stage.name),
         t_max,
         stopped,
+        steady_bounds(stage),
         panels,
     )
     .map(Some)
+}
+
+/// The steady-state window's bounds, drawn as two guide lines.
+pub(crate) fn steady_bounds(stage: &StageSummary) -> Option<(f64, f64)> {
+    stage.steady.as_ref().map(|w| (w.from_s, w.to_s))
+}
+
+/// The vertical lines of one panel: where sending stopped, the steady-state window's bounds;
+/// labelled in the first panel only.
+fn time_marks(
+    doc: &mut Doc,
+    p: &super::svg::canvas::Panel,
+    first: bool,
+    sending_stopped: Option<f64>,
+    steady: Option<(f64, f64)>,
+) {
+    let label = |text: String| if first { text } else { String::new() };
+    if let Some(t) = sending_stopped {
+        let text = label(format!("sending stopped ({t:.1} s)"));
+        doc.reference(
+            p,
+            Orient::Vertical,
+            "sending-stopped",
+            t,
+            &text,
+            style::NOTE,
+        );
+    }
+    if let Some((from, to)) = steady {
+        for (t, edge) in [(from, "from"), (to, "to")] {
+            let text = label(format!("steady {edge} {t:.0} s"));
+            doc.reference(p, Orient::Vertical, "steady", t, &text, style::GUIDE);
+        }
+    }
 }
 
 /// Three stacked panels sharing a time axis (seconds since the stage start), each with its
@@ -142,6 +177,7 @@ pub(crate) fn stacked_time_panels(
     title: &str,
     t_max: f64,
     sending_stopped: Option<f64>,
+    steady: Option<(f64, f64)>,
     panels: [(&str, Vec<Series>); 3],
 ) -> Result<String, ReportError> {
     let w = 900.0;
@@ -162,6 +198,12 @@ pub(crate) fn stacked_time_panels(
         legend.push(LegendEntry {
             label: "sending stopped".into(),
             style: style::NOTE,
+        });
+    }
+    if steady.is_some() {
+        legend.push(LegendEntry {
+            label: "steady-state window".into(),
+            style: style::GUIDE,
         });
     }
     let mut doc = Doc::new(kind, title, w, 0.0);
@@ -192,21 +234,7 @@ pub(crate) fn stacked_time_panels(
             let every = (data.len() / 12).max(1);
             doc.series(&p, name, "", st, data, every);
         }
-        if let Some(t) = sending_stopped {
-            let label = if i == 0 {
-                format!("sending stopped ({t:.1} s)")
-            } else {
-                String::new()
-            };
-            doc.reference(
-                &p,
-                Orient::Vertical,
-                "sending-stopped",
-                t,
-                &label,
-                style::NOTE,
-            );
-        }
+        time_marks(&mut doc, &p, i == 0, sending_stopped, steady);
         doc.end_panel();
     }
     Ok(doc.finish())

@@ -85,6 +85,51 @@ pub struct StageView {
     pub notes: Vec<String>,
     /// Requests sent again on a fresh connection (the server closed a reused one).
     pub retried: u64,
+    /// The steady-state window's figures beside the whole stage's, when it has one.
+    pub steady: Option<SteadyView>,
+}
+
+/// A stage's steady-state window: where it lay, and its figures.
+#[derive(Debug, Serialize)]
+pub struct SteadyView {
+    /// "4–10 s of 11.3 (ramp 4 s, drain 1.3 s) · 212 requests · 6.1 in flight (peak 7.0)".
+    pub window: String,
+    pub latency: Vec<LatencyRow>,
+    pub throughput: Vec<KeyValue>,
+}
+
+fn steady_view(s: &StageSummary) -> Option<SteadyView> {
+    let w = s.steady.as_ref()?;
+    let t = &w.throughput;
+    Some(SteadyView {
+        window: format!(
+            "{}–{} s of {} (ramp {} s, drain {} s) · {} requests · {} in flight on average (peak {}, \
+             a second counts at {} % of it)",
+            short(w.from_s),
+            short(w.to_s),
+            num(s.wall_time_s),
+            short(w.from_s),
+            num((s.wall_time_s - w.to_s).max(0.0)),
+            w.requests.sent,
+            num(w.mean_in_flight),
+            num(w.peak_in_flight),
+            short(w.ratio * 100.0)
+        ),
+        latency: w
+            .latency
+            .iter()
+            .filter(|(_, d)| d.count > 0)
+            .map(|(m, d)| latency_row(m.label(), d))
+            .collect(),
+        throughput: vec![
+            kv("requests", format!("{} req/s", num(t.requests_per_s))),
+            kv(
+                "output tokens",
+                format!("{} tok/s", num(t.output_tokens_per_s)),
+            ),
+            kv("goodput", format!("{} req/s", num(t.goodput_per_s))),
+        ],
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -262,6 +307,7 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             .chain(s.notes.iter().cloned())
             .collect(),
         retried: s.requests.retried,
+        steady: steady_view(s),
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()
         } else {

@@ -229,6 +229,7 @@ impl Checker {
         self.tokens(at, s);
         self.rates(at, s);
         self.health(at, s);
+        self.steady(at, s);
         for (i, p) in s.timeline.iter().enumerate() {
             let at = format!("{at}.timeline[{i}]");
             self.non_negative(&format!("{at}.t_s"), p.t_s);
@@ -242,6 +243,7 @@ impl Checker {
             }
             self.non_negative(&format!("{at}.ttft_p50_ms"), p.ttft_p50_ms);
             self.non_negative(&format!("{at}.e2e_p99_ms"), p.e2e_p99_ms);
+            self.non_negative(&format!("{at}.in_flight"), p.in_flight);
         }
         for (i, t) in s.per_turn.iter().enumerate() {
             self.turn(&format!("{at}.per_turn[{i}]"), t, s.requests.sent);
@@ -572,6 +574,8 @@ fn chain(e: &dyn std::error::Error) -> String {
     }
     text
 }
+
+mod steady;
 
 #[cfg(test)]
 mod tests;

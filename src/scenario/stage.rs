@@ -341,6 +341,7 @@ pub(crate) struct SlaOut {
 
 const SLA_CHILDREN: &[&str] = &[
     "assert",
+    "window",
     "confidence",
     "inconclusive",
     "untrusted",
@@ -359,10 +360,24 @@ pub(crate) fn sla_block(
     let mut r = NodeReader::new(ctx, node);
     let mut out = Vec::new();
     let mut policy = SlaPolicySpec::default();
+    let mut window = None;
     for child in r.children() {
         let cname = child.name().value();
         if !SLA_CHILDREN.contains(&cname) {
             ctx.unknown_node(child, "`sla`", SLA_CHILDREN);
+            continue;
+        }
+        if cname == "window" {
+            if window.is_some() {
+                ctx.error(
+                    ctx.name_span(child),
+                    "`window` given twice in one `sla` block",
+                    "second window",
+                    Some("keep one `window`".into()),
+                );
+                continue;
+            }
+            window = sla_window(ctx, child);
             continue;
         }
         if cname != "assert" {
@@ -378,59 +393,115 @@ pub(crate) fn sla_block(
             sla_setting(ctx, child, &mut policy);
             continue;
         }
-        let mut ar = NodeReader::new(ctx, child);
-        let expr = one_arg(ctx, &mut ar, "an assertion like \"ttft.p95 < 200ms\"").and_then(|v| {
-            let s = ctx.string(&v, "assert")?;
-            if s.trim().is_empty() {
-                ctx.error(
-                    v.span,
-                    "empty assertion",
-                    "expected e.g. \"ttft.p95 < 200ms\"",
-                    None,
-                );
-                return None;
-            }
-            let span = content_span(ctx, child, v.span, &s);
-            parse_assertion(ctx, &s, span).map(|a| Spanned::new(a, span))
-        });
-        let stage = match (ar.prop(ctx, "stage"), scope) {
-            (Some(v), Some(_)) => {
-                ctx.error(
-                    v.span,
-                    "`stage=` inside a stage",
-                    "this assertion already belongs to the enclosing stage",
-                    Some("remove stage=, or move the assertion to the top-level sla block".into()),
-                );
-                None
-            }
-            (Some(v), None) => ctx
-                .name_string(&v, "stage")
-                .map(|s| Spanned::new(s, v.span)),
-            (None, scope) => scope.cloned(),
-        };
-        let abort = match ar.prop(ctx, "abort-on-fail") {
-            Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
-            None => false,
-        };
-        let every_point = match ar.prop(ctx, "every-point") {
-            Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
-            None => false,
-        };
-        ar.finish(ctx);
-        if let Some(expr) = expr {
-            out.push(AssertionSpec {
-                expr,
-                stage,
-                abort_on_fail: abort,
-                every_point,
-            });
-        }
+        out.extend(assert_node(ctx, child, scope));
     }
     r.finish(ctx);
+    if let Some(w) = window {
+        for a in &mut out {
+            windowed(ctx, a, w);
+        }
+    }
     SlaOut {
         assertions: out,
         policy,
     }
+}
+
+/// `assert "…" [stage="…"] [abort-on-fail=#true] [every-point=#true]`, or `None` where it is
+/// wrong (the diagnostics said why).
+fn assert_node(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    scope: Option<&Spanned<String>>,
+) -> Option<AssertionSpec> {
+    let mut ar = NodeReader::new(ctx, child);
+    let expr = one_arg(ctx, &mut ar, "an assertion like \"ttft.p95 < 200ms\"").and_then(|v| {
+        let s = ctx.string(&v, "assert")?;
+        if s.trim().is_empty() {
+            ctx.error(
+                v.span,
+                "empty assertion",
+                "expected e.g. \"ttft.p95 < 200ms\"",
+                None,
+            );
+            return None;
+        }
+        let span = content_span(ctx, child, v.span, &s);
+        parse_assertion(ctx, &s, span).map(|a| Spanned::new(a, span))
+    });
+    let stage = match (ar.prop(ctx, "stage"), scope) {
+        (Some(v), Some(_)) => {
+            ctx.error(
+                v.span,
+                "`stage=` inside a stage",
+                "this assertion already belongs to the enclosing stage",
+                Some("remove stage=, or move the assertion to the top-level sla block".into()),
+            );
+            None
+        }
+        (Some(v), None) => ctx
+            .name_string(&v, "stage")
+            .map(|s| Spanned::new(s, v.span)),
+        (None, scope) => scope.cloned(),
+    };
+    let abort = match ar.prop(ctx, "abort-on-fail") {
+        Some(v) => ctx.boolean(&v, "abort-on-fail").unwrap_or(false),
+        None => false,
+    };
+    let every_point = match ar.prop(ctx, "every-point") {
+        Some(v) => ctx.boolean(&v, "every-point").unwrap_or(false),
+        None => false,
+    };
+    ar.finish(ctx);
+    Some(AssertionSpec {
+        expr: expr?,
+        stage,
+        abort_on_fail: abort,
+        every_point,
+    })
+}
+
+/// `window "steady"|"stage"`: the window every assertion of the block is judged on, unless
+/// it names its own (`ttft.p99[window=stage]`).
+fn sla_window(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<crate::sla::Window> {
+    let mut r = NodeReader::new(ctx, node);
+    let w = one_arg(ctx, &mut r, "a window: \"steady\" or \"stage\"").and_then(|v| {
+        let s = ctx.string(&v, "window")?;
+        let w = crate::sla::Window::from_name(&s);
+        if w.is_none() {
+            ctx.error(
+                v.span,
+                format!("unknown window `{s}`"),
+                "expected \"steady\" or \"stage\"",
+                Some(
+                    "window \"steady\": the steady-state window; \"stage\": the whole stage".into(),
+                ),
+            );
+        }
+        w
+    });
+    r.finish(ctx);
+    w
+}
+
+/// Puts assertion `a` on window `w`, refusing a metric that has none.
+fn windowed(ctx: &mut Ctx<'_>, a: &mut AssertionSpec, w: crate::sla::Window) {
+    let span = a.expr.span;
+    let assertion = a.expr.value.clone();
+    if w == crate::sla::Window::Steady
+        && assertion.window == crate::sla::Window::Stage
+        && !assertion.expr.contains('[')
+        && let Err(e) = crate::sla::check_windowed(assertion.metric, (0, 1))
+    {
+        ctx.error(
+            span,
+            e.message,
+            "in an sla block with window \"steady\"",
+            Some(e.hint),
+        );
+        return;
+    }
+    a.expr.value = assertion.in_window(w);
 }
 
 /// `confidence "95%"`, `inconclusive "fail"|"pass"|"inconclusive"`, `untrusted

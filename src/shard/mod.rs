@@ -87,14 +87,7 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
             ));
         }
     }
-    for a in plan.sla.iter().filter(|a| a.abort_on_fail) {
-        problems.push(format!(
-            "`assert \"{}\" abort-on-fail=#true`: a shard would abort on its own slice's numbers \
-             while the others go on; drop `abort-on-fail` (the merged result judges every \
-             assertion)",
-            a.assertion.expr
-        ));
-    }
+    sla_problems(&plan, &mut problems);
     if !problems.is_empty() {
         return Err(ShardError { problems });
     }
@@ -107,4 +100,24 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
         plan.target.run.reset_cache = None;
     }
     Ok(plan)
+}
+
+/// The assertions a sharded run cannot judge as one process would.
+fn sla_problems(plan: &Plan, problems: &mut Vec<String>) {
+    for a in plan.sla.iter().filter(|a| a.abort_on_fail) {
+        problems.push(format!(
+            "`assert \"{}\" abort-on-fail=#true`: a shard would abort on its own slice's numbers \
+             while the others go on; drop `abort-on-fail` (the merged result judges every \
+             assertion)",
+            a.assertion.expr
+        ));
+    }
+    for a in plan.sla.iter().filter(|a| a.assertion.on_steady_window()) {
+        problems.push(format!(
+            "`assert \"{}\"`: each shard finds its own steady-state window from its own share of \
+             the load, and the merged result keeps no window to judge it on; judge it on the \
+             whole stage (drop the window), or run the stage in one process",
+            a.assertion.expr
+        ));
+    }
 }

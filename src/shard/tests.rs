@@ -140,15 +140,19 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
         every_point: false,
         ..crate::sla::ScopedAssertion::everywhere(crate::sla::parse("ttft.p95 < 1s").unwrap())
     });
+    plan.sla.push(crate::sla::ScopedAssertion::everywhere(
+        crate::sla::parse("ttft.p50[window=steady] < 1s").unwrap(),
+    ));
     let err = slice(plan, Slice { index: 4, count: 4 }).unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.problems.len(), 5, "{text}");
+    assert_eq!(err.problems.len(), 6, "{text}");
     for want in [
         "below the count",
         "embedded simulator",
         "3 rounds",
         "abort-on-fail",
         "cache-salt",
+        "steady-state window",
     ] {
         assert!(text.contains(want), "{want}: {text}");
     }

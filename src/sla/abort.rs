@@ -82,8 +82,10 @@ pub fn abort_verdict(
         {
             continue;
         }
+        // A steady-state window is found once the stage has ended.
         if let Some(rule) = live
             && (metric.kind().shape() == Shape::Rate
+                || a.assertion.window != super::grammar::Window::Stage
                 || stage.wall_time_s < rule.grace_s
                 || stage.requests.sent < rule.min_samples)
         {

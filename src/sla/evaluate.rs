@@ -106,6 +106,7 @@ pub fn nothing_measured_assertion() -> Assertion {
         aggregation: None,
         op: Op::Lt,
         threshold: Threshold::Absolute(100.0),
+        window: super::grammar::Window::Stage,
     }
 }
 
@@ -247,6 +248,39 @@ pub fn evaluate_one(
 /// flag could have produced the verdict, unless the policy judges such stages as they are
 /// (`trust.rs`).
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    if assertion.window == super::grammar::Window::Steady {
+        return judge_steady(assertion, stage, cx);
+    }
+    judge_stage(assertion, stage, cx)
+}
+
+/// On the stage's steady-state window: judged as a stage of its own (its requests, latencies
+/// with their batch intervals, throughput; the stage's validity), or failed when it has none,
+/// since what it asks about was not measured.
+fn judge_steady(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    let Some(view) = stage.steady_view() else {
+        let mut v = blank(assertion, &stage.name);
+        v.note = Some(format!(
+            "stage `{}` has no steady-state window (its load held at {:.0} % of its peak for \
+             less than {} s, or it ran in rounds or shards)",
+            stage.name,
+            crate::metrics::STEADY_RATIO * 100.0,
+            crate::metrics::MIN_WINDOW_S
+        ));
+        return v;
+    };
+    let mut v = judge_stage(assertion, &view, cx);
+    if let Some(w) = &stage.steady {
+        let at = format!("window {:.0}–{:.0} s", w.from_s, w.to_s);
+        v.note = Some(match v.note.take() {
+            Some(n) => format!("{at}; {n}"),
+            None => at,
+        });
+    }
+    v
+}
+
+fn judge_stage(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = judge_numbers(assertion, stage, cx);
     // A stage that sent requests and got none answered measured nothing: every assertion on
     // it fails, whatever its metric would say (an error rate of 100 % is the one number it

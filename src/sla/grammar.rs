@@ -56,6 +56,33 @@ pub enum Threshold {
     Baseline { factor: f64 },
 }
 
+/// Which requests of a stage an assertion is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Window {
+    /// The whole stage, ramp and drain included.
+    #[default]
+    Stage,
+    /// The stage's steady-state window (`metrics::SteadyState`): written
+    /// `ttft.p99[window=steady]`, or `window "steady"` in an `sla` block.
+    Steady,
+}
+
+impl Window {
+    /// The closed vocabulary, as written in `[window=…]` and `window "…"`.
+    pub const ALL: [Window; 2] = [Window::Stage, Window::Steady];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Window::Stage => "stage",
+            Window::Steady => "steady",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Window> {
+        Window::ALL.into_iter().find(|w| w.as_str() == name)
+    }
+}
+
 /// One parsed SLA assertion, e.g. `ttft.p95 < 200ms`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assertion {
@@ -66,9 +93,42 @@ pub struct Assertion {
     pub aggregation: Option<Aggregation>,
     pub op: Op,
     pub threshold: Threshold,
+    /// Judged on the whole stage or on its steady-state window (`[window=steady]`).
+    pub window: Window,
 }
 
 impl Assertion {
+    /// Judged on the stage's steady-state window rather than the whole stage.
+    pub fn on_steady_window(&self) -> bool {
+        self.window == Window::Steady
+    }
+
+    /// The assertion judged on `window`, its text saying so (`ttft.p99[window=steady] <
+    /// 200ms`) so that a verdict, and the plan's JSON read back, carry it: what an `sla`
+    /// block's `window "steady"` does to each assertion that names no window of its own.
+    pub fn in_window(mut self, window: Window) -> Assertion {
+        if window == self.window || window == Window::Stage {
+            return self;
+        }
+        // The metric reference is the text's first word: a name, dots and its aggregation.
+        let cut = self
+            .expr
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(self.expr.len());
+        if self.expr[cut..].starts_with('[') {
+            // It names its own selectors; the block's default does not override them.
+            return self;
+        }
+        self.expr = format!(
+            "{}[window={}]{}",
+            &self.expr[..cut],
+            window.as_str(),
+            &self.expr[cut..]
+        );
+        self.window = window;
+        self
+    }
+
     /// The unit of the threshold and of the observed value.
     pub fn unit(&self) -> &'static str {
         self.metric.kind().unit()

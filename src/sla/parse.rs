@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! assertion   ::= ws metric_ref ws op ws rhs ws EOF
-//! metric_ref  ::= METRIC ( "." aggregation )?        ; aggregation required iff METRIC is a latency
+//! metric_ref  ::= METRIC ( "." aggregation )? selectors?  ; aggregation required iff METRIC is a latency
+//! selectors   ::= "[" selector ( "," selector )* "]"
+//! selector    ::= "window" "=" ( "steady" | "stage" )    ; once; not on ITL, telemetry or curves
 //! METRIC      ::= "ttft" | "itl" | "tpot" | "e2e" | "ntpot" | "ttfa" | "send_lag"     ; latency
 //!               | "error_rate" | "goodput"                                             ; percent
 //!               | "request_throughput" | "goodput_rate"                                ; req/s
@@ -20,7 +22,9 @@
 //! ws          ::= ( " " | "\t" )*
 //! ```
 
-use super::grammar::{Aggregation, Assertion, Metric, MetricKind, Op, Percentile, Threshold};
+use super::grammar::{
+    Aggregation, Assertion, Metric, MetricKind, Op, Percentile, Threshold, Window,
+};
 use crate::metrics::{Shape, Worse};
 
 /// What went wrong, for callers that branch on it (tests, editors).
@@ -40,6 +44,8 @@ pub enum SlaErrorKind {
     UnknownUnit,
     UnitMismatch,
     TrailingInput,
+    /// A `[…]` selector that is unclosed, unknown, repeated or not for this metric.
+    BadSelector,
 }
 
 /// A parse error with its byte span inside the expression.
@@ -69,6 +75,29 @@ impl SlaError {
     }
 }
 
+/// Whether `metric` can be judged on a steady-state window: a stage's own per-request
+/// metrics and counts can; ITL (not kept per request), telemetry (the run's) and sweep curves
+/// cannot.
+pub fn check_windowed(metric: Metric, span: (usize, usize)) -> Result<(), SlaError> {
+    let why = match metric {
+        Metric::Latency(crate::metrics::LatencyMetric::Itl) => {
+            "ITL's token gaps are not kept per request for the window"
+        }
+        Metric::Latency(crate::metrics::LatencyMetric::SendLag) => {
+            "send lag is the client's health over the whole stage"
+        }
+        m if m.is_telemetry() => "telemetry is read over the whole run",
+        m if m.curve().is_some() => "a curve is judged across a sweep's points",
+        _ => return Ok(()),
+    };
+    Err(SlaError::new(
+        SlaErrorKind::BadSelector,
+        span,
+        format!("`{metric}` has no steady-state window: {why}"),
+        "judge it on the whole stage (drop the window), or use tpot, ttft or e2e".into(),
+    ))
+}
+
 /// Parses one assertion, e.g. `ttft.p95 < 200ms` or `ttft.p95 < baseline * 1.10`.
 pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
     let mut p = Parser { s: expr, pos: 0 };
@@ -82,6 +111,7 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
         ));
     }
     let (metric, aggregation) = p.metric_ref()?;
+    let window = p.selectors(metric)?;
     p.skip_ws();
     let op = p.op()?;
     p.skip_ws();
@@ -102,6 +132,7 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
         aggregation,
         op,
         threshold,
+        window,
     })
 }
 
@@ -200,6 +231,58 @@ impl Parser<'_> {
             )),
             _ => Ok((metric, aggregation)),
         }
+    }
+
+    /// `[window=steady]` after the metric reference, if any.
+    fn selectors(&mut self, metric: Metric) -> Result<Window, SlaError> {
+        if self.peek() != Some(b'[') {
+            return Ok(Window::Stage);
+        }
+        let open = self.pos;
+        let Some(close) = self.s[open..].find(']').map(|i| open + i) else {
+            return Err(SlaError::new(
+                SlaErrorKind::BadSelector,
+                (open, self.s.len() - open),
+                "unclosed `[`".into(),
+                "write e.g. `ttft.p99[window=steady] < 200ms`".into(),
+            ));
+        };
+        let mut window = None;
+        let mut at = open + 1;
+        for item in self.s[open + 1..close].split(',') {
+            let span = (at, item.len().max(1));
+            at += item.len() + 1;
+            let (key, value) = item.split_once('=').unwrap_or((item, ""));
+            let (key, value) = (
+                key.trim_matches([' ', '\t']),
+                value.trim_matches([' ', '\t']),
+            );
+            let bad = |message: String, hint: &str| {
+                SlaError::new(SlaErrorKind::BadSelector, span, message, hint.into())
+            };
+            if key != "window" {
+                return Err(bad(
+                    format!("unknown selector `{key}`"),
+                    "selectors: window=steady, window=stage",
+                ));
+            }
+            if window.is_some() {
+                return Err(bad("`window` given twice".into(), "keep one `window=`"));
+            }
+            let Some(w) = Window::from_name(value) else {
+                return Err(bad(
+                    format!("unknown window `{value}`"),
+                    "windows: steady (the steady-state window), stage (the whole stage)",
+                ));
+            };
+            window = Some(w);
+        }
+        self.pos = close + 1;
+        let window = window.unwrap_or_default();
+        if window == Window::Steady {
+            check_windowed(metric, (open, close + 1 - open))?;
+        }
+        Ok(window)
     }
 
     fn aggregation(

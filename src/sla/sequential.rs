@@ -15,7 +15,11 @@ use crate::stats::{Build, first_deciding, mean_sequence, proportion_sequence, qu
 /// sequence. Throughputs, maxima, telemetry, `==` and baseline thresholds are judged as
 /// always at the stage's end, and do not keep it sending.
 pub fn decides_stage(assertion: &Assertion) -> bool {
-    if assertion.op == Op::Eq || !matches!(assertion.threshold, Threshold::Absolute(_)) {
+    // A window is found once the stage has ended: it cannot decide when to stop.
+    if assertion.op == Op::Eq
+        || !matches!(assertion.threshold, Threshold::Absolute(_))
+        || assertion.window != super::grammar::Window::Stage
+    {
         return false;
     }
     match (assertion.metric, assertion.aggregation) {

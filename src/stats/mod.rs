@@ -3,6 +3,7 @@
 //! change between two runs, and the median across repeated rounds. The methods and their
 //! assumptions are in `docs/statistics.md`.
 
+mod batch;
 mod binomial;
 mod bootstrap;
 mod error;
@@ -14,6 +15,7 @@ mod rounds;
 mod sequential;
 mod tails;
 
+pub use batch::{BatchCi, MAX_BATCHES, MIN_BATCHES, batch_interval, batch_size_for, t_quantile};
 pub use binomial::{Ranks, one_sided_ranks, order_statistic_ranks, samples_needed};
 pub use bootstrap::{
     BootstrapOptions, ChangeCi, DEFAULT_SEED, Direction, MIN_REPLICATES, RelativeChange, Verdict,

@@ -40,6 +40,7 @@ mod run_outputs;
 mod run_signals;
 mod scenario_cli;
 mod sessions;
+mod steady_state;
 mod telemetry_run;
 mod tokenizer_file;
 mod tool_calls;

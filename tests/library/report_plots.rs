@@ -468,6 +468,7 @@ fn timeline_stage() -> StageSummary {
             output_tokens: n * 20,
             ttft_p50_ms: 30.0,
             e2e_p99_ms: 300.0,
+            in_flight: 0.0,
         });
     }
     s.requests.sent = 45;

@@ -489,3 +489,58 @@ report {{ tolerance "5%"; tolerance "ttft.p95" "10%"; tolerance "itl" "20%"; }}
         assert!(all.iter().any(|m| m.contains(says)), "{bad}: {all:?}");
     }
 }
+
+#[test]
+fn an_sla_blocks_window_applies_to_its_assertions_that_name_none() {
+    use infermeter::sla::Window;
+    let text = format!(
+        "{}\nsla {{\n    window \"steady\"\n    assert \"ttft.p99 < 200ms\"\n    assert \"e2e.p99[window=stage] < 2s\"\n}}\nsla {{ assert \"error_rate < 1%\" }}",
+        with_stage("\"poisson\" rate=5")
+    );
+    let s = parse(&text);
+    let windows: Vec<(Window, &str)> = s
+        .sla
+        .iter()
+        .map(|a| (a.expr.value.window, a.expr.value.expr.as_str()))
+        .collect();
+    assert_eq!(
+        windows,
+        [
+            (Window::Steady, "ttft.p99[window=steady] < 200ms"),
+            (Window::Stage, "e2e.p99[window=stage] < 2s"),
+            (Window::Stage, "error_rate < 1%"),
+        ]
+    );
+}
+
+#[test]
+fn a_bad_sla_window_is_refused_with_a_hint() {
+    for (block, words) in [
+        (
+            "window \"ramp\"; assert \"ttft.p99 < 1s\"",
+            "unknown window `ramp`",
+        ),
+        (
+            "window \"steady\"; window \"stage\"",
+            "`window` given twice",
+        ),
+        (
+            "window \"steady\"; assert \"itl.p99 < 40ms\"",
+            "`itl` has no steady-state window",
+        ),
+        ("window 5", "window"),
+        (
+            "assert \"itl.p99[window=steady] < 40ms\"",
+            "`itl` has no steady-state window",
+        ),
+    ] {
+        let text = format!("{}\nsla {{ {block} }}", with_stage("\"poisson\" rate=5"));
+        let e = parse_with(&text, &[]).unwrap_err();
+        let all = messages(&e);
+        assert!(all.contains(words), "{block}: {all}");
+        assert!(
+            e.problems().iter().all(|p| p.span.is_some()),
+            "{block}: {all}"
+        );
+    }
+}

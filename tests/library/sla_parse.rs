@@ -398,3 +398,75 @@ fn never_panics_on_garbage() {
     }
     assert!(parsed > 0, "the generator never produced a valid assertion");
 }
+
+#[test]
+fn a_window_selector_puts_the_assertion_on_the_steady_state_window() {
+    use infermeter::sla::Window;
+    let a = parse("ttft.p99[window=steady] < 200ms").unwrap();
+    assert_eq!(a.window, Window::Steady);
+    assert_eq!(a.threshold, Threshold::Absolute(200.0));
+    // Spaces inside the brackets, `stage` spelled out, counts and rates take it too.
+    assert_eq!(
+        parse("e2e.p50[ window = stage ] < 1s").unwrap().window,
+        Window::Stage
+    );
+    assert_eq!(
+        parse("error_rate[window=steady] < 1%").unwrap().window,
+        Window::Steady
+    );
+    assert_eq!(
+        parse("request_throughput[window=steady] > 10 req/s")
+            .unwrap()
+            .window,
+        Window::Steady
+    );
+    // Without a selector: the whole stage.
+    assert_eq!(parse("ttft.p99 < 200ms").unwrap().window, Window::Stage);
+    // The text round-trips (the plan's JSON holds it).
+    let back: infermeter::sla::Assertion = a.expr.parse().unwrap();
+    assert_eq!(back, a);
+}
+
+#[test]
+fn a_bad_window_selector_is_refused_where_it_is() {
+    for (expr, at, words) in [
+        ("ttft.p99[window=steady < 200ms", 8, "unclosed"),
+        ("ttft.p99[window=ramp] < 200ms", 9, "unknown window `ramp`"),
+        ("ttft.p99[model=a] < 200ms", 9, "unknown selector `model`"),
+        ("ttft.p99[window=steady,window=stage] < 1s", 23, "twice"),
+        ("ttft.p99[] < 200ms", 9, "unknown selector"),
+        ("itl.p99[window=steady] < 40ms", 7, "ITL"),
+        ("send_lag.p99[window=steady] < 1ms", 12, "send lag"),
+        ("gpu.temp.max[window=steady] < 80", 12, "telemetry"),
+    ] {
+        let e = parse(expr).unwrap_err();
+        assert_eq!(e.kind, SlaErrorKind::BadSelector, "{expr}: {e}");
+        assert_eq!(e.offset, at, "{expr}: {e}");
+        assert!(e.message.contains(words), "{expr}: {e}");
+        assert!(!e.hint.is_empty(), "{expr}");
+    }
+    // Hostile: a huge selector, nested brackets, control characters: errors, not panics.
+    let huge = format!("ttft.p99[{}] < 1ms", "window=steady,".repeat(10_000));
+    assert!(parse(&huge).is_err());
+    for expr in [
+        "ttft.p99[[window=steady]] < 1ms",
+        "ttft.p99[window=\u{0}] < 1ms",
+        "ttft.p99][",
+    ] {
+        assert!(parse(expr).is_err(), "{expr}");
+    }
+}
+
+#[test]
+fn in_window_writes_the_selector_into_the_text() {
+    use infermeter::sla::Window;
+    let a = parse("ttft.p99 < 200ms").unwrap().in_window(Window::Steady);
+    assert_eq!(a.expr, "ttft.p99[window=steady] < 200ms");
+    assert_eq!(a.window, Window::Steady);
+    assert_eq!(a.expr.parse::<infermeter::sla::Assertion>().unwrap(), a);
+    // An assertion that names its own window keeps it.
+    let own = parse("ttft.p99[window=stage] < 200ms").unwrap();
+    assert_eq!(own.clone().in_window(Window::Steady), own);
+    let rate = parse("error_rate<1%").unwrap().in_window(Window::Steady);
+    assert_eq!(rate.expr, "error_rate[window=steady]<1%");
+}

@@ -156,3 +156,49 @@ fn the_schema_three_figures_are_held_too() {
     assert!(e.contains("sla[0].basis.added_ms = -2"), "{e}");
     assert!(e.contains("sla[0].basis.margin = inf"), "{e}");
 }
+
+/// A plausible window over the first stage of the quickstart result.
+fn with_steady(r: &mut Results) -> &mut crate::metrics::SteadyState {
+    let s = &mut r.stages[0];
+    s.wall_time_s = s.wall_time_s.max(4.0);
+    s.steady = Some(crate::metrics::SteadyState {
+        from_s: 1.0,
+        to_s: 3.0,
+        ratio: 0.8,
+        peak_in_flight: 4.0,
+        mean_in_flight: 3.5,
+        requests: crate::metrics::RequestCounts {
+            sent: 2,
+            ok: 2,
+            ..Default::default()
+        },
+        latency: Default::default(),
+        throughput: Default::default(),
+    });
+    s.steady.as_mut().unwrap()
+}
+
+#[test]
+fn a_steady_window_outside_its_stage_or_miscounted_is_refused() {
+    let mut r = fixture("sim-quickstart.json");
+    with_steady(&mut r);
+    validate(&r).unwrap();
+    let e = broken(|r| with_steady(r).to_s = 0.5);
+    assert!(
+        e.contains("stages[0].steady.to_s = 0.5") && e.contains("not after"),
+        "{e}"
+    );
+    let e = broken(|r| with_steady(r).to_s = 1e9);
+    assert!(e.contains("after the stage's end"), "{e}");
+    let e = broken(|r| with_steady(r).ratio = 1.5);
+    assert!(e.contains("stages[0].steady.ratio = 1.5"), "{e}");
+    let e = broken(|r| with_steady(r).requests.sent = u64::MAX / 2);
+    assert!(e.contains("stages[0].steady.requests"), "{e}");
+    let e = broken(|r| with_steady(r).latency[LatencyMetric::Ttft].count = 99);
+    assert!(
+        e.contains("stages[0].steady.latency.ttft_ms.count = 99"),
+        "{e}"
+    );
+    let e = broken(|r| with_steady(r).mean_in_flight = -1.0);
+    assert!(e.contains("stages[0].steady.mean_in_flight = -1"), "{e}");
+}
