@@ -32,7 +32,20 @@ impl BodyTemplate {
         max_tokens: u32,
         item: Option<&BTreeMap<String, serde_json::Value>>,
     ) -> Bytes {
-        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160);
+        self.build_batch(prompt, &[], max_tokens, item)
+    }
+
+    /// Like [`build_with`](Self::build_with), with a pooling request's texts after the
+    /// prompt (the rest of its batch, or its documents).
+    pub fn build_batch(
+        &self,
+        prompt: PromptRef<'_>,
+        batch: &[String],
+        max_tokens: u32,
+        item: Option<&BTreeMap<String, serde_json::Value>>,
+    ) -> Bytes {
+        let more: usize = batch.iter().map(|t| t.len() + 8).sum();
+        let mut out = Vec::with_capacity(prompt.size_hint() + more + self.model.len() + 160);
         self.api.kind().write_body(
             &mut out,
             &Request {
@@ -42,6 +55,7 @@ impl BodyTemplate {
                 ignore_eos: self.ignore_eos,
                 extra: &self.extra,
                 item,
+                batch,
             },
         );
         Bytes::from(out)

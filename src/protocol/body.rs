@@ -47,6 +47,9 @@ pub struct Request<'a> {
     pub extra: &'a BTreeMap<String, serde_json::Value>,
     /// A data set item's own fields, which win over the target's.
     pub item: Option<&'a BTreeMap<String, serde_json::Value>>,
+    /// A pooling request's texts after the prompt (the rest of an embeddings batch, rerank's
+    /// documents after its query); empty for the generation APIs.
+    pub batch: &'a [String],
 }
 
 /// `{"model":"…"`: the start of every body.
@@ -66,6 +69,12 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
     if req.ignore_eos {
         out.extend_from_slice(b",\"ignore_eos\":true");
     }
+    extra_fields(out, req);
+    out.push(b'}');
+}
+
+/// The extra fields, each key once: an item's over the target's.
+pub fn extra_fields(out: &mut Vec<u8>, req: &Request<'_>) {
     let template = req
         .extra
         .iter()
@@ -77,7 +86,6 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
         // Writing a JSON value into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, v);
     }
-    out.push(b'}');
 }
 
 /// `s` as a JSON string, escaped exactly as serde_json escapes it (the quote, the backslash
