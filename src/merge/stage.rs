@@ -141,6 +141,7 @@ fn counts(parts: &[Part<'_>]) -> Result<(RequestCounts, Tokens, u64), StageMerge
         }
         add(&mut tokens.input, s.tokens.input, "tokens.input")?;
         add(&mut tokens.output, s.tokens.output, "tokens.output")?;
+        add(&mut tokens.inputs, s.tokens.inputs, "tokens.inputs")?;
         add(
             &mut tokens.from_usage,
             s.tokens.from_usage,
@@ -199,6 +200,10 @@ fn throughput(
         requests_per_s: per_s(requests.ok),
         output_tokens_per_s: per_s(tokens.output),
         input_tokens_per_s: per_s(tokens.input),
+        inputs_per_s: parts
+            .iter()
+            .any(|p| p.summary.throughput.inputs_per_s.is_some())
+            .then(|| per_s(tokens.inputs)),
         goodput_per_s: per_s(good),
         goodput_ratio: if requests.sent == 0 {
             0.0

@@ -64,6 +64,8 @@ pub struct StageAggregator {
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
     good: u64,
+    /// A pooling API's request was seen (it carries inputs): the stage has an inputs rate.
+    pooled: bool,
     last_sent_ns: u64,
     /// The first turns' scheduled and actual send instants, earliest and latest: whether the
     /// sends kept the planned pace.
@@ -93,6 +95,7 @@ impl StageAggregator {
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
             good: 0,
+            pooled: false,
             last_sent_ns: 0,
             scheduled_range: None,
             sent_range: None,
@@ -127,6 +130,7 @@ impl StageAggregator {
             }
         }
         self.counts.sent += 1;
+        self.pooled |= r.inputs > 0;
         if r.retries > 0 {
             self.counts.retried += 1;
         }
@@ -157,6 +161,7 @@ impl StageAggregator {
         let out = r.output_tokens as u64;
         let tpot = tpot_ns(r);
         self.tokens.input += r.input_tokens as u64;
+        self.tokens.inputs += u64::from(r.inputs);
         self.tokens.output += out;
         self.count_tokens(r);
         if let Some(t) = &r.server_timings {
@@ -275,6 +280,7 @@ impl StageAggregator {
             requests_per_s: self.counts.ok as f64 / wall_s,
             output_tokens_per_s: tokens.output as f64 / wall_s,
             input_tokens_per_s: tokens.input as f64 / wall_s,
+            inputs_per_s: self.pooled.then(|| tokens.inputs as f64 / wall_s),
             goodput_per_s: self.good as f64 / wall_s,
             goodput_ratio: if self.counts.sent == 0 {
                 0.0
