@@ -388,7 +388,38 @@ fn check_refs(
             refer(ctx, st, stages, "stage");
         }
     }
+    metrics_fit_api(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+}
+
+/// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which
+/// comes whole) could never be observed: refused where it is written.
+fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
+    let api = s.target.request.api;
+    for a in &s.sla {
+        let metric = a.expr.value.metric;
+        if metric.applies_to(api) {
+            continue;
+        }
+        let has: Vec<&str> = crate::sla::Metric::of_api(api)
+            .filter(|m| m.curve().is_none() && !m.is_telemetry())
+            .map(|m| m.name())
+            .collect();
+        let why = if api.kind().answer().streams() {
+            "it is measured only for a pooling API"
+        } else {
+            "its answer comes whole, not streamed"
+        };
+        ctx.error(
+            a.expr.span,
+            format!("api \"{api}\" has no `{metric}`"),
+            why,
+            Some(format!(
+                "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",
+                has.join(", ")
+            )),
+        );
+    }
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {

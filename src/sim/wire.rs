@@ -49,6 +49,10 @@ pub(crate) struct Whole<'a> {
     pub text: &'a str,
     pub finish: &'a str,
     pub usage: serde_json::Value,
+    /// A pooling request's inputs: the results its answer holds.
+    pub inputs: u32,
+    /// The simulator's embedding size (`embedding-dim`).
+    pub embedding_dim: u32,
 }
 
 /// An API's prompt as its requests carry it, under its own key.
@@ -196,6 +200,9 @@ pub(crate) struct GenRequest {
     /// llama.cpp's `cache_prompt` (default true): false keeps the request out of the prefix
     /// cache.
     pub cache_prompt: bool,
+    /// A pooling request's inputs (texts, or documents paired with a query), one result each
+    /// in its answer; 0 for a generation request.
+    pub inputs: u32,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -237,6 +244,7 @@ pub(crate) fn parse<P: PromptField>(
             .unwrap_or(false),
         prompt_ids: sink.into_ids(),
         cache_prompt: raw.cache_prompt.unwrap_or(true),
+        inputs: 0,
     })
 }
 
@@ -370,6 +378,7 @@ mod tests {
             stream,
             include_usage,
             prompt_ids: Vec::new(),
+            inputs: 0,
             cache_prompt: true,
         }
     }
