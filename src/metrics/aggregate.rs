@@ -219,13 +219,21 @@ impl StageAggregator {
         self.counts.failed
     }
     /// Median TTFT so far in ms (0 before the first success).
-    pub fn ttft_p50_ms(&self) -> f64 {
-        let ttft = self.histogram(LatencyMetric::Ttft);
-        if ttft.is_empty() {
+    /// The median so far of when answers begin: TTFT, or E2E for a pooling API (answered
+    /// whole), with its label.
+    pub fn first_event_p50(&self) -> (&'static str, f64) {
+        let m = if self.pooled {
+            LatencyMetric::E2e
+        } else {
+            LatencyMetric::Ttft
+        };
+        let h = self.histogram(m);
+        let p50 = if h.is_empty() {
             0.0
         } else {
-            ttft.value_at_quantile(0.5) as f64 / 1e3
-        }
+            h.value_at_quantile(0.5) as f64 / 1e3
+        };
+        (m.label(), p50)
     }
 
     fn histogram(&self, metric: LatencyMetric) -> &Histogram<u64> {
@@ -363,7 +371,12 @@ impl StageAggregator {
                 requests: &counts,
                 errors,
                 tokens: &tokens,
-                ttft: &latency[LatencyMetric::Ttft],
+                ttft: &latency[if self.pooled {
+                    LatencyMetric::E2e
+                } else {
+                    LatencyMetric::Ttft
+                }],
+                whole: self.pooled,
                 client: &client,
                 pace: clock.planned_span_ns.and(self.pace()),
                 cores: clock.cores,

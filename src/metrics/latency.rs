@@ -54,6 +54,12 @@ impl LatencyMetric {
         self.def().label
     }
 
+    /// Written in `results.json` even without a sample: a metric of schema 2 that every API
+    /// has (the others are absent when they hold nothing).
+    pub fn always_written(self) -> bool {
+        !self.spec().optional && self.def().scope == ApiScope::All
+    }
+
     /// What request `r` contributes to the metric's histogram.
     pub fn measure(self, r: &RequestRecord) -> Sample<'_> {
         (self.spec().measure)(r)

@@ -197,9 +197,11 @@ impl<T: fmt::Debug, S: MetricSet> fmt::Debug for PerMetric<T, S> {
     }
 }
 
-/// A member is written unless its metric was added after schema 2 and it holds nothing.
+/// A member is written unless it holds nothing and its metric was added after schema 2 or is
+/// not every API's (TTFT has no sample for a pooling API, answered whole: no row pretends
+/// it has one).
 fn written<T: Default + PartialEq>(m: LatencyMetric, v: &T) -> bool {
-    !m.spec().optional || *v != T::default()
+    m.always_written() || *v != T::default()
 }
 
 impl<T: Serialize + Default + PartialEq, S: MetricSet> Serialize for PerMetric<T, S> {
@@ -242,7 +244,7 @@ impl<'de, T: Deserialize<'de> + Default, S: MetricSet> Visitor<'de> for Members<
             }
             out.values[m as usize] = map.next_value()?;
         }
-        if let Some(m) = S::metrics().find(|m| !seen[*m as usize] && !m.spec().optional) {
+        if let Some(m) = S::metrics().find(|m| !seen[*m as usize] && m.always_written()) {
             return Err(de::Error::missing_field(m.key()));
         }
         Ok(out)
@@ -283,7 +285,7 @@ impl<T: JsonSchema, S: MetricSet> JsonSchema for PerMetric<T, S> {
                 member.insert("description".into(), note.into());
             }
             properties.insert(m.key().into(), member.into());
-            if !m.spec().optional {
+            if m.always_written() {
                 required.push(serde_json::Value::from(m.key()));
             }
         }

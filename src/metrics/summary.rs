@@ -379,6 +379,14 @@ pub struct StageSummary {
     pub until_decided: Option<UntilDecided>,
 }
 
+impl StageSummary {
+    /// A pooling API's stage (embeddings, rerank, score): it counts inputs, and has no first
+    /// token and no output.
+    pub fn pooled(&self) -> bool {
+        self.throughput.inputs_per_s.is_some()
+    }
+}
+
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion
 /// on it was decided, or its maximum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

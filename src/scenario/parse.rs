@@ -257,7 +257,8 @@ fn decode(
                 }
             }
             "dataset" => {
-                let (name, ds) = dataset::parse(ctx, node);
+                let generates = written_api(nodes).is_none_or(|a| a.kind().answer().streams());
+                let (name, ds) = dataset::parse(ctx, node, generates);
                 if let Some(n) = name
                     && unique(ctx, &mut dataset_names, &n, "dataset")
                     && let Some(ds) = ds
@@ -390,6 +391,18 @@ fn check_refs(
     }
     metrics_fit_api(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+}
+
+/// The API the target names, wherever the target is written (a data set may come first).
+fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
+    let target = nodes.iter().find(|n| n.name().value() == "target")?;
+    let api = target
+        .children()?
+        .nodes()
+        .iter()
+        .find(|n| n.name().value() == "api")?;
+    let name = api.entries().first()?.value().as_string()?;
+    crate::protocol::Api::from_name(name)
 }
 
 /// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which
