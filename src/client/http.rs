@@ -27,7 +27,6 @@ use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Answer, Api, Event, Usage};
 
-#[path = "whole.rs"]
 mod whole;
 
 /// Counts tokens in text the server sent, when it sent no `usage`.

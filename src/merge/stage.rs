@@ -87,6 +87,7 @@ pub(super) fn merge_stage(
         point.assess(&merged);
         merged.profile = Some(point);
     }
+    merged.mark_answered_whole();
     Ok(merged)
 }
 

@@ -249,6 +249,7 @@ impl StageAggregator {
         }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
+        s.mark_answered_whole();
         s
     }
 
@@ -272,6 +273,7 @@ impl StageAggregator {
         if let Some(net) = self.client_net_whole(rules.confidence) {
             s.client_net = Some(net);
         }
+        s.mark_answered_whole();
         s
     }
 

@@ -22,11 +22,7 @@ impl<S: MetricSet> PerMetric<String, S> {
     pub fn encode<'a>(
         get: impl Fn(LatencyMetric) -> &'a Histogram<u64>,
     ) -> Result<Self, StatsError> {
-        // An empty histogram of a metric not every API has is not written (see `PerMetric`).
-        Self::try_from_fn(|m| match get(m) {
-            h if h.is_empty() && !m.always_written() => Ok(String::new()),
-            h => hist::encode(h),
-        })
+        Self::try_from_fn(|m| hist::encode(get(m)))
     }
 
     /// The histogram of a metric, in µs; `None` for a metric the set does not keep, or one

@@ -54,8 +54,8 @@ impl LatencyMetric {
         self.def().label
     }
 
-    /// Written in `results.json` even without a sample: a metric of schema 2 that every API
-    /// has (the others are absent when they hold nothing).
+    /// Required in `results.json`: a metric of schema 2 that every API has (the streamed
+    /// ones are absent from a pooling API's stages, the later ones from older results).
     pub fn always_written(self) -> bool {
         !self.spec().optional && self.def().scope == ApiScope::All
     }

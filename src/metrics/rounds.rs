@@ -56,7 +56,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             notes.push(n.clone());
         }
     }
-    StageSummary {
+    let mut merged = StageSummary {
         name: first.name.clone(),
         planned: first.planned.clone(),
         wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
@@ -90,7 +90,9 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 ..r
             })
             .collect(),
-    }
+    };
+    merged.mark_answered_whole();
+    merged
 }
 
 /// The median of a figure across rounds.

@@ -385,6 +385,21 @@ impl StageSummary {
     pub fn pooled(&self) -> bool {
         self.throughput.inputs_per_s.is_some()
     }
+
+    /// Marks a pooling API's stage (and its rounds) so that its distributions are written
+    /// without the streamed-only metrics (see `PerMetric`); a generation API's is unchanged.
+    pub fn mark_answered_whole(&mut self) {
+        let whole = self.pooled();
+        self.latency = self.latency.answered_whole(whole);
+        self.histograms = self.histograms.take().map(|h| h.answered_whole(whole));
+        if let Some(net) = &mut self.client_net {
+            net.latency = net.latency.answered_whole(whole);
+            net.histograms = net.histograms.take().map(|h| h.answered_whole(whole));
+        }
+        for r in &mut self.rounds {
+            r.mark_answered_whole();
+        }
+    }
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion
