@@ -20,6 +20,7 @@ mod hub_fetch;
 mod input_bounds;
 mod library_api;
 mod onboarding;
+mod pooling;
 mod profile_gate;
 mod profile_ramp;
 mod profile_run;
