@@ -25,7 +25,7 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
-use crate::protocol::{Answer, Api, Event, Usage};
+use crate::protocol::{Answer, Api, Event, Inputs, Usage};
 
 mod whole;
 
@@ -491,7 +491,16 @@ impl Client {
             Answer::Stream => per + 8 * u64::from(rec.messages.saturating_sub(1)),
         };
         let allowed = (ours * 0.05).max(template as f64);
-        rec.token_mismatch = ours > 0.0 && (theirs - ours).abs() > allowed;
+        rec.token_mismatch = ours > 0.0
+            && match self.api.kind().answer() {
+                // A cross-encoder counts the query once per pair (ours); a bi-encoder embeds it
+                // once: fewer, down to about one pair's share.
+                Answer::Pooled(Inputs::Pairs) => {
+                    theirs > ours + allowed
+                        || theirs + allowed < ours / f64::from(rec.inputs.max(1))
+                }
+                _ => (theirs - ours).abs() > allowed,
+            };
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
         rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
     }
