@@ -14,7 +14,13 @@ const BATCH_DOMAIN: u64 = 0xBA7C_0000_0000_0000;
 impl PromptFactory {
     /// `n` texts for a request of data set `dataset` whose recipe drew `input_tokens` and
     /// `item`, each with its token count.
-    pub fn texts(&self, dataset: usize, input_tokens: u32, item: u64, n: u32) -> Vec<(String, u32)> {
+    pub fn texts(
+        &self,
+        dataset: usize,
+        input_tokens: u32,
+        item: u64,
+        n: u32,
+    ) -> Vec<(String, u32)> {
         let context = self.contexts.get(dataset).copied().unwrap_or_default();
         let extra = context.extra_tokens();
         (0..u64::from(n.max(1)))

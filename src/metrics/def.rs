@@ -73,9 +73,7 @@ impl MetricKind {
         match self {
             MetricKind::Latency => Shape::Distribution,
             MetricKind::Percent => Shape::Proportion,
-            MetricKind::ReqPerSec | MetricKind::TokPerSec | MetricKind::InputsPerSec => {
-                Shape::Rate
-            }
+            MetricKind::ReqPerSec | MetricKind::TokPerSec | MetricKind::InputsPerSec => Shape::Rate,
             MetricKind::Number
             | MetricKind::Celsius
             | MetricKind::Watts

@@ -207,7 +207,10 @@ mod tests {
         ];
         for body in bad {
             assert!(
-                matches!(decode(body.as_bytes(), List::Data), Err(WholeError::Json(_))),
+                matches!(
+                    decode(body.as_bytes(), List::Data),
+                    Err(WholeError::Json(_))
+                ),
                 "{body}"
             );
         }
@@ -229,7 +232,11 @@ mod tests {
     #[test]
     fn a_deeply_nested_answer_is_skipped_without_recursion() {
         // serde_json skips an ignored value iteratively: nesting costs no stack.
-        let deep = format!("{{\"data\":[{}{}]}}", "[".repeat(100_000), "]".repeat(100_000));
+        let deep = format!(
+            "{{\"data\":[{}{}]}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
         assert_eq!(decode(deep.as_bytes(), List::Data).unwrap().results, 1);
         let open = format!("{{\"data\":[{}", "[".repeat(100_000));
         assert!(decode(open.as_bytes(), List::Data).is_err());

@@ -94,7 +94,9 @@ impl StageShared {
             });
             lengths.push(len);
         }
-        let (first, rest) = texts.split_first().map_or(("", &[][..]), |(f, r)| (f.as_str(), r));
+        let (first, rest) = texts
+            .split_first()
+            .map_or(("", &[][..]), |(f, r)| (f.as_str(), r));
         let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
         let bytes = self
             .template

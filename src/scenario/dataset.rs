@@ -135,7 +135,10 @@ fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode, generates: bool) -> Option<Synth
     }
     if !generates && output.is_none() && !once_saw(&r, "output-tokens") {
         // A pooling API generates nothing: no length to ask for.
-        output = Some(Spanned::new(LengthDist::Fixed { value: 1 }, ctx.name_span(node)));
+        output = Some(Spanned::new(
+            LengthDist::Fixed { value: 1 },
+            ctx.name_span(node),
+        ));
     }
     for (slot, name) in [(&input, "input-tokens"), (&output, "output-tokens")] {
         if slot.is_none() && !once_saw(&r, name) {

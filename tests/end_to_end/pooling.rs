@@ -56,7 +56,10 @@ fn embeddings_on_the_simulator_have_e2e_and_inputs_and_no_ttft() {
     assert!(md.contains("| E2E |") && md.contains("inputs/s"), "{md}");
     let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
     let header = csv.lines().next().unwrap();
-    assert!(!header.contains("ttft") && header.contains("inputs_per_s"), "{header}");
+    assert!(
+        !header.contains("ttft") && header.contains("inputs_per_s"),
+        "{header}"
+    );
     let (stdout, _) = text(&o);
     assert!(!stdout.contains("TTFT"), "{stdout}");
 }
@@ -90,7 +93,10 @@ fn an_sla_on_a_metric_the_api_lacks_is_refused_where_it_is_written() {
     assert_ne!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("api \"embeddings\" has no `ttft`"), "{err}");
     assert!(err.contains("e2e") && err.contains("inputs_per_s"), "{err}");
-    assert!(err.contains("bad.kdl:"), "points at the file and line: {err}");
+    assert!(
+        err.contains("bad.kdl:"),
+        "points at the file and line: {err}"
+    );
     // And `batch` on a generation API.
     let path = scenario(
         dir.path(),
@@ -133,8 +139,14 @@ fn compare_of_two_embeddings_runs_compares_e2e_and_inputs() {
         matches!(o.status.code(), Some(0 | 1 | 4)),
         "{stdout}{stderr}"
     );
-    assert!(stdout.contains("e2e") && stdout.contains("inputs_per_s"), "{stdout}");
-    assert!(!stdout.contains("ttft") && !stdout.contains("output_throughput"), "{stdout}");
+    assert!(
+        stdout.contains("e2e") && stdout.contains("inputs_per_s"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ttft") && !stdout.contains("output_throughput"),
+        "{stdout}"
+    );
 }
 
 /// `body` as a whole HTTP/1.1 answer with a correct length.
@@ -154,17 +166,30 @@ fn broken_whole_answers_fail_with_their_kind_and_none_hangs() {
     );
     let good = r#"{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.1]}],"usage":{"prompt_tokens":24,"total_tokens":24}}"#;
     let bad: Vec<(Vec<u8>, &str)> = vec![
-        (answer("200 OK", "<html><body>502 Bad Gateway</body></html>"), "malformed"),
+        (
+            answer("200 OK", "<html><body>502 Bad Gateway</body></html>"),
+            "malformed",
+        ),
         (answer("200 OK", r#"{"data":"x","usage":{}}"#), "malformed"),
-        (answer("200 OK", r#"{"data":[],"usage":{"prompt_tokens":"24"}}"#), "malformed"),
+        (
+            answer("200 OK", r#"{"data":[],"usage":{"prompt_tokens":"24"}}"#),
+            "malformed",
+        ),
         (answer("200 OK", r#"{"data":[1,2,3]}"#), "malformed"),
         (answer("200 OK", r#"{"data":[]}"#), "empty"),
-        (answer("200 OK", r#"{"error":{"message":"boom"}}"#), "stream_broken"),
+        (
+            answer("200 OK", r#"{"error":{"message":"boom"}}"#),
+            "stream_broken",
+        ),
         (answer("200 OK", &huge), "malformed"),
-        (answer("502 Bad Gateway", "<html>bad gateway</html>"), "http_502"),
+        (
+            answer("502 Bad Gateway", "<html>bad gateway</html>"),
+            "http_502",
+        ),
         (
             // Promises more than it sends, then closes: cut short.
-            b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n{\"data\":[{\"embedding\":[0.1".to_vec(),
+            b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n{\"data\":[{\"embedding\":[0.1"
+                .to_vec(),
             "stream_broken",
         ),
         (answer("200 OK", good), "ok"),
