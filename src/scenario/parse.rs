@@ -99,7 +99,11 @@ fn decode(
     let nodes = doc.nodes();
     params::collect(ctx, nodes, overrides);
     let mut s = empty_scenario(ctx, source);
-    let mut top = TopLevel::default();
+    let mut top = TopLevel {
+        // A data set is read knowing its target's API, wherever the target is written.
+        generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
+        ..TopLevel::default()
+    };
     for node in nodes {
         if top.admit(ctx, node) {
             top.read(ctx, node, &mut s);
@@ -151,6 +155,9 @@ struct TopLevel {
     /// Where a problem of the whole scenario is shown: its `scenario` node, else its first.
     anchor: Option<SourceSpan>,
     sim_metric_refs: Vec<SourceSpan>,
+    /// The target's API generates output (else a synthetic data set needs no
+    /// `output-tokens`).
+    generates: bool,
 }
 
 impl TopLevel {
@@ -182,8 +189,7 @@ impl TopLevel {
                 }
             }
             "dataset" => {
-                let generates = written_api(nodes).is_none_or(|a| a.kind().answer().streams());
-                let (name, ds) = dataset::parse(ctx, node, generates);
+                let (name, ds) = dataset::parse(ctx, node, self.generates);
                 if let Some(n) = name
                     && unique(ctx, &mut self.dataset_names, &n, "dataset")
                     && let Some(ds) = ds

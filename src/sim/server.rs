@@ -358,8 +358,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
             max_tokens,
             malformed: fault == Fault::MalformedSse,
             usage_details: cfg.prefix_cache,
-            inputs: req.inputs,
-            embedding_dim: cfg.embedding_dim,
+            pooled: (req.inputs, cfg.embedding_dim),
         };
         collect_response(rx, info).await
     }
@@ -433,8 +432,8 @@ struct Collected<'a> {
     malformed: bool,
     /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
-    inputs: u32,
-    embedding_dim: u32,
+    /// A pooling request's inputs, and the simulator's embedding size.
+    pooled: (u32, u32),
 }
 
 /// Waits for the whole output, then answers with one JSON body carrying `usage` (and
@@ -484,8 +483,8 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
             text: &text,
             finish,
             usage,
-            inputs: info.inputs,
-            embedding_dim: info.embedding_dim,
+            inputs: info.pooled.0,
+            embedding_dim: info.pooled.1,
         })
         .to_string();
     let body = match timings {
