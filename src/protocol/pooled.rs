@@ -229,6 +229,53 @@ mod tests {
         assert_eq!(ok(r#"{"error":null,"data":[1]}"#, List::Data).results, 1);
     }
 
+    /// The body `api` writes for a prompt and `batch` more texts, as JSON.
+    fn body(api: crate::protocol::Api, batch: &[&str]) -> serde_json::Value {
+        let extra =
+            std::collections::BTreeMap::from([("truncate_prompt_tokens".into(), 512.into())]);
+        let batch: Vec<String> = batch.iter().map(|t| t.to_string()).collect();
+        let req = Request {
+            model: "m",
+            prompt: PromptRef::Text("q \"x\""),
+            max_tokens: 0,
+            ignore_eos: true,
+            extra: &extra,
+            item: None,
+            batch: &batch,
+        };
+        let mut out = Vec::new();
+        api.kind().write_body(&mut out, &req);
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    #[test]
+    fn each_api_writes_its_texts_under_its_keys_and_nothing_of_generation() {
+        use crate::protocol::Api;
+        let e = body(Api::EMBEDDINGS, &[]);
+        assert_eq!(e["input"], "q \"x\"");
+        let e = body(Api::EMBEDDINGS, &["a", "b"]);
+        assert_eq!(e["input"], serde_json::json!(["q \"x\"", "a", "b"]));
+        let r = body(Api::RERANK, &["a"]);
+        assert_eq!(
+            (&r["query"], &r["documents"]),
+            (&"q \"x\"".into(), &serde_json::json!(["a"]))
+        );
+        let s = body(Api::SCORE, &["a"]);
+        assert_eq!(
+            (&s["text_1"], &s["text_2"]),
+            (&"q \"x\"".into(), &"a".into())
+        );
+        let s = body(Api::SCORE, &["a", "b"]);
+        assert_eq!(s["text_2"], serde_json::json!(["a", "b"]));
+        for b in [e, r, s] {
+            assert_eq!(b["model"], "m");
+            assert_eq!(b["truncate_prompt_tokens"], 512);
+            for k in ["stream", "max_tokens", "ignore_eos", "stream_options"] {
+                assert!(b.get(k).is_none(), "{k} in {b}");
+            }
+        }
+    }
+
     #[test]
     fn a_deeply_nested_answer_is_skipped_without_recursion() {
         // serde_json skips an ignored value iteratively: nesting costs no stack.

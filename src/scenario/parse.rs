@@ -223,7 +223,12 @@ impl TopLevel {
                 }
                 r.finish(ctx);
             }
-            "goodput" => s.goodput = goodput(ctx, node),
+            "goodput" => {
+                s.goodput = goodput(ctx, node);
+                if !self.generates {
+                    streamed_goodput(ctx, node, s.goodput.as_ref());
+                }
+            }
             "report" => s.report = report(ctx, node),
             "telemetry" => {
                 let out = telemetry::parse(ctx, node);
@@ -331,6 +336,21 @@ fn check_refs(
     }
     metrics_fit_api(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+}
+
+/// A goodput SLO on TTFT, TPOT or ITL for a pooling API, whose answers come whole: no request
+/// could meet it.
+fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) {
+    let Some(g) = g else { return };
+    if g.ttft.is_none() && g.tpot.is_none() && g.itl.is_none() {
+        return;
+    }
+    ctx.error(
+        ctx.name_span(node),
+        "`goodput` sets an SLO a pooling API cannot meet",
+        "its answers come whole: no TTFT, TPOT or ITL",
+        Some("use e2e= only, e.g. goodput e2e=\"500ms\"".into()),
+    );
 }
 
 /// The API the target names, wherever the target is written (a data set may come first).

@@ -97,6 +97,18 @@ fn an_sla_on_a_metric_the_api_lacks_is_refused_where_it_is_written() {
         err.contains("bad.kdl:"),
         "points at the file and line: {err}"
     );
+    // A goodput SLO no whole answer can meet.
+    let text = format!(
+        "{}\ngoodput ttft=\"200ms\"\n",
+        pooled_scenario("sim", "rerank", 2, 4, "")
+    );
+    let path = scenario(dir.path(), "goodput.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert!(
+        err.contains("`goodput` sets an SLO a pooling API cannot meet"),
+        "{err}"
+    );
     // And `batch` on a generation API.
     let path = scenario(
         dir.path(),
