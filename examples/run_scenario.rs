@@ -38,7 +38,7 @@ impl Observer for Lines {
 }
 
 impl StageProgress for StageLine {
-    fn update(&mut self, done: u64, _failed: u64, _ttft_p50_ms: f64) {
+    fn update(&mut self, done: u64, _failed: u64, _p50: (&'static str, f64)) {
         self.done.store(done, Ordering::Relaxed);
     }
 

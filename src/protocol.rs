@@ -17,7 +17,11 @@ mod chunk;
 mod completions;
 #[cfg(test)]
 mod echo;
+mod embeddings;
 mod image;
+mod pooled;
+mod rerank;
+mod score;
 mod target;
 
 use std::borrow::Cow;
@@ -26,19 +30,23 @@ use std::str::FromStr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use api::{Api, ApiKind};
+pub use api::{Answer, Api, ApiKind, Inputs};
 pub use body::{Message, PromptRef, Request};
 pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
 pub use image::image_size;
+pub use pooled::{Pooled, WholeError};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[
     Api::CHAT,
     Api::COMPLETIONS,
+    Api::EMBEDDINGS,
+    Api::RERANK,
+    Api::SCORE,
     #[cfg(test)]
     Api::of(&echo::Echo),
 ];
@@ -48,6 +56,12 @@ impl Api {
     pub const CHAT: Api = Api::of(&chat::Chat);
     /// `completions`.
     pub const COMPLETIONS: Api = Api::of(&completions::Completions);
+    /// `embeddings`.
+    pub const EMBEDDINGS: Api = Api::of(&embeddings::Embeddings);
+    /// `rerank`.
+    pub const RERANK: Api = Api::of(&rerank::Rerank);
+    /// `score`.
+    pub const SCORE: Api = Api::of(&score::Score);
 
     /// The registered API of this name.
     pub fn from_name(name: &str) -> Option<Api> {

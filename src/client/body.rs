@@ -34,8 +34,33 @@ impl BodyTemplate {
         item: Option<&BTreeMap<String, serde_json::Value>>,
         images: &[&str],
     ) -> Bytes {
+        self.write(prompt, max_tokens, item, images, &[])
+    }
+
+    /// Like [`build_with`](Self::build_with), with a pooling request's texts after the
+    /// prompt (the rest of its batch, or its documents).
+    pub fn build_batch(
+        &self,
+        prompt: PromptRef<'_>,
+        batch: &[String],
+        max_tokens: u32,
+        item: Option<&BTreeMap<String, serde_json::Value>>,
+    ) -> Bytes {
+        self.write(prompt, max_tokens, item, &[], batch)
+    }
+
+    fn write(
+        &self,
+        prompt: PromptRef<'_>,
+        max_tokens: u32,
+        item: Option<&BTreeMap<String, serde_json::Value>>,
+        images: &[&str],
+        batch: &[String],
+    ) -> Bytes {
         let images_len: usize = images.iter().map(|i| i.len() + 64).sum();
-        let mut out = Vec::with_capacity(prompt.size_hint() + self.model.len() + 160 + images_len);
+        let more: usize = batch.iter().map(|t| t.len() + 8).sum();
+        let mut out =
+            Vec::with_capacity(prompt.size_hint() + self.model.len() + 160 + images_len + more);
         self.api.kind().write_body(
             &mut out,
             &Request {
@@ -46,6 +71,7 @@ impl BodyTemplate {
                 extra: &self.extra,
                 item,
                 images,
+                batch,
             },
         );
         Bytes::from(out)

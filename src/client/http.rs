@@ -25,7 +25,9 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
-use crate::protocol::{Api, Event, Usage};
+use crate::protocol::{Answer, Api, Event, Inputs, Usage};
+
+mod whole;
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
 pub trait TokenCounter: Send + Sync {
@@ -244,6 +246,12 @@ impl Client {
         }
         if rec.planned_input_tokens == 0 {
             rec.planned_input_tokens = rec.input_tokens;
+        }
+        if !self.api.kind().answer().streams() {
+            // Nothing is generated: no output is planned either.
+            rec.planned_output_tokens = 0;
+            self.execute_whole(body, rec, t0).await;
+            return text;
         }
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
@@ -476,17 +484,26 @@ impl Client {
         // The server counts its chat template too: a few tokens per message on top of
         // the text we sent, hence an absolute allowance besides the relative one.
         // A conversation's later messages add theirs (8 each, a generous chat template).
-        let template = u64::from(self.api.kind().template_tokens())
-            + 8 * u64::from(rec.messages.saturating_sub(1));
-        let allowed = (ours * 0.05).max(template as f64);
-        // Images add the server's vision tokens, which the plan cannot count: with them only
-        // a count below the text's is a disagreement.
-        let off = if rec.images > 0 {
-            ours - theirs
-        } else {
-            (theirs - ours).abs()
+        let per = u64::from(self.api.kind().template_tokens());
+        let template = match self.api.kind().answer() {
+            // Each input of a pooling request (each pair) has its own special tokens.
+            Answer::Pooled(_) => per * u64::from(rec.inputs.max(1)),
+            Answer::Stream => per + 8 * u64::from(rec.messages.saturating_sub(1)),
         };
-        rec.token_mismatch = ours > 0.0 && off > allowed;
+        let allowed = (ours * 0.05).max(template as f64);
+        rec.token_mismatch = ours > 0.0
+            && match self.api.kind().answer() {
+                // A cross-encoder counts the query once per pair (ours); a bi-encoder embeds it
+                // once: fewer, down to about one pair's share.
+                Answer::Pooled(Inputs::Pairs) => {
+                    theirs > ours + allowed
+                        || theirs + allowed < ours / f64::from(rec.inputs.max(1))
+                }
+                // Images add the server's vision tokens, which the plan cannot count: with
+                // them only a count below the text's is a disagreement.
+                _ if rec.images > 0 => ours - theirs > allowed,
+                _ => (theirs - ours).abs() > allowed,
+            };
         rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
         rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
     }

@@ -69,6 +69,12 @@ impl Events {
         &mut self.buf
     }
 
+    /// The bytes not handed out as events: a whole (not streamed) answer's body, read into
+    /// the buffer by the same reads.
+    pub fn pending(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
     /// Drops every byte not handed out yet; how many there were.
     pub fn discard(&mut self) -> usize {
         let n = self.buf.len() - self.start;

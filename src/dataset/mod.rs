@@ -3,6 +3,7 @@
 //! ([`DatasetSource`]), tokenizers, and the prompts themselves: the plan decides *how long* each
 //! request is and which item it uses; [`PromptFactory`] turns that into text at send time.
 
+mod batch;
 mod compose;
 mod error;
 mod image;

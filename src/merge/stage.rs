@@ -91,6 +91,7 @@ pub(super) fn merge_stage(
         point.assess(&merged);
         merged.profile = Some(point);
     }
+    merged.mark_answered_whole();
     Ok(merged)
 }
 
@@ -145,6 +146,7 @@ fn counts(parts: &[Part<'_>]) -> Result<(RequestCounts, Tokens, u64), StageMerge
         }
         add(&mut tokens.input, s.tokens.input, "tokens.input")?;
         add(&mut tokens.output, s.tokens.output, "tokens.output")?;
+        add(&mut tokens.inputs, s.tokens.inputs, "tokens.inputs")?;
         add(
             &mut tokens.from_usage,
             s.tokens.from_usage,
@@ -203,6 +205,10 @@ fn throughput(
         requests_per_s: per_s(requests.ok),
         output_tokens_per_s: per_s(tokens.output),
         input_tokens_per_s: per_s(tokens.input),
+        inputs_per_s: parts
+            .iter()
+            .any(|p| p.summary.throughput.inputs_per_s.is_some())
+            .then(|| per_s(tokens.inputs)),
         goodput_per_s: per_s(good),
         goodput_ratio: if requests.sent == 0 {
             0.0

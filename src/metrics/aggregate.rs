@@ -66,6 +66,8 @@ pub struct StageAggregator {
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
     good: u64,
+    /// A pooling API's request was seen (it carries inputs): the stage has an inputs rate.
+    pooled: bool,
     last_sent_ns: u64,
     /// The first turns' scheduled and actual send instants, earliest and latest: whether the
     /// sends kept the planned pace.
@@ -100,6 +102,7 @@ impl StageAggregator {
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
             good: 0,
+            pooled: false,
             last_sent_ns: 0,
             scheduled_range: None,
             sent_range: None,
@@ -138,6 +141,7 @@ impl StageAggregator {
         }
         self.counts.sent += 1;
         self.payload.record(r);
+        self.pooled |= r.inputs > 0;
         if r.retries > 0 {
             self.counts.retried += 1;
         }
@@ -170,6 +174,7 @@ impl StageAggregator {
         let out = r.output_tokens as u64;
         let tpot = tpot_ns(r);
         self.tokens.input += r.input_tokens as u64;
+        self.tokens.inputs += u64::from(r.inputs);
         self.tokens.output += out;
         self.count_tokens(r);
         if let Some(t) = &r.server_timings {
@@ -243,13 +248,21 @@ impl StageAggregator {
         self.counts.failed
     }
     /// Median TTFT so far in ms (0 before the first success).
-    pub fn ttft_p50_ms(&self) -> f64 {
-        let ttft = self.histogram(LatencyMetric::Ttft);
-        if ttft.is_empty() {
+    /// The median so far of when answers begin: TTFT, or E2E for a pooling API (answered
+    /// whole), with its label.
+    pub fn first_event_p50(&self) -> (&'static str, f64) {
+        let m = if self.pooled {
+            LatencyMetric::E2e
+        } else {
+            LatencyMetric::Ttft
+        };
+        let h = self.histogram(m);
+        let p50 = if h.is_empty() {
             0.0
         } else {
-            ttft.value_at_quantile(0.5) as f64 / 1e3
-        }
+            h.value_at_quantile(0.5) as f64 / 1e3
+        };
+        (m.label(), p50)
     }
 
     fn histogram(&self, metric: LatencyMetric) -> &Histogram<u64> {
@@ -275,6 +288,7 @@ impl StageAggregator {
         {
             s.steady = Some(w);
         }
+        s.mark_answered_whole();
         s
     }
 
@@ -298,6 +312,7 @@ impl StageAggregator {
         if let Some(net) = self.client_net_whole(rules.confidence) {
             s.client_net = Some(net);
         }
+        s.mark_answered_whole();
         s
     }
 
@@ -314,6 +329,7 @@ impl StageAggregator {
             requests_per_s: self.counts.ok as f64 / wall_s,
             output_tokens_per_s: tokens.output as f64 / wall_s,
             input_tokens_per_s: tokens.input as f64 / wall_s,
+            inputs_per_s: self.pooled.then(|| tokens.inputs as f64 / wall_s),
             goodput_per_s: self.good as f64 / wall_s,
             goodput_ratio: if self.counts.sent == 0 {
                 0.0
@@ -396,7 +412,12 @@ impl StageAggregator {
                 requests: &counts,
                 errors,
                 tokens: &tokens,
-                ttft: &latency[LatencyMetric::Ttft],
+                ttft: &latency[if self.pooled {
+                    LatencyMetric::E2e
+                } else {
+                    LatencyMetric::Ttft
+                }],
+                whole: self.pooled,
                 client: &client,
                 pace: clock.planned_span_ns.and(self.pace()),
                 cores: clock.cores,

@@ -29,6 +29,9 @@ pub enum MetricKind {
     Joules,
     /// Output tokens per joule, unit optional (`tok/J`).
     TokPerJoule,
+    /// A pooling API's inputs (texts embedded, documents scored) per second, written
+    /// `inputs/s`.
+    InputsPerSec,
 }
 
 /// What a metric's value is made of, which decides how sure it can be.
@@ -57,6 +60,7 @@ impl MetricKind {
             MetricKind::Watts => "W",
             MetricKind::Joules => "J",
             MetricKind::TokPerJoule => "tok/J",
+            MetricKind::InputsPerSec => "inputs/s",
         }
     }
 
@@ -69,7 +73,7 @@ impl MetricKind {
         match self {
             MetricKind::Latency => Shape::Distribution,
             MetricKind::Percent => Shape::Proportion,
-            MetricKind::ReqPerSec | MetricKind::TokPerSec => Shape::Rate,
+            MetricKind::ReqPerSec | MetricKind::TokPerSec | MetricKind::InputsPerSec => Shape::Rate,
             MetricKind::Number
             | MetricKind::Celsius
             | MetricKind::Watts
@@ -109,6 +113,29 @@ pub enum LateClient {
     LoadOnly,
 }
 
+/// Which APIs have a metric, by how they answer (`protocol::Answer`): a pooling API's answer
+/// comes whole, so it has no first token, no gaps between tokens and no output tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiScope {
+    /// Every API.
+    All,
+    /// The APIs that stream generated text (chat, completions).
+    Streamed,
+    /// The pooling APIs, answered whole (embeddings, rerank, score).
+    Pooled,
+}
+
+impl ApiScope {
+    /// Whether an API that answers so has the metric.
+    pub fn has(self, answer: crate::protocol::Answer) -> bool {
+        match self {
+            ApiScope::All => true,
+            ApiScope::Streamed => answer.streams(),
+            ApiScope::Pooled => !answer.streams(),
+        }
+    }
+}
+
 /// One metric's entry in the vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricDef {
@@ -126,6 +153,8 @@ pub struct MetricDef {
     pub late_client: LateClient,
     /// Computed from output token counts, which may be estimates (the server sent no usage).
     pub from_output_tokens: bool,
+    /// The APIs that have it.
+    pub scope: ApiScope,
     /// A threshold as a hint shows it: `200ms`, `1%`.
     pub example: &'static str,
 }

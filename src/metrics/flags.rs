@@ -46,7 +46,12 @@ pub enum FlagKind {
         limit_ms: f64,
         floor_ms: f64,
         ttft_share: f64,
+        /// The p50 of the stage's first event: TTFT, or E2E for a pooling API (`whole`).
         ttft_p50_ms: f64,
+        /// A pooling API's stage, whose answers come whole: `ttft_p50_ms` is its E2E p50.
+        /// *Added in schema 3.*
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        whole: bool,
         /// What made it late, and the fix.
         cause: LagCause,
     },
@@ -258,13 +263,15 @@ impl fmt::Display for FlagKind {
                 floor_ms,
                 ttft_share,
                 ttft_p50_ms,
+                whole,
                 cause,
             } => write!(
                 f,
                 "send lag p99 {p99_ms:.2} ms exceeds {limit_ms:.2} ms (the larger of {floor_ms} \
-                 ms and {:.0}% of TTFT p50 {ttft_p50_ms:.2} ms): the client could not keep to \
+                 ms and {:.0}% of {} p50 {ttft_p50_ms:.2} ms): the client could not keep to \
                  the schedule; {cause}",
-                ttft_share * 100.0
+                ttft_share * 100.0,
+                if *whole { "E2E" } else { "TTFT" },
             ),
             FlagKind::RateShortfall {
                 achieved_share,

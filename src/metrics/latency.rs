@@ -4,7 +4,7 @@
 //! line in `docs/metrics.md`): the histograms, summaries, `results.json` (and its schema), the
 //! SLA grammar, `compare`, the CSV and the reports follow from the row.
 
-use super::def::{Aggregation, LateClient, MetricDef, MetricKind, Percentile, Worse};
+use super::def::{Aggregation, ApiScope, LateClient, MetricDef, MetricKind, Percentile, Worse};
 use super::record::RequestRecord;
 
 /// The latency metrics a stage keeps a histogram of, in the order every list of them follows.
@@ -52,6 +52,12 @@ impl LatencyMetric {
     /// As reports title it: `TTFT`.
     pub fn label(self) -> &'static str {
         self.def().label
+    }
+
+    /// Required in `results.json`: a metric of schema 2 that every API has (the streamed
+    /// ones are absent from a pooling API's stages, the later ones from older results).
+    pub fn always_written(self) -> bool {
+        !self.spec().optional && self.def().scope == ApiScope::All
     }
 
     /// What request `r` contributes to the metric's histogram.
@@ -133,6 +139,7 @@ const fn latency(
             worse: Worse::Higher,
             late_client,
             from_output_tokens: false,
+            scope: ApiScope::Streamed,
             example: "200ms",
         },
         summary: true,
@@ -174,6 +181,13 @@ const fn on_output_tokens(mut spec: LatencySpec) -> LatencySpec {
     spec
 }
 
+/// Measured for every API, a pooling API's whole answer included (the latency metrics are
+/// the streaming APIs' by default).
+const fn every_api(mut spec: LatencySpec) -> LatencySpec {
+    spec.def.scope = ApiScope::All;
+    spec
+}
+
 /// A threshold other than `200ms` for hints.
 const fn example(mut spec: LatencySpec, example: &'static str) -> LatencySpec {
     spec.def.example = example;
@@ -204,7 +218,7 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
         on_output_tokens(latency("tpot", "TPOT", "tpot_ms", Either, |r| {
             ok_ns(r, tpot_ns(r))
         })),
-        net(
+        every_api(net(
             LatencySpec {
                 per_turn: true,
                 ..latency("e2e", "E2E", "e2e_ms", Raises, |r| {
@@ -212,7 +226,7 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
                 })
             },
             |r, read| ok_ns(r, net_ns(r, Some(r.done_ns), read)),
-        ),
+        )),
         net(
             on_output_tokens(latency("ntpot", "NTPOT", "ntpot_ms", Raises, |r| {
                 let n = u64::from(r.output_tokens);
@@ -239,7 +253,7 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
             },
             |r, read| ok_ns(r, net_ns(r, r.first_answer_ns, read)),
         ),
-        example(
+        every_api(example(
             LatencySpec {
                 summary: false,
                 watched: false,
@@ -255,6 +269,6 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
                 })
             },
             "1ms",
-        ),
+        )),
     ]
 };

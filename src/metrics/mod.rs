@@ -48,6 +48,6 @@ pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
-    Aggregation, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec, Metric,
-    MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+    Aggregation, ApiScope, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec,
+    Metric, MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
 };

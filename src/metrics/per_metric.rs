@@ -13,6 +13,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::def::ApiScope;
 use super::latency::LatencyMetric;
 
 /// Which latency metrics a [`PerMetric`] holds, and its name in the JSON Schema.
@@ -106,9 +107,12 @@ impl MetricSet for PerTurnRecorded {
 }
 
 /// One `T` per latency metric of the set `S`. Indexing a metric outside the set gives
-/// `T::default()`, which is never written.
+/// `T::default()`, which is never written. Of a pooling API's stage (`whole`: its answers
+/// come whole) the metrics only a stream has (TTFT, ITL…) are not written either: they have
+/// no sample, and no row pretends they do.
 pub struct PerMetric<T, S> {
     values: [T; LatencyMetric::COUNT],
+    whole: bool,
     set: PhantomData<S>,
 }
 
@@ -120,6 +124,7 @@ impl<T: Default, S: MetricSet> PerMetric<T, S> {
                 let m = LatencyMetric::ALL[i];
                 if S::holds(m) { f(m) } else { T::default() }
             }),
+            whole: false,
             set: PhantomData,
         }
     }
@@ -135,6 +140,17 @@ impl<T: Default, S: MetricSet> PerMetric<T, S> {
 }
 
 impl<T, S: MetricSet> PerMetric<T, S> {
+    /// Marked as a pooling API's (`whole`): the streamed-only metrics are not written.
+    pub fn answered_whole(mut self, whole: bool) -> Self {
+        self.whole = whole;
+        self
+    }
+
+    /// Whether it is a pooling API's, whose streamed-only metrics are not written.
+    pub fn is_whole(&self) -> bool {
+        self.whole
+    }
+
     /// The value of `metric`, when the set holds it.
     pub fn get(&self, metric: LatencyMetric) -> Option<&T> {
         S::holds(metric).then(|| &self.values[metric as usize])
@@ -167,6 +183,7 @@ impl<T: Default, S> Default for PerMetric<T, S> {
     fn default() -> Self {
         PerMetric {
             values: std::array::from_fn(|_| T::default()),
+            whole: false,
             set: PhantomData,
         }
     }
@@ -176,6 +193,7 @@ impl<T: Clone, S> Clone for PerMetric<T, S> {
     fn clone(&self) -> Self {
         PerMetric {
             values: self.values.clone(),
+            whole: self.whole,
             set: PhantomData,
         }
     }
@@ -185,7 +203,7 @@ impl<T: Copy, S> Copy for PerMetric<T, S> {}
 
 impl<T: PartialEq, S> PartialEq for PerMetric<T, S> {
     fn eq(&self, other: &Self) -> bool {
-        self.values == other.values
+        self.values == other.values && self.whole == other.whole
     }
 }
 
@@ -197,14 +215,18 @@ impl<T: fmt::Debug, S: MetricSet> fmt::Debug for PerMetric<T, S> {
     }
 }
 
-/// A member is written unless its metric was added after schema 2 and it holds nothing.
-fn written<T: Default + PartialEq>(m: LatencyMetric, v: &T) -> bool {
+/// A member is written unless it is a streamed-only metric of a pooling API's stage
+/// (`whole`), or its metric was added after schema 2 and it holds nothing.
+fn written<T: Default + PartialEq>(m: LatencyMetric, v: &T, whole: bool) -> bool {
+    if whole && m.def().scope == ApiScope::Streamed {
+        return false;
+    }
     !m.spec().optional || *v != T::default()
 }
 
 impl<T: Serialize + Default + PartialEq, S: MetricSet> Serialize for PerMetric<T, S> {
     fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
-        let members = || self.iter().filter(|(m, v)| written(*m, *v));
+        let members = || self.iter().filter(|(m, v)| written(*m, *v, self.whole));
         let mut map = serializer.serialize_map(Some(members().count()))?;
         for (m, v) in members() {
             map.serialize_entry(m.key(), v)?;
@@ -242,9 +264,13 @@ impl<'de, T: Deserialize<'de> + Default, S: MetricSet> Visitor<'de> for Members<
             }
             out.values[m as usize] = map.next_value()?;
         }
-        if let Some(m) = S::metrics().find(|m| !seen[*m as usize] && !m.spec().optional) {
+        if let Some(m) = S::metrics().find(|m| !seen[*m as usize] && m.always_written()) {
             return Err(de::Error::missing_field(m.key()));
         }
+        // A required streamed-only member is absent only from a pooling API's stage.
+        out.whole = S::metrics().any(|m| {
+            !seen[m as usize] && !m.spec().optional && m.def().scope == ApiScope::Streamed
+        });
         Ok(out)
     }
 }
@@ -283,7 +309,7 @@ impl<T: JsonSchema, S: MetricSet> JsonSchema for PerMetric<T, S> {
                 member.insert("description".into(), note.into());
             }
             properties.insert(m.key().into(), member.into());
-            if !m.spec().optional {
+            if m.always_written() {
                 required.push(serde_json::Value::from(m.key()));
             }
         }

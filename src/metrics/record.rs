@@ -108,6 +108,9 @@ pub struct RequestRecord {
     pub first_token_ns: Option<u64>,
     /// First chunk carrying answer content (differs from the first token for reasoning models).
     pub first_answer_ns: Option<u64>,
+    /// A whole (non-streamed) answer's first byte: when its response head arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_byte_ns: Option<u64>,
     /// Gaps between consecutive content chunks, in microseconds.
     #[serde(skip)]
     pub itl_us: Vec<u32>,
@@ -115,6 +118,10 @@ pub struct RequestRecord {
     pub chunks: u32,
     /// The server's prompt token count (`usage.prompt_tokens`), else the planned one.
     pub input_tokens: u32,
+    /// A pooling request's inputs (embeddings' texts, rerank's documents: the target's
+    /// `batch`); 0 for a generation request.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub inputs: u32,
     pub output_tokens: u32,
     /// The prompt's length as the plan counted it (with the run's cache salt, if any).
     pub planned_input_tokens: u32,

@@ -42,6 +42,10 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         requests_per_s: median(&|r| r.throughput.requests_per_s),
         output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
         input_tokens_per_s: median(&|r| r.throughput.input_tokens_per_s),
+        inputs_per_s: first
+            .throughput
+            .inputs_per_s
+            .map(|_| median(&|r| r.throughput.inputs_per_s.unwrap_or(0.0))),
         goodput_per_s: median(&|r| r.throughput.goodput_per_s),
         goodput_ratio: median(&|r| r.throughput.goodput_ratio),
         achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
@@ -52,7 +56,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             notes.push(n.clone());
         }
     }
-    StageSummary {
+    let mut merged = StageSummary {
         name: first.name.clone(),
         planned: first.planned.clone(),
         wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
@@ -89,7 +93,9 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 ..r
             })
             .collect(),
-    }
+    };
+    merged.mark_answered_whole();
+    merged
 }
 
 /// The median of a figure across rounds.

@@ -167,6 +167,8 @@ pub(super) fn window(
                 good as f64 / sent as f64
             },
             achieved_rate_per_s: arrivals as f64 / secs,
+            // The window's inputs are not kept per request; the stage's figure stands.
+            inputs_per_s: None,
         },
     })
 }

@@ -58,6 +58,10 @@ pub struct Throughput {
     pub requests_per_s: f64,
     pub output_tokens_per_s: f64,
     pub input_tokens_per_s: f64,
+    /// A pooling API's inputs (texts embedded, documents scored) per second, over the ok
+    /// requests; absent for the generation APIs. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_per_s: Option<f64>,
     /// Requests per second that met every per-request SLO (all ok requests when none is set).
     pub goodput_per_s: f64,
     /// Share of sent requests that met every per-request SLO, 0..=1.
@@ -70,6 +74,10 @@ pub struct Throughput {
 pub struct Tokens {
     pub input: u64,
     pub output: u64,
+    /// A pooling API's inputs in the ok requests (texts embedded, documents scored; the
+    /// target's `batch` per request); absent for the generation APIs. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inputs: u64,
     /// Requests whose counts came from the server's `usage`.
     pub from_usage: u64,
     /// Requests whose counts came from our tokenizer (the server sent no usage).
@@ -116,6 +124,7 @@ impl Tokens {
     /// Adds another summary's counts (the rounds of one stage).
     pub fn add(&mut self, o: &Tokens) {
         self.input += o.input;
+        self.inputs += o.inputs;
         self.output += o.output;
         self.from_usage += o.from_usage;
         self.from_tokenizer += o.from_tokenizer;
@@ -411,6 +420,29 @@ pub struct SteadyState {
     pub latency: Latency,
     /// What finished inside the window, over its length.
     pub throughput: Throughput,
+}
+
+impl StageSummary {
+    /// A pooling API's stage (embeddings, rerank, score): it counts inputs, and has no first
+    /// token and no output.
+    pub fn pooled(&self) -> bool {
+        self.throughput.inputs_per_s.is_some()
+    }
+
+    /// Marks a pooling API's stage (and its rounds) so that its distributions are written
+    /// without the streamed-only metrics (see `PerMetric`); a generation API's is unchanged.
+    pub fn mark_answered_whole(&mut self) {
+        let whole = self.pooled();
+        self.latency = self.latency.answered_whole(whole);
+        self.histograms = self.histograms.take().map(|h| h.answered_whole(whole));
+        if let Some(net) = &mut self.client_net {
+            net.latency = net.latency.answered_whole(whole);
+            net.histograms = net.histograms.take().map(|h| h.answered_whole(whole));
+        }
+        for r in &mut self.rounds {
+            r.mark_answered_whole();
+        }
+    }
 }
 
 /// How an `until-decided` stage ran: sent at least its minimum, then until every assertion

@@ -79,7 +79,9 @@ pub(super) struct Inputs<'a> {
     pub requests: &'a RequestCounts,
     pub errors: String,
     pub tokens: &'a Tokens,
+    /// TTFT, or for a pooling API's stage (`whole`) E2E: when the answer begins.
     pub ttft: &'a Dist,
+    pub whole: bool,
     pub client: &'a ClientHealth,
     /// An open-loop stage's pace: the span of its first turns' scheduled instants over the
     /// span of their actual sends, at most 1.
@@ -130,6 +132,7 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             floor_ms: rules.max_send_lag_p99_ms,
             ttft_share: rules.max_send_lag_ttft_share,
             ttft_p50_ms: i.ttft.p50,
+            whole: i.whole,
             cause,
         });
     }

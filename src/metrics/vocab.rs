@@ -13,7 +13,9 @@
 
 use std::fmt;
 
-pub use super::def::{Aggregation, LateClient, MetricDef, MetricKind, Percentile, Shape, Worse};
+pub use super::def::{
+    Aggregation, ApiScope, LateClient, MetricDef, MetricKind, Percentile, Shape, Worse,
+};
 pub use super::latency::{LatencyMetric, LatencySpec, Sample};
 
 /// Figures counted over a whole stage: shares of its requests and rates over its wall time.
@@ -25,16 +27,18 @@ pub enum CountMetric {
     RequestThroughput,
     Goodput,
     GoodputRate,
+    InputsRate,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 6] = [
+    pub const ALL: [CountMetric; 7] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
         CountMetric::RequestThroughput,
         CountMetric::Goodput,
         CountMetric::GoodputRate,
+        CountMetric::InputsRate,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -59,12 +63,13 @@ const fn counted(
         worse,
         late_client,
         from_output_tokens: false,
+        scope: ApiScope::All,
         example,
     }
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 6] = {
+const COUNT_DEFS: [MetricDef; 7] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -80,6 +85,7 @@ const COUNT_DEFS: [MetricDef; 6] = {
         ),
         MetricDef {
             from_output_tokens: true,
+            scope: ApiScope::Streamed,
             ..counted(
                 "output_throughput",
                 "output throughput",
@@ -127,6 +133,18 @@ const COUNT_DEFS: [MetricDef; 6] = {
             C::Lowers,
             "10 req/s",
         ),
+        MetricDef {
+            scope: ApiScope::Pooled,
+            ..counted(
+                "inputs_per_s",
+                "inputs per second",
+                "throughput.inputs_per_s",
+                K::InputsPerSec,
+                Lower,
+                C::Lowers,
+                "500 inputs/s",
+            )
+        },
     ]
 };
 
@@ -181,6 +199,7 @@ const fn reading(
         worse,
         late_client: LateClient::LoadOnly,
         from_output_tokens: false,
+        scope: ApiScope::All,
         example,
     }
 }
@@ -224,6 +243,7 @@ const TELEMETRY_DEFS: [MetricDef; 7] = {
         ),
         MetricDef {
             from_output_tokens: true,
+            scope: ApiScope::Streamed,
             ..reading(
                 "tokens_per_joule",
                 "tokens per joule",
@@ -376,6 +396,17 @@ impl Metric {
 
     pub fn kind(self) -> MetricKind {
         self.def().kind
+    }
+
+    /// Whether an API has the metric (see [`ApiScope`]): TTFT or output throughput mean
+    /// nothing for an API answered whole.
+    pub fn applies_to(self, api: crate::protocol::Api) -> bool {
+        self.def().scope.has(api.kind().answer())
+    }
+
+    /// Every metric `api` has, in the vocabulary's order.
+    pub fn of_api(api: crate::protocol::Api) -> impl Iterator<Item = Metric> {
+        Metric::all().filter(move |m| m.applies_to(api))
     }
 
     /// The latency metric, for latency distributions.

@@ -187,6 +187,9 @@ fn dataset_plan(
             api,
         });
     }
+    if !api.kind().answer().streams() && d.hooks.is_some() {
+        return Err(PlanError::HooksOnPooled { dataset: name, api });
+    }
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
             for (which, dist) in [

@@ -47,6 +47,14 @@ pub enum PlanError {
         what: &'static str,
         api: crate::protocol::Api,
     },
+    #[error(
+        "dataset `{dataset}` has hooks, which the {api} API does not run: its requests are \
+         texts answered whole, with no prompt to mutate or answer to validate; remove `hooks`"
+    )]
+    HooksOnPooled {
+        dataset: String,
+        api: crate::protocol::Api,
+    },
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,

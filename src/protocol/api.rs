@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use super::body::Request;
 use super::chunk::{ChunkError, Event};
+use super::pooled::{Pooled, WholeError};
 
 /// One API a target may speak: everything about it that is not the same for every API. Each
 /// implementation is one file beside this one, registered once in [`super::REGISTRY`]; the
@@ -37,6 +38,72 @@ pub trait ApiKind: Send + Sync + 'static {
     /// Decodes one streamed event's data: what it carries, or that the stream is over. Once
     /// per event on the hot path: borrow from `data`, allocate nothing.
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError>;
+
+    /// How the API answers: a stream of generated text (the default), or one JSON body with
+    /// no generated text (the pooling APIs: embeddings, rerank, score). The metrics an API
+    /// has follow from it (`metrics::Metric::applies_to`).
+    fn answer(&self) -> Answer {
+        Answer::Stream
+    }
+
+    /// Decodes a whole (non-streamed) answer's body: how many results it holds and the
+    /// server's prompt count. Only asked of an API whose [`answer`](Self::answer) is
+    /// [`Answer::Pooled`]; the others have no such answer.
+    fn decode_whole(&self, _body: &[u8]) -> Result<Pooled, WholeError> {
+        Err(WholeError::NotPooled)
+    }
+}
+
+/// How an API answers, and so which metrics it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Server-sent events of generated text, decoded one by one
+    /// ([`ApiKind::decode_event`]): every latency and token metric.
+    Stream,
+    /// One JSON body without generated text, decoded whole ([`ApiKind::decode_whole`]): E2E
+    /// latency, inputs and prompt tokens per second; no TTFT, ITL, TPOT or output tokens.
+    Pooled(Inputs),
+}
+
+impl Answer {
+    /// Whether the API streams generated text.
+    pub fn streams(self) -> bool {
+        self == Answer::Stream
+    }
+}
+
+/// What one request of a pooling API carries, given its `batch` (the target's inputs per
+/// request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inputs {
+    /// `batch` texts, each an input of its own (embeddings).
+    Batch,
+    /// A query and `batch` texts, each paired with the query (rerank's documents, score's
+    /// `text_2`): a server encodes and counts each pair.
+    Pairs,
+}
+
+impl Inputs {
+    /// How many texts one request sends.
+    pub fn texts(self, batch: u32) -> u32 {
+        match self {
+            Inputs::Batch => batch.max(1),
+            Inputs::Pairs => batch.max(1).saturating_add(1),
+        }
+    }
+
+    /// The prompt tokens a server counts for texts of these lengths (in the order sent): their
+    /// sum, or for pairs the query's tokens once per pair.
+    pub fn served_tokens(self, lengths: &[u32]) -> u32 {
+        let sum = |l: &[u32]| l.iter().fold(0u32, |a, &n| a.saturating_add(n));
+        match (self, lengths.split_first()) {
+            (Inputs::Pairs, Some((&query, docs))) if !docs.is_empty() => {
+                let pairs = u32::try_from(docs.len()).unwrap_or(u32::MAX);
+                query.saturating_mul(pairs).saturating_add(sum(docs))
+            }
+            _ => sum(lengths),
+        }
+    }
 }
 
 /// A registered API kind: `Copy`, compared and hashed by name, serialised as its name.

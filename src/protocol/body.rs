@@ -51,6 +51,9 @@ pub struct Request<'a> {
     /// content parts after its text; APIs without messages have nowhere to put them (the plan
     /// refuses images on them).
     pub images: &'a [&'a str],
+    /// A pooling request's texts after the prompt (the rest of an embeddings batch, rerank's
+    /// documents after its query); empty for the generation APIs.
+    pub batch: &'a [String],
 }
 
 /// `{"model":"…"`: the start of every body.
@@ -70,6 +73,12 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
     if req.ignore_eos {
         out.extend_from_slice(b",\"ignore_eos\":true");
     }
+    extra_fields(out, req);
+    out.push(b'}');
+}
+
+/// The extra fields, each key once: an item's over the target's.
+pub fn extra_fields(out: &mut Vec<u8>, req: &Request<'_>) {
     let template = req
         .extra
         .iter()
@@ -81,7 +90,6 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
         // Writing a JSON value into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, v);
     }
-    out.push(b'}');
 }
 
 /// A message's `content`: its text as a string, or with images, content parts (the text, then

@@ -29,6 +29,18 @@ pub struct RequestSettings {
     pub extra_body: BTreeMap<String, serde_json::Value>,
     /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
     pub ignore_eos: bool,
+    /// `batch N`: a pooling API's inputs per request (embeddings' texts, rerank's documents,
+    /// score's `text_2`). Default 1; absent from the plan's JSON (and hash) when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for RequestSettings {
@@ -41,6 +53,7 @@ impl Default for RequestSettings {
             headers: Vec::new(),
             extra_body: BTreeMap::new(),
             ignore_eos: true,
+            batch: 1,
         }
     }
 }

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::metrics::{Dist, MetricSet, Summarised};
+use crate::metrics::{Dist, Metric, MetricSet, Summarised};
+use crate::protocol::Api;
 use crate::results::Results;
 
 const FIGURES: [&str; 9] = [
@@ -31,9 +32,16 @@ fn figures(d: &Dist) -> [f64; 9] {
     ]
 }
 
-/// The header row: the stage, its counts and rates, every figure of every distribution, the
-/// client's health.
-fn header() -> Vec<String> {
+/// The columns a generation API has and a pooling API does not (its answer comes whole).
+const GENERATED: [&str; 2] = ["output_tokens_per_s", "output_tokens"];
+
+/// The columns only a pooling API has, after `input_tokens`.
+const POOLED: [&str; 2] = ["inputs_per_s", "inputs"];
+
+/// The header row: the stage, its counts and rates, every figure of every distribution `api`
+/// has, the client's health.
+fn header(api: Api) -> Vec<String> {
+    let streams = api.kind().answer().streams();
     let mut header: Vec<String> = [
         "stage",
         "profile_group",
@@ -52,10 +60,14 @@ fn header() -> Vec<String> {
         "output_tokens",
     ]
     .iter()
+    .filter(|c| streams || !GENERATED.contains(c))
     .map(|s| s.to_string())
     .collect();
+    if !streams {
+        header.extend(POOLED.map(String::from));
+    }
     // Every distribution a stage keeps, by its key in `latency` (`ttft_ms` → `ttft_p50_ms`).
-    for m in Summarised::metrics() {
+    for m in Summarised::metrics().filter(|m| Metric::Latency(*m).applies_to(api)) {
         for f in FIGURES {
             let base = m.key().trim_end_matches("_ms");
             header.push(if f == "count" {
@@ -81,7 +93,9 @@ fn header() -> Vec<String> {
 
 /// The CSV of every stage of `results` (the warm-up excluded), in run order.
 pub fn stages_csv(results: &Results) -> String {
-    let mut out = header().join(",");
+    let api = results.target.api;
+    let streams = api.kind().answer().streams();
+    let mut out = header(api).join(",");
     out.push_str("\r\n");
     for s in &results.stages {
         let t = &s.throughput;
@@ -89,24 +103,34 @@ pub fn stages_csv(results: &Results) -> String {
             Some(p) => (p.point.group.clone(), super::short(p.load())),
             None => (String::new(), String::new()),
         };
-        let mut row: Vec<String> = vec![
-            field(&s.name),
-            field(&group),
-            load,
-            s.requests.sent.to_string(),
-            s.requests.ok.to_string(),
-            s.requests.failed.to_string(),
-            s.wall_time_s.to_string(),
-            t.requests_per_s.to_string(),
-            t.output_tokens_per_s.to_string(),
-            t.input_tokens_per_s.to_string(),
-            t.goodput_per_s.to_string(),
-            t.goodput_ratio.to_string(),
-            t.achieved_rate_per_s.to_string(),
-            s.tokens.input.to_string(),
-            s.tokens.output.to_string(),
+        let mut row: Vec<(&str, String)> = vec![
+            ("", field(&s.name)),
+            ("", field(&group)),
+            ("", load),
+            ("", s.requests.sent.to_string()),
+            ("", s.requests.ok.to_string()),
+            ("", s.requests.failed.to_string()),
+            ("", s.wall_time_s.to_string()),
+            ("", t.requests_per_s.to_string()),
+            (GENERATED[0], t.output_tokens_per_s.to_string()),
+            ("", t.input_tokens_per_s.to_string()),
+            ("", t.goodput_per_s.to_string()),
+            ("", t.goodput_ratio.to_string()),
+            ("", t.achieved_rate_per_s.to_string()),
+            ("", s.tokens.input.to_string()),
+            (GENERATED[1], s.tokens.output.to_string()),
         ];
-        for (_, d) in s.latency.iter() {
+        row.retain(|(c, _)| streams || !GENERATED.contains(c));
+        let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
+        if !streams {
+            row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
+            row.push(s.tokens.inputs.to_string());
+        }
+        for (_, d) in s
+            .latency
+            .iter()
+            .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+        {
             row.extend(figures(d).iter().map(f64::to_string));
         }
         let c = &s.client;

@@ -68,6 +68,43 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         t(&r.target.model),
         t(&h.detail)
     );
+    let pooled = !r.target.api.kind().answer().streams();
+    if pooled {
+        // A pooling API's answer comes whole: no TTFT, ITL or output to show.
+        let _ = writeln!(
+            out,
+            "\n{:<16} {:>7} {:>7} {:>6} {:>8} {:>9} {:>11} {:>17} {:>10}  trusted",
+            "stage",
+            "sent",
+            "ok",
+            "failed",
+            "req/s",
+            "inputs/s",
+            "in tok/s",
+            "E2E p50/p99 ms",
+            "lag p99 ms"
+        );
+    } else {
+        header(&mut out);
+    }
+    for s in &r.stages {
+        if pooled {
+            pooled_row(&mut out, s);
+            stage_notes(&mut out, s);
+        } else {
+            stage_lines(&mut out, s);
+        }
+    }
+    profile_lines(&mut out, r, color);
+    if !r.sla.is_empty() {
+        sla_lines(&mut out, r, color);
+    }
+    out.push('\n');
+    out
+}
+
+/// The table's header for a generation API.
+fn header(out: &mut String) {
     let _ = writeln!(
         out,
         "\n{:<16} {:>7} {:>7} {:>6} {:>8} {:>9} {:>17} {:>15} {:>10} {:>9}  trusted",
@@ -82,15 +119,25 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         "E2E p99 ms",
         "lag p99 ms"
     );
-    for s in &r.stages {
-        stage_lines(&mut out, s);
-    }
-    profile_lines(&mut out, r, color);
-    if !r.sla.is_empty() {
-        sla_lines(&mut out, r, color);
-    }
-    out.push('\n');
-    out
+}
+
+/// A pooling API's stage row: inputs and prompt tokens per second, E2E.
+fn pooled_row(out: &mut String, s: &crate::metrics::StageSummary) {
+    let e2e = &s.latency[L::E2e];
+    let _ = writeln!(
+        out,
+        "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.1} {:>11.0} {:>17} {:>10.3}  {}",
+        truncate(&t(&s.name), 16),
+        s.requests.sent,
+        s.requests.ok,
+        s.requests.failed,
+        s.throughput.requests_per_s,
+        s.throughput.inputs_per_s.unwrap_or(0.0),
+        s.throughput.input_tokens_per_s,
+        format!("{:.1} / {:.1}", e2e.p50, e2e.p99),
+        s.client.send_lag_ms.p99,
+        if s.validity.trusted { "yes" } else { "NO" },
+    );
 }
 
 /// Each profile group's answer (knee, SLA-compliant maximum) and its points' verdicts, marked
@@ -142,6 +189,11 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         s.client.send_lag_ms.p99,
         if s.validity.trusted { "yes" } else { "NO" },
     );
+    stage_notes(out, s);
+}
+
+/// A stage's reasons, notes and errors, under its row.
+fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     for reason in &s.validity.reasons {
         for (i, line) in wrap(&t(reason), WRAP - 6).iter().enumerate() {
             let _ = writeln!(out, "    {} {line}", if i == 0 { "!" } else { " " });

@@ -99,14 +99,15 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
             .map(|(p, w)| (p.t_s + w / 2.0, f(p)))
             .collect()
     };
-    let panels: [(&str, Vec<Series>); 3] = [
-        (
-            "latency (ms)",
-            vec![
-                ("TTFT p50", latency(&|p| p.ttft_p50_ms)),
-                ("E2E p99", latency(&|p| p.e2e_p99_ms)),
-            ],
-        ),
+    // A pooling API's stage has no first token and no output: its E2E and requests only.
+    let streamed = !stage.pooled();
+    let mut latencies = Vec::with_capacity(2);
+    if streamed {
+        latencies.push(("TTFT p50", latency(&|p| p.ttft_p50_ms)));
+    }
+    latencies.push(("E2E p99", latency(&|p| p.e2e_p99_ms)));
+    let panels = [
+        ("latency (ms)", latencies),
         (
             "requests/s",
             vec![
@@ -120,6 +121,7 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
             vec![("output tok/s", rate(&|p| p.output_tokens))],
         ),
     ];
+    let panels = panels.into_iter().take(if streamed { 3 } else { 2 });
     let t_max = stage
         .wall_time_s
         .max(stage.timeline.last().map_or(1.0, |p| p.t_s + 1.0));
@@ -169,17 +171,19 @@ fn time_marks(
     }
 }
 
-/// Three stacked panels sharing a time axis (seconds since the stage start), each with its
+/// Stacked panels (three, or two for a pooling API's stage) sharing a time axis (seconds
+/// since the stage start), each with its
 /// own y axis; one legend above them all, each series in its own house style. Used by the
 /// stage timeline and the telemetry server plot.
-pub(crate) fn stacked_time_panels(
+pub(crate) fn stacked_time_panels<'a>(
     kind: &str,
     title: &str,
     t_max: f64,
     sending_stopped: Option<f64>,
     steady: Option<(f64, f64)>,
-    panels: [(&str, Vec<Series>); 3],
+    panels: impl IntoIterator<Item = (&'a str, Vec<Series<'a>>)>,
 ) -> Result<String, ReportError> {
+    let panels: Vec<(&str, Vec<Series>)> = panels.into_iter().collect();
     let w = 900.0;
     let mut styles: Vec<(&str, Style)> = Vec::new();
     for (_, series) in &panels {
@@ -209,7 +213,7 @@ pub(crate) fn stacked_time_panels(
     let mut doc = Doc::new(kind, title, w, 0.0);
     let top = doc.legend(34.0, &legend);
     let panel_h = 220.0;
-    doc.set_height(top + 3.0 * panel_h + 6.0);
+    doc.set_height(top + panels.len() as f64 * panel_h + 6.0);
     let x = Scale::linear(0.0, t_max.max(1.0), true);
     let mut k = 0;
     for (i, (y_title, series)) in panels.iter().enumerate() {

@@ -7,7 +7,8 @@ use serde::Serialize;
 use super::names::{Plot, cdf_file_name, timeline_file_name};
 use super::numbers::{num, short};
 use crate::metrics::{Bound, Figure};
-use crate::metrics::{ClientHealth, Dist, LatencyMetric, StageSummary};
+use crate::metrics::{ClientHealth, Dist, LatencyMetric, Metric, StageSummary};
+use crate::protocol::Api;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 
@@ -279,7 +280,12 @@ fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
     ))
 }
 
-fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) -> StageView {
+fn stage_view(
+    s: &StageSummary,
+    api: Api,
+    verdicts: &[SlaVerdict],
+    plot_files: &[String],
+) -> StageView {
     let r = &s.requests;
     let share = |n: u64| {
         if r.sent == 0 {
@@ -289,7 +295,7 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         }
     };
     StageView {
-        intervals: s.latency[LatencyMetric::Ttft].intervals.is_some(),
+        intervals: s.latency[LatencyMetric::E2e].intervals.is_some(),
         attribution: s
             .attribution
             .as_ref()
@@ -319,8 +325,8 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
         sla_failed: on_stage(verdicts, &s.name, SlaOutcome::Fail),
         sla_undecided: on_stage(verdicts, &s.name, SlaOutcome::Inconclusive),
         load: load_rows(s),
-        latency: latency_rows(s),
-        throughput: throughput_rows(s),
+        latency: latency_rows(s, api),
+        throughput: throughput_rows(s, api),
         errors: r
             .errors
             .iter()
@@ -331,19 +337,22 @@ fn stage_view(s: &StageSummary, verdicts: &[SlaVerdict], plot_files: &[String]) 
             })
             .collect(),
         client: client_rows(&s.client),
-        plots: stage_plots(s, plot_files),
+        plots: stage_plots(s, api, plot_files),
         per_turn: turn_rows(s),
     }
 }
 
 /// The stage's plots that were drawn beside the report.
-fn stage_plots(s: &StageSummary, plot_files: &[String]) -> Vec<Plot> {
+fn stage_plots(s: &StageSummary, api: Api, plot_files: &[String]) -> Vec<Plot> {
     let mut plots = Vec::new();
+    let drawn: Vec<&str> = super::DISTRIBUTION_METRICS
+        .iter()
+        .filter(|m| Metric::Latency(**m).applies_to(api))
+        .map(|m| m.label())
+        .collect();
+    let cdf = format!("latency distribution ({})", drawn.join(", "));
     for (file, alt) in [
-        (
-            cdf_file_name(&s.name),
-            "latency distribution (TTFT, ITL, TPOT, E2E)",
-        ),
+        (cdf_file_name(&s.name), cdf.as_str()),
         (
             timeline_file_name(&s.name),
             "latency and throughput over time",
@@ -396,25 +405,35 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
     ]
 }
 
-/// One row per latency distribution the stage keeps, TTFA only where it differs from TTFT and
-/// a metric added after schema 2 only where measured (older results do not have it).
-fn latency_rows(s: &StageSummary) -> Vec<LatencyRow> {
+/// One row per latency distribution the stage keeps and its API has, TTFA only where it
+/// differs from TTFT and a metric added after schema 2 only where measured (older results do
+/// not have it).
+fn latency_rows(s: &StageSummary, api: Api) -> Vec<LatencyRow> {
     s.latency
         .iter()
+        .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
         .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(m.label(), d))
         .collect()
 }
 
-fn throughput_rows(s: &StageSummary) -> Vec<KeyValue> {
+/// The stage's rates, each where its API has it: output tokens for a generation API, inputs
+/// for a pooling one.
+fn throughput_rows(s: &StageSummary, api: Api) -> Vec<KeyValue> {
     let t = &s.throughput;
-    vec![
-        kv("requests", format!("{} req/s", num(t.requests_per_s))),
-        kv(
+    let streams = api.kind().answer().streams();
+    let mut rows = vec![kv("requests", format!("{} req/s", num(t.requests_per_s)))];
+    if streams {
+        rows.push(kv(
             "output tokens",
             format!("{} tok/s", num(t.output_tokens_per_s)),
-        ),
+        ));
+    }
+    if let Some(n) = t.inputs_per_s {
+        rows.push(kv("inputs", format!("{} inputs/s", num(n))));
+    }
+    rows.extend([
         kv(
             "input tokens",
             format!("{} tok/s", num(t.input_tokens_per_s)),
@@ -435,7 +454,8 @@ fn throughput_rows(s: &StageSummary) -> Vec<KeyValue> {
                 s.tokens.mismatched
             ),
         ),
-    ]
+    ]);
+    rows
 }
 
 fn client_rows(c: &ClientHealth) -> Vec<KeyValue> {
@@ -523,7 +543,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         stages: results
             .stages
             .iter()
-            .map(|s| stage_view(s, &results.sla, plot_files))
+            .map(|s| stage_view(s, t.api, &results.sla, plot_files))
             .collect(),
         repro: vec![
             kv("scenario", results.scenario.clone()),

@@ -213,7 +213,7 @@ impl Collector {
                     queue.extend(super::host::running_tasks());
                 }
                 let agg = &folder.agg;
-                progress.update(agg.done(), agg.failed(), agg.ttft_p50_ms());
+                progress.update(agg.done(), agg.failed(), agg.first_event_p50());
                 if let Some(l) = live.as_mut()
                     && let Some(why) = l.due(agg, &mut checked)
                 {

@@ -101,8 +101,9 @@ pub trait Observer: Send + Sync {
 
 /// Progress of one stage, fed every few milliseconds from its collector thread.
 pub trait StageProgress: Send {
-    /// Requests finished so far (failed ones included), failures, and the TTFT median so far.
-    fn update(&mut self, done: u64, failed: u64, ttft_p50_ms: f64);
+    /// Requests finished so far (failed ones included), failures, and the median so far of
+    /// when answers begin, with its label (TTFT; E2E for an API answered whole).
+    fn update(&mut self, done: u64, failed: u64, p50: (&'static str, f64));
     /// The stage's sending and draining are over.
     fn finish(self: Box<Self>);
 }
@@ -114,6 +115,6 @@ impl Observer for () {
 }
 
 impl StageProgress for () {
-    fn update(&mut self, _: u64, _: u64, _: f64) {}
+    fn update(&mut self, _: u64, _: u64, _: (&'static str, f64)) {}
     fn finish(self: Box<Self>) {}
 }

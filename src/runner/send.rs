@@ -19,7 +19,7 @@ use crate::dataset::{
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
-use crate::protocol::{Message, PromptRef};
+use crate::protocol::{Answer, Inputs, Message, PromptRef};
 
 /// Why a request's body could not be built (it is then recorded as a `hook` error).
 #[derive(Debug, thiserror::Error)]
@@ -79,10 +79,51 @@ pub(super) fn since(t0: Instant) -> u64 {
 impl StageShared {
     /// The body of a plain request: its recipe's prompt, through the hooks.
     pub(super) fn body(&self, recipe: &RequestRecipe) -> Body {
+        if let Answer::Pooled(inputs) = self.template.api.kind().answer() {
+            let (bytes, input, max) = self.pooled_body(recipe, inputs);
+            return Ok((bytes, input, max, Media::default()));
+        }
         let prompt = self
             .factory
             .prompt(self.stage.dataset, recipe.input_tokens, recipe.item);
         self.body_for(recipe, prompt)
+    }
+
+    /// A pooling request's body (its texts: the target's `batch` of them, after a query for
+    /// pairs), the prompt tokens a server counts for them, and no output (the plan refuses
+    /// hooks on a pooling API). Each text takes the round's salt, so no cache serves a rerun.
+    fn pooled_body(&self, recipe: &RequestRecipe, inputs: Inputs) -> (Bytes, u32, u32) {
+        let n = inputs.texts(self.plan.target.request.batch);
+        let drawn = self
+            .factory
+            .texts(self.stage.dataset, recipe.input_tokens, recipe.item, n);
+        let mut texts = Vec::with_capacity(drawn.len());
+        let mut lengths = Vec::with_capacity(drawn.len());
+        for (text, len) in drawn {
+            let (prompt, len) = self.salted(Prompt::Text(text), len);
+            texts.push(match prompt {
+                Prompt::Text(t) => t,
+                other => other.as_text().to_string(),
+            });
+            lengths.push(len);
+        }
+        let (first, rest) = texts
+            .split_first()
+            .map_or(("", &[][..]), |(f, r)| (f.as_str(), r));
+        let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
+        let bytes = self
+            .template
+            .build_batch(PromptRef::Text(first), rest, 0, extra);
+        (bytes, inputs.served_tokens(&lengths), 0)
+    }
+
+    /// The inputs one request carries: the target's `batch` for a pooling API, none for a
+    /// generation API.
+    fn inputs(&self) -> u32 {
+        match self.template.api.kind().answer() {
+            Answer::Pooled(_) => self.plan.target.request.batch.max(1),
+            Answer::Stream => 0,
+        }
     }
 
     /// The prompt with this round's salt in front, and its input count with the salt's tokens.
@@ -228,6 +269,7 @@ impl StageShared {
             input_tokens: recipe.input_tokens,
             planned_input_tokens: recipe.input_tokens,
             planned_output_tokens: recipe.output_tokens,
+            inputs: self.inputs(),
             ..RequestRecord::default()
         };
         let body = match body {

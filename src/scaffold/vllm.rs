@@ -545,6 +545,8 @@ mod tests {
                 .any(|n| n.contains("--max-concurrency 2 is not carried over"))
         );
         assert!(import(&words("--dataset-name sonnet")).is_err());
-        assert!(import(&words("--endpoint /v1/embeddings")).is_err());
+        assert!(import(&words("--endpoint /v1/audio/transcriptions")).is_err());
+        // A pooling API is a registered one: imported as its own kind.
+        assert!(import(&words("--endpoint /v1/embeddings")).is_ok());
     }
 }

@@ -24,10 +24,12 @@ const KINDS: &[&str] = &[
 const DISTS: &[&str] = &["uniform", "normal", "lognormal"];
 
 /// The dataset's name (even when its body is invalid, so that references to it are not
-/// reported too) and the dataset when it is valid.
+/// reported too) and the dataset when it is valid. `generates`: the target's API generates
+/// output (else a synthetic data set needs no `output-tokens`).
 pub(crate) fn parse(
     ctx: &mut Ctx<'_>,
     node: &KdlNode,
+    generates: bool,
 ) -> (Option<Spanned<String>>, Option<Dataset>) {
     let mut r = NodeReader::new(ctx, node);
     let name = dataset_name(ctx, &mut r);
@@ -77,7 +79,7 @@ pub(crate) fn parse(
         kind = if FILE_KINDS.contains(&child.name().value()) {
             workload::source(ctx, child)
         } else {
-            synthetic(ctx, child).map(DatasetKind::Synthetic)
+            synthetic(ctx, child, generates).map(DatasetKind::Synthetic)
         };
     }
     if !saw_source {
@@ -123,7 +125,7 @@ fn dataset_name(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Str
     }
 }
 
-fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SyntheticSpec> {
+fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode, generates: bool) -> Option<SyntheticSpec> {
     let mut r = NodeReader::new(ctx, node);
     let mut input = None;
     let mut output = None;
@@ -145,6 +147,13 @@ fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SyntheticSpec> {
             Some(d) => *slot = Some(d),
             None => ok = false,
         }
+    }
+    if !generates && output.is_none() && !once_saw(&r, "output-tokens") {
+        // A pooling API generates nothing: no length to ask for.
+        output = Some(Spanned::new(
+            LengthDist::Fixed { value: 1 },
+            ctx.name_span(node),
+        ));
     }
     for (slot, name) in [(&input, "input-tokens"), (&output, "output-tokens")] {
         if slot.is_none() && !once_saw(&r, name) {

@@ -99,7 +99,11 @@ fn decode(
     let nodes = doc.nodes();
     params::collect(ctx, nodes, overrides);
     let mut s = empty_scenario(ctx, source);
-    let mut top = TopLevel::default();
+    let mut top = TopLevel {
+        // A data set is read knowing its target's API, wherever the target is written.
+        generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
+        ..TopLevel::default()
+    };
     for node in nodes {
         if top.admit(ctx, node) {
             top.read(ctx, node, &mut s);
@@ -151,6 +155,9 @@ struct TopLevel {
     /// Where a problem of the whole scenario is shown: its `scenario` node, else its first.
     anchor: Option<SourceSpan>,
     sim_metric_refs: Vec<SourceSpan>,
+    /// The target's API generates output (else a synthetic data set needs no
+    /// `output-tokens`).
+    generates: bool,
 }
 
 impl TopLevel {
@@ -182,7 +189,7 @@ impl TopLevel {
                 }
             }
             "dataset" => {
-                let (name, ds) = dataset::parse(ctx, node);
+                let (name, ds) = dataset::parse(ctx, node, self.generates);
                 if let Some(n) = name
                     && unique(ctx, &mut self.dataset_names, &n, "dataset")
                     && let Some(ds) = ds
@@ -216,7 +223,12 @@ impl TopLevel {
                 }
                 r.finish(ctx);
             }
-            "goodput" => s.goodput = goodput(ctx, node),
+            "goodput" => {
+                s.goodput = goodput(ctx, node);
+                if !self.generates {
+                    streamed_goodput(ctx, node, s.goodput.as_ref());
+                }
+            }
             "report" => s.report = report(ctx, node),
             "telemetry" => {
                 let out = telemetry::parse(ctx, node);
@@ -322,7 +334,65 @@ fn check_refs(
             refer(ctx, st, stages, "stage");
         }
     }
+    metrics_fit_api(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+}
+
+/// A goodput SLO on TTFT, TPOT or ITL for a pooling API, whose answers come whole: no request
+/// could meet it.
+fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) {
+    let Some(g) = g else { return };
+    if g.ttft.is_none() && g.tpot.is_none() && g.itl.is_none() {
+        return;
+    }
+    ctx.error(
+        ctx.name_span(node),
+        "`goodput` sets an SLO a pooling API cannot meet",
+        "its answers come whole: no TTFT, TPOT or ITL",
+        Some("use e2e= only, e.g. goodput e2e=\"500ms\"".into()),
+    );
+}
+
+/// The API the target names, wherever the target is written (a data set may come first).
+fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
+    let target = nodes.iter().find(|n| n.name().value() == "target")?;
+    let api = target
+        .children()?
+        .nodes()
+        .iter()
+        .find(|n| n.name().value() == "api")?;
+    let name = api.entries().first()?.value().as_string()?;
+    crate::protocol::Api::from_name(name)
+}
+
+/// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which
+/// comes whole) could never be observed: refused where it is written.
+fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
+    let api = s.target.request.api;
+    for a in &s.sla {
+        let metric = a.expr.value.metric;
+        if metric.applies_to(api) {
+            continue;
+        }
+        let has: Vec<&str> = crate::sla::Metric::of_api(api)
+            .filter(|m| m.curve().is_none() && !m.is_telemetry())
+            .map(|m| m.name())
+            .collect();
+        let why = if api.kind().answer().streams() {
+            "it is measured only for a pooling API"
+        } else {
+            "its answer comes whole, not streamed"
+        };
+        ctx.error(
+            a.expr.span,
+            format!("api \"{api}\" has no `{metric}`"),
+            why,
+            Some(format!(
+                "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",
+                has.join(", ")
+            )),
+        );
+    }
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {

@@ -23,6 +23,7 @@ const COMMON: &[&str] = &[
     "max-event-size",
     "cache-salt",
     "reset-cache",
+    "batch",
 ];
 
 pub(crate) fn default_target() -> Target {
@@ -106,6 +107,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         }
     }
     r.finish(ctx);
+    batch_fits_api(ctx, node, &t);
     if is_sim {
         match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
             Ok(cfg) => t.endpoint = Endpoint::Sim(cfg),
@@ -156,10 +158,47 @@ fn common_setting(
         "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
         "reset-cache" => reset_cache_setting(ctx, &mut r, t),
         "max-event-size" => max_event_size_setting(ctx, &mut r, t),
+        "batch" => {
+            if let Some(v) = one_arg(ctx, &mut r, "the inputs per request, e.g. 8")
+                && let Some(n) = ctx.uint(&v, "batch", 1, MAX_BATCH)
+            {
+                t.request.batch = n as u32;
+            }
+        }
         // Only COMMON names are passed in.
         _ => {}
     }
     r.finish(ctx);
+}
+
+/// The most inputs one pooling request may carry: far above what servers take (vLLM's
+/// default batch is a few hundred), low enough that a typo does not build gigabyte bodies.
+const MAX_BATCH: u64 = 65_536;
+
+/// `batch N` is a pooling API's inputs per request: a generation API sends one prompt.
+fn batch_fits_api(ctx: &mut Ctx<'_>, node: &KdlNode, t: &Target) {
+    let api = t.request.api;
+    if t.request.batch <= 1 || !api.kind().answer().streams() {
+        return;
+    }
+    let span = node
+        .children()
+        .and_then(|c| c.nodes().iter().find(|n| n.name().value() == "batch"))
+        .map_or_else(|| ctx.name_span(node), |n| ctx.name_span(n));
+    let pooling: Vec<String> = crate::protocol::REGISTRY
+        .iter()
+        .filter(|a| !a.kind().answer().streams())
+        .map(|a| format!("\"{a}\""))
+        .collect();
+    ctx.error(
+        span,
+        format!("`batch` does not apply to api \"{api}\""),
+        "a generation request sends one prompt",
+        Some(format!(
+            "`batch` is the inputs per request of a pooling API ({}); remove it",
+            pooling.join(", ")
+        )),
+    );
 }
 
 /// `api "chat"`: one of the registered API kinds.

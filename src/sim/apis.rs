@@ -7,6 +7,10 @@ pub(super) mod chat;
 pub(super) mod completions;
 #[cfg(test)]
 mod echo;
+mod embeddings;
+mod pooled;
+mod rerank;
+mod score;
 
 use super::wire::SimApi;
 use crate::protocol::{Api, REGISTRY};
@@ -15,6 +19,9 @@ use crate::protocol::{Api, REGISTRY};
 const SIDES: &[&dyn SimApi] = &[
     &chat::Chat,
     &completions::Completions,
+    &embeddings::Embeddings,
+    &rerank::Rerank,
+    &score::Score,
     #[cfg(test)]
     &echo::Echo,
 ];

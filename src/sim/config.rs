@@ -40,6 +40,10 @@ pub struct SimConfig {
     /// Output length used when the request sets `ignore_eos: true` but no `max_tokens`, and
     /// the cap on drawn lengths when the request sets no `max_tokens`.
     pub default_max_tokens: u64,
+    /// Values in each embedding the embeddings API answers with (a small embedding model's
+    /// size; it sets the answer's bytes: about 20 per value).
+    #[serde(skip_serializing_if = "is_default_embedding_dim")]
+    pub embedding_dim: u32,
     /// Distribution of the output length when `ignore_eos` is false (the model "stops" on its
     /// own): `fixed` (always the mean), `uniform` (1 ..= 2 × mean) or `exponential` (mean).
     /// The drawn length is capped by `max_tokens` and raised to `min_tokens`.
@@ -111,6 +115,13 @@ const DEFAULT_PREFIX_CACHE_BLOCK: u16 = 16;
 
 // Settings added after plan hashes were pinned are left out of the serialised config at their
 // defaults, so that a plan written without them hashes as before.
+/// A small embedding model's size (the tiny model of `docs/metrics.md`'s vLLM figures).
+const DEFAULT_EMBEDDING_DIM: u32 = 256;
+
+fn is_default_embedding_dim(n: &u32) -> bool {
+    *n == DEFAULT_EMBEDDING_DIM
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -136,6 +147,7 @@ impl Default for SimConfig {
             prefill_chunk: 8192,
             jitter: 0.0,
             default_max_tokens: 1024,
+            embedding_dim: DEFAULT_EMBEDDING_DIM,
             output_len_dist: OutputLenDist::Exponential,
             output_len_mean: 256,
             fault_http_429: 0.0,
@@ -196,6 +208,9 @@ impl SimConfig {
         }
         if self.default_max_tokens == 0 {
             return err("default-max-tokens", "must be at least 1");
+        }
+        if self.embedding_dim == 0 || self.embedding_dim > 65_536 {
+            return err("embedding-dim", "must be between 1 and 65536");
         }
         if self.output_len_mean == 0 {
             return err("output-len-mean", "must be at least 1");
@@ -329,6 +344,7 @@ mod tests {
             "prefix-cache-block",
             "timings",
             "metrics-histograms",
+            "embedding-dim",
         ] {
             assert!(v.get(key).is_none(), "{key} serialised at its default");
         }

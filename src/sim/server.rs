@@ -376,6 +376,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
             max_tokens,
             malformed: fault == Fault::MalformedSse,
             usage_details: cfg.prefix_cache,
+            pooled: (req.inputs, cfg.embedding_dim),
         };
         collect_response(rx, info).await
     }
@@ -449,6 +450,8 @@ struct Collected<'a> {
     malformed: bool,
     /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
+    /// A pooling request's inputs, and the simulator's embedding size.
+    pooled: (u32, u32),
 }
 
 /// Waits for the whole output, then answers with one JSON body carrying `usage` (and
@@ -498,6 +501,8 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
             text: &text,
             finish,
             usage,
+            inputs: info.pooled.0,
+            embedding_dim: info.pooled.1,
         })
         .to_string();
     let body = match timings {

@@ -66,6 +66,7 @@ mod tests {
             prompt_ids: Vec::new(),
             cache_prompt: true,
             tool: Some("get_\"weather".into()),
+            inputs: 0,
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(shape, 9, 1, "m", &req, false, req.tool.as_deref());

@@ -54,6 +54,10 @@ pub(crate) struct Whole<'a> {
     pub text: &'a str,
     pub finish: &'a str,
     pub usage: serde_json::Value,
+    /// A pooling request's inputs: the results its answer holds.
+    pub inputs: u32,
+    /// The simulator's embedding size (`embedding-dim`).
+    pub embedding_dim: u32,
 }
 
 /// An API's prompt as its requests carry it, under its own key.
@@ -209,6 +213,9 @@ pub(crate) struct GenRequest {
     pub cache_prompt: bool,
     /// The first function tool the request offers (`tools[…].function.name`).
     pub tool: Option<String>,
+    /// A pooling request's inputs (texts, or documents paired with a query), one result each
+    /// in its answer; 0 for a generation request.
+    pub inputs: u32,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -251,6 +258,7 @@ pub(crate) fn parse<P: PromptField>(
         prompt_ids: sink.into_ids(),
         cache_prompt: raw.cache_prompt.unwrap_or(true),
         tool: raw.tools.and_then(RawTools::first_name),
+        inputs: 0,
     })
 }
 
@@ -404,6 +412,7 @@ mod tests {
             stream,
             include_usage,
             prompt_ids: Vec::new(),
+            inputs: 0,
             cache_prompt: true,
             tool: None,
         }

@@ -479,6 +479,7 @@ impl Parser<'_> {
             // `20/s`: requests are what a rate counts unless it says tokens.
             "req/s" | "/s" => (MetricKind::ReqPerSec, 1.0),
             "tok/s" => (MetricKind::TokPerSec, 1.0),
+            "inputs/s" => (MetricKind::InputsPerSec, 1.0),
             "°C" | "C" => (MetricKind::Celsius, 1.0),
             "W" => (MetricKind::Watts, 1.0),
             "J" => (MetricKind::Joules, 1.0),
@@ -600,6 +601,7 @@ fn unit_hint(metric: Metric) -> String {
         MetricKind::Percent => "a percentage",
         MetricKind::ReqPerSec => "in requests per second (req/s)",
         MetricKind::TokPerSec => "in tokens per second (tok/s)",
+        MetricKind::InputsPerSec => "in inputs per second (inputs/s)",
         MetricKind::Number => "a plain number",
         MetricKind::Celsius => "a temperature (°C)",
         MetricKind::Watts => "a power (W)",

@@ -33,7 +33,7 @@ impl Observer for Seen {
 }
 
 impl StageProgress for Stage {
-    fn update(&mut self, done: u64, _: u64, _: f64) {
+    fn update(&mut self, done: u64, _: u64, _: (&'static str, f64)) {
         self.done = done;
     }
     fn finish(self: Box<Self>) {

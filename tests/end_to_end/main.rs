@@ -21,6 +21,7 @@ mod images;
 mod input_bounds;
 mod library_api;
 mod onboarding;
+mod pooling;
 mod profile_gate;
 mod profile_ramp;
 mod profile_run;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use infermeter::metrics::{
-    GoodputSlo, LateClient, LatencyMetric, Metric, MetricSet, PerTurn, PerTurnRecorded,
+    ApiScope, GoodputSlo, LateClient, LatencyMetric, Metric, MetricSet, PerTurn, PerTurnRecorded,
     PlannedLoad, Recorded, RequestRecord, Shape, StageAggregator, StageClock, Summarised,
     ValidityRules, Worse,
 };
@@ -146,8 +146,8 @@ fn stored(m: Metric) -> String {
 /// The vocabulary as docs/metrics.md shows it.
 fn table() -> String {
     let mut out = String::from(
-        "| metric | label | kind | unit | worse when | a late client | in `results.json` |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| metric | label | kind | unit | worse when | a late client | APIs | in `results.json` |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for m in Metric::all() {
         let d = m.def();
@@ -159,8 +159,13 @@ fn table() -> String {
             Worse::Higher => "higher",
             Worse::Lower => "lower",
         };
+        let apis = match d.scope {
+            ApiScope::All => "all",
+            ApiScope::Streamed => "streamed",
+            ApiScope::Pooled => "pooling",
+        };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {unit} | {worse} | {} | {} |\n",
+            "| `{}` | {} | {} | {unit} | {worse} | {} | {apis} | {} |\n",
             d.name,
             d.label,
             shape(d.kind.shape()),

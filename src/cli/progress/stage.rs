@@ -92,12 +92,12 @@ impl Progress {
 }
 
 impl StageProgress for Progress {
-    fn update(&mut self, done: u64, failed: u64, ttft_p50_ms: f64) {
+    fn update(&mut self, done: u64, failed: u64, (label, p50_ms): (&'static str, f64)) {
         let elapsed = self.start.elapsed().as_secs_f64().max(1e-3);
         let msg = format!(
-            "{:.1} req/s, TTFT p50 {:.1} ms, {} error(s), {}",
+            "{:.1} req/s, {label} p50 {:.1} ms, {} error(s), {}",
             done as f64 / elapsed,
-            ttft_p50_ms,
+            p50_ms,
             failed,
             self.timing(done)
         );

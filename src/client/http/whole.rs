@@ -1,0 +1,189 @@
+//! A pooling API's request (embeddings, rerank, score): its answer is one JSON body, not a
+//! stream. The body is read into the connection's event buffer by the same reads and bounds
+//! as a stream (past `max_event_bytes` the request fails as `malformed`; the request's
+//! `timeout` ends a body that drips or stalls), timed at its first byte (the response head)
+//! and its end, and decoded whole by the API kind: how many results, and the server's prompt
+//! count. An answer with no result is `empty`, one with more results than inputs sent, or
+//! that is not the API's JSON (an HTML page, a truncated or mistyped body), `malformed`; a
+//! body cut short is `stream_broken`; an error object with a success status is the server's
+//! failure, `stream_broken` as an in-stream error is.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::super::reqwest_errors::{never_answered, send_error, unusable};
+use super::super::wire::{BodyError, Response, SendError, Wire};
+use super::{Client, DRAIN_WAIT, since};
+use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
+use crate::protocol::{Pooled, WholeError};
+
+impl Client {
+    /// Sends one pooling request and fills `rec`: the whole-answer counterpart of
+    /// `execute_text`.
+    pub(super) async fn execute_whole(&self, body: Bytes, rec: &mut RequestRecord, t0: Instant) {
+        let (outcome, tail) = match &self.wire {
+            Some(wire) => {
+                let read = self.whole_wire(wire, &body, rec, t0);
+                match tokio::time::timeout(self.timeout, read).await {
+                    Ok((answer, tail)) => (Ok(answer), tail),
+                    Err(e) => (Err(e), None),
+                }
+            }
+            None => {
+                let read = self.whole_reqwest(body, rec, t0);
+                (tokio::time::timeout(self.timeout, read).await, None)
+            }
+        };
+        rec.done_ns = since(t0);
+        if let (Some(wire), Some(mut resp)) = (&self.wire, tail)
+            && tokio::time::timeout(self.timeout.min(DRAIN_WAIT), resp.drain()).await == Ok(true)
+        {
+            resp.finish(wire);
+        }
+        rec.output_tokens = 0;
+        rec.token_source = TokenSource::Tokenizer;
+        match outcome {
+            Err(_) => rec.error = Some(ErrorKind::Timeout),
+            Ok(Some(answer)) => self.judge_whole(rec, answer),
+            Ok(None) => {}
+        }
+    }
+
+    /// What a decoded answer says about the request.
+    fn judge_whole(&self, rec: &mut RequestRecord, answer: Result<Pooled, WholeError>) {
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!("unreadable answer: {e}");
+                rec.error = Some(match e {
+                    WholeError::Server => ErrorKind::StreamBroken,
+                    _ => ErrorKind::Malformed,
+                });
+                return;
+            }
+        };
+        if answer.results == 0 {
+            rec.error = Some(ErrorKind::Empty);
+        } else if answer.results > u64::from(rec.inputs.max(1)) {
+            rec.error = Some(ErrorKind::Malformed);
+        }
+        if let Some(u) = answer.usage {
+            rec.token_source = TokenSource::Usage;
+            self.check_prompt(rec, &u);
+        }
+    }
+
+    /// Sends over this client's own connections and reads the whole body; the answer (`None`
+    /// when the request failed before one) and the response, when its connection may be
+    /// reused.
+    async fn whole_wire(
+        &self,
+        wire: &Wire,
+        body: &[u8],
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) -> (Option<Result<Pooled, WholeError>>, Option<Response>) {
+        rec.sent_ns = since(t0);
+        let mut retried = false;
+        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
+        if retried {
+            rec.retries += 1;
+        }
+        let mut resp = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!("request failed: {e}");
+                rec.error = Some(match e {
+                    SendError::Connect(_) => ErrorKind::Connect,
+                    SendError::ConnectTimeout => ErrorKind::Timeout,
+                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
+                    SendError::Protocol(_) => ErrorKind::Protocol,
+                });
+                return (None, None);
+            }
+        };
+        rec.first_byte_ns = Some(since(t0));
+        rec.status = Some(resp.status);
+        rec.sim_id = resp.sim_id;
+        if !(200..300).contains(&resp.status) {
+            rec.error = Some(ErrorKind::Http(resp.status));
+            return (None, Some(resp));
+        }
+        loop {
+            match resp.fill().await {
+                Ok(true) if resp.conn.events.pending().len() > self.max_event_bytes => {
+                    rec.error = Some(ErrorKind::Malformed);
+                    return (None, None);
+                }
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    tracing::debug!("answer broken: {e}");
+                    rec.error = Some(match e {
+                        BodyError::Io(_) => ErrorKind::StreamBroken,
+                        BodyError::Framing(_) => ErrorKind::Protocol,
+                    });
+                    return (None, None);
+                }
+            }
+        }
+        let answer = self.api.kind().decode_whole(resp.conn.events.pending());
+        (Some(answer), Some(resp))
+    }
+
+    /// Like [`whole_wire`](Self::whole_wire), through reqwest (a proxied target).
+    async fn whole_reqwest(
+        &self,
+        body: Bytes,
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) -> Option<Result<Pooled, WholeError>> {
+        rec.sent_ns = since(t0);
+        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+            Ok(r) => r,
+            Err(e) if never_answered(&e) => {
+                rec.retries += 1;
+                match self.fresh.post(&*self.url).body(body).send().await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        rec.error = Some(send_error(&e));
+                        return None;
+                    }
+                }
+            }
+            Err(e) => {
+                rec.error = Some(send_error(&e));
+                return None;
+            }
+        };
+        rec.first_byte_ns = Some(since(t0));
+        let status = resp.status();
+        rec.status = Some(status.as_u16());
+        if !status.is_success() {
+            rec.error = Some(ErrorKind::Http(status.as_u16()));
+            return None;
+        }
+        let mut bytes = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) if bytes.len() + chunk.len() > self.max_event_bytes => {
+                    rec.error = Some(ErrorKind::Malformed);
+                    return None;
+                }
+                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+                Ok(None) => return Some(self.api.kind().decode_whole(&bytes)),
+                Err(e) => {
+                    rec.error = Some(if e.is_timeout() {
+                        ErrorKind::Timeout
+                    } else if unusable(&e) {
+                        ErrorKind::Protocol
+                    } else {
+                        ErrorKind::StreamBroken
+                    });
+                    return None;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The pooling APIs (embeddings, rerank, score) through the real binary: against the
+//! simulator, results with E2E, inputs and prompt tokens and no TTFT anywhere (results, the
+//! markdown report, the CSV, `compare`); an SLA on a metric the API lacks refused where it is
+//! written; and against a server whose whole answers are broken, huge, mistyped or dripped,
+//! each request failing with its kind, none hanging.
+
+use std::time::Duration;
+
+use crate::support::raw_server::{After, Post, RawServer};
+use crate::support::*;
+
+/// A scenario of `requests` requests of `api` with `batch` inputs of `tokens` tokens each, on
+/// `target` (`"sim"` or a URL), with `extra` in the target.
+fn pooled_scenario(target: &str, api: &str, batch: u32, requests: u32, extra: &str) -> String {
+    format!(
+        r#"
+target "{target}" {{ api "{api}"; batch {batch}; timeout "20s"; {extra} }}
+dataset "d" {{ synthetic {{ input-tokens 24; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=2; requests {requests}; }}
+"#
+    )
+}
+
+/// Runs `text` with `--untrusted judge` (a loaded machine may flag the client: trust is not
+/// under test) and returns its results directory and the run's output.
+fn run_text(dir: &std::path::Path, text: &str) -> (std::path::PathBuf, std::process::Output) {
+    let path = scenario(dir, "p.kdl", text);
+    let out = dir.join("out");
+    let o = run(&path, &out, &["--untrusted", "judge"]);
+    (out, o)
+}
+
+#[test]
+fn embeddings_on_the_simulator_have_e2e_and_inputs_and_no_ttft() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, o) = run_text(dir.path(), &pooled_scenario("sim", "embeddings", 4, 12, ""));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(r["target"]["api"], "embeddings");
+    let s = stage(&r, "s");
+    assert_eq!(s["requests"]["ok"], 12, "{}", s["requests"]);
+    // Every input counted, with exactly the tokens the plan drew (the simulator counts them).
+    assert_eq!(s["tokens"]["inputs"], 12 * 4);
+    assert_eq!(s["tokens"]["input"], 12 * 4 * 24);
+    assert_eq!(s["tokens"]["mismatched"], 0);
+    assert_eq!(s["tokens"]["from_usage"], 12);
+    assert!(s["throughput"]["inputs_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(s["latency"]["e2e_ms"]["count"], 12);
+    for m in ["ttft_ms", "itl_ms", "tpot_ms", "ntpot_ms", "ttfa_ms"] {
+        assert!(s["latency"].get(m).is_none(), "{m}: {}", s["latency"]);
+        assert!(s["histograms"].get(m).is_none(), "{m}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!md.contains("| TTFT |"), "{md}");
+    assert!(!md.contains("output tokens"), "{md}");
+    assert!(md.contains("| E2E |") && md.contains("inputs/s"), "{md}");
+    let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        !header.contains("ttft") && header.contains("inputs_per_s"),
+        "{header}"
+    );
+    let (stdout, _) = text(&o);
+    assert!(!stdout.contains("TTFT"), "{stdout}");
+}
+
+#[test]
+fn rerank_and_score_count_each_pair() {
+    for api in ["rerank", "score"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, o) = run_text(dir.path(), &pooled_scenario("sim", api, 3, 6, ""));
+        assert_eq!(o.status.code(), Some(0), "{api}: {}", describe(&o));
+        let s = stage(&results(&out), "s").clone();
+        assert_eq!(s["requests"]["ok"], 6, "{api}: {}", s["requests"]);
+        assert_eq!(s["tokens"]["inputs"], 6 * 3, "{api}");
+        // A query and 3 documents of 24 tokens: 3 pairs of 48.
+        assert_eq!(s["tokens"]["input"], 6 * 3 * 48, "{api}");
+        assert_eq!(s["tokens"]["mismatched"], 0, "{api}");
+        assert!(s["latency"].get("ttft_ms").is_none(), "{api}");
+    }
+}
+
+#[test]
+fn an_sla_on_a_metric_the_api_lacks_is_refused_where_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\nsla {{ assert \"ttft.p95 < 100ms\"; }}\n",
+        pooled_scenario("sim", "embeddings", 2, 4, "")
+    );
+    let path = scenario(dir.path(), "bad.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("api \"embeddings\" has no `ttft`"), "{err}");
+    assert!(err.contains("e2e") && err.contains("inputs_per_s"), "{err}");
+    assert!(
+        err.contains("bad.kdl:"),
+        "points at the file and line: {err}"
+    );
+    // A goodput SLO no whole answer can meet.
+    let text = format!(
+        "{}\ngoodput ttft=\"200ms\"\n",
+        pooled_scenario("sim", "rerank", 2, 4, "")
+    );
+    let path = scenario(dir.path(), "goodput.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert!(
+        err.contains("`goodput` sets an SLO a pooling API cannot meet"),
+        "{err}"
+    );
+    // And `batch` on a generation API.
+    let path = scenario(
+        dir.path(),
+        "chat.kdl",
+        "target \"sim\" { batch 4; }\ndataset \"d\" { synthetic { input-tokens 8; output-tokens 2; } }\nstage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n",
+    );
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert!(
+        err.contains("`batch` does not apply to api \"chat\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn compare_of_two_embeddings_runs_compares_e2e_and_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = pooled_scenario("sim", "embeddings", 2, 10, "");
+    let mut outs = Vec::new();
+    for name in ["a", "b"] {
+        // One scenario file name: the plan (and its hash) is the same.
+        let sub = dir.path().join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let path = scenario(&sub, "embed.kdl", &text);
+        let out = sub.join("out");
+        let o = run(&path, &out, &["--untrusted", "judge"]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        outs.push(out.join("results.json"));
+    }
+    let o = infermeter(&[
+        "compare",
+        outs[0].to_str().unwrap(),
+        outs[1].to_str().unwrap(),
+        "--tolerance",
+        "100%",
+    ]);
+    let (stdout, stderr) = crate::support::text(&o);
+    // Two runs on a loaded machine may differ: any verdict, but a comparison.
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{stdout}{stderr}"
+    );
+    assert!(
+        stdout.contains("e2e") && stdout.contains("inputs_per_s"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ttft") && !stdout.contains("output_throughput"),
+        "{stdout}"
+    );
+}
+
+/// `body` as a whole HTTP/1.1 answer with a correct length.
+fn answer(status: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[test]
+fn broken_whole_answers_fail_with_their_kind_and_none_hangs() {
+    let huge = format!(
+        "{{\"data\":[{{\"embedding\":[{}]}}],\"usage\":{{\"prompt_tokens\":24}}}}",
+        "0.125,".repeat(400_000) + "0"
+    );
+    let good = r#"{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.1]}],"usage":{"prompt_tokens":24,"total_tokens":24}}"#;
+    let bad: Vec<(Vec<u8>, &str)> = vec![
+        (
+            answer("200 OK", "<html><body>502 Bad Gateway</body></html>"),
+            "malformed",
+        ),
+        (answer("200 OK", r#"{"data":"x","usage":{}}"#), "malformed"),
+        (
+            answer("200 OK", r#"{"data":[],"usage":{"prompt_tokens":"24"}}"#),
+            "malformed",
+        ),
+        (answer("200 OK", r#"{"data":[1,2,3]}"#), "malformed"),
+        (answer("200 OK", r#"{"data":[]}"#), "empty"),
+        (
+            answer("200 OK", r#"{"error":{"message":"boom"}}"#),
+            "stream_broken",
+        ),
+        (answer("200 OK", &huge), "malformed"),
+        (
+            answer("502 Bad Gateway", "<html>bad gateway</html>"),
+            "http_502",
+        ),
+        (
+            // Promises more than it sends, then closes: cut short.
+            b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n{\"data\":[{\"embedding\":[0.1"
+                .to_vec(),
+            "stream_broken",
+        ),
+        (answer("200 OK", good), "ok"),
+    ];
+    let n = bad.len();
+    let answers: Vec<Vec<u8>> = bad.iter().map(|(b, _)| b.clone()).collect();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        p.write(&answers[(p.n - 1) % answers.len()]);
+        After::Close
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let text = pooled_scenario(&server.base_url, "embeddings", 1, n as u32, "model \"m\";")
+        .replace("clients=2", "clients=1");
+    let (out, o) = run_text(dir.path(), &text);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let req = stage(&results(&out), "s")["requests"].clone();
+    let mut want = std::collections::BTreeMap::<&str, u64>::new();
+    for (_, kind) in bad.iter().filter(|(_, k)| *k != "ok") {
+        *want.entry(kind).or_default() += 1;
+    }
+    assert_eq!(req["errors"], serde_json::json!(want), "{req}");
+    assert_eq!(req["ok"], 1, "{req}");
+}
+
+#[test]
+fn an_answer_that_drips_times_out_instead_of_hanging() {
+    let server = RawServer::start(true, |p: &mut Post<'_>| {
+        p.read_body();
+        p.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n{\"data\":[");
+        for _ in 0..60 {
+            std::thread::sleep(Duration::from_millis(100));
+            if !p.write(b" ") {
+                break;
+            }
+        }
+        After::Close
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let text = pooled_scenario(&server.base_url, "embeddings", 1, 1, "model \"m\";")
+        .replace("timeout \"20s\"", "timeout \"2s\"");
+    let (out, o) = run_text(dir.path(), &text);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let req = stage(&results(&out), "s")["requests"].clone();
+    assert_eq!(req["errors"], serde_json::json!({ "timeout": 1 }), "{req}");
+}
