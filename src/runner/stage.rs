@@ -83,7 +83,7 @@ impl StageRunner<'_> {
             start,
         } = call;
         let judged_live = live;
-        let reset_note = self.reset_cache(&stage.name).await;
+        let reset_note = self.reset_cache(stage).await;
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage));
         let mut notes = Vec::new();
@@ -329,13 +329,19 @@ impl StageRunner<'_> {
         (summary, problem, finished.aborted)
     }
 
-    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a
-    /// warning (and nothing) when no endpoint answered.
-    async fn reset_cache(&self, stage: &str) -> Option<String> {
+    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or
+    /// saying plainly that it was not dropped (and a warning) when no endpoint did it. A
+    /// server that declines while requests run on it is asked again for up to the stage's
+    /// drain time.
+    async fn reset_cache(&self, stage: &StagePlan) -> Option<String> {
         let how = self.plan.target.run.reset_cache?;
         let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
         let root = crate::protocol::server_root(&self.base_url);
-        match super::server::reset_cache(self.client.http(), &root, resolved).await {
+        let wait = super::server::ResetWait {
+            budget: stage.drain_timeout.as_std(),
+            interrupt: &self.opts.interrupt,
+        };
+        match super::server::reset_cache(self.client.http(), &root, resolved, &wait).await {
             Ok((kind, done)) => {
                 if let Ok(mut r) = self.reset.lock() {
                     *r = Some(kind);
@@ -345,11 +351,21 @@ impl StageRunner<'_> {
                 ))
             }
             Err(why) => {
+                let what = match why {
+                    super::server::ResetError::Declined { .. } => "the server declined",
+                    _ => "no endpoint answered",
+                };
                 self.opts.observer.warning(&format!(
-                    "reset-cache \"{}\" before `{stage}`: no endpoint answered ({why})",
-                    how.as_str()
+                    "reset-cache \"{}\" before `{}`: {what} ({why}); the stage runs on whatever \
+                     the server has cached",
+                    how.as_str(),
+                    stage.name
                 ));
-                None
+                Some(format!(
+                    "the server's prompt cache was NOT dropped before the stage: reset-cache \
+                     \"{}\" failed ({why})",
+                    how.as_str()
+                ))
             }
         }
     }

@@ -36,6 +36,8 @@ pub struct Post<'a> {
     pub earlier_on_connection: usize,
     /// The body's announced length; it has not been read.
     pub body_len: usize,
+    /// The request line (`POST /v1/chat/completions HTTP/1.1`).
+    pub line: String,
     conn: &'a mut TcpStream,
 }
 
@@ -44,6 +46,31 @@ impl Post<'_> {
     pub fn read_body(&mut self) -> bool {
         let mut sink = vec![0u8; self.body_len];
         self.conn.read_exact(&mut sink).is_ok()
+    }
+
+    /// Reads the body and returns it as text (lossily).
+    pub fn body(&mut self) -> String {
+        let mut body = vec![0u8; self.body_len];
+        let _ = self.conn.read_exact(&mut body);
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// The path the request was sent to (`/v1/chat/completions`).
+    pub fn path(&self) -> &str {
+        self.line.split(' ').nth(1).unwrap_or("")
+    }
+
+    /// Writes a whole `200` JSON answer with keep-alive.
+    pub fn json(&mut self, body: &str) -> After {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        if self.write(head.as_bytes()) && self.write(body.as_bytes()) {
+            After::KeepAlive
+        } else {
+            After::Close
+        }
     }
 
     /// Reads the first `n` bytes of the body.
@@ -175,6 +202,7 @@ fn serve(
             connection: id,
             earlier_on_connection: earlier,
             body_len,
+            line,
             conn: &mut conn,
         };
         match answer(&mut post) {
