@@ -122,8 +122,13 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
     );
     if let (Some(c), Some(sv)) = (&a.client_tpot_ms, &a.server_tpot_ms) {
         line.push_str(&format!(
-            "; TPOT mean {} ms (server {})",
+            "; TPOT mean {} ms{} (server {})",
             num(c.mean),
+            if s.tokens.tpot_estimated > 0 {
+                " on estimated output counts"
+            } else {
+                ""
+            },
             num(sv.mean)
         ));
     }

@@ -25,6 +25,7 @@ mod stage;
 mod target;
 mod telemetry;
 mod timer;
+mod tokens;
 mod until;
 mod warmup;
 

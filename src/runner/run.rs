@@ -159,6 +159,16 @@ pub async fn run(
         return Ok(out);
     };
     out.model = model.clone();
+    // Before the clock starts: a server that counts tokens otherwise than the scenario would
+    // leave every stage untrusted; say so now, with the tokenizer to name.
+    let tokenizer_note = tokio::select! {
+        biased;
+        _ = opts.interrupt.cancelled() => return Ok(out),
+        d = super::tokens::check(&client, &plan, &factory) => d.map(|d| d.to_string()),
+    };
+    if let Some(note) = &tokenizer_note {
+        opts.observer.warning(note);
+    }
     let template = Arc::new(BodyTemplate {
         model,
         ..template_base
@@ -183,6 +193,7 @@ pub async fn run(
         starts: std::sync::Mutex::new(Vec::new()),
         salt_seed,
         reset: std::sync::Mutex::new(None),
+        tokenizer_note,
     };
 
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));

@@ -52,6 +52,8 @@ pub(super) struct StageRunner<'a> {
     pub(super) salt_seed: Option<u64>,
     /// `reset-cache`: how, once `auto` has found the server's endpoint.
     pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
+    /// The preflight found the server counting tokens otherwise: said on every stage.
+    pub(super) tokenizer_note: Option<String>,
 }
 
 /// How a stage is run, beside the stage itself.
@@ -314,6 +316,7 @@ impl StageRunner<'_> {
         // The result records the abort as its text; the caller gets the verdict.
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(reset_note);
+        summary.notes.extend(self.tokenizer_note.clone());
         summary.client.peak_in_flight = peak_in_flight.load(Ordering::Relaxed);
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout).filter(|_| judged_live)

@@ -311,7 +311,10 @@ stage "s" { dataset "d"; arrival "concurrency" clients=6; requests 40; }
     let other = a["server_other_ms"]["mean"].as_f64().unwrap();
     let outside = a["outside_ms"]["mean"].as_f64().unwrap();
     let sum = queue + prefill + other + outside;
-    assert!((sum - client).abs() < 1e-6 * client, "{sum} vs {client}: {a}");
+    assert!(
+        (sum - client).abs() < 1e-6 * client,
+        "{sum} vs {client}: {a}"
+    );
     let (stdout, _) = text(&o);
     assert!(stdout.contains("queued in the server"), "{stdout}");
     assert!(stdout.contains("elsewhere in the server"), "{stdout}");

@@ -106,9 +106,25 @@ type Answer = dyn Fn(&mut Post<'_>) -> After + Send + Sync;
 
 impl RawServer {
     /// Answers `GET …/models` with keep-alive when `models_keep_alive`, else closes after it
-    /// (so that every `POST` comes on a fresh connection), and every `POST` with `answer`.
+    /// (so that every `POST` comes on a fresh connection), and every `POST` under `/v1/` with
+    /// `answer`; a `POST` to the server's root (`/tokenize`, asked at the preflight) gets a
+    /// 404, as from a server without it, and is not counted.
     pub fn start(
         models_keep_alive: bool,
+        answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static,
+    ) -> RawServer {
+        RawServer::start_with(models_keep_alive, false, answer)
+    }
+
+    /// Like [`start`](Self::start), but every `POST`, the server root's endpoints
+    /// (`/tokenize`, `/reset_prefix_cache`) too, goes to `answer` (and is counted).
+    pub fn engine(answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static) -> RawServer {
+        RawServer::start_with(true, true, answer)
+    }
+
+    fn start_with(
+        models_keep_alive: bool,
+        root_posts: bool,
         answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static,
     ) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -125,7 +141,8 @@ impl RawServer {
                 let Ok(conn) = conn else { continue };
                 let id = c.connections.fetch_add(1, Ordering::SeqCst) + 1;
                 let (c, answer) = (c.clone(), answer.clone());
-                std::thread::spawn(move || serve(conn, id, models_keep_alive, &c, &*answer));
+                let keep = (models_keep_alive, root_posts);
+                std::thread::spawn(move || serve(conn, id, keep, &c, &*answer));
             }
         });
         RawServer {
@@ -166,7 +183,7 @@ impl Drop for RawServer {
 fn serve(
     mut conn: TcpStream,
     id: usize,
-    models_keep_alive: bool,
+    (models_keep_alive, root_posts): (bool, bool),
     counts: &Counts,
     answer: &Answer,
 ) {
@@ -191,6 +208,14 @@ fn serve(
             );
             let sent = conn.write_all(head.as_bytes()).is_ok() && conn.write_all(body).is_ok();
             if !sent || !models_keep_alive {
+                return;
+            }
+            continue;
+        }
+        if !root_posts && !line.split(' ').nth(1).unwrap_or("").starts_with("/v1/") {
+            let mut sink = vec![0u8; body_len];
+            let head = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+            if conn.read_exact(&mut sink).is_err() || conn.write_all(head).is_err() {
                 return;
             }
             continue;
