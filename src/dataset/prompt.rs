@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use super::compose::domain_seed;
 use super::words::single_token_words;
 use super::{ChatMessage, ContextSpec, DatasetError, DatasetSource, Tokenizer};
 
@@ -125,7 +124,7 @@ impl PromptFactory {
     /// files) the word count is corrected until the token count matches.
     pub fn synthetic(&self, tokens: u32, item: u64) -> String {
         // XOR with a function of the length: still a bijection of the item at each length.
-        let item = item ^ domain_seed(LENGTH_DOMAIN, u64::from(tokens));
+        let item = item ^ splitmix64(&mut (LENGTH_DOMAIN ^ u64::from(tokens)));
         let text = self.words_text(tokens, item);
         if self.exact_by_construction || tokens == 0 {
             return text;
