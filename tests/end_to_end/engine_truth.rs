@@ -241,3 +241,23 @@ fn an_output_count_estimated_by_re_tokenizing_is_marked_where_tpot_is_shown() {
     assert!(md.contains("TPOT (estimated for 3 of 3)"), "{md}");
     assert!(md.contains("3 estimated by the server's /tokenize"), "{md}");
 }
+
+#[test]
+fn a_tokenize_answer_without_end_is_not_read_whole() {
+    // 9 MiB of token ids for a 32-token prompt: not an answer; the run goes on without it.
+    let server = RawServer::engine(|p: &mut Post<'_>| {
+        if p.path() == "/tokenize" {
+            p.read_body();
+            let ids = "1,".repeat(9 << 19);
+            return p.json(&format!(r#"{{"tokens":[{ids}1]}}"#));
+        }
+        p.read_body();
+        p.write(&ok_response("hi", 4));
+        After::KeepAlive
+    });
+    let (r, o) = run_against(&against(&server, "", ""));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(!stderr.contains("/tokenize"), "{stderr}");
+    assert_eq!(stage(&r, "s")["requests"]["ok"], 3);
+}

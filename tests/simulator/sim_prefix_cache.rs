@@ -272,7 +272,9 @@ async fn a_reset_while_a_request_runs_is_declined_and_keeps_the_cache() {
     // A long request, held open while the reset is asked.
     let long = http
         .post(format!("{base}/v1/completions"))
-        .json(&json!({"prompt": long_prompt(), "max_tokens": 60, "ignore_eos": true, "stream": true}))
+        .json(
+            &json!({"prompt": long_prompt(), "max_tokens": 60, "ignore_eos": true, "stream": true}),
+        )
         .send()
         .await
         .unwrap();
