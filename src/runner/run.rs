@@ -106,21 +106,13 @@ pub async fn run(
         &opts.interrupt,
     )
     .await?;
-    // Interrupted before anything was measured: an interrupted run with no stage.
-    let Some((model, models_answer)) = found else {
+    // Then the server's tokenizer against ours. Interrupted before anything was measured: an
+    // interrupted run with no stage.
+    let tokenizer_note = super::tokens::preflight(&client, &plan, &factory, &opts).await;
+    let (Some((model, models_answer)), Some(tokenizer_note)) = (found, tokenizer_note) else {
         return Ok(out);
     };
     out.model = model.clone();
-    // Before the clock starts: a server that counts tokens otherwise than the scenario would
-    // leave every stage untrusted; say so now, with the tokenizer to name.
-    let tokenizer_note = tokio::select! {
-        biased;
-        _ = opts.interrupt.cancelled() => return Ok(out),
-        d = super::tokens::check(&client, &plan, &factory) => d.map(|d| d.to_string()),
-    };
-    if let Some(note) = &tokenizer_note {
-        opts.observer.warning(note);
-    }
     let template = Arc::new(BodyTemplate {
         model,
         ..body_template(&plan)

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::options::RunOptions;
 use crate::client::Client;
 use crate::dataset::{PromptFactory, Tokenizer};
 use crate::plan::Plan;
@@ -53,14 +54,29 @@ impl std::fmt::Display for Disagreement {
     }
 }
 
-/// Counts the plan's first prompt with the scenario's tokenizer and the server's `/tokenize`;
-/// `Some` when they disagree by more than [`TOLERANCE`]. `None` also when the server has no
-/// `/tokenize`, or takes longer than [`CHECK_TIMEOUT`] to answer.
-pub(super) async fn check(
+/// The check, before the clock starts: a disagreement is a warning now and a note on every
+/// stage (the text returned). `None` when interrupted first.
+pub(super) async fn preflight(
     client: &Client,
     plan: &Plan,
     factory: &PromptFactory,
-) -> Option<Disagreement> {
+    opts: &RunOptions,
+) -> Option<Option<String>> {
+    let note = tokio::select! {
+        biased;
+        _ = opts.interrupt.cancelled() => return None,
+        d = check(client, plan, factory) => d.map(|d| d.to_string()),
+    };
+    if let Some(note) = &note {
+        opts.observer.warning(note);
+    }
+    Some(note)
+}
+
+/// Counts the plan's first prompt with the scenario's tokenizer and the server's `/tokenize`;
+/// `Some` when they disagree by more than [`TOLERANCE`]. `None` also when the server has no
+/// `/tokenize`, or takes longer than [`CHECK_TIMEOUT`] to answer.
+async fn check(client: &Client, plan: &Plan, factory: &PromptFactory) -> Option<Disagreement> {
     let stage = plan.stages_in_order().next()?;
     let recipe = plan.request(stage, 0);
     let prompt = factory.prompt(stage.dataset, recipe.input_tokens, recipe.item);
