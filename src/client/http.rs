@@ -285,6 +285,16 @@ impl Client {
         text
     }
 
+    /// The server's own count of `text`'s tokens (`POST /tokenize` at the server's root, no
+    /// special tokens added); `None` when it has no usable `/tokenize`. Off the hot path: the
+    /// preflight asks it once.
+    pub async fn server_token_count(&self, text: &str) -> Option<u64> {
+        self.tokenize
+            .as_ref()?
+            .count(&self.http, text, self.timeout)
+            .await
+    }
+
     /// Sets the output token count from the best source there is: the server's `usage` when
     /// it is plausible, else llama.cpp's `timings.predicted_n`, else an estimate from the text
     /// (the server's `/tokenize`, else the scenario's tokenizer). Runs after `done_ns` is
@@ -471,16 +481,25 @@ impl Client {
             End::Done if rec.chunks == 0 => rec.error = Some(ErrorKind::Empty),
             End::Done => {}
         }
-        if let Some(u) = &tally.usage {
-            self.check_prompt(rec, u);
+        // The server's prompt count: its usage, else llama.cpp's timings (the templated
+        // prompt, as usage would say: the tokens it processed plus those it had cached).
+        let prompt = match (&tally.usage, rec.server_timings) {
+            (Some(u), _) => Some((u.prompt_tokens, u.cached_tokens)),
+            (None, Some(t)) => t
+                .prompt_n
+                .map(|n| (n.saturating_add(t.cache_n.unwrap_or(0)), t.cache_n)),
+            (None, None) => None,
+        };
+        if let Some((tokens, cached)) = prompt {
+            self.check_prompt(rec, tokens, cached);
         }
         tally.usage
     }
 
     /// Compares the server's prompt count with the plan's, then keeps the server's.
-    fn check_prompt(&self, rec: &mut RequestRecord, u: &Usage) {
+    fn check_prompt(&self, rec: &mut RequestRecord, prompt_tokens: u64, cached: Option<u64>) {
         let ours = rec.planned_input_tokens as f64;
-        let theirs = u.prompt_tokens as f64;
+        let theirs = prompt_tokens as f64;
         // The server counts its chat template too: a few tokens per message on top of
         // the text we sent, hence an absolute allowance besides the relative one.
         // A conversation's later messages add theirs (8 each, a generous chat template).
@@ -504,8 +523,8 @@ impl Client {
                 _ if rec.images > 0 => ours - theirs > allowed,
                 _ => (theirs - ours).abs() > allowed,
             };
-        rec.input_tokens = u.prompt_tokens.min(u32::MAX as u64) as u32;
-        rec.cached_tokens = u.cached_tokens.map(|c| c.min(u32::MAX as u64) as u32);
+        rec.input_tokens = prompt_tokens.min(u32::MAX as u64) as u32;
+        rec.cached_tokens = cached.map(|c| c.min(u32::MAX as u64) as u32);
     }
 }
 

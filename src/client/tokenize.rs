@@ -9,6 +9,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
+/// The most of a `/tokenize` answer read: token ids of a 100,000-token text take under 1 MiB.
+const MAX_ANSWER_BYTES: usize = 8 << 20;
+
 /// The request shape a server's `/tokenize` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dialect {
@@ -75,7 +78,7 @@ impl ServerTokenizer {
                 serde_json::json!({ "prompt": text, "add_special_tokens": false })
             }
         };
-        let resp = http
+        let mut resp = http
             .post(&self.url)
             .json(&body)
             .timeout(timeout)
@@ -85,7 +88,16 @@ impl ServerTokenizer {
         if !resp.status().is_success() {
             return None;
         }
-        let answer: Answer = resp.json().await.ok()?;
+        // Read at most MAX_ANSWER_BYTES: a server that answers without end must not fill the
+        // client's memory (the preflight asks every server that has the endpoint).
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.ok()? {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return None;
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let answer: Answer = serde_json::from_slice(&bytes).ok()?;
         let n = answer.count.unwrap_or(answer.tokens.len() as u64);
         // llama.cpp answers an unknown body with no tokens: not an answer for a non-empty text.
         (n > 0 || text.is_empty()).then_some(n)

@@ -3,6 +3,10 @@
 //! N tokens, with no tokenizer call per prompt once the list is verified. The first words spell
 //! the request's item seed in base `len(words)`, so prompts differ from their first tokens on
 //! and a server's prefix cache cannot flatter the results; the rest follow from the same seed.
+//! The seed mixes in the prompt's length and its data set's definition: the same item at
+//! another length, or in another data set (another stage, another scenario file of the same
+//! seed), shares no prefix with it. Prefixes shared on purpose (a context's shared prefix, a
+//! trace's `hash_ids`, a session's history) are drawn from their own seeds.
 
 use std::sync::Arc;
 
@@ -11,6 +15,10 @@ use super::{ChatMessage, ContextSpec, DatasetError, DatasetSource, Tokenizer};
 
 /// How many leading words spell the item seed (4 words of a 2,048-word list = 44 bits).
 const KEY_WORDS: u32 = 4;
+
+/// Seed domains of a synthetic text's length and of its data set's definition.
+const LENGTH_DOMAIN: u64 = 0x1E46_0000_0000_0000;
+const DATASET_DOMAIN: u64 = 0xDA7A_0000_0000_0000;
 
 /// What is sent as the request's input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +48,8 @@ pub struct PromptFactory {
     pub(super) datasets: Arc<[DatasetSource]>,
     /// Per dataset (empty: no context anywhere).
     pub(super) contexts: Arc<[ContextSpec]>,
+    /// Per dataset: what its synthetic texts' seeds are mixed with (see [`dataset_key`]).
+    keys: Arc<[u64]>,
     /// True when N words are known to be N tokens (verified at construction).
     exact_by_construction: bool,
 }
@@ -65,11 +75,13 @@ impl PromptFactory {
         // One whole-list check stands in for a check per prompt: every word, every neighbour.
         let exact_by_construction =
             tokenizer.splits_words() && tokenizer.try_count(&words.join(" "))? == words.len();
+        let keys = datasets.iter().map(dataset_key).collect();
         Ok(PromptFactory {
             tokenizer,
             words,
             datasets: datasets.into(),
             contexts: Arc::new([]),
+            keys,
             exact_by_construction,
         })
     }
@@ -86,7 +98,7 @@ impl PromptFactory {
         let question = input_tokens.saturating_sub(context.extra_tokens());
         let core = match self.datasets.get(dataset) {
             Some(DatasetSource::Synthetic { .. }) | None => {
-                Prompt::Text(self.synthetic(question, item))
+                Prompt::Text(self.synthetic(question, self.keyed(dataset, item)))
             }
             Some(DatasetSource::Items { items, .. }) => match items.get(item as usize) {
                 Some(it) => it.prompt.clone().into(),
@@ -102,9 +114,17 @@ impl PromptFactory {
         self.with_context(core, &context, item)
     }
 
-    /// `tokens` words derived from `item`; for tokenizers whose word boundaries are not known
-    /// (Hugging Face files) the word count is corrected until the token count matches.
+    /// `item` mixed with data set `dataset`'s key: the seed of its synthetic texts.
+    pub(super) fn keyed(&self, dataset: usize, item: u64) -> u64 {
+        item ^ self.keys.get(dataset).copied().unwrap_or(0)
+    }
+
+    /// `tokens` words derived from `item` and `tokens` (texts of other lengths share no
+    /// prefix with it); for tokenizers whose word boundaries are not known (Hugging Face
+    /// files) the word count is corrected until the token count matches.
     pub fn synthetic(&self, tokens: u32, item: u64) -> String {
+        // XOR with a function of the length: still a bijection of the item at each length.
+        let item = item ^ splitmix64(&mut (LENGTH_DOMAIN ^ u64::from(tokens)));
         let text = self.words_text(tokens, item);
         if self.exact_by_construction || tokens == 0 {
             return text;
@@ -151,6 +171,26 @@ impl PromptFactory {
         }
         text
     }
+}
+
+/// What a data set's synthetic seeds are mixed with: a hash of its definition (its length
+/// distributions), so that two data sets drawn from the same stage seed (the same stage of two
+/// scenario files) give different texts; 0 for file data sets, whose texts are their own.
+fn dataset_key(source: &DatasetSource) -> u64 {
+    let DatasetSource::Synthetic {
+        input_tokens,
+        output_tokens,
+    } = source
+    else {
+        return 0;
+    };
+    let text = serde_json::to_string(&(input_tokens, output_tokens)).unwrap_or_default();
+    let mut h = DATASET_DOMAIN;
+    for b in text.bytes() {
+        // FNV-1a over the canonical JSON, then mixed.
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+    }
+    splitmix64(&mut h)
 }
 
 /// SplitMix64: a fast, well-mixed stream for filler words (not for anything statistical).

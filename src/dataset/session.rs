@@ -89,7 +89,7 @@ impl PromptFactory {
                 Some(m) => m.content.clone(),
                 None if j == 0 => match items.map(|i| &i.prompt) {
                     Some(ItemPrompt::Text(text)) => text.clone(),
-                    _ => self.synthetic(t.user_tokens, item),
+                    _ => self.synthetic(t.user_tokens, self.keyed(dataset, item)),
                 },
                 None => self.synthetic(t.user_tokens, domain_seed(USER_DOMAIN ^ item, j as u64)),
             };

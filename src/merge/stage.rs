@@ -162,6 +162,31 @@ fn counts(parts: &[Part<'_>]) -> Result<(RequestCounts, Tokens, u64), StageMerge
             s.tokens.mismatched,
             "tokens.mismatched",
         )?;
+        // Where the output counts came from: a merged stage keeps saying which are estimates.
+        for (total, n, field) in [
+            (
+                &mut tokens.from_timings,
+                s.tokens.from_timings,
+                "tokens.from_timings",
+            ),
+            (
+                &mut tokens.from_tokenize,
+                s.tokens.from_tokenize,
+                "tokens.from_tokenize",
+            ),
+            (
+                &mut tokens.estimated,
+                s.tokens.estimated,
+                "tokens.estimated",
+            ),
+            (
+                &mut tokens.tpot_estimated,
+                s.tokens.tpot_estimated,
+                "tokens.tpot_estimated",
+            ),
+        ] {
+            add(total, n, field)?;
+        }
         // The ratio was computed from these integers, so this recovers them exactly.
         let shard_good = (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64;
         add(&mut good, shard_good, "throughput.goodput_ratio")?;

@@ -222,6 +222,9 @@ impl StageAggregator {
         }
         if r.token_source.is_estimate() {
             t.estimated += 1;
+            if tpot_ns(r).is_some() {
+                t.tpot_estimated += 1;
+            }
         } else if self.facts.ignore_eos && r.planned_output_tokens > 0 {
             self.exact_counts += 1;
             if r.output_tokens != r.planned_output_tokens {

@@ -72,6 +72,15 @@ pub struct Attribution {
     /// Prompt processing (`vllm:request_prefill_time_seconds`; llama.cpp `prompt_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_ms: Option<ServerDist>,
+    /// The rest of the server's TTFT, beside its queue and prefill: `server_ttft − queue −
+    /// prefill` (means only). In vLLM the engine core times the queue and the prefill (from
+    /// being scheduled to the first token), while its TTFT runs from the API server's arrival
+    /// to the first token's return there: the rest is the API server's input processing (chat
+    /// template, tokenizing), the hand-offs to the engine core and back, and detokenizing.
+    /// So `queue + prefill + server_other + outside` is the client's TTFT mean. *Added in
+    /// schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_other_ms: Option<ServerDist>,
     /// Generating after the first token (`vllm:request_decode_time_seconds`; llama.cpp
     /// `predicted_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,6 +152,25 @@ impl ServerDist {
     }
 }
 
+/// The part of `server_ttft` that `parts` (its queue and prefill) leave: the difference of the
+/// means; `None` without a server TTFT or without any part to take from it.
+pub fn rest_of(
+    server_ttft: Option<ServerDist>,
+    parts: &[Option<ServerDist>],
+) -> Option<ServerDist> {
+    let ttft = server_ttft?;
+    let known: Vec<&ServerDist> = parts.iter().flatten().collect();
+    if known.is_empty() {
+        return None;
+    }
+    let mean = known.iter().fold(ttft.mean, |m, p| m - p.mean);
+    Some(ServerDist {
+        count: ttft.count,
+        mean,
+        ..ServerDist::default()
+    })
+}
+
 /// The per-request part, folded by the stage's aggregator from llama.cpp's `timings`.
 #[derive(Debug)]
 pub(super) struct TimingsAcc {
@@ -197,6 +225,7 @@ impl TimingsAcc {
             server_ttft_ms: some(&self.prompt),
             queue_ms: None,
             prefill_ms: some(&self.prompt),
+            server_other_ms: None,
             decode_ms: some(&self.predicted),
             server_tpot_ms: some(&self.per_token),
             client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),

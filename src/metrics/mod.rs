@@ -28,7 +28,9 @@ mod validity;
 mod vocab;
 
 pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
-pub use attribution::{Attribution, AttributionSource, PercentileBuckets, ServerDist, tpot_note};
+pub use attribution::{
+    Attribution, AttributionSource, PercentileBuckets, ServerDist, rest_of, tpot_note,
+};
 pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
 pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};

@@ -116,7 +116,8 @@ pub struct RequestRecord {
     pub itl_us: Vec<u32>,
     /// Content-carrying chunks received.
     pub chunks: u32,
-    /// The server's prompt token count (`usage.prompt_tokens`), else the planned one.
+    /// The server's prompt token count (`usage.prompt_tokens`; without usage, llama.cpp's
+    /// `timings.prompt_n + cache_n`), else the planned one.
     pub input_tokens: u32,
     /// A pooling request's inputs (embeddings' texts, rerank's documents: the target's
     /// `batch`); 0 for a generation request.

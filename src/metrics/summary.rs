@@ -96,6 +96,11 @@ pub struct Tokens {
     /// TPOT, NTPOT and token throughput rest on it. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub estimated: u64,
+    /// Of the requests in `latency.tpot_ms` (and `ntpot_ms`), those whose output count is an
+    /// estimate: that many of the TPOT figures rest on re-tokenized text, not on the server's
+    /// count. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tpot_estimated: u64,
     /// Requests whose `usage.completion_tokens` was implausible (above `max_tokens`, or under
     /// half the content chunks) and was replaced by the next source's count.
     /// *Added in schema 2.*
@@ -132,6 +137,7 @@ impl Tokens {
         self.from_timings += o.from_timings;
         self.from_tokenize += o.from_tokenize;
         self.estimated += o.estimated;
+        self.tpot_estimated += o.tpot_estimated;
         self.implausible += o.implausible;
         self.off_plan_output += o.off_plan_output;
         self.cached += o.cached;

@@ -23,7 +23,7 @@ use crate::units::Duration;
 
 /// Bumped whenever the meaning of a plan changes (e.g. how recipes are drawn), so that equal
 /// hashes keep meaning equal workloads across infermeter versions.
-pub const PLAN_FORMAT: u32 = 2;
+pub const PLAN_FORMAT: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {

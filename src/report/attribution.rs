@@ -40,11 +40,12 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
         }
         AttributionSource::Prometheus => "outside the engine (HTTP, API server, network, client)",
     };
-    let parts: [(&'static str, Option<&ServerDist>); 10] = [
+    let parts: [(&'static str, Option<&ServerDist>); 11] = [
         ("TTFT, client", Some(&a.client_ttft_ms)),
         ("TTFT, server", a.server_ttft_ms.as_ref()),
         ("queued in the server", a.queue_ms.as_ref()),
         ("prefill", a.prefill_ms.as_ref()),
+        (OTHER, a.server_other_ms.as_ref()),
         (outside, a.outside_ms.as_ref()),
         ("decode", a.decode_ms.as_ref()),
         ("TPOT, client", a.client_tpot_ms.as_ref()),
@@ -82,7 +83,11 @@ fn row(part: &'static str, d: &ServerDist) -> AttributionRow {
     }
 }
 
-/// One line: "TTFT mean 503 ms: 494 queued in the server, 8.62 prefill, 0.663 outside".
+/// The server's TTFT beside the parts it reports (queue, prefill), in the table.
+const OTHER: &str = "elsewhere in the server (vLLM: input processing, engine hand-offs)";
+
+/// One line: "TTFT mean 503 ms: 494 queued in the server, 8.62 prefill, 0.41 elsewhere in the
+/// server, 0.25 outside"; the parts add up to the whole (their means do, exactly).
 pub fn sentence(s: &StageSummary) -> Option<String> {
     let a = s.attribution.as_ref()?;
     let mut parts = Vec::new();
@@ -101,6 +106,9 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
             }
         }
     }
+    if let Some(r) = &a.server_other_ms {
+        parts.push(format!("{} elsewhere in the server", num(r.mean)));
+    }
     if let Some(o) = &a.outside_ms {
         parts.push(format!("{} outside", num(o.mean)));
     }
@@ -114,8 +122,13 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
     );
     if let (Some(c), Some(sv)) = (&a.client_tpot_ms, &a.server_tpot_ms) {
         line.push_str(&format!(
-            "; TPOT mean {} ms (server {})",
+            "; TPOT mean {} ms{} (server {})",
             num(c.mean),
+            if s.tokens.tpot_estimated > 0 {
+                " on estimated output counts"
+            } else {
+                ""
+            },
             num(sv.mean)
         ));
     }
@@ -124,4 +137,54 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
         AttributionSource::Prometheus => "server histograms",
     };
     Some(format!("{line} [{by}]"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::rest_of;
+
+    fn mean(m: f64) -> ServerDist {
+        ServerDist {
+            count: 40,
+            mean: m,
+            ..ServerDist::default()
+        }
+    }
+
+    /// The figures vLLM gave on CPU when the line read "70.7 ms: 0.014 queued, 21.3 prefill,
+    /// 35.3 outside" (56.6 in all): the server's 14.1 ms around its queue and prefill were
+    /// missing.
+    #[test]
+    fn the_parts_of_the_ttft_add_up_to_the_whole() {
+        let client = mean(70.7);
+        let (server, queue, prefill) = (mean(35.4), mean(0.014), mean(21.3));
+        let a = Attribution {
+            source: AttributionSource::Prometheus,
+            client_ttft_ms: client,
+            server_ttft_ms: Some(server),
+            queue_ms: Some(queue),
+            prefill_ms: Some(prefill),
+            server_other_ms: rest_of(Some(server), &[Some(queue), Some(prefill)]),
+            outside_ms: Some(client.mean_minus(&server)),
+            ..Attribution::default()
+        };
+        let s = StageSummary {
+            attribution: Some(a),
+            ..StageSummary::default()
+        };
+        let line = sentence(&s).unwrap();
+        let (whole, parts) = line.split_once(" ms: ").unwrap();
+        let whole: f64 = whole.trim_start_matches("TTFT mean ").parse().unwrap();
+        let parts = parts.split(" [").next().unwrap();
+        let sum: f64 = parts
+            .split(", ")
+            .map(|p| p.split(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum();
+        // Each part is rounded to 3 significant digits: they add up to within that.
+        assert!((sum - whole).abs() < 0.1, "{sum} vs {whole}: {line}");
+        assert!(line.contains("14.1 elsewhere in the server"), "{line}");
+        let rows = rows(s.attribution.as_ref().unwrap());
+        assert!(rows.iter().any(|r| r.part == OTHER && r.mean == "14.1"));
+    }
 }

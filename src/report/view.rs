@@ -120,7 +120,7 @@ fn steady_view(s: &StageSummary) -> Option<SteadyView> {
             .latency
             .iter()
             .filter(|(_, d)| d.count > 0)
-            .map(|(m, d)| latency_row(m.label(), d))
+            .map(|(m, d)| latency_row(m.label().to_string(), d))
             .collect(),
         throughput: vec![
             kv("requests", format!("{} req/s", num(t.requests_per_s))),
@@ -147,7 +147,9 @@ pub struct TurnRow {
 
 #[derive(Debug, Serialize)]
 pub struct LatencyRow {
-    pub metric: &'static str,
+    /// The metric's label; for one computed from output counts some of which are estimates,
+    /// followed by how many (`TPOT (estimated for 3 of 40)`).
+    pub metric: String,
     pub count: String,
     pub p50: String,
     pub p90: String,
@@ -213,7 +215,7 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
     }
 }
 
-fn latency_row(metric: &'static str, d: &Dist) -> LatencyRow {
+fn latency_row(metric: String, d: &Dist) -> LatencyRow {
     let f = |v: f64| {
         if d.count == 0 {
             "–".to_string()
@@ -414,8 +416,19 @@ fn latency_rows(s: &StageSummary, api: Api) -> Vec<LatencyRow> {
         .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
         .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
-        .map(|(m, d)| latency_row(m.label(), d))
+        .map(|(m, d)| latency_row(label(s, m, d), d))
         .collect()
+}
+
+/// A metric's label, saying so when its figures rest on estimated output counts (the server
+/// sent no count: the streamed text was re-tokenized).
+fn label(s: &StageSummary, m: LatencyMetric, d: &Dist) -> String {
+    let estimated = s.tokens.tpot_estimated.min(d.count);
+    if m.def().from_output_tokens && estimated > 0 {
+        format!("{} (estimated for {estimated} of {})", m.label(), d.count)
+    } else {
+        m.label().to_string()
+    }
 }
 
 /// The stage's rates, each where its API has it: output tokens for a generation API, inputs
@@ -443,19 +456,27 @@ fn throughput_rows(s: &StageSummary, api: Api) -> Vec<KeyValue> {
             "goodput share",
             format!("{} %", num(t.goodput_ratio * 100.0)),
         ),
-        kv(
-            "tokens counted",
-            format!(
-                "{} in · {} out ({} from usage, {} from tokenizer, {} mismatched)",
-                s.tokens.input,
-                s.tokens.output,
-                s.tokens.from_usage,
-                s.tokens.from_tokenizer,
-                s.tokens.mismatched
-            ),
-        ),
+        kv("tokens counted", tokens_counted(&s.tokens)),
     ]);
     rows
+}
+
+/// `1200 in · 400 out (from usage 10, …)`: every source that counted a request, the
+/// estimates named as such.
+fn tokens_counted(t: &crate::metrics::Tokens) -> String {
+    let sources = [
+        (t.from_usage, "from usage"),
+        (t.from_timings, "from the server's timings"),
+        (t.from_tokenize, "estimated by the server's /tokenize"),
+        (t.from_tokenizer, "estimated by the scenario's tokenizer"),
+    ];
+    let mut parts: Vec<String> = sources
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    parts.push(format!("{} mismatched", t.mismatched));
+    format!("{} in · {} out ({})", t.input, t.output, parts.join(", "))
 }
 
 fn client_rows(c: &ClientHealth) -> Vec<KeyValue> {

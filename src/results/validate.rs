@@ -387,6 +387,7 @@ impl Checker {
             ("from_tokenize", t.from_tokenize),
             ("mismatched", t.mismatched),
             ("estimated", t.estimated),
+            ("tpot_estimated", t.tpot_estimated),
             ("implausible", t.implausible),
             ("off_plan_output", t.off_plan_output),
             ("cache_reported", t.cache_reported),

@@ -26,6 +26,7 @@ mod stage;
 mod target;
 mod telemetry;
 mod timer;
+mod tokens;
 mod until;
 mod warmup;
 

@@ -106,8 +106,10 @@ pub async fn run(
         &opts.interrupt,
     )
     .await?;
-    // Interrupted before anything was measured: an interrupted run with no stage.
-    let Some((model, models_answer)) = found else {
+    // Then the server's tokenizer against ours. Interrupted before anything was measured: an
+    // interrupted run with no stage.
+    let tokenizer_note = super::tokens::preflight(&client, &plan, &factory, &opts).await;
+    let (Some((model, models_answer)), Some(tokenizer_note)) = (found, tokenizer_note) else {
         return Ok(out);
     };
     out.model = model.clone();
@@ -135,6 +137,7 @@ pub async fn run(
         starts: std::sync::Mutex::new(Vec::new()),
         salt_seed,
         reset: std::sync::Mutex::new(None),
+        tokenizer_note,
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt

@@ -45,6 +45,8 @@ pub(super) struct StageRunner<'a> {
     pub(super) salt_seed: Option<u64>,
     /// `reset-cache`: how, once `auto` has found the server's endpoint.
     pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
+    /// The preflight found the server counting tokens otherwise: said on every stage.
+    pub(super) tokenizer_note: Option<String>,
 }
 
 /// A stage opened for sending: its collector and what its requests share.
@@ -107,7 +109,7 @@ impl StageRunner<'_> {
             start,
         } = call;
         let judged_live = live;
-        let reset_note = self.reset_cache(&stage.name).await;
+        let reset_note = self.reset_cache(stage).await;
         let Opened {
             stop,
             decided,
@@ -213,6 +215,7 @@ impl StageRunner<'_> {
         // The result records the abort as its text; the caller gets the verdict.
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(e.reset_note);
+        summary.notes.extend(self.tokenizer_note.clone());
         summary.client.peak_in_flight = e.peak_in_flight.load(Ordering::Relaxed);
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout)
@@ -434,13 +437,19 @@ impl StageRunner<'_> {
         }
     }
 
-    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or a
-    /// warning (and nothing) when no endpoint answered.
-    async fn reset_cache(&self, stage: &str) -> Option<String> {
+    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or
+    /// saying plainly that it was not dropped (and a warning) when no endpoint did it. A
+    /// server that declines while requests run on it is asked again for up to the stage's
+    /// drain time.
+    async fn reset_cache(&self, stage: &StagePlan) -> Option<String> {
         let how = self.plan.target.run.reset_cache?;
         let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
         let root = crate::protocol::server_root(&self.base_url);
-        match super::server::reset_cache(self.client.http(), &root, resolved).await {
+        let wait = super::server::ResetWait {
+            budget: stage.drain_timeout.as_std(),
+            interrupt: &self.opts.interrupt,
+        };
+        match super::server::reset_cache(self.client.http(), &root, resolved, &wait).await {
             Ok((kind, done)) => {
                 if let Ok(mut r) = self.reset.lock() {
                     *r = Some(kind);
@@ -450,11 +459,21 @@ impl StageRunner<'_> {
                 ))
             }
             Err(why) => {
+                let what = match why {
+                    super::server::ResetError::Declined { .. } => "the server declined",
+                    _ => "no endpoint answered",
+                };
                 self.opts.observer.warning(&format!(
-                    "reset-cache \"{}\" before `{stage}`: no endpoint answered ({why})",
-                    how.as_str()
+                    "reset-cache \"{}\" before `{}`: {what} ({why}); the stage runs on whatever \
+                     the server has cached",
+                    how.as_str(),
+                    stage.name
                 ));
-                None
+                Some(format!(
+                    "the server's prompt cache was NOT dropped before the stage: reset-cache \
+                     \"{}\" failed ({why})",
+                    how.as_str()
+                ))
             }
         }
     }

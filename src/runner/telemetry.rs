@@ -3,7 +3,8 @@
 //! stops the run), and flagging stages during which a GPU throttled.
 
 use crate::metrics::{
-    Attribution, AttributionSource, FlagKind, LatencyMetric, ServerDist, StageSummary, tpot_note,
+    Attribution, AttributionSource, FlagKind, LatencyMetric, ServerDist, StageSummary, rest_of,
+    tpot_note,
 };
 use crate::telemetry::{
     MetricsUrl, SourceConfig, Telemetry, TelemetryConfig, TelemetryHandle, TelemetryReport,
@@ -79,6 +80,7 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
         server_ttft_ms: l.ttft_ms,
         queue_ms: l.queue_ms,
         prefill_ms: l.prefill_ms,
+        server_other_ms: rest_of(l.ttft_ms, &[l.queue_ms, l.prefill_ms]),
         decode_ms: l.decode_ms,
         server_tpot_ms: l.tpot_ms,
         client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),

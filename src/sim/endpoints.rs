@@ -158,12 +158,16 @@ pub(crate) async fn detokenize(body: Bytes) -> Response {
     json_response(StatusCode::OK, body, None)
 }
 
-/// `POST /reset_prefix_cache` (vLLM): 200 with an empty body.
+/// `POST /reset_prefix_cache` (vLLM): 200 with `{"success": true}`, or, as vLLM does while
+/// requests hold cache blocks, `{"success": false}` and the cache kept while any request is
+/// running or waiting.
 pub(crate) async fn reset_prefix_cache(State(app): State<Arc<AppState>>) -> Response {
-    if let Some(cache) = &app.prefix {
+    let success = !app.metrics.busy();
+    if success && let Some(cache) = &app.prefix {
         lock(cache).clear();
     }
-    StatusCode::OK.into_response()
+    let body = serde_json::json!({ "success": success }).to_string();
+    json_response(StatusCode::OK, body, None)
 }
 
 /// `GET|POST /flush_cache` (SGLang): 200 with SGLang's text.

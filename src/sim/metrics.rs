@@ -37,6 +37,11 @@ impl SimMetrics {
         self.kv_used.store(kv_used, Ordering::Relaxed);
     }
 
+    /// Requests running or waiting, as of the last step.
+    pub(crate) fn busy(&self) -> bool {
+        self.running.load(Ordering::Relaxed) + self.waiting.load(Ordering::Relaxed) > 0
+    }
+
     /// A request admitted: its prompt is queried against the prefix cache (`cached` of its
     /// tokens hit) and prefilled.
     pub(crate) fn admitted(&self, prompt_tokens: u64, cached: u64) {

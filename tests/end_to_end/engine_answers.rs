@@ -294,7 +294,9 @@ fn without_usage_the_servers_own_counts_come_first_and_estimates_say_so() {
     assert_eq!(s["tokens"]["from_timings"], 3, "{}", describe(&o));
     assert_eq!(s["tokens"]["output"], 24);
     assert!(s["tokens"].get("estimated").is_none());
-    assert_eq!(tokenized.load(Ordering::Relaxed), 0);
+    // Only the preflight's tokenizer check (its dialect probe, then the first prompt): no
+    // response's count.
+    assert_eq!(tokenized.load(Ordering::Relaxed), 2);
     assert_eq!(s["attribution"]["source"], "timings");
     assert_eq!(s["attribution"]["server_ttft_ms"]["count"], 3);
 
@@ -308,8 +310,9 @@ fn without_usage_the_servers_own_counts_come_first_and_estimates_say_so() {
         s["tokens"]["output"], 9,
         "3 per response, as the server counts"
     );
-    // One probe of the dialect, then one call per response.
-    assert!(tokenized.load(Ordering::Relaxed) >= 3);
+    // The preflight's probe of the dialect and its count of the first prompt, then one call
+    // per response.
+    assert_eq!(tokenized.load(Ordering::Relaxed), 2 + 3);
     let notes = s["notes"].to_string();
     assert!(notes.contains("estimates"), "{notes}");
     let note = r["sla"][0]["note"].as_str().unwrap_or_default();

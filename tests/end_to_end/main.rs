@@ -12,6 +12,7 @@ mod distributed_hostile;
 mod distributed_netns;
 mod engine_answers;
 mod engine_numbers;
+mod engine_truth;
 mod gate_outcomes;
 mod gate_trust;
 mod hooks;

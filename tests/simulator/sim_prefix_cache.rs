@@ -65,7 +65,7 @@ fn ttft_us(r: &TraceRecord) -> u64 {
 /// vLLM's, SGLang's and llama.cpp's ways to empty the cache each leave `prompt` cold again (it
 /// had `expected` tokens cached); a malformed slot action is a 400.
 async fn every_reset_empties_the_cache(s: &mut Sim, prompt: &str, expected: u64) {
-    // vLLM's reset: 200, empty body; then cold again.
+    // vLLM's reset: 200 `{"success": true}` with nothing running; then cold again.
     let resp = s
         .http
         .post(format!("{}/reset_prefix_cache", s.base))
@@ -73,7 +73,7 @@ async fn every_reset_empties_the_cache(s: &mut Sim, prompt: &str, expected: u64)
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
-    assert_eq!(resp.text().await.unwrap(), "");
+    assert_eq!(resp.text().await.unwrap(), r#"{"success":true}"#);
     assert_eq!(s.cached(prompt).await, 0);
     assert_eq!(s.cached(prompt).await, expected);
 
@@ -253,5 +253,53 @@ async fn without_the_setting_usage_has_no_details_and_resets_are_harmless() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
+    sim.shutdown().await.unwrap();
+}
+
+/// vLLM keeps its cache, and answers 200 `{"success": false}`, while a request is running; the
+/// simulator does the same, so the client's retry is tested against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_while_a_request_runs_is_declined_and_keeps_the_cache() {
+    let config = SimConfig {
+        decode_base: Duration::from_millis(20),
+        ..cached_config()
+    };
+    let (sim, mut trace) = start(config).await;
+    let (http, base) = (client(), sim.base_url().trim_end_matches("/v1").to_string());
+    let reset = || async {
+        let resp = http
+            .post(format!("{base}/reset_prefix_cache"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.json::<Value>().await.unwrap()["success"].clone()
+    };
+    // A long request, held open while the reset is asked.
+    let long = http
+        .post(format!("{base}/v1/completions"))
+        .json(
+            &json!({"prompt": long_prompt(), "max_tokens": 60, "ignore_eos": true, "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(long.status(), 200);
+    // Its first token: it is admitted, and the scheduler has published it as running.
+    let mut long = long;
+    assert!(long.chunk().await.unwrap().is_some());
+    assert_eq!(reset().await, json!(false), "declined while it runs");
+    let _ = long.bytes().await;
+    let _ = traces(&mut trace, 1).await;
+    // The scheduler publishes its state after the step that finished the request.
+    let mut answer = reset().await;
+    for _ in 0..100 {
+        if answer == json!(true) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        answer = reset().await;
+    }
+    assert_eq!(answer, json!(true), "done once drained");
     sim.shutdown().await.unwrap();
 }

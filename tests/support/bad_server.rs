@@ -127,6 +127,15 @@ fn serve(conn: TcpStream, mode: Misbehaviour, counts: &Counts) {
             // provenance: never answered, and not a chat request.
             return hold(&mut reader);
         }
+        if !path.starts_with("/v1/") {
+            // The server-root endpoints a run may ask (`/tokenize` at the preflight): not
+            // offered, as on a server without them.
+            let head = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+            if out.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
         counts.chat.fetch_add(1, Ordering::SeqCst);
         if mode == Misbehaviour::HeadersThenNothing {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\

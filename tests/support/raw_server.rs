@@ -36,6 +36,8 @@ pub struct Post<'a> {
     pub earlier_on_connection: usize,
     /// The body's announced length; it has not been read.
     pub body_len: usize,
+    /// The request line (`POST /v1/chat/completions HTTP/1.1`).
+    pub line: String,
     conn: &'a mut TcpStream,
 }
 
@@ -44,6 +46,31 @@ impl Post<'_> {
     pub fn read_body(&mut self) -> bool {
         let mut sink = vec![0u8; self.body_len];
         self.conn.read_exact(&mut sink).is_ok()
+    }
+
+    /// Reads the body and returns it as text (lossily).
+    pub fn body(&mut self) -> String {
+        let mut body = vec![0u8; self.body_len];
+        let _ = self.conn.read_exact(&mut body);
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// The path the request was sent to (`/v1/chat/completions`).
+    pub fn path(&self) -> &str {
+        self.line.split(' ').nth(1).unwrap_or("")
+    }
+
+    /// Writes a whole `200` JSON answer with keep-alive.
+    pub fn json(&mut self, body: &str) -> After {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        if self.write(head.as_bytes()) && self.write(body.as_bytes()) {
+            After::KeepAlive
+        } else {
+            After::Close
+        }
     }
 
     /// Reads the first `n` bytes of the body.
@@ -79,9 +106,25 @@ type Answer = dyn Fn(&mut Post<'_>) -> After + Send + Sync;
 
 impl RawServer {
     /// Answers `GET …/models` with keep-alive when `models_keep_alive`, else closes after it
-    /// (so that every `POST` comes on a fresh connection), and every `POST` with `answer`.
+    /// (so that every `POST` comes on a fresh connection), and every `POST` under `/v1/` with
+    /// `answer`; a `POST` to the server's root (`/tokenize`, asked at the preflight) gets a
+    /// 404, as from a server without it, and is not counted.
     pub fn start(
         models_keep_alive: bool,
+        answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static,
+    ) -> RawServer {
+        RawServer::start_with(models_keep_alive, false, answer)
+    }
+
+    /// Like [`start`](Self::start), but every `POST`, the server root's endpoints
+    /// (`/tokenize`, `/reset_prefix_cache`) too, goes to `answer` (and is counted).
+    pub fn engine(answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static) -> RawServer {
+        RawServer::start_with(true, true, answer)
+    }
+
+    fn start_with(
+        models_keep_alive: bool,
+        root_posts: bool,
         answer: impl Fn(&mut Post<'_>) -> After + Send + Sync + 'static,
     ) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -98,7 +141,8 @@ impl RawServer {
                 let Ok(conn) = conn else { continue };
                 let id = c.connections.fetch_add(1, Ordering::SeqCst) + 1;
                 let (c, answer) = (c.clone(), answer.clone());
-                std::thread::spawn(move || serve(conn, id, models_keep_alive, &c, &*answer));
+                let keep = (models_keep_alive, root_posts);
+                std::thread::spawn(move || serve(conn, id, keep, &c, &*answer));
             }
         });
         RawServer {
@@ -139,7 +183,7 @@ impl Drop for RawServer {
 fn serve(
     mut conn: TcpStream,
     id: usize,
-    models_keep_alive: bool,
+    (models_keep_alive, root_posts): (bool, bool),
     counts: &Counts,
     answer: &Answer,
 ) {
@@ -168,6 +212,14 @@ fn serve(
             }
             continue;
         }
+        if !root_posts && !line.split(' ').nth(1).unwrap_or("").starts_with("/v1/") {
+            let mut sink = vec![0u8; body_len];
+            let head = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+            if conn.read_exact(&mut sink).is_err() || conn.write_all(head).is_err() {
+                return;
+            }
+            continue;
+        }
         let n = counts.posts.fetch_add(1, Ordering::SeqCst) + 1;
         counts.earlier.lock().unwrap().push(earlier);
         let mut post = Post {
@@ -175,6 +227,7 @@ fn serve(
             connection: id,
             earlier_on_connection: earlier,
             body_len,
+            line,
             conn: &mut conn,
         };
         match answer(&mut post) {

@@ -70,7 +70,7 @@ impl Client {
         }
         if let Some(u) = answer.usage {
             rec.token_source = TokenSource::Usage;
-            self.check_prompt(rec, &u);
+            self.check_prompt(rec, u.prompt_tokens, u.cached_tokens);
         }
     }
 
