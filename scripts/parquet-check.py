@@ -51,12 +51,16 @@ def main():
     run = Path(sys.argv[1])
     want = expected(run)
     readers = []
-    for name, read in [("pyarrow", with_pyarrow), ("duckdb", with_duckdb)]:
-        try:
-            __import__(name)
-        except ImportError:
-            continue
-        readers.append((name, read))
+    try:
+        import pyarrow.parquet  # noqa: F401
+        readers.append(("pyarrow", with_pyarrow))
+    except ImportError:
+        pass
+    try:
+        import duckdb  # noqa: F401
+        readers.append(("duckdb", with_duckdb))
+    except ImportError:
+        pass
     if not readers:
         print("neither pyarrow nor duckdb is installed", file=sys.stderr)
         return 2

@@ -8,9 +8,9 @@
 # v0.2.1 per stage under the names llm-d-benchmark's analysis collects.
 set -uo pipefail
 
-results="${LLMDBENCH_RUN_EXPERIMENT_RESULTS_DIR:?the experiment's results directory}"
+results="${LLMDBENCH_RUN_EXPERIMENT_RESULTS_DIR:?the experiment results directory}"
 scenario="${LLMDBENCH_RUN_WORKSPACE_DIR:?the harness workspace}/profiles/infermeter/${LLMDBENCH_RUN_EXPERIMENT_HARNESS_WORKLOAD_NAME:?the workload profile}"
-endpoint="${LLMDBENCH_HARNESS_STACK_ENDPOINT_URL:?the stack's OpenAI-compatible base URL}"
+endpoint="${LLMDBENCH_HARNESS_STACK_ENDPOINT_URL:?the stack endpoint, an OpenAI-compatible base URL}"
 model="${LLMDBENCH_DEPLOY_CURRENT_MODEL:-}"
 
 run="$results/infermeter"
