@@ -35,8 +35,9 @@ pub(super) struct Inputs<'a> {
 impl Outputs {
     /// Creates the output directory (`dir`, or a fresh `results/<scenario>-<UTC time>[-N]`)
     /// for the outputs every run writes and those of `asked` (Parquet brings `requests.jsonl`,
-    /// which it is converted from), and checks every output path: an `Error::Usage` when two would be one file or one is an
-    /// input, an `Error::Io` (with the OS cause) when one cannot be written.
+    /// which it is converted from), and checks every output path: an `Error::Usage` when two
+    /// would be one file or one is an input, an `Error::Io` (with the OS cause) when one
+    /// cannot be written.
     pub(super) fn prepare(
         dir: Option<&Path>,
         scenario_name: &str,

@@ -385,13 +385,13 @@ mod tests {
     /// A row as the runner writes it; every third failed (no token, no status), every fifth
     /// carrying a secret in its stage name.
     fn line(i: usize) -> String {
-        let stage = if i % 5 == 0 {
+        let stage = if i.is_multiple_of(5) {
             "s sk-live-0123456789abcdef"
         } else {
             "s"
         };
         let t = i * 1000;
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             return format!(
                 r#"{{"stage":"{stage}","index":{i},"turn":0,"scheduled_ns":{t},"sent_ns":{},"done_ns":{},"first_token_ns":null,"first_answer_ns":null,"chunks":0,"input_tokens":16,"output_tokens":0,"token_source":"usage","token_mismatch":false,"status":null,"sim_id":null,"ttft_ms":null,"e2e_ms":0.9,"send_lag_ms":0.001,"error":"timeout"}}"#,
                 t + 1,
@@ -434,9 +434,9 @@ mod tests {
             };
             assert_eq!(get("index"), Field::Long(i as i64));
             assert_eq!(get("sent_ns"), Field::Long(i as i64 * 1000 + 1));
-            let stage = if i % 5 == 0 { "s ***" } else { "s" };
+            let stage = if i.is_multiple_of(5) { "s ***" } else { "s" };
             assert_eq!(get("stage"), Field::Str(stage.into()));
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 assert_eq!(get("ttft_ms"), Field::Null);
                 assert_eq!(get("status"), Field::Null);
                 assert_eq!(get("planned_input_tokens"), Field::Null);

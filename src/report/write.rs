@@ -67,9 +67,9 @@ pub fn write_all(
 }
 
 /// Writes every output [`OUTPUTS`] renders from the results into `out_dir` (report.md,
-/// junit.xml, report.html, report.pr.md, stages.csv, and those of `opts.extra`), appends the report to the step summary
-/// when there is one, and writes the plots; every file is tried, whatever happened to the
-/// others. `results.json` is the caller's (see [`write_all`]).
+/// junit.xml, report.html, report.pr.md, stages.csv, and those of `opts.extra`), appends the
+/// report to the step summary when there is one, and writes the plots; every file is tried,
+/// whatever happened to the others. `results.json` is the caller's (see [`write_all`]).
 pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> Written {
     let mut w = Written::default();
     // Drawn first, so the report links exactly the plots there are; written last.
