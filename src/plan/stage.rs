@@ -56,6 +56,10 @@ pub(super) fn closed_limits(
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "being edited on another branch in this wave: split once those land (issue #24)"
+)]
 pub(super) fn stage_plan(
     spec: &StageSpec,
     dataset: usize,
