@@ -88,6 +88,13 @@ fn run_formats() -> (tempfile::TempDir, PathBuf) {
 fn a_run_that_asks_writes_the_llmd_report_and_parquet_and_report_renders_them_again() {
     let (_dir, out) = run_formats();
     let results = results(&out);
+    check_llmd(&out, &results);
+    check_parquet(&out, &results);
+}
+
+/// The run's llm-d reports: valid, one per stage, their figures the stage's; rendered again
+/// the same from the saved results.
+fn check_llmd(out: &Path, results: &serde_json::Value) {
     let stages = results["stages"].as_array().unwrap();
 
     let written = std::fs::read_to_string(out.join("llm-d-report.jsonl")).unwrap();
@@ -135,8 +142,11 @@ fn a_run_that_asks_writes_the_llmd_report_and_parquet_and_report_renders_them_ag
     ]);
     assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
     assert_eq!(text(&again).0, written);
+}
 
-    // Parquet: one row per request, as requests.jsonl has them.
+/// The run's Parquet: one row per request, as requests.jsonl has them; converted the same
+/// again from the saved run.
+fn check_parquet(out: &Path, results: &serde_json::Value) {
     let jsonl = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = jsonl
         .lines()
