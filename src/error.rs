@@ -214,7 +214,7 @@ impl Error {
             | Error::K8s(_) => exit::INVALID,
             Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
             Error::Sim(SimError::Config(_))
-            | Error::Report(ReportError::Template { .. })
+            | Error::Report(ReportError::Template { .. } | ReportError::RequestRow { .. })
             | Error::Wait(WaitError::BadUrl { .. })
             | Error::Scaffold(_) => exit::INVALID,
             Error::Run(_)

@@ -56,7 +56,7 @@ pub use plan::{
 };
 pub use provenance::BUILD_COMMIT;
 pub use run::run_scenario;
-pub use saved::{RenderSettings, read_template, render_saved, write_text};
+pub use saved::{RenderSettings, convert_saved, read_template, render_saved, write_text};
 pub use settings::RunSettings;
 pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
 pub use token::{CoordinatorToken, coordinator_token, shard_token};

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use crate::error::Error;
 use crate::plan::{EndpointPlan, Plan};
-use crate::report::{OUTPUTS, Output, Stale, is_plot_file};
+use crate::report::{OUTPUTS, Output, Stale, Writer, is_plot_file};
 use crate::results::{RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, write_results};
 
 /// Where this run writes, every path checked.
@@ -20,6 +20,9 @@ use crate::results::{RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, 
 pub(super) struct Outputs {
     pub(super) dir: PathBuf,
     pub(super) requests_jsonl: Option<PathBuf>,
+    /// The outputs written only when asked for that this run writes (`requests.jsonl`, the
+    /// llm-d Benchmark Report, `requests.parquet`).
+    pub(super) asked: Vec<Output>,
 }
 
 /// What a run reads, which no output may overwrite.
@@ -31,12 +34,14 @@ pub(super) struct Inputs<'a> {
 
 impl Outputs {
     /// Creates the output directory (`dir`, or a fresh `results/<scenario>-<UTC time>[-N]`)
-    /// and checks every output path: an `Error::Usage` when two would be one file or one is an
-    /// input, an `Error::Io` (with the OS cause) when one cannot be written.
+    /// for the outputs every run writes and those of `asked` (Parquet brings `requests.jsonl`,
+    /// which it is converted from), and checks every output path: an `Error::Usage` when two
+    /// would be one file or one is an input, an `Error::Io` (with the OS cause) when one
+    /// cannot be written.
     pub(super) fn prepare(
         dir: Option<&Path>,
         scenario_name: &str,
-        requests_jsonl: bool,
+        asked: &[Output],
         junit: Option<&Path>,
         step_summary: Option<&Path>,
         inputs: &Inputs<'_>,
@@ -51,9 +56,16 @@ impl Outputs {
         if let Some(parent) = junit.and_then(Path::parent) {
             create_dir(parent)?;
         }
+        let mut asked = asked.to_vec();
+        if asked.contains(&Output::Parquet) && !asked.contains(&Output::Requests) {
+            asked.push(Output::Requests);
+        }
         let outputs = Outputs {
-            requests_jsonl: requests_jsonl.then(|| dir.join(Output::Requests.name())),
+            requests_jsonl: asked
+                .contains(&Output::Requests)
+                .then(|| dir.join(Output::Requests.name())),
             dir,
+            asked,
         };
         outputs.check_collisions(junit, step_summary, inputs)?;
         probe_dir(&outputs.dir)?;
@@ -77,7 +89,7 @@ impl Outputs {
     fn files(&self) -> Vec<(&'static str, PathBuf)> {
         OUTPUTS
             .iter()
-            .filter(|f| f.output != Output::Requests || self.requests_jsonl.is_some())
+            .filter(|f| !f.asked || self.asked.contains(&f.output))
             .map(|f| (f.name, self.dir.join(f.name)))
             .collect()
     }
@@ -260,7 +272,7 @@ pub(super) fn results_error(e: ResultsError) -> Error {
 pub(super) fn dir_outputs(dir: &Path) -> Vec<(String, PathBuf)> {
     OUTPUTS
         .iter()
-        .filter(|f| f.output != Output::Requests)
+        .filter(|f| !matches!(f.writer, Writer::Runner | Writer::FromRequests(_)))
         .map(|f| (format!("the merged {}", f.name), dir.join(f.name)))
         .collect()
 }
@@ -449,7 +461,7 @@ mod tests {
             baseline: None,
         };
         let prepare =
-            |junit: &Path| Outputs::prepare(Some(&dir), "s", false, Some(junit), None, &inputs);
+            |junit: &Path| Outputs::prepare(Some(&dir), "s", &[], Some(junit), None, &inputs);
         let e = prepare(&dir.join("results.json")).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
         assert!(prepare(&dir.join("stage-a-timeline.svg")).is_err());

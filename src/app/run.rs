@@ -154,7 +154,7 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
     let outputs = Outputs::prepare(
         settings.out_dir.as_deref(),
         &scenario.name,
-        settings.requests_jsonl || scenario.report.requests_jsonl,
+        &asked_outputs(settings, &scenario.report),
         settings.junit.as_deref(),
         settings.step_summary.as_deref(),
         &Inputs {
@@ -300,6 +300,7 @@ fn write(
         plots: settings.plots,
         step_summary: settings.step_summary.clone(),
         baseline: against,
+        extra: p.outputs.asked.clone(),
         ..WriteOptions::default()
     };
     let json_path = p.outputs.path(Output::Results);
@@ -341,6 +342,22 @@ fn write(
         out_dir: p.outputs.dir,
         files,
     }
+}
+
+/// The outputs written only when asked for that the command line and the scenario's `report`
+/// ask for.
+fn asked_outputs(settings: &RunSettings, report: &crate::scenario::ReportSpec) -> Vec<Output> {
+    [
+        (
+            settings.requests_jsonl || report.requests_jsonl,
+            Output::Requests,
+        ),
+        (report.llm_d, Output::LlmD),
+        (report.parquet, Output::Parquet),
+    ]
+    .into_iter()
+    .filter_map(|(asked, output)| asked.then_some(output))
+    .collect()
 }
 
 /// report.md, JUnit (the directory's and `--junit`'s), the step summary and the plots, written

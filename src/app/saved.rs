@@ -1,6 +1,7 @@
 //! A saved run's files rendered again (`infermeter report`): any output the table of outputs
 //! renders from results ([`Output`]), from its `results.json`, linking the plots that sit
-//! where the report will be read; and the report templates every command reads the same way.
+//! where the report will be read, or converts from its `requests.jsonl` (Parquet,
+//! [`convert_saved`]); and the report templates every command reads the same way.
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +54,50 @@ pub fn render_saved(settings: &RenderSettings) -> Result<String, Error> {
         None => Err(Error::usage(
             format!("{} is not rendered from results", settings.output.name()),
             "render report.md, report.html, report.pr.md or stages.csv",
+        )),
+    }
+}
+
+/// Writes `settings.output`, an output converted from a run's per-request rows (Parquet), into
+/// `settings.out` from the `requests.jsonl` beside the saved `results.json`.
+pub fn convert_saved(settings: &RenderSettings) -> Result<(), Error> {
+    let name = settings
+        .output
+        .file()
+        .format
+        .unwrap_or(settings.output.name());
+    let Some(out) = &settings.out else {
+        return Err(Error::usage(
+            format!("--format {name} writes a binary file, not text to show"),
+            "name the file with --out FILE",
+        ));
+    };
+    let dir = settings.results.parent().unwrap_or(Path::new(""));
+    let rows = dir.join(Output::Requests.name());
+    super::outputs::refuse_overwrite(
+        &[("--out".to_string(), out.clone())],
+        &[
+            ("the results rendered", settings.results.as_path()),
+            ("the requests converted", rows.as_path()),
+        ],
+        "write it to a file of its own (--out FILE)",
+    )?;
+    let results = read_results(&settings.results)?;
+    if !rows.is_file() {
+        return Err(Error::usage(
+            format!(
+                "{} has no {} beside it, which --format {name} is converted from",
+                settings.results.display(),
+                Output::Requests.name()
+            ),
+            "run the scenario with --requests-jsonl (or `report { parquet #true }`)",
+        ));
+    }
+    match settings.output.convert(&results, &rows, out) {
+        Some(converted) => Ok(converted?),
+        None => Err(Error::usage(
+            format!("{} is not converted from requests", settings.output.name()),
+            "render it without --format parquet",
         )),
     }
 }

@@ -1,7 +1,8 @@
 //! `infermeter report RESULTS.json`: re-renders the report of a past run — Markdown (linking
-//! the plots beside it), the self-contained HTML page, the pull-request comment, or the
-//! per-stage CSV: any output the run's table of outputs renders from results (see
-//! [`crate::app::render_saved`]).
+//! the plots beside it), the self-contained HTML page, the pull-request comment, the per-stage
+//! CSV, the llm-d Benchmark Report: any output the run's table of outputs renders from results
+//! (see [`crate::app::render_saved`]) — or converts its `requests.jsonl` to Parquet
+//! ([`crate::app::convert_saved`]).
 
 use std::path::PathBuf;
 
@@ -22,8 +23,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// What to render: the Markdown report, the self-contained HTML page (plots inline), the
-    /// pull-request comment (Markdown without links out of the run's directory), or the
-    /// per-stage metrics as CSV.
+    /// pull-request comment (Markdown without links out of the run's directory), the
+    /// per-stage metrics as CSV, the llm-d Benchmark Report v0.2.1 (one JSON document per
+    /// stage, one a line), or the run's per-request rows as Parquet (from the requests.jsonl
+    /// beside the results; needs --out).
     #[arg(long, default_value = "markdown", value_parser = formats())]
     pub format: Output,
 }
@@ -40,12 +43,16 @@ fn formats() -> impl TypedValueParser<Value = Output> {
 struct UnknownFormat(String);
 
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
-    let text = app::render_saved(&RenderSettings {
+    let settings = RenderSettings {
         results: args.results.clone(),
         output: args.format,
         template: args.template.clone(),
         out: args.out.clone(),
-    })?;
+    };
+    if args.format.from_requests() {
+        return app::convert_saved(&settings);
+    }
+    let text = app::render_saved(&settings)?;
     match &args.out {
         Some(out) => app::write_text(out, &text),
         None => {

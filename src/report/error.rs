@@ -27,6 +27,20 @@ pub enum ReportError {
     },
     #[error(transparent)]
     Results(#[from] crate::results::ResultsError),
+    /// A line of `requests.jsonl` that is not a request's row.
+    #[error("{}, line {line}, is not a row of requests.jsonl", path.display())]
+    RequestRow {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("failed to write the Parquet file {}", path.display())]
+    Parquet {
+        path: PathBuf,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     #[error("failed to draw a plot: {0}")]
     Plot(String),
     /// Two plots of one run would have the same file name.

@@ -11,6 +11,7 @@ mod flagged;
 mod headline;
 mod html;
 mod junit;
+mod llmd;
 mod markdown;
 mod names;
 mod numbers;
@@ -18,6 +19,7 @@ mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
+mod requests_parquet;
 mod summary;
 mod svg;
 mod telemetry;
@@ -36,6 +38,7 @@ pub use flagged::Flagged;
 pub use headline::{Headline, headline, mark, mark_word};
 pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
+pub use llmd::{LLMD_REPORT_VERSION, llmd_report};
 pub use markdown::*;
 pub use names::{
     Plot, cdf_file_name, profile_file_name, server_timeline_file_name, stage_slug,
@@ -43,12 +46,14 @@ pub use names::{
 };
 pub use numbers::{num, short};
 pub use outputs::{
-    CSV_FILE, HTML_FILE, JUNIT_FILE, OUTPUTS, Output, OutputFile, PR_COMMENT_FILE, REPORT_FILE,
-    REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file, plot_files, report_formats,
+    CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile, PARQUET_FILE,
+    PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file,
+    plot_files, report_formats,
 };
 pub use plots::*;
 pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
+pub use requests_parquet::{ROWS_PER_GROUP, requests_parquet};
 pub use summary::{render_summary_text, render_summary_text_with};
 pub use telemetry::{
     GpuRow, ServerRow, TelemetryView, ThrottledRow, render_telemetry, telemetry_view,

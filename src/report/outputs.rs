@@ -4,7 +4,10 @@
 //! ([`write_reports`](super::write_reports)), `infermeter report`'s re-rendering, and the
 //! app's collision checks and stale-run marking (docs/results.md) all walk this table, so a
 //! file added here is written, re-rendered, checked and cleared everywhere. Plots are named
-//! per stage and profile group instead ([`is_plot_file`]).
+//! per stage and profile group instead ([`is_plot_file`]). The rows marked `asked` are written
+//! only when a run asks for them (`requests.jsonl`, the llm-d Benchmark Report, Parquet).
+
+use std::path::Path;
 
 use super::{Comparison, ReportError, ReportTemplate};
 use crate::results::{RESULTS_FILE, Results};
@@ -21,6 +24,10 @@ pub const PR_COMMENT_FILE: &str = "report.pr.md";
 pub const CSV_FILE: &str = "stages.csv";
 /// `requests.jsonl`'s name in the output directory.
 pub const REQUESTS_FILE: &str = "requests.jsonl";
+/// The llm-d Benchmark Reports' name in the output directory (one per stage, one a line).
+pub const LLMD_FILE: &str = "llm-d-report.jsonl";
+/// `requests.jsonl` as Parquet: its name in the output directory.
+pub const PARQUET_FILE: &str = "requests.parquet";
 
 /// One file of a run's output directory (plots aside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +39,8 @@ pub enum Output {
     PrComment,
     Csv,
     Requests,
+    LlmD,
+    Parquet,
 }
 
 /// Who writes an output.
@@ -45,6 +54,10 @@ pub enum Writer {
     Rendered(fn(&Rendering<'_>) -> Result<String, ReportError>),
     /// The runner, one row per request, when asked for (`--requests-jsonl`).
     Runner,
+    /// Converted from the run's `requests.jsonl` (the path given), streamed into the file at
+    /// the second path (by [`write_reports`](super::write_reports) after a run, by
+    /// `infermeter report` from a saved one).
+    FromRequests(fn(&Results, &Path, &Path) -> Result<(), ReportError>),
 }
 
 /// What a run that starts over a directory does with the earlier run's copy, before its
@@ -67,6 +80,9 @@ pub struct OutputFile {
     /// Its name for `infermeter report --format`, when that re-renders it.
     pub format: Option<&'static str>,
     pub stale: Stale,
+    /// Written only when the scenario or the command line asks for it
+    /// ([`WriteOptions::extra`](super::WriteOptions)), not by every run.
+    pub asked: bool,
 }
 
 /// Everything a rendered output is made from.
@@ -82,13 +98,14 @@ pub struct Rendering<'a> {
 }
 
 /// Every file of a run's output directory, in the order they are written.
-pub const OUTPUTS: [OutputFile; 7] = [
+pub const OUTPUTS: [OutputFile; 9] = [
     OutputFile {
         output: Output::Results,
         name: RESULTS_FILE,
         writer: Writer::Results,
         format: None,
         stale: Stale::Marked,
+        asked: false,
     },
     OutputFile {
         output: Output::Report,
@@ -96,6 +113,7 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Rendered(|r| super::render_report(r.results, r.template, r.plots)),
         format: Some("markdown"),
         stale: Stale::Removed,
+        asked: false,
     },
     OutputFile {
         output: Output::Junit,
@@ -103,6 +121,7 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Rendered(|r| Ok(super::junit_xml(r.results))),
         format: None,
         stale: Stale::Removed,
+        asked: false,
     },
     OutputFile {
         output: Output::Html,
@@ -110,6 +129,7 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Rendered(render_html),
         format: Some("html"),
         stale: Stale::Removed,
+        asked: false,
     },
     OutputFile {
         output: Output::PrComment,
@@ -117,6 +137,7 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Rendered(|r| super::render_pr_comment(r.results, r.template)),
         format: Some("pr-comment"),
         stale: Stale::Removed,
+        asked: false,
     },
     OutputFile {
         output: Output::Csv,
@@ -124,6 +145,7 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Rendered(|r| Ok(super::stages_csv(r.results))),
         format: Some("csv"),
         stale: Stale::Removed,
+        asked: false,
     },
     OutputFile {
         output: Output::Requests,
@@ -131,6 +153,23 @@ pub const OUTPUTS: [OutputFile; 7] = [
         writer: Writer::Runner,
         format: None,
         stale: Stale::Removed,
+        asked: true,
+    },
+    OutputFile {
+        output: Output::LlmD,
+        name: LLMD_FILE,
+        writer: Writer::Rendered(|r| Ok(super::llmd_report(r.results))),
+        format: Some("llm-d"),
+        stale: Stale::Removed,
+        asked: true,
+    },
+    OutputFile {
+        output: Output::Parquet,
+        name: PARQUET_FILE,
+        writer: Writer::FromRequests(super::requests_parquet),
+        format: Some("parquet"),
+        stale: Stale::Removed,
+        asked: true,
     },
 ];
 
@@ -158,7 +197,27 @@ impl Output {
     pub fn render(self, r: &Rendering<'_>) -> Option<Result<String, ReportError>> {
         match self.file().writer {
             Writer::Rendered(render) => Some(render(r)),
-            Writer::Results | Writer::Runner => None,
+            Writer::Results | Writer::Runner | Writer::FromRequests(_) => None,
+        }
+    }
+
+    /// Whether this output is converted from a run's `requests.jsonl` rather than rendered
+    /// from its results.
+    pub fn from_requests(self) -> bool {
+        matches!(self.file().writer, Writer::FromRequests(_))
+    }
+
+    /// Writes this output into `out` from the `requests.jsonl` at `rows`; `None` when it is
+    /// not converted from the requests.
+    pub fn convert(
+        self,
+        results: &Results,
+        rows: &Path,
+        out: &Path,
+    ) -> Option<Result<(), ReportError>> {
+        match self.file().writer {
+            Writer::FromRequests(convert) => Some(convert(results, rows, out)),
+            Writer::Results | Writer::Runner | Writer::Rendered(_) => None,
         }
     }
 }
@@ -215,7 +274,7 @@ mod tests {
         assert_eq!(Output::from_format("pr-comment"), Some(Output::PrComment));
         assert_eq!(
             report_formats().collect::<Vec<_>>(),
-            ["markdown", "html", "pr-comment", "csv"]
+            ["markdown", "html", "pr-comment", "csv", "llm-d", "parquet"]
         );
     }
 }

@@ -1,7 +1,8 @@
 //! Writes every output of a run into one directory, each file atomically (a temporary file
 //! renamed over the old one): `results.json` first, then the rendered files in the order of
 //! [`OUTPUTS`] (report.md and the step summary, junit.xml, report.html, report.pr.md,
-//! stages.csv), the plots last — so a plot that cannot be written (or drawn) loses none of the
+//! stages.csv, and when asked for the llm-d Benchmark Report and requests.parquet, the latter
+//! converted from the run's requests.jsonl), the plots last — so a plot that cannot be written (or drawn) loses none of the
 //! others, and a problem with one file does not stop the next.
 
 use std::io::Write as _;
@@ -23,6 +24,9 @@ pub struct WriteOptions {
     pub step_summary: Option<PathBuf>,
     /// The scenario's baseline and `compare`'s verdict against it, shown in report.html.
     pub baseline: Option<Box<(Results, super::Comparison)>>,
+    /// The outputs written only when asked for ([`OutputFile::asked`](super::OutputFile))
+    /// that this run asked for: the llm-d Benchmark Report, Parquet.
+    pub extra: Vec<Output>,
 }
 
 impl Default for WriteOptions {
@@ -33,6 +37,7 @@ impl Default for WriteOptions {
             junit: true,
             step_summary: None,
             baseline: None,
+            extra: Vec::new(),
         }
     }
 }
@@ -62,9 +67,9 @@ pub fn write_all(
 }
 
 /// Writes every output [`OUTPUTS`] renders from the results into `out_dir` (report.md,
-/// junit.xml, report.html, report.pr.md, stages.csv), appends the report to the step summary
-/// when there is one, and writes the plots; every file is tried, whatever happened to the
-/// others. `results.json` is the caller's (see [`write_all`]).
+/// junit.xml, report.html, report.pr.md, stages.csv, and those of `opts.extra`), appends the
+/// report to the step summary when there is one, and writes the plots; every file is tried,
+/// whatever happened to the others. `results.json` is the caller's (see [`write_all`]).
 pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> Written {
     let mut w = Written::default();
     // Drawn first, so the report links exactly the plots there are; written last.
@@ -82,7 +87,18 @@ pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> 
         baseline: opts.baseline.as_deref(),
     };
     for file in &OUTPUTS {
-        if file.output == Output::Junit && !opts.junit {
+        if file.output == Output::Junit && !opts.junit
+            || file.asked && !opts.extra.contains(&file.output)
+        {
+            continue;
+        }
+        let path = out_dir.join(file.name);
+        let rows = out_dir.join(Output::Requests.name());
+        if let Some(converted) = file.output.convert(results, &rows, &path) {
+            match converted {
+                Ok(()) => w.files.push(path),
+                Err(e) => w.problems.push(e),
+            }
             continue;
         }
         let Some(rendered) = file.output.render(&rendering) else {
@@ -95,7 +111,6 @@ pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> 
                 continue;
             }
         };
-        let path = out_dir.join(file.name);
         match write_atomic(&path, text.as_bytes()) {
             Ok(()) => w.files.push(path),
             Err(e) => w.problems.push(ReportError::io(&path, e)),

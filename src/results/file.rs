@@ -151,6 +151,19 @@ fn scrubbed<'a>(path: &Path, bytes: &'a [u8]) -> Cow<'a, [u8]> {
 /// into a file, it does not reach the disk.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let bytes = scrubbed(path, bytes);
+    write_atomic_with(path, |tmp| tmp.write_all(&bytes), |e| e)
+}
+
+/// A file written by `write` into a temporary file beside `path`, synced and renamed over
+/// `path` once `write` succeeded (left out otherwise), the file's own I/O errors made `E` by
+/// `io`: for an output written as a stream, whose writer scrubs what it writes itself
+/// (`requests.parquet`, whose strings are scrubbed one by one; see [`write_atomic`] for every
+/// other output).
+pub(crate) fn write_atomic_with<E>(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<(), E>,
+    io: impl Fn(std::io::Error) -> E,
+) -> Result<(), E> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -163,9 +176,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o644));
     }
-    let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(&bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    let mut tmp = builder.tempfile_in(dir).map_err(&io)?;
+    write(tmp.as_file_mut())?;
+    tmp.as_file().sync_all().map_err(&io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
 }

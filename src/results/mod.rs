@@ -9,11 +9,11 @@ mod schema;
 mod shards;
 mod validate;
 
-pub(crate) use file::write_atomic;
 pub use file::{
     ParseError, RESULTS_FILE, ResultsError, migrate, parse_results, read_results, read_unvalidated,
     write_results,
 };
+pub(crate) use file::{write_atomic, write_atomic_with};
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
 pub use provenance::{BuildInfo, HostInfo, Provenance};
 pub use schema::json_schema;

@@ -29,6 +29,11 @@ struct Row<'a> {
     ttft_ms: Option<f64>,
     e2e_ms: f64,
     send_lag_ms: f64,
+    /// The mean and the longest gap between content chunks (absent with fewer than two).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    itl_mean_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    itl_max_ms: Option<f64>,
     error: Option<String>,
 }
 
@@ -182,7 +187,9 @@ impl Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
         let mut folder = Folder {
-            stage,
+            // The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
+            // written as they come, not through the scrub of the other files).
+            stage: crate::redact::secrets(&stage).into_owned(),
             agg,
             ring: recent.clone(),
             sink,
@@ -330,12 +337,16 @@ impl Folder {
 
 fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Result<()> {
     let ms = |ns: u64| ns as f64 / 1e6;
+    let gaps = &rec.itl_us;
+    let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
     let row = Row {
         stage,
         record: rec,
         ttft_ms: rec.ttft_ns().map(ms),
         e2e_ms: ms(rec.e2e_ns()),
         send_lag_ms: ms(rec.send_lag_ns()),
+        itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
+        itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
     };
     serde_json::to_writer(&mut *w, &row)?;

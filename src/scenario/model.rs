@@ -246,6 +246,13 @@ pub struct ReportSpec {
     pub template: Option<PathBuf>,
     /// Write `requests.jsonl` (one row per request) beside the results.
     pub requests_jsonl: bool,
+    /// `llm-d #true`: write the llm-d Benchmark Report (v0.2.1) beside the results.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llm_d: bool,
+    /// `parquet #true`: write `requests.parquet` (the per-request rows as Parquet; implies
+    /// `requests.jsonl`, which it is converted from).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parquet: bool,
     /// A baseline `results.json` for relative assertions.
     pub baseline: Option<PathBuf>,
     /// `tolerance "5%"`: how much every metric may move in `compare` (recorded in results).

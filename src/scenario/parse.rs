@@ -556,7 +556,14 @@ fn tolerance(ctx: &mut Ctx<'_>, node: &KdlNode, rep: &mut ReportSpec) {
 fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
     let mut r = NodeReader::new(ctx, node);
     let mut rep = ReportSpec::default();
-    let known = ["template", "requests-jsonl", "baseline", "tolerance"];
+    let known = [
+        "template",
+        "requests-jsonl",
+        "llm-d",
+        "parquet",
+        "baseline",
+        "tolerance",
+    ];
     let mut once = Once::default();
     for child in r.children() {
         let cname = child.name().value();
@@ -573,11 +580,15 @@ fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
         }
         let mut cr = NodeReader::new(ctx, child);
         match cname {
-            "requests-jsonl" => {
+            "requests-jsonl" | "llm-d" | "parquet" => {
                 if let Some(b) =
                     one_arg(ctx, &mut cr, "#true or #false").and_then(|v| ctx.boolean(&v, cname))
                 {
-                    rep.requests_jsonl = b;
+                    match cname {
+                        "requests-jsonl" => rep.requests_jsonl = b,
+                        "llm-d" => rep.llm_d = b,
+                        _ => rep.parquet = b,
+                    }
                 }
             }
             _ => {

@@ -29,6 +29,7 @@ mod profile_run;
 mod readme_quickstart;
 mod redaction;
 mod report_compare;
+mod report_formats;
 mod report_provenance;
 mod results_inputs;
 mod run_basic;
