@@ -117,6 +117,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
             api: Api::CHAT,
             model: "infermeter-sim".into(),
             ignore_eos: true,
+            reasoning_effort: None,
             extra: Default::default(),
         };
         let body = template.build(PromptRef::Text("benchmark the simulator"), tokens);

@@ -17,6 +17,7 @@ mod chunk;
 mod completions;
 #[cfg(test)]
 mod echo;
+mod responses;
 mod target;
 
 use std::borrow::Cow;
@@ -31,12 +32,15 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
-pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
+pub use target::{
+    CacheReset, DEFAULT_MAX_EVENT_BYTES, ReasoningEffort, RequestSettings, RunSettings,
+};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[
     Api::CHAT,
     Api::COMPLETIONS,
+    Api::RESPONSES,
     #[cfg(test)]
     Api::of(&echo::Echo),
 ];
@@ -46,6 +50,8 @@ impl Api {
     pub const CHAT: Api = Api::of(&chat::Chat);
     /// `completions`.
     pub const COMPLETIONS: Api = Api::of(&completions::Completions);
+    /// `responses`.
+    pub const RESPONSES: Api = Api::of(&responses::Responses);
 
     /// The registered API of this name.
     pub fn from_name(name: &str) -> Option<Api> {

@@ -9,6 +9,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::chunk::plain_run;
+use super::target::ReasoningEffort;
 
 /// A chat message as sent on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,6 +44,8 @@ pub struct Request<'a> {
     pub max_tokens: u32,
     /// Ask the server to ignore the end-of-sequence token (exact output lengths).
     pub ignore_eos: bool,
+    /// How hard a reasoning model should think, for the APIs that carry it.
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// The target's `body { … }` fields.
     pub extra: &'a BTreeMap<String, serde_json::Value>,
     /// A data set item's own fields, which win over the target's.
@@ -66,6 +69,11 @@ pub fn streamed_generation(out: &mut Vec<u8>, req: &Request<'_>) {
     if req.ignore_eos {
         out.extend_from_slice(b",\"ignore_eos\":true");
     }
+    extra_fields(out, req);
+}
+
+/// The extra fields (an item's over the target's, each key once), closing the body.
+pub fn extra_fields(out: &mut Vec<u8>, req: &Request<'_>) {
     let template = req
         .extra
         .iter()

@@ -17,7 +17,7 @@
 //!   else `delta.reasoning`; each a string or `null`, `delta` an object or `null`;
 //! - `usage` is `null` or an object whose `prompt_tokens` and `completion_tokens` (0 when
 //!   absent) are unsigned integers; `usage.prompt_tokens_details.cached_tokens` is read when
-//!   present as one;
+//!   present as one, `usage.completion_tokens_details.reasoning_tokens` likewise;
 //! - `finish_reason`, `timings` and `cached_tokens` are informational: a value of an unexpected
 //!   type leaves them absent (`Other` for a `finish_reason`) rather than failing the request;
 //! - any non-null top-level `error` marks the chunk as an error.
@@ -135,6 +135,11 @@ fn usage_of(usage: Option<&Value>) -> Result<Option<Usage>, ChunkError> {
             .get("prompt_tokens_details")
             .and_then(Value::as_object)
             .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64),
+        reasoning_tokens: usage
+            .get("completion_tokens_details")
+            .and_then(Value::as_object)
+            .and_then(|d| d.get("reasoning_tokens"))
             .and_then(Value::as_u64),
     }))
 }

@@ -27,8 +27,45 @@ pub struct RequestSettings {
     pub headers: Vec<(String, String)>,
     /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
     pub extra_body: BTreeMap<String, serde_json::Value>,
-    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
+    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default: the
+    /// API's (`ApiKind::ignore_eos_default`): on for chat and completions, off for responses.
     pub ignore_eos: bool,
+    /// `reasoning-effort "low"|"medium"|"high"`: how hard a reasoning model should think
+    /// (chat's `reasoning_effort`, the Responses API's `reasoning.effort`). Default: not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+}
+
+/// How hard a reasoning model should think: OpenAI's `reasoning_effort` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    /// Every name a scenario may write.
+    pub const NAMES: [&'static str; 3] = ["low", "medium", "high"];
+
+    /// The name a scenario writes and the request carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ReasoningEffort> {
+        Some(match name {
+            "low" => ReasoningEffort::Low,
+            "medium" => ReasoningEffort::Medium,
+            "high" => ReasoningEffort::High,
+            _ => return None,
+        })
+    }
 }
 
 impl Default for RequestSettings {
@@ -41,6 +78,7 @@ impl Default for RequestSettings {
             headers: Vec::new(),
             extra_body: BTreeMap::new(),
             ignore_eos: true,
+            reasoning_effort: None,
         }
     }
 }

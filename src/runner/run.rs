@@ -102,6 +102,7 @@ pub async fn run(
         api: plan.target.request.api,
         model: String::new(),
         ignore_eos: plan.target.request.ignore_eos,
+        reasoning_effort: plan.target.request.reasoning_effort,
         extra: plan.target.request.extra_body.clone(),
     };
     let client = Client::new(

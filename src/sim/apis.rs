@@ -7,6 +7,7 @@ pub(super) mod chat;
 pub(super) mod completions;
 #[cfg(test)]
 mod echo;
+mod responses;
 
 use super::wire::SimApi;
 use crate::protocol::{Api, REGISTRY};
@@ -15,6 +16,7 @@ use crate::protocol::{Api, REGISTRY};
 const SIDES: &[&dyn SimApi] = &[
     &chat::Chat,
     &completions::Completions,
+    &responses::Responses,
     #[cfg(test)]
     &echo::Echo,
 ];

@@ -99,6 +99,14 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub metrics_histograms: bool,
+    /// Output tokens each response spends reasoning before its answer, as a reasoning model
+    /// does: streamed as reasoning text (chat's `delta.reasoning_content`, the Responses API's
+    /// `response.reasoning_text.delta`) and counted in `usage` as reasoning tokens. They are
+    /// part of the output, so a `max_tokens` at or under them leaves no answer. A request's
+    /// reasoning effort scales them: `low` a quarter, `high` twice. 0: no reasoning.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("default" = 0))]
+    pub reasoning_tokens: u64,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -108,6 +116,10 @@ const DEFAULT_PREFIX_CACHE_BLOCK: u16 = 16;
 // defaults, so that a plan written without them hashes as before.
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_default_prefix_cache_capacity(n: &u32) -> bool {
@@ -148,6 +160,7 @@ impl Default for SimConfig {
             prefix_cache_block: DEFAULT_PREFIX_CACHE_BLOCK,
             timings: false,
             metrics_histograms: false,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -323,6 +336,7 @@ mod tests {
             "prefix-cache-block",
             "timings",
             "metrics-histograms",
+            "reasoning-tokens",
         ] {
             assert!(v.get(key).is_none(), "{key} serialised at its default");
         }

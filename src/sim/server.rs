@@ -309,6 +309,14 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
     }
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
+    let reasoning = reasoning_tokens(cfg.reasoning_tokens, &req).min(max_tokens);
+    // A model that stops on its own answers after it has reasoned: the drawn length is the
+    // answer's, within max_tokens.
+    let output_len = if req.ignore_eos {
+        output_len
+    } else {
+        output_len.saturating_add(reasoning).min(max_tokens)
+    };
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
@@ -316,7 +324,8 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         return json_response(code, body, Some(id));
     }
     let shape = served.side.stream();
-    let framing = Framing::new(shape, id, unix_now(), &cfg.model, &req, cfg.prefix_cache);
+    let framing = Framing::new(shape, id, unix_now(), &cfg.model, &req, cfg.prefix_cache)
+        .with_reasoning(reasoning);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {
@@ -431,6 +440,17 @@ struct Collected<'a> {
     malformed: bool,
     /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
+}
+
+/// The tokens a request reasons for: the configured count, scaled by its reasoning effort
+/// (`low` a quarter, `high` twice).
+fn reasoning_tokens(configured: u64, req: &wire::GenRequest) -> u64 {
+    use crate::protocol::ReasoningEffort;
+    match req.reasoning_effort {
+        Some(ReasoningEffort::Low) => configured / 4,
+        Some(ReasoningEffort::High) => configured.saturating_mul(2),
+        Some(ReasoningEffort::Medium) | None => configured,
+    }
 }
 
 /// Waits for the whole output, then answers with one JSON body carrying `usage` (and

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
+use crate::protocol::ReasoningEffort;
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
 
 /// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
@@ -21,10 +22,49 @@ pub(crate) trait SimApi: Sync {
     fn name(&self) -> &'static str;
     /// Decodes a request body; with `collect_ids` the prompt's token ids are kept.
     fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest>;
-    /// The fixed pieces of its streamed events.
-    fn stream(&self) -> &'static ChoiceStream;
+    /// How its streamed events are written.
+    fn stream(&self) -> Stream;
     /// A non-streamed answer's body.
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value;
+}
+
+/// How an API's stream is written: OpenAI chunks from fixed pieces, or typed events the API
+/// writes itself.
+#[derive(Clone, Copy)]
+pub(crate) enum Stream {
+    /// Chunks carrying `choices[0]` (chat, completions), ended by `[DONE]`.
+    Choices(&'static ChoiceStream),
+    /// Typed events (the Responses API's), each written by the API.
+    Events(&'static dyn EventStream),
+}
+
+/// An API whose stream is typed events: it writes the events of each token itself.
+pub(crate) trait EventStream: Sync {
+    /// Writes everything one emitted token adds to the stream: the events that open the
+    /// response or a new output item before it, its delta, and after the last token the
+    /// events that end the response.
+    fn token(&self, buf: &mut BytesMut, t: &TokenEvent<'_>);
+    /// An event whose JSON is cut off (the malformed-SSE fault).
+    fn garbage(&self, buf: &mut BytesMut);
+}
+
+/// One emitted token, for an [`EventStream`].
+pub(crate) struct TokenEvent<'a> {
+    /// The request's number (its response's id).
+    pub id: u64,
+    /// Unix seconds the response was created.
+    pub created: u64,
+    /// The model's name as a JSON string, quotes included.
+    pub model_json: &'a str,
+    pub word: &'a str,
+    /// The token's place in the output, from 0.
+    pub index: u64,
+    /// The response's reasoning tokens: those before `reasoning` are reasoning.
+    pub reasoning: u64,
+    /// Set on the last token.
+    pub finish: Option<&'a Finish>,
+    /// Usage carries the cached prompt tokens (`prefix-cache`).
+    pub usage_details: bool,
 }
 
 /// The fixed pieces of an OpenAI-style stream whose events carry `choices[0]`.
@@ -39,6 +79,9 @@ pub(crate) struct ChoiceStream {
     pub close: &'static [u8],
     /// A choice sent once before the first token (chat's role announcement).
     pub first: Option<&'static [u8]>,
+    /// The choice up to the opening quote of a reasoning token's text (chat's
+    /// `delta.reasoning_content`); `None` streams reasoning as answer text.
+    pub open_reasoning: Option<&'static [u8]>,
 }
 
 /// What a non-streamed answer says.
@@ -55,6 +98,9 @@ pub(crate) struct Whole<'a> {
 pub(crate) trait PromptField: DeserializeOwned {
     /// The body's key for it (`messages`, `prompt`).
     const KEY: &'static str;
+    /// A key whose text goes before the prompt as a system message (the Responses API's
+    /// `instructions`), if the API has one.
+    const CONTEXT_KEY: Option<&'static str> = None;
     /// Feeds its tokens into `sink`.
     fn feed(&self, sink: &mut PromptSink);
 }
@@ -62,6 +108,12 @@ pub(crate) trait PromptField: DeserializeOwned {
 #[derive(Deserialize)]
 struct RawStreamOptions {
     include_usage: Option<bool>,
+}
+
+/// The Responses API's `reasoning` object.
+#[derive(Deserialize)]
+struct RawReasoning {
+    effort: Option<String>,
 }
 
 /// A generation request's body: the fields every API shares, and the prompt under `P::KEY`.
@@ -77,6 +129,11 @@ struct RawRequest<P> {
     min_tokens: Option<u64>,
     /// llama.cpp's per-request switch for its prompt cache.
     cache_prompt: Option<bool>,
+    /// The Responses API's names for the length and the system prompt.
+    max_output_tokens: Option<u64>,
+    context: Option<String>,
+    reasoning_effort: Option<String>,
+    reasoning: Option<RawReasoning>,
 }
 
 /// The keys a generation request's body is read by.
@@ -90,11 +147,15 @@ enum Key {
     IgnoreEos,
     MinTokens,
     CachePrompt,
+    MaxOutputTokens,
+    Context,
+    ReasoningEffort,
+    Reasoning,
     Other,
 }
 
-/// Reads a key without allocating, knowing the API's prompt key.
-struct KeySeed(&'static str);
+/// Reads a key without allocating, knowing the API's prompt key and context key.
+struct KeySeed(&'static str, Option<&'static str>);
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Key;
@@ -111,6 +172,7 @@ impl Visitor<'_> for KeySeed {
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
         Ok(match key {
             k if k == self.0 => Key::Prompt,
+            k if Some(k) == self.1 => Key::Context,
             "max_tokens" => Key::MaxTokens,
             "max_completion_tokens" => Key::MaxCompletionTokens,
             "stream" => Key::Stream,
@@ -118,6 +180,9 @@ impl Visitor<'_> for KeySeed {
             "ignore_eos" => Key::IgnoreEos,
             "min_tokens" => Key::MinTokens,
             "cache_prompt" => Key::CachePrompt,
+            "max_output_tokens" => Key::MaxOutputTokens,
+            "reasoning_effort" => Key::ReasoningEffort,
+            "reasoning" => Key::Reasoning,
             _ => Key::Other,
         })
     }
@@ -152,7 +217,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRequest<P>, A::Error> {
         let (mut prompt, mut max, mut max_completion, mut stream) = (None, None, None, None);
         let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
-        while let Some(key) = map.next_key_seed(KeySeed(P::KEY))? {
+        let (mut max_output, mut context, mut effort, mut reasoning) = (None, None, None, None);
+        while let Some(key) = map.next_key_seed(KeySeed(P::KEY, P::CONTEXT_KEY))? {
             match key {
                 Key::Prompt => once(&mut prompt, &mut map, P::KEY)?,
                 Key::MaxTokens => once(&mut max, &mut map, "max_tokens")?,
@@ -164,6 +230,10 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
                 Key::IgnoreEos => once(&mut ignore_eos, &mut map, "ignore_eos")?,
                 Key::MinTokens => once(&mut min, &mut map, "min_tokens")?,
                 Key::CachePrompt => once(&mut cache, &mut map, "cache_prompt")?,
+                Key::MaxOutputTokens => once(&mut max_output, &mut map, "max_output_tokens")?,
+                Key::Context => once(&mut context, &mut map, "instructions")?,
+                Key::ReasoningEffort => once(&mut effort, &mut map, "reasoning_effort")?,
+                Key::Reasoning => once(&mut reasoning, &mut map, "reasoning")?,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -178,6 +248,10 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
             ignore_eos: ignore_eos.flatten(),
             min_tokens: min.flatten(),
             cache_prompt: cache.flatten(),
+            max_output_tokens: max_output.flatten(),
+            context: context.flatten(),
+            reasoning_effort: effort.flatten(),
+            reasoning: reasoning.flatten(),
         })
     }
 }
@@ -196,6 +270,9 @@ pub(crate) struct GenRequest {
     /// llama.cpp's `cache_prompt` (default true): false keeps the request out of the prefix
     /// cache.
     pub cache_prompt: bool,
+    /// The reasoning effort asked for (chat's `reasoning_effort`, the Responses API's
+    /// `reasoning.effort`); an unknown value is ignored.
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -224,10 +301,20 @@ pub(crate) fn parse<P: PromptField>(
         message: format!("missing required field `{}`", P::KEY),
         param: Some(P::KEY),
     })?;
+    if let Some(context) = &raw.context {
+        sink.message_start("system");
+        sink.text(context);
+    }
     prompt.feed(&mut sink);
+    let effort = raw
+        .reasoning_effort
+        .or(raw.reasoning.and_then(|r| r.effort));
     Ok(GenRequest {
         prompt_tokens: sink.count(),
-        max_tokens: raw.max_completion_tokens.or(raw.max_tokens),
+        max_tokens: raw
+            .max_completion_tokens
+            .or(raw.max_output_tokens)
+            .or(raw.max_tokens),
         min_tokens: raw.min_tokens.unwrap_or(0),
         ignore_eos: raw.ignore_eos.unwrap_or(false),
         stream: raw.stream.unwrap_or(false),
@@ -237,6 +324,7 @@ pub(crate) fn parse<P: PromptField>(
             .unwrap_or(false),
         prompt_ids: sink.into_ids(),
         cache_prompt: raw.cache_prompt.unwrap_or(true),
+        reasoning_effort: effort.as_deref().and_then(ReasoningEffort::from_name),
     })
 }
 
@@ -249,79 +337,156 @@ pub(crate) fn error_body(status: u16, kind: &str, message: &str, param: Option<&
 }
 
 /// Pre-serialized pieces of one response's SSE chunks. The `head` (`data: {"id":…,"model":…,`)
-/// is built once per request; per token only the word and a static suffix are appended.
+/// is built once per request; per token only the word and a static suffix are appended. An
+/// API of typed events writes its own (see [`EventStream`]).
 pub(crate) struct Framing {
-    shape: &'static ChoiceStream,
     stream: bool,
     include_usage: bool,
     /// Usage carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
-    /// `data: {"id":"…","object":"…","created":N,"model":"…",` then the choice opening up to
-    /// the content's opening quote; `head_len` marks where the shared head ends.
-    prefix: Box<[u8]>,
-    head_len: usize,
+    /// The response's first `reasoning` tokens are reasoning.
+    reasoning: u64,
+    shape: Shape,
+}
+
+enum Shape {
+    Choices {
+        shape: &'static ChoiceStream,
+        /// `data: {"id":"…","object":"…","created":N,"model":"…",` then the choice opening up
+        /// to the content's opening quote; `head_len` marks where the shared head ends.
+        prefix: Box<[u8]>,
+        head_len: usize,
+    },
+    Events {
+        api: &'static dyn EventStream,
+        id: u64,
+        created: u64,
+        model_json: Box<str>,
+    },
 }
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
 impl Framing {
     pub(crate) fn new(
-        shape: &'static ChoiceStream,
+        stream: Stream,
         id: u64,
         created: u64,
         model: &str,
         req: &GenRequest,
         usage_details: bool,
     ) -> Framing {
-        let (id_prefix, object) = (shape.id_prefix, shape.object);
         let model = serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into());
-        let head = format!(
-            r#"data: {{"id":"{id_prefix}{id}","object":"{object}","created":{created},"model":{model},"#
-        );
-        let mut prefix = head.clone().into_bytes();
-        prefix.extend_from_slice(shape.open);
+        let shape = match stream {
+            Stream::Choices(shape) => {
+                let (id_prefix, object) = (shape.id_prefix, shape.object);
+                let head = format!(
+                    r#"data: {{"id":"{id_prefix}{id}","object":"{object}","created":{created},"model":{model},"#
+                );
+                let mut prefix = head.clone().into_bytes();
+                prefix.extend_from_slice(shape.open);
+                Shape::Choices {
+                    shape,
+                    prefix: prefix.into_boxed_slice(),
+                    head_len: head.len(),
+                }
+            }
+            Stream::Events(api) => Shape::Events {
+                api,
+                id,
+                created,
+                model_json: model.into_boxed_str(),
+            },
+        };
         Framing {
-            shape,
             stream: req.stream,
             include_usage: req.include_usage,
             usage_details,
-            prefix: prefix.into_boxed_slice(),
-            head_len: head.len(),
+            reasoning: 0,
+            shape,
         }
+    }
+
+    /// The response's first `n` tokens are reasoning.
+    pub(crate) fn with_reasoning(mut self, n: u64) -> Framing {
+        self.reasoning = n;
+        self
+    }
+
+    /// Tokens of reasoning before the answer.
+    pub(crate) fn reasoning(&self) -> u64 {
+        self.reasoning
     }
 
     pub(crate) fn is_stream(&self) -> bool {
         self.stream
     }
 
-    /// Writes the bytes for one emitted token: for a stream, the API's first choice (chat's
-    /// role) before the first token, the token's chunk, and after the last one the usage chunk (if asked) and
-    /// `[DONE]`; `timings` go on the last JSON chunk, as llama-server puts them. For a
-    /// non-streaming response, only the word.
+    /// Writes the bytes for the token at `index`: for a stream, the API's first choice (chat's
+    /// role) before the first token, the token's chunk (reasoning or answer), and after the
+    /// last one the usage chunk (if asked) and `[DONE]`; `timings` go on the last JSON chunk,
+    /// as llama-server puts them. For a non-streaming response, only the word.
     pub(crate) fn write_token(
         &self,
         buf: &mut BytesMut,
         word: &str,
-        first: bool,
+        index: u64,
         finish: Option<&Finish>,
     ) {
         if !self.stream {
             buf.put_slice(word.as_bytes());
             return;
         }
-        let head = &self.prefix[..self.head_len];
-        if first && let Some(choice) = self.shape.first {
+        let (shape, prefix, head_len) = match &self.shape {
+            Shape::Choices {
+                shape,
+                prefix,
+                head_len,
+            } => (*shape, prefix, *head_len),
+            Shape::Events {
+                api,
+                id,
+                created,
+                model_json,
+            } => {
+                let t = TokenEvent {
+                    id: *id,
+                    created: *created,
+                    model_json,
+                    word,
+                    index,
+                    reasoning: self.reasoning,
+                    finish,
+                    usage_details: self.usage_details,
+                };
+                return api.token(buf, &t);
+            }
+        };
+        let head = &prefix[..head_len];
+        if index == 0
+            && let Some(choice) = shape.first
+        {
             buf.put_slice(head);
             buf.put_slice(choice);
             buf.put_slice(b"\n\n");
         }
-        buf.put_slice(&self.prefix);
+        match shape.open_reasoning {
+            Some(open) if index < self.reasoning => {
+                buf.put_slice(head);
+                buf.put_slice(open);
+            }
+            _ => buf.put_slice(prefix),
+        }
         buf.put_slice(word.as_bytes());
-        buf.put_slice(self.shape.close);
-        let Some(finish) = finish else {
-            buf.put_slice(b"null}]}\n\n");
-            return;
-        };
+        buf.put_slice(shape.close);
+        match finish {
+            None => buf.put_slice(b"null}]}\n\n"),
+            Some(finish) => self.write_end(buf, head, finish),
+        }
+    }
+
+    /// The last chunk's finish reason, the usage chunk, `[DONE]`.
+    fn write_end(&self, buf: &mut BytesMut, head: &[u8], finish: &Finish) {
         buf.put_u8(b'"');
         buf.put_slice(finish.reason.as_str().as_bytes());
         buf.put_slice(b"\"}]");
@@ -348,9 +513,17 @@ impl Framing {
 
     /// A `data:` line whose JSON is cut off: the malformed-SSE fault.
     pub(crate) fn write_garbage(&self, buf: &mut BytesMut) {
-        if self.stream {
-            buf.put_slice(&self.prefix[..self.head_len]);
-            buf.put_slice(b"\"choices\":[{\"index\":0,<<garbage\n\n");
+        if !self.stream {
+            return;
+        }
+        match &self.shape {
+            Shape::Choices {
+                prefix, head_len, ..
+            } => {
+                buf.put_slice(&prefix[..*head_len]);
+                buf.put_slice(b"\"choices\":[{\"index\":0,<<garbage\n\n");
+            }
+            Shape::Events { api, .. } => api.garbage(buf),
         }
     }
 }
@@ -371,6 +544,7 @@ mod tests {
             include_usage,
             prompt_ids: Vec::new(),
             cache_prompt: true,
+            reasoning_effort: None,
         }
     }
 
@@ -380,6 +554,7 @@ mod tests {
             prompt,
             completion,
             cached: 0,
+            reasoning: 0,
             timings: None,
         }
     }
@@ -396,11 +571,11 @@ mod tests {
     fn chat_stream_chunks_are_valid_json() {
         let f = Framing::new(Chat.stream(), 5, 100, "m\"q", &req(true, true), false);
         let mut buf = BytesMut::new();
-        f.write_token(&mut buf, " the", true, None);
+        f.write_token(&mut buf, " the", 0, None);
         f.write_token(
             &mut buf,
             " of",
-            false,
+            1,
             Some(&finish(FinishReason::Length, 7, 2)),
         );
         let ev = events(&buf);
@@ -428,7 +603,7 @@ mod tests {
         f.write_token(
             &mut buf,
             " a",
-            true,
+            0,
             Some(&finish(FinishReason::Stop, 1, 1)),
         );
         let ev = events(&buf);
@@ -445,7 +620,7 @@ mod tests {
         plain.write_token(
             &mut buf,
             " a",
-            true,
+            0,
             Some(&finish(FinishReason::Stop, 1, 1)),
         );
         assert_eq!(&buf[..], b" a");
@@ -472,7 +647,7 @@ mod tests {
         for include_usage in [true, false] {
             let f = Framing::new(Chat.stream(), 1, 1, "m", &req(true, include_usage), true);
             let mut buf = BytesMut::new();
-            f.write_token(&mut buf, " a", false, Some(&done));
+            f.write_token(&mut buf, " a", 1, Some(&done));
             let ev = events(&buf);
             assert_eq!(ev.last().unwrap(), "[DONE]");
             let last: serde_json::Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();

@@ -15,6 +15,10 @@ pub enum Event<'a> {
     Chunk(ChunkInfo<'a>),
     /// The event that ends the stream (`[DONE]`).
     Done,
+    /// An event that carries the last of the response and ends the stream: an API whose
+    /// final event is data rather than a `[DONE]` marker (the Responses API's
+    /// `response.completed`). Nothing after it is read.
+    Last(ChunkInfo<'a>),
 }
 
 /// Why the server stopped generating: the first choice's last `finish_reason`.
@@ -79,6 +83,10 @@ pub struct Usage {
     /// `prompt_tokens_details.cached_tokens`: prompt tokens served from the server's prefix
     /// cache (vLLM, SGLang, llama.cpp, OpenAI).
     pub cached_tokens: Option<u64>,
+    /// Output tokens the model spent reasoning, part of `completion_tokens`
+    /// (`completion_tokens_details.reasoning_tokens`; the Responses API's
+    /// `output_tokens_details.reasoning_tokens`), when the server said.
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Why a chunk could not be decoded (the request counts as `malformed`).
@@ -111,10 +119,10 @@ enum Repr<'a> {
 }
 
 impl<'a> JsonStr<'a> {
-    pub(super) fn from_plain(raw: &'a str) -> Self {
+    pub(in crate::protocol) fn from_plain(raw: &'a str) -> Self {
         JsonStr(Repr::Plain(raw))
     }
-    pub(super) fn from_escaped(raw: &'a str) -> Self {
+    pub(in crate::protocol) fn from_escaped(raw: &'a str) -> Self {
         JsonStr(Repr::Escaped(raw))
     }
     pub(super) fn decoded(s: String) -> Self {

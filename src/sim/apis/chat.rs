@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
-use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, Stream, PromptField, SimApi, Whole};
 
 /// Tokens added per chat message (role and separators) on top of its content, and once for the
 /// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.
@@ -23,6 +23,7 @@ const STREAM: ChoiceStream = ChoiceStream {
     first: Some(
         br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
     ),
+    open_reasoning: Some(br#""choices":[{"index":0,"delta":{"reasoning_content":"#),
 };
 
 impl SimApi for Chat {
@@ -34,8 +35,8 @@ impl SimApi for Chat {
         wire::parse::<Messages>(body, collect_ids)
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
