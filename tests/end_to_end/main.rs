@@ -27,6 +27,7 @@ mod readme_quickstart;
 mod redaction;
 mod report_compare;
 mod report_provenance;
+mod responses;
 mod results_inputs;
 mod run_basic;
 mod run_cpus;
