@@ -9,11 +9,20 @@ use crate::support::*;
 /// Runs `body` (stages and datasets) against the simulator speaking the Responses API with
 /// `reasoning` tokens of reasoning before each answer; the results and the run's output.
 fn run_sim(reasoning: u32, target_extra: &str, body: &str) -> (serde_json::Value, String) {
+    run_sim_api("responses", reasoning, target_extra, body)
+}
+
+fn run_sim_api(
+    api: &str,
+    reasoning: u32,
+    target_extra: &str,
+    body: &str,
+) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         r#"
 target "sim" {{
-    api "responses"
+    api "{api}"
     decode-base "1ms"
     reasoning-tokens {reasoning}
     output-len-dist "fixed"
@@ -88,6 +97,27 @@ stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 3; }
         let s = stage(&r, "s");
         assert_eq!(s["tokens"]["reasoning"], 3 * per_request, "{effort}: {s}");
     }
+}
+
+#[test]
+fn chat_reasoning_counts_the_same_way() {
+    // Chat streams the reasoning as `delta.reasoning_content` and counts it in
+    // `completion_tokens_details`; with ignore-eos (chat's default) the output is the budget.
+    let (r, _) = run_sim_api(
+        "chat",
+        8,
+        "reasoning-effort \"medium\"",
+        r#"
+dataset "d" { synthetic { input-tokens 16; output-tokens 20; } }
+stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 4; }
+"#,
+    );
+    let s = stage(&r, "s");
+    assert_eq!(s["tokens"]["output"], 4 * 20, "{s}");
+    assert_eq!(s["tokens"]["reasoning"], 4 * 8);
+    let ttft = s["latency"]["ttft_ms"]["p50"].as_f64().unwrap();
+    let ttfa = s["latency"]["ttfa_ms"]["p50"].as_f64().unwrap();
+    assert!(ttfa > ttft, "{ttft} / {ttfa}");
 }
 
 /// Runs 3 requests one at a time against a server answering each with `events` (SSE events,
