@@ -186,7 +186,10 @@ fn api_defaults(ctx: &mut Ctx<'_>, children: &[KdlNode], t: &mut Target) {
             ctx.name_span(node),
             format!("api \"{}\" carries no reasoning effort", t.request.api),
             "not sent by this API",
-            Some(format!("use {}, or remove reasoning-effort", able.join(" or "))),
+            Some(format!(
+                "use {}, or remove reasoning-effort",
+                able.join(" or ")
+            )),
         );
     }
 }

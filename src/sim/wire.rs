@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
-use crate::protocol::ReasoningEffort;
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
+use crate::protocol::ReasoningEffort;
 
 /// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
 /// its responses look. Found by the protocol's name for it.
@@ -600,12 +600,7 @@ mod tests {
     fn completions_and_plain_framing() {
         let f = Framing::new(Completions.stream(), 1, 1, "m", &req(true, false), false);
         let mut buf = BytesMut::new();
-        f.write_token(
-            &mut buf,
-            " a",
-            0,
-            Some(&finish(FinishReason::Stop, 1, 1)),
-        );
+        f.write_token(&mut buf, " a", 0, Some(&finish(FinishReason::Stop, 1, 1)));
         let ev = events(&buf);
         assert_eq!(ev.len(), 2);
         let v: serde_json::Value = serde_json::from_str(&ev[0]).unwrap();
@@ -617,12 +612,7 @@ mod tests {
 
         let plain = Framing::new(Completions.stream(), 1, 1, "m", &req(false, false), false);
         let mut buf = BytesMut::new();
-        plain.write_token(
-            &mut buf,
-            " a",
-            0,
-            Some(&finish(FinishReason::Stop, 1, 1)),
-        );
+        plain.write_token(&mut buf, " a", 0, Some(&finish(FinishReason::Stop, 1, 1)));
         assert_eq!(&buf[..], b" a");
     }
 

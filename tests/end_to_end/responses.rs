@@ -69,7 +69,10 @@ goodput ttft="10s"
         room["latency"]["ttft_ms"]["p50"].as_f64().unwrap(),
         room["latency"]["ttfa_ms"]["p50"].as_f64().unwrap(),
     );
-    assert!(ttfa > ttft, "the answer comes after the reasoning: {ttft} / {ttfa}");
+    assert!(
+        ttfa > ttft,
+        "the answer comes after the reasoning: {ttft} / {ttfa}"
+    );
     assert_eq!(room["throughput"]["goodput_ratio"], 1.0);
 
     // A budget under the reasoning: no answer at all, and no good request however fast.
@@ -82,7 +85,10 @@ goodput ttft="10s"
         printed.contains("answer-starved: 6 of 6 ok requests"),
         "{printed}"
     );
-    assert!(printed.contains("reasoning-effort"), "the fix is named: {printed}");
+    assert!(
+        printed.contains("reasoning-effort"),
+        "the fix is named: {printed}"
+    );
 }
 
 #[test]
@@ -145,28 +151,66 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
     let path = scenario(dir.path(), "s.kdl", &text);
     let out = dir.path().join("out");
     let o = run(&path, &out, &[]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{}", describe(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        describe(&o)
+    );
     stage(&results(&out), "s").clone()
 }
 
-const CREATED: &str = r#"{"type":"response.created","sequence_number":0,"response":{"status":"in_progress"}}"#;
-const DELTA: &str = r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"hello there"}"#;
+const CREATED: &str =
+    r#"{"type":"response.created","sequence_number":0,"response":{"status":"in_progress"}}"#;
+const DELTA: &str =
+    r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"hello there"}"#;
 const DONE: &str = r#"{"type":"response.completed","sequence_number":2,"response":{"status":"completed","usage":{"input_tokens":20,"output_tokens":2}}}"#;
 
 #[test]
 fn broken_responses_streams_fail_as_what_they_are() {
     let cases: [(&[&str], &str); 5] = [
-        (&[CREATED, DELTA, r#"{"type":"response.output_text.delta","delta":"cut"#], "malformed"),
-        (&[CREATED, DELTA, r#"{"type":"response.output_text.delta","delta":7}"#, DONE], "malformed"),
-        (&[CREATED, DELTA, r#"{"type":"error","code":"overloaded","message":"try later"}"#], "stream_broken"),
-        (&[CREATED, r#"{"type":"response.failed","response":{"status":"failed","error":{"message":"x"}}}"#], "stream_broken"),
+        (
+            &[
+                CREATED,
+                DELTA,
+                r#"{"type":"response.output_text.delta","delta":"cut"#,
+            ],
+            "malformed",
+        ),
+        (
+            &[
+                CREATED,
+                DELTA,
+                r#"{"type":"response.output_text.delta","delta":7}"#,
+                DONE,
+            ],
+            "malformed",
+        ),
+        (
+            &[
+                CREATED,
+                DELTA,
+                r#"{"type":"error","code":"overloaded","message":"try later"}"#,
+            ],
+            "stream_broken",
+        ),
+        (
+            &[
+                CREATED,
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"message":"x"}}}"#,
+            ],
+            "stream_broken",
+        ),
         // No `response.completed`: the body ends mid-answer.
         (&[CREATED, DELTA], "stream_broken"),
     ];
     for (events, kind) in cases {
         let s = run_raw(events);
         assert_eq!(s["requests"]["failed"], 3, "{kind}: {}", s["requests"]);
-        assert_eq!(s["requests"]["errors"], serde_json::json!({ kind: 3 }), "{events:?}");
+        assert_eq!(
+            s["requests"]["errors"],
+            serde_json::json!({ kind: 3 }),
+            "{events:?}"
+        );
     }
 }
 

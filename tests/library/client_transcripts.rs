@@ -251,7 +251,9 @@ async fn response_text_has_escapes_decoded() {
 #[tokio::test]
 async fn vllm_responses_stream_with_event_lines() {
     const BODY: &str = include_str!("../data/vllm-responses-stream.sse");
-    let url = replay(BODY, 200).await.replace("/chat/completions", "/responses");
+    let url = replay(BODY, 200)
+        .await
+        .replace("/chat/completions", "/responses");
     let client = Client::new(
         ClientConfig {
             timeout: Duration::from_secs(10),
@@ -269,7 +271,12 @@ async fn vllm_responses_stream_with_event_lines() {
         ..RequestRecord::default()
     };
     let text = client
-        .execute_text(bytes::Bytes::from_static(b"{}"), 6, &mut rec, Instant::now())
+        .execute_text(
+            bytes::Bytes::from_static(b"{}"),
+            6,
+            &mut rec,
+            Instant::now(),
+        )
         .await;
     assert_eq!(rec.error, None);
     assert_eq!(text, " SSLreadable follow**** successpyenv");

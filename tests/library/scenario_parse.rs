@@ -428,7 +428,9 @@ report {{ tolerance "5%"; tolerance "ttft.p95" "10%"; tolerance "itl" "20%"; }}
 #[test]
 fn ignore_eos_and_reasoning_effort_follow_the_api() {
     let target = |body: &str| {
-        let text = format!("target \"sim\" {{ {body} }}\n{DS}\nstage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }}");
+        let text = format!(
+            "target \"sim\" {{ {body} }}\n{DS}\nstage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }}"
+        );
         parse_with(&text, &[])
     };
     let r = |body: &str| target(body).unwrap().target.request;
@@ -443,7 +445,10 @@ fn ignore_eos_and_reasoning_effort_follow_the_api() {
     let e = target("api \"completions\"; reasoning-effort \"low\"").unwrap_err();
     let shown = format!("{:?}", miette::Report::new(e));
     assert!(shown.contains("carries no reasoning effort"), "{shown}");
-    assert!(shown.contains("api \"chat\" or api \"responses\""), "{shown}");
+    assert!(
+        shown.contains("api \"chat\" or api \"responses\""),
+        "{shown}"
+    );
     let e = target("reasoning-effort \"hgh\"").unwrap_err();
     let shown = format!("{:?}", miette::Report::new(e));
     assert!(shown.contains("high"), "did you mean: {shown}");

@@ -125,10 +125,23 @@ fn reasoning_tokens() {
         r#"{"usage":{"completion_tokens":9,"completion_tokens_details":{"accepted_prediction_tokens":0,"reasoning_tokens":6},"prompt_tokens_details":{"cached_tokens":2}}}"#,
     );
     assert_eq!((c.reasoning_tokens, c.cached_tokens), (Some(6), Some(2)));
-    for details in ["null", "{}", r#"{"reasoning_tokens":"6"}"#, r#"{"reasoning_tokens":-1}"#, "[6]"] {
+    for details in [
+        "null",
+        "{}",
+        r#"{"reasoning_tokens":"6"}"#,
+        r#"{"reasoning_tokens":-1}"#,
+        "[6]",
+    ] {
         let data = format!(r#"{{"usage":{{"completion_tokens_details":{details}}}}}"#);
         assert_eq!(usage(&data).reasoning_tokens, None, "{details}");
-        assert_eq!(parse_chunk_value(&data).unwrap().usage.unwrap().reasoning_tokens, None);
+        assert_eq!(
+            parse_chunk_value(&data)
+                .unwrap()
+                .usage
+                .unwrap()
+                .reasoning_tokens,
+            None
+        );
     }
 }
 

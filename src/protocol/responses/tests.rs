@@ -18,7 +18,9 @@ fn last(data: &str) -> ChunkInfo<'_> {
 }
 
 fn text(s: &Option<JsonStr<'_>>) -> String {
-    s.as_ref().map(|s| s.decode().into_owned()).unwrap_or_default()
+    s.as_ref()
+        .map(|s| s.decode().into_owned())
+        .unwrap_or_default()
 }
 
 /// vLLM's stream, captured: deltas are answer text in order, the last event ends the stream
@@ -30,8 +32,14 @@ fn the_vllm_transcript() {
     let mut answer = String::new();
     let mut end = None;
     for event in BODY.split("\n\n").filter(|e| !e.trim().is_empty()) {
-        let name = event.lines().find_map(|l| l.strip_prefix("event: ")).unwrap();
-        let data = event.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+        let name = event
+            .lines()
+            .find_map(|l| l.strip_prefix("event: "))
+            .unwrap();
+        let data = event
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap();
         assert!(data.contains(&format!("\"type\":\"{name}\"")), "{event}");
         assert!(end.is_none(), "an event after the last");
         match decode(data).unwrap() {
@@ -62,9 +70,14 @@ fn the_vllm_transcript() {
 
 #[test]
 fn deltas_borrow_from_the_event() {
-    let c = chunk(r#"{"type":"response.output_text.delta","delta":"a \"q\"\n","sequence_number":4}"#);
+    let c =
+        chunk(r#"{"type":"response.output_text.delta","delta":"a \"q\"\n","sequence_number":4}"#);
     let a = c.answer.as_ref().unwrap();
-    assert_eq!(a.raw(), Some(r#"a \"q\"\n"#), "escapes stay until asked for");
+    assert_eq!(
+        a.raw(),
+        Some(r#"a \"q\"\n"#),
+        "escapes stay until asked for"
+    );
     assert_eq!(a.decode(), "a \"q\"\n");
     assert!(c.has_answer());
     let r = chunk(r#"{"delta":"think","type":"response.reasoning_text.delta"}"#);
@@ -140,14 +153,29 @@ fn usage_counts_and_details() {
     );
     assert_eq!(usage("{}").unwrap(), Some(Usage::default()));
     // Details of another type are absent, never a failed request.
-    for details in ["null", "[]", "4", r#"{"reasoning_tokens":"4"}"#, r#"{"reasoning_tokens":-1}"#]
-    {
+    for details in [
+        "null",
+        "[]",
+        "4",
+        r#"{"reasoning_tokens":"4"}"#,
+        r#"{"reasoning_tokens":-1}"#,
+    ] {
         let u = format!(r#"{{"output_tokens":3,"output_tokens_details":{details}}}"#);
         let got = usage(&u).unwrap().unwrap();
-        assert_eq!((got.completion_tokens, got.reasoning_tokens), (3, None), "{details}");
+        assert_eq!(
+            (got.completion_tokens, got.reasoning_tokens),
+            (3, None),
+            "{details}"
+        );
     }
     // A count of another type, or usage of another type, is malformed.
-    for bad in [r#"{"output_tokens":"6"}"#, r#"{"input_tokens":-1}"#, r#"{"output_tokens":1.5}"#, "[]", "7"] {
+    for bad in [
+        r#"{"output_tokens":"6"}"#,
+        r#"{"input_tokens":-1}"#,
+        r#"{"output_tokens":1.5}"#,
+        "[]",
+        "7",
+    ] {
         assert!(usage(bad).is_err(), "{bad}");
     }
 }
@@ -156,7 +184,9 @@ fn usage_counts_and_details() {
 fn errors_in_the_stream() {
     let e = chunk(r#"{"type":"error","code":"server_error","message":"boom","sequence_number":3}"#);
     assert!(e.error && !e.has_output());
-    let f = chunk(r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"x","message":"y"}}}"#);
+    let f = chunk(
+        r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"x","message":"y"}}}"#,
+    );
     assert!(f.error);
 }
 
@@ -192,7 +222,10 @@ fn a_huge_delta_is_one_delta() {
     let big = "x".repeat(4 << 20);
     let data = format!(r#"{{"type":"response.output_text.delta","delta":"{big}"}}"#);
     let c = chunk(&data);
-    assert_eq!(c.answer.as_ref().unwrap().raw().map(str::len), Some(big.len()));
+    assert_eq!(
+        c.answer.as_ref().unwrap().raw().map(str::len),
+        Some(big.len())
+    );
 }
 
 fn body(prompt: PromptRef<'_>, effort: Option<ReasoningEffort>, ignore_eos: bool) -> Value {

@@ -5,7 +5,9 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
-use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, Stream, PromptField, SimApi, Whole};
+use crate::sim::wire::{
+    self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
+};
 
 /// Tokens added per chat message (role and separators) on top of its content, and once for the
 /// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.

@@ -4,7 +4,9 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
-use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, Stream, PromptField, SimApi, Whole};
+use crate::sim::wire::{
+    self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
+};
 
 /// The test API's side.
 pub(crate) struct Echo;

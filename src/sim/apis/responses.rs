@@ -79,7 +79,11 @@ impl EventStream for Responses {
     fn token(&self, buf: &mut BytesMut, t: &TokenEvent<'_>) {
         let reasoning = t.index < t.reasoning;
         // Reasoning comes first, as output item 0; the message follows it.
-        let item = if reasoning { 0 } else { u64::from(t.reasoning > 0) };
+        let item = if reasoning {
+            0
+        } else {
+            u64::from(t.reasoning > 0)
+        };
         // Sequence numbers: the response's creation and its first item's announcement, then
         // the tokens, with two more (an item done, the next added) where the answer starts.
         let answer_start = if t.reasoning > 0 { 2 } else { 0 };
@@ -110,7 +114,14 @@ impl EventStream for Responses {
         buf.put_slice(t.word.as_bytes());
         buf.put_slice(b"\"}\n\n");
         if let Some(finish) = t.finish {
-            item_event(buf, "response.output_item.done", seq + 1, t, item, reasoning);
+            item_event(
+                buf,
+                "response.output_item.done",
+                seq + 1,
+                t,
+                item,
+                reasoning,
+            );
             completed(buf, seq + 2, t, finish);
         }
     }
@@ -147,14 +158,22 @@ fn item_event(
         "in_progress"
     };
     let item = if reasoning {
-        format!(r#"{{"type":"reasoning","id":"rs_sim-{}","summary":[],"status":"{status}"}}"#, t.id)
+        format!(
+            r#"{{"type":"reasoning","id":"rs_sim-{}","summary":[],"status":"{status}"}}"#,
+            t.id
+        )
     } else {
         format!(
             r#"{{"type":"message","id":"msg_sim-{}","role":"assistant","content":[],"status":"{status}"}}"#,
             t.id
         )
     };
-    event(buf, kind, seq, &format!(r#""output_index":{index},"item":{item}"#));
+    event(
+        buf,
+        kind,
+        seq,
+        &format!(r#""output_index":{index},"item":{item}"#),
+    );
 }
 
 /// `response.completed`, or `response.incomplete` when the output budget ran out, with usage.
@@ -170,7 +189,11 @@ fn completed(buf: &mut BytesMut, seq: u64, t: &TokenEvent<'_>, finish: &wire::Fi
     let (p, c) = (finish.prompt, finish.completion);
     let mut usage = format!(r#"{{"input_tokens":{p}"#);
     if t.usage_details {
-        let _ = write!(usage, r#","input_tokens_details":{{"cached_tokens":{}}}"#, finish.cached);
+        let _ = write!(
+            usage,
+            r#","input_tokens_details":{{"cached_tokens":{}}}"#,
+            finish.cached
+        );
     }
     let _ = write!(
         usage,

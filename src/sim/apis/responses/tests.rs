@@ -31,7 +31,11 @@ fn stream(n: u64, reasoning: u64, reason: FinishReason) -> Vec<(String, Value)> 
             let (name, data) = e.split_once('\n').unwrap();
             let name = name.strip_prefix("event: ").unwrap().to_string();
             let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
-            assert_eq!(data["type"], name.as_str(), "the event line names the data's type");
+            assert_eq!(
+                data["type"],
+                name.as_str(),
+                "the event line names the data's type"
+            );
             (name, data)
         })
         .collect()
@@ -81,8 +85,14 @@ fn a_budget_spent_reasoning_is_incomplete_without_an_answer() {
     assert!(ev.iter().all(|(k, _)| k != "response.output_text.delta"));
     let (kind, last) = ev.last().unwrap();
     assert_eq!(kind, "response.incomplete");
-    assert_eq!(last["response"]["incomplete_details"]["reason"], "max_output_tokens");
-    assert_eq!(last["response"]["usage"]["output_tokens_details"]["reasoning_tokens"], 3);
+    assert_eq!(
+        last["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    assert_eq!(
+        last["response"]["usage"]["output_tokens_details"]["reasoning_tokens"],
+        3
+    );
     // Without reasoning: no reasoning item, the message is item 0.
     let ev = stream(2, 0, FinishReason::Stop);
     assert_eq!(ev[1].1["item"]["type"], "message");
@@ -97,7 +107,10 @@ fn requests_read_input_instructions_and_effort() {
     );
     assert_eq!(text.max_tokens, Some(5));
     assert_eq!(items.max_tokens, Some(9));
-    assert_eq!(items.reasoning_effort, Some(crate::protocol::ReasoningEffort::High));
+    assert_eq!(
+        items.reasoning_effort,
+        Some(crate::protocol::ReasoningEffort::High)
+    );
     assert_eq!(text.reasoning_effort, None);
     // The instructions are a system message before the same user message.
     assert!(items.prompt_tokens > text.prompt_tokens);
@@ -105,7 +118,10 @@ fn requests_read_input_instructions_and_effort() {
     assert_eq!(odd.reasoning_effort, None, "an unknown effort is ignored");
     assert!(Responses.parse(br#"{"input":5}"#, false).is_err());
     assert_eq!(
-        Responses.parse(br#"{"prompt":"x"}"#, false).unwrap_err().param,
+        Responses
+            .parse(br#"{"prompt":"x"}"#, false)
+            .unwrap_err()
+            .param,
         Some("input")
     );
 }
