@@ -597,6 +597,30 @@ mod tests {
     }
 
     #[test]
+    fn chat_reasoning_then_content() {
+        let f = Framing::new(Chat.stream(), 5, 100, "m", &req(true, true), false).with_reasoning(1);
+        let mut buf = BytesMut::new();
+        f.write_token(&mut buf, " think", 0, None);
+        let done = Finish {
+            reasoning: 1,
+            ..finish(FinishReason::Length, 7, 2)
+        };
+        f.write_token(&mut buf, " say", 1, Some(&done));
+        let ev = events(&buf);
+        let v: Vec<serde_json::Value> = ev[..4]
+            .iter()
+            .map(|e| serde_json::from_str(e).unwrap())
+            .collect();
+        assert_eq!(v[1]["choices"][0]["delta"]["reasoning_content"], " think");
+        assert!(v[1]["choices"][0]["delta"].get("content").is_none());
+        assert_eq!(v[2]["choices"][0]["delta"]["content"], " say");
+        assert_eq!(
+            v[3]["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            1
+        );
+    }
+
+    #[test]
     fn completions_and_plain_framing() {
         let f = Framing::new(Completions.stream(), 1, 1, "m", &req(true, false), false);
         let mut buf = BytesMut::new();

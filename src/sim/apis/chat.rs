@@ -25,7 +25,7 @@ const STREAM: ChoiceStream = ChoiceStream {
     first: Some(
         br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
     ),
-    open_reasoning: Some(br#""choices":[{"index":0,"delta":{"reasoning_content":"#),
+    open_reasoning: Some(br#""choices":[{"index":0,"delta":{"reasoning_content":""#),
 };
 
 impl SimApi for Chat {
