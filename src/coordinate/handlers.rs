@@ -34,8 +34,33 @@ const UPLOAD_DEADLINE: Duration = Duration::from_secs(120);
 
 type Peer = ConnectInfo<SocketAddr>;
 
-/// Refuses `request` with `status`, saying why, and counts and logs it.
-fn refuse(sh: &Shared, peer: &Peer, request: &str, status: StatusCode, why: String) -> Response {
+/// Why a request is refused: its status and the reason the peer is told (and the log keeps).
+struct Refused(StatusCode, String);
+
+impl From<(StatusCode, String)> for Refused {
+    fn from((status, why): (StatusCode, String)) -> Refused {
+        Refused(status, why)
+    }
+}
+
+impl From<JsonRejection> for Refused {
+    fn from(e: JsonRejection) -> Refused {
+        Refused(e.status(), e.body_text())
+    }
+}
+
+impl From<QueryRejection> for Refused {
+    fn from(e: QueryRejection) -> Refused {
+        Refused(e.status(), e.body_text())
+    }
+}
+
+/// What a handler answers: its response, or its refusal counted and logged under `request`.
+fn answer(sh: &Shared, peer: &Peer, request: &str, out: Result<Response, Refused>) -> Response {
+    let Refused(status, why) = match out {
+        Ok(response) => return response,
+        Err(r) => r,
+    };
     sh.refused(Refusal {
         peer: Some(peer.0),
         request: request.to_string(),
@@ -151,14 +176,17 @@ pub(super) async fn barrier(
     peer: Peer,
     arrive: Result<Json<Arrive>, JsonRejection>,
 ) -> Response {
-    let request = "POST /v1/barrier";
-    let a = match arrive {
-        Ok(Json(a)) => a,
-        Err(e) => return refuse(&sh, &peer, request, e.status(), e.body_text()),
-    };
-    if let Err((status, why)) = admit_arrival(&sh, &a) {
-        return refuse(&sh, &peer, request, status, why);
-    }
+    let out = arrive_and_wait(&sh, arrive).await;
+    answer(&sh, &peer, "POST /v1/barrier", out)
+}
+
+/// Records the arrival, then waits for the step's release (every shard, or its deadline).
+async fn arrive_and_wait(
+    sh: &Shared,
+    arrive: Result<Json<Arrive>, JsonRejection>,
+) -> Result<Response, Refused> {
+    let Json(a) = arrive?;
+    admit_arrival(sh, &a)?;
     let cfg = &sh.cfg;
     let mut rx = sh.changed.subscribe();
     {
@@ -186,10 +214,10 @@ pub(super) async fn barrier(
             let mut guard = sh.ledger();
             let l = &mut *guard;
             let Some(step) = l.steps.get_mut(&a.step) else {
-                return (StatusCode::INTERNAL_SERVER_ERROR, "step lost").into_response();
+                return Ok((StatusCode::INTERNAL_SERVER_ERROR, "step lost").into_response());
             };
             if let Some(r) = &step.release {
-                return Json(r.clone()).into_response();
+                return Ok(Json(r.clone()).into_response());
             }
             let deadline = step.first + wait;
             if step.arrived.len() as u32 >= cfg.shards || Instant::now() >= deadline {
@@ -206,7 +234,7 @@ pub(super) async fn barrier(
                 l.activity = None;
                 drop(guard);
                 sh.notify();
-                return Json(r).into_response();
+                return Ok(Json(r).into_response());
             }
             deadline
         };
@@ -301,79 +329,46 @@ pub(super) async fn results(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let request = "POST /v1/results";
-    let who = match who {
-        Ok(Query(w)) => w,
-        Err(e) => return refuse(&sh, &peer, request, e.status(), e.body_text()),
-    };
-    let receiving = match claim(&sh, &who) {
-        Ok(r) => r,
-        Err((status, why)) => return refuse(&sh, &peer, request, status, why),
-    };
-    let cap = sh.result_cap;
-    let too_large = || {
-        format!(
-            "shard {}'s result is larger than any result of this plan ({cap} bytes)",
-            who.shard
-        )
-    };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > cap) {
-        return refuse(
-            &sh,
-            &peer,
-            request,
-            StatusCode::PAYLOAD_TOO_LARGE,
-            too_large(),
-        );
-    }
-    let bytes = match tokio::time::timeout(UPLOAD_DEADLINE, read_capped(body, cap)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(Unread::TooLarge)) => {
-            return refuse(
-                &sh,
-                &peer,
-                request,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                too_large(),
-            );
-        }
-        Ok(Err(Unread::Broken(why))) => {
-            return refuse(&sh, &peer, request, StatusCode::BAD_REQUEST, why);
-        }
-        Err(_) => {
-            let why = format!("shard {}'s result did not arrive within 120 s", who.shard);
-            return refuse(&sh, &peer, request, StatusCode::REQUEST_TIMEOUT, why);
-        }
-    };
+    let out = receive_result(&sh, who, &headers, body).await;
+    answer(&sh, &peer, "POST /v1/results", out)
+}
+
+/// Reads, checks and keeps one shard's result: once per shard, capped, on time, consistent
+/// and agreeing with the shard's slice of the plan.
+async fn receive_result(
+    sh: &Arc<Shared>,
+    who: Result<Query<Who>, QueryRejection>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, Refused> {
+    let Query(who) = who?;
+    let receiving = claim(sh, &who)?;
+    let bytes = upload(sh, &who, headers, body).await?;
     let r = match parse_results(&bytes) {
         Ok(r) => r,
         Err(e @ ParseError::Json(_)) => {
             let why = format!("shard {}: {}", who.shard, chain(&e));
-            return refuse(&sh, &peer, request, StatusCode::BAD_REQUEST, why);
+            return Err(Refused(StatusCode::BAD_REQUEST, why));
         }
         Err(ParseError::Inconsistent(e)) => {
             let why = format!("shard {}'s result: {e}", who.shard);
-            return refuse(&sh, &peer, request, StatusCode::UNPROCESSABLE_ENTITY, why);
+            return Err(Refused(StatusCode::UNPROCESSABLE_ENTITY, why));
         }
     };
     let problems = result_problems(&sh.cfg.plan, sh.cfg.shards, who.shard, &r);
     if !problems.is_empty() {
         let why = format!("shard {}'s result: {}", who.shard, problems.join("; "));
-        return refuse(&sh, &peer, request, StatusCode::UNPROCESSABLE_ENTITY, why);
+        return Err(Refused(StatusCode::UNPROCESSABLE_ENTITY, why));
     }
     let digest = hex(&Sha256::digest(&bytes));
     {
         let mut l = sh.ledger();
         if l.verdict.is_some() {
-            drop(l);
             let why = format!(
                 "shard {}: too late, the run was merged without it",
                 who.shard
             );
-            return refuse(&sh, &peer, request, StatusCode::GONE, why);
+            return Err(Refused(StatusCode::GONE, why));
         }
         let now = Instant::now();
         l.first_result.get_or_insert(now);
@@ -382,7 +377,42 @@ pub(super) async fn results(
     }
     drop(receiving);
     sh.notify();
-    StatusCode::NO_CONTENT.into_response()
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The result's bytes: refused past the plan's cap (declared or as it arrives), broken, or
+/// later than [`UPLOAD_DEADLINE`].
+async fn upload(
+    sh: &Shared,
+    who: &Who,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Vec<u8>, Refused> {
+    let cap = sh.result_cap;
+    let too_large = || {
+        Refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "shard {}'s result is larger than any result of this plan ({cap} bytes)",
+                who.shard
+            ),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > cap) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(UPLOAD_DEADLINE, read_capped(body, cap)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(Unread::TooLarge)) => Err(too_large()),
+        Ok(Err(Unread::Broken(why))) => Err(Refused(StatusCode::BAD_REQUEST, why)),
+        Err(_) => Err(Refused(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("shard {}'s result did not arrive within 120 s", who.shard),
+        )),
+    }
 }
 
 pub(super) async fn verdict(
@@ -390,14 +420,17 @@ pub(super) async fn verdict(
     peer: Peer,
     who: Result<Query<Who>, QueryRejection>,
 ) -> Response {
-    let request = "GET /v1/verdict";
-    let who = match who {
-        Ok(Query(w)) => w,
-        Err(e) => return refuse(&sh, &peer, request, e.status(), e.body_text()),
-    };
-    if let Err(why) = check_who(&sh, &who) {
-        return refuse(&sh, &peer, request, StatusCode::CONFLICT, why);
-    }
+    let out = wait_for_verdict(&sh, who).await;
+    answer(&sh, &peer, "GET /v1/verdict", out)
+}
+
+/// The run's verdict once published, with the digest of the result this shard sent.
+async fn wait_for_verdict(
+    sh: &Shared,
+    who: Result<Query<Who>, QueryRejection>,
+) -> Result<Response, Refused> {
+    let Query(who) = who?;
+    check_who(sh, &who).map_err(|why| Refused(StatusCode::CONFLICT, why))?;
     let mut rx = sh.changed.subscribe();
     loop {
         {
@@ -407,11 +440,11 @@ pub(super) async fn verdict(
                 v.your_result = l.results.get(&who.shard).map(|a| a.digest.clone());
                 drop(l);
                 sh.notify();
-                return Json(v).into_response();
+                return Ok(Json(v).into_response());
             }
         }
         if rx.changed().await.is_err() {
-            return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+            return Ok((StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response());
         }
     }
 }

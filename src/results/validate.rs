@@ -5,14 +5,15 @@
 //! and no count past [`MAX_COUNT`], so nothing wraps), rates and latencies are finite and
 //! non-negative, shares lie in 0..=1, percentiles are in order, every stored histogram decodes
 //! and holds as many samples as its summary says, the plan hash is hex and the schema version
-//! known. Each problem names its field as a JSON path (`stages[2].requests.failed`) and the
-//! value found there.
+//! known; the figures schema 3 added (latencies net of the client, the client's health, each
+//! verdict's rule) are held to the same rules. Each problem names its field as a JSON path
+//! (`stages[2].requests.failed`) and the value found there.
 
 use std::fmt;
 
 use super::model::{RESULTS_SCHEMA_VERSION, Results};
 use crate::metrics::{Dist, LatencyMetric, StageSummary, TurnSummary};
-use crate::sla::SlaOutcome;
+use crate::sla::{Basis, SlaOutcome};
 
 /// No count in a result may exceed this (2^53): far beyond any run, and the largest integer
 /// every JSON reader (JavaScript's numbers, Python's floats) holds exactly.
@@ -160,6 +161,9 @@ impl Checker {
                     self.fail(format!("{at}.{name}"), x, "must be a finite number");
                 }
             }
+            if let Some(basis) = &v.basis {
+                self.basis(&format!("{at}.basis"), basis);
+            }
             if v.passed != (v.outcome == SlaOutcome::Pass) {
                 self.fail(
                     format!("{at}.passed"),
@@ -221,8 +225,10 @@ impl Checker {
         self.requests(at, s);
         self.latency(at, s);
         self.histograms(at, s);
+        self.client_net(at, s);
         self.tokens(at, s);
         self.rates(at, s);
+        self.health(at, s);
         for (i, p) in s.timeline.iter().enumerate() {
             let at = format!("{at}.timeline[{i}]");
             self.non_negative(&format!("{at}.t_s"), p.t_s);
@@ -432,10 +438,92 @@ impl Checker {
         ] {
             self.non_negative(&format!("{cl}.{name}"), v);
         }
-        if let Some(steal) = c.steal_percent {
-            self.non_negative(&format!("{cl}.steal_percent"), steal);
+    }
+
+    /// The client's health figures of schema 3: finite, non-negative, in order.
+    fn health(&mut self, at: &str, s: &StageSummary) {
+        let c = &s.client;
+        let cl = format!("{at}.client");
+        for (name, v) in [
+            ("steal_percent", c.steal_percent),
+            ("cpus_busy_percent", c.cpus_busy_percent),
+            ("others_percent", c.others_percent),
+            ("involuntary_switches_per_s", c.involuntary_switches_per_s),
+            ("run_queue.mean", c.run_queue.map(|q| q.mean)),
+        ] {
+            if let Some(v) = v {
+                self.non_negative(&format!("{cl}.{name}"), v);
+            }
         }
         self.count(&format!("{cl}.peak_in_flight"), c.peak_in_flight);
+        let Some(d) = c.loop_delay_ms else { return };
+        let at = format!("{cl}.loop_delay_ms");
+        for (name, v) in [("p50", d.p50), ("p99", d.p99), ("max", d.max)] {
+            self.non_negative(&format!("{at}.{name}"), v);
+        }
+        self.count(&format!("{at}.samples"), d.samples);
+        if d.p50 > d.p99 || d.p99 > d.max {
+            self.fail(format!("{at}.p99"), d.p99, "p50 ≤ p99 ≤ max must hold");
+        }
+    }
+
+    /// The latencies net of the client: each a distribution of at most the ok requests, no
+    /// larger than the measured one, its histogram holding as many samples as it counts.
+    fn client_net(&mut self, at: &str, s: &StageSummary) {
+        let Some(net) = &s.client_net else { return };
+        for (m, d) in net.latency.iter() {
+            let field = format!("{at}.client_net.latency.{}", m.key());
+            self.dist(&field, d);
+            self.at_most(
+                &format!("{field}.count"),
+                d.count,
+                s.requests.ok,
+                "the ok requests",
+            );
+        }
+        let Some(h) = &net.histograms else { return };
+        for (m, text) in h.iter() {
+            let field = format!("{at}.client_net.histograms.{}", m.key());
+            let want = net.latency.get(m).map_or(0, |d| d.count);
+            self.histogram(field, text, want);
+        }
+    }
+
+    /// One stored histogram: it decodes and holds `want` samples.
+    fn histogram(&mut self, field: String, text: &str, want: u64) {
+        let got = match text.is_empty() {
+            true => Ok(0),
+            false => crate::stats::hist::decode(text).map(|h| h.len()),
+        };
+        match got {
+            Ok(n) if n == want => {}
+            Ok(n) => self.fail(
+                field,
+                json(text),
+                format!("holds {n} samples, its summary counts {want}"),
+            ),
+            Err(e) => self.fail(field, json(text), format!("does not decode: {}", chain(&e))),
+        }
+    }
+
+    /// The figures a verdict's rule records are finite and in range.
+    fn basis(&mut self, at: &str, basis: &Basis) {
+        match basis {
+            Basis::NetOfClient { added_ms } => {
+                self.non_negative(&format!("{at}.added_ms"), *added_ms);
+            }
+            Basis::ClientMayHaveAdded { added_ms, margin } => {
+                self.non_negative(&format!("{at}.added_ms"), *added_ms);
+                if !margin.is_finite() {
+                    self.fail(format!("{at}.margin"), margin, "must be a finite number");
+                }
+            }
+            Basis::WithoutClientFailures { removed }
+            | Basis::ClientFailuresMayExplain { removed } => {
+                self.count(&format!("{at}.removed"), *removed);
+            }
+            _ => {}
+        }
     }
 
     fn turn(&mut self, at: &str, t: &TurnSummary, stage_sent: u64) {
@@ -464,19 +552,7 @@ impl Checker {
         for (m, text) in h.iter() {
             let field = format!("{at}.histograms.{}", m.key());
             let want = t.latency.get(m).map_or(0, |d| d.count);
-            let got = match text.is_empty() {
-                true => Ok(0),
-                false => crate::stats::hist::decode(text).map(|h| h.len()),
-            };
-            match got {
-                Ok(n) if n == want => {}
-                Ok(n) => self.fail(
-                    field,
-                    json(text),
-                    format!("holds {n} samples, its summary counts {want}"),
-                ),
-                Err(e) => self.fail(field, json(text), format!("does not decode: {}", chain(&e))),
-            }
+            self.histogram(field, text, want);
         }
     }
 }

@@ -1,37 +1,18 @@
 //! Regressions for the scenario fuzzer (`fuzz/fuzz_targets/parse_scenario.rs`): the inputs
-//! that crashed the parser, or that would flood a terminal, checked the way the fuzz target
-//! checks every input — Ok or Err, spans inside the text, a diagnostic that renders, bounded.
+//! that crashed the parser, or that would flood a terminal, checked with the fuzz target's own checks
+//! (`fuzz/checks/parse_scenario.rs`): Ok or Err, spans inside the text, a diagnostic that
+//! renders, bounded.
 //! The corpus the fuzzer grew (`fuzz/corpus/parse_scenario/`, kept minimised in the
 //! repository) is replayed here too, so `cargo test` holds every input it ever found
 //! interesting without the nightly toolchain `cargo fuzz` needs.
 
 use std::path::{Path, PathBuf};
 
-use infermeter::scenario::{MAX_DEPTH, MAX_PROBLEMS, parse_str};
-use miette::{GraphicalReportHandler, GraphicalTheme};
+use infermeter::scenario::MAX_DEPTH;
 
-/// The fuzz target's checks; the rendered diagnostic, when the text is invalid.
-fn check(text: &str) -> Option<String> {
-    let params = [("rate".to_string(), "5".to_string())];
-    let e = parse_str(Path::new("fuzz.kdl"), text, &params).err()?;
-    for p in e.problems() {
-        if let Some(span) = p.span {
-            assert!(span.offset() + span.len() <= text.len());
-            assert!(text.is_char_boundary(span.offset()));
-        }
-    }
-    assert!(e.problems().len() <= MAX_PROBLEMS);
-    let mut out = String::new();
-    GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
-        .render_report(&mut out, &e)
-        .expect("the diagnostic renders");
-    assert!(
-        out.len() <= 4096 * e.problems().len() + 4096,
-        "{} bytes",
-        out.len()
-    );
-    Some(out)
-}
+#[path = "../../fuzz/checks/parse_scenario.rs"]
+mod checks;
+use checks::check;
 
 #[test]
 fn deep_nesting_is_one_diagnostic_not_a_stack_overflow() {

@@ -110,3 +110,49 @@ fn a_truncated_or_miscounted_histogram_is_refused() {
     });
     assert!(e.contains("samples, its summary counts"), "{e}");
 }
+
+/// `r`'s first stage with latencies net of the client: its measured ones.
+fn with_net(r: &mut Results) -> &mut crate::metrics::ClientNet {
+    let s = &mut r.stages[0];
+    let mut net = crate::metrics::ClientNet::default();
+    for m in <crate::metrics::Net as crate::metrics::MetricSet>::metrics() {
+        if let Some(d) = s.latency.get(m) {
+            net.latency[m] = *d;
+        }
+    }
+    s.client_net.insert(net)
+}
+
+#[test]
+fn the_schema_three_figures_are_held_too() {
+    let mut r = fixture("sim-quickstart.json");
+    with_net(&mut r);
+    validate(&r).unwrap();
+    let e = broken(|r| {
+        let ok = r.stages[0].requests.ok;
+        with_net(r).latency[LatencyMetric::Ttft].count = ok + 1;
+    });
+    assert!(
+        e.contains("stages[0].client_net.latency.ttft_ms.count"),
+        "{e}"
+    );
+    let e = broken(|r| {
+        r.stages[0].client.loop_delay_ms = Some(crate::metrics::LoopDelay {
+            p50: 3.0,
+            p99: 1.0,
+            max: 4.0,
+            samples: 10,
+        });
+        r.stages[0].client.others_percent = Some(-1.0);
+    });
+    assert!(e.contains("stages[0].client.loop_delay_ms.p99 = 1"), "{e}");
+    assert!(e.contains("stages[0].client.others_percent = -1"), "{e}");
+    let e = broken(|r| {
+        r.sla[0].basis = Some(Basis::ClientMayHaveAdded {
+            added_ms: -2.0,
+            margin: f64::INFINITY,
+        });
+    });
+    assert!(e.contains("sla[0].basis.added_ms = -2"), "{e}");
+    assert!(e.contains("sla[0].basis.margin = inf"), "{e}");
+}
