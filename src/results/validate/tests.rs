@@ -156,3 +156,17 @@ fn the_schema_three_figures_are_held_too() {
     assert!(e.contains("sla[0].basis.added_ms = -2"), "{e}");
     assert!(e.contains("sla[0].basis.margin = inf"), "{e}");
 }
+
+#[test]
+fn reasoning_counts_are_held() {
+    let e = broken(|r| {
+        let s = &mut r.stages[0];
+        s.tokens.answer_starved = s.requests.ok + 1;
+    });
+    assert!(e.contains("stages[0].tokens.answer_starved"), "{e}");
+    let e = broken(|r| {
+        let t = &mut r.stages[0].tokens;
+        t.reasoning = t.output + 1;
+    });
+    assert!(e.contains("more than the output tokens"), "{e}");
+}
