@@ -27,14 +27,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use api::{Api, ApiKind};
-pub use body::{Message, PromptRef, Request};
+pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
-pub use target::{
-    CacheReset, DEFAULT_MAX_EVENT_BYTES, ReasoningEffort, RequestSettings, RunSettings,
-};
+pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::chunk::plain_run;
-use super::target::ReasoningEffort;
 
 /// A chat message as sent on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +32,38 @@ impl PromptRef<'_> {
             PromptRef::Text(t) => t.len(),
             PromptRef::Messages(m) => m.iter().map(|m| m.content.len() + m.role.len() + 32).sum(),
         }
+    }
+}
+
+/// How hard a reasoning model should think: OpenAI's `reasoning_effort` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    /// Every name a scenario may write.
+    pub const NAMES: [&'static str; 3] = ["low", "medium", "high"];
+
+    /// The name a scenario writes and the request carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ReasoningEffort> {
+        Some(match name {
+            "low" => ReasoningEffort::Low,
+            "medium" => ReasoningEffort::Medium,
+            "high" => ReasoningEffort::High,
+            _ => return None,
+        })
     }
 }
 

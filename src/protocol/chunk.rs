@@ -41,6 +41,18 @@ pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
     parse_chunk(data).map(Event::Chunk)
 }
 
+/// The string a JSON string literal whose escapes serde_json has validated is (quotes
+/// included, as a raw value holds it), borrowed with its escapes; `None` for any other value.
+/// How an API with a decoder of its own (the Responses API's) borrows its text.
+pub(super) fn raw_json_string(literal: &str) -> Option<JsonStr<'_>> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    Some(if memchr::memchr(b'\\', inner.as_bytes()).is_some() {
+        JsonStr::from_escaped(inner)
+    } else {
+        JsonStr::from_plain(inner)
+    })
+}
+
 /// Decodes one `data:` payload (not `[DONE]`): by the scanner when it is sure, else by
 /// serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo<'_>, ChunkError> {

@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 
 use super::api::ApiKind;
 use super::body::{self, Message, PromptRef, Request};
-use super::chunk::{ChunkError, ChunkInfo, Event, FinishReason, JsonStr, Usage};
+use super::chunk::{self, ChunkError, ChunkInfo, Event, FinishReason, JsonStr, Usage};
 
 /// The Responses API.
 pub struct Responses;
@@ -186,12 +186,7 @@ fn delta(raw: Option<&RawValue>) -> Result<Option<JsonStr<'_>>, ChunkError> {
 /// The string a raw JSON value is, borrowed with its escapes (serde_json has validated
 /// them); `None` for any other value.
 fn string(raw: &RawValue) -> Option<JsonStr<'_>> {
-    let inner = raw.get().strip_prefix('"')?.strip_suffix('"')?;
-    Some(if memchr::memchr(b'\\', inner.as_bytes()).is_some() {
-        JsonStr::from_escaped(inner)
-    } else {
-        JsonStr::from_plain(inner)
-    })
+    chunk::raw_json_string(raw.get())
 }
 
 /// The stream's last event: how the response ended, and its usage.

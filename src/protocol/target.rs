@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Api;
+use super::body::ReasoningEffort;
 use crate::units::Duration;
 
 /// What every request to the target carries: the workload's side of the target, in the
@@ -34,38 +35,6 @@ pub struct RequestSettings {
     /// (chat's `reasoning_effort`, the Responses API's `reasoning.effort`). Default: not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
-}
-
-/// How hard a reasoning model should think: OpenAI's `reasoning_effort` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    Low,
-    Medium,
-    High,
-}
-
-impl ReasoningEffort {
-    /// Every name a scenario may write.
-    pub const NAMES: [&'static str; 3] = ["low", "medium", "high"];
-
-    /// The name a scenario writes and the request carries.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<ReasoningEffort> {
-        Some(match name {
-            "low" => ReasoningEffort::Low,
-            "medium" => ReasoningEffort::Medium,
-            "high" => ReasoningEffort::High,
-            _ => return None,
-        })
-    }
 }
 
 impl Default for RequestSettings {

@@ -119,10 +119,10 @@ enum Repr<'a> {
 }
 
 impl<'a> JsonStr<'a> {
-    pub(in crate::protocol) fn from_plain(raw: &'a str) -> Self {
+    pub(super) fn from_plain(raw: &'a str) -> Self {
         JsonStr(Repr::Plain(raw))
     }
-    pub(in crate::protocol) fn from_escaped(raw: &'a str) -> Self {
+    pub(super) fn from_escaped(raw: &'a str) -> Self {
         JsonStr(Repr::Escaped(raw))
     }
     pub(super) fn decoded(s: String) -> Self {
