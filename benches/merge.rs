@@ -24,7 +24,8 @@ const DISTINCT: u32 = 10;
 const STAGE_S: u64 = 600;
 const RATE: u64 = 50;
 
-fn shard(index: u32) -> Results {
+/// One shard's stage: the requests of a 10-minute stage at `RATE`, seeded by the shard.
+fn stage(index: u32) -> infermeter::metrics::StageSummary {
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(index));
     let ttft = LogNormal::new((80e6f64).ln(), 0.5).unwrap();
     let gap = LogNormal::new((20e3f64).ln(), 0.3).unwrap();
@@ -55,7 +56,10 @@ fn shard(index: u32) -> Results {
         cores: 4,
         ..StageClock::default()
     };
-    let stage = agg.finish(clock, &ValidityRules::default());
+    agg.finish(clock, &ValidityRules::default())
+}
+
+fn shard(index: u32) -> Results {
     Results {
         schema_version: RESULTS_SCHEMA_VERSION,
         scenario: "bench".into(),
@@ -79,33 +83,38 @@ fn shard(index: u32) -> Results {
             cache_salt: None,
         },
         warmup: None,
-        stages: vec![stage],
+        stages: vec![stage(index)],
         sla: vec![],
         telemetry: None,
         searches: vec![],
         provenance: None,
-        shards: Some(Sharding {
-            count: SHARDS,
-            shards: vec![ShardRecord {
-                index,
-                coordinated: true,
-                starts: vec![ShardStart {
-                    stage: "steady".into(),
-                    round: 0,
-                    agreed_unix_ns: 0,
-                    offset_ms: 0.2,
-                    clock_error_ms: 0.05,
-                    missing: vec![],
-                }],
-                interrupted: false,
-                error: None,
+        shards: Some(sharding(index)),
+    }
+}
+
+/// The shard's record in its result: coordinated, started on time.
+fn sharding(index: u32) -> Sharding {
+    Sharding {
+        count: SHARDS,
+        shards: vec![ShardRecord {
+            index,
+            coordinated: true,
+            starts: vec![ShardStart {
+                stage: "steady".into(),
+                round: 0,
+                agreed_unix_ns: 0,
+                offset_ms: 0.2,
+                clock_error_ms: 0.05,
+                missing: vec![],
             }],
-            missing: vec![],
-            max_skew_ms: None,
-            assertions: vec![infermeter::sla::ScopedAssertion::everywhere(
-                infermeter::sla::parse("ttft.p99 < 1s").unwrap(),
-            )],
-        }),
+            interrupted: false,
+            error: None,
+        }],
+        missing: vec![],
+        max_skew_ms: None,
+        assertions: vec![infermeter::sla::ScopedAssertion::everywhere(
+            infermeter::sla::parse("ttft.p99 < 1s").unwrap(),
+        )],
     }
 }
 

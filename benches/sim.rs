@@ -61,7 +61,16 @@ impl TokenCounter for Words {
     }
 }
 
-fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u32) {
+/// The simulator on a thread of its own, measuring that thread's CPU from `go` to `stop`.
+struct Server {
+    base: String,
+    go: tokio::sync::oneshot::Sender<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    cpu: std::sync::mpsc::Receiver<Option<f64>>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn start_server(decode_base: Duration) -> Server {
     let config = SimConfig {
         prefill_per_token: units::Duration::ZERO,
         decode_base: units::Duration(decode_base),
@@ -74,7 +83,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
     let (cpu_tx, cpu_rx) = std::sync::mpsc::channel();
-    let server = std::thread::spawn(move || {
+    let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -93,8 +102,24 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
             sim.shutdown().await.expect("clean shutdown");
         });
     });
-    let base = addr_rx.recv().expect("server address");
+    Server {
+        base: addr_rx.recv().expect("server address"),
+        go: go_tx,
+        stop: stop_tx,
+        cpu: cpu_rx,
+        thread,
+    }
+}
 
+/// Requests completed and failed by `clients` closed-loop clients over `secs`, and the seconds
+/// they took; `go` is sent once the connections are warm.
+fn run_clients(
+    base: &str,
+    clients: u64,
+    secs: u64,
+    tokens: u32,
+    go: tokio::sync::oneshot::Sender<()>,
+) -> (f64, u64, u64) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -102,7 +127,6 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
         .expect("client runtime");
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
-    let steal0 = steal_ticks();
     let elapsed = rt.block_on(async {
         let client = Client::new(
             ClientConfig {
@@ -112,7 +136,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
             Arc::new(Words),
         )
         .expect("client");
-        client.warm(&base, clients as usize).await;
+        client.warm(base, clients as usize).await;
         let template = BodyTemplate {
             api: Api::CHAT,
             model: "infermeter-sim".into(),
@@ -121,7 +145,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
             extra: Default::default(),
         };
         let body = template.build(PromptRef::Text("benchmark the simulator"), tokens);
-        let _ = go_tx.send(());
+        let _ = go.send(());
         let start = Instant::now();
         let end = start + Duration::from_secs(secs);
         let mut tasks = Vec::new();
@@ -145,18 +169,29 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
         }
         start.elapsed().as_secs_f64()
     });
-    let _ = stop_tx.send(());
-    let server_cpu = cpu_rx.recv().ok().flatten();
-    let _ = server.join();
+    (
+        elapsed,
+        done.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+    )
+}
+
+fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u32) {
+    let server = start_server(decode_base);
+    let steal0 = steal_ticks();
+    let (elapsed, done, failed) = run_clients(&server.base, clients, secs, tokens, server.go);
+    let _ = server.stop.send(());
+    let server_cpu = server.cpu.recv().ok().flatten();
+    let _ = server.thread.join();
     let steal = steal0
         .zip(steal_ticks())
         .map(|((s0, t0), (s1, t1))| 100.0 * (s1 - s0) as f64 / (t1 - t0).max(1) as f64);
-    let n = done.load(Ordering::Relaxed) as f64;
+    let n = done as f64;
     println!(
         "sim bench, {label}: {clients} clients, {secs}s, {tokens} tokens/request: {:.0} requests/s, {:.0} tokens/s, {} failed{}",
         n / elapsed,
         n * f64::from(tokens) / elapsed,
-        failed.load(Ordering::Relaxed),
+        failed,
         steal.map_or(String::new(), |s| format!(", machine steal {s:.1} %"))
     );
     if let Some(cpu) = server_cpu.filter(|c| *c > 0.0) {

@@ -58,6 +58,10 @@ pub fn check_reads(cuts: &[u8], answer: &[u8]) {
 }
 
 /// Every read boundary (the first 4 KiB), not only the input's own cuts.
+#[allow(
+    dead_code,
+    reason = "the corpus replay's check: thousands of parses per input, too slow for the fuzzer"
+)]
 pub fn check_every_boundary(answer: &[u8]) {
     let whole = checked(answer);
     for end in 0..answer.len().min(4096) {

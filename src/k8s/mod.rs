@@ -225,102 +225,9 @@ fn job_spec(
     items: Vec<KeyToPath>,
 ) -> JobSpec {
     let n = opts.shards;
-    // The Job controller sets JOB_COMPLETION_INDEX in every pod; `$(…)` expands it.
-    let index = "$(JOB_COMPLETION_INDEX)";
-    let coordinator = format!("http://{}-0.{}:{}", opts.name, opts.name, opts.port);
-    let mut args = vec![
-        "run".to_string(),
-        format!("{SCENARIO_DIR}/{}", bundle.scenario),
-        format!("--shard={index}/{n}"),
-        format!("--coordinator={coordinator}"),
-        format!("--coordinator-listen=0.0.0.0:{}", opts.port),
-        format!("--out={RESULTS_DIR}/shard-{index}"),
-        format!("--merged-out={RESULTS_DIR}/merged"),
-        "--progress-lines".to_string(),
-    ];
-    // The pod's cores, used: a dispatcher and a runtime worker on each (unless the user's own
-    // run arguments say otherwise).
-    if !opts.run_args.iter().any(|a| a.starts_with("--cpus")) {
-        args.push(format!("--cpus={}", opts.cpus));
-    }
-    args.extend(opts.params.iter().map(|(k, v)| format!("--param={k}={v}")));
-    args.extend(opts.run_args.iter().cloned());
-    let amount = BTreeMap::from([
-        ("cpu".to_string(), Quantity(opts.cpus.to_string())),
-        ("memory".to_string(), Quantity(opts.memory.clone())),
-    ]);
-    let container = Container {
-        name: "shard".into(),
-        image: Some(opts.image.clone()),
-        command: Some(vec!["infermeter".into()]),
-        args: Some(args),
-        ports: Some(vec![ContainerPort {
-            name: Some("coordinator".into()),
-            container_port: i32::from(opts.port),
-            ..ContainerPort::default()
-        }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(amount.clone()),
-            limits: Some(amount),
-            ..ResourceRequirements::default()
-        }),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "scenario".into(),
-                mount_path: SCENARIO_DIR.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "results".into(),
-                mount_path: RESULTS_DIR.into(),
-                ..VolumeMount::default()
-            },
-        ]),
-        ..Container::default()
-    };
-    let term = PodAffinityTerm {
-        label_selector: Some(LabelSelector {
-            match_labels: Some(BTreeMap::from([(
-                "infermeter.dev/run".to_string(),
-                opts.name.clone(),
-            )])),
-            ..LabelSelector::default()
-        }),
-        topology_key: "kubernetes.io/hostname".into(),
-        ..PodAffinityTerm::default()
-    };
-    let anti = if opts.spread_required {
-        PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(vec![term]),
-            ..PodAntiAffinity::default()
-        }
-    } else {
-        PodAntiAffinity {
-            preferred_during_scheduling_ignored_during_execution: Some(vec![
-                WeightedPodAffinityTerm {
-                    weight: 100,
-                    pod_affinity_term: term,
-                },
-            ]),
-            ..PodAntiAffinity::default()
-        }
-    };
-    let results = match &opts.results_claim {
-        Some(claim) => Volume {
-            name: "results".into(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim.clone(),
-                read_only: None,
-            }),
-            ..Volume::default()
-        },
-        None => Volume {
-            name: "results".into(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
-        },
-    };
+    let container = shard_container(opts, shard_args(opts, bundle));
+    let anti = spread_shards(opts);
+    let results = results_volume(opts);
     let pod = PodSpec {
         containers: vec![container],
         // A shard that failed must not run again: its load would be sent twice.
@@ -363,6 +270,121 @@ fn job_spec(
             spec: Some(pod),
         },
         ..JobSpec::default()
+    }
+}
+
+/// The arguments of every shard's `infermeter run`; the pod's index picks its shard.
+fn shard_args(opts: &K8sOptions, bundle: &Bundle) -> Vec<String> {
+    let n = opts.shards;
+    // The Job controller sets JOB_COMPLETION_INDEX in every pod; `$(…)` expands it.
+    let index = "$(JOB_COMPLETION_INDEX)";
+    let coordinator = format!("http://{}-0.{}:{}", opts.name, opts.name, opts.port);
+    let mut args = vec![
+        "run".to_string(),
+        format!("{SCENARIO_DIR}/{}", bundle.scenario),
+        format!("--shard={index}/{n}"),
+        format!("--coordinator={coordinator}"),
+        format!("--coordinator-listen=0.0.0.0:{}", opts.port),
+        format!("--out={RESULTS_DIR}/shard-{index}"),
+        format!("--merged-out={RESULTS_DIR}/merged"),
+        "--progress-lines".to_string(),
+    ];
+    // The pod's cores, used: a dispatcher and a runtime worker on each (unless the user's own
+    // run arguments say otherwise).
+    if !opts.run_args.iter().any(|a| a.starts_with("--cpus")) {
+        args.push(format!("--cpus={}", opts.cpus));
+    }
+    args.extend(opts.params.iter().map(|(k, v)| format!("--param={k}={v}")));
+    args.extend(opts.run_args.iter().cloned());
+    args
+}
+
+/// The one container of a shard's pod: the image, its arguments, its resources and mounts.
+fn shard_container(opts: &K8sOptions, args: Vec<String>) -> Container {
+    let amount = BTreeMap::from([
+        ("cpu".to_string(), Quantity(opts.cpus.to_string())),
+        ("memory".to_string(), Quantity(opts.memory.clone())),
+    ]);
+    Container {
+        name: "shard".into(),
+        image: Some(opts.image.clone()),
+        command: Some(vec!["infermeter".into()]),
+        args: Some(args),
+        ports: Some(vec![ContainerPort {
+            name: Some("coordinator".into()),
+            container_port: i32::from(opts.port),
+            ..ContainerPort::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(amount.clone()),
+            limits: Some(amount),
+            ..ResourceRequirements::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "scenario".into(),
+                mount_path: SCENARIO_DIR.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "results".into(),
+                mount_path: RESULTS_DIR.into(),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    }
+}
+
+/// Keeps the shards off each other's nodes, so that they do not share (and skew) a machine's
+/// CPUs; required or only preferred, as the user chose.
+fn spread_shards(opts: &K8sOptions) -> PodAntiAffinity {
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(
+                "infermeter.dev/run".to_string(),
+                opts.name.clone(),
+            )])),
+            ..LabelSelector::default()
+        }),
+        topology_key: "kubernetes.io/hostname".into(),
+        ..PodAffinityTerm::default()
+    };
+    if opts.spread_required {
+        PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![term]),
+            ..PodAntiAffinity::default()
+        }
+    } else {
+        PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: term,
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        }
+    }
+}
+
+/// Where shards write their results: the user's claim, else a scratch directory.
+fn results_volume(opts: &K8sOptions) -> Volume {
+    match &opts.results_claim {
+        Some(claim) => Volume {
+            name: "results".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: claim.clone(),
+                read_only: None,
+            }),
+            ..Volume::default()
+        },
+        None => Volume {
+            name: "results".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
     }
 }
 

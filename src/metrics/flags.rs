@@ -290,6 +290,26 @@ impl fmt::Display for FlagKind {
                 share * 1000.0,
                 max_share * 100.0
             ),
+            FlagKind::TokenMismatch { .. }
+            | FlagKind::ImplausibleUsage { .. }
+            | FlagKind::OffPlanOutput { .. }
+            | FlagKind::UnintendedCache { .. }
+            | FlagKind::GpuThrottled { .. } => self.fmt_server(f),
+            FlagKind::ShardSkew { .. }
+            | FlagKind::Uncoordinated
+            | FlagKind::NoAgreedStart
+            | FlagKind::ShardsMissing { .. } => self.fmt_shards(f),
+            FlagKind::Other { reason } => f.write_str(reason),
+        }
+    }
+}
+
+// The sentences in three groups (the client's, the server's, the shards'), so that each
+// match stays readable; `Display::fmt` above is the exhaustive one that picks the group.
+impl FlagKind {
+    /// What the server did to the figures.
+    fn fmt_server(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             FlagKind::TokenMismatch { share, .. } => write!(
                 f,
                 "the server's prompt token counts differ from ours by > 5% on {:.0}% of \
@@ -356,6 +376,13 @@ impl fmt::Display for FlagKind {
                     throttled_share * 100.0
                 )
             }
+            other => unreachable!("not a server flag: {other:?}"),
+        }
+    }
+
+    /// How the shards of a distributed run lined up.
+    fn fmt_shards(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             FlagKind::ShardSkew {
                 offset_ms,
                 clock_error_ms,
@@ -380,7 +407,7 @@ impl fmt::Display for FlagKind {
                     list.join(", ")
                 )
             }
-            FlagKind::Other { reason } => f.write_str(reason),
+            other => unreachable!("not a shard flag: {other:?}"),
         }
     }
 }

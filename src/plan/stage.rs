@@ -64,27 +64,13 @@ pub(super) fn stage_plan(
 ) -> Result<StagePlan, PlanError> {
     let name = spec.name.value.clone();
     let who = format!("stage `{name}`");
-    let arrival = &spec.arrival.value;
     // An `until-decided` stage is planned to its maximum; it may stop before.
     let limit = spec.until_decided.as_ref().map_or(spec.limit, |m| m.value);
-    let (load, max_requests, duration) = match arrival {
+    let (load, max_requests, duration) = match &spec.arrival.value {
         ArrivalSpec::Trace { .. } => {
             return Err(bad_stage(&who, "a trace replay needs its data set"));
         }
-        ArrivalSpec::Concurrency { clients } => {
-            if *clients == 0 {
-                return Err(bad_stage(&who, "concurrency needs at least 1 client"));
-            }
-            let (max, dur) = closed_limits(&who, limit)?;
-            (
-                Load::Closed {
-                    clients: *clients,
-                    ramp: None,
-                },
-                max,
-                dur,
-            )
-        }
+        ArrivalSpec::Concurrency { clients } => closed_load(&who, limit, *clients, None)?,
         ArrivalSpec::RampConcurrency {
             from,
             to,
@@ -97,50 +83,19 @@ pub(super) fn stage_plan(
                     "a concurrency ramp needs 1 ≤ from < to clients",
                 ));
             }
-            let (max, dur) = closed_limits(&who, limit)?;
             let ramp = crate::arrival::ClientRamp {
                 from: *from,
                 to: *to,
                 over: *over,
                 steps: *steps,
             };
-            (
-                Load::Closed {
-                    clients: *to,
-                    ramp: Some(ramp),
-                },
-                max,
-                dur,
-            )
+            closed_load(&who, limit, *to, Some(ramp))?
         }
-        ArrivalSpec::Constant { rate }
+        arrival @ (ArrivalSpec::Constant { rate }
         | ArrivalSpec::Poisson { rate }
         | ArrivalSpec::Gamma { rate, .. }
-        | ArrivalSpec::Ramp { from: rate, .. } => {
-            let horizon = match limit {
-                StageLimit::Requests(0) => {
-                    return Err(bad_stage(&who, "`requests 0` sends nothing; use ≥ 1"));
-                }
-                StageLimit::Requests(n) => Horizon::Count(n),
-                StageLimit::Duration(d) => Horizon::Within(d),
-            };
-            let over = match limit {
-                StageLimit::Duration(d) => d,
-                StageLimit::Requests(_) => Duration::ZERO,
-            };
-            let schedule = drawn_schedule(arrival, horizon, seed, &name, || {
-                format!("rate {rate} over {over}")
-            })?;
-            let duration = match limit {
-                StageLimit::Duration(d) => Some(d),
-                StageLimit::Requests(_) => None,
-            };
-            let count = schedule.count();
-            let load = Load::Open {
-                arrival: arrival.clone(),
-                schedule,
-            };
-            (load, Some(count), duration)
+        | ArrivalSpec::Ramp { from: rate, .. }) => {
+            open_load(&who, &name, arrival, *rate, limit, seed)?
         }
     };
     let until_decided = spec
@@ -161,6 +116,50 @@ pub(super) fn stage_plan(
         slice: Default::default(),
         until_decided,
     })
+}
+
+/// A stage's load, the most requests it sends and how long it runs.
+type Planned = (Load, Option<u64>, Option<Duration>);
+
+/// A closed loop of `clients` (the most a ramp reaches), limited by requests or time.
+fn closed_load(
+    who: &str,
+    limit: StageLimit,
+    clients: u32,
+    ramp: Option<crate::arrival::ClientRamp>,
+) -> Result<Planned, PlanError> {
+    if clients == 0 {
+        return Err(bad_stage(who, "concurrency needs at least 1 client"));
+    }
+    let (max, dur) = closed_limits(who, limit)?;
+    Ok((Load::Closed { clients, ramp }, max, dur))
+}
+
+/// An open-loop arrival's schedule, drawn from the seed to its request count or duration.
+fn open_load(
+    who: &str,
+    name: &str,
+    arrival: &ArrivalSpec,
+    rate: impl std::fmt::Display,
+    limit: StageLimit,
+    seed: u64,
+) -> Result<Planned, PlanError> {
+    let (horizon, over, duration) = match limit {
+        StageLimit::Requests(0) => {
+            return Err(bad_stage(who, "`requests 0` sends nothing; use ≥ 1"));
+        }
+        StageLimit::Requests(n) => (Horizon::Count(n), Duration::ZERO, None),
+        StageLimit::Duration(d) => (Horizon::Within(d), d, Some(d)),
+    };
+    let schedule = drawn_schedule(arrival, horizon, seed, name, || {
+        format!("rate {rate} over {over}")
+    })?;
+    let count = schedule.count();
+    let load = Load::Open {
+        arrival: arrival.clone(),
+        schedule,
+    };
+    Ok((load, Some(count), duration))
 }
 
 /// An `until-decided` stage's minimum, its written limit: a count, or a duration (with the

@@ -8,15 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use minijinja::value::Serde;
-use minijinja::{Value, context};
 use serde::Serialize;
 
-use super::ReportError;
 use super::flagged::Flagged;
-use super::markdown::COMPARE_TEMPLATE;
-use super::numbers::{num, short};
-use super::templates::environment;
+use super::numbers::num;
 use crate::metrics::{
     Aggregation, CountMetric, LatencyMetric, Metric, Percentile, StageSummary, Worse,
 };
@@ -42,7 +37,7 @@ pub enum Change {
 }
 
 impl Change {
-    fn word(self) -> &'static str {
+    pub(super) fn word(self) -> &'static str {
         match self {
             Change::Better => "better",
             Change::Same => "same",
@@ -271,17 +266,76 @@ fn compare_metric(
         (Some(b), Some(c)) if b != 0.0 => Some((c - b) / b * 100.0),
         _ => None,
     };
-    let (verdict, change, change_unit, interval, basis) =
-        match shift(metric, agg, base, cur, opts.confidence) {
-            None => (Change::NotComparable, None, "%", None, "point"),
+    let watched = Watched {
+        metric,
+        agg,
+        lower_is_better,
+        tol,
+        baseline: b,
+        point_pct,
+    };
+    let j = watched.judge(shift(metric, agg, base, cur, opts.confidence), base, cur);
+    let text = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
+    MetricChange {
+        metric: name,
+        metric_ref: (metric, agg),
+        unit,
+        baseline: b,
+        current: c,
+        change: j.change,
+        change_unit: j.change_unit,
+        interval: j.interval,
+        tolerance_pct: tol * 100.0,
+        basis: j.basis,
+        verdict: j.verdict,
+        baseline_text: text(b),
+        current_text: text(c),
+        change_text: j.change_text(agg),
+        icon: j.verdict.icon(),
+    }
+}
+
+/// One watched metric of a stage, with what its verdict is judged against.
+struct Watched {
+    metric: Metric,
+    agg: Option<Aggregation>,
+    lower_is_better: bool,
+    /// The relative tolerance, as a fraction.
+    tol: f64,
+    baseline: Option<f64>,
+    /// The relative change of the point values, in percent.
+    point_pct: Option<f64>,
+}
+
+/// What [`Watched::judge`] makes of a shift: the [`MetricChange`] fields its verdict rests on.
+struct Judged {
+    verdict: Change,
+    change: Option<f64>,
+    change_unit: &'static str,
+    interval: Option<[f64; 2]>,
+    basis: &'static str,
+}
+
+impl Watched {
+    fn judge(&self, shift: Option<Shift>, base: &StageSummary, cur: &StageSummary) -> Judged {
+        let judged = |verdict, change, change_unit, interval, basis| Judged {
+            verdict,
+            change,
+            change_unit,
+            interval,
+            basis,
+        };
+        let (tol, lower) = (self.tol, self.lower_is_better);
+        match shift {
+            None => judged(Change::NotComparable, None, "%", None, "point"),
             Some(Shift::Relative {
                 estimate,
                 low,
                 high,
                 across,
                 ..
-            }) => (
-                classify_interval(low, high, tol, lower_is_better),
+            }) => judged(
+                classify_interval(low, high, tol, lower),
                 Some(estimate * 100.0),
                 "%",
                 Some([low * 100.0, high * 100.0]),
@@ -299,60 +353,54 @@ fn compare_metric(
             }) => {
                 // The tolerance is relative to the baseline's rate, but never finer than the
                 // noise floor of a rate.
-                let floor = (b.unwrap_or(0.0) * tol).max(ERROR_RATE_NOISE_PP);
-                (
-                    classify_interval(low, high, floor, lower_is_better),
+                let floor = (self.baseline.unwrap_or(0.0) * tol).max(ERROR_RATE_NOISE_PP);
+                let verdict = classify_interval(low, high, floor, lower);
+                judged(
+                    verdict,
                     Some(estimate),
                     "pp",
                     Some([low, high]),
                     "proportions",
                 )
             }
-            Some(Shift::TooFew { .. }) => (
+            Some(Shift::TooFew { .. }) => judged(
                 Change::Inconclusive,
-                point_pct,
+                self.point_pct,
                 "%",
                 None,
                 "too few samples",
             ),
             Some(Shift::Point { baseline, current }) => {
+                let (metric, agg) = (self.metric, self.agg);
                 let enough = enough_samples(metric, agg, base) && enough_samples(metric, agg, cur);
                 let verdict = if enough {
-                    classify_point(metric, baseline, current, lower_is_better, tol)
+                    classify_point(metric, baseline, current, lower, tol)
                 } else {
                     Change::NotComparable
                 };
-                (verdict, point_pct, "%", None, "point")
+                judged(verdict, self.point_pct, "%", None, "point")
             }
-        };
-    let text = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {unit}", num(v)));
-    let change_text = match (change, interval) {
-        (Some(c), Some([lo, hi])) => format!("{c:+.1} {change_unit} [{lo:+.1}, {hi:+.1}]"),
-        (Some(c), None) if basis == "too few samples" => format!("{c:+.1} % (too few samples)"),
-        (Some(c), None) => match agg {
-            Some(Aggregation::Percentile(q)) if verdict == Change::NotComparable => {
-                format!("{c:+.1} % (under {} samples)", min_samples(q))
+        }
+    }
+}
+
+impl Judged {
+    /// The change as the tables show it, with its interval or why it has none.
+    fn change_text(&self, agg: Option<Aggregation>) -> String {
+        let change_unit = self.change_unit;
+        match (self.change, self.interval) {
+            (Some(c), Some([lo, hi])) => format!("{c:+.1} {change_unit} [{lo:+.1}, {hi:+.1}]"),
+            (Some(c), None) if self.basis == "too few samples" => {
+                format!("{c:+.1} % (too few samples)")
             }
-            _ => format!("{c:+.1} %"),
-        },
-        (None, _) => "–".into(),
-    };
-    MetricChange {
-        metric: name,
-        metric_ref: (metric, agg),
-        unit,
-        baseline: b,
-        current: c,
-        change,
-        change_unit,
-        interval,
-        tolerance_pct: tol * 100.0,
-        basis,
-        verdict,
-        baseline_text: text(b),
-        current_text: text(c),
-        change_text,
-        icon: verdict.icon(),
+            (Some(c), None) => match agg {
+                Some(Aggregation::Percentile(q)) if self.verdict == Change::NotComparable => {
+                    format!("{c:+.1} % (under {} samples)", min_samples(q))
+                }
+                _ => format!("{c:+.1} %"),
+            },
+            (None, _) => "–".into(),
+        }
     }
 }
 
@@ -475,159 +523,6 @@ pub fn trend(mut runs: Vec<Results>, opts: &CompareOptions) -> Trend {
         rows,
         latest,
     }
-}
-
-/// Renders a comparison (and a trend, when there is one) through `templates/compare.md.j2` (or
-/// `template`).
-pub fn render_compare_markdown(
-    c: &Comparison,
-    trend: Option<&Trend>,
-    template: Option<&str>,
-) -> Result<String, ReportError> {
-    let mut env = environment();
-    env.add_template_owned(
-        "compare.md",
-        template.unwrap_or(COMPARE_TEMPLATE).to_string(),
-    )?;
-    let trend_rows: Vec<(String, String, Vec<String>)> = trend
-        .map(|t| {
-            t.rows
-                .iter()
-                .map(|r| {
-                    let cells = r
-                        .values
-                        .iter()
-                        .map(|v| v.map_or("–".to_string(), num))
-                        .collect();
-                    (r.stage.clone(), r.metric.clone(), cells)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(env.get_template("compare.md")?.render(context! {
-        cmp => Value::from(Serde(c)),
-        tolerance => short(c.tolerance_pct),
-        confidence => short(c.confidence * 100.0),
-        trend_runs => trend.map(|t| t.runs.clone()).unwrap_or_default(),
-        trend_rows => trend_rows,
-    })?)
-}
-
-/// A plain-text table for terminals, its columns as wide as their widest cell.
-pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let verdict = if c.regressed() {
-        "REGRESSED"
-    } else if !c.undecided.is_empty() {
-        // The word the run's reports use for the same state.
-        "INCONCLUSIVE (no regression shown)"
-    } else {
-        "OK"
-    };
-    let _ = writeln!(
-        out,
-        "{}: {verdict} (tolerance {} %, {} % intervals)",
-        c.scenario,
-        short(c.tolerance_pct),
-        short(c.confidence * 100.0)
-    );
-    if !c.same_plan {
-        let _ = writeln!(
-            out,
-            "warning: plan hashes differ ({} vs {}): the workloads are not the same",
-            c.baseline_plan_hash, c.current_plan_hash
-        );
-    }
-    for s in &c.stages {
-        let _ = writeln!(
-            out,
-            "\nstage {}{}",
-            s.name,
-            if s.trusted {
-                ""
-            } else {
-                " (untrusted numbers)"
-            }
-        );
-        let rows: Vec<[&str; 5]> = s
-            .metrics
-            .iter()
-            .map(|m| {
-                [
-                    m.metric.as_str(),
-                    m.baseline_text.as_str(),
-                    m.current_text.as_str(),
-                    m.change_text.as_str(),
-                    m.verdict.word(),
-                ]
-            })
-            .collect();
-        let header = ["metric", "baseline", "current", "change", "verdict"];
-        let width = |i: usize| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        };
-        let w: Vec<usize> = (0..5).map(width).collect();
-        for r in std::iter::once(&header).chain(rows.iter()) {
-            let _ = writeln!(
-                out,
-                "  {:<a$}  {:>b$}  {:>c$}  {:>d$}  {}",
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                a = w[0],
-                b = w[1],
-                c = w[2],
-                d = w[3]
-            );
-        }
-    }
-    for n in &c.only_in_baseline {
-        let _ = writeln!(out, "\nstage {n} is only in the baseline");
-    }
-    for n in &c.only_in_current {
-        let _ = writeln!(out, "\nstage {n} is only in the current run");
-    }
-    if c.regressed() {
-        let _ = writeln!(out, "\nworse beyond tolerance:");
-        for r in &c.regressions {
-            let _ = writeln!(out, "  {r}");
-        }
-    }
-    if !c.undecided.is_empty() {
-        let _ = writeln!(
-            out,
-            "\ninconclusive (the interval straddles the tolerance; more requests or rounds would \
-             tell):"
-        );
-        for r in &c.undecided {
-            let _ = writeln!(out, "  {r}");
-        }
-    }
-    if let Some(t) = trend {
-        let _ = writeln!(out, "\ntrend ({} runs, oldest first):", t.runs.len());
-        for r in &t.rows {
-            let cells: Vec<String> = r
-                .values
-                .iter()
-                .map(|v| v.map_or("–".to_string(), num))
-                .collect();
-            let _ = writeln!(
-                out,
-                "  {:<16} {:<22} {}",
-                r.stage,
-                r.metric,
-                cells.join("  ")
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 mod attribution;
 mod compare;
+mod compare_render;
 mod csv;
 mod distribution;
 mod error;
@@ -27,6 +28,7 @@ mod write;
 
 pub use attribution::AttributionRow;
 pub use compare::*;
+pub use compare_render::{render_compare_markdown, render_compare_text};
 pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;

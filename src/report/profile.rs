@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::ReportError;
 use super::names::profile_file_name;
 use super::numbers::short;
+use super::svg::canvas::Panel;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
 use crate::metrics::{
@@ -259,122 +260,175 @@ fn load_label(v: f64, axis: &str) -> String {
 /// first run are labelled lines in both. Several runs (a comparison, baseline first) share the
 /// plot; the baseline is dashed with hollow markers.
 pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError> {
-    let all = || runs.iter().flat_map(|(_, g)| g.rows.iter());
+    let plot = ProfilePlot::new(runs);
     let title = runs.first().map_or("profile", |(_, g)| g.group.as_str());
-    let axis = runs.first().map_or("req/s", |(_, g)| g.axis);
-    let styles: Vec<Style> = (0..PROFILE_SERIES.len()).map(style::series).collect();
-    let run_style = |run: usize, k: usize| {
-        if runs.len() > 1 && run + 1 < runs.len() {
-            styles[k].as_baseline()
-        } else {
-            styles[k]
-        }
-    };
-    // Achieved throughput has its own style, apart from the latency series'.
-    let achieved = style::series(4);
-    let achieved_style = |run: usize| {
-        if runs.len() > 1 && run + 1 < runs.len() {
-            achieved.as_baseline()
-        } else {
-            achieved
-        }
-    };
-    let mut legend: Vec<LegendEntry> = PROFILE_SERIES
-        .iter()
-        .enumerate()
-        .map(|(k, (name, _))| LegendEntry {
-            label: (*name).to_string(),
-            style: styles[k],
-        })
-        .collect();
-    if runs.len() > 1 {
-        for (i, (label, _)) in runs.iter().enumerate() {
-            legend.push(LegendEntry {
-                label: format!("{label} (achieved req/s)"),
-                style: achieved_style(i),
-            });
-        }
-    } else {
-        legend.push(LegendEntry {
-            label: "achieved req/s".into(),
-            style: achieved,
-        });
-    }
-    let first = runs.first().map(|(_, g)| *g);
-    if first.is_some_and(|g| g.knee_load.is_some()) {
-        legend.push(LegendEntry {
-            label: "knee".into(),
-            style: style::NOTE,
-        });
-    }
-    if first.is_some_and(|g| !g.thresholds.is_empty()) {
-        legend.push(LegendEntry {
-            label: "SLA threshold".into(),
-            style: style::THRESHOLD,
-        });
-    }
-    if first.is_some_and(|g| g.sla_max_load.is_some()) {
-        legend.push(LegendEntry {
-            label: "SLA-compliant max".into(),
-            style: style::SLA_MAX,
-        });
-    }
     let w = 900.0;
     let mut doc = Doc::new("profile", &format!("latency profile: {title}"), w, 0.0);
-    let top = doc.legend(34.0, &legend);
+    let top = doc.legend(34.0, &plot.legend());
     let (h1, h2) = (340.0, 240.0);
     doc.set_height(top + h1 + h2 + 6.0);
-
-    let max_x = all().map(|r| r.achieved_per_s).fold(0.0, f64::max);
-    let lat = || {
-        all()
-            .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
-            .filter(|v| *v > 0.0)
-    };
-    let limits = || {
-        runs.first()
-            .into_iter()
-            .flat_map(|(_, g)| g.thresholds.iter().map(|t| t.0))
-    };
-    let lo = lat().chain(limits()).fold(f64::INFINITY, f64::min);
-    let hi = lat().chain(limits()).fold(0.0, f64::max);
-    let y = if lo.is_finite() {
-        Scale::auto(lo, hi)
-    } else {
-        Scale::linear(0.0, 1.0, true)
-    };
-    let x = Scale::linear(0.0, max_x.max(1e-3) * 1.05, true);
-    let p = doc.panel(
-        "latency against achieved throughput",
+    plot.latency_panel(
+        &mut doc,
         Rect {
             x: 0.0,
             y: top,
             w,
             h: h1,
         },
-        &Axis::new(x, "achieved throughput (completed req/s)"),
-        &Axis::new(
-            y,
-            format!(
-                "latency (ms{})",
-                if y.is_log() { ", log scale" } else { "" }
-            ),
-        ),
     );
-    for (i, (label, g)) in runs.iter().enumerate() {
-        for (k, (name, f)) in PROFILE_SERIES.iter().enumerate() {
-            let pts: Vec<(f64, f64)> = g
-                .rows
-                .iter()
-                .filter(|r| f(r) > 0.0)
-                .map(|r| (r.achieved_per_s, f(r)))
-                .collect();
-            doc.series(&p, name, label, run_style(i, k), &pts, 1);
+    plot.load_panel(
+        &mut doc,
+        Rect {
+            x: 0.0,
+            y: top + h1,
+            w,
+            h: h2,
+        },
+    );
+    Ok(doc.finish())
+}
+
+/// The runs of one profile plot (baseline first) and the styles they are drawn in.
+struct ProfilePlot<'a> {
+    runs: &'a [(&'a str, &'a ProfileGroup)],
+    /// One per latency series ([`PROFILE_SERIES`]).
+    styles: Vec<Style>,
+    /// Achieved throughput's, apart from the latency series'.
+    achieved: Style,
+    /// `req/s` or `clients`: the first run's load axis.
+    axis: &'static str,
+}
+
+impl<'a> ProfilePlot<'a> {
+    fn new(runs: &'a [(&'a str, &'a ProfileGroup)]) -> Self {
+        ProfilePlot {
+            runs,
+            styles: (0..PROFILE_SERIES.len()).map(style::series).collect(),
+            achieved: style::series(4),
+            axis: runs.first().map_or("req/s", |(_, g)| g.axis),
         }
     }
-    // The offered load beside each TTFT p99 point of the last run, skipping one too close to
-    // the previous label.
-    if let Some((_, g)) = runs.last() {
+
+    fn all(&self) -> impl Iterator<Item = &'a ProfileRow> + 'a {
+        self.runs.iter().flat_map(|(_, g)| g.rows.iter())
+    }
+
+    fn first(&self) -> Option<&'a ProfileGroup> {
+        self.runs.first().map(|(_, g)| *g)
+    }
+
+    /// Of a comparison's runs, all but the last (the current one) are drawn as baselines.
+    fn is_baseline(&self, run: usize) -> bool {
+        self.runs.len() > 1 && run + 1 < self.runs.len()
+    }
+
+    fn run_style(&self, run: usize, k: usize) -> Style {
+        if self.is_baseline(run) {
+            self.styles[k].as_baseline()
+        } else {
+            self.styles[k]
+        }
+    }
+
+    fn achieved_style(&self, run: usize) -> Style {
+        if self.is_baseline(run) {
+            self.achieved.as_baseline()
+        } else {
+            self.achieved
+        }
+    }
+
+    fn max_achieved(&self) -> f64 {
+        self.all().map(|r| r.achieved_per_s).fold(0.0, f64::max)
+    }
+
+    /// The latency series, achieved throughput (per run in a comparison), and the first
+    /// run's reference lines that it has.
+    fn legend(&self) -> Vec<LegendEntry> {
+        let entry = |label: String, style: Style| LegendEntry { label, style };
+        let mut legend: Vec<LegendEntry> = PROFILE_SERIES
+            .iter()
+            .enumerate()
+            .map(|(k, (name, _))| entry((*name).to_string(), self.styles[k]))
+            .collect();
+        if self.runs.len() > 1 {
+            for (i, (label, _)) in self.runs.iter().enumerate() {
+                let text = format!("{label} (achieved req/s)");
+                legend.push(entry(text, self.achieved_style(i)));
+            }
+        } else {
+            legend.push(entry("achieved req/s".into(), self.achieved));
+        }
+        let first = self.first();
+        if first.is_some_and(|g| g.knee_load.is_some()) {
+            legend.push(entry("knee".into(), style::NOTE));
+        }
+        if first.is_some_and(|g| !g.thresholds.is_empty()) {
+            legend.push(entry("SLA threshold".into(), style::THRESHOLD));
+        }
+        if first.is_some_and(|g| g.sla_max_load.is_some()) {
+            legend.push(entry("SLA-compliant max".into(), style::SLA_MAX));
+        }
+        legend
+    }
+
+    /// Latency against achieved throughput, its y axis spanning every latency drawn and the
+    /// first run's thresholds.
+    fn latency_panel(&self, doc: &mut Doc, outer: Rect) {
+        let lat = || {
+            self.all()
+                .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
+                .filter(|v| *v > 0.0)
+        };
+        let limits = || {
+            self.first()
+                .into_iter()
+                .flat_map(|g| g.thresholds.iter().map(|t| t.0))
+        };
+        let lo = lat().chain(limits()).fold(f64::INFINITY, f64::min);
+        let hi = lat().chain(limits()).fold(0.0, f64::max);
+        let y = if lo.is_finite() {
+            Scale::auto(lo, hi)
+        } else {
+            Scale::linear(0.0, 1.0, true)
+        };
+        let x = Scale::linear(0.0, self.max_achieved().max(1e-3) * 1.05, true);
+        let p = doc.panel(
+            "latency against achieved throughput",
+            outer,
+            &Axis::new(x, "achieved throughput (completed req/s)"),
+            &Axis::new(
+                y,
+                format!(
+                    "latency (ms{})",
+                    if y.is_log() { ", log scale" } else { "" }
+                ),
+            ),
+        );
+        for (i, (label, g)) in self.runs.iter().enumerate() {
+            for (k, (name, f)) in PROFILE_SERIES.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = g
+                    .rows
+                    .iter()
+                    .filter(|r| f(r) > 0.0)
+                    .map(|r| (r.achieved_per_s, f(r)))
+                    .collect();
+                doc.series(&p, name, label, self.run_style(i, k), &pts, 1);
+            }
+        }
+        self.label_loads(doc, &p);
+        if let Some(g) = self.first() {
+            mark_latency_references(doc, &p, g);
+        }
+        doc.end_panel();
+    }
+
+    /// The offered load beside each TTFT p99 point of the last run, skipping one too close to
+    /// the previous label.
+    fn label_loads(&self, doc: &mut Doc, p: &Panel) {
+        let Some((_, g)) = self.runs.last() else {
+            return;
+        };
         let mut last: Option<(f64, f64)> = None;
         for r in &g.rows {
             let (px, py) = (p.px(r.achieved_per_s), p.py(r.ttft_p99_ms));
@@ -383,108 +437,122 @@ pub fn profile_svg(runs: &[(&str, &ProfileGroup)]) -> Result<String, ReportError
             }
             last = Some((px, py));
             doc.point_label(
-                &p,
+                p,
                 r.achieved_per_s,
                 r.ttft_p99_ms,
                 &load_label(r.load, g.axis),
-                styles[1].color,
+                self.styles[1].color,
             );
         }
     }
-    let marks = |g: &ProfileGroup| {
-        let at = |load: Option<f64>| {
-            load.and_then(|l| g.rows.iter().find(|r| r.load == l))
-                .map(|r| (r.load, r.achieved_per_s))
-        };
-        [
-            ("knee", at(g.knee_load), "knee", style::NOTE),
-            ("sla-max", at(g.sla_max_load), "SLA max", style::SLA_MAX),
-        ]
-    };
-    if let Some((_, g)) = runs.first() {
-        for (kind, at, label, st) in marks(g) {
-            if let Some((load, achieved)) = at {
-                let text = format!("{label} {}", load_label(load, g.axis));
-                doc.reference(&p, Orient::Vertical, kind, achieved, &text, st);
-            }
-        }
-        for (value, expr) in &g.thresholds {
-            doc.reference(
-                &p,
-                Orient::Horizontal,
-                "threshold",
-                *value,
-                expr,
-                style::THRESHOLD,
-            );
-        }
-        let undecided = format!(
-            "no point shown to meet every SLA ({} undecided)",
-            points(g.undecided)
-        );
-        let missing: Vec<&str> = [
-            g.knee_load.is_none().then_some("knee not reached"),
-            (g.sla_max_load.is_none() && g.undecided == 0).then_some("no point met every SLA"),
-            (g.sla_max_load.is_none() && g.undecided > 0).then_some(undecided.as_str()),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if !missing.is_empty() {
-            doc.note(
-                p.area.x + 6.0,
-                p.area.y + 14.0,
-                "start",
-                &missing.join(" · "),
-            );
-        }
-    }
-    doc.end_panel();
 
-    let max_load = all().map(|r| r.load).fold(0.0, f64::max);
-    let x2 = Scale::linear(0.0, max_load.max(1e-3) * 1.05, true);
-    let y2 = Scale::linear(
-        0.0,
-        max_x
-            .max(if axis == "req/s" { max_load } else { 0.0 })
-            .max(1e-3)
-            * 1.05,
-        true,
-    );
-    let p2 = doc.panel(
-        "achieved against offered load",
-        Rect {
-            x: 0.0,
-            y: top + h1,
-            w,
-            h: h2,
-        },
-        &Axis::new(x2, format!("offered load ({axis})")),
-        &Axis::new(y2, "achieved (req/s)"),
-    );
-    if axis == "req/s" {
-        let (_, top_load) = x2.bounds();
-        doc.series(
-            &p2,
-            "achieved = offered",
-            "",
-            style::GUIDE,
-            &[(0.0, 0.0), (top_load, top_load)],
-            0,
+    /// Achieved against offered load, with the ideal line (open loop) that saturation leaves.
+    fn load_panel(&self, doc: &mut Doc, outer: Rect) {
+        let axis = self.axis;
+        let max_load = self.all().map(|r| r.load).fold(0.0, f64::max);
+        let x2 = Scale::linear(0.0, max_load.max(1e-3) * 1.05, true);
+        let y2 = Scale::linear(
+            0.0,
+            self.max_achieved()
+                .max(if axis == "req/s" { max_load } else { 0.0 })
+                .max(1e-3)
+                * 1.05,
+            true,
         );
-    }
-    for (i, (label, g)) in runs.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = g.rows.iter().map(|r| (r.load, r.achieved_per_s)).collect();
-        doc.series(&p2, "achieved req/s", label, achieved_style(i), &pts, 1);
-    }
-    if let Some((_, g)) = runs.first() {
-        for (kind, at, label, st) in marks(g) {
-            if let Some((load, _)) = at {
-                let text = format!("{label} {}", load_label(load, g.axis));
-                doc.reference(&p2, Orient::Vertical, kind, load, &text, st);
+        let p2 = doc.panel(
+            "achieved against offered load",
+            outer,
+            &Axis::new(x2, format!("offered load ({axis})")),
+            &Axis::new(y2, "achieved (req/s)"),
+        );
+        if axis == "req/s" {
+            let (_, top_load) = x2.bounds();
+            doc.series(
+                &p2,
+                "achieved = offered",
+                "",
+                style::GUIDE,
+                &[(0.0, 0.0), (top_load, top_load)],
+                0,
+            );
+        }
+        for (i, (label, g)) in self.runs.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = g.rows.iter().map(|r| (r.load, r.achieved_per_s)).collect();
+            doc.series(
+                &p2,
+                "achieved req/s",
+                label,
+                self.achieved_style(i),
+                &pts,
+                1,
+            );
+        }
+        if let Some(g) = self.first() {
+            for (kind, at, label, st) in marks(g) {
+                if let Some((load, _)) = at {
+                    let text = format!("{label} {}", load_label(load, g.axis));
+                    doc.reference(&p2, Orient::Vertical, kind, load, &text, st);
+                }
             }
         }
+        doc.end_panel();
     }
-    doc.end_panel();
-    Ok(doc.finish())
+}
+
+/// A vertical reference line: (class, load and achieved throughput where the group has the
+/// point, label, style).
+type Mark = (&'static str, Option<(f64, f64)>, &'static str, Style);
+
+/// The knee and the SLA-compliant maximum of `g`, each at its load and achieved throughput
+/// where the group has that point.
+fn marks(g: &ProfileGroup) -> [Mark; 2] {
+    let at = |load: Option<f64>| {
+        load.and_then(|l| g.rows.iter().find(|r| r.load == l))
+            .map(|r| (r.load, r.achieved_per_s))
+    };
+    [
+        ("knee", at(g.knee_load), "knee", style::NOTE),
+        ("sla-max", at(g.sla_max_load), "SLA max", style::SLA_MAX),
+    ]
+}
+
+/// The first run's knee, SLA maximum and thresholds on the latency panel, and a note for
+/// what it lacks (no knee, no compliant point), so an empty spot is not read as an omission.
+fn mark_latency_references(doc: &mut Doc, p: &Panel, g: &ProfileGroup) {
+    for (kind, at, label, st) in marks(g) {
+        if let Some((load, achieved)) = at {
+            let text = format!("{label} {}", load_label(load, g.axis));
+            doc.reference(p, Orient::Vertical, kind, achieved, &text, st);
+        }
+    }
+    for (value, expr) in &g.thresholds {
+        doc.reference(
+            p,
+            Orient::Horizontal,
+            "threshold",
+            *value,
+            expr,
+            style::THRESHOLD,
+        );
+    }
+    let undecided = format!(
+        "no point shown to meet every SLA ({} undecided)",
+        points(g.undecided)
+    );
+    let missing: Vec<&str> = [
+        g.knee_load.is_none().then_some("knee not reached"),
+        (g.sla_max_load.is_none() && g.undecided == 0).then_some("no point met every SLA"),
+        (g.sla_max_load.is_none() && g.undecided > 0).then_some(undecided.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !missing.is_empty() {
+        doc.note(
+            p.area.x + 6.0,
+            p.area.y + 14.0,
+            "start",
+            &missing.join(" · "),
+        );
+    }
 }

@@ -20,7 +20,7 @@ use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
 use crate::plan::{EndpointPlan, Load, Plan};
 use crate::server_info::ServerInfo;
 use crate::sla::Abort;
-use crate::telemetry::TelemetryReport;
+use crate::telemetry::{TelemetryHandle, TelemetryReport};
 
 /// Everything measured. Stages that ran are always here, even when the run stopped early.
 #[derive(Debug)]
@@ -77,47 +77,16 @@ pub async fn run(
     after_stage: &mut (dyn FnMut(&StageSummary) -> StageDecision + Send),
 ) -> Result<RunOutput, RunError> {
     let started_at = SystemTime::now();
-    let (sim, base_url, endpoint, default_model) = match &plan.target.endpoint {
-        EndpointPlan::Sim(cfg) => {
-            let sim = InProcessSim::start((**cfg).clone())?;
-            let url = sim.base_url.clone();
-            (Some(sim), url, "sim".to_string(), Some(cfg.model.clone()))
-        }
-        // Shown in results and reports: never with its credentials.
-        EndpointPlan::Url(url) => (
-            None,
-            url.clone(),
-            crate::redact::secrets(url).into_owned(),
-            None,
-        ),
-    };
+    let Started {
+        sim,
+        base_url,
+        endpoint,
+        default_model,
+    } = start_target(&plan)?;
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let api_key = match &plan.target.request.api_key_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
-        None => None,
-    };
-    let template_base = BodyTemplate {
-        api: plan.target.request.api,
-        model: String::new(),
-        ignore_eos: plan.target.request.ignore_eos,
-        reasoning_effort: plan.target.request.reasoning_effort,
-        extra: plan.target.request.extra_body.clone(),
-    };
-    let client = Client::new(
-        ClientConfig {
-            url: crate::protocol::join(&base_url, plan.target.request.api.path()),
-            headers: plan.target.request.headers.clone(),
-            api_key,
-            timeout: plan.target.request.timeout.as_std(),
-            pool_size: 1024,
-            api: plan.target.request.api,
-            max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
-            server_root: Some(crate::protocol::server_root(&base_url)),
-        },
-        Arc::new(TokenizerCounter(tokenizer.clone())),
-    )?;
+    let client = make_client(&plan, &base_url, &tokenizer)?;
     // The server's self-description, asked while the preflight runs; collected at the end
     // only if it has answered by then, so it can neither fail nor delay the run. On
     // connections of its own, so none of them is reused for the preflight or a request.
@@ -126,32 +95,14 @@ pub async fn run(
         let url = base_url.clone();
         async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
     });
-    let known_model = plan
-        .target
-        .request
-        .model
-        .as_deref()
-        .or(default_model.as_deref());
-    let mut out = RunOutput {
-        endpoint,
-        model: known_model.unwrap_or_default().to_string(),
-        tokenizer: tokenizer.name().to_string(),
-        started_at,
-        warmup: None,
-        stages: Vec::new(),
-        searches: Vec::new(),
-        stop: Stop::Interrupted,
-        problems: Vec::new(),
-        telemetry: None,
-        server: None,
-        starts: Vec::new(),
-        cache_salt: None,
-    };
+    let request = &plan.target.request;
+    let known_model = request.model.as_deref().or(default_model.as_deref());
+    let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
     let found = preflight(
         client.http(),
         &base_url,
         known_model,
-        plan.target.request.timeout,
+        request.timeout,
         &opts.interrupt,
     )
     .await?;
@@ -162,7 +113,7 @@ pub async fn run(
     out.model = model.clone();
     let template = Arc::new(BodyTemplate {
         model,
-        ..template_base
+        ..body_template(&plan)
     });
     let mut sink = match &opts.requests_jsonl {
         Some(path) => Some(RowSink::new(rows_file(path)?)),
@@ -185,7 +136,6 @@ pub async fn run(
         salt_seed,
         reset: std::sync::Mutex::new(None),
     };
-
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
     // need not wait for them.
@@ -198,41 +148,159 @@ pub async fn run(
         ) => t?,
     };
     out.stop = Stop::Completed;
-    // Steps in plan order, the same on every shard: warm-up, then each stage's rounds.
-    let mut step = 0u32;
-    let agree = async |step: u32,
-                       name: &str|
-           -> Result<Option<(u32, super::AgreedStart)>, Unsynchronised> {
-        let Some(b) = &opts.barrier else {
-            return Ok(None);
-        };
-        // A signal ends the wait at once, whatever the barrier does.
-        let agreed = tokio::select! {
-            biased;
-            _ = opts.interrupt.cancelled() => Err(super::BarrierError::new(super::Interrupted)),
-            r = b.wait(step, name, &plan.hash) => r,
-        };
-        agreed
-            .map(|a| Some((step, a)))
-            .map_err(|cause| Unsynchronised {
-                stage: name.to_string(),
-                step,
-                cause,
-            })
+    let mut run = Steps {
+        runner: &runner,
+        telemetry: telemetry.as_ref(),
+        sink: &mut sink,
+        out: &mut out,
+        next: 0,
     };
-    // A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
-    // for the sources' starting points.
-    let mark_end = |name: &str| {
-        if let Some(t) = &telemetry {
-            t.stage_ended(name);
+    run.all(after_stage).await;
+    wrap_up(&mut out, &runner, sink, telemetry).await;
+    out.server = Some(collect_server([models_answer, probe]).await);
+    drop(sim);
+    Ok(out)
+}
+
+/// The target the run measures: the in-process simulator, or a URL.
+struct Started {
+    sim: Option<InProcessSim>,
+    base_url: String,
+    /// As results and reports show it.
+    endpoint: String,
+    /// The simulator's model, when the scenario names none.
+    default_model: Option<String>,
+}
+
+fn start_target(plan: &Plan) -> Result<Started, RunError> {
+    Ok(match &plan.target.endpoint {
+        EndpointPlan::Sim(cfg) => {
+            let sim = InProcessSim::start((**cfg).clone())?;
+            Started {
+                base_url: sim.base_url.clone(),
+                sim: Some(sim),
+                endpoint: "sim".to_string(),
+                default_model: Some(cfg.model.clone()),
+            }
         }
+        // Shown in results and reports: never with its credentials.
+        EndpointPlan::Url(url) => Started {
+            sim: None,
+            base_url: url.clone(),
+            endpoint: crate::redact::secrets(url).into_owned(),
+            default_model: None,
+        },
+    })
+}
+
+/// Every request's body but its model, which the preflight settles.
+fn body_template(plan: &Plan) -> BodyTemplate {
+    let request = &plan.target.request;
+    BodyTemplate {
+        api: request.api,
+        model: String::new(),
+        ignore_eos: request.ignore_eos,
+        reasoning_effort: request.reasoning_effort,
+        extra: request.extra_body.clone(),
+    }
+}
+
+fn make_client(
+    plan: &Plan,
+    base_url: &str,
+    tokenizer: &Arc<Tokenizer>,
+) -> Result<Client, RunError> {
+    let request = &plan.target.request;
+    let api_key = match &request.api_key_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
+        None => None,
     };
-    if let Some(w) = plan
-        .warmup
-        .as_ref()
-        .filter(|_| !opts.interrupt.is_cancelled())
-    {
-        if let Some(t) = &telemetry {
+    let config = ClientConfig {
+        url: crate::protocol::join(base_url, request.api.path()),
+        headers: request.headers.clone(),
+        api_key,
+        timeout: request.timeout.as_std(),
+        pool_size: 1024,
+        api: request.api,
+        max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
+        server_root: Some(crate::protocol::server_root(base_url)),
+    };
+    Ok(Client::new(
+        config,
+        Arc::new(TokenizerCounter(tokenizer.clone())),
+    )?)
+}
+
+impl RunOutput {
+    /// A run that has measured nothing yet: interrupted, unless it goes on.
+    fn starting(
+        endpoint: String,
+        model: Option<&str>,
+        tokenizer: &Tokenizer,
+        started_at: SystemTime,
+    ) -> RunOutput {
+        RunOutput {
+            endpoint,
+            model: model.unwrap_or_default().to_string(),
+            tokenizer: tokenizer.name().to_string(),
+            started_at,
+            warmup: None,
+            stages: Vec::new(),
+            searches: Vec::new(),
+            stop: Stop::Interrupted,
+            problems: Vec::new(),
+            telemetry: None,
+            server: None,
+            starts: Vec::new(),
+            cache_salt: None,
+        }
+    }
+}
+
+/// The run's steps in plan order, the same on every shard: warm-up, then each stage's
+/// rounds (a search's probes are its own).
+struct Steps<'a, 'r> {
+    runner: &'a StageRunner<'r>,
+    telemetry: Option<&'a TelemetryHandle>,
+    sink: &'a mut Option<RowSink>,
+    out: &'a mut RunOutput,
+    /// The next step's number, for the barrier.
+    next: u32,
+}
+
+impl Steps<'_, '_> {
+    async fn all(&mut self, after_stage: &mut (dyn FnMut(&StageSummary) -> StageDecision + Send)) {
+        let plan = self.runner.plan.clone();
+        let interrupt = &self.runner.opts.interrupt;
+        if let Some(w) = plan.warmup.as_ref().filter(|_| !interrupt.is_cancelled()) {
+            self.warm_up(&plan, w).await;
+        }
+        for stage in &plan.stages {
+            if interrupt.is_cancelled() || matches!(self.out.stop, Stop::Unsynchronised(_)) {
+                break;
+            }
+            if let Some(t) = self.telemetry {
+                t.stage_started_read(&stage.name).await;
+            }
+            if let Load::Search(spec) = &stage.load {
+                let s = self
+                    .runner
+                    .run_search(stage, spec, self.sink, after_stage)
+                    .await;
+                self.ended(&stage.name);
+                self.out.stages.extend(s.probes);
+                self.out.searches.push(s.summary);
+                self.out.problems.extend(s.problems);
+                continue;
+            }
+            if !self.stage(&plan, stage, after_stage).await {
+                break;
+            }
+        }
+    }
+
+    async fn warm_up(&mut self, plan: &Plan, w: &crate::plan::StagePlan) {
+        if let Some(t) = self.telemetry {
             t.stage_started_read(&w.name).await;
         }
         let watch = plan
@@ -240,86 +308,39 @@ pub async fn run(
             .as_ref()
             .map(|until| super::warmup::Watch {
                 until,
-                telemetry: telemetry.as_ref(),
+                telemetry: self.telemetry,
             });
-        match agree(step, &w.name).await {
+        match self.agree(&w.name).await {
             Ok(start) => {
-                let (summary, problem, _) = runner
-                    .run_stage(
-                        w,
-                        0,
-                        &mut sink,
-                        watch.as_ref(),
-                        StageCall {
-                            start,
-                            ..StageCall::default()
-                        },
-                    )
+                let call = StageCall {
+                    start,
+                    ..StageCall::default()
+                };
+                let (summary, problem, _) = self
+                    .runner
+                    .run_stage(w, 0, self.sink, watch.as_ref(), call)
                     .await;
-                out.warmup = Some(summary);
-                out.problems.extend(problem);
+                self.out.warmup = Some(summary);
+                self.out.problems.extend(problem);
             }
-            Err(why) => out.stop = Stop::Unsynchronised(why),
+            Err(why) => self.out.stop = Stop::Unsynchronised(why),
         }
-        mark_end(&w.name);
-        step += 1;
+        self.ended(&w.name);
     }
-    for stage in &plan.stages {
-        if opts.interrupt.is_cancelled() || matches!(out.stop, Stop::Unsynchronised(_)) {
-            break;
-        }
-        if let Some(t) = &telemetry {
-            t.stage_started_read(&stage.name).await;
-        }
-        if let Load::Search(spec) = &stage.load {
-            let s = runner.run_search(stage, spec, &mut sink, after_stage).await;
-            mark_end(&stage.name);
-            out.stages.extend(s.probes);
-            out.searches.push(s.summary);
-            out.problems.extend(s.problems);
-            continue;
-        }
-        // Rounds replay the same requests; the stage's summary folds them (medians, intervals
-        // across rounds). An interrupt keeps the rounds that ran.
-        let mut rounds = Vec::with_capacity(stage.rounds as usize);
-        let mut live_abort = None;
-        for round in 0..stage.rounds.max(1) {
-            if round > 0 && opts.interrupt.is_cancelled() {
-                break;
-            }
-            let start = match agree(step, &stage.name).await {
-                Ok(start) => start,
-                Err(why) => {
-                    out.stop = Stop::Unsynchronised(why);
-                    break;
-                }
-            };
-            step += 1;
-            let (summary, problem, aborted) = runner
-                .run_stage(
-                    stage,
-                    round,
-                    &mut sink,
-                    None,
-                    StageCall {
-                        position: sweep_position(&plan, stage),
-                        live: true,
-                        start,
-                    },
-                )
-                .await;
-            out.problems.extend(problem);
-            rounds.push(summary);
-            if aborted.is_some() {
-                live_abort = aborted;
-                break;
-            }
-        }
+
+    /// Runs a stage's rounds and folds them into its summary; whether the run goes on.
+    async fn stage(
+        &mut self,
+        plan: &Plan,
+        stage: &crate::plan::StagePlan,
+        after_stage: &mut (dyn FnMut(&StageSummary) -> StageDecision + Send),
+    ) -> bool {
+        let (rounds, live_abort) = self.rounds(plan, stage).await;
         if rounds.is_empty() {
-            break;
+            return false;
         }
-        mark_end(&stage.name);
-        let mut summary = merge_rounds(rounds, opts.validity.confidence);
+        self.ended(&stage.name);
+        let mut summary = merge_rounds(rounds, self.runner.opts.validity.confidence);
         if let Some(planned) = stage.profile.clone() {
             let mut point = crate::metrics::ProfilePoint::planned(planned);
             point.assess(&summary);
@@ -330,12 +351,95 @@ pub async fn run(
             Some(abort) => StageDecision::Abort(abort),
             None => after_stage(&summary),
         };
-        out.stages.push(summary);
+        self.out.stages.push(summary);
         if let StageDecision::Abort(why) = decision {
-            out.stop = Stop::Aborted(why);
-            break;
+            self.out.stop = Stop::Aborted(why);
+            return false;
+        }
+        true
+    }
+
+    /// Rounds replay the same requests; the stage's summary folds them (medians, intervals
+    /// across rounds). An interrupt keeps the rounds that ran; a live abort ends them.
+    async fn rounds(
+        &mut self,
+        plan: &Plan,
+        stage: &crate::plan::StagePlan,
+    ) -> (Vec<StageSummary>, Option<Abort>) {
+        let mut rounds = Vec::with_capacity(stage.rounds as usize);
+        for round in 0..stage.rounds.max(1) {
+            if round > 0 && self.runner.opts.interrupt.is_cancelled() {
+                break;
+            }
+            let start = match self.agree(&stage.name).await {
+                Ok(start) => start,
+                Err(why) => {
+                    self.out.stop = Stop::Unsynchronised(why);
+                    break;
+                }
+            };
+            let call = StageCall {
+                position: sweep_position(plan, stage),
+                live: true,
+                start,
+            };
+            let (summary, problem, aborted) = self
+                .runner
+                .run_stage(stage, round, self.sink, None, call)
+                .await;
+            self.out.problems.extend(problem);
+            rounds.push(summary);
+            if aborted.is_some() {
+                return (rounds, aborted);
+            }
+        }
+        (rounds, None)
+    }
+
+    /// The next step's agreed start with the other shards (none when the run is not
+    /// distributed). A signal ends the wait at once, whatever the barrier does.
+    async fn agree(
+        &mut self,
+        name: &str,
+    ) -> Result<Option<(u32, super::AgreedStart)>, Unsynchronised> {
+        let step = self.next;
+        self.next += 1;
+        let opts = self.runner.opts;
+        let Some(b) = &opts.barrier else {
+            return Ok(None);
+        };
+        let agreed = tokio::select! {
+            biased;
+            _ = opts.interrupt.cancelled() => Err(super::BarrierError::new(super::Interrupted)),
+            r = b.wait(step, name, &self.runner.plan.hash) => r,
+        };
+        agreed
+            .map(|a| Some((step, a)))
+            .map_err(|cause| Unsynchronised {
+                stage: name.to_string(),
+                step,
+                cause,
+            })
+    }
+
+    /// A stage's start is marked where it is awaited (`stage_started_read`): the stage waits
+    /// for the sources' starting points.
+    fn ended(&self, name: &str) {
+        if let Some(t) = self.telemetry {
+            t.stage_ended(name);
         }
     }
+}
+
+/// After the last step: the stop's final word, the shard's starts, `requests.jsonl` put in
+/// place, telemetry finished and laid over the stages.
+async fn wrap_up(
+    out: &mut RunOutput,
+    runner: &StageRunner<'_>,
+    sink: Option<RowSink>,
+    telemetry: Option<TelemetryHandle>,
+) {
+    let opts = runner.opts;
     if opts.interrupt.is_cancelled() {
         out.stop = Stop::Interrupted;
     }
@@ -355,9 +459,12 @@ pub async fn run(
         }
         out.telemetry = Some(report);
     }
-    // Whatever of the self-description has arrived by now; the rest is dropped.
+}
+
+/// Whatever of the self-description has arrived by now; the rest is dropped.
+async fn collect_server(tasks: [tokio::task::JoinHandle<ServerInfo>; 2]) -> ServerInfo {
     let mut server = ServerInfo::default();
-    for task in [models_answer, probe] {
+    for task in tasks {
         if task.is_finished() {
             if let Ok(info) = task.await {
                 server = server.merge(info);
@@ -366,9 +473,7 @@ pub async fn run(
             task.abort();
         }
     }
-    out.server = Some(server);
-    drop(sim);
-    Ok(out)
+    server
 }
 
 /// Where a sweep point stands among its group's points (1-based), for the progress line.

@@ -208,61 +208,16 @@ fn named_dist(
     kind: &str,
     kind_span: miette::SourceSpan,
 ) -> Option<LengthDist> {
-    let what = r.name();
-    let need = |ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str| {
-        let v = r.prop(ctx, key);
-        if v.is_none() && !has_prop(r, key) {
-            ctx.error(
-                ctx.name_span(r.node),
-                format!("`{what} \"{kind}\"` needs `{key}=`"),
-                format!("missing {key}="),
-                Some(format!("see docs/scenario.md: {}", dist_form(kind))),
-            );
-        }
-        v
-    };
     let dist = match kind {
         "uniform" => {
-            let min = need(ctx, r, "min").and_then(|v| ctx.u32_at_least(&v, "min", 1));
-            let max = need(ctx, r, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
+            let min = need(ctx, r, kind, "min").and_then(|v| ctx.u32_at_least(&v, "min", 1));
+            let max = need(ctx, r, kind, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
             LengthDist::Uniform {
                 min: min?,
                 max: max?,
             }
         }
-        "normal" | "lognormal" => {
-            let (center_key, spread_key) = if kind == "normal" {
-                ("mean", "stddev")
-            } else {
-                ("median", "sigma")
-            };
-            let center =
-                need(ctx, r, center_key).and_then(|v| ctx.number_min(&v, center_key, 1.0, false));
-            let spread =
-                need(ctx, r, spread_key).and_then(|v| ctx.number_min(&v, spread_key, 0.0, false));
-            let min = match r.prop(ctx, "min") {
-                Some(v) => ctx.u32_at_least(&v, "min", 1),
-                None if has_prop(r, "min") => None,
-                None => Some(1),
-            };
-            let max = need(ctx, r, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
-            let (center, spread, min, max) = (center?, spread?, min?, max?);
-            if kind == "normal" {
-                LengthDist::Normal {
-                    mean: center,
-                    stddev: spread,
-                    min,
-                    max,
-                }
-            } else {
-                LengthDist::LogNormal {
-                    median: center,
-                    sigma: spread,
-                    min,
-                    max,
-                }
-            }
-        }
+        "normal" | "lognormal" => bell_dist(ctx, r, kind)?,
         other => {
             ctx.error(
                 kind_span,
@@ -277,7 +232,63 @@ fn named_dist(
             return None;
         }
     };
-    let (min, max) = match dist {
+    bounds_in_order(ctx, r, &dist).then_some(dist)
+}
+
+/// Property `key` of a `kind` distribution, reported when it is missing.
+fn need(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, kind: &str, key: &'static str) -> Option<Val> {
+    let v = r.prop(ctx, key);
+    if v.is_none() && !has_prop(r, key) {
+        let what = r.name();
+        ctx.error(
+            ctx.name_span(r.node),
+            format!("`{what} \"{kind}\"` needs `{key}=`"),
+            format!("missing {key}="),
+            Some(format!("see docs/scenario.md: {}", dist_form(kind))),
+        );
+    }
+    v
+}
+
+/// A normal (`mean`, `stddev`) or lognormal (`median`, `sigma`) distribution, clipped to
+/// `min` (1 unless given) and `max`.
+fn bell_dist(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, kind: &str) -> Option<LengthDist> {
+    let (center_key, spread_key) = if kind == "normal" {
+        ("mean", "stddev")
+    } else {
+        ("median", "sigma")
+    };
+    let center =
+        need(ctx, r, kind, center_key).and_then(|v| ctx.number_min(&v, center_key, 1.0, false));
+    let spread =
+        need(ctx, r, kind, spread_key).and_then(|v| ctx.number_min(&v, spread_key, 0.0, false));
+    let min = match r.prop(ctx, "min") {
+        Some(v) => ctx.u32_at_least(&v, "min", 1),
+        None if has_prop(r, "min") => None,
+        None => Some(1),
+    };
+    let max = need(ctx, r, kind, "max").and_then(|v| ctx.u32_at_least(&v, "max", 1));
+    let (center, spread, min, max) = (center?, spread?, min?, max?);
+    Some(if kind == "normal" {
+        LengthDist::Normal {
+            mean: center,
+            stddev: spread,
+            min,
+            max,
+        }
+    } else {
+        LengthDist::LogNormal {
+            median: center,
+            sigma: spread,
+            min,
+            max,
+        }
+    })
+}
+
+/// Whether `dist`'s `min` is at most its `max`, reported on `max=` when not.
+fn bounds_in_order(ctx: &mut Ctx<'_>, r: &NodeReader<'_>, dist: &LengthDist) -> bool {
+    let (min, max) = match *dist {
         LengthDist::Uniform { min, max }
         | LengthDist::Normal { min, max, .. }
         | LengthDist::LogNormal { min, max, .. } => (min, max),
@@ -290,13 +301,13 @@ fn named_dist(
             .map_or_else(|| ctx.name_span(r.node), |e| ctx.trim(e.span()));
         ctx.error(
             span,
-            format!("`{what}`: min is greater than max"),
+            format!("`{}`: min is greater than max", r.name()),
             format!("max={max} is less than min={min}"),
             Some("min ≤ max; swap them?".into()),
         );
-        return None;
+        return false;
     }
-    Some(dist)
+    true
 }
 
 fn has_prop(r: &NodeReader<'_>, key: &str) -> bool {

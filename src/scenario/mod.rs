@@ -19,6 +19,7 @@ mod stage;
 mod syntax;
 mod target;
 mod telemetry;
+mod unparsed;
 mod until;
 mod values;
 mod warmup;

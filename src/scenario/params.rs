@@ -1,7 +1,8 @@
 //! `param "name" DEFAULT` declarations and `--param name=value` overrides: read before the rest
 //! of the file so that `(param)"name"` can stand anywhere a value goes, in any order.
 
-use kdl::{KdlNode, KdlValue};
+use kdl::{KdlEntry, KdlNode, KdlValue};
+use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, ParamDecl};
 use super::error::did_you_mean;
@@ -26,76 +27,8 @@ fn declare(ctx: &mut Ctx<'_>, node: &KdlNode) {
         .iter()
         .filter(|e| e.name().is_none())
         .collect();
-    let name = match args.first() {
-        Some(e) if e.ty().is_none() && e.value().is_string() => {
-            e.value().as_string().map(str::to_string)
-        }
-        Some(e) => {
-            ctx.error(
-                ctx.trim(e.span()),
-                "a param name must be a string",
-                format!("expected a name, got {}", super::ctx::show(e.value())),
-                Some("write param \"rate\" 20".into()),
-            );
-            None
-        }
-        None => {
-            ctx.error(
-                name_span,
-                "`param` needs a name and a default value",
-                "missing name and default",
-                Some("write param \"rate\" 20".into()),
-            );
-            None
-        }
-    };
-    let value = match args.get(1) {
-        Some(e) if e.ty().is_some() => {
-            ctx.error(
-                ctx.trim(e.span()),
-                "a param default must be a plain value",
-                "annotated value",
-                Some("a param cannot refer to another param; write the value itself".into()),
-            );
-            None
-        }
-        Some(e) => match e.value() {
-            KdlValue::Integer(i) => match i64::try_from(*i) {
-                Ok(i) => Some(ParamValue::Int(i)),
-                Err(_) => {
-                    ctx.error(
-                        ctx.trim(e.span()),
-                        "param default out of range",
-                        "too large",
-                        None,
-                    );
-                    None
-                }
-            },
-            KdlValue::Float(f) => Some(ParamValue::Float(*f)),
-            KdlValue::String(s) => Some(ParamValue::String(s.clone())),
-            KdlValue::Bool(b) => Some(ParamValue::Bool(*b)),
-            KdlValue::Null => {
-                ctx.error(
-                    ctx.trim(e.span()),
-                    "a param default cannot be #null",
-                    "expected a number, string or boolean",
-                    None,
-                );
-                None
-            }
-        },
-        None if name.is_some() => {
-            ctx.error(
-                name_span,
-                "`param` needs a default value",
-                "missing default",
-                Some("write e.g. param \"rate\" 20; override it with --param rate=40".into()),
-            );
-            None
-        }
-        None => None,
-    };
+    let name = param_name(ctx, args.first().copied(), name_span);
+    let value = param_default(ctx, args.get(1).copied(), name.is_some(), name_span);
     // Mark the two positional arguments consumed; anything else is reported by `finish`.
     r.skip_args(2);
     // `secret=#true`: the value is masked in every output, like an `api_key`'s.
@@ -188,6 +121,98 @@ fn apply_override(ctx: &mut Ctx<'_>, name: &str, text: &str) {
                 format!("`{name}` is declared here with a default that is {kind}"),
                 Some(format!("pass {kind}, e.g. --param {name}=…")),
             );
+        }
+    }
+}
+
+/// The param's name: its first argument, a plain string.
+fn param_name(
+    ctx: &mut Ctx<'_>,
+    first: Option<&KdlEntry>,
+    name_span: SourceSpan,
+) -> Option<String> {
+    match first {
+        Some(e) if e.ty().is_none() && e.value().is_string() => {
+            e.value().as_string().map(str::to_string)
+        }
+        Some(e) => {
+            ctx.error(
+                ctx.trim(e.span()),
+                "a param name must be a string",
+                format!("expected a name, got {}", super::ctx::show(e.value())),
+                Some("write param \"rate\" 20".into()),
+            );
+            None
+        }
+        None => {
+            ctx.error(
+                name_span,
+                "`param` needs a name and a default value",
+                "missing name and default",
+                Some("write param \"rate\" 20".into()),
+            );
+            None
+        }
+    }
+}
+
+/// The param's default: its second argument, a plain value. Its absence is reported only for a
+/// `named` param (a nameless one has been reported already).
+fn param_default(
+    ctx: &mut Ctx<'_>,
+    second: Option<&KdlEntry>,
+    named: bool,
+    name_span: SourceSpan,
+) -> Option<ParamValue> {
+    match second {
+        Some(e) if e.ty().is_some() => {
+            ctx.error(
+                ctx.trim(e.span()),
+                "a param default must be a plain value",
+                "annotated value",
+                Some("a param cannot refer to another param; write the value itself".into()),
+            );
+            None
+        }
+        Some(e) => default_value(ctx, e),
+        None if named => {
+            ctx.error(
+                name_span,
+                "`param` needs a default value",
+                "missing default",
+                Some("write e.g. param \"rate\" 20; override it with --param rate=40".into()),
+            );
+            None
+        }
+        None => None,
+    }
+}
+
+fn default_value(ctx: &mut Ctx<'_>, e: &KdlEntry) -> Option<ParamValue> {
+    match e.value() {
+        KdlValue::Integer(i) => match i64::try_from(*i) {
+            Ok(i) => Some(ParamValue::Int(i)),
+            Err(_) => {
+                ctx.error(
+                    ctx.trim(e.span()),
+                    "param default out of range",
+                    "too large",
+                    None,
+                );
+                None
+            }
+        },
+        KdlValue::Float(f) => Some(ParamValue::Float(*f)),
+        KdlValue::String(s) => Some(ParamValue::String(s.clone())),
+        KdlValue::Bool(b) => Some(ParamValue::Bool(*b)),
+        KdlValue::Null => {
+            ctx.error(
+                ctx.trim(e.span()),
+                "a param default cannot be #null",
+                "expected a number, string or boolean",
+                None,
+            );
+            None
         }
     }
 }

@@ -13,6 +13,7 @@ use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
 use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
 use super::syntax::Unparsed;
+use super::unparsed::unparsed_errors;
 use super::written::Spanned;
 use super::{dataset, params, stage, target, telemetry};
 use crate::dataset::TokenizerSpec;
@@ -89,108 +90,6 @@ pub fn parse_str(
     }
 }
 
-/// Why the text gave no document, as problems.
-fn unparsed_errors(ctx: &mut Ctx<'_>, unparsed: Unparsed) {
-    const RIGHT_FILE: &str =
-        "a scenario is a few kilobytes with a few levels (`stage { … }`); is this the right file?";
-    match unparsed {
-        Unparsed::Syntax(e) => syntax_errors(ctx, e),
-        Unparsed::TooDeep(at) => ctx.error(
-            at,
-            format!(
-                "blocks nest more than {} levels deep",
-                super::depth::MAX_DEPTH
-            ),
-            "one level too many",
-            Some(RIGHT_FILE.into()),
-        ),
-        Unparsed::TooLarge { needed } => ctx.error(
-            SourceSpan::new(0.into(), 0),
-            format!(
-                "the scenario is too large to parse safely: its {} bytes could need {} MiB of stack, more than the {} MiB allowed",
-                ctx.text.len(),
-                needed >> 20,
-                super::syntax::MAX_PARSE_STACK >> 20
-            ),
-            "here",
-            Some(RIGHT_FILE.into()),
-        ),
-        Unparsed::NoStack { needed, source } => ctx.error(
-            SourceSpan::new(0.into(), 0),
-            format!(
-                "cannot parse the scenario: a thread with {} MiB of stack could not be started ({source})",
-                needed >> 20
-            ),
-            "here",
-            Some(RIGHT_FILE.into()),
-        ),
-    }
-}
-
-/// kdl's recovery can add a second diagnostic overlapping the first: keep the first only.
-fn syntax_errors(ctx: &mut Ctx<'_>, e: kdl::KdlError) {
-    let mut diags = e.diagnostics;
-    diags.sort_by_key(|d| d.span.offset());
-    let mut covered_to = None;
-    for d in diags {
-        let (start, end) = (d.span.offset(), d.span.offset() + d.span.len());
-        if covered_to.is_some_and(|c| start < c || (start == c && d.span.is_empty())) {
-            continue;
-        }
-        covered_to = Some(end.max(start + 1));
-        let message = d.message.unwrap_or_else(|| "invalid KDL syntax".into());
-        let span = narrow(ctx.text, start, end, d.label.as_deref());
-        let label = d.label.unwrap_or_else(|| "here".into());
-        let label = match label.strip_prefix("not ") {
-            Some(what) => format!("expected {what}"),
-            None => label,
-        };
-        ctx.error(
-            span,
-            message,
-            label,
-            Some(d.help.unwrap_or_else(|| {
-                "see https://kdl.dev for KDL 2 syntax (booleans are #true/#false)".into()
-            })),
-        );
-    }
-    if ctx.problems.is_empty() {
-        ctx.error(
-            SourceSpan::new(0.into(), 0),
-            "invalid KDL syntax",
-            "here",
-            None,
-        );
-    }
-}
-
-/// For a bad property value kdl spans from an earlier point (the node, or even the document
-/// start) to the value; point at the value itself.
-fn narrow(text: &str, start: usize, end: usize, label: Option<&str>) -> SourceSpan {
-    let start = start.min(text.len());
-    let end = end.min(text.len()).max(start);
-    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
-        return SourceSpan::new(start.into(), end - start);
-    }
-    if label == Some("not property value") {
-        let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1).max(start);
-        let value_start = text[line_start..end]
-            .rfind('=')
-            .map_or(end, |i| line_start + i + 1);
-        let rest = &text[value_start..];
-        let token = rest
-            .find(|c: char| c.is_whitespace() || c == ';' || c == '}')
-            .unwrap_or(rest.len());
-        if token > 0 {
-            return SourceSpan::new(value_start.into(), token);
-        }
-        let eq = value_start.saturating_sub(1).max(start);
-        return SourceSpan::new(eq.into(), value_start - eq);
-    }
-    let first_line = text[start..end].split('\n').next().unwrap_or("");
-    SourceSpan::new(start.into(), first_line.len())
-}
-
 fn decode(
     ctx: &mut Ctx<'_>,
     doc: &KdlDocument,
@@ -199,11 +98,24 @@ fn decode(
 ) -> Option<Scenario> {
     let nodes = doc.nodes();
     params::collect(ctx, nodes, overrides);
+    let mut s = empty_scenario(ctx, source);
+    let mut top = TopLevel::default();
+    for node in nodes {
+        if top.admit(ctx, node) {
+            top.read(ctx, node, &mut s);
+        }
+    }
+    top.check(ctx, nodes, &mut s);
+    Some(s)
+}
+
+/// The scenario before its nodes are read: every default, named after its file.
+fn empty_scenario(ctx: &Ctx<'_>, source: Source) -> Scenario {
     let default_name = source.path.file_stem().map_or_else(
         || "scenario".to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let mut s = Scenario {
+    Scenario {
         source,
         name: default_name,
         description: None,
@@ -225,30 +137,43 @@ fn decode(
         goodput: None,
         report: ReportSpec::default(),
         telemetry: None,
-    };
-    let mut once = Once::default();
-    let mut dataset_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
-    let mut stage_names: BTreeMap<String, SourceSpan> = BTreeMap::new();
-    let mut dataset_refs = Vec::new();
-    let mut anchor = None;
-    let mut sim_metric_refs = Vec::new();
-    for node in nodes {
+    }
+}
+
+/// What reading the top-level nodes gathers for the checks across them (names declared and
+/// referred to), which can run only once every node is read.
+#[derive(Default)]
+struct TopLevel {
+    once: Once,
+    dataset_names: BTreeMap<String, SourceSpan>,
+    stage_names: BTreeMap<String, SourceSpan>,
+    dataset_refs: Vec<Spanned<String>>,
+    /// Where a problem of the whole scenario is shown: its `scenario` node, else its first.
+    anchor: Option<SourceSpan>,
+    sim_metric_refs: Vec<SourceSpan>,
+}
+
+impl TopLevel {
+    /// Whether `node` is to be read: a known top-level node, and the first of its name where
+    /// only one may be.
+    fn admit(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode) -> bool {
         let name = node.name().value();
-        anchor.get_or_insert(ctx.name_span(node));
+        self.anchor.get_or_insert(ctx.name_span(node));
         match name {
-            "param" => {}
-            "dataset" | "stage" | "sla" => {}
+            "param" | "dataset" | "stage" | "sla" => true,
             _ if !TOP.contains(&name) => {
                 ctx.unknown_node(node, "the scenario", TOP);
-                continue;
+                false
             }
-            _ if !once.first(ctx, node, "the scenario") => continue,
-            _ => {}
+            _ => self.once.first(ctx, node, "the scenario"),
         }
-        match name {
+    }
+
+    fn read(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
+        match node.name().value() {
             "scenario" => {
-                anchor = Some(ctx.name_span(node));
-                meta(ctx, node, &mut s);
+                self.anchor = Some(ctx.name_span(node));
+                meta(ctx, node, s);
             }
             "target" => s.target = target::parse(ctx, node),
             "tokenizer" => {
@@ -259,7 +184,7 @@ fn decode(
             "dataset" => {
                 let (name, ds) = dataset::parse(ctx, node);
                 if let Some(n) = name
-                    && unique(ctx, &mut dataset_names, &n, "dataset")
+                    && unique(ctx, &mut self.dataset_names, &n, "dataset")
                     && let Some(ds) = ds
                 {
                     s.datasets.push(ds);
@@ -268,9 +193,9 @@ fn decode(
             "stage" => {
                 let out = stage::parse(ctx, node);
                 s.sla.extend(out.sla);
-                dataset_refs.extend(out.dataset);
+                self.dataset_refs.extend(out.dataset);
                 if let Some(n) = out.name
-                    && unique(ctx, &mut stage_names, &n, "stage")
+                    && unique(ctx, &mut self.stage_names, &n, "stage")
                     && let Some(st) = out.stage
                 {
                     s.stages.push(st);
@@ -295,30 +220,39 @@ fn decode(
             "report" => s.report = report(ctx, node),
             "telemetry" => {
                 let out = telemetry::parse(ctx, node);
-                sim_metric_refs = out.sim_refs;
+                self.sim_metric_refs = out.sim_refs;
                 s.telemetry = Some(out.config);
             }
             _ => {}
         }
     }
-    if stage_names.is_empty() && !nodes.iter().any(|n| n.name().value() == "stage") {
-        ctx.error(
-            anchor.unwrap_or_else(|| SourceSpan::new(0.into(), 0)),
-            "the scenario has no stage",
-            "at least one `stage` is needed",
-            Some("add e.g. stage \"steady\" { dataset \"NAME\"; arrival \"poisson\" rate=10; duration \"60s\" }".into()),
+
+    /// The checks across nodes: a stage exists, and every name referred to is declared.
+    fn check(self, ctx: &mut Ctx<'_>, nodes: &[KdlNode], s: &mut Scenario) {
+        let mut dataset_refs = self.dataset_refs;
+        if self.stage_names.is_empty() && !nodes.iter().any(|n| n.name().value() == "stage") {
+            ctx.error(
+                self.anchor.unwrap_or_else(|| SourceSpan::new(0.into(), 0)),
+                "the scenario has no stage",
+                "at least one `stage` is needed",
+                Some("add e.g. stage \"steady\" { dataset \"NAME\"; arrival \"poisson\" rate=10; duration \"60s\" }".into()),
+            );
+        }
+        if let Some(d) = s.warmup.as_ref().and_then(|w| w.dataset.clone()) {
+            dataset_refs.push(d);
+        }
+        check_refs(
+            ctx,
+            s,
+            &dataset_refs,
+            &self.dataset_names,
+            &self.stage_names,
         );
+        super::until::check_scenario(ctx, s);
+        telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
     }
-    if let Some(d) = s.warmup.as_ref().and_then(|w| w.dataset.clone()) {
-        dataset_refs.push(d);
-    }
-    check_refs(ctx, &s, &dataset_refs, &dataset_names, &stage_names);
-    super::until::check_scenario(ctx, &s);
-    telemetry::check_sim_refs(ctx, &s.target, &sim_metric_refs);
-    Some(s)
 }
 
-/// Settings of a later `sla` block fill what earlier ones left unset.
 fn merge_policy(into: &mut super::model::SlaPolicySpec, from: super::model::SlaPolicySpec) {
     into.confidence = from.confidence.or(into.confidence);
     into.inconclusive = from.inconclusive.or(into.inconclusive);

@@ -176,48 +176,78 @@ pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
             cr.finish(ctx);
             continue;
         }
-        match name {
-            "rate" => {
-                bounds_seen = true;
-                let from = required(ctx, &mut cr, "from").and_then(|v| ctx.rate(&v, "from"));
-                let to = required(ctx, &mut cr, "to").and_then(|v| ctx.rate(&v, "to"));
-                bounds = from.zip(to);
-            }
-            "concurrency" => {
-                bounds_seen = true;
-                spec.axis = SearchAxis::Concurrency;
-                let from = required(ctx, &mut cr, "from")
-                    .and_then(|v| ctx.u32_at_least(&v, "from", 1))
-                    .map(|n| Rate(f64::from(n)));
-                let to = required(ctx, &mut cr, "to")
-                    .and_then(|v| ctx.u32_at_least(&v, "to", 1))
-                    .map(|n| Rate(f64::from(n)));
-                bounds = from.zip(to);
-            }
-            "tolerance" => match one_arg(ctx, &mut cr, "a tolerance such as \"5%\"") {
-                Some(v) => match tolerance(ctx, &v) {
-                    Some(t) => spec.tolerance = t,
-                    None => ok = false,
-                },
-                None => ok = false,
-            },
-            "max-probes" => {
-                match one_arg(ctx, &mut cr, "a count").and_then(|v| ctx.uint(&v, name, 2, 1000)) {
-                    Some(n) => spec.max_probes = n as u32,
-                    None => ok = false,
-                }
-            }
-            _ => match one_arg(ctx, &mut cr, "a duration")
-                .and_then(|v| ctx.positive_duration(&v, name))
-            {
-                Some(d) if name == "probe" => spec.probe = d,
-                Some(d) => spec.max_time = d,
-                None => ok = false,
-            },
+        if name == "rate" || name == "concurrency" {
+            bounds_seen = true;
+            bounds = search_bounds(ctx, &mut cr, name, &mut spec);
+        } else {
+            ok &= search_setting(ctx, &mut cr, name, &mut spec);
         }
         cr.finish(ctx);
     }
     r.finish(ctx);
+    (spec.from, spec.to) = search_range(ctx, node, bounds)?;
+    ok.then_some(ProfileSpec::Search(spec))
+}
+
+/// `rate from=… to=…` or `concurrency from=… to=…` (which makes it a concurrency search).
+fn search_bounds(
+    ctx: &mut Ctx<'_>,
+    cr: &mut NodeReader<'_>,
+    name: &str,
+    spec: &mut SearchSpec,
+) -> Option<(Rate, Rate)> {
+    if name == "rate" {
+        let from = required(ctx, cr, "from").and_then(|v| ctx.rate(&v, "from"));
+        let to = required(ctx, cr, "to").and_then(|v| ctx.rate(&v, "to"));
+        return from.zip(to);
+    }
+    spec.axis = SearchAxis::Concurrency;
+    let from = required(ctx, cr, "from")
+        .and_then(|v| ctx.u32_at_least(&v, "from", 1))
+        .map(|n| Rate(f64::from(n)));
+    let to = required(ctx, cr, "to")
+        .and_then(|v| ctx.u32_at_least(&v, "to", 1))
+        .map(|n| Rate(f64::from(n)));
+    from.zip(to)
+}
+
+/// One of `search`'s settings (`tolerance`, `max-probes`, `max-time`, `probe`) into `spec`;
+/// false when it was invalid (and reported).
+fn search_setting(
+    ctx: &mut Ctx<'_>,
+    cr: &mut NodeReader<'_>,
+    name: &str,
+    spec: &mut SearchSpec,
+) -> bool {
+    match name {
+        "tolerance" => match one_arg(ctx, cr, "a tolerance such as \"5%\"") {
+            Some(v) => match tolerance(ctx, &v) {
+                Some(t) => spec.tolerance = t,
+                None => return false,
+            },
+            None => return false,
+        },
+        "max-probes" => match one_arg(ctx, cr, "a count").and_then(|v| ctx.uint(&v, name, 2, 1000))
+        {
+            Some(n) => spec.max_probes = n as u32,
+            None => return false,
+        },
+        _ => match one_arg(ctx, cr, "a duration").and_then(|v| ctx.positive_duration(&v, name)) {
+            Some(d) if name == "probe" => spec.probe = d,
+            Some(d) => spec.max_time = d,
+            None => return false,
+        },
+    }
+    true
+}
+
+/// The search's bounds, once its children are read: present (reported unless a bounds node
+/// was there and already reported as invalid) and a non-empty range.
+fn search_range(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+    bounds: Option<(Rate, Rate)>,
+) -> Option<(Rate, Rate)> {
     let Some((from, to)) = bounds else {
         if !node.children().is_some_and(|d| {
             d.nodes()
@@ -242,8 +272,7 @@ pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
         );
         return None;
     }
-    (spec.from, spec.to) = (from, to);
-    ok.then_some(ProfileSpec::Search(spec))
+    Some((from, to))
 }
 
 /// `"5%"` or a fraction such as `0.05`; strictly between 0 and 1.

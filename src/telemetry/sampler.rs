@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::config::{SourceConfig, TelemetryConfig};
 use super::error::{ScrapeError, TelemetryError};
 use super::gpu::GpuDevice;
+use super::kind::PrometheusKind;
 use super::nvml::{GpuOpenError, open_nvml};
 use super::prometheus::{PromOutcome, probe_all, run_prometheus};
 use super::record::GpuRecorder;
@@ -101,45 +102,7 @@ impl Telemetry {
         for source in &config.sources {
             match source {
                 SourceConfig::Nvml { devices, required } => {
-                    let (tx, rx) = std_mpsc::channel();
-                    let (done_tx, done_rx) = oneshot::channel();
-                    let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
-                    let open = opener();
-                    let devices = devices.clone();
-                    let recent = Arc::clone(&recent);
-                    std::thread::Builder::new()
-                        .name("infermeter-nvml".into())
-                        .spawn(move || {
-                            let devs = match open(devices.as_deref()) {
-                                Ok(d) => {
-                                    let _ = ready_tx.send(Ok(()));
-                                    d
-                                }
-                                Err(e) => {
-                                    let _ = ready_tx.send(Err(e));
-                                    return;
-                                }
-                            };
-                            let rec = gpu_loop(&devs, &rx, started, interval, &recent);
-                            let _ = done_tx.send(rec);
-                        })
-                        .map_err(TelemetryError::Spawn)?;
-                    match ready_rx.recv() {
-                        Ok(Ok(())) => {
-                            handle.senders.push(Sender::Thread(tx));
-                            handle.sources.push(SourceDone::Gpu(done_rx));
-                        }
-                        Ok(Err(reason)) if *required => {
-                            return Err(TelemetryError::NvmlUnavailable { reason });
-                        }
-                        Ok(Err(reason)) => push_warning(
-                            &warnings,
-                            format!("telemetry source `nvml` unavailable, not sampled: {reason}"),
-                        ),
-                        Err(_) => {
-                            return Err(TelemetryError::Died("the NVML thread died".into()));
-                        }
-                    }
+                    handle.add_nvml(opener(), devices.clone(), *required, interval)?;
                 }
                 SourceConfig::Prometheus {
                     url,
@@ -162,18 +125,7 @@ impl Telemetry {
                         );
                         continue;
                     }
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    let task = rt.spawn(run_prometheus(
-                        url.to_string(),
-                        *kind,
-                        rx,
-                        started,
-                        interval,
-                        Arc::clone(&warnings),
-                        Arc::clone(&recent),
-                    ));
-                    handle.senders.push(Sender::Task(tx));
-                    handle.sources.push(SourceDone::Prometheus(task));
+                    handle.add_prometheus(rt, url.to_string(), *kind, interval);
                 }
             }
         }
@@ -267,6 +219,79 @@ pub struct TelemetryHandle {
 }
 
 impl TelemetryHandle {
+    /// Starts an `nvml` source's sampling thread, which opens the GPUs itself (NVML calls
+    /// block); waits until they are open. An optional source that cannot open them becomes a
+    /// warning.
+    fn add_nvml(
+        &mut self,
+        open: GpuOpener,
+        devices: Option<Vec<u32>>,
+        required: bool,
+        interval: std::time::Duration,
+    ) -> Result<(), TelemetryError> {
+        let (tx, rx) = std_mpsc::channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
+        let recent = Arc::clone(&self.recent);
+        let started = self.started;
+        std::thread::Builder::new()
+            .name("infermeter-nvml".into())
+            .spawn(move || {
+                let devs = match open(devices.as_deref()) {
+                    Ok(d) => {
+                        let _ = ready_tx.send(Ok(()));
+                        d
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let rec = gpu_loop(&devs, &rx, started, interval, &recent);
+                let _ = done_tx.send(rec);
+            })
+            .map_err(TelemetryError::Spawn)?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {
+                self.senders.push(Sender::Thread(tx));
+                self.sources.push(SourceDone::Gpu(done_rx));
+            }
+            Ok(Err(reason)) if required => {
+                return Err(TelemetryError::NvmlUnavailable { reason });
+            }
+            Ok(Err(reason)) => push_warning(
+                &self.warnings,
+                format!("telemetry source `nvml` unavailable, not sampled: {reason}"),
+            ),
+            Err(_) => {
+                return Err(TelemetryError::Died("the NVML thread died".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a (probed, reachable) Prometheus source's sampling task on `rt`.
+    fn add_prometheus(
+        &mut self,
+        rt: &Handle,
+        url: String,
+        kind: Option<PrometheusKind>,
+        interval: std::time::Duration,
+    ) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = rt.spawn(run_prometheus(
+            url,
+            kind,
+            rx,
+            self.started,
+            interval,
+            Arc::clone(&self.warnings),
+            Arc::clone(&self.recent),
+        ));
+        self.senders.push(Sender::Task(tx));
+        self.sources.push(SourceDone::Prometheus(task));
+    }
+
     /// Seconds since telemetry started: the time base of every series.
     pub fn elapsed_s(&self) -> f64 {
         self.started.elapsed().as_secs_f64()

@@ -6,6 +6,8 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 
+use std::path::{Path, PathBuf};
+
 use crate::support::{self, SimProcess};
 
 const TOKEN_ENV: &str = "INFERMETER_COORDINATOR_TOKEN";
@@ -30,15 +32,12 @@ sla {{ assert "ttft.p50 < 5s"; }}
     )
 }
 
-#[test]
-fn shards_merged_by_the_command_add_up_and_bad_sets_are_refused() {
-    let sim = SimProcess::start(&["--jitter", "0"]);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let s = scenario(dir, &sim.base_url);
+/// Runs `scenario` as two uncoordinated shards into `dir/shard-N`, checking that each ran
+/// its own share of the same plan; their directories.
+fn run_two_shards(scenario: &Path, dir: &Path) -> Vec<PathBuf> {
     let shard_dirs: Vec<_> = (0..2).map(|i| dir.join(format!("shard-{i}"))).collect();
     for (i, d) in shard_dirs.iter().enumerate() {
-        let out = support::run(&s, d, &["--shard", &format!("{i}/2")]);
+        let out = support::run(scenario, d, &["--shard", &format!("{i}/2")]);
         assert!(
             out.status.code().is_some_and(|c| c != 2 && c != 3),
             "{}",
@@ -68,6 +67,16 @@ fn shards_merged_by_the_command_add_up_and_bad_sets_are_refused() {
             "{stage}"
         );
     }
+    shard_dirs
+}
+
+#[test]
+fn shards_merged_by_the_command_add_up_and_bad_sets_are_refused() {
+    let sim = SimProcess::start(&["--jitter", "0"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let s = scenario(dir, &sim.base_url);
+    let shard_dirs = run_two_shards(&s, dir);
 
     let merged = dir.join("merged");
     let files: Vec<String> = shard_dirs

@@ -277,20 +277,12 @@ fn post(co: &Coordinate, shard: u32, instance: &str, body: &[u8]) -> (u16, Strin
     (a.status, a.body)
 }
 
-#[test]
-fn each_result_is_accepted_once_from_its_own_shard_checked_and_capped() {
-    let sim = SimProcess::start(&["--jitter", "0"]);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let s = scenario(dir, &sim.base_url);
-    let [r0, r1] = shard_results(dir, &s);
-    let plan = r0["plan_hash"].as_str().unwrap().to_string();
-    let co = Coordinate::start(dir, &s, 2);
-
-    // Both shards join (the barrier holds each until the other has come).
+/// Both shards join (the barrier holds each until the other has come); another process,
+/// another shard count or another plan is refused.
+fn both_join_and_no_other(co: &Coordinate, plan: &str) {
     let joins: Vec<_> = [(0, "aa"), (1, "bb")]
         .map(|(i, inst)| {
-            let (co_addr, token, plan) = (co.addr, co.token.clone(), plan.clone());
+            let (co_addr, token, plan) = (co.addr, co.token.clone(), plan.to_string());
             std::thread::spawn(move || {
                 let body = json!({"shard": i, "count": 2, "instance": inst, "step": 0,
                                   "stage": "only", "plan_hash": plan});
@@ -310,24 +302,27 @@ fn each_result_is_accepted_once_from_its_own_shard_checked_and_capped() {
         assert_eq!(a.status, 200, "{}", a.body);
         assert!(a.body.contains("run_id"), "{}", a.body);
     }
-    let (code, why) = arrive(&co, 1, 2, "cc", &plan);
+    let (code, why) = arrive(co, 1, 2, "cc", plan);
     assert_eq!(code, 409, "{why}");
     assert!(why.contains("already joined"), "{why}");
-    let (code, why) = arrive(&co, 1, 3, "bb", &plan);
+    let (code, why) = arrive(co, 1, 3, "bb", plan);
     assert_eq!(code, 409, "{why}");
     assert!(why.contains("of a 2-shard run"), "{why}");
-    let (code, why) = arrive(&co, 1, 2, "bb", "0123456789abcdef");
+    let (code, why) = arrive(co, 1, 2, "bb", "0123456789abcdef");
     assert_eq!(code, 409, "{why}");
+}
 
+/// Not the process that joined shard 1; not shard 1's result; counts that do not add up; more
+/// requests than shard 1's slice of the plan.
+fn wrong_results_are_refused(co: &Coordinate, r0: &Value, r1: &Value) {
     let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
-    // Not the process that joined shard 1; not shard 1's result; counts that do not add up.
-    assert_eq!(post(&co, 1, "cc", &bytes(&r1)).0, 409);
-    let (code, why) = post(&co, 1, "bb", &bytes(&r0));
+    assert_eq!(post(co, 1, "cc", &bytes(r1)).0, 409);
+    let (code, why) = post(co, 1, "bb", &bytes(r0));
     assert_eq!(code, 422, "{why}");
     assert!(why.contains("not shard 1's own result"), "{why}");
     let mut bad = r1.clone();
     bad["stages"][0]["requests"]["failed"] = json!(5);
-    let (code, why) = post(&co, 1, "bb", &bytes(&bad));
+    let (code, why) = post(co, 1, "bb", &bytes(&bad));
     assert_eq!(code, 422, "{why}");
     assert!(why.contains("stages[0].requests.failed = 5"), "{why}");
     // Consistent, but more requests than shard 1's slice of the plan.
@@ -337,14 +332,16 @@ fn each_result_is_accepted_once_from_its_own_shard_checked_and_capped() {
     st["requests"]["sent"] = json!(st["requests"]["sent"].as_u64().unwrap() + 1);
     st["requests"]["failed"] = json!(st["requests"]["failed"].as_u64().unwrap() + 1);
     st["requests"]["errors"]["timeout"] = json!(1);
-    let (code, why) = post(&co, 1, "bb", &bytes(&more));
+    let (code, why) = post(co, 1, "bb", &bytes(&more));
     assert_eq!(code, 422, "{why}");
     assert!(
         why.contains("sent 4 requests; shard 1 of 2 plans exactly 3"),
         "{why}"
     );
+}
 
-    // Bodies beyond the plan's cap: refused on the head, or as they stream.
+/// Bodies beyond the plan's cap: refused on the head, or as they stream.
+fn bodies_past_the_cap_are_refused(co: &Coordinate) {
     let (c, why) = {
         let a = call_declaring(
             co.addr,
@@ -366,6 +363,23 @@ fn each_result_is_accepted_once_from_its_own_shard_checked_and_capped() {
         taken < 128 << 20,
         "{taken} bytes read of a body past the cap"
     );
+}
+
+#[test]
+fn each_result_is_accepted_once_from_its_own_shard_checked_and_capped() {
+    let sim = SimProcess::start(&["--jitter", "0"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let s = scenario(dir, &sim.base_url);
+    let [r0, r1] = shard_results(dir, &s);
+    let plan = r0["plan_hash"].as_str().unwrap().to_string();
+    let co = Coordinate::start(dir, &s, 2);
+
+    both_join_and_no_other(&co, &plan);
+
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    wrong_results_are_refused(&co, &r0, &r1);
+    bodies_past_the_cap_are_refused(&co);
 
     // Shard 1's result once; a second, clean one replaces nothing.
     let first = bytes(&r1);

@@ -198,15 +198,8 @@ fn shard_args(scenario: &Path, i: u32, coordinator: &str, out: &Path) -> Vec<Str
     .to_vec()
 }
 
-#[test]
-fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let mut hosts = Hosts::new(&["lg0", "lg1", "lg2", "sim"]);
+/// Starts the simulator on host `sim`; its address once it listens.
+fn start_sim(hosts: &mut Hosts) -> String {
     let sim_addr = Hosts::addr(3);
     let mut sim = hosts.infermeter(
         "sim",
@@ -227,34 +220,58 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
     BufReader::new(hosts.children[s].stdout.take().unwrap())
         .read_line(&mut line)
         .expect("the simulator prints its address once it listens");
-    let scenario = scenario(dir, &sim_addr);
-    let coordinator = format!("{}:7777", Hosts::addr(0));
+    sim_addr
+}
 
-    // The distributed run: a coordinator on lg0, one shard on each load-generator host.
-    let merged_dir = dir.join("merged");
-    let mut co = hosts.infermeter(
-        "lg0",
-        &[
-            "coordinate".to_string(),
-            scenario.display().to_string(),
-            "--shards=3".into(),
-            format!("--listen={coordinator}"),
-            format!("--out={}", merged_dir.display()),
-        ],
-    );
+/// A coordinator of 3 shards on lg0, listening on `listen`, merging into `out`.
+fn start_coordinator(
+    hosts: &mut Hosts,
+    scenario: &Path,
+    listen: &str,
+    out: &Path,
+    extra: &[&str],
+) -> usize {
+    let mut args = vec![
+        "coordinate".to_string(),
+        scenario.display().to_string(),
+        "--shards=3".into(),
+        format!("--listen={listen}"),
+        format!("--out={}", out.display()),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let mut co = hosts.infermeter("lg0", &args);
     co.stdout(Stdio::null());
-    let co = hosts.spawn(co);
-    let shard_dirs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("shard-{i}"))).collect();
-    let shards: Vec<usize> = (0..3u32)
+    hosts.spawn(co)
+}
+
+/// One shard on each load-generator host, shard `i` writing into `dirs[i]`.
+fn start_shards(
+    hosts: &mut Hosts,
+    scenario: &Path,
+    coordinator: &str,
+    dirs: &[PathBuf],
+    stderr: fn() -> Stdio,
+) -> Vec<usize> {
+    (0..3u32)
         .map(|i| {
             let mut c = hosts.infermeter(
                 &format!("lg{i}"),
-                &shard_args(&scenario, i, &coordinator, &shard_dirs[i as usize]),
+                &shard_args(scenario, i, coordinator, &dirs[i as usize]),
             );
-            c.stdout(Stdio::null());
+            c.stdout(Stdio::null()).stderr(stderr());
             hosts.spawn(c)
         })
-        .collect();
+        .collect()
+}
+
+/// The distributed run: a coordinator on lg0, one shard on each load-generator host, every
+/// one exiting 0; the merged result and the shards' directories.
+fn distributed_run(hosts: &mut Hosts, dir: &Path, scenario: &Path) -> (Value, Vec<PathBuf>) {
+    let coordinator = format!("{}:7777", Hosts::addr(0));
+    let merged_dir = dir.join("merged");
+    let co = start_coordinator(hosts, scenario, &coordinator, &merged_dir, &[]);
+    let shard_dirs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("shard-{i}"))).collect();
+    let shards = start_shards(hosts, scenario, &coordinator, &shard_dirs, Stdio::inherit);
     let codes: Vec<i32> = shards
         .iter()
         .map(|&i| hosts.wait(i, Duration::from_secs(300)))
@@ -269,10 +286,13 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
     assert_eq!(co_code, 0);
     assert_eq!(merged["shards"]["count"], 3);
     assert!(merged["shards"]["missing"].is_null());
+    (merged, shard_dirs)
+}
 
-    // Every planned request exactly once, and the counts add up.
+/// Every planned request exactly once, and the counts add up.
+fn each_request_sent_once(merged: &Value, shard_dirs: &[PathBuf]) {
     let mut seen: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    for d in &shard_dirs {
+    for d in shard_dirs {
         for (stage, index) in sent(d) {
             assert!(
                 seen.entry(stage.clone()).or_default().insert(index),
@@ -281,7 +301,7 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         }
     }
     for stage in ["steady", "closed"] {
-        let m = support::stage(&merged, stage);
+        let m = support::stage(merged, stage);
         let planned = m["planned"]["requests"].as_u64().unwrap();
         let want: BTreeSet<u64> = (0..planned).collect();
         assert_eq!(seen[stage], want, "{stage}: the shards' union is the plan");
@@ -298,8 +318,11 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         assert_eq!(m["requests"]["failed"], 0, "{stage}");
     }
     assert_eq!(seen["warmup"].len(), 6);
+}
 
-    // The same plan in one process against the same simulator.
+/// The same plan in one process against the same simulator: the same counts, and latencies
+/// within a decode step (and the histograms' precision) of the merged run's.
+fn same_as_one_process(hosts: &mut Hosts, dir: &Path, scenario: &Path, merged: &Value) {
     let single_dir = dir.join("single");
     let mut one = hosts.infermeter(
         "lg0",
@@ -318,7 +341,7 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
     let single = results(&single_dir);
     for stage in ["steady", "closed"] {
         let (m, s) = (
-            support::stage(&merged, stage),
+            support::stage(merged, stage),
             support::stage(&single, stage),
         );
         assert_eq!(m["requests"]["sent"], s["requests"]["sent"], "{stage}");
@@ -335,48 +358,16 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
             );
         }
     }
+}
 
-    // A shard killed mid-run: the merged result says it is partial.
+/// A shard killed mid-run: the merged result says it is partial.
+fn a_killed_shard_leaves_a_partial_merge(hosts: &mut Hosts, dir: &Path, scenario: &Path) {
     let killed_merged = dir.join("killed-merged");
     let co2 = format!("{}:7778", Hosts::addr(0));
-    let mut c = hosts.infermeter(
-        "lg0",
-        &[
-            "coordinate".to_string(),
-            scenario.display().to_string(),
-            "--shards=3".into(),
-            format!("--listen={co2}"),
-            format!("--out={}", killed_merged.display()),
-            "--wait=5s".into(),
-        ],
-    );
-    c.stdout(Stdio::null());
-    let c = hosts.spawn(c);
+    let c = start_coordinator(hosts, scenario, &co2, &killed_merged, &["--wait=5s"]);
     let dirs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("killed-{i}"))).collect();
-    let procs: Vec<usize> = (0..3u32)
-        .map(|i| {
-            let mut c = hosts.infermeter(
-                &format!("lg{i}"),
-                &shard_args(&scenario, i, &co2, &dirs[i as usize]),
-            );
-            c.stdout(Stdio::null()).stderr(Stdio::null());
-            hosts.spawn(c)
-        })
-        .collect();
-    // Shard 2 is killed once its rows of the steady stage reach the disk (mid-stage: the
-    // row buffer fills well before the stage's end).
-    let until = Instant::now() + Duration::from_secs(120);
-    loop {
-        let text = std::fs::read_to_string(dirs[2].join("requests.jsonl")).unwrap_or_default();
-        if text.contains("\"stage\":\"steady\"") {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "shard 2 never reached the steady stage"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let procs = start_shards(hosts, scenario, &co2, &dirs, Stdio::null);
+    wait_for_steady_rows(&dirs[2]);
     hosts.children[procs[2]].kill().expect("kill shard 2");
     let codes: Vec<i32> = procs[..2]
         .iter()
@@ -402,4 +393,38 @@ fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
         let reasons = v["reasons"].to_string();
         assert!(reasons.contains("partial"), "{stage}: {reasons}");
     }
+}
+
+/// Waits until shard 2's rows of the steady stage reach the disk (mid-stage: the row buffer
+/// fills well before the stage's end).
+fn wait_for_steady_rows(dir: &Path) {
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+        if text.contains("\"stage\":\"steady\"") {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "shard 2 never reached the steady stage"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn shards_on_three_hosts_send_the_plan_once_and_merge_exactly() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut hosts = Hosts::new(&["lg0", "lg1", "lg2", "sim"]);
+    let sim_addr = start_sim(&mut hosts);
+    let scenario = scenario(dir, &sim_addr);
+    let (merged, shard_dirs) = distributed_run(&mut hosts, dir, &scenario);
+    each_request_sent_once(&merged, &shard_dirs);
+    same_as_one_process(&mut hosts, dir, &scenario, &merged);
+    a_killed_shard_leaves_a_partial_merge(&mut hosts, dir, &scenario);
 }

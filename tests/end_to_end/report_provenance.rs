@@ -4,6 +4,8 @@
 //! the server said about itself; every report form is written; the console shows the point
 //! of a sweep, elapsed time and the lag unit.
 
+use std::path::Path;
+
 use sha2::{Digest, Sha256};
 
 use crate::support::{self, SimProcess};
@@ -79,7 +81,15 @@ fn results_say_where_they_came_from_and_every_report_form_is_written() {
     assert!(stdout.contains("lag p99 ms"), "{stdout}");
     assert!(!stdout.contains('\u{1b}'), "--color never");
 
-    let r = support::results(&out);
+    provenance_recorded(&out);
+    no_secret_and_every_form_written(&out);
+    report_renders_every_form(&out);
+}
+
+/// The build, the command line, the params, tags and file hash, the host (without its name)
+/// and what the server said about itself.
+fn provenance_recorded(out: &Path) {
+    let r = support::results(out);
     let p = &r["provenance"];
     assert_eq!(p["build"]["version"], env!("CARGO_PKG_VERSION"));
     assert!(!p["build"]["commit"].as_str().unwrap().is_empty());
@@ -116,7 +126,10 @@ fn results_say_where_they_came_from_and_every_report_form_is_written() {
             "{path} answered: {server}"
         );
     }
+}
 
+/// Every file the run wrote: no URL password in any; each form shaped for where it is read.
+fn no_secret_and_every_form_written(out: &Path) {
     for file in [
         "results.json",
         "report.md",
@@ -146,8 +159,10 @@ fn results_say_where_they_came_from_and_every_report_form_is_written() {
     assert!(rows[1].starts_with("sweep@10rps,sweep,10,"), "{}", rows[1]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("class=\"infermeter-plot\" data-kind=\"profile\""));
+}
 
-    // `report` renders every form from the saved results.
+/// `report` renders every form from the saved results.
+fn report_renders_every_form(out: &Path) {
     for (format, marker) in [
         ("html", "<!DOCTYPE html>"),
         ("csv", "stage,profile_group"),

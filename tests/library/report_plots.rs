@@ -322,18 +322,8 @@ fn group() -> ProfileGroup {
     }
 }
 
-#[test]
-fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_sla_max() {
-    let g = group();
-    let svg = profile_svg(&[("", &g)]).unwrap();
-    keep("profile.svg", &svg);
-    let doc = Document::parse(&svg).unwrap();
-    let root = doc.root_element();
-    assert_eq!(root.attribute("data-kind"), Some("profile"));
-    let panels = by_class(root, "panel");
-    assert_eq!(panels.len(), 2);
-    let top = panels[0];
-    let names = ["TTFT p50", "TTFT p99", "ITL p99", "E2E p99"];
+/// Each latency series drawn once, a point per load, in a colour and marker of its own.
+fn series_apart(top: Node, names: &[&str]) {
     let mut looks = Vec::new();
     for name in names {
         let s = series(top, name);
@@ -360,6 +350,46 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
             );
         }
     }
+}
+
+/// The knee and the SLA maximum at their points' achieved throughput, labelled with their
+/// offered load, and the latency SLA as a horizontal line.
+fn first_run_references(top: Node, x: &AxisDrawn, y: &AxisDrawn) {
+    // The knee at the knee point's achieved throughput, labelled with its offered load.
+    let knee = refs(top, "knee");
+    assert_eq!(knee.len(), 1);
+    assert_eq!(attr(&knee[0], "data-value"), 19.5);
+    assert!((ref_x(&knee[0]) - x.pixel(19.5)).abs() < 0.6);
+    assert_eq!(text_of(&knee[0]), "knee 20 req/s");
+    let max = refs(top, "sla-max");
+    assert_eq!(text_of(&max[0]), "SLA max 15 req/s");
+    assert!((ref_x(&max[0]) - x.pixel(14.8)).abs() < 0.6);
+    // The latency SLA as a horizontal line at 500 ms.
+    let limit = refs(top, "threshold");
+    assert_eq!(limit.len(), 1);
+    assert_eq!(limit[0].attribute("data-axis"), Some("y"));
+    let line = limit[0]
+        .children()
+        .find(|c| c.has_tag_name("line"))
+        .unwrap();
+    assert_eq!(attr(&line, "y1"), attr(&line, "y2"), "horizontal");
+    assert!((attr(&line, "y1") - y.pixel(500.0)).abs() < 0.6);
+    assert_eq!(text_of(&limit[0]), "ttft.p99 < 500ms");
+}
+
+#[test]
+fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_sla_max() {
+    let g = group();
+    let svg = profile_svg(&[("", &g)]).unwrap();
+    keep("profile.svg", &svg);
+    let doc = Document::parse(&svg).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.attribute("data-kind"), Some("profile"));
+    let panels = by_class(root, "panel");
+    assert_eq!(panels.len(), 2);
+    let top = panels[0];
+    let names = ["TTFT p50", "TTFT p99", "ITL p99", "E2E p99"];
+    series_apart(top, &names);
     let legend: Vec<String> = by_class(root, "legend-entry")
         .iter()
         .map(|e| e.attribute("data-name").unwrap().to_string())
@@ -386,26 +416,7 @@ fn the_profile_plots_latency_against_achieved_throughput_with_labelled_knee_and_
         text_of(&by_class(axis, "axis-title")[0])
     };
     assert!(title(top, "x").starts_with("achieved throughput"));
-    // The knee at the knee point's achieved throughput, labelled with its offered load.
-    let knee = refs(top, "knee");
-    assert_eq!(knee.len(), 1);
-    assert_eq!(attr(&knee[0], "data-value"), 19.5);
-    assert!((ref_x(&knee[0]) - x.pixel(19.5)).abs() < 0.6);
-    assert_eq!(text_of(&knee[0]), "knee 20 req/s");
-    let max = refs(top, "sla-max");
-    assert_eq!(text_of(&max[0]), "SLA max 15 req/s");
-    assert!((ref_x(&max[0]) - x.pixel(14.8)).abs() < 0.6);
-    // The latency SLA as a horizontal line at 500 ms.
-    let limit = refs(top, "threshold");
-    assert_eq!(limit.len(), 1);
-    assert_eq!(limit[0].attribute("data-axis"), Some("y"));
-    let line = limit[0]
-        .children()
-        .find(|c| c.has_tag_name("line"))
-        .unwrap();
-    assert_eq!(attr(&line, "y1"), attr(&line, "y2"), "horizontal");
-    assert!((attr(&line, "y1") - y.pixel(500.0)).abs() < 0.6);
-    assert_eq!(text_of(&limit[0]), "ttft.p99 < 500ms");
+    first_run_references(top, &x, &y);
     // Offered load shown: beside the points, and as the axis of the panel below.
     let labels: Vec<String> = by_class(top, "point-label").iter().map(text_of).collect();
     assert!(labels.contains(&"50 req/s".to_string()), "{labels:?}");

@@ -1,6 +1,10 @@
 //! The SLA grammar: every documented example parses to the right typed assertion, every error
 //! points at the right bytes with a useful hint, and no input makes the parser panic.
 
+use Aggregation::*;
+use SlaErrorKind::*;
+use infermeter::metrics::{CountMetric as C, LatencyMetric as L};
+use infermeter::sla::Percentile::*;
 use infermeter::sla::{Aggregation, Metric, Op, SlaErrorKind, Threshold, parse};
 
 fn abs(expr: &str) -> (Metric, Option<Aggregation>, Op, f64) {
@@ -11,139 +15,139 @@ fn abs(expr: &str) -> (Metric, Option<Aggregation>, Op, f64) {
     (a.metric, a.aggregation, a.op, v)
 }
 
+/// (expression, metric, aggregation, operator, threshold in the metric's unit)
+const DOCUMENTED_EXAMPLES: &[(&str, Metric, Option<Aggregation>, Op, f64)] = &[
+    (
+        "ttft.p95 < 200ms",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P95)),
+        Op::Lt,
+        200.0,
+    ),
+    (
+        "itl.p99 <= 40ms",
+        Metric::Latency(L::Itl),
+        Some(Percentile(P99)),
+        Op::Le,
+        40.0,
+    ),
+    (
+        "e2e.max < 30s",
+        Metric::Latency(L::E2e),
+        Some(Max),
+        Op::Lt,
+        30_000.0,
+    ),
+    (
+        "ntpot.p90 < 60ms",
+        Metric::Latency(L::Ntpot),
+        Some(Percentile(P90)),
+        Op::Lt,
+        60.0,
+    ),
+    (
+        "tpot.mean < 50ms",
+        Metric::Latency(L::Tpot),
+        Some(Mean),
+        Op::Lt,
+        50.0,
+    ),
+    (
+        "ttft.p99.9 < 1s",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P999)),
+        Op::Lt,
+        1000.0,
+    ),
+    (
+        "ttft.p999 < 1s",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P999)),
+        Op::Lt,
+        1000.0,
+    ),
+    (
+        "ttfa.min >= 5ms",
+        Metric::Latency(L::Ttfa),
+        Some(Min),
+        Op::Ge,
+        5.0,
+    ),
+    (
+        "ttft.p50 == 250us",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P50)),
+        Op::Eq,
+        0.25,
+    ),
+    (
+        "error_rate < 1%",
+        Metric::Count(C::ErrorRate),
+        None,
+        Op::Lt,
+        1.0,
+    ),
+    (
+        "output_throughput > 2000 tok/s",
+        Metric::Count(C::OutputThroughput),
+        None,
+        Op::Gt,
+        2000.0,
+    ),
+    (
+        "input_throughput > 1000 tok/s",
+        Metric::Count(C::InputThroughput),
+        None,
+        Op::Gt,
+        1000.0,
+    ),
+    (
+        "request_throughput >= 50 req/s",
+        Metric::Count(C::RequestThroughput),
+        None,
+        Op::Ge,
+        50.0,
+    ),
+    (
+        "goodput > 95%",
+        Metric::Count(C::Goodput),
+        None,
+        Op::Gt,
+        95.0,
+    ),
+    (
+        "goodput_rate > 10 req/s",
+        Metric::Count(C::GoodputRate),
+        None,
+        Op::Gt,
+        10.0,
+    ),
+    (
+        "send_lag.p99 < 1ms",
+        Metric::Latency(L::SendLag),
+        Some(Percentile(P99)),
+        Op::Lt,
+        1.0,
+    ),
+    (
+        "  ttft.p95<200ms  ",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P95)),
+        Op::Lt,
+        200.0,
+    ),
+    (
+        "ttft.p95 < 1.5 s",
+        Metric::Latency(L::Ttft),
+        Some(Percentile(P95)),
+        Op::Lt,
+        1500.0,
+    ),
+];
+
 #[test]
 fn every_documented_example_parses() {
-    use Aggregation::*;
-    use infermeter::metrics::{CountMetric as C, LatencyMetric as L};
-    use infermeter::sla::Percentile::*;
-    let cases: &[(&str, Metric, Option<Aggregation>, Op, f64)] = &[
-        (
-            "ttft.p95 < 200ms",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P95)),
-            Op::Lt,
-            200.0,
-        ),
-        (
-            "itl.p99 <= 40ms",
-            Metric::Latency(L::Itl),
-            Some(Percentile(P99)),
-            Op::Le,
-            40.0,
-        ),
-        (
-            "e2e.max < 30s",
-            Metric::Latency(L::E2e),
-            Some(Max),
-            Op::Lt,
-            30_000.0,
-        ),
-        (
-            "ntpot.p90 < 60ms",
-            Metric::Latency(L::Ntpot),
-            Some(Percentile(P90)),
-            Op::Lt,
-            60.0,
-        ),
-        (
-            "tpot.mean < 50ms",
-            Metric::Latency(L::Tpot),
-            Some(Mean),
-            Op::Lt,
-            50.0,
-        ),
-        (
-            "ttft.p99.9 < 1s",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P999)),
-            Op::Lt,
-            1000.0,
-        ),
-        (
-            "ttft.p999 < 1s",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P999)),
-            Op::Lt,
-            1000.0,
-        ),
-        (
-            "ttfa.min >= 5ms",
-            Metric::Latency(L::Ttfa),
-            Some(Min),
-            Op::Ge,
-            5.0,
-        ),
-        (
-            "ttft.p50 == 250us",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P50)),
-            Op::Eq,
-            0.25,
-        ),
-        (
-            "error_rate < 1%",
-            Metric::Count(C::ErrorRate),
-            None,
-            Op::Lt,
-            1.0,
-        ),
-        (
-            "output_throughput > 2000 tok/s",
-            Metric::Count(C::OutputThroughput),
-            None,
-            Op::Gt,
-            2000.0,
-        ),
-        (
-            "input_throughput > 1000 tok/s",
-            Metric::Count(C::InputThroughput),
-            None,
-            Op::Gt,
-            1000.0,
-        ),
-        (
-            "request_throughput >= 50 req/s",
-            Metric::Count(C::RequestThroughput),
-            None,
-            Op::Ge,
-            50.0,
-        ),
-        (
-            "goodput > 95%",
-            Metric::Count(C::Goodput),
-            None,
-            Op::Gt,
-            95.0,
-        ),
-        (
-            "goodput_rate > 10 req/s",
-            Metric::Count(C::GoodputRate),
-            None,
-            Op::Gt,
-            10.0,
-        ),
-        (
-            "send_lag.p99 < 1ms",
-            Metric::Latency(L::SendLag),
-            Some(Percentile(P99)),
-            Op::Lt,
-            1.0,
-        ),
-        (
-            "  ttft.p95<200ms  ",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P95)),
-            Op::Lt,
-            200.0,
-        ),
-        (
-            "ttft.p95 < 1.5 s",
-            Metric::Latency(L::Ttft),
-            Some(Percentile(P95)),
-            Op::Lt,
-            1500.0,
-        ),
-    ];
+    let cases = DOCUMENTED_EXAMPLES;
     for &(expr, metric, agg, op, value) in cases {
         let got = abs(expr);
         assert_eq!(got.0, metric, "{expr}");
@@ -172,111 +176,112 @@ fn baseline_thresholds() {
 }
 
 /// (expression, kind, offset, len, text the message or hint must contain)
+const ERRORS: &[(&str, SlaErrorKind, usize, usize, &str)] = &[
+    ("", Empty, 0, 0, "ttft.p95 < 200ms"),
+    (
+        "ttfb.p95 < 200ms",
+        UnknownMetric,
+        0,
+        4,
+        "did you mean `ttft`?",
+    ),
+    (
+        "error_rat < 1%",
+        UnknownMetric,
+        0,
+        9,
+        "did you mean `error_rate`?",
+    ),
+    (
+        "output_througput > 1 tok/s",
+        UnknownMetric,
+        0,
+        16,
+        "did you mean `output_throughput`?",
+    ),
+    ("zzzzzz < 1%", UnknownMetric, 0, 6, "metrics: ttft"),
+    ("< 200ms", UnknownMetric, 0, 1, "expected a metric name"),
+    (
+        "error_rate < 200ms",
+        UnitMismatch,
+        16,
+        2,
+        "error_rate is a percentage; write e.g. 1%",
+    ),
+    ("ttft.p95 < 5%", UnitMismatch, 12, 1, "ttft is a latency"),
+    ("output_throughput > 20 req/s", UnitMismatch, 23, 5, "tok/s"),
+    ("ttft.p95 < 200", MissingUnit, 14, 0, "write e.g. 200ms"),
+    (
+        "ttft.p95 < 200 parsecs",
+        UnknownUnit,
+        15,
+        7,
+        "ttft is a latency",
+    ),
+    ("ttft < 200ms", MissingAggregation, 0, 4, "ttft.p95"),
+    (
+        "error_rate.p95 < 1%",
+        UnexpectedAggregation,
+        10,
+        4,
+        "takes no aggregation",
+    ),
+    (
+        "ttft.p42 < 200ms",
+        UnsupportedPercentile,
+        5,
+        3,
+        "p50, p90, p95, p99, p99.9",
+    ),
+    ("ttft.p99.99 < 1s", UnsupportedPercentile, 5, 6, "supported"),
+    (
+        "send_lag.p95 < 1ms",
+        UnsupportedPercentile,
+        9,
+        3,
+        "p50, p99, max",
+    ),
+    ("ttft.median < 1s", UnknownAggregation, 5, 6, "mean"),
+    (
+        "ttft.pxx < 1s",
+        UnknownAggregation,
+        5,
+        3,
+        "not a percentile",
+    ),
+    ("ttft.p95 200ms", MissingOperator, 9, 5, "operators"),
+    (
+        "ttft.p95",
+        MissingOperator,
+        8,
+        0,
+        "missing comparison operator",
+    ),
+    ("ttft.p95 = 200ms", BadOperator, 9, 1, "=="),
+    ("ttft.p95 != 200ms", BadOperator, 9, 2, "operators"),
+    ("ttft.p95 <", MissingValue, 10, 0, "200ms"),
+    ("ttft.p95 < abc", BadNumber, 11, 3, "200ms"),
+    (
+        "ttft.p95 < 1.2.3ms",
+        BadNumber,
+        11,
+        5,
+        "not a valid threshold",
+    ),
+    ("ttft.p95 < -5ms", BadNumber, 11, 4, "200ms"),
+    (
+        "ttft.p95 < 200ms and more",
+        TrailingInput,
+        17,
+        8,
+        "one assertion",
+    ),
+    ("ttft.p95 < 200ms 5", TrailingInput, 17, 1, "unexpected `5`"),
+];
+
 #[test]
 fn errors_point_at_the_offending_text_with_a_hint() {
-    use SlaErrorKind::*;
-    let cases: &[(&str, SlaErrorKind, usize, usize, &str)] = &[
-        ("", Empty, 0, 0, "ttft.p95 < 200ms"),
-        (
-            "ttfb.p95 < 200ms",
-            UnknownMetric,
-            0,
-            4,
-            "did you mean `ttft`?",
-        ),
-        (
-            "error_rat < 1%",
-            UnknownMetric,
-            0,
-            9,
-            "did you mean `error_rate`?",
-        ),
-        (
-            "output_througput > 1 tok/s",
-            UnknownMetric,
-            0,
-            16,
-            "did you mean `output_throughput`?",
-        ),
-        ("zzzzzz < 1%", UnknownMetric, 0, 6, "metrics: ttft"),
-        ("< 200ms", UnknownMetric, 0, 1, "expected a metric name"),
-        (
-            "error_rate < 200ms",
-            UnitMismatch,
-            16,
-            2,
-            "error_rate is a percentage; write e.g. 1%",
-        ),
-        ("ttft.p95 < 5%", UnitMismatch, 12, 1, "ttft is a latency"),
-        ("output_throughput > 20 req/s", UnitMismatch, 23, 5, "tok/s"),
-        ("ttft.p95 < 200", MissingUnit, 14, 0, "write e.g. 200ms"),
-        (
-            "ttft.p95 < 200 parsecs",
-            UnknownUnit,
-            15,
-            7,
-            "ttft is a latency",
-        ),
-        ("ttft < 200ms", MissingAggregation, 0, 4, "ttft.p95"),
-        (
-            "error_rate.p95 < 1%",
-            UnexpectedAggregation,
-            10,
-            4,
-            "takes no aggregation",
-        ),
-        (
-            "ttft.p42 < 200ms",
-            UnsupportedPercentile,
-            5,
-            3,
-            "p50, p90, p95, p99, p99.9",
-        ),
-        ("ttft.p99.99 < 1s", UnsupportedPercentile, 5, 6, "supported"),
-        (
-            "send_lag.p95 < 1ms",
-            UnsupportedPercentile,
-            9,
-            3,
-            "p50, p99, max",
-        ),
-        ("ttft.median < 1s", UnknownAggregation, 5, 6, "mean"),
-        (
-            "ttft.pxx < 1s",
-            UnknownAggregation,
-            5,
-            3,
-            "not a percentile",
-        ),
-        ("ttft.p95 200ms", MissingOperator, 9, 5, "operators"),
-        (
-            "ttft.p95",
-            MissingOperator,
-            8,
-            0,
-            "missing comparison operator",
-        ),
-        ("ttft.p95 = 200ms", BadOperator, 9, 1, "=="),
-        ("ttft.p95 != 200ms", BadOperator, 9, 2, "operators"),
-        ("ttft.p95 <", MissingValue, 10, 0, "200ms"),
-        ("ttft.p95 < abc", BadNumber, 11, 3, "200ms"),
-        (
-            "ttft.p95 < 1.2.3ms",
-            BadNumber,
-            11,
-            5,
-            "not a valid threshold",
-        ),
-        ("ttft.p95 < -5ms", BadNumber, 11, 4, "200ms"),
-        (
-            "ttft.p95 < 200ms and more",
-            TrailingInput,
-            17,
-            8,
-            "one assertion",
-        ),
-        ("ttft.p95 < 200ms 5", TrailingInput, 17, 1, "unexpected `5`"),
-    ];
+    let cases = ERRORS;
     for &(expr, kind, offset, len, needle) in cases {
         let e = parse(expr).expect_err(expr);
         assert_eq!(e.kind, kind, "{expr}: {e} / {}", e.hint);
@@ -291,45 +296,56 @@ fn errors_point_at_the_offending_text_with_a_hint() {
     }
 }
 
+/// Pieces of the grammar (and of what is not), so that random inputs get past the first token.
+const FRAGMENTS: &[&str] = &[
+    "ttft",
+    ".",
+    "p95",
+    "p99.9",
+    "<",
+    "<=",
+    "==",
+    "=",
+    ">",
+    " ",
+    "200",
+    "ms",
+    "%",
+    "req/s",
+    "tok/s",
+    "baseline",
+    "*",
+    "1.1",
+    "µs",
+    "é",
+    "error_rate",
+    "send_lag",
+    "\t",
+    "p",
+    "..",
+    "e2e",
+    "-",
+    "🦀",
+    "\u{0}",
+    "9999999999999999999999999999999",
+    "1e400",
+    "max",
+    "goodput",
+];
+
+/// Valid assertions, edited at random.
+const EXAMPLES: &[&str] = &[
+    "ttft.p95 < 200ms",
+    "ttft.p99.9 < 1s",
+    "output_throughput > 2000 tok/s",
+    "goodput > 95%",
+    "ttft.p95 < baseline * 1.10",
+];
+
 /// A small deterministic generator: no proptest, but many inputs, half built from grammar
 /// fragments so they get past the first token.
 #[test]
 fn never_panics_on_garbage() {
-    let fragments = [
-        "ttft",
-        ".",
-        "p95",
-        "p99.9",
-        "<",
-        "<=",
-        "==",
-        "=",
-        ">",
-        " ",
-        "200",
-        "ms",
-        "%",
-        "req/s",
-        "tok/s",
-        "baseline",
-        "*",
-        "1.1",
-        "µs",
-        "é",
-        "error_rate",
-        "send_lag",
-        "\t",
-        "p",
-        "..",
-        "e2e",
-        "-",
-        "🦀",
-        "\u{0}",
-        "9999999999999999999999999999999",
-        "1e400",
-        "max",
-        "goodput",
-    ];
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
         state ^= state << 13;
@@ -337,13 +353,6 @@ fn never_panics_on_garbage() {
         state ^= state << 17;
         state
     };
-    let examples = [
-        "ttft.p95 < 200ms",
-        "ttft.p99.9 < 1s",
-        "output_throughput > 2000 tok/s",
-        "goodput > 95%",
-        "ttft.p95 < baseline * 1.10",
-    ];
     let mut parsed = 0;
     for i in 0..30_000 {
         let n = (next() % 8) as usize;
@@ -351,7 +360,7 @@ fn never_panics_on_garbage() {
         match i % 3 {
             0 => {
                 for _ in 0..n {
-                    s.push_str(fragments[(next() % fragments.len() as u64) as usize]);
+                    s.push_str(FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]);
                 }
             }
             1 => {
@@ -361,7 +370,9 @@ fn never_panics_on_garbage() {
             }
             _ => {
                 // One random edit of a valid assertion: most break it, some keep it valid.
-                let mut chars: Vec<char> = examples[(next() % 5) as usize].chars().collect();
+                let mut chars: Vec<char> = EXAMPLES[(next() % EXAMPLES.len() as u64) as usize]
+                    .chars()
+                    .collect();
                 let at = (next() % chars.len() as u64) as usize;
                 let c = char::from_u32((next() % 0x80) as u32).unwrap_or('?');
                 match next() % 3 {

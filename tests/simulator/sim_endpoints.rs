@@ -20,71 +20,29 @@ async fn post(http: &reqwest::Client, url: String, body: &str) -> (u16, Value) {
     (status, v)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokenize_counts_agree_with_prompt_tokens() {
-    let (sim, _trace) = start(instant()).await;
-    let http = client();
-    let root = format!("http://{}", sim.addr());
-    let text = "Benchmarks lie when the tokenizer disagrees, déjà vu 12345!";
-    let usage = |v: Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+/// [`post`]s `body` to `path` on the simulator at `root`.
+async fn post_json(http: &reqwest::Client, root: &str, path: &str, body: Value) -> (u16, Value) {
+    post(http, format!("{root}{path}"), &body.to_string()).await
+}
 
-    let (_, done) = post(
-        &http,
-        format!("{root}/v1/completions"),
-        &json!({"prompt": text, "max_tokens": 1}).to_string(),
-    )
-    .await;
-    let prompt_tokens = usage(done);
-
-    // llama.cpp: {"content"} → {"tokens"}.
-    let (status, v) = post(
-        &http,
-        format!("{root}/tokenize"),
-        &json!({"content": text}).to_string(),
-    )
-    .await;
-    assert_eq!(status, 200);
-    let ids = v["tokens"].as_array().unwrap().clone();
-    assert_eq!(ids.len() as u64, prompt_tokens);
-    assert_eq!(v.as_object().unwrap().len(), 1, "{v}");
-    let (_, pieces) = post(
-        &http,
-        format!("{root}/tokenize"),
-        &json!({"content": "hello world", "with_pieces": true}).to_string(),
-    )
-    .await;
-    assert_eq!(
-        pieces["tokens"],
-        json!([{"id": 15339, "piece": "hello"}, {"id": 1917, "piece": " world"}])
-    );
-
-    // vLLM: {"model","prompt"} → {"count","max_model_len","tokens","token_strs"}.
-    let (status, v) = post(
-        &http,
-        format!("{root}/tokenize"),
-        &json!({"model": "m", "prompt": text}).to_string(),
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(v["count"], prompt_tokens);
-    assert_eq!(v["tokens"].as_array().unwrap(), &ids);
-    assert_eq!(v["max_model_len"], 400_000);
-    assert!(v["token_strs"].is_null());
-
-    // vLLM's chat form applies the "template": the chat prompt_tokens exactly.
+/// vLLM's chat form of `/tokenize` applies the "template": its count is the chat's
+/// prompt_tokens exactly (less the generation prompt when that is turned off).
+async fn chat_tokenize_applies_the_template(http: &reqwest::Client, root: &str, text: &str) {
     let messages = json!([{"role": "system", "content": "be brief"},
                           {"role": "user", "content": text}]);
-    let (_, done) = post(
-        &http,
-        format!("{root}/v1/chat/completions"),
-        &json!({"messages": messages, "max_tokens": 1}).to_string(),
+    let (_, done) = post_json(
+        http,
+        root,
+        "/v1/chat/completions",
+        json!({"messages": messages, "max_tokens": 1}),
     )
     .await;
-    let chat_tokens = usage(done);
-    let (_, v) = post(
-        &http,
-        format!("{root}/tokenize"),
-        &json!({"model": "m", "messages": messages, "return_token_strs": true}).to_string(),
+    let chat_tokens = done["usage"]["prompt_tokens"].as_u64().unwrap();
+    let (_, v) = post_json(
+        http,
+        root,
+        "/tokenize",
+        json!({"model": "m", "messages": messages, "return_token_strs": true}),
     )
     .await;
     assert_eq!(v["count"], chat_tokens);
@@ -93,27 +51,76 @@ async fn tokenize_counts_agree_with_prompt_tokens() {
         chat_tokens
     );
     assert_eq!(v["token_strs"][0], "<|im_start|>");
-    let (_, v) = post(
-        &http,
-        format!("{root}/tokenize"),
-        &json!({"messages": messages, "add_generation_prompt": false}).to_string(),
+    let (_, v) = post_json(
+        http,
+        root,
+        "/tokenize",
+        json!({"messages": messages, "add_generation_prompt": false}),
     )
     .await;
     assert_eq!(v["count"], chat_tokens - 3);
+}
 
-    // Detokenize: llama.cpp's {"content"}, vLLM's {"prompt"} when a model is named.
-    let (status, v) = post(
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokenize_counts_agree_with_prompt_tokens() {
+    let (sim, _trace) = start(instant()).await;
+    let http = client();
+    let root = format!("http://{}", sim.addr());
+    let text = "Benchmarks lie when the tokenizer disagrees, déjà vu 12345!";
+    let usage = |v: Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+
+    let (_, done) = post_json(
         &http,
-        format!("{root}/detokenize"),
-        &json!({"tokens": ids}).to_string(),
+        &root,
+        "/v1/completions",
+        json!({"prompt": text, "max_tokens": 1}),
+    )
+    .await;
+    let prompt_tokens = usage(done);
+
+    // llama.cpp: {"content"} → {"tokens"}.
+    let (status, v) = post_json(&http, &root, "/tokenize", json!({"content": text})).await;
+    assert_eq!(status, 200);
+    let ids = v["tokens"].as_array().unwrap().clone();
+    assert_eq!(ids.len() as u64, prompt_tokens);
+    assert_eq!(v.as_object().unwrap().len(), 1, "{v}");
+    let (_, pieces) = post_json(
+        &http,
+        &root,
+        "/tokenize",
+        json!({"content": "hello world", "with_pieces": true}),
+    )
+    .await;
+    assert_eq!(
+        pieces["tokens"],
+        json!([{"id": 15339, "piece": "hello"}, {"id": 1917, "piece": " world"}])
+    );
+
+    // vLLM: {"model","prompt"} → {"count","max_model_len","tokens","token_strs"}.
+    let (status, v) = post_json(
+        &http,
+        &root,
+        "/tokenize",
+        json!({"model": "m", "prompt": text}),
     )
     .await;
     assert_eq!(status, 200);
+    assert_eq!(v["count"], prompt_tokens);
+    assert_eq!(v["tokens"].as_array().unwrap(), &ids);
+    assert_eq!(v["max_model_len"], 400_000);
+    assert!(v["token_strs"].is_null());
+
+    chat_tokenize_applies_the_template(&http, &root, text).await;
+
+    // Detokenize: llama.cpp's {"content"}, vLLM's {"prompt"} when a model is named.
+    let (status, v) = post_json(&http, &root, "/detokenize", json!({"tokens": ids})).await;
+    assert_eq!(status, 200);
     assert_eq!(v, json!({"content": text}));
-    let (_, v) = post(
+    let (_, v) = post_json(
         &http,
-        format!("{root}/detokenize"),
-        &json!({"model": "m", "tokens": ids}).to_string(),
+        &root,
+        "/detokenize",
+        json!({"model": "m", "tokens": ids}),
     )
     .await;
     assert_eq!(v, json!({"prompt": text}));

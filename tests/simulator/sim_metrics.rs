@@ -123,6 +123,61 @@ async fn samples(
         .collect()
 }
 
+/// Each histogram's sum grew by what the trace's requests took, to the trace's microsecond
+/// resolution (a few µs per request); `delta(name, "sum")` is the growth.
+fn sums_match_the_trace(recs: &[TraceRecord], delta: &dyn Fn(&str, &str) -> f64) {
+    let secs = |us: u64| us as f64 / 1e6;
+    let sum_over = |f: &dyn Fn(&TraceRecord) -> u64| secs(recs.iter().map(f).sum());
+    let first = |r: &TraceRecord| r.first_token_us.unwrap();
+    let last = |r: &TraceRecord| *r.token_us.last().unwrap();
+    let admitted = |r: &TraceRecord| r.admitted_us.unwrap().max(r.arrival_us);
+    let close = |name: &str, want: f64| {
+        let got = delta(name, "sum");
+        assert!((got - want).abs() < 1e-4, "{name}: {got} vs trace {want}");
+    };
+    close(
+        "time_to_first_token_seconds",
+        sum_over(&|r| first(r) - r.arrival_us),
+    );
+    close(
+        "request_queue_time_seconds",
+        sum_over(&|r| admitted(r) - r.arrival_us),
+    );
+    close(
+        "request_prefill_time_seconds",
+        sum_over(&|r| first(r) - admitted(r)),
+    );
+    close(
+        "request_decode_time_seconds",
+        sum_over(&|r| last(r) - first(r)),
+    );
+    close(
+        "e2e_request_latency_seconds",
+        sum_over(&|r| r.finished_us - r.arrival_us),
+    );
+    close(
+        "inter_token_latency_seconds",
+        sum_over(&|r| last(r) - first(r)),
+    );
+}
+
+/// Cumulative buckets never decrease.
+fn ttft_buckets_are_cumulative(after: &std::collections::HashMap<String, f64>) {
+    let mut ttft_buckets: Vec<(f64, f64)> = after
+        .iter()
+        .filter_map(|(k, v)| {
+            let le = k
+                .strip_prefix("vllm:time_to_first_token_seconds_bucket{le=\"")?
+                .split('"')
+                .next()?;
+            Some((le.parse().unwrap_or(f64::INFINITY), *v))
+        })
+        .collect();
+    ttft_buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(ttft_buckets.len(), 23);
+    assert!(ttft_buckets.windows(2).all(|w| w[0].1 <= w[1].1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latency_histograms_follow_the_trace() {
     let config = SimConfig {
@@ -170,12 +225,7 @@ async fn latency_histograms_follow_the_trace() {
         let key = format!("vllm:{name}_{suffix}{{model_name=\"infermeter-sim\"}}");
         after[&key] - before.get(&key).copied().unwrap_or(0.0)
     };
-    let secs = |us: u64| us as f64 / 1e6;
-    let sum_over = |f: &dyn Fn(&TraceRecord) -> u64| secs(recs.iter().map(f).sum());
     let tokens: u64 = recs.iter().map(|r| r.completion_tokens).sum();
-    let first = |r: &TraceRecord| r.first_token_us.unwrap();
-    let last = |r: &TraceRecord| *r.token_us.last().unwrap();
-    let admitted = |r: &TraceRecord| r.admitted_us.unwrap().max(r.arrival_us);
 
     for name in [
         "time_to_first_token_seconds",
@@ -199,35 +249,7 @@ async fn latency_histograms_follow_the_trace() {
     ] {
         assert_eq!(delta(name, "count"), (tokens - n) as f64, "{name}");
     }
-    // Sums agree with the trace to its microsecond resolution (a few µs per request).
-    let close = |name: &str, want: f64| {
-        let got = delta(name, "sum");
-        assert!((got - want).abs() < 1e-4, "{name}: {got} vs trace {want}");
-    };
-    close(
-        "time_to_first_token_seconds",
-        sum_over(&|r| first(r) - r.arrival_us),
-    );
-    close(
-        "request_queue_time_seconds",
-        sum_over(&|r| admitted(r) - r.arrival_us),
-    );
-    close(
-        "request_prefill_time_seconds",
-        sum_over(&|r| first(r) - admitted(r)),
-    );
-    close(
-        "request_decode_time_seconds",
-        sum_over(&|r| last(r) - first(r)),
-    );
-    close(
-        "e2e_request_latency_seconds",
-        sum_over(&|r| r.finished_us - r.arrival_us),
-    );
-    close(
-        "inter_token_latency_seconds",
-        sum_over(&|r| last(r) - first(r)),
-    );
+    sums_match_the_trace(&recs, &delta);
     // Queue + prefill is the server's time to first token.
     let ttft = delta("time_to_first_token_seconds", "sum");
     let parts =
@@ -237,19 +259,6 @@ async fn latency_histograms_follow_the_trace() {
         delta("request_queue_time_seconds", "sum") > 0.0,
         "some requests queued"
     );
-    // Cumulative buckets never decrease.
-    let mut ttft_buckets: Vec<(f64, f64)> = after
-        .iter()
-        .filter_map(|(k, v)| {
-            let le = k
-                .strip_prefix("vllm:time_to_first_token_seconds_bucket{le=\"")?
-                .split('"')
-                .next()?;
-            Some((le.parse().unwrap_or(f64::INFINITY), *v))
-        })
-        .collect();
-    ttft_buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    assert_eq!(ttft_buckets.len(), 23);
-    assert!(ttft_buckets.windows(2).all(|w| w[0].1 <= w[1].1));
+    ttft_buckets_are_cumulative(&after);
     sim.shutdown().await.unwrap();
 }

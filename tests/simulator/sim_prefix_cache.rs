@@ -62,6 +62,64 @@ fn ttft_us(r: &TraceRecord) -> u64 {
     r.first_token_us.unwrap() - r.arrival_us
 }
 
+/// vLLM's, SGLang's and llama.cpp's ways to empty the cache each leave `prompt` cold again (it
+/// had `expected` tokens cached); a malformed slot action is a 400.
+async fn every_reset_empties_the_cache(s: &mut Sim, prompt: &str, expected: u64) {
+    // vLLM's reset: 200, empty body; then cold again.
+    let resp = s
+        .http
+        .post(format!("{}/reset_prefix_cache", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "");
+    assert_eq!(s.cached(prompt).await, 0);
+    assert_eq!(s.cached(prompt).await, expected);
+
+    // SGLang's flush (GET or POST), answered with its text.
+    for get in [true, false] {
+        let url = format!("{}/flush_cache", s.base);
+        let req = if get {
+            s.http.get(url)
+        } else {
+            s.http.post(url)
+        };
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(resp.text().await.unwrap().starts_with("Cache flushed."));
+        assert_eq!(s.cached(prompt).await, 0);
+    }
+
+    // llama.cpp's slot erase: drops everything, says how much.
+    let resp = s
+        .http
+        .post(format!("{}/slots/0?action=erase", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["id_slot"], 0);
+    assert!(v["n_erased"].as_u64().unwrap() >= expected, "{v}");
+    assert_eq!(s.cached(prompt).await, 0);
+    for bad in [
+        "/slots/0?action=save",
+        "/slots/x?action=erase",
+        "/slots/999?action=erase",
+    ] {
+        let resp = s
+            .http
+            .post(format!("{}{bad}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{bad}");
+        let v: Value = resp.json().await.unwrap();
+        assert!(v["error"]["message"].is_string(), "{v}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_prompt_is_served_from_the_cache_until_reset() {
     let (sim, trace) = start(cached_config()).await;
@@ -105,59 +163,7 @@ async fn a_repeated_prompt_is_served_from_the_cache_until_reset() {
     assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 0);
     assert_eq!(s.cached(&"fresh ".repeat(60)).await, 0);
 
-    // vLLM's reset: 200, empty body; then cold again.
-    let resp = s
-        .http
-        .post(format!("{}/reset_prefix_cache", s.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    assert_eq!(resp.text().await.unwrap(), "");
-    assert_eq!(s.cached(&prompt).await, 0);
-    assert_eq!(s.cached(&prompt).await, expected);
-
-    // SGLang's flush (GET or POST), answered with its text.
-    for get in [true, false] {
-        let url = format!("{}/flush_cache", s.base);
-        let req = if get {
-            s.http.get(url)
-        } else {
-            s.http.post(url)
-        };
-        let resp = req.send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        assert!(resp.text().await.unwrap().starts_with("Cache flushed."));
-        assert_eq!(s.cached(&prompt).await, 0);
-    }
-
-    // llama.cpp's slot erase: drops everything, says how much.
-    let resp = s
-        .http
-        .post(format!("{}/slots/0?action=erase", s.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let v: Value = resp.json().await.unwrap();
-    assert_eq!(v["id_slot"], 0);
-    assert!(v["n_erased"].as_u64().unwrap() >= expected, "{v}");
-    assert_eq!(s.cached(&prompt).await, 0);
-    for bad in [
-        "/slots/0?action=save",
-        "/slots/x?action=erase",
-        "/slots/999?action=erase",
-    ] {
-        let resp = s
-            .http
-            .post(format!("{}{bad}", s.base))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 400, "{bad}");
-        let v: Value = resp.json().await.unwrap();
-        assert!(v["error"]["message"].is_string(), "{v}");
-    }
+    every_reset_empties_the_cache(&mut s, &prompt, expected).await;
     sim.shutdown().await.unwrap();
 }
 
