@@ -308,15 +308,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         return bad_request(&msg, Some("max_tokens"));
     }
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
-    let (fault, output_len) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
-    let reasoning = reasoning_tokens(cfg.reasoning_tokens, &req).min(max_tokens);
-    // A model that stops on its own answers after it has reasoned: the drawn length is the
-    // answer's, within max_tokens.
-    let output_len = if req.ignore_eos {
-        output_len
-    } else {
-        output_len.saturating_add(reasoning).min(max_tokens)
-    };
+    let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
@@ -440,6 +432,19 @@ struct Collected<'a> {
     malformed: bool,
     /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
+}
+
+/// The request's fault, output length and reasoning tokens. A model that stops on its own
+/// answers after it has reasoned: the drawn length is the answer's, within max_tokens.
+fn lengths(cfg: &SimConfig, id: u64, req: &wire::GenRequest, max_tokens: u64) -> (Fault, u64, u64) {
+    let (fault, drawn) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
+    let reasoning = reasoning_tokens(cfg.reasoning_tokens, req).min(max_tokens);
+    let output_len = if req.ignore_eos {
+        drawn
+    } else {
+        drawn.saturating_add(reasoning).min(max_tokens)
+    };
+    (fault, output_len, reasoning)
 }
 
 /// The tokens a request reasons for: the configured count, scaled by its reasoning effort
