@@ -141,6 +141,7 @@ fn run_clients(
             api: Api::CHAT,
             model: "infermeter-sim".into(),
             ignore_eos: true,
+            reasoning_effort: None,
             extra: Default::default(),
         };
         let body = template.build(PromptRef::Text("benchmark the simulator"), tokens);

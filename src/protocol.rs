@@ -21,6 +21,7 @@ mod embeddings;
 mod image;
 mod pooled;
 mod rerank;
+mod responses;
 mod score;
 mod target;
 
@@ -31,7 +32,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use api::{Answer, Api, ApiKind, Inputs};
-pub use body::{Message, PromptRef, Request};
+pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
@@ -47,6 +48,7 @@ pub const REGISTRY: &[Api] = &[
     Api::EMBEDDINGS,
     Api::RERANK,
     Api::SCORE,
+    Api::RESPONSES,
     #[cfg(test)]
     Api::of(&echo::Echo),
 ];
@@ -62,6 +64,8 @@ impl Api {
     pub const RERANK: Api = Api::of(&rerank::Rerank);
     /// `score`.
     pub const SCORE: Api = Api::of(&score::Score);
+    /// `responses`.
+    pub const RESPONSES: Api = Api::of(&responses::Responses);
 
     /// The registered API of this name.
     pub fn from_name(name: &str) -> Option<Api> {

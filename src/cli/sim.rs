@@ -61,6 +61,7 @@ impl SimArgs {
         set(&mut c.prefix_cache_block, &self.prefix_cache_block);
         set(&mut c.timings, &self.timings);
         set(&mut c.metrics_histograms, &self.metrics_histograms);
+        set(&mut c.reasoning_tokens, &self.reasoning_tokens);
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

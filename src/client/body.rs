@@ -1,13 +1,13 @@
 //! The request body of one request: what does not change between requests (the API, the
-//! model, `ignore_eos`, the target's extra fields), with each request's prompt and length
-//! written by the API kind (see `protocol`). Built off the hot path (the scheduler prepares
+//! model, `ignore_eos`, the reasoning effort, the target's extra fields), with each request's
+//! prompt and length written by the API kind (see `protocol`). Built off the hot path (the scheduler prepares
 //! the next body while it waits for the send time).
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::protocol::{Api, PromptRef, Request};
+use crate::protocol::{Api, PromptRef, ReasoningEffort, Request};
 
 /// Everything about the request body that does not change from request to request.
 #[derive(Debug, Clone)]
@@ -15,6 +15,7 @@ pub struct BodyTemplate {
     pub api: Api,
     pub model: String,
     pub ignore_eos: bool,
+    pub reasoning_effort: Option<ReasoningEffort>,
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
@@ -68,6 +69,7 @@ impl BodyTemplate {
                 prompt,
                 max_tokens,
                 ignore_eos: self.ignore_eos,
+                reasoning_effort: self.reasoning_effort,
                 extra: &self.extra,
                 item,
                 images,
@@ -237,6 +239,7 @@ mod tests {
             api,
             model: "m".into(),
             ignore_eos: true,
+            reasoning_effort: None,
             extra,
         }
     }

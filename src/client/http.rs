@@ -307,6 +307,11 @@ impl Client {
             if plausible {
                 rec.token_source = TokenSource::Usage;
                 rec.output_tokens = n.min(u32::MAX as u64) as u32;
+                // Reasoning is part of the output: a larger count is not believed.
+                rec.reasoning_tokens = u
+                    .reasoning_tokens
+                    .filter(|&r| r <= n)
+                    .map(|r| r.min(u32::MAX as u64) as u32);
                 return;
             }
             rec.implausible_usage = true;
@@ -570,8 +575,9 @@ impl Tally {
                 Ok(None) => return None,
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
-            let chunk = match self.api.kind().decode_event(data) {
-                Ok(Event::Chunk(chunk)) => chunk,
+            let (chunk, last) = match self.api.kind().decode_event(data) {
+                Ok(Event::Chunk(chunk)) => (chunk, false),
+                Ok(Event::Last(chunk)) => (chunk, true),
                 Ok(Event::Done) => return Some(End::Done),
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
@@ -610,6 +616,9 @@ impl Tally {
             }
             if chunk.timings.is_some() {
                 rec.server_timings = chunk.timings;
+            }
+            if last {
+                return Some(End::Done);
             }
         }
     }

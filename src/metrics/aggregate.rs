@@ -185,7 +185,9 @@ impl StageAggregator {
             None => true,
             Some(l) => value.is_some_and(|v| v <= l),
         };
-        if within(slo.ttft_ns, ttft)
+        // A response that is only reasoning cut off by the budget is no answer, however fast.
+        if !r.answer_starved()
+            && within(slo.ttft_ns, ttft)
             && within(slo.tpot_ns, tpot.or(ttft.map(|_| 0)))
             && within(slo.itl_ns, Some(max_gap_us * 1_000))
             && within(slo.e2e_ns, Some(e2e))
@@ -240,6 +242,13 @@ impl StageAggregator {
         if let Some(c) = r.cached_tokens {
             t.cached += u64::from(c);
             t.cache_reported += 1;
+        }
+        if let Some(n) = r.reasoning_tokens {
+            t.reasoning += u64::from(n);
+            t.reasoning_reported += 1;
+        }
+        if r.answer_starved() {
+            t.answer_starved += 1;
         }
     }
 

@@ -154,6 +154,10 @@ pub struct RequestRecord {
     /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u32>,
+    /// Output tokens the model spent reasoning (`completion_tokens_details.reasoning_tokens`,
+    /// the Responses API's `output_tokens_details.reasoning_tokens`), when the server said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<FinishReason>,
     /// llama.cpp's `timings`, when the server sent them.
@@ -192,5 +196,14 @@ impl RequestRecord {
     }
     pub fn e2e_ns(&self) -> u64 {
         self.done_ns.saturating_sub(self.scheduled_ns)
+    }
+    /// A reasoning model spent the whole output budget thinking: the request succeeded, the
+    /// server stopped at `max_tokens`, and no answer text came, only reasoning. Such a
+    /// response is no answer, so goodput does not count it.
+    pub fn answer_starved(&self) -> bool {
+        self.ok()
+            && self.finish_reason == Some(FinishReason::Length)
+            && self.first_answer_ns.is_none()
+            && (self.first_token_ns.is_some() || self.reasoning_tokens.is_some_and(|n| n > 0))
     }
 }

@@ -123,6 +123,20 @@ pub struct Tokens {
     /// response said. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_share: Option<f64>,
+    /// Output tokens spent reasoning, as the servers said
+    /// (`completion_tokens_details.reasoning_tokens`, the Responses API's
+    /// `output_tokens_details.reasoning_tokens`), summed over ok requests; part of `output`.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
+    /// Ok requests whose response said how many output tokens were reasoning (0 included).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_reported: u64,
+    /// Ok requests that reasoned until `max_tokens` ran out and gave no answer
+    /// (answer-starved): goodput does not count them. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub answer_starved: u64,
 }
 
 impl Tokens {
@@ -143,6 +157,9 @@ impl Tokens {
         self.cached += o.cached;
         self.cache_reported += o.cache_reported;
         self.cached_share = self.cache_share();
+        self.reasoning += o.reasoning;
+        self.reasoning_reported += o.reasoning_reported;
+        self.answer_starved += o.answer_starved;
     }
 
     /// `cached` over every ok request's prompt tokens, when any response reported it.

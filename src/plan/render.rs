@@ -112,6 +112,9 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     if t.request.ignore_eos {
         write!(out, ", ignore_eos")?;
     }
+    if let Some(e) = t.request.reasoning_effort {
+        write!(out, ", reasoning effort {}", e.as_str())?;
+    }
     writeln!(out)?;
     Ok(())
 }

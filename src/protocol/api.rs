@@ -31,6 +31,18 @@ pub trait ApiKind: Send + Sync + 'static {
     /// before its prompt count is taken to disagree with ours.
     fn template_tokens(&self) -> u32;
 
+    /// Whether requests send `ignore_eos` unless the scenario says otherwise. Exact output
+    /// lengths make runs comparable, but not every API has the field, and reasoning models
+    /// (gpt-oss's Harmony format) fail when their end-of-sequence token is ignored.
+    fn ignore_eos_default(&self) -> bool {
+        true
+    }
+
+    /// Whether the API carries a reasoning effort (`reasoning-effort` in a target).
+    fn reasoning_effort(&self) -> bool {
+        false
+    }
+
     /// Writes one request's JSON body. Off the hot path (a request's body is built while it
     /// waits for its send time), but once per request: write bytes, build no JSON tree.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>);

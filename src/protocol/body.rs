@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::chunk::plain_run;
 
@@ -34,6 +35,38 @@ impl PromptRef<'_> {
     }
 }
 
+/// How hard a reasoning model should think: OpenAI's `reasoning_effort` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    /// Every name a scenario may write.
+    pub const NAMES: [&'static str; 3] = ["low", "medium", "high"];
+
+    /// The name a scenario writes and the request carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ReasoningEffort> {
+        Some(match name {
+            "low" => ReasoningEffort::Low,
+            "medium" => ReasoningEffort::Medium,
+            "high" => ReasoningEffort::High,
+            _ => return None,
+        })
+    }
+}
+
 /// One request, as an API kind writes its body.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -43,6 +76,8 @@ pub struct Request<'a> {
     pub max_tokens: u32,
     /// Ask the server to ignore the end-of-sequence token (exact output lengths).
     pub ignore_eos: bool,
+    /// How hard a reasoning model should think, for the APIs that carry it.
+    pub reasoning_effort: Option<ReasoningEffort>,
     /// The target's `body { … }` fields.
     pub extra: &'a BTreeMap<String, serde_json::Value>,
     /// A data set item's own fields, which win over the target's.

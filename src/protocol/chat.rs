@@ -25,6 +25,11 @@ impl ApiKind for Chat {
         true
     }
 
+    /// `reasoning_effort`, as OpenAI's reasoning models and vLLM's reasoning parsers read it.
+    fn reasoning_effort(&self) -> bool {
+        true
+    }
+
     /// A chat template's role markers and separators around one message, generously.
     fn template_tokens(&self) -> u32 {
         16
@@ -56,6 +61,10 @@ impl ApiKind for Chat {
                 }
                 out.push(b']');
             }
+        }
+        if let Some(effort) = req.reasoning_effort {
+            out.extend_from_slice(b",\"reasoning_effort\":");
+            body::json_str(out, effort.as_str());
         }
         body::streamed_generation(out, req);
     }

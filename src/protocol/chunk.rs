@@ -21,7 +21,7 @@
 //!   a first token); later elements are validated as JSON and not read;
 //! - `usage` is `null` or an object whose `prompt_tokens` and `completion_tokens` (0 when
 //!   absent) are unsigned integers; `usage.prompt_tokens_details.cached_tokens` is read when
-//!   present as one;
+//!   present as one, `usage.completion_tokens_details.reasoning_tokens` likewise;
 //! - `finish_reason`, `timings` and `cached_tokens` are informational: a value of an unexpected
 //!   type leaves them absent (`Other` for a `finish_reason`) rather than failing the request;
 //! - any non-null top-level `error` marks the chunk as an error.
@@ -45,6 +45,18 @@ pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
         return Ok(Event::Done);
     }
     parse_chunk(data).map(Event::Chunk)
+}
+
+/// The string a JSON string literal whose escapes serde_json has validated is (quotes
+/// included, as a raw value holds it), borrowed with its escapes; `None` for any other value.
+/// How an API with a decoder of its own (the Responses API's) borrows its text.
+pub(super) fn raw_json_string(literal: &str) -> Option<JsonStr<'_>> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    Some(if memchr::memchr(b'\\', inner.as_bytes()).is_some() {
+        JsonStr::from_escaped(inner)
+    } else {
+        JsonStr::from_plain(inner)
+    })
 }
 
 /// Decodes one `data:` payload (not `[DONE]`): by the scanner when it is sure, else by
@@ -182,6 +194,11 @@ fn usage_of(usage: Option<&Value>) -> Result<Option<Usage>, ChunkError> {
             .get("prompt_tokens_details")
             .and_then(Value::as_object)
             .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64),
+        reasoning_tokens: usage
+            .get("completion_tokens_details")
+            .and_then(Value::as_object)
+            .and_then(|d| d.get("reasoning_tokens"))
             .and_then(Value::as_u64),
     }))
 }

@@ -110,6 +110,7 @@ pub(super) fn decode(bytes: &[u8], list: List) -> Result<Pooled, WholeError> {
             prompt_tokens: n,
             completion_tokens: 0,
             cached_tokens: None,
+            reasoning_tokens: None,
         })
     });
     Ok(Pooled {
@@ -243,6 +244,7 @@ mod tests {
             item: None,
             images: &[],
             batch: &batch,
+            reasoning_effort: None,
         };
         let mut out = Vec::new();
         api.kind().write_body(&mut out, &req);

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Api;
+use super::body::ReasoningEffort;
 use crate::units::Duration;
 
 /// What every request to the target carries: the workload's side of the target, in the
@@ -27,12 +28,17 @@ pub struct RequestSettings {
     pub headers: Vec<(String, String)>,
     /// Extra JSON body fields merged into every request (`body { temperature 0.0 }`).
     pub extra_body: BTreeMap<String, serde_json::Value>,
-    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default true.
+    /// Send `ignore_eos: true` so outputs have exactly the planned length. Default: the
+    /// API's (`ApiKind::ignore_eos_default`): on for chat and completions, off for responses.
     pub ignore_eos: bool,
     /// `batch N`: a pooling API's inputs per request (embeddings' texts, rerank's documents,
     /// score's `text_2`). Default 1; absent from the plan's JSON (and hash) when 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub batch: u32,
+    /// `reasoning-effort "low"|"medium"|"high"`: how hard a reasoning model should think
+    /// (chat's `reasoning_effort`, the Responses API's `reasoning.effort`). Default: not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 fn one() -> u32 {
@@ -54,6 +60,7 @@ impl Default for RequestSettings {
             extra_body: BTreeMap::new(),
             ignore_eos: true,
             batch: 1,
+            reasoning_effort: None,
         }
     }
 }

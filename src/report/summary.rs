@@ -208,6 +208,15 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
+    if s.tokens.answer_starved > 0 {
+        let _ = writeln!(
+            out,
+            "    answer-starved: {} of {} ok requests reasoned until max_tokens ran out and gave no \
+             answer (not counted as good): raise the stage's output length or lower the \
+             target's reasoning-effort",
+            s.tokens.answer_starved, s.requests.ok
+        );
+    }
     if s.requests.retried > 0 {
         let _ = writeln!(
             out,

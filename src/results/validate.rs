@@ -376,6 +376,7 @@ impl Checker {
             ("input", t.input),
             ("output", t.output),
             ("cached", t.cached),
+            ("reasoning", t.reasoning),
         ] {
             self.count(&format!("{at}.{name}"), n);
         }
@@ -391,9 +392,18 @@ impl Checker {
             ("implausible", t.implausible),
             ("off_plan_output", t.off_plan_output),
             ("cache_reported", t.cache_reported),
+            ("reasoning_reported", t.reasoning_reported),
+            ("answer_starved", t.answer_starved),
         ] {
             self.at_most(&format!("{at}.{name}"), n, ok, "the ok requests");
         }
+        // Reasoning is part of the output: a count is kept only when it is not above it.
+        self.at_most(
+            &format!("{at}.reasoning"),
+            t.reasoning,
+            t.output,
+            "the output tokens",
+        );
         let sources = [
             t.from_usage,
             t.from_timings,

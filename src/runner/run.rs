@@ -203,6 +203,7 @@ fn body_template(plan: &Plan) -> BodyTemplate {
         api: request.api,
         model: String::new(),
         ignore_eos: request.ignore_eos,
+        reasoning_effort: request.reasoning_effort,
         extra: request.extra_body.clone(),
     }
 }

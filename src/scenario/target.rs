@@ -9,7 +9,7 @@ use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
 use super::written::Spanned;
-use crate::protocol::{Api, CacheReset, RequestSettings, RunSettings};
+use crate::protocol::{Api, CacheReset, ReasoningEffort, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 
 const COMMON: &[&str] = &[
@@ -20,6 +20,7 @@ const COMMON: &[&str] = &[
     "header",
     "body",
     "ignore-eos",
+    "reasoning-effort",
     "max-event-size",
     "cache-salt",
     "reset-cache",
@@ -106,6 +107,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
             ctx.unknown_node(child, "`target`", COMMON);
         }
     }
+    api_defaults(ctx, r.children(), &mut t);
     r.finish(ctx);
     batch_fits_api(ctx, node, &t);
     if is_sim {
@@ -155,6 +157,7 @@ fn common_setting(
         "ignore-eos" => {
             t.request.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.request.ignore_eos)
         }
+        "reasoning-effort" => reasoning_effort_setting(ctx, &mut r, t),
         "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
         "reset-cache" => reset_cache_setting(ctx, &mut r, t),
         "max-event-size" => max_event_size_setting(ctx, &mut r, t),
@@ -199,6 +202,53 @@ fn batch_fits_api(ctx: &mut Ctx<'_>, node: &KdlNode, t: &Target) {
             pooling.join(", ")
         )),
     );
+}
+
+/// What depends on the API, once every setting is read (`api` may come after them): the
+/// API's `ignore-eos` default where the target does not say, and a reasoning effort only
+/// where the API can carry one.
+fn api_defaults(ctx: &mut Ctx<'_>, children: &[KdlNode], t: &mut Target) {
+    let named = |name: &str| children.iter().find(|c| c.name().value() == name);
+    let kind = t.request.api.kind();
+    if named("ignore-eos").is_none() {
+        t.request.ignore_eos = kind.ignore_eos_default();
+    }
+    if let Some(node) = named("reasoning-effort")
+        && !kind.reasoning_effort()
+    {
+        let able: Vec<String> = crate::protocol::REGISTRY
+            .iter()
+            .filter(|a| a.kind().reasoning_effort())
+            .map(|a| format!("api \"{a}\""))
+            .collect();
+        ctx.error(
+            ctx.name_span(node),
+            format!("api \"{}\" carries no reasoning effort", t.request.api),
+            "not sent by this API",
+            Some(format!(
+                "use {}, or remove reasoning-effort",
+                able.join(" or ")
+            )),
+        );
+    }
+}
+
+/// `reasoning-effort "low"|"medium"|"high"`.
+fn reasoning_effort_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    const EXPECTED: &str = "\"low\", \"medium\" or \"high\"";
+    if let Some(v) = one_arg(ctx, r, EXPECTED)
+        && let Some(s) = ctx.name_string(&v, "reasoning-effort")
+    {
+        match ReasoningEffort::from_name(&s) {
+            Some(e) => t.request.reasoning_effort = Some(e),
+            None => ctx.error(
+                v.span,
+                format!("unknown reasoning-effort `{s}`"),
+                format!("expected {EXPECTED}"),
+                Some(suggest(&s, &ReasoningEffort::NAMES, "value")),
+            ),
+        }
+    }
 }
 
 /// `api "chat"`: one of the registered API kinds.

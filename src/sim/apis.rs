@@ -10,6 +10,7 @@ mod echo;
 mod embeddings;
 mod pooled;
 mod rerank;
+mod responses;
 mod score;
 
 use super::wire::SimApi;
@@ -22,6 +23,7 @@ const SIDES: &[&dyn SimApi] = &[
     &embeddings::Embeddings,
     &rerank::Rerank,
     &score::Score,
+    &responses::Responses,
     #[cfg(test)]
     &echo::Echo,
 ];

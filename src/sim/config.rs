@@ -108,6 +108,14 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub tool_calls: bool,
+    /// Output tokens each response spends reasoning before its answer, as a reasoning model
+    /// does: streamed as reasoning text (chat's `delta.reasoning_content`, the Responses API's
+    /// `response.reasoning_text.delta`) and counted in `usage` as reasoning tokens. They are
+    /// part of the output, so a `max_tokens` at or under them leaves no answer. A request's
+    /// reasoning effort scales them: `low` a quarter, `high` twice. 0: no reasoning.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("default" = 0))]
+    pub reasoning_tokens: u64,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -124,6 +132,10 @@ fn is_default_embedding_dim(n: &u32) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_default_prefix_cache_capacity(n: &u32) -> bool {
@@ -166,6 +178,7 @@ impl Default for SimConfig {
             timings: false,
             metrics_histograms: false,
             tool_calls: false,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -345,6 +358,7 @@ mod tests {
             "timings",
             "metrics-histograms",
             "embedding-dim",
+            "reasoning-tokens",
         ] {
             assert!(v.get(key).is_none(), "{key} serialised at its default");
         }

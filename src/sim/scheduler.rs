@@ -323,7 +323,7 @@ impl Scheduler {
             s.framing.write_token(
                 &mut self.buf,
                 words::word(s.id, index),
-                index == 0,
+                index,
                 finish.as_ref(),
             );
             let bytes = self.buf.split().freeze();
@@ -470,6 +470,7 @@ fn finish(config: &SimConfig, r: &Running, now: Instant) -> Finish {
         prompt: s.prompt_tokens,
         completion: r.emitted,
         cached: r.cached,
+        reasoning: s.framing.reasoning().min(r.emitted),
         timings,
     }
 }

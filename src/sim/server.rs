@@ -284,7 +284,7 @@ fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framin
     let tool = (cfg.tool_calls && req.stream)
         .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
         .flatten();
-    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| s);
+    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| wire::Stream::Choices(s));
     let name = tool.map(|(name, _)| name);
     Framing::new(
         shape,
@@ -327,14 +327,14 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         return bad_request(&msg, Some("max_tokens"));
     }
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
-    let (fault, output_len) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
+    let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = framing(cfg, served, &req, id);
+    let framing = framing(cfg, served, &req, id).with_reasoning(reasoning);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {
@@ -452,6 +452,30 @@ struct Collected<'a> {
     usage_details: bool,
     /// A pooling request's inputs, and the simulator's embedding size.
     pooled: (u32, u32),
+}
+
+/// The request's fault, output length and reasoning tokens. A model that stops on its own
+/// answers after it has reasoned: the drawn length is the answer's, within max_tokens.
+fn lengths(cfg: &SimConfig, id: u64, req: &wire::GenRequest, max_tokens: u64) -> (Fault, u64, u64) {
+    let (fault, drawn) = faults::draw(cfg, id, req.ignore_eos, max_tokens, req.min_tokens);
+    let reasoning = reasoning_tokens(cfg.reasoning_tokens, req).min(max_tokens);
+    let output_len = if req.ignore_eos {
+        drawn
+    } else {
+        drawn.saturating_add(reasoning).min(max_tokens)
+    };
+    (fault, output_len, reasoning)
+}
+
+/// The tokens a request reasons for: the configured count, scaled by its reasoning effort
+/// (`low` a quarter, `high` twice).
+fn reasoning_tokens(configured: u64, req: &wire::GenRequest) -> u64 {
+    use crate::protocol::ReasoningEffort;
+    match req.reasoning_effort {
+        Some(ReasoningEffort::Low) => configured / 4,
+        Some(ReasoningEffort::High) => configured.saturating_mul(2),
+        Some(ReasoningEffort::Medium) | None => configured,
+    }
 }
 
 /// Waits for the whole output, then answers with one JSON body carrying `usage` (and

@@ -53,7 +53,7 @@ mod tests {
 
     use crate::protocol::{FinishReason as Reason, parse_chunk};
     use crate::sim::apis::chat::Chat;
-    use crate::sim::wire::{Finish, FinishReason, Framing, GenRequest, SimApi};
+    use crate::sim::wire::{Finish, FinishReason, Framing, GenRequest, SimApi, Stream};
 
     fn stream(reason: FinishReason) -> Vec<String> {
         let req = GenRequest {
@@ -67,19 +67,29 @@ mod tests {
             cache_prompt: true,
             tool: Some("get_\"weather".into()),
             inputs: 0,
+            reasoning_effort: None,
         };
         let shape = Chat.tool_stream().unwrap();
-        let f = Framing::new(shape, 9, 1, "m", &req, false, req.tool.as_deref());
+        let f = Framing::new(
+            Stream::Choices(shape),
+            9,
+            1,
+            "m",
+            &req,
+            false,
+            req.tool.as_deref(),
+        );
         let mut buf = BytesMut::new();
         let end = Finish {
             reason,
             prompt: 7,
             completion: 3,
             cached: 0,
+            reasoning: 0,
             timings: None,
         };
         for (i, w) in [" the", " cat", " sat"].iter().enumerate() {
-            f.write_token(&mut buf, w, i == 0, (i == 2).then_some(&end));
+            f.write_token(&mut buf, w, i as u64, (i == 2).then_some(&end));
         }
         std::str::from_utf8(&buf)
             .unwrap()

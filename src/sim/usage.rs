@@ -29,12 +29,15 @@ pub(crate) struct Finish {
     pub completion: u64,
     /// Prompt tokens served from the prefix cache.
     pub cached: u64,
+    /// Output tokens spent reasoning (`reasoning-tokens`), part of `completion`.
+    pub reasoning: u64,
     /// `Some` with `timings`.
     pub timings: Option<Timings>,
 }
 
 impl Finish {
-    /// The `usage` object; `details` adds `prompt_tokens_details` (with `prefix-cache`).
+    /// The `usage` object; `details` adds `prompt_tokens_details` (with `prefix-cache`), and
+    /// reasoning adds `completion_tokens_details`, as vLLM writes them.
     pub(crate) fn write_usage(&self, out: &mut impl std::fmt::Write, details: bool) {
         let (p, c) = (self.prompt, self.completion);
         let _ = write!(
@@ -47,6 +50,13 @@ impl Finish {
                 out,
                 r#","prompt_tokens_details":{{"cached_tokens":{}}}"#,
                 self.cached
+            );
+        }
+        if self.reasoning > 0 {
+            let _ = write!(
+                out,
+                r#","completion_tokens_details":{{"reasoning_tokens":{}}}"#,
+                self.reasoning
             );
         }
         let _ = out.write_char('}');
@@ -121,6 +131,7 @@ mod tests {
             prompt: 10,
             completion: 2,
             cached: 4,
+            reasoning: 0,
             timings: None,
         };
         let mut plain = String::new();

@@ -14,6 +14,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, 
 use super::tokens::PromptSink;
 use super::tools::{self, RawTools};
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
+use crate::protocol::ReasoningEffort;
 
 /// The simulator's side of one API kind (see `protocol::ApiKind`): how its requests read and
 /// its responses look. Found by the protocol's name for it.
@@ -22,14 +23,53 @@ pub(crate) trait SimApi: Sync {
     fn name(&self) -> &'static str;
     /// Decodes a request body; with `collect_ids` the prompt's token ids are kept.
     fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest>;
-    /// The fixed pieces of its streamed events.
-    fn stream(&self) -> &'static ChoiceStream;
+    /// How its streamed events are written.
+    fn stream(&self) -> Stream;
     /// A non-streamed answer's body.
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value;
     /// The pieces of a streamed tool-calling answer, for an API that can give one.
     fn tool_stream(&self) -> Option<&'static ChoiceStream> {
         None
     }
+}
+
+/// How an API's stream is written: OpenAI chunks from fixed pieces, or typed events the API
+/// writes itself.
+#[derive(Clone, Copy)]
+pub(crate) enum Stream {
+    /// Chunks carrying `choices[0]` (chat, completions), ended by `[DONE]`.
+    Choices(&'static ChoiceStream),
+    /// Typed events (the Responses API's), each written by the API.
+    Events(&'static dyn EventStream),
+}
+
+/// An API whose stream is typed events: it writes the events of each token itself.
+pub(crate) trait EventStream: Sync {
+    /// Writes everything one emitted token adds to the stream: the events that open the
+    /// response or a new output item before it, its delta, and after the last token the
+    /// events that end the response.
+    fn token(&self, buf: &mut BytesMut, t: &TokenEvent<'_>);
+    /// An event whose JSON is cut off (the malformed-SSE fault).
+    fn garbage(&self, buf: &mut BytesMut);
+}
+
+/// One emitted token, for an [`EventStream`].
+pub(crate) struct TokenEvent<'a> {
+    /// The request's number (its response's id).
+    pub id: u64,
+    /// Unix seconds the response was created.
+    pub created: u64,
+    /// The model's name as a JSON string, quotes included.
+    pub model_json: &'a str,
+    pub word: &'a str,
+    /// The token's place in the output, from 0.
+    pub index: u64,
+    /// The response's reasoning tokens: those before `reasoning` are reasoning.
+    pub reasoning: u64,
+    /// Set on the last token.
+    pub finish: Option<&'a Finish>,
+    /// Usage carries the cached prompt tokens (`prefix-cache`).
+    pub usage_details: bool,
 }
 
 /// The fixed pieces of an OpenAI-style stream whose events carry `choices[0]`.
@@ -44,6 +84,9 @@ pub(crate) struct ChoiceStream {
     pub close: &'static [u8],
     /// A choice sent once before the first token (chat's role announcement).
     pub first: Option<&'static [u8]>,
+    /// The choice up to the opening quote of a reasoning token's text (chat's
+    /// `delta.reasoning_content`); `None` streams reasoning as answer text.
+    pub open_reasoning: Option<&'static [u8]>,
 }
 
 /// What a non-streamed answer says.
@@ -64,6 +107,9 @@ pub(crate) struct Whole<'a> {
 pub(crate) trait PromptField: DeserializeOwned {
     /// The body's key for it (`messages`, `prompt`).
     const KEY: &'static str;
+    /// A key whose text goes before the prompt as a system message (the Responses API's
+    /// `instructions`), if the API has one.
+    const CONTEXT_KEY: Option<&'static str> = None;
     /// Feeds its tokens into `sink`.
     fn feed(&self, sink: &mut PromptSink);
 }
@@ -71,6 +117,12 @@ pub(crate) trait PromptField: DeserializeOwned {
 #[derive(Deserialize)]
 struct RawStreamOptions {
     include_usage: Option<bool>,
+}
+
+/// The Responses API's `reasoning` object.
+#[derive(Deserialize)]
+struct RawReasoning {
+    effort: Option<String>,
 }
 
 /// A generation request's body: the fields every API shares, and the prompt under `P::KEY`.
@@ -87,6 +139,11 @@ struct RawRequest<P> {
     /// llama.cpp's per-request switch for its prompt cache.
     cache_prompt: Option<bool>,
     tools: Option<RawTools>,
+    /// The Responses API's names for the length and the system prompt.
+    max_output_tokens: Option<u64>,
+    context: Option<String>,
+    reasoning_effort: Option<String>,
+    reasoning: Option<RawReasoning>,
 }
 
 /// The keys a generation request's body is read by.
@@ -101,11 +158,15 @@ enum Key {
     MinTokens,
     CachePrompt,
     Tools,
+    MaxOutputTokens,
+    Context,
+    ReasoningEffort,
+    Reasoning,
     Other,
 }
 
-/// Reads a key without allocating, knowing the API's prompt key.
-struct KeySeed(&'static str);
+/// Reads a key without allocating, knowing the API's prompt key and context key.
+struct KeySeed(&'static str, Option<&'static str>);
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Key;
@@ -122,6 +183,7 @@ impl Visitor<'_> for KeySeed {
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
         Ok(match key {
             k if k == self.0 => Key::Prompt,
+            k if Some(k) == self.1 => Key::Context,
             "max_tokens" => Key::MaxTokens,
             "max_completion_tokens" => Key::MaxCompletionTokens,
             "stream" => Key::Stream,
@@ -130,6 +192,9 @@ impl Visitor<'_> for KeySeed {
             "min_tokens" => Key::MinTokens,
             "cache_prompt" => Key::CachePrompt,
             "tools" => Key::Tools,
+            "max_output_tokens" => Key::MaxOutputTokens,
+            "reasoning_effort" => Key::ReasoningEffort,
+            "reasoning" => Key::Reasoning,
             _ => Key::Other,
         })
     }
@@ -165,7 +230,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
         let (mut prompt, mut max, mut max_completion, mut stream) = (None, None, None, None);
         let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
         let mut tools = None;
-        while let Some(key) = map.next_key_seed(KeySeed(P::KEY))? {
+        let (mut max_output, mut context, mut effort, mut reasoning) = (None, None, None, None);
+        while let Some(key) = map.next_key_seed(KeySeed(P::KEY, P::CONTEXT_KEY))? {
             match key {
                 Key::Prompt => once(&mut prompt, &mut map, P::KEY)?,
                 Key::MaxTokens => once(&mut max, &mut map, "max_tokens")?,
@@ -178,6 +244,10 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
                 Key::MinTokens => once(&mut min, &mut map, "min_tokens")?,
                 Key::CachePrompt => once(&mut cache, &mut map, "cache_prompt")?,
                 Key::Tools => once(&mut tools, &mut map, "tools")?,
+                Key::MaxOutputTokens => once(&mut max_output, &mut map, "max_output_tokens")?,
+                Key::Context => once(&mut context, &mut map, "instructions")?,
+                Key::ReasoningEffort => once(&mut effort, &mut map, "reasoning_effort")?,
+                Key::Reasoning => once(&mut reasoning, &mut map, "reasoning")?,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -193,6 +263,10 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
             min_tokens: min.flatten(),
             cache_prompt: cache.flatten(),
             tools: tools.flatten(),
+            max_output_tokens: max_output.flatten(),
+            context: context.flatten(),
+            reasoning_effort: effort.flatten(),
+            reasoning: reasoning.flatten(),
         })
     }
 }
@@ -216,6 +290,9 @@ pub(crate) struct GenRequest {
     /// A pooling request's inputs (texts, or documents paired with a query), one result each
     /// in its answer; 0 for a generation request.
     pub inputs: u32,
+    /// The reasoning effort asked for (chat's `reasoning_effort`, the Responses API's
+    /// `reasoning.effort`); an unknown value is ignored.
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -244,10 +321,20 @@ pub(crate) fn parse<P: PromptField>(
         message: format!("missing required field `{}`", P::KEY),
         param: Some(P::KEY),
     })?;
+    if let Some(context) = &raw.context {
+        sink.message_start("system");
+        sink.text(context);
+    }
     prompt.feed(&mut sink);
+    let effort = raw
+        .reasoning_effort
+        .or(raw.reasoning.and_then(|r| r.effort));
     Ok(GenRequest {
         prompt_tokens: sink.count(),
-        max_tokens: raw.max_completion_tokens.or(raw.max_tokens),
+        max_tokens: raw
+            .max_completion_tokens
+            .or(raw.max_output_tokens)
+            .or(raw.max_tokens),
         min_tokens: raw.min_tokens.unwrap_or(0),
         ignore_eos: raw.ignore_eos.unwrap_or(false),
         stream: raw.stream.unwrap_or(false),
@@ -259,6 +346,7 @@ pub(crate) fn parse<P: PromptField>(
         cache_prompt: raw.cache_prompt.unwrap_or(true),
         tool: raw.tools.and_then(RawTools::first_name),
         inputs: 0,
+        reasoning_effort: effort.as_deref().and_then(ReasoningEffort::from_name),
     })
 }
 
@@ -271,28 +359,43 @@ pub(crate) fn error_body(status: u16, kind: &str, message: &str, param: Option<&
 }
 
 /// Pre-serialized pieces of one response's SSE chunks. The `head` (`data: {"id":…,"model":…,`)
-/// is built once per request; per token only the word and a static suffix are appended.
+/// is built once per request; per token only the word and a static suffix are appended. An
+/// API of typed events writes its own (see [`EventStream`]).
 pub(crate) struct Framing {
-    shape: &'static ChoiceStream,
     stream: bool,
     include_usage: bool,
     /// Usage carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
-    /// `data: {"id":"…","object":"…","created":N,"model":"…",` then the choice opening up to
-    /// the content's opening quote; `head_len` marks where the shared head ends.
-    prefix: Box<[u8]>,
-    head_len: usize,
+    /// The response's first `reasoning` tokens are reasoning.
+    reasoning: u64,
     /// The choice sent once before the first token (chat's role, a tool call's name).
     first: Option<Box<[u8]>>,
     /// The tokens are a tool call's arguments (see `tools.rs`).
     tool: bool,
+    shape: Shape,
+}
+
+enum Shape {
+    Choices {
+        shape: &'static ChoiceStream,
+        /// `data: {"id":"…","object":"…","created":N,"model":"…",` then the choice opening up
+        /// to the content's opening quote; `head_len` marks where the shared head ends.
+        prefix: Box<[u8]>,
+        head_len: usize,
+    },
+    Events {
+        api: &'static dyn EventStream,
+        id: u64,
+        created: u64,
+        model_json: Box<str>,
+    },
 }
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
 impl Framing {
     pub(crate) fn new(
-        shape: &'static ChoiceStream,
+        stream: Stream,
         id: u64,
         created: u64,
         model: &str,
@@ -300,66 +403,130 @@ impl Framing {
         usage_details: bool,
         tool: Option<&str>,
     ) -> Framing {
-        let (id_prefix, object) = (shape.id_prefix, shape.object);
         let model = serde_json::to_string(model).unwrap_or_else(|_| "\"\"".into());
-        let head = format!(
-            r#"data: {{"id":"{id_prefix}{id}","object":"{object}","created":{created},"model":{model},"#
-        );
-        let mut prefix = head.clone().into_bytes();
-        prefix.extend_from_slice(shape.open);
+        let first = match (tool, stream) {
+            (Some(name), _) => Some(tools::first_choice(id, name)),
+            (None, Stream::Choices(shape)) => shape.first.map(Box::from),
+            (None, Stream::Events(_)) => None,
+        };
+        let shape = match stream {
+            Stream::Choices(shape) => {
+                let (id_prefix, object) = (shape.id_prefix, shape.object);
+                let head = format!(
+                    r#"data: {{"id":"{id_prefix}{id}","object":"{object}","created":{created},"model":{model},"#
+                );
+                let mut prefix = head.clone().into_bytes();
+                prefix.extend_from_slice(shape.open);
+                Shape::Choices {
+                    shape,
+                    prefix: prefix.into_boxed_slice(),
+                    head_len: head.len(),
+                }
+            }
+            Stream::Events(api) => Shape::Events {
+                api,
+                id,
+                created,
+                model_json: model.into_boxed_str(),
+            },
+        };
         Framing {
-            shape,
             stream: req.stream,
             include_usage: req.include_usage,
             usage_details,
-            prefix: prefix.into_boxed_slice(),
-            head_len: head.len(),
-            first: match tool {
-                Some(name) => Some(tools::first_choice(id, name)),
-                None => shape.first.map(Box::from),
-            },
+            reasoning: 0,
+            first,
             tool: tool.is_some(),
+            shape,
         }
+    }
+
+    /// The response's first `n` tokens are reasoning.
+    pub(crate) fn with_reasoning(mut self, n: u64) -> Framing {
+        self.reasoning = n;
+        self
+    }
+
+    /// Tokens of reasoning before the answer.
+    pub(crate) fn reasoning(&self) -> u64 {
+        self.reasoning
     }
 
     pub(crate) fn is_stream(&self) -> bool {
         self.stream
     }
 
-    /// Writes the bytes for one emitted token: for a stream, the API's first choice (chat's
-    /// role) before the first token, the token's chunk, and after the last one the usage chunk (if asked) and
-    /// `[DONE]`; `timings` go on the last JSON chunk, as llama-server puts them. For a
-    /// non-streaming response, only the word.
+    /// Writes the bytes for the token at `index`: for a stream, the API's first choice (chat's
+    /// role) before the first token, the token's chunk (reasoning or answer), and after the
+    /// last one the usage chunk (if asked) and `[DONE]`; `timings` go on the last JSON chunk,
+    /// as llama-server puts them. For a non-streaming response, only the word.
     pub(crate) fn write_token(
         &self,
         buf: &mut BytesMut,
         word: &str,
-        first: bool,
+        index: u64,
         finish: Option<&Finish>,
     ) {
         if !self.stream {
             buf.put_slice(word.as_bytes());
             return;
         }
-        let head = &self.prefix[..self.head_len];
-        if first && let Some(choice) = &self.first {
+        let (shape, prefix, head_len) = match &self.shape {
+            Shape::Choices {
+                shape,
+                prefix,
+                head_len,
+            } => (*shape, prefix, *head_len),
+            Shape::Events {
+                api,
+                id,
+                created,
+                model_json,
+            } => {
+                let t = TokenEvent {
+                    id: *id,
+                    created: *created,
+                    model_json,
+                    word,
+                    index,
+                    reasoning: self.reasoning,
+                    finish,
+                    usage_details: self.usage_details,
+                };
+                return api.token(buf, &t);
+            }
+        };
+        let head = &prefix[..head_len];
+        if index == 0
+            && let Some(choice) = &self.first
+        {
             buf.put_slice(head);
             buf.put_slice(choice);
             buf.put_slice(b"\n\n");
         }
-        buf.put_slice(&self.prefix);
-        if self.tool && first {
+        match shape.open_reasoning {
+            Some(open) if index < self.reasoning && !self.tool => {
+                buf.put_slice(head);
+                buf.put_slice(open);
+            }
+            _ => buf.put_slice(prefix),
+        }
+        if self.tool && index == 0 {
             buf.put_slice(tools::ARGUMENTS_OPEN);
         }
         buf.put_slice(word.as_bytes());
         if self.tool && finish.is_some() {
             buf.put_slice(tools::ARGUMENTS_CLOSE);
         }
-        buf.put_slice(self.shape.close);
-        let Some(finish) = finish else {
-            buf.put_slice(b"null}]}\n\n");
-            return;
-        };
+        buf.put_slice(shape.close);
+        match finish {
+            None => buf.put_slice(b"null}]}\n\n"),
+            Some(finish) => self.write_end(buf, head, finish),
+        }
+    }
+
+    /// The last chunk's finish reason, the usage chunk, `[DONE]`.
+    fn write_end(&self, buf: &mut BytesMut, head: &[u8], finish: &Finish) {
         buf.put_u8(b'"');
         let reason = match finish.reason {
             FinishReason::Stop if self.tool => "tool_calls",
@@ -390,241 +557,20 @@ impl Framing {
 
     /// A `data:` line whose JSON is cut off: the malformed-SSE fault.
     pub(crate) fn write_garbage(&self, buf: &mut BytesMut) {
-        if self.stream {
-            buf.put_slice(&self.prefix[..self.head_len]);
-            buf.put_slice(b"\"choices\":[{\"index\":0,<<garbage\n\n");
+        if !self.stream {
+            return;
+        }
+        match &self.shape {
+            Shape::Choices {
+                prefix, head_len, ..
+            } => {
+                buf.put_slice(&prefix[..*head_len]);
+                buf.put_slice(b"\"choices\":[{\"index\":0,<<garbage\n\n");
+            }
+            Shape::Events { api, .. } => api.garbage(buf),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::apis::chat::{Chat, Messages, PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS};
-    use crate::sim::apis::completions::{Completions, Prompt};
-
-    fn req(stream: bool, include_usage: bool) -> GenRequest {
-        GenRequest {
-            prompt_tokens: 7,
-            max_tokens: Some(2),
-            min_tokens: 0,
-            ignore_eos: true,
-            stream,
-            include_usage,
-            prompt_ids: Vec::new(),
-            inputs: 0,
-            cache_prompt: true,
-            tool: None,
-        }
-    }
-
-    fn finish(reason: FinishReason, prompt: u64, completion: u64) -> Finish {
-        Finish {
-            reason,
-            prompt,
-            completion,
-            cached: 0,
-            timings: None,
-        }
-    }
-
-    fn events(buf: &[u8]) -> Vec<String> {
-        std::str::from_utf8(buf)
-            .unwrap()
-            .split_terminator("\n\n")
-            .map(|e| e.strip_prefix("data: ").unwrap().to_string())
-            .collect()
-    }
-
-    #[test]
-    fn chat_stream_chunks_are_valid_json() {
-        let f = Framing::new(Chat.stream(), 5, 100, "m\"q", &req(true, true), false, None);
-        let mut buf = BytesMut::new();
-        f.write_token(&mut buf, " the", true, None);
-        f.write_token(
-            &mut buf,
-            " of",
-            false,
-            Some(&finish(FinishReason::Length, 7, 2)),
-        );
-        let ev = events(&buf);
-        assert_eq!(ev.len(), 5);
-        let v: Vec<serde_json::Value> = ev[..4]
-            .iter()
-            .map(|e| serde_json::from_str(e).unwrap())
-            .collect();
-        assert_eq!(v[0]["choices"][0]["delta"]["role"], "assistant");
-        assert_eq!(v[0]["model"], "m\"q");
-        assert_eq!(v[1]["choices"][0]["delta"]["content"], " the");
-        assert_eq!(v[1]["object"], "chat.completion.chunk");
-        assert_eq!(v[1]["id"], "chatcmpl-sim-5");
-        assert!(v[1]["choices"][0]["finish_reason"].is_null());
-        assert_eq!(v[2]["choices"][0]["finish_reason"], "length");
-        assert_eq!(v[3]["choices"].as_array().unwrap().len(), 0);
-        assert_eq!(v[3]["usage"]["total_tokens"], 9);
-        assert_eq!(ev[4], "[DONE]");
-    }
-
-    #[test]
-    fn completions_and_plain_framing() {
-        let f = Framing::new(
-            Completions.stream(),
-            1,
-            1,
-            "m",
-            &req(true, false),
-            false,
-            None,
-        );
-        let mut buf = BytesMut::new();
-        f.write_token(
-            &mut buf,
-            " a",
-            true,
-            Some(&finish(FinishReason::Stop, 1, 1)),
-        );
-        let ev = events(&buf);
-        assert_eq!(ev.len(), 2);
-        let v: serde_json::Value = serde_json::from_str(&ev[0]).unwrap();
-        assert_eq!(v["choices"][0]["text"], " a");
-        assert_eq!(v["choices"][0]["finish_reason"], "stop");
-        let mut garbage = BytesMut::new();
-        f.write_garbage(&mut garbage);
-        assert!(serde_json::from_str::<serde_json::Value>(&events(&garbage)[0]).is_err());
-
-        let plain = Framing::new(
-            Completions.stream(),
-            1,
-            1,
-            "m",
-            &req(false, false),
-            false,
-            None,
-        );
-        let mut buf = BytesMut::new();
-        plain.write_token(
-            &mut buf,
-            " a",
-            true,
-            Some(&finish(FinishReason::Stop, 1, 1)),
-        );
-        assert_eq!(&buf[..], b" a");
-    }
-
-    fn parse_counting(api: &dyn SimApi, body: &[u8]) -> Result<GenRequest, BadRequest> {
-        api.parse(body, false)
-    }
-
-    #[test]
-    fn stream_tail_with_cached_tokens_and_timings() {
-        let timings = Timings {
-            cache_n: 16,
-            prompt_n: 8,
-            prompt_ms: 12.0,
-            predicted_n: 5,
-            predicted_ms: 20.0,
-        };
-        let done = Finish {
-            cached: 16,
-            timings: Some(timings.clone()),
-            ..finish(FinishReason::Length, 24, 5)
-        };
-        for include_usage in [true, false] {
-            let f = Framing::new(
-                Chat.stream(),
-                1,
-                1,
-                "m",
-                &req(true, include_usage),
-                true,
-                None,
-            );
-            let mut buf = BytesMut::new();
-            f.write_token(&mut buf, " a", false, Some(&done));
-            let ev = events(&buf);
-            assert_eq!(ev.last().unwrap(), "[DONE]");
-            let last: serde_json::Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();
-            let t = &last["timings"];
-            assert_eq!(t["cache_n"], 16);
-            assert_eq!(t["prompt_n"], 8);
-            assert_eq!(t["prompt_per_token_ms"], 1.5);
-            assert_eq!(t["prompt_per_second"], 8.0 / 12.0 * 1e3);
-            assert_eq!(t["predicted_per_token_ms"], 5.0);
-            assert_eq!(t["predicted_per_second"], 200.0);
-            if include_usage {
-                assert_eq!(
-                    last["usage"],
-                    serde_json::json!({"prompt_tokens": 24, "completion_tokens": 5,
-                        "total_tokens": 29, "prompt_tokens_details": {"cached_tokens": 16}})
-                );
-                let fin: serde_json::Value = serde_json::from_str(&ev[0]).unwrap();
-                assert!(fin.get("timings").is_none());
-            } else {
-                assert_eq!(ev.len(), 2);
-            }
-        }
-    }
-
-    #[test]
-    fn collected_ids_match_the_count() {
-        let body = br#"{"messages":[{"role":"system","content":"be brief"},{"role":7,"content":[{"type":"text","text":"hello"}]}],"cache_prompt":false}"#;
-        let counted = parse::<Messages>(body, false).unwrap();
-        let collected = parse::<Messages>(body, true).unwrap();
-        assert!(counted.prompt_ids.is_empty());
-        assert_eq!(collected.prompt_ids.len() as u64, counted.prompt_tokens);
-        assert_eq!(collected.prompt_tokens, counted.prompt_tokens);
-        assert!(!collected.cache_prompt);
-        let c = parse::<Prompt>(br#"{"prompt":["ab cd","ef"]}"#, true).unwrap();
-        assert_eq!(c.prompt_ids.len() as u64, c.prompt_tokens);
-        assert!(c.cache_prompt);
-    }
-
-    #[test]
-    fn each_api_reads_its_own_prompt_key_in_one_pass() {
-        // A repeated key is an error, as serde's derive makes it; unknown keys are skipped.
-        assert!(parse::<Messages>(br#"{"messages":[],"messages":[]}"#, false).is_err());
-        let twice = br#"{"max_tokens":1,"messages":[],"max_tokens":2}"#;
-        assert!(parse::<Messages>(twice, false).is_err());
-        let r = parse::<Messages>(
-            br#"{"prompt":{"x":[1,{}]},"max_tokens":null,"messages":[],"stream":true}"#,
-            false,
-        )
-        .unwrap();
-        assert_eq!(r.max_tokens, None);
-        assert!(r.stream);
-        // Another API's prompt key is just an unknown key; an escaped key is the same key.
-        let c = parse::<Prompt>(br#"{"messages":5,"pro\u006dpt":[7,8]}"#, false).unwrap();
-        assert_eq!(c.prompt_tokens, 2);
-        assert!(parse::<Prompt>(br#"[1]"#, false).is_err());
-    }
-
-    #[test]
-    fn parsing_counts_tokens_and_reports_missing_fields() {
-        let r = parse_counting(
-            &Chat,
-            br#"{"messages":[{"role":"user","content":"hello world"},{"role":"user","content":[{"type":"text","text":"hello"}]}],"max_completion_tokens":5,"max_tokens":9,"stream":true,"stream_options":{"include_usage":true},"temperature":0.3,"whatever":{}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            r.prompt_tokens,
-            2 + 1 + 2 * PER_MESSAGE_TOKENS + REPLY_PRIMING_TOKENS
-        );
-        assert_eq!(r.max_tokens, Some(5));
-        assert!(r.stream && r.include_usage);
-        let c = parse_counting(&Completions, br#"{"prompt":[1,2,3]}"#).unwrap();
-        assert_eq!(c.prompt_tokens, 3);
-        assert!(!c.stream);
-        assert_eq!(
-            parse_counting(&Chat, br#"{"prompt":"x"}"#)
-                .unwrap_err()
-                .param,
-            Some("messages")
-        );
-        assert_eq!(
-            parse_counting(&Completions, b"{}").unwrap_err().param,
-            Some("prompt")
-        );
-        assert!(parse_counting(&Chat, b"{not json").is_err());
-        assert!(parse_counting(&Chat, br#"{"messages":[],"max_tokens":"x"}"#).is_err());
-    }
-}
+mod tests;

@@ -31,6 +31,7 @@ mod redaction;
 mod report_compare;
 mod report_formats;
 mod report_provenance;
+mod responses;
 mod results_inputs;
 mod run_basic;
 mod run_cpus;

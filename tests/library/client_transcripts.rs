@@ -244,3 +244,52 @@ async fn response_text_has_escapes_decoded() {
     assert_eq!(rec.finish_reason, Some(FinishReason::Stop));
     assert_eq!(rec.token_source, TokenSource::Tokenizer);
 }
+
+/// vLLM's Responses stream, captured, replayed over HTTP with its `event:` lines: the deltas
+/// are the answer, `response.completed` (no `[DONE]` follows) ends the request with its usage
+/// and the budget's finish reason.
+#[tokio::test]
+async fn vllm_responses_stream_with_event_lines() {
+    const BODY: &str = include_str!("../data/vllm-responses-stream.sse");
+    let url = replay(BODY, 200)
+        .await
+        .replace("/chat/completions", "/responses");
+    let client = Client::new(
+        ClientConfig {
+            timeout: Duration::from_secs(10),
+            pool_size: 1,
+            api: infermeter::protocol::Api::RESPONSES,
+            ..ClientConfig::new(url)
+        },
+        Arc::new(Words),
+    )
+    .unwrap();
+    let mut rec = RequestRecord {
+        input_tokens: 14,
+        planned_input_tokens: 14,
+        planned_output_tokens: 6,
+        ..RequestRecord::default()
+    };
+    let text = client
+        .execute_text(
+            bytes::Bytes::from_static(b"{}"),
+            6,
+            &mut rec,
+            Instant::now(),
+        )
+        .await;
+    assert_eq!(rec.error, None);
+    assert_eq!(text, " SSLreadable follow**** successpyenv");
+    assert_eq!(rec.chunks, 6, "one per output_text.delta");
+    assert_eq!(rec.itl_us.len(), 5);
+    // Bookkeeping events (created, in_progress, item and part added) precede the first
+    // delta: TTFT starts at the delta, four gaps in.
+    assert!(rec.first_token_ns.unwrap() >= 4 * GAP.as_nanos() as u64);
+    assert_eq!(rec.first_answer_ns, rec.first_token_ns);
+    assert_eq!(rec.token_source, TokenSource::Usage);
+    assert_eq!((rec.input_tokens, rec.output_tokens), (14, 6));
+    assert_eq!(rec.cached_tokens, Some(0));
+    assert_eq!(rec.reasoning_tokens, Some(0));
+    assert_eq!(rec.finish_reason, Some(FinishReason::Length));
+    assert!(!rec.answer_starved());
+}

@@ -544,3 +544,34 @@ fn a_bad_sla_window_is_refused_with_a_hint() {
         );
     }
 }
+
+/// `ignore-eos` defaults by API, wherever `api` is written; what a target writes wins. A
+/// reasoning effort is kept in the plan's settings, and refused where the API cannot carry it.
+#[test]
+fn ignore_eos_and_reasoning_effort_follow_the_api() {
+    let target = |body: &str| {
+        let text = format!(
+            "target \"sim\" {{ {body} }}\n{DS}\nstage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }}"
+        );
+        parse_with(&text, &[])
+    };
+    let r = |body: &str| target(body).unwrap().target.request;
+    assert!(r("api \"chat\"").ignore_eos);
+    assert!(r("api \"completions\"").ignore_eos);
+    assert!(!r("api \"responses\"").ignore_eos);
+    assert!(r("ignore-eos #true; api \"responses\"").ignore_eos);
+    assert!(!r("api \"chat\"; ignore-eos #false").ignore_eos);
+    let effort = r("reasoning-effort \"high\"; api \"responses\"").reasoning_effort;
+    assert_eq!(effort, Some(infermeter::protocol::ReasoningEffort::High));
+    assert_eq!(r("").reasoning_effort, None);
+    let e = target("api \"completions\"; reasoning-effort \"low\"").unwrap_err();
+    let shown = format!("{:?}", miette::Report::new(e));
+    assert!(shown.contains("carries no reasoning effort"), "{shown}");
+    assert!(
+        shown.contains("api \"chat\" or api \"responses\""),
+        "{shown}"
+    );
+    let e = target("reasoning-effort \"hgh\"").unwrap_err();
+    let shown = format!("{:?}", miette::Report::new(e));
+    assert!(shown.contains("high"), "did you mean: {shown}");
+}

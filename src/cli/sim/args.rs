@@ -104,4 +104,8 @@ pub struct SimArgs {
     /// Export vLLM's latency histograms on /metrics.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub metrics_histograms: Option<bool>,
+    /// Output tokens each response spends reasoning before its answer (reasoning text in the
+    /// stream, reasoning tokens in usage); a request's reasoning effort scales them.
+    #[arg(long, value_name = "TOKENS")]
+    pub reasoning_tokens: Option<u64>,
 }

@@ -18,6 +18,10 @@ pub enum Event<'a> {
     Chunk(ChunkInfo<'a>),
     /// The event that ends the stream (`[DONE]`).
     Done,
+    /// An event that carries the last of the response and ends the stream: an API whose
+    /// final event is data rather than a `[DONE]` marker (the Responses API's
+    /// `response.completed`). Nothing after it is read.
+    Last(ChunkInfo<'a>),
 }
 
 /// Why the server stopped generating: the first choice's last `finish_reason`.
@@ -107,6 +111,10 @@ pub struct Usage {
     /// `prompt_tokens_details.cached_tokens`: prompt tokens served from the server's prefix
     /// cache (vLLM, SGLang, llama.cpp, OpenAI).
     pub cached_tokens: Option<u64>,
+    /// Output tokens the model spent reasoning, part of `completion_tokens`
+    /// (`completion_tokens_details.reasoning_tokens`; the Responses API's
+    /// `output_tokens_details.reasoning_tokens`), when the server said.
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Why a chunk could not be decoded (the request counts as `malformed`).

@@ -506,7 +506,11 @@ impl<'a> Text<'a> {
                         b"completion_tokens" => (1, &mut u.completion_tokens),
                         b"prompt_tokens_details" => {
                             seen.first(2)?;
-                            return self.prompt_tokens_details(i, &mut u.cached_tokens);
+                            return self.details(i, b"cached_tokens", &mut u.cached_tokens);
+                        }
+                        b"completion_tokens_details" => {
+                            seen.first(3)?;
+                            return self.details(i, b"reasoning_tokens", &mut u.reasoning_tokens);
                         }
                         _ => return self.skip(i, 2),
                     };
@@ -522,14 +526,15 @@ impl<'a> Text<'a> {
         }
     }
 
-    /// `cached_tokens` when the details are an object holding it as an unsigned integer.
-    fn prompt_tokens_details(self, i: usize, out: &mut Option<u64>) -> Option<usize> {
+    /// `name` (`cached_tokens`, `reasoning_tokens`) when the details are an object holding it
+    /// as an unsigned integer.
+    fn details(self, i: usize, name: &[u8], out: &mut Option<u64>) -> Option<usize> {
         if self.at(i)? != b'{' {
             return self.skip(i, 2);
         }
         let mut seen = Seen::default();
         self.object(i, |key, i| match key {
-            b"cached_tokens" => {
+            k if k == name => {
                 seen.first(0)?;
                 self.lenient_uint(i, out)
             }

@@ -79,7 +79,8 @@ fn usage_only_chunk_with_empty_choices() {
         Some(Usage {
             prompt_tokens: 23,
             completion_tokens: 8,
-            cached_tokens: None
+            cached_tokens: None,
+            reasoning_tokens: None,
         })
     );
     // Absent counts are 0; `usage: null` (OpenAI's chunks before the last) is no usage.
@@ -114,6 +115,33 @@ fn cached_tokens() {
         let data =
             format!(r#"{{"usage":{{"prompt_tokens":9,"prompt_tokens_details":{details}}}}}"#);
         assert_eq!(usage(&data).cached_tokens, None, "{details}");
+    }
+}
+
+#[test]
+fn reasoning_tokens() {
+    let usage = |data: &str| fast(data).usage.expect("usage");
+    let c = usage(
+        r#"{"usage":{"completion_tokens":9,"completion_tokens_details":{"accepted_prediction_tokens":0,"reasoning_tokens":6},"prompt_tokens_details":{"cached_tokens":2}}}"#,
+    );
+    assert_eq!((c.reasoning_tokens, c.cached_tokens), (Some(6), Some(2)));
+    for details in [
+        "null",
+        "{}",
+        r#"{"reasoning_tokens":"6"}"#,
+        r#"{"reasoning_tokens":-1}"#,
+        "[6]",
+    ] {
+        let data = format!(r#"{{"usage":{{"completion_tokens_details":{details}}}}}"#);
+        assert_eq!(usage(&data).reasoning_tokens, None, "{details}");
+        assert_eq!(
+            parse_chunk_value(&data)
+                .unwrap()
+                .usage
+                .unwrap()
+                .reasoning_tokens,
+            None
+        );
     }
 }
 

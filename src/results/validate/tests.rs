@@ -202,3 +202,17 @@ fn a_steady_window_outside_its_stage_or_miscounted_is_refused() {
     let e = broken(|r| with_steady(r).mean_in_flight = -1.0);
     assert!(e.contains("stages[0].steady.mean_in_flight = -1"), "{e}");
 }
+
+#[test]
+fn reasoning_counts_are_held() {
+    let e = broken(|r| {
+        let s = &mut r.stages[0];
+        s.tokens.answer_starved = s.requests.ok + 1;
+    });
+    assert!(e.contains("stages[0].tokens.answer_starved"), "{e}");
+    let e = broken(|r| {
+        let t = &mut r.stages[0].tokens;
+        t.reasoning = t.output + 1;
+    });
+    assert!(e.contains("more than the output tokens"), "{e}");
+}

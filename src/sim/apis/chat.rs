@@ -6,7 +6,9 @@ use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
 use crate::sim::vision::ImageRef;
-use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::wire::{
+    self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
+};
 
 /// Tokens added per chat message (role and separators) on top of its content, and once for the
 /// assistant reply's priming, following OpenAI's published counting recipe for cl100k models.
@@ -24,6 +26,7 @@ const STREAM: ChoiceStream = ChoiceStream {
     first: Some(
         br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
     ),
+    open_reasoning: Some(br#""choices":[{"index":0,"delta":{"reasoning_content":""#),
 };
 
 /// The pieces of a tool-calling answer (see `sim/tools.rs`): each token is a fragment of the
@@ -34,6 +37,7 @@ const TOOL_STREAM: ChoiceStream = ChoiceStream {
     open: br#""choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""#,
     close: br#""}}]},"logprobs":null,"finish_reason":"#,
     first: None,
+    open_reasoning: None,
 };
 
 impl SimApi for Chat {
@@ -45,8 +49,8 @@ impl SimApi for Chat {
         wire::parse::<Messages>(body, collect_ids)
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {

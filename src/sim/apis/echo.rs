@@ -4,7 +4,9 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
-use crate::sim::wire::{self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::wire::{
+    self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
+};
 
 /// The test API's side.
 pub(crate) struct Echo;
@@ -15,6 +17,7 @@ const STREAM: ChoiceStream = ChoiceStream {
     open: br#""choices":[{"index":0,"text":""#,
     close: br#"","finish_reason":"#,
     first: None,
+    open_reasoning: None,
 };
 
 impl SimApi for Echo {
@@ -26,8 +29,8 @@ impl SimApi for Echo {
         wire::parse::<Input>(body, collect_ids)
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::completions::Prompt;
 use super::pooled;
-use crate::sim::wire::{BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Whole};
+use crate::sim::wire::{BadRequest, GenRequest, PromptField, SimApi, Stream, Whole};
 
 /// The embeddings API's side.
 pub(crate) struct Embeddings;
@@ -31,8 +31,8 @@ impl SimApi for Embeddings {
         }
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &pooled::NO_STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&pooled::NO_STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {

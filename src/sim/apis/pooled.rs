@@ -16,6 +16,7 @@ pub(super) const NO_STREAM: ChoiceStream = ChoiceStream {
     open: b"",
     close: b"",
     first: None,
+    open_reasoning: None,
 };
 
 /// A text field that may be one text or several (`input`, `text_2`, `documents`).
@@ -91,6 +92,7 @@ pub(super) fn fed(
         cache_prompt: true,
         tool: None,
         inputs,
+        reasoning_effort: None,
     })
 }
 

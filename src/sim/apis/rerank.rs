@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::pooled::{self, Texts};
-use crate::sim::wire::{BadRequest, ChoiceStream, GenRequest, SimApi, Whole};
+use crate::sim::wire::{BadRequest, GenRequest, SimApi, Stream, Whole};
 
 /// The rerank API's side.
 pub(crate) struct Rerank;
@@ -26,8 +26,8 @@ impl SimApi for Rerank {
         pooled::request(Some(&req.query), req.documents.as_slice(), collect_ids)
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &pooled::NO_STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&pooled::NO_STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::pooled::{self, Texts};
-use crate::sim::wire::{BadRequest, ChoiceStream, GenRequest, SimApi, Whole};
+use crate::sim::wire::{BadRequest, GenRequest, SimApi, Stream, Whole};
 
 /// The score API's side.
 pub(crate) struct Score;
@@ -26,8 +26,8 @@ impl SimApi for Score {
         pooled::request(Some(&req.text_1), req.text_2.as_slice(), collect_ids)
     }
 
-    fn stream(&self) -> &'static ChoiceStream {
-        &pooled::NO_STREAM
+    fn stream(&self) -> Stream {
+        Stream::Choices(&pooled::NO_STREAM)
     }
 
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {

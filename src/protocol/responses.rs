@@ -1,0 +1,308 @@
+//! `api "responses"`: OpenAI's Responses API, `POST {base}/responses` with `input`, streamed
+//! as typed events (`data: {"type":"response.output_text.delta",…}`), as OpenAI, vLLM and
+//! SGLang serve it. Streaming only: a non-streamed Responses answer is not read here.
+//!
+//! The request: a text prompt is `input` as one string; a conversation is `input` as message
+//! items (`{"role","content"}`), its first message, when a system prompt, sent as
+//! `instructions`. A multi-turn session resends its history as `input` items, as chat does;
+//! `previous_response_id` (the server keeping the history) is not used. `max_output_tokens`
+//! carries the length, `reasoning: {"effort"}` the reasoning effort when the target sets one.
+//! `ignore_eos` is off by default: the API has no such field (OpenAI refuses unknown ones).
+//!
+//! The event grammar, each event's `type` naming it (the SSE `event:` line repeats it and is
+//! not read):
+//!
+//! - `response.output_text.delta`: answer text in `delta` (a string; `null` or absent is no
+//!   text, another type fails the request as malformed);
+//! - `response.reasoning_text.delta`, `response.reasoning_summary_text.delta`: reasoning text
+//!   in `delta`, likewise;
+//! - `response.completed`, `response.incomplete`: the end of the stream, with
+//!   `response.usage` (`input_tokens`, `output_tokens`, unsigned integers, 0 when absent;
+//!   `input_tokens_details.cached_tokens` and `output_tokens_details.reasoning_tokens` read
+//!   when present as such) and the finish reason from `response.status` and
+//!   `response.incomplete_details.reason` (`max_output_tokens`: `length`);
+//! - `response.failed`, `error`: the server reported an error in the stream;
+//! - every other type (`response.created`, `response.output_item.added`, …) carries nothing
+//!   the measurement reads and is skipped; an event without a string `type` is malformed.
+//!
+//! Decoding borrows: each event is read by serde_json into a struct of borrowed raw values,
+//! and a delta's text stays in the event with its escapes until the client asks for it, so a
+//! delta event allocates nothing. (A raw value lets a lone surrogate escape through, which
+//! decodes as U+FFFD; chat's decoder refuses it.)
+
+use std::io::Write;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::api::ApiKind;
+use super::body::{self, Message, PromptRef, Request};
+use super::chunk::{self, ChunkError, ChunkInfo, Event, FinishReason, JsonStr, Usage};
+
+/// The Responses API.
+pub struct Responses;
+
+impl ApiKind for Responses {
+    fn name(&self) -> &'static str {
+        "responses"
+    }
+
+    fn help(&self) -> &'static str {
+        "`POST {base}/responses` with `input`, streamed as typed events."
+    }
+
+    fn path(&self) -> &'static str {
+        "/responses"
+    }
+
+    fn conversation(&self) -> bool {
+        true
+    }
+
+    /// The same chat template as chat's: the server formats `input` items as messages.
+    fn template_tokens(&self) -> u32 {
+        16
+    }
+
+    /// Off: the API has no `ignore_eos` (OpenAI answers 400 to an unknown parameter), and the
+    /// models served behind it are reasoning models, which gpt-oss's Harmony format breaks
+    /// when the end-of-sequence token is ignored.
+    fn ignore_eos_default(&self) -> bool {
+        false
+    }
+
+    fn reasoning_effort(&self) -> bool {
+        true
+    }
+
+    /// `{"model","instructions"?,"input","max_output_tokens","stream":true,"reasoning"?,…}`.
+    fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
+        body::open(out, req.model);
+        match req.prompt {
+            PromptRef::Text(t) => {
+                out.extend_from_slice(b",\"input\":");
+                body::json_str(out, t);
+            }
+            PromptRef::Messages(m) => {
+                let rest = match m.split_first() {
+                    Some((first, rest)) if first.role == "system" => {
+                        out.extend_from_slice(b",\"instructions\":");
+                        body::json_str(out, first.content);
+                        rest
+                    }
+                    _ => m,
+                };
+                out.extend_from_slice(b",\"input\":");
+                input_items(out, rest);
+            }
+        }
+        out.extend_from_slice(b",\"max_output_tokens\":");
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{}", req.max_tokens);
+        out.extend_from_slice(b",\"stream\":true");
+        if let Some(effort) = req.reasoning_effort {
+            out.extend_from_slice(b",\"reasoning\":{\"effort\":");
+            body::json_str(out, effort.as_str());
+            out.push(b'}');
+        }
+        if req.ignore_eos {
+            out.extend_from_slice(b",\"ignore_eos\":true");
+        }
+        body::extra_fields(out, req);
+        out.push(b'}');
+    }
+
+    fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
+        decode(data)
+    }
+}
+
+/// Messages as `input` items: `[{"role":…,"content":…},…]`.
+fn input_items(out: &mut Vec<u8>, messages: &[Message<'_>]) {
+    out.push(b'[');
+    for (i, m) in messages.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"role\":");
+        body::json_str(out, m.role);
+        out.extend_from_slice(b",\"content\":");
+        body::json_str(out, m.content);
+        out.push(b'}');
+    }
+    out.push(b']');
+}
+
+/// One event, the fields the measurement reads, each left as raw JSON until its type is known
+/// (a `response` object is only read when the event ends the stream).
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    response: Option<&'a RawValue>,
+}
+
+/// Decodes one event's data (see the module doc for the grammar).
+fn decode(data: &str) -> Result<Event<'_>, ChunkError> {
+    let wire: Wire<'_> = serde_json::from_str(data)?;
+    let kind = wire
+        .kind
+        .and_then(|k| string(k).and_then(|s| s.raw()))
+        .ok_or(type_error("type", "a string"))?;
+    let info = match kind {
+        "response.output_text.delta" => ChunkInfo {
+            answer: delta(wire.delta)?,
+            ..ChunkInfo::default()
+        },
+        "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => ChunkInfo {
+            reasoning: delta(wire.delta)?,
+            ..ChunkInfo::default()
+        },
+        "response.completed" | "response.incomplete" => {
+            return finished(wire.response, kind == "response.incomplete").map(Event::Last);
+        }
+        "response.failed" | "error" => ChunkInfo {
+            error: true,
+            ..ChunkInfo::default()
+        },
+        _ => ChunkInfo::default(),
+    };
+    Ok(Event::Chunk(info))
+}
+
+/// A delta's text: a string, or nothing for `null` or no delta.
+fn delta(raw: Option<&RawValue>) -> Result<Option<JsonStr<'_>>, ChunkError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => string(raw)
+            .map(Some)
+            .ok_or(type_error("delta", "a string or null")),
+    }
+}
+
+/// The string a raw JSON value is, borrowed with its escapes (serde_json has validated
+/// them); `None` for any other value.
+fn string(raw: &RawValue) -> Option<JsonStr<'_>> {
+    chunk::raw_json_string(raw.get())
+}
+
+/// The stream's last event: how the response ended, and its usage.
+fn finished(response: Option<&RawValue>, incomplete: bool) -> Result<ChunkInfo<'_>, ChunkError> {
+    #[derive(Deserialize)]
+    struct Response<'a> {
+        #[serde(borrow)]
+        status: Option<&'a RawValue>,
+        #[serde(borrow)]
+        incomplete_details: Option<&'a RawValue>,
+        #[serde(borrow)]
+        usage: Option<&'a RawValue>,
+    }
+    let Some(raw) = response else {
+        return Ok(ChunkInfo {
+            finish_reason: Some(if incomplete {
+                FinishReason::Other
+            } else {
+                FinishReason::Stop
+            }),
+            ..ChunkInfo::default()
+        });
+    };
+    let r: Response<'_> =
+        serde_json::from_str(raw.get()).map_err(|_| type_error("response", "an object"))?;
+    let status = r.status.and_then(string).and_then(|s| s.raw());
+    let error = status == Some("failed");
+    let finish_reason = match status {
+        Some("incomplete") => Some(incomplete_reason(r.incomplete_details)),
+        _ if incomplete => Some(incomplete_reason(r.incomplete_details)),
+        Some("completed") | None => Some(FinishReason::Stop),
+        Some(_) => Some(FinishReason::Other),
+    };
+    Ok(ChunkInfo {
+        finish_reason,
+        usage: r.usage.map(usage).transpose()?.flatten(),
+        error,
+        ..ChunkInfo::default()
+    })
+}
+
+/// `incomplete_details.reason`: the output budget running out is `length`, anything else
+/// (`content_filter`, none given) `Other`.
+fn incomplete_reason(details: Option<&RawValue>) -> FinishReason {
+    #[derive(Deserialize)]
+    struct Details<'a> {
+        #[serde(borrow)]
+        reason: Option<&'a RawValue>,
+    }
+    let reason = details
+        .and_then(|d| serde_json::from_str::<Details<'_>>(d.get()).ok())
+        .and_then(|d| d.reason)
+        .and_then(string)
+        .and_then(|s| s.raw());
+    match reason {
+        Some("max_output_tokens") => FinishReason::Length,
+        _ => FinishReason::Other,
+    }
+}
+
+/// `usage`: `null`, or an object whose counts are unsigned integers; its details are
+/// informational, so a detail of another type is absent rather than an error.
+fn usage(raw: &RawValue) -> Result<Option<Usage>, ChunkError> {
+    #[derive(Deserialize)]
+    struct WireUsage<'a> {
+        #[serde(default)]
+        input_tokens: u64,
+        #[serde(default)]
+        output_tokens: u64,
+        #[serde(borrow)]
+        input_tokens_details: Option<&'a RawValue>,
+        #[serde(borrow)]
+        output_tokens_details: Option<&'a RawValue>,
+    }
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    let u: WireUsage<'_> = serde_json::from_str(raw.get()).map_err(|_| {
+        type_error(
+            "response.usage",
+            "an object of unsigned integer counts or null",
+        )
+    })?;
+    Ok(Some(Usage {
+        prompt_tokens: u.input_tokens,
+        completion_tokens: u.output_tokens,
+        cached_tokens: detail(u.input_tokens_details, |d| d.cached_tokens),
+        reasoning_tokens: detail(u.output_tokens_details, |d| d.reasoning_tokens),
+    }))
+}
+
+/// The counts read from `input_tokens_details` and `output_tokens_details`.
+#[derive(Deserialize)]
+struct Details<'a> {
+    #[serde(borrow)]
+    cached_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning_tokens: Option<&'a RawValue>,
+}
+
+/// The count `pick` takes from `details` when they are an object holding it as an unsigned
+/// integer.
+fn detail<'a>(
+    details: Option<&'a RawValue>,
+    pick: impl FnOnce(Details<'a>) -> Option<&'a RawValue>,
+) -> Option<u64> {
+    let details: Details<'a> = serde_json::from_str(details?.get()).ok()?;
+    serde_json::from_str::<Value>(pick(details)?.get())
+        .ok()?
+        .as_u64()
+}
+
+fn type_error(field: &'static str, expected: &'static str) -> ChunkError {
+    ChunkError::Type { field, expected }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,212 @@
+//! The simulator's side of `api "responses"`: `input` (a string, or message items counted as
+//! chat's messages are) with `instructions` as a system message, and a stream of typed events
+//! as OpenAI and vLLM send them, each with its SSE `event:` line: `response.created`, an
+//! output item per phase (a reasoning item while the response reasons, then the message),
+//! `response.reasoning_text.delta` / `response.output_text.delta` per token, and
+//! `response.completed` (or `response.incomplete` when `max_output_tokens` ran out) with usage
+//! (`output_tokens_details.reasoning_tokens`). The final response's `output` is left empty:
+//! its text was streamed, and no client reads it twice.
+
+use std::fmt::Write as _;
+
+use bytes::{BufMut, BytesMut};
+use serde::Deserialize;
+
+use super::chat::{self, RawMessage};
+use crate::sim::tokens::PromptSink;
+use crate::sim::wire::{
+    self, BadRequest, EventStream, FinishReason, GenRequest, PromptField, SimApi, Stream,
+    TokenEvent, Whole,
+};
+
+/// The Responses API's side.
+pub(crate) struct Responses;
+
+impl SimApi for Responses {
+    fn name(&self) -> &'static str {
+        "responses"
+    }
+
+    fn parse(&self, body: &[u8], collect_ids: bool) -> Result<GenRequest, BadRequest> {
+        wire::parse::<Input>(body, collect_ids)
+    }
+
+    fn stream(&self) -> Stream {
+        Stream::Events(&Responses)
+    }
+
+    fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
+        let count = |k: &str| w.usage.get(k).cloned().unwrap_or(serde_json::Value::Null);
+        let incomplete = w.finish == FinishReason::Length.as_str();
+        serde_json::json!({
+            "id": format!("resp_sim-{}", w.id), "object": "response",
+            "created_at": w.created, "model": w.model,
+            "status": if incomplete { "incomplete" } else { "completed" },
+            "incomplete_details": incomplete.then(|| serde_json::json!({"reason": "max_output_tokens"})),
+            "output": [{ "type": "message", "id": format!("msg_sim-{}", w.id), "role": "assistant",
+                         "status": "completed",
+                         "content": [{ "type": "output_text", "text": w.text, "annotations": [] }] }],
+            "usage": { "input_tokens": count("prompt_tokens"), "output_tokens": count("completion_tokens"),
+                       "total_tokens": count("total_tokens") },
+        })
+    }
+}
+
+/// A request's `input`: one string (a user message), or message items.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Input {
+    Text(String),
+    Items(Vec<RawMessage>),
+}
+
+impl PromptField for Input {
+    const KEY: &'static str = "input";
+    const CONTEXT_KEY: Option<&'static str> = Some("instructions");
+    fn feed(&self, sink: &mut PromptSink) {
+        match self {
+            Input::Text(t) => {
+                sink.message_start("user");
+                sink.text(t);
+                sink.message_start("assistant");
+            }
+            Input::Items(items) => chat::tokens(items, true, sink),
+        }
+    }
+}
+
+impl EventStream for Responses {
+    fn token(&self, buf: &mut BytesMut, t: &TokenEvent<'_>) {
+        let reasoning = t.index < t.reasoning;
+        // Reasoning comes first, as output item 0; the message follows it.
+        let item = if reasoning {
+            0
+        } else {
+            u64::from(t.reasoning > 0)
+        };
+        // Sequence numbers: the response's creation and its first item's announcement, then
+        // the tokens, with two more (an item done, the next added) where the answer starts.
+        let answer_start = if t.reasoning > 0 { 2 } else { 0 };
+        let seq = 2 + t.index + if reasoning { 0 } else { answer_start };
+        if t.index == 0 {
+            let head = format!(
+                r#""response":{{"id":"resp_sim-{}","object":"response","created_at":{},"model":{},"status":"in_progress","output":[],"usage":null}}"#,
+                t.id, t.created, t.model_json
+            );
+            event(buf, "response.created", 0, &head);
+            item_event(buf, "response.output_item.added", 1, t, item, reasoning);
+        } else if t.index == t.reasoning {
+            item_event(buf, "response.output_item.done", seq - 2, t, 0, true);
+            item_event(buf, "response.output_item.added", seq - 1, t, item, false);
+        }
+        let kind = if reasoning {
+            "response.reasoning_text.delta"
+        } else {
+            "response.output_text.delta"
+        };
+        open(buf, kind);
+        let _ = write!(
+            buf,
+            r#","item_id":"{}_sim-{}","output_index":{item},"content_index":0,"sequence_number":{seq},"delta":""#,
+            if reasoning { "rs" } else { "msg" },
+            t.id
+        );
+        buf.put_slice(t.word.as_bytes());
+        buf.put_slice(b"\"}\n\n");
+        if let Some(finish) = t.finish {
+            item_event(
+                buf,
+                "response.output_item.done",
+                seq + 1,
+                t,
+                item,
+                reasoning,
+            );
+            completed(buf, seq + 2, t, finish);
+        }
+    }
+
+    fn garbage(&self, buf: &mut BytesMut) {
+        open(buf, "response.output_text.delta");
+        buf.put_slice(b",\"delta\":<<garbage\n\n");
+    }
+}
+
+/// `event: KIND` and `data: {"type":"KIND"`, the object left open.
+fn open(buf: &mut BytesMut, kind: &str) {
+    let _ = write!(buf, "event: {kind}\ndata: {{\"type\":\"{kind}\"");
+}
+
+/// A whole event: its type, sequence number and `fields` (JSON members).
+fn event(buf: &mut BytesMut, kind: &str, seq: u64, fields: &str) {
+    open(buf, kind);
+    let _ = write!(buf, ",\"sequence_number\":{seq},{fields}}}\n\n");
+}
+
+/// An output item's announcement or end: the reasoning item or the message.
+fn item_event(
+    buf: &mut BytesMut,
+    kind: &str,
+    seq: u64,
+    t: &TokenEvent<'_>,
+    index: u64,
+    reasoning: bool,
+) {
+    let status = if kind.ends_with("done") {
+        "completed"
+    } else {
+        "in_progress"
+    };
+    let item = if reasoning {
+        format!(
+            r#"{{"type":"reasoning","id":"rs_sim-{}","summary":[],"status":"{status}"}}"#,
+            t.id
+        )
+    } else {
+        format!(
+            r#"{{"type":"message","id":"msg_sim-{}","role":"assistant","content":[],"status":"{status}"}}"#,
+            t.id
+        )
+    };
+    event(
+        buf,
+        kind,
+        seq,
+        &format!(r#""output_index":{index},"item":{item}"#),
+    );
+}
+
+/// `response.completed`, or `response.incomplete` when the output budget ran out, with usage.
+fn completed(buf: &mut BytesMut, seq: u64, t: &TokenEvent<'_>, finish: &wire::Finish) {
+    let (kind, status, details) = match finish.reason {
+        FinishReason::Length => (
+            "response.incomplete",
+            "incomplete",
+            r#"{"reason":"max_output_tokens"}"#,
+        ),
+        FinishReason::Stop => ("response.completed", "completed", "null"),
+    };
+    let (p, c) = (finish.prompt, finish.completion);
+    let mut usage = format!(r#"{{"input_tokens":{p}"#);
+    if t.usage_details {
+        let _ = write!(
+            usage,
+            r#","input_tokens_details":{{"cached_tokens":{}}}"#,
+            finish.cached
+        );
+    }
+    let _ = write!(
+        usage,
+        r#","output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":{}}},"total_tokens":{}}}"#,
+        finish.reasoning,
+        p + c
+    );
+    let response = format!(
+        r#""response":{{"id":"resp_sim-{}","object":"response","created_at":{},"model":{},"status":"{status}","incomplete_details":{details},"output":[],"usage":{usage}}}"#,
+        t.id, t.created, t.model_json
+    );
+    event(buf, kind, seq, &response);
+}
+
+#[cfg(test)]
+mod tests;
