@@ -410,10 +410,6 @@ impl Parser<'_> {
         }
     }
 
-    #[allow(
-        clippy::too_many_lines,
-        reason = "being edited on another branch in this wave: split once those land (issue #24)"
-    )]
     fn rhs(&mut self, metric: Metric) -> Result<Threshold, SlaError> {
         if self.pos == self.s.len() {
             return Err(SlaError::new(
@@ -423,24 +419,8 @@ impl Parser<'_> {
                 format!("write e.g. `{}`", example_value(metric)),
             ));
         }
-        if self.s[self.pos..].starts_with("baseline")
-            && !self
-                .s
-                .as_bytes()
-                .get(self.pos + 8)
-                .is_some_and(|&b| is_ident(b))
-        {
-            self.pos += 8;
-            let save = self.pos;
-            self.skip_ws();
-            if self.peek() != Some(b'*') {
-                self.pos = save;
-                return Ok(Threshold::Baseline { factor: 1.0 });
-            }
-            self.pos += 1;
-            self.skip_ws();
-            let factor = self.number("baseline factor", "write e.g. `baseline * 1.10`")?;
-            return Ok(Threshold::Baseline { factor });
+        if let Some(baseline) = self.baseline() {
+            return baseline;
         }
         let value = self.number(
             "threshold",
@@ -471,27 +451,13 @@ impl Parser<'_> {
                 unit_hint(metric),
             ));
         }
-        let (unit_kind, scale) = match unit {
-            "ms" => (MetricKind::Latency, 1.0),
-            "s" => (MetricKind::Latency, 1e3),
-            "us" | "µs" => (MetricKind::Latency, 1e-3),
-            "%" => (MetricKind::Percent, 1.0),
-            // `20/s`: requests are what a rate counts unless it says tokens.
-            "req/s" | "/s" => (MetricKind::ReqPerSec, 1.0),
-            "tok/s" => (MetricKind::TokPerSec, 1.0),
-            "inputs/s" => (MetricKind::InputsPerSec, 1.0),
-            "°C" | "C" => (MetricKind::Celsius, 1.0),
-            "W" => (MetricKind::Watts, 1.0),
-            "J" => (MetricKind::Joules, 1.0),
-            "tok/J" => (MetricKind::TokPerJoule, 1.0),
-            _ => {
-                return Err(SlaError::new(
-                    SlaErrorKind::UnknownUnit,
-                    (u_start, u_end - u_start),
-                    format!("unknown unit `{unit}`"),
-                    unit_hint(metric),
-                ));
-            }
+        let Some((unit_kind, scale)) = unit_scale(unit) else {
+            return Err(SlaError::new(
+                SlaErrorKind::UnknownUnit,
+                (u_start, u_end - u_start),
+                format!("unknown unit `{unit}`"),
+                unit_hint(metric),
+            ));
         };
         if unit_kind != kind {
             return Err(SlaError::new(
@@ -502,6 +468,27 @@ impl Parser<'_> {
             ));
         }
         Ok(Threshold::Absolute(value * scale))
+    }
+
+    /// `baseline` or `baseline * 1.10`: a threshold relative to the baseline's figure; `None`
+    /// where the threshold is not one.
+    fn baseline(&mut self) -> Option<Result<Threshold, SlaError>> {
+        let rest = &self.s[self.pos..];
+        let word_ends = !rest.as_bytes().get(8).is_some_and(|&b| is_ident(b));
+        if !(rest.starts_with("baseline") && word_ends) {
+            return None;
+        }
+        self.pos += 8;
+        let save = self.pos;
+        self.skip_ws();
+        if self.peek() != Some(b'*') {
+            self.pos = save;
+            return Some(Ok(Threshold::Baseline { factor: 1.0 }));
+        }
+        self.pos += 1;
+        self.skip_ws();
+        let factor = self.number("baseline factor", "write e.g. `baseline * 1.10`");
+        Some(factor.map(|factor| Threshold::Baseline { factor }))
     }
 
     fn number(&mut self, what: &str, hint: &str) -> Result<f64, SlaError> {
@@ -593,6 +580,25 @@ fn example_op(metric: Metric) -> &'static str {
 
 fn example_value(metric: Metric) -> &'static str {
     metric.def().example
+}
+
+/// A threshold's unit: the kind of metric it fits and its factor to the metric's own unit.
+fn unit_scale(unit: &str) -> Option<(MetricKind, f64)> {
+    Some(match unit {
+        "ms" => (MetricKind::Latency, 1.0),
+        "s" => (MetricKind::Latency, 1e3),
+        "us" | "µs" => (MetricKind::Latency, 1e-3),
+        "%" => (MetricKind::Percent, 1.0),
+        // `20/s`: requests are what a rate counts unless it says tokens.
+        "req/s" | "/s" => (MetricKind::ReqPerSec, 1.0),
+        "tok/s" => (MetricKind::TokPerSec, 1.0),
+        "inputs/s" => (MetricKind::InputsPerSec, 1.0),
+        "°C" | "C" => (MetricKind::Celsius, 1.0),
+        "W" => (MetricKind::Watts, 1.0),
+        "J" => (MetricKind::Joules, 1.0),
+        "tok/J" => (MetricKind::TokPerJoule, 1.0),
+        _ => return None,
+    })
 }
 
 fn unit_hint(metric: Metric) -> String {
