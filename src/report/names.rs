@@ -13,8 +13,13 @@ const SLUG_PREFIX: usize = 48;
 /// already a slug (`a`–`z`, `0`–`9`, `-`, `_`, at most 64 characters) is kept as it is; any
 /// other gets its first 48 characters lower-cased, other characters replaced by `-`, and the
 /// first 8 hex digits of its sha256 (`Load A` → `load-a-5e1c0b1d`), so `Load A` and `load-a`
-/// get different files and a 300-character name a file name any file system takes.
+/// get different files and a 300-character name a file name any file system takes. A secret in
+/// the name is masked first.
 pub fn stage_slug(name: &str) -> String {
+    // A file name is written wherever the reports go: never with a secret in it (a stage
+    // named after a key is slugged, and hashed, as its masked form).
+    let masked = crate::redact::secrets(name);
+    let name = masked.as_ref();
     let clean = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
     if !name.is_empty() && name.len() <= SLUG_MAX && name.chars().all(clean) {
         return name.to_string();
@@ -64,4 +69,23 @@ pub fn profile_file_name(group: &str) -> String {
 pub struct Plot {
     pub alt: String,
     pub file: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_in_a_stage_name_never_reaches_a_file_name() {
+        let key = "sk-proj-Zq8f3kLm2Nn4Pp6Rr8Tt0Vv2Xx4Zz6Bb8Dd";
+        for file in [
+            timeline_file_name(&format!("closed {key}")),
+            cdf_file_name(key),
+        ] {
+            assert!(!file.contains("zq8f3klm2nn4"), "{file}");
+            assert!(!file.to_lowercase().contains(&key[8..20].to_lowercase()), "{file}");
+        }
+        // Names without secrets keep their slugs.
+        assert_eq!(stage_slug("steady"), "steady");
+    }
 }

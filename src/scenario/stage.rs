@@ -6,10 +6,11 @@ use miette::SourceSpan;
 
 use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
-use super::model::{AssertionSpec, SlaPolicySpec, StageLimit, StageSpec, Warmup};
+use super::model::{AssertionSpec, ProfileSpec, SlaPolicySpec, StageLimit, StageSpec, Warmup};
 use super::written::Spanned;
 use crate::arrival::ArrivalSpec;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
+use crate::units::Duration;
 
 /// Most rounds a stage may run.
 pub(crate) const MAX_ROUNDS: u64 = crate::sla::MAX_ROUNDS;
@@ -45,39 +46,14 @@ pub(crate) struct StageOut {
     pub dataset: Option<Spanned<String>>,
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "being edited on another branch in this wave: split once those land (issue #24)"
-)]
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let mut r = NodeReader::new(ctx, node);
-    let name = match r.arg(ctx, 0) {
-        Some(v) => ctx
-            .name_string(&v, "stage name")
-            .map(|s| Spanned::new(s, v.span)),
-        None => {
-            if r.arg_count() == 0 {
-                ctx.error(
-                    ctx.name_span(node),
-                    "`stage` needs a name",
-                    "missing name",
-                    Some("write stage \"steady\" { … }".into()),
-                );
-            }
-            None
-        }
-    };
+    let name = stage_name(ctx, &mut r);
     let shown = name
         .as_ref()
         .map_or_else(|| "`stage`".to_string(), |n| format!("stage `{}`", n.value));
+    let mut read = Read::default();
     let mut once = Once::default();
-    let mut seen = |ctx: &mut Ctx<'_>, c: &KdlNode| once.first(ctx, c, &shown);
-    let (mut dataset, mut arrival, mut limit, mut drain) = (None, None, None, None);
-    let mut rounds = None;
-    let mut until = None;
-    let mut limit_given = false;
-    let mut sla = Vec::new();
-    let mut profile = None;
     for child in r.children() {
         let cname = child.name().value();
         if !STAGE_CHILDREN.contains(&cname) {
@@ -85,60 +61,160 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             continue;
         }
         if cname == "sla" {
-            sla.extend(sla_block(ctx, child, name.as_ref()).assertions);
+            read.sla
+                .extend(sla_block(ctx, child, name.as_ref()).assertions);
             continue;
         }
-        if !seen(ctx, child) {
-            continue;
+        if once.first(ctx, child, &shown) {
+            read.child(ctx, child, &shown);
         }
+    }
+    r.finish(ctx);
+    let ramp_over = ramp_over(read.arrival.as_ref().and_then(|a| a.as_ref()));
+    let profiled = required(ctx, node, &shown, ramp_over.is_some());
+    if let Some(u) = &read.until {
+        let written = read
+            .arrival
+            .as_ref()
+            .and_then(|a| a.as_ref())
+            .map(|a| &a.value);
+        super::until::check_stage(ctx, u, written, profiled, read.rounds);
+    }
+    let limit = read.limit.or(ramp_over.map(StageLimit::Duration));
+    let (arrival, limit) = super::profile::fill_defaults(
+        ctx,
+        node,
+        read.profile.as_ref(),
+        read.arrival.flatten(),
+        limit,
+    );
+    let stage = match (&name, &read.dataset, arrival, limit) {
+        (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
+            name: n.clone(),
+            dataset: dataset.clone(),
+            arrival,
+            limit,
+            drain_timeout: read.drain,
+            profile: read.profile,
+            rounds: read.rounds,
+            until_decided: read.until,
+        }),
+        _ => None,
+    };
+    StageOut {
+        name,
+        stage,
+        sla: read.sla,
+        dataset: read.dataset,
+    }
+}
+
+/// The stage's name argument, reported when missing.
+fn stage_name(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<String>> {
+    match r.arg(ctx, 0) {
+        Some(v) => ctx
+            .name_string(&v, "stage name")
+            .map(|s| Spanned::new(s, v.span)),
+        None => {
+            if r.arg_count() == 0 {
+                ctx.error(
+                    ctx.name_span(r.node),
+                    "`stage` needs a name",
+                    "missing name",
+                    Some("write stage \"steady\" { … }".into()),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// What a stage's children say, each read once.
+#[derive(Default)]
+struct Read {
+    dataset: Option<Spanned<String>>,
+    /// `Some(None)`: an `arrival` was written but is invalid (its own error said why).
+    arrival: Option<Option<Spanned<ArrivalSpec>>>,
+    limit: Option<StageLimit>,
+    limit_given: bool,
+    until: Option<Spanned<StageLimit>>,
+    drain: Option<Duration>,
+    rounds: Option<u32>,
+    profile: Option<ProfileSpec>,
+    sla: Vec<AssertionSpec>,
+}
+
+impl Read {
+    fn child(&mut self, ctx: &mut Ctx<'_>, child: &KdlNode, shown: &str) {
+        let cname = child.name().value();
         let mut cr = NodeReader::new(ctx, child);
         match cname {
             "dataset" => {
-                dataset = one_arg(ctx, &mut cr, "a dataset name").and_then(|v| {
+                self.dataset = one_arg(ctx, &mut cr, "a dataset name").and_then(|v| {
                     ctx.name_string(&v, "dataset")
                         .map(|s| Spanned::new(s, v.span))
                 });
             }
-            "arrival" => arrival = Some(parse_arrival(ctx, &mut cr)),
-            "duration" | "requests" => {
-                if limit_given {
-                    ctx.error(
-                        ctx.name_span(child),
-                        format!("{shown} has both `duration` and `requests`"),
-                        "second limit",
-                        Some("a stage stops after a duration or after a number of requests: keep one".into()),
-                    );
-                    cr.skip_args(usize::MAX);
-                } else {
-                    limit_given = true;
-                    limit = one_arg(ctx, &mut cr, "a limit").and_then(|v| {
-                        if cname == "duration" {
-                            ctx.positive_duration(&v, cname).map(StageLimit::Duration)
-                        } else {
-                            ctx.uint(&v, cname, 1, u64::MAX).map(StageLimit::Requests)
-                        }
-                    });
-                    until = super::until::parse(ctx, &mut cr, limit);
-                }
-            }
+            "arrival" => self.arrival = Some(parse_arrival(ctx, &mut cr)),
+            "duration" | "requests" => self.limit(ctx, &mut cr, child, shown),
             "drain-timeout" => {
-                drain = one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
+                self.drain =
+                    one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
             }
             "rounds" => {
-                rounds = one_arg(ctx, &mut cr, "a number of rounds")
+                self.rounds = one_arg(ctx, &mut cr, "a number of rounds")
                     .and_then(|v| ctx.uint(&v, cname, 1, MAX_ROUNDS))
                     .map(|n| n as u32);
             }
             "sweep" | "search" => {
                 cr.skip_all();
                 let _ = cr.children();
-                profile = super::profile::parse_in_stage(ctx, child, &mut profile);
+                self.profile = super::profile::parse_in_stage(ctx, child, &mut self.profile);
             }
             _ => {}
         }
         cr.finish(ctx);
     }
-    r.finish(ctx);
+
+    /// `duration` or `requests` (one of them), with its `until-decided`.
+    fn limit(&mut self, ctx: &mut Ctx<'_>, cr: &mut NodeReader<'_>, child: &KdlNode, shown: &str) {
+        let cname = child.name().value();
+        if self.limit_given {
+            ctx.error(
+                ctx.name_span(child),
+                format!("{shown} has both `duration` and `requests`"),
+                "second limit",
+                Some(
+                    "a stage stops after a duration or after a number of requests: keep one".into(),
+                ),
+            );
+            cr.skip_args(usize::MAX);
+            return;
+        }
+        self.limit_given = true;
+        self.limit = one_arg(ctx, cr, "a limit").and_then(|v| {
+            if cname == "duration" {
+                ctx.positive_duration(&v, cname).map(StageLimit::Duration)
+            } else {
+                ctx.uint(&v, cname, 1, u64::MAX).map(StageLimit::Requests)
+            }
+        });
+        self.until = super::until::parse(ctx, cr, self.limit);
+    }
+}
+
+/// A ramp's `over`: its limit when it has no other.
+fn ramp_over(arrival: Option<&Spanned<ArrivalSpec>>) -> Option<Duration> {
+    match arrival.map(|a| &a.value) {
+        Some(ArrivalSpec::Ramp { over, .. } | ArrivalSpec::RampConcurrency { over, .. }) => {
+            Some(*over)
+        }
+        _ => None,
+    }
+}
+
+/// Reports a missing dataset, arrival or limit; whether the stage is a sweep or search.
+fn required(ctx: &mut Ctx<'_>, node: &KdlNode, shown: &str, ramp_limited: bool) -> bool {
     let has = |n: &str| {
         node.children()
             .is_some_and(|d| d.nodes().iter().any(|c| c.name().value() == n))
@@ -163,12 +239,6 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             ),
         );
     }
-    let ramp_over = match arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value) {
-        Some(ArrivalSpec::Ramp { over, .. } | ArrivalSpec::RampConcurrency { over, .. }) => {
-            Some(*over)
-        }
-        _ => None,
-    };
     // An invalid ramp has its own error; its missing `over` is not also a missing limit.
     let ramp_written = node.children().is_some_and(|d| {
         d.nodes().iter().any(|c| {
@@ -179,12 +249,8 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
                     .is_some_and(|k| k == "ramp" || k == "ramp-concurrency")
         })
     });
-    if !has("duration")
-        && !has("requests")
-        && ramp_over.is_none()
-        && !ramp_written
-        && !has("search")
-    {
+    let limited = has("duration") || has("requests") || ramp_limited || ramp_written;
+    if !limited && !has("search") {
         ctx.error(
             head,
             format!("{shown} has no limit"),
@@ -192,32 +258,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             Some("add duration \"60s\" or requests 500".into()),
         );
     }
-    if let Some(u) = &until {
-        let written = arrival.as_ref().and_then(|a| a.as_ref()).map(|a| &a.value);
-        super::until::check_stage(ctx, u, written, profiled, rounds);
-    }
-    let limit = limit.or(ramp_over.map(StageLimit::Duration));
-    let (arrival, limit) =
-        super::profile::fill_defaults(ctx, node, profile.as_ref(), arrival.flatten(), limit);
-    let stage = match (&name, &dataset, arrival, limit) {
-        (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
-            name: n.clone(),
-            dataset: dataset.clone(),
-            arrival,
-            limit,
-            drain_timeout: drain,
-            profile,
-            rounds,
-            until_decided: until,
-        }),
-        _ => None,
-    };
-    StageOut {
-        name,
-        stage,
-        sla,
-        dataset,
-    }
+    profiled
 }
 
 fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<ArrivalSpec>> {
