@@ -83,7 +83,10 @@ mod tests {
             cdf_file_name(key),
         ] {
             assert!(!file.contains("zq8f3klm2nn4"), "{file}");
-            assert!(!file.to_lowercase().contains(&key[8..20].to_lowercase()), "{file}");
+            assert!(
+                !file.to_lowercase().contains(&key[8..20].to_lowercase()),
+                "{file}"
+            );
         }
         // Names without secrets keep their slugs.
         assert_eq!(stage_slug("steady"), "steady");
