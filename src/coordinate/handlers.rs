@@ -245,16 +245,14 @@ async fn arrive_and_wait(
     }
 }
 
-/// Whether `who` speaks for its index: the process that joined it.
-fn check_who(sh: &Shared, who: &Who) -> Result<(), String> {
-    match sh.ledger().joined.get(&who.shard) {
-        Some(i) if *i == who.instance => Ok(()),
-        Some(_) => Err(format!(
-            "shard {} joined this run from another process",
-            who.shard
-        )),
-        None => Err(format!("shard {} has not joined this run", who.shard)),
-    }
+/// Whether `who` speaks for its index: the process that joined it (409 otherwise).
+fn check_who(sh: &Shared, who: &Who) -> Result<(), Refused> {
+    let why = match sh.ledger().joined.get(&who.shard) {
+        Some(i) if *i == who.instance => return Ok(()),
+        Some(_) => format!("shard {} joined this run from another process", who.shard),
+        None => format!("shard {} has not joined this run", who.shard),
+    };
+    Err(Refused(StatusCode::CONFLICT, why))
 }
 
 /// Marks shard `index`'s result as being received; unmarked when dropped.
@@ -270,11 +268,11 @@ impl Drop for Receiving {
 }
 
 /// Claims the right to send shard `who`'s result: refused when it has one, or one is coming.
-fn claim(sh: &Arc<Shared>, who: &Who) -> Result<Receiving, (StatusCode, String)> {
-    check_who(sh, who).map_err(|why| (StatusCode::CONFLICT, why))?;
+fn claim(sh: &Arc<Shared>, who: &Who) -> Result<Receiving, Refused> {
+    check_who(sh, who)?;
     let mut l = sh.ledger();
     if l.verdict.is_some() {
-        return Err((
+        return Err(Refused(
             StatusCode::GONE,
             format!(
                 "shard {}: too late, the run was merged without it",
@@ -283,7 +281,7 @@ fn claim(sh: &Arc<Shared>, who: &Who) -> Result<Receiving, (StatusCode, String)>
         ));
     }
     if l.results.contains_key(&who.shard) || !l.receiving.insert(who.shard) {
-        return Err((
+        return Err(Refused(
             StatusCode::CONFLICT,
             format!(
                 "shard {}'s result has already been received; a second one is refused and \
@@ -430,7 +428,7 @@ async fn wait_for_verdict(
     who: Result<Query<Who>, QueryRejection>,
 ) -> Result<Response, Refused> {
     let Query(who) = who?;
-    check_who(sh, &who).map_err(|why| Refused(StatusCode::CONFLICT, why))?;
+    check_who(sh, &who)?;
     let mut rx = sh.changed.subscribe();
     loop {
         {

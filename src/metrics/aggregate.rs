@@ -295,7 +295,7 @@ impl StageAggregator {
                 "no steady-state window: the stage sent more than {} requests, more than are kept for it",
                 super::steady::MAX_KEPT
             ));
-        } else if let Ok(w) =
+        } else if let Some(w) =
             super::steady::window(&s.timeline, clock.wall_ns, &self.kept, rules.confidence)
         {
             s.steady = Some(w);

@@ -107,21 +107,17 @@ fn smoothed(series: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// The stage's window from its timeline and kept requests, or why it has none.
+/// The stage's window from its timeline and kept requests; `None` when the load held at
+/// [`STEADY_RATIO`] of its peak for less than [`MIN_WINDOW_S`] full seconds.
 pub(super) fn window(
     timeline: &[TimelinePoint],
     wall_ns: u64,
     kept: &[Kept],
     confidence: f64,
-) -> Result<SteadyState, String> {
+) -> Option<SteadyState> {
     let full = (wall_ns / 1_000_000_000) as usize;
     let in_flight: Vec<f64> = timeline.iter().map(|p| p.in_flight).collect();
-    let Some((from, to, peak)) = steady_window(&in_flight, full) else {
-        return Err(format!(
-            "no steady-state window: the load held at {:.0} % of its peak for less than {MIN_WINDOW_S} full seconds",
-            STEADY_RATIO * 100.0
-        ));
-    };
+    let (from, to, peak) = steady_window(&in_flight, full)?;
     let (from_ns, to_ns) = (from as u64 * 1_000_000_000, to as u64 * 1_000_000_000);
     let mut inside: Vec<&Kept> = kept
         .iter()
@@ -143,7 +139,7 @@ pub(super) fn window(
         .iter()
         .filter(|k| k.first_turn && (from_ns..to_ns).contains(&k.scheduled_ns))
         .count();
-    Ok(SteadyState {
+    Some(SteadyState {
         from_s: from as f64,
         to_s: to as f64,
         ratio: STEADY_RATIO,
