@@ -426,24 +426,8 @@ impl Client {
         text: &mut String,
         t0: Instant,
     ) -> (Option<Usage>, Option<Response>) {
-        rec.sent_ns = since(t0);
-        let mut retried = false;
-        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
-        if retried {
-            rec.retries += 1;
-        }
-        let mut resp = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!("request failed: {e}");
-                rec.error = Some(match e {
-                    SendError::Connect(_) => ErrorKind::Connect,
-                    SendError::ConnectTimeout => ErrorKind::Timeout,
-                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
-                    SendError::Protocol(_) => ErrorKind::Protocol,
-                });
-                return (None, None);
-            }
+        let Some(mut resp) = self.post_on(wire, body, rec, t0).await else {
+            return (None, None);
         };
         let mut now = since(t0);
         rec.status = Some(resp.status);
@@ -499,6 +483,37 @@ impl Client {
             self.check_prompt(rec, tokens, cached);
         }
         tally.usage
+    }
+
+    /// Posts `body` on `wire` and reads the answer's head, recording when it was sent and a
+    /// retry on a fresh connection; `None` with the record's error kind when nothing usable
+    /// came back. Shared by the streamed and the whole-body paths.
+    async fn post_on(
+        &self,
+        wire: &Wire,
+        body: &[u8],
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) -> Option<Response> {
+        rec.sent_ns = since(t0);
+        let mut retried = false;
+        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
+        if retried {
+            rec.retries += 1;
+        }
+        match sent {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::debug!("request failed: {e}");
+                rec.error = Some(match e {
+                    SendError::Connect(_) => ErrorKind::Connect,
+                    SendError::ConnectTimeout => ErrorKind::Timeout,
+                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
+                    SendError::Protocol(_) => ErrorKind::Protocol,
+                });
+                None
+            }
+        }
     }
 
     /// Compares the server's prompt count with the plan's, then keeps the server's.

@@ -157,6 +157,23 @@ pub(super) fn text_field(out: &mut Vec<u8>, key: &str, texts: &[&str], list: boo
     out.push(b']');
 }
 
+/// A pair API's body (rerank's, score's): the query under its key, the documents under
+/// theirs — always a list with `always_list`, else a list only for more than one — then the
+/// extra fields.
+pub(super) fn write_pairs(
+    out: &mut Vec<u8>,
+    req: &Request<'_>,
+    (query_key, docs_key): (&str, &str),
+    always_list: bool,
+) {
+    body::open(out, req.model);
+    let (query, docs) = texts(req);
+    text_field(out, query_key, &[query.unwrap_or("")], false);
+    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    text_field(out, docs_key, &docs, always_list || docs.len() != 1);
+    close(out, req);
+}
+
 /// The extra fields and the closing brace: a pooling request has no length, no `stream`.
 pub(super) fn close(out: &mut Vec<u8>, req: &Request<'_>) {
     body::extra_fields(out, req);

@@ -5,7 +5,7 @@
 //! document. See `pooled.rs`.
 
 use super::api::{Answer, ApiKind, Inputs};
-use super::body::{self, Request};
+use super::body::Request;
 use super::chunk::{ChunkError, Event};
 use super::pooled::{self, List, Pooled, WholeError};
 
@@ -36,12 +36,7 @@ impl ApiKind for Rerank {
 
     /// `{"model","query":"…","documents":["…",…]}`, then the extra fields.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
-        body::open(out, req.model);
-        let (query, docs) = pooled::texts(req);
-        pooled::text_field(out, "query", &[query.unwrap_or("")], false);
-        let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        pooled::text_field(out, "documents", &docs, true);
-        pooled::close(out, req);
+        pooled::write_pairs(out, req, ("query", "documents"), true);
     }
 
     fn decode_event<'a>(&self, _data: &'a str) -> Result<Event<'a>, ChunkError> {

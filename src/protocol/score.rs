@@ -3,7 +3,7 @@
 //! (`data`, one score per pair, and `usage`): not streamed. See `pooled.rs`.
 
 use super::api::{Answer, ApiKind, Inputs};
-use super::body::{self, Request};
+use super::body::Request;
 use super::chunk::{ChunkError, Event};
 use super::pooled::{self, List, Pooled, WholeError};
 
@@ -35,12 +35,7 @@ impl ApiKind for Score {
     /// `{"model","text_1":"…","text_2":"…"}`, `text_2` a list for a batch of more than one,
     /// then the extra fields.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
-        body::open(out, req.model);
-        let (query, docs) = pooled::texts(req);
-        pooled::text_field(out, "text_1", &[query.unwrap_or("")], false);
-        let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        pooled::text_field(out, "text_2", &docs, docs.len() != 1);
-        pooled::close(out, req);
+        pooled::write_pairs(out, req, ("text_1", "text_2"), false);
     }
 
     fn decode_event<'a>(&self, _data: &'a str) -> Result<Event<'a>, ChunkError> {

@@ -427,9 +427,8 @@ impl Checker {
         }
     }
 
-    fn rates(&mut self, at: &str, s: &StageSummary) {
-        let t = &s.throughput;
-        let tp = format!("{at}.throughput");
+    /// A stage's (or its window's) rates: finite and non-negative; the goodput ratio a share.
+    fn throughput(&mut self, at: &str, t: &crate::metrics::Throughput) {
         for (name, v) in [
             ("requests_per_s", t.requests_per_s),
             ("output_tokens_per_s", t.output_tokens_per_s),
@@ -437,9 +436,16 @@ impl Checker {
             ("goodput_per_s", t.goodput_per_s),
             ("achieved_rate_per_s", t.achieved_rate_per_s),
         ] {
-            self.non_negative(&format!("{tp}.{name}"), v);
+            self.non_negative(&format!("{at}.{name}"), v);
         }
-        self.share(&format!("{tp}.goodput_ratio"), t.goodput_ratio);
+        if let Some(v) = t.inputs_per_s {
+            self.non_negative(&format!("{at}.inputs_per_s"), v);
+        }
+        self.share(&format!("{at}.goodput_ratio"), t.goodput_ratio);
+    }
+
+    fn rates(&mut self, at: &str, s: &StageSummary) {
+        self.throughput(&format!("{at}.throughput"), &s.throughput);
         let c = &s.client;
         let cl = format!("{at}.client");
         for (name, v) in [

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::reqwest_errors::{never_answered, send_error, unusable};
-use super::super::wire::{BodyError, Response, SendError, Wire};
+use super::super::wire::{BodyError, Response, Wire};
 use super::{Client, DRAIN_WAIT, since};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Pooled, WholeError};
@@ -84,24 +84,8 @@ impl Client {
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> (Option<Result<Pooled, WholeError>>, Option<Response>) {
-        rec.sent_ns = since(t0);
-        let mut retried = false;
-        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
-        if retried {
-            rec.retries += 1;
-        }
-        let mut resp = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!("request failed: {e}");
-                rec.error = Some(match e {
-                    SendError::Connect(_) => ErrorKind::Connect,
-                    SendError::ConnectTimeout => ErrorKind::Timeout,
-                    SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
-                    SendError::Protocol(_) => ErrorKind::Protocol,
-                });
-                return (None, None);
-            }
+        let Some(mut resp) = self.post_on(wire, body, rec, t0).await else {
+            return (None, None);
         };
         rec.first_byte_ns = Some(since(t0));
         rec.status = Some(resp.status);

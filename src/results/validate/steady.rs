@@ -59,16 +59,6 @@ impl Checker {
                 "the window's ok requests",
             );
         }
-        let t = &w.throughput;
-        for (name, v) in [
-            ("requests_per_s", t.requests_per_s),
-            ("output_tokens_per_s", t.output_tokens_per_s),
-            ("input_tokens_per_s", t.input_tokens_per_s),
-            ("goodput_per_s", t.goodput_per_s),
-            ("achieved_rate_per_s", t.achieved_rate_per_s),
-        ] {
-            self.non_negative(&format!("{at}.throughput.{name}"), v);
-        }
-        self.share(&format!("{at}.throughput.goodput_ratio"), t.goodput_ratio);
+        self.throughput(&format!("{at}.throughput"), &w.throughput);
     }
 }
