@@ -22,6 +22,7 @@ mod image;
 mod pooled;
 mod rerank;
 mod responses;
+mod route;
 mod score;
 mod target;
 
@@ -39,6 +40,7 @@ pub use chunk::{
 };
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
+pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

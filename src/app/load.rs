@@ -75,7 +75,9 @@ fn register_secrets(scenario: &Scenario) {
     if let Some(var) = &request.api_key_env {
         redact::register_env(var);
     }
-    if let Endpoint::Url(url) = &scenario.target.endpoint {
-        redact::register_url(&url.value);
+    match &scenario.target.endpoint {
+        Endpoint::Url(url) => redact::register_url(&url.value),
+        Endpoint::Urls(routes) => routes.urls.iter().for_each(|u| redact::register_url(&u.url)),
+        Endpoint::Sim(_) => {}
     }
 }

@@ -210,6 +210,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
     let (endpoint, default_model) = match &plan.target.endpoint {
         EndpointPlan::Sim(cfg) => ("sim".to_string(), Some(cfg.model.clone())),
         EndpointPlan::Url(url) => (crate::redact::secrets(url).into_owned(), None),
+        EndpointPlan::Urls(routes) => (routes.label(), None),
     };
     Results {
         schema_version: RESULTS_SCHEMA_VERSION,

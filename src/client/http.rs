@@ -23,7 +23,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, Header
 use super::reqwest_errors::{never_answered, send_error, unusable};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
-use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
+use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Answer, Api, Event, Inputs, Usage};
 
@@ -62,6 +62,8 @@ pub struct ClientConfig {
     /// The server's base URL without the API's `/v1`, where `/tokenize` is asked when a
     /// response carries no usage; `None` leaves such counts to the scenario's tokenizer.
     pub server_root: Option<String>,
+    /// The header each request's session-affinity id goes in (`affinity-header`), if any.
+    pub affinity_header: Option<String>,
 }
 
 impl ClientConfig {
@@ -77,6 +79,7 @@ impl ClientConfig {
             api: Api::default(),
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
+            affinity_header: None,
         }
     }
 }
@@ -94,6 +97,8 @@ pub struct Client {
     tokenize: Option<Arc<ServerTokenizer>>,
     /// Plain-HTTP targets' own connections (see `wire.rs`); `None` sends through reqwest.
     wire: Option<Arc<Wire>>,
+    /// The session-affinity header's name, parsed once.
+    affinity: Option<HeaderName>,
 }
 
 /// How long a finished response's remaining bytes are waited for before its connection is
@@ -139,6 +144,15 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
+        let affinity = match &cfg.affinity_header {
+            Some(name) => Some(HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                ClientError::Header {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
         let connect_timeout = cfg.timeout.min(Duration::from_secs(10));
         let wire = (!proxied())
             .then(|| {
@@ -150,6 +164,7 @@ impl Client {
                     })
                     .collect();
                 Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout)
+                    .map(|w| w.with_affinity(cfg.affinity_header.as_deref()))
             })
             .flatten()
             .map(Arc::new);
@@ -179,6 +194,7 @@ impl Client {
                 .as_deref()
                 .map(|root| Arc::new(ServerTokenizer::new(root))),
             wire,
+            affinity,
         })
     }
 
@@ -240,6 +256,20 @@ impl Client {
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> String {
+        self.execute_tagged(body, Tag::default(), expected_output, rec, t0)
+            .await
+    }
+
+    /// Like [`execute_text`](Self::execute_text), with what `tag` adds to the request (its
+    /// session-affinity id).
+    pub async fn execute_tagged(
+        &self,
+        body: Bytes,
+        tag: Tag<'_>,
+        expected_output: u32,
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) -> String {
         let mut text = String::new();
         if rec.planned_output_tokens == 0 {
             rec.planned_output_tokens = expected_output;
@@ -250,19 +280,20 @@ impl Client {
         if !self.api.kind().answer().streams() {
             // Nothing is generated: no output is planned either.
             rec.planned_output_tokens = 0;
-            self.execute_whole(body, rec, t0).await;
+            self.execute_whole(body, tag, rec, t0).await;
             return text;
         }
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let stream = self.stream_wire(wire, &body, expected_output, rec, &mut text, t0);
+                let stream =
+                    self.stream_wire(wire, &body, tag, expected_output, rec, &mut text, t0);
                 match tokio::time::timeout(self.timeout, stream).await {
                     Ok((usage, tail)) => (Ok(usage), tail),
                     Err(e) => (Err(e), None),
                 }
             }
             None => {
-                let stream = self.stream(body, expected_output, rec, &mut text, t0);
+                let stream = self.stream(body, tag, expected_output, rec, &mut text, t0);
                 (tokio::time::timeout(self.timeout, stream).await, None)
             }
         };
@@ -348,18 +379,19 @@ impl Client {
     async fn stream(
         &self,
         body: Bytes,
+        tag: Tag<'_>,
         expected_output: u32,
         rec: &mut RequestRecord,
         text: &mut String,
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+        let mut resp = match self.post(&self.http, body.clone(), tag).send().await {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 rec.retries += 1;
-                match self.fresh.post(&*self.url).body(body).send().await {
+                match self.post(&self.fresh, body, tag).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
@@ -417,16 +449,21 @@ impl Client {
     /// Like [`stream`](Self::stream), over this client's own HTTP/1.1 connections; also
     /// returns the response when its connection may be reused once the rest of its body is
     /// read (after the request's end time is taken).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the request, its tag, and where its outcome goes"
+    )]
     async fn stream_wire(
         &self,
         wire: &Wire,
         body: &[u8],
+        tag: Tag<'_>,
         expected_output: u32,
         rec: &mut RequestRecord,
         text: &mut String,
         t0: Instant,
     ) -> (Option<Usage>, Option<Response>) {
-        let Some(mut resp) = self.post_on(wire, body, rec, t0).await else {
+        let Some(mut resp) = self.post_on(wire, body, tag, rec, t0).await else {
             return (None, None);
         };
         let mut now = since(t0);
@@ -492,12 +529,13 @@ impl Client {
         &self,
         wire: &Wire,
         body: &[u8],
+        tag: Tag<'_>,
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> Option<Response> {
         rec.sent_ns = since(t0);
         let mut retried = false;
-        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
+        let sent = wire.post(body, tag, self.max_event_bytes, &mut retried).await;
         if retried {
             rec.retries += 1;
         }
@@ -513,6 +551,16 @@ impl Client {
                 });
                 None
             }
+        }
+    }
+
+    /// A POST of `body` through `http` (the pooled client or the fresh one), with the tag's
+    /// affinity header when the target has one.
+    fn post(&self, http: &reqwest::Client, body: Bytes, tag: Tag<'_>) -> reqwest::RequestBuilder {
+        let req = http.post(&*self.url).body(body);
+        match (&self.affinity, tag.affinity.map(HeaderValue::from_str)) {
+            (Some(name), Some(Ok(value))) => req.header(name.clone(), value),
+            _ => req,
         }
     }
 

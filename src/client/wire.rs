@@ -48,6 +48,16 @@ pub struct Wire {
     connect_timeout: Duration,
     /// The head after the request line's path: version, host, headers.
     common: Vec<u8>,
+    /// `name: ` of the session-affinity header, when the target has one: written with each
+    /// request's id after `content-length`.
+    affinity: Option<Vec<u8>>,
+}
+
+/// What one request carries beyond its body and the target's headers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tag<'a> {
+    /// The session-affinity id, sent in the target's affinity header (when it has one).
+    pub affinity: Option<&'a str>,
 }
 
 /// One connection and its buffers, kept with it in the pool.
@@ -151,7 +161,14 @@ impl Wire {
             max_idle: max_idle.max(1),
             connect_timeout,
             common,
+            affinity: None,
         })
+    }
+
+    /// The same, sending each request's affinity id in header `name`.
+    pub fn with_affinity(mut self, name: Option<&str>) -> Self {
+        self.affinity = name.map(|n| format!("{n}: ").into_bytes());
+        self
     }
 
     /// The path (and query) of `url` when it is on this target's host and port.
@@ -236,6 +253,7 @@ impl Wire {
     pub async fn post(
         &self,
         body: &[u8],
+        tag: Tag<'_>,
         max_event: usize,
         retried: &mut bool,
     ) -> Result<Response, SendError> {
@@ -243,12 +261,12 @@ impl Wire {
             Some(c) => (c, true),
             None => (self.connect(max_event).await?, false),
         };
-        match self.exchange(conn, body, None).await {
+        match self.exchange(conn, body, tag, None).await {
             Err(SendError::NotAnswered(e)) if reused => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 *retried = true;
                 let conn = self.connect(max_event).await?;
-                self.exchange(conn, body, None).await
+                self.exchange(conn, body, tag, None).await
             }
             r => r,
         }
@@ -261,6 +279,7 @@ impl Wire {
         &self,
         mut conn: Conn,
         body: &[u8],
+        tag: Tag<'_>,
         get: Option<&str>,
     ) -> Result<Response, SendError> {
         conn.out.clear();
@@ -274,7 +293,13 @@ impl Wire {
                 conn.out.extend_from_slice(&self.post_head);
                 conn.out
                     .extend_from_slice(decimal(body.len(), &mut [0; 20]));
-                conn.out.extend_from_slice(b"\r\n\r\n");
+                conn.out.extend_from_slice(b"\r\n");
+                if let (Some(name), Some(id)) = (&self.affinity, tag.affinity) {
+                    conn.out.extend_from_slice(name);
+                    conn.out.extend_from_slice(id.as_bytes());
+                    conn.out.extend_from_slice(b"\r\n");
+                }
+                conn.out.extend_from_slice(b"\r\n");
                 if !separate {
                     conn.out.extend_from_slice(body);
                 }
@@ -305,7 +330,7 @@ impl Wire {
     pub async fn warm(&self, path: &str, n: usize, max_event: usize) {
         let gets = (0..n).map(|_| async move {
             let mut resp = match self.take_idle() {
-                Some(idle) => match self.exchange(idle, &[], Some(path)).await {
+                Some(idle) => match self.exchange(idle, &[], Tag::default(), Some(path)).await {
                     Ok(r) => r,
                     Err(_) => self.warm_fresh(path, max_event).await?,
                 },
@@ -322,7 +347,7 @@ impl Wire {
 
     async fn warm_fresh(&self, path: &str, max_event: usize) -> Option<Response> {
         let conn = self.connect(max_event).await.ok()?;
-        self.exchange(conn, &[], Some(path)).await.ok()
+        self.exchange(conn, &[], Tag::default(), Some(path)).await.ok()
     }
 }
 

@@ -44,4 +44,12 @@ pub enum StageMergeError {
         #[source]
         source: hdrhistogram::AdditionError,
     },
+    #[error("shard {shard}: stage `{stage}`: URL {url} has no readable histograms")]
+    UrlUnreadable { shard: u32, stage: String, url: u16 },
+    #[error("URL {url}")]
+    UrlAdd {
+        url: u16,
+        #[source]
+        source: hdrhistogram::AdditionError,
+    },
 }

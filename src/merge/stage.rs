@@ -10,7 +10,7 @@ use super::error::StageMergeError;
 use crate::metrics::{
     ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
     SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
-    TurnSummary, Validity, dist, metric_dist,
+    TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -69,6 +69,7 @@ pub(super) fn merge_stage(
         timeline: timeline(parts, lo_ms),
         profile: first.profile.clone(),
         per_turn: per_turn(parts)?,
+        per_url: per_url(parts)?,
         warmup_end: first.warmup_end.clone(),
         histograms: Some(histograms),
         rounds: Vec::new(),
@@ -436,6 +437,62 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
             t.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
             t.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
             t
+        })
+        .collect())
+}
+
+/// One URL being merged: its figures so far and its histograms.
+type UrlAcc = (UrlSummary, Added);
+
+/// The target's URLs, merged like the stage: histograms added, counts and tokens summed (every
+/// shard routes by the plan, so URL `k` is the same server in each).
+fn per_url(parts: &[Part<'_>]) -> Result<Vec<UrlSummary>, StageMergeError> {
+    let mut urls: BTreeMap<u16, UrlAcc> = BTreeMap::new();
+    for p in parts {
+        for u in &p.summary.per_url {
+            let entry = urls.entry(u.url).or_insert_with(|| {
+                let blank = UrlSummary {
+                    url: u.url,
+                    ..UrlSummary::default()
+                };
+                (blank, std::array::from_fn(|_| empty()))
+            });
+            let overflow = || StageMergeError::Overflow {
+                stage: p.summary.name.clone(),
+                field: format!("per_url[{}] counts", u.url),
+            };
+            let sum = |a: u64, b: u64| a.checked_add(b).ok_or_else(overflow);
+            let e = &mut entry.0;
+            e.sent = sum(e.sent, u.sent)?;
+            e.ok = sum(e.ok, u.ok)?;
+            e.failed = sum(e.failed, u.failed)?;
+            e.input_tokens = sum(e.input_tokens, u.input_tokens)?;
+            e.output_tokens = sum(e.output_tokens, u.output_tokens)?;
+            e.cached_tokens = sum(e.cached_tokens, u.cached_tokens)?;
+            // Whether any response said: kept as a share, recomputed below.
+            e.cached_share = e.cached_share.or(u.cached_share);
+            for (m, _) in u.latency.iter() {
+                let Some(Ok(h)) = u.histograms.as_ref().and_then(|h| h.decode(m)) else {
+                    return Err(StageMergeError::UrlUnreadable {
+                        shard: p.index,
+                        stage: p.summary.name.clone(),
+                        url: u.url,
+                    });
+                };
+                entry.1[m as usize]
+                    .add(&h)
+                    .map_err(|source| StageMergeError::UrlAdd { url: u.url, source })?;
+            }
+        }
+    }
+    Ok(urls
+        .into_values()
+        .map(|(mut u, hists)| {
+            let said = u64::from(u.cached_share.is_some());
+            u.cached_share = cached_share(said, u.cached_tokens, u.input_tokens);
+            u.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
+            u.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
+            u
         })
         .collect())
 }

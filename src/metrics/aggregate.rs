@@ -77,6 +77,7 @@ pub struct StageAggregator {
     arrivals: u64,
     timeline: Timeline,
     turns: super::turns::TurnAggregator,
+    urls: super::urls::UrlAggregator,
     facts: StageFacts,
     timings: TimingsAcc,
     /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
@@ -109,6 +110,7 @@ impl StageAggregator {
             arrivals: 0,
             timeline: Timeline::default(),
             turns: Default::default(),
+            urls: Default::default(),
             facts: StageFacts::default(),
             timings: TimingsAcc::default(),
             exact_counts: 0,
@@ -146,6 +148,7 @@ impl StageAggregator {
             self.counts.retried += 1;
         }
         self.turns.record(r);
+        self.urls.record(r);
         // A session's later turns follow its replies, not the schedule: only first turns
         // (every request, without sessions) measure the sending rate.
         if r.turn == 0 {
@@ -290,6 +293,7 @@ impl StageAggregator {
         }
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
+        s.per_url = std::mem::take(&mut self.urls).finish();
         if self.kept_over {
             s.notes.push(format!(
                 "no steady-state window: the stage sent more than {} requests, more than are kept for it",
@@ -464,6 +468,7 @@ impl StageAggregator {
             profile: None,
             warmup_end: None,
             per_turn: Vec::new(),
+            per_url: Vec::new(),
             histograms: None,
             notes,
             attribution,

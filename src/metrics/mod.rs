@@ -24,6 +24,7 @@ mod saturation;
 mod steady;
 mod summary;
 mod turns;
+mod urls;
 mod validity;
 mod vocab;
 
@@ -48,6 +49,7 @@ pub use saturation::SATURATION_RATIO;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary};
+pub use urls::{UrlSummary, cached_share};
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
     Aggregation, ApiScope, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec,

@@ -150,6 +150,10 @@ pub struct RequestRecord {
     pub messages: u32,
     /// The simulator's request id (`x-infermeter-sim-id`), to join with its ground-truth trace.
     pub sim_id: Option<u64>,
+    /// Which of the target's URLs the request went to (its index in `results.urls`), when
+    /// the target lists several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<u16>,
     /// Prompt tokens the server served from its prefix cache
     /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
     #[serde(skip_serializing_if = "Option::is_none")]

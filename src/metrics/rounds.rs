@@ -69,6 +69,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         timeline: timeline(&rounds),
         profile: first.profile.clone(),
         per_turn: first.per_turn.clone(),
+        per_url: first.per_url.clone(),
         warmup_end: None,
         histograms: union(&rounds),
         notes,
@@ -90,6 +91,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 }),
                 timeline: Vec::new(),
                 per_turn: Vec::new(),
+                per_url: Vec::new(),
                 ..r
             })
             .collect(),

@@ -373,6 +373,10 @@ pub struct StageSummary {
     /// Multi-turn sessions: metrics per turn index (0 first), up to 32 indices.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_turn: Vec<super::TurnSummary>,
+    /// A target with several URLs: one entry per URL that was sent requests (empty
+    /// otherwise). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_url: Vec<super::UrlSummary>,
     /// Warm-up with `until="stable"` only: what ended it, and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_end: Option<WarmupEnd>,

@@ -237,6 +237,7 @@ impl From<&Target> for TargetPlan {
             endpoint: match &t.endpoint {
                 Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
                 Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
+                Endpoint::Urls(routes) => EndpointPlan::Urls(routes.clone()),
             },
             request: t.request.clone(),
             run: t.run,

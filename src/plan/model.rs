@@ -71,6 +71,8 @@ pub enum EndpointPlan {
     /// Serialised with its credentials masked (see [`crate::redact`]): the plan's JSON is
     /// printed, and the hash leaves the URL out anyway.
     Url(#[serde(serialize_with = "redacted")] String),
+    /// Several URLs and their route (each URL masked the same way).
+    Urls(crate::protocol::Routes),
 }
 
 fn redacted<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {

@@ -99,6 +99,7 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     let endpoint = match &t.endpoint {
         EndpointPlan::Sim(cfg) => format!("embedded simulator (model {})", cfg.model),
         EndpointPlan::Url(url) => crate::redact::secrets(url).into_owned(),
+        EndpointPlan::Urls(routes) => routes.label(),
     };
     let api = t.request.api.path().trim_start_matches('/');
     writeln!(out, "target     {endpoint}")?;
@@ -114,6 +115,9 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     }
     if let Some(e) = t.request.reasoning_effort {
         write!(out, ", reasoning effort {}", e.as_str())?;
+    }
+    if let Some(h) = &t.request.affinity_header {
+        write!(out, ", session affinity in {h}")?;
     }
     writeln!(out)?;
     Ok(())

@@ -39,6 +39,11 @@ pub struct RequestSettings {
     /// (chat's `reasoning_effort`, the Responses API's `reasoning.effort`). Default: not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// `affinity-header "x-session-id"`: the header that carries each request's
+    /// session-affinity id (see [`super::affinity_id`]): one per session, on every turn; one
+    /// per request without sessions. Absent from the plan's JSON (and hash) when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity_header: Option<String>,
 }
 
 fn one() -> u32 {
@@ -61,6 +66,7 @@ impl Default for RequestSettings {
             ignore_eos: true,
             batch: 1,
             reasoning_effort: None,
+            affinity_header: None,
         }
     }
 }

@@ -17,6 +17,7 @@ mod host;
 mod load;
 mod options;
 mod probe;
+mod route;
 mod run;
 mod search;
 mod send;

@@ -11,6 +11,7 @@ use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
+use super::route::{Route, Router};
 use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
@@ -79,14 +80,24 @@ pub async fn run(
     let started_at = SystemTime::now();
     let Started {
         sim,
-        base_url,
+        base_urls,
+        table,
         endpoint,
         default_model,
     } = start_target(&plan)?;
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let client = make_client(&plan, &base_url, &tokenizer)?;
+    let routes = base_urls
+        .into_iter()
+        .map(|base_url| {
+            let client = make_client(&plan, &base_url, &tokenizer)?;
+            Ok(Route { client, base_url })
+        })
+        .collect::<Result<Vec<_>, RunError>>()?;
+    let affinity = plan.target.request.affinity_header.is_some();
+    let router = Arc::new(Router::new(routes, table, affinity));
+    let Route { client, base_url } = router.first();
     // The server's self-description, asked while the preflight runs; collected at the end
     // only if it has answered by then, so it can neither fail nor delay the run. On
     // connections of its own, so none of them is reused for the preflight or a request.
@@ -100,15 +111,22 @@ pub async fn run(
     let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
     let found = preflight(
         client.http(),
-        &base_url,
+        base_url,
         known_model,
         request.timeout,
         &opts.interrupt,
     )
     .await?;
+    // Every other URL must answer too, and serve the model the first one named: a dead
+    // replica found now is named in the error rather than failing a share of the requests.
+    if let Some((model, _)) = &found
+        && !preflight_others(&router, model, request.timeout, &opts.interrupt).await?
+    {
+        return Ok(out);
+    }
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
-    let tokenizer_note = super::tokens::preflight(&client, &plan, &factory, &opts).await;
+    let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;
     let (Some((model, models_answer)), Some(tokenizer_note)) = (found, tokenizer_note) else {
         return Ok(out);
     };
@@ -127,11 +145,10 @@ pub async fn run(
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
         plan: plan.clone(),
-        client,
+        router: router.clone(),
         template,
         factory,
         hooks,
-        base_url,
         cpu,
         opts: &opts,
         starts: std::sync::Mutex::new(Vec::new()),
@@ -165,10 +182,13 @@ pub async fn run(
     Ok(out)
 }
 
-/// The target the run measures: the in-process simulator, or a URL.
+/// The target the run measures: the in-process simulator, or its URLs.
 struct Started {
     sim: Option<InProcessSim>,
-    base_url: String,
+    /// At least one.
+    base_urls: Vec<String>,
+    /// The route over them, when there are several.
+    table: Option<crate::protocol::Routes>,
     /// As results and reports show it.
     endpoint: String,
     /// The simulator's model, when the scenario names none.
@@ -180,7 +200,8 @@ fn start_target(plan: &Plan) -> Result<Started, RunError> {
         EndpointPlan::Sim(cfg) => {
             let sim = InProcessSim::start((**cfg).clone())?;
             Started {
-                base_url: sim.base_url.clone(),
+                base_urls: vec![sim.base_url.clone()],
+                table: None,
                 sim: Some(sim),
                 endpoint: "sim".to_string(),
                 default_model: Some(cfg.model.clone()),
@@ -189,11 +210,38 @@ fn start_target(plan: &Plan) -> Result<Started, RunError> {
         // Shown in results and reports: never with its credentials.
         EndpointPlan::Url(url) => Started {
             sim: None,
-            base_url: url.clone(),
+            base_urls: vec![url.clone()],
+            table: None,
             endpoint: crate::redact::secrets(url).into_owned(),
             default_model: None,
         },
+        EndpointPlan::Urls(routes) => Started {
+            sim: None,
+            base_urls: routes.urls.iter().map(|u| u.url.clone()).collect(),
+            endpoint: routes.label(),
+            table: Some(routes.clone()),
+            default_model: None,
+        },
     })
+}
+
+/// The preflight of every URL after the first, with the model it named; false when
+/// interrupted first.
+async fn preflight_others(
+    router: &Router,
+    model: &str,
+    timeout: crate::units::Duration,
+    interrupt: &tokio_util::sync::CancellationToken,
+) -> Result<bool, RunError> {
+    for route in &router.all()[1..] {
+        let http = route.client.http();
+        match preflight(http, &route.base_url, Some(model), timeout, interrupt).await? {
+            // The model list read for the provenance is the first URL's.
+            Some((_, list)) => list.abort(),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Every request's body but its model, which the preflight settles.
@@ -227,6 +275,7 @@ fn make_client(
         api: request.api,
         max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
         server_root: Some(crate::protocol::server_root(base_url)),
+        affinity_header: request.affinity_header.clone(),
     };
     Ok(Client::new(
         config,

@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{BodyTemplate, Client};
+use crate::client::{BodyTemplate, Tag};
 use crate::dataset::{
     DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory, Salt, render,
 };
@@ -48,7 +48,8 @@ pub(super) struct Media {
 pub(super) struct StageShared {
     pub(super) plan: Arc<Plan>,
     pub(super) stage: StagePlan,
-    pub(super) client: Client,
+    /// The target's URLs and the route over them.
+    pub(super) router: Arc<super::route::Router>,
     pub(super) template: Arc<BodyTemplate>,
     pub(super) factory: Arc<PromptFactory>,
     /// The stage's data set's hooks, compiled once for the run.
@@ -272,6 +273,8 @@ impl StageShared {
             inputs: self.inputs(),
             ..RequestRecord::default()
         };
+        let pick = self.router.pick(&self.stage, recipe.index, turn);
+        rec.url = pick.url;
         let body = match body {
             Ok((b, input_tokens, max_tokens, media)) => {
                 rec.input_tokens = input_tokens;
@@ -292,12 +295,16 @@ impl StageShared {
                 return None;
             }
         };
+        let tag = Tag {
+            affinity: pick.affinity.as_deref(),
+        };
+        let client = &pick.route.client;
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak_in_flight.fetch_max(now, Ordering::Relaxed);
         let reply = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,
-            text = self.client.execute_text(body, recipe.output_tokens, &mut rec, self.t0) => {
+            text = client.execute_tagged(body, tag, recipe.output_tokens, &mut rec, self.t0) => {
                 self.validate(&recipe, &text, &mut rec);
                 Some(text)
             }

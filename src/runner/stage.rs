@@ -18,7 +18,7 @@ use super::send::{StageShared, since};
 use super::target::{WARM_POOL_LIMIT, warm_pool};
 use super::timer::PreciseTimer;
 use super::warmup::{Watch, WatchState};
-use crate::client::{BodyTemplate, Client};
+use crate::client::BodyTemplate;
 use crate::dataset::{DatasetSource, PromptFactory};
 use crate::hooks::Hooks;
 use crate::metrics::{
@@ -31,12 +31,12 @@ use crate::sla::Abort;
 /// What every stage of a run shares.
 pub(super) struct StageRunner<'a> {
     pub(super) plan: Arc<Plan>,
-    pub(super) client: Client,
+    /// The target's URLs, each with its client, and the route over them.
+    pub(super) router: Arc<super::route::Router>,
     pub(super) template: Arc<BodyTemplate>,
     pub(super) factory: Arc<PromptFactory>,
     /// Each data set's hooks, compiled once for the run (indexed like `plan.datasets`).
     pub(super) hooks: Vec<Option<Arc<Hooks>>>,
-    pub(super) base_url: String,
     pub(super) cpu: CpuClock,
     pub(super) opts: &'a RunOptions,
     /// How far each synchronised step started from its agreed instant (distributed runs).
@@ -322,7 +322,7 @@ impl StageRunner<'_> {
         StageShared {
             plan: self.plan.clone(),
             stage: stage.clone(),
-            client: self.client.clone(),
+            router: self.router.clone(),
             template: self.template.clone(),
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
@@ -350,14 +350,18 @@ impl StageRunner<'_> {
             .timeout
             .as_std()
             .min(WARM_POOL_LIMIT);
-        warm_pool(
-            &self.client,
-            &self.base_url,
-            pool_warmth(stage),
-            limit,
-            &self.opts.interrupt,
-        )
-        .await;
+        // Each URL gets the stage's whole warmth: which of them a request goes to is the
+        // route's to say, and idle connections cost little.
+        let warm = self.router.all().iter().map(|route| {
+            warm_pool(
+                &route.client,
+                &route.base_url,
+                pool_warmth(stage),
+                limit,
+                &self.opts.interrupt,
+            )
+        });
+        futures_util::future::join_all(warm).await;
     }
 
     /// What went wrong in the stage's collector, as the run reports it.
@@ -443,20 +447,38 @@ impl StageRunner<'_> {
     /// drain time.
     async fn reset_cache(&self, stage: &StagePlan) -> Option<String> {
         let how = self.plan.target.run.reset_cache?;
+        let routes = self.router.all();
+        if let [only] = routes {
+            return Some(self.reset_one(only, stage, how).await);
+        }
+        let mut notes = Vec::with_capacity(routes.len());
+        for (i, route) in routes.iter().enumerate() {
+            let note = self.reset_one(route, stage, how).await;
+            let url = crate::redact::secrets(&route.base_url);
+            notes.push(format!("URL {i} ({url}): {note}"));
+        }
+        Some(notes.join("; "))
+    }
+
+    /// [`reset_cache`](Self::reset_cache) at one URL.
+    async fn reset_one(
+        &self,
+        route: &super::route::Route,
+        stage: &StagePlan,
+        how: CacheReset,
+    ) -> String {
         let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
-        let root = crate::protocol::server_root(&self.base_url);
+        let root = crate::protocol::server_root(&route.base_url);
         let wait = super::server::ResetWait {
             budget: stage.drain_timeout.as_std(),
             interrupt: &self.opts.interrupt,
         };
-        match super::server::reset_cache(self.client.http(), &root, resolved, &wait).await {
+        match super::server::reset_cache(route.client.http(), &root, resolved, &wait).await {
             Ok((kind, done)) => {
                 if let Ok(mut r) = self.reset.lock() {
                     *r = Some(kind);
                 }
-                Some(format!(
-                    "asked the server to drop its prompt cache before the stage ({done})"
-                ))
+                format!("asked the server to drop its prompt cache before the stage ({done})")
             }
             Err(why) => {
                 let what = match why {
@@ -469,11 +491,11 @@ impl StageRunner<'_> {
                     how.as_str(),
                     stage.name
                 ));
-                Some(format!(
+                format!(
                     "the server's prompt cache was NOT dropped before the stage: reset-cache \
                      \"{}\" failed ({why})",
                     how.as_str()
-                ))
+                )
             }
         }
     }

@@ -15,6 +15,7 @@ mod model;
 mod params;
 mod parse;
 mod profile;
+mod route;
 mod schema;
 mod session;
 mod stage;

@@ -99,6 +99,9 @@ pub enum Endpoint {
     Sim(SimConfig),
     /// An OpenAI-compatible base URL such as `http://127.0.0.1:8000/v1`.
     Url(Spanned<String>),
+    /// Several base URLs (`target { url "…"; url "…" }`) and how requests are spread over
+    /// them.
+    Urls(crate::protocol::Routes),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

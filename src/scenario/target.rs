@@ -49,8 +49,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     let mut t = default_target();
     let mut r = NodeReader::new(ctx, node);
     let mut is_sim = true;
+    let listed = super::route::Routing::listed(node);
+    let has_arg = r.arg_count() > 0;
     match r.arg(ctx, 0) {
-        None if r.arg_count() == 0 => ctx.error(
+        None if !has_arg && listed => is_sim = false,
+        None if !has_arg => ctx.error(
             ctx.name_span(node),
             "`target` needs a URL or \"sim\"",
             "missing URL",
@@ -77,18 +80,22 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     let sim_fields = sim_fields();
     let mut sim = Map::new();
     let mut once = Once::default();
+    let mut routing = super::route::Routing::default();
     for child in r.children() {
         let name = child.name().value();
-        let repeatable = name == "header";
+        let repeatable = name == "header" || name == "url";
         if !repeatable && !once.first(ctx, child, "`target`") {
             continue;
         }
-        if COMMON.contains(&name) {
+        if super::route::NAMES.contains(&name) {
+            routing.read(ctx, child, &mut t);
+        } else if COMMON.contains(&name) {
             common_setting(ctx, child, &mut t, is_sim.then_some(&mut sim));
         } else if is_sim && sim_fields.iter().any(|f| f == name) {
             sim_setting(ctx, child, &mut sim);
         } else if is_sim {
             let mut known: Vec<&str> = COMMON.to_vec();
+            known.extend(super::route::NAMES);
             known.extend(sim_fields.iter().map(String::as_str));
             ctx.error(
                 ctx.name_span(child),
@@ -104,9 +111,13 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
                 Some("simulator settings apply to target \"sim\" only; remove it".into()),
             );
         } else {
-            ctx.unknown_node(child, "`target`", COMMON);
+            let mut known: Vec<&str> = COMMON.to_vec();
+            known.extend(super::route::NAMES);
+            ctx.unknown_node(child, "`target`", &known);
         }
     }
+    routing.finish(ctx, &mut t, has_arg);
+    super::route::check_headers(ctx, node, &t);
     api_defaults(ctx, r.children(), &mut t);
     r.finish(ctx);
     batch_fits_api(ctx, node, &t);

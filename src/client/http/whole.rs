@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::reqwest_errors::{never_answered, send_error, unusable};
-use super::super::wire::{BodyError, Response, Wire};
+use super::super::wire::{BodyError, Response, Tag, Wire};
 use super::{Client, DRAIN_WAIT, since};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Pooled, WholeError};
@@ -21,17 +21,23 @@ use crate::protocol::{Pooled, WholeError};
 impl Client {
     /// Sends one pooling request and fills `rec`: the whole-answer counterpart of
     /// `execute_text`.
-    pub(super) async fn execute_whole(&self, body: Bytes, rec: &mut RequestRecord, t0: Instant) {
+    pub(super) async fn execute_whole(
+        &self,
+        body: Bytes,
+        tag: Tag<'_>,
+        rec: &mut RequestRecord,
+        t0: Instant,
+    ) {
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let read = self.whole_wire(wire, &body, rec, t0);
+                let read = self.whole_wire(wire, &body, tag, rec, t0);
                 match tokio::time::timeout(self.timeout, read).await {
                     Ok((answer, tail)) => (Ok(answer), tail),
                     Err(e) => (Err(e), None),
                 }
             }
             None => {
-                let read = self.whole_reqwest(body, rec, t0);
+                let read = self.whole_reqwest(body, tag, rec, t0);
                 (tokio::time::timeout(self.timeout, read).await, None)
             }
         };
@@ -81,10 +87,11 @@ impl Client {
         &self,
         wire: &Wire,
         body: &[u8],
+        tag: Tag<'_>,
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> (Option<Result<Pooled, WholeError>>, Option<Response>) {
-        let Some(mut resp) = self.post_on(wire, body, rec, t0).await else {
+        let Some(mut resp) = self.post_on(wire, body, tag, rec, t0).await else {
             return (None, None);
         };
         rec.first_byte_ns = Some(since(t0));
@@ -120,15 +127,16 @@ impl Client {
     async fn whole_reqwest(
         &self,
         body: Bytes,
+        tag: Tag<'_>,
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> Option<Result<Pooled, WholeError>> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+        let mut resp = match self.post(&self.http, body.clone(), tag).send().await {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 rec.retries += 1;
-                match self.fresh.post(&*self.url).body(body).send().await {
+                match self.post(&self.fresh, body, tag).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));

@@ -1,0 +1,165 @@
+//! Metrics per target URL when a target lists several (`target { url "…"; url "…" }`):
+//! counts, tokens, the prefix-cache share and the TTFT/E2E distributions (with their whole
+//! histograms, so shards merge) of the requests each URL served. A record's URL is its index
+//! in the target's list ([`RequestRecord::url`]); a stage whose records name none reports
+//! nothing. Memory is bounded by the target's URL count (at most 64): 2 histograms each.
+
+use hdrhistogram::Histogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::dist::Dist;
+use super::histograms::TurnHistograms;
+use super::measure::{dist, histogram, record};
+use super::per_metric::{MetricSet, PerMetric, PerTurn};
+use super::record::RequestRecord;
+
+/// The requests one URL of the target served in a stage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UrlSummary {
+    /// The URL's index in the target's list (`results.urls`).
+    pub url: u16,
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Prompt tokens of the ok requests.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Prompt tokens the server said it served from its prefix cache, over the ok requests.
+    pub cached_tokens: u64,
+    /// `cached_tokens` over `input_tokens`, 0..=1; absent when no response said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_share: Option<f64>,
+    /// TTFT and E2E over the URL's ok requests (members of the URL's object).
+    #[serde(flatten)]
+    pub latency: PerMetric<Dist, PerTurn>,
+    /// Their histograms whole (µs), so that shards' results merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<TurnHistograms>,
+}
+
+struct Url {
+    sent: u64,
+    ok: u64,
+    failed: u64,
+    input: u64,
+    output: u64,
+    cached: u64,
+    /// Ok requests whose response said how many prompt tokens were cached.
+    said_cached: u64,
+    hists: [Histogram<u64>; super::LatencyMetric::COUNT],
+}
+
+/// Folds records by the URL they went to.
+#[derive(Default)]
+pub(super) struct UrlAggregator {
+    urls: Vec<Url>,
+}
+
+/// URL indices with their own figures: the scenario allows no more.
+const MAX_URLS: usize = 64;
+
+impl UrlAggregator {
+    pub(super) fn record(&mut self, r: &RequestRecord) {
+        let Some(k) = r.url.map(usize::from).filter(|k| *k < MAX_URLS) else {
+            return;
+        };
+        while self.urls.len() <= k {
+            self.urls.push(Url {
+                sent: 0,
+                ok: 0,
+                failed: 0,
+                input: 0,
+                output: 0,
+                cached: 0,
+                said_cached: 0,
+                hists: std::array::from_fn(|_| histogram()),
+            });
+        }
+        let u = &mut self.urls[k];
+        u.sent += 1;
+        if !r.ok() {
+            u.failed += 1;
+            return;
+        }
+        u.ok += 1;
+        u.input += u64::from(r.input_tokens);
+        u.output += u64::from(r.output_tokens);
+        if let Some(c) = r.cached_tokens {
+            u.cached += u64::from(c);
+            u.said_cached += 1;
+        }
+        for m in PerTurn::metrics() {
+            record(&mut u.hists[m as usize], m.measure(r));
+        }
+    }
+
+    pub(super) fn finish(self) -> Vec<UrlSummary> {
+        self.urls
+            .iter()
+            .enumerate()
+            .map(|(k, u)| UrlSummary {
+                url: k as u16,
+                sent: u.sent,
+                ok: u.ok,
+                failed: u.failed,
+                input_tokens: u.input,
+                output_tokens: u.output,
+                cached_tokens: u.cached,
+                cached_share: cached_share(u.said_cached, u.cached, u.input),
+                latency: PerMetric::from_fn(|m| dist(&u.hists[m as usize])),
+                histograms: TurnHistograms::encode(|m| &u.hists[m as usize]).ok(),
+            })
+            .collect()
+    }
+}
+
+/// The share of prompt tokens served from cache, when any response said.
+pub fn cached_share(said: u64, cached: u64, input: u64) -> Option<f64> {
+    (said > 0 && input > 0).then(|| (cached as f64 / input as f64).min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::LatencyMetric;
+
+    fn rec(url: Option<u16>, ok: bool, cached: u32) -> RequestRecord {
+        RequestRecord {
+            url,
+            scheduled_ns: 1_000_000,
+            done_ns: 21_000_000,
+            first_token_ns: Some(6_000_000),
+            input_tokens: 100,
+            output_tokens: 10,
+            cached_tokens: Some(cached),
+            error: (!ok).then_some(super::super::ErrorKind::Timeout),
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_stage_with_one_url_reports_nothing() {
+        let mut a = UrlAggregator::default();
+        a.record(&rec(None, true, 0));
+        assert!(a.finish().is_empty());
+    }
+
+    #[test]
+    fn folds_by_url() {
+        let mut a = UrlAggregator::default();
+        a.record(&rec(Some(0), true, 0));
+        a.record(&rec(Some(1), true, 80));
+        a.record(&rec(Some(1), true, 40));
+        a.record(&rec(Some(1), false, 0));
+        let s = a.finish();
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[1].sent, s[1].ok, s[1].failed), (3, 2, 1));
+        assert_eq!(s[1].cached_tokens, 120);
+        assert_eq!(s[1].cached_share, Some(0.6));
+        assert_eq!(s[0].cached_share, Some(0.0));
+        let ttft = s[1].latency[LatencyMetric::Ttft];
+        assert_eq!(ttft.count, 2);
+        assert!((ttft.p50 - 5.0).abs() < 0.1);
+    }
+}
