@@ -81,6 +81,8 @@ fn shard(index: u32) -> Results {
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,
+            routes: None,
+            affinity_header: None,
         },
         warmup: None,
         stages: vec![stage(index)],

@@ -53,6 +53,8 @@ pub(super) fn assemble(
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
             cache_salt: output.cache_salt.clone(),
+            routes: super::outputs::routes(plan),
+            affinity_header: plan.target.request.affinity_header.clone(),
         },
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),

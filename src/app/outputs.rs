@@ -204,6 +204,14 @@ fn removed_when_stale(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The plan's routes over several URLs as the result keeps them (masked).
+pub(super) fn routes(plan: &Plan) -> Option<crate::protocol::Routes> {
+    match &plan.target.endpoint {
+        EndpointPlan::Urls(routes) => Some(TargetInfo::masked_routes(routes)),
+        _ => None,
+    }
+}
+
 /// The `results.json` written before the first request: the plan's identity, no stage,
 /// `passed` and `complete` false.
 pub(super) fn placeholder(plan: &Plan) -> Results {
@@ -244,6 +252,8 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
                 .unwrap_or_default(),
             tokenizer: tokenizer_name(&plan.tokenizer),
             cache_salt: None,
+            routes: routes(plan),
+            affinity_header: plan.target.request.affinity_header.clone(),
         },
         warmup: None,
         stages: Vec::new(),

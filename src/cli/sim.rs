@@ -62,6 +62,9 @@ impl SimArgs {
         set(&mut c.timings, &self.timings);
         set(&mut c.metrics_histograms, &self.metrics_histograms);
         set(&mut c.reasoning_tokens, &self.reasoning_tokens);
+        if let Some(h) = &self.session_header {
+            c.session_header = Some(h.clone());
+        }
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

@@ -74,6 +74,8 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,
+            routes: None,
+            affinity_header: None,
         },
         warmup: None,
         stages: vec![stage],

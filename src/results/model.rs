@@ -136,4 +136,22 @@ pub struct TargetInfo {
     /// drawn. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_salt: Option<String>,
+    /// A target with several URLs: each (credentials masked), its weight, and the route over
+    /// them; the stages' `per_url[].url` index `routes.urls`. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routes: Option<crate::protocol::Routes>,
+    /// `affinity-header`: the header that carried each session's id. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity_header: Option<String>,
+}
+
+impl TargetInfo {
+    /// The target's routes as a result keeps them: every URL masked.
+    pub fn masked_routes(routes: &crate::protocol::Routes) -> crate::protocol::Routes {
+        let mut r = routes.clone();
+        for u in &mut r.urls {
+            u.url = crate::redact::secrets(&u.url).into_owned();
+        }
+        r
+    }
 }

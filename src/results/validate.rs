@@ -62,6 +62,7 @@ pub fn validate(r: &Results) -> Result<(), Inconsistent> {
     }
     c.verdicts(r);
     c.shards(r);
+    c.urls(r);
     if c.problems.is_empty() {
         Ok(())
     } else {
@@ -593,6 +594,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 mod steady;
+mod urls;
 
 #[cfg(test)]
 mod tests;

@@ -122,6 +122,12 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     r.finish(ctx);
     batch_fits_api(ctx, node, &t);
     if is_sim {
+        // The in-process simulator reads the affinity header the target sends, unless the
+        // scenario names another.
+        if let Some(h) = &t.request.affinity_header {
+            sim.entry("session-header")
+                .or_insert_with(|| Value::String(h.clone()));
+        }
         match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
             Ok(cfg) => t.endpoint = Endpoint::Sim(cfg),
             // Each setting was checked on its own; a failure here is a cross-field one.

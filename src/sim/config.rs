@@ -116,6 +116,11 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_zero")]
     #[schemars(extend("default" = 0))]
     pub reasoning_tokens: u64,
+    /// Read a router's session-affinity header of this name (e.g. `x-session-id`) and count,
+    /// on `/metrics`, the requests that carried one and the distinct sessions seen. In a
+    /// scenario's `target "sim"`, the target's `affinity-header` sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -179,6 +184,7 @@ impl Default for SimConfig {
             metrics_histograms: false,
             tool_calls: false,
             reasoning_tokens: 0,
+            session_header: None,
         }
     }
 }
@@ -230,6 +236,11 @@ impl SimConfig {
         }
         if self.prefix_cache_block == 0 {
             return err("prefix-cache-block", "must be at least 1 token");
+        }
+        if let Some(h) = &self.session_header
+            && axum::http::HeaderName::from_bytes(h.as_bytes()).is_err()
+        {
+            return err("session-header", "must be an HTTP header name");
         }
         if self.prefix_cache_capacity == 0 {
             return err("prefix-cache-capacity", "must be at least 1 token");

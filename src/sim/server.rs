@@ -155,7 +155,12 @@ pub async fn start_with_trace(
         .run(),
     );
     let listener = SimListener::new(listener, config.close_after_stream);
+    let affinity = config
+        .session_header
+        .as_deref()
+        .and_then(super::affinity::Affinity::new);
     let state = Arc::new(AppState {
+        affinity,
         config,
         epoch,
         next_id: AtomicU64::new(0),
@@ -191,7 +196,13 @@ fn router(state: Arc<AppState>) -> Router {
     for served in apis::served() {
         let handler = move |State(app): State<Arc<AppState>>,
                             ConnectInfo(conn): ConnectInfo<ConnTag>,
-                            body: Bytes| serve(app, conn, served, body);
+                            headers: axum::http::HeaderMap,
+                            body: Bytes| {
+            if let Some(a) = &app.affinity {
+                a.observe(&headers);
+            }
+            serve(app, conn, served, body)
+        };
         generation = generation.route(&format!("/v1{}", served.api.path()), post(handler));
     }
     let rest = Router::new()
@@ -249,9 +260,12 @@ async fn models(State(app): State<Arc<AppState>>) -> Response {
 
 /// vLLM-format Prometheus metrics (see `sim::metrics`).
 async fn metrics(State(app): State<Arc<AppState>>) -> Response {
-    let body = app
+    let mut body = app
         .metrics
         .render(&app.config.model, app.config.kv_capacity);
+    if let Some(a) = &app.affinity {
+        a.render(&mut body);
+    }
     (
         StatusCode::OK,
         [(

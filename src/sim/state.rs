@@ -28,6 +28,8 @@ pub(crate) struct AppState {
     pub(crate) metrics: Arc<SimMetrics>,
     /// `Some` with `prefix-cache`.
     pub(crate) prefix: Option<SharedPrefixCache>,
+    /// `Some` with `session-header`.
+    pub(crate) affinity: Option<super::affinity::Affinity>,
 }
 
 pub(crate) fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {

@@ -62,6 +62,8 @@ fn results(stages: Vec<StageSummary>) -> Results {
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,
+            routes: None,
+            affinity_header: None,
         },
         warmup: None,
         searches: Vec::new(),

@@ -108,4 +108,8 @@ pub struct SimArgs {
     /// stream, reasoning tokens in usage); a request's reasoning effort scales them.
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens: Option<u64>,
+    /// Read a router's session-affinity header of this name (e.g. x-session-id) and count
+    /// the requests carrying one and the distinct sessions seen on /metrics.
+    #[arg(long, value_name = "NAME")]
+    pub session_header: Option<String>,
 }

@@ -1,0 +1,81 @@
+//! The validator's rules for a target with several URLs (schema 3): `target.routes` lists at
+//! least two, each weighed at least 1, and every stage's `per_url` names one of them at most
+//! once, its counts adding up and within the stage's, its share a share and its
+//! distributions counted by its ok requests.
+
+use super::Checker;
+use crate::metrics::StageSummary;
+use crate::results::Results;
+
+impl Checker {
+    /// `target.routes` and every stage's (and round's) `per_url` against it.
+    pub(super) fn urls(&mut self, r: &Results) {
+        let listed = r.target.routes.as_ref().map_or(0, |routes| routes.urls.len());
+        if let Some(routes) = &r.target.routes {
+            if routes.urls.len() < 2 {
+                self.fail("target.routes.urls", routes.urls.len(), "at least two URLs");
+            }
+            for (i, u) in routes.urls.iter().enumerate() {
+                if u.weight == 0 {
+                    self.fail(format!("target.routes.urls[{i}].weight"), 0, "at least 1");
+                }
+            }
+        }
+        let stages = r.warmup.iter().map(|w| ("warmup".to_string(), w));
+        let stages = stages.chain(
+            r.stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("stages[{i}]"), s)),
+        );
+        for (at, s) in stages {
+            self.stage_urls(&at, s, listed);
+        }
+    }
+
+    fn stage_urls(&mut self, at: &str, s: &StageSummary, listed: usize) {
+        let mut sent = 0u64;
+        let mut last: Option<u16> = None;
+        for (i, u) in s.per_url.iter().enumerate() {
+            let at = format!("{at}.per_url[{i}]");
+            if usize::from(u.url) >= listed {
+                self.fail(
+                    format!("{at}.url"),
+                    u.url,
+                    format!("not an index of target.routes.urls ({listed} listed)"),
+                );
+            }
+            if last.is_some_and(|l| l >= u.url) {
+                self.fail(format!("{at}.url"), u.url, "URLs in ascending order, each once");
+            }
+            last = Some(u.url);
+            for (name, n) in [("sent", u.sent), ("ok", u.ok), ("failed", u.failed)] {
+                self.count(&format!("{at}.{name}"), n);
+            }
+            if u.ok.checked_add(u.failed) != Some(u.sent) {
+                self.fail(
+                    format!("{at}.failed"),
+                    u.failed,
+                    format!("ok ({}) + failed ≠ sent ({})", u.ok, u.sent),
+                );
+            }
+            sent = sent.saturating_add(u.sent);
+            if let Some(share) = u.cached_share {
+                self.share(&format!("{at}.cached_share"), share);
+            }
+            for (m, d) in u.latency.iter() {
+                self.dist(&format!("{at}.{}", m.key()), d);
+                self.at_most(
+                    &format!("{at}.{}.count", m.key()),
+                    d.count,
+                    u.ok,
+                    "the URL's ok requests",
+                );
+            }
+        }
+        self.at_most(&format!("{at}.per_url"), sent, s.requests.sent, "the stage sent");
+        for (i, round) in s.rounds.iter().enumerate() {
+            self.stage_urls(&format!("{at}.rounds[{i}]"), round, listed);
+        }
+    }
+}
