@@ -25,6 +25,7 @@ mod svg;
 mod telemetry;
 mod templates;
 mod timeline;
+mod urls;
 mod view;
 mod write;
 

@@ -94,6 +94,7 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         } else {
             stage_lines(&mut out, s);
         }
+        super::urls::summary_lines(&mut out, r.target.routes.as_ref(), s);
     }
     profile_lines(&mut out, r, color);
     if !r.sla.is_empty() {

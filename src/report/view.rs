@@ -74,6 +74,8 @@ pub struct StageView {
     pub plots: Vec<Plot>,
     /// Multi-turn sessions: one row per turn index (empty otherwise).
     pub per_turn: Vec<TurnRow>,
+    /// A target with several URLs: one row per URL (empty otherwise).
+    pub per_url: Vec<super::urls::UrlRow>,
     /// The latency figures carry confidence intervals.
     pub intervals: bool,
     /// Rounds the stage ran (0 or 1: once).
@@ -341,6 +343,7 @@ fn stage_view(
         client: client_rows(&s.client),
         plots: stage_plots(s, api, plot_files),
         per_turn: turn_rows(s),
+        per_url: Vec::new(),
     }
 }
 
@@ -564,7 +567,10 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         stages: results
             .stages
             .iter()
-            .map(|s| stage_view(s, t.api, &results.sla, plot_files))
+            .map(|s| StageView {
+                per_url: super::urls::rows(t.routes.as_ref(), s),
+                ..stage_view(s, t.api, &results.sla, plot_files)
+            })
             .collect(),
         repro: vec![
             kv("scenario", results.scenario.clone()),

@@ -1,0 +1,91 @@
+//! A target's several URLs in the reports: one row per URL of a stage (its share of the
+//! requests, failures, prefix-cache share, TTFT and E2E) for report.md and report.html, the
+//! lines under a stage in the terminal summary. URLs come from `results.target.routes`, masked when the result was made; every
+//! sink escapes them again as it escapes any text.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::numbers::num;
+use crate::escape::terminal as t;
+use crate::metrics::{LatencyMetric, StageSummary, UrlSummary};
+use crate::protocol::Routes;
+
+#[derive(Debug, Serialize)]
+pub struct UrlRow {
+    /// The URL's index in the target's list.
+    pub index: u16,
+    /// The URL (masked).
+    pub url: String,
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Share of the stage's requests this URL was sent.
+    pub share: String,
+    /// Prompt tokens served from the prefix cache, or `–` when the server never said.
+    pub cached: String,
+    pub ttft_p50: String,
+    pub ttft_p99: String,
+    pub e2e_p50: String,
+    pub e2e_p99: String,
+}
+
+/// The URL `index` names, masked; a placeholder when the result lists none by that index.
+fn label(routes: Option<&Routes>, index: u16) -> String {
+    routes
+        .and_then(|r| r.urls.get(usize::from(index)))
+        .map_or_else(
+            || format!("URL {index}"),
+            |u| crate::redact::secrets(&u.url).into_owned(),
+        )
+}
+
+fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "–".to_string(), |s| format!("{} %", num(s * 100.0)))
+}
+
+/// The rows of a stage's URLs (none for a target with one URL).
+pub fn rows(routes: Option<&Routes>, s: &StageSummary) -> Vec<UrlRow> {
+    s.per_url
+        .iter()
+        .map(|u| {
+            let (ttft, e2e) = (u.latency[LatencyMetric::Ttft], u.latency[LatencyMetric::E2e]);
+            UrlRow {
+                index: u.url,
+                url: label(routes, u.url),
+                sent: u.sent,
+                ok: u.ok,
+                failed: u.failed,
+                share: percent(share_of(u, s)),
+                cached: percent(u.cached_share),
+                ttft_p50: num(ttft.p50),
+                ttft_p99: num(ttft.p99),
+                e2e_p50: num(e2e.p50),
+                e2e_p99: num(e2e.p99),
+            }
+        })
+        .collect()
+}
+
+fn share_of(u: &UrlSummary, s: &StageSummary) -> Option<f64> {
+    (s.requests.sent > 0).then(|| u.sent as f64 / s.requests.sent as f64)
+}
+
+/// The terminal summary's lines under a stage: one per URL.
+pub fn summary_lines(out: &mut String, routes: Option<&Routes>, s: &StageSummary) {
+    for r in rows(routes, s) {
+        let _ = writeln!(
+            out,
+            "    → {}  sent {} ({}), failed {}, cached {}, TTFT p50/p99 {} / {} ms, E2E p99 {} ms",
+            t(&r.url),
+            r.sent,
+            r.share,
+            r.failed,
+            r.cached,
+            r.ttft_p50,
+            r.ttft_p99,
+            r.e2e_p99
+        );
+    }
+}
