@@ -38,6 +38,17 @@ pub enum RunError {
     Sim(#[source] SimError),
     #[error("failed to start the simulator thread")]
     SimThread(#[source] std::io::Error),
+    /// One URL of a target that lists several failed its preflight (`source` names it).
+    #[error(
+        "URL {index} of the target's {count} is not ready; start that server, or remove its \
+         `url` from the target"
+    )]
+    Replica {
+        index: usize,
+        count: usize,
+        #[source]
+        source: Box<RunError>,
+    },
     #[error("cannot reach the target at {url}")]
     Unreachable {
         url: String,

@@ -116,7 +116,8 @@ pub async fn run(
         request.timeout,
         &opts.interrupt,
     )
-    .await?;
+    .await
+    .map_err(|e| replica(&router, 0, e))?;
     // Every other URL must answer too, and serve the model the first one named: a dead
     // replica found now is named in the error rather than failing a share of the requests.
     if let Some((model, _)) = &found
@@ -225,6 +226,18 @@ fn start_target(plan: &Plan) -> Result<Started, RunError> {
     })
 }
 
+/// A preflight's error at URL `index`, saying which of several it was.
+fn replica(router: &Router, index: usize, e: RunError) -> RunError {
+    match router.all().len() {
+        1 => e,
+        count => RunError::Replica {
+            index,
+            count,
+            source: Box::new(e),
+        },
+    }
+}
+
 /// The preflight of every URL after the first, with the model it named; false when
 /// interrupted first.
 async fn preflight_others(
@@ -233,9 +246,10 @@ async fn preflight_others(
     timeout: crate::units::Duration,
     interrupt: &tokio_util::sync::CancellationToken,
 ) -> Result<bool, RunError> {
-    for route in &router.all()[1..] {
+    for (index, route) in router.all().iter().enumerate().skip(1) {
         let http = route.client.http();
-        match preflight(http, &route.base_url, Some(model), timeout, interrupt).await? {
+        let found = preflight(http, &route.base_url, Some(model), timeout, interrupt).await;
+        match found.map_err(|e| replica(router, index, e))? {
             // The model list read for the provenance is the first URL's.
             Some((_, list)) => list.abort(),
             None => return Ok(false),

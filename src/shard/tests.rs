@@ -157,3 +157,46 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
         assert!(text.contains(want), "{want}: {text}");
     }
 }
+
+/// Several URLs: each shard routes a session's every turn where one process would (the
+/// route is a function of the stage's seed, the session's global index and the turn, all of
+/// which a shard keeps), and the shards' sessions are the plan's, each once.
+#[test]
+fn sessions_keep_their_urls_across_shards() {
+    use crate::protocol::{RoutePolicy, RoutedUrl, Routes};
+    for policy in [
+        RoutePolicy::RoundRobin,
+        RoutePolicy::BySession,
+        RoutePolicy::ByWeight,
+    ] {
+        let mut plan = plan_with(open_stage(arrival(1, 50.0), 11, 60));
+        let routes = Routes {
+            urls: (0..3)
+                .map(|i| RoutedUrl {
+                    url: format!("http://replica-{i}:8000/v1"),
+                    weight: i + 1,
+                })
+                .collect(),
+            policy,
+        };
+        plan.target.endpoint = EndpointPlan::Urls(routes.clone());
+        let whole: BTreeMap<(u64, u32), usize> = (0..60)
+            .flat_map(|i| (0..4).map(move |k| (i, k)))
+            .map(|(i, k)| ((i, k), routes.pick(plan.stages[0].seed, i, k)))
+            .collect();
+        let mut union = BTreeMap::new();
+        for index in 0..4 {
+            let shard = slice(plan.clone(), Slice { index, count: 4 }).unwrap();
+            let EndpointPlan::Urls(r) = &shard.target.endpoint else {
+                panic!("the shard lost its URLs");
+            };
+            let s = &shard.stages[0];
+            for i in (0..60).filter(|&i| s.slice.owns(i)) {
+                for k in 0..4 {
+                    assert!(union.insert((i, k), r.pick(s.seed, i, k)).is_none());
+                }
+            }
+        }
+        assert_eq!(union, whole, "{policy:?}");
+    }
+}

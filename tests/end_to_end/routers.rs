@@ -188,6 +188,7 @@ fn a_dead_url_is_named_masked_before_the_run_starts() {
     assert!(!o.status.success(), "{}", describe(&o));
     let all = describe(&o);
     assert!(all.contains(&format!("127.0.0.1:{port}")), "{all}");
+    assert!(all.contains("URL 1 of the target's 2 is not ready"), "{all}");
     assert!(!all.contains("hunter2") && !all.contains("sekrit123456"), "{all}");
     assert_no_secret_in(&out);
 }
