@@ -1,5 +1,5 @@
-//! `infermeter wait URL [--timeout 10m] [--model NAME]`: blocks until the server answers and
-//! lists its models (see [`crate::app::wait_ready`]), with a progress line whenever what it says
+//! `infermeter wait URL… [--timeout 10m] [--model NAME]`: blocks until the server (each of
+//! them, in turn, within the one timeout) answers and lists its models (see [`crate::app::wait_ready`]), with a progress line whenever what it says
 //! changes and every ten seconds; exit 0 when ready, 3 when it never is or on Ctrl-C.
 
 use std::time::Duration;
@@ -14,8 +14,10 @@ use crate::units;
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (a bare
-    /// http://HOST:PORT means …/v1).
-    pub url: String,
+    /// http://HOST:PORT means …/v1); several (a target's replicas) are waited for in turn,
+    /// all within --timeout.
+    #[arg(required = true, num_args = 1..)]
+    pub url: Vec<String>,
 
     /// Give up after this long (exit 3).
     #[arg(long, value_name = "DURATION", default_value = "10m")]
@@ -44,17 +46,32 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
         })?),
         None => None,
     };
-    let opts = WaitOptions {
-        url: args.url,
-        model: args.model,
-        timeout: args.timeout.as_std(),
-        interval: args.interval.as_std().max(Duration::from_millis(100)),
-        api_key,
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Error::Runtime)?;
+    let cancel = CancellationToken::new();
+    runtime.block_on(async { cancel_on_signals(&cancel) });
+    let start = std::time::Instant::now();
+    for url in &args.url {
+        let opts = WaitOptions {
+            url: url.clone(),
+            model: args.model.clone(),
+            timeout: args.timeout.as_std().saturating_sub(start.elapsed()),
+            interval: args.interval.as_std().max(Duration::from_millis(100)),
+            api_key: api_key.clone(),
+        };
+        wait_one(&runtime, &opts, &cancel)?;
+    }
+    Ok(())
+}
+
+/// Waits for one URL, saying what it answers as it goes, then that it is ready.
+fn wait_one(
+    runtime: &tokio::runtime::Runtime,
+    opts: &WaitOptions,
+    cancel: &CancellationToken,
+) -> Result<(), Error> {
     let mut shown: Option<(String, Duration)> = None;
     let mut on = |a: &Attempt| {
         // What the server answered is shown on one line, escapes and all as text.
@@ -67,11 +84,7 @@ pub fn run(args: WaitArgs) -> Result<(), Error> {
             shown = Some((text, a.elapsed));
         }
     };
-    let ready = runtime.block_on(async {
-        let cancel = CancellationToken::new();
-        cancel_on_signals(&cancel);
-        wait_ready(&opts, &cancel, &mut on).await
-    })?;
+    let ready = runtime.block_on(wait_ready(opts, cancel, &mut on))?;
     outln!(
         "ready: {} after {:.1}s ({} attempt(s)); models: {}",
         crate::escape::terminal(&ready.url),

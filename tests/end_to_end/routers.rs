@@ -240,3 +240,29 @@ fn assert_no_secret_in(out: &Path) {
         );
     }
 }
+
+#[test]
+fn wait_takes_every_url_of_a_target_and_names_the_one_not_ready() {
+    let (a, b) = two_sims();
+    let ok = crate::support::infermeter(&["wait", &a.base_url, &b.base_url, "--timeout", "60s"]);
+    assert!(ok.status.success(), "{}", describe(&ok));
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    for sim in [&a, &b] {
+        assert!(stdout.contains(&format!("ready: {}", sim.base_url)), "{stdout}");
+    }
+    let dead = closed_port_url().replacen("http://", "http://ops:hunter2@", 1);
+    let o = crate::support::infermeter(&[
+        "wait",
+        &a.base_url,
+        &dead,
+        "--timeout",
+        "2s",
+        "--interval",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let all = describe(&o);
+    let port = dead.rsplit(':').next().unwrap();
+    assert!(all.contains(&format!("127.0.0.1:{port}")), "{all}");
+    assert!(!all.contains("hunter2"), "{all}");
+}
