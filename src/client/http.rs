@@ -23,7 +23,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, Header
 use super::reqwest_errors::{never_answered, send_error, unusable};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
-use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
+use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Answer, Api, Event, Inputs, Usage};
 
@@ -256,16 +256,18 @@ impl Client {
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> String {
-        self.execute_tagged(body, Tag::default(), expected_output, rec, t0)
+        self.execute_tagged(body, (Tag::default(), None), expected_output, rec, t0)
             .await
     }
 
     /// Like [`execute_text`](Self::execute_text), with what `tag` adds to the request (its
-    /// session-affinity id).
+    /// session-affinity id), on `held`'s connection when one is given and still fit (its
+    /// connection is then kept there for the next request, not pooled: a session's turns on
+    /// one connection). reqwest's path (https, a proxy) pools as it does.
     pub async fn execute_tagged(
         &self,
         body: Bytes,
-        tag: Tag<'_>,
+        (tag, mut held): (Tag<'_>, Option<&mut Held>),
         expected_output: u32,
         rec: &mut RequestRecord,
         t0: Instant,
@@ -280,13 +282,13 @@ impl Client {
         if !self.api.kind().answer().streams() {
             // Nothing is generated: no output is planned either.
             rec.planned_output_tokens = 0;
-            self.execute_whole(body, tag, rec, t0).await;
+            self.execute_whole(body, (tag, held), rec, t0).await;
             return text;
         }
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let stream =
-                    self.stream_wire(wire, &body, tag, expected_output, rec, &mut text, t0);
+                let on = (tag, held.as_deref_mut());
+                let stream = self.stream_wire(wire, &body, on, expected_output, rec, &mut text, t0);
                 match tokio::time::timeout(self.timeout, stream).await {
                     Ok((usage, tail)) => (Ok(usage), tail),
                     Err(e) => (Err(e), None),
@@ -303,7 +305,7 @@ impl Client {
         if let (Some(wire), Some(mut resp)) = (&self.wire, tail)
             && tokio::time::timeout(self.timeout.min(DRAIN_WAIT), resp.drain()).await == Ok(true)
         {
-            resp.finish(wire);
+            resp.finish_to(wire, held);
         }
         let usage = match outcome {
             Ok(usage) => usage,
@@ -457,13 +459,13 @@ impl Client {
         &self,
         wire: &Wire,
         body: &[u8],
-        tag: Tag<'_>,
+        on: (Tag<'_>, Option<&mut Held>),
         expected_output: u32,
         rec: &mut RequestRecord,
         text: &mut String,
         t0: Instant,
     ) -> (Option<Usage>, Option<Response>) {
-        let Some(mut resp) = self.post_on(wire, body, tag, rec, t0).await else {
+        let Some(mut resp) = self.post_on(wire, body, on, rec, t0).await else {
             return (None, None);
         };
         let mut now = since(t0);
@@ -529,13 +531,13 @@ impl Client {
         &self,
         wire: &Wire,
         body: &[u8],
-        tag: Tag<'_>,
+        on: (Tag<'_>, Option<&mut Held>),
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> Option<Response> {
         rec.sent_ns = since(t0);
         let mut retried = false;
-        let sent = wire.post(body, tag, self.max_event_bytes, &mut retried).await;
+        let sent = wire.post(body, on, self.max_event_bytes, &mut retried).await;
         if retried {
             rec.retries += 1;
         }

@@ -15,7 +15,7 @@ mod wire;
 pub use body::BodyTemplate;
 pub use http::{Client, ClientConfig, ClientError, TokenCounter, install_tls_provider};
 pub use probe::{PROBED_PATHS, probe_server};
-pub use wire::{POOL_IDLE_TIMEOUT, Tag};
+pub use wire::{Held, POOL_IDLE_TIMEOUT, Tag};
 // The response body's decoders, for the fuzz target `response_body`: not a stable API.
 #[doc(hidden)]
 pub use framing::{BadFraming, Framing};

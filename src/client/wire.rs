@@ -53,6 +53,24 @@ pub struct Wire {
     affinity: Option<Vec<u8>>,
 }
 
+/// A session's own connection between its turns: a request given it is sent on it (when it
+/// is still fit to reuse) before any pooled one, and its connection comes back here instead of
+/// the pool, so a session's turns go on one connection as far as the server keeps it open.
+#[derive(Default)]
+pub struct Held {
+    conn: Option<Conn>,
+    /// The next request is the session's last: its connection goes back to the pool.
+    last: bool,
+}
+
+impl Held {
+    /// Marks the next request as the session's last, so its connection is pooled after it
+    /// rather than held (and closed when the session is dropped).
+    pub fn last(&mut self) {
+        self.last = true;
+    }
+}
+
 /// What one request carries beyond its body and the target's headers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tag<'a> {
@@ -191,10 +209,9 @@ impl Wire {
 
     /// An idle connection fit to carry a request, newest first; the others are closed.
     fn take_idle(&self) -> Option<Conn> {
-        let now = Instant::now();
         loop {
             let mut conn = self.idle.lock().ok()?.pop()?;
-            if now.saturating_duration_since(conn.idle_since) <= POOL_IDLE_TIMEOUT && conn.quiet() {
+            if conn.fit() {
                 return Some(conn);
             }
             tracing::debug!("closing a pooled connection: idle too long, or not quiet");
@@ -253,11 +270,14 @@ impl Wire {
     pub async fn post(
         &self,
         body: &[u8],
-        tag: Tag<'_>,
+        (tag, held): (Tag<'_>, Option<&mut Held>),
         max_event: usize,
         retried: &mut bool,
     ) -> Result<Response, SendError> {
-        let (conn, reused) = match self.take_idle() {
+        let own = held
+            .and_then(|h| h.conn.take())
+            .and_then(|mut c| c.fit().then_some(c));
+        let (conn, reused) = match own.or_else(|| self.take_idle()) {
             Some(c) => (c, true),
             None => (self.connect(max_event).await?, false),
         };
@@ -431,6 +451,12 @@ impl Conn {
     /// Nothing has arrived on this idle connection since its last response ended: no stray
     /// byte, no close. Costs no system call when so: tokio answers from the readiness its
     /// reactor has seen, and the last read, short, left none.
+    /// Not idle past [`POOL_IDLE_TIMEOUT`], and quiet: fit to carry a request.
+    fn fit(&mut self) -> bool {
+        Instant::now().saturating_duration_since(self.idle_since) <= POOL_IDLE_TIMEOUT
+            && self.quiet()
+    }
+
     fn quiet(&mut self) -> bool {
         let mut probe = [0u8; 1];
         matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
@@ -491,6 +517,12 @@ impl Response {
 
     /// Returns the connection to the pool if its response was read to its end.
     pub fn finish(self, wire: &Wire) {
+        self.finish_to(wire, None);
+    }
+
+    /// Like [`finish`](Self::finish), the connection kept in `held` (when given) rather than
+    /// the pool.
+    pub fn finish_to(self, wire: &Wire, held: Option<&mut Held>) {
         if self.reusable && self.framing.is_done() && self.conn.pos >= self.conn.raw.len() {
             let mut conn = self.conn;
             conn.events.reset();
@@ -500,7 +532,13 @@ impl Response {
             if conn.out.capacity() > 4 * READ {
                 conn.out = Vec::new();
             }
-            wire.give_back(conn);
+            match held {
+                Some(h) if !h.last => {
+                    conn.idle_since = Instant::now();
+                    h.conn = Some(conn);
+                }
+                _ => wire.give_back(conn),
+            }
         }
     }
 }

@@ -55,6 +55,17 @@ impl Router {
         &self.routes
     }
 
+    /// Whether a session keeps one connection between its turns: when its turns all go to
+    /// one URL (one URL, or `route "by-session"`). A session moved between URLs could not
+    /// reuse a connection to another host.
+    pub(super) fn sticky(&self) -> bool {
+        self.routes.len() == 1
+            || self
+                .table
+                .as_ref()
+                .is_some_and(|t| t.policy == crate::protocol::RoutePolicy::BySession)
+    }
+
     /// Request (or session) `index`'s turn `turn` in `stage`.
     pub(super) fn pick(&self, stage: &StagePlan, index: u64, turn: u32) -> Pick<'_> {
         let (route, url) = match &self.table {

@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{BodyTemplate, Tag};
+use crate::client::{BodyTemplate, Held, Tag};
 use crate::dataset::{
     DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory, Salt, render,
 };
@@ -261,6 +261,19 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
+        self.send_held(body, recipe, (scheduled_ns, turn), None)
+            .await
+    }
+
+    /// Like [`send`](Self::send), on the session's own connection when `held` is given and
+    /// the route keeps the session on one URL (see [`super::route::Router::sticky`]).
+    pub(super) async fn send_held(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        (scheduled_ns, turn): (u64, u32),
+        held: Option<&mut Held>,
+    ) -> Option<String> {
         self.started.fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
             index: recipe.index,
@@ -304,7 +317,13 @@ impl StageShared {
         let reply = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,
-            text = client.execute_tagged(body, tag, recipe.output_tokens, &mut rec, self.t0) => {
+            text = client.execute_tagged(
+                body,
+                (tag, held.filter(|_| self.router.sticky())),
+                recipe.output_tokens,
+                &mut rec,
+                self.t0,
+            ) => {
                 self.validate(&recipe, &text, &mut rec);
                 Some(text)
             }

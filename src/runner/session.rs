@@ -3,12 +3,15 @@
 //! turn leaves once the previous reply is complete and the think time is over, carrying the
 //! conversation so far. A turn is due when its think time is over, so think time is never
 //! latency. A failed turn ends its session (there is no reply to continue from); an interrupt
-//! or the end of the drain time stops it between turns.
+//! or the end of the drain time stops it between turns. A session's turns go on one
+//! connection of their own while the server keeps it open and the route keeps the session on
+//! one URL (sticky connections: `client::Held`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::send::{Body, StageShared, since};
+use crate::client::Held;
 use crate::dataset::{History, TurnTokens};
 use crate::plan::SessionRecipe;
 
@@ -66,9 +69,15 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
     let mut replies = Vec::new();
     let mut body = first;
     let mut scheduled = scheduled_ns;
+    // The session's connection between its turns (sticky, where the route allows).
+    let mut held = Held::default();
     for k in 0..session.turns.len() {
         let recipe = session.turn(k);
-        let Some(text) = sh.send(body, recipe, scheduled, k as u32).await else {
+        if k + 1 == session.turns.len() {
+            held.last();
+        }
+        let at = (scheduled, k as u32);
+        let Some(text) = sh.send_held(body, recipe, at, Some(&mut held)).await else {
             return;
         };
         if k + 1 == session.turns.len() {

@@ -266,3 +266,45 @@ fn wait_takes_every_url_of_a_target_and_names_the_one_not_ready() {
     assert!(all.contains(&format!("127.0.0.1:{port}")), "{all}");
     assert!(!all.contains("hunter2"), "{all}");
 }
+
+#[test]
+fn a_sessions_turns_share_one_connection_and_carry_one_id() {
+    use crate::support::raw_server::{After, Post, RawServer, ok_response};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        let id = p.header("x-session-id").unwrap_or_default();
+        log.lock().unwrap().push((id, p.connection));
+        p.read_body();
+        if p.write(&ok_response("the answer", 4)) {
+            After::KeepAlive
+        } else {
+            After::Close
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "target \"{}\" {{ model \"m\"; affinity-header \"x-session-id\"; timeout \"30s\" }}\n\
+         dataset \"chat\" {{\n    synthetic {{ input-tokens 20; output-tokens 4 }}\n    \
+         session turns=3 think-time=\"30ms\"\n}}\n\
+         stage \"s\" {{ dataset \"chat\"; arrival \"concurrency\" clients=4; requests 8 }}\n",
+        server.base_url
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--untrusted", "judge"]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let mut by: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (id, connection) in seen.lock().unwrap().iter() {
+        by.entry(id.clone()).or_default().push(*connection);
+    }
+    assert_eq!(by.len(), 8, "{by:?}");
+    for (id, connections) in &by {
+        assert_eq!(id.len(), 16, "{id}");
+        assert_eq!(connections.len(), 3, "{id}: {connections:?}");
+        assert!(
+            connections.iter().all(|c| *c == connections[0]),
+            "session {id} moved between connections: {connections:?}"
+        );
+    }
+}

@@ -38,10 +38,22 @@ pub struct Post<'a> {
     pub body_len: usize,
     /// The request line (`POST /v1/chat/completions HTTP/1.1`).
     pub line: String,
+    /// The whole head, request line and headers.
+    head: String,
     conn: &'a mut TcpStream,
 }
 
 impl Post<'_> {
+    /// The value of header `name` (any case), when the request has it.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().skip(1).find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+
     /// Reads the body (the rest of `body_len`); `false` if the client hung up first.
     pub fn read_body(&mut self) -> bool {
         let mut sink = vec![0u8; self.body_len];
@@ -190,7 +202,7 @@ fn serve(
     let _ = conn.set_nodelay(true);
     let mut carried = 0;
     loop {
-        let Some((line, body_len)) = read_head(&mut conn) else {
+        let Some((line, body_len, head)) = read_head(&mut conn) else {
             return;
         };
         let earlier = carried;
@@ -228,6 +240,7 @@ fn serve(
             earlier_on_connection: earlier,
             body_len,
             line,
+            head,
             conn: &mut conn,
         };
         match answer(&mut post) {
@@ -249,8 +262,8 @@ fn drain(conn: &mut TcpStream) {
 }
 
 /// Reads one request head byte by byte (nothing of the body): its request line and the body's
-/// announced length.
-fn read_head(conn: &mut TcpStream) -> Option<(String, usize)> {
+/// announced length, and the whole head.
+fn read_head(conn: &mut TcpStream) -> Option<(String, usize, String)> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -268,7 +281,7 @@ fn read_head(conn: &mut TcpStream) -> Option<(String, usize)> {
                 .map(|v| v.trim().parse::<usize>().unwrap_or(0))
         })
         .unwrap_or(0);
-    Some((head.lines().next().unwrap_or("").to_string(), len))
+    Some((head.lines().next().unwrap_or("").to_string(), len, head))
 }
 
 /// An SSE body of `chunks` content chunks saying `text`, usage, and `[DONE]`.

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::reqwest_errors::{never_answered, send_error, unusable};
-use super::super::wire::{BodyError, Response, Tag, Wire};
+use super::super::wire::{BodyError, Held, Response, Tag, Wire};
 use super::{Client, DRAIN_WAIT, since};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Pooled, WholeError};
@@ -24,13 +24,13 @@ impl Client {
     pub(super) async fn execute_whole(
         &self,
         body: Bytes,
-        tag: Tag<'_>,
+        (tag, mut held): (Tag<'_>, Option<&mut Held>),
         rec: &mut RequestRecord,
         t0: Instant,
     ) {
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let read = self.whole_wire(wire, &body, tag, rec, t0);
+                let read = self.whole_wire(wire, &body, (tag, held.as_deref_mut()), rec, t0);
                 match tokio::time::timeout(self.timeout, read).await {
                     Ok((answer, tail)) => (Ok(answer), tail),
                     Err(e) => (Err(e), None),
@@ -45,7 +45,7 @@ impl Client {
         if let (Some(wire), Some(mut resp)) = (&self.wire, tail)
             && tokio::time::timeout(self.timeout.min(DRAIN_WAIT), resp.drain()).await == Ok(true)
         {
-            resp.finish(wire);
+            resp.finish_to(wire, held);
         }
         rec.output_tokens = 0;
         rec.token_source = TokenSource::Tokenizer;
@@ -87,11 +87,11 @@ impl Client {
         &self,
         wire: &Wire,
         body: &[u8],
-        tag: Tag<'_>,
+        on: (Tag<'_>, Option<&mut Held>),
         rec: &mut RequestRecord,
         t0: Instant,
     ) -> (Option<Result<Pooled, WholeError>>, Option<Response>) {
-        let Some(mut resp) = self.post_on(wire, body, tag, rec, t0).await else {
+        let Some(mut resp) = self.post_on(wire, body, on, rec, t0).await else {
             return (None, None);
         };
         rec.first_byte_ns = Some(since(t0));
