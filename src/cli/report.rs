@@ -25,8 +25,8 @@ pub struct ReportArgs {
     /// What to render: the Markdown report, the self-contained HTML page (plots inline), the
     /// pull-request comment (Markdown without links out of the run's directory), the
     /// per-stage metrics as CSV, the llm-d Benchmark Report v0.2.1 (one JSON document per
-    /// stage, one a line), or the run's per-request rows as Parquet (from the requests.jsonl
-    /// beside the results; needs --out).
+    /// stage, one a line), the run's per-request rows as Parquet (from the requests.jsonl
+    /// beside the results; needs --out), or a several-URL target's per-URL figures as CSV.
     #[arg(long, default_value = "markdown", value_parser = formats())]
     pub format: Output,
 }

@@ -26,6 +26,8 @@ pub const CSV_FILE: &str = "stages.csv";
 pub const REQUESTS_FILE: &str = "requests.jsonl";
 /// The llm-d Benchmark Reports' name in the output directory (one per stage, one a line).
 pub const LLMD_FILE: &str = "llm-d-report.jsonl";
+/// The per-URL CSV's name (a target with several URLs).
+pub const URLS_CSV_FILE: &str = "urls.csv";
 /// `requests.jsonl` as Parquet: its name in the output directory.
 pub const PARQUET_FILE: &str = "requests.parquet";
 
@@ -41,6 +43,7 @@ pub enum Output {
     Requests,
     LlmD,
     Parquet,
+    UrlsCsv,
 }
 
 /// Who writes an output.
@@ -98,7 +101,7 @@ pub struct Rendering<'a> {
 }
 
 /// Every file of a run's output directory, in the order they are written.
-pub const OUTPUTS: [OutputFile; 9] = [
+pub const OUTPUTS: [OutputFile; 10] = [
     OutputFile {
         output: Output::Results,
         name: RESULTS_FILE,
@@ -170,6 +173,15 @@ pub const OUTPUTS: [OutputFile; 9] = [
         format: Some("parquet"),
         stale: Stale::Removed,
         asked: true,
+    },
+    // Written only when the target lists several URLs (its text is empty otherwise).
+    OutputFile {
+        output: Output::UrlsCsv,
+        name: URLS_CSV_FILE,
+        writer: Writer::Rendered(|r| Ok(super::urls::urls_csv(r.results))),
+        format: Some("urls-csv"),
+        stale: Stale::Removed,
+        asked: false,
     },
 ];
 

@@ -1,6 +1,6 @@
 //! A target's several URLs in the reports: one row per URL of a stage (its share of the
 //! requests, failures, prefix-cache share, TTFT and E2E) for report.md and report.html, the
-//! lines under a stage in the terminal summary. URLs come from `results.target.routes`, masked when the result was made; every
+//! lines under a stage in the terminal summary, and `urls.csv`. URLs come from `results.target.routes`, masked when the result was made; every
 //! sink escapes them again as it escapes any text.
 
 use std::fmt::Write as _;
@@ -88,4 +88,41 @@ pub fn summary_lines(out: &mut String, routes: Option<&Routes>, s: &StageSummary
             r.e2e_p99
         );
     }
+}
+
+/// `urls.csv`: one row per stage and URL of a target with several (RFC 4180, as
+/// `stages.csv`); empty, and so not written, for a target with one URL.
+pub fn urls_csv(results: &crate::results::Results) -> String {
+    let routes = results.target.routes.as_ref();
+    if results.stages.iter().all(|s| s.per_url.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "stage,url_index,url,sent,ok,failed,input_tokens,output_tokens,cached_tokens,\
+         cached_share,ttft_p50_ms,ttft_p99_ms,e2e_p50_ms,e2e_p99_ms\r\n",
+    );
+    for s in &results.stages {
+        for u in &s.per_url {
+            let (ttft, e2e) = (u.latency[LatencyMetric::Ttft], u.latency[LatencyMetric::E2e]);
+            let _ = write!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\r\n",
+                crate::escape::csv_cell(&s.name),
+                u.url,
+                crate::escape::csv_cell(&label(routes, u.url)),
+                u.sent,
+                u.ok,
+                u.failed,
+                u.input_tokens,
+                u.output_tokens,
+                u.cached_tokens,
+                u.cached_share.map_or_else(String::new, |c| c.to_string()),
+                ttft.p50,
+                ttft.p99,
+                e2e.p50,
+                e2e.p99,
+            );
+        }
+    }
+    out
 }

@@ -111,6 +111,10 @@ pub fn write_reports(results: &Results, out_dir: &Path, opts: &WriteOptions) -> 
                 continue;
             }
         };
+        // urls.csv of a target with one URL: nothing to say, no file.
+        if text.is_empty() && file.output == Output::UrlsCsv {
+            continue;
+        }
         match write_atomic(&path, text.as_bytes()) {
             Ok(()) => w.files.push(path),
             Err(e) => w.problems.push(ReportError::io(&path, e)),

@@ -91,8 +91,12 @@ fn routed(route: &str) -> (Value, Vec<Value>, [BTreeMap<String, f64>; 2], String
     let counters = [metrics(&a.base_url), metrics(&b.base_url)];
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let csv = std::fs::read_to_string(out.join("urls.csv")).unwrap();
+    assert!(csv.starts_with("stage,url_index,url,sent,"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
     for sim in [&a, &b] {
         assert!(report.contains(&format!("`{}`", sim.base_url)), "{report}");
+        assert!(csv.contains(&format!(",{},", sim.base_url)), "{csv}");
     }
     (results(&out), rows(&out), counters, stdout)
 }
@@ -294,6 +298,8 @@ fn a_sessions_turns_share_one_connection_and_carry_one_id() {
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--untrusted", "judge"]);
     assert!(o.status.success(), "{}", describe(&o));
+    // One URL: no per-URL file.
+    assert!(!out.join("urls.csv").exists());
     let mut by: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (id, connection) in seen.lock().unwrap().iter() {
         by.entry(id.clone()).or_default().push(*connection);
