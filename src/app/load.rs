@@ -77,7 +77,10 @@ fn register_secrets(scenario: &Scenario) {
     }
     match &scenario.target.endpoint {
         Endpoint::Url(url) => redact::register_url(&url.value),
-        Endpoint::Urls(routes) => routes.urls.iter().for_each(|u| redact::register_url(&u.url)),
+        Endpoint::Urls(routes) => routes
+            .urls
+            .iter()
+            .for_each(|u| redact::register_url(&u.url)),
         Endpoint::Sim(_) => {}
     }
 }

@@ -144,15 +144,16 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
-        let affinity = match &cfg.affinity_header {
-            Some(name) => Some(HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                ClientError::Header {
-                    name: name.clone(),
-                    reason: e.to_string(),
-                }
-            })?),
-            None => None,
-        };
+        let affinity =
+            match &cfg.affinity_header {
+                Some(name) => Some(HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                    ClientError::Header {
+                        name: name.clone(),
+                        reason: e.to_string(),
+                    }
+                })?),
+                None => None,
+            };
         let connect_timeout = cfg.timeout.min(Duration::from_secs(10));
         let wire = (!proxied())
             .then(|| {
@@ -537,7 +538,9 @@ impl Client {
     ) -> Option<Response> {
         rec.sent_ns = since(t0);
         let mut retried = false;
-        let sent = wire.post(body, on, self.max_event_bytes, &mut retried).await;
+        let sent = wire
+            .post(body, on, self.max_event_bytes, &mut retried)
+            .await;
         if retried {
             rec.retries += 1;
         }

@@ -367,7 +367,9 @@ impl Wire {
 
     async fn warm_fresh(&self, path: &str, max_event: usize) -> Option<Response> {
         let conn = self.connect(max_event).await.ok()?;
-        self.exchange(conn, &[], Tag::default(), Some(path)).await.ok()
+        self.exchange(conn, &[], Tag::default(), Some(path))
+            .await
+            .ok()
     }
 }
 

@@ -72,9 +72,7 @@ impl Routes {
     pub fn pick(&self, seed: u64, index: u64, turn: u32) -> usize {
         let n = self.urls.len().max(1);
         match self.policy {
-            RoutePolicy::RoundRobin => {
-                (index.wrapping_add(u64::from(turn)) % n as u64) as usize
-            }
+            RoutePolicy::RoundRobin => (index.wrapping_add(u64::from(turn)) % n as u64) as usize,
             RoutePolicy::BySession => self.weighted(mix(seed ^ mix(index))),
             RoutePolicy::ByWeight => {
                 self.weighted(mix(seed ^ mix(index ^ mix(u64::from(turn) + 1))))
@@ -199,6 +197,9 @@ mod tests {
         let mut r = routes(RoutePolicy::RoundRobin, &[1]);
         r.urls[0].url = "http://user:hunter2@h:8000/v1?api_key=sekrit".into();
         let json = serde_json::to_string(&r).unwrap();
-        assert!(!json.contains("hunter2") && !json.contains("sekrit"), "{json}");
+        assert!(
+            !json.contains("hunter2") && !json.contains("sekrit"),
+            "{json}"
+        );
     }
 }

@@ -50,7 +50,10 @@ pub fn rows(routes: Option<&Routes>, s: &StageSummary) -> Vec<UrlRow> {
     s.per_url
         .iter()
         .map(|u| {
-            let (ttft, e2e) = (u.latency[LatencyMetric::Ttft], u.latency[LatencyMetric::E2e]);
+            let (ttft, e2e) = (
+                u.latency[LatencyMetric::Ttft],
+                u.latency[LatencyMetric::E2e],
+            );
             UrlRow {
                 index: u.url,
                 url: label(routes, u.url),
@@ -103,7 +106,10 @@ pub fn urls_csv(results: &crate::results::Results) -> String {
     );
     for s in &results.stages {
         for u in &s.per_url {
-            let (ttft, e2e) = (u.latency[LatencyMetric::Ttft], u.latency[LatencyMetric::E2e]);
+            let (ttft, e2e) = (
+                u.latency[LatencyMetric::Ttft],
+                u.latency[LatencyMetric::E2e],
+            );
             let _ = write!(
                 out,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\r\n",

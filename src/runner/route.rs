@@ -3,11 +3,19 @@
 //! simulator) is a router of one route whose requests name no URL. The choice is
 //! [`Routes::pick`] of the stage's seed, the request's (or session's) global index and the
 //! turn: the same in a rerun and on every shard. The session-affinity id, when the target
-//! sends one, is drawn the same way, from the seed and the index.
+//! sends one, is drawn the same way, from the seed and the index. The clients are made here
+//! (`make_router`), and every URL is asked for its model list before the clock starts
+//! (`preflight_all`), an error naming which of several URLs failed.
 
-use crate::client::Client;
-use crate::plan::StagePlan;
+use std::sync::Arc;
+
+use super::error::RunError;
+use super::target::preflight;
+use crate::client::{Client, ClientConfig, ClientError, TokenCounter};
+use crate::dataset::Tokenizer;
+use crate::plan::{Plan, StagePlan};
 use crate::protocol::{Routes, affinity_id};
+use crate::server_info::ServerInfo;
 
 /// One URL of the target and the client that sends to it.
 pub(super) struct Route {
@@ -81,4 +89,103 @@ impl Router {
             affinity: self.affinity.then(|| affinity_id(stage.seed, index)),
         }
     }
+}
+
+/// A preflight's error at URL `index`, saying which of several it was.
+fn replica(router: &Router, index: usize, e: RunError) -> RunError {
+    match router.all().len() {
+        1 => e,
+        count => RunError::Replica {
+            index,
+            count,
+            source: Box::new(e),
+        },
+    }
+}
+
+/// One client (and pool) per URL, and the route over them.
+pub(super) fn make_router(
+    plan: &Plan,
+    base_urls: Vec<String>,
+    table: Option<crate::protocol::Routes>,
+    tokenizer: &Arc<Tokenizer>,
+) -> Result<Arc<Router>, RunError> {
+    let routes = base_urls
+        .into_iter()
+        .map(|base_url| {
+            let client = make_client(plan, &base_url, tokenizer)?;
+            Ok(Route { client, base_url })
+        })
+        .collect::<Result<Vec<_>, RunError>>()?;
+    let affinity = plan.target.request.affinity_header.is_some();
+    Ok(Arc::new(Router::new(routes, table, affinity)))
+}
+
+/// The preflight of the first URL (which names the model when the plan does not), then of
+/// every other with that model: a dead replica found now is named in the error rather than
+/// failing a share of the requests. `None` when interrupted first.
+pub(super) async fn preflight_all(
+    router: &Router,
+    known_model: Option<&str>,
+    timeout: crate::units::Duration,
+    interrupt: &tokio_util::sync::CancellationToken,
+) -> Result<Option<(String, tokio::task::JoinHandle<ServerInfo>)>, RunError> {
+    let first = router.first();
+    let found = preflight(
+        first.client.http(),
+        &first.base_url,
+        known_model,
+        timeout,
+        interrupt,
+    )
+    .await
+    .map_err(|e| replica(router, 0, e))?;
+    let Some((model, list)) = found else {
+        return Ok(None);
+    };
+    for (index, route) in router.all().iter().enumerate().skip(1) {
+        let http = route.client.http();
+        let other = preflight(http, &route.base_url, Some(&model), timeout, interrupt).await;
+        match other.map_err(|e| replica(router, index, e))? {
+            // The model list read for the provenance is the first URL's.
+            Some((_, theirs)) => theirs.abort(),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some((model, list)))
+}
+
+struct TokenizerCounter(Arc<Tokenizer>);
+
+impl TokenCounter for TokenizerCounter {
+    fn count(&self, text: &str) -> usize {
+        self.0.count(text)
+    }
+}
+
+fn make_client(
+    plan: &Plan,
+    base_url: &str,
+    tokenizer: &Arc<Tokenizer>,
+) -> Result<Client, RunError> {
+    let request = &plan.target.request;
+    let api_key = match &request.api_key_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
+        None => None,
+    };
+    let config = ClientConfig {
+        url: crate::protocol::join(base_url, request.api.path()),
+        headers: request.headers.clone(),
+        api_key,
+        timeout: request.timeout.as_std(),
+        pool_size: 1024,
+        api: request.api,
+        max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
+        server_root: Some(crate::protocol::server_root(base_url)),
+        affinity_header: request.affinity_header.clone(),
+    };
+    Ok(Client::new(
+        config,
+        Arc::new(TokenizerCounter(tokenizer.clone())),
+    )?)
 }

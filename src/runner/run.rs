@@ -11,10 +11,10 @@ use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
-use super::route::{Route, Router};
+use super::route::{Route, make_router, preflight_all};
 use super::stage::{StageCall, StageRunner};
-use super::target::{InProcessSim, preflight};
-use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
+use super::target::InProcessSim;
+use crate::client::{BodyTemplate, probe_server};
 use crate::dataset::Tokenizer;
 use crate::hooks::Hooks;
 use crate::metrics::{SearchSummary, StageSummary, merge_rounds};
@@ -63,14 +63,6 @@ pub enum Stop {
     Unsynchronised(Unsynchronised),
 }
 
-struct TokenizerCounter(Arc<Tokenizer>);
-
-impl TokenCounter for TokenizerCounter {
-    fn count(&self, text: &str) -> usize {
-        self.0.count(text)
-    }
-}
-
 /// Runs the whole plan. `after_stage` sees each finished stage's summary and may stop the run.
 pub async fn run(
     plan: Arc<Plan>,
@@ -88,15 +80,7 @@ pub async fn run(
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
-    let routes = base_urls
-        .into_iter()
-        .map(|base_url| {
-            let client = make_client(&plan, &base_url, &tokenizer)?;
-            Ok(Route { client, base_url })
-        })
-        .collect::<Result<Vec<_>, RunError>>()?;
-    let affinity = plan.target.request.affinity_header.is_some();
-    let router = Arc::new(Router::new(routes, table, affinity));
+    let router = make_router(&plan, base_urls, table, &tokenizer)?;
     let Route { client, base_url } = router.first();
     // The server's self-description, asked while the preflight runs; collected at the end
     // only if it has answered by then, so it can neither fail nor delay the run. On
@@ -109,22 +93,7 @@ pub async fn run(
     let request = &plan.target.request;
     let known_model = request.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
-    let found = preflight(
-        client.http(),
-        base_url,
-        known_model,
-        request.timeout,
-        &opts.interrupt,
-    )
-    .await
-    .map_err(|e| replica(&router, 0, e))?;
-    // Every other URL must answer too, and serve the model the first one named: a dead
-    // replica found now is named in the error rather than failing a share of the requests.
-    if let Some((model, _)) = &found
-        && !preflight_others(&router, model, request.timeout, &opts.interrupt).await?
-    {
-        return Ok(out);
-    }
+    let found = preflight_all(&router, known_model, request.timeout, &opts.interrupt).await?;
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
     let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;
@@ -226,38 +195,6 @@ fn start_target(plan: &Plan) -> Result<Started, RunError> {
     })
 }
 
-/// A preflight's error at URL `index`, saying which of several it was.
-fn replica(router: &Router, index: usize, e: RunError) -> RunError {
-    match router.all().len() {
-        1 => e,
-        count => RunError::Replica {
-            index,
-            count,
-            source: Box::new(e),
-        },
-    }
-}
-
-/// The preflight of every URL after the first, with the model it named; false when
-/// interrupted first.
-async fn preflight_others(
-    router: &Router,
-    model: &str,
-    timeout: crate::units::Duration,
-    interrupt: &tokio_util::sync::CancellationToken,
-) -> Result<bool, RunError> {
-    for (index, route) in router.all().iter().enumerate().skip(1) {
-        let http = route.client.http();
-        let found = preflight(http, &route.base_url, Some(model), timeout, interrupt).await;
-        match found.map_err(|e| replica(router, index, e))? {
-            // The model list read for the provenance is the first URL's.
-            Some((_, list)) => list.abort(),
-            None => return Ok(false),
-        }
-    }
-    Ok(true)
-}
-
 /// Every request's body but its model, which the preflight settles.
 fn body_template(plan: &Plan) -> BodyTemplate {
     let request = &plan.target.request;
@@ -268,33 +205,6 @@ fn body_template(plan: &Plan) -> BodyTemplate {
         reasoning_effort: request.reasoning_effort,
         extra: request.extra_body.clone(),
     }
-}
-
-fn make_client(
-    plan: &Plan,
-    base_url: &str,
-    tokenizer: &Arc<Tokenizer>,
-) -> Result<Client, RunError> {
-    let request = &plan.target.request;
-    let api_key = match &request.api_key_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| ClientError::MissingApiKey(var.clone()))?),
-        None => None,
-    };
-    let config = ClientConfig {
-        url: crate::protocol::join(base_url, request.api.path()),
-        headers: request.headers.clone(),
-        api_key,
-        timeout: request.timeout.as_std(),
-        pool_size: 1024,
-        api: request.api,
-        max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
-        server_root: Some(crate::protocol::server_root(base_url)),
-        affinity_header: request.affinity_header.clone(),
-    };
-    Ok(Client::new(
-        config,
-        Arc::new(TokenizerCounter(tokenizer.clone())),
-    )?)
 }
 
 impl RunOutput {

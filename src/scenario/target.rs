@@ -48,35 +48,8 @@ fn sim_fields() -> Vec<String> {
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     let mut t = default_target();
     let mut r = NodeReader::new(ctx, node);
-    let mut is_sim = true;
-    let listed = super::route::Routing::listed(node);
     let has_arg = r.arg_count() > 0;
-    match r.arg(ctx, 0) {
-        None if !has_arg && listed => is_sim = false,
-        None if !has_arg => ctx.error(
-            ctx.name_span(node),
-            "`target` needs a URL or \"sim\"",
-            "missing URL",
-            Some("write target \"http://127.0.0.1:8000/v1\" or target \"sim\"".into()),
-        ),
-        None => {}
-        Some(v) => {
-            if let Some(url) = ctx.string(&v, "target") {
-                if url == "sim" {
-                } else if url.starts_with("http://") || url.starts_with("https://") {
-                    is_sim = false;
-                    t.endpoint = Endpoint::Url(Spanned::new(url, v.span));
-                } else {
-                    ctx.error(
-                        v.span,
-                        "invalid target",
-                        format!("expected \"sim\" or an http(s) URL, got {}", v.shown()),
-                        Some("write e.g. target \"http://127.0.0.1:8000/v1\"".into()),
-                    );
-                }
-            }
-        }
-    }
+    let is_sim = endpoint_arg(ctx, node, &mut r, &mut t);
     let sim_fields = sim_fields();
     let mut sim = Map::new();
     let mut once = Once::default();
@@ -140,6 +113,39 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         }
     }
     t
+}
+
+/// The target's argument: `"sim"` (or none, without `url` children: an error) leaves the
+/// simulator; a URL sets it. Whether the target is the simulator.
+fn endpoint_arg(ctx: &mut Ctx<'_>, node: &KdlNode, r: &mut NodeReader<'_>, t: &mut Target) -> bool {
+    let has_arg = r.arg_count() > 0;
+    match r.arg(ctx, 0) {
+        None if !has_arg && super::route::Routing::listed(node) => return false,
+        None if !has_arg => ctx.error(
+            ctx.name_span(node),
+            "`target` needs a URL or \"sim\"",
+            "missing URL",
+            Some("write target \"http://127.0.0.1:8000/v1\" or target \"sim\"".into()),
+        ),
+        None => {}
+        Some(v) => {
+            if let Some(url) = ctx.string(&v, "target") {
+                if url == "sim" {
+                } else if url.starts_with("http://") || url.starts_with("https://") {
+                    t.endpoint = Endpoint::Url(Spanned::new(url, v.span));
+                    return false;
+                } else {
+                    ctx.error(
+                        v.span,
+                        "invalid target",
+                        format!("expected \"sim\" or an http(s) URL, got {}", v.shown()),
+                        Some("write e.g. target \"http://127.0.0.1:8000/v1\"".into()),
+                    );
+                }
+            }
+        }
+    }
+    true
 }
 
 fn common_setting(

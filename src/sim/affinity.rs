@@ -116,7 +116,13 @@ mod tests {
         a.observe(&with(&"x".repeat(MAX_VALUE + 1)));
         let mut out = String::new();
         a.render(&mut out);
-        assert!(out.contains("infermeter_sim_affinity_requests_total 4\n"), "{out}");
-        assert!(out.contains("infermeter_sim_affinity_sessions 2\n"), "{out}");
+        assert!(
+            out.contains("infermeter_sim_affinity_requests_total 4\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("infermeter_sim_affinity_sessions 2\n"),
+            "{out}"
+        );
     }
 }

@@ -149,7 +149,10 @@ fn by_session_routing_keeps_each_session_cached_on_its_replica_and_round_robin_d
     assert!(stdout.contains("    → http://127.0.0.1:"), "{stdout}");
     for (s, turns) in urls_by_session(&sticky_rows) {
         assert_eq!(turns.len() as u64, TURNS, "session {s}");
-        assert!(turns.iter().all(|t| t.1 == turns[0].1), "session {s}: {turns:?}");
+        assert!(
+            turns.iter().all(|t| t.1 == turns[0].1),
+            "session {s}: {turns:?}"
+        );
     }
     // Each session was seen at one simulator only.
     let seen: f64 = sticky_counts
@@ -192,17 +195,21 @@ fn a_dead_url_is_named_masked_before_the_run_starts() {
     assert!(!o.status.success(), "{}", describe(&o));
     let all = describe(&o);
     assert!(all.contains(&format!("127.0.0.1:{port}")), "{all}");
-    assert!(all.contains("URL 1 of the target's 2 is not ready"), "{all}");
-    assert!(!all.contains("hunter2") && !all.contains("sekrit123456"), "{all}");
+    assert!(
+        all.contains("URL 1 of the target's 2 is not ready"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("hunter2") && !all.contains("sekrit123456"),
+        "{all}"
+    );
     assert_no_secret_in(&out);
 }
 
 #[test]
 fn credentials_in_a_url_reach_no_file_and_no_line() {
     let (a, b) = two_sims();
-    let with_secret = b
-        .base_url
-        .replacen("http://", "http://ops:hunter2@", 1);
+    let with_secret = b.base_url.replacen("http://", "http://ops:hunter2@", 1);
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "target {{\n    url \"{}\"\n    url \"{with_secret}?api_key=sekrit123456\" \
@@ -214,12 +221,18 @@ fn credentials_in_a_url_reach_no_file_and_no_line() {
     assert!(plan.status.success(), "{}", describe(&plan));
     let shown = describe(&plan);
     assert!(shown.contains("(weight 2)"), "{shown}");
-    assert!(!shown.contains("hunter2") && !shown.contains("sekrit123456"), "{shown}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("sekrit123456"),
+        "{shown}"
+    );
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--requests-jsonl", "--untrusted", "judge"]);
     assert!(o.status.success(), "{}", describe(&o));
     let all = describe(&o);
-    assert!(!all.contains("hunter2") && !all.contains("sekrit123456"), "{all}");
+    assert!(
+        !all.contains("hunter2") && !all.contains("sekrit123456"),
+        "{all}"
+    );
     assert_no_secret_in(&out);
     let r = results(&out);
     let per_url = r["stages"][0]["per_url"].as_array().unwrap();
@@ -252,7 +265,10 @@ fn wait_takes_every_url_of_a_target_and_names_the_one_not_ready() {
     assert!(ok.status.success(), "{}", describe(&ok));
     let stdout = String::from_utf8_lossy(&ok.stdout);
     for sim in [&a, &b] {
-        assert!(stdout.contains(&format!("ready: {}", sim.base_url)), "{stdout}");
+        assert!(
+            stdout.contains(&format!("ready: {}", sim.base_url)),
+            "{stdout}"
+        );
     }
     let dead = closed_port_url().replacen("http://", "http://ops:hunter2@", 1);
     let o = crate::support::infermeter(&[

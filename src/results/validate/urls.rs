@@ -10,7 +10,11 @@ use crate::results::Results;
 impl Checker {
     /// `target.routes` and every stage's (and round's) `per_url` against it.
     pub(super) fn urls(&mut self, r: &Results) {
-        let listed = r.target.routes.as_ref().map_or(0, |routes| routes.urls.len());
+        let listed = r
+            .target
+            .routes
+            .as_ref()
+            .map_or(0, |routes| routes.urls.len());
         if let Some(routes) = &r.target.routes {
             if routes.urls.len() < 2 {
                 self.fail("target.routes.urls", routes.urls.len(), "at least two URLs");
@@ -46,7 +50,11 @@ impl Checker {
                 );
             }
             if last.is_some_and(|l| l >= u.url) {
-                self.fail(format!("{at}.url"), u.url, "URLs in ascending order, each once");
+                self.fail(
+                    format!("{at}.url"),
+                    u.url,
+                    "URLs in ascending order, each once",
+                );
             }
             last = Some(u.url);
             for (name, n) in [("sent", u.sent), ("ok", u.ok), ("failed", u.failed)] {
@@ -73,7 +81,12 @@ impl Checker {
                 );
             }
         }
-        self.at_most(&format!("{at}.per_url"), sent, s.requests.sent, "the stage sent");
+        self.at_most(
+            &format!("{at}.per_url"),
+            sent,
+            s.requests.sent,
+            "the stage sent",
+        );
         for (i, round) in s.rounds.iter().enumerate() {
             self.stage_urls(&format!("{at}.rounds[{i}]"), round, listed);
         }
