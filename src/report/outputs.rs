@@ -286,7 +286,15 @@ mod tests {
         assert_eq!(Output::from_format("pr-comment"), Some(Output::PrComment));
         assert_eq!(
             report_formats().collect::<Vec<_>>(),
-            ["markdown", "html", "pr-comment", "csv", "llm-d", "parquet"]
+            [
+                "markdown",
+                "html",
+                "pr-comment",
+                "csv",
+                "llm-d",
+                "parquet",
+                "urls-csv"
+            ]
         );
     }
 }
