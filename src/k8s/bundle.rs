@@ -32,6 +32,7 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
             DatasetKind::Synthetic(_) => {}
             DatasetKind::ShareGpt(s) => named.push(s.path.value.clone()),
             DatasetKind::Jsonl(s) => named.push(s.path.value.clone()),
+            DatasetKind::Agentic(s) => named.push(s.path.value.clone()),
             DatasetKind::Trace(s) => named.push(s.path.value.clone()),
         }
         named.extend(d.hooks.as_ref().map(|h| h.value.clone()));

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::dataset::{
     ContextSpec, DatasetSource, History, ItemFormat, LoadReport, MAX_TURNS, Tokenizer,
-    TokenizerSpec, TraceFormat, TraceRow, load_jsonl, load_sharegpt, load_trace,
+    TokenizerSpec, TraceFormat, TraceRow, load_agentic, load_jsonl, load_sharegpt, load_trace,
 };
 use crate::scenario::{Dataset, DatasetKind};
 use crate::units::Duration;
@@ -107,6 +107,24 @@ pub(super) fn load_dataset(
             .map_err(wrap)?;
             DatasetSource::Items {
                 format: ItemFormat::Jsonl,
+                load: loaded.report,
+                items: loaded.items,
+            }
+        }
+        DatasetKind::Agentic(a) => {
+            let tok = tokenizer.get(name)?;
+            let shown = a.path.value.display().to_string();
+            let loaded = load_agentic(
+                &super::data_file::resolve(base_dir, &a.path.value, name)?,
+                &shown,
+                a.count,
+                a.max_tokens,
+                seed,
+                tok,
+            )
+            .map_err(wrap)?;
+            DatasetSource::Items {
+                format: ItemFormat::Agentic,
                 load: loaded.report,
                 items: loaded.items,
             }

@@ -260,6 +260,20 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
+        self.send_then(body, recipe, scheduled_ns, turn, |_| {})
+            .await
+    }
+
+    /// [`send`](Self::send), with `finish` given the record just before it goes to the
+    /// collector (an agentic task's last turn adds the task's completion time).
+    pub(super) async fn send_then(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        scheduled_ns: u64,
+        turn: u32,
+        finish: impl FnOnce(&mut RequestRecord),
+    ) -> Option<String> {
         self.started.fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
             index: recipe.index,
@@ -288,6 +302,7 @@ impl StageShared {
                 rec.error = Some(ErrorKind::Hook);
                 rec.sent_ns = scheduled_ns;
                 rec.done_ns = since(self.t0);
+                finish(&mut rec);
                 let _ = self.tx.send(rec);
                 return None;
             }
@@ -310,6 +325,7 @@ impl StageShared {
                 rec.sent_ns = scheduled_ns;
             }
         }
+        finish(&mut rec);
         let ok = rec.ok();
         // The collector outlives every task of its stage; a failed send means it is gone already.
         let _ = self.tx.send(rec);

@@ -3,7 +3,8 @@
 //! turn leaves once the previous reply is complete and the think time is over, carrying the
 //! conversation so far. A turn is due when its think time is over, so think time is never
 //! latency. A failed turn ends its session (there is no reply to continue from); an interrupt
-//! or the end of the drain time stops it between turns.
+//! or the end of the drain time stops it between turns. An agentic data set's sessions are
+//! graphs of turns instead, run by `agent.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,17 +13,22 @@ use super::send::{Body, StageShared, since};
 use crate::dataset::{History, TurnTokens};
 use crate::plan::SessionRecipe;
 
-/// A session ready to start: its turns and its first request's body.
-pub(super) struct Prepared {
-    session: SessionRecipe,
-    first: Body,
+/// A session ready to start: its first request's body, and its turns (a chain) or its task
+/// (an agentic data set's item, run by `agent.rs`).
+pub(super) enum Prepared {
+    Chain { session: SessionRecipe, first: Body },
+    Task { index: u64, item: u64, first: Body },
 }
 
 /// Computes session `index` and builds its first body (off the hot path).
 pub(super) fn prepare(sh: &StageShared, index: u64) -> Prepared {
+    if let Some(item) = super::agent::task_item(sh, index) {
+        let first = super::agent::turn_body(sh, index, item, 0, 0);
+        return Prepared::Task { index, item, first };
+    }
     let session = sh.plan.session(&sh.stage, index);
     let first = turn_body(sh, &session, 0, &[]);
-    Prepared { session, first }
+    Prepared::Chain { session, first }
 }
 
 fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[String]) -> Body {
@@ -58,7 +64,12 @@ fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[Str
 
 /// Runs a prepared session to its end; its first turn is due at `scheduled_ns`.
 pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: u64) {
-    let Prepared { session, first } = prepared;
+    let (session, first) = match prepared {
+        Prepared::Chain { session, first } => (session, first),
+        Prepared::Task { index, item, first } => {
+            return super::agent::run(sh, index, item, first, scheduled_ns).await;
+        }
+    };
     let Some(settings) = sh.plan.session_plan(&sh.stage).copied() else {
         return;
     };

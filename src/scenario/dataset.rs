@@ -14,6 +14,7 @@ const KINDS: &[&str] = &[
     "synthetic",
     "sharegpt",
     "jsonl",
+    "agentic",
     "trace",
     "shared-prefix",
     "retrieved",

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::session::SessionSpec;
-use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use super::workload_model::{AgenticSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use super::written::{ParamValue, Spanned};
 use crate::arrival::{ArrivalSpec, SearchSpec};
 use crate::dataset::{ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
@@ -126,6 +126,7 @@ pub enum DatasetKind {
     #[serde(rename = "sharegpt")]
     ShareGpt(ShareGptSpec),
     Jsonl(JsonlSpec),
+    Agentic(AgenticSpec),
     Trace(TraceSpec),
 }
 
