@@ -367,3 +367,7 @@ fn check_joins(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "agentic_tests.rs"]
+mod tests;
