@@ -12,10 +12,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::agentic::{
+use super::agent_task::{
     AgentSession, AgentTask, AgentTurn, MAX_DEPTH, MAX_FORKS, MAX_TASK_SESSIONS, MAX_TURN_TOKENS,
-    MAX_WAIT_MS, task_item,
+    MAX_WAIT_MS,
 };
+use super::agentic::task_item;
 use super::sharegpt::Loaded;
 use super::source::{HashingReader, file_error, io_error, next_line, sample_key};
 use super::{DatasetError, LoadReport, MAX_TURNS, Tokenizer};

@@ -49,7 +49,7 @@ pub struct DataItem {
     pub turns: Vec<TurnTokens>,
     /// An agentic task (an `agentic` data set): its sessions, turns, forks and joins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<Box<super::AgentTask>>,
+    pub agent: Option<Box<super::agent_task::AgentTask>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
