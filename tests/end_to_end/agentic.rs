@@ -1,0 +1,191 @@
+//! Agentic sessions end to end: the real binary runs the sample agentic trace against the
+//! embedded simulator with its prefix cache on. Subagents start after the reply that forks
+//! them, a joining turn waits for them, each task's completion time is on the request that
+//! completed it, the cached share rises turn by turn, and the SLAs on the per-session metrics
+//! are judged. A hostile trace is refused with its file and line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+const TRACE: &str = "tests/data/workloads/agentic_tasks.jsonl";
+
+/// Runs `stage` on the sample trace; (results.json, requests.jsonl rows).
+fn run(stage: &str) -> (Value, Vec<Value>) {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join(TRACE);
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.kdl");
+    let text = format!(
+        "scenario \"agents\" {{ seed 5 }}\n\
+         target \"sim\" {{ timeout \"30s\"; decode-base \"1ms\"; prefix-cache #true; prefix-cache-block 16 }}\n\
+         dataset \"tasks\" {{ agentic \"{}\" max-tokens=20 }}\n{stage}\n\
+         sla {{\n    assert \"session.max < 600s\"\n    assert \"turn_ttft.max < 600s\"\n}}\n",
+        trace.display()
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    let output = crate::support::command()
+        .args([
+            "run",
+            "-q",
+            "--no-plots",
+            "--requests-jsonl",
+            "--untrusted",
+            "judge",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let rows = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (results, rows)
+}
+
+fn n(r: &Value, key: &str) -> u64 {
+    r[key].as_u64().unwrap_or_else(|| panic!("{key} in {r}"))
+}
+
+/// Each task's rows (by index), in scheduled order.
+fn tasks(rows: &[Value]) -> BTreeMap<u64, Vec<&Value>> {
+    let mut by: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
+    for r in rows {
+        assert!(r["error"].is_null(), "{r}");
+        by.entry(n(r, "index")).or_default().push(r);
+    }
+    for rs in by.values_mut() {
+        rs.sort_by_key(|r| n(r, "scheduled_ns"));
+    }
+    by
+}
+
+#[test]
+fn subagents_fork_and_join_and_the_cache_share_rises_by_turn() {
+    // Two arrivals: each task of the file once (file order, no sampling).
+    let (results, rows) =
+        run("stage \"open\" { dataset \"tasks\"; arrival \"poisson\" rate=10; requests 2 }");
+    let by = tasks(&rows);
+    assert_eq!(by.len(), 2);
+    // The first task: the root's 3 turns and two subagents of 2 turns; the second: 4 turns.
+    let sizes: Vec<usize> = by.values().map(Vec::len).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 11);
+    assert!(sizes.contains(&7) && sizes.contains(&4), "{sizes:?}");
+    for rs in by.values() {
+        let start = n(rs[0], "scheduled_ns");
+        // Exactly one request completed the task, and its time runs from the task's start.
+        let completing: Vec<&&Value> = rs.iter().filter(|r| !r["task_ns"].is_null()).collect();
+        assert_eq!(completing.len(), 1, "{rs:?}");
+        let c = completing[0];
+        assert_eq!(n(c, "task_ns"), n(c, "done_ns") - start);
+        if rs.len() != 7 {
+            continue;
+        }
+        // The fork: both subagents' first turns (turn 0, after the root's first) start once
+        // the root's first reply is done.
+        let root0 = rs[0];
+        let firsts: Vec<&&Value> = rs[1..].iter().filter(|r| n(r, "turn") == 0).collect();
+        assert_eq!(firsts.len(), 2);
+        for f in &firsts {
+            assert!(
+                n(f, "scheduled_ns") >= n(root0, "done_ns"),
+                "{f} before {root0}"
+            );
+        }
+        // The join: the root's turn 1 is due 50 ms (its tool wait) after the later of the two
+        // subagents' last replies.
+        let subagents_done = rs
+            .iter()
+            .filter(|r| n(r, "turn") == 1 && n(r, "input_tokens") < n(root0, "input_tokens") * 4)
+            .map(|r| n(r, "done_ns"));
+        let join = rs
+            .iter()
+            .filter(|r| n(r, "turn") == 1)
+            .max_by_key(|r| n(r, "scheduled_ns"))
+            .unwrap();
+        let last_subagent = subagents_done
+            .filter(|&d| d <= n(join, "scheduled_ns"))
+            .max()
+            .unwrap();
+        assert!(
+            n(join, "scheduled_ns") >= last_subagent + 50_000_000,
+            "{join}"
+        );
+    }
+    let stage = &results["stages"][0];
+    // The per-session metrics: one task time per task, later turns' TTFT.
+    assert_eq!(stage["latency"]["session_ms"]["count"], 2);
+    assert_eq!(stage["latency"]["turn_ttft_ms"]["count"], 11 - 4);
+    // The prompt is the conversation so far: the prefix cache serves more of it turn by turn.
+    let shares: Vec<f64> = stage["per_turn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cached_share"].as_f64().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 4);
+    assert!(shares.windows(2).all(|w| w[0] < w[1]), "{shares:?}");
+    // The SLAs on them were judged on those samples.
+    let verdicts = results["sla"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2);
+    for v in verdicts {
+        assert_eq!(v["outcome"], "pass", "{v}");
+    }
+}
+
+#[test]
+fn a_closed_loop_worker_runs_one_whole_task_at_a_time() {
+    let (_, rows) = run(
+        "stage \"closed\" { dataset \"tasks\"; arrival \"concurrency\" clients=1; requests 3 }",
+    );
+    let by = tasks(&rows);
+    assert_eq!(by.len(), 3);
+    let spans: Vec<(u64, u64)> = by
+        .values()
+        .map(|rs| {
+            let done = rs.iter().map(|r| n(r, "done_ns")).max().unwrap();
+            (n(rs[0], "scheduled_ns"), done)
+        })
+        .collect();
+    // Subagents included: the next task starts only once the whole previous one is done.
+    for w in spans.windows(2) {
+        assert!(w[1].0 >= w[0].1, "{spans:?}");
+    }
+}
+
+#[test]
+fn a_trace_with_a_cycle_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.jsonl"),
+        "{\"id\": \"a\", \"turns\": [{\"text\": \"go\", \"fork\": [\"b\"]}]}\n\
+         {\"id\": \"b\", \"turns\": [{\"text\": \"go\", \"fork\": [\"a\"]}]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("s.kdl"),
+        "target \"sim\"\ndataset \"d\" { agentic \"t.jsonl\" }\nstage \"s\" { dataset \"d\"; arrival \"poisson\" rate=1; requests 1 }\n",
+    )
+    .unwrap();
+    let out = crate::support::command()
+        .arg("plan")
+        .arg(dir.path().join("s.kdl"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("t.jsonl:1"), "{err}");
+    assert!(err.contains("cycle of forks"), "{err}");
+}
