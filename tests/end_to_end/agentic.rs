@@ -106,19 +106,10 @@ fn subagents_fork_and_join_and_the_cache_share_rises_by_turn() {
         }
         // The join: the root's turn 1 is due 50 ms (its tool wait) after the later of the two
         // subagents' last replies.
-        let subagents_done = rs
-            .iter()
-            .filter(|r| n(r, "turn") == 1 && n(r, "input_tokens") < n(root0, "input_tokens") * 4)
-            .map(|r| n(r, "done_ns"));
-        let join = rs
-            .iter()
-            .filter(|r| n(r, "turn") == 1)
-            .max_by_key(|r| n(r, "scheduled_ns"))
-            .unwrap();
-        let last_subagent = subagents_done
-            .filter(|&d| d <= n(join, "scheduled_ns"))
-            .max()
-            .unwrap();
+        let mut turn1: Vec<&&Value> = rs.iter().filter(|r| n(r, "turn") == 1).collect();
+        turn1.sort_by_key(|r| n(r, "scheduled_ns"));
+        let join = turn1.pop().unwrap();
+        let last_subagent = turn1.iter().map(|r| n(r, "done_ns")).max().unwrap();
         assert!(
             n(join, "scheduled_ns") >= last_subagent + 50_000_000,
             "{join}"
