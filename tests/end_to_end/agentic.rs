@@ -180,3 +180,102 @@ fn a_trace_with_a_cycle_is_refused_with_its_line() {
     assert!(err.contains("t.jsonl:1"), "{err}");
     assert!(err.contains("cycle of forks"), "{err}");
 }
+
+/// The task indices of a shard's rows of `stage`, each with its row count.
+fn shard_tasks(dir: &Path, stage: &str) -> BTreeMap<u64, usize> {
+    let mut by = BTreeMap::new();
+    for line in std::fs::read_to_string(dir.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let r: Value = serde_json::from_str(line).unwrap();
+        if r["stage"] == stage {
+            *by.entry(n(&r, "index")).or_insert(0) += 1;
+        }
+    }
+    by
+}
+
+#[test]
+fn shards_split_whole_tasks_and_merge_their_times() {
+    let sim = crate::support::SimProcess::start(&["--jitter", "0", "--prefix-cache"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join(TRACE);
+    let scenario = crate::support::scenario(
+        tmp.path(),
+        "agents.kdl",
+        &format!(
+            "scenario \"agents\" {{ seed 5 }}\n\
+             target \"{}\" {{ timeout \"30s\" }}\n\
+             dataset \"tasks\" {{ agentic \"{}\" max-tokens=8 }}\n\
+             stage \"open\" {{ dataset \"tasks\"; arrival \"constant\" rate=20; requests 6 }}\n\
+             stage \"closed\" {{ dataset \"tasks\"; arrival \"concurrency\" clients=3; requests 5 }}\n",
+            sim.base_url,
+            trace.display()
+        ),
+    );
+    let dirs: Vec<_> = (0..2)
+        .map(|i| tmp.path().join(format!("shard-{i}")))
+        .collect();
+    for (i, d) in dirs.iter().enumerate() {
+        let out = crate::support::run(
+            &scenario,
+            d,
+            &["--shard", &format!("{i}/2"), "--requests-jsonl"],
+        );
+        assert!(
+            out.status.code().is_some_and(|c| c != 2 && c != 3),
+            "{}",
+            crate::support::text(&out).1
+        );
+    }
+    for (stage, tasks) in [("open", 6u64), ("closed", 5)] {
+        let (a, b) = (shard_tasks(&dirs[0], stage), shard_tasks(&dirs[1], stage));
+        // Every task on exactly one shard, with all its sessions' turns there.
+        assert!(a.keys().all(|k| !b.contains_key(k)), "{a:?} {b:?}");
+        let all: Vec<u64> = a
+            .keys()
+            .chain(b.keys())
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(all, (0..tasks).collect::<Vec<_>>());
+        for rows in a.values().chain(b.values()) {
+            assert!(matches!(rows, 7 | 4), "{a:?} {b:?}");
+        }
+    }
+    let merged = tmp.path().join("merged");
+    let files: Vec<String> = dirs
+        .iter()
+        .map(|d| d.join("results.json").display().to_string())
+        .collect();
+    let out = crate::support::infermeter(&[
+        "merge",
+        &files[0],
+        &files[1],
+        "--out",
+        merged.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::support::text(&out).1
+    );
+    let m = crate::support::results(&merged);
+    assert_eq!(
+        crate::support::stage(&m, "open")["latency"]["session_ms"]["count"],
+        6
+    );
+    assert_eq!(
+        crate::support::stage(&m, "closed")["latency"]["session_ms"]["count"],
+        5
+    );
+    let turns = crate::support::stage(&m, "open")["per_turn"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(turns, 4);
+}
