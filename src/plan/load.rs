@@ -301,7 +301,21 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
             r.chunks, r.tokens, r.corpus
         )?;
     }
-    if let Some(s) = &d.session {
+    let items = match &d.source {
+        DatasetSource::Items { items, .. } => items.as_slice(),
+        _ => &[],
+    };
+    let tasks = items.iter().filter_map(|i| i.agent.as_deref());
+    let (count, sessions, turns) = tasks.fold((0u64, 0u64, 0u64), |(c, s, t), task| {
+        (c + 1, s + task.sessions.len() as u64, t + task.turn_count())
+    });
+    if count > 0 {
+        writeln!(
+            out,
+            "           agentic: {count} tasks, {sessions} sessions (subagents included), {turns} \
+             turns; forks, joins and tool waits from the data set"
+        )?;
+    } else if let Some(s) = &d.session {
         writeln!(
             out,
             "           sessions: up to {} turns, think time {}, history from the {}",
