@@ -3,6 +3,7 @@
 //! ([`DatasetSource`]), tokenizers, and the prompts themselves: the plan decides *how long* each
 //! request is and which item it uses; [`PromptFactory`] turns that into text at send time.
 
+mod agent_gen;
 mod agent_task;
 mod agentic;
 mod agentic_load;
@@ -23,6 +24,7 @@ mod tokenizer;
 mod trace;
 mod words;
 
+pub use agent_gen::{AgenticShape, MAX_GENERATED_TASKS, generate_agentic};
 pub use agent_task::{
     AgentSession, AgentTask, AgentTurn, MAX_DEPTH, MAX_FORKS, MAX_TASK_SESSIONS, MAX_TURN_TOKENS,
     MAX_WAIT_MS,

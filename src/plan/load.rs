@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::dataset::{
     ContextSpec, DatasetSource, History, ItemFormat, LoadReport, MAX_TURNS, Tokenizer,
-    TokenizerSpec, TraceFormat, TraceRow, load_agentic, load_jsonl, load_sharegpt, load_trace,
+    TokenizerSpec, TraceFormat, TraceRow, generate_agentic, load_agentic, load_jsonl,
+    load_sharegpt, load_trace, validate_length,
 };
 use crate::scenario::{Dataset, DatasetKind};
 use crate::units::Duration;
@@ -129,6 +130,26 @@ pub(super) fn load_dataset(
                 items: loaded.items,
             }
         }
+        DatasetKind::AgenticSynthetic(shape) => {
+            for (which, dist) in shape.lengths() {
+                validate_length(dist).map_err(|reason| PlanError::BadLength {
+                    dataset: name.to_string(),
+                    which,
+                    reason,
+                })?;
+            }
+            let items = generate_agentic(shape, seed);
+            DatasetSource::Items {
+                format: ItemFormat::Agentic,
+                load: LoadReport {
+                    path: String::new(),
+                    sha256: String::new(),
+                    records: items.len() as u64,
+                    skipped: Default::default(),
+                },
+                items,
+            }
+        }
         DatasetKind::Trace(t) => {
             let shown = t.path.value.display().to_string();
             let (rows, load) = load_trace(
@@ -238,6 +259,17 @@ pub(super) fn render_source(
                 )
             });
             let n = items.len().max(1) as u64;
+            if load.sha256.is_empty() {
+                // Generated (`agentic tasks=N { … }`): no file to name.
+                return writeln!(
+                    out,
+                    "dataset    {name}: {format} generated, {} tasks, mean first-turn input {} / \
+                     output {} tokens",
+                    items.len(),
+                    inp / n,
+                    outp / n
+                );
+            }
             writeln!(
                 out,
                 "dataset    {name}: {format} `{}` (sha256 {}…), {} of {} records, mean input {} / output {} tokens",

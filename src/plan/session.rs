@@ -130,7 +130,7 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
         detail: detail.to_string(),
     };
     // An agentic task is its sessions: every arrival runs one, as its trace says.
-    if let DatasetKind::Agentic(_) = d.kind {
+    if let DatasetKind::Agentic(_) | DatasetKind::AgenticSynthetic(_) = d.kind {
         if d.session.is_some() {
             return Err(bad(
                 "an agentic data set's turns, tool waits, forks and joins come from its tasks: \

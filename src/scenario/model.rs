@@ -17,7 +17,7 @@ use super::session::SessionSpec;
 use super::workload_model::{AgenticSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use super::written::{ParamValue, Spanned};
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
+use crate::dataset::{AgenticShape, ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
 use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
@@ -127,6 +127,8 @@ pub enum DatasetKind {
     ShareGpt(ShareGptSpec),
     Jsonl(JsonlSpec),
     Agentic(AgenticSpec),
+    /// `agentic tasks=N { … }`: generated agentic tasks.
+    AgenticSynthetic(AgenticShape),
     Trace(TraceSpec),
 }
 

@@ -279,3 +279,95 @@ fn shards_split_whole_tasks_and_merge_their_times() {
         .len();
     assert_eq!(turns, 4);
 }
+
+#[test]
+fn generated_tasks_run_with_their_forks_and_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("gen.kdl");
+    std::fs::write(
+        &scenario,
+        "scenario \"gen\" { seed 3 }\n\
+         target \"sim\" { timeout \"30s\"; decode-base \"1ms\"; prefix-cache #true; prefix-cache-block 16 }\n\
+         dataset \"tasks\" {\n\
+             agentic tasks=6 fork-chance=0.5 depth=2 {\n\
+                 turns \"uniform\" min=2 max=4\n\
+                 fan-out 1 2\n\
+                 tool-ms \"uniform\" min=5 max=30\n\
+                 input-tokens \"uniform\" min=20 max=60\n\
+                 output-tokens 8\n\
+             }\n\
+         }\n\
+         stage \"agents\" { dataset \"tasks\"; arrival \"poisson\" rate=10; requests 6 }\n",
+    )
+    .unwrap();
+    let plan = crate::support::infermeter(&["plan", scenario.to_str().unwrap()]);
+    let (text, err) = crate::support::text(&plan);
+    assert!(plan.status.success(), "{err}");
+    assert!(text.contains("agentic generated, 6 tasks"), "{text}");
+    let out = dir.path().join("out");
+    let run = crate::support::run(&scenario, &out, &["--requests-jsonl", "--no-plots"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        crate::support::text(&run).1
+    );
+    let r = crate::support::results(&out);
+    let stage = &r["stages"][0];
+    assert_eq!(stage["latency"]["session_ms"]["count"], 6);
+    assert_eq!(stage["requests"]["failed"], 0);
+    // Every request is a turn of one of the six tasks, each completed once.
+    let rows: Vec<Value> = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len() as u64, n(&stage["requests"], "sent"));
+    let by = tasks(&rows);
+    assert_eq!(by.len(), 6);
+    assert!(
+        by.values()
+            .all(|rs| rs.iter().filter(|r| !r["task_ns"].is_null()).count() == 1)
+    );
+    // Fresh synthetic texts: nothing cached on first turns, the conversation so far after.
+    let shares: Vec<f64> = stage["per_turn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cached_share"].as_f64().unwrap())
+        .collect();
+    assert_eq!(shares[0], 0.0, "{shares:?}");
+    assert!(shares[1..].iter().all(|&s| s > 0.0), "{shares:?}");
+}
+
+#[test]
+fn a_generated_shape_is_checked_where_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("bad.kdl");
+    std::fs::write(
+        &scenario,
+        "target \"sim\"\n\
+         dataset \"tasks\" {\n\
+             agentic tasks=0 fork-chance=1.5 depth=9 {\n\
+                 turns \"uniform\" min=3 max=2\n\
+                 fan-outs 2\n\
+                 input-tokens 20\n\
+             }\n\
+         }\n\
+         stage \"s\" { dataset \"tasks\"; arrival \"poisson\" rate=1; requests 1 }\n",
+    )
+    .unwrap();
+    let out = crate::support::infermeter(&["validate", scenario.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for want in [
+        "`tasks` out of range",
+        "`fork-chance` is a probability",
+        "`depth` out of range",
+        "min",
+        "fan-outs",
+        "`agentic` without `output-tokens`",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}
