@@ -6,6 +6,7 @@
 mod agent_gen;
 mod agent_task;
 mod agentic;
+mod agentic_import;
 mod agentic_load;
 mod batch;
 mod compose;
@@ -29,6 +30,7 @@ pub use agent_task::{
     AgentSession, AgentTask, AgentTurn, MAX_DEPTH, MAX_FORKS, MAX_TASK_SESSIONS, MAX_TURN_TOKENS,
     MAX_WAIT_MS,
 };
+pub use agentic_import::{Imported, import_dynamo_agentic};
 pub use agentic_load::load_agentic;
 pub use compose::{SALT_WORDS, Salt, salt_domain};
 pub use error::DatasetError;

@@ -371,3 +371,142 @@ fn a_generated_shape_is_checked_where_it_is_written() {
         assert!(err.contains(want), "{want}: {err}");
     }
 }
+
+#[test]
+fn a_dynamo_agentic_trace_imports_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tasks.jsonl");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/workloads/dynamo_agentic_small.jsonl");
+    let import = |extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            "dynamo-agentic",
+            trace.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        crate::support::infermeter(&args)
+    };
+    let done = import(&[]);
+    let (text, err) = crate::support::text(&done);
+    assert!(done.status.success(), "{err}");
+    assert!(
+        text.contains("8 requests as 4 sessions in 2 tasks"),
+        "{text}"
+    );
+    // Refused without --force once the file exists.
+    assert_eq!(import(&[]).status.code(), Some(2));
+    assert!(import(&["--force"]).status.success());
+    let lines: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let main = &lines[0];
+    assert_eq!(main["id"], "main");
+    assert_eq!(
+        main["turns"][0]["fork"],
+        serde_json::json!(["explore-a", "explore-b"])
+    );
+    assert_eq!(
+        main["turns"][1]["join"],
+        serde_json::json!(["explore-a", "explore-b"])
+    );
+    // `delay` + `tool_wait_ms`; the new text is what the prompt grew by.
+    assert_eq!(main["turns"][1]["wait_ms"], 45);
+    assert_eq!(main["turns"][1]["input_tokens"], 1900 - 1200 - 80);
+    // The converted file runs.
+    let scenario = dir.path().join("s.kdl");
+    std::fs::write(
+        &scenario,
+        "target \"sim\" { timeout \"30s\"; decode-base \"1ms\" }\n\
+         dataset \"d\" { agentic \"tasks.jsonl\" }\n\
+         stage \"s\" { dataset \"d\"; arrival \"poisson\" rate=20; requests 2 }\n",
+    )
+    .unwrap();
+    let results = dir.path().join("out");
+    let run = crate::support::run(&scenario, &results, &["--no-plots"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        crate::support::text(&run).1
+    );
+    let r = crate::support::results(&results);
+    assert_eq!(r["stages"][0]["requests"]["sent"], 8);
+    assert_eq!(r["stages"][0]["latency"]["session_ms"]["count"], 2);
+}
+
+#[test]
+fn what_an_agentic_graph_cannot_say_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tasks.jsonl");
+    let cases = [
+        // A subagent waiting on two parents.
+        (
+            "{\"request_id\": \"a\", \"session_id\": \"A\", \"input_length\": 10}\n\
+             {\"request_id\": \"b\", \"session_id\": \"B\", \"input_length\": 10}\n\
+             {\"request_id\": \"c\", \"session_id\": \"C\", \"input_length\": 10, \"wait_for\": [\"a\", \"b\"]}\n",
+            3,
+            "one parent",
+        ),
+        // A join on a session it did not fork.
+        (
+            "{\"request_id\": \"a\", \"session_id\": \"A\", \"input_length\": 10}\n\
+             {\"request_id\": \"b\", \"session_id\": \"B\", \"input_length\": 10}\n\
+             {\"request_id\": \"a2\", \"session_id\": \"A\", \"input_length\": 30, \"wait_for\": [\"b\"]}\n",
+            3,
+            "this session forked",
+        ),
+        (
+            "{\"request_id\": \"a\", \"input_length\": 10, \"wait_for\": [\"ghost\"]}\n",
+            1,
+            "no row",
+        ),
+        (
+            "{\"request_id\": \"a\", \"input_length\": 10}\n{\"request_id\": \"a\", \"input_length\": 10}\n",
+            2,
+            "used again",
+        ),
+        ("{\"request_id\": \"a\"}\n", 1, "input_length"),
+        ("[1, 2]\n", 1, "not a Dynamo agentic row"),
+    ];
+    for (text, line, want) in cases {
+        let trace = dir.path().join("t.jsonl");
+        std::fs::write(&trace, text).unwrap();
+        let o = crate::support::infermeter(&[
+            "import",
+            "dynamo-agentic",
+            trace.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let (_, err) = crate::support::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("t.jsonl:{line}")), "{want}: {err}");
+        assert!(err.contains(want), "{want}: {err}");
+        assert!(!out.exists(), "nothing written on a refusal");
+    }
+    // A cycle the rows allow (each session's first request waits for the other's) is refused
+    // by the loader a run uses, before anything is written.
+    let trace = dir.path().join("cycle.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"request_id\": \"a\", \"session_id\": \"A\", \"input_length\": 10, \"wait_for\": [\"b\"]}\n\
+         {\"request_id\": \"b\", \"session_id\": \"B\", \"input_length\": 10, \"wait_for\": [\"a\"]}\n",
+    )
+    .unwrap();
+    let o = crate::support::infermeter(&[
+        "import",
+        "dynamo-agentic",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let (_, err) = crate::support::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cycle of forks"), "{err}");
+    assert!(!out.exists());
+}
