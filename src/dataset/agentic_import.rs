@@ -132,64 +132,53 @@ pub fn import_dynamo_agentic(path: &Path, out: &mut impl Write) -> Result<Import
 /// Where a request id is: its session, its turn, its line.
 type Requests = HashMap<String, (usize, usize, u64)>;
 
+/// Who forks each session (`(session, turn)`, `None` for a task's root), and each turn's forks
+/// and joins by session id.
+struct Graph<'a> {
+    parent: Vec<Option<(usize, usize)>>,
+    forks: Vec<Vec<Vec<&'a str>>>,
+    joins: Vec<Vec<Vec<&'a str>>>,
+}
+
+type Refusal = (u64, String);
+
+fn find(by_request: &Requests, id: &str, line: u64) -> Result<(usize, usize), Refusal> {
+    by_request.get(id).map(|&(s, t, _)| (s, t)).ok_or_else(|| {
+        (
+            line,
+            format!("waits for `{id}`, which no row of the file is"),
+        )
+    })
+}
+
 /// The sessions as `agentic` lines and the number of tasks, or a row's line and why not.
 fn convert(
     sessions: &[(String, Vec<Kept>)],
     by_request: &Requests,
-) -> Result<(Vec<String>, u64), (u64, String)> {
-    let n = sessions.len();
-    let mut parent: Vec<Option<(usize, usize)>> = vec![None; n];
-    let mut forks: Vec<Vec<Vec<&str>>> = sessions
+) -> Result<(Vec<String>, u64), Refusal> {
+    let blank: Vec<Vec<Vec<&str>>> = sessions
         .iter()
         .map(|(_, r)| vec![Vec::new(); r.len()])
         .collect();
-    let mut joins: Vec<Vec<Vec<&str>>> = forks.clone();
-    let find = |id: &str, line: u64| {
-        by_request.get(id).copied().ok_or_else(|| {
-            (
-                line,
-                format!("waits for `{id}`, which no row of the file is"),
-            )
-        })
+    let mut g = Graph {
+        parent: vec![None; sessions.len()],
+        forks: blank.clone(),
+        joins: blank,
     };
-    for (s, (_, rows)) in sessions.iter().enumerate() {
-        let first = &rows[0];
-        let mut from: Option<(usize, usize)> = None;
-        for id in &first.wait_for {
-            let (p, t, _) = find(id, first.line)?;
-            match from {
-                Some((q, _)) if q != p => {
-                    return Err((
-                        first.line,
-                        format!(
-                            "the first request of session `{}` waits for requests of two \
-                             sessions (`{}` and `{}`); an infermeter subagent has one parent",
-                            sessions[s].0, sessions[q].0, sessions[p].0
-                        ),
-                    ));
-                }
-                _ if p == s => {
-                    return Err((
-                        first.line,
-                        format!("waits for `{id}`, a later request of its own session"),
-                    ));
-                }
-                _ => from = Some((p, from.map_or(t, |(_, u)| u.max(t)))),
-            }
-        }
-        if let Some((p, t)) = from {
-            parent[s] = Some((p, t));
-            forks[p][t].push(&sessions[s].0);
+    for s in 0..sessions.len() {
+        if let Some((p, t)) = forked_by(sessions, by_request, s)? {
+            g.parent[s] = Some((p, t));
+            g.forks[p][t].push(&sessions[s].0);
         }
     }
     for (s, (_, rows)) in sessions.iter().enumerate() {
         for (k, row) in rows.iter().enumerate().skip(1) {
             for id in &row.wait_for {
-                let (c, t, _) = find(id, row.line)?;
+                let (c, t) = find(by_request, id, row.line)?;
                 if c == s && t < k {
                     continue;
                 }
-                let own = matches!(parent[c], Some((p, f)) if p == s && f < k);
+                let own = matches!(g.parent[c], Some((p, f)) if p == s && f < k);
                 if !own || t + 1 != sessions[c].1.len() {
                     return Err((
                         row.line,
@@ -201,46 +190,84 @@ fn convert(
                         ),
                     ));
                 }
-                joins[s][k].push(&sessions[c].0);
+                g.joins[s][k].push(&sessions[c].0);
             }
         }
     }
     let lines = sessions
         .iter()
         .enumerate()
-        .map(|(s, (id, rows))| {
-            let turns: Vec<serde_json::Value> = rows
-                .iter()
-                .enumerate()
-                .map(|(k, r)| {
-                    let new = match k {
-                        0 => r.input,
-                        _ => r
-                            .input
-                            .saturating_sub(rows[k - 1].input + rows[k - 1].output),
-                    };
-                    let wait = if k == 0 && parent[s].is_none() {
-                        0
-                    } else {
-                        r.wait_ms
-                    };
-                    let mut t = json!({
-                        "input_tokens": new.clamp(1, u64::from(u32::MAX)),
-                        "output_tokens": r.output.min(u64::from(u32::MAX)),
-                        "wait_ms": wait,
-                    });
-                    if !forks[s][k].is_empty() {
-                        t["fork"] = json!(forks[s][k]);
-                    }
-                    if !joins[s][k].is_empty() {
-                        t["join"] = json!(joins[s][k]);
-                    }
-                    t
-                })
-                .collect();
-            json!({"id": id, "turns": turns}).to_string()
+        .map(|(s, (id, rows))| session_line(&g, s, id, rows))
+        .collect();
+    let tasks = g.parent.iter().filter(|p| p.is_none()).count() as u64;
+    Ok((lines, tasks))
+}
+
+/// The turn whose reply forks session `s`: the latest row its first row waits for, all in one
+/// other session; `None` for a root.
+fn forked_by(
+    sessions: &[(String, Vec<Kept>)],
+    by_request: &Requests,
+    s: usize,
+) -> Result<Option<(usize, usize)>, Refusal> {
+    let first = &sessions[s].1[0];
+    let mut from: Option<(usize, usize)> = None;
+    for id in &first.wait_for {
+        let (p, t) = find(by_request, id, first.line)?;
+        match from {
+            Some((q, _)) if q != p => {
+                return Err((
+                    first.line,
+                    format!(
+                        "the first request of session `{}` waits for requests of two sessions \
+                         (`{}` and `{}`); an infermeter subagent has one parent",
+                        sessions[s].0, sessions[q].0, sessions[p].0
+                    ),
+                ));
+            }
+            _ if p == s => {
+                return Err((
+                    first.line,
+                    format!("waits for `{id}`, a later request of its own session"),
+                ));
+            }
+            _ => from = Some((p, from.map_or(t, |(_, u)| u.max(t)))),
+        }
+    }
+    Ok(from)
+}
+
+/// Session `s` as an `agentic` line.
+fn session_line(g: &Graph<'_>, s: usize, id: &str, rows: &[Kept]) -> String {
+    let turns: Vec<serde_json::Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            // The prompt grew by the previous turn's output and this turn's new text.
+            let new = match k {
+                0 => r.input,
+                _ => r
+                    .input
+                    .saturating_sub(rows[k - 1].input + rows[k - 1].output),
+            };
+            let wait = if k == 0 && g.parent[s].is_none() {
+                0
+            } else {
+                r.wait_ms
+            };
+            let mut t = json!({
+                "input_tokens": new.clamp(1, u64::from(u32::MAX)),
+                "output_tokens": r.output.min(u64::from(u32::MAX)),
+                "wait_ms": wait,
+            });
+            if !g.forks[s][k].is_empty() {
+                t["fork"] = json!(g.forks[s][k]);
+            }
+            if !g.joins[s][k].is_empty() {
+                t["join"] = json!(g.joins[s][k]);
+            }
+            t
         })
         .collect();
-    let tasks = parent.iter().filter(|p| p.is_none()).count() as u64;
-    Ok((lines, tasks))
+    json!({"id": id, "turns": turns}).to_string()
 }

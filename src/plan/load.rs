@@ -114,42 +114,9 @@ pub(super) fn load_dataset(
         }
         DatasetKind::Agentic(a) => {
             let tok = tokenizer.get(name)?;
-            let shown = a.path.value.display().to_string();
-            let loaded = load_agentic(
-                &super::data_file::resolve(base_dir, &a.path.value, name)?,
-                &shown,
-                a.count,
-                a.max_tokens,
-                seed,
-                tok,
-            )
-            .map_err(wrap)?;
-            DatasetSource::Items {
-                format: ItemFormat::Agentic,
-                load: loaded.report,
-                items: loaded.items,
-            }
+            agentic_file(a, base_dir, name, seed, tok)?.map_err(wrap)?
         }
-        DatasetKind::AgenticSynthetic(shape) => {
-            for (which, dist) in shape.lengths() {
-                validate_length(dist).map_err(|reason| PlanError::BadLength {
-                    dataset: name.to_string(),
-                    which,
-                    reason,
-                })?;
-            }
-            let items = generate_agentic(shape, seed);
-            DatasetSource::Items {
-                format: ItemFormat::Agentic,
-                load: LoadReport {
-                    path: String::new(),
-                    sha256: String::new(),
-                    records: items.len() as u64,
-                    skipped: Default::default(),
-                },
-                items,
-            }
-        }
+        DatasetKind::AgenticSynthetic(shape) => agentic_generated(shape, name, seed)?,
         DatasetKind::Trace(t) => {
             let shown = t.path.value.display().to_string();
             let (rows, load) = load_trace(
@@ -311,6 +278,53 @@ pub(super) fn render_source(
             )
         }
     }
+}
+
+/// An `agentic "file"` data set's tasks, loaded.
+fn agentic_file(
+    a: &crate::scenario::AgenticSpec,
+    base_dir: &Path,
+    name: &str,
+    seed: u64,
+    tok: &Tokenizer,
+) -> Result<Result<DatasetSource, crate::dataset::DatasetError>, PlanError> {
+    let path = super::data_file::resolve(base_dir, &a.path.value, name)?;
+    let shown = a.path.value.display().to_string();
+    Ok(
+        load_agentic(&path, &shown, a.count, a.max_tokens, seed, tok).map(|loaded| {
+            DatasetSource::Items {
+                format: ItemFormat::Agentic,
+                load: loaded.report,
+                items: loaded.items,
+            }
+        }),
+    )
+}
+
+/// `agentic tasks=N { … }`: the shape's lengths checked, its tasks drawn from `seed`.
+fn agentic_generated(
+    shape: &crate::dataset::AgenticShape,
+    name: &str,
+    seed: u64,
+) -> Result<DatasetSource, PlanError> {
+    for (which, dist) in shape.lengths() {
+        validate_length(dist).map_err(|reason| PlanError::BadLength {
+            dataset: name.to_string(),
+            which,
+            reason,
+        })?;
+    }
+    let items = generate_agentic(shape, seed);
+    Ok(DatasetSource::Items {
+        format: ItemFormat::Agentic,
+        load: LoadReport {
+            path: String::new(),
+            sha256: String::new(),
+            records: items.len() as u64,
+            skipped: Default::default(),
+        },
+        items,
+    })
 }
 
 /// Context and hooks lines of any dataset.
