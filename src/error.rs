@@ -41,6 +41,14 @@ pub enum Error {
         source: PlanError,
     },
 
+    #[error("{}: cannot import the agent trace", path.display())]
+    #[diagnostic(help("see docs/datasets.md, \"Importing agent traces\""))]
+    Import {
+        path: PathBuf,
+        #[source]
+        source: crate::dataset::DatasetError,
+    },
+
     #[error("cannot read the scenario's baseline")]
     #[diagnostic(help("the `baseline` path in `report {{ … }}` is relative to the scenario"))]
     Baseline(#[source] ResultsError),
@@ -205,6 +213,7 @@ impl Error {
             Error::Args(_)
             | Error::Scenario(_)
             | Error::Plan { .. }
+            | Error::Import { .. }
             | Error::Baseline(_)
             | Error::Input(_)
             | Error::Template { .. }

@@ -37,6 +37,7 @@ mod saved;
 mod settings;
 mod setup;
 mod token;
+mod trace_import;
 
 pub use crate::error::Error;
 pub use compare::{
@@ -60,6 +61,7 @@ pub use saved::{RenderSettings, convert_saved, read_template, render_saved, writ
 pub use settings::RunSettings;
 pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
 pub use token::{CoordinatorToken, coordinator_token, shard_token};
+pub use trace_import::import_agentic_trace;
 
 // What callers pass in and the CLI shows, from the stages that own it.
 pub use crate::coordinate::{Refusal, RefusalLog, TOKEN_ENV, Token, Verdict};

@@ -1,6 +1,7 @@
 //! `infermeter import vllm -- ARGS…`: the scenario a `vllm bench serve` command line
 //! describes (see [`crate::app::import_vllm`]); every flag that did not carry over is listed on
-//! stderr and at the top of the file.
+//! stderr and at the top of the file. `infermeter import dynamo-agentic TRACE -o FILE`: an agent
+//! trace as an `agentic` data set ([`crate::app::import_agentic_trace`]).
 
 use std::path::PathBuf;
 
@@ -19,6 +20,25 @@ pub enum ImportFrom {
     /// From `vllm bench serve` (or benchmarks/benchmark_serving.py) arguments, given after
     /// `--`: infermeter import vllm -o gate.kdl -- --model M --request-rate 10 --num-prompts 200
     Vllm(VllmArgs),
+    /// From NVIDIA Dynamo's agentic Mooncake replay rows (`request_id`, `session_id`,
+    /// `wait_for`, `tool_wait_ms`, …) to an `agentic` data set:
+    /// infermeter import dynamo-agentic trace.jsonl -o tasks.jsonl
+    DynamoAgentic(AgenticArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgenticArgs {
+    /// The Dynamo agentic trace (JSONL, one request a line).
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// Write the `agentic` data set to FILE.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Overwrite FILE when it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -41,7 +61,20 @@ pub struct VllmArgs {
 }
 
 pub fn run(args: ImportArgs) -> Result<(), Error> {
-    let ImportFrom::Vllm(v) = args.from;
+    let v = match args.from {
+        ImportFrom::Vllm(v) => v,
+        ImportFrom::DynamoAgentic(a) => {
+            let done = crate::app::import_agentic_trace(&a.trace, &a.out, a.force)?;
+            outln!(
+                "wrote {}: {} requests as {} sessions in {} tasks (dataset {{ agentic \"…\" }})",
+                a.out.display(),
+                done.rows,
+                done.sessions,
+                done.tasks
+            );
+            return Ok(());
+        }
+    };
     let mut draft = crate::app::import_vllm(&v.args)?;
     if let Some(name) = v.name.clone().or_else(|| {
         v.out

@@ -47,6 +47,9 @@ pub struct DataItem {
     /// A session's turns (ShareGPT with `session`): `prompt` is then the whole conversation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnTokens>,
+    /// An agentic task (an `agentic` data set): its sessions, turns, forks and joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Box<super::agent_task::AgentTask>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +107,7 @@ pub enum ItemFormat {
     #[serde(rename = "sharegpt")]
     ShareGpt,
     Jsonl,
+    Agentic,
 }
 
 impl ItemFormat {
@@ -111,6 +115,7 @@ impl ItemFormat {
         match self {
             ItemFormat::ShareGpt => "sharegpt",
             ItemFormat::Jsonl => "jsonl",
+            ItemFormat::Agentic => "agentic",
         }
     }
 }

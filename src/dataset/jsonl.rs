@@ -183,6 +183,7 @@ fn parse_line(
         output_tokens: output.unwrap_or(default_output),
         extra: obj.into_iter().collect(),
         images,
+        agent: None,
     }))
 }
 

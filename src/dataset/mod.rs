@@ -1,8 +1,13 @@
 //! Request content: what a scenario says about it ([`LengthDist`], [`ContextSpec`],
-//! [`TokenizerSpec`], …), loading ShareGPT, JSONL and trace files into items
+//! [`TokenizerSpec`], …), loading ShareGPT, JSONL, agentic and trace files into items
 //! ([`DatasetSource`]), tokenizers, and the prompts themselves: the plan decides *how long* each
 //! request is and which item it uses; [`PromptFactory`] turns that into text at send time.
 
+mod agent_gen;
+mod agent_task;
+mod agentic;
+mod agentic_import;
+mod agentic_load;
 mod batch;
 mod compose;
 mod error;
@@ -20,6 +25,13 @@ mod tokenizer;
 mod trace;
 mod words;
 
+pub use agent_gen::{AgenticShape, MAX_GENERATED_TASKS, generate_agentic};
+pub use agent_task::{
+    AgentSession, AgentTask, AgentTurn, MAX_DEPTH, MAX_FORKS, MAX_TASK_SESSIONS, MAX_TURN_TOKENS,
+    MAX_WAIT_MS,
+};
+pub use agentic_import::{Imported, import_dynamo_agentic};
+pub use agentic_load::load_agentic;
 pub use compose::{SALT_WORDS, Salt, salt_domain};
 pub use error::DatasetError;
 pub use image::{

@@ -52,6 +52,7 @@ pub(super) fn conversation(
         extra: Default::default(),
         images: Vec::new(),
         turns,
+        agent: None,
     })
 }
 

@@ -295,6 +295,7 @@ impl Sampler<'_> {
                 extra: BTreeMap::new(),
                 images: Vec::new(),
                 turns: Vec::new(),
+                agent: None,
             }
         };
         self.kept.push(Kept(key, item));

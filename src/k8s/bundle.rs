@@ -29,9 +29,10 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
     let mut named: Vec<PathBuf> = Vec::new();
     for d in &scenario.datasets {
         match &d.kind {
-            DatasetKind::Synthetic(_) => {}
+            DatasetKind::Synthetic(_) | DatasetKind::AgenticSynthetic(_) => {}
             DatasetKind::ShareGpt(s) => named.push(s.path.value.clone()),
             DatasetKind::Jsonl(s) => named.push(s.path.value.clone()),
+            DatasetKind::Agentic(s) => named.push(s.path.value.clone()),
             DatasetKind::Trace(s) => named.push(s.path.value.clone()),
         }
         named.extend(d.hooks.as_ref().map(|h| h.value.clone()));

@@ -386,8 +386,9 @@ fn timeline(parts: &[Part<'_>], lo_ms: f64) -> Vec<TimelinePoint> {
     out
 }
 
-/// One turn index being merged: its counts, its input tokens and its histograms so far.
-type TurnAcc = (TurnSummary, f64, Added);
+/// One turn index being merged: its counts, its input tokens, its histograms and its cached
+/// tokens (when any shard's responses said) so far.
+type TurnAcc = (TurnSummary, f64, Added, Option<f64>);
 
 /// Sessions' turn indices, merged like the stage: histograms added, counts summed.
 fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
@@ -399,7 +400,7 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
                     turn: t.turn,
                     ..TurnSummary::default()
                 };
-                (blank, 0.0, std::array::from_fn(|_| empty()))
+                (blank, 0.0, std::array::from_fn(|_| empty()), None)
             });
             let overflow = || StageMergeError::Overflow {
                 stage: p.summary.name.clone(),
@@ -409,7 +410,11 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
             entry.0.sent = sum(entry.0.sent, t.sent)?;
             entry.0.ok = sum(entry.0.ok, t.ok)?;
             entry.0.failed = sum(entry.0.failed, t.failed)?;
-            entry.1 += t.mean_input_tokens * t.ok as f64;
+            let input = t.mean_input_tokens * t.ok as f64;
+            entry.1 += input;
+            if let Some(share) = t.cached_share {
+                entry.3 = Some(entry.3.unwrap_or(0.0) + share * input);
+            }
             for (m, _) in t.latency.iter() {
                 let h = match t.histogram(m) {
                     Some(Ok(h)) => h,
@@ -432,8 +437,11 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
     }
     Ok(turns
         .into_values()
-        .map(|(mut t, input, hists)| {
+        .map(|(mut t, input, hists, cached)| {
             t.mean_input_tokens = if t.ok == 0 { 0.0 } else { input / t.ok as f64 };
+            t.cached_share = cached
+                .filter(|_| input > 0.0)
+                .map(|c| (c / input).clamp(0.0, 1.0));
             t.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
             t.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
             t

@@ -73,6 +73,8 @@ mod tests {
             itl_us: gaps,
             input_tokens: 100,
             error: rng.random_bool(0.05).then_some(ErrorKind::Timeout),
+            // The third turn of each session completes it as an agentic task would.
+            task_ns: (turn == 2).then_some(done.saturating_sub(scheduled) + 100_000_000),
             ..RequestRecord::default()
         }
     }

@@ -17,10 +17,12 @@ pub enum LatencyMetric {
     Ntpot,
     Ttfa,
     SendLag,
+    Session,
+    TurnTtft,
 }
 
 impl LatencyMetric {
-    pub const ALL: [LatencyMetric; 7] = [
+    pub const ALL: [LatencyMetric; 9] = [
         LatencyMetric::Ttft,
         LatencyMetric::Itl,
         LatencyMetric::Tpot,
@@ -28,6 +30,8 @@ impl LatencyMetric {
         LatencyMetric::Ntpot,
         LatencyMetric::Ttfa,
         LatencyMetric::SendLag,
+        LatencyMetric::Session,
+        LatencyMetric::TurnTtft,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -270,5 +274,34 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
             },
             "1ms",
         )),
+        example(
+            LatencySpec {
+                watched: false,
+                optional: true,
+                schema_note: Some(
+                    "An agentic task's completion time: from its first turn's scheduled instant \
+                     to the end of its last reply, over all its sessions and subagents; one \
+                     sample per task whose every turn succeeded.",
+                ),
+                ..latency("session", "task time", "session_ms", Raises, |r| {
+                    ok_ns(r, r.task_ns)
+                })
+            },
+            "60s",
+        ),
+        net(
+            LatencySpec {
+                watched: false,
+                optional: true,
+                schema_note: Some(
+                    "TTFT of sessions' later turns (turn 1 on), whose prompts carry the \
+                     conversation so far: what an agent's user waits for at each step.",
+                ),
+                ..latency("turn_ttft", "turn TTFT", "turn_ttft_ms", Raises, |r| {
+                    ok_ns(r, r.ttft_ns().filter(|_| r.turn > 0))
+                })
+            },
+            |r, read| ok_ns(r, net_ns(r, r.first_token_ns, read).filter(|_| r.turn > 0)),
+        ),
     ]
 };

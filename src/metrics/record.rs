@@ -158,6 +158,11 @@ pub struct RequestRecord {
     /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u32>,
+    /// On the request whose end completed an agentic task (every turn of its sessions and
+    /// subagents succeeded): the task's completion time, from its first turn's scheduled
+    /// instant to this request's end, in nanoseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_ns: Option<u64>,
     /// Output tokens the model spent reasoning (`completion_tokens_details.reasoning_tokens`,
     /// the Responses API's `output_tokens_details.reasoning_tokens`), when the server said.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -27,6 +27,11 @@ pub struct TurnSummary {
     pub failed: u64,
     /// Mean input tokens of the successful requests (the history grows turn over turn).
     pub mean_input_tokens: f64,
+    /// Prompt tokens the server served from its prefix cache over the prompt tokens of the
+    /// turn's successful requests (`usage.prompt_tokens_details.cached_tokens`), 0..=1: how
+    /// far the conversation so far was reused. Absent when no response said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_share: Option<f64>,
     /// The distributions of the metrics kept per turn (`ttft_ms`, `e2e_ms`), members of the
     /// turn's object.
     #[serde(flatten)]
@@ -53,6 +58,8 @@ struct Turn {
     ok: u64,
     failed: u64,
     input_tokens: u64,
+    cached_tokens: u64,
+    cache_reported: u64,
     /// Indexed by latency metric; only those kept per turn are filled.
     hists: [Histogram<u64>; LatencyMetric::COUNT],
 }
@@ -77,6 +84,8 @@ impl TurnAggregator {
                 ok: 0,
                 failed: 0,
                 input_tokens: 0,
+                cached_tokens: 0,
+                cache_reported: 0,
                 hists: std::array::from_fn(|_| histogram()),
             });
         }
@@ -88,6 +97,10 @@ impl TurnAggregator {
         }
         t.ok += 1;
         t.input_tokens += u64::from(r.input_tokens);
+        if let Some(c) = r.cached_tokens {
+            t.cached_tokens += u64::from(c);
+            t.cache_reported += 1;
+        }
         for m in PerTurn::metrics() {
             record(&mut t.hists[m as usize], m.measure(r));
         }
@@ -110,6 +123,8 @@ impl TurnAggregator {
                 } else {
                     t.input_tokens as f64 / t.ok as f64
                 },
+                cached_share: (t.cache_reported > 0 && t.input_tokens > 0)
+                    .then(|| (t.cached_tokens as f64 / t.input_tokens as f64).min(1.0)),
                 latency: PerMetric::from_fn(|m| dist(&t.hists[m as usize])),
                 histograms: TurnHistograms::encode(|m| &t.hists[m as usize]).ok(),
             })
@@ -155,5 +170,22 @@ mod tests {
         assert_eq!(e2e.count, 1);
         assert!((e2e.p50 - 30.0).abs() < 0.5);
         assert!((s[1].mean_input_tokens - 20.0).abs() < 1e-9);
+        assert_eq!(s[1].cached_share, None, "no response said");
+    }
+
+    #[test]
+    fn cached_share_is_per_turn_index() {
+        let mut a = TurnAggregator::default();
+        for turn in 0..3u32 {
+            let mut r = rec(turn, true, 10);
+            r.cached_tokens = Some(5 * turn);
+            a.record(&r);
+        }
+        let s = a.finish();
+        let shares: Vec<Option<f64>> = s.iter().map(|t| t.cached_share).collect();
+        // Inputs 10, 20, 30 tokens; cached 0, 5, 10.
+        assert_eq!(shares[0], Some(0.0));
+        assert!((shares[1].unwrap() - 0.25).abs() < 1e-9);
+        assert!((shares[2].unwrap() - 10.0 / 30.0).abs() < 1e-9);
     }
 }

@@ -125,7 +125,10 @@ fn what_a_late_client_can_do_to_each_metric() {
 
 #[test]
 fn a_late_send_adds_to_the_latencies_measured_from_the_schedule() {
+    // A later turn that completed its task, so that every metric measures it.
     let on_time = RequestRecord {
+        turn: 1,
+        task_ns: Some(100_000_000),
         scheduled_ns: 1_000_000,
         sent_ns: 1_000_000,
         first_token_ns: Some(21_000_000),
@@ -141,6 +144,8 @@ fn a_late_send_adds_to_the_latencies_measured_from_the_schedule() {
         first_token_ns: Some(26_000_000),
         first_answer_ns: Some(26_000_000),
         done_ns: 106_000_000,
+        // Its task ends with this request, 5 ms later too.
+        task_ns: Some(105_000_000),
         ..on_time.clone()
     };
     for m in LatencyMetric::ALL {

@@ -172,7 +172,11 @@ fn dataset_plan(
     api: crate::protocol::Api,
 ) -> Result<DatasetPlan, PlanError> {
     let name = d.name.value.clone();
-    if !api.kind().conversation() && d.session.is_some() {
+    let agentic = matches!(
+        d.kind,
+        DatasetKind::Agentic(_) | DatasetKind::AgenticSynthetic(_)
+    );
+    if !api.kind().conversation() && (d.session.is_some() || agentic) {
         return Err(PlanError::NeedsChat {
             dataset: name,
             what: "multi-turn sessions",

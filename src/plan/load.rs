@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::dataset::{
     ContextSpec, DatasetSource, History, ItemFormat, LoadReport, MAX_TURNS, Tokenizer,
-    TokenizerSpec, TraceFormat, TraceRow, load_jsonl, load_sharegpt, load_trace,
+    TokenizerSpec, TraceFormat, TraceRow, generate_agentic, load_agentic, load_jsonl,
+    load_sharegpt, load_trace, validate_length,
 };
 use crate::scenario::{Dataset, DatasetKind};
 use crate::units::Duration;
@@ -111,6 +112,11 @@ pub(super) fn load_dataset(
                 items: loaded.items,
             }
         }
+        DatasetKind::Agentic(a) => {
+            let tok = tokenizer.get(name)?;
+            agentic_file(a, base_dir, name, seed, tok)?.map_err(wrap)?
+        }
+        DatasetKind::AgenticSynthetic(shape) => agentic_generated(shape, name, seed)?,
         DatasetKind::Trace(t) => {
             let shown = t.path.value.display().to_string();
             let (rows, load) = load_trace(
@@ -220,6 +226,17 @@ pub(super) fn render_source(
                 )
             });
             let n = items.len().max(1) as u64;
+            if load.sha256.is_empty() {
+                // Generated (`agentic tasks=N { … }`): no file to name.
+                return writeln!(
+                    out,
+                    "dataset    {name}: {format} generated, {} tasks, mean first-turn input {} / \
+                     output {} tokens",
+                    items.len(),
+                    inp / n,
+                    outp / n
+                );
+            }
             writeln!(
                 out,
                 "dataset    {name}: {format} `{}` (sha256 {}…), {} of {} records, mean input {} / output {} tokens",
@@ -263,6 +280,53 @@ pub(super) fn render_source(
     }
 }
 
+/// An `agentic "file"` data set's tasks, loaded.
+fn agentic_file(
+    a: &crate::scenario::AgenticSpec,
+    base_dir: &Path,
+    name: &str,
+    seed: u64,
+    tok: &Tokenizer,
+) -> Result<Result<DatasetSource, crate::dataset::DatasetError>, PlanError> {
+    let path = super::data_file::resolve(base_dir, &a.path.value, name)?;
+    let shown = a.path.value.display().to_string();
+    Ok(
+        load_agentic(&path, &shown, a.count, a.max_tokens, seed, tok).map(|loaded| {
+            DatasetSource::Items {
+                format: ItemFormat::Agentic,
+                load: loaded.report,
+                items: loaded.items,
+            }
+        }),
+    )
+}
+
+/// `agentic tasks=N { … }`: the shape's lengths checked, its tasks drawn from `seed`.
+fn agentic_generated(
+    shape: &crate::dataset::AgenticShape,
+    name: &str,
+    seed: u64,
+) -> Result<DatasetSource, PlanError> {
+    for (which, dist) in shape.lengths() {
+        validate_length(dist).map_err(|reason| PlanError::BadLength {
+            dataset: name.to_string(),
+            which,
+            reason,
+        })?;
+    }
+    let items = generate_agentic(shape, seed);
+    Ok(DatasetSource::Items {
+        format: ItemFormat::Agentic,
+        load: LoadReport {
+            path: String::new(),
+            sha256: String::new(),
+            records: items.len() as u64,
+            skipped: Default::default(),
+        },
+        items,
+    })
+}
+
 /// Context and hooks lines of any dataset.
 pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Result {
     let ContextSpec {
@@ -283,7 +347,21 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
             r.chunks, r.tokens, r.corpus
         )?;
     }
-    if let Some(s) = &d.session {
+    let items = match &d.source {
+        DatasetSource::Items { items, .. } => items.as_slice(),
+        _ => &[],
+    };
+    let tasks = items.iter().filter_map(|i| i.agent.as_deref());
+    let (count, sessions, turns) = tasks.fold((0u64, 0u64, 0u64), |(c, s, t), task| {
+        (c + 1, s + task.sessions.len() as u64, t + task.turn_count())
+    });
+    if count > 0 {
+        writeln!(
+            out,
+            "           agentic: {count} tasks, {sessions} sessions (subagents included), {turns} \
+             turns; forks, joins and tool waits from the data set"
+        )?;
+    } else if let Some(s) = &d.session {
         writeln!(
             out,
             "           sessions: up to {} turns, think time {}, history from the {}",

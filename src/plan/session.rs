@@ -4,8 +4,9 @@
 
 use super::seed::{item_seed, recipe_rng};
 use super::{Plan, PlanError, RequestRecipe, SessionPlan, StagePlan};
-use crate::dataset::{DatasetSource, MAX_TURNS, TurnTokens};
+use crate::dataset::{DatasetSource, History, MAX_TURNS, TurnTokens};
 use crate::scenario::{Dataset, DatasetKind};
+use crate::units::Duration;
 
 /// The turns of one session, computed on demand: `Plan::session(stage, index)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,12 +125,26 @@ impl Plan {
 
 /// The plan's session settings of a dataset, checked against its source.
 pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError> {
-    let Some(s) = d.session else {
-        return Ok(None);
-    };
     let bad = |detail: &str| PlanError::Session {
         dataset: d.name.value.clone(),
         detail: detail.to_string(),
+    };
+    // An agentic task is its sessions: every arrival runs one, as its trace says.
+    if let DatasetKind::Agentic(_) | DatasetKind::AgenticSynthetic(_) = d.kind {
+        if d.session.is_some() {
+            return Err(bad(
+                "an agentic data set's turns, tool waits, forks and joins come from its tasks: \
+                 drop `session`",
+            ));
+        }
+        return Ok(Some(SessionPlan {
+            turns: MAX_TURNS,
+            think_time: Duration::ZERO,
+            history: History::Dataset,
+        }));
+    }
+    let Some(s) = d.session else {
+        return Ok(None);
     };
     let turns = match (&d.kind, s.turns) {
         (DatasetKind::Synthetic(_), Some(n)) => n,

@@ -206,6 +206,9 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(line) = steady_sentence(s) {
         let _ = writeln!(out, "    {line}");
     }
+    if let Some(line) = sessions_sentence(s) {
+        let _ = writeln!(out, "    {line}");
+    }
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
@@ -237,6 +240,38 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
             .collect();
         let _ = writeln!(out, "    errors: {}", errors.join(", "));
     }
+}
+
+/// "sessions: task time p50/p95 4.1 / 6.0 s (12 tasks), turn TTFT p95 80.2 ms, cached by turn
+/// 0 % → 41 % → 77 %": a multi-turn stage's per-session figures, those it has.
+pub(crate) fn sessions_sentence(s: &crate::metrics::StageSummary) -> Option<String> {
+    if s.per_turn.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let task = s.latency[L::Session];
+    if task.count > 0 {
+        parts.push(format!(
+            "task time p50/p95 {:.2} / {:.2} s ({} tasks)",
+            task.p50 / 1e3,
+            task.p95 / 1e3,
+            task.count
+        ));
+    }
+    let turn = s.latency[L::TurnTtft];
+    if turn.count > 0 {
+        parts.push(format!("turn TTFT p95 {:.1} ms", turn.p95));
+    }
+    let cached: Vec<String> = s
+        .per_turn
+        .iter()
+        .take(8)
+        .map_while(|t| t.cached_share.map(|c| format!("{:.0} %", 100.0 * c)))
+        .collect();
+    if !cached.is_empty() {
+        parts.push(format!("cached by turn {}", cached.join(" → ")));
+    }
+    (!parts.is_empty()).then(|| format!("sessions: {}", parts.join(", ")))
 }
 
 /// "steady 4–10 s (ramp 4.0 s, drain 1.3 s): 38.2 req/s, TTFT p50/p99 12.0 / 45.1 ms, E2E

@@ -141,6 +141,8 @@ pub struct TurnRow {
     pub sent: u64,
     pub ok: u64,
     pub input_tokens: String,
+    /// The prefix cache's share of the turn's prompt tokens (`–` when no response said).
+    pub cached: String,
     pub ttft_p50: String,
     pub ttft_p99: String,
     pub e2e_p50: String,
@@ -524,6 +526,9 @@ fn turn_rows(s: &StageSummary) -> Vec<TurnRow> {
                 sent: t.sent,
                 ok: t.ok,
                 input_tokens: num(t.mean_input_tokens),
+                cached: t
+                    .cached_share
+                    .map_or_else(|| "–".to_string(), |c| format!("{} %", num(100.0 * c))),
                 ttft_p50: num(ttft.p50),
                 ttft_p99: num(ttft.p99),
                 e2e_p50: num(e2e.p50),

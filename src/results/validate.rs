@@ -559,6 +559,9 @@ impl Checker {
         }
         self.at_most(&format!("{at}.sent"), t.sent, stage_sent, "the stage sent");
         self.non_negative(&format!("{at}.mean_input_tokens"), t.mean_input_tokens);
+        if let Some(share) = t.cached_share {
+            self.share(&format!("{at}.cached_share"), share);
+        }
         for (m, d) in t.latency.iter() {
             self.dist(&format!("{at}.{}", m.key()), d);
             self.at_most(

@@ -261,7 +261,7 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
-        self.send_held(body, recipe, (scheduled_ns, turn), None)
+        self.send_full(body, recipe, (scheduled_ns, turn), None, |_| {})
             .await
     }
 
@@ -271,8 +271,35 @@ impl StageShared {
         &self,
         body: Body,
         recipe: RequestRecipe,
+        at: (u64, u32),
+        held: Option<&mut Held>,
+    ) -> Option<String> {
+        self.send_full(body, recipe, at, held, |_| {}).await
+    }
+
+    /// [`send`](Self::send), with `finish` given the record just before it goes to the
+    /// collector (an agentic task's last turn adds the task's completion time).
+    pub(super) async fn send_then(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        scheduled_ns: u64,
+        turn: u32,
+        finish: impl FnOnce(&mut RequestRecord),
+    ) -> Option<String> {
+        self.send_full(body, recipe, (scheduled_ns, turn), None, finish)
+            .await
+    }
+
+    /// The one sending path behind [`send`](Self::send), [`send_held`](Self::send_held) and
+    /// [`send_then`](Self::send_then).
+    async fn send_full(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
         (scheduled_ns, turn): (u64, u32),
         held: Option<&mut Held>,
+        finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
         self.started.fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
@@ -304,6 +331,7 @@ impl StageShared {
                 rec.error = Some(ErrorKind::Hook);
                 rec.sent_ns = scheduled_ns;
                 rec.done_ns = since(self.t0);
+                finish(&mut rec);
                 let _ = self.tx.send(rec);
                 return None;
             }
@@ -336,6 +364,7 @@ impl StageShared {
                 rec.sent_ns = scheduled_ns;
             }
         }
+        finish(&mut rec);
         let ok = rec.ok();
         // The collector outlives every task of its stage; a failed send means it is gone already.
         let _ = self.tx.send(rec);

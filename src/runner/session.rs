@@ -6,6 +6,7 @@
 //! or the end of the drain time stops it between turns. A session's turns go on one
 //! connection of their own while the server keeps it open and the route keeps the session on
 //! one URL (sticky connections: `client::Held`).
+//! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,17 +16,22 @@ use crate::client::Held;
 use crate::dataset::{History, TurnTokens};
 use crate::plan::SessionRecipe;
 
-/// A session ready to start: its turns and its first request's body.
-pub(super) struct Prepared {
-    session: SessionRecipe,
-    first: Body,
+/// A session ready to start: its first request's body, and its turns (a chain) or its task
+/// (an agentic data set's item, run by `agent.rs`).
+pub(super) enum Prepared {
+    Chain { session: SessionRecipe, first: Body },
+    Task { index: u64, item: u64, first: Body },
 }
 
 /// Computes session `index` and builds its first body (off the hot path).
 pub(super) fn prepare(sh: &StageShared, index: u64) -> Prepared {
+    if let Some(item) = super::agent::task_item(sh, index) {
+        let first = super::agent::turn_body(sh, index, item, 0, 0);
+        return Prepared::Task { index, item, first };
+    }
     let session = sh.plan.session(&sh.stage, index);
     let first = turn_body(sh, &session, 0, &[]);
-    Prepared { session, first }
+    Prepared::Chain { session, first }
 }
 
 fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[String]) -> Body {
@@ -61,7 +67,12 @@ fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[Str
 
 /// Runs a prepared session to its end; its first turn is due at `scheduled_ns`.
 pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: u64) {
-    let Prepared { session, first } = prepared;
+    let (session, first) = match prepared {
+        Prepared::Chain { session, first } => (session, first),
+        Prepared::Task { index, item, first } => {
+            return super::agent::run(sh, index, item, first, scheduled_ns).await;
+        }
+    };
     let Some(settings) = sh.plan.session_plan(&sh.stage).copied() else {
         return;
     };

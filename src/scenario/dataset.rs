@@ -8,12 +8,13 @@ use super::error::suggest;
 use super::model::{Dataset, DatasetKind, SyntheticSpec};
 use super::workload::{self, FILE_KINDS, MODIFIERS};
 use super::written::Spanned;
-use crate::dataset::{ContextSpec, LengthDist};
+use crate::dataset::{AgenticShape, ContextSpec, LengthDist, MAX_DEPTH, MAX_GENERATED_TASKS};
 
 const KINDS: &[&str] = &[
     "synthetic",
     "sharegpt",
     "jsonl",
+    "agentic",
     "trace",
     "shared-prefix",
     "retrieved",
@@ -76,7 +77,9 @@ pub(crate) fn parse(
             continue;
         }
         saw_source = true;
-        kind = if FILE_KINDS.contains(&child.name().value()) {
+        kind = if child.name().value() == "agentic" && child.children().is_some() {
+            agentic_shape(ctx, child).map(DatasetKind::AgenticSynthetic)
+        } else if FILE_KINDS.contains(&child.name().value()) {
             workload::source(ctx, child)
         } else {
             synthetic(ctx, child, generates).map(DatasetKind::Synthetic)
@@ -173,6 +176,77 @@ fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode, generates: bool) -> Option<Synth
         return None;
     }
     Some(SyntheticSpec {
+        input_tokens: input?,
+        output_tokens: output?,
+    })
+}
+
+/// `agentic tasks=N fork-chance=P depth=D { turns …; fan-out …; tool-ms …; input-tokens …;
+/// output-tokens … }`: generated agentic tasks (the lengths required, the rest defaulted).
+fn agentic_shape(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<AgenticShape> {
+    const CHILDREN: &[&str] = &[
+        "turns",
+        "fan-out",
+        "tool-ms",
+        "input-tokens",
+        "output-tokens",
+    ];
+    let mut r = NodeReader::new(ctx, node);
+    let tasks = match r.prop(ctx, "tasks") {
+        Some(v) => ctx
+            .uint(&v, "tasks", 1, u64::from(MAX_GENERATED_TASKS))
+            .map(|n| n as u32),
+        None => (node.entry("tasks").is_none()).then_some(100),
+    };
+    let fork_chance = match r.prop(ctx, "fork-chance") {
+        Some(v) => ctx.number_min(&v, "fork-chance", 0.0, false).and_then(|p| {
+            (p <= 1.0).then_some(p).or_else(|| {
+                ctx.error(v.span, "`fork-chance` is a probability", "above 1", None);
+                None
+            })
+        }),
+        None => (node.entry("fork-chance").is_none()).then_some(0.3),
+    };
+    let depth = match r.prop(ctx, "depth") {
+        Some(v) => ctx.uint(&v, "depth", 0, MAX_DEPTH as u64).map(|n| n as u32),
+        None => (node.entry("depth").is_none()).then_some(1),
+    };
+    let mut dists: [Option<Spanned<LengthDist>>; 5] = Default::default();
+    let mut once = Once::default();
+    let mut ok = true;
+    for child in r.children() {
+        let Some(i) = CHILDREN.iter().position(|n| *n == child.name().value()) else {
+            ctx.unknown_node(child, "`agentic`", CHILDREN);
+            continue;
+        };
+        if once.first(ctx, child, "`agentic`") {
+            dists[i] = length_dist(ctx, child);
+            ok &= dists[i].is_some();
+        }
+    }
+    for name in ["input-tokens", "output-tokens"] {
+        if !once_saw(&r, name) {
+            ctx.error(
+                ctx.name_span(node),
+                format!("`agentic` without `{name}`"),
+                format!("missing `{name}`"),
+                Some(format!("add e.g. {name} \"uniform\" min=32 max=256")),
+            );
+            ok = false;
+        }
+    }
+    r.finish(ctx);
+    let [turns, fan_out, tool_ms, input, output] = dists.map(|d| d.map(|d| d.value));
+    if !ok {
+        return None;
+    }
+    Some(AgenticShape {
+        tasks: tasks?,
+        turns: turns.unwrap_or(LengthDist::Fixed { value: 4 }),
+        fork_chance: fork_chance?,
+        fan_out: fan_out.unwrap_or(LengthDist::Fixed { value: 2 }),
+        depth: depth?,
+        tool_ms: tool_ms.unwrap_or(LengthDist::Fixed { value: 500 }),
         input_tokens: input?,
         output_tokens: output?,
     })

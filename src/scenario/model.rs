@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::session::SessionSpec;
-use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use super::workload_model::{AgenticSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use super::written::{ParamValue, Spanned};
 use crate::arrival::{ArrivalSpec, SearchSpec};
-use crate::dataset::{ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
+use crate::dataset::{AgenticShape, ContextSpec, ImageSpec, LengthDist, TokenizerSpec};
 use crate::protocol::{RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
@@ -133,6 +133,9 @@ pub enum DatasetKind {
     #[serde(rename = "sharegpt")]
     ShareGpt(ShareGptSpec),
     Jsonl(JsonlSpec),
+    Agentic(AgenticSpec),
+    /// `agentic tasks=N { … }`: generated agentic tasks.
+    AgenticSynthetic(AgenticShape),
     Trace(TraceSpec),
 }
 

@@ -9,13 +9,13 @@ use kdl::KdlNode;
 use super::ctx::{Ctx, NodeReader};
 use super::error::suggest;
 use super::model::DatasetKind;
-use super::workload_model::{JsonlSpec, ShareGptSpec, TraceSpec};
+use super::workload_model::{AgenticSpec, JsonlSpec, ShareGptSpec, TraceSpec};
 use super::written::Spanned;
 use crate::dataset::{ContextSpec, Retrieved, ShareGptFilters, SharedPrefix, TraceFormat};
 use crate::hub::HfFile;
 
 /// Source kinds this module parses.
-pub(crate) const FILE_KINDS: &[&str] = &["sharegpt", "jsonl", "trace"];
+pub(crate) const FILE_KINDS: &[&str] = &["sharegpt", "jsonl", "agentic", "trace"];
 /// Dataset children that modify prompts rather than provide them.
 pub(crate) const MODIFIERS: &[&str] = &["shared-prefix", "retrieved", "hooks"];
 
@@ -84,7 +84,8 @@ fn opt_u64_prop(
     }
 }
 
-/// `sharegpt "f.json" count=… min-turns=… …`, `jsonl "f.jsonl" count=… max-tokens=…` or
+/// `sharegpt "f.json" count=… min-turns=… …`, `jsonl "f.jsonl" count=… max-tokens=…`,
+/// `agentic "f.jsonl" count=… max-tokens=…` or
 /// `trace "f.jsonl" format="mooncake"|"azure" block-tokens=…`; any other name is an error
 /// naming the kinds there are.
 pub(crate) fn source(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<DatasetKind> {
@@ -92,6 +93,7 @@ pub(crate) fn source(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<DatasetKind> {
     let kind = match r.name() {
         "sharegpt" => sharegpt_source(ctx, &mut r),
         "jsonl" => jsonl_source(ctx, &mut r),
+        "agentic" => agentic_source(ctx, &mut r),
         "trace" => trace_source(ctx, &mut r),
         other => {
             ctx.error(
@@ -141,6 +143,17 @@ fn jsonl_source(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<DatasetKind
     let count = opt_u64_prop(ctx, r, "count");
     let max_tokens = u32_prop(ctx, r, "max-tokens", 1, 256);
     Some(DatasetKind::Jsonl(JsonlSpec {
+        path: path?,
+        count: count?,
+        max_tokens: max_tokens?,
+    }))
+}
+
+fn agentic_source(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<DatasetKind> {
+    let path = path_arg(ctx, r, "tasks.jsonl");
+    let count = opt_u64_prop(ctx, r, "count");
+    let max_tokens = u32_prop(ctx, r, "max-tokens", 1, 256);
+    Some(DatasetKind::Agentic(AgenticSpec {
         path: path?,
         count: count?,
         max_tokens: max_tokens?,
@@ -304,7 +317,10 @@ mod tests {
         let text = "zebra \"x\"";
         let found = problems(text, |ctx, node| assert!(source(ctx, node).is_none()));
         let help = found[0].help.as_deref().unwrap();
-        assert_eq!(help, "expected one of: `sharegpt`, `jsonl`, `trace`");
+        assert_eq!(
+            help,
+            "expected one of: `sharegpt`, `jsonl`, `agentic`, `trace`"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The typed form of file-backed data sets (`sharegpt`, `jsonl`, `trace`) and of the prompt
+//! The typed form of file-backed data sets (`sharegpt`, `jsonl`, `agentic`, `trace`) and of the prompt
 //! modifiers a dataset block may carry (`shared-prefix`, `retrieved`, `hooks`). Kept apart from
 //! `model.rs` so that the workload issue adds types without reshaping the core model.
 
@@ -30,6 +30,17 @@ pub struct JsonlSpec {
     /// Sample this many lines (seeded); default every line, in file order.
     pub count: Option<u64>,
     /// Output length of lines that give none. Default 256.
+    pub max_tokens: u32,
+}
+
+/// `agentic "tasks.jsonl"`: agentic sessions, one session a line, whose turns fork and join
+/// subagents (see `dataset::load_agentic`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct AgenticSpec {
+    pub path: Spanned<PathBuf>,
+    /// Sample this many tasks (seeded); default every task, in file order.
+    pub count: Option<u64>,
+    /// Output length of turns that give neither `output_tokens` nor `reply`. Default 256.
     pub max_tokens: u32,
 }
 

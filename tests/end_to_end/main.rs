@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agentic;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;

@@ -72,6 +72,8 @@ fn sessions_stage() -> serde_json::Value {
             chunks: 9,
             output_tokens: 9,
             input_tokens: 100,
+            // Each two-turn session is a task that its second turn completes.
+            task_ns: (i % 2 == 1).then_some(70_000_000),
             ..RequestRecord::default()
         });
     }
