@@ -24,6 +24,7 @@ mod rerank;
 mod responses;
 mod score;
 mod target;
+mod trace;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -39,6 +40,7 @@ pub use chunk::{
 };
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
+pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

@@ -62,6 +62,9 @@ impl SimArgs {
         set(&mut c.timings, &self.timings);
         set(&mut c.metrics_histograms, &self.metrics_histograms);
         set(&mut c.reasoning_tokens, &self.reasoning_tokens);
+        if self.otlp_traces_endpoint.is_some() {
+            c.otlp_traces_endpoint = self.otlp_traces_endpoint.clone();
+        }
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

@@ -25,7 +25,7 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, POOL_IDLE_TIMEOUT, Response, SendError, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
-use crate::protocol::{Answer, Api, Event, Inputs, Usage};
+use crate::protocol::{Answer, Api, Event, Inputs, TraceContext, Usage};
 
 mod whole;
 
@@ -102,6 +102,16 @@ const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 /// The most bytes of the model list one warm-up request reads.
 const WARM_BODY_LIMIT: usize = 4 << 20;
+
+/// `rb` with the request's trace context headers, when it has one.
+fn traced(rb: reqwest::RequestBuilder, trace: Option<TraceContext>) -> reqwest::RequestBuilder {
+    match trace {
+        Some(t) => rb
+            .header("traceparent", &t.traceparent()[..])
+            .header("x-request-id", &t.trace_hex()[..]),
+        None => rb,
+    }
+}
 
 /// An HTTP proxy variable is set: reqwest, which honours them (and `NO_PROXY`), sends.
 fn proxied() -> bool {
@@ -354,12 +364,12 @@ impl Client {
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+        let mut resp = match traced(self.http.post(&*self.url), rec.trace).body(body.clone()).send().await {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 rec.retries += 1;
-                match self.fresh.post(&*self.url).body(body).send().await {
+                match traced(self.fresh.post(&*self.url), rec.trace).body(body).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
@@ -497,7 +507,7 @@ impl Client {
     ) -> Option<Response> {
         rec.sent_ns = since(t0);
         let mut retried = false;
-        let sent = wire.post(body, self.max_event_bytes, &mut retried).await;
+        let sent = wire.post(body, rec.trace.as_ref(), self.max_event_bytes, &mut retried).await;
         if retried {
             rec.retries += 1;
         }

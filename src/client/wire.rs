@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 use super::framing::{BadFraming, Framing};
 use super::head::{self, BadHead};
 use super::sse::Events;
+use crate::protocol::TraceContext;
 
 /// How long a pooled connection may sit idle before it is closed instead of reused: under the
 /// 5 s after which uvicorn (vLLM, SGLang) and llama-server close an idle connection, so the
@@ -236,6 +237,7 @@ impl Wire {
     pub async fn post(
         &self,
         body: &[u8],
+        trace: Option<&TraceContext>,
         max_event: usize,
         retried: &mut bool,
     ) -> Result<Response, SendError> {
@@ -243,12 +245,12 @@ impl Wire {
             Some(c) => (c, true),
             None => (self.connect(max_event).await?, false),
         };
-        match self.exchange(conn, body, None).await {
+        match self.exchange(conn, body, trace, None).await {
             Err(SendError::NotAnswered(e)) if reused => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 *retried = true;
                 let conn = self.connect(max_event).await?;
-                self.exchange(conn, body, None).await
+                self.exchange(conn, body, trace, None).await
             }
             r => r,
         }
@@ -261,6 +263,7 @@ impl Wire {
         &self,
         mut conn: Conn,
         body: &[u8],
+        trace: Option<&TraceContext>,
         get: Option<&str>,
     ) -> Result<Response, SendError> {
         conn.out.clear();
@@ -274,6 +277,13 @@ impl Wire {
                 conn.out.extend_from_slice(&self.post_head);
                 conn.out
                     .extend_from_slice(decimal(body.len(), &mut [0; 20]));
+                if let Some(t) = trace {
+                    // Formatted on the stack: no allocation per request.
+                    conn.out.extend_from_slice(b"\r\ntraceparent: ");
+                    conn.out.extend_from_slice(&t.traceparent());
+                    conn.out.extend_from_slice(b"\r\nx-request-id: ");
+                    conn.out.extend_from_slice(&t.trace_hex());
+                }
                 conn.out.extend_from_slice(b"\r\n\r\n");
                 if !separate {
                     conn.out.extend_from_slice(body);
@@ -305,7 +315,7 @@ impl Wire {
     pub async fn warm(&self, path: &str, n: usize, max_event: usize) {
         let gets = (0..n).map(|_| async move {
             let mut resp = match self.take_idle() {
-                Some(idle) => match self.exchange(idle, &[], Some(path)).await {
+                Some(idle) => match self.exchange(idle, &[], None, Some(path)).await {
                     Ok(r) => r,
                     Err(_) => self.warm_fresh(path, max_event).await?,
                 },
@@ -322,7 +332,7 @@ impl Wire {
 
     async fn warm_fresh(&self, path: &str, max_event: usize) -> Option<Response> {
         let conn = self.connect(max_event).await.ok()?;
-        self.exchange(conn, &[], Some(path)).await.ok()
+        self.exchange(conn, &[], None, Some(path)).await.ok()
     }
 }
 

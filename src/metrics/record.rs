@@ -150,6 +150,10 @@ pub struct RequestRecord {
     pub messages: u32,
     /// The simulator's request id (`x-infermeter-sim-id`), to join with its ground-truth trace.
     pub sim_id: Option<u64>,
+    /// The W3C trace context the request carried (`traceparent`, `x-request-id`), when the
+    /// run sends one; `requests.jsonl` writes its trace id as `trace_id`.
+    #[serde(skip)]
+    pub trace: Option<crate::protocol::TraceContext>,
     /// Prompt tokens the server served from its prefix cache
     /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -125,6 +125,10 @@ pub async fn run(
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
+    let mut trace_warnings = Vec::new();
+    let traces =
+        super::traces::Traces::start(&plan, &template.model, &base_url, &mut trace_warnings)
+            .await;
     let runner = StageRunner {
         plan: plan.clone(),
         client,
@@ -138,6 +142,7 @@ pub async fn run(
         salt_seed,
         reset: std::sync::Mutex::new(None),
         tokenizer_note,
+        traces: traces.as_ref(),
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
@@ -160,6 +165,15 @@ pub async fn run(
     };
     run.all(after_stage).await;
     wrap_up(&mut out, &runner, sink, telemetry).await;
+    if let Some(t) = traces {
+        let mut summaries: Vec<&mut StageSummary> =
+            out.warmup.iter_mut().chain(out.stages.iter_mut()).collect();
+        t.finish(&mut summaries, &mut trace_warnings).await;
+    }
+    if !trace_warnings.is_empty() {
+        let report = out.telemetry.get_or_insert_with(TelemetryReport::default);
+        report.warnings.extend(trace_warnings);
+    }
     out.server = Some(collect_server([models_answer, probe]).await);
     drop(sim);
     Ok(out)

@@ -108,4 +108,8 @@ pub struct SimArgs {
     /// stream, reasoning tokens in usage); a request's reasoning effort scales them.
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens: Option<u64>,
+    /// Export a span per traced request (one that came with a `traceparent`) to this OTLP/HTTP
+    /// endpoint, with vLLM's queue, prefill and decode attributes.
+    #[arg(long, value_name = "URL")]
+    pub otlp_traces_endpoint: Option<String>,
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::super::reqwest_errors::{never_answered, send_error, unusable};
 use super::super::wire::{BodyError, Response, Wire};
-use super::{Client, DRAIN_WAIT, since};
+use super::{Client, DRAIN_WAIT, since, traced};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Pooled, WholeError};
 
@@ -124,11 +124,11 @@ impl Client {
         t0: Instant,
     ) -> Option<Result<Pooled, WholeError>> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.http.post(&*self.url).body(body.clone()).send().await {
+        let mut resp = match traced(self.http.post(&*self.url), rec.trace).body(body.clone()).send().await {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 rec.retries += 1;
-                match self.fresh.post(&*self.url).body(body).send().await {
+                match traced(self.fresh.post(&*self.url), rec.trace).body(body).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
