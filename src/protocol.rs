@@ -40,8 +40,8 @@ pub use chunk::{
 };
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
-pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
+pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[

@@ -364,12 +364,20 @@ impl Client {
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let mut resp = match traced(self.http.post(&*self.url), rec.trace).body(body.clone()).send().await {
+        let mut resp = match traced(self.http.post(&*self.url), rec.trace)
+            .body(body.clone())
+            .send()
+            .await
+        {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 rec.retries += 1;
-                match traced(self.fresh.post(&*self.url), rec.trace).body(body).send().await {
+                match traced(self.fresh.post(&*self.url), rec.trace)
+                    .body(body)
+                    .send()
+                    .await
+                {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
@@ -507,7 +515,9 @@ impl Client {
     ) -> Option<Response> {
         rec.sent_ns = since(t0);
         let mut retried = false;
-        let sent = wire.post(body, rec.trace.as_ref(), self.max_event_bytes, &mut retried).await;
+        let sent = wire
+            .post(body, rec.trace.as_ref(), self.max_event_bytes, &mut retried)
+            .await;
         if retried {
             rec.retries += 1;
         }

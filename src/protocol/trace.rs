@@ -111,8 +111,7 @@ impl TraceContext {
     /// four fields, as the spec asks), lower-case hex, neither id all zeros.
     pub fn parse_traceparent(value: &[u8]) -> Option<TraceContext> {
         let v = value.trim_ascii();
-        if v.len() < TRACEPARENT_LEN || (v.len() > TRACEPARENT_LEN && v[TRACEPARENT_LEN] != b'-')
-        {
+        if v.len() < TRACEPARENT_LEN || (v.len() > TRACEPARENT_LEN && v[TRACEPARENT_LEN] != b'-') {
             return None;
         }
         if v[2] != b'-' || v[35] != b'-' || v[52] != b'-' || &v[..2] == b"ff" {

@@ -13,6 +13,7 @@ use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
 use super::stage::{StageCall, StageRunner};
 use super::target::{InProcessSim, preflight};
+use super::traces::Traces;
 use crate::client::{BodyTemplate, Client, ClientConfig, ClientError, TokenCounter, probe_server};
 use crate::dataset::Tokenizer;
 use crate::hooks::Hooks;
@@ -117,19 +118,14 @@ pub async fn run(
         model,
         ..body_template(&plan)
     });
-    let mut sink = match &opts.requests_jsonl {
-        Some(path) => Some(RowSink::new(rows_file(path)?)),
-        None => None,
-    };
+    let rows = opts.requests_jsonl.as_deref().map(rows_file).transpose()?;
+    let mut sink = rows.map(RowSink::new);
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
-    let mut trace_warnings = Vec::new();
-    let traces =
-        super::traces::Traces::start(&plan, &template.model, &base_url, &mut trace_warnings)
-            .await;
     let runner = StageRunner {
+        traces: Traces::start(&plan, &template.model, &base_url).await,
         plan: plan.clone(),
         client,
         template,
@@ -142,7 +138,6 @@ pub async fn run(
         salt_seed,
         reset: std::sync::Mutex::new(None),
         tokenizer_note,
-        traces: traces.as_ref(),
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
@@ -164,16 +159,7 @@ pub async fn run(
         next: 0,
     };
     run.all(after_stage).await;
-    wrap_up(&mut out, &runner, sink, telemetry).await;
-    if let Some(t) = traces {
-        let mut summaries: Vec<&mut StageSummary> =
-            out.warmup.iter_mut().chain(out.stages.iter_mut()).collect();
-        t.finish(&mut summaries, &mut trace_warnings).await;
-    }
-    if !trace_warnings.is_empty() {
-        let report = out.telemetry.get_or_insert_with(TelemetryReport::default);
-        report.warnings.extend(trace_warnings);
-    }
+    wrap_up(&mut out, runner, sink, telemetry).await;
     out.server = Some(collect_server([models_answer, probe]).await);
     drop(sim);
     Ok(out)
@@ -449,10 +435,11 @@ impl Steps<'_, '_> {
 }
 
 /// After the last step: the stop's final word, the shard's starts, `requests.jsonl` put in
-/// place, telemetry finished and laid over the stages.
+/// place, telemetry finished and laid over the stages, then the server's spans (which are
+/// better than its histograms).
 async fn wrap_up(
     out: &mut RunOutput,
-    runner: &StageRunner<'_>,
+    runner: StageRunner<'_>,
     sink: Option<RowSink>,
     telemetry: Option<TelemetryHandle>,
 ) {
@@ -475,6 +462,15 @@ async fn wrap_up(
             super::telemetry::attribute(&report, s);
         }
         out.telemetry = Some(report);
+    }
+    if let Some(t) = runner.traces {
+        let mut summaries: Vec<&mut StageSummary> =
+            out.warmup.iter_mut().chain(out.stages.iter_mut()).collect();
+        let warnings = t.finish(&mut summaries).await;
+        if !warnings.is_empty() {
+            let report = out.telemetry.get_or_insert_with(TelemetryReport::default);
+            report.warnings.extend(warnings);
+        }
     }
 }
 

@@ -48,7 +48,7 @@ pub(super) struct StageRunner<'a> {
     /// The preflight found the server counting tokens otherwise: said on every stage.
     pub(super) tokenizer_note: Option<String>,
     /// The run's trace context, when its requests carry one.
-    pub(super) traces: Option<&'a super::traces::Traces>,
+    pub(super) traces: Option<super::traces::Traces>,
 }
 
 /// A stage opened for sending: its collector and what its requests share.
@@ -263,7 +263,7 @@ impl StageRunner<'_> {
             .flatten();
         let workers = tokio::runtime::Handle::current().metrics().num_workers();
         let track = super::probe::Track::new(workers);
-        let (trace_stage, spans) = match self.traces {
+        let (trace_stage, spans) = match &self.traces {
             Some(t) => {
                 let (n, spans) = t.stage(&self.plan, stage, started.clone());
                 (Some(n), spans)
@@ -347,7 +347,11 @@ impl StageRunner<'_> {
             peak_in_flight: peak_in_flight.clone(),
             test_send_lag: self.opts.test_send_lag,
             started: begun,
-            trace: self.traces.zip(trace_stage).map(|(t, n)| (t.run, n)),
+            trace: self
+                .traces
+                .as_ref()
+                .zip(trace_stage)
+                .map(|(t, n)| (t.run, n)),
             salt: self.salt_seed.map(|seed| {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))

@@ -18,6 +18,8 @@ use crate::telemetry::otlp::{
 pub(super) struct Traces {
     /// The random high half of every trace id of the run.
     pub run: u64,
+    /// What failed at start (the exporter, the receiver's address), said at the end.
+    warnings: Vec<String>,
     next: AtomicU16,
     /// Each stage round's name, by its number.
     names: Mutex<Vec<String>>,
@@ -48,9 +50,7 @@ impl StageSpans {
         let Some(t0) = self.t0.get() else {
             return;
         };
-        let wall = *self
-            .wall
-            .get_or_init(|| SystemTime::now() - t0.elapsed());
+        let wall = *self.wall.get_or_init(|| SystemTime::now() - t0.elapsed());
         export.record(&self.stage, self.sessions, rec, wall);
     }
 }
@@ -59,12 +59,8 @@ impl Traces {
     /// `None` when the plan's requests carry no trace context. Starts the receiver (which
     /// must listen before the server sends) and builds the exporter; either failing is a
     /// telemetry warning, not the run's end.
-    pub(super) async fn start(
-        plan: &Plan,
-        model: &str,
-        base_url: &str,
-        warnings: &mut Vec<String>,
-    ) -> Option<Traces> {
+    pub(super) async fn start(plan: &Plan, model: &str, base_url: &str) -> Option<Traces> {
+        let mut warnings = Vec::new();
         let config = plan.telemetry.clone().unwrap_or_default();
         if !config.trace_context {
             return None;
@@ -101,6 +97,7 @@ impl Traces {
             names: Mutex::new(Vec::new()),
             export,
             receive,
+            warnings,
         })
     }
 
@@ -131,11 +128,8 @@ impl Traces {
     /// After the last stage: the last spans exported, the server's spans waited for (until
     /// every successful request has one, or the receiver's `wait`), joined and laid over the
     /// stages; what went wrong, as telemetry warnings.
-    pub(super) async fn finish(
-        self,
-        summaries: &mut [&mut StageSummary],
-        warnings: &mut Vec<String>,
-    ) {
+    pub(super) async fn finish(self, summaries: &mut [&mut StageSummary]) -> Vec<String> {
+        let mut warnings = self.warnings;
         if let Some(export) = self.export
             && let Ok(e) = Arc::try_unwrap(export)
         {
@@ -145,7 +139,7 @@ impl Traces {
             }
         }
         let Some((rx, client, wait)) = self.receive else {
-            return;
+            return warnings;
         };
         let ok: u64 = summaries.iter().map(|s| s.requests.ok).sum();
         rx.wait_for(ok, wait).await;
@@ -163,6 +157,7 @@ impl Traces {
         for s in summaries.iter_mut() {
             s.notes.push(note.clone());
         }
+        warnings
     }
 }
 

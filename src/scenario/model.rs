@@ -94,6 +94,10 @@ pub struct Target {
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per scenario, read once: the simulator's settings need no box"
+)]
 pub enum Endpoint {
     /// The embedded simulator, started in-process on an ephemeral loopback port.
     Sim(SimConfig),

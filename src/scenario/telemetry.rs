@@ -12,7 +12,8 @@ use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
 use crate::telemetry::{
-    MetricsUrl, OtlpExport, OtlpReceive, PrometheusKind, SourceConfig, TelemetryConfig, default_wait,
+    MetricsUrl, OtlpExport, OtlpReceive, PrometheusKind, SourceConfig, TelemetryConfig,
+    default_wait,
 };
 
 const CHILDREN: &[&str] = &[
@@ -24,7 +25,13 @@ const CHILDREN: &[&str] = &[
     "otlp-receive",
 ];
 /// Children that give the block something to do.
-const WORK: &[&str] = &["nvml", "prometheus", "trace-context", "otlp", "otlp-receive"];
+const WORK: &[&str] = &[
+    "nvml",
+    "prometheus",
+    "trace-context",
+    "otlp",
+    "otlp-receive",
+];
 const KINDS: &[&str] = &["vllm", "sglang", "llama-cpp", "dcgm-exporter"];
 
 /// What the block says, plus where `prometheus "sim"` was written.
@@ -47,8 +54,10 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
             ctx.unknown_node(child, "`telemetry`", CHILDREN);
             continue;
         }
-        if matches!(cname, "interval" | "trace-context" | "otlp" | "otlp-receive")
-            && !once.first(ctx, child, "`telemetry`")
+        if matches!(
+            cname,
+            "interval" | "trace-context" | "otlp" | "otlp-receive"
+        ) && !once.first(ctx, child, "`telemetry`")
         {
             continue;
         }
@@ -76,11 +85,9 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
                 nvml_seen = true;
             }
             "trace-context" => {
-                if let Some(on) = one_arg(ctx, &mut cr, "#true or #false")
-                    .and_then(|v| ctx.boolean(&v, "trace-context"))
-                {
-                    out.config.trace_context = on;
-                }
+                let on = one_arg(ctx, &mut cr, "#true or #false")
+                    .and_then(|v| ctx.boolean(&v, "trace-context"));
+                out.config.trace_context = on.unwrap_or(true);
             }
             "otlp" => out.config.otlp = otlp(ctx, &mut cr),
             "otlp-receive" => out.config.otlp_receive = otlp_receive(ctx, &mut cr),
@@ -94,11 +101,25 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
         cr.finish(ctx);
     }
     r.finish(ctx);
-    let has_source = node.children().is_some_and(|c| {
-        c.nodes()
-            .iter()
-            .any(|n| WORK.contains(&n.name().value()))
-    });
+    check_block(ctx, node, &out.config);
+    out
+}
+
+/// What the block as a whole must hold: something to do, and trace context for spans.
+fn check_block(ctx: &mut Ctx<'_>, node: &KdlNode, config: &TelemetryConfig) {
+    if !config.trace_context && (config.otlp.is_some() || config.otlp_receive.is_some()) {
+        ctx.error(
+            ctx.name_span(node),
+            "`otlp` and `otlp-receive` need trace context",
+            "`trace-context #false` here",
+            Some(
+                "spans are keyed by the requests' trace ids: remove `trace-context #false`".into(),
+            ),
+        );
+    }
+    let has_source = node
+        .children()
+        .is_some_and(|c| c.nodes().iter().any(|n| WORK.contains(&n.name().value())));
     if !has_source {
         ctx.error(
             ctx.name_span(node),
@@ -107,7 +128,6 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
             Some("write e.g. telemetry { nvml; prometheus \"sim\" }".into()),
         );
     }
-    out
 }
 
 fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> bool {
@@ -214,7 +234,11 @@ fn prometheus(
 
 /// `otlp "http://collector:4318"`: an http(s) URL.
 fn otlp(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<OtlpExport> {
-    let v = one_arg(ctx, r, "the collector's URL, e.g. \"http://127.0.0.1:4318\"")?;
+    let v = one_arg(
+        ctx,
+        r,
+        "the collector's URL, e.g. \"http://127.0.0.1:4318\"",
+    )?;
     let url = ctx.string(&v, "otlp")?;
     let parsed = url::Url::parse(&url).ok();
     if !parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some()) {

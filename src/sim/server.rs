@@ -194,10 +194,11 @@ fn router(state: Arc<AppState>) -> Router {
     // per request, and these are the simulator's hot path. One per API kind.
     let mut generation = Router::new();
     for served in apis::served() {
-        let handler = move |State(app): State<Arc<AppState>>,
-                            ConnectInfo(conn): ConnectInfo<ConnTag>,
-                            headers: HeaderMap,
-                            body: Bytes| serve(app, conn, served, headers, body);
+        let handler =
+            move |State(app): State<Arc<AppState>>,
+                  ConnectInfo(conn): ConnectInfo<ConnTag>,
+                  headers: HeaderMap,
+                  body: Bytes| serve(app, conn, served, headers, body);
         generation = generation.route(&format!("/v1{}", served.api.path()), post(handler));
     }
     let rest = Router::new()

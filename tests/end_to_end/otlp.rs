@@ -73,7 +73,8 @@ fn serve(conn: TcpStream, keep: &Mutex<Vec<Span>>) {
             .flat_map(|r| r.scope_spans)
             .flat_map(|s| s.spans);
         keep.lock().unwrap().extend(spans);
-        let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+        let ok =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
         if conn.write_all(ok).is_err() {
             return;
         }
@@ -115,10 +116,35 @@ dataset "d" {
 }
 "#;
 
+/// A client span's GenAI attributes and ours, and nothing secret.
+fn check_client_span(s: &Span) {
+    assert_eq!(s.name, "chat infermeter-sim");
+    assert_eq!(string_attr(s, "gen_ai.operation.name"), "chat");
+    assert_eq!(string_attr(s, "gen_ai.request.model"), "infermeter-sim");
+    assert_eq!(string_attr(s, "server.address"), "127.0.0.1");
+    assert!(int(s, "gen_ai.usage.input_tokens") > 0);
+    assert_eq!(int(s, "gen_ai.usage.output_tokens"), 6);
+    assert!(matches!(attr(s, "infermeter.ttft_ms"), Some(Value::DoubleValue(v)) if *v > 0.0));
+    assert_eq!(string_attr(s, "infermeter.stage"), "s");
+    assert!(s.parent_span_id.is_empty(), "the client's span is the root");
+    assert!(s.end_time_unix_nano >= s.start_time_unix_nano);
+    let shown = format!("{s:?}");
+    assert!(
+        !shown.contains("sk-otlp-secret"),
+        "no secret in a span: {shown}"
+    );
+    assert!(!shown.to_ascii_lowercase().contains("authorization"));
+}
+
 #[test]
 fn each_request_span_reaches_a_real_receiver_under_the_trace_id_the_server_saw() {
     let collector = Collector::start();
-    let sim = SimProcess::start(&["--decode-base", "2ms", "--otlp-traces-endpoint", &collector.url]);
+    let sim = SimProcess::start(&[
+        "--decode-base",
+        "2ms",
+        "--otlp-traces-endpoint",
+        &collector.url,
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         r#"scenario "otlp-export" {{ seed 1; }}
@@ -138,7 +164,14 @@ stage "s" {{
     let out = dir.path().join("out");
     let o = crate::support::command()
         .env("OTLP_TEST_KEY", "sk-otlp-secret-0123456789")
-        .args(["run", "--quiet", "--no-plots", "--untrusted", "judge", "--requests-jsonl"])
+        .args([
+            "run",
+            "--quiet",
+            "--no-plots",
+            "--untrusted",
+            "judge",
+            "--requests-jsonl",
+        ])
         .arg("--out")
         .arg(&out)
         .arg(&path)
@@ -156,33 +189,28 @@ stage "s" {{
         spans.iter().partition(|s| s.name == "llm_request");
     assert_eq!(client.len(), 12, "one span per request");
     for s in &client {
-        assert_eq!(s.name, "chat infermeter-sim");
-        assert_eq!(string_attr(s, "gen_ai.operation.name"), "chat");
-        assert_eq!(string_attr(s, "gen_ai.request.model"), "infermeter-sim");
-        assert_eq!(string_attr(s, "server.address"), "127.0.0.1");
-        assert!(int(s, "gen_ai.usage.input_tokens") > 0);
-        assert_eq!(int(s, "gen_ai.usage.output_tokens"), 6);
-        assert!(matches!(attr(s, "infermeter.ttft_ms"), Some(Value::DoubleValue(v)) if *v > 0.0));
-        assert_eq!(string_attr(s, "infermeter.stage"), "s");
-        assert!(s.parent_span_id.is_empty(), "the client's span is the root");
-        assert!(s.end_time_unix_nano >= s.start_time_unix_nano);
-        let shown = format!("{s:?}");
-        assert!(!shown.contains("sk-otlp-secret"), "no secret in a span: {shown}");
-        assert!(!shown.to_ascii_lowercase().contains("authorization"));
+        check_client_span(s);
     }
     // Each server span is the child of a client span: the simulator read the same trace id
     // and parent id from the request's traceparent.
     let by_trace: HashMap<String, &Span> = client.iter().map(|s| (hex(&s.trace_id), *s)).collect();
     assert_eq!(by_trace.len(), 12, "trace ids are unique per request");
     for s in &server {
-        let c = by_trace.get(&hex(&s.trace_id)).expect("the server's trace is a request's");
+        let c = by_trace
+            .get(&hex(&s.trace_id))
+            .expect("the server's trace is a request's");
         assert_eq!(s.parent_span_id, c.span_id);
     }
     // requests.jsonl names the same trace ids.
     let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let ids: HashSet<String> = rows
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["trace_id"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["trace_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(ids, by_trace.keys().cloned().collect());
 }
@@ -222,7 +250,13 @@ stage "s" {{
     let a = &s["attribution"];
     assert_eq!(a["source"], "spans", "{a}");
     assert_eq!(a["server_requests"], 24, "{a}");
-    for part in ["queue_ms", "prefill_ms", "decode_ms", "server_ttft_ms", "outside_ms"] {
+    for part in [
+        "queue_ms",
+        "prefill_ms",
+        "decode_ms",
+        "server_ttft_ms",
+        "outside_ms",
+    ] {
         assert_eq!(a[part]["count"], 24, "{part}: {a}");
         for p in ["p50", "p90", "p99"] {
             assert!(a[part][p].is_number(), "{part}.{p}: {a}");
@@ -231,7 +265,10 @@ stage "s" {{
     // Six clients on two running slots: requests wait in the simulator's queue.
     assert!(a["queue_ms"]["p99"].as_f64().unwrap() > 0.0, "{a}");
     let notes = s["notes"].to_string();
-    assert!(notes.contains("24 of 24 successful requests joined"), "{notes}");
+    assert!(
+        notes.contains("24 of 24 successful requests joined"),
+        "{notes}"
+    );
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("server spans") || report.contains("own span of each request"));
 }

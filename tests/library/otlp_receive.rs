@@ -67,7 +67,10 @@ async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
         .await
         .expect("the receiver answers");
     let status = r.status().as_u16();
-    (status, r.bytes().await.map(|b| b.to_vec()).unwrap_or_default())
+    (
+        status,
+        r.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
+    )
 }
 
 fn ours(index: u64) -> TraceContext {
@@ -126,7 +129,9 @@ async fn the_receiver_keeps_this_runs_spans_and_refuses_the_rest() {
     assert_eq!(stats.refused, 5, "{stats:?}");
     let (spans, _) = rx.finish().await;
     assert_eq!(
-        spans.get(&ours(1).trace_id).and_then(|s: &ServerSpan| s.queue_s),
+        spans
+            .get(&ours(1).trace_id)
+            .and_then(|s: &ServerSpan| s.queue_s),
         Some(0.5),
         "the first of two copies is kept"
     );
@@ -147,7 +152,9 @@ async fn a_flood_keeps_memory_bounded_and_the_receiver_answering() {
             let mut statuses = Vec::new();
             for b in 0..6u64 {
                 let first = (sender * 6 + b) * 5_000;
-                let spans = (first..first + 5_000).map(|i| span(ours(i), 0.01)).collect();
+                let spans = (first..first + 5_000)
+                    .map(|i| span(ours(i), 0.01))
+                    .collect();
                 statuses.push(post(&url, "application/x-protobuf", body(spans)).await.0);
             }
             statuses

@@ -124,11 +124,19 @@ impl Client {
         t0: Instant,
     ) -> Option<Result<Pooled, WholeError>> {
         rec.sent_ns = since(t0);
-        let mut resp = match traced(self.http.post(&*self.url), rec.trace).body(body.clone()).send().await {
+        let mut resp = match traced(self.http.post(&*self.url), rec.trace)
+            .body(body.clone())
+            .send()
+            .await
+        {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 rec.retries += 1;
-                match traced(self.fresh.post(&*self.url), rec.trace).body(body).send().await {
+                match traced(self.fresh.post(&*self.url), rec.trace)
+                    .body(body)
+                    .send()
+                    .await
+                {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));

@@ -146,6 +146,38 @@ impl OtlpExporter {
             return;
         };
         let at = |ns: u64| t0 + Duration::from_nanos(ns);
+        let (attributes, status) = self.attributes(stage, sessions, rec);
+        let name = format!("{} {}", self.facts.operation, self.facts.model);
+        self.processor.on_end(SpanData {
+            span_context: SpanContext::new(
+                TraceId::from_bytes(trace.trace_id.to_be_bytes()),
+                SpanId::from_bytes(trace.span_id.to_be_bytes()),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Client,
+            name: Cow::Owned(name),
+            start_time: at(rec.sent_ns.max(rec.scheduled_ns)),
+            end_time: at(rec.done_ns),
+            attributes,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status,
+            instrumentation_scope: self.scope.clone(),
+        });
+    }
+
+    /// A request's span attributes (GenAI conventions, then ours) and its status.
+    fn attributes(
+        &self,
+        stage: &str,
+        sessions: bool,
+        rec: &RequestRecord,
+    ) -> (Vec<KeyValue>, Status) {
         let f = &self.facts;
         let mut attributes = Vec::with_capacity(20);
         attributes.extend([
@@ -167,7 +199,10 @@ impl OtlpExporter {
         if sessions {
             let id = format!("{stage}/{}", rec.index);
             attributes.push(KeyValue::new("gen_ai.conversation.id", id));
-            attributes.push(KeyValue::new("infermeter.session.turn", i64::from(rec.turn)));
+            attributes.push(KeyValue::new(
+                "infermeter.session.turn",
+                i64::from(rec.turn),
+            ));
         }
         if let Some(ns) = rec.ttft_ns() {
             attributes.push(KeyValue::new("infermeter.ttft_ms", ns as f64 / 1e6));
@@ -203,28 +238,7 @@ impl OtlpExporter {
             }
             None => Status::Unset,
         };
-        let name = format!("{} {}", f.operation, f.model);
-        self.processor.on_end(SpanData {
-            span_context: SpanContext::new(
-                TraceId::from_bytes(trace.trace_id.to_be_bytes()),
-                SpanId::from_bytes(trace.span_id.to_be_bytes()),
-                TraceFlags::SAMPLED,
-                false,
-                TraceState::NONE,
-            ),
-            parent_span_id: SpanId::INVALID,
-            parent_span_is_remote: false,
-            span_kind: SpanKind::Client,
-            name: Cow::Owned(name),
-            start_time: at(rec.sent_ns.max(rec.scheduled_ns)),
-            end_time: at(rec.done_ns),
-            attributes,
-            dropped_attributes_count: 0,
-            events: SpanEvents::default(),
-            links: SpanLinks::default(),
-            status,
-            instrumentation_scope: self.scope.clone(),
-        });
+        (attributes, status)
     }
 
     /// Exports what is queued (waiting a few seconds at most) and stops; the first export

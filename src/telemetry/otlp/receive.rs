@@ -194,7 +194,11 @@ async fn traces(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         );
     }
     let Ok(_permit) = shared.decoding.try_acquire() else {
-        return refuse(&shared, StatusCode::SERVICE_UNAVAILABLE, "busy, retry later");
+        return refuse(
+            &shared,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy, retry later",
+        );
     };
     let Ok(request) = ExportTraceServiceRequest::decode(body) else {
         return refuse(&shared, StatusCode::BAD_REQUEST, "not an OTLP trace export");
