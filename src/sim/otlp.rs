@@ -58,6 +58,8 @@ async fn export(
     model: String,
     epoch_ns: u64,
 ) {
+    // reqwest's TLS needs rustls's provider chosen first (the client installs the same).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()
