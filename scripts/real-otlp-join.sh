@@ -32,8 +32,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-SERVER=$(cd "$VLLMCPU" && PORT=$PORT \
-    EXTRA_ARGS="--enforce-eager --otlp-traces-endpoint http://127.0.0.1:$OTLP_PORT" ./start.sh | tail -1)
+# vLLM exports over gRPC unless told otherwise; over HTTP it posts to the endpoint as given.
+SERVER=$(cd "$VLLMCPU" && PORT=$PORT OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
+    EXTRA_ARGS="--enforce-eager --otlp-traces-endpoint http://127.0.0.1:$OTLP_PORT/v1/traces" \
+    ./start.sh | tail -1)
 URL=http://127.0.0.1:$PORT/v1
 TOK=$(cd "$VLLMCPU" && pwd)/tiny-llama-hf/tokenizer.json
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

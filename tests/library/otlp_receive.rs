@@ -59,6 +59,7 @@ fn body(spans: Vec<Span>) -> Vec<u8> {
 }
 
 async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+    infermeter::client::install_tls_provider();
     let r = reqwest::Client::new()
         .post(url)
         .header("content-type", content_type)

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -181,7 +182,11 @@ fn refuse(shared: &Shared, status: StatusCode, why: &'static str) -> Response {
     (status, why).into_response()
 }
 
-async fn traces(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn traces(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let protobuf = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -193,6 +198,10 @@ async fn traces(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             "only application/x-protobuf is accepted",
         );
     }
+    let Ok(body) = body else {
+        // Past `MAX_BODY` (or cut off): refused before it was read whole.
+        return refuse(&shared, StatusCode::PAYLOAD_TOO_LARGE, "body too large");
+    };
     let Ok(_permit) = shared.decoding.try_acquire() else {
         return refuse(
             &shared,
