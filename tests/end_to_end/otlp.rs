@@ -264,6 +264,14 @@ stage "s" {{
     }
     // Six clients on two running slots: requests wait in the simulator's queue.
     assert!(a["queue_ms"]["p99"].as_f64().unwrap() > 0.0, "{a}");
+    // The joined client times are the stage's own (every request joined), in ms.
+    let (joined, own) = (
+        a["client_ttft_ms"]["mean"].as_f64().unwrap(),
+        s["latency"]["ttft_ms"]["mean"].as_f64().unwrap(),
+    );
+    assert!((joined / own - 1.0).abs() < 0.01, "{joined} vs {own}");
+    // Five decode steps of at least 3 ms each, by the simulator's model.
+    assert!(a["decode_ms"]["p50"].as_f64().unwrap() >= 15.0, "{a}");
     let notes = s["notes"].to_string();
     assert!(
         notes.contains("24 of 24 successful requests joined"),

@@ -45,11 +45,10 @@ struct Acc {
     client_e2e: Histogram<u64>,
 }
 
+/// µs, 1 µs to a day, 3 significant digits; a longer value is recorded as a day.
 fn hist() -> Histogram<u64> {
-    // 3 significant digits, auto-resizing: as the stage's own latency histograms.
-    let mut h = Histogram::new(3).unwrap_or_else(|_| unreachable!("3 digits is valid"));
-    h.auto(true);
-    h
+    Histogram::new_with_bounds(1, 86_400_000_000, 3)
+        .unwrap_or_else(|_| unreachable!("the bounds are valid"))
 }
 
 impl Acc {
