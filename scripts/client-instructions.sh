@@ -4,12 +4,16 @@
 # builds of the client on a noisy machine. Kernel time (sockets) is not counted.
 #
 #   scripts/client-instructions.sh [BINARY]     (default: target/release/infermeter)
+#   SCENARIO=FILE scripts/client-instructions.sh  (default: scenarios/bench/open-loop.kdl; a
+#       copy with another telemetry block, e.g. `otlp` or `trace-context #false`, measures
+#       what that costs per request)
 #
 # Runs the bench scenario at 200 req/s against a zero-latency simulator twice, for 1,000 and
 # 3,000 requests, under callgrind, and prints the difference per request (start-up cancels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/infermeter}
+SCENARIO=${SCENARIO:-scenarios/bench/open-loop.kdl}
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 DIR=$(mktemp -d)
@@ -21,7 +25,7 @@ for _ in $(seq 50); do grep -q http "$DIR/sim.out" 2>/dev/null && break; sleep 0
 URL=$(grep -o 'http://[^ ]*' "$DIR/sim.out" | head -1)
 count() { # seconds -> instructions
     valgrind --tool=callgrind --callgrind-out-file="$DIR/cg.$1" "$BIN" run \
-        scenarios/bench/open-loop.kdl --param "url=$URL" --param rate=200 --param "duration=$1s" \
+        "$SCENARIO" --param "url=$URL" --param rate=200 --param "duration=$1s" \
         --quiet --no-plots --out "$DIR/out.$1" >/dev/null 2>"$DIR/vg.$1"
     local sent
     sent=$(grep -o '"sent": *[0-9]*' "$DIR/out.$1/results.json" | head -1 | grep -o '[0-9]*$')

@@ -25,6 +25,7 @@ mod responses;
 mod route;
 mod score;
 mod target;
+mod trace;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -42,6 +43,7 @@ pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
+pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[

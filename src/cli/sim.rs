@@ -65,6 +65,9 @@ impl SimArgs {
         if let Some(h) = &self.session_header {
             c.session_header = Some(h.clone());
         }
+        if self.otlp_traces_endpoint.is_some() {
+            c.otlp_traces_endpoint = self.otlp_traces_endpoint.clone();
+        }
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

@@ -25,7 +25,7 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
-use crate::protocol::{Answer, Api, Event, Inputs, Usage};
+use crate::protocol::{Answer, Api, Event, Inputs, TraceContext, Usage};
 
 mod whole;
 
@@ -107,6 +107,16 @@ const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 /// The most bytes of the model list one warm-up request reads.
 const WARM_BODY_LIMIT: usize = 4 << 20;
+
+/// `rb` with the request's trace context headers, when it has one.
+fn traced(rb: reqwest::RequestBuilder, trace: Option<TraceContext>) -> reqwest::RequestBuilder {
+    match trace {
+        Some(t) => rb
+            .header("traceparent", &t.traceparent()[..])
+            .header("x-request-id", &t.trace_hex()[..]),
+        None => rb,
+    }
+}
 
 /// An HTTP proxy variable is set: reqwest, which honours them (and `NO_PROXY`), sends.
 fn proxied() -> bool {
@@ -389,12 +399,16 @@ impl Client {
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.post(&self.http, body.clone(), tag).send().await {
+        let mut resp = match self
+            .post(&self.http, body.clone(), tag, rec.trace)
+            .send()
+            .await
+        {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 rec.retries += 1;
-                match self.post(&self.fresh, body, tag).send().await {
+                match self.post(&self.fresh, body, tag, rec.trace).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
@@ -539,7 +553,13 @@ impl Client {
         rec.sent_ns = since(t0);
         let mut retried = false;
         let sent = wire
-            .post(body, on, self.max_event_bytes, &mut retried)
+            .post(
+                body,
+                on,
+                rec.trace.as_ref(),
+                self.max_event_bytes,
+                &mut retried,
+            )
             .await;
         if retried {
             rec.retries += 1;
@@ -561,8 +581,14 @@ impl Client {
 
     /// A POST of `body` through `http` (the pooled client or the fresh one), with the tag's
     /// affinity header when the target has one.
-    fn post(&self, http: &reqwest::Client, body: Bytes, tag: Tag<'_>) -> reqwest::RequestBuilder {
-        let req = http.post(&*self.url).body(body);
+    fn post(
+        &self,
+        http: &reqwest::Client,
+        body: Bytes,
+        tag: Tag<'_>,
+        trace: Option<TraceContext>,
+    ) -> reqwest::RequestBuilder {
+        let req = traced(http.post(&*self.url), trace).body(body);
         match (&self.affinity, tag.affinity.map(HeaderValue::from_str)) {
             (Some(name), Some(Ok(value))) => req.header(name.clone(), value),
             _ => req,

@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 use super::framing::{BadFraming, Framing};
 use super::head::{self, BadHead};
 use super::sse::Events;
+use crate::protocol::TraceContext;
 
 /// How long a pooled connection may sit idle before it is closed instead of reused: under the
 /// 5 s after which uvicorn (vLLM, SGLang) and llama-server close an idle connection, so the
@@ -271,6 +272,7 @@ impl Wire {
         &self,
         body: &[u8],
         (tag, held): (Tag<'_>, Option<&mut Held>),
+        trace: Option<&TraceContext>,
         max_event: usize,
         retried: &mut bool,
     ) -> Result<Response, SendError> {
@@ -281,12 +283,12 @@ impl Wire {
             Some(c) => (c, true),
             None => (self.connect(max_event).await?, false),
         };
-        match self.exchange(conn, body, tag, None).await {
+        match self.exchange(conn, body, tag, trace, None).await {
             Err(SendError::NotAnswered(e)) if reused => {
                 tracing::debug!("retrying on a fresh connection: {e}");
                 *retried = true;
                 let conn = self.connect(max_event).await?;
-                self.exchange(conn, body, tag, None).await
+                self.exchange(conn, body, tag, trace, None).await
             }
             r => r,
         }
@@ -300,6 +302,7 @@ impl Wire {
         mut conn: Conn,
         body: &[u8],
         tag: Tag<'_>,
+        trace: Option<&TraceContext>,
         get: Option<&str>,
     ) -> Result<Response, SendError> {
         conn.out.clear();
@@ -314,6 +317,14 @@ impl Wire {
                 conn.out
                     .extend_from_slice(decimal(body.len(), &mut [0; 20]));
                 conn.out.extend_from_slice(b"\r\n");
+                if let Some(t) = trace {
+                    // Formatted on the stack: no allocation per request.
+                    conn.out.extend_from_slice(b"traceparent: ");
+                    conn.out.extend_from_slice(&t.traceparent());
+                    conn.out.extend_from_slice(b"\r\nx-request-id: ");
+                    conn.out.extend_from_slice(&t.trace_hex());
+                    conn.out.extend_from_slice(b"\r\n");
+                }
                 if let (Some(name), Some(id)) = (&self.affinity, tag.affinity) {
                     conn.out.extend_from_slice(name);
                     conn.out.extend_from_slice(id.as_bytes());
@@ -350,7 +361,10 @@ impl Wire {
     pub async fn warm(&self, path: &str, n: usize, max_event: usize) {
         let gets = (0..n).map(|_| async move {
             let mut resp = match self.take_idle() {
-                Some(idle) => match self.exchange(idle, &[], Tag::default(), Some(path)).await {
+                Some(idle) => match self
+                    .exchange(idle, &[], Tag::default(), None, Some(path))
+                    .await
+                {
                     Ok(r) => r,
                     Err(_) => self.warm_fresh(path, max_event).await?,
                 },
@@ -367,7 +381,7 @@ impl Wire {
 
     async fn warm_fresh(&self, path: &str, max_event: usize) -> Option<Response> {
         let conn = self.connect(max_event).await.ok()?;
-        self.exchange(conn, &[], Tag::default(), Some(path))
+        self.exchange(conn, &[], Tag::default(), None, Some(path))
             .await
             .ok()
     }

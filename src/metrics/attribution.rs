@@ -50,6 +50,9 @@ pub enum AttributionSource {
     Timings,
     /// A `prometheus` telemetry source's histograms, over the stage.
     Prometheus,
+    /// The server's own span of each request (vLLM's `llm_request`, received over OTLP by
+    /// `otlp-receive`), joined to the client's requests by trace id. *Added in schema 3.*
+    Spans,
 }
 
 /// The client's TTFT beside the server's and its parts. Each part is present when the server
@@ -104,6 +107,11 @@ pub struct Attribution {
     /// difference is not the difference of percentiles, so only `mean` is exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_ms: Option<ServerDist>,
+    /// Client E2E minus the server's, request by request (from spans only): the time a
+    /// response spent outside the engine from the scheduled send to its last byte. *Added in
+    /// schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_e2e_ms: Option<ServerDist>,
     /// Requests the server counted in its histograms during the stage, beside the client's
     /// `requests.ok`: a large difference means other traffic shared the server, or a scrape
     /// missed the stage's edges.
@@ -232,6 +240,7 @@ impl TimingsAcc {
             server_e2e_ms: None,
             client_e2e_ms: None,
             outside_ms: some(&self.outside),
+            outside_e2e_ms: None,
             server_requests: None,
         })
     }

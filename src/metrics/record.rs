@@ -154,6 +154,10 @@ pub struct RequestRecord {
     /// the target lists several.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<u16>,
+    /// The W3C trace context the request carried (`traceparent`, `x-request-id`), when the
+    /// run sends one; `requests.jsonl` writes its trace id as `trace_id`.
+    #[serde(skip)]
+    pub trace: Option<crate::protocol::TraceContext>,
     /// Prompt tokens the server served from its prefix cache
     /// (`usage.prompt_tokens_details.cached_tokens`), when it said.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,9 @@ pub fn source_text(a: &Attribution) -> String {
              interpolated within buckets, their means exact",
             a.server.as_deref().unwrap_or("prometheus")
         ),
+        AttributionSource::Spans => "the server's own span of each request (OTLP, joined by \
+             trace id); every percentile is of per-request values"
+            .to_string(),
     }
 }
 
@@ -38,9 +41,11 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
         AttributionSource::Timings => {
             "outside the prompt processing (slot wait, HTTP, network, client)"
         }
-        AttributionSource::Prometheus => "outside the engine (HTTP, API server, network, client)",
+        AttributionSource::Prometheus | AttributionSource::Spans => {
+            "outside the engine (HTTP, API server, network, client)"
+        }
     };
-    let parts: [(&'static str, Option<&ServerDist>); 11] = [
+    let parts: [(&'static str, Option<&ServerDist>); 12] = [
         ("TTFT, client", Some(&a.client_ttft_ms)),
         ("TTFT, server", a.server_ttft_ms.as_ref()),
         ("queued in the server", a.queue_ms.as_ref()),
@@ -52,6 +57,7 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
         ("TPOT, server", a.server_tpot_ms.as_ref()),
         ("E2E, client", a.client_e2e_ms.as_ref()),
         ("E2E, server", a.server_e2e_ms.as_ref()),
+        ("E2E outside the engine", a.outside_e2e_ms.as_ref()),
     ];
     // The llama.cpp prompt time is both the server's TTFT and its prefill: shown once.
     let skip_prefill = a.source == AttributionSource::Timings;
@@ -100,7 +106,7 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
                 parts.push(format!("{} prompt processing", num(p.mean)));
             }
         }
-        AttributionSource::Prometheus => {
+        AttributionSource::Prometheus | AttributionSource::Spans => {
             if let Some(p) = &a.prefill_ms {
                 parts.push(format!("{} prefill", num(p.mean)));
             }
@@ -135,6 +141,7 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
     let by = match a.source {
         AttributionSource::Timings => "llama.cpp timings",
         AttributionSource::Prometheus => "server histograms",
+        AttributionSource::Spans => "server spans",
     };
     Some(format!("{line} [{by}]"))
 }

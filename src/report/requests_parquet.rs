@@ -69,6 +69,9 @@ pub struct RequestRow {
     pub status: Option<u16>,
     pub sim_id: Option<u64>,
     pub error: Option<String>,
+    /// The W3C trace id the request carried (absent when the run sent none).
+    #[serde(default)]
+    pub trace_id: Option<String>,
 }
 
 /// A column's Parquet type.
@@ -204,6 +207,9 @@ pub const COLUMNS: &[Column] = &[
     }),
     col("sim_id", Kind::Int64, true, |s| {
         Cell::Int(s.row.sim_id.map(ns))
+    }),
+    col("trace_id", Kind::Text, true, |s| {
+        Cell::Text(s.row.trace_id.as_deref())
     }),
 ];
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
 use super::probe::Track;
+use super::traces::StageSpans;
 use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
 use crate::sla::Abort;
 
@@ -35,6 +36,9 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     itl_max_ms: Option<f64>,
     error: Option<String>,
+    /// The W3C trace id the request carried (32 hex digits), to join with servers' traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<String>,
 }
 
 /// How often the collector drains its channel.
@@ -182,7 +186,7 @@ impl Collector {
         sink: Option<RowSink>,
         mut progress: Box<dyn StageProgress>,
         live: Option<Live>,
-        track: Option<Arc<Track>>,
+        (track, spans): (Option<Arc<Track>>, Option<StageSpans>),
     ) -> Collector {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let recent = RecentTtfts::default();
@@ -196,6 +200,7 @@ impl Collector {
             sink_error: None,
             track,
             pending: VecDeque::new(),
+            spans,
         };
         let join = thread::spawn(move || {
             let mut live = live;
@@ -287,6 +292,8 @@ struct Folder {
     track: Option<Arc<Track>>,
     /// Records waiting for the probes to have noted the instants around their reads.
     pending: VecDeque<RequestRecord>,
+    /// Each record's span (`otlp`) and its times for the join (`otlp-receive`).
+    spans: Option<StageSpans>,
 }
 
 impl Folder {
@@ -326,6 +333,9 @@ impl Folder {
         {
             self.ring.push(ns as f64 / 1e6);
         }
+        if let Some(s) = &self.spans {
+            s.note(rec);
+        }
         if let Some(w) = self.sink.as_mut()
             && let Err(e) = write_row(w, &self.stage, rec)
         {
@@ -348,6 +358,7 @@ fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Resu
         itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
         itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
+        trace_id: rec.trace.map(|t| t.trace_id_string()),
     };
     serde_json::to_writer(&mut *w, &row)?;
     w.write_all(b"\n")

@@ -29,6 +29,7 @@ mod target;
 mod telemetry;
 mod timer;
 mod tokens;
+mod traces;
 mod until;
 mod warmup;
 

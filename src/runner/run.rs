@@ -14,6 +14,7 @@ use super::options::{RunOptions, StageDecision};
 use super::route::{Route, make_router, preflight_all};
 use super::stage::{StageCall, StageRunner};
 use super::target::InProcessSim;
+use super::traces::Traces;
 use crate::client::{BodyTemplate, probe_server};
 use crate::dataset::Tokenizer;
 use crate::hooks::Hooks;
@@ -105,15 +106,14 @@ pub async fn run(
         model,
         ..body_template(&plan)
     });
-    let mut sink = match &opts.requests_jsonl {
-        Some(path) => Some(RowSink::new(rows_file(path)?)),
-        None => None,
-    };
+    let rows = opts.requests_jsonl.as_deref().map(rows_file).transpose()?;
+    let mut sink = rows.map(RowSink::new);
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
+        traces: Traces::start(&plan, &template.model, &base_url).await,
         plan: plan.clone(),
         router: router.clone(),
         template,
@@ -146,7 +146,7 @@ pub async fn run(
         next: 0,
     };
     run.all(after_stage).await;
-    wrap_up(&mut out, &runner, sink, telemetry).await;
+    wrap_up(&mut out, runner, sink, telemetry).await;
     out.server = Some(collect_server([models_answer, probe]).await);
     drop(sim);
     Ok(out)
@@ -408,10 +408,11 @@ impl Steps<'_, '_> {
 }
 
 /// After the last step: the stop's final word, the shard's starts, `requests.jsonl` put in
-/// place, telemetry finished and laid over the stages.
+/// place, telemetry finished and laid over the stages, then the server's spans (which are
+/// better than its histograms).
 async fn wrap_up(
     out: &mut RunOutput,
-    runner: &StageRunner<'_>,
+    runner: StageRunner<'_>,
     sink: Option<RowSink>,
     telemetry: Option<TelemetryHandle>,
 ) {
@@ -434,6 +435,15 @@ async fn wrap_up(
             super::telemetry::attribute(&report, s);
         }
         out.telemetry = Some(report);
+    }
+    if let Some(t) = runner.traces {
+        let mut summaries: Vec<&mut StageSummary> =
+            out.warmup.iter_mut().chain(out.stages.iter_mut()).collect();
+        let warnings = t.finish(&mut summaries).await;
+        if !warnings.is_empty() {
+            let report = out.telemetry.get_or_insert_with(TelemetryReport::default);
+            report.warnings.extend(warnings);
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::dataset::{
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
-use crate::protocol::{Answer, Inputs, Message, PromptRef};
+use crate::protocol::{Answer, Inputs, Message, PromptRef, TraceContext};
 
 /// Why a request's body could not be built (it is then recorded as a `hook` error).
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,9 @@ pub(super) struct StageShared {
     pub(super) salt: Option<Salt>,
     /// See `RunOptions::test_send_lag`.
     pub(super) test_send_lag: std::time::Duration,
+    /// The run's trace-id part and this stage round's number, when requests carry a
+    /// `traceparent`.
+    pub(super) trace: Option<(u64, u16)>,
 }
 
 /// Nanoseconds since `t0`.
@@ -311,6 +314,9 @@ impl StageShared {
             planned_input_tokens: recipe.input_tokens,
             planned_output_tokens: recipe.output_tokens,
             inputs: self.inputs(),
+            trace: self
+                .trace
+                .map(|(run, stage)| TraceContext::for_request(run, stage, turn, recipe.index)),
             ..RequestRecord::default()
         };
         let pick = self.router.pick(&self.stage, recipe.index, turn);

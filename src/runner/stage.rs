@@ -47,6 +47,8 @@ pub(super) struct StageRunner<'a> {
     pub(super) reset: std::sync::Mutex<Option<CacheReset>>,
     /// The preflight found the server counting tokens otherwise: said on every stage.
     pub(super) tokenizer_note: Option<String>,
+    /// The run's trace context, when its requests carry one.
+    pub(super) traces: Option<super::traces::Traces>,
 }
 
 /// A stage opened for sending: its collector and what its requests share.
@@ -60,6 +62,8 @@ struct Opened {
     begun: Arc<AtomicU64>,
     /// The stage's clock start, once known.
     started: Arc<std::sync::OnceLock<Instant>>,
+    /// The stage round's number in its requests' trace ids.
+    trace_stage: Option<u16>,
     track: Arc<super::probe::Track>,
     collector: Collector,
 }
@@ -115,6 +119,7 @@ impl StageRunner<'_> {
             decided,
             begun,
             started,
+            trace_stage,
             track,
             collector,
         } = self.open(stage, round, position, live, sink.take());
@@ -134,7 +139,7 @@ impl StageRunner<'_> {
             t0,
             &collector,
             (&stop, &cancel),
-            begun,
+            (begun, trace_stage),
             &peak_in_flight,
         ));
         let tracker = TaskTracker::new();
@@ -258,19 +263,27 @@ impl StageRunner<'_> {
             .flatten();
         let workers = tokio::runtime::Handle::current().metrics().num_workers();
         let track = super::probe::Track::new(workers);
+        let (trace_stage, spans) = match &self.traces {
+            Some(t) => {
+                let (n, spans) = t.stage(&self.plan, stage, started.clone());
+                (Some(n), spans)
+            }
+            None => (None, None),
+        };
         let collector = Collector::spawn(
             stage.name.clone(),
             agg,
             sink,
             progress,
             live,
-            Some(track.clone()),
+            (Some(track.clone()), spans),
         );
         Opened {
             stop,
             decided,
             begun,
             started,
+            trace_stage,
             track,
             collector,
         }
@@ -316,7 +329,7 @@ impl StageRunner<'_> {
         t0: Instant,
         collector: &Collector,
         (stop, cancel): (&CancellationToken, &CancellationToken),
-        begun: Arc<AtomicU64>,
+        (begun, trace_stage): (Arc<AtomicU64>, Option<u16>),
         peak_in_flight: &Arc<AtomicU64>,
     ) -> StageShared {
         StageShared {
@@ -334,6 +347,11 @@ impl StageRunner<'_> {
             peak_in_flight: peak_in_flight.clone(),
             test_send_lag: self.opts.test_send_lag,
             started: begun,
+            trace: self
+                .traces
+                .as_ref()
+                .zip(trace_stage)
+                .map(|(t, n)| (t.run, n)),
             salt: self.salt_seed.map(|seed| {
                 self.factory
                     .salt(seed ^ crate::dataset::salt_domain(&stage.name, round))

@@ -36,7 +36,9 @@ pub(super) async fn start(
     config: Option<&TelemetryConfig>,
     sim_base_url: Option<&str>,
 ) -> Result<Option<TelemetryHandle>, RunError> {
-    let Some(config) = config else {
+    // A block with only trace settings (`otlp`, `otlp-receive`, `trace-context`) samples
+    // nothing.
+    let Some(config) = config.filter(|c| !c.sources.is_empty()) else {
         return Ok(None);
     };
     let config = resolve(config, sim_base_url);
@@ -89,6 +91,7 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
             .e2e_ms
             .map(|_| ServerDist::of_dist(&summary.latency[LatencyMetric::E2e])),
         outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
+        outside_e2e_ms: None,
         server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
     });
     let mean_output = summary.tokens.output as f64 / summary.requests.ok.max(1) as f64;

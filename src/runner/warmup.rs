@@ -196,6 +196,7 @@ mod tests {
                 devices: None,
                 required: true,
             }],
+            ..TelemetryConfig::default()
         };
         let opener = move || -> GpuOpener {
             Box::new(move |_| {

@@ -1,4 +1,6 @@
-//! The `telemetry { … }` block: sampling interval and sources (`nvml`, `prometheus URL`),
+//! The `telemetry { … }` block: sampling interval and sources (`nvml`, `prometheus URL`), the
+//! requests' trace context (`trace-context`), OTLP export (`otlp URL`) and receipt
+//! (`otlp-receive ADDR`),
 //! decoded into [`TelemetryConfig`]. A Prometheus URL may be `"sim"`, meaning the in-process
 //! simulator's own `/metrics`; that only makes sense with `target "sim"`, checked once the
 //! whole file is read ([`check_sim_refs`]).
@@ -9,9 +11,27 @@ use miette::SourceSpan;
 use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
-use crate::telemetry::{MetricsUrl, PrometheusKind, SourceConfig, TelemetryConfig};
+use crate::telemetry::{
+    MetricsUrl, OtlpExport, OtlpReceive, PrometheusKind, SourceConfig, TelemetryConfig,
+    default_wait,
+};
 
-const CHILDREN: &[&str] = &["interval", "nvml", "prometheus"];
+const CHILDREN: &[&str] = &[
+    "interval",
+    "nvml",
+    "prometheus",
+    "trace-context",
+    "otlp",
+    "otlp-receive",
+];
+/// Children that give the block something to do.
+const WORK: &[&str] = &[
+    "nvml",
+    "prometheus",
+    "trace-context",
+    "otlp",
+    "otlp-receive",
+];
 const KINDS: &[&str] = &["vllm", "sglang", "llama-cpp", "dcgm-exporter"];
 
 /// What the block says, plus where `prometheus "sim"` was written.
@@ -34,7 +54,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
             ctx.unknown_node(child, "`telemetry`", CHILDREN);
             continue;
         }
-        if cname == "interval" && !once.first(ctx, child, "`telemetry`") {
+        if matches!(
+            cname,
+            "interval" | "trace-context" | "otlp" | "otlp-receive"
+        ) && !once.first(ctx, child, "`telemetry`")
+        {
             continue;
         }
         let mut cr = NodeReader::new(ctx, child);
@@ -60,6 +84,13 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
                 }
                 nvml_seen = true;
             }
+            "trace-context" => {
+                let on = one_arg(ctx, &mut cr, "#true or #false")
+                    .and_then(|v| ctx.boolean(&v, "trace-context"));
+                out.config.trace_context = on.unwrap_or(true);
+            }
+            "otlp" => out.config.otlp = otlp(ctx, &mut cr),
+            "otlp-receive" => out.config.otlp_receive = otlp_receive(ctx, &mut cr),
             _ => {
                 if let Some((s, sim_span)) = prometheus(ctx, &mut cr) {
                     out.sim_refs.extend(sim_span);
@@ -70,20 +101,33 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
         cr.finish(ctx);
     }
     r.finish(ctx);
-    let has_source = node.children().is_some_and(|c| {
-        c.nodes()
-            .iter()
-            .any(|n| matches!(n.name().value(), "nvml" | "prometheus"))
-    });
+    check_block(ctx, node, &out.config);
+    out
+}
+
+/// What the block as a whole must hold: something to do, and trace context for spans.
+fn check_block(ctx: &mut Ctx<'_>, node: &KdlNode, config: &TelemetryConfig) {
+    if !config.trace_context && (config.otlp.is_some() || config.otlp_receive.is_some()) {
+        ctx.error(
+            ctx.name_span(node),
+            "`otlp` and `otlp-receive` need trace context",
+            "`trace-context #false` here",
+            Some(
+                "spans are keyed by the requests' trace ids: remove `trace-context #false`".into(),
+            ),
+        );
+    }
+    let has_source = node
+        .children()
+        .is_some_and(|c| c.nodes().iter().any(|n| WORK.contains(&n.name().value())));
     if !has_source {
         ctx.error(
             ctx.name_span(node),
             "`telemetry` has no source",
-            "needs `nvml` or `prometheus \"URL\"`",
+            "needs `nvml`, `prometheus \"URL\"`, `otlp`, `otlp-receive` or `trace-context`",
             Some("write e.g. telemetry { nvml; prometheus \"sim\" }".into()),
         );
     }
-    out
 }
 
 fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> bool {
@@ -186,6 +230,48 @@ fn prometheus(
         },
         sim_span,
     ))
+}
+
+/// `otlp "http://collector:4318"`: an http(s) URL.
+fn otlp(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<OtlpExport> {
+    let v = one_arg(
+        ctx,
+        r,
+        "the collector's URL, e.g. \"http://127.0.0.1:4318\"",
+    )?;
+    let url = ctx.string(&v, "otlp")?;
+    let parsed = url::Url::parse(&url).ok();
+    if !parsed.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some()) {
+        ctx.error(
+            v.span,
+            "invalid OTLP URL",
+            "expected an http:// or https:// URL",
+            Some("write e.g. otlp \"http://127.0.0.1:4318\" (spans go to its /v1/traces)".into()),
+        );
+        return None;
+    }
+    Some(OtlpExport { url })
+}
+
+/// `otlp-receive "127.0.0.1:4318" [wait="12s"]`: a socket address to listen on.
+fn otlp_receive(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<OtlpReceive> {
+    let v = one_arg(ctx, r, "an address to listen on, e.g. \"127.0.0.1:4318\"");
+    let wait = match r.prop(ctx, "wait") {
+        Some(w) => ctx.duration(&w, "wait")?,
+        None => default_wait(),
+    };
+    let v = v?;
+    let listen = ctx.string(&v, "otlp-receive")?;
+    if listen.parse::<std::net::SocketAddr>().is_err() {
+        ctx.error(
+            v.span,
+            "invalid address for `otlp-receive`",
+            "expected IP:PORT",
+            Some("write e.g. otlp-receive \"127.0.0.1:4318\" (port 0 picks a free one)".into()),
+        );
+        return None;
+    }
+    Some(OtlpReceive { listen, wait })
 }
 
 /// `prometheus "sim"` needs the embedded simulator as the target.

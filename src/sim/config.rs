@@ -121,6 +121,12 @@ pub struct SimConfig {
     /// scenario's `target "sim"`, the target's `affinity-header` sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_header: Option<String>,
+    /// Export a span per finished request that came with a W3C `traceparent` to this OTLP/HTTP
+    /// endpoint (e.g. `http://127.0.0.1:4318`; spans go to its `/v1/traces`), with vLLM's
+    /// attributes (`gen_ai.latency.time_in_queue`, `…time_in_model_prefill`, `…decode`,
+    /// `…time_to_first_token`, `…e2e`), as vLLM's `--otlp-traces-endpoint` does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp_traces_endpoint: Option<String>,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -185,6 +191,7 @@ impl Default for SimConfig {
             tool_calls: false,
             reasoning_tokens: 0,
             session_header: None,
+            otlp_traces_endpoint: None,
         }
     }
 }
@@ -247,6 +254,11 @@ impl SimConfig {
         }
         if !(0.0..1.0).contains(&self.jitter) {
             return err("jitter", "must be a fraction in [0, 1)");
+        }
+        if let Some(u) = &self.otlp_traces_endpoint
+            && !url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            return err("otlp-traces-endpoint", "must be an http:// or https:// URL");
         }
         let mut total = 0.0;
         for (field, p) in self.fault_rates() {

@@ -9,6 +9,7 @@ mod endpoints;
 mod faults;
 mod histogram;
 mod metrics;
+mod otlp;
 mod prefix;
 mod scheduler;
 mod server;

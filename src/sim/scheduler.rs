@@ -72,6 +72,8 @@ pub(crate) struct NewSeq {
     pub cache_prompt: bool,
     /// Bounded with room for every chunk of the response, so `try_send` never finds it full.
     pub tx: mpsc::Sender<Chunk>,
+    /// Its `traceparent`, read only when spans are exported.
+    pub trace: Option<crate::protocol::TraceContext>,
 }
 
 struct Running {
@@ -417,6 +419,7 @@ impl Scheduler {
                 max_tokens: r.seq.max_tokens,
                 fault: r.seq.fault,
                 outcome,
+                trace: r.seq.trace,
             };
             let _ = trace.send(record);
         }
@@ -441,6 +444,7 @@ impl Scheduler {
                 max_tokens: s.max_tokens,
                 fault: s.fault,
                 outcome,
+                trace: s.trace,
             });
         }
     }

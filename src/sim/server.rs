@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::{mpsc, oneshot};
@@ -28,6 +28,7 @@ use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
 use super::trace::{Outcome, TraceOptions, TraceRecord};
 use super::wire::{self, Framing, GenRequest, Timings, Whole};
+use crate::protocol::TraceContext;
 
 /// Why the simulator could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +138,10 @@ pub async fn start_with_trace(
         .await
         .map_err(SimError::TraceFile)?;
     let epoch = Instant::now();
+    let trace_tx = match &config.otlp_traces_endpoint {
+        Some(url) => Some(super::otlp::spawn(url, &config.model, epoch, trace_tx)),
+        None => trace_tx,
+    };
     let (intake, intake_rx) = mpsc::unbounded_channel();
     let metrics = Arc::new(SimMetrics::new(config.metrics_histograms));
     let prefix = config.prefix_cache.then(|| {
@@ -196,12 +201,12 @@ fn router(state: Arc<AppState>) -> Router {
     for served in apis::served() {
         let handler = move |State(app): State<Arc<AppState>>,
                             ConnectInfo(conn): ConnectInfo<ConnTag>,
-                            headers: axum::http::HeaderMap,
+                            headers: HeaderMap,
                             body: Bytes| {
             if let Some(a) = &app.affinity {
                 a.observe(&headers);
             }
-            serve(app, conn, served, body)
+            serve(app, conn, served, headers, body)
         };
         generation = generation.route(&format!("/v1{}", served.api.path()), post(handler));
     }
@@ -278,9 +283,21 @@ async fn metrics(State(app): State<Arc<AppState>>) -> Response {
 }
 
 /// A generation request to one API, answered with the common headers.
-async fn serve(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
+async fn serve(
+    app: Arc<AppState>,
+    conn: ConnTag,
+    served: Served,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let close_after_stream = app.config.close_after_stream;
-    let mut resp = generate(app, conn, served, body).await;
+    let trace = app
+        .config
+        .otlp_traces_endpoint
+        .as_ref()
+        .and_then(|_| headers.get("traceparent"))
+        .and_then(|v| TraceContext::parse_traceparent(v.as_bytes()));
+    let mut resp = generate(app, conn, (served, trace), body).await;
     common_headers(&mut resp, close_after_stream);
     resp
 }
@@ -311,7 +328,12 @@ fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framin
     )
 }
 
-async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
+async fn generate(
+    app: Arc<AppState>,
+    conn: ConnTag,
+    (served, trace): (Served, Option<TraceContext>),
+    body: Bytes,
+) -> Response {
     if conn.closing() {
         // Pipelined behind the stream that closes this connection: llama-server never reads
         // it. The answer waits for the shutdown, after which writing it fails, so the client
@@ -369,6 +391,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         prefix_blocks,
         cache_prompt: req.cache_prompt,
         tx,
+        trace,
     };
     if app.intake.send(seq).is_err() {
         let body = wire::error_body(
@@ -426,6 +449,7 @@ fn trace_rejected(
         max_tokens,
         fault,
         outcome: Outcome::Rejected,
+        trace: None,
     });
 }
 

@@ -56,6 +56,10 @@ pub struct TraceRecord {
     pub max_tokens: u64,
     pub fault: Fault,
     pub outcome: Outcome,
+    /// The request's W3C trace context (`traceparent`), when it carried one and the
+    /// simulator exports spans (`otlp-traces-endpoint`).
+    #[serde(skip)]
+    pub trace: Option<crate::protocol::TraceContext>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -15,6 +15,58 @@ pub struct TelemetryConfig {
     pub interval: Duration,
     #[serde(default)]
     pub sources: Vec<SourceConfig>,
+    /// Every request carries a W3C `traceparent` and an `x-request-id` (default on; written
+    /// only when off, so plans that never named it hash as before).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub trace_context: bool,
+    /// Where a span per request is exported (OTLP over HTTP, protobuf), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpExport>,
+    /// Where infermeter receives the server's spans during the run, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_receive: Option<OtlpReceive>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// `otlp "http://collector:4318"`: the collector's base URL; spans go to its `/v1/traces`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct OtlpExport {
+    pub url: String,
+}
+
+impl OtlpExport {
+    /// The traces endpoint: the URL as given when it already names `/v1/traces`.
+    pub fn traces_url(&self) -> String {
+        let base = self.url.trim_end_matches('/');
+        if base.ends_with("/v1/traces") {
+            base.to_string()
+        } else {
+            format!("{base}/v1/traces")
+        }
+    }
+}
+
+/// `otlp-receive "127.0.0.1:4318" [wait="10s"]`: where the receiver listens, and how long
+/// after the last stage it waits for spans still to come (servers export in batches).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct OtlpReceive {
+    pub listen: String,
+    #[serde(default = "default_wait")]
+    pub wait: Duration,
+}
+
+/// vLLM's batch span processor exports every 5 s: twice that, and a margin.
+pub fn default_wait() -> Duration {
+    Duration::from_millis(12_000)
 }
 
 fn default_interval() -> Duration {
@@ -26,6 +78,9 @@ impl Default for TelemetryConfig {
         TelemetryConfig {
             interval: default_interval(),
             sources: Vec::new(),
+            trace_context: true,
+            otlp: None,
+            otlp_receive: None,
         }
     }
 }

@@ -11,6 +11,7 @@ mod kind;
 mod latency;
 mod normalize;
 mod nvml;
+pub mod otlp;
 mod prometheus;
 mod record;
 mod report;
@@ -18,7 +19,9 @@ mod sampler;
 mod source;
 mod stability;
 
-pub use config::{MetricsUrl, SourceConfig, TelemetryConfig};
+pub use config::{
+    MetricsUrl, OtlpExport, OtlpReceive, SourceConfig, TelemetryConfig, default_wait,
+};
 pub use error::{ScrapeError, TelemetryError};
 pub use expo::LineError;
 pub use gpu::{

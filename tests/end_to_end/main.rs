@@ -23,6 +23,7 @@ mod images;
 mod input_bounds;
 mod library_api;
 mod onboarding;
+mod otlp;
 mod pooling;
 mod profile_gate;
 mod profile_ramp;

@@ -12,6 +12,7 @@ mod client_hostile;
 mod client_transcripts;
 mod engine_settings;
 mod metrics_vocabulary;
+mod otlp_receive;
 mod profile_plans;
 mod report_html;
 mod report_plots;

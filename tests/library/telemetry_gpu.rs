@@ -19,6 +19,7 @@ fn nvml_config(required: bool) -> TelemetryConfig {
             devices: None,
             required,
         }],
+        ..TelemetryConfig::default()
     }
 }
 

@@ -41,6 +41,7 @@ fn config(url: &str, required: bool) -> TelemetryConfig {
             required,
             kind: None,
         }],
+        ..TelemetryConfig::default()
     }
 }
 

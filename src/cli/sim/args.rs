@@ -112,4 +112,8 @@ pub struct SimArgs {
     /// the requests carrying one and the distinct sessions seen on /metrics.
     #[arg(long, value_name = "NAME")]
     pub session_header: Option<String>,
+    /// Export a span per traced request (one that came with a `traceparent`) to this OTLP/HTTP
+    /// endpoint, with vLLM's queue, prefill and decode attributes.
+    #[arg(long, value_name = "URL")]
+    pub otlp_traces_endpoint: Option<String>,
 }

@@ -132,11 +132,15 @@ impl Client {
         t0: Instant,
     ) -> Option<Result<Pooled, WholeError>> {
         rec.sent_ns = since(t0);
-        let mut resp = match self.post(&self.http, body.clone(), tag).send().await {
+        let mut resp = match self
+            .post(&self.http, body.clone(), tag, rec.trace)
+            .send()
+            .await
+        {
             Ok(r) => r,
             Err(e) if never_answered(&e) => {
                 rec.retries += 1;
-                match self.post(&self.fresh, body, tag).send().await {
+                match self.post(&self.fresh, body, tag, rec.trace).send().await {
                     Ok(r) => r,
                     Err(e) => {
                         rec.error = Some(send_error(&e));
