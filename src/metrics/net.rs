@@ -23,7 +23,7 @@ pub struct ClientNet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<PerMetric<String, Net>>,
     /// The least wall time (s) the stage could have taken had the client sent every request
-    /// on time and read every answer at once: see [`ServedSpan`]. Its rates over it are the
+    /// on time and read every answer at once (`docs/sla.md`). Its rates over it are the
     /// most the server can be credited with. Open-loop stages without sessions only (absent
     /// where the client's delays compound, or rounds and shards were merged). *Added in
     /// schema 3.*
