@@ -237,7 +237,10 @@ fn written<T: Default + PartialEq, S: MetricSet>(m: LatencyMetric, v: &T, whole:
 
 impl<T: Serialize + Default + PartialEq, S: MetricSet> Serialize for PerMetric<T, S> {
     fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
-        let members = || self.iter().filter(|(m, v)| written::<T, S>(*m, *v, self.whole));
+        let members = || {
+            self.iter()
+                .filter(|(m, v)| written::<T, S>(*m, *v, self.whole))
+        };
         let mut map = serializer.serialize_map(Some(members().count()))?;
         for (m, v) in members() {
             map.serialize_entry(m.key(), v)?;

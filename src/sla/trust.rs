@@ -14,9 +14,7 @@ use super::policy::{Policy, Untrusted};
 use super::sequential::absolute_spread;
 use super::spread::{Spread, decide};
 use super::verdict::{Basis, SlaOutcome};
-use crate::metrics::{
-    CountMetric, Distortion, Flag, LatencyMetric, Moves, Shape, StageSummary,
-};
+use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, Shape, StageSummary};
 
 /// A verdict as the stage's flags leave it.
 pub(super) struct Weighed {

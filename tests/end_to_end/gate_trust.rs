@@ -260,7 +260,10 @@ fn a_rate_failure_is_decided_once_the_server_is_credited_with_what_the_client_wi
     // them sooner than their 1.95 s schedule, so the server gets at most about 20.5 req/s.
     let t = text(
         &sim("10us", ""),
-        &["request_throughput > 1000 req/s", "request_throughput > 1 req/s"],
+        &[
+            "request_throughput > 1000 req/s",
+            "request_throughput > 1 req/s",
+        ],
     );
     for inconclusive in ["pass", "fail"] {
         let (code, r, o) = gate(dir.path(), &t, LAG_MS, &["--inconclusive", inconclusive]);
@@ -272,7 +275,10 @@ fn a_rate_failure_is_decided_once_the_server_is_credited_with_what_the_client_wi
         let credited = fail["basis"]["credited"].as_f64().unwrap();
         assert!((15.0..=21.0).contains(&credited), "{fail}");
         let note = fail["note"].as_str().unwrap();
-        assert!(note.contains("fails even after crediting the server with"), "{note}");
+        assert!(
+            note.contains("fails even after crediting the server with"),
+            "{note}"
+        );
         assert!(note.contains("the client withheld"), "{note}");
         // A late client only lowers a rate: the pass stands.
         assert_eq!(pass["outcome"], "pass", "{pass}");

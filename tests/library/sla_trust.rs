@@ -122,7 +122,10 @@ fn a_rate_fails_decided_once_the_server_is_credited_with_what_the_client_withhel
     };
     assert!((credited - 20.0).abs() < 0.01, "{credited}");
     let note = v.note.unwrap();
-    assert!(note.contains("fails even after crediting the server with"), "{note}");
+    assert!(
+        note.contains("fails even after crediting the server with"),
+        "{note}"
+    );
     // A measured wall time twice the bound: the client may have withheld half the stage.
     let mut slow = s.clone();
     slow.wall_time_s = 20.0;
