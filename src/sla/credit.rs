@@ -7,35 +7,39 @@
 //! `docs/sla.md`.
 
 use super::grammar::Op;
-use super::trust::{Numbers, Weighed};
 use super::verdict::{Basis, SlaOutcome};
-use crate::metrics::CountMetric;
+use crate::metrics::{CountMetric, StageSummary};
 
-/// The verdict on a rate's failure that only the client's delay could have produced.
-pub(super) fn credited(n: &Numbers<'_>, metric: CountMetric) -> Weighed {
-    let undecided = |basis| Weighed {
-        outcome: SlaOutcome::Inconclusive,
-        basis,
-    };
-    let Some(credited) = credited_rate(n, metric) else {
-        return undecided(Basis::ClientUnbounded);
+/// A rate's failure as measured: the assertion's operator and threshold, the value observed.
+pub(super) struct RateFailure<'a> {
+    pub op: Op,
+    pub stage: &'a StageSummary,
+    pub metric: CountMetric,
+    pub observed: f64,
+    pub threshold: f64,
+}
+
+/// The verdict on a rate's failure that only the client's delay could have produced, and the
+/// rule that decided it.
+pub(super) fn credited(n: &RateFailure<'_>) -> (SlaOutcome, Basis) {
+    let Some(credited) = credited_rate(n) else {
+        return (SlaOutcome::Inconclusive, Basis::ClientUnbounded);
     };
     let stage = n.stage;
     let served = stage.client_net.as_ref().and_then(|c| c.served_s);
     let withheld_ms = served.map_or(0.0, |s| (stage.wall_time_s - s).max(0.0) * 1000.0);
-    if n.assertion.op.holds(credited, n.threshold) {
-        return undecided(Basis::ClientMayHaveWithheld {
+    if n.op.holds(credited, n.threshold) {
+        let basis = Basis::ClientMayHaveWithheld {
             withheld_ms,
             credited,
-        });
+        };
+        return (SlaOutcome::Inconclusive, basis);
     }
-    Weighed {
-        outcome: SlaOutcome::Fail,
-        basis: Basis::CreditedServer {
-            withheld_ms,
-            credited,
-        },
-    }
+    let basis = Basis::CreditedServer {
+        withheld_ms,
+        credited,
+    };
+    (SlaOutcome::Fail, basis)
 }
 
 /// The most the server can be credited with: the stage's count of `metric` (its rate over
@@ -43,9 +47,9 @@ pub(super) fn credited(n: &Numbers<'_>, metric: CountMetric) -> Weighed {
 /// `None` where that has no bound: a lower bound other than `>`/`>=`, a stage judged across
 /// rounds, one without the bound (closed loop, sessions, a merged run), or a token rate
 /// with requests the client gave up on (how many tokens they would have brought is unknown).
-fn credited_rate(n: &Numbers<'_>, metric: CountMetric) -> Option<f64> {
+fn credited_rate(n: &RateFailure<'_>) -> Option<f64> {
     let stage = n.stage;
-    if !matches!(n.assertion.op, Op::Gt | Op::Ge)
+    if !matches!(n.op, Op::Gt | Op::Ge)
         || stage.rounds.len() >= 2
         || stage.planned.clients.is_some()
     {
@@ -58,7 +62,7 @@ fn credited_rate(n: &Numbers<'_>, metric: CountMetric) -> Option<f64> {
     }
     let count = n.observed * wall;
     let gave_up = stage.requests.client_side_failures() as f64;
-    let count = match metric {
+    let count = match n.metric {
         CountMetric::RequestThroughput | CountMetric::GoodputRate => count + gave_up,
         CountMetric::OutputThroughput | CountMetric::InputThroughput | CountMetric::InputsRate
             if gave_up == 0.0 =>

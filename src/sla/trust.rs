@@ -153,7 +153,16 @@ fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
                 _ => undecided(Basis::ClientFailuresMayExplain { removed }),
             }
         }
-        Metric::Count(m) if m.def().kind.shape() == Shape::Rate => super::credit::credited(n, m),
+        Metric::Count(metric) if metric.def().kind.shape() == Shape::Rate => {
+            let (outcome, basis) = super::credit::credited(&super::credit::RateFailure {
+                op,
+                stage: n.stage,
+                metric,
+                observed: n.observed,
+                threshold: n.threshold,
+            });
+            Weighed { outcome, basis }
+        }
         _ => undecided(Basis::ClientUnbounded),
     }
 }
