@@ -154,9 +154,35 @@ fn decide(a: Assertion, t: &Tally, judge: Judge, pending: u64) -> Decision {
     }
 }
 
+/// How a look decides whether to stop (`LOOK` in the environment): `unknown` (the default,
+/// what the runner does) judges every request begun, the ones in flight as unknown; `prefix`
+/// also judges the longest complete prefix of the requests in send order (the first m
+/// requests, all completed: an unbiased sample with nothing in flight) and stops when either
+/// decides. The final verdict is taken on every request sent; under `prefix`, where that is
+/// undecided, it is the prefix's decision at the stop (a running intersection of the two
+/// sequences: on the event that both cover the truth, neither decides wrongly).
+fn prefix_looks() -> bool {
+    std::env::var("LOOK").as_deref() == Ok("prefix")
+}
+
 /// One run of `requests MIN until-decided max=MAX`: the final verdict and how many requests it
 /// sent.
 fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Decision, u64) {
+    let prefix = prefix_looks() && matches!(judge, Judge::Sequence { .. });
+    let (d, n, _) = run_stage_with(a, min, max, judge, seed, prefix);
+    (d, n)
+}
+
+/// [`run_stage`], with the look's rule given, and whether the final verdict came from the
+/// prefix's decision at the stop (the whole stage's sequence left it undecided).
+fn run_stage_with(
+    a: Assertion,
+    min: u64,
+    max: u64,
+    judge: Judge,
+    seed: u64,
+    prefix: bool,
+) -> (Decision, u64, bool) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let latency = LogNormal::new(MEDIAN_US.ln(), SIGMA).unwrap();
     let unit = Uniform::new(0.0, 1.0).unwrap();
@@ -165,6 +191,10 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
     let mut flight: BinaryHeap<Reverse<(u64, u64, bool)>> = BinaryHeap::new();
     let mut sent = 0u64;
     let mut second = 0u64;
+    // In send order: (completion time, latency, failed); the complete prefix's tally.
+    let mut order: Vec<(u64, u64, bool)> = Vec::new();
+    let mut head = Tally::new();
+    let mut at_stop = Decision::Undecided;
     while sent < max {
         second += 1;
         let now_us = second * 1_000_000;
@@ -174,6 +204,7 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
             let l = latency.sample(&mut rng) as u64;
             let failed = unit.sample(&mut rng) < a.error_rate();
             flight.push(Reverse((at + l, l, failed)));
+            order.push((at + l, l, failed));
             sent += 1;
         }
         while let Some(Reverse((done, l, failed))) = flight.peek().copied() {
@@ -184,15 +215,33 @@ fn run_stage(a: Assertion, min: u64, max: u64, judge: Judge, seed: u64) -> (Deci
             seen.add(l, failed);
         }
         let pending = flight.len() as u64;
-        if seen.sent >= min && decide(a, &seen, judge, pending) != Decision::Undecided {
+        if seen.sent < min {
+            continue;
+        }
+        if decide(a, &seen, judge, pending) != Decision::Undecided {
             break;
+        }
+        if prefix {
+            while let Some(&(done, l, failed)) = order.get(head.sent as usize) {
+                if done > now_us {
+                    break;
+                }
+                head.add(l, failed);
+            }
+            at_stop = decide(a, &head, judge, 0);
+            if at_stop != Decision::Undecided {
+                break;
+            }
         }
     }
     // Drained: every request sent is counted.
     for Reverse((_, l, failed)) in flight.drain() {
         seen.add(l, failed);
     }
-    (decide(a, &seen, judge, 0), sent)
+    match (decide(a, &seen, judge, 0), at_stop) {
+        (Decision::Undecided, d) if d != Decision::Undecided => (d, sent, true),
+        (d, _) => (d, sent, false),
+    }
 }
 
 /// A fixed `requests N` stage judged once at its end.
@@ -393,8 +442,14 @@ fn main() {
     };
     println!(
         "until-decided, simulated: {runs} seeded runs per case, {RATE} requests/s, latency \
-         lognormal (median 1 s, σ {SIGMA}), looks once a second, {:.0} % confidence",
-        CONFIDENCE * 100.0
+         lognormal (median 1 s, σ {SIGMA}), looks once a second, {:.0} % confidence; looks \
+         judge {}",
+        CONFIDENCE * 100.0,
+        if prefix_looks() {
+            "the requests in flight as unknown, and the complete prefix (LOOK=prefix)"
+        } else {
+            "the requests in flight as unknown"
+        }
     );
     println!();
     on_threshold(runs);

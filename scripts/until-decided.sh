@@ -15,6 +15,8 @@
 #   RUNS=200 scripts/until-decided.sh     quicker
 #   TUNE=min|max|N scripts/until-decided.sh   tune the sequences for the minimum, the maximum
 #                                             or N requests (default: their geometric mean)
+#   LOOK=prefix scripts/until-decided.sh      looks also judge the complete send-order prefix
+#                                             (a candidate, not yet in the runner: statistics.md)
 #
 # Prints figures; asserts nothing. Seeded: the same figures on every machine.
 set -euo pipefail

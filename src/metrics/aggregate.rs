@@ -12,7 +12,7 @@ use super::attribution::TimingsAcc;
 use super::dist::Dist;
 use super::histograms::StageHistograms;
 use super::latency::{LatencyMetric, tpot_ns};
-use super::measure::{dist, histogram, metric_dist, record, small_histogram, us};
+use super::measure::{dist, histogram, metric_dist, record, record_net, small_histogram, us};
 use super::net::ClientNet;
 use super::record::{ErrorKind, RequestRecord, TokenSource};
 use super::summary::*;
@@ -62,6 +62,7 @@ pub struct StageAggregator {
     net: [Option<Histogram<u64>>; LatencyMetric::COUNT],
     /// Requests recorded with a bound on the client's reads, so with net samples.
     net_recorded: u64,
+    served: super::net::ServedSpan,
     counts: RequestCounts,
     errors: BTreeMap<ErrorKind, u64>,
     tokens: Tokens,
@@ -99,6 +100,7 @@ impl StageAggregator {
             hists: std::array::from_fn(|_| histogram()),
             net: std::array::from_fn(|i| LatencyMetric::ALL[i].spec().net.map(|_| histogram())),
             net_recorded: 0,
+            served: Default::default(),
             counts: RequestCounts::default(),
             errors: BTreeMap::new(),
             tokens: Tokens::default(),
@@ -137,10 +139,11 @@ impl StageAggregator {
             self.net_recorded += 1;
             for (m, h) in LatencyMetric::ALL.iter().zip(&mut self.net) {
                 if let Some(h) = h {
-                    record(h, m.measure_net(r, read));
+                    record_net(h, m.measure_net(r, read), read);
                 }
             }
         }
+        self.served.record(r, read);
         self.counts.sent += 1;
         self.payload.record(r);
         self.pooled |= r.inputs > 0;
@@ -288,7 +291,7 @@ impl StageAggregator {
         let mut s = self.summarize(&clock, rules);
         // Encoding fails only for a bucket count above i64::MAX, which no run reaches.
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
-        if let Some(net) = self.client_net_whole(rules.confidence) {
+        if let Some(net) = self.client_net_whole(rules.confidence, &clock) {
             s.client_net = Some(net);
         }
         s.timeline = std::mem::take(&mut self.timeline).finish();
@@ -325,7 +328,7 @@ impl StageAggregator {
         s.histograms = StageHistograms::encode(|m| self.histogram(m)).ok();
         // The net view's sequences too: a look judges a flagged stage's failures net of the
         // client as its final verdict will, or it could stop on an answer the verdict lacks.
-        if let Some(net) = self.client_net_whole(rules.confidence) {
+        if let Some(net) = self.client_net_whole(rules.confidence, &clock) {
             s.client_net = Some(net);
         }
         s.mark_answered_whole();
@@ -385,21 +388,25 @@ impl StageAggregator {
 
     /// The net distributions with their histograms, once any request was recorded with a
     /// bound on its reads.
-    fn client_net_whole(&self, confidence: f64) -> Option<ClientNet> {
+    fn client_net_whole(&self, confidence: f64, clock: &StageClock) -> Option<ClientNet> {
         (self.net_recorded > 0).then(|| {
             let hists = super::PerMetric::from_fn(|m| self.net[m as usize].clone());
-            ClientNet::from_histograms(&hists, confidence, self.counts.ok)
+            ClientNet {
+                served_s: self.served.served_s(clock.planned_span_ns),
+                ..ClientNet::from_histograms(&hists, confidence, self.counts.ok)
+            }
         })
     }
 
     /// The net distributions, once any request was recorded with a bound on its reads.
-    fn client_net(&self, confidence: f64) -> Option<ClientNet> {
+    fn client_net(&self, confidence: f64, clock: &StageClock) -> Option<ClientNet> {
         (self.net_recorded > 0).then(|| ClientNet {
             latency: super::PerMetric::from_fn(|m| match &self.net[m as usize] {
                 Some(h) => metric_dist(m, h, confidence, self.counts.ok),
                 None => Dist::default(),
             }),
             histograms: None,
+            served_s: self.served.served_s(clock.planned_span_ns),
         })
     }
 
@@ -473,7 +480,7 @@ impl StageAggregator {
             notes,
             attribution,
             aborted: None,
-            client_net: self.client_net(rules.confidence),
+            client_net: self.client_net(rules.confidence, clock),
             rounds: Vec::new(),
             until_decided: None,
             payload: self.payload.finish(),

@@ -117,7 +117,8 @@ pub enum Distortion {
     /// metric's [`super::LateClient`] says a late client can do.
     ClientDelay,
     /// The server received less load than planned, which can only have spared it: every
-    /// figure may look better than the planned load would have made it, and rates lower.
+    /// figure may look better than the planned load would have made it, and rates lower (or,
+    /// spared an overload, higher).
     LoadShortfall,
     /// The server did less work than planned (its cache served prompts the plan meant it to
     /// compute): every figure may only look better.
@@ -156,10 +157,13 @@ impl Distortion {
             Distortion::ClientDelay => {
                 Moves::toward(def, def.client_can_worsen(), def.client_can_improve())
             }
-            // Less load spares the server (better figures) but completes less per second.
+            // Less load spares the server (better figures) and completes less per second; but
+            // a rate is not only lowered by it: spared an overload that makes an engine preempt
+            // and recompute, a server can complete more per second than the planned load would
+            // have let it. So a rate's pass needs the planned load as much as a latency's.
             Distortion::LoadShortfall => {
                 let rate = def.kind.shape() == Shape::Rate;
-                Moves::toward(def, rate, !rate)
+                Moves::toward(def, rate, true)
             }
             Distortion::Flattering => Moves::toward(def, false, true),
             Distortion::ServerSlowed => Moves::toward(def, true, false),
@@ -441,9 +445,10 @@ mod tests {
         assert_eq!(moves(Distortion::ClientDelay, itl), (true, true));
         assert_eq!(moves(Distortion::ClientDelay, output), (false, true));
         assert_eq!(moves(Distortion::ClientDelay, errors), (true, false));
-        // Less load: latencies and errors down, rates down, goodput up.
+        // Less load: latencies and errors down, rates down (or up, spared an overload),
+        // goodput up.
         assert_eq!(moves(Distortion::LoadShortfall, ttft), (false, true));
-        assert_eq!(moves(Distortion::LoadShortfall, output), (false, true));
+        assert_eq!(moves(Distortion::LoadShortfall, output), (true, true));
         assert_eq!(moves(Distortion::LoadShortfall, goodput), (true, false));
         // A cache only flatters; a throttled GPU only hurts.
         assert_eq!(moves(Distortion::Flattering, ttft), (false, true));

@@ -85,6 +85,10 @@ pub enum Sample<'a> {
     Ns(u64),
     /// One value per gap, in microseconds.
     GapsUs(&'a [u32]),
+    /// A net sample's gaps (µs) between events read from `first_ns` on: each less a bound on
+    /// how late the client read the event that ends it (`measure::record_net`). As measured,
+    /// the gaps themselves.
+    ReadGapsUs { gaps: &'a [u32], first_ns: u64 },
 }
 
 /// Everything a latency metric is, besides its vocabulary entry.
@@ -110,10 +114,11 @@ pub struct LatencySpec {
     pub schema_note: Option<&'static str>,
     /// What one request contributes.
     pub measure: fn(&RequestRecord) -> Sample<'_>,
-    /// For a metric a late client can only raise: what one request contributes net of what
-    /// the client may have added, given a bound on how late the client read an event at an
-    /// instant (`read(t)`, ns): measured from the actual send, less that bound for the event
-    /// that ends it. A lower bound on what the server took. `None` for the others.
+    /// For a metric a late client can raise: what one request contributes net of what the
+    /// client may have added, given a bound on how late the client read an event at an
+    /// instant (`read(t)`, ns): measured from the actual send (or the earlier event read), less
+    /// that bound for the event that ends it. A lower bound on what the server took: reading
+    /// the earlier event late only shortened the span. `None` for the others.
     pub net: Option<NetMeasure>,
 }
 
@@ -209,19 +214,41 @@ const LATENCY: [LatencySpec; LatencyMetric::COUNT] = {
             },
             |r, read| ok_ns(r, net_ns(r, r.first_token_ns, read)),
         ),
-        LatencySpec {
-            clustered: true,
-            ..latency("itl", "ITL", "itl_ms", Either, |r| {
-                if r.ok() {
-                    Sample::GapsUs(&r.itl_us)
-                } else {
-                    Sample::None
-                }
-            })
-        },
-        on_output_tokens(latency("tpot", "TPOT", "tpot_ms", Either, |r| {
-            ok_ns(r, tpot_ns(r))
-        })),
+        net(
+            LatencySpec {
+                clustered: true,
+                ..latency("itl", "ITL", "itl_ms", Either, |r| {
+                    if r.ok() {
+                        Sample::GapsUs(&r.itl_us)
+                    } else {
+                        Sample::None
+                    }
+                })
+            },
+            |r, _| match r.first_token_ns {
+                Some(first_ns) if r.ok() => Sample::ReadGapsUs {
+                    gaps: &r.itl_us,
+                    first_ns,
+                },
+                _ => Sample::None,
+            },
+        ),
+        net(
+            on_output_tokens(latency("tpot", "TPOT", "tpot_ms", Either, |r| {
+                ok_ns(r, tpot_ns(r))
+            })),
+            |r, read| {
+                let n = u64::from(r.output_tokens);
+                let first = r.first_token_ns.filter(|_| n >= 2);
+                let span = first.and_then(|f| net_ns(r, Some(r.done_ns), read).map(|e| (f, e)));
+                // The span from the first token's read to the last's, less the last read's
+                // bound: `net_ns` measures from the send, so the send-to-first part comes off.
+                ok_ns(
+                    r,
+                    span.map(|(f, e)| e.saturating_sub(f.saturating_sub(r.sent_ns)) / (n - 1)),
+                )
+            },
+        ),
         every_api(net(
             LatencySpec {
                 per_turn: true,

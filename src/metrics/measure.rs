@@ -50,11 +50,26 @@ pub(super) fn record(h: &mut Histogram<u64>, sample: Sample<'_>) {
     match sample {
         Sample::None => {}
         Sample::Ns(ns) => h.saturating_record(us(ns)),
-        Sample::GapsUs(gaps) => {
+        Sample::GapsUs(gaps) | Sample::ReadGapsUs { gaps, .. } => {
             for &gap in gaps {
                 h.saturating_record(u64::from(gap));
             }
         }
+    }
+}
+
+/// Records a net sample: [`Sample::ReadGapsUs`]'s gaps each less the bound `read` gives the
+/// read that ends it (the instants rebuilt from the first event and the gaps, without
+/// allocating); any other sample as it is.
+pub(super) fn record_net(h: &mut Histogram<u64>, sample: Sample<'_>, read: &dyn Fn(u64) -> u64) {
+    let Sample::ReadGapsUs { gaps, first_ns } = sample else {
+        return record(h, sample);
+    };
+    let mut at = first_ns;
+    for &gap in gaps {
+        let gap_ns = u64::from(gap) * 1_000;
+        at = at.saturating_add(gap_ns);
+        h.saturating_record(us(gap_ns.saturating_sub(read(at))));
     }
 }
 

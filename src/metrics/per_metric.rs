@@ -27,6 +27,12 @@ pub trait MetricSet {
     fn note(_metric: LatencyMetric) -> Option<&'static str> {
         None
     }
+    /// A member added to the set after its metric was (so absent from results written
+    /// before): written only once it holds something, and its absence says nothing of the
+    /// stage. A metric added after schema 2 is that in every set.
+    fn added_later(metric: LatencyMetric) -> bool {
+        metric.spec().optional
+    }
     /// The metrics held, in the vocabulary's order.
     fn metrics() -> impl Iterator<Item = LatencyMetric> {
         LatencyMetric::ALL.into_iter().filter(|m| Self::holds(*m))
@@ -63,20 +69,24 @@ impl MetricSet for Recorded {
     }
 }
 
-/// The latencies a late client can only raise, net of what it may have added
-/// (`client_net`): every metric with a [`super::LatencySpec::net`] measure.
+/// The latencies a late client can raise, net of what it may have added (`client_net`):
+/// every metric with a [`super::LatencySpec::net`] measure. ITL and TPOT joined it in a later
+/// schema-3 release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Net;
 
 impl MetricSet for Net {
     const NAME: &'static str = "NetLatency";
     const DOC: Option<&'static str> = Some(
-        "The latencies a late client can only raise, each request's taken net of what the client\n\
+        "The latencies a late client can raise, each request's taken net of what the client\n\
          may have added to it: its send lag and a bound on how late it read (ms, or in\n\
          `histograms` µs).",
     );
     fn holds(m: LatencyMetric) -> bool {
         m.spec().net.is_some()
+    }
+    fn added_later(m: LatencyMetric) -> bool {
+        m.spec().optional || matches!(m, LatencyMetric::Itl | LatencyMetric::Tpot)
     }
 }
 
@@ -216,17 +226,21 @@ impl<T: fmt::Debug, S: MetricSet> fmt::Debug for PerMetric<T, S> {
 }
 
 /// A member is written unless it is a streamed-only metric of a pooling API's stage
-/// (`whole`), or its metric was added after schema 2 and it holds nothing.
-fn written<T: Default + PartialEq>(m: LatencyMetric, v: &T, whole: bool) -> bool {
+/// (`whole`), or it was added to the set later (see [`MetricSet::added_later`]) and holds
+/// nothing.
+fn written<T: Default + PartialEq, S: MetricSet>(m: LatencyMetric, v: &T, whole: bool) -> bool {
     if whole && m.def().scope == ApiScope::Streamed {
         return false;
     }
-    !m.spec().optional || *v != T::default()
+    !S::added_later(m) || *v != T::default()
 }
 
 impl<T: Serialize + Default + PartialEq, S: MetricSet> Serialize for PerMetric<T, S> {
     fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
-        let members = || self.iter().filter(|(m, v)| written(*m, *v, self.whole));
+        let members = || {
+            self.iter()
+                .filter(|(m, v)| written::<T, S>(*m, *v, self.whole))
+        };
         let mut map = serializer.serialize_map(Some(members().count()))?;
         for (m, v) in members() {
             map.serialize_entry(m.key(), v)?;
@@ -269,7 +283,7 @@ impl<'de, T: Deserialize<'de> + Default, S: MetricSet> Visitor<'de> for Members<
         }
         // A required streamed-only member is absent only from a pooling API's stage.
         out.whole = S::metrics().any(|m| {
-            !seen[m as usize] && !m.spec().optional && m.def().scope == ApiScope::Streamed
+            !seen[m as usize] && !S::added_later(m) && m.def().scope == ApiScope::Streamed
         });
         Ok(out)
     }

@@ -192,6 +192,8 @@ fn client_net(rounds: &[StageSummary], confidence: f64) -> Option<super::ClientN
                 super::ClientNet::from_histograms(&h, confidence, ok).histograms
             },
         ),
+        // Rates across rounds are judged on the rounds' own (each keeps its bound).
+        served_s: None,
     })
 }
 

@@ -487,19 +487,21 @@ impl Checker {
         }
     }
 
-    /// The latencies net of the client: each a distribution of at most the ok requests, no
-    /// larger than the measured one, its histogram holding as many samples as it counts.
+    /// The latencies net of the client: each a distribution of at most the ok requests (a
+    /// clustered metric's, of their gaps), its histogram holding as many samples as it
+    /// counts; the least wall time a punctual client could have taken, a duration.
     fn client_net(&mut self, at: &str, s: &StageSummary) {
         let Some(net) = &s.client_net else { return };
         for (m, d) in net.latency.iter() {
             let field = format!("{at}.client_net.latency.{}", m.key());
             self.dist(&field, d);
-            self.at_most(
-                &format!("{field}.count"),
-                d.count,
-                s.requests.ok,
-                "the ok requests",
-            );
+            if !m.spec().clustered {
+                let ok = s.requests.ok;
+                self.at_most(&format!("{field}.count"), d.count, ok, "the ok requests");
+            }
+        }
+        if let Some(served) = net.served_s {
+            self.non_negative(&format!("{at}.client_net.served_s"), served);
         }
         let Some(h) = &net.histograms else { return };
         for (m, text) in h.iter() {
@@ -541,6 +543,17 @@ impl Checker {
             Basis::WithoutClientFailures { removed }
             | Basis::ClientFailuresMayExplain { removed } => {
                 self.count(&format!("{at}.removed"), *removed);
+            }
+            Basis::CreditedServer {
+                withheld_ms,
+                credited,
+            }
+            | Basis::ClientMayHaveWithheld {
+                withheld_ms,
+                credited,
+            } => {
+                self.non_negative(&format!("{at}.withheld_ms"), *withheld_ms);
+                self.non_negative(&format!("{at}.credited"), *credited);
             }
             _ => {}
         }

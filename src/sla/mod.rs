@@ -4,6 +4,7 @@
 
 mod abort;
 mod change;
+mod credit;
 mod curve;
 mod decided;
 mod evaluate;

@@ -4,7 +4,8 @@
 //! the client added nothing"). A failure that only the client's own delay could have produced
 //! is decided once what the client may have added is taken off: each request's send lag and a
 //! bound on how late it read (the net latencies), or the failures a starved client declares
-//! itself. Everything else a flag could have produced is undecided, and says which flag. The
+//! itself; a rate's, once the server is credited with what the client withheld
+//! (`credit.rs`). Everything else a flag could have produced is undecided, and says which flag. The
 //! rules and their derivation: `docs/sla.md`; the rule each verdict records, `verdict::Basis`.
 
 use super::grammar::{Assertion, Metric, Op};
@@ -13,7 +14,7 @@ use super::policy::{Policy, Untrusted};
 use super::sequential::absolute_spread;
 use super::spread::{Spread, decide};
 use super::verdict::{Basis, SlaOutcome};
-use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, StageSummary};
+use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, Shape, StageSummary};
 
 /// A verdict as the stage's flags leave it.
 pub(super) struct Weighed {
@@ -151,6 +152,16 @@ fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
                 },
                 _ => undecided(Basis::ClientFailuresMayExplain { removed }),
             }
+        }
+        Metric::Count(metric) if metric.def().kind.shape() == Shape::Rate => {
+            let (outcome, basis) = super::credit::credited(&super::credit::RateFailure {
+                op,
+                stage: n.stage,
+                metric,
+                observed: n.observed,
+                threshold: n.threshold,
+            });
+            Weighed { outcome, basis }
         }
         _ => undecided(Basis::ClientUnbounded),
     }

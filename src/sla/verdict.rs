@@ -286,8 +286,18 @@ pub enum Basis {
     /// Undecided: without the `removed` failures a starved client can cause, the error rate
     /// no longer shows the failure.
     ClientFailuresMayExplain { removed: u64 },
+    /// A rate's failure that holds when the server is credited with what the client's
+    /// lateness could have cost it: the stage's count over the least wall time a punctual
+    /// client could have taken (`withheld_ms` less than the measured one; the client's own
+    /// timeouts counted as completed) is at most `credited`, in the metric's unit.
+    /// *Added in schema 3.*
+    CreditedServer { withheld_ms: f64, credited: f64 },
+    /// Undecided: credited so, the server could have reached `credited`, which meets the
+    /// threshold. *Added in schema 3.*
+    ClientMayHaveWithheld { withheld_ms: f64, credited: f64 },
     /// Undecided: the client's delay could have produced this failure, and this metric has
-    /// no measured bound on what it added (ITL, TPOT, rates).
+    /// no measured bound on what it added (goodput, a closed loop's or a session's rates, a
+    /// token rate with requests the client gave up on).
     ClientUnbounded,
     /// Undecided: a flag on the stage (`flag`, its kind) could have produced this outcome.
     Flagged {
@@ -333,6 +343,20 @@ impl Basis {
             Basis::ClientMayHaveAdded { added_ms, margin } => format!(
                 "undecided: the client may have added up to {added_ms:.2} ms and the margin is \
                  {margin:.2} ms"
+            ),
+            Basis::CreditedServer {
+                withheld_ms,
+                credited,
+            } => format!(
+                "fails even after crediting the server with the {withheld_ms:.2} ms the client \
+                 withheld: at most {credited:.2} had it sent and read on time"
+            ),
+            Basis::ClientMayHaveWithheld {
+                withheld_ms,
+                credited,
+            } => format!(
+                "undecided: credited with the {withheld_ms:.2} ms the client withheld, the \
+                 server could have reached {credited:.2}"
             ),
             Basis::ClientFailuresMayExplain { removed } => format!(
                 "undecided: without the {removed} failures a starved client can cause \

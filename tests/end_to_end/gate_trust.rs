@@ -252,3 +252,86 @@ fn a_flattering_cache_keeps_a_pass_undecided_and_a_failure_decided() {
     // It could not have made it fail: decided.
     assert_eq!(fail["outcome"], "fail", "{fail}");
 }
+
+#[test]
+fn a_rate_failure_is_decided_once_the_server_is_credited_with_what_the_client_withheld() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 requests at 20/s: whatever the client did, no punctual client could have finished
+    // them sooner than their 1.95 s schedule, so the server gets at most about 20.5 req/s.
+    let t = text(
+        &sim("10us", ""),
+        &[
+            "request_throughput > 1000 req/s",
+            "request_throughput > 1 req/s",
+        ],
+    );
+    for inconclusive in ["pass", "fail"] {
+        let (code, r, o) = gate(dir.path(), &t, LAG_MS, &["--inconclusive", inconclusive]);
+        assert_eq!(r["stages"][0]["validity"]["trusted"], false);
+        assert_eq!(code, 1, "--inconclusive {inconclusive}: {}", describe(&o));
+        let (fail, pass) = (&r["sla"][0], &r["sla"][1]);
+        assert_eq!(fail["outcome"], "fail", "{fail}");
+        assert_eq!(fail["basis"]["rule"], "credited_server", "{fail}");
+        let credited = fail["basis"]["credited"].as_f64().unwrap();
+        assert!((15.0..=21.0).contains(&credited), "{fail}");
+        let note = fail["note"].as_str().unwrap();
+        assert!(
+            note.contains("fails even after crediting the server with"),
+            "{note}"
+        );
+        assert!(note.contains("the client withheld"), "{note}");
+        // A late client only lowers a rate: the pass stands.
+        assert_eq!(pass["outcome"], "pass", "{pass}");
+        assert_eq!(pass["basis"]["rule"], "unmoved", "{pass}");
+        let served = r["stages"][0]["client_net"]["served_s"].as_f64().unwrap();
+        assert!(served >= 1.95, "the schedule bounds it: {served}");
+    }
+}
+
+#[test]
+fn a_rate_the_clients_lateness_could_explain_stays_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every request held 2 s: the stage takes about 4 s, 10 req/s, against a schedule of 20.
+    // Credited with the 2 s the client withheld, the server could have done 20: over 12.
+    let t = text(&sim("10us", ""), &["request_throughput > 12 req/s"]);
+    let (code, r, o) = gate(dir.path(), &t, "2000", &["--inconclusive", "inconclusive"]);
+    assert_eq!(code, 4, "{}", describe(&o));
+    let v = &r["sla"][0];
+    assert!(v["observed"].as_f64().unwrap() < 12.0, "{v}");
+    assert_eq!(v["outcome"], "inconclusive", "{v}");
+    assert_eq!(v["basis"]["rule"], "client_may_have_withheld", "{v}");
+    assert!(v["basis"]["withheld_ms"].as_f64().unwrap() >= 1000.0, "{v}");
+    assert!(v["basis"]["credited"].as_f64().unwrap() >= 12.0, "{v}");
+    let note = v["note"].as_str().unwrap();
+    assert!(note.contains("the client withheld"), "{note}");
+}
+
+#[test]
+fn inter_token_gaps_fail_net_of_how_late_the_client_read_and_never_pass_on_its_word() {
+    let dir = tempfile::tempdir().unwrap();
+    // Decode steps of 200 ms: gaps far over 1 ms whatever the client's reads added, while a
+    // pass of ITL or TPOT could be the client's (a late read shortens the gap after it).
+    let target = r#"target "sim" {
+    decode-base "200ms"
+    decode-per-seq "0ms"
+    prefill-per-token "10us"
+}"#;
+    let t = text(
+        target,
+        &["itl.p50 < 1ms", "tpot.p50 < 1ms", "itl.p50 < 100s"],
+    );
+    let (code, r, o) = gate(dir.path(), &t, "100", &["--inconclusive", "pass"]);
+    assert_eq!(r["stages"][0]["validity"]["trusted"], false);
+    assert_eq!(code, 1, "{}", describe(&o));
+    for v in &r["sla"].as_array().unwrap()[..2] {
+        assert_eq!(v["outcome"], "fail", "{v}");
+        assert_eq!(v["basis"]["rule"], "net_of_client", "{v}");
+    }
+    let net = &r["stages"][0]["client_net"]["latency"];
+    assert!(net["itl_ms"]["count"].as_u64().unwrap() > 0, "{net}");
+    assert!(net["tpot_ms"]["count"].as_u64().unwrap() > 0, "{net}");
+    let pass = &r["sla"][2];
+    assert_eq!(pass["outcome"], "inconclusive", "{pass}");
+    assert_eq!(pass["basis"]["rule"], "flagged", "{pass}");
+    assert_eq!(pass["basis"]["would"], "pass", "{pass}");
+}

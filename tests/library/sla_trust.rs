@@ -108,6 +108,53 @@ fn a_latency_pass_stands_whatever_the_client_added() {
 }
 
 #[test]
+fn a_rate_fails_decided_once_the_server_is_credited_with_what_the_client_withheld() {
+    // 200 requests sent 10 ms late and read up to 2 ms late: the last answer was read at
+    // 10.07 s (sent at 9.95 s, 120 ms to its end), so a punctual client's stage could not have
+    // ended before 10.058 s; the measured wall time (10 s here) bounds it too: 20 req/s.
+    let s = stage(100, 10, 2, &[]);
+    let served = s.client_net.as_ref().unwrap().served_s.unwrap();
+    assert!((served - 10.058).abs() < 0.01, "{served}");
+    let v = verdict("request_throughput > 30 req/s", &s);
+    assert_eq!(v.outcome, SlaOutcome::Fail, "{v:?}");
+    let Some(Basis::CreditedServer { credited, .. }) = v.basis else {
+        panic!("{v:?}")
+    };
+    assert!((credited - 20.0).abs() < 0.01, "{credited}");
+    let note = v.note.unwrap();
+    assert!(
+        note.contains("fails even after crediting the server with"),
+        "{note}"
+    );
+    // A measured wall time twice the bound: the client may have withheld half the stage.
+    let mut slow = s.clone();
+    slow.wall_time_s = 20.0;
+    slow.throughput.requests_per_s = 10.0;
+    slow.throughput.output_tokens_per_s = 50.0;
+    let v = verdict("request_throughput > 15 req/s", &slow);
+    assert_eq!(v.outcome, SlaOutcome::Inconclusive, "{v:?}");
+    assert!(
+        matches!(v.basis, Some(Basis::ClientMayHaveWithheld { withheld_ms, credited })
+            if (withheld_ms - 9942.0).abs() < 20.0 && credited > 19.0),
+        "{v:?}"
+    );
+    assert_eq!(
+        verdict("output_throughput > 200 tok/s", &slow).outcome,
+        SlaOutcome::Fail
+    );
+    // The requests the client gave up on count as completed; a token rate has no bound then.
+    let starved = stage(100, 10, 2, &[(100, ErrorKind::Timeout)]);
+    let v = verdict("request_throughput > 15 req/s", &starved);
+    assert!(
+        matches!(v.basis, Some(Basis::ClientMayHaveWithheld { credited, .. }) if credited > 19.0),
+        "{v:?}"
+    );
+    let v = verdict("output_throughput > 1000 tok/s", &starved);
+    assert_eq!(v.outcome, SlaOutcome::Inconclusive, "{v:?}");
+    assert_eq!(v.basis, Some(Basis::ClientUnbounded));
+}
+
+#[test]
 fn a_failure_is_decided_net_of_the_client_or_says_how_much_it_may_have_added() {
     let s = stage(100, 10, 2, &[]);
     let v = verdict("ttft.p50 < 50ms", &s);
@@ -137,11 +184,26 @@ fn a_failure_is_decided_net_of_the_client_or_says_how_much_it_may_have_added() {
 }
 
 #[test]
-fn what_a_late_client_moves_either_way_is_undecided_both_ways() {
+fn what_a_late_client_moves_either_way_fails_net_of_its_reads_and_never_passes() {
     let s = stage(100, 10, 2, &[]);
+    // Gaps of 5 ms, each read up to 2 ms late: at least 3 ms of each was the server's.
     let fail = verdict("itl.p50 < 1ms", &s);
-    assert_eq!(fail.outcome, SlaOutcome::Inconclusive);
-    assert_eq!(fail.basis, Some(Basis::ClientUnbounded));
+    assert_eq!(fail.outcome, SlaOutcome::Fail, "{fail:?}");
+    assert!(
+        matches!(fail.basis, Some(Basis::NetOfClient { added_ms }) if (added_ms - 2.0).abs() < 0.1),
+        "{fail:?}"
+    );
+    // TPOT likewise: (20 ms − 2) over 4 tokens.
+    let tpot = verdict("tpot.mean < 2ms", &s);
+    assert_eq!(tpot.outcome, SlaOutcome::Fail, "{tpot:?}");
+    assert!(matches!(tpot.basis, Some(Basis::NetOfClient { .. })));
+    // Net of 2 ms the gap may be 3 ms, under 4: the client may explain it.
+    let close = verdict("itl.p50 < 4ms", &s);
+    assert_eq!(close.outcome, SlaOutcome::Inconclusive, "{close:?}");
+    assert!(matches!(
+        close.basis,
+        Some(Basis::ClientMayHaveAdded { .. })
+    ));
     let pass = verdict("itl.p50 < 1s", &s);
     assert_eq!(pass.outcome, SlaOutcome::Inconclusive);
     assert!(matches!(
