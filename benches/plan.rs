@@ -93,6 +93,8 @@ fn scenario() -> Scenario {
             profile: None,
             rounds: None,
             until_decided: None,
+            groups: Vec::new(),
+            priority_gate: false,
         }],
         sla: vec![],
         sla_policy: Default::default(),

@@ -80,6 +80,8 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         payload: super::Payload::sum(rounds.iter().map(|r| r.payload.as_ref())),
         // Each round found its own window; it stays in the round's summary below.
         steady: None,
+        groups: group_rounds(&rounds, confidence),
+        priority: None,
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {
@@ -90,12 +92,41 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 }),
                 timeline: Vec::new(),
                 per_turn: Vec::new(),
+                // Each label's rounds are in its own merged summary.
+                groups: Vec::new(),
                 ..r
             })
             .collect(),
     };
     merged.mark_answered_whole();
+    let gates = merged.rounds[0].priority.as_ref().is_some_and(|p| p.gates);
+    merged.priority = super::priority_check(&merged.groups, merged.pooled(), gates);
     merged
+}
+
+/// Each label's summaries across rounds, merged as the stage's are (in the first round's
+/// order of labels).
+fn group_rounds(rounds: &[StageSummary], confidence: f64) -> Vec<super::GroupSummary> {
+    rounds[0]
+        .groups
+        .iter()
+        .map(|g| {
+            let on = crate::protocol::LabelRef {
+                by: g.by,
+                name: g.label.clone(),
+            };
+            let parts: Vec<StageSummary> = rounds
+                .iter()
+                .filter_map(|r| r.group(&on).cloned())
+                .collect();
+            super::GroupSummary {
+                by: g.by,
+                label: g.label.clone(),
+                priority: g.priority,
+                summary: merge_rounds(parts, confidence),
+            }
+        })
+        .collect()
 }
 
 /// The median of a figure across rounds.

@@ -418,6 +418,14 @@ pub struct StageSummary {
     /// merged distributed results. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyState>,
+    /// A stage split by `model` or `class`: each label's requests as a stage of their own, in
+    /// the order the scenario lists them (every label, sent or not). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<super::GroupSummary>,
+    /// Classes with different priorities: whether the server served them in that order.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<super::PriorityCheck>,
 }
 
 /// The steady-state window of a stage and its figures (`steady` in results.json).

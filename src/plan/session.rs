@@ -16,6 +16,10 @@ pub struct SessionRecipe {
     pub turns: Vec<TurnTokens>,
     /// Tokens the dataset's context (shared prefix, retrieved chunks) adds to every turn.
     pub context_tokens: u32,
+    /// The session's labels (every turn the same model and class).
+    pub labels: crate::protocol::Labels,
+    /// The stage's data set (a class's own data set is refused on a session stage).
+    pub dataset: usize,
 }
 
 impl SessionRecipe {
@@ -38,6 +42,8 @@ impl SessionRecipe {
                 .saturating_add(self.context_tokens),
             output_tokens: t.output_tokens,
             item: self.item,
+            labels: self.labels,
+            dataset: self.dataset,
         }
     }
 }
@@ -118,6 +124,8 @@ impl Plan {
             item,
             turns,
             context_tokens,
+            labels: stage.labels(index),
+            dataset: stage.dataset,
         }
     }
 }

@@ -33,6 +33,8 @@ pub(crate) fn stage(
         profile: None,
         rounds: None,
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     }
 }
 

@@ -14,6 +14,7 @@ mod cpu;
 mod cpus;
 mod error;
 mod host;
+mod labels;
 mod load;
 mod options;
 mod probe;

@@ -243,7 +243,8 @@ impl StageRunner<'_> {
         sink: Option<RowSink>,
     ) -> Opened {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
-            .with_facts(stage_facts(&self.plan, stage));
+            .with_facts(stage_facts(&self.plan, stage))
+            .with_groups(&stage.groups, stage.priority_gate);
         let progress = self.opts.observer.stage_planned(
             &shown_name(stage, round, position),
             planned_total(&self.plan, stage),
@@ -324,6 +325,7 @@ impl StageRunner<'_> {
             stage: stage.clone(),
             client: self.client.clone(),
             template: self.template.clone(),
+            variants: Arc::new(super::labels::Variants::new(&self.template, &stage.groups)),
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             t0,

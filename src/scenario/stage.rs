@@ -25,6 +25,9 @@ const STAGE_CHILDREN: &[&str] = &[
     "sla",
     "sweep",
     "search",
+    "model",
+    "class",
+    "priority-inversion",
 ];
 const ARRIVALS: &[&str] = &[
     "constant",
@@ -42,8 +45,9 @@ pub(crate) struct StageOut {
     pub name: Option<Spanned<String>>,
     pub stage: Option<StageSpec>,
     pub sla: Vec<AssertionSpec>,
-    /// The dataset it names, for the reference check even when the stage is invalid.
-    pub dataset: Option<Spanned<String>>,
+    /// The data sets it names (its own, its classes'), for the reference check even when
+    /// the stage is invalid.
+    pub dataset: Vec<Spanned<String>>,
 }
 
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
@@ -54,10 +58,21 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         .map_or_else(|| "`stage`".to_string(), |n| format!("stage `{}`", n.value));
     let mut read = Read::default();
     let mut once = Once::default();
+    let mut split = super::labels::Split::default();
     for child in r.children() {
         let cname = child.name().value();
         if !STAGE_CHILDREN.contains(&cname) {
             ctx.unknown_node(child, &shown, STAGE_CHILDREN);
+            continue;
+        }
+        if let Some(by) = crate::protocol::Grouping::from_name(cname) {
+            split.read(ctx, child, by, name.as_ref());
+            continue;
+        }
+        if cname == "priority-inversion" {
+            if once.first(ctx, child, &shown) {
+                split.priority_gate = super::labels::priority_gate(ctx, child);
+            }
             continue;
         }
         if cname == "sla" {
@@ -88,6 +103,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         read.arrival.flatten(),
         limit,
     );
+    super::labels::check_gate(ctx, node, &split);
     let stage = match (&name, &read.dataset, arrival, limit) {
         (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
             name: n.clone(),
@@ -98,14 +114,20 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             profile: read.profile,
             rounds: read.rounds,
             until_decided: read.until,
+            groups: split.groups,
+            priority_gate: split.priority_gate,
         }),
         _ => None,
     };
+    let mut sla = read.sla;
+    sla.extend(split.sla);
+    let mut dataset: Vec<Spanned<String>> = read.dataset.into_iter().collect();
+    dataset.extend(split.datasets);
     StageOut {
         name,
         stage,
-        sla: read.sla,
-        dataset: read.dataset,
+        sla,
+        dataset,
     }
 }
 

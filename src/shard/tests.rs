@@ -32,6 +32,8 @@ fn open_stage(arrival: ArrivalSpec, seed: u64, count: u64) -> StagePlan {
         rounds: 1,
         slice: Slice::WHOLE,
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     }
 }
 

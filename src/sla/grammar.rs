@@ -5,6 +5,7 @@
 use std::fmt;
 
 pub use crate::metrics::{Aggregation, Metric, MetricKind, Percentile};
+use crate::protocol::LabelRef;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -95,6 +96,8 @@ pub struct Assertion {
     pub threshold: Threshold,
     /// Judged on the whole stage or on its steady-state window (`[window=steady]`).
     pub window: Window,
+    /// Judged on one label's requests only (`[model=lora-sql]`, `[class=interactive]`).
+    pub label: Option<LabelRef>,
 }
 
 impl Assertion {
@@ -127,6 +130,28 @@ impl Assertion {
         );
         self.window = window;
         self
+    }
+
+    /// The assertion judged on one label's requests, its text saying so
+    /// (`ttft.p95[class=interactive] < 300ms`): what a class's own `sla` block does to each
+    /// of its assertions. An error when the assertion selects a label already.
+    pub fn with_label(mut self, on: LabelRef) -> Result<Assertion, String> {
+        if let Some(had) = &self.label {
+            return Err(format!("the assertion already selects `{had}`"));
+        }
+        if !matches!(self.metric, Metric::Latency(_) | Metric::Count(_)) {
+            return Err(format!("`{}` is not measured per {}", self.metric, on.by));
+        }
+        let cut = self
+            .expr
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(self.expr.len());
+        self.expr = match self.expr[cut..].strip_prefix('[') {
+            Some(rest) => format!("{}[{on},{rest}", &self.expr[..cut]),
+            None => format!("{}[{on}]{}", &self.expr[..cut], &self.expr[cut..]),
+        };
+        self.label = Some(on);
+        Ok(self)
     }
 
     /// The unit of the threshold and of the observed value.
