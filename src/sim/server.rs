@@ -236,14 +236,21 @@ fn common_headers(resp: &mut Response, close_after_stream: bool) {
 }
 
 async fn models(State(app): State<Arc<AppState>>) -> Response {
-    let body = serde_json::json!({
-        "object": "list",
-        "data": [{
-            "id": app.config.model, "object": "model", "created": unix_now(),
-            "owned_by": "infermeter", "root": app.config.model, "parent": null,
-            "max_model_len": app.config.kv_capacity,
-        }]
-    });
+    let c = &app.config;
+    let mut data = vec![serde_json::json!({
+        "id": c.model, "object": "model", "created": unix_now(),
+        "owned_by": "infermeter", "root": c.model, "parent": null,
+        "max_model_len": c.kv_capacity,
+    })];
+    // Adapters as vLLM lists its LoRA modules: their own id, the base model as parent.
+    data.extend(c.adapters.keys().map(|name| {
+        serde_json::json!({
+            "id": name, "object": "model", "created": unix_now(),
+            "owned_by": "infermeter", "root": name, "parent": c.model,
+            "max_model_len": c.kv_capacity,
+        })
+    }));
+    let body = serde_json::json!({ "object": "list", "data": data });
     json_response(StatusCode::OK, body.to_string(), None)
 }
 
@@ -280,7 +287,7 @@ fn unix_now() -> u64 {
 
 /// The response's framing: the API's stream, or with `tool-calls` and a request offering a
 /// tool, a streamed call of it.
-fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framing {
+fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &str) -> Framing {
     let tool = (cfg.tool_calls && req.stream)
         .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
         .flatten();
@@ -290,7 +297,7 @@ fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framin
         shape,
         id,
         unix_now(),
-        &cfg.model,
+        model,
         req,
         cfg.prefix_cache,
         name,
@@ -312,6 +319,11 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         Err(e) => return bad_request(&e.message, e.param),
     };
     let cfg = &app.config;
+    let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
+        return unknown_model(req.model.as_deref().unwrap_or_default());
+    };
+    // The name answers carry: the adapter's own, as vLLM answers for a LoRA module.
+    let model = req.model.as_deref().unwrap_or(&cfg.model);
     let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
     if max_tokens == 0 {
         return bad_request("max_tokens must be at least 1", Some("max_tokens"));
@@ -334,7 +346,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = framing(cfg, served, &req, id).with_reasoning(reasoning);
+    let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {
@@ -354,6 +366,8 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         framing,
         prefix_blocks,
         cache_prompt: req.cache_prompt,
+        priority: if cfg.ignore_priority { 0 } else { req.priority },
+        cost,
         tx,
     };
     if app.intake.send(seq).is_err() {
@@ -371,7 +385,7 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         let info = Collected {
             id,
             served,
-            model: &cfg.model,
+            model,
             prompt_tokens: req.prompt_tokens,
             max_tokens,
             malformed: fault == Fault::MalformedSse,
@@ -380,6 +394,19 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         };
         collect_response(rx, info).await
     }
+}
+
+/// vLLM's answer to a request naming a model it does not serve: 404, `NotFoundError`.
+fn unknown_model(name: &str) -> Response {
+    // Bounded: the name is the client's, echoed back.
+    let shown: String = name.chars().take(256).collect();
+    let body = wire::error_body(
+        404,
+        "NotFoundError",
+        &format!("The model `{shown}` does not exist."),
+        Some("model"),
+    );
+    json_response(StatusCode::NOT_FOUND, body, None)
 }
 
 /// The trace's record of a request an error-status fault answered before any token.
