@@ -119,6 +119,36 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     Ok(())
 }
 
+/// `models    base ×3, lora-sql ×1` and `classes   interactive ×1 (priority 0, dataset chat)`.
+fn render_groups(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::Result {
+    for g in &stage.groups {
+        let labels: Vec<String> = g
+            .labels
+            .iter()
+            .map(|l| {
+                let mut more = Vec::new();
+                if let Some(p) = l.priority {
+                    more.push(format!("priority {p}"));
+                }
+                if let Some(d) = l.dataset.and_then(|i| plan.datasets.get(i)) {
+                    more.push(format!("dataset {}", d.name));
+                }
+                let more = if more.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", more.join(", "))
+                };
+                format!("{} ×{}{more}", l.name, l.weight)
+            })
+            .collect();
+        writeln!(out, "  {:<9} {}", format!("{}s", g.by), labels.join(", "))?;
+    }
+    if stage.priority_gate {
+        writeln!(out, "  priority  an inversion fails the gate")?;
+    }
+    Ok(())
+}
+
 fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::Result {
     let dataset = plan
         .datasets
@@ -142,6 +172,7 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         (load, "requests")
     };
     writeln!(out, "  load      {load}")?;
+    render_groups(plan, stage, out)?;
     let count = stage.request_count();
     if let Some(rule) = stage.until_decided {
         let least = match (rule.min_requests, rule.min_duration) {

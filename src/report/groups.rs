@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 use super::numbers::num;
+use std::borrow::Cow;
+
 use crate::metrics::{Dist, Figure, LatencyMetric as L, PairOutcome, StageSummary};
 
 /// One label of a stage, its figures formatted.
@@ -121,4 +123,19 @@ pub fn priority_sentence(s: &StageSummary) -> Option<String> {
             shown(first)
         )
     })
+}
+
+/// The stages, each followed by its labels' summaries named `stage[model=NAME]`: what
+/// `compare` matches between two runs, so each model and class is compared apart.
+pub fn with_labels(stages: &[StageSummary]) -> Vec<Cow<'_, StageSummary>> {
+    let mut out = Vec::with_capacity(stages.len());
+    for s in stages {
+        out.push(Cow::Borrowed(s));
+        for g in &s.groups {
+            let mut part = g.summary.clone();
+            part.name = format!("{}[{}={}]", s.name, g.by, g.label);
+            out.push(Cow::Owned(part));
+        }
+    }
+    out
 }

@@ -35,6 +35,11 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     itl_max_ms: Option<f64>,
     error: Option<String>,
+    /// The request's model and class, when its stage is split by them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<&'a str>,
 }
 
 /// How often the collector drains its channel.
@@ -178,6 +183,7 @@ pub enum CollectProblem {
 impl Collector {
     pub fn spawn(
         stage: String,
+        groups: Vec<crate::protocol::Group>,
         agg: StageAggregator,
         sink: Option<RowSink>,
         mut progress: Box<dyn StageProgress>,
@@ -190,6 +196,7 @@ impl Collector {
             // The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
             // written as they come, not through the scrub of the other files).
             stage: crate::redact::secrets(&stage).into_owned(),
+            groups,
             agg,
             ring: recent.clone(),
             sink,
@@ -283,6 +290,8 @@ struct Folder {
     ring: RecentTtfts,
     sink: Option<RowSink>,
     sink_error: Option<std::io::Error>,
+    /// The stage's models and classes, whose names the rows carry.
+    groups: Vec<crate::protocol::Group>,
     /// The loop probe's notes, which bound how late each request was read.
     track: Option<Arc<Track>>,
     /// Records waiting for the probes to have noted the instants around their reads.
@@ -327,7 +336,7 @@ impl Folder {
             self.ring.push(ns as f64 / 1e6);
         }
         if let Some(w) = self.sink.as_mut()
-            && let Err(e) = write_row(w, &self.stage, rec)
+            && let Err(e) = write_row(w, &self.stage, &self.groups, rec)
         {
             self.sink_error = Some(e);
             self.sink = None;
@@ -335,8 +344,18 @@ impl Folder {
     }
 }
 
-fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Result<()> {
+fn write_row(
+    w: &mut RowSink,
+    stage: &str,
+    groups: &[crate::protocol::Group],
+    rec: &RequestRecord,
+) -> std::io::Result<()> {
     let ms = |ns: u64| ns as f64 / 1e6;
+    let name = |by: crate::protocol::Grouping| {
+        let g = groups.iter().find(|g| g.by == by)?;
+        let i = rec.labels.get(by)?;
+        g.labels.get(usize::from(i)).map(|l| l.name.as_str())
+    };
     let gaps = &rec.itl_us;
     let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
     let row = Row {
@@ -348,6 +367,8 @@ fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Resu
         itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
         itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
+        model: name(crate::protocol::Grouping::Model),
+        class: name(crate::protocol::Grouping::Class),
     };
     serde_json::to_writer(&mut *w, &row)?;
     w.write_all(b"\n")

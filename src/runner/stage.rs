@@ -261,6 +261,7 @@ impl StageRunner<'_> {
         let track = super::probe::Track::new(workers);
         let collector = Collector::spawn(
             stage.name.clone(),
+            stage.groups.clone(),
             agg,
             sink,
             progress,
