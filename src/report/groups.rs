@@ -110,10 +110,15 @@ pub fn priority_sentence(s: &StageSummary) -> Option<String> {
         .filter(|p| p.outcome == PairOutcome::Honoured)
         .count();
     let first = check.pairs.first()?;
-    Some(if honoured == check.pairs.len() {
+    let decided = check
+        .pairs
+        .iter()
+        .find(|p| p.outcome == PairOutcome::Honoured);
+    Some(if let Some(p) = decided {
         format!(
-            "priority honoured{gate}: every class told to go first was served faster ({})",
-            shown(first)
+            "priority honoured{gate}: the classes told to go first were served faster where              the intervals tell ({honoured} of {} comparisons; {})",
+            check.pairs.len(),
+            shown(p)
         )
     } else {
         format!(
