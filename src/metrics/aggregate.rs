@@ -88,7 +88,7 @@ pub struct StageAggregator {
     kept: Vec<super::steady::Kept>,
     kept_over: bool,
     /// One aggregator per label of each of the stage's groups (`model`, `class`).
-    groups: Vec<super::groups::GroupAcc>,
+    groups: Vec<super::groups::GroupAcc<StageAggregator>>,
     /// `priority-inversion "fail"`: the priority check gates.
     priority_gate: bool,
 }
@@ -154,7 +154,9 @@ impl StageAggregator {
     /// instant, ns) its net samples too: what the client may have added taken off.
     pub fn record_with(&mut self, r: &RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
         for g in &mut self.groups {
-            g.record(r, read);
+            if let Some(p) = g.part_of(r) {
+                p.record_with(r, read);
+            }
         }
         if let Some(read) = read {
             self.net_recorded += 1;

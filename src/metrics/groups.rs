@@ -4,72 +4,12 @@
 //! was told to serve first that was served slower than one it was told to serve later, shown
 //! by their intervals rather than their point estimates.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use super::aggregate::StageAggregator;
 use super::dist::{Dist, Figure};
+use super::priority::{PairOutcome, PriorityCheck, PriorityPair};
 use super::record::RequestRecord;
-use super::summary::StageSummary;
+use super::summary::{GroupSummary, StageSummary};
 use super::vocab::LatencyMetric;
 use crate::protocol::{Group, Grouping, LabelRef};
-
-/// One label's requests of a stage, summarised as a stage of their own (latencies with their
-/// intervals, counts, throughput over the stage's wall time). *Added in schema 3.*
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct GroupSummary {
-    pub by: Grouping,
-    pub label: String,
-    /// A class's priority as sent to the server (lower is served first).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i64>,
-    pub summary: StageSummary,
-}
-
-/// Whether a stage's classes were served in their priority order. *Added in schema 3.*
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PriorityCheck {
-    /// The latency compared: `ttft` (`e2e` for an API answered whole).
-    pub metric: String,
-    /// Some class told to go first was served slower than one told to go later, on p50 or
-    /// p95, their intervals apart.
-    pub inverted: bool,
-    /// The stage's `priority-inversion "fail"`: an inversion fails the run's gate.
-    pub gates: bool,
-    /// Every pair of classes with different priorities, the higher first, on p50 and p95.
-    pub pairs: Vec<PriorityPair>,
-}
-
-/// One comparison of a higher-priority class with a lower one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PriorityPair {
-    /// The class told to go first (the lower `priority` value).
-    pub higher: String,
-    pub lower: String,
-    /// `p50` or `p95`.
-    pub figure: String,
-    /// The figure of each class, ms.
-    pub higher_ms: f64,
-    pub lower_ms: f64,
-    /// Each figure's confidence interval, where there are enough samples for one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub higher_interval: Option<(f64, f64)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lower_interval: Option<(f64, f64)>,
-    pub outcome: PairOutcome,
-}
-
-/// What a pair's intervals show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PairOutcome {
-    /// The higher class's interval lies wholly below the lower's: served first.
-    Honoured,
-    /// The higher class's interval lies wholly above the lower's: served slower.
-    Inverted,
-    /// The intervals overlap (or one is missing): nothing shown either way.
-    Undecided,
-}
 
 impl StageSummary {
     /// The summary of one label's requests, when the stage has that label.
@@ -81,32 +21,31 @@ impl StageSummary {
     }
 }
 
-/// One grouping's accumulators: a stage aggregator per label.
-pub(super) struct GroupAcc {
+/// One grouping's accumulators: one per label (a stage aggregator; generic so that this file
+/// and the aggregator's do not import each other).
+pub(super) struct GroupAcc<T> {
     group: Group,
-    parts: Vec<StageAggregator>,
+    parts: Vec<T>,
 }
 
-impl GroupAcc {
-    pub(super) fn new(group: &Group, part: impl Fn() -> StageAggregator) -> GroupAcc {
+impl<T> GroupAcc<T> {
+    pub(super) fn new(group: &Group, part: impl Fn() -> T) -> GroupAcc<T> {
         GroupAcc {
             group: group.clone(),
             parts: group.labels.iter().map(|_| part()).collect(),
         }
     }
 
-    pub(super) fn record(&mut self, r: &RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
-        if let Some(i) = r.labels.get(self.group.by)
-            && let Some(p) = self.parts.get_mut(usize::from(i))
-        {
-            p.record_with(r, read);
-        }
+    /// The accumulator of `r`'s label, when it has one in this grouping.
+    pub(super) fn part_of(&mut self, r: &RequestRecord) -> Option<&mut T> {
+        let i = r.labels.get(self.group.by)?;
+        self.parts.get_mut(usize::from(i))
     }
 
     /// Each label's summary, by `summarise`.
     pub(super) fn summaries(
         &self,
-        summarise: impl Fn(&StageAggregator) -> StageSummary,
+        summarise: impl Fn(&T) -> StageSummary,
     ) -> Vec<GroupSummary> {
         self.group
             .labels
@@ -123,7 +62,7 @@ impl GroupAcc {
 
     pub(super) fn finish(
         self,
-        finish: impl Fn(StageAggregator) -> StageSummary,
+        finish: impl Fn(T) -> StageSummary,
     ) -> Vec<GroupSummary> {
         let by = self.group.by;
         self.group

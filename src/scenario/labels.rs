@@ -30,16 +30,13 @@ pub(crate) struct Split {
 }
 
 impl Split {
-    /// Reads one `model` or `class` node of stage `stage`.
-    pub fn read(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        node: &KdlNode,
-        by: Grouping,
-        stage: Option<&Spanned<String>>,
-    ) {
-        let Some(label) = self.label(ctx, node, by, stage) else {
-            return;
+    /// Reads one `model` or `class` node; the label it names, when valid (whose `sla`
+    /// blocks the stage reads, then gives to [`Split::own_sla`]).
+    pub fn read(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode, by: Grouping) -> Option<LabelRef> {
+        let label = self.label(ctx, node, by)?;
+        let on = LabelRef {
+            by,
+            name: label.name.value.clone(),
         };
         let at = match self.groups.iter().position(|g| g.by == by) {
             Some(i) => i,
@@ -59,7 +56,7 @@ impl Split {
                 "given again here",
                 Some(format!("give each {by} once; its weight sets its share")),
             );
-            return;
+            return None;
         }
         if group.labels.len() >= MAX_LABELS {
             ctx.error(
@@ -68,18 +65,26 @@ impl Split {
                 "too many",
                 Some("each keeps its own histograms; merge some".into()),
             );
-            return;
+            return None;
         }
         group.labels.push(label);
+        Some(on)
     }
 
-    fn label(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        node: &KdlNode,
-        by: Grouping,
-        stage: Option<&Spanned<String>>,
-    ) -> Option<LabelSpec> {
+    /// A class's own assertions, each put on the class's requests.
+    pub fn own_sla(&mut self, ctx: &mut Ctx<'_>, on: &LabelRef, assertions: Vec<AssertionSpec>) {
+        for mut a in assertions {
+            match a.expr.value.clone().with_label(on.clone()) {
+                Ok(e) => {
+                    a.expr.value = e;
+                    self.sla.push(a);
+                }
+                Err(why) => ctx.error(a.expr.span, why, format!("in {}'s sla", on.by), None),
+            }
+        }
+    }
+
+    fn label(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode, by: Grouping) -> Option<LabelSpec> {
         let mut r = NodeReader::new(ctx, node);
         let name = one_arg(ctx, &mut r, &format!("a {by} name")).and_then(|v| {
             let s = ctx.string(&v, by.as_str())?;
@@ -105,20 +110,14 @@ impl Split {
             dataset: None,
         };
         if by == Grouping::Class {
-            self.class_parts(ctx, &mut r, &mut label, stage);
+            self.class_parts(ctx, &mut r, &mut label);
         }
         r.finish(ctx);
         Some(label)
     }
 
-    /// A class's `priority=`, own `dataset` and `sla` block.
-    fn class_parts(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        r: &mut NodeReader<'_>,
-        label: &mut LabelSpec,
-        stage: Option<&Spanned<String>>,
-    ) {
+    /// A class's `priority=` and own `dataset` (its `sla` blocks are the stage's to read).
+    fn class_parts(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, label: &mut LabelSpec) {
         if let Some(v) = r.prop(ctx, "priority") {
             label.priority = ctx.int(&v, "priority", -MAX_PRIORITY, MAX_PRIORITY);
         }
@@ -137,21 +136,7 @@ impl Split {
                     }
                     cr.finish(ctx);
                 }
-                "sla" => {
-                    let on = LabelRef {
-                        by: Grouping::Class,
-                        name: label.name.value.clone(),
-                    };
-                    for mut a in super::stage::sla_block(ctx, child, stage).assertions {
-                        match a.expr.value.clone().with_label(on.clone()) {
-                            Ok(e) => {
-                                a.expr.value = e;
-                                self.sla.push(a);
-                            }
-                            Err(why) => ctx.error(a.expr.span, why, "in a class's sla", None),
-                        }
-                    }
-                }
+                "sla" => {}
                 "dataset" => ctx.error(
                     ctx.name_span(child),
                     format!("duplicate `dataset` in {shown}"),

@@ -66,7 +66,14 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             continue;
         }
         if let Some(by) = crate::protocol::Grouping::from_name(cname) {
-            split.read(ctx, child, by, name.as_ref());
+            // A class's `sla` blocks are read here, where the stage's are.
+            if let Some(on) = split.read(ctx, child, by) {
+                let blocks = child.children().map(|c| c.nodes()).unwrap_or_default();
+                for block in blocks.iter().filter(|n| n.name().value() == "sla") {
+                    let out = sla_block(ctx, block, name.as_ref()).assertions;
+                    split.own_sla(ctx, &on, out);
+                }
+            }
             continue;
         }
         if cname == "priority-inversion" {
