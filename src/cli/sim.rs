@@ -62,6 +62,7 @@ impl SimArgs {
         set(&mut c.timings, &self.timings);
         set(&mut c.metrics_histograms, &self.metrics_histograms);
         set(&mut c.reasoning_tokens, &self.reasoning_tokens);
+        set(&mut c.ignore_priority, &self.ignore_priority);
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

@@ -43,10 +43,7 @@ impl<T> GroupAcc<T> {
     }
 
     /// Each label's summary, by `summarise`.
-    pub(super) fn summaries(
-        &self,
-        summarise: impl Fn(&T) -> StageSummary,
-    ) -> Vec<GroupSummary> {
+    pub(super) fn summaries(&self, summarise: impl Fn(&T) -> StageSummary) -> Vec<GroupSummary> {
         self.group
             .labels
             .iter()
@@ -60,10 +57,7 @@ impl<T> GroupAcc<T> {
             .collect()
     }
 
-    pub(super) fn finish(
-        self,
-        finish: impl Fn(T) -> StageSummary,
-    ) -> Vec<GroupSummary> {
+    pub(super) fn finish(self, finish: impl Fn(T) -> StageSummary) -> Vec<GroupSummary> {
         let by = self.group.by;
         self.group
             .labels

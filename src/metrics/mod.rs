@@ -38,13 +38,13 @@ pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use groups::priority_check;
-pub use priority::{PairOutcome, PriorityCheck, PriorityPair};
 pub use histograms::{StageHistograms, TurnHistograms};
 pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
 pub use measure::{dist, dist_with_intervals, metric_dist};
 pub use net::{ClientNet, NetHistograms};
 pub use payload::Payload;
 pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
+pub use priority::{PairOutcome, PriorityCheck, PriorityPair};
 pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary};
 pub use record::*;
 pub use rounds::merge_rounds;

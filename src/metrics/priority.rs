@@ -48,4 +48,3 @@ pub enum PairOutcome {
     /// The intervals overlap (or one is missing): nothing shown either way.
     Undecided,
 }
-

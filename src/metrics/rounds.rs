@@ -92,15 +92,22 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 }),
                 timeline: Vec::new(),
                 per_turn: Vec::new(),
-                // Each label's rounds are in its own merged summary.
-                groups: Vec::new(),
                 ..r
             })
             .collect(),
     };
     merged.mark_answered_whole();
+    with_priority(merged)
+}
+
+/// The priority check on the merged labels (each round's labels are in the labels' own
+/// merged summaries, so the rounds' copies drop them).
+fn with_priority(mut merged: StageSummary) -> StageSummary {
     let gates = merged.rounds[0].priority.as_ref().is_some_and(|p| p.gates);
     merged.priority = super::priority_check(&merged.groups, merged.pooled(), gates);
+    for r in &mut merged.rounds {
+        r.groups.clear();
+    }
     merged
 }
 

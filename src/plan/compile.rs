@@ -241,7 +241,7 @@ impl From<&Target> for TargetPlan {
     fn from(t: &Target) -> TargetPlan {
         TargetPlan {
             endpoint: match &t.endpoint {
-                Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
+                Endpoint::Sim(cfg) => EndpointPlan::Sim(cfg.clone()),
                 Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
             },
             request: t.request.clone(),

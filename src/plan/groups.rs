@@ -45,8 +45,7 @@ pub(super) fn stage_groups(
                              hooks run on every request)",
                         ));
                     }
-                    let sessions =
-                        |i: usize| datasets.get(i).is_some_and(|d| d.session.is_some());
+                    let sessions = |i: usize| datasets.get(i).is_some_and(|d| d.session.is_some());
                     if sessions(i) || sessions(stage_dataset) {
                         return Err(bad(
                             &who(),

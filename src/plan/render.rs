@@ -76,6 +76,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     for stage in plan.stages_in_order() {
         writeln!(out)?;
         render_stage(plan, stage, out)?;
+        render_groups(plan, stage, out)?;
     }
     if !plan.sla.is_empty() {
         writeln!(out)?;
@@ -172,7 +173,6 @@ fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::R
         (load, "requests")
     };
     writeln!(out, "  load      {load}")?;
-    render_groups(plan, stage, out)?;
     let count = stage.request_count();
     if let Some(rule) = stage.until_decided {
         let least = match (rule.min_requests, rule.min_duration) {

@@ -78,7 +78,9 @@ pub fn priority_sentence(s: &StageSummary) -> Option<String> {
     let check = s.priority.as_ref()?;
     let shown = |p: &crate::metrics::PriorityPair| {
         let iv = |i: Option<(f64, f64)>| {
-            i.map_or_else(String::new, |(lo, hi)| format!(" [{}, {}]", num(lo), num(hi)))
+            i.map_or_else(String::new, |(lo, hi)| {
+                format!(" [{}, {}]", num(lo), num(hi))
+            })
         };
         format!(
             "{} {} {}{} ms against {}{} ms",

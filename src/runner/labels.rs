@@ -36,8 +36,12 @@ impl Variants {
                 if let Some(l) = models.and_then(|g| g.labels.get(mi)) {
                     t.model.clone_from(&l.name);
                 }
-                if let Some(p) = classes.and_then(|g| g.labels.get(ci)).and_then(|l| l.priority) {
-                    t.extra.insert("priority".into(), serde_json::Value::from(p));
+                if let Some(p) = classes
+                    .and_then(|g| g.labels.get(ci))
+                    .and_then(|l| l.priority)
+                {
+                    t.extra
+                        .insert("priority".into(), serde_json::Value::from(p));
                 }
                 templates.push(Arc::new(t));
             }

@@ -49,7 +49,11 @@ impl Split {
             }
         };
         let group = &mut self.groups[at];
-        if group.labels.iter().any(|l| l.name.value == label.name.value) {
+        if group
+            .labels
+            .iter()
+            .any(|l| l.name.value == label.name.value)
+        {
             ctx.error(
                 label.name.span,
                 format!("duplicate {by} `{}` in the stage", label.name.value),
@@ -93,7 +97,9 @@ impl Split {
                     v.span,
                     format!("invalid {by} name {:?}", crate::escape::terminal(&s)),
                     format!("1 to {MAX_LABEL_LEN} ASCII letters, digits and . _ - / :"),
-                    Some(format!("a {by} name is read back in SLA selectors like `[{by}=NAME]`")),
+                    Some(format!(
+                        "a {by} name is read back in SLA selectors like `[{by}=NAME]`"
+                    )),
                 );
                 return None;
             }
@@ -199,7 +205,10 @@ pub(crate) fn priority_gate(ctx: &mut Ctx<'_>, node: &KdlNode) -> bool {
             _ => {
                 ctx.error(
                     v.span,
-                    format!("unknown priority-inversion `{}`", crate::escape::terminal(&s)),
+                    format!(
+                        "unknown priority-inversion `{}`",
+                        crate::escape::terminal(&s)
+                    ),
                     "expected \"fail\" or \"report\"",
                     Some("\"fail\": an inversion fails the gate; \"report\": it is shown".into()),
                 );
@@ -213,10 +222,11 @@ pub(crate) fn priority_gate(ctx: &mut Ctx<'_>, node: &KdlNode) -> bool {
 
 /// A `priority-inversion` rule needs classes with at least two different priorities.
 pub(crate) fn check_gate(ctx: &mut Ctx<'_>, node: &KdlNode, split: &Split) {
-    let Some(child) = node
-        .children()
-        .and_then(|c| c.nodes().iter().find(|n| n.name().value() == "priority-inversion"))
-    else {
+    let Some(child) = node.children().and_then(|c| {
+        c.nodes()
+            .iter()
+            .find(|n| n.name().value() == "priority-inversion")
+    }) else {
         return;
     };
     let mut priorities: Vec<i64> = split

@@ -65,21 +65,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             ctx.unknown_node(child, &shown, STAGE_CHILDREN);
             continue;
         }
-        if let Some(by) = crate::protocol::Grouping::from_name(cname) {
-            // A class's `sla` blocks are read here, where the stage's are.
-            if let Some(on) = split.read(ctx, child, by) {
-                let blocks = child.children().map(|c| c.nodes()).unwrap_or_default();
-                for block in blocks.iter().filter(|n| n.name().value() == "sla") {
-                    let out = sla_block(ctx, block, name.as_ref()).assertions;
-                    split.own_sla(ctx, &on, out);
-                }
-            }
-            continue;
-        }
-        if cname == "priority-inversion" {
-            if once.first(ctx, child, &shown) {
-                split.priority_gate = super::labels::priority_gate(ctx, child);
-            }
+        if split_child(ctx, child, name.as_ref(), &mut split, &mut once, &shown) {
             continue;
         }
         if cname == "sla" {
@@ -136,6 +122,36 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         sla,
         dataset,
     }
+}
+
+/// A `model`, `class` or `priority-inversion` node, read into `split`; false for any other.
+fn split_child(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    stage: Option<&Spanned<String>>,
+    split: &mut super::labels::Split,
+    once: &mut Once,
+    shown: &str,
+) -> bool {
+    let cname = child.name().value();
+    if let Some(by) = crate::protocol::Grouping::from_name(cname) {
+        // A class's `sla` blocks are read here, where the stage's are.
+        if let Some(on) = split.read(ctx, child, by) {
+            let blocks = child.children().map(|c| c.nodes()).unwrap_or_default();
+            for block in blocks.iter().filter(|n| n.name().value() == "sla") {
+                let out = sla_block(ctx, block, stage).assertions;
+                split.own_sla(ctx, &on, out);
+            }
+        }
+        return true;
+    }
+    if cname == "priority-inversion" {
+        if once.first(ctx, child, shown) {
+            split.priority_gate = super::labels::priority_gate(ctx, child);
+        }
+        return true;
+    }
+    false
 }
 
 /// The stage's name argument, reported when missing.

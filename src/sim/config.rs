@@ -270,7 +270,10 @@ impl SimConfig {
         }
         for (name, cost) in &self.adapters {
             if name.is_empty() || name.len() > 256 || *name == self.model {
-                return err("adapters", "each a name of 1 to 256 bytes, not the base model's");
+                return err(
+                    "adapters",
+                    "each a name of 1 to 256 bytes, not the base model's",
+                );
             }
             if !(cost.is_finite() && (0.01..=100.0).contains(cost)) {
                 return err("adapters", "each cost a factor between 0.01 and 100");

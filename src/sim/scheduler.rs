@@ -295,7 +295,8 @@ impl Scheduler {
         let c = &self.config;
         let mut nanos = c.prefill_per_token.as_nanos() as f64 * prefilled;
         if decoding > 0.0 {
-            nanos += c.decode_base.as_nanos() as f64 + c.decode_per_seq.as_nanos() as f64 * decoding;
+            nanos +=
+                c.decode_base.as_nanos() as f64 + c.decode_per_seq.as_nanos() as f64 * decoding;
         }
         if c.jitter > 0.0 && nanos > 0.0 {
             nanos *= self.rng.random_range(1.0 - c.jitter..=1.0 + c.jitter);

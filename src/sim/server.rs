@@ -293,15 +293,7 @@ fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &s
         .flatten();
     let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| wire::Stream::Choices(s));
     let name = tool.map(|(name, _)| name);
-    Framing::new(
-        shape,
-        id,
-        unix_now(),
-        model,
-        req,
-        cfg.prefix_cache,
-        name,
-    )
+    Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, name)
 }
 
 async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes) -> Response {
@@ -324,20 +316,10 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
     };
     // The name answers carry: the adapter's own, as vLLM answers for a LoRA module.
     let model = req.model.as_deref().unwrap_or(&cfg.model);
-    let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
-    if max_tokens == 0 {
-        return bad_request("max_tokens must be at least 1", Some("max_tokens"));
-    }
-    if req.min_tokens > max_tokens {
-        return bad_request("min_tokens must not exceed max_tokens", Some("min_tokens"));
-    }
-    if req.prompt_tokens.saturating_add(max_tokens) > cfg.kv_capacity {
-        let msg = format!(
-            "this model's maximum context length is {} tokens; the request has {} prompt tokens and asks for {max_tokens} more",
-            cfg.kv_capacity, req.prompt_tokens
-        );
-        return bad_request(&msg, Some("max_tokens"));
-    }
+    let max_tokens = match max_tokens(cfg, &req) {
+        Ok(n) => n,
+        Err(e) => return bad_request(&e.message, e.param),
+    };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
     if let Some((status, kind)) = fault.status() {
@@ -394,6 +376,32 @@ async fn generate(app: Arc<AppState>, conn: ConnTag, served: Served, body: Bytes
         };
         collect_response(rx, info).await
     }
+}
+
+/// The request's output cap, or why its lengths are refused (a 400).
+fn max_tokens(cfg: &SimConfig, req: &GenRequest) -> Result<u64, wire::BadRequest> {
+    let refuse = |message: String, param: &'static str| wire::BadRequest {
+        message,
+        param: Some(param),
+    };
+    let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
+    if max_tokens == 0 {
+        return Err(refuse("max_tokens must be at least 1".into(), "max_tokens"));
+    }
+    if req.min_tokens > max_tokens {
+        return Err(refuse(
+            "min_tokens must not exceed max_tokens".into(),
+            "min_tokens",
+        ));
+    }
+    if req.prompt_tokens.saturating_add(max_tokens) > cfg.kv_capacity {
+        let msg = format!(
+            "this model's maximum context length is {} tokens; the request has {} prompt tokens and asks for {max_tokens} more",
+            cfg.kv_capacity, req.prompt_tokens
+        );
+        return Err(refuse(msg, "max_tokens"));
+    }
+    Ok(max_tokens)
 }
 
 /// vLLM's answer to a request naming a model it does not serve: 404, `NotFoundError`.

@@ -205,7 +205,12 @@ pub fn judge(
             None => verdicts.extend(
                 stages
                     .iter()
-                    .filter(|s| assertion.label.as_ref().is_none_or(|on| s.group(on).is_some()))
+                    .filter(|s| {
+                        assertion
+                            .label
+                            .as_ref()
+                            .is_none_or(|on| s.group(on).is_some())
+                    })
                     .map(|s| judge_one(assertion, s, cx)),
             ),
         }
@@ -277,7 +282,12 @@ fn judge_label(
     };
     let base: Vec<StageSummary> = cx
         .baseline
-        .map(|b| b.stages.iter().filter_map(|s| s.group(on).cloned()).collect())
+        .map(|b| {
+            b.stages
+                .iter()
+                .filter_map(|s| s.group(on).cloned())
+                .collect()
+        })
         .unwrap_or_default();
     let cx = Context {
         baseline: cx.baseline.map(|b| Baseline {

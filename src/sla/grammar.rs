@@ -97,7 +97,8 @@ pub struct Assertion {
     /// Judged on the whole stage or on its steady-state window (`[window=steady]`).
     pub window: Window,
     /// Judged on one label's requests only (`[model=lora-sql]`, `[class=interactive]`).
-    pub label: Option<LabelRef>,
+    /// Boxed: most assertions have none, and an assertion travels in the run's error.
+    pub label: Option<Box<LabelRef>>,
 }
 
 impl Assertion {
@@ -150,7 +151,7 @@ impl Assertion {
             Some(rest) => format!("{}[{on},{rest}", &self.expr[..cut]),
             None => format!("{}[{on}]{}", &self.expr[..cut], &self.expr[cut..]),
         };
-        self.label = Some(on);
+        self.label = Some(Box::new(on));
         Ok(self)
     }
 

@@ -238,7 +238,7 @@ impl Parser<'_> {
     }
 
     /// `[window=steady]`, `[model=NAME]`, `[class=NAME]` after the metric reference, if any.
-    fn selectors(&mut self, metric: Metric) -> Result<(Window, Option<LabelRef>), SlaError> {
+    fn selectors(&mut self, metric: Metric) -> Result<(Window, Option<Box<LabelRef>>), SlaError> {
         if self.peek() != Some(b'[') {
             return Ok((Window::Stage, None));
         }
@@ -284,10 +284,10 @@ impl Parser<'_> {
                         "select a label on a latency or a counted figure",
                     ));
                 }
-                label = Some(LabelRef {
+                label = Some(Box::new(LabelRef {
                     by,
                     name: value.to_string(),
-                });
+                }));
                 continue;
             }
             if key != "window" {

@@ -14,7 +14,11 @@ pub fn priority_inversions(stages: &[StageSummary], cx: &Context<'_>) -> Vec<Sla
         let Some(check) = stage.priority.as_ref().filter(|c| c.gates) else {
             continue;
         };
-        for p in check.pairs.iter().filter(|p| p.outcome == PairOutcome::Inverted) {
+        for p in check
+            .pairs
+            .iter()
+            .filter(|p| p.outcome == PairOutcome::Inverted)
+        {
             let Some((_, bound)) = p.lower_interval else {
                 continue;
             };

@@ -59,6 +59,12 @@ fn classes_run(ignore: bool) -> (std::process::Output, serde_json::Value, std::p
 
 #[test]
 fn the_priority_check_fires_when_the_server_ignores_priority_and_not_when_it_honours_it() {
+    honoured();
+    inverted();
+}
+
+/// Served by priority: the interactive class is faster, the gate passes.
+fn honoured() {
     let (o, r, out) = classes_run(false);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let s = stage(&r, "mixed");
@@ -79,20 +85,26 @@ fn the_priority_check_fires_when_the_server_ignores_priority_and_not_when_it_hon
         .sum();
     assert_eq!(sent, 80, "every request is in one class");
     assert!(
-        !r["sla"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|v| v["note"].as_str().unwrap_or("").contains("priority inversion")),
+        !r["sla"].as_array().unwrap().iter().any(|v| v["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("priority inversion")),
         "{}",
         r["sla"]
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("**Priority**: priority honoured (gates the run)"), "{md}");
+    assert!(
+        md.contains("**Priority**: priority honoured (gates the run)"),
+        "{md}"
+    );
     // Each request's class, by name, in requests.jsonl; the server was told its priority.
     let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     assert!(rows.contains(r#""class":"interactive""#), "{rows}");
+}
 
+/// Served first come, first served: the interactive class is slower, the gate fails, and the
+/// summary, the reports and the CSV say so.
+fn inverted() {
     let (o, r, out) = classes_run(true);
     assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     let s = stage(&r, "mixed");
@@ -123,12 +135,21 @@ fn the_priority_check_fires_when_the_server_ignores_priority_and_not_when_it_hon
         failed[0]
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("priority INVERTED (gates the run)"), "{stdout}");
-    assert!(stdout.contains("class interactive (priority 0): "), "{stdout}");
+    assert!(
+        stdout.contains("priority INVERTED (gates the run)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("class interactive (priority 0): "),
+        "{stdout}"
+    );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     for shown in [&md, &html] {
-        assert!(shown.contains("priority INVERTED (gates the run)"), "{shown}");
+        assert!(
+            shown.contains("priority INVERTED (gates the run)"),
+            "{shown}"
+        );
     }
     let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
     assert!(csv.contains("\r\nmixed[class=batch],"), "{csv}");
@@ -206,7 +227,10 @@ fn each_model_has_its_results_and_verdicts_and_an_unknown_one_is_refused() {
             .clone()
     };
     assert_eq!(verdict("error_rate[model=base] < 50%")["outcome"], "pass");
-    assert_eq!(verdict("error_rate[model=missing] < 50%")["outcome"], "fail");
+    assert_eq!(
+        verdict("error_rate[model=missing] < 50%")["outcome"],
+        "fail"
+    );
     let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     assert!(rows.contains(r#""model":"lora-sql""#), "{rows}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();

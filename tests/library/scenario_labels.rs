@@ -72,7 +72,10 @@ sla {
     assert_eq!(classes.by, Grouping::Class);
     assert_eq!(classes.labels[0].priority, Some(-1));
     assert_eq!(classes.labels[0].dataset.as_ref().unwrap().value, "long");
-    assert_eq!((classes.labels[1].weight, classes.labels[1].priority), (1, Some(10)));
+    assert_eq!(
+        (classes.labels[1].weight, classes.labels[1].priority),
+        (1, Some(10))
+    );
     // The class's own assertion is the stage's, on the class's requests.
     let class_sla = s
         .sla
@@ -85,10 +88,10 @@ sla {
     );
     assert_eq!(
         class_sla.expr.value.label,
-        Some(LabelRef {
+        Some(Box::new(LabelRef {
             by: Grouping::Class,
             name: "interactive".into()
-        })
+        }))
     );
     let top = s.sla.iter().find(|a| a.stage.is_none()).unwrap();
     assert_eq!(top.expr.value.label.as_ref().unwrap().name, "base");
@@ -109,9 +112,13 @@ fn each_wrong_split_is_reported_with_a_hint() {
     assert!(m.contains("duplicate model `x`"), "{m}");
     let m = messages(&stage("    class \"c\" { dataset \"nope\" }"));
     assert!(m.contains("undefined dataset `nope`"), "{m}");
-    let m = messages(&stage("    class \"c\" priority=1\n    priority-inversion \"fail\""));
+    let m = messages(&stage(
+        "    class \"c\" priority=1\n    priority-inversion \"fail\"",
+    ));
     assert!(m.contains("without classes of different priorities"), "{m}");
-    let m = messages(&stage("    class \"c\" priority=1\n    priority-inversion \"maybe\""));
+    let m = messages(&stage(
+        "    class \"c\" priority=1\n    priority-inversion \"maybe\"",
+    ));
     assert!(m.contains("unknown priority-inversion"), "{m}");
     let m = messages(&format!(
         "{}sla {{\n    assert \"ttft.p95[model=other] < 1s\"\n}}\n",

@@ -108,4 +108,9 @@ pub struct SimArgs {
     /// stream, reasoning tokens in usage); a request's reasoning effort scales them.
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens: Option<u64>,
+    /// Serve first come, first served whatever a request's `priority` (by default a lower
+    /// priority is admitted first, as vLLM's priority scheduling). Adapters (more model names,
+    /// each with its cost) are set with --config: {"adapters": {"lora-sql": 1.5}}.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_priority: Option<bool>,
 }
