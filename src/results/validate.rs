@@ -230,6 +230,7 @@ impl Checker {
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
+        self.groups(at, s);
         for (i, p) in s.timeline.iter().enumerate() {
             let at = format!("{at}.timeline[{i}]");
             self.non_negative(&format!("{at}.t_s"), p.t_s);
@@ -592,6 +593,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+mod groups;
 mod steady;
 
 #[cfg(test)]
