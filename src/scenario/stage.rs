@@ -576,7 +576,7 @@ fn windowed(ctx: &mut Ctx<'_>, a: &mut AssertionSpec, w: crate::sla::Window) {
     let assertion = a.expr.value.clone();
     if w == crate::sla::Window::Steady
         && assertion.window == crate::sla::Window::Stage
-        && !assertion.expr.contains('[')
+        && !assertion.expr.contains("window=")
         && let Err(e) = crate::sla::check_windowed(assertion.metric, (0, 1))
     {
         ctx.error(

@@ -119,8 +119,14 @@ impl Assertion {
             .expr
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
             .unwrap_or(self.expr.len());
-        if self.expr[cut..].starts_with('[') {
-            // It names its own selectors; the block's default does not override them.
+        if let Some(rest) = self.expr[cut..].strip_prefix('[') {
+            // It names its own window; the block's default does not override it. A label
+            // selector alone takes the block's window beside it.
+            if rest.split(']').next().is_some_and(|s| s.contains("window")) {
+                return self;
+            }
+            self.expr = format!("{}[window={},{rest}", &self.expr[..cut], window.as_str());
+            self.window = window;
             return self;
         }
         self.expr = format!(

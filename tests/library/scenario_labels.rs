@@ -145,3 +145,18 @@ fn selectors_are_typed_and_bounded() {
         assert!(sla(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_steady_block_puts_its_window_beside_a_label() {
+    use infermeter::sla::{Window, parse as sla};
+    let a = sla("ttft.p95[model=a] < 1s")
+        .unwrap()
+        .in_window(Window::Steady);
+    assert_eq!(a.expr, "ttft.p95[window=steady,model=a] < 1s");
+    assert_eq!(a.window, Window::Steady);
+    assert_eq!(a.label.as_ref().unwrap().name, "a");
+    // The text reads back as the same assertion (the plan's JSON and the verdicts keep it).
+    assert_eq!(sla(&a.expr).unwrap(), a);
+    let own = sla("ttft.p95[model=a,window=stage] < 1s").unwrap();
+    assert_eq!(own.clone().in_window(Window::Steady), own);
+}
