@@ -144,7 +144,7 @@ pub struct StagePlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
     /// `model` and `class` splits of the stage's requests, each request's labels drawn from
-    /// the stage's seed and its index (see [`Plan::labels`]). In the JSON (and so the hash)
+    /// the stage's seed and its index (see [`StagePlan::labels`]). In the JSON (and so the hash)
     /// only for stages that have them, so other plans keep their hashes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<Group>,

@@ -48,11 +48,7 @@ impl Checker {
                     .iter()
                     .any(|g| g.by == Grouping::Class && g.label == *name)
                 {
-                    self.fail(
-                        format!("{at}"),
-                        super::json(name),
-                        "not a class of the stage",
-                    );
+                    self.fail(at.clone(), super::json(name), "not a class of the stage");
                 }
             }
             self.non_negative(&format!("{at}.higher_ms"), pair.higher_ms);
