@@ -95,8 +95,8 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
-    /// The embedded simulator, started in-process on an ephemeral loopback port. Boxed: its
-    /// settings are large beside a URL.
+    /// The embedded simulator, started in-process on an ephemeral loopback port.
+    // Boxed: its settings are large beside a URL.
     Sim(Box<SimConfig>),
     /// An OpenAI-compatible base URL such as `http://127.0.0.1:8000/v1`.
     Url(Spanned<String>),
