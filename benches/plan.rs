@@ -16,7 +16,6 @@ use infermeter::scenario::{
     Dataset, DatasetKind, Endpoint, ReportSpec, Scenario, Source, Spanned, StageLimit, StageSpec,
     SyntheticSpec, Target,
 };
-use infermeter::sim::SimConfig;
 use infermeter::units::Rate;
 
 /// Counts live heap bytes and their high-water mark.
@@ -62,7 +61,7 @@ fn scenario() -> Scenario {
         tags: vec![],
         params: BTreeMap::new(),
         target: Target {
-            endpoint: Endpoint::Sim(SimConfig::default()),
+            endpoint: Endpoint::Sim(Box::default()),
             request: RequestSettings::default(),
             run: RunSettings::default(),
         },
@@ -93,6 +92,8 @@ fn scenario() -> Scenario {
             profile: None,
             rounds: None,
             until_decided: None,
+            groups: Vec::new(),
+            priority_gate: false,
         }],
         sla: vec![],
         sla_policy: Default::default(),

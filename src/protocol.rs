@@ -18,6 +18,7 @@ mod completions;
 #[cfg(test)]
 mod echo;
 mod embeddings;
+mod group;
 mod image;
 mod pooled;
 mod rerank;
@@ -39,6 +40,7 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
+pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};

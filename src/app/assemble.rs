@@ -21,6 +21,7 @@ pub(super) fn assemble(
     };
     let mut verdicts = sla::judge_run(&plan.sla, &output.stages, &output.searches, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
+    verdicts.extend(sla::priority_inversions(&output.stages, &cx));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = !matches!(output.stop, Stop::Completed);
     let error = match &output.stop {

@@ -68,6 +68,7 @@ impl SimArgs {
         if self.otlp_traces_endpoint.is_some() {
             c.otlp_traces_endpoint = self.otlp_traces_endpoint.clone();
         }
+        set(&mut c.ignore_priority, &self.ignore_priority);
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

@@ -221,7 +221,8 @@ fn assemble(
             intervals: true,
         },
     };
-    let verdicts = sla::judge_run(&assertions, &stages, &[], &cx);
+    let mut verdicts = sla::judge_run(&assertions, &stages, &[], &cx);
+    verdicts.extend(sla::priority_inversions(&stages, &cx));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let errors = run_errors(&records, &missing, count);
     let stopped_early = !missing.is_empty() || records.iter().any(|r| r.interrupted);

@@ -87,13 +87,51 @@ pub(super) fn merge_stage(
         // Each shard found its own window from its own share of the load; the union of their
         // requests is not kept, so the merged stage has none (docs/metrics.md).
         steady: None,
+        groups: groups(parts, rules)?,
+        priority: None,
     };
+    let gates = first.priority.as_ref().is_some_and(|p| p.gates);
+    merged.priority = crate::metrics::priority_check(&merged.groups, merged.pooled(), gates);
     if let Some(mut point) = merged.profile.take() {
         point.assess(&merged);
         merged.profile = Some(point);
     }
     merged.mark_answered_whole();
     Ok(merged)
+}
+
+/// Each label's summaries of the shards, merged as the stage's are: every shard draws the same
+/// labels for the same request indices, so a label's requests are split between shards as
+/// the stage's are.
+fn groups(
+    parts: &[Part<'_>],
+    rules: &Rules<'_>,
+) -> Result<Vec<crate::metrics::GroupSummary>, StageMergeError> {
+    let mut out = Vec::new();
+    for g in &parts[0].summary.groups {
+        let on = crate::protocol::LabelRef {
+            by: g.by,
+            name: g.label.clone(),
+        };
+        let mine: Vec<Part<'_>> = parts
+            .iter()
+            .filter_map(|p| {
+                Some(Part {
+                    index: p.index,
+                    summary: p.summary.group(&on)?,
+                    start: p.start,
+                    coordinated: p.coordinated,
+                })
+            })
+            .collect();
+        out.push(crate::metrics::GroupSummary {
+            by: g.by,
+            label: g.label.clone(),
+            priority: g.priority,
+            summary: merge_stage(&mine, rules)?,
+        });
+    }
+    Ok(out)
 }
 
 /// The shards' histograms of every latency metric, added (exact: HDR buckets are counts).

@@ -89,6 +89,10 @@ pub struct StageAggregator {
     /// dropped for good past `MAX_KEPT` (`kept_over`).
     kept: Vec<super::steady::Kept>,
     kept_over: bool,
+    /// One aggregator per label of each of the stage's groups (`model`, `class`).
+    groups: Vec<super::groups::GroupAcc<StageAggregator>>,
+    /// `priority-inversion "fail"`: the priority check gates.
+    priority_gate: bool,
 }
 
 impl StageAggregator {
@@ -119,7 +123,25 @@ impl StageAggregator {
             payload: Default::default(),
             kept: Vec::new(),
             kept_over: false,
+            groups: Vec::new(),
+            priority_gate: false,
         }
+    }
+
+    /// Aggregates each label of `groups` apart too (set before the first record); with
+    /// `priority_gate`, a priority inversion between the classes fails the gate.
+    pub fn with_groups(mut self, groups: &[crate::protocol::Group], priority_gate: bool) -> Self {
+        let (name, planned, slo, facts) = (&self.name, &self.planned, self.slo, self.facts);
+        self.groups = groups
+            .iter()
+            .map(|g| {
+                super::groups::GroupAcc::new(g, || {
+                    StageAggregator::new(name.clone(), planned.clone(), slo).with_facts(facts)
+                })
+            })
+            .collect();
+        self.priority_gate = priority_gate;
+        self
     }
 
     /// What the plan says about the stage's requests (see [`StageFacts`]).
@@ -135,6 +157,11 @@ impl StageAggregator {
     /// Records a request, and with `read` (a bound on how late the client read an event at an
     /// instant, ns) its net samples too: what the client may have added taken off.
     pub fn record_with(&mut self, r: &RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
+        for g in &mut self.groups {
+            if let Some(p) = g.part_of(r) {
+                p.record_with(r, read);
+            }
+        }
         if let Some(read) = read {
             self.net_recorded += 1;
             for (m, h) in LatencyMetric::ALL.iter().zip(&mut self.net) {
@@ -308,13 +335,35 @@ impl StageAggregator {
             s.steady = Some(w);
         }
         s.mark_answered_whole();
+        let groups = std::mem::take(&mut self.groups);
+        s.groups = groups
+            .into_iter()
+            .flat_map(|g| g.finish(|p| p.finish(clock, rules)))
+            .collect();
+        s.priority = super::groups::priority_check(&s.groups, s.pooled(), self.priority_gate);
+        s
+    }
+
+    /// Each label's summary, by `summarise`, and the priority check on them.
+    fn with_parts(
+        &self,
+        mut s: StageSummary,
+        summarise: impl Fn(&StageAggregator) -> StageSummary,
+    ) -> StageSummary {
+        s.groups = self
+            .groups
+            .iter()
+            .flat_map(|g| g.summaries(&summarise))
+            .collect();
+        s.priority = super::groups::priority_check(&s.groups, s.pooled(), self.priority_gate);
         s
     }
 
     /// The summary so far, without histograms, timeline or turns: what an `abort-on-fail`
     /// check reads while the stage runs (about once a second, on the collector's thread).
     pub fn snapshot(&self, clock: StageClock, rules: &ValidityRules) -> StageSummary {
-        self.summarize(&clock, rules)
+        let s = self.summarize(&clock, rules);
+        self.with_parts(s, |p| p.snapshot(clock, rules))
     }
 
     /// [`StageAggregator::snapshot`] with the histograms, for the confidence sequences an
@@ -332,7 +381,7 @@ impl StageAggregator {
             s.client_net = Some(net);
         }
         s.mark_answered_whole();
-        s
+        self.with_parts(s, |p| p.snapshot_with_histograms(clock, rules))
     }
 
     /// Rates over the stage's wall time; the send rate over the sending time.
@@ -485,6 +534,8 @@ impl StageAggregator {
             until_decided: None,
             payload: self.payload.finish(),
             steady: None,
+            groups: Vec::new(),
+            priority: None,
         }
     }
 }

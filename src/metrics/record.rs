@@ -186,6 +186,10 @@ pub struct RequestRecord {
     pub image_pixels: u64,
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub image_bytes: u64,
+    /// The request's model and class (indices into its stage's groups); `requests.jsonl`
+    /// writes their names.
+    #[serde(skip)]
+    pub labels: crate::protocol::Labels,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

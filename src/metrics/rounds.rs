@@ -81,6 +81,8 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         payload: super::Payload::sum(rounds.iter().map(|r| r.payload.as_ref())),
         // Each round found its own window; it stays in the round's summary below.
         steady: None,
+        groups: group_rounds(&rounds, confidence),
+        priority: None,
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {
@@ -97,7 +99,43 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             .collect(),
     };
     merged.mark_answered_whole();
+    with_priority(merged)
+}
+
+/// The priority check on the merged labels (each round's labels are in the labels' own
+/// merged summaries, so the rounds' copies drop them).
+fn with_priority(mut merged: StageSummary) -> StageSummary {
+    let gates = merged.rounds[0].priority.as_ref().is_some_and(|p| p.gates);
+    merged.priority = super::priority_check(&merged.groups, merged.pooled(), gates);
+    for r in &mut merged.rounds {
+        r.groups.clear();
+    }
     merged
+}
+
+/// Each label's summaries across rounds, merged as the stage's are (in the first round's
+/// order of labels).
+fn group_rounds(rounds: &[StageSummary], confidence: f64) -> Vec<super::GroupSummary> {
+    rounds[0]
+        .groups
+        .iter()
+        .map(|g| {
+            let on = crate::protocol::LabelRef {
+                by: g.by,
+                name: g.label.clone(),
+            };
+            let parts: Vec<StageSummary> = rounds
+                .iter()
+                .filter_map(|r| r.group(&on).cloned())
+                .collect();
+            super::GroupSummary {
+                by: g.by,
+                label: g.label.clone(),
+                priority: g.priority,
+                summary: merge_rounds(parts, confidence),
+            }
+        })
+        .collect()
 }
 
 /// The median of a figure across rounds.

@@ -422,6 +422,26 @@ pub struct StageSummary {
     /// merged distributed results. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyState>,
+    /// A stage split by `model` or `class`: each label's requests as a stage of their own, in
+    /// the order the scenario lists them (every label, sent or not). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSummary>,
+    /// Classes with different priorities: whether the server served them in that order.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<super::PriorityCheck>,
+}
+
+/// One label's requests of a stage, summarised as a stage of their own (latencies with their
+/// intervals, counts, throughput over the stage's wall time). *Added in schema 3.*
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GroupSummary {
+    pub by: crate::protocol::Grouping,
+    pub label: String,
+    /// A class's priority as sent to the server (lower is served first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    pub summary: StageSummary,
 }
 
 /// The steady-state window of a stage and its figures (`steady` in results.json).

@@ -132,6 +132,8 @@ fn warmup_plan(
         rounds: 1,
         slice: Default::default(),
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     })
 }
 
@@ -147,7 +149,9 @@ fn stage_plans(
         let dataset = dataset_index(datasets, who, &spec.dataset.value)?;
         let seed = stage_seed(scenario.seed, "stage", i as u64);
         let rounds = spec.rounds.unwrap_or(scenario.rounds).max(1);
-        let planned = if matches!(spec.arrival.value, ArrivalSpec::Trace { .. }) {
+        let trace = matches!(spec.arrival.value, ArrivalSpec::Trace { .. });
+        let groups = super::groups::stage_groups(spec, datasets, dataset, trace)?;
+        let planned = if trace {
             let source = &datasets[dataset].source;
             vec![trace_stage(spec, dataset, source, seed, drain_default)?]
         } else {
@@ -158,6 +162,8 @@ fn stage_plans(
             if !matches!(s.load, Load::Search(_)) {
                 s.rounds = rounds;
             }
+            s.groups = groups.clone();
+            s.priority_gate = spec.priority_gate;
             s
         }));
     }
@@ -239,7 +245,7 @@ impl From<&Target> for TargetPlan {
     fn from(t: &Target) -> TargetPlan {
         TargetPlan {
             endpoint: match &t.endpoint {
-                Endpoint::Sim(cfg) => EndpointPlan::Sim(Box::new(cfg.clone())),
+                Endpoint::Sim(cfg) => EndpointPlan::Sim(cfg.clone()),
                 Endpoint::Url(url) => EndpointPlan::Url(url.value.clone()),
                 Endpoint::Urls(routes) => EndpointPlan::Urls(routes.clone()),
             },

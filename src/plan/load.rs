@@ -440,6 +440,8 @@ pub(super) fn trace_stage(
         rounds: 1,
         slice: Default::default(),
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     })
 }
 

@@ -6,6 +6,7 @@
 mod compile;
 mod data_file;
 mod error;
+mod groups;
 mod hash;
 mod hooks;
 mod json;

@@ -15,7 +15,7 @@ use super::hooks::HookPlan;
 use super::slice::Slice;
 use crate::arrival::{ArrivalSpec, SearchSpec};
 use crate::dataset::{ContextSpec, DatasetSource, History, ImageSpec, TokenizerSpec};
-use crate::protocol::{RequestSettings, RunSettings};
+use crate::protocol::{Group, Labels, RequestSettings, RunSettings};
 use crate::sim::SimConfig;
 use crate::sla::ScopedAssertion;
 use crate::telemetry::{TelemetryConfig, WarmupUntil};
@@ -145,6 +145,15 @@ pub struct StagePlan {
     /// such stages, so other plans keep their hashes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
+    /// `model` and `class` splits of the stage's requests, each request's labels drawn from
+    /// the stage's seed and its index (see [`StagePlan::labels`]). In the JSON (and so the hash)
+    /// only for stages that have them, so other plans keep their hashes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Group>,
+    /// `priority-inversion "fail"`: a class told to go first served slower than one told to
+    /// go later fails the gate. In the JSON (and the hash) only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priority_gate: bool,
 }
 
 /// An `until-decided` stage's minimum: what it sends before it may stop.
@@ -300,6 +309,12 @@ pub struct RequestRecipe {
     pub output_tokens: u32,
     /// Seed of the prompt text (synthetic) or the item index (file data sets).
     pub item: u64,
+    /// The request's label in each of its stage's groups (model, class).
+    #[serde(skip)]
+    pub labels: Labels,
+    /// The data set its prompt comes from: its class's own, else the stage's.
+    #[serde(skip)]
+    pub dataset: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

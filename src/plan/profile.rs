@@ -79,6 +79,8 @@ pub(super) fn expand(
             rounds: 1,
             slice: Default::default(),
             until_decided: None,
+            groups: Vec::new(),
+            priority_gate: false,
         }]),
     }
 }
@@ -151,6 +153,8 @@ pub fn probe_stage(
         rounds: 1,
         slice: Default::default(),
         until_decided: None,
+        groups: search.groups.clone(),
+        priority_gate: search.priority_gate,
     })
 }
 
@@ -179,6 +183,8 @@ fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePla
         rounds: 1,
         slice: Default::default(),
         until_decided: None,
+        groups: search.groups.clone(),
+        priority_gate: search.priority_gate,
     }
 }
 

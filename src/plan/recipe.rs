@@ -2,7 +2,8 @@
 //! its dataset and `i`, so nothing per request is stored and a closed-loop worker can ask for
 //! request `i` whenever it gets there.
 
-use super::seed::{item_seed, recipe_rng};
+use super::seed::{item_seed, label_draw, recipe_rng};
+use crate::protocol::Labels;
 use std::path::Path;
 
 use super::{Load, Plan, RequestRecipe, StagePlan};
@@ -13,7 +14,9 @@ impl Plan {
     pub fn request(&self, stage: &StagePlan, index: u64) -> RequestRecipe {
         let mut rng = recipe_rng(stage.seed, index);
         let mut item = item_seed(stage.seed, index);
-        let (input_tokens, output_tokens) = match self.datasets.get(stage.dataset) {
+        let labels = stage.labels(index);
+        let dataset = stage.dataset_of(labels);
+        let (input_tokens, output_tokens) = match self.datasets.get(dataset) {
             Some(d) => match &d.source {
                 DatasetSource::Items { items, .. } if !items.is_empty() => {
                     item = stage.first_item.wrapping_add(index) % items.len() as u64;
@@ -45,6 +48,8 @@ impl Plan {
             input_tokens,
             output_tokens,
             item,
+            labels,
+            dataset,
         }
     }
 
@@ -71,6 +76,30 @@ impl Plan {
 }
 
 impl StagePlan {
+    /// Request `index`'s label in each of the stage's groups: a weighted draw keyed by the
+    /// stage's seed, the grouping and the index alone, so every shard of a distributed run
+    /// (which splits a stage by index) and every turn of a session draws the same.
+    pub fn labels(&self, index: u64) -> Labels {
+        let mut labels = Labels::default();
+        for g in &self.groups {
+            labels.set(g.by, g.pick(label_draw(self.seed, g.by as u64, index)));
+        }
+        labels
+    }
+
+    /// The data set a request with `labels` takes its prompt from: its class's own, else
+    /// the stage's.
+    pub fn dataset_of(&self, labels: Labels) -> usize {
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                let l = g.labels.get(usize::from(labels.get(g.by)?))?;
+                l.dataset
+            })
+            .next()
+            .unwrap_or(self.dataset)
+    }
+
     /// How many requests the stage sends, when that is known ahead (open loop, or a closed loop
     /// limited by count); `None` for a closed loop limited by time.
     pub fn request_count(&self) -> Option<u64> {

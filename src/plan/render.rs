@@ -76,6 +76,7 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     for stage in plan.stages_in_order() {
         writeln!(out)?;
         render_stage(plan, stage, out)?;
+        render_groups(plan, stage, out)?;
     }
     if !plan.sla.is_empty() {
         writeln!(out)?;
@@ -120,6 +121,36 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
         write!(out, ", session affinity in {h}")?;
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// `models    base ×3, lora-sql ×1` and `classes   interactive ×1 (priority 0, dataset chat)`.
+fn render_groups(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::Result {
+    for g in &stage.groups {
+        let labels: Vec<String> = g
+            .labels
+            .iter()
+            .map(|l| {
+                let mut more = Vec::new();
+                if let Some(p) = l.priority {
+                    more.push(format!("priority {p}"));
+                }
+                if let Some(d) = l.dataset.and_then(|i| plan.datasets.get(i)) {
+                    more.push(format!("dataset {}", d.name));
+                }
+                let more = if more.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", more.join(", "))
+                };
+                format!("{} ×{}{more}", l.name, l.weight)
+            })
+            .collect();
+        writeln!(out, "  {:<9} {}", format!("{}s", g.by), labels.join(", "))?;
+    }
+    if stage.priority_gate {
+        writeln!(out, "  priority  an inversion fails the gate")?;
+    }
     Ok(())
 }
 

@@ -46,6 +46,13 @@ pub(super) fn item_seed(stage_seed: u64, index: u64) -> u64 {
     splitmix64(&mut state)
 }
 
+/// A uniform draw in `[0, 1)` for request `index`'s label in grouping `by`: independent of
+/// the recipe's own draws, so adding a split does not change a request's lengths.
+pub(super) fn label_draw(stage_seed: u64, by: u64, index: u64) -> f64 {
+    let mut state = item_seed(stage_seed ^ 0x6C61_6265_6C73_0000 ^ by, index);
+    (splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;

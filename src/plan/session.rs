@@ -17,6 +17,10 @@ pub struct SessionRecipe {
     pub turns: Vec<TurnTokens>,
     /// Tokens the dataset's context (shared prefix, retrieved chunks) adds to every turn.
     pub context_tokens: u32,
+    /// The session's labels (every turn the same model and class).
+    pub labels: crate::protocol::Labels,
+    /// The stage's data set (a class's own data set is refused on a session stage).
+    pub dataset: usize,
 }
 
 impl SessionRecipe {
@@ -39,6 +43,8 @@ impl SessionRecipe {
                 .saturating_add(self.context_tokens),
             output_tokens: t.output_tokens,
             item: self.item,
+            labels: self.labels,
+            dataset: self.dataset,
         }
     }
 }
@@ -119,6 +125,8 @@ impl Plan {
             item,
             turns,
             context_tokens,
+            labels: stage.labels(index),
+            dataset: stage.dataset,
         }
     }
 }

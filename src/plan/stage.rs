@@ -115,6 +115,8 @@ pub(super) fn stage_plan(
         rounds: 1,
         slice: Default::default(),
         until_decided,
+        groups: Vec::new(),
+        priority_gate: false,
     })
 }
 

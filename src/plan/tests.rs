@@ -11,7 +11,6 @@ use crate::scenario::{
     AssertionSpec, Dataset, DatasetKind, Endpoint, GoodputSpec, ParamValue, ReportSpec, Scenario,
     Source, Spanned, StageLimit, StageSpec, SyntheticSpec, Target, Warmup,
 };
-use crate::sim::SimConfig;
 use crate::units::{Duration, Rate};
 
 fn sp<T>(v: T) -> Spanned<T> {
@@ -33,6 +32,8 @@ pub(crate) fn stage(
         profile: None,
         rounds: None,
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     }
 }
 
@@ -63,7 +64,7 @@ pub(crate) fn scenario() -> Scenario {
         tags: vec![],
         params: BTreeMap::from([("rate".to_string(), ParamValue::Int(10))]),
         target: Target {
-            endpoint: Endpoint::Sim(SimConfig::default()),
+            endpoint: Endpoint::Sim(Box::default()),
             request: RequestSettings {
                 api_key_env: Some("MY_API_KEY".into()),
                 ..RequestSettings::default()

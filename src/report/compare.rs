@@ -435,8 +435,10 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
     let mut stages = Vec::new();
     let mut regressions = Vec::new();
     let mut undecided = Vec::new();
-    for cur in &current.stages {
-        let Some(base) = baseline.stages.iter().find(|b| b.name == cur.name) else {
+    // Each label of a split stage is compared as a stage of its own (`mixed[model=lora]`).
+    let base_stages = super::groups::with_labels(&baseline.stages);
+    for cur in &super::groups::with_labels(&current.stages) {
+        let Some(base) = base_stages.iter().find(|b| b.name == cur.name) else {
             continue;
         };
         let sc = compare_stage(base, cur, current.target.api, opts);

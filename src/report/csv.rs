@@ -91,60 +91,70 @@ fn header(api: Api) -> Vec<String> {
     header
 }
 
-/// The CSV of every stage of `results` (the warm-up excluded), in run order.
+/// The CSV of every stage of `results` (the warm-up excluded), in run order; a stage split by
+/// `model` or `class` is followed by a row per label, its stage named `stage[model=NAME]`.
 pub fn stages_csv(results: &Results) -> String {
     let api = results.target.api;
-    let streams = api.kind().answer().streams();
     let mut out = header(api).join(",");
     out.push_str("\r\n");
     for s in &results.stages {
-        let t = &s.throughput;
-        let (group, load) = match &s.profile {
-            Some(p) => (p.point.group.clone(), super::short(p.load())),
-            None => (String::new(), String::new()),
-        };
-        let mut row: Vec<(&str, String)> = vec![
-            ("", field(&s.name)),
-            ("", field(&group)),
-            ("", load),
-            ("", s.requests.sent.to_string()),
-            ("", s.requests.ok.to_string()),
-            ("", s.requests.failed.to_string()),
-            ("", s.wall_time_s.to_string()),
-            ("", t.requests_per_s.to_string()),
-            (GENERATED[0], t.output_tokens_per_s.to_string()),
-            ("", t.input_tokens_per_s.to_string()),
-            ("", t.goodput_per_s.to_string()),
-            ("", t.goodput_ratio.to_string()),
-            ("", t.achieved_rate_per_s.to_string()),
-            ("", s.tokens.input.to_string()),
-            (GENERATED[1], s.tokens.output.to_string()),
-        ];
-        row.retain(|(c, _)| streams || !GENERATED.contains(c));
-        let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
-        if !streams {
-            row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
-            row.push(s.tokens.inputs.to_string());
+        stage_row(&mut out, api, s, &s.name);
+        for g in &s.groups {
+            let name = format!("{}[{}={}]", s.name, g.by, g.label);
+            stage_row(&mut out, api, &g.summary, &name);
         }
-        for (_, d) in s
-            .latency
-            .iter()
-            .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
-        {
-            row.extend(figures(d).iter().map(f64::to_string));
-        }
-        let c = &s.client;
-        row.extend([
-            c.send_lag_ms.p50.to_string(),
-            c.send_lag_ms.p99.to_string(),
-            c.send_lag_ms.max.to_string(),
-            c.cpu_percent.to_string(),
-            s.validity.trusted.to_string(),
-            field(&s.validity.reasons.join("; ")),
-        ]);
-        let _ = write!(out, "{}\r\n", row.join(","));
     }
     out
+}
+
+/// One row: `s`'s figures under `name`.
+fn stage_row(out: &mut String, api: Api, s: &crate::metrics::StageSummary, name: &str) {
+    let streams = api.kind().answer().streams();
+    let t = &s.throughput;
+    let (group, load) = match &s.profile {
+        Some(p) => (p.point.group.clone(), super::short(p.load())),
+        None => (String::new(), String::new()),
+    };
+    let mut row: Vec<(&str, String)> = vec![
+        ("", field(name)),
+        ("", field(&group)),
+        ("", load),
+        ("", s.requests.sent.to_string()),
+        ("", s.requests.ok.to_string()),
+        ("", s.requests.failed.to_string()),
+        ("", s.wall_time_s.to_string()),
+        ("", t.requests_per_s.to_string()),
+        (GENERATED[0], t.output_tokens_per_s.to_string()),
+        ("", t.input_tokens_per_s.to_string()),
+        ("", t.goodput_per_s.to_string()),
+        ("", t.goodput_ratio.to_string()),
+        ("", t.achieved_rate_per_s.to_string()),
+        ("", s.tokens.input.to_string()),
+        (GENERATED[1], s.tokens.output.to_string()),
+    ];
+    row.retain(|(c, _)| streams || !GENERATED.contains(c));
+    let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
+    if !streams {
+        row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
+        row.push(s.tokens.inputs.to_string());
+    }
+    for (_, d) in s
+        .latency
+        .iter()
+        .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+    {
+        row.extend(figures(d).iter().map(f64::to_string));
+    }
+    let c = &s.client;
+    row.extend([
+        c.send_lag_ms.p50.to_string(),
+        c.send_lag_ms.p99.to_string(),
+        c.send_lag_ms.max.to_string(),
+        c.cpu_percent.to_string(),
+        s.validity.trusted.to_string(),
+        field(&s.validity.reasons.join("; ")),
+    ]);
+    let _ = write!(out, "{}\r\n", row.join(","));
 }
 
 #[cfg(test)]

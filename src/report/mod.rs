@@ -8,6 +8,7 @@ mod csv;
 mod distribution;
 mod error;
 mod flagged;
+mod groups;
 mod headline;
 mod html;
 mod junit;

@@ -209,6 +209,24 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(line) = sessions_sentence(s) {
         let _ = writeln!(out, "    {line}");
     }
+    let first = super::groups::first_label(s);
+    for g in super::groups::group_rows(s) {
+        let priority = if g.priority.is_empty() {
+            String::new()
+        } else {
+            format!(" (priority {})", g.priority)
+        };
+        let line = format!(
+            "{} {}{priority}: {} sent, {} failed, {} req/s, {first} p50 {} p95 {} ms, E2E p95 {} ms",
+            g.by, g.label, g.sent, g.failed, g.requests_per_s, g.first_p50, g.first_p95, g.e2e_p95
+        );
+        let _ = writeln!(out, "    {}", t(&line));
+    }
+    if let Some(line) = super::groups::priority_sentence(s) {
+        for (i, l) in wrap(&t(&line), WRAP - 6).iter().enumerate() {
+            let _ = writeln!(out, "    {}{l}", if i == 0 { "" } else { "  " });
+        }
+    }
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }

@@ -90,6 +90,11 @@ pub struct StageView {
     pub retried: u64,
     /// The steady-state window's figures beside the whole stage's, when it has one.
     pub steady: Option<SteadyView>,
+    /// A stage split by `model` or `class`: a row per label, the first-token column's label,
+    /// and the priority check's sentence.
+    pub groups: Vec<super::groups::GroupRow>,
+    pub group_first: &'static str,
+    pub priority: Option<String>,
 }
 
 /// A stage's steady-state window: where it lay, and its figures.
@@ -320,6 +325,9 @@ fn stage_view(
             .collect(),
         retried: s.requests.retried,
         steady: steady_view(s),
+        groups: super::groups::group_rows(s),
+        group_first: super::groups::first_label(s),
+        priority: super::groups::priority_sentence(s),
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()
         } else {

@@ -15,7 +15,8 @@ use crate::telemetry::TelemetryReport;
 /// `requests.errors`; typed validity flags (`validity.flags`), each verdict's `basis`, the net
 /// latencies (`client_net`) and the client's loop delay and host load (`client.loop_delay_ms`,
 /// …); `until_decided` stages, sequential intervals, capped hints; `sla[].gates` (a sweep's
-/// points past its knee do not gate) (additions only). Version-1 and version-2 files still
+/// points past its knee do not gate); a stage's `groups` and `priority` (models and classes)
+/// (additions only). Version-1 and version-2 files still
 /// load (see `file.rs`).
 pub const RESULTS_SCHEMA_VERSION: u32 = 3;
 

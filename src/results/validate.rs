@@ -231,6 +231,7 @@ impl Checker {
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
+        self.groups(at, s);
         for (i, p) in s.timeline.iter().enumerate() {
             let at = format!("{at}.timeline[{i}]");
             self.non_negative(&format!("{at}.t_s"), p.t_s);
@@ -609,6 +610,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+mod groups;
 mod steady;
 mod urls;
 

@@ -92,6 +92,8 @@ fn recipe(sh: &StageShared, index: u64, item: u64, s: usize, k: usize) -> Reques
             .saturating_add(context),
         output_tokens: turn.map_or(1, |t| t.output_tokens),
         item,
+        labels: sh.stage.labels(index),
+        dataset: sh.stage.dataset,
     }
 }
 

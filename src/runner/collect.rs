@@ -39,6 +39,11 @@ struct Row<'a> {
     /// The W3C trace id the request carried (32 hex digits), to join with servers' traces.
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_id: Option<String>,
+    /// The request's model and class, when its stage is split by them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<&'a str>,
 }
 
 /// How often the collector drains its channel.
@@ -182,6 +187,7 @@ pub enum CollectProblem {
 impl Collector {
     pub fn spawn(
         stage: String,
+        groups: Vec<crate::protocol::Group>,
         agg: StageAggregator,
         sink: Option<RowSink>,
         mut progress: Box<dyn StageProgress>,
@@ -194,6 +200,7 @@ impl Collector {
             // The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
             // written as they come, not through the scrub of the other files).
             stage: crate::redact::secrets(&stage).into_owned(),
+            groups,
             agg,
             ring: recent.clone(),
             sink,
@@ -288,6 +295,8 @@ struct Folder {
     ring: RecentTtfts,
     sink: Option<RowSink>,
     sink_error: Option<std::io::Error>,
+    /// The stage's models and classes, whose names the rows carry.
+    groups: Vec<crate::protocol::Group>,
     /// The loop probe's notes, which bound how late each request was read.
     track: Option<Arc<Track>>,
     /// Records waiting for the probes to have noted the instants around their reads.
@@ -337,7 +346,7 @@ impl Folder {
             s.note(rec);
         }
         if let Some(w) = self.sink.as_mut()
-            && let Err(e) = write_row(w, &self.stage, rec)
+            && let Err(e) = write_row(w, &self.stage, &self.groups, rec)
         {
             self.sink_error = Some(e);
             self.sink = None;
@@ -345,8 +354,18 @@ impl Folder {
     }
 }
 
-fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Result<()> {
+fn write_row(
+    w: &mut RowSink,
+    stage: &str,
+    groups: &[crate::protocol::Group],
+    rec: &RequestRecord,
+) -> std::io::Result<()> {
     let ms = |ns: u64| ns as f64 / 1e6;
+    let name = |by: crate::protocol::Grouping| {
+        let g = groups.iter().find(|g| g.by == by)?;
+        let i = rec.labels.get(by)?;
+        g.labels.get(usize::from(i)).map(|l| l.name.as_str())
+    };
     let gaps = &rec.itl_us;
     let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
     let row = Row {
@@ -359,6 +378,8 @@ fn write_row(w: &mut RowSink, stage: &str, rec: &RequestRecord) -> std::io::Resu
         itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
         trace_id: rec.trace.map(|t| t.trace_id_string()),
+        model: name(crate::protocol::Grouping::Model),
+        class: name(crate::protocol::Grouping::Class),
     };
     serde_json::to_writer(&mut *w, &row)?;
     w.write_all(b"\n")

@@ -51,6 +51,8 @@ pub(super) struct StageShared {
     /// The target's URLs and the route over them.
     pub(super) router: Arc<super::route::Router>,
     pub(super) template: Arc<BodyTemplate>,
+    /// The templates of the stage's models and classes (see `labels.rs`).
+    pub(super) variants: Arc<super::labels::Variants>,
     pub(super) factory: Arc<PromptFactory>,
     /// The stage's data set's hooks, compiled once for the run.
     pub(super) hooks: Option<Arc<Hooks>>,
@@ -81,6 +83,11 @@ pub(super) fn since(t0: Instant) -> u64 {
 }
 
 impl StageShared {
+    /// The body template of a request: its model's and class's, else the stage's.
+    fn template_of(&self, recipe: &RequestRecipe) -> &BodyTemplate {
+        self.variants.of(recipe.labels).unwrap_or(&self.template)
+    }
+
     /// The body of a plain request: its recipe's prompt, through the hooks.
     pub(super) fn body(&self, recipe: &RequestRecipe) -> Body {
         if let Answer::Pooled(inputs) = self.template.api.kind().answer() {
@@ -89,7 +96,7 @@ impl StageShared {
         }
         let prompt = self
             .factory
-            .prompt(self.stage.dataset, recipe.input_tokens, recipe.item);
+            .prompt(recipe.dataset, recipe.input_tokens, recipe.item);
         self.body_for(recipe, prompt)
     }
 
@@ -100,7 +107,7 @@ impl StageShared {
         let n = inputs.texts(self.plan.target.request.batch);
         let drawn = self
             .factory
-            .texts(self.stage.dataset, recipe.input_tokens, recipe.item, n);
+            .texts(recipe.dataset, recipe.input_tokens, recipe.item, n);
         let mut texts = Vec::with_capacity(drawn.len());
         let mut lengths = Vec::with_capacity(drawn.len());
         for (text, len) in drawn {
@@ -114,9 +121,9 @@ impl StageShared {
         let (first, rest) = texts
             .split_first()
             .map_or(("", &[][..]), |(f, r)| (f.as_str(), r));
-        let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
+        let extra = self.factory.item_extra(recipe.dataset, recipe.item);
         let bytes = self
-            .template
+            .template_of(recipe)
             .build_batch(PromptRef::Text(first), rest, 0, extra);
         (bytes, inputs.served_tokens(&lengths), 0)
     }
@@ -143,7 +150,7 @@ impl StageShared {
 
     /// The body for a prompt built elsewhere (a session's turn), through the hooks.
     pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
-        let extra = self.factory.item_extra(self.stage.dataset, recipe.item);
+        let extra = self.factory.item_extra(recipe.dataset, recipe.item);
         let images = self.images(recipe)?;
         let media = Media {
             images: images.len() as u32,
@@ -153,7 +160,13 @@ impl StageShared {
         let urls: Vec<&str> = images.iter().map(|i| i.data_uri.as_str()).collect();
         let Some(h) = self.hooks.as_deref() else {
             let (prompt, input) = self.salted(prompt, recipe.input_tokens);
-            let bytes = build(&self.template, &prompt, recipe.output_tokens, extra, &urls);
+            let bytes = build(
+                self.template_of(recipe),
+                &prompt,
+                recipe.output_tokens,
+                extra,
+                &urls,
+            );
             return Ok((bytes, input, recipe.output_tokens, media));
         };
         let c = self.hook_ctx(recipe);
@@ -173,7 +186,13 @@ impl StageShared {
         };
         // After `mutate`, so the script sees the data set's prompt.
         let (prompt, input) = self.salted(prompt, input);
-        let bytes = build(&self.template, &prompt, recipe.output_tokens, extra, &urls);
+        let bytes = build(
+            self.template_of(recipe),
+            &prompt,
+            recipe.output_tokens,
+            extra,
+            &urls,
+        );
         if !h.has_request {
             return Ok((bytes, input, recipe.output_tokens, media));
         }
@@ -196,7 +215,7 @@ impl StageShared {
     /// the data set's synthetic ones, drawn from the stage's seed and the request's index (so
     /// a rerun sends the same bytes) and encoded now, off the hot path.
     fn images(&self, recipe: &RequestRecipe) -> Result<Vec<EncodedImage>, ImageError> {
-        let Some(d) = self.plan.datasets.get(self.stage.dataset) else {
+        let Some(d) = self.plan.datasets.get(recipe.dataset) else {
             return Ok(Vec::new());
         };
         let mut out: Vec<EncodedImage> = match &d.source {
@@ -317,6 +336,7 @@ impl StageShared {
             trace: self
                 .trace
                 .map(|(run, stage)| TraceContext::for_request(run, stage, turn, recipe.index)),
+            labels: recipe.labels,
             ..RequestRecord::default()
         };
         let pick = self.router.pick(&self.stage, recipe.index, turn);

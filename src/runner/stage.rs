@@ -248,7 +248,8 @@ impl StageRunner<'_> {
         sink: Option<RowSink>,
     ) -> Opened {
         let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
-            .with_facts(stage_facts(&self.plan, stage));
+            .with_facts(stage_facts(&self.plan, stage))
+            .with_groups(&stage.groups, stage.priority_gate);
         let progress = self.opts.observer.stage_planned(
             &shown_name(stage, round, position),
             planned_total(&self.plan, stage),
@@ -272,6 +273,7 @@ impl StageRunner<'_> {
         };
         let collector = Collector::spawn(
             stage.name.clone(),
+            stage.groups.clone(),
             agg,
             sink,
             progress,
@@ -337,6 +339,7 @@ impl StageRunner<'_> {
             stage: stage.clone(),
             router: self.router.clone(),
             template: self.template.clone(),
+            variants: Arc::new(super::labels::Variants::new(&self.template, &stage.groups)),
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             t0,

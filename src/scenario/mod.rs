@@ -11,6 +11,7 @@ mod depth;
 mod error;
 mod header;
 mod images;
+mod labels;
 mod model;
 mod params;
 mod parse;

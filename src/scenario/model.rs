@@ -100,7 +100,8 @@ pub struct Target {
 )]
 pub enum Endpoint {
     /// The embedded simulator, started in-process on an ephemeral loopback port.
-    Sim(SimConfig),
+    // Boxed: its settings are large beside a URL.
+    Sim(Box<SimConfig>),
     /// An OpenAI-compatible base URL such as `http://127.0.0.1:8000/v1`.
     Url(Spanned<String>),
     /// Several base URLs (`target { url "…"; url "…" }`) and how requests are spread over
@@ -179,6 +180,35 @@ pub struct StageSpec {
     /// `until-decided`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<Spanned<StageLimit>>,
+    /// `model "…" weight=N` and `class "…" weight=N priority=P { … }`: how the stage's
+    /// requests split between models (or adapters) and traffic classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
+    /// `priority-inversion "fail"`: a class told to go first that was served slower than one
+    /// told to go later fails the gate (`"report"`, the default: shown only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priority_gate: bool,
+}
+
+/// One grouping of a stage's requests, its labels in file order (see `protocol::Grouping`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GroupSpec {
+    pub by: crate::protocol::Grouping,
+    pub labels: Vec<LabelSpec>,
+}
+
+/// One `model` or `class` of a stage.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct LabelSpec {
+    pub name: Spanned<String>,
+    /// Share of the stage's requests, relative to the others' (default 1).
+    pub weight: u32,
+    /// A class's `priority=`: sent as vLLM's `priority` body field (lower is served first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// A class's own `dataset`, else the stage's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Spanned<String>>,
 }
 
 /// A stage that is not one load but a family of them.

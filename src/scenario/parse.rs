@@ -261,6 +261,7 @@ impl TopLevel {
             &self.stage_names,
         );
         super::until::check_scenario(ctx, s);
+        super::labels::check_selectors(ctx, s);
         telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
     }
 }

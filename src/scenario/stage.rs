@@ -25,6 +25,9 @@ const STAGE_CHILDREN: &[&str] = &[
     "sla",
     "sweep",
     "search",
+    "model",
+    "class",
+    "priority-inversion",
 ];
 const ARRIVALS: &[&str] = &[
     "constant",
@@ -42,8 +45,9 @@ pub(crate) struct StageOut {
     pub name: Option<Spanned<String>>,
     pub stage: Option<StageSpec>,
     pub sla: Vec<AssertionSpec>,
-    /// The dataset it names, for the reference check even when the stage is invalid.
-    pub dataset: Option<Spanned<String>>,
+    /// The data sets it names (its own, its classes'), for the reference check even when
+    /// the stage is invalid.
+    pub dataset: Vec<Spanned<String>>,
 }
 
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
@@ -54,10 +58,14 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         .map_or_else(|| "`stage`".to_string(), |n| format!("stage `{}`", n.value));
     let mut read = Read::default();
     let mut once = Once::default();
+    let mut split = super::labels::Split::default();
     for child in r.children() {
         let cname = child.name().value();
         if !STAGE_CHILDREN.contains(&cname) {
             ctx.unknown_node(child, &shown, STAGE_CHILDREN);
+            continue;
+        }
+        if split_child(ctx, child, name.as_ref(), &mut split, &mut once, &shown) {
             continue;
         }
         if cname == "sla" {
@@ -88,6 +96,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         read.arrival.flatten(),
         limit,
     );
+    super::labels::check_gate(ctx, node, &split);
     let stage = match (&name, &read.dataset, arrival, limit) {
         (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
             name: n.clone(),
@@ -98,15 +107,51 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             profile: read.profile,
             rounds: read.rounds,
             until_decided: read.until,
+            groups: split.groups,
+            priority_gate: split.priority_gate,
         }),
         _ => None,
     };
+    let mut sla = read.sla;
+    sla.extend(split.sla);
+    let mut dataset: Vec<Spanned<String>> = read.dataset.into_iter().collect();
+    dataset.extend(split.datasets);
     StageOut {
         name,
         stage,
-        sla: read.sla,
-        dataset: read.dataset,
+        sla,
+        dataset,
     }
+}
+
+/// A `model`, `class` or `priority-inversion` node, read into `split`; false for any other.
+fn split_child(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    stage: Option<&Spanned<String>>,
+    split: &mut super::labels::Split,
+    once: &mut Once,
+    shown: &str,
+) -> bool {
+    let cname = child.name().value();
+    if let Some(by) = crate::protocol::Grouping::from_name(cname) {
+        // A class's `sla` blocks are read here, where the stage's are.
+        if let Some(on) = split.read(ctx, child, by) {
+            let blocks = child.children().map(|c| c.nodes()).unwrap_or_default();
+            for block in blocks.iter().filter(|n| n.name().value() == "sla") {
+                let out = sla_block(ctx, block, stage).assertions;
+                split.own_sla(ctx, &on, out);
+            }
+        }
+        return true;
+    }
+    if cname == "priority-inversion" {
+        if once.first(ctx, child, shown) {
+            split.priority_gate = super::labels::priority_gate(ctx, child);
+        }
+        return true;
+    }
+    false
 }
 
 /// The stage's name argument, reported when missing.
@@ -531,7 +576,7 @@ fn windowed(ctx: &mut Ctx<'_>, a: &mut AssertionSpec, w: crate::sla::Window) {
     let assertion = a.expr.value.clone();
     if w == crate::sla::Window::Steady
         && assertion.window == crate::sla::Window::Stage
-        && !assertion.expr.contains('[')
+        && !assertion.expr.contains("window=")
         && let Err(e) = crate::sla::check_windowed(assertion.metric, (0, 1))
     {
         ctx.error(

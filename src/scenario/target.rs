@@ -29,7 +29,7 @@ const COMMON: &[&str] = &[
 
 pub(crate) fn default_target() -> Target {
     Target {
-        endpoint: Endpoint::Sim(SimConfig::default()),
+        endpoint: Endpoint::Sim(Box::default()),
         request: RequestSettings::default(),
         run: RunSettings::default(),
     }
@@ -102,7 +102,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
                 .or_insert_with(|| Value::String(h.clone()));
         }
         match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
-            Ok(cfg) => t.endpoint = Endpoint::Sim(cfg),
+            Ok(cfg) => t.endpoint = Endpoint::Sim(Box::new(cfg)),
             // Each setting was checked on its own; a failure here is a cross-field one.
             Err(e) => ctx.error(
                 ctx.name_span(node),

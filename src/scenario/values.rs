@@ -66,6 +66,24 @@ impl Ctx<'_> {
         Some(i as u64)
     }
 
+    /// A whole number, negative too, in `min..=max`.
+    pub fn int(&mut self, v: &Val, what: &str, min: i64, max: i64) -> Option<i64> {
+        let KdlValue::Integer(i) = v.value else {
+            self.wrong_type(v, what, "a whole number", None);
+            return None;
+        };
+        if i < i128::from(min) || i > i128::from(max) {
+            self.error(
+                v.span,
+                format!("`{what}` out of range"),
+                format!("must be between {min} and {max}, got {i}"),
+                None,
+            );
+            return None;
+        }
+        Some(i as i64)
+    }
+
     pub fn u32_at_least(&mut self, v: &Val, what: &str, min: u32) -> Option<u32> {
         self.uint(v, what, min as u64, u32::MAX as u64)
             .map(|n| n as u32)

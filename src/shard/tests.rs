@@ -32,6 +32,8 @@ fn open_stage(arrival: ArrivalSpec, seed: u64, count: u64) -> StagePlan {
         rounds: 1,
         slice: Slice::WHOLE,
         until_decided: None,
+        groups: Vec::new(),
+        priority_gate: false,
     }
 }
 
@@ -198,5 +200,62 @@ fn sessions_keep_their_urls_across_shards() {
             }
         }
         assert_eq!(union, whole, "{policy:?}");
+    }
+}
+
+fn split() -> Vec<crate::protocol::Group> {
+    use crate::protocol::{Group, Grouping, Label};
+    let label = |name: &str, weight: u32, priority: Option<i64>| Label {
+        name: name.into(),
+        weight,
+        priority,
+        dataset: None,
+    };
+    vec![
+        Group {
+            by: Grouping::Model,
+            labels: vec![label("base", 3, None), label("lora", 1, None)],
+        },
+        Group {
+            by: Grouping::Class,
+            labels: vec![label("interactive", 1, Some(0)), label("batch", 1, Some(9))],
+        },
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Models and classes split faithfully: a request's labels depend on the stage's seed and
+    /// its index alone, so whichever shard sends request `i` sends it with the labels the
+    /// whole plan gives it, and the shards' union keeps the plan's shares.
+    #[test]
+    fn every_shard_sends_each_request_with_the_plans_labels(
+        seed in any::<u64>(),
+        count in 1u64..2_000,
+        n in 1u32..9,
+    ) {
+        let whole = StagePlan {
+            groups: split(),
+            ..open_stage(ArrivalSpec::Poisson { rate: Rate(100.0) }, seed, count)
+        };
+        let planned: BTreeMap<u64, crate::protocol::Labels> =
+            (0..count).map(|i| (i, whole.labels(i))).collect();
+        let mut union = BTreeMap::new();
+        for index in 0..n {
+            let mine = StagePlan { slice: Slice { index, count: n }, ..whole.clone() };
+            for (i, _) in mine.sends().unwrap() {
+                union.insert(i, mine.labels(i));
+            }
+        }
+        prop_assert_eq!(&union, &planned);
+        let lora = planned
+            .values()
+            .filter(|l| l.get(crate::protocol::Grouping::Model) == Some(1))
+            .count() as f64;
+        if count >= 1_000 {
+            // 1 in 4 by weight; 6 standard deviations of a binomial at 1,000 draws.
+            prop_assert!((lora / count as f64 - 0.25).abs() < 0.09, "{lora} of {count}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! `target "sim" { … }` block (which is decoded through serde, so every field here is settable
 //! from KDL as a kebab-case child node, e.g. `decode-base "8ms"`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -127,9 +128,24 @@ pub struct SimConfig {
     /// `…time_to_first_token`, `…e2e`), as vLLM's `--otlp-traces-endpoint` does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub otlp_traces_endpoint: Option<String>,
+    /// More model names served beside `model` (LoRA adapters, or other models), each with the
+    /// cost of its tokens relative to the base model's (`adapters { lora-sql 1.5 }`: its
+    /// prefill and per-sequence decode cost 1.5 times as much). A request naming a model
+    /// that is neither is refused with 404, as vLLM does.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub adapters: BTreeMap<String, f64>,
+    /// Serve waiting requests first come, first served whatever their `priority` (a server
+    /// without priority scheduling); by default a lower `priority` is admitted first, as
+    /// vLLM's `--scheduling-policy priority` does.
+    #[serde(skip_serializing_if = "is_false")]
+    #[schemars(extend("default" = false))]
+    pub ignore_priority: bool,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
+/// Most adapters one simulator serves (vLLM's `--max-loras` is far below).
+const MAX_ADAPTERS: usize = 256;
 const DEFAULT_PREFIX_CACHE_BLOCK: u16 = 16;
 
 // Settings added after plan hashes were pinned are left out of the serialised config at their
@@ -192,6 +208,8 @@ impl Default for SimConfig {
             reasoning_tokens: 0,
             session_header: None,
             otlp_traces_endpoint: None,
+            adapters: BTreeMap::new(),
+            ignore_priority: false,
         }
     }
 }
@@ -205,6 +223,16 @@ pub struct ConfigError {
 }
 
 impl SimConfig {
+    /// The cost factor of a request naming `model` (1 for the base model or none), or `None`
+    /// for a model this simulator does not serve.
+    pub fn cost_of(&self, model: Option<&str>) -> Option<f64> {
+        match model {
+            None => Some(1.0),
+            Some(m) if m == self.model => Some(1.0),
+            Some(m) => self.adapters.get(m).copied(),
+        }
+    }
+
     /// The fault probabilities in the order they are drawn, with their kebab-case names.
     pub(crate) fn fault_rates(&self) -> [(&'static str, f64); 7] {
         [
@@ -259,6 +287,20 @@ impl SimConfig {
             && !url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
             return err("otlp-traces-endpoint", "must be an http:// or https:// URL");
+        }
+        if self.adapters.len() > MAX_ADAPTERS {
+            return err("adapters", "at most 256 adapters");
+        }
+        for (name, cost) in &self.adapters {
+            if name.is_empty() || name.len() > 256 || *name == self.model {
+                return err(
+                    "adapters",
+                    "each a name of 1 to 256 bytes, not the base model's",
+                );
+            }
+            if !(cost.is_finite() && (0.01..=100.0).contains(cost)) {
+                return err("adapters", "each cost a factor between 0.01 and 100");
+            }
         }
         let mut total = 0.0;
         for (field, p) in self.fault_rates() {

@@ -70,6 +70,10 @@ pub(crate) struct NewSeq {
     /// The request lets the prefix cache serve and keep its prompt (llama.cpp's
     /// `cache_prompt`).
     pub cache_prompt: bool,
+    /// vLLM's `priority` (lower first); 0 for all under `ignore-priority`.
+    pub priority: i64,
+    /// Its model's token cost relative to the base model's (an adapter's `adapters` factor).
+    pub cost: f64,
     /// Bounded with room for every chunk of the response, so `try_send` never finds it full.
     pub tx: mpsc::Sender<Chunk>,
     /// Its `traceparent`, read only when spans are exported.
@@ -148,13 +152,13 @@ impl Scheduler {
             if self.running.is_empty() && self.waiting.is_empty() {
                 // Idle: wait for work instead of stepping.
                 match self.intake.recv().await {
-                    Some(s) => self.waiting.push_back(s),
+                    Some(s) => self.enqueue(s),
                     None => return,
                 }
                 clock = None;
             }
             while let Ok(s) = self.intake.try_recv() {
-                self.waiting.push_back(s);
+                self.enqueue(s);
             }
             let now = Instant::now();
             let start = match clock {
@@ -164,14 +168,14 @@ impl Scheduler {
             self.admit(start);
             self.publish();
             let (prefilled, decoding) = self.plan(start);
-            if prefilled == 0 && decoding == 0 {
+            if prefilled == 0.0 && decoding == 0.0 {
                 // Everything running is paused (or queued behind it): sleep until the first
                 // pause ends or new work arrives, never spin.
                 let wake = self.running.iter().filter_map(|r| r.paused_until).min();
                 let sleep = tokio::time::sleep_until(wake.unwrap_or(now + MAX_LAG));
                 tokio::select! {
                     _ = sleep => {}
-                    s = self.intake.recv() => if let Some(s) = s { self.waiting.push_back(s) },
+                    s = self.intake.recv() => if let Some(s) = s { self.enqueue(s) },
                 }
                 self.drop_cancelled();
                 clock = None;
@@ -188,6 +192,14 @@ impl Scheduler {
             self.publish();
             clock = Some(deadline);
         }
+    }
+
+    /// Queues a request behind every waiting one of its priority or a more urgent one (lower
+    /// first, as vLLM's priority scheduling; first come, first served within a priority, and
+    /// for all under `ignore-priority`, where every priority is 0).
+    fn enqueue(&mut self, s: NewSeq) {
+        let at = self.waiting.partition_point(|w| w.priority <= s.priority);
+        self.waiting.insert(at, s);
     }
 
     fn admit(&mut self, now: Instant) {
@@ -238,21 +250,21 @@ impl Scheduler {
     }
 
     /// Decides what each running sequence does this step; returns (prompt tokens prefilled,
-    /// sequences decoding).
-    fn plan(&mut self, start: Instant) -> (u64, u64) {
+    /// sequences decoding), each weighed by its model's cost (an adapter's factor).
+    fn plan(&mut self, start: Instant) -> (f64, f64) {
         let mut budget = match self.config.prefill_chunk {
             0 => u64::MAX,
             n => n,
         };
-        let mut prefilled = 0;
-        let mut decoding = 0;
+        let mut prefilled = 0.0;
+        let mut decoding = 0.0;
         for r in &mut self.running {
             r.emit = false;
             if r.prefill_left > 0 {
                 let take = r.prefill_left.min(budget);
                 r.prefill_left -= take;
                 budget -= take;
-                prefilled += take;
+                prefilled += take as f64 * r.seq.cost;
                 // The step that finishes a prompt also yields its first token.
                 r.emit = r.prefill_left == 0;
                 if r.emit && r.seq.fault == Fault::SlowFirstByte && !r.paused_once {
@@ -271,7 +283,7 @@ impl Scheduler {
                 continue;
             }
             r.emit = true;
-            decoding += 1;
+            decoding += r.seq.cost;
         }
         (prefilled, decoding)
     }
@@ -281,12 +293,12 @@ impl Scheduler {
             .set_state(self.running.len(), self.waiting.len(), self.kv_used);
     }
 
-    fn step_duration(&mut self, prefilled: u64, decoding: u64) -> std::time::Duration {
+    fn step_duration(&mut self, prefilled: f64, decoding: f64) -> std::time::Duration {
         let c = &self.config;
-        let mut nanos = c.prefill_per_token.as_nanos() as f64 * prefilled as f64;
-        if decoding > 0 {
-            nanos += c.decode_base.as_nanos() as f64
-                + c.decode_per_seq.as_nanos() as f64 * decoding as f64;
+        let mut nanos = c.prefill_per_token.as_nanos() as f64 * prefilled;
+        if decoding > 0.0 {
+            nanos +=
+                c.decode_base.as_nanos() as f64 + c.decode_per_seq.as_nanos() as f64 * decoding;
         }
         if c.jitter > 0.0 && nanos > 0.0 {
             nanos *= self.rng.random_range(1.0 - c.jitter..=1.0 + c.jitter);

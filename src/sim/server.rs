@@ -252,14 +252,21 @@ fn common_headers(resp: &mut Response, close_after_stream: bool) {
 }
 
 async fn models(State(app): State<Arc<AppState>>) -> Response {
-    let body = serde_json::json!({
-        "object": "list",
-        "data": [{
-            "id": app.config.model, "object": "model", "created": unix_now(),
-            "owned_by": "infermeter", "root": app.config.model, "parent": null,
-            "max_model_len": app.config.kv_capacity,
-        }]
-    });
+    let c = &app.config;
+    let mut data = vec![serde_json::json!({
+        "id": c.model, "object": "model", "created": unix_now(),
+        "owned_by": "infermeter", "root": c.model, "parent": null,
+        "max_model_len": c.kv_capacity,
+    })];
+    // Adapters as vLLM lists its LoRA modules: their own id, the base model as parent.
+    data.extend(c.adapters.keys().map(|name| {
+        serde_json::json!({
+            "id": name, "object": "model", "created": unix_now(),
+            "owned_by": "infermeter", "root": name, "parent": c.model,
+            "max_model_len": c.kv_capacity,
+        })
+    }));
+    let body = serde_json::json!({ "object": "list", "data": data });
     json_response(StatusCode::OK, body.to_string(), None)
 }
 
@@ -311,21 +318,13 @@ fn unix_now() -> u64 {
 
 /// The response's framing: the API's stream, or with `tool-calls` and a request offering a
 /// tool, a streamed call of it.
-fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64) -> Framing {
+fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &str) -> Framing {
     let tool = (cfg.tool_calls && req.stream)
         .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
         .flatten();
     let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| wire::Stream::Choices(s));
     let name = tool.map(|(name, _)| name);
-    Framing::new(
-        shape,
-        id,
-        unix_now(),
-        &cfg.model,
-        req,
-        cfg.prefix_cache,
-        name,
-    )
+    Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, name)
 }
 
 async fn generate(
@@ -348,20 +347,15 @@ async fn generate(
         Err(e) => return bad_request(&e.message, e.param),
     };
     let cfg = &app.config;
-    let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
-    if max_tokens == 0 {
-        return bad_request("max_tokens must be at least 1", Some("max_tokens"));
-    }
-    if req.min_tokens > max_tokens {
-        return bad_request("min_tokens must not exceed max_tokens", Some("min_tokens"));
-    }
-    if req.prompt_tokens.saturating_add(max_tokens) > cfg.kv_capacity {
-        let msg = format!(
-            "this model's maximum context length is {} tokens; the request has {} prompt tokens and asks for {max_tokens} more",
-            cfg.kv_capacity, req.prompt_tokens
-        );
-        return bad_request(&msg, Some("max_tokens"));
-    }
+    let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
+        return unknown_model(req.model.as_deref().unwrap_or_default());
+    };
+    // The name answers carry: the adapter's own, as vLLM answers for a LoRA module.
+    let model = req.model.as_deref().unwrap_or(&cfg.model);
+    let max_tokens = match max_tokens(cfg, &req) {
+        Ok(n) => n,
+        Err(e) => return bad_request(&e.message, e.param),
+    };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
     if let Some((status, kind)) = fault.status() {
@@ -370,7 +364,7 @@ async fn generate(
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = framing(cfg, served, &req, id).with_reasoning(reasoning);
+    let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
     let prefix_blocks = if app.prefix.is_some() {
         tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
     } else {
@@ -390,6 +384,8 @@ async fn generate(
         framing,
         prefix_blocks,
         cache_prompt: req.cache_prompt,
+        priority: if cfg.ignore_priority { 0 } else { req.priority },
+        cost,
         tx,
         trace,
     };
@@ -408,7 +404,7 @@ async fn generate(
         let info = Collected {
             id,
             served,
-            model: &cfg.model,
+            model,
             prompt_tokens: req.prompt_tokens,
             max_tokens,
             malformed: fault == Fault::MalformedSse,
@@ -417,6 +413,45 @@ async fn generate(
         };
         collect_response(rx, info).await
     }
+}
+
+/// The request's output cap, or why its lengths are refused (a 400).
+fn max_tokens(cfg: &SimConfig, req: &GenRequest) -> Result<u64, wire::BadRequest> {
+    let refuse = |message: String, param: &'static str| wire::BadRequest {
+        message,
+        param: Some(param),
+    };
+    let max_tokens = req.max_tokens.unwrap_or(cfg.default_max_tokens);
+    if max_tokens == 0 {
+        return Err(refuse("max_tokens must be at least 1".into(), "max_tokens"));
+    }
+    if req.min_tokens > max_tokens {
+        return Err(refuse(
+            "min_tokens must not exceed max_tokens".into(),
+            "min_tokens",
+        ));
+    }
+    if req.prompt_tokens.saturating_add(max_tokens) > cfg.kv_capacity {
+        let msg = format!(
+            "this model's maximum context length is {} tokens; the request has {} prompt tokens and asks for {max_tokens} more",
+            cfg.kv_capacity, req.prompt_tokens
+        );
+        return Err(refuse(msg, "max_tokens"));
+    }
+    Ok(max_tokens)
+}
+
+/// vLLM's answer to a request naming a model it does not serve: 404, `NotFoundError`.
+fn unknown_model(name: &str) -> Response {
+    // Bounded: the name is the client's, echoed back.
+    let shown: String = name.chars().take(256).collect();
+    let body = wire::error_body(
+        404,
+        "NotFoundError",
+        &format!("The model `{shown}` does not exist."),
+        Some("model"),
+    );
+    json_response(StatusCode::NOT_FOUND, body, None)
 }
 
 /// The trace's record of a request an error-status fault answered before any token.

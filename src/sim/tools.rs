@@ -68,6 +68,8 @@ mod tests {
             tool: Some("get_\"weather".into()),
             inputs: 0,
             reasoning_effort: None,
+            model: None,
+            priority: 0,
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

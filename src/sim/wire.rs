@@ -144,6 +144,8 @@ struct RawRequest<P> {
     context: Option<String>,
     reasoning_effort: Option<String>,
     reasoning: Option<RawReasoning>,
+    model: Option<String>,
+    priority: Option<i64>,
 }
 
 /// The keys a generation request's body is read by.
@@ -162,6 +164,8 @@ enum Key {
     Context,
     ReasoningEffort,
     Reasoning,
+    Model,
+    Priority,
     Other,
 }
 
@@ -195,6 +199,8 @@ impl Visitor<'_> for KeySeed {
             "max_output_tokens" => Key::MaxOutputTokens,
             "reasoning_effort" => Key::ReasoningEffort,
             "reasoning" => Key::Reasoning,
+            "model" => Key::Model,
+            "priority" => Key::Priority,
             _ => Key::Other,
         })
     }
@@ -229,7 +235,7 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRequest<P>, A::Error> {
         let (mut prompt, mut max, mut max_completion, mut stream) = (None, None, None, None);
         let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
-        let mut tools = None;
+        let (mut tools, mut model, mut priority) = (None, None, None);
         let (mut max_output, mut context, mut effort, mut reasoning) = (None, None, None, None);
         while let Some(key) = map.next_key_seed(KeySeed(P::KEY, P::CONTEXT_KEY))? {
             match key {
@@ -248,6 +254,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
                 Key::Context => once(&mut context, &mut map, "instructions")?,
                 Key::ReasoningEffort => once(&mut effort, &mut map, "reasoning_effort")?,
                 Key::Reasoning => once(&mut reasoning, &mut map, "reasoning")?,
+                Key::Model => once(&mut model, &mut map, "model")?,
+                Key::Priority => once(&mut priority, &mut map, "priority")?,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -267,6 +275,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
             context: context.flatten(),
             reasoning_effort: effort.flatten(),
             reasoning: reasoning.flatten(),
+            model: model.flatten(),
+            priority: priority.flatten(),
         })
     }
 }
@@ -293,6 +303,10 @@ pub(crate) struct GenRequest {
     /// The reasoning effort asked for (chat's `reasoning_effort`, the Responses API's
     /// `reasoning.effort`); an unknown value is ignored.
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// The model the request names, when it names one.
+    pub model: Option<String>,
+    /// vLLM's `priority`: lower is served first (default 0).
+    pub priority: i64,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -347,6 +361,8 @@ pub(crate) fn parse<P: PromptField>(
         tool: raw.tools.and_then(RawTools::first_name),
         inputs: 0,
         reasoning_effort: effort.as_deref().and_then(ReasoningEffort::from_name),
+        model: raw.model,
+        priority: raw.priority.unwrap_or(0),
     })
 }
 

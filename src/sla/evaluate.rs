@@ -107,6 +107,7 @@ pub fn nothing_measured_assertion() -> Assertion {
         op: Op::Lt,
         threshold: Threshold::Absolute(100.0),
         window: super::grammar::Window::Stage,
+        label: None,
     }
 }
 
@@ -200,7 +201,18 @@ pub fn judge(
                     verdicts.push(v);
                 }
             },
-            None => verdicts.extend(stages.iter().map(|s| judge_one(assertion, s, cx))),
+            // A label selected on every stage is judged on the stages that have it.
+            None => verdicts.extend(
+                stages
+                    .iter()
+                    .filter(|s| {
+                        assertion
+                            .label
+                            .as_ref()
+                            .is_none_or(|on| s.group(on).is_some())
+                    })
+                    .map(|s| judge_one(assertion, s, cx)),
+            ),
         }
     }
     verdicts
@@ -248,6 +260,46 @@ pub fn evaluate_one(
 /// flag could have produced the verdict, unless the policy judges such stages as they are
 /// (`trust.rs`).
 pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
+    if let Some(on) = &assertion.label {
+        return judge_label(assertion, on, stage, cx);
+    }
+    judge_whole(assertion, stage, cx)
+}
+
+/// On one label's requests (`[model=lora-sql]`): judged as a stage of their own, against the
+/// same label of the baseline's stage; failed when the stage has no such requests, since what
+/// it asks about was not measured.
+fn judge_label(
+    assertion: &Assertion,
+    on: &crate::protocol::LabelRef,
+    stage: &StageSummary,
+    cx: &Context<'_>,
+) -> SlaVerdict {
+    let Some(part) = stage.group(on) else {
+        let mut v = blank(assertion, &stage.name);
+        v.note = Some(format!("stage `{}` sent no request of {on}", stage.name));
+        return v;
+    };
+    let base: Vec<StageSummary> = cx
+        .baseline
+        .map(|b| {
+            b.stages
+                .iter()
+                .filter_map(|s| s.group(on).cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let cx = Context {
+        baseline: cx.baseline.map(|b| Baseline {
+            stages: &base,
+            telemetry: b.telemetry,
+        }),
+        ..*cx
+    };
+    judge_whole(assertion, part, &cx)
+}
+
+fn judge_whole(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     if assertion.window == super::grammar::Window::Steady {
         return judge_steady(assertion, stage, cx);
     }

@@ -5,6 +5,7 @@
 use std::fmt;
 
 pub use crate::metrics::{Aggregation, Metric, MetricKind, Percentile};
+use crate::protocol::LabelRef;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -95,6 +96,9 @@ pub struct Assertion {
     pub threshold: Threshold,
     /// Judged on the whole stage or on its steady-state window (`[window=steady]`).
     pub window: Window,
+    /// Judged on one label's requests only (`[model=lora-sql]`, `[class=interactive]`).
+    /// Boxed: most assertions have none, and an assertion travels in the run's error.
+    pub label: Option<Box<LabelRef>>,
 }
 
 impl Assertion {
@@ -115,8 +119,14 @@ impl Assertion {
             .expr
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
             .unwrap_or(self.expr.len());
-        if self.expr[cut..].starts_with('[') {
-            // It names its own selectors; the block's default does not override them.
+        if let Some(rest) = self.expr[cut..].strip_prefix('[') {
+            // It names its own window; the block's default does not override it. A label
+            // selector alone takes the block's window beside it.
+            if rest.split(']').next().is_some_and(|s| s.contains("window")) {
+                return self;
+            }
+            self.expr = format!("{}[window={},{rest}", &self.expr[..cut], window.as_str());
+            self.window = window;
             return self;
         }
         self.expr = format!(
@@ -127,6 +137,28 @@ impl Assertion {
         );
         self.window = window;
         self
+    }
+
+    /// The assertion judged on one label's requests, its text saying so
+    /// (`ttft.p95[class=interactive] < 300ms`): what a class's own `sla` block does to each
+    /// of its assertions. An error when the assertion selects a label already.
+    pub fn with_label(mut self, on: LabelRef) -> Result<Assertion, String> {
+        if let Some(had) = &self.label {
+            return Err(format!("the assertion already selects `{had}`"));
+        }
+        if !matches!(self.metric, Metric::Latency(_) | Metric::Count(_)) {
+            return Err(format!("`{}` is not measured per {}", self.metric, on.by));
+        }
+        let cut = self
+            .expr
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(self.expr.len());
+        self.expr = match self.expr[cut..].strip_prefix('[') {
+            Some(rest) => format!("{}[{on},{rest}", &self.expr[..cut]),
+            None => format!("{}[{on}]{}", &self.expr[..cut], &self.expr[cut..]),
+        };
+        self.label = Some(Box::new(on));
+        Ok(self)
     }
 
     /// The unit of the threshold and of the observed value.

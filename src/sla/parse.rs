@@ -7,6 +7,8 @@
 //! metric_ref  ::= METRIC ( "." aggregation )? selectors?  ; aggregation required iff METRIC is a latency
 //! selectors   ::= "[" selector ( "," selector )* "]"
 //! selector    ::= "window" "=" ( "steady" | "stage" )    ; once; not on ITL, telemetry or curves
+//!               | ( "model" | "class" ) "=" LABEL         ; once; latencies and counted figures
+//! LABEL       ::= ( ALNUM | "." | "_" | "-" | "/" | ":" )+   ; a stage's model or class
 //! METRIC      ::= "ttft" | "itl" | "tpot" | "e2e" | "ntpot" | "ttfa" | "send_lag"     ; latency
 //!               | "error_rate" | "goodput"                                             ; percent
 //!               | "request_throughput" | "goodput_rate"                                ; req/s
@@ -26,6 +28,7 @@ use super::grammar::{
     Aggregation, Assertion, Metric, MetricKind, Op, Percentile, Threshold, Window,
 };
 use crate::metrics::{Shape, Worse};
+use crate::protocol::{Grouping, LabelRef, valid_label};
 
 /// What went wrong, for callers that branch on it (tests, editors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +114,7 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
         ));
     }
     let (metric, aggregation) = p.metric_ref()?;
-    let window = p.selectors(metric)?;
+    let (window, label) = p.selectors(metric)?;
     p.skip_ws();
     let op = p.op()?;
     p.skip_ws();
@@ -133,6 +136,7 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
         op,
         threshold,
         window,
+        label,
     })
 }
 
@@ -233,10 +237,10 @@ impl Parser<'_> {
         }
     }
 
-    /// `[window=steady]` after the metric reference, if any.
-    fn selectors(&mut self, metric: Metric) -> Result<Window, SlaError> {
+    /// `[window=steady]`, `[model=NAME]`, `[class=NAME]` after the metric reference, if any.
+    fn selectors(&mut self, metric: Metric) -> Result<(Window, Option<Box<LabelRef>>), SlaError> {
         if self.peek() != Some(b'[') {
-            return Ok(Window::Stage);
+            return Ok((Window::Stage, None));
         }
         let open = self.pos;
         let Some(close) = self.s[open..].find(']').map(|i| open + i) else {
@@ -248,6 +252,7 @@ impl Parser<'_> {
             ));
         };
         let mut window = None;
+        let mut label = None;
         let mut at = open + 1;
         for item in self.s[open + 1..close].split(',') {
             let span = (at, item.len().max(1));
@@ -260,10 +265,35 @@ impl Parser<'_> {
             let bad = |message: String, hint: &str| {
                 SlaError::new(SlaErrorKind::BadSelector, span, message, hint.into())
             };
+            if let Some(by) = Grouping::from_name(key) {
+                if label.is_some() {
+                    return Err(bad(
+                        format!("a second label selector `{key}`"),
+                        "select one model or one class",
+                    ));
+                }
+                if !valid_label(value) {
+                    return Err(bad(
+                        format!("invalid {by} name `{value}`"),
+                        "letters, digits and . _ - / :",
+                    ));
+                }
+                if !matches!(metric, Metric::Latency(_) | Metric::Count(_)) {
+                    return Err(bad(
+                        format!("`{metric}` is not measured per {by}"),
+                        "select a label on a latency or a counted figure",
+                    ));
+                }
+                label = Some(Box::new(LabelRef {
+                    by,
+                    name: value.to_string(),
+                }));
+                continue;
+            }
             if key != "window" {
                 return Err(bad(
                     format!("unknown selector `{key}`"),
-                    "selectors: window=steady, window=stage",
+                    "selectors: window=steady, window=stage, model=NAME, class=NAME",
                 ));
             }
             if window.is_some() {
@@ -282,7 +312,7 @@ impl Parser<'_> {
         if window == Window::Steady {
             check_windowed(metric, (open, close + 1 - open))?;
         }
-        Ok(window)
+        Ok((window, label))
     }
 
     fn aggregation(

@@ -21,6 +21,7 @@ mod hostile_text;
 mod hub_fetch;
 mod images;
 mod input_bounds;
+mod labels;
 mod library_api;
 mod onboarding;
 mod otlp;

@@ -21,6 +21,7 @@ mod report_schema;
 mod results_corpus;
 mod scenario_corpus;
 mod scenario_fuzz;
+mod scenario_labels;
 mod scenario_parse;
 mod scenario_schema;
 mod scenario_snapshots;

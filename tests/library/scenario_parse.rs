@@ -61,7 +61,7 @@ fn defaults_apply() {
     assert_eq!(s.target.request.api, Api::CHAT);
     assert_eq!(s.target.request.timeout, Duration::from_millis(60_000));
     assert!(s.target.request.ignore_eos);
-    assert!(matches!(&s.target.endpoint, Endpoint::Sim(c) if *c == Default::default()));
+    assert!(matches!(&s.target.endpoint, Endpoint::Sim(c) if **c == Default::default()));
     assert_eq!(s.tokenizer, TokenizerSpec::Cl100kBase);
     assert!(s.warmup.is_none() && s.goodput.is_none() && s.sla.is_empty());
     assert_eq!(s.stages[0].limit, StageLimit::Requests(10));

@@ -432,7 +432,7 @@ fn a_bad_window_selector_is_refused_where_it_is() {
     for (expr, at, words) in [
         ("ttft.p99[window=steady < 200ms", 8, "unclosed"),
         ("ttft.p99[window=ramp] < 200ms", 9, "unknown window `ramp`"),
-        ("ttft.p99[model=a] < 200ms", 9, "unknown selector `model`"),
+        ("ttft.p99[region=a] < 200ms", 9, "unknown selector `region`"),
         ("ttft.p99[window=steady,window=stage] < 1s", 23, "twice"),
         ("ttft.p99[] < 200ms", 9, "unknown selector"),
         ("itl.p99[window=steady] < 40ms", 7, "ITL"),

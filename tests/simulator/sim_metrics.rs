@@ -40,7 +40,7 @@ async fn counters_follow_the_requests_served() {
         let resp = http
             .post(format!("{}/completions", sim.base_url()))
             .json(
-                &json!({"model": "m", "prompt": "one two three", "max_tokens": max_tokens,
+                &json!({"model": "infermeter-sim", "prompt": "one two three", "max_tokens": max_tokens,
                           "ignore_eos": true}),
             )
             .send()
@@ -78,7 +78,7 @@ async fn gauges_show_running_waiting_and_kv_usage() {
         let url = format!("{}/completions", sim.base_url());
         pending.push(tokio::spawn(async move {
             h.post(url)
-                .json(&json!({"model": "m", "prompt": "hi", "max_tokens": 20, "ignore_eos": true}))
+                .json(&json!({"model": "infermeter-sim", "prompt": "hi", "max_tokens": 20, "ignore_eos": true}))
                 .send()
                 .await
         }));

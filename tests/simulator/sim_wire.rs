@@ -20,7 +20,7 @@ async fn chat_stream_chunk_by_chunk() {
         let resp = http
             .post(format!("{}/chat/completions", sim.base_url()))
             .json(&json!({
-                "model": "anything", "messages": [{"role": "user", "content": "hello there"}],
+                "model": "infermeter-sim", "messages": [{"role": "user", "content": "hello there"}],
                 "max_tokens": 5, "ignore_eos": true, "stream": true, "temperature": 0.7,
                 "stream_options": {"include_usage": include_usage}, "unknown_field": [1, 2],
             }))
@@ -326,4 +326,50 @@ fn cli_serves_and_stops_on_interrupt() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(infermeter::exit::INVALID));
+}
+
+/// A model the simulator does not serve is refused as vLLM refuses it; an adapter it serves is
+/// answered under its own name; `/v1/models` lists both, the adapter with its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_models_are_refused_and_adapters_answered_by_name() {
+    let mut cfg = instant();
+    cfg.adapters.insert("lora-sql".into(), 2.0);
+    let (sim, _trace) = start(cfg).await;
+    let http = client();
+    let ask = |model: &'static str| {
+        http.post(format!("{}/chat/completions", sim.base_url()))
+            .json(&json!({
+                "model": model, "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 2, "ignore_eos": true,
+            }))
+            .send()
+    };
+    let resp = ask("no-such-model").await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "NotFoundError", "{body}");
+    assert_eq!(body["error"]["param"], "model", "{body}");
+    assert_eq!(
+        body["error"]["message"], "The model `no-such-model` does not exist.",
+        "{body}"
+    );
+    let resp = ask("lora-sql").await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["model"], "lora-sql", "{body}");
+    let models: serde_json::Value = http
+        .get(format!("{}/models", sim.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<(&str, &serde_json::Value)> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap(), &m["parent"]))
+        .collect();
+    assert_eq!(ids[1], ("lora-sql", &json!("infermeter-sim")), "{models}");
 }

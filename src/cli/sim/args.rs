@@ -116,4 +116,9 @@ pub struct SimArgs {
     /// endpoint, with vLLM's queue, prefill and decode attributes.
     #[arg(long, value_name = "URL")]
     pub otlp_traces_endpoint: Option<String>,
+    /// Serve first come, first served whatever a request's `priority` (by default a lower
+    /// priority is admitted first, as vLLM's priority scheduling). Adapters (more model names,
+    /// each with its cost) are set with --config: {"adapters": {"lora-sql": 1.5}}.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_priority: Option<bool>,
 }

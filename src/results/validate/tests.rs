@@ -216,3 +216,51 @@ fn reasoning_counts_are_held() {
     });
     assert!(e.contains("more than the output tokens"), "{e}");
 }
+
+#[test]
+fn labels_must_share_out_their_stage_and_be_nameable() {
+    use crate::metrics::GroupSummary;
+    use crate::protocol::Grouping;
+    let split = |r: &mut Results, first: u64, label: &str| {
+        let s = &mut r.stages[0];
+        let mut a = s.clone();
+        a.rounds.clear();
+        a.groups.clear();
+        a.requests.sent = first;
+        let mut b = a.clone();
+        b.requests.sent = s.requests.sent.saturating_sub(first);
+        s.groups = vec![
+            GroupSummary {
+                by: Grouping::Model,
+                label: label.into(),
+                priority: None,
+                summary: a,
+            },
+            GroupSummary {
+                by: Grouping::Model,
+                label: "other".into(),
+                priority: None,
+                summary: b,
+            },
+        ];
+    };
+    let mut r = fixture("sim-quickstart.json");
+    split(&mut r, 1, "base");
+    // The shares add up (each label's own counts are then checked as a stage's).
+    let e = validate(&r)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(!e.contains("add up to"), "{e}");
+    assert!(e.contains("stages[0].groups[0].summary.requests"), "{e}");
+    let e = broken(|r| {
+        split(r, 1, "base");
+        r.stages[0].groups[1].summary.requests.sent += 5;
+    });
+    assert!(
+        e.contains("stages[0].groups") && e.contains("add up to"),
+        "{e}"
+    );
+    let e = broken(|r| split(r, 1, "<b>x</b>"));
+    assert!(e.contains("stages[0].groups[0].label"), "{e}");
+}

@@ -93,6 +93,8 @@ pub(super) fn fed(
         tool: None,
         inputs,
         reasoning_effort: None,
+        model: None,
+        priority: 0,
     })
 }
 

@@ -15,6 +15,8 @@ fn req(stream: bool, include_usage: bool) -> GenRequest {
         tool: None,
         inputs: 0,
         reasoning_effort: None,
+        model: None,
+        priority: 0,
     }
 }
 
@@ -242,4 +244,15 @@ fn parsing_counts_tokens_and_reports_missing_fields() {
     );
     assert!(parse_counting(&Chat, b"{not json").is_err());
     assert!(parse_counting(&Chat, br#"{"messages":[],"max_tokens":"x"}"#).is_err());
+}
+
+#[test]
+fn the_model_and_priority_are_read() {
+    let body = br#"{"model":"lora-sql","priority":-3,"prompt":"hi","max_tokens":2}"#;
+    let r = parse::<Prompt>(body, false).unwrap();
+    assert_eq!(r.model.as_deref(), Some("lora-sql"));
+    assert_eq!(r.priority, -3);
+    let r = parse::<Prompt>(br#"{"prompt":"hi"}"#, false).unwrap();
+    assert_eq!((r.model, r.priority), (None, 0));
+    assert!(parse::<Prompt>(br#"{"prompt":"hi","priority":"high"}"#, false).is_err());
 }
