@@ -18,6 +18,7 @@ mod completions;
 #[cfg(test)]
 mod echo;
 mod embeddings;
+mod generated;
 mod image;
 mod pooled;
 mod rerank;
@@ -37,9 +38,10 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
+pub use generated::{Generated, ToolCall};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
-pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
+pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[

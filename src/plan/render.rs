@@ -115,6 +115,9 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     if let Some(e) = t.request.reasoning_effort {
         write!(out, ", reasoning effort {}", e.as_str())?;
     }
+    if !t.request.stream {
+        write!(out, ", whole answers (not streamed)")?;
+    }
     writeln!(out)?;
     Ok(())
 }

@@ -1,11 +1,11 @@
 //! `api "responses"`: OpenAI's Responses API, `POST {base}/responses` with `input`, streamed
 //! as typed events (`data: {"type":"response.output_text.delta",…}`), as OpenAI, vLLM and
-//! SGLang serve it. Streaming only: a non-streamed Responses answer is not read here.
+//! SGLang serve it; with `stream #false` in the target, one `response` object, decoded in
+//! `responses/whole.rs`.
 //!
 //! The request: a text prompt is `input` as one string; a conversation is `input` as message
 //! items (`{"role","content"}`), its first message, when a system prompt, sent as
-//! `instructions`. A multi-turn session resends its history as `input` items, as chat does;
-//! `previous_response_id` (the server keeping the history) is not used. `max_output_tokens`
+//! `instructions`. A multi-turn session resends its history as `input` items, as chat does. `max_output_tokens`
 //! carries the length, `reasoning: {"effort"}` the reasoning effort when the target sets one.
 //! `ignore_eos` is off by default: the API has no such field (OpenAI refuses unknown ones).
 //!
@@ -39,6 +39,8 @@ use serde_json::value::RawValue;
 use super::api::ApiKind;
 use super::body::{self, Message, PromptRef, Request};
 use super::chunk::{self, ChunkError, ChunkInfo, Event, FinishReason, JsonStr, Usage};
+use super::generated::Generated;
+use super::pooled::WholeError;
 
 /// The Responses API.
 pub struct Responses;
@@ -76,7 +78,7 @@ impl ApiKind for Responses {
         true
     }
 
-    /// `{"model","instructions"?,"input","max_output_tokens","stream":true,"reasoning"?,…}`.
+    /// `{"model","instructions"?,"input","max_output_tokens","stream","reasoning"?,…}`.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
         body::open(out, req.model);
         match req.prompt {
@@ -100,7 +102,11 @@ impl ApiKind for Responses {
         out.extend_from_slice(b",\"max_output_tokens\":");
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{}", req.max_tokens);
-        out.extend_from_slice(b",\"stream\":true");
+        out.extend_from_slice(if req.stream {
+            b",\"stream\":true"
+        } else {
+            b",\"stream\":false"
+        });
         if let Some(effort) = req.reasoning_effort {
             out.extend_from_slice(b",\"reasoning\":{\"effort\":");
             body::json_str(out, effort.as_str());
@@ -115,6 +121,14 @@ impl ApiKind for Responses {
 
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
         decode(data)
+    }
+
+    fn answers_whole(&self) -> bool {
+        true
+    }
+
+    fn decode_generated(&self, body: &[u8]) -> Result<Generated, WholeError> {
+        whole::decode(body)
     }
 }
 
@@ -303,6 +317,8 @@ fn detail<'a>(
 fn type_error(field: &'static str, expected: &'static str) -> ChunkError {
     ChunkError::Type { field, expected }
 }
+
+mod whole;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::{Dist, Metric, MetricSet, Summarised};
-use crate::protocol::Api;
+use crate::protocol::Answer;
 use crate::results::Results;
 
 const FIGURES: [&str; 9] = [
@@ -40,8 +40,8 @@ const POOLED: [&str; 2] = ["inputs_per_s", "inputs"];
 
 /// The header row: the stage, its counts and rates, every figure of every distribution `api`
 /// has, the client's health.
-fn header(api: Api) -> Vec<String> {
-    let streams = api.kind().answer().streams();
+fn header(answer: Answer) -> Vec<String> {
+    let generates = answer.generates();
     let mut header: Vec<String> = [
         "stage",
         "profile_group",
@@ -60,14 +60,14 @@ fn header(api: Api) -> Vec<String> {
         "output_tokens",
     ]
     .iter()
-    .filter(|c| streams || !GENERATED.contains(c))
+    .filter(|c| generates || !GENERATED.contains(c))
     .map(|s| s.to_string())
     .collect();
-    if !streams {
+    if !generates {
         header.extend(POOLED.map(String::from));
     }
     // Every distribution a stage keeps, by its key in `latency` (`ttft_ms` → `ttft_p50_ms`).
-    for m in Summarised::metrics().filter(|m| Metric::Latency(*m).applies_to(api)) {
+    for m in Summarised::metrics().filter(|m| Metric::Latency(*m).applies_to(answer)) {
         for f in FIGURES {
             let base = m.key().trim_end_matches("_ms");
             header.push(if f == "count" {
@@ -93,9 +93,9 @@ fn header(api: Api) -> Vec<String> {
 
 /// The CSV of every stage of `results` (the warm-up excluded), in run order.
 pub fn stages_csv(results: &Results) -> String {
-    let api = results.target.api;
-    let streams = api.kind().answer().streams();
-    let mut out = header(api).join(",");
+    let answer = results.target.answer();
+    let generates = answer.generates();
+    let mut out = header(answer).join(",");
     out.push_str("\r\n");
     for s in &results.stages {
         let t = &s.throughput;
@@ -120,16 +120,16 @@ pub fn stages_csv(results: &Results) -> String {
             ("", s.tokens.input.to_string()),
             (GENERATED[1], s.tokens.output.to_string()),
         ];
-        row.retain(|(c, _)| streams || !GENERATED.contains(c));
+        row.retain(|(c, _)| generates || !GENERATED.contains(c));
         let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
-        if !streams {
+        if !generates {
             row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
             row.push(s.tokens.inputs.to_string());
         }
         for (_, d) in s
             .latency
             .iter()
-            .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+            .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
         {
             row.extend(figures(d).iter().map(f64::to_string));
         }

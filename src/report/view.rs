@@ -8,7 +8,7 @@ use super::names::{Plot, cdf_file_name, timeline_file_name};
 use super::numbers::{num, short};
 use crate::metrics::{Bound, Figure};
 use crate::metrics::{ClientHealth, Dist, LatencyMetric, Metric, StageSummary};
-use crate::protocol::Api;
+use crate::protocol::Answer;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 
@@ -284,7 +284,7 @@ fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
 
 fn stage_view(
     s: &StageSummary,
-    api: Api,
+    answer: Answer,
     verdicts: &[SlaVerdict],
     plot_files: &[String],
 ) -> StageView {
@@ -327,8 +327,8 @@ fn stage_view(
         sla_failed: on_stage(verdicts, &s.name, SlaOutcome::Fail),
         sla_undecided: on_stage(verdicts, &s.name, SlaOutcome::Inconclusive),
         load: load_rows(s),
-        latency: latency_rows(s, api),
-        throughput: throughput_rows(s, api),
+        latency: latency_rows(s, answer),
+        throughput: throughput_rows(s, answer),
         errors: r
             .errors
             .iter()
@@ -339,17 +339,17 @@ fn stage_view(
             })
             .collect(),
         client: client_rows(&s.client),
-        plots: stage_plots(s, api, plot_files),
+        plots: stage_plots(s, answer, plot_files),
         per_turn: turn_rows(s),
     }
 }
 
 /// The stage's plots that were drawn beside the report.
-fn stage_plots(s: &StageSummary, api: Api, plot_files: &[String]) -> Vec<Plot> {
+fn stage_plots(s: &StageSummary, answer: Answer, plot_files: &[String]) -> Vec<Plot> {
     let mut plots = Vec::new();
     let drawn: Vec<&str> = super::DISTRIBUTION_METRICS
         .iter()
-        .filter(|m| Metric::Latency(**m).applies_to(api))
+        .filter(|m| Metric::Latency(**m).applies_to(answer))
         .map(|m| m.label())
         .collect();
     let cdf = format!("latency distribution ({})", drawn.join(", "));
@@ -410,10 +410,10 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
 /// One row per latency distribution the stage keeps and its API has, TTFA only where it
 /// differs from TTFT and a metric added after schema 2 only where measured (older results do
 /// not have it).
-fn latency_rows(s: &StageSummary, api: Api) -> Vec<LatencyRow> {
+fn latency_rows(s: &StageSummary, answer: Answer) -> Vec<LatencyRow> {
     s.latency
         .iter()
-        .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+        .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
         .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(label(s, m, d), d))
@@ -433,11 +433,10 @@ fn label(s: &StageSummary, m: LatencyMetric, d: &Dist) -> String {
 
 /// The stage's rates, each where its API has it: output tokens for a generation API, inputs
 /// for a pooling one.
-fn throughput_rows(s: &StageSummary, api: Api) -> Vec<KeyValue> {
+fn throughput_rows(s: &StageSummary, answer: Answer) -> Vec<KeyValue> {
     let t = &s.throughput;
-    let streams = api.kind().answer().streams();
     let mut rows = vec![kv("requests", format!("{} req/s", num(t.requests_per_s)))];
-    if streams {
+    if answer.generates() {
         rows.push(kv(
             "output tokens",
             format!("{} tok/s", num(t.output_tokens_per_s)),
@@ -564,7 +563,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         stages: results
             .stages
             .iter()
-            .map(|s| stage_view(s, t.api, &results.sla, plot_files))
+            .map(|s| stage_view(s, t.answer(), &results.sla, plot_files))
             .collect(),
         repro: vec![
             kv("scenario", results.scenario.clone()),

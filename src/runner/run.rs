@@ -205,6 +205,7 @@ fn body_template(plan: &Plan) -> BodyTemplate {
         ignore_eos: request.ignore_eos,
         reasoning_effort: request.reasoning_effort,
         extra: request.extra_body.clone(),
+        stream: request.stream,
     }
 }
 
@@ -225,6 +226,7 @@ fn make_client(
         timeout: request.timeout.as_std(),
         pool_size: 1024,
         api: request.api,
+        answer: request.answer(),
         max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
         server_root: Some(crate::protocol::server_root(base_url)),
     };

@@ -369,23 +369,29 @@ fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
 /// comes whole) could never be observed: refused where it is written.
 fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
     let api = s.target.request.api;
+    let answer = s.target.request.answer();
     for a in &s.sla {
         let metric = a.expr.value.metric;
-        if metric.applies_to(api) {
+        if metric.applies_to(answer) {
             continue;
         }
-        let has: Vec<&str> = crate::sla::Metric::of_api(api)
+        let has: Vec<&str> = crate::sla::Metric::of_answer(answer)
             .filter(|m| m.curve().is_none() && !m.is_telemetry())
             .map(|m| m.name())
             .collect();
-        let why = if api.kind().answer().streams() {
+        let why = if answer.streams() {
             "it is measured only for a pooling API"
         } else {
             "its answer comes whole, not streamed"
         };
+        let asked = if answer == crate::protocol::Answer::Whole {
+            " with stream #false"
+        } else {
+            ""
+        };
         ctx.error(
             a.expr.span,
-            format!("api \"{api}\" has no `{metric}`"),
+            format!("api \"{api}\"{asked} has no `{metric}`"),
             why,
             Some(format!(
                 "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",

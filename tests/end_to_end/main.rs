@@ -32,6 +32,7 @@ mod report_compare;
 mod report_formats;
 mod report_provenance;
 mod responses;
+mod responses_whole;
 mod results_inputs;
 mod run_basic;
 mod run_cpus;

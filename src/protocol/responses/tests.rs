@@ -239,6 +239,7 @@ fn body(prompt: PromptRef<'_>, effort: Option<ReasoningEffort>, ignore_eos: bool
             prompt,
             max_tokens: 64,
             ignore_eos,
+            stream: true,
             reasoning_effort: effort,
             extra: &extra,
             item: Some(&item),
