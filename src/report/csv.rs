@@ -32,8 +32,14 @@ fn figures(d: &Dist) -> [f64; 9] {
     ]
 }
 
-/// The columns a generation API has and a pooling API does not (its answer comes whole).
-const GENERATED: [&str; 2] = ["output_tokens_per_s", "output_tokens"];
+/// The columns a generation API has and a pooling API does not (it generates nothing): its
+/// output, the part of it spent reasoning, and the requests whose reasoning left no answer.
+const GENERATED: [&str; 4] = [
+    "output_tokens_per_s",
+    "output_tokens",
+    "reasoning_tokens",
+    "answer_starved",
+];
 
 /// The columns only a pooling API has, after `input_tokens`.
 const POOLED: [&str; 2] = ["inputs_per_s", "inputs"];
@@ -58,6 +64,8 @@ fn header(answer: Answer) -> Vec<String> {
         "achieved_send_rate_per_s",
         "input_tokens",
         "output_tokens",
+        "reasoning_tokens",
+        "answer_starved",
     ]
     .iter()
     .filter(|c| generates || !GENERATED.contains(c))
@@ -119,6 +127,8 @@ pub fn stages_csv(results: &Results) -> String {
             ("", t.achieved_rate_per_s.to_string()),
             ("", s.tokens.input.to_string()),
             (GENERATED[1], s.tokens.output.to_string()),
+            (GENERATED[2], s.tokens.reasoning.to_string()),
+            (GENERATED[3], s.tokens.answer_starved.to_string()),
         ];
         row.retain(|(c, _)| generates || !GENERATED.contains(c));
         let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();

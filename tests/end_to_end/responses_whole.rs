@@ -63,9 +63,24 @@ sla { assert "output_throughput > 1 tok/s"; }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("E2E"), "{md}");
     assert!(!md.contains("TTFT"), "{md}");
+    // What the reasoning cost, in every report format.
+    assert!(
+        md.contains("| reasoning tokens | 160 of 240 out (66.7 %; reported by 10 requests) |"),
+        "{md}"
+    );
+    assert!(md.contains("| answer-starved | 4 of 4 ok requests"), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(!html.contains("TTFT"));
+    assert!(html.contains("answer-starved") && html.contains("160 of 240 out"));
     let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
+    let cells = |row: usize, col: &str| -> String {
+        let lines: Vec<&str> = csv.lines().collect();
+        let at = lines[0].split(',').position(|c| c == col).unwrap();
+        lines[row].split(',').nth(at).unwrap().to_string()
+    };
+    assert_eq!(cells(1, "reasoning_tokens"), "160", "{csv}");
+    assert_eq!(cells(1, "answer_starved"), "0");
+    assert_eq!(cells(2, "answer_starved"), "4");
     let header = csv.lines().next().unwrap();
     assert!(
         header.contains("e2e_p50_ms") && header.contains("output_tokens"),

@@ -203,6 +203,19 @@ mod tests {
     }
 
     #[test]
+    fn vllm_answers_so() {
+        // Captured from vLLM 0.32 on CPU (tests/data), cut off by `max_output_tokens`.
+        let body = include_str!("../../../tests/data/vllm-responses-nonstream.json");
+        let g = ok(body);
+        assert_eq!(g.answer, " havesslumesend 0 wor");
+        assert_eq!(g.finish_reason, Some(FinishReason::Length));
+        assert_eq!(g.id.as_deref(), Some("resp_95b05e09f6c19d76"));
+        let u = g.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (14, 6));
+        assert_eq!(u.reasoning_tokens, Some(0));
+    }
+
+    #[test]
     fn how_the_answer_ended() {
         let g = ok(
             r#"{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}"#,
