@@ -628,10 +628,12 @@ impl Tally {
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
             }
-            // A tool call's name and arguments are generated tokens like answer text.
-            let call = &chunk.tool_call;
-            for part in [&call.name, &call.arguments].into_iter().flatten() {
-                part.push_to(text);
+            // A tool call's name and arguments are generated tokens like answer text: every
+            // call's, when a delta carries several.
+            for call in chunk.tool_calls() {
+                for part in [&call.name, &call.arguments].into_iter().flatten() {
+                    part.push_to(text);
+                }
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);

@@ -16,6 +16,8 @@
 //!   text, another type fails the request as malformed);
 //! - `response.reasoning_text.delta`, `response.reasoning_summary_text.delta`: reasoning text
 //!   in `delta`, likewise;
+//! - `response.function_call_arguments.delta`: a function call's arguments in `delta`, answer
+//!   output as a chat tool call's are, likewise;
 //! - `response.completed`, `response.incomplete`: the end of the stream, with
 //!   `response.usage` (`input_tokens`, `output_tokens`, unsigned integers, 0 when absent;
 //!   `input_tokens_details.cached_tokens` and `output_tokens_details.reasoning_tokens` read
@@ -176,6 +178,12 @@ fn decode(data: &str) -> Result<Event<'_>, ChunkError> {
             reasoning: delta(wire.delta)?,
             ..ChunkInfo::default()
         },
+        // A function call's arguments, streamed: generated answer output, as chat's are.
+        "response.function_call_arguments.delta" => {
+            let mut info = ChunkInfo::default();
+            info.tool_call.arguments = delta(wire.delta)?;
+            info
+        }
         "response.completed" | "response.incomplete" => {
             return finished(wire.response, kind == "response.incomplete").map(Event::Last);
         }
