@@ -58,8 +58,9 @@ pub struct ClientConfig {
     /// The API the URL speaks: how its events read, and the tokens its prompt template may
     /// add before the server's prompt count is taken to disagree with ours.
     pub api: Api,
-    /// How its requests are answered: the API's way, or whole (`stream #false`).
-    pub answer: Answer,
+    /// Ask for a stream (the default), or for whole answers where the API can give them
+    /// (`stream #false`): with `api`, how requests are answered (`protocol::answer_of`).
+    pub stream: bool,
     /// The most bytes one SSE event may take before the request fails as `malformed`.
     pub max_event_bytes: usize,
     /// The server's base URL without the API's `/v1`, where `/tokenize` is asked when a
@@ -78,7 +79,7 @@ impl ClientConfig {
             timeout: Duration::from_secs(60),
             pool_size: 8,
             api: Api::default(),
-            answer: Api::default().kind().answer(),
+            stream: true,
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
         }
@@ -177,7 +178,7 @@ impl Client {
             url: cfg.url.into(),
             timeout: cfg.timeout,
             api: cfg.api,
-            answer: cfg.answer,
+            answer: crate::protocol::answer_of(cfg.api, cfg.stream),
             max_event_bytes: cfg.max_event_bytes.max(1),
             counter,
             tokenize: cfg

@@ -102,6 +102,7 @@ fn decode(
     let mut top = TopLevel {
         // A data set is read knowing its target's API, wherever the target is written.
         generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
+        whole: written_whole(nodes),
         ..TopLevel::default()
     };
     for node in nodes {
@@ -158,6 +159,8 @@ struct TopLevel {
     /// The target's API generates output (else a synthetic data set needs no
     /// `output-tokens`).
     generates: bool,
+    /// The target asks for whole answers (`stream #false`): no first token either.
+    whole: bool,
 }
 
 impl TopLevel {
@@ -225,7 +228,7 @@ impl TopLevel {
             }
             "goodput" => {
                 s.goodput = goodput(ctx, node);
-                if !self.generates {
+                if !self.generates || self.whole {
                     streamed_goodput(ctx, node, s.goodput.as_ref());
                 }
             }
@@ -347,10 +350,23 @@ fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) 
     }
     ctx.error(
         ctx.name_span(node),
-        "`goodput` sets an SLO a pooling API cannot meet",
-        "its answers come whole: no TTFT, TPOT or ITL",
+        "`goodput` sets an SLO no answer that comes whole can meet",
+        "a pooling API's answers, and `stream #false` ones, come whole: no TTFT, TPOT or ITL",
         Some("use e2e= only, e.g. goodput e2e=\"500ms\"".into()),
     );
+}
+
+/// Whether the target writes `stream #false` (wherever it is written).
+fn written_whole(nodes: &[KdlNode]) -> bool {
+    let stream = nodes
+        .iter()
+        .find(|n| n.name().value() == "target")
+        .and_then(KdlNode::children)
+        .and_then(|c| c.nodes().iter().find(|n| n.name().value() == "stream"));
+    stream
+        .and_then(|n| n.entries().first())
+        .and_then(|e| e.value().as_bool())
+        == Some(false)
 }
 
 /// The API the target names, wherever the target is written (a data set may come first).

@@ -106,7 +106,7 @@ fn an_sla_on_a_metric_the_api_lacks_is_refused_where_it_is_written() {
     let o = infermeter(&["validate", path.to_str().unwrap()]);
     let (_, err) = crate::support::text(&o);
     assert!(
-        err.contains("`goodput` sets an SLO a pooling API cannot meet"),
+        err.contains("`goodput` sets an SLO no answer that comes whole can meet"),
         "{err}"
     );
     // And `batch` on a generation API.

@@ -121,6 +121,19 @@ fn stream_false_is_refused_where_it_cannot_hold() {
         format!("{out}{err}").contains("with stream #false has no `ttft`"),
         "{out}{err}"
     );
+    // A goodput objective no whole answer could meet, likewise.
+    let kdl = "target \"sim\" { api \"responses\"; stream #false }\n\
+               dataset \"d\" { synthetic { input-tokens 8; output-tokens 8; } }\n\
+               stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n\
+               goodput ttft=\"1s\"\n";
+    let path = scenario(dir.path(), "z.kdl", kdl);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        format!("{out}{err}").contains("no answer that comes whole can meet"),
+        "{out}{err}"
+    );
 }
 
 /// Runs 3 requests one at a time against a server answering each with `body` (a whole JSON

@@ -17,6 +17,7 @@ mod report_html;
 mod report_plots;
 mod report_render;
 mod report_schema;
+mod responses_corpus;
 mod results_corpus;
 mod scenario_corpus;
 mod scenario_fuzz;
