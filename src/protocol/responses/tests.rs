@@ -1,7 +1,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::protocol::ReasoningEffort;
+use serde_json::Value;
+
+use crate::protocol::{ReasoningEffort, Usage};
 
 fn chunk(data: &str) -> ChunkInfo<'_> {
     match decode(data) {

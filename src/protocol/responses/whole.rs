@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use super::super::chunk::FinishReason;
 use super::super::generated::{Generated, ToolCall};
 use super::super::pooled::WholeError;
-use super::{incomplete_reason, usage};
+use super::parts::{incomplete_reason, usage};
 
 /// The longest response id kept: OpenAI's are about 50 bytes; a longer one is not believed,
 /// and is not sent back.
