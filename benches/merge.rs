@@ -78,6 +78,7 @@ fn shard(index: u32) -> Results {
         target: TargetInfo {
             endpoint: "http://server".into(),
             api: infermeter::protocol::Api::CHAT,
+            stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

@@ -143,6 +143,7 @@ fn run_clients(
             ignore_eos: true,
             reasoning_effort: None,
             extra: Default::default(),
+            stream: true,
         };
         let body = template.build(PromptRef::Text("benchmark the simulator"), tokens);
         let _ = go.send(());

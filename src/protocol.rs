@@ -18,6 +18,7 @@ mod completions;
 #[cfg(test)]
 mod echo;
 mod embeddings;
+mod generated;
 mod group;
 mod image;
 mod pooled;
@@ -40,11 +41,12 @@ pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
     parse_chunk_value, scan_chunk,
 };
+pub use generated::{Generated, ToolCall};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
-pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings};
+pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

@@ -51,6 +51,7 @@ pub(super) fn assemble(
         target: TargetInfo {
             endpoint: output.endpoint.clone(),
             api: plan.target.request.api,
+            stream: plan.target.request.stream,
             model: output.model.clone(),
             tokenizer: output.tokenizer.clone(),
             cache_salt: output.cache_salt.clone(),

@@ -243,6 +243,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         target: TargetInfo {
             endpoint,
             api: plan.target.request.api,
+            stream: plan.target.request.stream,
             model: plan
                 .target
                 .request

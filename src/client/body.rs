@@ -17,6 +17,8 @@ pub struct BodyTemplate {
     pub ignore_eos: bool,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// Ask for a stream (the default), or the whole answer (`stream #false`).
+    pub stream: bool,
 }
 
 impl BodyTemplate {
@@ -69,6 +71,7 @@ impl BodyTemplate {
                 prompt,
                 max_tokens,
                 ignore_eos: self.ignore_eos,
+                stream: self.stream,
                 reasoning_effort: self.reasoning_effort,
                 extra: &self.extra,
                 item,
@@ -241,6 +244,7 @@ mod tests {
             ignore_eos: true,
             reasoning_effort: None,
             extra,
+            stream: true,
         }
     }
 

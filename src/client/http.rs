@@ -27,6 +27,7 @@ use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, 
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Answer, Api, Event, Inputs, TraceContext, Usage};
 
+mod generated;
 mod whole;
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
@@ -57,6 +58,9 @@ pub struct ClientConfig {
     /// The API the URL speaks: how its events read, and the tokens its prompt template may
     /// add before the server's prompt count is taken to disagree with ours.
     pub api: Api,
+    /// Ask for a stream (the default), or for whole answers where the API can give them
+    /// (`stream #false`): with `api`, how requests are answered (`protocol::answer_of`).
+    pub stream: bool,
     /// The most bytes one SSE event may take before the request fails as `malformed`.
     pub max_event_bytes: usize,
     /// The server's base URL without the API's `/v1`, where `/tokenize` is asked when a
@@ -77,6 +81,7 @@ impl ClientConfig {
             timeout: Duration::from_secs(60),
             pool_size: 8,
             api: Api::default(),
+            stream: true,
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
             affinity_header: None,
@@ -92,6 +97,7 @@ pub struct Client {
     url: Arc<str>,
     timeout: Duration,
     api: Api,
+    answer: Answer,
     max_event_bytes: usize,
     counter: Arc<dyn TokenCounter>,
     tokenize: Option<Arc<ServerTokenizer>>,
@@ -198,6 +204,7 @@ impl Client {
             url: cfg.url.into(),
             timeout: cfg.timeout,
             api: cfg.api,
+            answer: crate::protocol::answer_of(cfg.api, cfg.stream),
             max_event_bytes: cfg.max_event_bytes.max(1),
             counter,
             tokenize: cfg
@@ -290,11 +297,15 @@ impl Client {
         if rec.planned_input_tokens == 0 {
             rec.planned_input_tokens = rec.input_tokens;
         }
-        if !self.api.kind().answer().streams() {
-            // Nothing is generated: no output is planned either.
-            rec.planned_output_tokens = 0;
-            self.execute_whole(body, (tag, held), rec, t0).await;
-            return text;
+        match self.answer {
+            Answer::Stream => {}
+            Answer::Pooled(_) => {
+                // Nothing is generated: no output is planned either.
+                rec.planned_output_tokens = 0;
+                self.execute_whole(body, (tag, held), rec, t0).await;
+                return text;
+            }
+            Answer::Whole => return self.execute_generated(body, (tag, held), rec, t0).await,
         }
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
@@ -603,14 +614,14 @@ impl Client {
         // the text we sent, hence an absolute allowance besides the relative one.
         // A conversation's later messages add theirs (8 each, a generous chat template).
         let per = u64::from(self.api.kind().template_tokens());
-        let template = match self.api.kind().answer() {
+        let template = match self.answer {
             // Each input of a pooling request (each pair) has its own special tokens.
             Answer::Pooled(_) => per * u64::from(rec.inputs.max(1)),
-            Answer::Stream => per + 8 * u64::from(rec.messages.saturating_sub(1)),
+            Answer::Stream | Answer::Whole => per + 8 * u64::from(rec.messages.saturating_sub(1)),
         };
         let allowed = (ours * 0.05).max(template as f64);
         rec.token_mismatch = ours > 0.0
-            && match self.api.kind().answer() {
+            && match self.answer {
                 // A cross-encoder counts the query once per pair (ours); a bi-encoder embeds it
                 // once: fewer, down to about one pair's share.
                 Answer::Pooled(Inputs::Pairs) => {
@@ -697,10 +708,12 @@ impl Tally {
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
             }
-            // A tool call's name and arguments are generated tokens like answer text.
-            let call = &chunk.tool_call;
-            for part in [&call.name, &call.arguments].into_iter().flatten() {
-                part.push_to(text);
+            // A tool call's name and arguments are generated tokens like answer text: every
+            // call's, when a delta carries several.
+            for call in chunk.tool_calls() {
+                for part in [&call.name, &call.arguments].into_iter().flatten() {
+                    part.push_to(text);
+                }
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);

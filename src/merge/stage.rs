@@ -96,7 +96,7 @@ pub(super) fn merge_stage(
         point.assess(&merged);
         merged.profile = Some(point);
     }
-    merged.mark_answered_whole();
+    merged.mark_answered_whole(parts.iter().any(|p| p.summary.latency.is_whole()));
     Ok(merged)
 }
 

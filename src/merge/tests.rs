@@ -71,6 +71,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         target: TargetInfo {
             endpoint: "http://server".into(),
             api: crate::protocol::Api::CHAT,
+            stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

@@ -69,6 +69,9 @@ pub struct StageAggregator {
     good: u64,
     /// A pooling API's request was seen (it carries inputs): the stage has an inputs rate.
     pooled: bool,
+    /// An answer came whole (a pooling API's, or a generation API's asked `stream #false`):
+    /// the stage has no first token, and its streamed-only metrics are not written.
+    whole: bool,
     last_sent_ns: u64,
     /// The first turns' scheduled and actual send instants, earliest and latest: whether the
     /// sends kept the planned pace.
@@ -110,6 +113,7 @@ impl StageAggregator {
             tokens: Tokens::default(),
             good: 0,
             pooled: false,
+            whole: false,
             last_sent_ns: 0,
             scheduled_range: None,
             sent_range: None,
@@ -174,6 +178,7 @@ impl StageAggregator {
         self.counts.sent += 1;
         self.payload.record(r);
         self.pooled |= r.inputs > 0;
+        self.whole |= r.inputs > 0 || r.answered.is_some();
         if r.retries > 0 {
             self.counts.retried += 1;
         }
@@ -296,7 +301,7 @@ impl StageAggregator {
     /// The median so far of when answers begin: TTFT, or E2E for a pooling API (answered
     /// whole), with its label.
     pub fn first_event_p50(&self) -> (&'static str, f64) {
-        let m = if self.pooled {
+        let m = if self.whole {
             LatencyMetric::E2e
         } else {
             LatencyMetric::Ttft
@@ -334,7 +339,7 @@ impl StageAggregator {
         {
             s.steady = Some(w);
         }
-        s.mark_answered_whole();
+        s.mark_answered_whole(self.whole);
         let groups = std::mem::take(&mut self.groups);
         s.groups = groups
             .into_iter()
@@ -380,7 +385,7 @@ impl StageAggregator {
         if let Some(net) = self.client_net_whole(rules.confidence, &clock) {
             s.client_net = Some(net);
         }
-        s.mark_answered_whole();
+        s.mark_answered_whole(self.whole);
         self.with_parts(s, |p| p.snapshot_with_histograms(clock, rules))
     }
 
@@ -484,12 +489,12 @@ impl StageAggregator {
                 requests: &counts,
                 errors,
                 tokens: &tokens,
-                ttft: &latency[if self.pooled {
+                ttft: &latency[if self.whole {
                     LatencyMetric::E2e
                 } else {
                     LatencyMetric::Ttft
                 }],
-                whole: self.pooled,
+                whole: self.whole,
                 client: &client,
                 pace: clock.planned_span_ns.and(self.pace()),
                 cores: clock.cores,

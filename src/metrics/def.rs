@@ -114,13 +114,18 @@ pub enum LateClient {
 }
 
 /// Which APIs have a metric, by how they answer (`protocol::Answer`): a pooling API's answer
-/// comes whole, so it has no first token, no gaps between tokens and no output tokens.
+/// comes whole, so it has no first token, no gaps between tokens and no output tokens; a
+/// generation API asked for its whole answer has output tokens, but no first token or gaps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiScope {
     /// Every API.
     All,
-    /// The APIs that stream generated text (chat, completions).
+    /// The APIs that stream generated text (chat, completions, responses): what needs tokens
+    /// to arrive one by one (TTFT, ITL, TPOT).
     Streamed,
+    /// The APIs that generate text, streamed or answered whole (`stream #false`): what needs
+    /// output tokens (output throughput).
+    Generated,
     /// The pooling APIs, answered whole (embeddings, rerank, score).
     Pooled,
 }
@@ -131,6 +136,7 @@ impl ApiScope {
         match self {
             ApiScope::All => true,
             ApiScope::Streamed => answer.streams(),
+            ApiScope::Generated => answer.generates(),
             ApiScope::Pooled => !answer.streams(),
         }
     }

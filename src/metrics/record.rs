@@ -111,6 +111,10 @@ pub struct RequestRecord {
     /// A whole (non-streamed) answer's first byte: when its response head arrived.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_byte_ns: Option<u64>,
+    /// A whole generated answer (`stream #false`): whether it held an answer (text or a tool
+    /// call). `None` for a streamed answer, whose first answer token says, and a pooling one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered: Option<bool>,
     /// Gaps between consecutive content chunks, in microseconds.
     #[serde(skip)]
     pub itl_us: Vec<u32>,
@@ -218,9 +222,11 @@ impl RequestRecord {
     /// server stopped at `max_tokens`, and no answer text came, only reasoning. Such a
     /// response is no answer, so goodput does not count it.
     pub fn answer_starved(&self) -> bool {
+        // A whole answer has no answer token to time: `answered` says whether it held one.
         self.ok()
             && self.finish_reason == Some(FinishReason::Length)
             && self.first_answer_ns.is_none()
+            && self.answered != Some(true)
             && (self.first_token_ns.is_some() || self.reasoning_tokens.is_some_and(|n| n > 0))
     }
 }

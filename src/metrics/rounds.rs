@@ -98,7 +98,8 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             })
             .collect(),
     };
-    merged.mark_answered_whole();
+    let whole = merged.rounds.iter().any(|r| r.latency.is_whole());
+    merged.mark_answered_whole(whole);
     with_priority(merged)
 }
 

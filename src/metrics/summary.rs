@@ -476,10 +476,11 @@ impl StageSummary {
         self.throughput.inputs_per_s.is_some()
     }
 
-    /// Marks a pooling API's stage (and its rounds) so that its distributions are written
-    /// without the streamed-only metrics (see `PerMetric`); a generation API's is unchanged.
-    pub fn mark_answered_whole(&mut self) {
-        let whole = self.pooled();
+    /// Marks a stage whose answers came whole (a pooling API's, or a generation API's asked
+    /// `stream #false`: `whole`), and its rounds, so that its distributions are written
+    /// without the streamed-only metrics (see `PerMetric`); a streamed stage's are unchanged.
+    pub fn mark_answered_whole(&mut self, whole: bool) {
+        let whole = whole || self.pooled();
         self.latency = self.latency.answered_whole(whole);
         self.histograms = self.histograms.take().map(|h| h.answered_whole(whole));
         if let Some(net) = &mut self.client_net {
@@ -487,7 +488,7 @@ impl StageSummary {
             net.histograms = net.histograms.take().map(|h| h.answered_whole(whole));
         }
         for r in &mut self.rounds {
-            r.mark_answered_whole();
+            r.mark_answered_whole(whole);
         }
     }
 }

@@ -85,7 +85,7 @@ const COUNT_DEFS: [MetricDef; 7] = {
         ),
         MetricDef {
             from_output_tokens: true,
-            scope: ApiScope::Streamed,
+            scope: ApiScope::Generated,
             ..counted(
                 "output_throughput",
                 "output throughput",
@@ -243,7 +243,7 @@ const TELEMETRY_DEFS: [MetricDef; 7] = {
         ),
         MetricDef {
             from_output_tokens: true,
-            scope: ApiScope::Streamed,
+            scope: ApiScope::Generated,
             ..reading(
                 "tokens_per_joule",
                 "tokens per joule",
@@ -398,15 +398,16 @@ impl Metric {
         self.def().kind
     }
 
-    /// Whether an API has the metric (see [`ApiScope`]): TTFT or output throughput mean
-    /// nothing for an API answered whole.
-    pub fn applies_to(self, api: crate::protocol::Api) -> bool {
-        self.def().scope.has(api.kind().answer())
+    /// Whether a target whose requests are answered so (`RequestSettings::answer`,
+    /// `TargetInfo::answer`) has the metric (see [`ApiScope`]): TTFT means nothing for an
+    /// answer that comes whole, output throughput nothing for a pooling API.
+    pub fn applies_to(self, answer: crate::protocol::Answer) -> bool {
+        self.def().scope.has(answer)
     }
 
-    /// Every metric `api` has, in the vocabulary's order.
-    pub fn of_api(api: crate::protocol::Api) -> impl Iterator<Item = Metric> {
-        Metric::all().filter(move |m| m.applies_to(api))
+    /// Every metric a target answered so has, in the vocabulary's order.
+    pub fn of_answer(answer: crate::protocol::Answer) -> impl Iterator<Item = Metric> {
+        Metric::all().filter(move |m| m.applies_to(answer))
     }
 
     /// The latency metric, for latency distributions.

@@ -120,6 +120,9 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     if let Some(h) = &t.request.affinity_header {
         write!(out, ", session affinity in {h}")?;
     }
+    if !t.request.stream {
+        write!(out, ", whole answers (not streamed)")?;
+    }
     writeln!(out)?;
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use super::body::Request;
 use super::chunk::{ChunkError, Event};
+use super::generated::Generated;
 use super::pooled::{Pooled, WholeError};
 
 /// One API a target may speak: everything about it that is not the same for every API. Each
@@ -64,6 +65,19 @@ pub trait ApiKind: Send + Sync + 'static {
     fn decode_whole(&self, _body: &[u8]) -> Result<Pooled, WholeError> {
         Err(WholeError::NotPooled)
     }
+
+    /// Whether a streaming API can be asked for its whole answer in one JSON body instead
+    /// (`stream #false` in a target): then [`decode_generated`](Self::decode_generated)
+    /// reads it.
+    fn answers_whole(&self) -> bool {
+        false
+    }
+
+    /// Decodes a whole generated answer (`stream #false`): its text, reasoning, tool calls,
+    /// finish reason and usage. Only asked of an API that [`answers_whole`](Self::answers_whole).
+    fn decode_generated(&self, _body: &[u8]) -> Result<Generated, WholeError> {
+        Err(WholeError::NotPooled)
+    }
 }
 
 /// How an API answers, and so which metrics it has.
@@ -75,12 +89,21 @@ pub enum Answer {
     /// One JSON body without generated text, decoded whole ([`ApiKind::decode_whole`]): E2E
     /// latency, inputs and prompt tokens per second; no TTFT, ITL, TPOT or output tokens.
     Pooled(Inputs),
+    /// One JSON body of generated text: a streaming API asked for its whole answer
+    /// (`stream #false`, [`ApiKind::decode_generated`]): E2E latency and output tokens; no
+    /// TTFT, TTFA, ITL or TPOT, which need the tokens to arrive one by one.
+    Whole,
 }
 
 impl Answer {
     /// Whether the API streams generated text.
     pub fn streams(self) -> bool {
         self == Answer::Stream
+    }
+
+    /// Whether the answer is generated text, streamed or whole (it has output tokens).
+    pub fn generates(self) -> bool {
+        matches!(self, Answer::Stream | Answer::Whole)
     }
 }
 

@@ -76,6 +76,9 @@ pub struct Request<'a> {
     pub max_tokens: u32,
     /// Ask the server to ignore the end-of-sequence token (exact output lengths).
     pub ignore_eos: bool,
+    /// Ask for a stream of events (the default), or for the whole answer in one body
+    /// (`stream #false`, only for an API that [answers whole](super::ApiKind::answers_whole)).
+    pub stream: bool,
     /// How hard a reasoning model should think, for the APIs that carry it.
     pub reasoning_effort: Option<ReasoningEffort>,
     /// The target's `body { … }` fields.

@@ -15,10 +15,10 @@
 //! - `choices` is `null` or an array; only its first element (an object) is read;
 //! - answer: `delta.content`, else `text` (completions); reasoning: `delta.reasoning_content`,
 //!   else `delta.reasoning`; each a string or `null`, `delta` an object or `null`;
-//! - tool calls: `delta.tool_calls` is `null` or an array whose elements are objects; of its
-//!   first element, `function` is `null` or an object whose `name` and `arguments` are each a
+//! - tool calls: `delta.tool_calls` is `null` or an array whose elements are objects; of each
+//!   element, `function` is `null` or an object whose `name` and `arguments` are each a
 //!   string or `null` (a non-empty one is generated answer output: a first tool-call delta is
-//!   a first token); later elements are validated as JSON and not read;
+//!   a first token; every call of a delta counts, parallel calls sent together included);
 //! - `usage` is `null` or an object whose `prompt_tokens` and `completion_tokens` (0 when
 //!   absent) are unsigned integers; `usage.prompt_tokens_details.cached_tokens` is read when
 //!   present as one, `usage.completion_tokens_details.reasoning_tokens` likewise;
@@ -109,18 +109,22 @@ pub fn parse_chunk_value(data: &str) -> Result<ChunkInfo<'static>, ChunkError> {
         let reasoning_content = field("reasoning_content", "choices[0].delta.reasoning_content")?;
         let reasoning = field("reasoning", "choices[0].delta.reasoning")?;
         let text = opt_str(choice, "text", "choices[0].text")?;
-        info.tool_call = match delta.and_then(|d| d.get("tool_calls")) {
-            None | Some(Value::Null) => ToolCallDelta::default(),
-            Some(Value::Array(calls)) => calls
-                .first()
-                .map_or(Ok(ToolCallDelta::default()), tool_call_of)?,
+        match delta.and_then(|d| d.get("tool_calls")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(calls)) => {
+                let mut calls = calls.iter().map(tool_call_of);
+                if let Some(first) = calls.next() {
+                    info.tool_call = first?;
+                }
+                info.more_tool_calls = calls.collect::<Result<_, _>>()?;
+            }
             Some(_) => {
                 return Err(type_error(
                     "choices[0].delta.tool_calls",
                     "an array or null",
                 ));
             }
-        };
+        }
         info.answer = content.or(text);
         info.reasoning = reasoning_content.or(reasoning);
         info.finish_reason = match choice.get("finish_reason") {
@@ -148,17 +152,17 @@ fn opt_str(
     }
 }
 
-/// The first element of `delta.tool_calls`.
+/// An element of `delta.tool_calls`.
 fn tool_call_of(call: &Value) -> Result<ToolCallDelta<'static>, ChunkError> {
     let call = call
         .as_object()
-        .ok_or(type_error("choices[0].delta.tool_calls[0]", "an object"))?;
+        .ok_or(type_error("choices[0].delta.tool_calls[]", "an object"))?;
     let function = match call.get("function") {
         None | Some(Value::Null) => return Ok(ToolCallDelta::default()),
         Some(Value::Object(f)) => f,
         Some(_) => {
             return Err(type_error(
-                "choices[0].delta.tool_calls[0].function",
+                "choices[0].delta.tool_calls[].function",
                 "an object or null",
             ));
         }
@@ -167,12 +171,12 @@ fn tool_call_of(call: &Value) -> Result<ToolCallDelta<'static>, ChunkError> {
         name: opt_str(
             function,
             "name",
-            "choices[0].delta.tool_calls[0].function.name",
+            "choices[0].delta.tool_calls[].function.name",
         )?,
         arguments: opt_str(
             function,
             "arguments",
-            "choices[0].delta.tool_calls[0].function.arguments",
+            "choices[0].delta.tool_calls[].function.arguments",
         )?,
     })
 }

@@ -42,7 +42,11 @@ pub enum WholeError {
     Missing(&'static str),
     #[error("the answer is the server's error object")]
     Server,
-    #[error("this API streams: it has no whole answer")]
+    #[error("the answer's status says it is not finished (a background response)")]
+    Unfinished,
+    #[error("the answer's `usage` is not an object of unsigned integer counts")]
+    Usage,
+    #[error("this API has no whole answer of this kind")]
     NotPooled,
 }
 
@@ -257,6 +261,7 @@ mod tests {
             prompt: PromptRef::Text("q \"x\""),
             max_tokens: 0,
             ignore_eos: true,
+            stream: true,
             extra: &extra,
             item: None,
             images: &[],

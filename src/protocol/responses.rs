@@ -1,11 +1,11 @@
 //! `api "responses"`: OpenAI's Responses API, `POST {base}/responses` with `input`, streamed
 //! as typed events (`data: {"type":"response.output_text.delta",…}`), as OpenAI, vLLM and
-//! SGLang serve it. Streaming only: a non-streamed Responses answer is not read here.
+//! SGLang serve it; with `stream #false` in the target, one `response` object, decoded in
+//! `responses/whole.rs`.
 //!
 //! The request: a text prompt is `input` as one string; a conversation is `input` as message
 //! items (`{"role","content"}`), its first message, when a system prompt, sent as
-//! `instructions`. A multi-turn session resends its history as `input` items, as chat does;
-//! `previous_response_id` (the server keeping the history) is not used. `max_output_tokens`
+//! `instructions`. A multi-turn session resends its history as `input` items, as chat does. `max_output_tokens`
 //! carries the length, `reasoning: {"effort"}` the reasoning effort when the target sets one.
 //! `ignore_eos` is off by default: the API has no such field (OpenAI refuses unknown ones).
 //!
@@ -16,6 +16,8 @@
 //!   text, another type fails the request as malformed);
 //! - `response.reasoning_text.delta`, `response.reasoning_summary_text.delta`: reasoning text
 //!   in `delta`, likewise;
+//! - `response.function_call_arguments.delta`: a function call's arguments in `delta`, answer
+//!   output as a chat tool call's are, likewise;
 //! - `response.completed`, `response.incomplete`: the end of the stream, with
 //!   `response.usage` (`input_tokens`, `output_tokens`, unsigned integers, 0 when absent;
 //!   `input_tokens_details.cached_tokens` and `output_tokens_details.reasoning_tokens` read
@@ -33,12 +35,16 @@
 use std::io::Write;
 
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::api::ApiKind;
 use super::body::{self, Message, PromptRef, Request};
-use super::chunk::{self, ChunkError, ChunkInfo, Event, FinishReason, JsonStr, Usage};
+use super::chunk::{ChunkError, ChunkInfo, Event, FinishReason, JsonStr};
+use super::generated::Generated;
+use super::pooled::WholeError;
+use parts::{incomplete_reason, string, type_error, usage};
+
+mod parts;
 
 /// The Responses API.
 pub struct Responses;
@@ -76,7 +82,7 @@ impl ApiKind for Responses {
         true
     }
 
-    /// `{"model","instructions"?,"input","max_output_tokens","stream":true,"reasoning"?,…}`.
+    /// `{"model","instructions"?,"input","max_output_tokens","stream","reasoning"?,…}`.
     fn write_body(&self, out: &mut Vec<u8>, req: &Request<'_>) {
         body::open(out, req.model);
         match req.prompt {
@@ -100,7 +106,11 @@ impl ApiKind for Responses {
         out.extend_from_slice(b",\"max_output_tokens\":");
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{}", req.max_tokens);
-        out.extend_from_slice(b",\"stream\":true");
+        out.extend_from_slice(if req.stream {
+            b",\"stream\":true"
+        } else {
+            b",\"stream\":false"
+        });
         if let Some(effort) = req.reasoning_effort {
             out.extend_from_slice(b",\"reasoning\":{\"effort\":");
             body::json_str(out, effort.as_str());
@@ -115,6 +125,14 @@ impl ApiKind for Responses {
 
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
         decode(data)
+    }
+
+    fn answers_whole(&self) -> bool {
+        true
+    }
+
+    fn decode_generated(&self, body: &[u8]) -> Result<Generated, WholeError> {
+        whole::decode(body)
     }
 }
 
@@ -162,6 +180,12 @@ fn decode(data: &str) -> Result<Event<'_>, ChunkError> {
             reasoning: delta(wire.delta)?,
             ..ChunkInfo::default()
         },
+        // A function call's arguments, streamed: generated answer output, as chat's are.
+        "response.function_call_arguments.delta" => {
+            let mut info = ChunkInfo::default();
+            info.tool_call.arguments = delta(wire.delta)?;
+            info
+        }
         "response.completed" | "response.incomplete" => {
             return finished(wire.response, kind == "response.incomplete").map(Event::Last);
         }
@@ -182,12 +206,6 @@ fn delta(raw: Option<&RawValue>) -> Result<Option<JsonStr<'_>>, ChunkError> {
             .map(Some)
             .ok_or(type_error("delta", "a string or null")),
     }
-}
-
-/// The string a raw JSON value is, borrowed with its escapes (serde_json has validated
-/// them); `None` for any other value.
-fn string(raw: &RawValue) -> Option<JsonStr<'_>> {
-    chunk::raw_json_string(raw.get())
 }
 
 /// The stream's last event: how the response ended, and its usage.
@@ -229,80 +247,7 @@ fn finished(response: Option<&RawValue>, incomplete: bool) -> Result<ChunkInfo<'
     })
 }
 
-/// `incomplete_details.reason`: the output budget running out is `length`, anything else
-/// (`content_filter`, none given) `Other`.
-fn incomplete_reason(details: Option<&RawValue>) -> FinishReason {
-    #[derive(Deserialize)]
-    struct Details<'a> {
-        #[serde(borrow)]
-        reason: Option<&'a RawValue>,
-    }
-    let reason = details
-        .and_then(|d| serde_json::from_str::<Details<'_>>(d.get()).ok())
-        .and_then(|d| d.reason)
-        .and_then(string)
-        .and_then(|s| s.raw());
-    match reason {
-        Some("max_output_tokens") => FinishReason::Length,
-        _ => FinishReason::Other,
-    }
-}
-
-/// `usage`: `null`, or an object whose counts are unsigned integers; its details are
-/// informational, so a detail of another type is absent rather than an error.
-fn usage(raw: &RawValue) -> Result<Option<Usage>, ChunkError> {
-    #[derive(Deserialize)]
-    struct WireUsage<'a> {
-        #[serde(default)]
-        input_tokens: u64,
-        #[serde(default)]
-        output_tokens: u64,
-        #[serde(borrow)]
-        input_tokens_details: Option<&'a RawValue>,
-        #[serde(borrow)]
-        output_tokens_details: Option<&'a RawValue>,
-    }
-    if raw.get() == "null" {
-        return Ok(None);
-    }
-    let u: WireUsage<'_> = serde_json::from_str(raw.get()).map_err(|_| {
-        type_error(
-            "response.usage",
-            "an object of unsigned integer counts or null",
-        )
-    })?;
-    Ok(Some(Usage {
-        prompt_tokens: u.input_tokens,
-        completion_tokens: u.output_tokens,
-        cached_tokens: detail(u.input_tokens_details, |d| d.cached_tokens),
-        reasoning_tokens: detail(u.output_tokens_details, |d| d.reasoning_tokens),
-    }))
-}
-
-/// The counts read from `input_tokens_details` and `output_tokens_details`.
-#[derive(Deserialize)]
-struct Details<'a> {
-    #[serde(borrow)]
-    cached_tokens: Option<&'a RawValue>,
-    #[serde(borrow)]
-    reasoning_tokens: Option<&'a RawValue>,
-}
-
-/// The count `pick` takes from `details` when they are an object holding it as an unsigned
-/// integer.
-fn detail<'a>(
-    details: Option<&'a RawValue>,
-    pick: impl FnOnce(Details<'a>) -> Option<&'a RawValue>,
-) -> Option<u64> {
-    let details: Details<'a> = serde_json::from_str(details?.get()).ok()?;
-    serde_json::from_str::<Value>(pick(details)?.get())
-        .ok()?
-        .as_u64()
-}
-
-fn type_error(field: &'static str, expected: &'static str) -> ChunkError {
-    ChunkError::Type { field, expected }
-}
+mod whole;
 
 #[cfg(test)]
 mod tests;

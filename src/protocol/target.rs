@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Api;
 use super::body::ReasoningEffort;
+use super::{Answer, Api};
 use crate::units::Duration;
 
 /// What every request to the target carries: the workload's side of the target, in the
@@ -44,10 +44,41 @@ pub struct RequestSettings {
     /// per request without sessions. Absent from the plan's JSON (and hash) when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity_header: Option<String>,
+    /// `stream #false`: ask for each answer whole, in one JSON body, instead of a stream
+    /// (only an API that [answers whole](super::ApiKind::answers_whole)). Default: streamed;
+    /// absent from the plan's JSON (and hash) when streamed.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub stream: bool,
+}
+
+impl RequestSettings {
+    /// How the target's requests are answered: the API's way, or whole where the target
+    /// asked (`stream #false`) and the API can answer so. Which metrics a run has follows.
+    pub fn answer(&self) -> Answer {
+        answer_of(self.api, self.stream)
+    }
+}
+
+/// How `api` answers when asked to stream or not.
+pub fn answer_of(api: super::Api, stream: bool) -> Answer {
+    let kind = api.kind();
+    if !stream && kind.answers_whole() {
+        Answer::Whole
+    } else {
+        kind.answer()
+    }
 }
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 fn is_one(n: &u32) -> bool {
@@ -67,6 +98,7 @@ impl Default for RequestSettings {
             batch: 1,
             reasoning_effort: None,
             affinity_header: None,
+            stream: true,
         }
     }
 }

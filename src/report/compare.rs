@@ -15,7 +15,7 @@ use super::numbers::num;
 use crate::metrics::{
     Aggregation, CountMetric, LatencyMetric, Metric, Percentile, StageSummary, Worse,
 };
-use crate::protocol::Api;
+use crate::protocol::Answer;
 use crate::results::Results;
 use crate::sla::{Shift, latency_dist, observe, shift};
 
@@ -178,9 +178,9 @@ impl Comparison {
 /// The watched metrics of `api`'s results (the metrics it has: no TTFT for an API answered
 /// whole): (metric, aggregation, lower is better): the p50, p95 and p99 of the latency metrics
 /// the vocabulary marks watched, then throughputs and the error rate.
-fn watched(api: Api) -> Vec<(Metric, Option<Aggregation>, bool)> {
+fn watched(answer: Answer) -> Vec<(Metric, Option<Aggregation>, bool)> {
     let mut out = all_watched();
-    out.retain(|(m, _, _)| m.applies_to(api));
+    out.retain(|(m, _, _)| m.applies_to(answer));
     out
 }
 
@@ -417,13 +417,13 @@ impl Judged {
 fn compare_stage(
     base: &StageSummary,
     cur: &StageSummary,
-    api: Api,
+    answer: Answer,
     opts: &CompareOptions,
 ) -> StageComparison {
     StageComparison {
         name: cur.name.clone(),
         trusted: base.validity.trusted && cur.validity.trusted,
-        metrics: watched(api)
+        metrics: watched(answer)
             .into_iter()
             .map(|w| compare_metric(w, base, cur, opts))
             .collect(),
@@ -441,7 +441,7 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         let Some(base) = base_stages.iter().find(|b| b.name == cur.name) else {
             continue;
         };
-        let sc = compare_stage(base, cur, current.target.api, opts);
+        let sc = compare_stage(base, cur, current.target.answer(), opts);
         for m in &sc.metrics {
             let line = Flagged {
                 stage: sc.name.clone(),
@@ -511,7 +511,7 @@ pub fn trend(mut runs: Vec<Results>, opts: &CompareOptions) -> Trend {
     let latest = compare(&runs[n - 2], &runs[n - 1], opts);
     let mut rows = Vec::new();
     for stage in &runs[n - 1].stages {
-        for (metric, agg, _) in watched(runs[n - 1].target.api) {
+        for (metric, agg, _) in watched(runs[n - 1].target.answer()) {
             let name = match agg {
                 Some(a) => format!("{metric}.{a}"),
                 None => metric.to_string(),

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::{Dist, Metric, MetricSet, Summarised};
-use crate::protocol::Api;
+use crate::protocol::Answer;
 use crate::results::Results;
 
 const FIGURES: [&str; 9] = [
@@ -32,16 +32,22 @@ fn figures(d: &Dist) -> [f64; 9] {
     ]
 }
 
-/// The columns a generation API has and a pooling API does not (its answer comes whole).
-const GENERATED: [&str; 2] = ["output_tokens_per_s", "output_tokens"];
+/// The columns a generation API has and a pooling API does not (it generates nothing): its
+/// output, the part of it spent reasoning, and the requests whose reasoning left no answer.
+const GENERATED: [&str; 4] = [
+    "output_tokens_per_s",
+    "output_tokens",
+    "reasoning_tokens",
+    "answer_starved",
+];
 
 /// The columns only a pooling API has, after `input_tokens`.
 const POOLED: [&str; 2] = ["inputs_per_s", "inputs"];
 
 /// The header row: the stage, its counts and rates, every figure of every distribution `api`
 /// has, the client's health.
-fn header(api: Api) -> Vec<String> {
-    let streams = api.kind().answer().streams();
+fn header(answer: Answer) -> Vec<String> {
+    let generates = answer.generates();
     let mut header: Vec<String> = [
         "stage",
         "profile_group",
@@ -58,16 +64,18 @@ fn header(api: Api) -> Vec<String> {
         "achieved_send_rate_per_s",
         "input_tokens",
         "output_tokens",
+        "reasoning_tokens",
+        "answer_starved",
     ]
     .iter()
-    .filter(|c| streams || !GENERATED.contains(c))
+    .filter(|c| generates || !GENERATED.contains(c))
     .map(|s| s.to_string())
     .collect();
-    if !streams {
+    if !generates {
         header.extend(POOLED.map(String::from));
     }
     // Every distribution a stage keeps, by its key in `latency` (`ttft_ms` → `ttft_p50_ms`).
-    for m in Summarised::metrics().filter(|m| Metric::Latency(*m).applies_to(api)) {
+    for m in Summarised::metrics().filter(|m| Metric::Latency(*m).applies_to(answer)) {
         for f in FIGURES {
             let base = m.key().trim_end_matches("_ms");
             header.push(if f == "count" {
@@ -94,22 +102,22 @@ fn header(api: Api) -> Vec<String> {
 /// The CSV of every stage of `results` (the warm-up excluded), in run order; a stage split by
 /// `model` or `class` is followed by a row per label, its stage named `stage[model=NAME]`.
 pub fn stages_csv(results: &Results) -> String {
-    let api = results.target.api;
-    let mut out = header(api).join(",");
+    let answer = results.target.answer();
+    let mut out = header(answer).join(",");
     out.push_str("\r\n");
     for s in &results.stages {
-        stage_row(&mut out, api, s, &s.name);
+        stage_row(&mut out, answer, s, &s.name);
         for g in &s.groups {
             let name = format!("{}[{}={}]", s.name, g.by, g.label);
-            stage_row(&mut out, api, &g.summary, &name);
+            stage_row(&mut out, answer, &g.summary, &name);
         }
     }
     out
 }
 
 /// One row: `s`'s figures under `name`.
-fn stage_row(out: &mut String, api: Api, s: &crate::metrics::StageSummary, name: &str) {
-    let streams = api.kind().answer().streams();
+fn stage_row(out: &mut String, answer: Answer, s: &crate::metrics::StageSummary, name: &str) {
+    let generates = answer.generates();
     let t = &s.throughput;
     let (group, load) = match &s.profile {
         Some(p) => (p.point.group.clone(), super::short(p.load())),
@@ -131,17 +139,19 @@ fn stage_row(out: &mut String, api: Api, s: &crate::metrics::StageSummary, name:
         ("", t.achieved_rate_per_s.to_string()),
         ("", s.tokens.input.to_string()),
         (GENERATED[1], s.tokens.output.to_string()),
+        (GENERATED[2], s.tokens.reasoning.to_string()),
+        (GENERATED[3], s.tokens.answer_starved.to_string()),
     ];
-    row.retain(|(c, _)| streams || !GENERATED.contains(c));
+    row.retain(|(c, _)| generates || !GENERATED.contains(c));
     let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
-    if !streams {
+    if !generates {
         row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
         row.push(s.tokens.inputs.to_string());
     }
     for (_, d) in s
         .latency
         .iter()
-        .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+        .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
     {
         row.extend(figures(d).iter().map(f64::to_string));
     }

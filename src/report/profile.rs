@@ -13,8 +13,10 @@ use super::svg::canvas::Panel;
 use super::svg::style::{self, Style};
 use super::svg::{Axis, Doc, LegendEntry, Orient, Rect, Scale};
 use crate::metrics::{
-    LatencyMetric as L, Metric, PointKind, StageSummary, knee_load, scheduled_load, sweep_points,
+    CountMetric, LatencyMetric as L, Metric, PointKind, StageSummary, knee_load, scheduled_load,
+    sweep_points,
 };
+use crate::protocol::Answer;
 use crate::results::Results;
 use crate::sla::{SlaMax, SlaOutcome, point_outcome};
 
@@ -71,6 +73,15 @@ pub struct ProfileGroup {
     /// drawn on the plot.
     #[serde(skip)]
     pub thresholds: Vec<(f64, String)>,
+    /// How the target's requests were answered: which metrics its points have (no TTFT or
+    /// ITL for answers that come whole, no output for a pooling API's), read through the
+    /// vocabulary's `ApiScope`.
+    #[serde(skip)]
+    pub answer_kind: Answer,
+    /// Its points have TTFT and ITL (the tables' columns).
+    pub streamed: bool,
+    /// Its points have output tokens (the tables' column).
+    pub generates: bool,
 }
 
 impl ProfileGroup {
@@ -142,6 +153,10 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 answer: String::new(),
                 plot: profile_file_name(&p.point.group),
                 thresholds: Vec::new(),
+                answer_kind: results.target.answer(),
+                streamed: Metric::Latency(L::Ttft).applies_to(results.target.answer()),
+                generates: Metric::Count(CountMetric::OutputThroughput)
+                    .applies_to(results.target.answer()),
             }),
         }
     }
@@ -241,11 +256,11 @@ fn latency_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)>
 }
 
 /// The latency series of the profile plot, in the order of their house styles.
-const PROFILE_SERIES: [(&str, RowFigure); 4] = [
-    ("TTFT p50", |r| r.ttft_p50_ms),
-    ("TTFT p99", |r| r.ttft_p99_ms),
-    ("ITL p99", |r| r.itl_p99_ms),
-    ("E2E p99", |r| r.e2e_p99_ms),
+const PROFILE_SERIES: [(&str, L, RowFigure); 4] = [
+    ("TTFT p50", L::Ttft, |r| r.ttft_p50_ms),
+    ("TTFT p99", L::Ttft, |r| r.ttft_p99_ms),
+    ("ITL p99", L::Itl, |r| r.itl_p99_ms),
+    ("E2E p99", L::E2e, |r| r.e2e_p99_ms),
 ];
 
 /// The load as written on a point: `12 req/s`, `8 clients`.
@@ -338,6 +353,12 @@ impl<'a> ProfilePlot<'a> {
         }
     }
 
+    /// Whether the first run's target has `m` (the series of one it lacks are not drawn).
+    fn drawn(&self, m: L) -> bool {
+        self.first()
+            .is_none_or(|g| Metric::Latency(m).applies_to(g.answer_kind))
+    }
+
     fn max_achieved(&self) -> f64 {
         self.all().map(|r| r.achieved_per_s).fold(0.0, f64::max)
     }
@@ -349,7 +370,8 @@ impl<'a> ProfilePlot<'a> {
         let mut legend: Vec<LegendEntry> = PROFILE_SERIES
             .iter()
             .enumerate()
-            .map(|(k, (name, _))| entry((*name).to_string(), self.styles[k]))
+            .filter(|(_, (_, m, _))| self.drawn(*m))
+            .map(|(k, (name, _, _))| entry((*name).to_string(), self.styles[k]))
             .collect();
         if self.runs.len() > 1 {
             for (i, (label, _)) in self.runs.iter().enumerate() {
@@ -377,7 +399,12 @@ impl<'a> ProfilePlot<'a> {
     fn latency_panel(&self, doc: &mut Doc, outer: Rect) {
         let lat = || {
             self.all()
-                .flat_map(|r| PROFILE_SERIES.iter().map(move |(_, f)| f(r)))
+                .flat_map(|r| {
+                    PROFILE_SERIES
+                        .iter()
+                        .filter(|(_, m, _)| self.drawn(*m))
+                        .map(move |(_, _, f)| f(r))
+                })
                 .filter(|v| *v > 0.0)
         };
         let limits = || {
@@ -406,7 +433,10 @@ impl<'a> ProfilePlot<'a> {
             ),
         );
         for (i, (label, g)) in self.runs.iter().enumerate() {
-            for (k, (name, f)) in PROFILE_SERIES.iter().enumerate() {
+            for (k, (name, m, f)) in PROFILE_SERIES.iter().enumerate() {
+                if !self.drawn(*m) {
+                    continue;
+                }
                 let pts: Vec<(f64, f64)> = g
                     .rows
                     .iter()
@@ -423,15 +453,20 @@ impl<'a> ProfilePlot<'a> {
         doc.end_panel();
     }
 
-    /// The offered load beside each TTFT p99 point of the last run, skipping one too close to
-    /// the previous label.
+    /// The offered load beside each TTFT p99 point of the last run (E2E p99 where it has no
+    /// TTFT), skipping one too close to the previous label.
     fn label_loads(&self, doc: &mut Doc, p: &Panel) {
         let Some((_, g)) = self.runs.last() else {
             return;
         };
+        let (k, figure): (usize, RowFigure) = if self.drawn(L::Ttft) {
+            (1, |r| r.ttft_p99_ms)
+        } else {
+            (3, |r| r.e2e_p99_ms)
+        };
         let mut last: Option<(f64, f64)> = None;
         for r in &g.rows {
-            let (px, py) = (p.px(r.achieved_per_s), p.py(r.ttft_p99_ms));
+            let (px, py) = (p.px(r.achieved_per_s), p.py(figure(r)));
             if last.is_some_and(|(lx, ly)| (px - lx).abs() < 52.0 && (py - ly).abs() < 12.0) {
                 continue;
             }
@@ -439,9 +474,9 @@ impl<'a> ProfilePlot<'a> {
             doc.point_label(
                 p,
                 r.achieved_per_s,
-                r.ttft_p99_ms,
+                figure(r),
                 &load_label(r.load, g.axis),
-                self.styles[1].color,
+                self.styles[k].color,
             );
         }
     }

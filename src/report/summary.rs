@@ -68,7 +68,8 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         t(&r.target.model),
         t(&h.detail)
     );
-    let pooled = !r.target.api.kind().answer().streams();
+    let answer = r.target.answer();
+    let pooled = !answer.generates();
     if pooled {
         // A pooling API's answer comes whole: no TTFT, ITL or output to show.
         let _ = writeln!(
@@ -92,7 +93,7 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
             pooled_row(&mut out, s);
             stage_notes(&mut out, s);
         } else {
-            stage_lines(&mut out, s);
+            stage_lines(&mut out, s, answer.streams());
         }
         super::urls::summary_lines(&mut out, r.target.routes.as_ref(), s);
     }
@@ -172,9 +173,17 @@ fn profile_lines(out: &mut String, r: &Results, color: bool) {
     }
 }
 
-/// A stage's row of the table, and its reasons, notes and errors under it.
-fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
+/// A stage's row of the table, and its reasons, notes and errors under it. Answers that
+/// came whole (`stream #false`) have no TTFT or ITL: a dash.
+fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary, streams: bool) {
     let l = &s.latency;
+    let pair = |m: L| {
+        if streams {
+            format!("{:.1} / {:.1}", l[m].p50, l[m].p99)
+        } else {
+            "–".to_string()
+        }
+    };
     let _ = writeln!(
         out,
         "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
@@ -184,8 +193,8 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         s.requests.failed,
         s.throughput.requests_per_s,
         s.throughput.output_tokens_per_s,
-        format!("{:.1} / {:.1}", l[L::Ttft].p50, l[L::Ttft].p99),
-        format!("{:.1} / {:.1}", l[L::Itl].p50, l[L::Itl].p99),
+        pair(L::Ttft),
+        pair(L::Itl),
         l[L::E2e].p99,
         s.client.send_lag_ms.p99,
         if s.validity.trusted { "yes" } else { "NO" },

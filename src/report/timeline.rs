@@ -99,8 +99,10 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
             .map(|(p, w)| (p.t_s + w / 2.0, f(p)))
             .collect()
     };
-    // A pooling API's stage has no first token and no output: its E2E and requests only.
-    let streamed = !stage.pooled();
+    // A stage answered whole has no first token (`stream #false`, a pooling API); a pooling
+    // API's has no output either: its E2E and requests only.
+    let streamed = !stage.latency.is_whole();
+    let generates = !stage.pooled();
     let mut latencies = Vec::with_capacity(2);
     if streamed {
         latencies.push(("TTFT p50", latency(&|p| p.ttft_p50_ms)));
@@ -121,7 +123,7 @@ pub fn timeline_svg(stage: &StageSummary) -> Result<Option<String>, ReportError>
             vec![("output tok/s", rate(&|p| p.output_tokens))],
         ),
     ];
-    let panels = panels.into_iter().take(if streamed { 3 } else { 2 });
+    let panels = panels.into_iter().take(if generates { 3 } else { 2 });
     let t_max = stage
         .wall_time_s
         .max(stage.timeline.last().map_or(1.0, |p| p.t_s + 1.0));

@@ -8,7 +8,7 @@ use super::names::{Plot, cdf_file_name, timeline_file_name};
 use super::numbers::{num, short};
 use crate::metrics::{Bound, Figure};
 use crate::metrics::{ClientHealth, Dist, LatencyMetric, Metric, StageSummary};
-use crate::protocol::Api;
+use crate::protocol::Answer;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
 
@@ -293,7 +293,7 @@ fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
 
 fn stage_view(
     s: &StageSummary,
-    api: Api,
+    answer: Answer,
     verdicts: &[SlaVerdict],
     plot_files: &[String],
 ) -> StageView {
@@ -339,8 +339,8 @@ fn stage_view(
         sla_failed: on_stage(verdicts, &s.name, SlaOutcome::Fail),
         sla_undecided: on_stage(verdicts, &s.name, SlaOutcome::Inconclusive),
         load: load_rows(s),
-        latency: latency_rows(s, api),
-        throughput: throughput_rows(s, api),
+        latency: latency_rows(s, answer),
+        throughput: throughput_rows(s, answer),
         errors: r
             .errors
             .iter()
@@ -351,18 +351,18 @@ fn stage_view(
             })
             .collect(),
         client: client_rows(&s.client),
-        plots: stage_plots(s, api, plot_files),
+        plots: stage_plots(s, answer, plot_files),
         per_turn: turn_rows(s),
         per_url: Vec::new(),
     }
 }
 
 /// The stage's plots that were drawn beside the report.
-fn stage_plots(s: &StageSummary, api: Api, plot_files: &[String]) -> Vec<Plot> {
+fn stage_plots(s: &StageSummary, answer: Answer, plot_files: &[String]) -> Vec<Plot> {
     let mut plots = Vec::new();
     let drawn: Vec<&str> = super::DISTRIBUTION_METRICS
         .iter()
-        .filter(|m| Metric::Latency(**m).applies_to(api))
+        .filter(|m| Metric::Latency(**m).applies_to(answer))
         .map(|m| m.label())
         .collect();
     let cdf = format!("latency distribution ({})", drawn.join(", "));
@@ -423,10 +423,10 @@ fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
 /// One row per latency distribution the stage keeps and its API has, TTFA only where it
 /// differs from TTFT and a metric added after schema 2 only where measured (older results do
 /// not have it).
-fn latency_rows(s: &StageSummary, api: Api) -> Vec<LatencyRow> {
+fn latency_rows(s: &StageSummary, answer: Answer) -> Vec<LatencyRow> {
     s.latency
         .iter()
-        .filter(|(m, _)| Metric::Latency(*m).applies_to(api))
+        .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
         .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(label(s, m, d), d))
@@ -446,11 +446,10 @@ fn label(s: &StageSummary, m: LatencyMetric, d: &Dist) -> String {
 
 /// The stage's rates, each where its API has it: output tokens for a generation API, inputs
 /// for a pooling one.
-fn throughput_rows(s: &StageSummary, api: Api) -> Vec<KeyValue> {
+fn throughput_rows(s: &StageSummary, answer: Answer) -> Vec<KeyValue> {
     let t = &s.throughput;
-    let streams = api.kind().answer().streams();
     let mut rows = vec![kv("requests", format!("{} req/s", num(t.requests_per_s)))];
-    if streams {
+    if answer.generates() {
         rows.push(kv(
             "output tokens",
             format!("{} tok/s", num(t.output_tokens_per_s)),
@@ -471,6 +470,37 @@ fn throughput_rows(s: &StageSummary, api: Api) -> Vec<KeyValue> {
         ),
         kv("tokens counted", tokens_counted(&s.tokens)),
     ]);
+    rows.extend(reasoning_rows(&s.tokens, s.requests.ok));
+    rows
+}
+
+/// What a reasoning model spent: the reasoning tokens where a server reported them, and the
+/// requests whose reasoning used the whole output budget and gave no answer.
+fn reasoning_rows(t: &crate::metrics::Tokens, ok: u64) -> Vec<KeyValue> {
+    let mut rows = Vec::new();
+    if t.reasoning_reported > 0 {
+        rows.push(kv(
+            "reasoning tokens",
+            format!(
+                "{} of {} out ({} %; reported by {} requests)",
+                t.reasoning,
+                t.output,
+                num(t.reasoning as f64 / t.output.max(1) as f64 * 100.0),
+                t.reasoning_reported
+            ),
+        ));
+    }
+    if t.answer_starved > 0 {
+        rows.push(kv(
+            "answer-starved",
+            format!(
+                "{} of {ok} ok requests reasoned until max_tokens ran out and gave no answer \
+                 (not counted as good): raise the stage's output length or lower the target's \
+                 reasoning-effort",
+                t.answer_starved
+            ),
+        ));
+    }
     rows
 }
 
@@ -582,7 +612,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
             .iter()
             .map(|s| StageView {
                 per_url: super::urls::rows(t.routes.as_ref(), s),
-                ..stage_view(s, t.api, &results.sla, plot_files)
+                ..stage_view(s, t.answer(), &results.sla, plot_files)
             })
             .collect(),
         repro: vec![

@@ -125,11 +125,30 @@ impl Results {
     }
 }
 
+impl TargetInfo {
+    /// How the target's requests were answered, which decides the metrics it has.
+    pub fn answer(&self) -> crate::protocol::Answer {
+        crate::protocol::answer_of(self.api, self.stream)
+    }
+}
+
+fn streamed() -> bool {
+    true
+}
+
+fn is_streamed(stream: &bool) -> bool {
+    *stream
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TargetInfo {
     /// `sim` for the embedded simulator, else the base URL.
     pub endpoint: String,
     pub api: Api,
+    /// `stream #false`: the target asked for whole answers, so its stages have no first
+    /// token. Absent when streamed. *Added in schema 3.*
+    #[serde(default = "streamed", skip_serializing_if = "is_streamed")]
+    pub stream: bool,
     pub model: String,
     /// The tokenizer used for synthetic prompts and fallback token counts.
     pub tokenizer: String,

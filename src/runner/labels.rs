@@ -85,6 +85,7 @@ mod tests {
             model: "base".into(),
             ignore_eos: true,
             reasoning_effort: None,
+            stream: true,
             extra: Default::default(),
         });
         let groups = [

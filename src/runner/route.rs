@@ -180,6 +180,7 @@ fn make_client(
         timeout: request.timeout.as_std(),
         pool_size: 1024,
         api: request.api,
+        stream: request.stream,
         max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
         server_root: Some(crate::protocol::server_root(base_url)),
         affinity_header: request.affinity_header.clone(),

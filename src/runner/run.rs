@@ -204,6 +204,7 @@ fn body_template(plan: &Plan) -> BodyTemplate {
         ignore_eos: request.ignore_eos,
         reasoning_effort: request.reasoning_effort,
         extra: request.extra_body.clone(),
+        stream: request.stream,
     }
 }
 

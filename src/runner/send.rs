@@ -133,7 +133,7 @@ impl StageShared {
     fn inputs(&self) -> u32 {
         match self.template.api.kind().answer() {
             Answer::Pooled(_) => self.plan.target.request.batch.max(1),
-            Answer::Stream => 0,
+            Answer::Stream | Answer::Whole => 0,
         }
     }
 

@@ -342,11 +342,14 @@ impl Draft {
                 writeln!(o, "dataset \"prompts\" {{")?;
                 writeln!(o, "    synthetic {{")?;
                 writeln!(o, "        input-tokens {}", length(*input))?;
-                writeln!(
-                    o,
-                    "        output-tokens {}    // sent as max_tokens",
-                    length(*output)
-                )?;
+                // A pooling API generates nothing: an output length would be a no-op line.
+                if self.api.kind().answer().generates() {
+                    writeln!(
+                        o,
+                        "        output-tokens {}    // sent as max_tokens",
+                        length(*output)
+                    )?;
+                }
                 writeln!(o, "    }}")?;
             }
             Data::ShareGpt {
@@ -359,7 +362,9 @@ impl Draft {
                     (Limit::Requests(n), None) => format!(" count={n}"),
                     (Limit::Duration(_), _) => String::new(),
                 };
-                let out = output_tokens.map_or(String::new(), |n| format!(" output-tokens={n}"));
+                let out = output_tokens
+                    .filter(|_| self.api.kind().answer().generates())
+                    .map_or(String::new(), |n| format!(" output-tokens={n}"));
                 writeln!(
                     o,
                     "// ShareGPT conversations, sampled and filtered as vLLM's benchmark does."

@@ -102,6 +102,7 @@ fn decode(
     let mut top = TopLevel {
         // A data set is read knowing its target's API, wherever the target is written.
         generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
+        whole: written_whole(nodes),
         ..TopLevel::default()
     };
     for node in nodes {
@@ -158,6 +159,8 @@ struct TopLevel {
     /// The target's API generates output (else a synthetic data set needs no
     /// `output-tokens`).
     generates: bool,
+    /// The target asks for whole answers (`stream #false`): no first token either.
+    whole: bool,
 }
 
 impl TopLevel {
@@ -225,7 +228,7 @@ impl TopLevel {
             }
             "goodput" => {
                 s.goodput = goodput(ctx, node);
-                if !self.generates {
+                if !self.generates || self.whole {
                     streamed_goodput(ctx, node, s.goodput.as_ref());
                 }
             }
@@ -348,10 +351,23 @@ fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) 
     }
     ctx.error(
         ctx.name_span(node),
-        "`goodput` sets an SLO a pooling API cannot meet",
-        "its answers come whole: no TTFT, TPOT or ITL",
+        "`goodput` sets an SLO no answer that comes whole can meet",
+        "a pooling API's answers, and `stream #false` ones, come whole: no TTFT, TPOT or ITL",
         Some("use e2e= only, e.g. goodput e2e=\"500ms\"".into()),
     );
+}
+
+/// Whether the target writes `stream #false` (wherever it is written).
+fn written_whole(nodes: &[KdlNode]) -> bool {
+    let stream = nodes
+        .iter()
+        .find(|n| n.name().value() == "target")
+        .and_then(KdlNode::children)
+        .and_then(|c| c.nodes().iter().find(|n| n.name().value() == "stream"));
+    stream
+        .and_then(|n| n.entries().first())
+        .and_then(|e| e.value().as_bool())
+        == Some(false)
 }
 
 /// The API the target names, wherever the target is written (a data set may come first).
@@ -370,23 +386,29 @@ fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
 /// comes whole) could never be observed: refused where it is written.
 fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
     let api = s.target.request.api;
+    let answer = s.target.request.answer();
     for a in &s.sla {
         let metric = a.expr.value.metric;
-        if metric.applies_to(api) {
+        if metric.applies_to(answer) {
             continue;
         }
-        let has: Vec<&str> = crate::sla::Metric::of_api(api)
+        let has: Vec<&str> = crate::sla::Metric::of_answer(answer)
             .filter(|m| m.curve().is_none() && !m.is_telemetry())
             .map(|m| m.name())
             .collect();
-        let why = if api.kind().answer().streams() {
+        let why = if answer.streams() {
             "it is measured only for a pooling API"
         } else {
             "its answer comes whole, not streamed"
         };
+        let asked = if answer == crate::protocol::Answer::Whole {
+            " with stream #false"
+        } else {
+            ""
+        };
         ctx.error(
             a.expr.span,
-            format!("api \"{api}\" has no `{metric}`"),
+            format!("api \"{api}\"{asked} has no `{metric}`"),
             why,
             Some(format!(
                 "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",

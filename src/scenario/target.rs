@@ -25,6 +25,7 @@ const COMMON: &[&str] = &[
     "cache-salt",
     "reset-cache",
     "batch",
+    "stream",
 ];
 
 pub(crate) fn default_target() -> Target {
@@ -181,6 +182,7 @@ fn common_setting(
             t.request.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.request.ignore_eos)
         }
         "reasoning-effort" => reasoning_effort_setting(ctx, &mut r, t),
+        "stream" => t.request.stream = bool_setting(ctx, &mut r).unwrap_or(t.request.stream),
         "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
         "reset-cache" => reset_cache_setting(ctx, &mut r, t),
         "max-event-size" => max_event_size_setting(ctx, &mut r, t),
@@ -236,6 +238,12 @@ fn api_defaults(ctx: &mut Ctx<'_>, children: &[KdlNode], t: &mut Target) {
     if named("ignore-eos").is_none() {
         t.request.ignore_eos = kind.ignore_eos_default();
     }
+    if let Some(node) = named("stream")
+        && !t.request.stream
+        && !kind.answers_whole()
+    {
+        stream_error(ctx, node, t.request.api);
+    }
     if let Some(node) = named("reasoning-effort")
         && !kind.reasoning_effort()
     {
@@ -254,6 +262,26 @@ fn api_defaults(ctx: &mut Ctx<'_>, children: &[KdlNode], t: &mut Target) {
             )),
         );
     }
+}
+
+/// `stream #false` on an API whose whole answer is not read (or that has no stream).
+fn stream_error(ctx: &mut Ctx<'_>, node: &KdlNode, api: Api) {
+    let able: Vec<String> = crate::protocol::REGISTRY
+        .iter()
+        .filter(|a| a.kind().answers_whole())
+        .map(|a| format!("api \"{a}\""))
+        .collect();
+    let why = if api.kind().answer().streams() {
+        "its whole answer is not read"
+    } else {
+        "its answer always comes whole"
+    };
+    ctx.error(
+        ctx.name_span(node),
+        format!("api \"{api}\" cannot be asked stream #false"),
+        why,
+        Some(format!("use {}, or remove stream", able.join(" or "))),
+    );
 }
 
 /// `reasoning-effort "low"|"medium"|"high"`.

@@ -407,6 +407,7 @@ async fn generate(
             model,
             prompt_tokens: req.prompt_tokens,
             max_tokens,
+            reasoning,
             malformed: fault == Fault::MalformedSse,
             usage_details: cfg.prefix_cache,
             pooled: (req.inputs, cfg.embedding_dim),
@@ -520,6 +521,8 @@ struct Collected<'a> {
     model: &'a str,
     prompt_tokens: u64,
     max_tokens: u64,
+    /// The first output tokens that are reasoning.
+    reasoning: u64,
     malformed: bool,
     /// `usage` carries `prompt_tokens_details` (`prefix-cache`).
     usage_details: bool,
@@ -555,6 +558,7 @@ fn reasoning_tokens(configured: u64, req: &wire::GenRequest) -> u64 {
 /// llama.cpp's `timings`, last, with `timings`).
 async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) -> Response {
     let mut text = String::new();
+    let mut reasoning = String::new();
     let mut tokens = 0u64;
     let mut cut = false;
     let mut cached = 0;
@@ -562,7 +566,12 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     while let Some(chunk) = rx.recv().await {
         match chunk {
             Chunk::Token(b) => {
-                text.push_str(std::str::from_utf8(&b).unwrap_or(""));
+                let into = if tokens < info.reasoning {
+                    &mut reasoning
+                } else {
+                    &mut text
+                };
+                into.push_str(std::str::from_utf8(&b).unwrap_or(""));
                 tokens += 1;
             }
             Chunk::Cut => {
@@ -588,6 +597,11 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     if info.usage_details {
         usage["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
     }
+    let reasoning_tokens = info.reasoning.min(tokens);
+    if reasoning_tokens > 0 {
+        usage["completion_tokens_details"] =
+            serde_json::json!({ "reasoning_tokens": reasoning_tokens });
+    }
     let body = info
         .served
         .side
@@ -596,6 +610,8 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
             created: unix_now(),
             model: info.model,
             text: &text,
+            reasoning: &reasoning,
+            reasoning_tokens,
             finish,
             usage,
             inputs: info.pooled.0,
@@ -608,23 +624,28 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
         None => body,
     };
     if cut || info.malformed {
-        // Half a body: a cut also errors the body so the connection drops mid-response.
-        let full = Bytes::from(body.into_bytes());
-        let half = full.slice(..full.len() / 2);
-        let tail: Result<Bytes, std::io::Error> = if cut {
-            Err(std::io::Error::other("injected stream cut"))
-        } else {
-            Ok(Bytes::new())
-        };
-        let parts = futures_util::stream::iter([Ok::<_, std::io::Error>(half), tail]);
-        let mut resp = Response::new(Body::from_stream(parts));
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        resp.headers_mut()
-            .insert(SIM_ID_HEADER, HeaderValue::from(info.id));
-        return resp;
+        return half_body(body, cut, info.id);
     }
     json_response(StatusCode::OK, body, Some(info.id))
+}
+
+/// Half of a whole answer's body (the malformed or cut fault): a cut also errors the body so
+/// the connection drops mid-response.
+fn half_body(body: String, cut: bool, id: u64) -> Response {
+    let full = Bytes::from(body.into_bytes());
+    let half = full.slice(..full.len() / 2);
+    let tail: Result<Bytes, std::io::Error> = if cut {
+        Err(std::io::Error::other("injected stream cut"))
+    } else {
+        Ok(Bytes::new())
+    };
+    let parts = futures_util::stream::iter([Ok::<_, std::io::Error>(half), tail]);
+    let mut resp = Response::new(Body::from_stream(parts));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut()
+        .insert(SIM_ID_HEADER, HeaderValue::from(id));
+    resp
 }

@@ -94,7 +94,12 @@ pub(crate) struct Whole<'a> {
     pub id: u64,
     pub created: u64,
     pub model: &'a str,
+    /// The answer's text.
     pub text: &'a str,
+    /// The reasoning's text (its first tokens, before the answer).
+    pub reasoning: &'a str,
+    /// Output tokens spent reasoning.
+    pub reasoning_tokens: u64,
     pub finish: &'a str,
     pub usage: serde_json::Value,
     /// A pooling request's inputs: the results its answer holds.

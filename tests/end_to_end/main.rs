@@ -35,6 +35,7 @@ mod report_compare;
 mod report_formats;
 mod report_provenance;
 mod responses;
+mod responses_whole;
 mod results_inputs;
 mod routers;
 mod run_basic;

@@ -527,3 +527,22 @@ fn wait_stops_on_ctrl_c_with_exit_3() {
         "{rest:?}"
     );
 }
+
+#[test]
+fn new_for_a_pooling_api_writes_no_output_length() {
+    let dir = tempfile::tempdir().unwrap();
+    for api in ["embeddings", "rerank", "score"] {
+        let file = dir.path().join(format!("{api}.kdl"));
+        let o = infermeter(&["new", "--api", api, "-o", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let kdl = std::fs::read_to_string(&file).unwrap();
+        assert!(kdl.contains(&format!("api {api} ")), "{kdl}");
+        assert!(kdl.contains("input-tokens"), "{kdl}");
+        assert!(!kdl.contains("output-tokens"), "a no-op line: {kdl}");
+        let v = infermeter(&["validate", file.to_str().unwrap()]);
+        assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
+    }
+    // A generation API keeps it.
+    let o = infermeter(&["new", "--api", "responses"]);
+    assert!(text(&o).0.contains("output-tokens"), "{}", describe(&o));
+}

@@ -106,7 +106,7 @@ fn an_sla_on_a_metric_the_api_lacks_is_refused_where_it_is_written() {
     let o = infermeter(&["validate", path.to_str().unwrap()]);
     let (_, err) = crate::support::text(&o);
     assert!(
-        err.contains("`goodput` sets an SLO a pooling API cannot meet"),
+        err.contains("`goodput` sets an SLO no answer that comes whole can meet"),
         "{err}"
     );
     // And `batch` on a generation API.
@@ -247,4 +247,45 @@ fn an_answer_that_drips_times_out_instead_of_hanging() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
     let req = stage(&results(&out), "s")["requests"].clone();
     assert_eq!(req["errors"], serde_json::json!({ "timeout": 1 }), "{req}");
+}
+
+#[test]
+fn a_pooling_sweep_has_no_ttft_column_or_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+target "sim" { api "embeddings"; batch 2; timeout "20s"; }
+dataset "d" { synthetic { input-tokens 16; } }
+stage "p" {
+    dataset "d"
+    arrival "poisson" rate=20
+    requests 10
+    sweep { rates 20 40; }
+}
+"#;
+    let (out, o) = run_text(dir.path(), text);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let table = md
+        .lines()
+        .find(|l| l.starts_with("| load ("))
+        .unwrap_or_else(|| panic!("no profile table: {md}"));
+    assert!(table.contains("E2E p99 ms"), "{table}");
+    assert!(!table.contains("TTFT") && !table.contains("ITL"), "{table}");
+    assert!(!table.contains("output tok/s"), "{table}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let head = html
+        .lines()
+        .find(|l| l.contains("<th>load ("))
+        .expect("the HTML profile table");
+    assert!(!head.contains("TTFT") && head.contains("E2E p99"), "{head}");
+    let svg = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("profile-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("the profile plot");
+    assert!(
+        !svg.contains("TTFT") && svg.contains("E2E p99"),
+        "a TTFT series"
+    );
 }

@@ -91,3 +91,82 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests {n}; }}
         "{req}"
     );
 }
+
+/// Runs 3 requests against a server streaming `chunks` (each a chat chunk's JSON) then
+/// `[DONE]`, without usage (the output is counted from the streamed text); the stage.
+fn run_chunks(chunks: &'static [&'static str]) -> serde_json::Value {
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str(&format!("data: {c}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        p.write(answer.as_bytes());
+        After::KeepAlive
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tools.jsonl"), format!("{TOOLS_LINE}\n")).unwrap();
+    let text = format!(
+        r#"
+target "{}" {{ model "m"; timeout "20s"; ignore-eos #false; }}
+dataset "d" {{ jsonl "tools.jsonl" }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
+"#,
+        server.base_url
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--untrusted", "judge"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    stage(&results(&out), "s").clone()
+}
+
+#[test]
+fn parallel_tool_calls_in_one_delta_all_count() {
+    const FINISH: &str = r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#;
+    let one = run_chunks(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}}]}"#,
+        FINISH,
+    ]);
+    let both = run_chunks(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"index":1,"id":"b","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo, the capital of Japan\"}"}}]}}]}"#,
+        FINISH,
+    ]);
+    for s in [&one, &both] {
+        assert_eq!(s["requests"]["ok"], 3, "{}", s["requests"]);
+        assert_eq!(s["tokens"]["from_tokenizer"], 3, "{}", s["tokens"]);
+    }
+    let (n1, n2) = (
+        one["tokens"]["output"].as_u64().unwrap(),
+        both["tokens"]["output"].as_u64().unwrap(),
+    );
+    assert!(
+        n2 > n1 + 3 * 5,
+        "the second call's arguments are output: {n1} / {n2}"
+    );
+    // Only the second call of the delta carries anything: still the first token.
+    let second = run_chunks(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0},{"index":1,"id":"b","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+        FINISH,
+    ]);
+    assert_eq!(second["requests"]["ok"], 3, "{}", second["requests"]);
+    assert_eq!(
+        second["latency"]["ttft_ms"]["count"], 3,
+        "{}",
+        second["latency"]
+    );
+    // A later call that is not an object fails the request like a first one.
+    let broken = run_chunks(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}},17]}}]}"#,
+        FINISH,
+    ]);
+    assert_eq!(
+        broken["requests"]["errors"],
+        serde_json::json!({ "malformed": 3 })
+    );
+}

@@ -18,6 +18,7 @@ mod report_html;
 mod report_plots;
 mod report_render;
 mod report_schema;
+mod responses_corpus;
 mod results_corpus;
 mod scenario_corpus;
 mod scenario_fuzz;

@@ -164,6 +164,7 @@ fn table() -> String {
         let apis = match d.scope {
             ApiScope::All => "all",
             ApiScope::Streamed => "streamed",
+            ApiScope::Generated => "generation",
             ApiScope::Pooled => "pooling",
         };
         out.push_str(&format!(

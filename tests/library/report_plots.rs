@@ -319,6 +319,9 @@ fn group() -> ProfileGroup {
         answer: String::new(),
         plot: "profile-profile.svg".into(),
         thresholds: vec![(500.0, "ttft.p99 < 500ms".into())],
+        answer_kind: infermeter::protocol::Answer::Stream,
+        streamed: true,
+        generates: true,
     }
 }
 

@@ -59,6 +59,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         target: TargetInfo {
             endpoint: "sim".into(),
             api: infermeter::protocol::Api::CHAT,
+            stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
             cache_salt: None,

@@ -1,4 +1,5 @@
-//! A pooling API's request (embeddings, rerank, score): its answer is one JSON body, not a
+//! A pooling API's request (embeddings, rerank, score), and a generation API's asked for its
+//! whole answer (`stream #false`, in `generated.rs`): its answer is one JSON body, not a
 //! stream. The body is read into the connection's event buffer by the same reads and bounds
 //! as a stream (past `max_event_bytes` the request fails as `malformed`; the request's
 //! `timeout` ends a body that drips or stalls), timed at its first byte (the response head)
@@ -18,27 +19,70 @@ use super::{Client, DRAIN_WAIT, since};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
 use crate::protocol::{Pooled, WholeError};
 
+/// How reading a whole answer ended.
+pub(super) enum Read<T> {
+    /// The request's timeout ran out.
+    TimedOut,
+    /// The request failed before an answer came (its error is in the record).
+    Failed,
+    /// The body, decoded.
+    Answer(T),
+}
+
+impl<T> From<Option<T>> for Read<T> {
+    fn from(answer: Option<T>) -> Read<T> {
+        answer.map_or(Read::Failed, Read::Answer)
+    }
+}
+
 impl Client {
     /// Sends one pooling request and fills `rec`: the whole-answer counterpart of
     /// `execute_text`.
     pub(super) async fn execute_whole(
         &self,
         body: Bytes,
-        (tag, mut held): (Tag<'_>, Option<&mut Held>),
+        on: (Tag<'_>, Option<&mut Held>),
         rec: &mut RequestRecord,
         t0: Instant,
     ) {
+        let api = self.api;
+        let outcome = self
+            .read_whole(body, on, rec, t0, |b| api.kind().decode_whole(b))
+            .await;
+        rec.output_tokens = 0;
+        rec.token_source = TokenSource::Tokenizer;
+        match outcome {
+            Read::TimedOut => rec.error = Some(ErrorKind::Timeout),
+            Read::Answer(answer) => self.judge_whole(rec, answer),
+            Read::Failed => {}
+        }
+    }
+
+    /// Sends `body`, reads the whole answer within the request's timeout and decodes it with
+    /// `decode`; sets `done_ns` and gives the connection back.
+    pub(super) async fn read_whole<T>(
+        &self,
+        body: Bytes,
+        (tag, mut held): (Tag<'_>, Option<&mut Held>),
+        rec: &mut RequestRecord,
+        t0: Instant,
+        decode: impl FnOnce(&[u8]) -> T,
+    ) -> Read<T> {
         let (outcome, tail) = match &self.wire {
             Some(wire) => {
-                let read = self.whole_wire(wire, &body, (tag, held.as_deref_mut()), rec, t0);
+                let read =
+                    self.whole_wire(wire, &body, (tag, held.as_deref_mut()), rec, t0, decode);
                 match tokio::time::timeout(self.timeout, read).await {
-                    Ok((answer, tail)) => (Ok(answer), tail),
-                    Err(e) => (Err(e), None),
+                    Ok((answer, tail)) => (Read::from(answer), tail),
+                    Err(_) => (Read::TimedOut, None),
                 }
             }
             None => {
-                let read = self.whole_reqwest(body, tag, rec, t0);
-                (tokio::time::timeout(self.timeout, read).await, None)
+                let read = self.whole_reqwest(body, tag, rec, t0, decode);
+                match tokio::time::timeout(self.timeout, read).await {
+                    Ok(answer) => (Read::from(answer), None),
+                    Err(_) => (Read::TimedOut, None),
+                }
             }
         };
         rec.done_ns = since(t0);
@@ -47,13 +91,7 @@ impl Client {
         {
             resp.finish_to(wire, held);
         }
-        rec.output_tokens = 0;
-        rec.token_source = TokenSource::Tokenizer;
-        match outcome {
-            Err(_) => rec.error = Some(ErrorKind::Timeout),
-            Ok(Some(answer)) => self.judge_whole(rec, answer),
-            Ok(None) => {}
-        }
+        outcome
     }
 
     /// What a decoded answer says about the request.
@@ -83,14 +121,15 @@ impl Client {
     /// Sends over this client's own connections and reads the whole body; the answer (`None`
     /// when the request failed before one) and the response, when its connection may be
     /// reused.
-    async fn whole_wire(
+    async fn whole_wire<T>(
         &self,
         wire: &Wire,
         body: &[u8],
         on: (Tag<'_>, Option<&mut Held>),
         rec: &mut RequestRecord,
         t0: Instant,
-    ) -> (Option<Result<Pooled, WholeError>>, Option<Response>) {
+        decode: impl FnOnce(&[u8]) -> T,
+    ) -> (Option<T>, Option<Response>) {
         let Some(mut resp) = self.post_on(wire, body, on, rec, t0).await else {
             return (None, None);
         };
@@ -119,18 +158,19 @@ impl Client {
                 }
             }
         }
-        let answer = self.api.kind().decode_whole(resp.conn.events.pending());
+        let answer = decode(resp.conn.events.pending());
         (Some(answer), Some(resp))
     }
 
     /// Like [`whole_wire`](Self::whole_wire), through reqwest (a proxied target).
-    async fn whole_reqwest(
+    async fn whole_reqwest<T>(
         &self,
         body: Bytes,
         tag: Tag<'_>,
         rec: &mut RequestRecord,
         t0: Instant,
-    ) -> Option<Result<Pooled, WholeError>> {
+        decode: impl FnOnce(&[u8]) -> T,
+    ) -> Option<T> {
         rec.sent_ns = since(t0);
         let mut resp = match self
             .post(&self.http, body.clone(), tag, rec.trace)
@@ -168,7 +208,7 @@ impl Client {
                     return None;
                 }
                 Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-                Ok(None) => return Some(self.api.kind().decode_whole(&bytes)),
+                Ok(None) => return Some(decode(&bytes)),
                 Err(e) => {
                     rec.error = Some(if e.is_timeout() {
                         ErrorKind::Timeout

@@ -64,6 +64,10 @@ pub struct ChunkInfo<'a> {
     /// The first tool call of `delta.tool_calls`: what it adds to the call's function
     /// name and to its JSON arguments.
     pub tool_call: ToolCallDelta<'a>,
+    /// The other tool calls of the same delta (parallel calls sent together), in order:
+    /// their names and arguments are output too. Empty (no allocation) for the usual delta of
+    /// one call; the scanner leaves a delta of several to the serde_json decoder.
+    pub more_tool_calls: Vec<ToolCallDelta<'a>>,
     /// The first choice's `finish_reason`, when not `null`.
     pub finish_reason: Option<FinishReason>,
     pub usage: Option<Usage>,
@@ -81,11 +85,18 @@ impl ChunkInfo<'_> {
     }
     /// Answer text or a tool call's name or arguments: a tool call is the model's answer.
     pub fn has_answer(&self) -> bool {
-        self.answer.as_ref().is_some_and(|s| !s.is_empty()) || self.tool_call.has_output()
+        self.answer.as_ref().is_some_and(|s| !s.is_empty())
+            || self.tool_call.has_output()
+            || self.more_tool_calls.iter().any(ToolCallDelta::has_output)
+    }
+
+    /// Every tool call the chunk carries: the first, then the others.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallDelta<'_>> {
+        std::iter::once(&self.tool_call).chain(&self.more_tool_calls)
     }
 }
 
-/// What one streamed delta adds to the first tool call it names (`delta.tool_calls[0]`):
+/// What one streamed delta adds to a tool call it names (an element of `delta.tool_calls`):
 /// the function's name (usually whole, in the call's first delta) and a fragment of its JSON
 /// arguments, each borrowed from the chunk like the answer text.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -423,14 +423,15 @@ impl<'a> Text<'a> {
         }
     }
 
-    /// `delta.tool_calls`: `null`, or an array whose first element is read and the rest
-    /// skipped.
+    /// `delta.tool_calls`: `null`, or an array of one call. Several calls in one delta
+    /// (parallel calls sent together) are rare: the scanner gives them up to serde_json,
+    /// which reads every one, rather than allocate for them here.
     fn tool_calls(self, i: usize, out: &mut ToolCallDelta<'a>) -> Option<usize> {
         match self.at(i)? {
             b'n' => self.literal(i, b"null"),
             b'[' => self.array(i, |n, i| match n {
                 0 => self.tool_call(i, out),
-                _ => self.skip(i, 5),
+                _ => None,
             }),
             _ => None,
         }

@@ -548,11 +548,24 @@ fn tool_call_deltas_are_answer_output() {
     ] {
         assert!(!fast(quiet).has_output(), "{quiet}");
     }
-    // Only the first call is read; later ones are validated and skipped.
-    let c = fast(
+    // Parallel calls in one delta: every one is read (by serde_json: the scanner gives a
+    // delta of several up rather than allocate), every one's output counts.
+    let c = fallback(
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0},{"index":1,"function":{"name":"b","arguments":"{\"x\":1}"}},{"index":2,"function":{"arguments":"{}"}}]}}]}"#,
+    );
+    assert!(!c.tool_call.has_output());
+    assert!(c.has_answer(), "the second call is output");
+    assert_eq!(c.more_tool_calls.len(), 2);
+    assert_eq!(text(&c.more_tool_calls[0].name).as_deref(), Some("b"));
+    assert_eq!(
+        text(&c.more_tool_calls[0].arguments).as_deref(),
+        Some(r#"{"x":1}"#)
+    );
+    assert_eq!(c.tool_calls().count(), 3);
+    // A later call of the wrong shape is as malformed as a first one.
+    invalid(
         r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a"}},{"function":{"name":"b","arguments":[1]}}]}}]}"#,
     );
-    assert_eq!(text(&c.tool_call.name).as_deref(), Some("a"));
     // The finish reason of a tool-calling answer.
     let c = fast(r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#);
     assert_eq!(c.finish_reason, Some(FinishReason::ToolCalls));

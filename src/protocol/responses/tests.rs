@@ -1,7 +1,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::protocol::ReasoningEffort;
+use serde_json::Value;
+
+use crate::protocol::{ReasoningEffort, Usage};
 
 fn chunk(data: &str) -> ChunkInfo<'_> {
     match decode(data) {
@@ -92,7 +94,7 @@ fn deltas_borrow_from_the_event() {
     assert!(!chunk(r#"{"type":"response.output_text.delta","delta":""}"#).has_output());
     assert!(!chunk(r#"{"type":"response.output_text.delta","delta":null}"#).has_output());
     assert!(!chunk(r#"{"type":"response.output_text.delta"}"#).has_output());
-    let other = r#"{"type":"response.function_call_arguments.delta","delta":"{}"}"#;
+    let other = r#"{"type":"response.web_search_call.searching","delta":"{}"}"#;
     assert_eq!(chunk(other), ChunkInfo::default());
 }
 
@@ -239,6 +241,7 @@ fn body(prompt: PromptRef<'_>, effort: Option<ReasoningEffort>, ignore_eos: bool
             prompt,
             max_tokens: 64,
             ignore_eos,
+            stream: true,
             reasoning_effort: effort,
             extra: &extra,
             item: Some(&item),
@@ -293,4 +296,14 @@ fn request_bodies() {
     let b = body(PromptRef::Messages(&messages[1..2]), None, false);
     assert!(b.get("instructions").is_none());
     assert_eq!(b["input"][0]["content"], "q1");
+}
+
+#[test]
+fn function_call_arguments_stream_as_answer_output() {
+    let c = chunk(
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"city\":"}"#,
+    );
+    assert!(c.has_answer() && c.has_output());
+    assert_eq!(text(&c.tool_call.arguments), r#"{"city":"#);
+    assert!(decode(r#"{"type":"response.function_call_arguments.delta","delta":5}"#).is_err());
 }

@@ -53,11 +53,16 @@ impl SimApi for Chat {
         Stream::Choices(&STREAM)
     }
 
+    /// The reasoning, if any, as vLLM's reasoning parsers give it: `reasoning_content`.
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
+        let mut message = serde_json::json!({ "role": "assistant", "content": w.text });
+        if !w.reasoning.is_empty() {
+            message["reasoning_content"] = w.reasoning.into();
+        }
         serde_json::json!({
             "id": format!("chatcmpl-sim-{}", w.id), "object": "chat.completion",
             "created": w.created, "model": w.model,
-            "choices": [{ "index": 0, "message": { "role": "assistant", "content": w.text },
+            "choices": [{ "index": 0, "message": message,
                           "logprobs": null, "finish_reason": w.finish }],
             "usage": w.usage,
         })

@@ -33,11 +33,13 @@ impl SimApi for Completions {
         Stream::Choices(&STREAM)
     }
 
+    /// Completions has no reasoning field: the reasoning is text, as its stream sends it.
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
+        let text = format!("{}{}", w.reasoning, w.text);
         serde_json::json!({
             "id": format!("cmpl-sim-{}", w.id), "object": "text_completion",
             "created": w.created, "model": w.model,
-            "choices": [{ "index": 0, "text": w.text, "logprobs": null, "finish_reason": w.finish }],
+            "choices": [{ "index": 0, "text": text, "logprobs": null, "finish_reason": w.finish }],
             "usage": w.usage,
         })
     }

@@ -35,19 +35,42 @@ impl SimApi for Responses {
         Stream::Events(&Responses)
     }
 
+    /// A `response` object: a reasoning item (its text as `reasoning_text` content, as vLLM
+    /// gives it) when the model reasoned, then the message when it answered; usage with
+    /// `output_tokens_details.reasoning_tokens` (and the cached tokens with `prefix-cache`).
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
         let count = |k: &str| w.usage.get(k).cloned().unwrap_or(serde_json::Value::Null);
         let incomplete = w.finish == FinishReason::Length.as_str();
+        let mut output = Vec::new();
+        if !w.reasoning.is_empty() {
+            output.push(serde_json::json!({
+                "type": "reasoning", "id": format!("rs_sim-{}", w.id), "summary": [],
+                "content": [{ "type": "reasoning_text", "text": w.reasoning }],
+            }));
+        }
+        if !w.text.is_empty() {
+            output.push(serde_json::json!({
+                "type": "message", "id": format!("msg_sim-{}", w.id), "role": "assistant",
+                "status": "completed",
+                "content": [{ "type": "output_text", "text": w.text, "annotations": [] }],
+            }));
+        }
+        let mut usage = serde_json::json!({
+            "input_tokens": count("prompt_tokens"), "output_tokens": count("completion_tokens"),
+            "output_tokens_details": { "reasoning_tokens": w.reasoning_tokens },
+            "total_tokens": count("total_tokens"),
+        });
+        if let Some(cached) = w.usage.pointer("/prompt_tokens_details/cached_tokens") {
+            usage["input_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
+        }
         serde_json::json!({
             "id": format!("resp_sim-{}", w.id), "object": "response",
             "created_at": w.created, "model": w.model,
             "status": if incomplete { "incomplete" } else { "completed" },
             "incomplete_details": incomplete.then(|| serde_json::json!({"reason": "max_output_tokens"})),
-            "output": [{ "type": "message", "id": format!("msg_sim-{}", w.id), "role": "assistant",
-                         "status": "completed",
-                         "content": [{ "type": "output_text", "text": w.text, "annotations": [] }] }],
-            "usage": { "input_tokens": count("prompt_tokens"), "output_tokens": count("completion_tokens"),
-                       "total_tokens": count("total_tokens") },
+            "error": null,
+            "output": output,
+            "usage": usage,
         })
     }
 }
