@@ -19,7 +19,6 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
     if rounds.len() <= 1 {
         return rounds.into_iter().next().unwrap_or_default();
     }
-    let median = |f: &dyn Fn(&StageSummary) -> f64| median(&rounds, f);
     let dists = |f: &dyn Fn(&StageSummary) -> Dist| -> Dist {
         let d: Vec<Dist> = rounds.iter().map(f).collect();
         median_of_rounds(&d, confidence)
@@ -38,25 +37,14 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         tokens.add(&r.tokens);
     }
     let latency = super::Latency::from_fn(|m| dists(&|r| r.latency[m]));
-    let throughput = Throughput {
-        requests_per_s: median(&|r| r.throughput.requests_per_s),
-        output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
-        input_tokens_per_s: median(&|r| r.throughput.input_tokens_per_s),
-        inputs_per_s: first
-            .throughput
-            .inputs_per_s
-            .map(|_| median(&|r| r.throughput.inputs_per_s.unwrap_or(0.0))),
-        goodput_per_s: median(&|r| r.throughput.goodput_per_s),
-        goodput_ratio: median(&|r| r.throughput.goodput_ratio),
-        achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
-    };
+    let throughput = throughput(&rounds);
     let mut notes: Vec<String> = Vec::new();
     for n in rounds.iter().flat_map(|r| &r.notes) {
         if !notes.contains(n) {
             notes.push(n.clone());
         }
     }
-    let mut merged = StageSummary {
+    let merged = StageSummary {
         name: first.name.clone(),
         planned: first.planned.clone(),
         wall_time_s: rounds.iter().map(|r| r.wall_time_s).sum(),
@@ -98,14 +86,32 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
             })
             .collect(),
     };
-    let whole = merged.rounds.iter().any(|r| r.latency.is_whole());
-    merged.mark_answered_whole(whole);
-    with_priority(merged)
+    finish(merged)
 }
 
-/// The priority check on the merged labels (each round's labels are in the labels' own
-/// merged summaries, so the rounds' copies drop them).
-fn with_priority(mut merged: StageSummary) -> StageSummary {
+/// The median of each rate over the rounds.
+fn throughput(rounds: &[StageSummary]) -> Throughput {
+    let median = |f: &dyn Fn(&StageSummary) -> f64| median(rounds, f);
+    let first = &rounds[0];
+    Throughput {
+        requests_per_s: median(&|r| r.throughput.requests_per_s),
+        output_tokens_per_s: median(&|r| r.throughput.output_tokens_per_s),
+        input_tokens_per_s: median(&|r| r.throughput.input_tokens_per_s),
+        inputs_per_s: first
+            .throughput
+            .inputs_per_s
+            .map(|_| median(&|r| r.throughput.inputs_per_s.unwrap_or(0.0))),
+        goodput_per_s: median(&|r| r.throughput.goodput_per_s),
+        goodput_ratio: median(&|r| r.throughput.goodput_ratio),
+        achieved_rate_per_s: median(&|r| r.throughput.achieved_rate_per_s),
+    }
+}
+
+/// The whole-answer mark, and the priority check on the merged labels (each round's labels
+/// are in the labels' own merged summaries, so the rounds' copies drop them).
+fn finish(mut merged: StageSummary) -> StageSummary {
+    let whole = merged.rounds.iter().any(|r| r.latency.is_whole());
+    merged.mark_answered_whole(whole);
     let gates = merged.rounds[0].priority.as_ref().is_some_and(|p| p.gates);
     merged.priority = super::priority_check(&merged.groups, merged.pooled(), gates);
     for r in &mut merged.rounds {

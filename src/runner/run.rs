@@ -113,7 +113,7 @@ pub async fn run(
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
-        traces: Traces::start(&plan, &template.model, &base_url).await,
+        traces: Traces::start(&plan, &template.model, base_url).await,
         plan: plan.clone(),
         router: router.clone(),
         template,

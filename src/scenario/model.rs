@@ -94,10 +94,6 @@ pub struct Target {
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one per scenario, read once by the plan compiler (which boxes it)"
-)]
 pub enum Endpoint {
     /// The embedded simulator, started in-process on an ephemeral loopback port.
     // Boxed: its settings are large beside a URL.
