@@ -29,7 +29,7 @@ for cpus in "${SETS[@]}"; do
         >/dev/null 2>&1 &
     PID=$!
     sleep 9
-    for t in /proc/$PID/task/*; do
+    for t in "/proc/$PID/task/"*; do
         # comm may hold spaces; the fields after its closing parenthesis are fixed.
         name=$(cat "$t/comm" 2>/dev/null) || continue
         rest=$(sed 's/^.*) //' "$t/stat" 2>/dev/null) || continue

@@ -78,6 +78,7 @@ sed -e "s/99991ms/${pass}ms/; s/99992ms/${fail}ms/; s/99993ms/${on}ms/" scenario
 
 runs=$((2 * PAIRS))
 echo "running $runs baseline runs and $PAIRS against a 15 % slower simulator, $DURATION each, $JOBS at a time…"
+# shellcheck disable=SC2016 # the child shell expands its own arguments
 {
     for i in $(seq -w 1 "$runs"); do echo "$WORK/base-$i 1 $DURATION 1$i"; done
     for i in $(seq -w 1 "$PAIRS"); do echo "$WORK/slow-$i 1.15 $DURATION 2$i"; done
