@@ -53,21 +53,67 @@ impl TurnSummary {
     }
 }
 
-struct Turn {
-    sent: u64,
-    ok: u64,
-    failed: u64,
-    input_tokens: u64,
-    cached_tokens: u64,
-    cache_reported: u64,
+/// The requests of one slot (a turn index, a URL): counts, tokens, the prefix cache's
+/// say, and the histograms of the metrics kept per slot.
+pub(super) struct Tally {
+    pub(super) sent: u64,
+    pub(super) ok: u64,
+    pub(super) failed: u64,
+    pub(super) input_tokens: u64,
+    pub(super) output_tokens: u64,
+    pub(super) cached_tokens: u64,
+    /// Ok requests whose response said how many prompt tokens were cached.
+    pub(super) cache_reported: u64,
     /// Indexed by latency metric; only those kept per turn are filled.
-    hists: [Histogram<u64>; LatencyMetric::COUNT],
+    pub(super) hists: [Histogram<u64>; LatencyMetric::COUNT],
+}
+
+impl Tally {
+    /// The slot `k` of `slots`, made (with those before it) when first seen.
+    pub(super) fn slot(slots: &mut Vec<Tally>, k: usize) -> &mut Tally {
+        while slots.len() <= k {
+            slots.push(Tally {
+                sent: 0,
+                ok: 0,
+                failed: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cached_tokens: 0,
+                cache_reported: 0,
+                hists: std::array::from_fn(|_| histogram()),
+            });
+        }
+        &mut slots[k]
+    }
+
+    pub(super) fn record(&mut self, r: &RequestRecord) {
+        self.sent += 1;
+        if !r.ok() {
+            self.failed += 1;
+            return;
+        }
+        self.ok += 1;
+        self.input_tokens += u64::from(r.input_tokens);
+        self.output_tokens += u64::from(r.output_tokens);
+        if let Some(c) = r.cached_tokens {
+            self.cached_tokens += u64::from(c);
+            self.cache_reported += 1;
+        }
+        for m in PerTurn::metrics() {
+            record(&mut self.hists[m as usize], m.measure(r));
+        }
+    }
+
+    /// The share of prompt tokens served from cache, when any response said.
+    pub(super) fn cached_share(&self) -> Option<f64> {
+        super::urls::cached_share(self.cache_reported, self.cached_tokens, self.input_tokens)
+    }
 }
 
 /// Folds records by turn index; reports nothing for a stage without later turns.
 #[derive(Default)]
 pub(super) struct TurnAggregator {
-    turns: Vec<Turn>,
+    turns: Vec<Tally>,
     later_turns: bool,
 }
 
@@ -78,32 +124,7 @@ impl TurnAggregator {
         if k >= MAX_TURN_INDICES {
             return;
         }
-        while self.turns.len() <= k {
-            self.turns.push(Turn {
-                sent: 0,
-                ok: 0,
-                failed: 0,
-                input_tokens: 0,
-                cached_tokens: 0,
-                cache_reported: 0,
-                hists: std::array::from_fn(|_| histogram()),
-            });
-        }
-        let t = &mut self.turns[k];
-        t.sent += 1;
-        if !r.ok() {
-            t.failed += 1;
-            return;
-        }
-        t.ok += 1;
-        t.input_tokens += u64::from(r.input_tokens);
-        if let Some(c) = r.cached_tokens {
-            t.cached_tokens += u64::from(c);
-            t.cache_reported += 1;
-        }
-        for m in PerTurn::metrics() {
-            record(&mut t.hists[m as usize], m.measure(r));
-        }
+        Tally::slot(&mut self.turns, k).record(r);
     }
 
     pub(super) fn finish(self) -> Vec<TurnSummary> {
@@ -123,8 +144,7 @@ impl TurnAggregator {
                 } else {
                     t.input_tokens as f64 / t.ok as f64
                 },
-                cached_share: (t.cache_reported > 0 && t.input_tokens > 0)
-                    .then(|| (t.cached_tokens as f64 / t.input_tokens as f64).min(1.0)),
+                cached_share: t.cached_share(),
                 latency: PerMetric::from_fn(|m| dist(&t.hists[m as usize])),
                 histograms: TurnHistograms::encode(|m| &t.hists[m as usize]).ok(),
             })

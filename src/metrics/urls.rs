@@ -4,15 +4,15 @@
 //! in the target's list ([`RequestRecord::url`]); a stage whose records name none reports
 //! nothing. Memory is bounded by the target's URL count (at most 64): 2 histograms each.
 
-use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
 use super::histograms::TurnHistograms;
-use super::measure::{dist, histogram, record};
-use super::per_metric::{MetricSet, PerMetric, PerTurn};
+use super::measure::dist;
+use super::per_metric::{PerMetric, PerTurn};
 use super::record::RequestRecord;
+use super::turns::Tally;
 
 /// The requests one URL of the target served in a stage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -38,22 +38,10 @@ pub struct UrlSummary {
     pub histograms: Option<TurnHistograms>,
 }
 
-struct Url {
-    sent: u64,
-    ok: u64,
-    failed: u64,
-    input: u64,
-    output: u64,
-    cached: u64,
-    /// Ok requests whose response said how many prompt tokens were cached.
-    said_cached: u64,
-    hists: [Histogram<u64>; super::LatencyMetric::COUNT],
-}
-
 /// Folds records by the URL they went to.
 #[derive(Default)]
 pub(super) struct UrlAggregator {
-    urls: Vec<Url>,
+    urls: Vec<Tally>,
 }
 
 /// URL indices with their own figures: the scenario allows no more.
@@ -64,34 +52,7 @@ impl UrlAggregator {
         let Some(k) = r.url.map(usize::from).filter(|k| *k < MAX_URLS) else {
             return;
         };
-        while self.urls.len() <= k {
-            self.urls.push(Url {
-                sent: 0,
-                ok: 0,
-                failed: 0,
-                input: 0,
-                output: 0,
-                cached: 0,
-                said_cached: 0,
-                hists: std::array::from_fn(|_| histogram()),
-            });
-        }
-        let u = &mut self.urls[k];
-        u.sent += 1;
-        if !r.ok() {
-            u.failed += 1;
-            return;
-        }
-        u.ok += 1;
-        u.input += u64::from(r.input_tokens);
-        u.output += u64::from(r.output_tokens);
-        if let Some(c) = r.cached_tokens {
-            u.cached += u64::from(c);
-            u.said_cached += 1;
-        }
-        for m in PerTurn::metrics() {
-            record(&mut u.hists[m as usize], m.measure(r));
-        }
+        Tally::slot(&mut self.urls, k).record(r);
     }
 
     pub(super) fn finish(self) -> Vec<UrlSummary> {
@@ -103,10 +64,10 @@ impl UrlAggregator {
                 sent: u.sent,
                 ok: u.ok,
                 failed: u.failed,
-                input_tokens: u.input,
-                output_tokens: u.output,
-                cached_tokens: u.cached,
-                cached_share: cached_share(u.said_cached, u.cached, u.input),
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cached_tokens: u.cached_tokens,
+                cached_share: u.cached_share(),
                 latency: PerMetric::from_fn(|m| dist(&u.hists[m as usize])),
                 histograms: TurnHistograms::encode(|m| &u.hists[m as usize]).ok(),
             })
