@@ -24,11 +24,15 @@ use super::reqwest_errors::{never_answered, send_error, unusable};
 use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
-use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
-use crate::protocol::{Answer, Api, Event, Inputs, TraceContext, Usage};
+use crate::metrics::{ErrorKind, RequestRecord};
+use crate::protocol::{Answer, Api, TraceContext, Usage};
 
+mod count;
 mod generated;
+mod tally;
 mod whole;
+
+use tally::{End, Tally};
 
 /// Counts tokens in text the server sent, when it sent no `usage`.
 pub trait TokenCounter: Send + Sync {
@@ -340,64 +344,6 @@ impl Client {
         text
     }
 
-    /// The server's own count of `text`'s tokens (`POST /tokenize` at the server's root, no
-    /// special tokens added); `None` when it has no usable `/tokenize`. Off the hot path: the
-    /// preflight asks it once.
-    pub async fn server_token_count(&self, text: &str) -> Option<u64> {
-        self.tokenize
-            .as_ref()?
-            .count(&self.http, text, self.timeout)
-            .await
-    }
-
-    /// Sets the output token count from the best source there is: the server's `usage` when
-    /// it is plausible, else llama.cpp's `timings.predicted_n`, else an estimate from the text
-    /// (the server's `/tokenize`, else the scenario's tokenizer). Runs after `done_ns` is
-    /// taken, so a `/tokenize` call is not part of any latency.
-    async fn count_output(&self, rec: &mut RequestRecord, usage: Option<Usage>, text: &str) {
-        if let Some(u) = usage {
-            let n = u.completion_tokens;
-            let plausible = n <= u64::from(rec.planned_output_tokens.max(1))
-                && n.saturating_mul(2) >= u64::from(rec.chunks);
-            if plausible {
-                rec.token_source = TokenSource::Usage;
-                rec.output_tokens = n.min(u32::MAX as u64) as u32;
-                // Reasoning is part of the output: a larger count is not believed.
-                rec.reasoning_tokens = u
-                    .reasoning_tokens
-                    .filter(|&r| r <= n)
-                    .map(|r| r.min(u32::MAX as u64) as u32);
-                return;
-            }
-            rec.implausible_usage = true;
-        }
-        let predicted = rec
-            .server_timings
-            .and_then(|t| t.predicted_n)
-            .filter(|&n| n <= u64::from(rec.planned_output_tokens.max(1)));
-        if let Some(n) = predicted {
-            rec.token_source = TokenSource::Timings;
-            rec.output_tokens = n as u32;
-            return;
-        }
-        if text.is_empty() {
-            rec.token_source = TokenSource::Tokenizer;
-            rec.output_tokens = 0;
-            return;
-        }
-        // Only a request that succeeded feeds the numbers: do not ask the server for others.
-        if rec.ok()
-            && let Some(t) = &self.tokenize
-            && let Some(n) = t.count(&self.http, text, self.timeout).await
-        {
-            rec.token_source = TokenSource::Tokenize;
-            rec.output_tokens = n.min(u32::MAX as u64) as u32;
-            return;
-        }
-        rec.token_source = TokenSource::Tokenizer;
-        rec.output_tokens = self.counter.count(text).min(u32::MAX as usize) as u32;
-    }
-
     /// Sends the request through reqwest and reads its stream into `rec` and `text`; the
     /// server's usage, when it sent one.
     async fn stream(
@@ -603,130 +549,6 @@ impl Client {
         match (&self.affinity, tag.affinity.map(HeaderValue::from_str)) {
             (Some(name), Some(Ok(value))) => req.header(name.clone(), value),
             _ => req,
-        }
-    }
-
-    /// Compares the server's prompt count with the plan's, then keeps the server's.
-    fn check_prompt(&self, rec: &mut RequestRecord, prompt_tokens: u64, cached: Option<u64>) {
-        let ours = rec.planned_input_tokens as f64;
-        let theirs = prompt_tokens as f64;
-        // The server counts its chat template too: a few tokens per message on top of
-        // the text we sent, hence an absolute allowance besides the relative one.
-        // A conversation's later messages add theirs (8 each, a generous chat template).
-        let per = u64::from(self.api.kind().template_tokens());
-        let template = match self.answer {
-            // Each input of a pooling request (each pair) has its own special tokens.
-            Answer::Pooled(_) => per * u64::from(rec.inputs.max(1)),
-            Answer::Stream | Answer::Whole => per + 8 * u64::from(rec.messages.saturating_sub(1)),
-        };
-        let allowed = (ours * 0.05).max(template as f64);
-        rec.token_mismatch = ours > 0.0
-            && match self.answer {
-                // A cross-encoder counts the query once per pair (ours); a bi-encoder embeds it
-                // once: fewer, down to about one pair's share.
-                Answer::Pooled(Inputs::Pairs) => {
-                    theirs > ours + allowed
-                        || theirs + allowed < ours / f64::from(rec.inputs.max(1))
-                }
-                // Images add the server's vision tokens, which the plan cannot count: with
-                // them only a count below the text's is a disagreement.
-                _ if rec.images > 0 => ours - theirs > allowed,
-                _ => (theirs - ours).abs() > allowed,
-            };
-        rec.input_tokens = prompt_tokens.min(u32::MAX as u64) as u32;
-        rec.cached_tokens = cached.map(|c| c.min(u32::MAX as u64) as u32);
-    }
-}
-
-/// How a stream ended.
-enum End {
-    /// `data: [DONE]`.
-    Done,
-    /// The body ended without it.
-    Eof,
-    Failed(ErrorKind),
-}
-
-/// What one stream's events add up to so far.
-struct Tally {
-    /// Whose grammar the events follow.
-    api: Api,
-    /// When the last chunk with output arrived.
-    last: Option<u64>,
-    usage: Option<Usage>,
-}
-
-impl Tally {
-    fn new(api: Api) -> Tally {
-        Tally {
-            api,
-            last: None,
-            usage: None,
-        }
-    }
-
-    /// Takes every complete event `events` holds (all arrived at `now`); how the stream
-    /// ended, if one of them ended it.
-    fn take_events(
-        &mut self,
-        events: &mut Events,
-        now: u64,
-        rec: &mut RequestRecord,
-        text: &mut String,
-    ) -> Option<End> {
-        loop {
-            let data = match events.next_data() {
-                Ok(Some(d)) => d,
-                Ok(None) => return None,
-                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
-            };
-            let (chunk, last) = match self.api.kind().decode_event(data) {
-                Ok(Event::Chunk(chunk)) => (chunk, false),
-                Ok(Event::Last(chunk)) => (chunk, true),
-                Ok(Event::Done) => return Some(End::Done),
-                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
-            };
-            if chunk.error {
-                return Some(End::Failed(ErrorKind::StreamBroken));
-            }
-            if chunk.has_output() {
-                match self.last {
-                    None => rec.first_token_ns = Some(now),
-                    Some(prev) => rec
-                        .itl_us
-                        .push(((now - prev) / 1_000).min(u32::MAX as u64) as u32),
-                }
-                self.last = Some(now);
-                rec.chunks += 1;
-            }
-            if chunk.has_answer() && rec.first_answer_ns.is_none() {
-                rec.first_answer_ns = Some(now);
-            }
-            if let Some(a) = &chunk.answer {
-                a.push_to(text);
-            }
-            if let Some(r) = &chunk.reasoning {
-                r.push_to(text);
-            }
-            // A tool call's name and arguments are generated tokens like answer text: every
-            // call's, when a delta carries several.
-            for call in chunk.tool_calls() {
-                for part in [&call.name, &call.arguments].into_iter().flatten() {
-                    part.push_to(text);
-                }
-            }
-            if let Some(u) = chunk.usage {
-                self.usage = Some(u);
-            }
-            if chunk.finish_reason.is_some() {
-                rec.finish_reason = chunk.finish_reason;
-            }
-            if chunk.timings.is_some() {
-                rec.server_timings = chunk.timings;
-            }
-            if last {
-                return Some(End::Done);
-            }
         }
     }
 }

@@ -1,0 +1,100 @@
+//! One stream's events folded into its request record as they arrive: the first token, the
+//! gaps between output chunks, the answer's first instant, the text, usage and finish reason.
+//! Per chunk: no allocation beyond the record's gap buffer and the text, no lock.
+
+use super::super::sse::Events;
+use crate::metrics::{ErrorKind, RequestRecord};
+use crate::protocol::{Api, Event, Usage};
+
+/// How a stream ended.
+pub(super) enum End {
+    /// `data: [DONE]`.
+    Done,
+    /// The body ended without it.
+    Eof,
+    Failed(ErrorKind),
+}
+
+/// What one stream's events add up to so far.
+pub(super) struct Tally {
+    /// Whose grammar the events follow.
+    api: Api,
+    /// When the last chunk with output arrived.
+    last: Option<u64>,
+    pub(super) usage: Option<Usage>,
+}
+
+impl Tally {
+    pub(super) fn new(api: Api) -> Tally {
+        Tally {
+            api,
+            last: None,
+            usage: None,
+        }
+    }
+
+    /// Takes every complete event `events` holds (all arrived at `now`); how the stream
+    /// ended, if one of them ended it.
+    pub(super) fn take_events(
+        &mut self,
+        events: &mut Events,
+        now: u64,
+        rec: &mut RequestRecord,
+        text: &mut String,
+    ) -> Option<End> {
+        loop {
+            let data = match events.next_data() {
+                Ok(Some(d)) => d,
+                Ok(None) => return None,
+                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
+            };
+            let (chunk, last) = match self.api.kind().decode_event(data) {
+                Ok(Event::Chunk(chunk)) => (chunk, false),
+                Ok(Event::Last(chunk)) => (chunk, true),
+                Ok(Event::Done) => return Some(End::Done),
+                Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
+            };
+            if chunk.error {
+                return Some(End::Failed(ErrorKind::StreamBroken));
+            }
+            if chunk.has_output() {
+                match self.last {
+                    None => rec.first_token_ns = Some(now),
+                    Some(prev) => rec
+                        .itl_us
+                        .push(((now - prev) / 1_000).min(u32::MAX as u64) as u32),
+                }
+                self.last = Some(now);
+                rec.chunks += 1;
+            }
+            if chunk.has_answer() && rec.first_answer_ns.is_none() {
+                rec.first_answer_ns = Some(now);
+            }
+            if let Some(a) = &chunk.answer {
+                a.push_to(text);
+            }
+            if let Some(r) = &chunk.reasoning {
+                r.push_to(text);
+            }
+            // A tool call's name and arguments are generated tokens like answer text: every
+            // call's, when a delta carries several.
+            for call in chunk.tool_calls() {
+                for part in [&call.name, &call.arguments].into_iter().flatten() {
+                    part.push_to(text);
+                }
+            }
+            if let Some(u) = chunk.usage {
+                self.usage = Some(u);
+            }
+            if chunk.finish_reason.is_some() {
+                rec.finish_reason = chunk.finish_reason;
+            }
+            if chunk.timings.is_some() {
+                rec.server_timings = chunk.timings;
+            }
+            if last {
+                return Some(End::Done);
+            }
+        }
+    }
+}
