@@ -52,8 +52,8 @@ pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
-pub use turns::{MAX_TURN_INDICES, TurnSummary};
-pub use urls::{UrlSummary, cached_share};
+pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
+pub use urls::UrlSummary;
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
     Aggregation, ApiScope, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec,

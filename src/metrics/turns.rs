@@ -106,7 +106,7 @@ impl Tally {
 
     /// The share of prompt tokens served from cache, when any response said.
     pub(super) fn cached_share(&self) -> Option<f64> {
-        super::urls::cached_share(self.cache_reported, self.cached_tokens, self.input_tokens)
+        cached_share(self.cache_reported, self.cached_tokens, self.input_tokens)
     }
 }
 
@@ -150,6 +150,11 @@ impl TurnAggregator {
             })
             .collect()
     }
+}
+
+/// The share of prompt tokens served from cache, when any response said.
+pub fn cached_share(said: u64, cached: u64, input: u64) -> Option<f64> {
+    (said > 0 && input > 0).then(|| (cached as f64 / input as f64).min(1.0))
 }
 
 #[cfg(test)]

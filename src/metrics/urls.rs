@@ -75,11 +75,6 @@ impl UrlAggregator {
     }
 }
 
-/// The share of prompt tokens served from cache, when any response said.
-pub fn cached_share(said: u64, cached: u64, input: u64) -> Option<f64> {
-    (said > 0 && input > 0).then(|| (cached as f64 / input as f64).min(1.0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
