@@ -363,6 +363,8 @@ pub struct MergeSettings {
     /// The baseline run for `baseline` thresholds.
     pub baseline: Option<PathBuf>,
     pub plots: bool,
+    /// Also write the llm-d Benchmark Report (`--llm-d`).
+    pub llm_d: bool,
 }
 
 /// Merges the shards' results files into one result and writes it with its reports.
@@ -395,6 +397,11 @@ pub fn merge_results(settings: &MergeSettings) -> Result<MergedRun, Error> {
     let merged = crate::merge::merge(inputs, &opts)?;
     let write = WriteOptions {
         plots: settings.plots,
+        extra: settings
+            .llm_d
+            .then_some(crate::report::Output::LlmD)
+            .into_iter()
+            .collect(),
         ..WriteOptions::default()
     };
     let files = crate::report::write_all(&merged, &settings.out, &write)?;

@@ -32,6 +32,10 @@ pub struct MergeArgs {
     /// Do not write SVG plots.
     #[arg(long)]
     pub no_plots: bool,
+    /// Also write the llm-d Benchmark Report v0.2.1 of the merged result
+    /// (llm-d-report.jsonl), as a run whose scenario says `report { llm-d #true }` does.
+    #[arg(long)]
+    pub llm_d: bool,
 }
 
 pub fn run(args: MergeArgs) -> Result<(), Error> {
@@ -42,6 +46,7 @@ pub fn run(args: MergeArgs) -> Result<(), Error> {
         max_skew: args.max_skew.as_std(),
         baseline: args.baseline,
         plots: !args.no_plots,
+        llm_d: args.llm_d,
     })?;
     if let Some(r) = &merged.results {
         crate::cli::console::out_text(&app::render_summary_text(r), false);

@@ -92,6 +92,60 @@ fn a_run_that_asks_writes_the_llmd_report_and_parquet_and_report_renders_them_ag
     check_parquet(&out, &results);
 }
 
+/// A distributed run's merged result gets its llm-d report when `merge --llm-d` asks: one
+/// valid document per stage, its counts the merged stage's (both shards' requests), the
+/// secret-shaped stage name masked as everywhere else.
+#[test]
+fn merge_writes_the_merged_llmd_report_when_asked() {
+    let sim = SimProcess::start(&["--decode-base", "1ms", "--prefill-per-token", "0ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let text = scenario_text().replace(
+        r#"target "sim" { decode-base "1ms"; prefill-per-token "0ms"; }"#,
+        &format!(r#"target "{}""#, sim.base_url),
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|i| dir.path().join(format!("shard-{i}")))
+        .collect();
+    for (i, out) in shards.iter().enumerate() {
+        let o = run(&path, out, &["--shard", &format!("{i}/2")]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    }
+    let merged = dir.path().join("merged");
+    let files: Vec<String> = shards
+        .iter()
+        .map(|d| d.join("results.json").display().to_string())
+        .collect();
+    let o = infermeter(&[
+        "merge",
+        &files[0],
+        &files[1],
+        "--out",
+        merged.to_str().unwrap(),
+        "--no-plots",
+        "--llm-d",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let written = std::fs::read_to_string(merged.join("llm-d-report.jsonl")).unwrap();
+    assert!(!written.contains(SECRET), "{written}");
+    let reports = llmd_reports(&written);
+    let stages = results(&merged)["stages"].as_array().unwrap().clone();
+    assert_eq!(reports.len(), stages.len());
+    assert_eq!(stages[0]["requests"]["sent"], 12, "both shards' requests");
+    // Without the flag, no llm-d report.
+    let plain = dir.path().join("plain");
+    let o = infermeter(&[
+        "merge",
+        &files[0],
+        &files[1],
+        "--out",
+        plain.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(!plain.join("llm-d-report.jsonl").exists());
+}
+
 /// The run's llm-d reports: valid, one per stage, their figures the stage's; rendered again
 /// the same from the saved results.
 fn check_llmd(out: &Path, results: &serde_json::Value) {
