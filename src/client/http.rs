@@ -356,28 +356,7 @@ impl Client {
         t0: Instant,
     ) -> Option<Usage> {
         rec.sent_ns = since(t0);
-        let mut resp = match self
-            .post(&self.http, body.clone(), tag, rec.trace)
-            .send()
-            .await
-        {
-            Ok(r) => r,
-            Err(e) if never_answered(&e) => {
-                tracing::debug!("retrying on a fresh connection: {e}");
-                rec.retries += 1;
-                match self.post(&self.fresh, body, tag, rec.trace).send().await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        rec.error = Some(send_error(&e));
-                        return None;
-                    }
-                }
-            }
-            Err(e) => {
-                rec.error = Some(send_error(&e));
-                return None;
-            }
-        };
+        let mut resp = self.post_reqwest(body, tag, rec).await?;
         let status = resp.status();
         rec.status = Some(status.as_u16());
         rec.sim_id = resp
@@ -531,6 +510,39 @@ impl Client {
                     SendError::NotAnswered(_) | SendError::Cut(_) => ErrorKind::StreamBroken,
                     SendError::Protocol(_) => ErrorKind::Protocol,
                 });
+                None
+            }
+        }
+    }
+
+    /// Posts `body` through reqwest (https, a proxied target), once more on a fresh connection
+    /// when a reused one was closed before any answer; `None` with the record's error kind when
+    /// nothing came back. The reqwest counterpart of [`post_on`](Self::post_on).
+    async fn post_reqwest(
+        &self,
+        body: Bytes,
+        tag: Tag<'_>,
+        rec: &mut RequestRecord,
+    ) -> Option<reqwest::Response> {
+        match self
+            .post(&self.http, body.clone(), tag, rec.trace)
+            .send()
+            .await
+        {
+            Ok(r) => Some(r),
+            Err(e) if never_answered(&e) => {
+                tracing::debug!("retrying on a fresh connection: {e}");
+                rec.retries += 1;
+                match self.post(&self.fresh, body, tag, rec.trace).send().await {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        rec.error = Some(send_error(&e));
+                        None
+                    }
+                }
+            }
+            Err(e) => {
+                rec.error = Some(send_error(&e));
                 None
             }
         }

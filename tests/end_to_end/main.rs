@@ -34,6 +34,7 @@ mod redaction;
 mod report_compare;
 mod report_formats;
 mod report_provenance;
+mod reqwest_path;
 mod responses;
 mod responses_whole;
 mod results_inputs;

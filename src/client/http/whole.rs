@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::super::reqwest_errors::{never_answered, send_error, unusable};
+use super::super::reqwest_errors::unusable;
 use super::super::wire::{BodyError, Held, Response, Tag, Wire};
 use super::{Client, DRAIN_WAIT, since};
 use crate::metrics::{ErrorKind, RequestRecord, TokenSource};
@@ -172,27 +172,7 @@ impl Client {
         decode: impl FnOnce(&[u8]) -> T,
     ) -> Option<T> {
         rec.sent_ns = since(t0);
-        let mut resp = match self
-            .post(&self.http, body.clone(), tag, rec.trace)
-            .send()
-            .await
-        {
-            Ok(r) => r,
-            Err(e) if never_answered(&e) => {
-                rec.retries += 1;
-                match self.post(&self.fresh, body, tag, rec.trace).send().await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        rec.error = Some(send_error(&e));
-                        return None;
-                    }
-                }
-            }
-            Err(e) => {
-                rec.error = Some(send_error(&e));
-                return None;
-            }
-        };
+        let mut resp = self.post_reqwest(body, tag, rec).await?;
         rec.first_byte_ns = Some(since(t0));
         let status = resp.status();
         rec.status = Some(status.as_u16());
