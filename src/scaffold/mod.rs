@@ -7,6 +7,7 @@
 mod draft;
 mod error;
 mod flags;
+mod gate;
 pub mod vllm;
 mod vllm_flags;
 
