@@ -187,7 +187,11 @@ fn the_validator_holds_a_prefix_verdict_to_the_prefix_its_stage_recorded() {
 
     let mut flipped = good.clone();
     flipped.sla[0].set_outcome(SlaOutcome::Fail);
-    assert!(problems(&flipped).contains("sla[0].outcome"), "{}", problems(&flipped));
+    assert!(
+        problems(&flipped).contains("sla[0].outcome"),
+        "{}",
+        problems(&flipped)
+    );
 
     let mut longer = good.clone();
     longer.sla[0].basis = Some(Basis::Prefix { requests: 151 });
@@ -199,7 +203,11 @@ fn the_validator_holds_a_prefix_verdict_to_the_prefix_its_stage_recorded() {
 
     let mut gone = good.clone();
     gone.stages[0].until_decided.as_mut().unwrap().prefix = None;
-    assert!(problems(&gone).contains("no complete prefix"), "{}", problems(&gone));
+    assert!(
+        problems(&gone).contains("no complete prefix"),
+        "{}",
+        problems(&gone)
+    );
 
     let mut past = good.clone();
     let u = past.stages[0].until_decided.as_mut().unwrap();
@@ -219,7 +227,13 @@ fn the_validator_holds_a_prefix_verdict_to_the_prefix_its_stage_recorded() {
     );
 
     let mut nan = good;
-    let p = nan.stages[0].until_decided.as_mut().unwrap().prefix.as_mut().unwrap();
+    let p = nan.stages[0]
+        .until_decided
+        .as_mut()
+        .unwrap()
+        .prefix
+        .as_mut()
+        .unwrap();
     p.verdicts[0].low = Some(99.0);
     assert!(problems(&nan).contains("above high"), "{}", problems(&nan));
 }

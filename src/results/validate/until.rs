@@ -33,10 +33,18 @@ impl Checker {
         for (i, v) in p.verdicts.iter().enumerate() {
             let at = format!("{at}.verdicts[{i}]");
             if !v.observed.is_finite() {
-                self.fail(format!("{at}.observed"), v.observed, "must be a finite number");
+                self.fail(
+                    format!("{at}.observed"),
+                    v.observed,
+                    "must be a finite number",
+                );
             }
             if !(v.confidence > 0.0 && v.confidence < 1.0) {
-                self.fail(format!("{at}.confidence"), v.confidence, "must lie in (0, 1)");
+                self.fail(
+                    format!("{at}.confidence"),
+                    v.confidence,
+                    "must lie in (0, 1)",
+                );
             }
             for (name, x) in [("low", v.low), ("high", v.high)] {
                 if x.is_some_and(|x| !x.is_finite()) {
@@ -83,7 +91,8 @@ impl Checker {
             .map(|p| p.outcome);
         let same = matches!(
             (recorded, v.outcome),
-            (Some(LookOutcome::Pass), SlaOutcome::Pass) | (Some(LookOutcome::Fail), SlaOutcome::Fail)
+            (Some(LookOutcome::Pass), SlaOutcome::Pass)
+                | (Some(LookOutcome::Fail), SlaOutcome::Fail)
         );
         if !same {
             self.fail(
