@@ -154,9 +154,9 @@ fn decide(a: Assertion, t: &Tally, judge: Judge, pending: u64) -> Decision {
     }
 }
 
-/// How a look decides whether to stop (`LOOK` in the environment): `unknown` (the default,
-/// what the runner does) judges every request begun, the ones in flight as unknown; `prefix`
-/// also judges the longest complete prefix of the requests in send order (the first m
+/// How a look decides whether to stop (`LOOK` in the environment): `unknown` (the default:
+/// the in-flight look alone) judges every request begun, the ones in flight as unknown;
+/// `prefix` (what the runner does) also judges the longest complete prefix of the requests in send order (the first m
 /// requests, all completed: an unbiased sample with nothing in flight) and stops when either
 /// decides. The final verdict is taken on every request sent; under `prefix`, where that is
 /// undecided, it is the prefix's decision at the stop (a running intersection of the two

@@ -16,7 +16,7 @@
 #   TUNE=min|max|N scripts/until-decided.sh   tune the sequences for the minimum, the maximum
 #                                             or N requests (default: their geometric mean)
 #   LOOK=prefix scripts/until-decided.sh      looks also judge the complete send-order prefix
-#                                             (a candidate, not yet in the runner: statistics.md)
+#                                             (as the runner does: statistics.md, "The complete prefix")
 #
 # Prints figures; asserts nothing. Seeded: the same figures on every machine.
 set -euo pipefail

@@ -475,9 +475,14 @@ fn live_check(
             telemetry: None,
             policy,
         };
+        let verdicts = match stage.until_decided {
+            Some(_) => sla::held_verdicts(&assertions, stage, &cx),
+            None => Vec::new(),
+        };
         LiveJudgement {
             abort: sla::abort_verdict(&assertions, stage, &cx, Some(rule)),
-            decided: stage.until_decided.is_some() && sla::all_decided(&assertions, stage, &cx),
+            decided: sla::decided(&verdicts),
+            verdicts,
         }
     }))
 }

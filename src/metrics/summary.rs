@@ -525,6 +525,16 @@ pub struct UntilDecided {
     #[serde(skip)]
     #[schemars(skip)]
     pub pending: Option<Pending>,
+    /// Which look stopped it: `in_flight` (every request begun, those in flight as unknown)
+    /// or `prefix` (the complete prefix). Only on a stage that `stopped` `decided`.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<super::DecidedBy>,
+    /// The complete prefix at the last look (the stop): its length and its verdicts. A
+    /// verdict the whole stage leaves undecided is the prefix's decision here. Absent when
+    /// no look judged it. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<super::PrefixLook>,
 }
 
 /// Requests an `until-decided` stage has begun but not yet recorded, at a look: the

@@ -334,8 +334,17 @@ pub(crate) fn until_sentence(u: &crate::metrics::UntilDecided) -> String {
     };
     let how = match u.stopped {
         UntilStop::Decided => format!(
-            "decided after {} requests ({:.1} s, {} looks); in-flight requests then drained",
-            u.stopped_at_requests, u.stopped_at_s, u.looks
+            "decided after {} requests ({:.1} s, {} looks{}); in-flight requests then drained",
+            u.stopped_at_requests,
+            u.stopped_at_s,
+            u.looks,
+            match (u.decided_by, &u.prefix) {
+                (Some(crate::metrics::DecidedBy::Prefix), Some(p)) => format!(
+                    ", on the first {} requests in send order, all completed",
+                    p.requests
+                ),
+                _ => String::new(),
+            }
         ),
         UntilStop::MaxReached => format!(
             "not decided within its maximum ({} requests, {:.1} s)",

@@ -165,6 +165,7 @@ impl Checker {
             if let Some(basis) = &v.basis {
                 self.basis(&format!("{at}.basis"), basis);
             }
+            self.prefix_basis(&at, v, &r.stages);
             if v.passed != (v.outcome == SlaOutcome::Pass) {
                 self.fail(
                     format!("{at}.passed"),
@@ -231,6 +232,7 @@ impl Checker {
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
+        self.until(at, s);
         self.groups(at, s);
         for (i, p) in s.timeline.iter().enumerate() {
             let at = format!("{at}.timeline[{i}]");
@@ -612,6 +614,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 mod groups;
 mod steady;
+mod until;
 mod urls;
 
 #[cfg(test)]

@@ -14,9 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
+use super::prefix::Prefix;
 use super::probe::Track;
 use super::traces::StageSpans;
-use crate::metrics::{RequestRecord, StageAggregator, StageClock, ValidityRules};
+use crate::metrics::{DecidedBy, RequestRecord, StageAggregator, StageClock, ValidityRules};
 use crate::sla::Abort;
 
 /// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
@@ -60,8 +61,11 @@ pub struct Live {
     /// Cancelled (before `stop`) when it stops because an `until-decided` stage is decided:
     /// its requests in flight are then drained, not cut short.
     pub decided: CancellationToken,
-    /// An `until-decided` stage's rule.
+    /// An `until-decided` stage's rule …
     pub until: Option<super::until::Until>,
+    /// … and an empty aggregator made as the stage's own, for its complete prefix (taken by
+    /// the collector, which feeds it).
+    pub prefix: Option<StageAggregator>,
     /// Requests the stage has begun (see `StageShared::started`).
     pub begun: Arc<std::sync::atomic::AtomicU64>,
     /// The stage's clock start, set once sending begins (checks wait for it).
@@ -79,8 +83,15 @@ enum LiveStop {
 }
 
 impl Live {
-    /// The check's verdict on the summary so far, when one is due.
-    fn due(&mut self, agg: &StageAggregator, last: &mut Instant) -> Option<LiveStop> {
+    /// The check's verdict on the summary so far, when one is due; an `until-decided` stage
+    /// past its minimum stops when either look decides it: every request begun (those in
+    /// flight as unknown) or the complete `prefix`.
+    fn due(
+        &mut self,
+        agg: &StageAggregator,
+        prefix: Option<&Prefix>,
+        last: &mut Instant,
+    ) -> Option<LiveStop> {
         let t0 = *self.t0.get()?;
         if last.elapsed() < CHECK_EVERY || agg.done() == 0 {
             return None;
@@ -114,13 +125,36 @@ impl Live {
             None => agg.snapshot(clock, &self.rules),
         };
         let judged = (self.check)(&snapshot);
-        match judged.abort {
-            Some(abort) => Some(LiveStop::Abort(abort)),
-            None if judged.decided && snapshot.until_decided.is_some() => {
-                Some(LiveStop::Decided(secs, snapshot.requests.sent))
-            }
-            None => None,
+        if let Some(abort) = judged.abort {
+            return Some(LiveStop::Abort(abort));
         }
+        snapshot.until_decided.as_ref()?;
+        let by_prefix = self.judge_prefix(prefix, clock);
+        let by = match (judged.decided, by_prefix) {
+            (true, _) => DecidedBy::InFlight,
+            (false, true) => DecidedBy::Prefix,
+            (false, false) => return None,
+        };
+        if let Some(u) = self.until.as_mut() {
+            u.decided_by(by);
+        }
+        Some(LiveStop::Decided(secs, snapshot.requests.sent))
+    }
+
+    /// Judges the complete prefix (nothing in flight in it) on the stage's sequences, and
+    /// keeps its verdicts as the latest look's: whether it decides every assertion.
+    fn judge_prefix(&mut self, prefix: Option<&Prefix>, clock: StageClock) -> bool {
+        let (Some(p), Some(u)) = (prefix, self.until.as_mut()) else {
+            return false;
+        };
+        if p.len() == 0 {
+            return false;
+        }
+        let mut s = p.agg.snapshot_with_histograms(clock, &self.rules);
+        s.until_decided = Some(u.snapshot_record(0));
+        let judged = (self.check)(&s);
+        u.note_prefix(p.len(), p.stalled(), judged.verdicts);
+        judged.decided
     }
 }
 
@@ -208,9 +242,15 @@ impl Collector {
             track,
             pending: VecDeque::new(),
             spans,
+            prefix: None,
         };
+        let mut live = live;
+        folder.prefix = live
+            .as_mut()
+            .filter(|l| l.until.is_some())
+            .and_then(|l| l.prefix.take())
+            .map(Prefix::new);
         let join = thread::spawn(move || {
-            let mut live = live;
             let mut until = None;
             let (mut aborted, mut decided) = (None, None);
             let mut checked = Instant::now();
@@ -234,7 +274,7 @@ impl Collector {
                 let agg = &folder.agg;
                 progress.update(agg.done(), agg.failed(), agg.first_event_p50());
                 if let Some(l) = live.as_mut()
-                    && let Some(why) = l.due(agg, &mut checked)
+                    && let Some(why) = l.due(agg, folder.prefix.as_ref(), &mut checked)
                 {
                     match why {
                         LiveStop::Abort(why) => aborted = Some(why),
@@ -245,6 +285,8 @@ impl Collector {
                     }
                     l.stop.cancel();
                     until = live.take().and_then(|l| l.until);
+                    // No look comes after the stop: the prefix is no longer needed.
+                    folder.prefix = None;
                 }
                 if !open {
                     break;
@@ -303,6 +345,8 @@ struct Folder {
     pending: VecDeque<RequestRecord>,
     /// Each record's span (`otlp`) and its times for the join (`otlp-receive`).
     spans: Option<StageSpans>,
+    /// An `until-decided` stage's complete prefix, fed in send order.
+    prefix: Option<Prefix>,
 }
 
 impl Folder {
@@ -330,12 +374,12 @@ impl Folder {
     }
 
     fn fold(&mut self, rec: &RequestRecord) {
-        match &self.track {
-            Some(track) => {
-                let read = |t: u64| track.read_bound_ns(t);
-                self.agg.record_with(rec, Some(&read));
-            }
-            None => self.agg.record(rec),
+        let track = self.track.as_deref();
+        let bound = |t: u64| track.map_or(0, |tr| tr.read_bound_ns(t));
+        let read = track.map(|_| &bound as &dyn Fn(u64) -> u64);
+        self.agg.record_with(rec, read);
+        if let Some(p) = self.prefix.as_mut() {
+            p.take(rec, read);
         }
         if rec.error.is_none()
             && let Some(ns) = rec.ttft_ns()

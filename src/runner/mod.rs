@@ -18,6 +18,7 @@ mod host;
 mod labels;
 mod load;
 mod options;
+mod prefix;
 mod probe;
 mod route;
 mod run;

@@ -26,6 +26,9 @@ pub struct LiveJudgement {
     /// Every assertion holding an `until-decided` stage open is decided: it stops sending,
     /// drains what is in flight (for its drain timeout), and the run goes on.
     pub decided: bool,
+    /// On an `until-decided` stage: the verdict of each assertion holding it open, as the
+    /// look judged it (the complete prefix's at the stop are kept in `results.json`).
+    pub verdicts: Vec<crate::metrics::LookVerdict>,
 }
 
 /// How to run, beyond what the plan says.

@@ -247,9 +247,7 @@ impl StageRunner<'_> {
         live: bool,
         sink: Option<RowSink>,
     ) -> Opened {
-        let agg = StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
-            .with_facts(stage_facts(&self.plan, stage))
-            .with_groups(&stage.groups, stage.priority_gate);
+        let agg = self.aggregator(stage);
         let progress = self.opts.observer.stage_planned(
             &shown_name(stage, round, position),
             planned_total(&self.plan, stage),
@@ -291,6 +289,13 @@ impl StageRunner<'_> {
         }
     }
 
+    /// An empty aggregator for `stage` (its own; an `until-decided` stage's prefix's).
+    fn aggregator(&self, stage: &StagePlan) -> StageAggregator {
+        StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
+            .with_facts(stage_facts(&self.plan, stage))
+            .with_groups(&stage.groups, stage.priority_gate)
+    }
+
     /// The live check (`abort-on-fail`, `until-decided`) of a stage judged as it runs: it
     /// stops sending through `stop` and says it decided through `decided`.
     fn live(
@@ -302,6 +307,7 @@ impl StageRunner<'_> {
         started: &Arc<std::sync::OnceLock<Instant>>,
     ) -> Option<Live> {
         let check = self.opts.live_check.as_ref()?;
+        let until = super::until::Until::of(stage, self.plan.target.request.timeout);
         Some(Live {
             check: check.clone(),
             stop: stop.clone(),
@@ -314,7 +320,8 @@ impl StageRunner<'_> {
             },
             rules: self.opts.validity,
             decided: decided.clone(),
-            until: super::until::Until::of(stage, self.plan.target.request.timeout),
+            prefix: until.as_ref().map(|_| self.aggregator(stage)),
+            until,
             begun: begun.clone(),
         })
     }

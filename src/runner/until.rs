@@ -2,7 +2,7 @@
 //! send before stopping, the tuning of the stage's confidence sequences), counted looks, and
 //! the record its summary gets of where it stopped and why.
 
-use crate::metrics::{UntilDecided, UntilStop};
+use crate::metrics::{DecidedBy, LookVerdict, PrefixLook, UntilDecided, UntilStop};
 use crate::plan::{Load, StagePlan};
 use crate::units::Duration;
 
@@ -41,6 +41,8 @@ impl Until {
                 stopped_at_requests: 0,
                 looks: 0,
                 pending: None,
+                decided_by: None,
+                prefix: None,
             },
         })
     }
@@ -55,14 +57,34 @@ impl Until {
 
     /// What a snapshot at a look carries, so the verdicts on it use the stage's sequences,
     /// with the `pending` requests begun but not yet folded taken as unknown.
+    /// The prefix's snapshot has none pending (every request in it completed). What the
+    /// looks so far recorded (`prefix`, `decided_by`) is left out: a look is judged on its
+    /// own numbers only.
     pub(super) fn snapshot_record(&self, pending: u64) -> UntilDecided {
         UntilDecided {
             pending: Some(crate::metrics::Pending {
                 requests: pending,
                 longest_ms: self.timeout_ms,
             }),
+            prefix: None,
+            decided_by: None,
             ..self.record.clone()
         }
+    }
+
+    /// The complete prefix at this look: `requests` long, its verdicts on the assertions
+    /// holding the stage open. The last look's is the one the record keeps (at the stop).
+    pub(super) fn note_prefix(&mut self, requests: u64, stalled: bool, verdicts: Vec<LookVerdict>) {
+        self.record.prefix = Some(PrefixLook {
+            requests,
+            verdicts,
+            stalled,
+        });
+    }
+
+    /// The look that decided the stage.
+    pub(super) fn decided_by(&mut self, by: DecidedBy) {
+        self.record.decided_by = Some(by);
     }
 
     /// The record of the finished stage: decided at a look (seconds, requests completed), or
@@ -79,6 +101,9 @@ impl Until {
             None if interrupted => (UntilStop::Interrupted, (sending_s, sent)),
             None => (UntilStop::MaxReached, (sending_s, sent)),
         };
+        if stopped != UntilStop::Decided {
+            self.record.decided_by = None;
+        }
         self.record.stopped = stopped;
         self.record.stopped_at_s = at_s;
         self.record.stopped_at_requests = requests;

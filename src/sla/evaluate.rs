@@ -263,7 +263,9 @@ pub fn judge_one(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
     if let Some(on) = &assertion.label {
         return judge_label(assertion, on, stage, cx);
     }
-    judge_whole(assertion, stage, cx)
+    let mut verdict = judge_whole(assertion, stage, cx);
+    super::prefix::fall_back(assertion, stage, &mut verdict);
+    verdict
 }
 
 /// On one label's requests (`[model=lora-sql]`): judged as a stage of their own, against the

@@ -299,6 +299,10 @@ pub enum Basis {
     /// no measured bound on what it added (goodput, a closed loop's or a session's rates, a
     /// token rate with requests the client gave up on).
     ClientUnbounded,
+    /// An `until-decided` stage whose sequence over every request sent is undecided: the
+    /// outcome is its complete prefix's at the stop, the first `requests` requests in send
+    /// order, all completed (`until_decided.prefix`). *Added in schema 3.*
+    Prefix { requests: u64 },
     /// Undecided: a flag on the stage (`flag`, its kind) could have produced this outcome.
     Flagged {
         flag: String,
@@ -361,6 +365,9 @@ impl Basis {
             Basis::ClientFailuresMayExplain { removed } => format!(
                 "undecided: without the {removed} failures a starved client can cause \
                  (timeouts, cancelled) it no longer shows the failure"
+            ),
+            Basis::Prefix { requests } => format!(
+                "{verb}: decided on the first {requests} requests in send order, all completed"
             ),
             Basis::ClientUnbounded => "undecided: the client's delay may explain it, and what \
                 it added is not bounded for this metric"

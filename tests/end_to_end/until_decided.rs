@@ -149,3 +149,88 @@ stage "main" {{
         describe(&o)
     );
 }
+
+/// Requests that take about a second (8 to 16 tokens at 100 ms each) sent at 100/s: some
+/// 100 to 160 are always in flight. Counted as unknown, they hold `error_rate < 5%` open
+/// until they are under 5 % of the requests begun, thousands past this stage's maximum; the
+/// first requests in send order, all completed and none failed, decide it after a few
+/// hundred.
+const SLOW: &str = r#"
+target "sim" {
+    timeout "10s"
+    decode-base "100ms"
+    decode-per-seq "0ms"
+    prefill-per-token "5us"
+}
+dataset "d" {
+    synthetic {
+        input-tokens 32 64
+        output-tokens 8 16
+    }
+}
+sla { untrusted "judge"; }
+stage "main" {
+    dataset "d"
+    arrival "constant" rate=100
+    requests 100 until-decided max=1500
+    sla { assert "error_rate < 5%"; }
+}
+"#;
+
+#[test]
+fn the_complete_prefix_decides_where_the_requests_in_flight_hold_the_stage_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(dir.path(), "s.kdl", SLOW);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let s = stage(&r, "main");
+    let until = &s["until_decided"];
+    assert_eq!(until["stopped"], "decided", "{until}");
+    assert_eq!(until["decided_by"], "prefix", "{until}");
+    let sent = s["requests"]["sent"].as_u64().unwrap();
+    assert!(sent < 1500, "sent {sent}: {until}");
+    // The prefix at the stop: the first m requests, all completed, fewer than were
+    // completed at that look (those behind a slower one were held back), every one ok.
+    let prefix = &until["prefix"];
+    let m = prefix["requests"].as_u64().unwrap();
+    let at = until["stopped_at_requests"].as_u64().unwrap();
+    assert!(m >= 1 && m <= at && at <= sent, "{until}");
+    let v = &prefix["verdicts"][0];
+    assert_eq!(v["expr"], "error_rate < 5%", "{prefix}");
+    assert_eq!(v["outcome"], "pass", "{prefix}");
+    assert!(v["high"].as_f64().unwrap() < 5.0, "{prefix}");
+    // What the in-flight look saw at the stop could not decide it: the requests in flight
+    // then, all failed, would be more than 5 % of those begun.
+    assert!(sent - at > sent / 20, "{until}, sent {sent}");
+    let verdict = &r["sla"][0];
+    assert_eq!(verdict["outcome"], "pass", "{verdict}");
+    assert_eq!(verdict["interval"]["sequential"], true, "{verdict}");
+
+    // The file alone gives the same verdict: read and validated as `report` reads it, the
+    // assertion judged again on its stages under its policy.
+    let file = infermeter::results::read_results(&out.join("results.json")).unwrap();
+    let again = recomputed(&file, "error_rate < 5%");
+    assert_eq!(serde_json::to_value(&again).unwrap(), *verdict);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("the first {m} requests in send order")),
+        "{report}"
+    );
+}
+
+/// The verdict of `expr` on stage `main`, judged again from a results file alone.
+fn recomputed(r: &infermeter::results::Results, expr: &str) -> infermeter::sla::SlaVerdict {
+    use infermeter::sla::{Context, Policy, ScopedAssertion, judge, parse};
+    let scoped = ScopedAssertion::on(parse(expr).unwrap(), "main");
+    let cx = Context {
+        policy: Policy {
+            confidence: r.sla_policy.confidence,
+            untrusted: r.sla_policy.untrusted,
+            intervals: true,
+        },
+        ..Context::default()
+    };
+    judge(&[scoped], &r.stages, &cx).remove(0)
+}

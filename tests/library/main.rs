@@ -30,6 +30,7 @@ mod scenario_telemetry;
 mod scenario_warmup;
 mod sla_evaluate;
 mod sla_parse;
+mod sla_prefix;
 mod sla_telemetry;
 mod sla_trust;
 mod telemetry_gpu;

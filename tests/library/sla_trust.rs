@@ -394,6 +394,8 @@ fn spread_stage(tuned_for: Option<u64>) -> StageSummary {
         stopped_at_requests: 200,
         looks: 10,
         pending: None,
+        decided_by: None,
+        prefix: None,
     });
     s
 }
