@@ -21,7 +21,7 @@ pub struct Generated {
 }
 
 /// One tool call of a whole answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// The id a tool result names it by (`call_id`, chat's `id`).
     pub call_id: String,

@@ -70,6 +70,7 @@ mod tests {
             reasoning_effort: None,
             model: None,
             priority: 0,
+            tool_results: Default::default(),
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
+use crate::sim::tool_results::{self, RawCall, ToolResults};
 use crate::sim::vision::ImageRef;
 use crate::sim::wire::{
     self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
@@ -82,26 +83,40 @@ impl PromptField for Messages {
     fn feed(&self, sink: &mut PromptSink) {
         tokens(&self.0, true, sink);
     }
+    fn tool_results(&self) -> Result<ToolResults, BadRequest> {
+        tool_results::check(&self.0)
+    }
 }
 
 #[derive(Deserialize)]
 pub(crate) struct RawMessage {
-    role: Option<RawRole>,
+    pub(crate) role: Option<RawRole>,
     content: Option<RawContent>,
+    /// A session's tool round trip (see `sim/tool_results.rs`): chat's assistant `tool_calls`
+    /// and a tool message's `tool_call_id`; the Responses API's `function_call` and
+    /// `function_call_output` items (`type`, `call_id`, `name`, `arguments`, `output`).
+    pub(crate) tool_calls: Option<Vec<RawCall>>,
+    pub(crate) tool_call_id: Option<String>,
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
+    pub(crate) call_id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) arguments: Option<String>,
+    pub(crate) output: Option<RawContent>,
 }
 
 /// A message's role: only a string one is used (for the chat-formatting tokens); anything else
 /// is accepted and ignored, as before roles were read at all.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum RawRole {
+pub(crate) enum RawRole {
     Text(String),
     Other(serde::de::IgnoredAny),
 }
 
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum RawContent {
+pub(crate) enum RawContent {
     Text(String),
     Parts(Vec<RawPart>),
 }
@@ -118,24 +133,28 @@ struct RawPart {
 pub(crate) fn tokens(messages: &[RawMessage], add_generation_prompt: bool, sink: &mut PromptSink) {
     const _: () = assert!(PER_MESSAGE_TOKENS == 3 && REPLY_PRIMING_TOKENS == 3);
     for m in messages {
-        sink.message_start(match &m.role {
-            Some(RawRole::Text(r)) => r,
+        sink.message_start(match (&m.role, m.item_role()) {
+            (Some(RawRole::Text(r)), _) => r,
+            (_, Some(role)) => role,
             _ => "user",
         });
-        match &m.content {
-            Some(RawContent::Text(t)) => sink.text(t),
-            Some(RawContent::Parts(parts)) => {
-                for p in parts {
-                    if let Some(t) = &p.text {
-                        sink.text(t);
-                    }
-                    if let Some(image) = p.image_url {
-                        sink.image(image.tokens, image.key);
+        for content in [&m.content, &m.output].into_iter().flatten() {
+            match content {
+                RawContent::Text(t) => sink.text(t),
+                RawContent::Parts(parts) => {
+                    for p in parts {
+                        if let Some(t) = &p.text {
+                            sink.text(t);
+                        }
+                        if let Some(image) = p.image_url {
+                            sink.image(image.tokens, image.key);
+                        }
                     }
                 }
             }
-            None => {}
         }
+        // Calls sent back are prompt text: their names and arguments.
+        m.feed_calls(sink);
     }
     if add_generation_prompt {
         sink.message_start("assistant");

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use super::chat::{self, RawMessage};
 use crate::sim::tokens::PromptSink;
+use crate::sim::tool_results::{self, ToolResults};
 use crate::sim::wire::{
     self, BadRequest, EventStream, FinishReason, GenRequest, PromptField, SimApi, Stream,
     TokenEvent, Whole,
@@ -33,6 +34,11 @@ impl SimApi for Responses {
 
     fn stream(&self) -> Stream {
         Stream::Events(&Responses)
+    }
+
+    /// A function call item streamed: see `responses/tool.rs`.
+    fn tool_events(&self) -> Option<&'static dyn EventStream> {
+        Some(&tool::ResponsesTool)
     }
 
     /// A `response` object: a reasoning item (its text as `reasoning_text` content, as vLLM
@@ -94,6 +100,12 @@ impl PromptField for Input {
                 sink.message_start("assistant");
             }
             Input::Items(items) => chat::tokens(items, true, sink),
+        }
+    }
+    fn tool_results(&self) -> Result<ToolResults, BadRequest> {
+        match self {
+            Input::Text(_) => Ok(ToolResults::default()),
+            Input::Items(items) => tool_results::check(items),
         }
     }
 }
@@ -230,6 +242,8 @@ fn completed(buf: &mut BytesMut, seq: u64, t: &TokenEvent<'_>, finish: &wire::Fi
     );
     event(buf, kind, seq, &response);
 }
+
+mod tool;
 
 #[cfg(test)]
 mod tests;
