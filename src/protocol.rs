@@ -43,13 +43,13 @@ pub use chunk::{
     parse_chunk,
     parse_chunk_value, scan_chunk,
 };
-pub use generated::{Generated, ToolCall};
+pub use generated::{Generated, ToolCall, ToolPart};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
-pub use tool_turn::{MAX_CALL_ID_LEN, ToolPart, usable_call};
+pub use tool_turn::{MAX_CALL_ID_LEN, usable_call};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

@@ -161,8 +161,12 @@ mod tests {
     #[test]
     fn planned_calls_take_their_ids_from_the_session_and_the_reply_from_the_data_set() {
         let answered = [vec![call("server-id")]];
+        let Prompt::Messages(mut all) = conversation() else {
+            panic!()
+        };
+        all.truncate(4);
         let Prompt::Messages(ms) =
-            with_tool_results(conversation(), 1, &answered, (History::Dataset, 7))
+            with_tool_results(Prompt::Messages(all), 1, &answered, (History::Dataset, 7))
         else {
             panic!()
         };

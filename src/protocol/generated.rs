@@ -54,3 +54,13 @@ impl Generated {
         }
     }
 }
+
+/// What a message of a session carries besides text: it is a tool round trip's half.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPart {
+    /// An assistant message that answered with these calls (its text is empty).
+    Calls(Vec<ToolCall>),
+    /// The result of the call named `call_id` (the message's text is the result).
+    Result { call_id: String },
+}

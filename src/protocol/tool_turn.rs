@@ -1,28 +1,16 @@
 //! A session's tool round trip as a conversation carries it: the assistant's tool calls and a
-//! tool result per call ([`ToolPart`], on a message), written the way each API takes them —
+//! tool result per call (`ToolPart`, in `generated.rs`, on a message), written the way each API takes them —
 //! chat's `{"role":"assistant","content":null,"tool_calls":[…]}` and
 //! `{"role":"tool","tool_call_id","content"}`, the Responses API's `function_call` and
 //! `function_call_output` input items — and the checks a call id from a server passes before
 //! it is sent back ([`usable_call`]).
 
-use serde::{Deserialize, Serialize};
-
 use super::body::{self, Message};
-use super::generated::ToolCall;
+use super::generated::{ToolCall, ToolPart};
 
 /// The longest call id or function name sent back to a server, in bytes: OpenAI's and vLLM's
 /// ids are under 64; anything much longer is a server's garbage, not an id.
 pub const MAX_CALL_ID_LEN: usize = 128;
-
-/// What a message of a session carries besides text: it is a tool round trip's half.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolPart {
-    /// An assistant message that answered with these calls (its text is empty).
-    Calls(Vec<ToolCall>),
-    /// The result of the call named `call_id` (the message's text is the result).
-    Result { call_id: String },
-}
 
 /// Whether a call a server sent may be answered: an id and a name, neither longer than
 /// [`MAX_CALL_ID_LEN`] nor holding a control character (they go back to the server in the

@@ -288,22 +288,10 @@ impl StageShared {
             .map(|(text, _)| text)
     }
 
-    /// Like [`send`](Self::send), on the session's own connection when `held` is given and
-    /// the route keeps the session on one URL (see [`super::route::Router::sticky`]).
-    pub(super) async fn send_held(
-        &self,
-        body: Body,
-        recipe: RequestRecipe,
-        at: (u64, u32),
-        held: Option<&mut Held>,
-    ) -> Option<String> {
-        self.send_full(body, recipe, at, held, |_| {})
-            .await
-            .map(|(text, _)| text)
-    }
-
-    /// A session turn, as [`send_held`](Self::send_held): marked a tool-result turn when
-    /// `tool_result`; the reply's text and the tool calls it held.
+    /// A session turn, like [`send`](Self::send), on the session's own connection when `held`
+    /// is given and the route keeps the session on one URL (see
+    /// [`super::route::Router::sticky`]); marked a tool-result turn when `tool_result`. The
+    /// reply's text and the tool calls it held.
     pub(super) async fn send_turn(
         &self,
         body: Body,
@@ -330,7 +318,7 @@ impl StageShared {
             .map(|(text, _)| text)
     }
 
-    /// The one sending path behind [`send`](Self::send), [`send_held`](Self::send_held) and
+    /// The one sending path behind [`send`](Self::send), [`send_turn`](Self::send_turn) and
     /// [`send_then`](Self::send_then).
     async fn send_full(
         &self,

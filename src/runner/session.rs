@@ -19,8 +19,7 @@ use crate::dataset::{History, TurnTokens, with_tool_results};
 use crate::plan::SessionRecipe;
 use crate::protocol::ToolCall;
 
-#[path = "session_tools.rs"]
-mod tools;
+use super::session_tools as tools;
 
 /// A session ready to start: its first request's body, and its turns (a chain) or its task
 /// (an agentic data set's item, run by `agent.rs`).

@@ -13,8 +13,9 @@ use bytes::{BufMut, BytesMut};
 use serde::Deserialize;
 
 use super::chat::{self, RawMessage};
+use events::{completed, event, open};
 use crate::sim::tokens::PromptSink;
-use crate::sim::tool_results::{self, ToolResults};
+use crate::sim::tool_results::ToolResults;
 use crate::sim::wire::{
     self, BadRequest, EventStream, FinishReason, GenRequest, PromptField, SimApi, Stream,
     TokenEvent, Whole,
@@ -105,7 +106,7 @@ impl PromptField for Input {
     fn tool_results(&self) -> Result<ToolResults, BadRequest> {
         match self {
             Input::Text(_) => Ok(ToolResults::default()),
-            Input::Items(items) => tool_results::check(items),
+            Input::Items(items) => chat::check_tools(items),
         }
     }
 }
@@ -167,17 +168,6 @@ impl EventStream for Responses {
     }
 }
 
-/// `event: KIND` and `data: {"type":"KIND"`, the object left open.
-fn open(buf: &mut BytesMut, kind: &str) {
-    let _ = write!(buf, "event: {kind}\ndata: {{\"type\":\"{kind}\"");
-}
-
-/// A whole event: its type, sequence number and `fields` (JSON members).
-fn event(buf: &mut BytesMut, kind: &str, seq: u64, fields: &str) {
-    open(buf, kind);
-    let _ = write!(buf, ",\"sequence_number\":{seq},{fields}}}\n\n");
-}
-
 /// An output item's announcement or end: the reasoning item or the message.
 fn item_event(
     buf: &mut BytesMut,
@@ -211,38 +201,7 @@ fn item_event(
     );
 }
 
-/// `response.completed`, or `response.incomplete` when the output budget ran out, with usage.
-fn completed(buf: &mut BytesMut, seq: u64, t: &TokenEvent<'_>, finish: &wire::Finish) {
-    let (kind, status, details) = match finish.reason {
-        FinishReason::Length => (
-            "response.incomplete",
-            "incomplete",
-            r#"{"reason":"max_output_tokens"}"#,
-        ),
-        FinishReason::Stop => ("response.completed", "completed", "null"),
-    };
-    let (p, c) = (finish.prompt, finish.completion);
-    let mut usage = format!(r#"{{"input_tokens":{p}"#);
-    if t.usage_details {
-        let _ = write!(
-            usage,
-            r#","input_tokens_details":{{"cached_tokens":{}}}"#,
-            finish.cached
-        );
-    }
-    let _ = write!(
-        usage,
-        r#","output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":{}}},"total_tokens":{}}}"#,
-        finish.reasoning,
-        p + c
-    );
-    let response = format!(
-        r#""response":{{"id":"resp_sim-{}","object":"response","created_at":{},"model":{},"status":"{status}","incomplete_details":{details},"output":[],"usage":{usage}}}"#,
-        t.id, t.created, t.model_json
-    );
-    event(buf, kind, seq, &response);
-}
-
+mod events;
 mod tool;
 
 #[cfg(test)]

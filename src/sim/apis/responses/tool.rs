@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use bytes::{BufMut, BytesMut};
 
-use super::{completed, event, open};
+use super::events::{completed, event, open};
 use crate::sim::tools::{ARGUMENTS_CLOSE, ARGUMENTS_OPEN};
 use crate::sim::wire::{EventStream, TokenEvent};
 
