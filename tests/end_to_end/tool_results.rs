@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::support::raw_server::{After, Post, RawServer};
 use crate::support::*;
 
-/// The tools every request offers (`target { body { … } }`).
+/// The tools every chat request offers (`target { body { … } }`).
 const TOOLS: &str = r#"body {
         tool_choice "auto"
         tools {
@@ -25,10 +25,21 @@ const TOOLS: &str = r#"body {
         }
     }"#;
 
-/// A simulator in its own process that answers requests offering tools with tool calls.
+/// The same tool as the Responses API takes it (flat: no `function` object).
+const RESPONSES_TOOLS: &str = r#"body {
+        tool_choice "auto"
+        tools { - { type "function"; name "get_weather"; parameters { type "object"; }; }; }
+    }"#;
+
+/// A simulator in its own process that answers requests offering tools with tool calls,
+/// stopping on its own (3 tokens, under the requests' 6) so a call ends `tool_calls`.
 fn tool_sim(dir: &std::path::Path) -> SimProcess {
     let config = dir.join("sim.json");
-    std::fs::write(&config, r#"{"tool_calls": true}"#).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"tool-calls": true, "output-len-dist": "fixed", "output-len-mean": 3}"#,
+    )
+    .unwrap();
     SimProcess::start(&[
         "--config",
         config.to_str().unwrap(),
@@ -76,14 +87,14 @@ fn rows(out: &std::path::Path) -> Vec<Value> {
 fn round_trips(api: &str, history: &str) -> (Value, Vec<Value>, (f64, f64)) {
     let dir = tempfile::tempdir().unwrap();
     let sim = tool_sim(dir.path());
-    let text = format!(
+    let kdl = format!(
         r#"
 scenario "tools" {{ seed 3 }}
 target "{url}" {{
-    model "sim-model"
     api "{api}"
     timeout "30s"
-    {TOOLS}
+    ignore-eos #false
+    {tools}
 }}
 dataset "d" {{
     synthetic {{ input-tokens 40; output-tokens 6 }}
@@ -91,12 +102,19 @@ dataset "d" {{
 }}
 stage "s" {{ dataset "d"; arrival "concurrency" clients=2; requests 3; }}
 "#,
-        url = sim.base_url
+        url = sim.base_url,
+        tools = if api == "responses" { RESPONSES_TOOLS } else { TOOLS },
     );
-    let path = scenario(dir.path(), "s.kdl", &text);
+    let path = scenario(dir.path(), "s.kdl", &kdl);
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--requests-jsonl", "--untrusted", "judge"]);
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        describe(&o),
+        std::fs::read_to_string(out.join("results.json")).unwrap_or_default()
+    );
     let report = infermeter(&["report", out.join("results.json").to_str().unwrap()]);
     let (shown, _) = text(&report);
     assert!(shown.contains("tool round trips"), "{shown}");

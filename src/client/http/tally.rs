@@ -4,7 +4,7 @@
 
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::protocol::{Api, Event, ToolCall, ToolCallDelta, Usage};
+use crate::protocol::{Api, Event, FinishReason, ToolCall, ToolCallDelta, Usage};
 
 /// How a stream ended.
 pub(super) enum End {
@@ -89,6 +89,11 @@ impl Tally {
             }
             if chunk.finish_reason.is_some() {
                 rec.finish_reason = chunk.finish_reason;
+                // A stream that stopped after tool calls ended with them, as a whole answer's
+                // decoding says (the Responses API's `completed` names no reason of its own).
+                if rec.finish_reason == Some(FinishReason::Stop) && !rec.tool_calls.is_empty() {
+                    rec.finish_reason = Some(FinishReason::ToolCalls);
+                }
             }
             if chunk.timings.is_some() {
                 rec.server_timings = chunk.timings;
