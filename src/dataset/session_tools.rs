@@ -140,7 +140,18 @@ mod tests {
             panic!()
         };
         let roles: Vec<&str> = ms.iter().map(|m| m.role.as_str()).collect();
-        assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "assistant", "user"]);
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "user"
+            ]
+        );
         assert_eq!(
             ms[2].tool,
             Some(ToolPart::Calls(vec![call("c1"), call("c2")])),
@@ -154,7 +165,10 @@ mod tests {
             })
             .collect();
         assert_eq!(ids, ["c1", "c2"]);
-        assert_eq!(format!("{} {}", ms[3].content, ms[4].content), "forty two degrees");
+        assert_eq!(
+            format!("{} {}", ms[3].content, ms[4].content),
+            "forty two degrees"
+        );
         assert_eq!(ms[5].content, "a1");
     }
 

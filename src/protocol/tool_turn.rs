@@ -17,7 +17,8 @@ pub const MAX_CALL_ID_LEN: usize = 128;
 /// next request and into logs). Arguments are sent back as received, whatever they are: the
 /// server wrote them, and they are a JSON string on the wire.
 pub fn usable_call(call: &ToolCall) -> bool {
-    let fine = |s: &str| !s.is_empty() && s.len() <= MAX_CALL_ID_LEN && !s.chars().any(char::is_control);
+    let fine =
+        |s: &str| !s.is_empty() && s.len() <= MAX_CALL_ID_LEN && !s.chars().any(char::is_control);
     fine(&call.call_id) && fine(&call.name)
 }
 
@@ -103,7 +104,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["content"], serde_json::Value::Null);
         assert_eq!(v["tool_calls"][1]["id"], "c2");
-        assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{\"a\":\"<b>\"");
+        assert_eq!(
+            v["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":\"<b>\""
+        );
         let result = ToolPart::Result {
             call_id: "c1".into(),
         };
@@ -115,7 +119,10 @@ mod tests {
         let mut out = Vec::new();
         write_chat(&mut out, &m, &result);
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!((v["role"].as_str(), v["tool_call_id"].as_str()), (Some("tool"), Some("c1")));
+        assert_eq!(
+            (v["role"].as_str(), v["tool_call_id"].as_str()),
+            (Some("tool"), Some("c1"))
+        );
         assert_eq!(v["content"], "42 °C");
         let mut out = b"[".to_vec();
         write_items(&mut out, &m, &result);
@@ -125,7 +132,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v[0]["type"], "function_call_output");
         assert_eq!(v[0]["output"], "42 °C");
-        assert_eq!((v[2]["type"].as_str(), v[2]["call_id"].as_str()), (Some("function_call"), Some("c2")));
+        assert_eq!(
+            (v[2]["type"].as_str(), v[2]["call_id"].as_str()),
+            (Some("function_call"), Some("c2"))
+        );
     }
 
     #[test]

@@ -147,8 +147,17 @@ impl SimMetrics {
             escape(model),
             get(&self.success)
         );
-        // The simulator's own series (no vLLM counterpart): tool results read, and those that
-        // named a call id the simulator gave, so a test sees the ids came back.
+        self.render_tools(&mut out);
+        if let Some(h) = &self.histograms {
+            h.render(&mut out, &escape(model));
+        }
+        out
+    }
+
+    /// The simulator's own series (no vLLM counterpart): tool results read, and those that
+    /// named a call id the simulator gave, so a test sees the ids came back.
+    fn render_tools(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let _ = writeln!(
             out,
             "# HELP infermeter_sim_tool_results_total Tool results received (chat tool \
@@ -162,10 +171,6 @@ impl SimMetrics {
             get(&self.tool_results),
             get(&self.tool_results_sim_ids)
         );
-        if let Some(h) = &self.histograms {
-            h.render(&mut out, &escape(model));
-        }
-        out
     }
 }
 

@@ -174,7 +174,14 @@ mod tests {
                 {"role":"tool","tool_call_id":"call-sim-3","content":"42"}]"#,
         )
         .unwrap();
-        assert_eq!(ok, ToolResults { count: 1, sim_ids: 1, last: true });
+        assert_eq!(
+            ok,
+            ToolResults {
+                count: 1,
+                sim_ids: 1,
+                last: true
+            }
+        );
         let e = check_json(
             r#"[{"role":"tool","tool_call_id":"x","content":"42"},
                 {"role":"assistant","tool_calls":[{"id":"x"}]}]"#,
@@ -182,7 +189,11 @@ mod tests {
         .unwrap_err();
         assert!(e.message.contains("tool_call_id \"x\""), "{}", e.message);
         let e = check_json(r#"[{"role":"tool","content":"42"}]"#).unwrap_err();
-        assert!(e.message.contains("messages[0].tool_call_id"), "{}", e.message);
+        assert!(
+            e.message.contains("messages[0].tool_call_id"),
+            "{}",
+            e.message
+        );
         let items = check_json(
             r#"[{"role":"user","content":"q"},
                 {"type":"function_call","call_id":"c1","name":"get","arguments":"{}"},
@@ -190,7 +201,14 @@ mod tests {
                 {"role":"user","content":"and now?"}]"#,
         )
         .unwrap();
-        assert_eq!(items, ToolResults { count: 1, sim_ids: 0, last: false });
+        assert_eq!(
+            items,
+            ToolResults {
+                count: 1,
+                sim_ids: 0,
+                last: false
+            }
+        );
         let e = check_json(r#"[{"type":"function_call_output","call_id":"c9","output":"42"}]"#)
             .unwrap_err();
         assert_eq!(e.param, Some("input"));

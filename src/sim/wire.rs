@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
-use super::tools::{self, RawTools};
 pub(crate) use super::tool_results::ToolResults;
+use super::tools::{self, RawTools};
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
 use crate::protocol::ReasoningEffort;
 

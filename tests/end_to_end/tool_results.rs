@@ -103,7 +103,11 @@ dataset "d" {{
 stage "s" {{ dataset "d"; arrival "concurrency" clients=2; requests 3; }}
 "#,
         url = sim.base_url,
-        tools = if api == "responses" { RESPONSES_TOOLS } else { TOOLS },
+        tools = if api == "responses" {
+            RESPONSES_TOOLS
+        } else {
+            TOOLS
+        },
     );
     let path = scenario(dir.path(), "s.kdl", &kdl);
     let out = dir.path().join("out");
@@ -137,9 +141,15 @@ fn assert_round_trips(s: &Value, rows: &[Value]) {
         assert_eq!(first["finish_reason"], "tool_calls", "{first}");
         assert!(first.get("tool_result").is_none(), "{first}");
         assert_eq!(second["tool_result"], true, "{second}");
-        assert_ne!(second["finish_reason"], "tool_calls", "answered with text: {second}");
+        assert_ne!(
+            second["finish_reason"], "tool_calls",
+            "answered with text: {second}"
+        );
         let gap = second["scheduled_ns"].as_u64().unwrap() - first["done_ns"].as_u64().unwrap();
-        assert!(gap >= 300_000_000, "the tool time is before the turn is due: {gap} ns");
+        assert!(
+            gap >= 300_000_000,
+            "the tool time is before the turn is due: {gap} ns"
+        );
     }
 }
 
@@ -172,7 +182,10 @@ fn misbehaving(calls: Vec<String>) -> (RawServer, Arc<Mutex<Vec<String>>>) {
         let mut seen = seen.lock().unwrap();
         seen.push(body);
         let chunks = if first_turn {
-            let n = seen.iter().filter(|b| b.matches("\"role\"").count() == 1).count();
+            let n = seen
+                .iter()
+                .filter(|b| b.matches("\"role\"").count() == 1)
+                .count();
             let call = &calls[(n - 1) % calls.len()];
             let delta = if call.is_empty() {
                 r#"{"tool_calls":[]}"#.to_string()
@@ -240,11 +253,23 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 4; }}
     // tool round trip; session 3: its empty first answer is a named failure (`empty`) that
     // ends the session.
     assert_eq!(s["requests"]["ok"], 6, "{}", s["requests"]);
-    assert_eq!(s["requests"]["errors"], serde_json::json!({ "empty": 1 }), "{}", s["requests"]);
+    assert_eq!(
+        s["requests"]["errors"],
+        serde_json::json!({ "empty": 1 }),
+        "{}",
+        s["requests"]
+    );
     assert_eq!(s["tokens"]["tool_round_trips"], 1, "{}", s["tokens"]);
     let bodies = bodies.lock().unwrap();
-    let answers: Vec<&String> = bodies.iter().filter(|b| b.contains("\"role\":\"tool\"")).collect();
-    assert_eq!(answers.len(), 1, "only the usable call is answered: {bodies:?}");
+    let answers: Vec<&String> = bodies
+        .iter()
+        .filter(|b| b.contains("\"role\":\"tool\""))
+        .collect();
+    assert_eq!(
+        answers.len(),
+        1,
+        "only the usable call is answered: {bodies:?}"
+    );
     let sent: Value = serde_json::from_str(answers[0]).unwrap();
     let ms = sent["messages"].as_array().unwrap();
     let call = &ms[ms.len() - 2]["tool_calls"][0];
@@ -252,7 +277,10 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 4; }}
     assert_eq!(call["function"]["arguments"], "{\"city\": <<garbage");
     assert_eq!(ms[ms.len() - 1]["tool_call_id"], "call_ok");
     for b in bodies.iter() {
-        assert!(!b.contains("\\u001b") && !b.contains(&LONG.repeat(200)), "{b}");
+        assert!(
+            !b.contains("\\u001b") && !b.contains(&LONG.repeat(200)),
+            "{b}"
+        );
     }
     for r in rows(&out) {
         assert!(!r.to_string().contains(&LONG.repeat(200)), "{r}");

@@ -69,7 +69,10 @@ fn a_tool_time_range_is_drawn_within_it_and_the_same_every_time() {
     let n = none.datasets[0].session.unwrap();
     assert_eq!(n.tool_pause(1, 0, 1), "1s".parse().unwrap());
     // Set, it is part of the plan: its hash moves.
-    assert_ne!(none.hash, plan(r#"think-time="1s" tool-time="1s""#).unwrap().hash);
+    assert_ne!(
+        none.hash,
+        plan(r#"think-time="1s" tool-time="1s""#).unwrap().hash
+    );
 }
 
 #[test]

@@ -13,13 +13,13 @@ use bytes::{BufMut, BytesMut};
 use serde::Deserialize;
 
 use super::chat::{self, RawMessage};
-use events::{completed, event, open};
 use crate::sim::tokens::PromptSink;
 use crate::sim::tool_results::ToolResults;
 use crate::sim::wire::{
     self, BadRequest, EventStream, FinishReason, GenRequest, PromptField, SimApi, Stream,
     TokenEvent, Whole,
 };
+use events::{completed, event, open};
 
 /// The Responses API's side.
 pub(crate) struct Responses;
