@@ -27,6 +27,7 @@ mod responses;
 mod route;
 mod score;
 mod target;
+mod tool_turn;
 mod trace;
 
 use std::borrow::Cow;
@@ -38,15 +39,16 @@ use serde::{Deserialize, Serialize};
 pub use api::{Answer, Api, ApiKind, Inputs};
 pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
-    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, Usage, parse_chunk,
-    parse_chunk_value, scan_chunk,
+    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage,
+    parse_chunk, parse_chunk_value, scan_chunk,
 };
-pub use generated::{Generated, ToolCall};
+pub use generated::{Generated, ToolCall, ToolPart};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
+pub use tool_turn::{MAX_CALL_ID_LEN, usable_call};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

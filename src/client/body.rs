@@ -165,6 +165,7 @@ mod tests {
                 Some(MessagesRef::One([Message {
                     role: "user",
                     content: t,
+                    tool: None,
                 }])),
                 None,
             ),
@@ -219,10 +220,12 @@ mod tests {
                             Message {
                                 role: "system",
                                 content: text,
+                                tool: None,
                             },
                             Message {
                                 role: "user",
                                 content: "q\u{2}",
+                                tool: None,
                             },
                         ];
                         for m in [&ms[..], &ms[..1]] {
@@ -281,10 +284,12 @@ mod tests {
             Message {
                 role: "system",
                 content: "shared prefix",
+                tool: None,
             },
             Message {
                 role: "user",
                 content: "question",
+                tool: None,
             },
         ];
         let b = t.build(PromptRef::Messages(&ms), 4);
@@ -331,10 +336,12 @@ mod tests {
             Message {
                 role: "system",
                 content: "prefix",
+                tool: None,
             },
             Message {
                 role: "user",
                 content: "q",
+                tool: None,
             },
         ];
         let b = t.build_with(PromptRef::Messages(&ms), 4, None, &images[1..]);

@@ -67,6 +67,7 @@ fn message(role: &str, content: String) -> ChatMessage {
     ChatMessage {
         role: role.into(),
         content,
+        tool: None,
     }
 }
 

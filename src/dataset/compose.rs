@@ -89,6 +89,7 @@ impl PromptFactory {
                         ChatMessage {
                             role: "system".into(),
                             content: p,
+                            tool: None,
                         },
                     );
                 }

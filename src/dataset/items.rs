@@ -63,6 +63,10 @@ pub enum ItemPrompt {
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    /// A session's tool calls (an assistant message) or tool result (its text the result),
+    /// set by the runner when a turn was answered with tool calls; never read from a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::protocol::ToolPart>,
 }
 
 /// One request of a replayed trace.

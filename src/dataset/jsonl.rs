@@ -250,6 +250,7 @@ fn messages(ms: Vec<Value>, api: Api) -> Result<Vec<ChatMessage>, LineError> {
             (Some(r), Some(c)) => out.push(ChatMessage {
                 role: r.to_string(),
                 content: c.to_string(),
+                tool: None,
             }),
             _ => return Err(LineError::BadMessage(i)),
         }

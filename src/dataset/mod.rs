@@ -18,6 +18,7 @@ mod jsonl;
 mod length;
 mod prompt;
 mod session;
+mod session_tools;
 mod sharegpt;
 mod source;
 mod spec;
@@ -45,6 +46,7 @@ pub use items::{
 pub use jsonl::load_jsonl;
 pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};
+pub use session_tools::with_tool_results;
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;
 pub use spec::{

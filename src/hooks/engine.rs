@@ -258,7 +258,11 @@ impl Hooks {
                         .map(|s: ImmutableString| s.to_string())
                 };
                 match (field("role"), field("content")) {
-                    (Some(role), Some(content)) => ms.push(ChatMessage { role, content }),
+                    (Some(role), Some(content)) => ms.push(ChatMessage {
+                        role,
+                        content,
+                        tool: None,
+                    }),
                     _ => {
                         return Err(self.bad(
                             "mutate",

@@ -288,6 +288,9 @@ impl StageAggregator {
         if r.answer_starved() {
             t.answer_starved += 1;
         }
+        if r.tool_result {
+            t.tool_round_trips += 1;
+        }
     }
 
     /// Requests aggregated so far (for progress display).

@@ -194,6 +194,13 @@ pub struct RequestRecord {
     /// writes their names.
     #[serde(skip)]
     pub labels: crate::protocol::Labels,
+    /// A session turn that answered the previous turn's tool calls with tool results.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tool_result: bool,
+    /// The tool calls the answer held (id, name, arguments as received), for the session's
+    /// next turn; the runner takes them before the record goes to the collector.
+    #[serde(skip)]
+    pub tool_calls: Vec<crate::protocol::ToolCall>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

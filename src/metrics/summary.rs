@@ -137,6 +137,10 @@ pub struct Tokens {
     /// (answer-starved): goodput does not count them. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub answer_starved: u64,
+    /// Ok session turns that answered the previous turn's tool calls with tool results: the
+    /// stage's completed tool round trips. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_round_trips: u64,
 }
 
 impl Tokens {
@@ -160,6 +164,7 @@ impl Tokens {
         self.reasoning += o.reasoning;
         self.reasoning_reported += o.reasoning_reported;
         self.answer_starved += o.answer_starved;
+        self.tool_round_trips += o.tool_round_trips;
     }
 
     /// `cached` over every ok request's prompt tokens, when any response reported it.

@@ -372,6 +372,12 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
                 History::Server => "server",
             }
         )?;
+        if let Some(lo) = s.tool_time {
+            match s.tool_time_max.filter(|hi| *hi > lo) {
+                Some(hi) => writeln!(out, "           tool time {lo} to {hi} (uniform)")?,
+                None => writeln!(out, "           tool time {lo}")?,
+            }
+        }
     }
     if let Some(h) = &d.hooks {
         writeln!(

@@ -104,6 +104,12 @@ pub struct SessionPlan {
     pub turns: u32,
     pub think_time: Duration,
     pub history: History,
+    /// The tool's time before a turn that answers tool calls (instead of the think time):
+    /// fixed, or uniform up to `tool_time_max`. Absent: the think time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_time: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_time_max: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -53,6 +53,14 @@ pub(super) fn label_draw(stage_seed: u64, by: u64, index: u64) -> f64 {
     (splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A uniform draw in `[0, 1)` for the tool time before turn `turn` of session `index`:
+/// independent of the recipe's draws, so a tool time does not change a session's lengths.
+pub(super) fn tool_draw(stage_seed: u64, index: u64, turn: u32) -> f64 {
+    let by = 0x746F_6F6C_0000_0000 ^ u64::from(turn);
+    let mut state = item_seed(stage_seed ^ by, index);
+    (splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;

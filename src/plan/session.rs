@@ -149,6 +149,8 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
             turns: MAX_TURNS,
             think_time: Duration::ZERO,
             history: History::Dataset,
+            tool_time: None,
+            tool_time_max: None,
         }));
     }
     let Some(s) = d.session else {
@@ -172,5 +174,26 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
         turns: turns.clamp(1, MAX_TURNS),
         think_time: s.think_time,
         history: s.history,
+        tool_time: s.tool_time,
+        tool_time_max: s.tool_time_max,
     }))
+}
+
+impl SessionPlan {
+    /// The pause before turn `turn` of session `index` when it answers tool calls: the tool
+    /// time, drawn uniformly from the stage's seed, the session and the turn when a range is
+    /// given (the same on every run of the plan); the think time when no tool time is set.
+    pub fn tool_pause(&self, stage_seed: u64, index: u64, turn: u32) -> Duration {
+        let Some(lo) = self.tool_time else {
+            return self.think_time;
+        };
+        let hi = self.tool_time_max.unwrap_or(lo).max(lo);
+        let span = hi.as_nanos() - lo.as_nanos();
+        if span == 0 {
+            return lo;
+        }
+        let u = super::seed::tool_draw(stage_seed, index, turn);
+        let ns = lo.as_nanos() + (u * span as f64) as u64;
+        Duration(std::time::Duration::from_nanos(ns.min(hi.as_nanos())))
+    }
 }

@@ -16,6 +16,9 @@ use super::chunk::plain_run;
 pub struct Message<'a> {
     pub role: &'a str,
     pub content: &'a str,
+    /// A session's tool calls or tool result (see `tool_turn.rs`); `None` for a plain message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<&'a super::generated::ToolPart>,
 }
 
 /// What to send as the prompt.

@@ -52,6 +52,10 @@ impl ApiKind for Chat {
                     if i > 0 {
                         out.push(b',');
                     }
+                    if let Some(part) = m.tool {
+                        super::tool_turn::write_chat(out, m, part);
+                        continue;
+                    }
                     out.extend_from_slice(b"{\"role\":");
                     body::json_str(out, m.role);
                     out.extend_from_slice(b",\"content\":");

@@ -157,8 +157,19 @@ fn tool_call_of(call: &Value) -> Result<ToolCallDelta<'static>, ChunkError> {
     let call = call
         .as_object()
         .ok_or(type_error("choices[0].delta.tool_calls[]", "an object"))?;
+    // A non-string id is no id (the scanner gives it up to this decoder): lenient, as the
+    // id only matters to a session that answers the call.
+    let id = match call.get("id") {
+        Some(Value::String(s)) => Some(JsonStr::decoded(s.clone())),
+        _ => None,
+    };
     let function = match call.get("function") {
-        None | Some(Value::Null) => return Ok(ToolCallDelta::default()),
+        None | Some(Value::Null) => {
+            return Ok(ToolCallDelta {
+                id,
+                ..ToolCallDelta::default()
+            });
+        }
         Some(Value::Object(f)) => f,
         Some(_) => {
             return Err(type_error(
@@ -168,6 +179,7 @@ fn tool_call_of(call: &Value) -> Result<ToolCallDelta<'static>, ChunkError> {
         }
     };
     Ok(ToolCallDelta {
+        id,
         name: opt_str(
             function,
             "name",

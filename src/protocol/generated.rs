@@ -21,7 +21,7 @@ pub struct Generated {
 }
 
 /// One tool call of a whole answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// The id a tool result names it by (`call_id`, chat's `id`).
     pub call_id: String,
@@ -53,4 +53,14 @@ impl Generated {
             out.push_str(&c.arguments);
         }
     }
+}
+
+/// What a message of a session carries besides text: it is a tool round trip's half.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPart {
+    /// An assistant message that answered with these calls (its text is empty).
+    Calls(Vec<ToolCall>),
+    /// The result of the call named `call_id` (the message's text is the result).
+    Result { call_id: String },
 }

@@ -24,7 +24,10 @@
 //!   when present as such) and the finish reason from `response.status` and
 //!   `response.incomplete_details.reason` (`max_output_tokens`: `length`);
 //! - `response.failed`, `error`: the server reported an error in the stream;
-//! - every other type (`response.created`, `response.output_item.added`, …) carries nothing
+//! - `response.output_item.added` whose `item` is a `function_call`: the call's `call_id` and
+//!   `name` (the name is answer output, as a chat tool call's first delta is); any other item,
+//!   or an item not of this form, carries nothing;
+//! - every other type (`response.created`, …) carries nothing
 //!   the measurement reads and is skipped; an event without a string `type` is malformed.
 //!
 //! Decoding borrows: each event is read by serde_json into a struct of borrowed raw values,
@@ -44,6 +47,7 @@ use super::generated::Generated;
 use super::pooled::WholeError;
 use parts::{incomplete_reason, string, type_error, usage};
 
+mod calls;
 mod parts;
 
 /// The Responses API.
@@ -143,6 +147,10 @@ fn input_items(out: &mut Vec<u8>, messages: &[Message<'_>]) {
         if i > 0 {
             out.push(b',');
         }
+        if let Some(part) = m.tool {
+            super::tool_turn::write_items(out, m, part);
+            continue;
+        }
         out.extend_from_slice(b"{\"role\":");
         body::json_str(out, m.role);
         out.extend_from_slice(b",\"content\":");
@@ -162,6 +170,8 @@ struct Wire<'a> {
     delta: Option<&'a RawValue>,
     #[serde(borrow)]
     response: Option<&'a RawValue>,
+    #[serde(borrow)]
+    item: Option<&'a RawValue>,
 }
 
 /// Decodes one event's data (see the module doc for the grammar).
@@ -186,6 +196,8 @@ fn decode(data: &str) -> Result<Event<'_>, ChunkError> {
             info.tool_call.arguments = delta(wire.delta)?;
             info
         }
+        // A function call item announced: its call id and name (a tool result names it).
+        "response.output_item.added" => calls::added(wire.item),
         "response.completed" | "response.incomplete" => {
             return finished(wire.response, kind == "response.incomplete").map(Event::Last);
         }

@@ -248,6 +248,13 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
             s.tokens.answer_starved, s.requests.ok
         );
     }
+    if s.tokens.tool_round_trips > 0 {
+        let _ = writeln!(
+            out,
+            "    tool round trips: {} (session turns that answered tool calls with tool results)",
+            s.tokens.tool_round_trips
+        );
+    }
     if s.requests.retried > 0 {
         let _ = writeln!(
             out,

@@ -501,6 +501,15 @@ fn reasoning_rows(t: &crate::metrics::Tokens, ok: u64) -> Vec<KeyValue> {
             ),
         ));
     }
+    if t.tool_round_trips > 0 {
+        rows.push(kv(
+            "tool round trips",
+            format!(
+                "{} (session turns that answered tool calls with tool results)",
+                t.tool_round_trips
+            ),
+        ));
+    }
     rows
 }
 

@@ -398,6 +398,7 @@ impl Checker {
             ("cache_reported", t.cache_reported),
             ("reasoning_reported", t.reasoning_reported),
             ("answer_starved", t.answer_starved),
+            ("tool_round_trips", t.tool_round_trips),
         ] {
             self.at_most(&format!("{at}.{name}"), n, ok, "the ok requests");
         }

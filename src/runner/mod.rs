@@ -26,6 +26,7 @@ mod search;
 mod send;
 mod server;
 mod session;
+mod session_tools;
 mod stage;
 mod target;
 mod telemetry;

@@ -19,7 +19,7 @@ use crate::dataset::{
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
-use crate::protocol::{Answer, Inputs, Message, PromptRef, TraceContext};
+use crate::protocol::{Answer, Inputs, Message, PromptRef, ToolCall, TraceContext};
 
 /// Why a request's body could not be built (it is then recorded as a `hook` error).
 #[derive(Debug, thiserror::Error)]
@@ -285,18 +285,22 @@ impl StageShared {
     ) -> Option<String> {
         self.send_full(body, recipe, (scheduled_ns, turn), None, |_| {})
             .await
+            .map(|(text, _)| text)
     }
 
-    /// Like [`send`](Self::send), on the session's own connection when `held` is given and
-    /// the route keeps the session on one URL (see [`super::route::Router::sticky`]).
-    pub(super) async fn send_held(
+    /// A session turn, like [`send`](Self::send), on the session's own connection when `held`
+    /// is given and the route keeps the session on one URL (see
+    /// [`super::route::Router::sticky`]); marked a tool-result turn when `tool_result`. The
+    /// reply's text and the tool calls it held.
+    pub(super) async fn send_turn(
         &self,
         body: Body,
         recipe: RequestRecipe,
         at: (u64, u32),
-        held: Option<&mut Held>,
-    ) -> Option<String> {
-        self.send_full(body, recipe, at, held, |_| {}).await
+        (held, tool_result): (Option<&mut Held>, bool),
+    ) -> Option<(String, Vec<ToolCall>)> {
+        self.send_full(body, recipe, at, held, |r| r.tool_result = tool_result)
+            .await
     }
 
     /// [`send`](Self::send), with `finish` given the record just before it goes to the
@@ -311,9 +315,10 @@ impl StageShared {
     ) -> Option<String> {
         self.send_full(body, recipe, (scheduled_ns, turn), None, finish)
             .await
+            .map(|(text, _)| text)
     }
 
-    /// The one sending path behind [`send`](Self::send), [`send_held`](Self::send_held) and
+    /// The one sending path behind [`send`](Self::send), [`send_turn`](Self::send_turn) and
     /// [`send_then`](Self::send_then).
     async fn send_full(
         &self,
@@ -322,7 +327,7 @@ impl StageShared {
         (scheduled_ns, turn): (u64, u32),
         held: Option<&mut Held>,
         finish: impl FnOnce(&mut RequestRecord),
-    ) -> Option<String> {
+    ) -> Option<(String, Vec<ToolCall>)> {
         self.started.fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
             index: recipe.index,
@@ -392,9 +397,10 @@ impl StageShared {
         }
         finish(&mut rec);
         let ok = rec.ok();
+        let calls = std::mem::take(&mut rec.tool_calls);
         // The collector outlives every task of its stage; a failed send means it is gone already.
         let _ = self.tx.send(rec);
-        reply.filter(|_| ok)
+        reply.filter(|_| ok).map(|text| (text, calls))
     }
 }
 
@@ -415,6 +421,7 @@ fn build(
                 .map(|m| Message {
                     role: &m.role,
                     content: &m.content,
+                    tool: m.tool.as_ref(),
                 })
                 .collect();
             template.build_with(PromptRef::Messages(&msgs), max_tokens, extra, images)

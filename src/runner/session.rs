@@ -5,7 +5,9 @@
 //! latency. A failed turn ends its session (there is no reply to continue from); an interrupt
 //! or the end of the drain time stops it between turns. A session's turns go on one
 //! connection of their own while the server keeps it open and the route keeps the session on
-//! one URL (sticky connections: `client::Held`).
+//! one URL (sticky connections: `client::Held`). A turn the server answers with tool calls
+//! is answered by the next turn with tool results, after the tool time instead of the think
+//! time (`session_tools.rs`, `dataset/session_tools.rs`).
 //! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`.
 
 use std::sync::Arc;
@@ -13,8 +15,11 @@ use std::time::Duration;
 
 use super::send::{Body, StageShared, since};
 use crate::client::Held;
-use crate::dataset::{History, TurnTokens};
+use crate::dataset::{History, TurnTokens, with_tool_results};
 use crate::plan::SessionRecipe;
+use crate::protocol::ToolCall;
+
+use super::session_tools as tools;
 
 /// A session ready to start: its first request's body, and its turns (a chain) or its task
 /// (an agentic data set's item, run by `agent.rs`).
@@ -30,15 +35,21 @@ pub(super) fn prepare(sh: &StageShared, index: u64) -> Prepared {
         return Prepared::Task { index, item, first };
     }
     let session = sh.plan.session(&sh.stage, index);
-    let first = turn_body(sh, &session, 0, &[]);
+    let first = turn_body(sh, &session, 0, (&[], &[]));
     Prepared::Chain { session, first }
 }
 
-fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[String]) -> Body {
-    let server = sh
+fn turn_body(
+    sh: &StageShared,
+    session: &SessionRecipe,
+    k: usize,
+    (replies, answered): (&[String], &[Vec<ToolCall>]),
+) -> Body {
+    let history = sh
         .plan
         .session_plan(&sh.stage)
-        .is_some_and(|s| s.history == History::Server);
+        .map_or(History::Dataset, |s| s.history);
+    let server = history == History::Server;
     let mut recipe = session.turn(k);
     if server && k > 0 {
         // The planned count holds the data set's replies; the server's replies replace them.
@@ -62,6 +73,11 @@ fn turn_body(sh: &StageShared, session: &SessionRecipe, k: usize, replies: &[Str
         k,
         server.then_some(replies),
     );
+    let prompt = with_tool_results(prompt, k, answered, (history, session.index));
+    if answered.iter().take(k).any(|c| !c.is_empty()) {
+        // Calls and results are not the planned text: the prompt is counted as sent.
+        recipe.input_tokens = tools::count(sh.factory.tokenizer(), &prompt);
+    }
     sh.body_for(&recipe, prompt)
 }
 
@@ -76,8 +92,9 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
     let Some(settings) = sh.plan.session_plan(&sh.stage).copied() else {
         return;
     };
-    let think = settings.think_time.as_std();
     let mut replies = Vec::new();
+    // The tool calls each turn was answered with (empty: a plain reply).
+    let mut answered: Vec<Vec<ToolCall>> = Vec::new();
     let mut body = first;
     let mut scheduled = scheduled_ns;
     // The session's connection between its turns (sticky, where the route allows).
@@ -88,7 +105,11 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
             held.last();
         }
         let at = (scheduled, k as u32);
-        let Some(text) = sh.send_held(body, recipe, at, Some(&mut held)).await else {
+        let tool_result = answered.last().is_some_and(|c| !c.is_empty());
+        let Some((text, calls)) = sh
+            .send_turn(body, recipe, at, (Some(&mut held), tool_result))
+            .await
+        else {
             return;
         };
         if k + 1 == session.turns.len() {
@@ -97,13 +118,21 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
         if settings.history == History::Server {
             replies.push(text);
         }
-        if !think.is_zero() && !pause(&sh, think).await {
+        answered.push(tools::answerable(calls, session.index, k));
+        // The tool runs between a call and its result; a person thinks otherwise. Neither is
+        // latency: the next turn is due when the pause is over.
+        let wait = if answered[k].is_empty() {
+            settings.think_time
+        } else {
+            settings.tool_pause(sh.stage.seed, session.index, k as u32 + 1)
+        };
+        if !wait.as_std().is_zero() && !pause(&sh, wait.as_std()).await {
             return;
         }
         if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {
             return;
         }
-        body = turn_body(&sh, &session, k + 1, &replies);
+        body = turn_body(&sh, &session, k + 1, (&replies, &answered));
         // Due now: the think time (at the runtime's timer precision) is over.
         scheduled = since(sh.t0);
     }

@@ -1,5 +1,6 @@
-//! `session turns=… think-time=… history=…` inside a dataset: requests become multi-turn chat
-//! sessions, each turn carrying the conversation so far. Synthetic data sets need `turns`;
+//! `session turns=… think-time=… history=… tool-time=…` inside a dataset: requests become
+//! multi-turn chat sessions, each turn carrying the conversation so far (and answering the
+//! previous turn's tool calls, when it made some). Synthetic data sets need `turns`;
 //! ShareGPT data sets take their turns from the conversations (`turns` caps them).
 
 use kdl::KdlNode;
@@ -20,6 +21,13 @@ pub struct SessionSpec {
     pub think_time: Duration,
     /// What later turns carry as the assistant's earlier replies.
     pub history: History,
+    /// The tool's time before a turn that answers tool calls, instead of the think time
+    /// (`tool-time`); drawn uniformly up to `tool_time_max` when that is given. Not latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_time: Option<Duration>,
+    /// `tool-time-max`: the upper bound of the tool time's uniform draw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_time_max: Option<Duration>,
 }
 
 /// Parses `session turns=3 think-time="2s" history="server"`; `None` after an error.
@@ -72,6 +80,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SessionSpec> {
         None if node.entry("history").is_some() => None,
         None => Some(History::Dataset),
     };
+    let (tool_time, tool_time_max) = tool_times(ctx, &mut r, node);
     r.finish(ctx);
     if !ok {
         return None;
@@ -80,5 +89,47 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SessionSpec> {
         turns,
         think_time: think_time?,
         history: history?,
+        tool_time: tool_time?,
+        tool_time_max: tool_time_max?,
     })
+}
+
+/// `tool-time="300ms" tool-time-max="2s"`: the tool's time before a tool-result turn, fixed
+/// or uniform between the two; `None` (outer) after an error.
+#[allow(clippy::type_complexity)]
+fn tool_times(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    node: &KdlNode,
+) -> (Option<Option<Duration>>, Option<Option<Duration>>) {
+    let mut read = |ctx: &mut Ctx<'_>, key: &'static str| match r.prop(ctx, key) {
+        Some(v) => ctx.duration(&v, key).map(|d| Some((d, v.span))),
+        None if node.entry(key).is_some() => None,
+        None => Some(None),
+    };
+    let min = read(ctx, "tool-time");
+    let max = read(ctx, "tool-time-max");
+    let strip = |d: Option<Option<(Duration, miette::SourceSpan)>>| d.map(|d| d.map(|d| d.0));
+    match (&min, &max) {
+        (Some(None), Some(Some((_, span)))) => {
+            ctx.error(
+                *span,
+                "`tool-time-max` needs `tool-time`",
+                "no lower bound",
+                Some("write both: tool-time=\"200ms\" tool-time-max=\"1s\"".into()),
+            );
+            return (None, None);
+        }
+        (Some(Some((lo, _))), Some(Some((hi, span)))) if hi < lo => {
+            ctx.error(
+                *span,
+                format!("`tool-time-max` ({hi}) is below `tool-time` ({lo})"),
+                "below the lower bound",
+                Some("make tool-time-max at least tool-time".into()),
+            );
+            return (None, None);
+        }
+        _ => {}
+    }
+    (strip(min), strip(max))
 }

@@ -104,8 +104,10 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub metrics_histograms: bool,
-    /// Answer a streamed chat request that offers `tools` with a call of its first tool
-    /// (`delta.tool_calls`, `finish_reason: "tool_calls"`) instead of text.
+    /// Answer a streamed chat or Responses request that offers `tools` with a call of its
+    /// first tool (chat's `delta.tool_calls` and `finish_reason: "tool_calls"`, a Responses
+    /// `function_call` item) instead of text; a request whose last message is a tool result
+    /// is answered with text.
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub tool_calls: bool,

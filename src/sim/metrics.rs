@@ -20,6 +20,8 @@ pub(crate) struct SimMetrics {
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
     success: AtomicU64,
+    tool_results: AtomicU64,
+    tool_results_sim_ids: AtomicU64,
 }
 
 impl SimMetrics {
@@ -54,6 +56,16 @@ impl SimMetrics {
 
     pub(crate) fn generated(&self, tokens: u64) {
         self.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    /// A request's tool results, counted once the request is read and its results accepted.
+    pub(crate) fn tool_results(&self, r: super::wire::ToolResults) {
+        if r.count > 0 {
+            self.tool_results
+                .fetch_add(u64::from(r.count), Ordering::Relaxed);
+            self.tool_results_sim_ids
+                .fetch_add(u64::from(r.sim_ids), Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn succeeded(&self) {
@@ -135,10 +147,30 @@ impl SimMetrics {
             escape(model),
             get(&self.success)
         );
+        self.render_tools(&mut out);
         if let Some(h) = &self.histograms {
             h.render(&mut out, &escape(model));
         }
         out
+    }
+
+    /// The simulator's own series (no vLLM counterpart): tool results read, and those that
+    /// named a call id the simulator gave, so a test sees the ids came back.
+    fn render_tools(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP infermeter_sim_tool_results_total Tool results received (chat tool \
+             messages, Responses function_call_output items).\n\
+             # TYPE infermeter_sim_tool_results_total counter\n\
+             infermeter_sim_tool_results_total {}\n\
+             # HELP infermeter_sim_tool_results_sim_ids_total Tool results naming a call id of \
+             the simulator's form (call-sim-N).\n\
+             # TYPE infermeter_sim_tool_results_sim_ids_total counter\n\
+             infermeter_sim_tool_results_sim_ids_total {}",
+            get(&self.tool_results),
+            get(&self.tool_results_sim_ids)
+        );
     }
 }
 

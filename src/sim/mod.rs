@@ -15,6 +15,7 @@ mod scheduler;
 mod server;
 mod state;
 mod tokens;
+mod tool_results;
 mod tools;
 mod trace;
 mod usage;

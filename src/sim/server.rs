@@ -317,12 +317,19 @@ fn unix_now() -> u64 {
 }
 
 /// The response's framing: the API's stream, or with `tool-calls` and a request offering a
-/// tool, a streamed call of it.
+/// tool, a streamed call of it — unless the request ends with a tool result, which the model
+/// answers with text (a session's tool round trip ends).
 fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &str) -> Framing {
-    let tool = (cfg.tool_calls && req.stream)
-        .then(|| req.tool.as_deref().zip(served.side.tool_stream()))
+    let side = served.side;
+    let tool_stream = || {
+        side.tool_stream()
+            .map(wire::Stream::Choices)
+            .or_else(|| side.tool_events().map(wire::Stream::Events))
+    };
+    let tool = (cfg.tool_calls && req.stream && !req.tool_results.last)
+        .then(|| req.tool.as_deref().zip(tool_stream()))
         .flatten();
-    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| wire::Stream::Choices(s));
+    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| s);
     let name = tool.map(|(name, _)| name);
     Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, name)
 }
@@ -346,6 +353,7 @@ async fn generate(
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
+    app.metrics.tool_results(req.tool_results);
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
         return unknown_model(req.model.as_deref().unwrap_or_default());

@@ -24,13 +24,16 @@ pub(crate) fn first_choice(id: u64, name: &str) -> Box<[u8]> {
     .into_boxed_slice()
 }
 
-/// A request's `tools`, read leniently: the first function tool's name, if any.
+/// A request's `tools`, read leniently: the first function tool's name, if any — chat's
+/// `{"type":"function","function":{"name"}}` or the Responses API's flat
+/// `{"type":"function","name"}`.
 #[derive(Deserialize)]
 pub(crate) struct RawTools(Vec<RawTool>);
 
 #[derive(Deserialize)]
 struct RawTool {
     function: Option<RawFunction>,
+    name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -43,7 +46,7 @@ impl RawTools {
     pub(crate) fn first_name(self) -> Option<String> {
         self.0
             .into_iter()
-            .find_map(|t| t.function.and_then(|f| f.name))
+            .find_map(|t| t.function.and_then(|f| f.name).or(t.name))
     }
 }
 
@@ -70,6 +73,7 @@ mod tests {
             reasoning_effort: None,
             model: None,
             priority: 0,
+            tool_results: Default::default(),
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

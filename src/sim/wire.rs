@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::tokens::PromptSink;
+pub(crate) use super::tool_results::ToolResults;
 use super::tools::{self, RawTools};
 pub(crate) use super::usage::{Finish, FinishReason, Timings};
 use crate::protocol::ReasoningEffort;
@@ -29,6 +30,11 @@ pub(crate) trait SimApi: Sync {
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value;
     /// The pieces of a streamed tool-calling answer, for an API that can give one.
     fn tool_stream(&self) -> Option<&'static ChoiceStream> {
+        None
+    }
+    /// A streamed tool-calling answer as typed events, for an event-stream API that can give
+    /// one (the Responses API's function call items).
+    fn tool_events(&self) -> Option<&'static dyn EventStream> {
         None
     }
 }
@@ -70,6 +76,8 @@ pub(crate) struct TokenEvent<'a> {
     pub finish: Option<&'a Finish>,
     /// Usage carries the cached prompt tokens (`prefix-cache`).
     pub usage_details: bool,
+    /// A tool-calling answer's function name, as a JSON string (quotes included).
+    pub tool: Option<&'a str>,
 }
 
 /// The fixed pieces of an OpenAI-style stream whose events carry `choices[0]`.
@@ -117,6 +125,11 @@ pub(crate) trait PromptField: DeserializeOwned {
     const CONTEXT_KEY: Option<&'static str> = None;
     /// Feeds its tokens into `sink`.
     fn feed(&self, sink: &mut PromptSink);
+    /// The tool results the prompt carries, or why they are refused (a result naming no
+    /// earlier call of the request).
+    fn tool_results(&self) -> Result<ToolResults, BadRequest> {
+        Ok(ToolResults::default())
+    }
 }
 
 #[derive(Deserialize)]
@@ -312,6 +325,9 @@ pub(crate) struct GenRequest {
     pub model: Option<String>,
     /// vLLM's `priority`: lower is served first (default 0).
     pub priority: i64,
+    /// The tool results the prompt carries (chat's `tool` messages, the Responses API's
+    /// `function_call_output` items).
+    pub tool_results: ToolResults,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -344,6 +360,7 @@ pub(crate) fn parse<P: PromptField>(
         sink.message_start("system");
         sink.text(context);
     }
+    let tool_results = prompt.tool_results()?;
     prompt.feed(&mut sink);
     let effort = raw
         .reasoning_effort
@@ -368,6 +385,7 @@ pub(crate) fn parse<P: PromptField>(
         reasoning_effort: effort.as_deref().and_then(ReasoningEffort::from_name),
         model: raw.model,
         priority: raw.priority.unwrap_or(0),
+        tool_results,
     })
 }
 
@@ -409,6 +427,8 @@ enum Shape {
         id: u64,
         created: u64,
         model_json: Box<str>,
+        /// A tool-calling answer's function name, as a JSON string.
+        tool: Option<Box<str>>,
     },
 }
 
@@ -430,6 +450,11 @@ impl Framing {
             (None, Stream::Choices(shape)) => shape.first.map(Box::from),
             (None, Stream::Events(_)) => None,
         };
+        let tool_json = tool.map(|name| {
+            serde_json::to_string(name)
+                .unwrap_or_else(|_| "\"\"".into())
+                .into_boxed_str()
+        });
         let shape = match stream {
             Stream::Choices(shape) => {
                 let (id_prefix, object) = (shape.id_prefix, shape.object);
@@ -449,6 +474,7 @@ impl Framing {
                 id,
                 created,
                 model_json: model.into_boxed_str(),
+                tool: tool_json,
             },
         };
         Framing {
@@ -503,6 +529,7 @@ impl Framing {
                 id,
                 created,
                 model_json,
+                tool,
             } => {
                 let t = TokenEvent {
                     id: *id,
@@ -513,6 +540,7 @@ impl Framing {
                     reasoning: self.reasoning,
                     finish,
                     usage_details: self.usage_details,
+                    tool: tool.as_deref(),
                 };
                 return api.token(buf, &t);
             }

@@ -54,6 +54,7 @@ mod steady_state;
 mod telemetry_run;
 mod tokenizer_file;
 mod tool_calls;
+mod tool_results;
 mod until_decided;
 mod warmup_run;
 mod workloads;

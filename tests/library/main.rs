@@ -28,6 +28,7 @@ mod scenario_schema;
 mod scenario_snapshots;
 mod scenario_telemetry;
 mod scenario_warmup;
+mod session_tool_time;
 mod sla_evaluate;
 mod sla_parse;
 mod sla_prefix;

@@ -50,6 +50,7 @@ impl Client {
         let usage = answer.as_ref().and_then(|g| g.usage);
         if let Some(g) = &answer {
             g.push_text(&mut text);
+            rec.tool_calls.clone_from(&g.tool_calls);
             rec.finish_reason = g.finish_reason;
             rec.answered = Some(g.has_answer());
             // Hidden reasoning (OpenAI sends none of its text) still counts in usage.

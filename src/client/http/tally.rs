@@ -4,7 +4,7 @@
 
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::protocol::{Api, Event, Usage};
+use crate::protocol::{Api, Event, FinishReason, ToolCall, ToolCallDelta, Usage};
 
 /// How a stream ended.
 pub(super) enum End {
@@ -82,12 +82,18 @@ impl Tally {
                 for part in [&call.name, &call.arguments].into_iter().flatten() {
                     part.push_to(text);
                 }
+                keep_call(&mut rec.tool_calls, call);
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);
             }
             if chunk.finish_reason.is_some() {
                 rec.finish_reason = chunk.finish_reason;
+                // A stream that stopped after tool calls ended with them, as a whole answer's
+                // decoding says (the Responses API's `completed` names no reason of its own).
+                if rec.finish_reason == Some(FinishReason::Stop) && !rec.tool_calls.is_empty() {
+                    rec.finish_reason = Some(FinishReason::ToolCalls);
+                }
             }
             if chunk.timings.is_some() {
                 rec.server_timings = chunk.timings;
@@ -96,5 +102,29 @@ impl Tally {
                 return Some(End::Done);
             }
         }
+    }
+}
+
+/// Adds a streamed tool-call delta to the calls so far, for a session's next turn: a delta with
+/// an id starts a call, one without continues the last (a call's later deltas carry only its
+/// arguments). Allocates only on tool-call deltas, as the reply text does.
+fn keep_call(calls: &mut Vec<ToolCall>, delta: &ToolCallDelta<'_>) {
+    if delta.id.is_none() && !delta.has_output() {
+        return;
+    }
+    if delta.id.is_some() || calls.is_empty() {
+        calls.push(ToolCall::default());
+    }
+    let Some(call) = calls.last_mut() else {
+        return;
+    };
+    if let Some(id) = &delta.id {
+        id.push_to(&mut call.call_id);
+    }
+    if let Some(name) = &delta.name {
+        name.push_to(&mut call.name);
+    }
+    if let Some(args) = &delta.arguments {
+        args.push_to(&mut call.arguments);
     }
 }

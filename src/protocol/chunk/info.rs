@@ -101,6 +101,9 @@ impl ChunkInfo<'_> {
 /// arguments, each borrowed from the chunk like the answer text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCallDelta<'a> {
+    /// The call's `id` (chat) or `call_id` (the Responses API's function call item): in the
+    /// call's first delta only; a tool result names the call by it. Not output.
+    pub id: Option<JsonStr<'a>>,
     /// `function.name`.
     pub name: Option<JsonStr<'a>>,
     /// `function.arguments`: a fragment of the arguments' JSON text.

@@ -452,6 +452,10 @@ impl<'a> Text<'a> {
                     _ => None,
                 }
             }
+            b"id" => {
+                seen.first(1)?;
+                self.opt_str(i, &mut out.id)
+            }
             _ => self.skip(i, 6),
         })
     }

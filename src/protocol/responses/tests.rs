@@ -264,18 +264,22 @@ fn request_bodies() {
         Message {
             role: "system",
             content: "be brief",
+            tool: None,
         },
         Message {
             role: "user",
             content: "q1",
+            tool: None,
         },
         Message {
             role: "assistant",
             content: "a1",
+            tool: None,
         },
         Message {
             role: "user",
             content: "q2",
+            tool: None,
         },
     ];
     let b = body(

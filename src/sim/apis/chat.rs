@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::sim::tokens::PromptSink;
+use crate::sim::tool_results::{self, Checker, RawCall, ToolResults};
 use crate::sim::vision::ImageRef;
 use crate::sim::wire::{
     self, BadRequest, ChoiceStream, GenRequest, PromptField, SimApi, Stream, Whole,
@@ -82,12 +83,26 @@ impl PromptField for Messages {
     fn feed(&self, sink: &mut PromptSink) {
         tokens(&self.0, true, sink);
     }
+    fn tool_results(&self) -> Result<ToolResults, BadRequest> {
+        check_tools(&self.0)
+    }
 }
 
 #[derive(Deserialize)]
 pub(crate) struct RawMessage {
     role: Option<RawRole>,
     content: Option<RawContent>,
+    /// A session's tool round trip (see `sim/tool_results.rs`): chat's assistant `tool_calls`
+    /// and a tool message's `tool_call_id`; the Responses API's `function_call` and
+    /// `function_call_output` items (`type`, `call_id`, `name`, `arguments`, `output`).
+    tool_calls: Option<Vec<RawCall>>,
+    tool_call_id: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: Option<String>,
+    output: Option<RawContent>,
 }
 
 /// A message's role: only a string one is used (for the chat-formatting tokens); anything else
@@ -118,26 +133,84 @@ struct RawPart {
 pub(crate) fn tokens(messages: &[RawMessage], add_generation_prompt: bool, sink: &mut PromptSink) {
     const _: () = assert!(PER_MESSAGE_TOKENS == 3 && REPLY_PRIMING_TOKENS == 3);
     for m in messages {
-        sink.message_start(match &m.role {
-            Some(RawRole::Text(r)) => r,
+        sink.message_start(match (&m.role, m.item_role()) {
+            (Some(RawRole::Text(r)), _) => r,
+            (_, Some(role)) => role,
             _ => "user",
         });
-        match &m.content {
-            Some(RawContent::Text(t)) => sink.text(t),
-            Some(RawContent::Parts(parts)) => {
-                for p in parts {
-                    if let Some(t) = &p.text {
-                        sink.text(t);
-                    }
-                    if let Some(image) = p.image_url {
-                        sink.image(image.tokens, image.key);
+        for content in [&m.content, &m.output].into_iter().flatten() {
+            match content {
+                RawContent::Text(t) => sink.text(t),
+                RawContent::Parts(parts) => {
+                    for p in parts {
+                        if let Some(t) = &p.text {
+                            sink.text(t);
+                        }
+                        if let Some(image) = p.image_url {
+                            sink.image(image.tokens, image.key);
+                        }
                     }
                 }
             }
-            None => {}
         }
+        // Calls sent back are prompt text: their names and arguments.
+        m.feed_calls(sink);
     }
     if add_generation_prompt {
         sink.message_start("assistant");
     }
+}
+
+impl RawMessage {
+    /// The role a Responses API item of a tool round trip takes in the chat template.
+    fn item_role(&self) -> Option<&'static str> {
+        tool_results::item_role(self.kind.as_deref())
+    }
+
+    /// The calls a message sends back (an assistant's `tool_calls`, a `function_call` item).
+    fn feed_calls(&self, sink: &mut PromptSink) {
+        for c in self.tool_calls.iter().flatten() {
+            c.feed(sink);
+        }
+        if self.kind.as_deref() == Some("function_call") {
+            for t in [&self.name, &self.arguments].into_iter().flatten() {
+                sink.text(t);
+            }
+        }
+    }
+
+    /// The id of the call this message is the result of, when it is a tool result (`None`
+    /// inside when it names none).
+    fn result_of(&self) -> Option<Option<&str>> {
+        if matches!(&self.role, Some(RawRole::Text(r)) if r == "tool") {
+            Some(self.tool_call_id.as_deref())
+        } else if self.kind.as_deref() == Some("function_call_output") {
+            Some(self.call_id.as_deref())
+        } else {
+            None
+        }
+    }
+}
+
+/// The tool results of a request's messages (chat's or the Responses API's items), each
+/// checked against the calls before it (see `sim/tool_results.rs`).
+pub(crate) fn check_tools(messages: &[RawMessage]) -> Result<ToolResults, BadRequest> {
+    let mut checker = Checker::default();
+    for (i, m) in messages.iter().enumerate() {
+        for id in m.tool_calls.iter().flatten().filter_map(RawCall::id) {
+            checker.call(id);
+        }
+        if m.kind.as_deref() == Some("function_call")
+            && let Some(id) = m.call_id.as_deref()
+        {
+            checker.call(id);
+        }
+        checker
+            .message(i, m.result_of(), m.kind.is_some())
+            .map_err(|r| BadRequest {
+                message: r.message,
+                param: Some(r.param),
+            })?;
+    }
+    Ok(checker.finish())
 }

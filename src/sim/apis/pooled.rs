@@ -95,6 +95,7 @@ pub(super) fn fed(
         reasoning_effort: None,
         model: None,
         priority: 0,
+        tool_results: Default::default(),
     })
 }
 

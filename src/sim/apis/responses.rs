@@ -14,10 +14,12 @@ use serde::Deserialize;
 
 use super::chat::{self, RawMessage};
 use crate::sim::tokens::PromptSink;
+use crate::sim::tool_results::ToolResults;
 use crate::sim::wire::{
     self, BadRequest, EventStream, FinishReason, GenRequest, PromptField, SimApi, Stream,
     TokenEvent, Whole,
 };
+use events::{completed, event, open};
 
 /// The Responses API's side.
 pub(crate) struct Responses;
@@ -33,6 +35,11 @@ impl SimApi for Responses {
 
     fn stream(&self) -> Stream {
         Stream::Events(&Responses)
+    }
+
+    /// A function call item streamed: see `responses/tool.rs`.
+    fn tool_events(&self) -> Option<&'static dyn EventStream> {
+        Some(&tool::ResponsesTool)
     }
 
     /// A `response` object: a reasoning item (its text as `reasoning_text` content, as vLLM
@@ -96,6 +103,12 @@ impl PromptField for Input {
             Input::Items(items) => chat::tokens(items, true, sink),
         }
     }
+    fn tool_results(&self) -> Result<ToolResults, BadRequest> {
+        match self {
+            Input::Text(_) => Ok(ToolResults::default()),
+            Input::Items(items) => chat::check_tools(items),
+        }
+    }
 }
 
 impl EventStream for Responses {
@@ -155,17 +168,6 @@ impl EventStream for Responses {
     }
 }
 
-/// `event: KIND` and `data: {"type":"KIND"`, the object left open.
-fn open(buf: &mut BytesMut, kind: &str) {
-    let _ = write!(buf, "event: {kind}\ndata: {{\"type\":\"{kind}\"");
-}
-
-/// A whole event: its type, sequence number and `fields` (JSON members).
-fn event(buf: &mut BytesMut, kind: &str, seq: u64, fields: &str) {
-    open(buf, kind);
-    let _ = write!(buf, ",\"sequence_number\":{seq},{fields}}}\n\n");
-}
-
 /// An output item's announcement or end: the reasoning item or the message.
 fn item_event(
     buf: &mut BytesMut,
@@ -199,37 +201,8 @@ fn item_event(
     );
 }
 
-/// `response.completed`, or `response.incomplete` when the output budget ran out, with usage.
-fn completed(buf: &mut BytesMut, seq: u64, t: &TokenEvent<'_>, finish: &wire::Finish) {
-    let (kind, status, details) = match finish.reason {
-        FinishReason::Length => (
-            "response.incomplete",
-            "incomplete",
-            r#"{"reason":"max_output_tokens"}"#,
-        ),
-        FinishReason::Stop => ("response.completed", "completed", "null"),
-    };
-    let (p, c) = (finish.prompt, finish.completion);
-    let mut usage = format!(r#"{{"input_tokens":{p}"#);
-    if t.usage_details {
-        let _ = write!(
-            usage,
-            r#","input_tokens_details":{{"cached_tokens":{}}}"#,
-            finish.cached
-        );
-    }
-    let _ = write!(
-        usage,
-        r#","output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":{}}},"total_tokens":{}}}"#,
-        finish.reasoning,
-        p + c
-    );
-    let response = format!(
-        r#""response":{{"id":"resp_sim-{}","object":"response","created_at":{},"model":{},"status":"{status}","incomplete_details":{details},"output":[],"usage":{usage}}}"#,
-        t.id, t.created, t.model_json
-    );
-    event(buf, kind, seq, &response);
-}
+mod events;
+mod tool;
 
 #[cfg(test)]
 mod tests;

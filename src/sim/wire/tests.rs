@@ -17,6 +17,7 @@ fn req(stream: bool, include_usage: bool) -> GenRequest {
         reasoning_effort: None,
         model: None,
         priority: 0,
+        tool_results: Default::default(),
     }
 }
 
