@@ -46,7 +46,10 @@ pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_l
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
-pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
+pub use target::{
+    CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, RequestSettings, RunSettings,
+    answer_of,
+};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

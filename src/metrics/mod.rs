@@ -8,6 +8,7 @@ mod attribution;
 mod cause;
 mod curve;
 mod def;
+mod depths;
 mod dist;
 mod flags;
 mod groups;
@@ -53,6 +54,7 @@ pub use saturation::SATURATION_RATIO;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
+pub use depths::DepthSummary;
 pub use urls::UrlSummary;
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{

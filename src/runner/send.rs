@@ -287,14 +287,14 @@ impl StageShared {
             .await
     }
 
-    /// Like [`send`](Self::send), on the session's own connection when `held` is given and
-    /// the route keeps the session on one URL (see [`super::route::Router::sticky`]).
+    /// Like [`send`](Self::send), on the session's own connection to the URL the request is
+    /// routed to, when `held` (one per URL, see [`super::route::Router::held`]) is given.
     pub(super) async fn send_held(
         &self,
         body: Body,
         recipe: RequestRecipe,
         at: (u64, u32),
-        held: Option<&mut Held>,
+        held: Option<&mut [Held]>,
     ) -> Option<String> {
         self.send_full(body, recipe, at, held, |_| {}).await
     }
@@ -320,7 +320,7 @@ impl StageShared {
         body: Body,
         recipe: RequestRecipe,
         (scheduled_ns, turn): (u64, u32),
-        held: Option<&mut Held>,
+        held: Option<&mut [Held]>,
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
         self.started.fetch_add(1, Ordering::Relaxed);
@@ -364,6 +364,7 @@ impl StageShared {
         };
         let tag = Tag {
             affinity: pick.affinity.as_deref(),
+            priority: self.variants.header_priority(recipe.labels),
         };
         let client = &pick.route.client;
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -373,7 +374,7 @@ impl StageShared {
             _ = self.cancel.cancelled() => None,
             text = client.execute_tagged(
                 body,
-                (tag, held.filter(|_| self.router.sticky())),
+                (tag, held.and_then(|h| h.get_mut(usize::from(pick.url.unwrap_or(0))))),
                 recipe.output_tokens,
                 &mut rec,
                 self.t0,

@@ -20,6 +20,7 @@ pub(crate) struct SimMetrics {
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
     success: AtomicU64,
+    preemptions: AtomicU64,
 }
 
 impl SimMetrics {
@@ -54,6 +55,11 @@ impl SimMetrics {
 
     pub(crate) fn generated(&self, tokens: u64) {
         self.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    /// A running sequence preempted for a more urgent one.
+    pub(crate) fn preempted(&self) {
+        self.preemptions.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn succeeded(&self) {
@@ -123,6 +129,12 @@ impl SimMetrics {
             "counter",
             "Number of generation tokens processed.",
             get(&self.generation_tokens).to_string(),
+        );
+        metric(
+            "num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            get(&self.preemptions).to_string(),
         );
         let _ = writeln!(
             out,
