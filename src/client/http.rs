@@ -192,11 +192,10 @@ impl Client {
                         Some((n.as_str().to_string(), v.to_str().ok()?.to_string()))
                     })
                     .collect();
-                Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout)
-                    .map(|w| {
-                        w.with_affinity(cfg.affinity_header.as_deref())
-                            .with_priority(cfg.priority_header.as_deref())
-                    })
+                Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout).map(|w| {
+                    w.with_affinity(cfg.affinity_header.as_deref())
+                        .with_priority(cfg.priority_header.as_deref())
+                })
             })
             .flatten()
             .map(Arc::new);

@@ -8,9 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, DepthSummary, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
-    SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
-    TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
+    ClientHealth, ClientNet, DepthSummary, Flag, FlagKind, LatencyMetric, Payload, PerMetric,
+    RequestCounts, SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens,
+    TurnHistograms, TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
 };
 use crate::results::ShardStart;
 

@@ -37,6 +37,7 @@ pub use attribution::{
 };
 pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
 pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
+pub use depths::DepthSummary;
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use groups::priority_check;
@@ -54,7 +55,6 @@ pub use saturation::SATURATION_RATIO;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
-pub use depths::DepthSummary;
 pub use urls::UrlSummary;
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{

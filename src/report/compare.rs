@@ -162,8 +162,8 @@ pub struct Comparison {
     pub regressions: Vec<Flagged>,
     /// Every metric whose change could not be decided.
     pub undecided: Vec<Flagged>,
-    /// Per URL, for stages both runs spread over several URLs: descriptive, never gating.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Per URL, for stages both runs spread over several URLs: descriptive, never gating
+    /// (empty otherwise; always written, so a template may read it).
     pub urls: Vec<super::UrlComparison>,
 }
 

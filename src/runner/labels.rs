@@ -160,11 +160,18 @@ mod tests {
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert!(json.get("priority").is_none(), "{json}");
         labels.set(Grouping::Class, 1);
-        assert_eq!(v.header_priority(labels), None, "a class without a priority");
+        assert_eq!(
+            v.header_priority(labels),
+            None,
+            "a class without a priority"
+        );
         let both = Variants::new(&base, &groups, (true, true));
         labels.set(Grouping::Class, 0);
         let body = both.of(labels).unwrap().build(PromptRef::Text("hi"), 4);
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!((json["priority"].as_i64(), both.header_priority(labels)), (Some(-5), Some(-5)));
+        assert_eq!(
+            (json["priority"].as_i64(), both.header_priority(labels)),
+            (Some(-5), Some(-5))
+        );
     }
 }

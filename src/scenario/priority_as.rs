@@ -86,7 +86,9 @@ impl PriorityAs {
                 v.span,
                 "invalid priority-header",
                 p,
-                Some(format!("write e.g. priority-header \"{DEFAULT_PRIORITY_HEADER}\"")),
+                Some(format!(
+                    "write e.g. priority-header \"{DEFAULT_PRIORITY_HEADER}\""
+                )),
             ),
             None => self.header = Some((lower, v.span)),
         }
@@ -190,11 +192,11 @@ mod tests {
         assert!(p.contains("priority-as \\\"header\\\""), "{p}");
         let p = problem(r#"target "sim" { priority-as "header"; priority-header "x prio"; }"#);
         assert!(p.contains("invalid priority-header"), "{p}");
-        let p = problem(r#"target "sim" { priority-as "header"; priority-header "Content-Type"; }"#);
+        let p =
+            problem(r#"target "sim" { priority-as "header"; priority-header "Content-Type"; }"#);
         assert!(p.contains("a header the client sets itself"), "{p}");
-        let p = problem(
-            r#"target "sim" { priority-as "header"; header "x-request-priority" "1"; }"#,
-        );
+        let p =
+            problem(r#"target "sim" { priority-as "header"; header "x-request-priority" "1"; }"#);
         assert!(p.contains("is sent already"), "{p}");
     }
 }

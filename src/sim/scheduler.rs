@@ -217,7 +217,9 @@ impl Scheduler {
     /// first, as vLLM's priority scheduling; first come, first served within a priority, and
     /// for all under `ignore-priority`, where every priority is 0).
     fn enqueue(&mut self, s: NewSeq) {
-        let at = self.waiting.partition_point(|w| w.seq().priority <= s.priority);
+        let at = self
+            .waiting
+            .partition_point(|w| w.seq().priority <= s.priority);
         self.waiting.insert(at, Queued::New(s));
     }
 
@@ -238,8 +240,7 @@ impl Scheduler {
                 continue;
             }
             let full = self.running.len() >= self.config.max_running as usize;
-            if full || (self.kv_used + need > self.config.kv_capacity && !self.running.is_empty())
-            {
+            if full || (self.kv_used + need > self.config.kv_capacity && !self.running.is_empty()) {
                 // No room: a less urgent running sequence makes room, or the queue waits.
                 if self.preempt_for(priority) {
                     continue;

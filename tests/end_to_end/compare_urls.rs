@@ -47,8 +47,14 @@ fn two_urls(dir: &Path, name: &str, slower: f64, swap: bool) -> String {
                     d.intervals = None;
                     if is_b {
                         for v in [
-                            &mut d.p50, &mut d.p90, &mut d.p95, &mut d.p99, &mut d.p999,
-                            &mut d.max, &mut d.min, &mut d.mean,
+                            &mut d.p50,
+                            &mut d.p90,
+                            &mut d.p95,
+                            &mut d.p99,
+                            &mut d.p999,
+                            &mut d.max,
+                            &mut d.min,
+                            &mut d.mean,
                         ] {
                             *v *= slower;
                         }
@@ -95,7 +101,9 @@ fn compare_shows_each_url_matched_by_url_and_does_not_gate_on_it() {
     let o = infermeter(&["compare", &base, &cur, "--format", "markdown"]);
     let (md, _) = text(&o);
     assert!(
-        md.contains(&format!("#### Stage `steady` at `{B}` (per URL, not gated)")),
+        md.contains(&format!(
+            "#### Stage `steady` at `{B}` (per URL, not gated)"
+        )),
         "{md}"
     );
     assert!(md.contains("| +100.0 % |"), "{md}");

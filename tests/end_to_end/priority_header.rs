@@ -52,8 +52,13 @@ fn run_classes(target: &str, env: &[(&str, String)]) -> (std::process::Output, s
     let path = scenario(&dir, "s.kdl", &format!("{target}{CLASSES}"));
     let out = dir.join("out");
     let mut cmd = command();
-    cmd.args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .args(["--quiet", "--no-plots", "--untrusted", "judge"]);
+    cmd.args([
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .args(["--quiet", "--no-plots", "--untrusted", "judge"]);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -47,7 +47,11 @@ impl Checker {
         for (i, d) in s.per_depth.iter().enumerate() {
             let at = format!("{at}.per_depth[{i}]");
             if d.depth <= last {
-                self.fail(format!("{at}.depth"), d.depth, "depths from 1 up, each once");
+                self.fail(
+                    format!("{at}.depth"),
+                    d.depth,
+                    "depths from 1 up, each once",
+                );
             }
             last = d.depth;
             if d.ok.checked_add(d.failed) != Some(d.sent) {
