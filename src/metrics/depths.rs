@@ -54,7 +54,7 @@ impl DepthSummary {
             output_tokens: self.output_tokens,
             cached_tokens: self.cached_tokens,
             cached_share: self.cached_share,
-            latency: self.latency.clone(),
+            latency: self.latency,
             histograms: self.histograms.clone(),
         }
     }

@@ -136,22 +136,26 @@ impl SimMetrics {
             "Cumulative number of preemption from the engine.",
             get(&self.preemptions).to_string(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP vllm:request_success_total Count of successfully processed requests."
-        );
-        let _ = writeln!(out, "# TYPE vllm:request_success_total counter");
-        let _ = writeln!(
-            out,
-            "vllm:request_success_total{{finished_reason=\"length\",model_name=\"{}\"}} {}",
-            escape(model),
-            get(&self.success)
-        );
+        success_total(&mut out, model, get(&self.success));
         if let Some(h) = &self.histograms {
             h.render(&mut out, &escape(model));
         }
         out
     }
+}
+
+/// `vllm:request_success_total`, labelled by finish reason as vLLM labels it.
+fn success_total(out: &mut String, model: &str, n: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP vllm:request_success_total Count of successfully processed requests."
+    );
+    let _ = writeln!(out, "# TYPE vllm:request_success_total counter");
+    let _ = writeln!(
+        out,
+        "vllm:request_success_total{{finished_reason=\"length\",model_name=\"{}\"}} {n}",
+        escape(model),
+    );
 }
 
 fn escape(s: &str) -> String {

@@ -85,6 +85,10 @@ pub(crate) struct NewSeq {
 
 /// A request waiting for a place in the batch: new, or preempted from it (with what it had
 /// emitted, to resume from).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "every request is queued new, a preempted one rarely: boxing the new would allocate per request"
+)]
 enum Queued {
     New(NewSeq),
     Preempted(Box<Running>),
@@ -224,13 +228,10 @@ impl Scheduler {
     }
 
     fn admit(&mut self, now: Instant) {
-        loop {
-            let Some((closed, need, priority)) = self.waiting.front().map(|q| {
-                let s = q.seq();
-                (s.tx.is_closed(), s.prompt_tokens + s.max_tokens, s.priority)
-            }) else {
-                break;
-            };
+        while let Some((closed, need, priority)) = self.waiting.front().map(|q| {
+            let s = q.seq();
+            (s.tx.is_closed(), s.prompt_tokens + s.max_tokens, s.priority)
+        }) {
             if closed {
                 match self.waiting.pop_front() {
                     Some(Queued::New(s)) => self.finish_unadmitted(s, Outcome::Cancelled),

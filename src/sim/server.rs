@@ -304,9 +304,10 @@ async fn serve(
         .as_ref()
         .and_then(|_| headers.get("traceparent"))
         .and_then(|v| TraceContext::parse_traceparent(v.as_bytes()));
-    let told = match super::priority::from_header(&app.config, &headers) {
+    let told = match super::priority::told(&app.config, &headers) {
         Ok(p) => p,
-        Err(mut resp) => {
+        Err(message) => {
+            let mut resp = bad_request(&message, None);
             common_headers(&mut resp, close_after_stream);
             return resp;
         }
@@ -391,11 +392,7 @@ async fn generate(
         framing,
         prefix_blocks,
         cache_prompt: req.cache_prompt,
-        priority: if cfg.ignore_priority {
-            0
-        } else {
-            told.unwrap_or(req.priority)
-        },
+        priority: told.unwrap_or(req.priority),
         cost,
         tx,
         trace,

@@ -42,7 +42,7 @@ fn two_urls(dir: &Path, name: &str, slower: f64, swap: bool) -> String {
                 };
                 let is_b = urls[usize::from(i)] == B;
                 for m in [LatencyMetric::Ttft, LatencyMetric::E2e] {
-                    let mut d = s.latency[m].clone();
+                    let mut d = s.latency[m];
                     d.count = d.count.min(half);
                     d.intervals = None;
                     if is_b {
