@@ -47,7 +47,10 @@ pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_l
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
-pub use target::{CacheReset, DEFAULT_MAX_EVENT_BYTES, RequestSettings, RunSettings, answer_of};
+pub use target::{
+    CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, RequestSettings, RunSettings,
+    answer_of,
+};
 pub use tool_turn::{MAX_CALL_ID_LEN, usable_call};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 

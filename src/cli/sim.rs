@@ -69,6 +69,9 @@ impl SimArgs {
             c.otlp_traces_endpoint = self.otlp_traces_endpoint.clone();
         }
         set(&mut c.ignore_priority, &self.ignore_priority);
+        if let Some(h) = &self.request_priority_header {
+            c.request_priority_header = Some(h.clone());
+        }
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

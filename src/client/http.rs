@@ -72,6 +72,8 @@ pub struct ClientConfig {
     pub server_root: Option<String>,
     /// The header each request's session-affinity id goes in (`affinity-header`), if any.
     pub affinity_header: Option<String>,
+    /// The header each request's class priority goes in (`priority-as "header"`), if any.
+    pub priority_header: Option<String>,
 }
 
 impl ClientConfig {
@@ -89,6 +91,7 @@ impl ClientConfig {
             max_event_bytes: crate::protocol::DEFAULT_MAX_EVENT_BYTES as usize,
             server_root: None,
             affinity_header: None,
+            priority_header: None,
         }
     }
 }
@@ -109,6 +112,8 @@ pub struct Client {
     wire: Option<Arc<Wire>>,
     /// The session-affinity header's name, parsed once.
     affinity: Option<HeaderName>,
+    /// The priority header's name, parsed once.
+    priority: Option<HeaderName>,
 }
 
 /// How long a finished response's remaining bytes are waited for before its connection is
@@ -126,6 +131,17 @@ fn traced(rb: reqwest::RequestBuilder, trace: Option<TraceContext>) -> reqwest::
             .header("x-request-id", &t.trace_hex()[..]),
         None => rb,
     }
+}
+
+/// A per-request header's name (affinity, priority), parsed once.
+fn header_name(name: Option<&str>) -> Result<Option<HeaderName>, ClientError> {
+    name.map(|n| {
+        HeaderName::from_bytes(n.as_bytes()).map_err(|e| ClientError::Header {
+            name: n.to_string(),
+            reason: e.to_string(),
+        })
+    })
+    .transpose()
 }
 
 /// An HTTP proxy variable is set: reqwest, which honours them (and `NO_PROXY`), sends.
@@ -164,16 +180,8 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
-        let affinity =
-            match &cfg.affinity_header {
-                Some(name) => Some(HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                    ClientError::Header {
-                        name: name.clone(),
-                        reason: e.to_string(),
-                    }
-                })?),
-                None => None,
-            };
+        let affinity = header_name(cfg.affinity_header.as_deref())?;
+        let priority = header_name(cfg.priority_header.as_deref())?;
         let connect_timeout = cfg.timeout.min(Duration::from_secs(10));
         let wire = (!proxied())
             .then(|| {
@@ -184,8 +192,10 @@ impl Client {
                         Some((n.as_str().to_string(), v.to_str().ok()?.to_string()))
                     })
                     .collect();
-                Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout)
-                    .map(|w| w.with_affinity(cfg.affinity_header.as_deref()))
+                Wire::new(&cfg.url, &rendered, cfg.pool_size, connect_timeout).map(|w| {
+                    w.with_affinity(cfg.affinity_header.as_deref())
+                        .with_priority(cfg.priority_header.as_deref())
+                })
             })
             .flatten()
             .map(Arc::new);
@@ -217,6 +227,7 @@ impl Client {
                 .map(|root| Arc::new(ServerTokenizer::new(root))),
             wire,
             affinity,
+            priority,
         })
     }
 
@@ -243,6 +254,14 @@ impl Client {
             }
         });
         futures_util::future::join_all(gets).await;
+    }
+
+    /// Gives a session's held connection back to this client's pool when the session ends
+    /// (reqwest's path holds none).
+    pub fn release(&self, held: &mut Held) {
+        if let Some(wire) = &self.wire {
+            held.release_to(wire);
+        }
     }
 
     pub fn http(&self) -> &reqwest::Client {
@@ -549,7 +568,7 @@ impl Client {
     }
 
     /// A POST of `body` through `http` (the pooled client or the fresh one), with the tag's
-    /// affinity header when the target has one.
+    /// affinity and priority headers when the target has them.
     fn post(
         &self,
         http: &reqwest::Client,
@@ -557,7 +576,10 @@ impl Client {
         tag: Tag<'_>,
         trace: Option<TraceContext>,
     ) -> reqwest::RequestBuilder {
-        let req = traced(http.post(&*self.url), trace).body(body);
+        let mut req = traced(http.post(&*self.url), trace).body(body);
+        if let (Some(name), Some(p)) = (&self.priority, tag.priority) {
+            req = req.header(name.clone(), HeaderValue::from(p));
+        }
         match (&self.affinity, tag.affinity.map(HeaderValue::from_str)) {
             (Some(name), Some(Ok(value))) => req.header(name.clone(), value),
             _ => req,

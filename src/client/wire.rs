@@ -52,6 +52,9 @@ pub struct Wire {
     /// `name: ` of the session-affinity header, when the target has one: written with each
     /// request's id after `content-length`.
     affinity: Option<Vec<u8>>,
+    /// `name: ` of the priority header (`priority-as "header"`): written with each request's
+    /// class priority, formatted on the stack.
+    priority: Option<Vec<u8>>,
 }
 
 /// A session's own connection between its turns: a request given it is sent on it (when it
@@ -70,6 +73,16 @@ impl Held {
     pub fn last(&mut self) {
         self.last = true;
     }
+
+    /// Gives the held connection (if any, and still fit) to `wire`'s pool: the session is
+    /// over, or went on elsewhere.
+    pub fn release_to(&mut self, wire: &Wire) {
+        if let Some(mut conn) = self.conn.take()
+            && conn.fit()
+        {
+            wire.give_back(conn);
+        }
+    }
 }
 
 /// What one request carries beyond its body and the target's headers.
@@ -77,6 +90,8 @@ impl Held {
 pub struct Tag<'a> {
     /// The session-affinity id, sent in the target's affinity header (when it has one).
     pub affinity: Option<&'a str>,
+    /// The request's class priority, sent in the target's priority header (when it has one).
+    pub priority: Option<i64>,
 }
 
 /// One connection and its buffers, kept with it in the pool.
@@ -181,12 +196,19 @@ impl Wire {
             connect_timeout,
             common,
             affinity: None,
+            priority: None,
         })
     }
 
     /// The same, sending each request's affinity id in header `name`.
     pub fn with_affinity(mut self, name: Option<&str>) -> Self {
         self.affinity = name.map(|n| format!("{n}: ").into_bytes());
+        self
+    }
+
+    /// The same, sending each request's class priority in header `name`.
+    pub fn with_priority(mut self, name: Option<&str>) -> Self {
+        self.priority = name.map(|n| format!("{n}: ").into_bytes());
         self
     }
 
@@ -330,6 +352,11 @@ impl Wire {
                     conn.out.extend_from_slice(id.as_bytes());
                     conn.out.extend_from_slice(b"\r\n");
                 }
+                if let (Some(name), Some(p)) = (&self.priority, tag.priority) {
+                    conn.out.extend_from_slice(name);
+                    conn.out.extend_from_slice(signed(p, &mut [0; 20]));
+                    conn.out.extend_from_slice(b"\r\n");
+                }
                 conn.out.extend_from_slice(b"\r\n");
                 if !separate {
                     conn.out.extend_from_slice(body);
@@ -398,6 +425,25 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
             return &buf[at..];
         }
     }
+}
+
+/// `n` in decimal with its sign, without an allocation (an `i64` takes at most 20 bytes).
+fn signed(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// Writes `bytes`, watching for an answer that comes first: `Ok(true)` once all are written,

@@ -8,9 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
-    SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
-    TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
+    ClientHealth, ClientNet, DepthSummary, Flag, FlagKind, LatencyMetric, Payload, PerMetric,
+    RequestCounts, SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens,
+    TurnHistograms, TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -70,6 +70,7 @@ pub(super) fn merge_stage(
         profile: first.profile.clone(),
         per_turn: per_turn(parts)?,
         per_url: per_url(parts)?,
+        per_depth: per_depth(parts)?,
         warmup_end: first.warmup_end.clone(),
         histograms: Some(histograms),
         rounds: Vec::new(),
@@ -493,9 +494,26 @@ type UrlAcc = (UrlSummary, Added);
 /// The target's URLs, merged like the stage: histograms added, counts and tokens summed (every
 /// shard routes by the plan, so URL `k` is the same server in each).
 fn per_url(parts: &[Part<'_>]) -> Result<Vec<UrlSummary>, StageMergeError> {
+    slots(parts, "per_url", |s| s.per_url.clone())
+}
+
+/// Subagents' depths, merged as URLs are (their figures are the same).
+fn per_depth(parts: &[Part<'_>]) -> Result<Vec<DepthSummary>, StageMergeError> {
+    let merged = slots(parts, "per_depth", |s| {
+        s.per_depth.iter().map(DepthSummary::as_url).collect()
+    })?;
+    Ok(merged.into_iter().map(DepthSummary::from_url).collect())
+}
+
+/// Slots of the URL's figures (`of` a shard's stage, keyed by `url`), merged.
+fn slots(
+    parts: &[Part<'_>],
+    key: &str,
+    of: impl Fn(&StageSummary) -> Vec<UrlSummary>,
+) -> Result<Vec<UrlSummary>, StageMergeError> {
     let mut urls: BTreeMap<u16, UrlAcc> = BTreeMap::new();
     for p in parts {
-        for u in &p.summary.per_url {
+        for u in &of(p.summary) {
             let entry = urls.entry(u.url).or_insert_with(|| {
                 let blank = UrlSummary {
                     url: u.url,
@@ -505,7 +523,7 @@ fn per_url(parts: &[Part<'_>]) -> Result<Vec<UrlSummary>, StageMergeError> {
             });
             let overflow = || StageMergeError::Overflow {
                 stage: p.summary.name.clone(),
-                field: format!("per_url[{}] counts", u.url),
+                field: format!("{key}[{}] counts", u.url),
             };
             let sum = |a: u64, b: u64| a.checked_add(b).ok_or_else(overflow);
             let e = &mut entry.0;

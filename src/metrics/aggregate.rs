@@ -82,6 +82,7 @@ pub struct StageAggregator {
     timeline: Timeline,
     turns: super::turns::TurnAggregator,
     urls: super::urls::UrlAggregator,
+    depths: super::depths::DepthAggregator,
     facts: StageFacts,
     timings: TimingsAcc,
     /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
@@ -121,6 +122,7 @@ impl StageAggregator {
             timeline: Timeline::default(),
             turns: Default::default(),
             urls: Default::default(),
+            depths: Default::default(),
             facts: StageFacts::default(),
             timings: TimingsAcc::default(),
             exact_counts: 0,
@@ -184,9 +186,10 @@ impl StageAggregator {
         }
         self.turns.record(r);
         self.urls.record(r);
+        self.depths.record(r);
         // A session's later turns follow its replies, not the schedule: only first turns
         // (every request, without sessions) measure the sending rate.
-        if r.turn == 0 {
+        if r.opens_arrival() {
             self.arrivals += 1;
             self.last_sent_ns = self.last_sent_ns.max(r.sent_ns);
             widen(&mut self.scheduled_range, r.scheduled_ns);
@@ -332,6 +335,7 @@ impl StageAggregator {
         s.timeline = std::mem::take(&mut self.timeline).finish();
         s.per_turn = std::mem::take(&mut self.turns).finish();
         s.per_url = std::mem::take(&mut self.urls).finish();
+        s.per_depth = std::mem::take(&mut self.depths).finish();
         if self.kept_over {
             s.notes.push(format!(
                 "no steady-state window: the stage sent more than {} requests, more than are kept for it",
@@ -533,6 +537,7 @@ impl StageAggregator {
             warmup_end: None,
             per_turn: Vec::new(),
             per_url: Vec::new(),
+            per_depth: Vec::new(),
             histograms: None,
             notes,
             attribution,

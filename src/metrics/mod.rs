@@ -8,6 +8,7 @@ mod attribution;
 mod cause;
 mod curve;
 mod def;
+mod depths;
 mod dist;
 mod flags;
 mod groups;
@@ -37,6 +38,7 @@ pub use attribution::{
 };
 pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
 pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
+pub use depths::DepthSummary;
 pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 pub use flags::{Distortion, Flag, FlagKind, Moves};
 pub use groups::priority_check;

@@ -54,7 +54,7 @@ pub struct ServedSpan {
 impl ServedSpan {
     /// Takes one request, with the bound on how late the client read (`None`: not measured).
     pub fn record(&mut self, r: &super::RequestRecord, read: Option<&dyn Fn(u64) -> u64>) {
-        let Some(read) = read.filter(|_| r.turn == 0) else {
+        let Some(read) = read.filter(|_| r.opens_arrival()) else {
             self.unbounded = true;
             return;
         };

@@ -97,8 +97,14 @@ pub use crate::protocol::{FinishReason, ServerTimings};
 pub struct RequestRecord {
     /// Position in the stage's plan (a session's index, for every turn of a session).
     pub index: u64,
-    /// Turn of a multi-turn session (0: its first request, and every single-turn request).
+    /// Turn of a multi-turn session (0: its first request, and every single-turn request); for
+    /// an agentic subagent, its turn in its own session (its `depth` says whose).
     pub turn: u32,
+    /// An agentic task's session depth: 0 for its root session (and every request outside
+    /// agentic tasks), 1 for a subagent the root forked, 2 for one that subagent forked, …
+    /// Subagents' turns are kept out of `per_turn` and folded by depth (`per_depth`).
+    #[serde(skip_serializing_if = "is_zero_u8")]
+    pub depth: u8,
     pub scheduled_ns: u64,
     /// When the request actually left; `sent_ns - scheduled_ns` is the send lag.
     pub sent_ns: u64,
@@ -211,7 +217,17 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_u8(n: &u8) -> bool {
+    *n == 0
+}
+
 impl RequestRecord {
+    /// The request opened an arrival: a session's (an agentic task root's) first turn, or a
+    /// request without sessions. Later turns and subagents follow replies, not the schedule.
+    pub fn opens_arrival(&self) -> bool {
+        self.turn == 0 && self.depth == 0
+    }
+
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }

@@ -58,6 +58,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         profile: first.profile.clone(),
         per_turn: first.per_turn.clone(),
         per_url: first.per_url.clone(),
+        per_depth: first.per_depth.clone(),
         warmup_end: None,
         histograms: union(&rounds),
         notes,
@@ -82,6 +83,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
                 timeline: Vec::new(),
                 per_turn: Vec::new(),
                 per_url: Vec::new(),
+                per_depth: Vec::new(),
                 ..r
             })
             .collect(),

@@ -64,7 +64,7 @@ impl Kept {
             output_tokens: r.output_tokens,
             ok: r.ok(),
             good,
-            first_turn: r.turn == 0,
+            first_turn: r.opens_arrival(),
         }
     }
 }

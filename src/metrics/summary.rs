@@ -375,9 +375,14 @@ pub struct StageSummary {
     /// Set when the stage is one point of a sweep or one probe of a rate search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<super::ProfilePoint>,
-    /// Multi-turn sessions: metrics per turn index (0 first), up to 32 indices.
+    /// Multi-turn sessions: metrics per turn index (0 first), up to 32 indices. With agentic
+    /// tasks, the root sessions' turns only (their subagents' are in `per_depth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_turn: Vec<super::TurnSummary>,
+    /// Agentic tasks with subagents: their turns by depth (1: forked by the root session).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_depth: Vec<super::DepthSummary>,
     /// A target with several URLs: one entry per URL that was sent requests (empty
     /// otherwise). *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

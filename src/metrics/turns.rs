@@ -119,6 +119,10 @@ pub(super) struct TurnAggregator {
 
 impl TurnAggregator {
     pub(super) fn record(&mut self, r: &RequestRecord) {
+        if r.depth > 0 {
+            // A subagent's turns count by depth (`depths.rs`), not beside the root's.
+            return;
+        }
         self.later_turns |= r.turn > 0;
         let k = r.turn as usize;
         if k >= MAX_TURN_INDICES {

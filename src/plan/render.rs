@@ -120,6 +120,14 @@ fn render_target(t: &TargetPlan, out: &mut String) -> std::fmt::Result {
     if let Some(h) = &t.request.affinity_header {
         write!(out, ", session affinity in {h}")?;
     }
+    if let Some(h) = &t.request.priority_header {
+        let body = if t.request.priority_body {
+            " and the body"
+        } else {
+            ""
+        };
+        write!(out, ", class priority in {h}{body}")?;
+    }
     if !t.request.stream {
         write!(out, ", whole answers (not streamed)")?;
     }

@@ -44,6 +44,16 @@ pub struct RequestSettings {
     /// per request without sessions. Absent from the plan's JSON (and hash) when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity_header: Option<String>,
+    /// `priority-as "header"|"both"`: the header a class's `priority` goes in (lowercase;
+    /// `priority-header`, default [`DEFAULT_PRIORITY_HEADER`]), for a server or gateway that
+    /// reads a request's priority from a header. Absent from the plan's JSON (and hash) when
+    /// not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_header: Option<String>,
+    /// Whether a class's `priority` goes in vLLM's `priority` body field: yes unless
+    /// `priority-as "header"`. Absent from the plan's JSON (and hash) when yes.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub priority_body: bool,
     /// `stream #false`: ask for each answer whole, in one JSON body, instead of a stream
     /// (only an API that [answers whole](super::ApiKind::answers_whole)). Default: streamed;
     /// absent from the plan's JSON (and hash) when streamed.
@@ -58,6 +68,10 @@ impl RequestSettings {
         answer_of(self.api, self.stream)
     }
 }
+
+/// The header a class's priority goes in under `priority-as "header"` when `priority-header`
+/// names none, and the one the simulator reads by default.
+pub const DEFAULT_PRIORITY_HEADER: &str = "x-request-priority";
 
 /// How `api` answers when asked to stream or not.
 pub fn answer_of(api: super::Api, stream: bool) -> Answer {
@@ -98,6 +112,8 @@ impl Default for RequestSettings {
             batch: 1,
             reasoning_effort: None,
             affinity_header: None,
+            priority_header: None,
+            priority_body: true,
             stream: true,
         }
     }

@@ -162,6 +162,9 @@ pub struct Comparison {
     pub regressions: Vec<Flagged>,
     /// Every metric whose change could not be decided.
     pub undecided: Vec<Flagged>,
+    /// Per URL, for stages both runs spread over several URLs: descriptive, never gating
+    /// (empty otherwise; always written, so a template may read it).
+    pub urls: Vec<super::UrlComparison>,
 }
 
 impl Comparison {
@@ -482,6 +485,7 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
             .collect(),
         regressions,
         undecided,
+        urls: super::compare_urls(baseline, current),
     }
 }
 

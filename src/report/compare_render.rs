@@ -56,6 +56,7 @@ pub fn render_compare_text(c: &Comparison, trend: Option<&Trend>) -> String {
     for s in &c.stages {
         write_stage(&mut out, s);
     }
+    write_urls(&mut out, c);
     write_conclusions(&mut out, c);
     if let Some(t) = trend {
         write_trend(&mut out, t);
@@ -139,6 +140,46 @@ fn write_stage(out: &mut String, s: &StageComparison) {
             c = w[2],
             d = w[3]
         );
+    }
+}
+
+/// The per-URL rows, a table per stage and URL (descriptive: they never gate).
+fn write_urls(out: &mut String, c: &Comparison) {
+    for u in &c.urls {
+        let _ = writeln!(
+            out,
+            "\nstage {} at {} (per URL, not gated)",
+            u.stage,
+            crate::escape::terminal(&u.url)
+        );
+        let rows: Vec<[&str; 4]> = u
+            .figures
+            .iter()
+            .map(|f| [&*f.metric, &*f.baseline, &*f.current, &*f.change])
+            .collect();
+        let header = ["metric", "baseline", "current", "change"];
+        let width = |i: usize| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let w: Vec<usize> = (0..4).map(width).collect();
+        for r in std::iter::once(&header).chain(rows.iter()) {
+            let _ = writeln!(
+                out,
+                "  {:<a$}  {:>b$}  {:>c$}  {:>d$}",
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                a = w[0],
+                b = w[1],
+                c = w[2],
+                d = w[3]
+            );
+        }
     }
 }
 

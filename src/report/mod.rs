@@ -4,6 +4,7 @@
 mod attribution;
 mod compare;
 mod compare_render;
+mod compare_urls;
 mod csv;
 mod distribution;
 mod error;
@@ -33,6 +34,7 @@ mod write;
 pub use attribution::AttributionRow;
 pub use compare::*;
 pub use compare_render::{render_compare_markdown, render_compare_text};
+pub use compare_urls::{UrlComparison, UrlFigure, compare_urls};
 pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;

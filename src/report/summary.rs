@@ -277,9 +277,10 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
 }
 
 /// "sessions: task time p50/p95 4.1 / 6.0 s (12 tasks), turn TTFT p95 80.2 ms, cached by turn
-/// 0 % → 41 % → 77 %": a multi-turn stage's per-session figures, those it has.
+/// 0 % → 41 % → 77 %" (the root sessions' turns), then each depth of subagents: a multi-turn
+/// stage's per-session figures, those it has.
 pub(crate) fn sessions_sentence(s: &crate::metrics::StageSummary) -> Option<String> {
-    if s.per_turn.is_empty() {
+    if s.per_turn.is_empty() && s.per_depth.is_empty() {
         return None;
     }
     let mut parts = Vec::new();
@@ -304,6 +305,18 @@ pub(crate) fn sessions_sentence(s: &crate::metrics::StageSummary) -> Option<Stri
         .collect();
     if !cached.is_empty() {
         parts.push(format!("cached by turn {}", cached.join(" → ")));
+    }
+    // Subagents by depth: "subagents depth 1: 24 turns, TTFT p95 41.0 ms, cached 63 %".
+    for d in &s.per_depth {
+        let ttft = d.latency[L::Ttft];
+        let mut line = format!("subagents depth {}: {} turns", d.depth, d.sent);
+        if ttft.count > 0 {
+            line.push_str(&format!(", TTFT p95 {:.1} ms", ttft.p95));
+        }
+        if let Some(c) = d.cached_share {
+            line.push_str(&format!(", cached {:.0} %", 100.0 * c));
+        }
+        parts.push(line);
     }
     (!parts.is_empty()).then(|| format!("sessions: {}", parts.join(", ")))
 }

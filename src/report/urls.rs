@@ -32,7 +32,7 @@ pub struct UrlRow {
 }
 
 /// The URL `index` names, masked; a placeholder when the result lists none by that index.
-fn label(routes: Option<&Routes>, index: u16) -> String {
+pub(super) fn label(routes: Option<&Routes>, index: u16) -> String {
     routes
         .and_then(|r| r.urls.get(usize::from(index)))
         .map_or_else(

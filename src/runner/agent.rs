@@ -112,22 +112,23 @@ pub(super) async fn run(
         running: AtomicU32::new(1),
         failed: AtomicBool::new(false),
     });
-    session(sh, task, 0, Some(first), scheduled_ns).await;
+    session(sh, task, (0, 0), Some(first), scheduled_ns).await;
 }
 
 type Running = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Session `s` of the task, started at `start_ns` (boxed: a session starts others).
+/// Session `s` of the task at `depth` (0: the root), started at `start_ns` (boxed: a session
+/// starts others).
 fn session(
     sh: Arc<StageShared>,
     task: Arc<TaskRun>,
-    s: usize,
+    (s, depth): (usize, u8),
     first: Option<Body>,
     start_ns: u64,
 ) -> Running {
     Box::pin(async move {
         let mut children: Vec<(u16, JoinHandle<()>)> = Vec::new();
-        if !turns(&sh, &task, s, first, start_ns, &mut children).await {
+        if !turns(&sh, &task, (s, depth), first, start_ns, &mut children).await {
             task.failed.store(true, Ordering::Release);
             task.end_session();
         }
@@ -144,7 +145,7 @@ fn session(
 async fn turns(
     sh: &Arc<StageShared>,
     task: &Arc<TaskRun>,
-    s: usize,
+    (s, depth): (usize, u8),
     mut first: Option<Body>,
     start_ns: u64,
     children: &mut Vec<(u16, JoinHandle<()>)>,
@@ -178,6 +179,8 @@ async fn turns(
         let recipe = recipe(sh, task.index, task.item, s, k);
         let sent = sh
             .send_then(body, recipe, due_ns, k as u32, |rec| {
+                // A subagent's turns are numbered in its own session; its depth says whose.
+                rec.depth = depth;
                 task.on_record(turn, last, rec)
             })
             .await;
@@ -187,7 +190,8 @@ async fn turns(
         }
         ready_ns = since(sh.t0);
         for &c in &turn.fork {
-            let child = session(sh.clone(), task.clone(), usize::from(c), None, ready_ns);
+            let at = (usize::from(c), depth.saturating_add(1));
+            let child = session(sh.clone(), task.clone(), at, None, ready_ns);
             children.push((c, tokio::spawn(child)));
         }
     }

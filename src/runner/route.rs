@@ -63,15 +63,18 @@ impl Router {
         &self.routes
     }
 
-    /// Whether a session keeps one connection between its turns: when its turns all go to
-    /// one URL (one URL, or `route "by-session"`). A session moved between URLs could not
-    /// reuse a connection to another host.
-    pub(super) fn sticky(&self) -> bool {
-        self.routes.len() == 1
-            || self
-                .table
-                .as_ref()
-                .is_some_and(|t| t.policy == crate::protocol::RoutePolicy::BySession)
+    /// A session's held connections, one per URL (see `session.rs`).
+    pub(super) fn held(&self) -> Vec<crate::client::Held> {
+        (0..self.routes.len())
+            .map(|_| crate::client::Held::default())
+            .collect()
+    }
+
+    /// Gives each of a session's held connections back to its URL's pool.
+    pub(super) fn release(&self, held: &mut [crate::client::Held]) {
+        for (route, h) in self.routes.iter().zip(held) {
+            route.client.release(h);
+        }
     }
 
     /// Request (or session) `index`'s turn `turn` in `stage`.
@@ -184,6 +187,7 @@ fn make_client(
         max_event_bytes: usize::try_from(plan.target.run.max_event_bytes).unwrap_or(usize::MAX),
         server_root: Some(crate::protocol::server_root(base_url)),
         affinity_header: request.affinity_header.clone(),
+        priority_header: request.priority_header.clone(),
     };
     Ok(Client::new(
         config,

@@ -288,16 +288,16 @@ impl StageShared {
             .map(|(text, _)| text)
     }
 
-    /// A session turn, like [`send`](Self::send), on the session's own connection when `held`
-    /// is given and the route keeps the session on one URL (see
-    /// [`super::route::Router::sticky`]); marked a tool-result turn when `tool_result`. The
-    /// reply's text and the tool calls it held.
+    /// A session turn, like [`send`](Self::send), on the session's own connection to the URL
+    /// the request is routed to, when `held` (one per URL, see [`super::route::Router::held`])
+    /// is given; marked a tool-result turn when `tool_result`. The reply's text and the tool
+    /// calls it held.
     pub(super) async fn send_turn(
         &self,
         body: Body,
         recipe: RequestRecipe,
         at: (u64, u32),
-        (held, tool_result): (Option<&mut Held>, bool),
+        (held, tool_result): (Option<&mut [Held]>, bool),
     ) -> Option<(String, Vec<ToolCall>)> {
         self.send_full(body, recipe, at, held, |r| r.tool_result = tool_result)
             .await
@@ -325,7 +325,7 @@ impl StageShared {
         body: Body,
         recipe: RequestRecipe,
         (scheduled_ns, turn): (u64, u32),
-        held: Option<&mut Held>,
+        held: Option<&mut [Held]>,
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<(String, Vec<ToolCall>)> {
         self.started.fetch_add(1, Ordering::Relaxed);
@@ -369,6 +369,7 @@ impl StageShared {
         };
         let tag = Tag {
             affinity: pick.affinity.as_deref(),
+            priority: self.variants.header_priority(recipe.labels),
         };
         let client = &pick.route.client;
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -378,7 +379,7 @@ impl StageShared {
             _ = self.cancel.cancelled() => None,
             text = client.execute_tagged(
                 body,
-                (tag, held.filter(|_| self.router.sticky())),
+                (tag, held.and_then(|h| h.get_mut(usize::from(pick.url.unwrap_or(0))))),
                 recipe.output_tokens,
                 &mut rec,
                 self.t0,

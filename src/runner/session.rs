@@ -3,11 +3,13 @@
 //! turn leaves once the previous reply is complete and the think time is over, carrying the
 //! conversation so far. A turn is due when its think time is over, so think time is never
 //! latency. A failed turn ends its session (there is no reply to continue from); an interrupt
-//! or the end of the drain time stops it between turns. A session's turns go on one
-//! connection of their own while the server keeps it open and the route keeps the session on
-//! one URL (sticky connections: `client::Held`). A turn the server answers with tool calls
-//! is answered by the next turn with tool results, after the tool time instead of the think
-//! time (`session_tools.rs`, `dataset/session_tools.rs`).
+//! or the end of the drain time stops it between turns. A session's turns go on a connection
+//! of their own to each URL they are routed to, while the server keeps it open (sticky
+//! connections: `client::Held`, one per URL, so a session that a round-robin route moves
+//! between URLs finds its connection to each again); they go back to the pools at its end.
+//! A turn the server answers with tool calls is answered by the next turn with tool results,
+//! after the tool time instead of the think time (`session_tools.rs`,
+//! `dataset/session_tools.rs`).
 //! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`.
 
 use std::sync::Arc;
@@ -89,6 +91,19 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
             return super::agent::run(sh, index, item, first, scheduled_ns).await;
         }
     };
+    // The session's connections between its turns, one per URL.
+    let mut held = sh.router.held();
+    turns(&sh, &session, (first, scheduled_ns), &mut held).await;
+    sh.router.release(&mut held);
+}
+
+/// Sends a chain session's turns, on its `held` connections.
+async fn turns(
+    sh: &Arc<StageShared>,
+    session: &SessionRecipe,
+    (first, scheduled_ns): (Body, u64),
+    held: &mut [Held],
+) {
     let Some(settings) = sh.plan.session_plan(&sh.stage).copied() else {
         return;
     };
@@ -97,17 +112,15 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
     let mut answered: Vec<Vec<ToolCall>> = Vec::new();
     let mut body = first;
     let mut scheduled = scheduled_ns;
-    // The session's connection between its turns (sticky, where the route allows).
-    let mut held = Held::default();
     for k in 0..session.turns.len() {
         let recipe = session.turn(k);
         if k + 1 == session.turns.len() {
-            held.last();
+            held.iter_mut().for_each(Held::last);
         }
         let at = (scheduled, k as u32);
         let tool_result = answered.last().is_some_and(|c| !c.is_empty());
         let Some((text, calls)) = sh
-            .send_turn(body, recipe, at, (Some(&mut held), tool_result))
+            .send_turn(body, recipe, at, (Some(&mut *held), tool_result))
             .await
         else {
             return;
@@ -126,13 +139,13 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
         } else {
             settings.tool_pause(sh.stage.seed, session.index, k as u32 + 1)
         };
-        if !wait.as_std().is_zero() && !pause(&sh, wait.as_std()).await {
+        if !wait.as_std().is_zero() && !pause(sh, wait.as_std()).await {
             return;
         }
         if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {
             return;
         }
-        body = turn_body(&sh, &session, k + 1, (&replies, &answered));
+        body = turn_body(sh, session, k + 1, (&replies, &answered));
         // Due now: the think time (at the runtime's timer precision) is over.
         scheduled = since(sh.t0);
     }

@@ -346,7 +346,14 @@ impl StageRunner<'_> {
             stage: stage.clone(),
             router: self.router.clone(),
             template: self.template.clone(),
-            variants: Arc::new(super::labels::Variants::new(&self.template, &stage.groups)),
+            variants: Arc::new(super::labels::Variants::new(
+                &self.template,
+                &stage.groups,
+                (
+                    self.plan.target.request.priority_body,
+                    self.plan.target.request.priority_header.is_some(),
+                ),
+            )),
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             t0,

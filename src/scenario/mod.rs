@@ -15,6 +15,7 @@ mod labels;
 mod model;
 mod params;
 mod parse;
+mod priority_as;
 mod profile;
 mod route;
 mod schema;

@@ -20,7 +20,7 @@ const MAX_URLS: usize = 64;
 
 /// Headers the client sets itself, or that frame the request: an affinity header by one of
 /// these names would be sent twice or break the request.
-const RESERVED: &[&str] = &[
+pub(super) const RESERVED: &[&str] = &[
     "host",
     "content-length",
     "content-type",

@@ -55,6 +55,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     let mut sim = Map::new();
     let mut once = Once::default();
     let mut routing = super::route::Routing::default();
+    let mut priority = super::priority_as::PriorityAs::default();
     for child in r.children() {
         let name = child.name().value();
         let repeatable = name == "header" || name == "url";
@@ -63,6 +64,8 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         }
         if super::route::NAMES.contains(&name) {
             routing.read(ctx, child, &mut t);
+        } else if super::priority_as::NAMES.contains(&name) {
+            priority.read(ctx, child);
         } else if COMMON.contains(&name) {
             common_setting(ctx, child, &mut t, is_sim.then_some(&mut sim));
         } else if is_sim && sim_fields.iter().any(|f| f == name) {
@@ -70,6 +73,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         } else if is_sim {
             let mut known: Vec<&str> = COMMON.to_vec();
             known.extend(super::route::NAMES);
+            known.extend(super::priority_as::NAMES);
             known.extend(sim_fields.iter().map(String::as_str));
             ctx.error(
                 ctx.name_span(child),
@@ -87,11 +91,13 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         } else {
             let mut known: Vec<&str> = COMMON.to_vec();
             known.extend(super::route::NAMES);
+            known.extend(super::priority_as::NAMES);
             ctx.unknown_node(child, "`target`", &known);
         }
     }
     routing.finish(ctx, &mut t, has_arg);
     super::route::check_headers(ctx, node, &t);
+    priority.finish(ctx, &mut t);
     api_defaults(ctx, r.children(), &mut t);
     r.finish(ctx);
     batch_fits_api(ctx, node, &t);
@@ -100,6 +106,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
         // scenario names another.
         if let Some(h) = &t.request.affinity_header {
             sim.entry("session-header")
+                .or_insert_with(|| Value::String(h.clone()));
+        }
+        // And the priority header, likewise.
+        if let Some(h) = &t.request.priority_header {
+            sim.entry("request-priority-header")
                 .or_insert_with(|| Value::String(h.clone()));
         }
         match serde_json::from_value::<SimConfig>(Value::Object(sim)) {

@@ -143,6 +143,12 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_false")]
     #[schemars(extend("default" = false))]
     pub ignore_priority: bool,
+    /// The header a request's priority may come in instead of the body's `priority` field
+    /// (a gateway's; it wins over the field when both are sent); default
+    /// `x-request-priority`. In a scenario's `target "sim"`, the target's `priority-header`
+    /// sets it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_priority_header: Option<String>,
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -212,6 +218,7 @@ impl Default for SimConfig {
             otlp_traces_endpoint: None,
             adapters: BTreeMap::new(),
             ignore_priority: false,
+            request_priority_header: None,
         }
     }
 }
@@ -233,6 +240,13 @@ impl SimConfig {
             Some(m) if m == self.model => Some(1.0),
             Some(m) => self.adapters.get(m).copied(),
         }
+    }
+
+    /// The header a request's priority is read from (see `request_priority_header`).
+    pub fn priority_header(&self) -> &str {
+        self.request_priority_header
+            .as_deref()
+            .unwrap_or(crate::protocol::DEFAULT_PRIORITY_HEADER)
     }
 
     /// The fault probabilities in the order they are drawn, with their kebab-case names.
@@ -278,6 +292,11 @@ impl SimConfig {
             && axum::http::HeaderName::from_bytes(h.as_bytes()).is_err()
         {
             return err("session-header", "must be an HTTP header name");
+        }
+        if let Some(h) = &self.request_priority_header
+            && axum::http::HeaderName::from_bytes(h.as_bytes()).is_err()
+        {
+            return err("request-priority-header", "must be an HTTP header name");
         }
         if self.prefix_cache_capacity == 0 {
             return err("prefix-cache-capacity", "must be at least 1 token");

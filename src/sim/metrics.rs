@@ -22,6 +22,7 @@ pub(crate) struct SimMetrics {
     success: AtomicU64,
     tool_results: AtomicU64,
     tool_results_sim_ids: AtomicU64,
+    preemptions: AtomicU64,
 }
 
 impl SimMetrics {
@@ -66,6 +67,11 @@ impl SimMetrics {
             self.tool_results_sim_ids
                 .fetch_add(u64::from(r.sim_ids), Ordering::Relaxed);
         }
+    }
+
+    /// A running sequence preempted for a more urgent one.
+    pub(crate) fn preempted(&self) {
+        self.preemptions.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn succeeded(&self) {
@@ -136,18 +142,14 @@ impl SimMetrics {
             "Number of generation tokens processed.",
             get(&self.generation_tokens).to_string(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP vllm:request_success_total Count of successfully processed requests."
-        );
-        let _ = writeln!(out, "# TYPE vllm:request_success_total counter");
-        let _ = writeln!(
-            out,
-            "vllm:request_success_total{{finished_reason=\"length\",model_name=\"{}\"}} {}",
-            escape(model),
-            get(&self.success)
+        metric(
+            "num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            get(&self.preemptions).to_string(),
         );
         self.render_tools(&mut out);
+        success_total(&mut out, model, get(&self.success));
         if let Some(h) = &self.histograms {
             h.render(&mut out, &escape(model));
         }
@@ -172,6 +174,20 @@ impl SimMetrics {
             get(&self.tool_results_sim_ids)
         );
     }
+}
+
+/// `vllm:request_success_total`, labelled by finish reason as vLLM labels it.
+fn success_total(out: &mut String, model: &str, n: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP vllm:request_success_total Count of successfully processed requests."
+    );
+    let _ = writeln!(out, "# TYPE vllm:request_success_total counter");
+    let _ = writeln!(
+        out,
+        "vllm:request_success_total{{finished_reason=\"length\",model_name=\"{}\"}} {n}",
+        escape(model),
+    );
 }
 
 fn escape(s: &str) -> String {

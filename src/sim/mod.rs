@@ -11,6 +11,7 @@ mod histogram;
 mod metrics;
 mod otlp;
 mod prefix;
+mod priority;
 mod scheduler;
 mod server;
 mod state;

@@ -1,6 +1,7 @@
 //! The continuous-batching latency model: ONE task steps every sequence on a virtual clock
-//! anchored to real time. Each step admits waiting requests (FIFO, within `max-running` and
-//! the KV capacity), prefills up to `prefill-chunk` prompt tokens, decodes one token for every
+//! anchored to real time. Each step admits waiting requests (by priority, then first come
+//! first served, within `max-running` and the KV capacity; a waiting request more urgent than
+//! a running one preempts it when there is no room, see `preempt.rs`), prefills up to `prefill-chunk` prompt tokens, decodes one token for every
 //! running sequence, sleeps until the step's computed end, then writes all the step's tokens
 //! in one pass into one shared buffer, split into a `Bytes` per sequence.
 
@@ -22,6 +23,8 @@ use super::trace::{Outcome, TraceRecord};
 use super::wire::{Finish, FinishReason, Framing, Timings};
 use super::words;
 use crate::protocol::Api;
+
+mod preempt;
 
 /// One item on a sequence's channel.
 #[derive(Debug)]
@@ -80,6 +83,26 @@ pub(crate) struct NewSeq {
     pub trace: Option<crate::protocol::TraceContext>,
 }
 
+/// A request waiting for a place in the batch: new, or preempted from it (with what it had
+/// emitted, to resume from).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "every request is queued new, a preempted one rarely: boxing the new would allocate per request"
+)]
+enum Queued {
+    New(NewSeq),
+    Preempted(Box<Running>),
+}
+
+impl Queued {
+    fn seq(&self) -> &NewSeq {
+        match self {
+            Queued::New(s) => s,
+            Queued::Preempted(r) => &r.seq,
+        }
+    }
+}
+
 struct Running {
     seq: NewSeq,
     admitted: Instant,
@@ -107,7 +130,7 @@ pub(crate) struct Scheduler {
     epoch: Instant,
     intake: mpsc::UnboundedReceiver<NewSeq>,
     trace: Option<mpsc::UnboundedSender<TraceRecord>>,
-    waiting: VecDeque<NewSeq>,
+    waiting: VecDeque<Queued>,
     running: Vec<Running>,
     kv_used: u64,
     rng: ChaCha8Rng,
@@ -198,27 +221,40 @@ impl Scheduler {
     /// first, as vLLM's priority scheduling; first come, first served within a priority, and
     /// for all under `ignore-priority`, where every priority is 0).
     fn enqueue(&mut self, s: NewSeq) {
-        let at = self.waiting.partition_point(|w| w.priority <= s.priority);
-        self.waiting.insert(at, s);
+        let at = self
+            .waiting
+            .partition_point(|w| w.seq().priority <= s.priority);
+        self.waiting.insert(at, Queued::New(s));
     }
 
     fn admit(&mut self, now: Instant) {
-        while self.running.len() < self.config.max_running as usize {
-            let Some(front) = self.waiting.front() else {
-                break;
-            };
-            if front.tx.is_closed() {
-                if let Some(s) = self.waiting.pop_front() {
-                    self.finish_unadmitted(s, Outcome::Cancelled);
+        while let Some((closed, need, priority)) = self.waiting.front().map(|q| {
+            let s = q.seq();
+            (s.tx.is_closed(), s.prompt_tokens + s.max_tokens, s.priority)
+        }) {
+            if closed {
+                match self.waiting.pop_front() {
+                    Some(Queued::New(s)) => self.finish_unadmitted(s, Outcome::Cancelled),
+                    Some(Queued::Preempted(mut r)) => self.cancel_preempted(&mut r),
+                    None => {}
                 }
                 continue;
             }
-            let need = front.prompt_tokens + front.max_tokens;
-            if self.kv_used + need > self.config.kv_capacity && !self.running.is_empty() {
+            let full = self.running.len() >= self.config.max_running as usize;
+            if full || (self.kv_used + need > self.config.kv_capacity && !self.running.is_empty()) {
+                // No room: a less urgent running sequence makes room, or the queue waits.
+                if self.preempt_for(priority) {
+                    continue;
+                }
                 break;
             }
-            let Some(seq) = self.waiting.pop_front() else {
-                break;
+            let seq = match self.waiting.pop_front() {
+                Some(Queued::New(seq)) => seq,
+                Some(Queued::Preempted(r)) => {
+                    self.resume(*r, need);
+                    continue;
+                }
+                None => break,
             };
             self.kv_used += need;
             let cached = match &self.prefix {

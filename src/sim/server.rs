@@ -304,7 +304,15 @@ async fn serve(
         .as_ref()
         .and_then(|_| headers.get("traceparent"))
         .and_then(|v| TraceContext::parse_traceparent(v.as_bytes()));
-    let mut resp = generate(app, conn, (served, trace), body).await;
+    let told = match super::priority::told(&app.config, &headers) {
+        Ok(p) => p,
+        Err(message) => {
+            let mut resp = bad_request(&message, None);
+            common_headers(&mut resp, close_after_stream);
+            return resp;
+        }
+    };
+    let mut resp = generate(app, conn, (served, trace, told), body).await;
     common_headers(&mut resp, close_after_stream);
     resp
 }
@@ -337,7 +345,7 @@ fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &s
 async fn generate(
     app: Arc<AppState>,
     conn: ConnTag,
-    (served, trace): (Served, Option<TraceContext>),
+    (served, trace, told): (Served, Option<TraceContext>, Option<i64>),
     body: Bytes,
 ) -> Response {
     if conn.closing() {
@@ -392,7 +400,7 @@ async fn generate(
         framing,
         prefix_blocks,
         cache_prompt: req.cache_prompt,
-        priority: if cfg.ignore_priority { 0 } else { req.priority },
+        priority: told.unwrap_or(req.priority),
         cost,
         tx,
         trace,

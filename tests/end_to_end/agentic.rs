@@ -128,6 +128,21 @@ fn subagents_fork_and_join_and_the_cache_share_rises_by_turn() {
         .collect();
     assert_eq!(shares.len(), 4);
     assert!(shares.windows(2).all(|w| w[0] < w[1]), "{shares:?}");
+    // `per_turn` is the root sessions' turns (3 and 4); the subagents' 4 turns are counted by
+    // depth instead, and their rows say so.
+    let root_turns: u64 = stage["per_turn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| n(t, "sent"))
+        .sum();
+    assert_eq!(root_turns, 7);
+    let depths = stage["per_depth"].as_array().unwrap();
+    assert_eq!(depths.len(), 1, "{depths:?}");
+    assert_eq!((n(&depths[0], "depth"), n(&depths[0], "sent")), (1, 4));
+    assert_eq!(depths[0]["ttft_ms"]["count"], 4, "{}", depths[0]);
+    let deep = rows.iter().filter(|r| r["depth"] == 1).count();
+    assert_eq!(deep, 4);
     // The SLAs on them were judged on those samples.
     let verdicts = results["sla"].as_array().unwrap();
     assert_eq!(verdicts.len(), 2);

@@ -121,4 +121,8 @@ pub struct SimArgs {
     /// each with its cost) are set with --config: {"adapters": {"lora-sql": 1.5}}.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub ignore_priority: Option<bool>,
+    /// The header a request's priority may come in instead of the body's `priority` field
+    /// (it wins when both are sent). Default x-request-priority.
+    #[arg(long, value_name = "NAME")]
+    pub request_priority_header: Option<String>,
 }

@@ -1,7 +1,8 @@
 //! The validator's rules for a target with several URLs (schema 3): `target.routes` lists at
 //! least two, each weighed at least 1, and every stage's `per_url` names one of them at most
 //! once, its counts adding up and within the stage's, its share a share and its
-//! distributions counted by its ok requests.
+//! distributions counted by its ok requests; and, alike, every stage's `per_depth` (agentic
+//! subagents by depth).
 
 use super::Checker;
 use crate::metrics::StageSummary;
@@ -34,7 +35,52 @@ impl Checker {
         );
         for (at, s) in stages {
             self.stage_urls(&at, s, listed);
+            self.stage_depths(&at, s);
         }
+    }
+
+    /// `per_depth`: depths from 1 up, each once, their counts adding up and within the
+    /// stage's, their distributions counted by their ok turns.
+    fn stage_depths(&mut self, at: &str, s: &StageSummary) {
+        let mut sent = 0u64;
+        let mut last = 0u8;
+        for (i, d) in s.per_depth.iter().enumerate() {
+            let at = format!("{at}.per_depth[{i}]");
+            if d.depth <= last {
+                self.fail(
+                    format!("{at}.depth"),
+                    d.depth,
+                    "depths from 1 up, each once",
+                );
+            }
+            last = d.depth;
+            if d.ok.checked_add(d.failed) != Some(d.sent) {
+                self.fail(
+                    format!("{at}.failed"),
+                    d.failed,
+                    format!("ok ({}) + failed ≠ sent ({})", d.ok, d.sent),
+                );
+            }
+            sent = sent.saturating_add(d.sent);
+            if let Some(share) = d.cached_share {
+                self.share(&format!("{at}.cached_share"), share);
+            }
+            for (m, dist) in d.latency.iter() {
+                self.dist(&format!("{at}.{}", m.key()), dist);
+                self.at_most(
+                    &format!("{at}.{}.count", m.key()),
+                    dist.count,
+                    d.ok,
+                    "the depth's ok turns",
+                );
+            }
+        }
+        self.at_most(
+            &format!("{at}.per_depth"),
+            sent,
+            s.requests.sent,
+            "the stage sent",
+        );
     }
 
     fn stage_urls(&mut self, at: &str, s: &StageSummary, listed: usize) {
