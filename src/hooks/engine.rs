@@ -236,6 +236,11 @@ impl Hooks {
                         let mut map = Map::new();
                         map.insert("role".into(), Dynamic::from(m.role.clone()));
                         map.insert("content".into(), Dynamic::from(m.content.clone()));
+                        // Opaque to the script: a message it hands back keeps its tool call
+                        // or result (and so its `tool_call_id`); one it builds has none.
+                        if let Some(tool) = &m.tool {
+                            map.insert("tool".into(), Dynamic::from(tool.clone()));
+                        }
                         Dynamic::from_map(map)
                     })
                     .collect(),
@@ -261,7 +266,9 @@ impl Hooks {
                     (Some(role), Some(content)) => ms.push(ChatMessage {
                         role,
                         content,
-                        tool: None,
+                        tool: map
+                            .get("tool")
+                            .and_then(|v| v.clone().try_cast::<crate::protocol::ToolPart>()),
                     }),
                     _ => {
                         return Err(self.bad(

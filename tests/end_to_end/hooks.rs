@@ -194,3 +194,57 @@ fn a_bad_script_stops_the_run_before_any_request() {
     assert!(stderr.contains("h.rhai:"), "{stderr}");
     assert!(!dir.path().join("out/results.json").exists());
 }
+
+/// A session's tool round trip through `mutate`: messages the script hands back keep their
+/// tool call or result (the server needs the call id); messages it builds anew carry none.
+#[test]
+fn mutate_keeps_the_tool_parts_of_the_messages_it_hands_back() {
+    use infermeter::dataset::ChatMessage;
+    use infermeter::protocol::{ToolCall, ToolPart};
+    let call = ToolCall {
+        call_id: "call-7".into(),
+        name: "get_weather".into(),
+        arguments: "{}".into(),
+    };
+    let msg = |role: &str, content: &str, tool| ChatMessage {
+        role: role.into(),
+        content: content.into(),
+        tool,
+    };
+    let prompt = Prompt::Messages(vec![
+        msg("user", "weather?", None),
+        msg("assistant", "", Some(ToolPart::Calls(vec![call]))),
+        msg(
+            "tool",
+            "sunny",
+            Some(ToolPart::Result {
+                call_id: "call-7".into(),
+            }),
+        ),
+    ]);
+    let kept = Hooks::compile(
+        "fn mutate(p, c) { for i in 0..p.len() { p[i].content += \"!\"; } p }",
+        "keep.rhai",
+    )
+    .unwrap();
+    let Prompt::Messages(ms) = kept.mutate(prompt.clone(), &ctx(0)).unwrap() else {
+        panic!("messages expected")
+    };
+    assert_eq!(ms[2].content, "sunny!");
+    assert_eq!(
+        ms[2].tool,
+        Some(ToolPart::Result {
+            call_id: "call-7".into()
+        })
+    );
+    assert!(matches!(&ms[1].tool, Some(ToolPart::Calls(c)) if c[0].call_id == "call-7"));
+    let rebuilt = Hooks::compile(
+        "fn mutate(p, c) { p.map(|m| #{role: m.role, content: m.content}) }",
+        "rebuild.rhai",
+    )
+    .unwrap();
+    let Prompt::Messages(ms) = rebuilt.mutate(prompt, &ctx(0)).unwrap() else {
+        panic!("messages expected")
+    };
+    assert!(ms.iter().all(|m| m.tool.is_none()), "{ms:?}");
+}
