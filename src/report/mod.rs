@@ -29,6 +29,7 @@ mod templates;
 mod timeline;
 mod urls;
 mod view;
+mod view_rows;
 mod write;
 
 pub use attribution::AttributionRow;
