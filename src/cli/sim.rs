@@ -69,6 +69,11 @@ impl SimArgs {
             c.otlp_traces_endpoint = self.otlp_traces_endpoint.clone();
         }
         set(&mut c.ignore_priority, &self.ignore_priority);
+        set(&mut c.response_store, &self.response_store);
+        set(
+            &mut c.response_store_max_tokens,
+            &self.response_store_max_tokens,
+        );
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

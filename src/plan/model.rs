@@ -104,6 +104,13 @@ pub struct SessionPlan {
     pub turns: u32,
     pub think_time: Duration,
     pub history: History,
+    /// How later turns carry the conversation; left out of the plan (and its hash) at the
+    /// default, `resend`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::dataset::SessionState::is_resend"
+    )]
+    pub state: crate::dataset::SessionState,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

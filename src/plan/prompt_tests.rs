@@ -54,6 +54,7 @@ fn synthetic_turns_carry_the_history_with_exact_counts() {
         turns: 3,
         think_time: Duration::ZERO,
         history: History::Dataset,
+        state: Default::default(),
     });
     let f = plan.prompt_factory(std::path::Path::new(".")).unwrap();
     let stage = &plan.stages[0];

@@ -149,6 +149,7 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
             turns: MAX_TURNS,
             think_time: Duration::ZERO,
             history: History::Dataset,
+            state: Default::default(),
         }));
     }
     let Some(s) = d.session else {
@@ -172,5 +173,6 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
         turns: turns.clamp(1, MAX_TURNS),
         think_time: s.think_time,
         history: s.history,
+        state: s.state,
     }))
 }

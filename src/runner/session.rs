@@ -6,14 +6,15 @@
 //! or the end of the drain time stops it between turns. A session's turns go on one
 //! connection of their own while the server keeps it open and the route keeps the session on
 //! one URL (sticky connections: `client::Held`).
-//! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`.
+//! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`; sessions
+//! the server keeps (`state="previous-response-id"`) by `kept.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::send::{Body, StageShared, since};
 use crate::client::Held;
-use crate::dataset::{History, TurnTokens};
+use crate::dataset::{History, SessionState, TurnTokens};
 use crate::plan::SessionRecipe;
 
 /// A session ready to start: its first request's body, and its turns (a chain) or its task
@@ -77,6 +78,9 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
         return;
     };
     let think = settings.think_time.as_std();
+    if settings.state == SessionState::PreviousResponseId {
+        return super::kept::run(sh, session, first, scheduled_ns, think).await;
+    }
     let mut replies = Vec::new();
     let mut body = first;
     let mut scheduled = scheduled_ns;
@@ -110,7 +114,7 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
 }
 
 /// Waits out a think time; false when the stage stops first.
-async fn pause(sh: &StageShared, think: Duration) -> bool {
+pub(super) async fn pause(sh: &StageShared, think: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(think) => true,
         _ = sh.cancel.cancelled() => false,

@@ -14,6 +14,7 @@ mod prefix;
 mod scheduler;
 mod server;
 mod state;
+mod store;
 mod tokens;
 mod tools;
 mod trace;

@@ -164,7 +164,13 @@ pub async fn start_with_trace(
         .session_header
         .as_deref()
         .and_then(super::affinity::Affinity::new);
+    let store = super::store::ResponseStore::new(
+        config.response_store,
+        config.response_store_max_tokens,
+        config.prefix_cache.then_some(config.prefix_cache_block),
+    );
     let state = Arc::new(AppState {
+        store: Arc::new(store),
         affinity,
         config,
         epoch,
@@ -278,6 +284,7 @@ async fn metrics(State(app): State<Arc<AppState>>) -> Response {
     if let Some(a) = &app.affinity {
         a.render(&mut body);
     }
+    app.store.render(&mut body);
     (
         StatusCode::OK,
         [(
@@ -342,9 +349,14 @@ async fn generate(
         return json_response(StatusCode::SERVICE_UNAVAILABLE, body, None);
     }
     let arrival = Instant::now();
-    let req = match served.side.parse(&body, app.prefix.is_some()) {
+    let mut req = match served.side.parse(&body, app.prefix.is_some()) {
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
+    };
+    // The Responses API's stored conversation, before the length checks that count it.
+    let conversation = match super::store::asked(&app.store, served.api, &mut req) {
+        Ok(c) => c,
+        Err(not_found) => return not_found,
     };
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
@@ -365,10 +377,13 @@ async fn generate(
         return json_response(code, body, Some(id));
     }
     let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
-    let prefix_blocks = if app.prefix.is_some() {
-        tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
-    } else {
-        Vec::new()
+    let (prefix_blocks, store) = match conversation {
+        Some(c) => super::store::pending(&app.store, c, id, req.store),
+        None if app.prefix.is_some() => (
+            tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block),
+            None,
+        ),
+        None => (Vec::new(), None),
     };
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
     // channel, and a slow client only grows its own queue.
@@ -388,6 +403,7 @@ async fn generate(
         cost,
         tx,
         trace,
+        store,
     };
     if app.intake.send(seq).is_err() {
         let body = wire::error_body(

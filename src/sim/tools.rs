@@ -70,6 +70,8 @@ mod tests {
             reasoning_effort: None,
             model: None,
             priority: 0,
+            store: false,
+            previous_response_id: None,
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

@@ -10,6 +10,7 @@ mod sim_faults;
 mod sim_latency;
 mod sim_metrics;
 mod sim_prefix_cache;
+mod sim_response_store;
 mod sim_scenario;
 mod sim_timings;
 mod sim_wire;

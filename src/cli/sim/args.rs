@@ -121,4 +121,12 @@ pub struct SimArgs {
     /// each with its cost) are set with --config: {"adapters": {"lora-sql": 1.5}}.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub ignore_priority: Option<bool>,
+    /// Responses the Responses API's response store holds for `previous_response_id` (oldest
+    /// evicted first; a request naming one gone gets 404). Default 10000; 0 stores none.
+    #[arg(long, value_name = "RESPONSES")]
+    pub response_store: Option<u32>,
+    /// The most tokens of context one stored response may hold (a longer one is not stored).
+    /// Default 65536.
+    #[arg(long, value_name = "TOKENS")]
+    pub response_store_max_tokens: Option<u64>,
 }

@@ -95,6 +95,8 @@ pub(super) fn fed(
         reasoning_effort: None,
         model: None,
         priority: 0,
+        store: false,
+        previous_response_id: None,
     })
 }
 

@@ -17,6 +17,8 @@ fn req(stream: bool, include_usage: bool) -> GenRequest {
         reasoning_effort: None,
         model: None,
         priority: 0,
+        store: false,
+        previous_response_id: None,
     }
 }
 
