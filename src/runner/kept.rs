@@ -74,7 +74,7 @@ pub(super) async fn run(
             return;
         }
         let reply = sh.factory.tokenizer().count(&text).min(u32::MAX as usize) as u32;
-        if !think.is_zero() && !super::session::pause(&sh, think).await {
+        if !think.is_zero() && !sh.pause(think).await {
             return;
         }
         if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {

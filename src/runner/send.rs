@@ -288,6 +288,15 @@ impl StageShared {
         }
     }
 
+    /// Waits out a session's think time; false when the stage stops first.
+    pub(super) async fn pause(&self, think: std::time::Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(think) => true,
+            _ = self.cancel.cancelled() => false,
+            _ = self.interrupt.cancelled() => false,
+        }
+    }
+
     /// Sends one request (turn `turn` of a session, 0 for a plain request) and records it;
     /// the response text when it succeeded.
     pub(super) async fn send(

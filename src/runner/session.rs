@@ -10,7 +10,6 @@
 //! the server keeps (`state="previous-response-id"`) by `kept.rs`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::send::{Body, StageShared, since};
 use crate::client::Held;
@@ -101,7 +100,7 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
         if settings.history == History::Server {
             replies.push(text);
         }
-        if !think.is_zero() && !pause(&sh, think).await {
+        if !think.is_zero() && !sh.pause(think).await {
             return;
         }
         if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {
@@ -110,14 +109,5 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
         body = turn_body(&sh, &session, k + 1, &replies);
         // Due now: the think time (at the runtime's timer precision) is over.
         scheduled = since(sh.t0);
-    }
-}
-
-/// Waits out a think time; false when the stage stops first.
-pub(super) async fn pause(sh: &StageShared, think: Duration) -> bool {
-    tokio::select! {
-        _ = tokio::time::sleep(think) => true,
-        _ = sh.cancel.cancelled() => false,
-        _ = sh.interrupt.cancelled() => false,
     }
 }

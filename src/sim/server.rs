@@ -356,7 +356,7 @@ async fn generate(
     // The Responses API's stored conversation, before the length checks that count it.
     let conversation = match super::store::asked(&app.store, served.api, &mut req) {
         Ok(c) => c,
-        Err(not_found) => return not_found,
+        Err(body) => return json_response(StatusCode::NOT_FOUND, body, None),
     };
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {

@@ -16,10 +16,6 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use axum::http::StatusCode;
-use axum::response::Response;
-
-use super::state::json_response;
 use super::tokens::Chain;
 use super::wire::GenRequest;
 use super::words;
@@ -112,12 +108,13 @@ impl Pending {
 /// What a Responses request asks of the store: with `previous_response_id`, the stored
 /// conversation goes before its prompt (`req.prompt_tokens` then counts both); with either
 /// that or `store`, the conversation the request makes (its prefix blocks and what a stored
-/// response continues). `None` for a request that asks neither; the 404 for an id not held.
+/// response continues). `None` for a request that asks neither; for an id not held, the
+/// body of the 404 to answer.
 pub(crate) fn asked(
     store: &ResponseStore,
     api: Api,
     req: &mut GenRequest,
-) -> Result<Option<Context>, Response> {
+) -> Result<Option<Context>, String> {
     if api != Api::RESPONSES {
         return Ok(None);
     }
@@ -154,9 +151,9 @@ impl ResponseStore {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The stored context of `previous_response_id`, or the 404 OpenAI answers for an id it
-    /// does not hold.
-    pub(crate) fn context_of(&self, id: &str) -> Result<Context, Response> {
+    /// The stored context of `previous_response_id`, or the body of the 404 OpenAI answers
+    /// for an id it does not hold.
+    pub(crate) fn context_of(&self, id: &str) -> Result<Context, String> {
         let found = id
             .strip_prefix(ID_PREFIX)
             .and_then(|n| n.parse::<u64>().ok())
@@ -260,9 +257,9 @@ impl ResponseStore {
     }
 }
 
-/// OpenAI's answer to a `previous_response_id` it does not hold: 404, the id quoted (bounded:
-/// it is the client's text, and serde_json escapes it).
-fn not_found(id: &str) -> Response {
+/// The body of OpenAI's 404 for a `previous_response_id` it does not hold, the id quoted
+/// (bounded: it is the client's text, and serde_json escapes it).
+fn not_found(id: &str) -> String {
     let shown: String = id.chars().take(256).collect();
     let body = serde_json::json!({
         "error": {
@@ -272,7 +269,7 @@ fn not_found(id: &str) -> Response {
             "code": "previous_response_not_found",
         }
     });
-    json_response(StatusCode::NOT_FOUND, body.to_string(), None)
+    body.to_string()
 }
 
 #[cfg(test)]
@@ -297,8 +294,9 @@ mod tests {
         assert!(s.context_of("resp_sim-1").is_err(), "the oldest went");
         assert_eq!(s.context_of("resp_sim-3").unwrap().tokens, 35);
         for unknown in ["resp_sim-9", "resp_other-2", "", "resp_sim-x"] {
-            let r = s.context_of(unknown).unwrap_err();
-            assert_eq!(r.status(), StatusCode::NOT_FOUND);
+            let body: serde_json::Value =
+                serde_json::from_str(&s.context_of(unknown).unwrap_err()).unwrap();
+            assert_eq!(body["error"]["code"], "previous_response_not_found");
         }
         // Over the per-response cap: not stored.
         s.commit(pending(4, 996), 5);
