@@ -164,13 +164,8 @@ pub async fn start_with_trace(
         .session_header
         .as_deref()
         .and_then(super::affinity::Affinity::new);
-    let store = super::store::ResponseStore::new(
-        config.response_store,
-        config.response_store_max_tokens,
-        config.prefix_cache.then_some(config.prefix_cache_block),
-    );
     let state = Arc::new(AppState {
-        store: Arc::new(store),
+        store: Arc::new(super::store::ResponseStore::of(&config)),
         affinity,
         config,
         epoch,
@@ -377,14 +372,7 @@ async fn generate(
         return json_response(code, body, Some(id));
     }
     let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
-    let (prefix_blocks, store) = match conversation {
-        Some(c) => super::store::pending(&app.store, c, id, req.store),
-        None if app.prefix.is_some() => (
-            tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block),
-            None,
-        ),
-        None => (Vec::new(), None),
-    };
+    let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, id);
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
     // channel, and a slow client only grows its own queue.
     let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
@@ -429,6 +417,24 @@ async fn generate(
             pooled: (req.inputs, cfg.embedding_dim),
         };
         collect_response(rx, info).await
+    }
+}
+
+/// The prompt's prefix-cache blocks (empty without `prefix-cache`; a stored conversation's
+/// with its prompt after it) and, for a Responses request with `store`, its response to keep.
+fn prefix_and_store(
+    app: &AppState,
+    req: &GenRequest,
+    conversation: Option<super::store::Context>,
+    id: u64,
+) -> (Vec<u64>, Option<super::store::Pending>) {
+    match conversation {
+        Some(c) => super::store::pending(&app.store, c, id, req.store),
+        None if app.prefix.is_some() => (
+            tokens::block_hashes(&req.prompt_ids, app.config.prefix_cache_block),
+            None,
+        ),
+        None => (Vec::new(), None),
     }
 }
 

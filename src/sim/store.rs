@@ -129,6 +129,16 @@ pub(crate) fn asked(
 }
 
 impl ResponseStore {
+    /// The store `config` sizes (`response-store`, `response-store-max-tokens`), keeping
+    /// block hashes with `prefix-cache`.
+    pub(crate) fn of(config: &super::config::SimConfig) -> Self {
+        ResponseStore::new(
+            config.response_store,
+            config.response_store_max_tokens,
+            config.prefix_cache.then_some(config.prefix_cache_block),
+        )
+    }
+
     /// A store of at most `capacity` responses of at most `max_tokens` tokens each; `block`
     /// is the prefix cache's block size when it is on.
     pub(crate) fn new(capacity: u32, max_tokens: u64, block: Option<u16>) -> Self {

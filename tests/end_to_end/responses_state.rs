@@ -185,9 +185,12 @@ fn a_store_too_small_answers_404_and_the_session_ends_there() {
     assert!(r["sent"].as_u64().unwrap() < 6, "{r}");
 }
 
+/// The id a test server gives its `n`-th response (`None`: none).
+type IdOf = fn(usize) -> Option<String>;
+
 /// A Responses server answering every request with a stream whose response id is `id(n)`
 /// (`None`: no id) for the `n`-th request, keeping every body it was sent.
-fn responses_server(id: fn(usize) -> Option<String>) -> (RawServer, Arc<Mutex<Vec<Value>>>) {
+fn responses_server(id: IdOf) -> (RawServer, Arc<Mutex<Vec<Value>>>) {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let kept = bodies.clone();
     let server = RawServer::start(true, move |p: &mut Post<'_>| {
@@ -278,7 +281,7 @@ fn later_turns_send_only_the_new_message_and_the_previous_id() {
 
 #[test]
 fn an_unusable_id_fails_its_turn_clearly_and_ends_the_session() {
-    let cases: [(fn(usize) -> Option<String>, &str); 3] = [
+    let cases: [(IdOf, &str); 3] = [
         (|_| None, "response_id_missing"),
         (|_| Some("x".repeat(10 * 1024)), "response_id_too_long"),
         (
