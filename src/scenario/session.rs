@@ -149,9 +149,19 @@ fn state(
 }
 
 /// A session the server keeps (`state="previous-response-id"`) on a target whose API has no
-/// `previous_response_id` (every API but `responses`): refused where the state is written.
-pub(crate) fn check_state(ctx: &mut Ctx<'_>, nodes: &[KdlNode], api: crate::protocol::Api) {
-    if api == crate::protocol::Api::RESPONSES {
+/// `previous_response_id` (every API but `responses`), or whose `body { }` sets the fields
+/// such a session writes on every turn (`store`, `previous_response_id`): refused where the
+/// state is written.
+pub(crate) fn check_state(
+    ctx: &mut Ctx<'_>,
+    nodes: &[KdlNode],
+    target: &crate::protocol::RequestSettings,
+) {
+    let api = target.api;
+    let clash = ["store", "previous_response_id"]
+        .into_iter()
+        .find(|k| target.extra_body.contains_key(*k));
+    if api == crate::protocol::Api::RESPONSES && clash.is_none() {
         return;
     }
     let states = nodes
@@ -162,18 +172,28 @@ pub(crate) fn check_state(ctx: &mut Ctx<'_>, nodes: &[KdlNode], api: crate::prot
         .filter_map(|n| n.entry("state"))
         .filter(|e| e.value().as_string() == Some("previous-response-id"));
     for entry in states {
-        ctx.error(
-            ctx.trim(entry.span()),
-            format!(
-                "`state=\"previous-response-id\"` needs the Responses API; the target speaks `{}`",
-                api.as_str()
-            ),
-            "only `api \"responses\"` has `previous_response_id`",
-            Some(
-                "write api \"responses\" in the target, or drop state= (every turn then resends \
-                 the history)"
-                    .into(),
-            ),
-        );
+        let span = ctx.trim(entry.span());
+        if api != crate::protocol::Api::RESPONSES {
+            ctx.error(
+                span,
+                format!(
+                    "`state=\"previous-response-id\"` needs the Responses API; the target speaks `{}`",
+                    api.as_str()
+                ),
+                "only `api \"responses\"` has `previous_response_id`",
+                Some(
+                    "write api \"responses\" in the target, or drop state= (every turn then \
+                     resends the history)"
+                        .into(),
+                ),
+            );
+        } else if let Some(key) = clash {
+            ctx.error(
+                span,
+                format!("the target's `body` sets `{key}`, which this session sets on every turn"),
+                "a session the server keeps writes `store` and `previous_response_id` itself",
+                Some(format!("drop `{key}` from the target's body")),
+            );
+        }
     }
 }

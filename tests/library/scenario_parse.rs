@@ -635,3 +635,25 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
         );
     }
 }
+
+#[test]
+fn a_kept_session_refuses_a_body_that_sets_its_fields() {
+    for key in ["store #false", "previous_response_id \"resp_1\""] {
+        let text = format!(
+            r#"target "sim" {{ api "responses"; body {{ {key}; }} }}
+dataset "d" {{
+    synthetic {{ input-tokens 16; output-tokens 8; }}
+    session turns=3 state="previous-response-id"
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
+"#
+        );
+        let e = parse_with(&text, &[]).unwrap_err();
+        let m = messages(&e);
+        assert!(
+            m.contains("which this session sets on every turn"),
+            "{key}: {m}"
+        );
+        assert!(m.contains("drop `"), "{m}");
+    }
+}
