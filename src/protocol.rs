@@ -23,6 +23,7 @@ mod group;
 mod image;
 mod pooled;
 mod rerank;
+mod response_id;
 mod responses;
 mod route;
 mod score;
@@ -46,6 +47,7 @@ pub use generated::{Generated, ToolCall, ToolPart};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
 pub use image::image_size;
 pub use pooled::{Pooled, WholeError};
+pub use response_id::{MAX_ID_BYTES, ResponseId, continued_body};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{
     CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, RequestSettings, RunSettings,

@@ -72,6 +72,11 @@ impl SimArgs {
         if let Some(h) = &self.request_priority_header {
             c.request_priority_header = Some(h.clone());
         }
+        set(&mut c.response_store, &self.response_store);
+        set(
+            &mut c.response_store_max_tokens,
+            &self.response_store_max_tokens,
+        );
         c.validate().map_err(|e| bad(e.to_string()))?;
         Ok(c)
     }

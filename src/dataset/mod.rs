@@ -50,8 +50,8 @@ pub use session_tools::with_tool_results;
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;
 pub use spec::{
-    ContextSpec, History, LengthDist, MAX_TURNS, Retrieved, ShareGptFilters, SharedPrefix,
-    TokenizerSpec, TraceFormat,
+    ContextSpec, History, LengthDist, MAX_TURNS, Retrieved, SessionState, ShareGptFilters,
+    SharedPrefix, TokenizerSpec, TraceFormat,
 };
 pub use tokenizer::Tokenizer;
 pub use trace::load_trace;

@@ -138,3 +138,31 @@ pub enum History {
     /// The text the server actually sent.
     Server,
 }
+
+/// How a session's later turns carry the conversation so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionState {
+    /// Every turn resends the whole history (chat's only way): the default.
+    #[default]
+    Resend,
+    /// The server keeps it (the Responses API's `store` and `previous_response_id`): every
+    /// turn asks it to store its response, and a later turn sends only its new message
+    /// and the previous response's id.
+    PreviousResponseId,
+}
+
+impl SessionState {
+    /// The name a scenario writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Resend => "resend",
+            SessionState::PreviousResponseId => "previous-response-id",
+        }
+    }
+
+    /// The default, which plans leave out (so that their hashes stay as they were).
+    pub fn is_resend(&self) -> bool {
+        *self == SessionState::Resend
+    }
+}

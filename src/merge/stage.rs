@@ -454,6 +454,14 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
             if let Some(share) = t.cached_share {
                 entry.3 = Some(entry.3.unwrap_or(0.0) + share * input);
             }
+            // Summed weighted by the shard's ok requests here, divided by them all below.
+            let weighted = |sum: Option<f64>, mean: Option<f64>| match mean {
+                Some(m) => Some(sum.unwrap_or(0.0) + m * t.ok as f64),
+                None => sum,
+            };
+            entry.0.mean_request_bytes = weighted(entry.0.mean_request_bytes, t.mean_request_bytes);
+            entry.0.mean_sent_input_tokens =
+                weighted(entry.0.mean_sent_input_tokens, t.mean_sent_input_tokens);
             for (m, _) in t.latency.iter() {
                 let h = match t.histogram(m) {
                     Some(Ok(h)) => h,
@@ -478,6 +486,9 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
         .into_values()
         .map(|(mut t, input, hists, cached)| {
             t.mean_input_tokens = if t.ok == 0 { 0.0 } else { input / t.ok as f64 };
+            let ok = t.ok.max(1) as f64;
+            t.mean_request_bytes = t.mean_request_bytes.map(|sum| sum / ok);
+            t.mean_sent_input_tokens = t.mean_sent_input_tokens.map(|sum| sum / ok);
             t.cached_share = cached
                 .filter(|_| input > 0.0)
                 .map(|c| (c / input).clamp(0.0, 1.0));

@@ -33,6 +33,22 @@ pub enum ErrorKind {
     Invalid,
     /// Still in flight when the stage's drain time ran out or the run was interrupted.
     Cancelled,
+    /// A turn of a session the server keeps (`session state="previous-response-id"`) whose
+    /// response carried no id a later turn can send back: none, one too long, or one that
+    /// is not printable ASCII. The session ends there.
+    ResponseId(IdProblem),
+}
+
+/// What was wrong with a response's id (see [`ErrorKind::ResponseId`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdProblem {
+    /// The response carried none.
+    Missing,
+    /// Longer than `protocol::MAX_ID_BYTES`.
+    TooLong,
+    /// Empty, or holding a character other than printable ASCII.
+    Unprintable,
 }
 
 impl ErrorKind {
@@ -60,6 +76,9 @@ impl ErrorKind {
             ErrorKind::Hook => "hook".into(),
             ErrorKind::Invalid => "invalid".into(),
             ErrorKind::Cancelled => "cancelled".into(),
+            ErrorKind::ResponseId(IdProblem::Missing) => "response_id_missing".into(),
+            ErrorKind::ResponseId(IdProblem::TooLong) => "response_id_too_long".into(),
+            ErrorKind::ResponseId(IdProblem::Unprintable) => "response_id_unprintable".into(),
         }
     }
 }
@@ -207,6 +226,15 @@ pub struct RequestRecord {
     /// next turn; the runner takes them before the record goes to the collector.
     #[serde(skip)]
     pub tool_calls: Vec<crate::protocol::ToolCall>,
+    /// The server's id for the response (the Responses API's), judged; a later turn of a
+    /// session the server keeps sends it back. Never written: it is the server's text.
+    #[serde(skip)]
+    pub response_id: Option<crate::protocol::ResponseId>,
+    /// A turn of a session the server keeps: the prompt tokens the request itself carried
+    /// (the new message only, after the first turn), where `planned_input_tokens` is the
+    /// whole conversation the server is to process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_input_tokens: Option<u32>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

@@ -32,6 +32,16 @@ pub struct TurnSummary {
     /// far the conversation so far was reused. Absent when no response said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_share: Option<f64>,
+    /// Mean body size of the turn's successful requests, in bytes: what a turn sends (a
+    /// resent history grows it turn over turn; a session the server keeps does not). Absent
+    /// when no body was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_request_bytes: Option<f64>,
+    /// A session the server keeps (`state="previous-response-id"`): mean prompt tokens the
+    /// turn's successful requests carried themselves, where `mean_input_tokens` is what the
+    /// server says it processed (the stored conversation with them). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_sent_input_tokens: Option<f64>,
     /// The distributions of the metrics kept per turn (`ttft_ms`, `e2e_ms`), members of the
     /// turn's object.
     #[serde(flatten)]
@@ -64,6 +74,12 @@ pub(super) struct Tally {
     pub(super) cached_tokens: u64,
     /// Ok requests whose response said how many prompt tokens were cached.
     pub(super) cache_reported: u64,
+    /// The ok requests' body bytes, and how many of them had one measured.
+    pub(super) request_bytes: u64,
+    pub(super) bytes_reported: u64,
+    /// The ok requests' own prompt tokens where a session the server keeps said, and how many.
+    pub(super) sent_input_tokens: u64,
+    pub(super) sent_reported: u64,
     /// Indexed by latency metric; only those kept per turn are filled.
     pub(super) hists: [Histogram<u64>; LatencyMetric::COUNT],
 }
@@ -80,6 +96,10 @@ impl Tally {
                 output_tokens: 0,
                 cached_tokens: 0,
                 cache_reported: 0,
+                request_bytes: 0,
+                bytes_reported: 0,
+                sent_input_tokens: 0,
+                sent_reported: 0,
                 hists: std::array::from_fn(|_| histogram()),
             });
         }
@@ -99,9 +119,26 @@ impl Tally {
             self.cached_tokens += u64::from(c);
             self.cache_reported += 1;
         }
+        if r.request_bytes > 0 {
+            self.request_bytes = self.request_bytes.saturating_add(r.request_bytes);
+            self.bytes_reported += 1;
+        }
+        if let Some(n) = r.sent_input_tokens {
+            self.sent_input_tokens += u64::from(n);
+            self.sent_reported += 1;
+        }
         for m in PerTurn::metrics() {
             record(&mut self.hists[m as usize], m.measure(r));
         }
+    }
+
+    /// Mean body bytes and mean sent prompt tokens of the ok requests, where measured.
+    fn sent_means(&self) -> (Option<f64>, Option<f64>) {
+        let mean = |sum: u64, n: u64| (n > 0).then(|| sum as f64 / n as f64);
+        (
+            mean(self.request_bytes, self.bytes_reported),
+            mean(self.sent_input_tokens, self.sent_reported),
+        )
     }
 
     /// The share of prompt tokens served from cache, when any response said.
@@ -149,6 +186,8 @@ impl TurnAggregator {
                     t.input_tokens as f64 / t.ok as f64
                 },
                 cached_share: t.cached_share(),
+                mean_request_bytes: t.sent_means().0,
+                mean_sent_input_tokens: t.sent_means().1,
                 latency: PerMetric::from_fn(|m| dist(&t.hists[m as usize])),
                 histograms: TurnHistograms::encode(|m| &t.hists[m as usize]).ok(),
             })
@@ -216,5 +255,27 @@ mod tests {
         assert_eq!(shares[0], Some(0.0));
         assert!((shares[1].unwrap() - 0.25).abs() < 1e-9);
         assert!((shares[2].unwrap() - 10.0 / 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn request_bytes_and_sent_tokens_are_means_of_the_ok_requests_that_had_them() {
+        let mut a = TurnAggregator::default();
+        for (turn, bytes, sent) in [(0, 100, None), (1, 300, Some(7)), (1, 500, Some(9))] {
+            let mut r = rec(turn, true, 10);
+            r.request_bytes = bytes;
+            r.sent_input_tokens = sent;
+            a.record(&r);
+        }
+        let mut failed = rec(1, false, 10);
+        failed.request_bytes = 9_999;
+        a.record(&failed);
+        let s = a.finish();
+        assert_eq!(s[0].mean_request_bytes, Some(100.0));
+        assert_eq!(
+            s[0].mean_sent_input_tokens, None,
+            "a resent session says nothing"
+        );
+        assert_eq!(s[1].mean_request_bytes, Some(400.0));
+        assert_eq!(s[1].mean_sent_input_tokens, Some(8.0));
     }
 }

@@ -378,6 +378,13 @@ pub(super) fn render_extras(d: &DatasetPlan, out: &mut String) -> std::fmt::Resu
                 None => writeln!(out, "           tool time {lo}")?,
             }
         }
+        if s.state == crate::dataset::SessionState::PreviousResponseId {
+            writeln!(
+                out,
+                "           the server keeps the conversation: later turns send only their new \
+                 message and the previous response's id"
+            )?;
+        }
     }
     if let Some(h) = &d.hooks {
         writeln!(

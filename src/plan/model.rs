@@ -110,6 +110,13 @@ pub struct SessionPlan {
     pub tool_time: Option<Duration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_time_max: Option<Duration>,
+    /// How later turns carry the conversation; left out of the plan (and its hash) at the
+    /// default, `resend`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::dataset::SessionState::is_resend"
+    )]
+    pub state: crate::dataset::SessionState,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -56,6 +56,7 @@ fn synthetic_turns_carry_the_history_with_exact_counts() {
         history: History::Dataset,
         tool_time: None,
         tool_time_max: None,
+        state: Default::default(),
     });
     let f = plan.prompt_factory(std::path::Path::new(".")).unwrap();
     let stage = &plan.stages[0];

@@ -151,6 +151,7 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
             history: History::Dataset,
             tool_time: None,
             tool_time_max: None,
+            state: Default::default(),
         }));
     }
     let Some(s) = d.session else {
@@ -176,6 +177,7 @@ pub(super) fn session_plan(d: &Dataset) -> Result<Option<SessionPlan>, PlanError
         history: s.history,
         tool_time: s.tool_time,
         tool_time_max: s.tool_time_max,
+        state: s.state,
     }))
 }
 

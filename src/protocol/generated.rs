@@ -16,7 +16,8 @@ pub struct Generated {
     /// Why generation ended (`None` when the answer does not say).
     pub finish_reason: Option<FinishReason>,
     pub usage: Option<Usage>,
-    /// The server's id for the response (the Responses API's `id`), when it gave a usable one.
+    /// The server's id for the response (the Responses API's `id`), when it gave one (not
+    /// yet judged: see `ResponseId`).
     pub id: Option<String>,
 }
 

@@ -5,7 +5,9 @@
 //!
 //! The request: a text prompt is `input` as one string; a conversation is `input` as message
 //! items (`{"role","content"}`), its first message, when a system prompt, sent as
-//! `instructions`. A multi-turn session resends its history as `input` items, as chat does. `max_output_tokens`
+//! `instructions`. A multi-turn session resends its history as `input` items, as chat does, or
+//! with `session state="previous-response-id"` sends only the new message with the previous
+//! response's id (`response_id.rs`, `runner/session.rs`). `max_output_tokens`
 //! carries the length, `reasoning: {"effort"}` the reasoning effort when the target sets one.
 //! `ignore_eos` is off by default: the API has no such field (OpenAI refuses unknown ones).
 //!
@@ -24,11 +26,14 @@
 //!   when present as such) and the finish reason from `response.status` and
 //!   `response.incomplete_details.reason` (`max_output_tokens`: `length`);
 //! - `response.failed`, `error`: the server reported an error in the stream;
+//! - `response.created`: `response.id`, when a string, is the response's id (a later turn of
+//!   a session the server keeps sends it back; `response.completed` repeats it, and that one
+//!   wins); anything else in it is skipped;
 //! - `response.output_item.added` whose `item` is a `function_call`: the call's `call_id` and
 //!   `name` (the name is answer output, as a chat tool call's first delta is); any other item,
 //!   or an item not of this form, carries nothing;
-//! - every other type (`response.created`, …) carries nothing
-//!   the measurement reads and is skipped; an event without a string `type` is malformed.
+//! - every other type (`response.in_progress`, …) carries nothing the measurement reads and
+//!   is skipped; an event without a string `type` is malformed.
 //!
 //! Decoding borrows: each event is read by serde_json into a struct of borrowed raw values,
 //! and a delta's text stays in the event with its escapes until the client asks for it, so a
@@ -205,6 +210,11 @@ fn decode(data: &str) -> Result<Event<'_>, ChunkError> {
             error: true,
             ..ChunkInfo::default()
         },
+        // The id a later turn names (`previous_response_id`); nothing else is read here.
+        "response.created" => ChunkInfo {
+            response_id: wire.response.and_then(response_id),
+            ..ChunkInfo::default()
+        },
         _ => ChunkInfo::default(),
     };
     Ok(Event::Chunk(info))
@@ -224,6 +234,8 @@ fn delta(raw: Option<&RawValue>) -> Result<Option<JsonStr<'_>>, ChunkError> {
 fn finished(response: Option<&RawValue>, incomplete: bool) -> Result<ChunkInfo<'_>, ChunkError> {
     #[derive(Deserialize)]
     struct Response<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
         #[serde(borrow)]
         status: Option<&'a RawValue>,
         #[serde(borrow)]
@@ -255,11 +267,26 @@ fn finished(response: Option<&RawValue>, incomplete: bool) -> Result<ChunkInfo<'
         finish_reason,
         usage: r.usage.map(usage).transpose()?.flatten(),
         error,
+        response_id: r.id.and_then(string),
         ..ChunkInfo::default()
     })
 }
 
+/// `response.id` of a `response` object, when it is a string (anything else is no id); the
+/// object itself is checked where it ends the stream, so a broken one here is no id either.
+fn response_id(raw: &RawValue) -> Option<JsonStr<'_>> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let head: Head<'_> = serde_json::from_str(raw.get()).ok()?;
+    head.id.and_then(string)
+}
+
 mod whole;
+
+pub use whole::MAX_ID_BYTES;
 
 #[cfg(test)]
 mod tests;

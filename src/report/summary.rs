@@ -273,6 +273,20 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
             .map(|(k, v)| format!("{}: {v}", t(k)))
             .collect();
         let _ = writeln!(out, "    errors: {}", errors.join(", "));
+        if s.requests
+            .errors
+            .keys()
+            .any(|k| k.starts_with("response_id_"))
+        {
+            let _ = writeln!(
+                out,
+                "    response_id_*: a response carried no id a later turn could send back as \
+                 previous_response_id (missing, over {} bytes, or not printable ASCII): does \
+                 the server store responses? Drop state=\"previous-response-id\" to resend \
+                 the history instead",
+                crate::protocol::MAX_ID_BYTES
+            );
+        }
     }
 }
 

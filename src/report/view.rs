@@ -177,7 +177,7 @@ pub struct ErrorRow {
     pub share: String,
 }
 
-pub(super) fn with_unit(v: f64, unit: &str) -> String {
+fn with_unit(v: f64, unit: &str) -> String {
     match unit {
         "%" => format!("{} %", short(v)),
         "" => short(v),

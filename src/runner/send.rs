@@ -150,6 +150,20 @@ impl StageShared {
 
     /// The body for a prompt built elsewhere (a session's turn), through the hooks.
     pub(super) fn body_for(&self, recipe: &RequestRecipe, prompt: Prompt) -> Body {
+        self.body_salted(recipe, prompt, true)
+    }
+
+    /// [`body_for`](Self::body_for), with this round's salt in front of the prompt or not (a
+    /// later turn of a session the server keeps: its first turn's salt is in the server's
+    /// copy already).
+    pub(super) fn body_salted(&self, recipe: &RequestRecipe, prompt: Prompt, salt: bool) -> Body {
+        let salted = |prompt: Prompt, input: u32| {
+            if salt {
+                self.salted(prompt, input)
+            } else {
+                (prompt, input)
+            }
+        };
         let extra = self.factory.item_extra(recipe.dataset, recipe.item);
         let images = self.images(recipe)?;
         let media = Media {
@@ -159,7 +173,7 @@ impl StageShared {
         };
         let urls: Vec<&str> = images.iter().map(|i| i.data_uri.as_str()).collect();
         let Some(h) = self.hooks.as_deref() else {
-            let (prompt, input) = self.salted(prompt, recipe.input_tokens);
+            let (prompt, input) = salted(prompt, recipe.input_tokens);
             let bytes = build(
                 self.template_of(recipe),
                 &prompt,
@@ -185,7 +199,7 @@ impl StageShared {
             prompt
         };
         // After `mutate`, so the script sees the data set's prompt.
-        let (prompt, input) = self.salted(prompt, input);
+        let (prompt, input) = salted(prompt, input);
         let bytes = build(
             self.template_of(recipe),
             &prompt,
@@ -274,6 +288,15 @@ impl StageShared {
         }
     }
 
+    /// Waits out a session's think time; false when the stage stops first.
+    pub(super) async fn pause(&self, think: std::time::Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(think) => true,
+            _ = self.cancel.cancelled() => false,
+            _ = self.interrupt.cancelled() => false,
+        }
+    }
+
     /// Sends one request (turn `turn` of a session, 0 for a plain request) and records it;
     /// the response text when it succeeded.
     pub(super) async fn send(
@@ -301,6 +324,22 @@ impl StageShared {
     ) -> Option<(String, Vec<ToolCall>)> {
         self.send_full(body, recipe, at, held, |r| r.tool_result = tool_result)
             .await
+    }
+
+    /// A session turn on its `held` connections, like [`send_turn`](Self::send_turn), with
+    /// `finish` given the record just before it goes to the collector (a turn of a session
+    /// the server keeps takes its response's id).
+    pub(super) async fn send_held_then(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        at: (u64, u32),
+        held: Option<&mut [Held]>,
+        finish: impl FnOnce(&mut RequestRecord),
+    ) -> Option<String> {
+        self.send_full(body, recipe, at, held, finish)
+            .await
+            .map(|(text, _)| text)
     }
 
     /// [`send`](Self::send), with `finish` given the record just before it goes to the

@@ -10,14 +10,14 @@
 //! A turn the server answers with tool calls is answered by the next turn with tool results,
 //! after the tool time instead of the think time (`session_tools.rs`,
 //! `dataset/session_tools.rs`).
-//! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`.
+//! An agentic data set's sessions are graphs of turns instead, run by `agent.rs`; sessions
+//! the server keeps (`state="previous-response-id"`) by `kept.rs`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::send::{Body, StageShared, since};
 use crate::client::Held;
-use crate::dataset::{History, TurnTokens, with_tool_results};
+use crate::dataset::{History, SessionState, TurnTokens, with_tool_results};
 use crate::plan::SessionRecipe;
 use crate::protocol::ToolCall;
 
@@ -93,7 +93,15 @@ pub(super) async fn run(sh: Arc<StageShared>, prepared: Prepared, scheduled_ns: 
     };
     // The session's connections between its turns, one per URL.
     let mut held = sh.router.held();
-    turns(&sh, &session, (first, scheduled_ns), &mut held).await;
+    let kept = sh
+        .plan
+        .session_plan(&sh.stage)
+        .is_some_and(|s| s.state == SessionState::PreviousResponseId);
+    if kept {
+        super::kept::run(&sh, &session, (first, scheduled_ns), &mut held).await;
+    } else {
+        turns(&sh, &session, (first, scheduled_ns), &mut held).await;
+    }
     sh.router.release(&mut held);
 }
 
@@ -139,7 +147,7 @@ async fn turns(
         } else {
             settings.tool_pause(sh.stage.seed, session.index, k as u32 + 1)
         };
-        if !wait.as_std().is_zero() && !pause(sh, wait.as_std()).await {
+        if !wait.as_std().is_zero() && !sh.pause(wait.as_std()).await {
             return;
         }
         if sh.interrupt.is_cancelled() || sh.cancel.is_cancelled() {
@@ -148,14 +156,5 @@ async fn turns(
         body = turn_body(sh, session, k + 1, (&replies, &answered));
         // Due now: the think time (at the runtime's timer precision) is over.
         scheduled = since(sh.t0);
-    }
-}
-
-/// Waits out a think time; false when the stage stops first.
-async fn pause(sh: &StageShared, think: Duration) -> bool {
-    tokio::select! {
-        _ = tokio::time::sleep(think) => true,
-        _ = sh.cancel.cancelled() => false,
-        _ = sh.interrupt.cancelled() => false,
     }
 }

@@ -1,14 +1,18 @@
-//! `session turns=… think-time=… history=… tool-time=…` inside a dataset: requests become
-//! multi-turn chat sessions, each turn carrying the conversation so far (and answering the
-//! previous turn's tool calls, when it made some). Synthetic data sets need `turns`;
-//! ShareGPT data sets take their turns from the conversations (`turns` caps them).
+//! `session turns=… think-time=… history=… state=… tool-time=…` inside a dataset: requests
+//! become multi-turn chat sessions, each turn carrying the conversation so far (or, with
+//! `state="previous-response-id"`, naming the server's stored copy of it) and answering the
+//! previous turn's tool calls, when it made some. Synthetic data sets need `turns`; ShareGPT
+//! data sets take their turns from the conversations (`turns` caps them). The state is
+//! written here rather than in the target because it is how a session's turns travel, beside
+//! `history`, which it constrains; the target's API is checked against it once every node is
+//! read.
 
 use kdl::KdlNode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ctx::{Ctx, NodeReader};
-use crate::dataset::{History, MAX_TURNS};
+use crate::dataset::{History, MAX_TURNS, SessionState};
 use crate::units::Duration;
 
 /// A dataset's `session` modifier.
@@ -28,6 +32,10 @@ pub struct SessionSpec {
     /// `tool-time-max`: the upper bound of the tool time's uniform draw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_time_max: Option<Duration>,
+    /// How later turns carry the conversation: resent whole, or kept by the server
+    /// (`previous-response-id`, the Responses API only).
+    #[serde(default, skip_serializing_if = "SessionState::is_resend")]
+    pub state: SessionState,
 }
 
 /// Parses `session turns=3 think-time="2s" history="server"`; `None` after an error.
@@ -81,14 +89,27 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<SessionSpec> {
         None => Some(History::Dataset),
     };
     let (tool_time, tool_time_max) = tool_times(ctx, &mut r, node);
+    let written_history = node.entry("history").is_some();
+    let state = state(
+        ctx,
+        &mut r,
+        node,
+        written_history.then_some(history).flatten(),
+    );
     r.finish(ctx);
     if !ok {
         return None;
     }
+    let state = state?;
     Some(SessionSpec {
         turns,
         think_time: think_time?,
-        history: history?,
+        // The server keeps its own replies: they are the history.
+        history: match state {
+            SessionState::PreviousResponseId => History::Server,
+            SessionState::Resend => history?,
+        },
+        state,
         tool_time: tool_time?,
         tool_time_max: tool_time_max?,
     })
@@ -132,4 +153,98 @@ fn tool_times(
         _ => {}
     }
     (strip(min), strip(max))
+}
+
+/// `state="resend"|"previous-response-id"`; `None` after an error. The server keeping the
+/// conversation keeps its own replies, so a written `history="dataset"` contradicts it.
+fn state(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    node: &KdlNode,
+    history: Option<History>,
+) -> Option<SessionState> {
+    let Some(v) = r.prop(ctx, "state") else {
+        return node
+            .entry("state")
+            .is_none()
+            .then_some(SessionState::Resend);
+    };
+    let state = match ctx.string(&v, "state").as_deref() {
+        Some("resend") => SessionState::Resend,
+        Some("previous-response-id") => SessionState::PreviousResponseId,
+        Some(other) => {
+            ctx.error(
+                v.span,
+                format!("unknown session state `{other}`"),
+                "not a way to carry the conversation",
+                Some(
+                    "use state=\"resend\" (every turn resends the history) or \
+                     state=\"previous-response-id\" (the Responses API keeps it)"
+                        .into(),
+                ),
+            );
+            return None;
+        }
+        None => return None,
+    };
+    if state == SessionState::PreviousResponseId && history == Some(History::Dataset) {
+        ctx.error(
+            v.span,
+            "`state=\"previous-response-id\"` keeps the server's own replies",
+            "the server holds the conversation, so the data set's replies are never sent",
+            Some("drop history=\"dataset\" (or write history=\"server\")".into()),
+        );
+        return None;
+    }
+    Some(state)
+}
+
+/// A session the server keeps (`state="previous-response-id"`) on a target whose API has no
+/// `previous_response_id` (every API but `responses`), or whose `body { }` sets the fields
+/// such a session writes on every turn (`store`, `previous_response_id`): refused where the
+/// state is written.
+pub(crate) fn check_state(
+    ctx: &mut Ctx<'_>,
+    nodes: &[KdlNode],
+    target: &crate::protocol::RequestSettings,
+) {
+    let api = target.api;
+    let clash = ["store", "previous_response_id"]
+        .into_iter()
+        .find(|k| target.extra_body.contains_key(*k));
+    if api == crate::protocol::Api::RESPONSES && clash.is_none() {
+        return;
+    }
+    let states = nodes
+        .iter()
+        .filter(|n| n.name().value() == "dataset")
+        .filter_map(KdlNode::children)
+        .flat_map(|c| c.nodes().iter().filter(|n| n.name().value() == "session"))
+        .filter_map(|n| n.entry("state"))
+        .filter(|e| e.value().as_string() == Some("previous-response-id"));
+    for entry in states {
+        let span = ctx.trim(entry.span());
+        if api != crate::protocol::Api::RESPONSES {
+            ctx.error(
+                span,
+                format!(
+                    "`state=\"previous-response-id\"` needs the Responses API; the target speaks `{}`",
+                    api.as_str()
+                ),
+                "only `api \"responses\"` has `previous_response_id`",
+                Some(
+                    "write api \"responses\" in the target, or drop state= (every turn then \
+                     resends the history)"
+                        .into(),
+                ),
+            );
+        } else if let Some(key) = clash {
+            ctx.error(
+                span,
+                format!("the target's `body` sets `{key}`, which this session sets on every turn"),
+                "a session the server keeps writes `store` and `previous_response_id` itself",
+                Some(format!("drop `{key}` from the target's body")),
+            );
+        }
+    }
 }

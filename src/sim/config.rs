@@ -149,6 +149,30 @@ pub struct SimConfig {
     /// sets it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_priority_header: Option<String>,
+    /// Responses the Responses API's response store holds (`"store": true`), for a later
+    /// request's `previous_response_id`; the oldest stored go first beyond it, and a request
+    /// naming one gone is answered 404. 0 stores none.
+    #[serde(skip_serializing_if = "is_default_response_store")]
+    #[schemars(extend("default" = DEFAULT_RESPONSE_STORE))]
+    pub response_store: u32,
+    /// The most tokens of context (the conversation so far, the response's output included)
+    /// one stored response may hold; a longer one is not stored. With `prefix-cache` an entry
+    /// keeps 8 bytes per `prefix-cache-block` tokens, so the store's memory is at most
+    /// `response-store` × this / `prefix-cache-block` × 8 bytes.
+    #[serde(skip_serializing_if = "is_default_response_store_max_tokens")]
+    #[schemars(extend("default" = DEFAULT_RESPONSE_STORE_MAX_TOKENS))]
+    pub response_store_max_tokens: u64,
+}
+
+const DEFAULT_RESPONSE_STORE: u32 = 10_000;
+const DEFAULT_RESPONSE_STORE_MAX_TOKENS: u64 = 65_536;
+
+fn is_default_response_store(n: &u32) -> bool {
+    *n == DEFAULT_RESPONSE_STORE
+}
+
+fn is_default_response_store_max_tokens(n: &u64) -> bool {
+    *n == DEFAULT_RESPONSE_STORE_MAX_TOKENS
 }
 
 const DEFAULT_PREFIX_CACHE_CAPACITY: u32 = 400_000;
@@ -219,6 +243,8 @@ impl Default for SimConfig {
             adapters: BTreeMap::new(),
             ignore_priority: false,
             request_priority_header: None,
+            response_store: DEFAULT_RESPONSE_STORE,
+            response_store_max_tokens: DEFAULT_RESPONSE_STORE_MAX_TOKENS,
         }
     }
 }

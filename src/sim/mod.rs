@@ -15,6 +15,7 @@ mod priority;
 mod scheduler;
 mod server;
 mod state;
+mod store;
 mod tokens;
 mod tool_results;
 mod tools;

@@ -81,6 +81,9 @@ pub(crate) struct NewSeq {
     pub tx: mpsc::Sender<Chunk>,
     /// Its `traceparent`, read only when spans are exported.
     pub trace: Option<crate::protocol::TraceContext>,
+    /// A Responses request with `store`: its response, stored when its last token is
+    /// written.
+    pub store: Option<super::store::Pending>,
 }
 
 /// A request waiting for a place in the batch: new, or preempted from it (with what it had
@@ -377,6 +380,12 @@ impl Scheduler {
                 finish.as_ref(),
             );
             let bytes = self.buf.split().freeze();
+            // Stored before the last token leaves: a client that continues the moment it
+            // reads it finds the response.
+            if last && let Some(p) = r.seq.store.take() {
+                p.commit(r.emitted);
+            }
+            let s = &r.seq;
             if traced {
                 r.token_us.push(now_us);
                 r.batch_sizes.push(batch);

@@ -165,6 +165,7 @@ pub async fn start_with_trace(
         .as_deref()
         .and_then(super::affinity::Affinity::new);
     let state = Arc::new(AppState {
+        store: Arc::new(super::store::ResponseStore::of(&config)),
         affinity,
         config,
         epoch,
@@ -278,6 +279,7 @@ async fn metrics(State(app): State<Arc<AppState>>) -> Response {
     if let Some(a) = &app.affinity {
         a.render(&mut body);
     }
+    app.store.render(&mut body);
     (
         StatusCode::OK,
         [(
@@ -357,11 +359,16 @@ async fn generate(
         return json_response(StatusCode::SERVICE_UNAVAILABLE, body, None);
     }
     let arrival = Instant::now();
-    let req = match served.side.parse(&body, app.prefix.is_some()) {
+    let mut req = match served.side.parse(&body, app.prefix.is_some()) {
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
     app.metrics.tool_results(req.tool_results);
+    // The Responses API's stored conversation, before the length checks that count it.
+    let conversation = match super::store::asked(&app.store, served.api, &mut req) {
+        Ok(c) => c,
+        Err(body) => return json_response(StatusCode::NOT_FOUND, body, None),
+    };
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
         return unknown_model(req.model.as_deref().unwrap_or_default());
@@ -381,11 +388,7 @@ async fn generate(
         return json_response(code, body, Some(id));
     }
     let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
-    let prefix_blocks = if app.prefix.is_some() {
-        tokens::block_hashes(&req.prompt_ids, cfg.prefix_cache_block)
-    } else {
-        Vec::new()
-    };
+    let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, id);
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
     // channel, and a slow client only grows its own queue.
     let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
@@ -404,6 +407,7 @@ async fn generate(
         cost,
         tx,
         trace,
+        store,
     };
     if app.intake.send(seq).is_err() {
         let body = wire::error_body(
@@ -429,6 +433,24 @@ async fn generate(
             pooled: (req.inputs, cfg.embedding_dim),
         };
         collect_response(rx, info).await
+    }
+}
+
+/// The prompt's prefix-cache blocks (empty without `prefix-cache`; a stored conversation's
+/// with its prompt after it) and, for a Responses request with `store`, its response to keep.
+fn prefix_and_store(
+    app: &AppState,
+    req: &GenRequest,
+    conversation: Option<super::store::Context>,
+    id: u64,
+) -> (Vec<u64>, Option<super::store::Pending>) {
+    match conversation {
+        Some(c) => super::store::pending(&app.store, c, id, req.store),
+        None if app.prefix.is_some() => (
+            tokens::block_hashes(&req.prompt_ids, app.config.prefix_cache_block),
+            None,
+        ),
+        None => (Vec::new(), None),
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct AppState {
     pub(crate) prefix: Option<SharedPrefixCache>,
     /// `Some` with `session-header`.
     pub(crate) affinity: Option<super::affinity::Affinity>,
+    /// The Responses API's stored responses (`store.rs`).
+    pub(crate) store: Arc<super::store::ResponseStore>,
 }
 
 pub(crate) fn json_response(status: StatusCode, body: String, id: Option<u64>) -> Response {

@@ -87,16 +87,42 @@ impl PromptSink {
 /// block k's hash covers every token of blocks 0..=k, so equal hashes mean equal prefixes. The
 /// hash is fixed (not randomly seeded), so it is stable across runs.
 pub(crate) fn block_hashes(ids: &[u32], block: u16) -> Vec<u64> {
-    let block = usize::from(block.max(1));
-    let mut parent = 0x6a09_e667_f3bc_c908_u64;
-    ids.chunks_exact(block)
-        .map(|chunk| {
-            for &t in chunk {
-                parent = mix(parent ^ u64::from(t));
+    let mut chain = Chain::default();
+    chain.extend(ids.iter().copied(), block);
+    chain.blocks
+}
+
+/// [`block_hashes`] of a token sequence that grows (a stored conversation, then the turn
+/// that continues it): the whole blocks' hashes so far and the tokens after them, so that
+/// the hashes of the sequence extended are those of the whole sequence hashed at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Chain {
+    /// The hashes of the whole blocks so far.
+    pub(crate) blocks: Vec<u64>,
+    /// The running hash over every token so far (block k's hash once a block ends).
+    running: u64,
+    /// Tokens after the last whole block (fewer than a block).
+    tail: u16,
+    started: bool,
+}
+
+impl Chain {
+    /// Appends `ids`, hashing each block as it fills.
+    pub(crate) fn extend(&mut self, ids: impl IntoIterator<Item = u32>, block: u16) {
+        let block = block.max(1);
+        if !self.started {
+            self.running = 0x6a09_e667_f3bc_c908_u64;
+            self.started = true;
+        }
+        for t in ids {
+            self.running = mix(self.running ^ u64::from(t));
+            self.tail += 1;
+            if self.tail == block {
+                self.blocks.push(self.running);
+                self.tail = 0;
             }
-            parent
-        })
-        .collect()
+        }
+    }
 }
 
 /// splitmix64's finaliser with a multiply first, so that consecutive token ids spread.
@@ -169,6 +195,17 @@ mod tests {
         assert!(block_hashes(&c, 16).iter().zip(&ha).all(|(x, y)| x != y));
         assert!(block_hashes(&a[..15], 16).is_empty());
         assert_eq!(block_hashes(&a, 0).len(), 40);
+    }
+
+    #[test]
+    fn a_chain_extended_hashes_as_the_whole_sequence() {
+        let ids: Vec<u32> = (0..70).map(|i| i * 7 + 1).collect();
+        for cut in [0, 5, 16, 33, 70] {
+            let mut c = Chain::default();
+            c.extend(ids[..cut].iter().copied(), 16);
+            c.extend(ids[cut..].iter().copied(), 16);
+            assert_eq!(c.blocks, block_hashes(&ids, 16), "cut at {cut}");
+        }
     }
 
     #[test]

@@ -74,6 +74,8 @@ mod tests {
             model: None,
             priority: 0,
             tool_results: Default::default(),
+            store: false,
+            previous_response_id: None,
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

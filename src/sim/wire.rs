@@ -164,6 +164,9 @@ struct RawRequest<P> {
     reasoning: Option<RawReasoning>,
     model: Option<String>,
     priority: Option<i64>,
+    /// The Responses API's response store.
+    store: Option<bool>,
+    previous_response_id: Option<String>,
 }
 
 /// The keys a generation request's body is read by.
@@ -184,6 +187,8 @@ enum Key {
     Reasoning,
     Model,
     Priority,
+    Store,
+    PreviousResponseId,
     Other,
 }
 
@@ -219,6 +224,8 @@ impl Visitor<'_> for KeySeed {
             "reasoning" => Key::Reasoning,
             "model" => Key::Model,
             "priority" => Key::Priority,
+            "store" => Key::Store,
+            "previous_response_id" => Key::PreviousResponseId,
             _ => Key::Other,
         })
     }
@@ -255,6 +262,7 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
         let (mut options, mut ignore_eos, mut min, mut cache) = (None, None, None, None);
         let (mut tools, mut model, mut priority) = (None, None, None);
         let (mut max_output, mut context, mut effort, mut reasoning) = (None, None, None, None);
+        let (mut store, mut previous) = (None, None);
         while let Some(key) = map.next_key_seed(KeySeed(P::KEY, P::CONTEXT_KEY))? {
             match key {
                 Key::Prompt => once(&mut prompt, &mut map, P::KEY)?,
@@ -274,6 +282,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
                 Key::Reasoning => once(&mut reasoning, &mut map, "reasoning")?,
                 Key::Model => once(&mut model, &mut map, "model")?,
                 Key::Priority => once(&mut priority, &mut map, "priority")?,
+                Key::Store => once(&mut store, &mut map, "store")?,
+                Key::PreviousResponseId => once(&mut previous, &mut map, "previous_response_id")?,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -295,6 +305,8 @@ impl<'de, P: PromptField> Visitor<'de> for RequestVisitor<P> {
             reasoning: reasoning.flatten(),
             model: model.flatten(),
             priority: priority.flatten(),
+            store: store.flatten(),
+            previous_response_id: previous.flatten(),
         })
     }
 }
@@ -328,6 +340,10 @@ pub(crate) struct GenRequest {
     /// The tool results the prompt carries (chat's `tool` messages, the Responses API's
     /// `function_call_output` items).
     pub tool_results: ToolResults,
+    /// The Responses API's `store` (default false here; see `store.rs`), and the stored
+    /// response the request continues.
+    pub store: bool,
+    pub previous_response_id: Option<String>,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -386,6 +402,8 @@ pub(crate) fn parse<P: PromptField>(
         model: raw.model,
         priority: raw.priority.unwrap_or(0),
         tool_results,
+        store: raw.store.unwrap_or(false),
+        previous_response_id: raw.previous_response_id,
     })
 }
 

@@ -21,7 +21,24 @@ pub(crate) const WORDS: &[&str] = &[
 
 /// The word emitted as token `index` of request `id`: deterministic, varied across requests.
 pub(crate) fn word(id: u64, index: u64) -> &'static str {
-    WORDS[((id.wrapping_mul(7)).wrapping_add(index) % WORDS.len() as u64) as usize]
+    WORDS[word_index(id, index)]
+}
+
+/// Which of [`WORDS`] token `index` of request `id` is.
+pub(crate) fn word_index(id: u64, index: u64) -> usize {
+    ((id.wrapping_mul(7)).wrapping_add(index) % WORDS.len() as u64) as usize
+}
+
+/// The cl100k token id of each of [`WORDS`] (each is one token), computed once.
+pub(crate) fn word_ids() -> &'static [u32] {
+    static IDS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        WORDS
+            .iter()
+            .map(|w| bpe.encode_ordinary(w).first().copied().unwrap_or(0))
+            .collect()
+    })
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ mod report_formats;
 mod report_provenance;
 mod reqwest_path;
 mod responses;
+mod responses_state;
 mod responses_whole;
 mod results_inputs;
 mod routers;

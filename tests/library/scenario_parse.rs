@@ -575,3 +575,85 @@ fn ignore_eos_and_reasoning_effort_follow_the_api() {
     let shown = format!("{:?}", miette::Report::new(e));
     assert!(shown.contains("high"), "did you mean: {shown}");
 }
+
+#[test]
+fn a_session_state_is_read_and_checked_against_history_and_the_api() {
+    use infermeter::dataset::{History, SessionState};
+    let with = |api: &str, session: &str| {
+        format!(
+            r#"target "sim" {{ api "{api}"; }}
+dataset "d" {{
+    synthetic {{ input-tokens 16; output-tokens 8; }}
+    session {session}
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
+"#
+        )
+    };
+    let s = parse(&with("responses", "turns=3"));
+    let spec = s.datasets[0].session.unwrap();
+    assert_eq!(
+        (spec.state, spec.history),
+        (SessionState::Resend, History::Dataset)
+    );
+    let s = parse(&with(
+        "responses",
+        r#"turns=3 state="previous-response-id""#,
+    ));
+    let spec = s.datasets[0].session.unwrap();
+    assert_eq!(spec.state, SessionState::PreviousResponseId);
+    assert_eq!(
+        spec.history,
+        History::Server,
+        "the server's replies are the history"
+    );
+    for (api, session, says) in [
+        (
+            "responses",
+            r#"turns=3 state="previous-response-id" history="dataset""#,
+            "keeps the server's own replies",
+        ),
+        (
+            "responses",
+            r#"turns=3 state="kept""#,
+            "unknown session state `kept`",
+        ),
+        (
+            "chat",
+            r#"turns=3 state="previous-response-id""#,
+            "needs the Responses API",
+        ),
+    ] {
+        let e = parse_with(&with(api, session), &[]).unwrap_err();
+        let m = messages(&e);
+        assert!(m.contains(says), "{session}: {m}");
+        assert!(
+            e.problems()
+                .iter()
+                .all(|p| p.span.is_some() && p.help.is_some()),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn a_kept_session_refuses_a_body_that_sets_its_fields() {
+    for key in ["store #false", "previous_response_id \"resp_1\""] {
+        let text = format!(
+            r#"target "sim" {{ api "responses"; body {{ {key}; }} }}
+dataset "d" {{
+    synthetic {{ input-tokens 16; output-tokens 8; }}
+    session turns=3 state="previous-response-id"
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
+"#
+        );
+        let e = parse_with(&text, &[]).unwrap_err();
+        let m = messages(&e);
+        assert!(
+            m.contains("which this session sets on every turn"),
+            "{key}: {m}"
+        );
+        assert!(m.contains("drop `"), "{m}");
+    }
+}

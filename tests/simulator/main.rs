@@ -11,6 +11,7 @@ mod sim_latency;
 mod sim_metrics;
 mod sim_prefix_cache;
 mod sim_priority;
+mod sim_response_store;
 mod sim_scenario;
 mod sim_timings;
 mod sim_wire;

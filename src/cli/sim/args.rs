@@ -125,4 +125,12 @@ pub struct SimArgs {
     /// (it wins when both are sent). Default x-request-priority.
     #[arg(long, value_name = "NAME")]
     pub request_priority_header: Option<String>,
+    /// Responses the Responses API's response store holds for `previous_response_id` (oldest
+    /// evicted first; a request naming one gone gets 404). Default 10000; 0 stores none.
+    #[arg(long, value_name = "RESPONSES")]
+    pub response_store: Option<u32>,
+    /// The most tokens of context one stored response may hold (a longer one is not stored).
+    /// Default 65536.
+    #[arg(long, value_name = "TOKENS")]
+    pub response_store_max_tokens: Option<u64>,
 }

@@ -14,7 +14,7 @@ use super::super::wire::{Held, Tag};
 use super::Client;
 use super::whole::Read;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::protocol::WholeError;
+use crate::protocol::{ResponseId, WholeError};
 
 impl Client {
     /// Sends one request asking for its whole answer and fills `rec`; the answer's text
@@ -53,6 +53,7 @@ impl Client {
             rec.tool_calls.clone_from(&g.tool_calls);
             rec.finish_reason = g.finish_reason;
             rec.answered = Some(g.has_answer());
+            rec.response_id = g.id.as_deref().map(ResponseId::judge);
             // Hidden reasoning (OpenAI sends none of its text) still counts in usage.
             if !g.has_output() && usage.is_none_or(|u| u.completion_tokens == 0) {
                 rec.error = Some(ErrorKind::Empty);

@@ -4,7 +4,7 @@
 
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::protocol::{Api, Event, FinishReason, ToolCall, ToolCallDelta, Usage};
+use crate::protocol::{Api, Event, FinishReason, ResponseId, ToolCall, ToolCallDelta, Usage};
 
 /// How a stream ended.
 pub(super) enum End {
@@ -97,6 +97,14 @@ impl Tally {
             }
             if chunk.timings.is_some() {
                 rec.server_timings = chunk.timings;
+            }
+            // Once or twice per response (its creation and its end): judged, and kept only
+            // when it differs from the one already kept.
+            if let Some(id) = &chunk.response_id {
+                let judged = ResponseId::judge_json(id);
+                if rec.response_id.as_ref() != Some(&judged) {
+                    rec.response_id = Some(judged);
+                }
             }
             if last {
                 return Some(End::Done);

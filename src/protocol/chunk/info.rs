@@ -75,6 +75,9 @@ pub struct ChunkInfo<'a> {
     pub timings: Option<ServerTimings>,
     /// The server reported an error inside the stream.
     pub error: bool,
+    /// The server's id for the response (the Responses API's `response.id`, in its
+    /// `response.created` and `response.completed` events), borrowed like the text.
+    pub response_id: Option<JsonStr<'a>>,
 }
 
 impl ChunkInfo<'_> {

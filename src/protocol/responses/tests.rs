@@ -311,3 +311,27 @@ fn function_call_arguments_stream_as_answer_output() {
     assert_eq!(text(&c.tool_call.arguments), r#"{"city":"#);
     assert!(decode(r#"{"type":"response.function_call_arguments.delta","delta":5}"#).is_err());
 }
+
+/// The response's id: read from `response.created` and `response.completed` (a later turn
+/// names it), borrowed; not a string, or in a broken `response.created`, is no id.
+#[test]
+fn the_response_id_is_read_where_it_is_given() {
+    let created = chunk(
+        r#"{"type":"response.created","response":{"id":"resp_1\u0007","status":"in_progress"}}"#,
+    );
+    assert_eq!(text(&created.response_id), "resp_1\u{7}");
+    assert!(!created.has_output());
+    let done =
+        last(r#"{"type":"response.completed","response":{"id":"resp_2","status":"completed"}}"#);
+    assert_eq!(text(&done.response_id), "resp_2");
+    assert_eq!(done.finish_reason, Some(FinishReason::Stop));
+    for no_id in [
+        r#"{"type":"response.created","response":{"id":7}}"#,
+        r#"{"type":"response.created","response":{"status":"in_progress"}}"#,
+        r#"{"type":"response.created","response":[1]}"#,
+        r#"{"type":"response.created"}"#,
+        r#"{"type":"response.output_text.delta","delta":"x","response":{"id":"resp_3"}}"#,
+    ] {
+        assert!(chunk(no_id).response_id.is_none(), "{no_id}");
+    }
+}

@@ -16,7 +16,8 @@
 //!   when no message item carried text;
 //! - `usage` as in the stream's `response.completed` (`input_tokens`, `output_tokens`,
 //!   `output_tokens_details.reasoning_tokens`);
-//! - `id`, a string of at most [`MAX_ID_BYTES`], is kept (a later turn may name it).
+//! - `id`, a non-empty string, is kept (a later turn may name it, once the client has judged
+//!   it: [`MAX_ID_BYTES`] at most, printable ASCII; see `protocol::ResponseId`).
 //!
 //! serde_json's recursion limit bounds nesting; the client bounds the body's size.
 
@@ -103,7 +104,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Generated, WholeError> {
         .id
         .as_ref()
         .and_then(serde_json::Value::as_str)
-        .filter(|id| !id.is_empty() && id.len() <= MAX_ID_BYTES)
+        .filter(|id| !id.is_empty())
         .map(str::to_string);
     Ok(out)
 }
@@ -299,9 +300,10 @@ mod tests {
             nest(10_000)
         );
         assert!(matches!(decode(read.as_bytes()), Err(WholeError::Json(_))));
-        // An id too long to be believed (or sent back) is dropped; the answer stands.
+        // An id too long to be believed is kept for the client to judge (and refuse); the
+        // answer stands.
         let long = format!(r#"{{"id":"{}","output":[]}}"#, "x".repeat(MAX_ID_BYTES + 1));
-        assert_eq!(ok(&long).id, None);
+        assert_eq!(ok(&long).id.map(|id| id.len()), Some(MAX_ID_BYTES + 1));
         assert_eq!(ok(r#"{"id":7,"output":[]}"#).id, None);
         // Markup and control characters are text, returned as they came (escaped where shown).
         let g = ok(

@@ -96,6 +96,8 @@ pub(super) fn fed(
         model: None,
         priority: 0,
         tool_results: Default::default(),
+        store: false,
+        previous_response_id: None,
     })
 }
 

@@ -18,6 +18,8 @@ fn req(stream: bool, include_usage: bool) -> GenRequest {
         model: None,
         priority: 0,
         tool_results: Default::default(),
+        store: false,
+        previous_response_id: None,
     }
 }
 
