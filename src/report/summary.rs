@@ -218,24 +218,7 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(line) = sessions_sentence(s) {
         let _ = writeln!(out, "    {line}");
     }
-    let first = super::groups::first_label(s);
-    for g in super::groups::group_rows(s) {
-        let priority = if g.priority.is_empty() {
-            String::new()
-        } else {
-            format!(" (priority {})", g.priority)
-        };
-        let line = format!(
-            "{} {}{priority}: {} sent, {} failed, {} req/s, {first} p50 {} p95 {} ms, E2E p95 {} ms",
-            g.by, g.label, g.sent, g.failed, g.requests_per_s, g.first_p50, g.first_p95, g.e2e_p95
-        );
-        let _ = writeln!(out, "    {}", t(&line));
-    }
-    if let Some(line) = super::groups::priority_sentence(s) {
-        for (i, l) in wrap(&t(&line), WRAP - 6).iter().enumerate() {
-            let _ = writeln!(out, "    {}{l}", if i == 0 { "" } else { "  " });
-        }
-    }
+    group_lines(out, s);
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
@@ -265,28 +248,56 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(line) = super::attribution::sentence(s) {
         let _ = writeln!(out, "    {}", t(&line));
     }
-    if !s.requests.errors.is_empty() {
-        let errors: Vec<String> = s
-            .requests
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{}: {v}", t(k)))
-            .collect();
-        let _ = writeln!(out, "    errors: {}", errors.join(", "));
-        if s.requests
-            .errors
-            .keys()
-            .any(|k| k.starts_with("response_id_"))
-        {
-            let _ = writeln!(
-                out,
-                "    response_id_*: a response carried no id a later turn could send back as \
-                 previous_response_id (missing, over {} bytes, or not printable ASCII): does \
-                 the server store responses? Drop state=\"previous-response-id\" to resend \
-                 the history instead",
-                crate::protocol::MAX_ID_BYTES
-            );
+    error_lines(out, s);
+}
+
+/// The stage's per-model or per-class rows, and whether priority was honoured.
+fn group_lines(out: &mut String, s: &crate::metrics::StageSummary) {
+    let first = super::groups::first_label(s);
+    for g in super::groups::group_rows(s) {
+        let priority = if g.priority.is_empty() {
+            String::new()
+        } else {
+            format!(" (priority {})", g.priority)
+        };
+        let line = format!(
+            "{} {}{priority}: {} sent, {} failed, {} req/s, {first} p50 {} p95 {} ms, E2E p95 {} ms",
+            g.by, g.label, g.sent, g.failed, g.requests_per_s, g.first_p50, g.first_p95, g.e2e_p95
+        );
+        let _ = writeln!(out, "    {}", t(&line));
+    }
+    if let Some(line) = super::groups::priority_sentence(s) {
+        for (i, l) in wrap(&t(&line), WRAP - 6).iter().enumerate() {
+            let _ = writeln!(out, "    {}{l}", if i == 0 { "" } else { "  " });
         }
+    }
+}
+
+/// The stage's failures by kind, and what a `response_id_*` one means.
+fn error_lines(out: &mut String, s: &crate::metrics::StageSummary) {
+    if s.requests.errors.is_empty() {
+        return;
+    }
+    let errors: Vec<String> = s
+        .requests
+        .errors
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", t(k)))
+        .collect();
+    let _ = writeln!(out, "    errors: {}", errors.join(", "));
+    if s.requests
+        .errors
+        .keys()
+        .any(|k| k.starts_with("response_id_"))
+    {
+        let _ = writeln!(
+            out,
+            "    response_id_*: a response carried no id a later turn could send back as \
+             previous_response_id (missing, over {} bytes, or not printable ASCII): does \
+             the server store responses? Drop state=\"previous-response-id\" to resend \
+             the history instead",
+            crate::protocol::MAX_ID_BYTES
+        );
     }
 }
 
