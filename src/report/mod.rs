@@ -67,4 +67,5 @@ pub use telemetry::{
 pub use templates::{TELEMETRY_TEMPLATE, TELEMETRY_TEMPLATE_NAME, TEMPLATE_FUEL};
 pub use timeline::timeline_svg;
 pub use view::*;
+pub use view_rows::{KeyValue, LatencyRow, TurnRow};
 pub use write::*;

@@ -6,9 +6,12 @@ use serde::Serialize;
 
 use super::names::{Plot, cdf_file_name, timeline_file_name};
 use super::numbers::{num, short};
-use super::view_rows::{client_rows, latency_rows, load_rows, throughput_rows, turn_rows};
-use crate::metrics::{Bound, Figure};
-use crate::metrics::{Dist, LatencyMetric, Metric, StageSummary};
+use super::view_rows::{
+    KeyValue, LatencyRow, TurnRow, client_rows, kv, latency_row, latency_rows, load_rows,
+    throughput_rows, turn_rows,
+};
+
+use crate::metrics::{LatencyMetric, Metric, StageSummary};
 use crate::protocol::Answer;
 use crate::results::Results;
 use crate::sla::{SlaOutcome, SlaVerdict};
@@ -51,12 +54,6 @@ pub struct VerdictRow {
     /// `+15.7 % over` / `12.0 % under`, empty when the threshold is 0.
     pub margin: String,
     pub note: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct KeyValue {
-    pub key: &'static str,
-    pub value: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -142,35 +139,6 @@ fn steady_view(s: &StageSummary) -> Option<SteadyView> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct TurnRow {
-    pub turn: u32,
-    pub sent: u64,
-    pub ok: u64,
-    pub input_tokens: String,
-    /// The prefix cache's share of the turn's prompt tokens (`–` when no response said).
-    pub cached: String,
-    pub ttft_p50: String,
-    pub ttft_p99: String,
-    pub e2e_p50: String,
-    pub e2e_p99: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct LatencyRow {
-    /// The metric's label; for one computed from output counts some of which are estimates,
-    /// followed by how many (`TPOT (estimated for 3 of 40)`).
-    pub metric: String,
-    pub count: String,
-    pub p50: String,
-    pub p90: String,
-    pub p95: String,
-    pub p99: String,
-    pub p999: String,
-    pub max: String,
-    pub mean: String,
-}
-
-#[derive(Debug, Serialize)]
 pub struct ErrorRow {
     pub kind: String,
     pub count: u64,
@@ -223,55 +191,6 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
             (None, false) => crate::sla::NOT_GATING.to_string(),
         },
     }
-}
-
-pub(super) fn latency_row(metric: String, d: &Dist) -> LatencyRow {
-    let f = |v: f64| {
-        if d.count == 0 {
-            "–".to_string()
-        } else {
-            num(v)
-        }
-    };
-    // A figure with its interval under it; "n < N" when too few samples for one.
-    let ci = |fig: Figure| {
-        let v = f(fig.of(d));
-        match d.intervals.map(|iv| iv.get(fig)) {
-            _ if d.count == 0 => v,
-            Some(Bound::Interval { low, high, .. }) => {
-                format!("{v} <sub>[{}, {}]</sub>", num(low), num(high))
-            }
-            Some(Bound::Insufficient { needed, .. }) if needed > 0 => {
-                format!("{v} <sub>(n < {needed})</sub>")
-            }
-            _ => v,
-        }
-    };
-    LatencyRow {
-        metric,
-        count: d.count.to_string(),
-        p50: ci(Figure::P50),
-        p90: ci(Figure::P90),
-        p95: ci(Figure::P95),
-        p99: ci(Figure::P99),
-        p999: ci(Figure::P999),
-        max: f(d.max),
-        mean: ci(Figure::Mean),
-    }
-}
-
-/// TTFA is worth a row only for models that reason before answering: otherwise every request's
-/// first answer token is its first token and the row repeats TTFT.
-pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
-    let (a, t) = (
-        &s.latency[LatencyMetric::Ttfa],
-        &s.latency[LatencyMetric::Ttft],
-    );
-    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
-}
-
-pub(super) fn kv(key: &'static str, value: String) -> KeyValue {
-    KeyValue { key, value }
 }
 
 /// `warm-up | latency_stable after 4.0 s (57 requests): TTFT coefficient of variation …`, for

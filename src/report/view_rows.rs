@@ -2,9 +2,9 @@
 //! turns, each as display-ready strings (split from `view.rs`, which assembles them).
 
 use super::numbers::{num, short};
-use super::view::{KeyValue, LatencyRow, TurnRow, kv, latency_row, ttfa_differs};
-use crate::metrics::{ClientHealth, Dist, LatencyMetric, Metric, StageSummary};
+use crate::metrics::{Bound, ClientHealth, Dist, Figure, LatencyMetric, Metric, StageSummary};
 use crate::protocol::Answer;
+use serde::Serialize;
 
 /// What the stage was asked to send, and what it sent.
 pub(super) fn load_rows(s: &StageSummary) -> Vec<KeyValue> {
@@ -206,4 +206,88 @@ pub(super) fn turn_rows(s: &StageSummary) -> Vec<TurnRow> {
             }
         })
         .collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyValue {
+    pub key: &'static str,
+    pub value: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TurnRow {
+    pub turn: u32,
+    pub sent: u64,
+    pub ok: u64,
+    pub input_tokens: String,
+    /// The prefix cache's share of the turn's prompt tokens (`–` when no response said).
+    pub cached: String,
+    pub ttft_p50: String,
+    pub ttft_p99: String,
+    pub e2e_p50: String,
+    pub e2e_p99: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyRow {
+    /// The metric's label; for one computed from output counts some of which are estimates,
+    /// followed by how many (`TPOT (estimated for 3 of 40)`).
+    pub metric: String,
+    pub count: String,
+    pub p50: String,
+    pub p90: String,
+    pub p95: String,
+    pub p99: String,
+    pub p999: String,
+    pub max: String,
+    pub mean: String,
+}
+
+pub(super) fn latency_row(metric: String, d: &Dist) -> LatencyRow {
+    let f = |v: f64| {
+        if d.count == 0 {
+            "–".to_string()
+        } else {
+            num(v)
+        }
+    };
+    // A figure with its interval under it; "n < N" when too few samples for one.
+    let ci = |fig: Figure| {
+        let v = f(fig.of(d));
+        match d.intervals.map(|iv| iv.get(fig)) {
+            _ if d.count == 0 => v,
+            Some(Bound::Interval { low, high, .. }) => {
+                format!("{v} <sub>[{}, {}]</sub>", num(low), num(high))
+            }
+            Some(Bound::Insufficient { needed, .. }) if needed > 0 => {
+                format!("{v} <sub>(n < {needed})</sub>")
+            }
+            _ => v,
+        }
+    };
+    LatencyRow {
+        metric,
+        count: d.count.to_string(),
+        p50: ci(Figure::P50),
+        p90: ci(Figure::P90),
+        p95: ci(Figure::P95),
+        p99: ci(Figure::P99),
+        p999: ci(Figure::P999),
+        max: f(d.max),
+        mean: ci(Figure::Mean),
+    }
+}
+
+/// TTFA is worth a row only for models that reason before answering: otherwise every request's
+/// first answer token is its first token and the row repeats TTFT.
+pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
+    let (a, t) = (
+        &s.latency[LatencyMetric::Ttfa],
+        &s.latency[LatencyMetric::Ttft],
+    );
+    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
+}
+
+pub(super) fn kv(key: &'static str, value: String) -> KeyValue {
+    KeyValue { key, value }
 }
