@@ -60,6 +60,8 @@ printf '%4s | %15s | %15s | %17s | %15s | %13s\n' "" "resend / kept" "resend / k
 for k in $(seq 0 $((TURNS - 1))); do
     t=".stages[0].per_turn[$k]"
     row() { # $1 = jq expression on the turn, $2 = printf format
+        # The format is the caller's, by design (one per column).
+        # shellcheck disable=SC2059
         printf "$2 / $2" "$(r resend "$t | $1")" "$(r previous-response-id "$t | $1")"
     }
     printf '%4s | %15s | %15s | %17s | %15s | %13s\n' "$k" \
