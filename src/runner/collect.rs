@@ -38,7 +38,7 @@ struct Row<'a> {
     error: Option<String>,
     /// The W3C trace id the request carried (32 hex digits), to join with servers' traces.
     #[serde(skip_serializing_if = "Option::is_none")]
-    trace_id: Option<String>,
+    trace_id: Option<&'a str>,
     /// The request's model and class, when its stage is split by them.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
@@ -332,7 +332,8 @@ impl Folder {
     fn fold(&mut self, rec: &RequestRecord) {
         match &self.track {
             Some(track) => {
-                let read = |t: u64| track.read_bound_ns(t);
+                let bounds = track.read_bounds();
+                let read = |t: u64| bounds.bound_ns(t);
                 self.agg.record_with(rec, Some(&read));
             }
             None => self.agg.record(rec),
@@ -366,6 +367,8 @@ fn write_row(
         let i = rec.labels.get(by)?;
         g.labels.get(usize::from(i)).map(|l| l.name.as_str())
     };
+    // On the stack, borrowed by the row: no String per row.
+    let trace_hex = rec.trace.map(|t| t.trace_hex());
     let gaps = &rec.itl_us;
     let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
     let row = Row {
@@ -377,7 +380,8 @@ fn write_row(
         itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
         itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
-        trace_id: rec.trace.map(|t| t.trace_id_string()),
+        // Hex digits are ASCII.
+        trace_id: trace_hex.as_ref().and_then(|h| std::str::from_utf8(h).ok()),
         model: name(crate::protocol::Grouping::Model),
         class: name(crate::protocol::Grouping::Class),
     };
