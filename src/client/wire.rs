@@ -34,6 +34,9 @@ use crate::protocol::TraceContext;
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 /// A read's room in the raw buffer.
 const READ: usize = 16 * 1024;
+/// Where a `traceparent` (`00-TRACEID-SPANID-01`) holds the trace id, which each request's
+/// `x-request-id` repeats.
+const TRACE_ID: std::ops::Range<usize> = 3..35;
 /// Bytes read past `[DONE]` (or of an error body) before the connection is given up instead.
 const MAX_DRAIN: usize = 256 * 1024;
 
@@ -340,11 +343,13 @@ impl Wire {
                     .extend_from_slice(decimal(body.len(), &mut [0; 20]));
                 conn.out.extend_from_slice(b"\r\n");
                 if let Some(t) = trace {
-                    // Formatted on the stack: no allocation per request.
+                    // Formatted on the stack: no allocation per request. The request id is
+                    // the trace id, already written out inside the `traceparent`.
+                    let parent = t.traceparent();
                     conn.out.extend_from_slice(b"traceparent: ");
-                    conn.out.extend_from_slice(&t.traceparent());
+                    conn.out.extend_from_slice(&parent);
                     conn.out.extend_from_slice(b"\r\nx-request-id: ");
-                    conn.out.extend_from_slice(&t.trace_hex());
+                    conn.out.extend_from_slice(&parent[TRACE_ID]);
                     conn.out.extend_from_slice(b"\r\n");
                 }
                 if let (Some(name), Some(id)) = (&self.affinity, tag.affinity) {
@@ -601,6 +606,19 @@ impl Response {
                 }
                 _ => wire.give_back(conn),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_id_is_the_trace_id_inside_the_traceparent() {
+        for (run, index) in [(0, 0), (0x0123_4567_89ab_cdef, 42), (u64::MAX, u64::MAX)] {
+            let t = TraceContext::for_request(run, 3, 1, index);
+            assert_eq!(t.traceparent()[TRACE_ID], t.trace_hex());
         }
     }
 }

@@ -39,7 +39,7 @@ struct Row<'a> {
     error: Option<String>,
     /// The W3C trace id the request carried (32 hex digits), to join with servers' traces.
     #[serde(skip_serializing_if = "Option::is_none")]
-    trace_id: Option<String>,
+    trace_id: Option<&'a str>,
     /// The request's model and class, when its stage is split by them.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<&'a str>,
@@ -374,9 +374,10 @@ impl Folder {
     }
 
     fn fold(&mut self, rec: &RequestRecord) {
-        let track = self.track.as_deref();
-        let bound = |t: u64| track.map_or(0, |tr| tr.read_bound_ns(t));
-        let read = track.map(|_| &bound as &dyn Fn(u64) -> u64);
+        // The probe's read bounds, remembered for this record's reads (and the prefix's).
+        let bounds = self.track.as_deref().map(|t| t.read_bounds());
+        let bound = |t: u64| bounds.as_ref().map_or(0, |b| b.bound_ns(t));
+        let read = bounds.as_ref().map(|_| &bound as &dyn Fn(u64) -> u64);
         self.agg.record_with(rec, read);
         if let Some(p) = self.prefix.as_mut() {
             p.take(rec, read);
@@ -410,6 +411,8 @@ fn write_row(
         let i = rec.labels.get(by)?;
         g.labels.get(usize::from(i)).map(|l| l.name.as_str())
     };
+    // On the stack, borrowed by the row: no String per row.
+    let trace_hex = rec.trace.map(|t| t.trace_hex());
     let gaps = &rec.itl_us;
     let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
     let row = Row {
@@ -421,7 +424,8 @@ fn write_row(
         itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
         itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
         error: rec.error.map(|e| e.key()),
-        trace_id: rec.trace.map(|t| t.trace_id_string()),
+        // Hex digits are ASCII.
+        trace_id: trace_hex.as_ref().and_then(|h| std::str::from_utf8(h).ok()),
         model: name(crate::protocol::Grouping::Model),
         class: name(crate::protocol::Grouping::Class),
     };
