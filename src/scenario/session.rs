@@ -200,19 +200,22 @@ fn state(
 }
 
 /// A session the server keeps (`state="previous-response-id"`) on a target whose API has no
-/// `previous_response_id` (every API but `responses`), or whose `body { }` sets the fields
-/// such a session writes on every turn (`store`, `previous_response_id`): refused where the
-/// state is written.
-pub(crate) fn check_state(
-    ctx: &mut Ctx<'_>,
-    nodes: &[KdlNode],
-    target: &crate::protocol::RequestSettings,
-) {
-    let api = target.api;
+/// `previous_response_id` (every API but `responses`), whose `body { }` sets the fields such a
+/// session writes on every turn (`store`, `previous_response_id`), or whose route may send a
+/// session's turns to different URLs (a server holds only the responses it gave): refused
+/// where the state is written.
+pub(crate) fn check_state(ctx: &mut Ctx<'_>, nodes: &[KdlNode], target: &super::model::Target) {
+    let api = target.request.api;
     let clash = ["store", "previous_response_id"]
         .into_iter()
-        .find(|k| target.extra_body.contains_key(*k));
-    if api == crate::protocol::Api::RESPONSES && clash.is_none() {
+        .find(|k| target.request.extra_body.contains_key(*k));
+    let moves = match &target.endpoint {
+        super::model::Endpoint::Urls(r) => {
+            r.urls.len() > 1 && r.policy != crate::protocol::RoutePolicy::BySession
+        }
+        _ => false,
+    };
+    if api == crate::protocol::Api::RESPONSES && clash.is_none() && !moves {
         return;
     }
     let states = nodes
@@ -244,6 +247,18 @@ pub(crate) fn check_state(
                 format!("the target's `body` sets `{key}`, which this session sets on every turn"),
                 "a session the server keeps writes `store` and `previous_response_id` itself",
                 Some(format!("drop `{key}` from the target's body")),
+            );
+        } else {
+            ctx.error(
+                span,
+                "a session the server keeps must stay on one URL, and the target's route may \
+                 move its turns between URLs",
+                "the next URL does not hold the previous response",
+                Some(
+                    "write route \"by-session\" in the target (a session's turns all go to \
+                     one URL), or drop state= (every turn then resends the history)"
+                        .into(),
+                ),
             );
         }
     }

@@ -657,3 +657,30 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
         assert!(m.contains("drop `"), "{m}");
     }
 }
+
+#[test]
+fn a_kept_session_stays_on_one_url() {
+    let with = |route: &str| {
+        format!(
+            r#"target {{
+    url "http://127.0.0.1:8001/v1"
+    url "http://127.0.0.1:8002/v1"
+    {route}
+    api "responses"
+}}
+dataset "d" {{
+    synthetic {{ input-tokens 16; output-tokens 8; }}
+    session turns=3 state="previous-response-id"
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
+"#
+        )
+    };
+    for route in ["", "route \"round-robin\"", "route \"by-weight\""] {
+        let e = parse_with(&with(route), &[]).unwrap_err();
+        let m = messages(&e);
+        assert!(m.contains("must stay on one URL"), "{route}: {m}");
+        assert!(m.contains("by-session"), "{route}: {m}");
+    }
+    parse(&with("route \"by-session\""));
+}
