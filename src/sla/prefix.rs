@@ -13,7 +13,13 @@ use crate::metrics::{LookOutcome, StageSummary};
 /// Replaces an inconclusive `verdict` of `assertion` on `stage` with the complete prefix's
 /// decision at the stop, where the stage recorded one.
 pub(super) fn fall_back(assertion: &Assertion, stage: &StageSummary, verdict: &mut SlaVerdict) {
-    if verdict.outcome != SlaOutcome::Inconclusive || !decides_stage(assertion) {
+    // The prefix was judged at a look, before the stage's end knew its host's flags (CPU
+    // contention, steal): on a stage found untrusted, its decision might not hold net of
+    // the client, so the whole stage's careful "undecided" stands.
+    if verdict.outcome != SlaOutcome::Inconclusive
+        || !decides_stage(assertion)
+        || !stage.validity.trusted
+    {
         return;
     }
     let Some(prefix) = stage.until_decided.as_ref().and_then(|u| u.prefix.as_ref()) else {

@@ -131,6 +131,16 @@ fn the_prefix_decides_what_the_whole_stage_leaves_undecided() {
     assert_eq!(v[0].outcome, SlaOutcome::Fail);
     let v = verdicts(&stage(prefix(vec![look(CLOSE, LookOutcome::Inconclusive)])));
     assert_eq!(v[0], without[0]);
+
+    // On a stage found untrusted at its end (after the look), the prefix's decision may not
+    // hold net of the client: the whole stage's verdict stands, whichever way the prefix went.
+    for outcome in [LookOutcome::Fail, LookOutcome::Pass] {
+        let mut s = stage(prefix(vec![look(CLOSE, outcome)]));
+        s.validity.trusted = false;
+        let v = verdicts(&s);
+        assert_ne!(v[0].basis, Some(Basis::Prefix { requests: 150 }), "{v:?}");
+        assert_ne!(v[0].outcome, SlaOutcome::Fail, "{v:?}");
+    }
 }
 
 fn results(s: StageSummary) -> Results {
