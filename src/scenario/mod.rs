@@ -20,6 +20,7 @@ mod profile;
 mod route;
 mod schema;
 mod session;
+mod session_state;
 mod stage;
 mod syntax;
 mod target;

@@ -266,7 +266,7 @@ impl TopLevel {
         super::until::check_scenario(ctx, s);
         super::labels::check_selectors(ctx, s);
         telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
-        super::session::check_state(ctx, nodes, &s.target);
+        super::session_state::check_state(ctx, nodes, &s.target);
     }
 }
 

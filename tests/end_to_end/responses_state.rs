@@ -93,11 +93,6 @@ fn the_server_keeps_the_conversation_and_processes_what_a_resent_one_would() {
     let (kept, rows, o) = run_sessions(&kept_sim.base_url, "previous-response-id", 4);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert_eq!(kept["requests"]["ok"], 12, "{}", kept["requests"]);
-    assert!(
-        kept["validity"]["trusted"].as_bool().unwrap(),
-        "{}",
-        kept["validity"]
-    );
 
     // The server processed the same conversation either way, turn by turn...
     let processed = per_turn(&kept, "mean_input_tokens");
