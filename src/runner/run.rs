@@ -113,7 +113,7 @@ pub async fn run(
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
     let runner = StageRunner {
-        traces: Traces::start(&plan, &template.model, base_url).await,
+        traces: Traces::start(&plan, &template.model, &urls_of(&router)).await,
         plan: plan.clone(),
         router: router.clone(),
         template,
@@ -529,4 +529,9 @@ fn compile_hooks(plan: &Plan) -> Result<Vec<Option<Arc<Hooks>>>, RunError> {
                 .transpose()
         })
         .collect()
+}
+
+/// The target's base URLs, in the order requests' `url` indices name them.
+fn urls_of(router: &super::route::Router) -> Vec<&str> {
+    router.all().iter().map(|r| r.base_url.as_str()).collect()
 }

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::metrics::{Attribution, RequestRecord, StageSummary};
 use crate::plan::Plan;
+use crate::protocol::Grouping;
 use crate::telemetry::otlp::{
-    ClientTimes, OtlpExporter, OtlpReceiver, SpanFacts, join, operation_name, stats_note,
+    ClientTimes, OtlpExporter, OtlpReceiver, SpanFacts, SpanOf, join, operation_name, stats_note,
 };
 
 /// The run's trace context and where its spans go.
@@ -33,6 +34,8 @@ pub struct StageSpans {
     client: Option<Arc<ClientTimes>>,
     stage: String,
     sessions: bool,
+    /// The models (or adapters) of the stage's `model` split, by label index; empty without one.
+    models: Vec<String>,
     /// The stage's clock start, set once sending begins.
     t0: Arc<OnceLock<Instant>>,
     wall: OnceLock<SystemTime>,
@@ -51,7 +54,17 @@ impl StageSpans {
             return;
         };
         let wall = *self.wall.get_or_init(|| SystemTime::now() - t0.elapsed());
-        export.record(&self.stage, self.sessions, rec, wall);
+        let model = rec
+            .labels
+            .get(Grouping::Model)
+            .and_then(|i| self.models.get(usize::from(i)))
+            .map(String::as_str);
+        let span = SpanOf {
+            stage: &self.stage,
+            sessions: self.sessions,
+            model,
+        };
+        export.record(span, rec, wall);
     }
 }
 
@@ -59,7 +72,7 @@ impl Traces {
     /// `None` when the plan's requests carry no trace context. Starts the receiver (which
     /// must listen before the server sends) and builds the exporter; either failing is a
     /// telemetry warning, not the run's end.
-    pub(super) async fn start(plan: &Plan, model: &str, base_url: &str) -> Option<Traces> {
+    pub(super) async fn start(plan: &Plan, model: &str, base_urls: &[&str]) -> Option<Traces> {
         let mut warnings = Vec::new();
         let config = plan.telemetry.clone().unwrap_or_default();
         if !config.trace_context {
@@ -73,7 +86,7 @@ impl Traces {
             }
         };
         let export = config.otlp.as_ref().and_then(|o| {
-            OtlpExporter::start(o, span_facts(plan, model, base_url))
+            OtlpExporter::start(o, span_facts(plan, model, base_urls))
                 .map_err(|e| warnings.push(e.to_string()))
                 .ok()
                 .map(Arc::new)
@@ -119,6 +132,12 @@ impl Traces {
             client,
             stage: crate::redact::secrets(&stage.name).into_owned(),
             sessions: plan.session_plan(stage).is_some(),
+            models: stage
+                .groups
+                .iter()
+                .find(|g| g.by == Grouping::Model)
+                .map(|g| g.labels.iter().map(|l| l.name.clone()).collect())
+                .unwrap_or_default(),
             t0,
             wall: OnceLock::new(),
         });
@@ -169,16 +188,17 @@ fn lay_over(s: &mut StageSummary, mut a: Attribution) {
     s.attribution = Some(a);
 }
 
-/// The target's host and port, its model and the API's operation name.
-fn span_facts(plan: &Plan, model: &str, base_url: &str) -> SpanFacts {
-    let url = url::Url::parse(base_url).ok();
+/// Each target URL's host and port, its model and the API's operation name.
+fn span_facts(plan: &Plan, model: &str, base_urls: &[&str]) -> SpanFacts {
+    let server = |base_url: &str| {
+        let url = url::Url::parse(base_url).ok();
+        let host = url.as_ref().and_then(|u| u.host_str().map(str::to_string));
+        let port = url.and_then(|u| u.port_or_known_default());
+        (host.unwrap_or_default(), port.unwrap_or(0))
+    };
     SpanFacts {
         model: model.to_string(),
         operation: operation_name(plan.target.request.api.as_str()),
-        server_address: url
-            .as_ref()
-            .and_then(|u| u.host_str().map(str::to_string))
-            .unwrap_or_default(),
-        server_port: url.and_then(|u| u.port_or_known_default()).unwrap_or(0),
+        servers: base_urls.iter().map(|u| server(u)).collect(),
     }
 }

@@ -270,8 +270,12 @@ stage "s" {{
         s["latency"]["ttft_ms"]["mean"].as_f64().unwrap(),
     );
     assert!((joined / own - 1.0).abs() < 0.01, "{joined} vs {own}");
-    // Five decode steps of at least 3 ms each, by the simulator's model.
-    assert!(a["decode_ms"]["p50"].as_f64().unwrap() >= 15.0, "{a}");
+    // The decode phase is measured and inside the request. (Not "five steps of 3 ms": a
+    // simulator starved of CPU catches up on its step schedule, so on a loaded machine its
+    // decode phase can be shorter than five steps.)
+    let decode = a["decode_ms"]["p50"].as_f64().unwrap();
+    let e2e = s["latency"]["e2e_ms"]["max"].as_f64().unwrap();
+    assert!(decode > 0.0 && decode <= e2e, "{a}");
     let notes = s["notes"].to_string();
     assert!(
         notes.contains("24 of 24 successful requests joined"),
@@ -336,4 +340,102 @@ stage "s" {{
     let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     assert_eq!(rows.lines().count(), 4);
     assert!(!rows.contains("trace_id"), "{rows}");
+}
+
+/// A client span names the URL its request went to (a target of two URLs, round robin over
+/// two simulators) and the model its label chose (a stage split between a model and an
+/// adapter).
+#[test]
+fn each_span_names_the_url_its_request_went_to() {
+    let collector = Collector::start();
+    let (a, b) = (
+        SimProcess::start(&["--decode-base", "1ms"]),
+        SimProcess::start(&["--decode-base", "1ms"]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"scenario "otlp-urls" {{ seed 1; }}
+target {{ url "{a}"; url "{b}"; route "round-robin"; model "infermeter-sim"; }}
+{DATASET}
+telemetry {{ otlp "{collector}"; }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=2; requests 8; }}
+"#,
+        a = a.base_url,
+        b = b.base_url,
+        collector = collector.url,
+    );
+    let path = scenario(dir.path(), "urls.kdl", &text);
+    let o = run(&path, &dir.path().join("urls"), &["--no-plots"]);
+    assert!(o.status.success(), "{}", describe(&o));
+    wait_for(30, "8 client spans", || collector.spans().len() >= 8);
+    let port = |url: &str| -> i64 {
+        url.rsplit(':')
+            .next()
+            .unwrap()
+            .trim_end_matches("/v1")
+            .parse()
+            .unwrap()
+    };
+    let mut ports: Vec<i64> = collector
+        .spans()
+        .iter()
+        .map(|s| int(s, "server.port"))
+        .collect();
+    ports.sort_unstable();
+    let mut want = vec![port(&a.base_url); 4];
+    want.extend([port(&b.base_url); 4]);
+    want.sort_unstable();
+    assert_eq!(ports, want, "round robin: four requests to each URL");
+}
+
+#[test]
+fn each_span_names_the_model_its_label_chose() {
+    let models = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"scenario "otlp-models" {{ seed 2; }}
+target "sim" {{ model "base"; adapters {{ lora-sql 1.5; }}; decode-base "1ms"; }}
+{DATASET}
+telemetry {{ otlp "{collector}"; }}
+stage "s" {{
+    dataset "d"
+    arrival "concurrency" clients=2
+    requests 16
+    model "base" weight=1
+    model "lora-sql" weight=1
+}}
+"#,
+        collector = models.url,
+    );
+    let path = scenario(dir.path(), "models.kdl", &text);
+    let out = dir.path().join("models");
+    let o = run(&path, &out, &["--no-plots", "--requests-jsonl"]);
+    assert!(o.status.success(), "{}", describe(&o));
+    wait_for(30, "16 client spans", || models.spans().len() >= 16);
+    // Each span's model is its row's, by trace id.
+    let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let model_of: HashMap<String, String> = rows
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["trace_id"].as_str().unwrap().to_string(),
+                r["model"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let spans = models.spans();
+    let named: HashSet<String> = spans
+        .iter()
+        .map(|s| string_attr(s, "gen_ai.request.model"))
+        .collect();
+    assert_eq!(
+        named,
+        HashSet::from(["base".to_string(), "lora-sql".to_string()])
+    );
+    for s in &spans {
+        let model = &model_of[&hex(&s.trace_id)];
+        assert_eq!(&string_attr(s, "gen_ai.request.model"), model);
+        assert_eq!(s.name, format!("chat {model}"));
+    }
 }

@@ -43,9 +43,29 @@ pub struct SpanFacts {
     pub model: String,
     /// The API's GenAI operation name: `chat`, `text_completion`, `embeddings`…
     pub operation: &'static str,
-    /// The target's host and port (never its credentials or query).
-    pub server_address: String,
-    pub server_port: u16,
+    /// Each target URL's host and port (never its credentials or query), by the URL's index
+    /// (a request's `url`; the first when it has none).
+    pub servers: Vec<(String, u16)>,
+}
+
+impl SpanFacts {
+    /// The host and port request `rec` was sent to.
+    fn server(&self, rec: &RequestRecord) -> (&str, u16) {
+        let i = usize::from(rec.url.unwrap_or(0));
+        self.servers
+            .get(i)
+            .or(self.servers.first())
+            .map_or(("", 0), |(h, p)| (h.as_str(), *p))
+    }
+}
+
+/// Where a span's request belongs: its stage, whether the stage runs sessions, and the model
+/// its label named.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanOf<'a> {
+    pub stage: &'a str,
+    pub sessions: bool,
+    pub model: Option<&'a str>,
 }
 
 /// Why the exporter could not be built.
@@ -140,14 +160,16 @@ impl OtlpExporter {
     }
 
     /// Queues the span of one finished request of stage `stage` (whose clock started at
-    /// `t0`, wall time); a request without trace context has none.
-    pub fn record(&self, stage: &str, sessions: bool, rec: &RequestRecord, t0: SystemTime) {
+    /// `t0`, wall time); a request without trace context has none. `model`: the model or
+    /// adapter the request named where its stage splits them (else the target's).
+    pub fn record(&self, span: SpanOf<'_>, rec: &RequestRecord, t0: SystemTime) {
         let Some(trace) = rec.trace else {
             return;
         };
         let at = |ns: u64| t0 + Duration::from_nanos(ns);
-        let (attributes, status) = self.attributes(stage, sessions, rec);
-        let name = format!("{} {}", self.facts.operation, self.facts.model);
+        let model = span.model.unwrap_or(&self.facts.model);
+        let (attributes, status) = self.attributes(&span, model, rec);
+        let name = format!("{} {model}", self.facts.operation);
         self.processor.on_end(SpanData {
             span_context: SpanContext::new(
                 TraceId::from_bytes(trace.trace_id.to_be_bytes()),
@@ -174,23 +196,25 @@ impl OtlpExporter {
     /// A request's span attributes (GenAI conventions, then ours) and its status.
     fn attributes(
         &self,
-        stage: &str,
-        sessions: bool,
+        span: &SpanOf<'_>,
+        model: &str,
         rec: &RequestRecord,
     ) -> (Vec<KeyValue>, Status) {
+        let (stage, sessions) = (span.stage, span.sessions);
         let f = &self.facts;
+        let (host, port) = f.server(rec);
         let mut attributes = Vec::with_capacity(20);
         attributes.extend([
             KeyValue::new("gen_ai.operation.name", f.operation),
-            KeyValue::new("gen_ai.request.model", f.model.clone()),
+            KeyValue::new("gen_ai.request.model", model.to_string()),
             KeyValue::new("gen_ai.usage.input_tokens", i64::from(rec.input_tokens)),
             KeyValue::new("gen_ai.usage.output_tokens", i64::from(rec.output_tokens)),
             KeyValue::new(
                 "gen_ai.request.max_tokens",
                 i64::from(rec.planned_output_tokens),
             ),
-            KeyValue::new("server.address", f.server_address.clone()),
-            KeyValue::new("server.port", i64::from(f.server_port)),
+            KeyValue::new("server.address", host.to_string()),
+            KeyValue::new("server.port", i64::from(port)),
             KeyValue::new("infermeter.stage", stage.to_string()),
             KeyValue::new("infermeter.request.index", rec.index as i64),
             KeyValue::new("infermeter.e2e_ms", rec.e2e_ns() as f64 / 1e6),

@@ -5,7 +5,7 @@ mod export;
 mod join;
 mod receive;
 
-pub use export::{OtlpExportError, OtlpExporter, SpanFacts, operation_name};
+pub use export::{OtlpExportError, OtlpExporter, SpanFacts, SpanOf, operation_name};
 pub use join::{ClientTimes, join, stats_note};
 pub use receive::{
     MAX_BODY, MAX_DECODING, MAX_SPANS, OtlpReceiveError, OtlpReceiver, ReceiveStats, ServerSpan,
