@@ -21,6 +21,7 @@ mod route;
 mod schema;
 mod session;
 mod session_state;
+mod sla_block;
 mod stage;
 mod syntax;
 mod target;

@@ -15,7 +15,7 @@ use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
 use super::syntax::Unparsed;
 use super::unparsed::unparsed_errors;
 use super::written::Spanned;
-use super::{dataset, params, stage, target, telemetry};
+use super::{dataset, params, sla_block, stage, target, telemetry, warmup};
 use crate::dataset::TokenizerSpec;
 
 const TOP: &[&str] = &[
@@ -211,9 +211,9 @@ impl TopLevel {
                     s.stages.push(st);
                 }
             }
-            "warmup" => s.warmup = stage::warmup(ctx, node),
+            "warmup" => s.warmup = warmup::warmup(ctx, node),
             "sla" => {
-                let out = stage::sla_block(ctx, node, None);
+                let out = sla_block::sla_block(ctx, node, None);
                 s.sla.extend(out.assertions);
                 merge_policy(&mut s.sla_policy, out.policy);
             }
