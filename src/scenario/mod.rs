@@ -17,6 +17,8 @@ mod params;
 mod parse;
 mod priority_as;
 mod profile;
+mod refs;
+mod report;
 mod route;
 mod schema;
 mod session;
