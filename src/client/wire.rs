@@ -271,35 +271,32 @@ impl Wire {
 }
 
 /// `n` in decimal, without an allocation.
-fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+fn decimal(n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let at = digits(n as u64, buf);
+    &buf[at..]
+}
+
+/// `n` in decimal with its sign, without an allocation (an `i64` takes at most 20 bytes).
+fn signed(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits(n.unsigned_abs(), buf);
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
+/// Writes `n`'s digits at the end of `buf` (a `u64` has at most 20); where they start.
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> usize {
     let mut at = buf.len();
     loop {
         at -= 1;
         buf[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            return &buf[at..];
+            return at;
         }
     }
-}
-
-/// `n` in decimal with its sign, without an allocation (an `i64` takes at most 20 bytes).
-fn signed(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
 }
 
 /// Writes `bytes`, watching for an answer that comes first: `Ok(true)` once all are written,
@@ -374,6 +371,41 @@ mod tests {
         for (run, index) in [(0, 0), (0x0123_4567_89ab_cdef, 42), (u64::MAX, u64::MAX)] {
             let t = TraceContext::for_request(run, 3, 1, index);
             assert_eq!(t.traceparent()[TRACE_ID], t.trace_hex());
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_as_display_writes_them() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            4096,
+            usize::MAX / 10,
+            usize::MAX - 1,
+            usize::MAX,
+        ] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
+        }
+        let edges = [
+            0,
+            1,
+            -1,
+            9,
+            -9,
+            10,
+            -10,
+            255,
+            -256,
+            i64::MAX,
+            i64::MIN + 1,
+            i64::MIN,
+        ];
+        for n in edges {
+            assert_eq!(signed(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
         }
     }
 }
