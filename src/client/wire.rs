@@ -27,6 +27,13 @@ use super::head::{self, BadHead};
 use super::sse::Events;
 use crate::protocol::TraceContext;
 
+// `impl` blocks of the types below, each file for one concern. The hot free functions
+// (`decimal`, `send`, `read_head`) stay here: codegen places a method with its type, wherever
+// its `impl` is written, but a free function with its own module.
+mod pool;
+mod render;
+mod response;
+
 /// How long a pooled connection may sit idle before it is closed instead of reused: under the
 /// 5 s after which uvicorn (vLLM, SGLang) and llama-server close an idle connection, so the
 /// client lets go first rather than racing the server's close; httpx, under the OpenAI Python
@@ -68,24 +75,6 @@ pub struct Held {
     conn: Option<Conn>,
     /// The next request is the session's last: its connection goes back to the pool.
     last: bool,
-}
-
-impl Held {
-    /// Marks the next request as the session's last, so its connection is pooled after it
-    /// rather than held (and closed when the session is dropped).
-    pub fn last(&mut self) {
-        self.last = true;
-    }
-
-    /// Gives the held connection (if any, and still fit) to `wire`'s pool: the session is
-    /// over, or went on elsewhere.
-    pub fn release_to(&mut self, wire: &Wire) {
-        if let Some(mut conn) = self.conn.take()
-            && conn.fit()
-        {
-            wire.give_back(conn);
-        }
-    }
 }
 
 /// What one request carries beyond its body and the target's headers.
@@ -150,144 +139,6 @@ pub enum BodyError {
 }
 
 impl Wire {
-    /// `None` when `url` is not plain `http://` without credentials.
-    pub fn new(
-        url: &str,
-        headers: &[(String, String)],
-        max_idle: usize,
-        connect_timeout: Duration,
-    ) -> Option<Self> {
-        let parsed = url::Url::parse(url).ok()?;
-        if parsed.scheme() != "http" || !parsed.username().is_empty() || parsed.password().is_some()
-        {
-            return None;
-        }
-        let host = match parsed.host()? {
-            url::Host::Ipv6(a) => format!("[{a}]"),
-            h => h.to_string(),
-        };
-        let port = parsed.port_or_known_default()?;
-        let authority = format!("{host}:{port}");
-        let host_header = match parsed.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.clone(),
-        };
-        let mut path = parsed.path().to_string();
-        if let Some(q) = parsed.query() {
-            path.push('?');
-            path.push_str(q);
-        }
-        let mut common = Vec::new();
-        common.extend_from_slice(b" HTTP/1.1\r\nhost: ");
-        common.extend_from_slice(host_header.as_bytes());
-        common.extend_from_slice(b"\r\naccept: */*\r\n");
-        for (name, value) in headers {
-            common.extend_from_slice(name.as_bytes());
-            common.extend_from_slice(b": ");
-            common.extend_from_slice(value.as_bytes());
-            common.extend_from_slice(b"\r\n");
-        }
-        let mut post_head = b"POST ".to_vec();
-        post_head.extend_from_slice(path.as_bytes());
-        post_head.extend_from_slice(&common);
-        post_head.extend_from_slice(b"content-type: application/json\r\ncontent-length: ");
-        Some(Wire {
-            authority,
-            post_head,
-            idle: Mutex::new(Vec::new()),
-            max_idle: max_idle.max(1),
-            connect_timeout,
-            common,
-            affinity: None,
-            priority: None,
-        })
-    }
-
-    /// The same, sending each request's affinity id in header `name`.
-    pub fn with_affinity(mut self, name: Option<&str>) -> Self {
-        self.affinity = name.map(|n| format!("{n}: ").into_bytes());
-        self
-    }
-
-    /// The same, sending each request's class priority in header `name`.
-    pub fn with_priority(mut self, name: Option<&str>) -> Self {
-        self.priority = name.map(|n| format!("{n}: ").into_bytes());
-        self
-    }
-
-    /// The path (and query) of `url` when it is on this target's host and port.
-    pub fn same_origin_path(&self, url: &str) -> Option<String> {
-        let u = url::Url::parse(url).ok()?;
-        let host = match u.host()? {
-            url::Host::Ipv6(a) => format!("[{a}]"),
-            h => h.to_string(),
-        };
-        if u.scheme() != "http"
-            || format!("{host}:{}", u.port_or_known_default()?) != self.authority
-        {
-            return None;
-        }
-        Some(match u.query() {
-            Some(q) => format!("{}?{q}", u.path()),
-            None => u.path().to_string(),
-        })
-    }
-
-    /// An idle connection fit to carry a request, newest first; the others are closed.
-    fn take_idle(&self) -> Option<Conn> {
-        loop {
-            let mut conn = self.idle.lock().ok()?.pop()?;
-            if conn.fit() {
-                return Some(conn);
-            }
-            tracing::debug!("closing a pooled connection: idle too long, or not quiet");
-        }
-    }
-
-    /// Puts a connection whose last response was read to its end back in the pool, closing
-    /// any that have been idle too long.
-    pub fn give_back(&self, mut conn: Conn) {
-        conn.idle_since = Instant::now();
-        let mut stale = Vec::new();
-        if let Ok(mut idle) = self.idle.lock() {
-            // Oldest first: they went back in order.
-            let old = idle
-                .iter()
-                .take_while(|c| {
-                    conn.idle_since.saturating_duration_since(c.idle_since) > POOL_IDLE_TIMEOUT
-                })
-                .count();
-            if old > 0 {
-                stale.extend(idle.drain(..old));
-            }
-            if idle.len() < self.max_idle {
-                idle.push(conn);
-            }
-        }
-        // Closed outside the lock.
-        drop(stale);
-    }
-
-    async fn connect(&self, max_event: usize) -> Result<Conn, SendError> {
-        let stream =
-            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(&self.authority))
-                .await
-            {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return Err(SendError::Connect(e)),
-                Err(_) => return Err(SendError::ConnectTimeout),
-            };
-        let _ = stream.set_nodelay(true);
-        Ok(Conn {
-            stream,
-            raw: Vec::with_capacity(READ),
-            pos: 0,
-            out: Vec::new(),
-            events: Events::new(max_event),
-            idle_since: Instant::now(),
-        })
-    }
-
     /// Posts `body` and reads the response head, on a pooled connection when there is one.
     /// When a pooled connection fails before any byte of an answer (the server closed it
     /// while it was idle, the race every keep-alive client meets), the request is sent once
@@ -420,35 +271,32 @@ impl Wire {
 }
 
 /// `n` in decimal, without an allocation.
-fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+fn decimal(n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let at = digits(n as u64, buf);
+    &buf[at..]
+}
+
+/// `n` in decimal with its sign, without an allocation (an `i64` takes at most 20 bytes).
+fn signed(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits(n.unsigned_abs(), buf);
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
+/// Writes `n`'s digits at the end of `buf` (a `u64` has at most 20); where they start.
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> usize {
     let mut at = buf.len();
     loop {
         at -= 1;
         buf[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            return &buf[at..];
+            return at;
         }
     }
-}
-
-/// `n` in decimal with its sign, without an allocation (an `i64` takes at most 20 bytes).
-fn signed(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
 }
 
 /// Writes `bytes`, watching for an answer that comes first: `Ok(true)` once all are written,
@@ -514,102 +362,6 @@ async fn read_head(mut conn: Conn) -> Result<Response, SendError> {
     }
 }
 
-impl Conn {
-    /// Nothing has arrived on this idle connection since its last response ended: no stray
-    /// byte, no close. Costs no system call when so: tokio answers from the readiness its
-    /// reactor has seen, and the last read, short, left none.
-    /// Not idle past [`POOL_IDLE_TIMEOUT`], and quiet: fit to carry a request.
-    fn fit(&mut self) -> bool {
-        Instant::now().saturating_duration_since(self.idle_since) <= POOL_IDLE_TIMEOUT
-            && self.quiet()
-    }
-
-    fn quiet(&mut self) -> bool {
-        let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-    }
-}
-
-impl Response {
-    /// Decodes the next body bytes into `conn.events`; `false` once the body has ended.
-    /// Waits for the network only when nothing undecoded is left.
-    pub async fn fill(&mut self) -> Result<bool, BodyError> {
-        if self.framing.is_done() {
-            return Ok(false);
-        }
-        let c = &mut self.conn;
-        if c.pos >= c.raw.len() {
-            c.raw.clear();
-            c.pos = 0;
-            c.raw.reserve(READ);
-            if c.stream.read_buf(&mut c.raw).await? == 0 {
-                if self.framing == Framing::Close {
-                    self.framing = Framing::Length(0);
-                    self.reusable = false;
-                    return Ok(false);
-                }
-                let cut = io::Error::new(io::ErrorKind::UnexpectedEof, "body cut short");
-                return Err(cut.into());
-            }
-        }
-        let used = self.framing.decode(&c.raw[c.pos..], c.events.spare())?;
-        c.pos += used;
-        if c.pos < c.raw.len() {
-            // Bytes past the body's end: the connection cannot be reused.
-            self.reusable = false;
-            c.pos = c.raw.len();
-        }
-        Ok(true)
-    }
-
-    /// Reads the rest of the body, discarding it; `true` when it ended within bounds.
-    pub async fn drain(&mut self) -> bool {
-        let mut read = 0;
-        loop {
-            match self.fill().await {
-                Ok(true) => {
-                    read += self.conn.events.discard();
-                    if read > MAX_DRAIN {
-                        return false;
-                    }
-                }
-                Ok(false) => {
-                    self.conn.events.discard();
-                    return true;
-                }
-                Err(_) => return false,
-            }
-        }
-    }
-
-    /// Returns the connection to the pool if its response was read to its end.
-    pub fn finish(self, wire: &Wire) {
-        self.finish_to(wire, None);
-    }
-
-    /// Like [`finish`](Self::finish), the connection kept in `held` (when given) rather than
-    /// the pool.
-    pub fn finish_to(self, wire: &Wire, held: Option<&mut Held>) {
-        if self.reusable && self.framing.is_done() && self.conn.pos >= self.conn.raw.len() {
-            let mut conn = self.conn;
-            conn.events.reset();
-            if conn.raw.capacity() > 4 * READ {
-                conn.raw = Vec::with_capacity(READ);
-            }
-            if conn.out.capacity() > 4 * READ {
-                conn.out = Vec::new();
-            }
-            match held {
-                Some(h) if !h.last => {
-                    conn.idle_since = Instant::now();
-                    h.conn = Some(conn);
-                }
-                _ => wire.give_back(conn),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,6 +371,41 @@ mod tests {
         for (run, index) in [(0, 0), (0x0123_4567_89ab_cdef, 42), (u64::MAX, u64::MAX)] {
             let t = TraceContext::for_request(run, 3, 1, index);
             assert_eq!(t.traceparent()[TRACE_ID], t.trace_hex());
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_as_display_writes_them() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            4096,
+            usize::MAX / 10,
+            usize::MAX - 1,
+            usize::MAX,
+        ] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
+        }
+        let edges = [
+            0,
+            1,
+            -1,
+            9,
+            -9,
+            10,
+            -10,
+            255,
+            -256,
+            i64::MAX,
+            i64::MIN + 1,
+            i64::MIN,
+        ];
+        for n in edges {
+            assert_eq!(signed(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
         }
     }
 }

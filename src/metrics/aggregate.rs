@@ -12,44 +12,13 @@ use super::attribution::TimingsAcc;
 use super::dist::Dist;
 use super::histograms::StageHistograms;
 use super::latency::{LatencyMetric, tpot_ns};
-use super::measure::{dist, histogram, metric_dist, record, record_net, small_histogram, us};
+use super::measure::{dist, histogram, metric_dist, record, record_net};
 use super::net::ClientNet;
 use super::record::{ErrorKind, RequestRecord, TokenSource};
+use super::stage_inputs::{GoodputSlo, StageClock};
 use super::summary::*;
+use super::timeline::Timeline;
 use super::validity::{self, StageFacts, ValidityRules};
-
-/// Per-request service-level objectives that define goodput. A request is "good" when it
-/// succeeded and met every objective that is set.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct GoodputSlo {
-    pub ttft_ns: Option<u64>,
-    pub tpot_ns: Option<u64>,
-    /// Applies to the request's largest inter-token gap.
-    pub itl_ns: Option<u64>,
-    pub e2e_ns: Option<u64>,
-}
-
-/// What the runner knows about the stage besides the records.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StageClock {
-    /// From the stage start to the last response (or the end of draining).
-    pub wall_ns: u64,
-    /// The planned sending span of an open-loop stage (last scheduled offset).
-    pub planned_span_ns: Option<u64>,
-    /// Process CPU time used during the stage.
-    pub cpu_ns: u64,
-    pub cores: u32,
-    /// Peak resident memory of the client process at the stage's end, in bytes.
-    pub peak_rss_bytes: u64,
-    /// Share of the client's CPUs' time the hypervisor stole during the stage, where known.
-    pub steal_share: Option<f64>,
-    /// Idle CPUs were kept polling during the stage (`--poll-idle`).
-    pub poll_idle: bool,
-    /// What the client's CPUs were doing during the stage (Linux).
-    pub host: super::HostLoad,
-    /// How late the client's loop woke for its probe timer during the stage, where measured.
-    pub loop_delay: Option<LoopDelay>,
-}
 
 /// Accumulates one stage.
 pub struct StageAggregator {
@@ -567,93 +536,6 @@ impl StageAggregator {
         let (a0, a1) = self.sent_range?;
         let planned = s1.saturating_sub(s0);
         (self.arrivals > 1 && planned > 0).then(|| planned as f64 / (a1 - a0).max(planned) as f64)
-    }
-}
-
-/// Per-second buckets. Records arrive in completion order (nearly), so only the newest
-/// bucket keeps histograms; older buckets are reduced to their point.
-#[derive(Default)]
-struct Timeline {
-    points: Vec<TimelinePoint>,
-    current: Option<(usize, Histogram<u64>, Histogram<u64>)>,
-}
-
-impl Timeline {
-    fn point(&mut self, second: usize) -> &mut TimelinePoint {
-        if self.points.len() <= second {
-            self.points.resize_with(second + 1, TimelinePoint::default);
-        }
-        &mut self.points[second]
-    }
-
-    fn sent(&mut self, sent_ns: u64) {
-        self.point((sent_ns / 1_000_000_000) as usize).sent += 1;
-    }
-
-    /// Adds a request's time in flight, `[sent, done)`, to the seconds it spans: each
-    /// second's `in_flight` is then its mean number of requests in flight.
-    fn occupied(&mut self, sent_ns: u64, done_ns: u64) {
-        const S: u64 = 1_000_000_000;
-        let mut t = sent_ns;
-        while t < done_ns {
-            let second = t / S;
-            let end = ((second + 1) * S).min(done_ns);
-            self.point(second as usize).in_flight += (end - t) as f64 / S as f64;
-            t = end;
-        }
-    }
-
-    fn completed(
-        &mut self,
-        done_ns: u64,
-        ok: bool,
-        tokens: u64,
-        ttft_ns: Option<u64>,
-        e2e_ns: u64,
-    ) {
-        let second = (done_ns / 1_000_000_000) as usize;
-        let p = self.point(second);
-        if ok {
-            p.completed += 1;
-            p.output_tokens += tokens;
-        } else {
-            p.failed += 1;
-            return;
-        }
-        match &self.current {
-            Some((s, _, _)) if *s > second => return, // a straggler: counted, not in percentiles
-            Some((s, _, _)) if *s == second => {}
-            _ => {
-                self.close_current();
-                self.current = Some((second, small_histogram(), small_histogram()));
-            }
-        }
-        if let Some((_, ttft, e2e)) = &mut self.current {
-            if let Some(t) = ttft_ns {
-                ttft.saturating_record(us(t));
-            }
-            e2e.saturating_record(us(e2e_ns));
-        }
-    }
-
-    fn close_current(&mut self) {
-        if let Some((s, ttft, e2e)) = self.current.take() {
-            let p = self.point(s);
-            if !ttft.is_empty() {
-                p.ttft_p50_ms = ttft.value_at_quantile(0.5) as f64 / 1e3;
-            }
-            if !e2e.is_empty() {
-                p.e2e_p99_ms = e2e.value_at_quantile(0.99) as f64 / 1e3;
-            }
-        }
-    }
-
-    fn finish(mut self) -> Vec<TimelinePoint> {
-        self.close_current();
-        for (i, p) in self.points.iter_mut().enumerate() {
-            p.t_s = i as f64;
-        }
-        self.points
     }
 }
 

@@ -25,14 +25,16 @@ mod profile;
 mod record;
 mod rounds;
 mod saturation;
+mod stage_inputs;
 mod steady;
 mod summary;
+mod timeline;
 mod turns;
 mod urls;
 mod validity;
 mod vocab;
 
-pub use aggregate::{GoodputSlo, StageAggregator, StageClock};
+pub use aggregate::StageAggregator;
 pub use attribution::{
     Attribution, AttributionSource, PercentileBuckets, ServerDist, rest_of, tpot_note,
 };
@@ -54,6 +56,7 @@ pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;
+pub use stage_inputs::{GoodputSlo, StageClock};
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};

@@ -118,29 +118,7 @@ fn write_stage(out: &mut String, s: &StageComparison) {
         })
         .collect();
     let header = ["metric", "baseline", "current", "change", "verdict"];
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([header[i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let w: Vec<usize> = (0..5).map(width).collect();
-    for r in std::iter::once(&header).chain(rows.iter()) {
-        let _ = writeln!(
-            out,
-            "  {:<a$}  {:>b$}  {:>c$}  {:>d$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            a = w[0],
-            b = w[1],
-            c = w[2],
-            d = w[3]
-        );
-    }
+    write_table(out, header, &rows, true);
 }
 
 /// The per-URL rows, a table per stage and URL (descriptive: they never gate).
@@ -158,28 +136,40 @@ fn write_urls(out: &mut String, c: &Comparison) {
             .map(|f| [&*f.metric, &*f.baseline, &*f.current, &*f.change])
             .collect();
         let header = ["metric", "baseline", "current", "change"];
-        let width = |i: usize| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        };
-        let w: Vec<usize> = (0..4).map(width).collect();
-        for r in std::iter::once(&header).chain(rows.iter()) {
-            let _ = writeln!(
-                out,
-                "  {:<a$}  {:>b$}  {:>c$}  {:>d$}",
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                a = w[0],
-                b = w[1],
-                c = w[2],
-                d = w[3]
-            );
+        write_table(out, header, &rows, false);
+    }
+}
+
+/// A table, its header first, each column as wide as its widest cell: the first column
+/// left-aligned, the others right-aligned, except a last column of words (`words_last`),
+/// written as it is so that no line ends in spaces.
+fn write_table<const N: usize>(
+    out: &mut String,
+    header: [&str; N],
+    rows: &[[&str; N]],
+    words_last: bool,
+) {
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let w: [usize; N] = std::array::from_fn(width);
+    for r in std::iter::once(&header).chain(rows) {
+        out.push_str("  ");
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            let _ = match i {
+                0 => write!(out, "{cell:<w$}", w = w[0]),
+                _ if words_last && i == N - 1 => write!(out, "{cell}"),
+                _ => write!(out, "{cell:>w$}", w = w[i]),
+            };
         }
+        out.push('\n');
     }
 }
 
@@ -224,6 +214,32 @@ fn write_trend(out: &mut String, t: &Trend) {
             r.stage,
             r.metric,
             cells.join("  ")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_table;
+
+    #[test]
+    fn a_table_pads_by_characters_and_leaves_a_last_column_of_words_unpadded() {
+        let mut out = String::new();
+        let rows = [["ttft.p99 (ms)", "–", "worse"], ["e2e", "12.5", "ok"]];
+        write_table(&mut out, ["metric", "baseline", "verdict"], &rows, true);
+        assert_eq!(
+            out,
+            "  metric         baseline  verdict\n  ttft.p99 (ms)         –  worse\n  e2e                12.5  ok\n"
+        );
+        let mut out = String::new();
+        let rows = [
+            ["ttft.p99 (ms)", "–", "+100.0 %"],
+            ["e2e", "12.5", "+0.0 pt"],
+        ];
+        write_table(&mut out, ["metric", "baseline", "change"], &rows, false);
+        assert_eq!(
+            out,
+            "  metric         baseline    change\n  ttft.p99 (ms)         –  +100.0 %\n  e2e                12.5   +0.0 pt\n"
         );
     }
 }

@@ -12,7 +12,7 @@
 use std::fmt;
 
 use super::model::{RESULTS_SCHEMA_VERSION, Results};
-use crate::metrics::{Dist, LatencyMetric, StageSummary, TurnSummary};
+use crate::metrics::{StageSummary, TurnSummary};
 use crate::sla::{Basis, SlaOutcome};
 
 /// No count in a result may exceed this (2^53): far beyond any run, and the largest integer
@@ -292,86 +292,6 @@ impl Checker {
         self.at_most(&format!("{at}.retried"), q.retried, q.sent, "sent");
     }
 
-    fn latency(&mut self, at: &str, s: &StageSummary) {
-        for (m, d) in s.latency.iter() {
-            let at = format!("{at}.latency.{}", m.key());
-            self.dist(&at, d);
-            // ITL counts gaps, many to a request; every other metric one sample at most.
-            if m != LatencyMetric::Itl {
-                self.at_most(
-                    &format!("{at}.count"),
-                    d.count,
-                    s.requests.ok,
-                    "the ok requests",
-                );
-            }
-        }
-    }
-
-    fn dist(&mut self, at: &str, d: &Dist) {
-        self.count(&format!("{at}.count"), d.count);
-        let figures = [
-            ("min", d.min),
-            ("p50", d.p50),
-            ("p90", d.p90),
-            ("p95", d.p95),
-            ("p99", d.p99),
-            ("p999", d.p999),
-            ("max", d.max),
-        ];
-        for (name, v) in figures.iter().copied().chain([("mean", d.mean)]) {
-            self.non_negative(&format!("{at}.{name}"), v);
-            if d.count == 0 && v != 0.0 {
-                self.fail(
-                    format!("{at}.{name}"),
-                    v,
-                    "a distribution without samples is all 0",
-                );
-            }
-        }
-        // Percentiles of one distribution are in order (a hair of rounding allowed).
-        let slack = |v: f64| v.abs() * 1e-9;
-        for pair in figures.windows(2) {
-            let ((a, x), (b, y)) = (pair[0], pair[1]);
-            if x > y + slack(y) {
-                self.fail(format!("{at}.{a}"), x, format!("above {b} ({y})"));
-            }
-        }
-        if d.count > 0 && (d.mean < d.min - slack(d.min) || d.mean > d.max + slack(d.max)) {
-            self.fail(format!("{at}.mean"), d.mean, "outside min..=max");
-        }
-    }
-
-    /// Every stored histogram decodes and holds the samples its summary counts.
-    fn histograms(&mut self, at: &str, s: &StageSummary) {
-        let Some(h) = &s.histograms else { return };
-        for (m, text) in h.iter() {
-            let field = format!("{at}.histograms.{}", m.key());
-            let want = match m {
-                LatencyMetric::SendLag => Some(s.requests.sent),
-                m => s.latency.get(m).map(|d| d.count),
-            };
-            let got = if text.is_empty() {
-                0
-            } else {
-                match crate::stats::hist::decode(text) {
-                    Ok(h) => h.len(),
-                    Err(e) => {
-                        self.fail(field, json(text), format!("does not decode: {}", chain(&e)));
-                        continue;
-                    }
-                }
-            };
-            if let Some(want) = want.filter(|w| *w != got) {
-                self.fail(
-                    field,
-                    json(text),
-                    format!("holds {got} samples, its summary counts {want}"),
-                );
-            }
-        }
-    }
-
     fn tokens(&mut self, at: &str, s: &StageSummary) {
         let t = &s.tokens;
         let ok = s.requests.ok;
@@ -491,47 +411,6 @@ impl Checker {
         }
     }
 
-    /// The latencies net of the client: each a distribution of at most the ok requests (a
-    /// clustered metric's, of their gaps), its histogram holding as many samples as it
-    /// counts; the least wall time a punctual client could have taken, a duration.
-    fn client_net(&mut self, at: &str, s: &StageSummary) {
-        let Some(net) = &s.client_net else { return };
-        for (m, d) in net.latency.iter() {
-            let field = format!("{at}.client_net.latency.{}", m.key());
-            self.dist(&field, d);
-            if !m.spec().clustered {
-                let ok = s.requests.ok;
-                self.at_most(&format!("{field}.count"), d.count, ok, "the ok requests");
-            }
-        }
-        if let Some(served) = net.served_s {
-            self.non_negative(&format!("{at}.client_net.served_s"), served);
-        }
-        let Some(h) = &net.histograms else { return };
-        for (m, text) in h.iter() {
-            let field = format!("{at}.client_net.histograms.{}", m.key());
-            let want = net.latency.get(m).map_or(0, |d| d.count);
-            self.histogram(field, text, want);
-        }
-    }
-
-    /// One stored histogram: it decodes and holds `want` samples.
-    fn histogram(&mut self, field: String, text: &str, want: u64) {
-        let got = match text.is_empty() {
-            true => Ok(0),
-            false => crate::stats::hist::decode(text).map(|h| h.len()),
-        };
-        match got {
-            Ok(n) if n == want => {}
-            Ok(n) => self.fail(
-                field,
-                json(text),
-                format!("holds {n} samples, its summary counts {want}"),
-            ),
-            Err(e) => self.fail(field, json(text), format!("does not decode: {}", chain(&e))),
-        }
-    }
-
     /// The figures a verdict's rule records are finite and in range.
     fn basis(&mut self, at: &str, basis: &Basis) {
         match basis {
@@ -614,6 +493,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 mod groups;
+mod latency;
 mod steady;
 mod until;
 mod urls;

@@ -29,6 +29,7 @@ mod server;
 mod session;
 mod session_tools;
 mod stage;
+mod stage_plan;
 mod target;
 mod telemetry;
 mod timer;

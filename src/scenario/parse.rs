@@ -12,10 +12,12 @@ use miette::SourceSpan;
 use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
 use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
+use super::refs::{check_refs, unique};
+use super::report::report;
 use super::syntax::Unparsed;
 use super::unparsed::unparsed_errors;
 use super::written::Spanned;
-use super::{dataset, params, stage, target, telemetry};
+use super::{dataset, params, sla_block, stage, target, telemetry, warmup};
 use crate::dataset::TokenizerSpec;
 
 const TOP: &[&str] = &[
@@ -211,9 +213,9 @@ impl TopLevel {
                     s.stages.push(st);
                 }
             }
-            "warmup" => s.warmup = stage::warmup(ctx, node),
+            "warmup" => s.warmup = warmup::warmup(ctx, node),
             "sla" => {
-                let out = stage::sla_block(ctx, node, None);
+                let out = sla_block::sla_block(ctx, node, None);
                 s.sla.extend(out.assertions);
                 merge_policy(&mut s.sla_policy, out.policy);
             }
@@ -278,71 +280,6 @@ fn merge_policy(into: &mut super::model::SlaPolicySpec, from: super::model::SlaP
     into.abort_grace = from.abort_grace.or(into.abort_grace);
 }
 
-/// Records a dataset or stage name, reporting a duplicate.
-fn unique(
-    ctx: &mut Ctx<'_>,
-    names: &mut BTreeMap<String, SourceSpan>,
-    n: &Spanned<String>,
-    what: &str,
-) -> bool {
-    if names.contains_key(&n.value) {
-        ctx.error(
-            n.span,
-            format!("duplicate {what} `{}`", n.value),
-            format!("a {what} with this name is already declared"),
-            Some(format!("give each {what} its own name")),
-        );
-        return false;
-    }
-    names.insert(n.value.clone(), n.span);
-    true
-}
-
-fn check_refs(
-    ctx: &mut Ctx<'_>,
-    s: &Scenario,
-    dataset_refs: &[Spanned<String>],
-    datasets: &BTreeMap<String, SourceSpan>,
-    stages: &BTreeMap<String, SourceSpan>,
-) {
-    let refer = |ctx: &mut Ctx<'_>,
-                 r: &Spanned<String>,
-                 names: &BTreeMap<String, SourceSpan>,
-                 what: &str| {
-        if names.contains_key(&r.value) {
-            return;
-        }
-        let help = match did_you_mean(&r.value, names.keys().map(String::as_str)) {
-            Some(m) => format!("did you mean `{m}`?"),
-            None if names.is_empty() => format!("no {what} is declared"),
-            None => format!(
-                "declared {what}s: {}",
-                names
-                    .keys()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        ctx.error(
-            r.span,
-            format!("undefined {what} `{}`", r.value),
-            format!("no {what} with this name"),
-            Some(help),
-        );
-    };
-    for d in dataset_refs {
-        refer(ctx, d, datasets, "dataset");
-    }
-    for a in &s.sla {
-        if let Some(st) = &a.stage {
-            refer(ctx, st, stages, "stage");
-        }
-    }
-    metrics_fit_api(ctx, s);
-    super::profile::check_curve_assertions(ctx, s);
-}
-
 /// A goodput SLO on TTFT, TPOT or ITL for a pooling API, whose answers come whole: no request
 /// could meet it.
 fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) {
@@ -381,42 +318,6 @@ fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
         .find(|n| n.name().value() == "api")?;
     let name = api.entries().first()?.value().as_string()?;
     crate::protocol::Api::from_name(name)
-}
-
-/// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which
-/// comes whole) could never be observed: refused where it is written.
-fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
-    let api = s.target.request.api;
-    let answer = s.target.request.answer();
-    for a in &s.sla {
-        let metric = a.expr.value.metric;
-        if metric.applies_to(answer) {
-            continue;
-        }
-        let has: Vec<&str> = crate::sla::Metric::of_answer(answer)
-            .filter(|m| m.curve().is_none() && !m.is_telemetry())
-            .map(|m| m.name())
-            .collect();
-        let why = if answer.streams() {
-            "it is measured only for a pooling API"
-        } else {
-            "its answer comes whole, not streamed"
-        };
-        let asked = if answer == crate::protocol::Answer::Whole {
-            " with stream #false"
-        } else {
-            ""
-        };
-        ctx.error(
-            a.expr.span,
-            format!("api \"{api}\"{asked} has no `{metric}`"),
-            why,
-            Some(format!(
-                "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",
-                has.join(", ")
-            )),
-        );
-    }
 }
 
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
@@ -517,115 +418,4 @@ fn goodput(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<GoodputSpec> {
     }
     r.finish(ctx);
     Some(g)
-}
-
-/// `tolerance "5%"` (every metric) or `tolerance "ttft.p95" "10%"` (one, or `"itl"` for all of
-/// a metric's aggregations): what `compare` allows a metric to move by, recorded in results.
-fn tolerance(ctx: &mut Ctx<'_>, node: &KdlNode, rep: &mut ReportSpec) {
-    let mut r = NodeReader::new(ctx, node);
-    let args = r.args_from(ctx, 0);
-    let percent = |ctx: &mut Ctx<'_>, v: &super::ctx::Val| -> Option<f64> {
-        let text = ctx.name_string(v, "tolerance")?;
-        match text.parse::<crate::units::Percent>() {
-            Ok(p) => Some(p.0),
-            Err(e) => {
-                ctx.error(
-                    v.span,
-                    "invalid tolerance",
-                    e.to_string(),
-                    Some("write e.g. tolerance \"10%\" or tolerance \"ttft.p95\" \"10%\"".into()),
-                );
-                None
-            }
-        }
-    };
-    match args.as_slice() {
-        [v] => {
-            if let Some(p) = percent(ctx, v) {
-                rep.tolerance = Some(p);
-            }
-        }
-        [m, v] => {
-            let metric = ctx.name_string(m, "tolerance");
-            let known = metric.as_deref().is_some_and(|m| {
-                crate::sla::Metric::from_name(m.split('.').next().unwrap_or(m)).is_some()
-            });
-            if let Some(name) = metric.filter(|_| !known) {
-                ctx.error(
-                    m.span,
-                    format!("unknown metric `{name}`"),
-                    "not a metric compare watches",
-                    Some("e.g. \"ttft.p95\", \"itl\", \"error_rate\"".into()),
-                );
-            }
-            if let (Some(name), Some(p)) = (
-                known
-                    .then_some(m)
-                    .and_then(|m| ctx.name_string(m, "tolerance")),
-                percent(ctx, v),
-            ) {
-                rep.tolerances.insert(name, p);
-            }
-        }
-        _ => ctx.error(
-            ctx.name_span(node),
-            "`tolerance` takes a percentage, or a metric and a percentage",
-            "wrong number of values",
-            Some("write tolerance \"10%\" or tolerance \"ttft.p95\" \"10%\"".into()),
-        ),
-    }
-    r.finish(ctx);
-}
-
-fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
-    let mut r = NodeReader::new(ctx, node);
-    let mut rep = ReportSpec::default();
-    let known = [
-        "template",
-        "requests-jsonl",
-        "llm-d",
-        "parquet",
-        "baseline",
-        "tolerance",
-    ];
-    let mut once = Once::default();
-    for child in r.children() {
-        let cname = child.name().value();
-        if !known.contains(&cname) {
-            ctx.unknown_node(child, "`report`", &known);
-            continue;
-        }
-        if cname == "tolerance" {
-            tolerance(ctx, child, &mut rep);
-            continue;
-        }
-        if !once.first(ctx, child, "`report`") {
-            continue;
-        }
-        let mut cr = NodeReader::new(ctx, child);
-        match cname {
-            "requests-jsonl" | "llm-d" | "parquet" => {
-                if let Some(b) =
-                    one_arg(ctx, &mut cr, "#true or #false").and_then(|v| ctx.boolean(&v, cname))
-                {
-                    match cname {
-                        "requests-jsonl" => rep.requests_jsonl = b,
-                        "llm-d" => rep.llm_d = b,
-                        _ => rep.parquet = b,
-                    }
-                }
-            }
-            _ => {
-                let path = one_arg(ctx, &mut cr, "a path").and_then(|v| ctx.name_string(&v, cname));
-                if cname == "template" {
-                    rep.template = path.map(Into::into);
-                } else {
-                    rep.baseline = path.map(Into::into);
-                }
-            }
-        }
-        cr.finish(ctx);
-    }
-    r.finish(ctx);
-    rep
 }

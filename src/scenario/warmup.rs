@@ -7,7 +7,8 @@ use kdl::{KdlNode, KdlValue};
 
 use super::ctx::{Ctx, NodeReader, Val};
 use super::error::suggest;
-use super::model::StageLimit;
+use super::model::{StageLimit, Warmup};
+use super::written::Spanned;
 use crate::telemetry::{StabilityRule, WarmupUntil};
 use crate::units::Duration;
 
@@ -36,6 +37,59 @@ pub(crate) struct UntilOut {
     pub spec: Option<WarmupUntil>,
     /// `max=` (or its default), when valid.
     pub max: Option<Duration>,
+}
+
+/// `warmup requests=N | duration="30s" | until="stable" … [dataset="…"] [clients=N]`.
+pub(crate) fn warmup(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<Warmup> {
+    let mut r = NodeReader::new(ctx, node);
+    let requests = r.prop(ctx, "requests");
+    let duration = r.prop(ctx, "duration");
+    let dataset = r.prop(ctx, "dataset").and_then(|v| {
+        ctx.name_string(&v, "dataset")
+            .map(|s| Spanned::new(s, v.span))
+    });
+    let clients = match r.prop(ctx, "clients") {
+        Some(v) => ctx.u32_at_least(&v, "clients", 1),
+        None if node.entry("clients").is_some() => None,
+        None => Some(4),
+    };
+    let until = until(ctx, &mut r, node);
+    let limit = match (requests, duration) {
+        (req, dur) if until.given => limit(ctx, &until, req, dur),
+        (Some(_), Some(d)) => {
+            ctx.error(
+                d.span,
+                "`warmup` has both `requests` and `duration`",
+                "second limit",
+                Some("keep one of requests= and duration=".into()),
+            );
+            None
+        }
+        (Some(v), None) => ctx
+            .uint(&v, "requests", 1, u64::MAX)
+            .map(StageLimit::Requests),
+        (None, Some(v)) => ctx
+            .positive_duration(&v, "duration")
+            .map(StageLimit::Duration),
+        (None, None) => {
+            if node.entry("requests").is_none() && node.entry("duration").is_none() {
+                ctx.error(
+                    ctx.name_span(node),
+                    "`warmup` has no limit",
+                    "missing requests= or duration=",
+                    Some("write warmup requests=10 or warmup duration=\"30s\"".into()),
+                );
+            }
+            None
+        }
+    };
+    r.finish(ctx);
+    Some(Warmup {
+        limit: limit?,
+        dataset,
+        clients: clients?,
+        until: if until.given { Some(until.spec?) } else { None },
+    })
 }
 
 /// Reads `until=` and its properties; reports them when they come without `until="stable"`.

@@ -2,6 +2,7 @@
 //! each rule broken on purpose, naming the field and the value.
 
 use super::*;
+use crate::metrics::LatencyMetric;
 use crate::results::read_results;
 
 fn fixture(name: &str) -> Results {

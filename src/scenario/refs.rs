@@ -1,0 +1,112 @@
+//! The checks across nodes: names declared once, every name referred to declared, and every
+//! assertion on a metric the target's API has.
+
+use std::collections::BTreeMap;
+
+use miette::SourceSpan;
+
+use super::ctx::Ctx;
+use super::error::did_you_mean;
+use super::model::Scenario;
+use super::written::Spanned;
+
+/// Records a dataset or stage name, reporting a duplicate.
+pub(super) fn unique(
+    ctx: &mut Ctx<'_>,
+    names: &mut BTreeMap<String, SourceSpan>,
+    n: &Spanned<String>,
+    what: &str,
+) -> bool {
+    if names.contains_key(&n.value) {
+        ctx.error(
+            n.span,
+            format!("duplicate {what} `{}`", n.value),
+            format!("a {what} with this name is already declared"),
+            Some(format!("give each {what} its own name")),
+        );
+        return false;
+    }
+    names.insert(n.value.clone(), n.span);
+    true
+}
+
+pub(super) fn check_refs(
+    ctx: &mut Ctx<'_>,
+    s: &Scenario,
+    dataset_refs: &[Spanned<String>],
+    datasets: &BTreeMap<String, SourceSpan>,
+    stages: &BTreeMap<String, SourceSpan>,
+) {
+    let refer = |ctx: &mut Ctx<'_>,
+                 r: &Spanned<String>,
+                 names: &BTreeMap<String, SourceSpan>,
+                 what: &str| {
+        if names.contains_key(&r.value) {
+            return;
+        }
+        let help = match did_you_mean(&r.value, names.keys().map(String::as_str)) {
+            Some(m) => format!("did you mean `{m}`?"),
+            None if names.is_empty() => format!("no {what} is declared"),
+            None => format!(
+                "declared {what}s: {}",
+                names
+                    .keys()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        ctx.error(
+            r.span,
+            format!("undefined {what} `{}`", r.value),
+            format!("no {what} with this name"),
+            Some(help),
+        );
+    };
+    for d in dataset_refs {
+        refer(ctx, d, datasets, "dataset");
+    }
+    for a in &s.sla {
+        if let Some(st) = &a.stage {
+            refer(ctx, st, stages, "stage");
+        }
+    }
+    metrics_fit_api(ctx, s);
+    super::profile::check_curve_assertions(ctx, s);
+}
+
+/// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which
+/// comes whole) could never be observed: refused where it is written.
+fn metrics_fit_api(ctx: &mut Ctx<'_>, s: &Scenario) {
+    let api = s.target.request.api;
+    let answer = s.target.request.answer();
+    for a in &s.sla {
+        let metric = a.expr.value.metric;
+        if metric.applies_to(answer) {
+            continue;
+        }
+        let has: Vec<&str> = crate::sla::Metric::of_answer(answer)
+            .filter(|m| m.curve().is_none() && !m.is_telemetry())
+            .map(|m| m.name())
+            .collect();
+        let why = if answer.streams() {
+            "it is measured only for a pooling API"
+        } else {
+            "its answer comes whole, not streamed"
+        };
+        let asked = if answer == crate::protocol::Answer::Whole {
+            " with stream #false"
+        } else {
+            ""
+        };
+        ctx.error(
+            a.expr.span,
+            format!("api \"{api}\"{asked} has no `{metric}`"),
+            why,
+            Some(format!(
+                "the metrics of api \"{api}\": {} (and the telemetry and curve figures)",
+                has.join(", ")
+            )),
+        );
+    }
+}
