@@ -5,6 +5,7 @@
 mod support;
 
 mod agentic;
+mod agentic_ids;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;
