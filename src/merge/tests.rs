@@ -77,6 +77,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
             cache_salt: None,
             routes: None,
             affinity_header: None,
+            priority_header: None,
         },
         warmup: None,
         stages: vec![stage],

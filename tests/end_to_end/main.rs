@@ -29,6 +29,7 @@ mod onboarding;
 mod otlp;
 mod pooling;
 mod priority_header;
+mod priority_header_result;
 mod profile_gate;
 mod profile_ramp;
 mod profile_run;
