@@ -25,6 +25,7 @@ mod profile;
 mod record;
 mod rounds;
 mod saturation;
+mod slice;
 mod steady;
 mod summary;
 mod turns;
@@ -54,6 +55,7 @@ pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;
+pub use slice::SliceFigures;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
