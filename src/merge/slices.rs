@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    DepthSummary, LatencyMetric, PerMetric, SliceFigures, StageSummary, TurnHistograms,
-    UrlSummary, cached_share, dist,
+    DepthSummary, LatencyMetric, PerMetric, SliceFigures, StageSummary, TurnHistograms, UrlSummary,
+    cached_share, dist,
 };
 
 /// One shard's stage: its index and its summary.
@@ -34,7 +34,11 @@ impl Slices {
     fn unreadable(self, shard: u32, stage: &str, at: u16) -> StageMergeError {
         let stage = stage.to_string();
         match self {
-            Slices::Url => StageMergeError::UrlUnreadable { shard, stage, url: at },
+            Slices::Url => StageMergeError::UrlUnreadable {
+                shard,
+                stage,
+                url: at,
+            },
             Slices::Depth => StageMergeError::DepthUnreadable {
                 shard,
                 stage,

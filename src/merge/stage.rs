@@ -8,9 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric,
-    RequestCounts, SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens,
-    TurnHistograms, TurnSummary, Validity, dist, metric_dist,
+    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
+    SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
+    TurnSummary, Validity, dist, metric_dist,
 };
 use crate::results::ShardStart;
 

@@ -122,7 +122,9 @@ pub fn urls_csv(results: &crate::results::Results) -> String {
                 u.figures.input_tokens,
                 u.figures.output_tokens,
                 u.figures.cached_tokens,
-                u.figures.cached_share.map_or_else(String::new, |c| c.to_string()),
+                u.figures
+                    .cached_share
+                    .map_or_else(String::new, |c| c.to_string()),
                 ttft.p50,
                 ttft.p99,
                 e2e.p50,

@@ -325,7 +325,7 @@ impl StageShared {
         self.send_full(body, recipe, (at.0, at.1, at.1), held, |r| {
             r.tool_result = tool_result;
         })
-            .await
+        .await
     }
 
     /// A session turn on its `held` connections, like [`send_turn`](Self::send_turn), with

@@ -75,8 +75,10 @@ async fn three_requests(ignore_priority: bool) -> (Vec<TraceRecord>, TraceRecord
     }
     let urgent = http
         .post(&url)
-        .json(&json!({"prompt": "now", "max_tokens": 4, "ignore_eos": true,
-                      "stream": true, "priority": -1}))
+        .json(
+            &json!({"prompt": "now", "max_tokens": 4, "ignore_eos": true,
+                      "stream": true, "priority": -1}),
+        )
         .send()
         .await
         .unwrap()
@@ -112,7 +114,11 @@ async fn a_preempted_request_finds_its_own_blocks_when_it_resumes() {
     let (longs, urgent, metrics) = three_requests(false).await;
     assert_eq!(counter(&metrics, "num_preemptions_total"), 1);
     let prompts: u64 = longs.iter().map(|r| r.prompt_tokens).sum::<u64>() + urgent.prompt_tokens;
-    assert_eq!(counter(&metrics, "prompt_tokens_total"), prompts, "counted once");
+    assert_eq!(
+        counter(&metrics, "prompt_tokens_total"),
+        prompts,
+        "counted once"
+    );
     // The later long one was preempted: its prompt queried twice, its whole blocks (all but
     // the one holding its last token) hit the second time.
     let resumed = &longs[1];
