@@ -193,8 +193,6 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
     }
 }
 
-/// `warm-up | latency_stable after 4.0 s (57 requests): TTFT coefficient of variation …`, for
-/// a warm-up that ran until stable.
 /// The header the classes' priorities went in, when they went in one: as code (a header name
 /// may hold a backtick; the template escapes what lies inside the span).
 fn priority_header_row(t: &crate::results::TargetInfo) -> Option<KeyValue> {
@@ -202,6 +200,8 @@ fn priority_header_row(t: &crate::results::TargetInfo) -> Option<KeyValue> {
     Some(kv("priority header", format!("`{h}`")))
 }
 
+/// `warm-up | latency_stable after 4.0 s (57 requests): TTFT coefficient of variation …`, for
+/// a warm-up that ran until stable.
 fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
     let w = w?;
     let end = w.warmup_end.as_ref()?;
