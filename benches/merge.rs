@@ -84,6 +84,7 @@ fn shard(index: u32) -> Results {
             cache_salt: None,
             routes: None,
             affinity_header: None,
+            priority_header: None,
         },
         warmup: None,
         stages: vec![stage(index)],

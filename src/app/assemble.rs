@@ -57,6 +57,7 @@ pub(super) fn assemble(
             cache_salt: output.cache_salt.clone(),
             routes: super::outputs::routes(plan),
             affinity_header: plan.target.request.affinity_header.clone(),
+            priority_header: plan.target.request.priority_header.clone(),
         },
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),

@@ -255,6 +255,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
             cache_salt: None,
             routes: routes(plan),
             affinity_header: plan.target.request.affinity_header.clone(),
+            priority_header: plan.target.request.priority_header.clone(),
         },
         warmup: None,
         stages: Vec::new(),

@@ -61,6 +61,16 @@ impl AgentTask {
         self.sessions.iter().map(|s| s.turns.len() as u64).sum()
     }
 
+    /// Turn `k` of session `s`'s position among all the task's turns, sessions in the task's
+    /// order (the root first, so a root's turn is its own number): what tells the turns of a
+    /// task apart in its requests' trace ids (`protocol::TraceContext`), where a subagent's own
+    /// turn number repeats the root's. Below 2^14: at most [`MAX_TASK_SESSIONS`] sessions of at
+    /// most `dataset::MAX_TURNS` turns.
+    pub fn turn_position(&self, s: usize, k: usize) -> u32 {
+        let before: usize = self.sessions.iter().take(s).map(|x| x.turns.len()).sum();
+        u32::try_from(before + k).unwrap_or(u32::MAX)
+    }
+
     /// Input tokens of turn `k` of session `s`: the conversation so far and the new text.
     pub fn input_tokens(&self, s: usize, k: usize) -> u32 {
         let Some(session) = self.sessions.get(s) else {

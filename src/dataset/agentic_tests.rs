@@ -47,6 +47,16 @@ fn tasks_are_the_roots_with_their_subagents_in_file_order() {
     assert_eq!(a.output_tokens, a.reply_tokens);
     assert_eq!(main.turns[1].output_tokens, 16, "the data set's default");
     assert_eq!(tasks[0].turn_count(), 6);
+    // Each turn's position in the task (what its trace id carries) is its own; the root's is
+    // its turn number.
+    let positions: Vec<u32> = (0..tasks[0].sessions.len())
+        .flat_map(|s| {
+            let t = &tasks[0];
+            (0..t.sessions[s].turns.len()).map(move |k| t.turn_position(s, k))
+        })
+        .collect();
+    assert_eq!(positions, (0..6).collect::<Vec<u32>>());
+    assert_eq!(tasks[0].turn_position(0, 1), 1);
     assert_eq!(tasks[1].sessions[0].id, "solo");
     // Turn 1's input is turn 0's text and reply and its own text: the prefix grows.
     let t0 = &main.turns[0];

@@ -52,4 +52,19 @@ pub enum StageMergeError {
         #[source]
         source: hdrhistogram::AdditionError,
     },
+    #[error(
+        "shard {shard}: stage `{stage}`: the turns of subagents at depth {depth} have no \
+         readable histograms"
+    )]
+    DepthUnreadable {
+        shard: u32,
+        stage: String,
+        depth: u16,
+    },
+    #[error("subagent depth {depth}")]
+    DepthAdd {
+        depth: u16,
+        #[source]
+        source: hdrhistogram::AdditionError,
+    },
 }

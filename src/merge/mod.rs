@@ -9,6 +9,7 @@
 //! Entry point: [`merge`].
 
 mod error;
+mod slices;
 mod stage;
 #[cfg(test)]
 mod tests;

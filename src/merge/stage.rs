@@ -8,9 +8,9 @@ use hdrhistogram::Histogram;
 
 use super::error::StageMergeError;
 use crate::metrics::{
-    ClientHealth, ClientNet, DepthSummary, Flag, FlagKind, LatencyMetric, Payload, PerMetric,
-    RequestCounts, SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens,
-    TurnHistograms, TurnSummary, UrlSummary, Validity, cached_share, dist, metric_dist,
+    ClientHealth, ClientNet, Flag, FlagKind, LatencyMetric, Payload, PerMetric, RequestCounts,
+    SendLag, StageHistograms, StageSummary, Throughput, TimelinePoint, Tokens, TurnHistograms,
+    TurnSummary, Validity, dist, metric_dist,
 };
 use crate::results::ShardStart;
 
@@ -69,8 +69,8 @@ pub(super) fn merge_stage(
         timeline: timeline(parts, lo_ms),
         profile: first.profile.clone(),
         per_turn: per_turn(parts)?,
-        per_url: per_url(parts)?,
-        per_depth: per_depth(parts)?,
+        per_url: super::slices::per_url(&shards(parts))?,
+        per_depth: super::slices::per_depth(&shards(parts))?,
         warmup_end: first.warmup_end.clone(),
         histograms: Some(histograms),
         rounds: Vec::new(),
@@ -337,6 +337,11 @@ fn notes(parts: &[Part<'_>]) -> Vec<String> {
     out
 }
 
+/// Each part's shard index and summary (what the slices' merge reads).
+fn shards<'a>(parts: &[Part<'a>]) -> Vec<super::slices::Shard<'a>> {
+    parts.iter().map(|p| (p.index, p.summary)).collect()
+}
+
 fn empty() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 86_400_000_000, 3).expect("valid histogram bounds")
 }
@@ -495,79 +500,6 @@ fn per_turn(parts: &[Part<'_>]) -> Result<Vec<TurnSummary>, StageMergeError> {
             t.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
             t.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
             t
-        })
-        .collect())
-}
-
-/// One URL being merged: its figures so far and its histograms.
-type UrlAcc = (UrlSummary, Added);
-
-/// The target's URLs, merged like the stage: histograms added, counts and tokens summed (every
-/// shard routes by the plan, so URL `k` is the same server in each).
-fn per_url(parts: &[Part<'_>]) -> Result<Vec<UrlSummary>, StageMergeError> {
-    slots(parts, "per_url", |s| s.per_url.clone())
-}
-
-/// Subagents' depths, merged as URLs are (their figures are the same).
-fn per_depth(parts: &[Part<'_>]) -> Result<Vec<DepthSummary>, StageMergeError> {
-    let merged = slots(parts, "per_depth", |s| {
-        s.per_depth.iter().map(DepthSummary::as_url).collect()
-    })?;
-    Ok(merged.into_iter().map(DepthSummary::from_url).collect())
-}
-
-/// Slots of the URL's figures (`of` a shard's stage, keyed by `url`), merged.
-fn slots(
-    parts: &[Part<'_>],
-    key: &str,
-    of: impl Fn(&StageSummary) -> Vec<UrlSummary>,
-) -> Result<Vec<UrlSummary>, StageMergeError> {
-    let mut urls: BTreeMap<u16, UrlAcc> = BTreeMap::new();
-    for p in parts {
-        for u in &of(p.summary) {
-            let entry = urls.entry(u.url).or_insert_with(|| {
-                let blank = UrlSummary {
-                    url: u.url,
-                    ..UrlSummary::default()
-                };
-                (blank, std::array::from_fn(|_| empty()))
-            });
-            let overflow = || StageMergeError::Overflow {
-                stage: p.summary.name.clone(),
-                field: format!("{key}[{}] counts", u.url),
-            };
-            let sum = |a: u64, b: u64| a.checked_add(b).ok_or_else(overflow);
-            let e = &mut entry.0;
-            e.sent = sum(e.sent, u.sent)?;
-            e.ok = sum(e.ok, u.ok)?;
-            e.failed = sum(e.failed, u.failed)?;
-            e.input_tokens = sum(e.input_tokens, u.input_tokens)?;
-            e.output_tokens = sum(e.output_tokens, u.output_tokens)?;
-            e.cached_tokens = sum(e.cached_tokens, u.cached_tokens)?;
-            // Whether any response said: kept as a share, recomputed below.
-            e.cached_share = e.cached_share.or(u.cached_share);
-            for (m, _) in u.latency.iter() {
-                let Some(Ok(h)) = u.histograms.as_ref().and_then(|h| h.decode(m)) else {
-                    return Err(StageMergeError::UrlUnreadable {
-                        shard: p.index,
-                        stage: p.summary.name.clone(),
-                        url: u.url,
-                    });
-                };
-                entry.1[m as usize]
-                    .add(&h)
-                    .map_err(|source| StageMergeError::UrlAdd { url: u.url, source })?;
-            }
-        }
-    }
-    Ok(urls
-        .into_values()
-        .map(|(mut u, hists)| {
-            let said = u64::from(u.cached_share.is_some());
-            u.cached_share = cached_share(said, u.cached_tokens, u.input_tokens);
-            u.latency = PerMetric::from_fn(|m| dist(&hists[m as usize]));
-            u.histograms = TurnHistograms::encode(|m| &hists[m as usize]).ok();
-            u
         })
         .collect())
 }

@@ -77,6 +77,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
             cache_salt: None,
             routes: None,
             affinity_header: None,
+            priority_header: None,
         },
         warmup: None,
         stages: vec![stage],
@@ -215,4 +216,42 @@ fn a_shard_whose_counts_do_not_add_up_is_refused_by_field() {
         text.contains("shard-1.json: not a consistent result: stages[0].requests.failed"),
         "{text}"
     );
+}
+
+#[test]
+fn a_depth_that_will_not_merge_is_named_as_a_depth() {
+    // A third of the requests are subagents' turns at depth 1.
+    let mut all = records(300);
+    for r in all.iter_mut().filter(|r| r.index % 3 == 0) {
+        r.depth = 1;
+    }
+    let inputs = shards(2, &all);
+    let merged = merge(inputs.clone(), &MergeOptions::default()).unwrap();
+    let depths = &merged.stages[0].per_depth;
+    assert_eq!(depths.len(), 1);
+    assert_eq!((depths[0].depth, depths[0].figures.sent), (1, 100));
+    // Shard 1's depth-1 histograms do not agree with its counts: gone, then garbled.
+    let garbled = |h: &mut Option<crate::metrics::TurnHistograms>| {
+        if let Some(h) = h {
+            h[LatencyMetric::Ttft] = "not a histogram".into();
+        }
+    };
+    for spoil in [
+        (|h: &mut Option<crate::metrics::TurnHistograms>| *h = None) as fn(&mut _),
+        garbled,
+    ] {
+        let mut inputs = inputs.clone();
+        spoil(&mut inputs[1].1.stages[0].per_depth[0].figures.histograms);
+        let text = merge(inputs, &MergeOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains(
+                "shard 1: stage `main`: the turns of subagents at depth 1 have no readable \
+                 histograms"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("URL"), "{text}");
+    }
 }

@@ -7,11 +7,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::dist::Dist;
-use super::histograms::TurnHistograms;
-use super::measure::dist;
-use super::per_metric::{PerMetric, PerTurn};
 use super::record::RequestRecord;
+use super::slice::SliceFigures;
 use super::turns::Tally;
 
 /// The requests one URL of the target served in a stage.
@@ -19,23 +16,9 @@ use super::turns::Tally;
 pub struct UrlSummary {
     /// The URL's index in the target's list (`results.urls`).
     pub url: u16,
-    pub sent: u64,
-    pub ok: u64,
-    pub failed: u64,
-    /// Prompt tokens of the ok requests.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Prompt tokens the server said it served from its prefix cache, over the ok requests.
-    pub cached_tokens: u64,
-    /// `cached_tokens` over `input_tokens`, 0..=1; absent when no response said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_share: Option<f64>,
-    /// TTFT and E2E over the URL's ok requests (members of the URL's object).
+    /// Its requests' figures (members of the URL's object).
     #[serde(flatten)]
-    pub latency: PerMetric<Dist, PerTurn>,
-    /// Their histograms whole (µs), so that shards' results merge.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histograms: Option<TurnHistograms>,
+    pub figures: SliceFigures,
 }
 
 /// Folds records by the URL they went to.
@@ -61,15 +44,7 @@ impl UrlAggregator {
             .enumerate()
             .map(|(k, u)| UrlSummary {
                 url: k as u16,
-                sent: u.sent,
-                ok: u.ok,
-                failed: u.failed,
-                input_tokens: u.input_tokens,
-                output_tokens: u.output_tokens,
-                cached_tokens: u.cached_tokens,
-                cached_share: u.cached_share(),
-                latency: PerMetric::from_fn(|m| dist(&u.hists[m as usize])),
-                histograms: TurnHistograms::encode(|m| &u.hists[m as usize]).ok(),
+                figures: SliceFigures::of(u),
             })
             .collect()
     }
@@ -110,11 +85,12 @@ mod tests {
         a.record(&rec(Some(1), false, 0));
         let s = a.finish();
         assert_eq!(s.len(), 2);
-        assert_eq!((s[1].sent, s[1].ok, s[1].failed), (3, 2, 1));
-        assert_eq!(s[1].cached_tokens, 120);
-        assert_eq!(s[1].cached_share, Some(0.6));
-        assert_eq!(s[0].cached_share, Some(0.0));
-        let ttft = s[1].latency[LatencyMetric::Ttft];
+        let (s0, s1) = (&s[0].figures, &s[1].figures);
+        assert_eq!((s1.sent, s1.ok, s1.failed), (3, 2, 1));
+        assert_eq!(s1.cached_tokens, 120);
+        assert_eq!(s1.cached_share, Some(0.6));
+        assert_eq!(s0.cached_share, Some(0.0));
+        let ttft = s1.latency[LatencyMetric::Ttft];
         assert_eq!(ttft.count, 2);
         assert!((ttft.p50 - 5.0).abs() < 0.1);
     }

@@ -3,8 +3,9 @@
 //! all of them.
 //!
 //! A trace id is `RUN STAGE TURN INDEX`: 64 random bits drawn once per run, then the stage's
-//! position (16 bits), the session turn (16) and the request's index in the stage's plan (32),
-//! so ids are unique per request within a run, unguessable across runs, and a span that comes
+//! position (16 bits), the session turn (16; an agentic task's turn: its position among all
+//! the task's turns, since its sessions share the task's index) and the request's index in the
+//! stage's plan (32), so ids are unique per request within a run, unguessable across runs, and a span that comes
 //! back names its request without the client keeping a table of every request sent. The span
 //! id (the client's span, the server's span's parent) is a mix of the trace id, never zero.
 //! See `docs/telemetry.md` ("Trace context").

@@ -69,17 +69,20 @@ fn figures(
     (cu, cs): (&UrlSummary, &StageSummary),
 ) -> Vec<UrlFigure> {
     let share = |u: &UrlSummary, s: &StageSummary| {
-        (s.requests.sent > 0).then(|| u.sent as f64 / s.requests.sent as f64 * 100.0)
+        (s.requests.sent > 0).then(|| u.figures.sent as f64 / s.requests.sent as f64 * 100.0)
     };
-    let failed = |u: &UrlSummary| (u.sent > 0).then(|| u.failed as f64 / u.sent as f64 * 100.0);
-    let cached = |u: &UrlSummary| u.cached_share.map(|c| c * 100.0);
+    let failed = |u: &UrlSummary| {
+        let f = &u.figures;
+        (f.sent > 0).then(|| f.failed as f64 / f.sent as f64 * 100.0)
+    };
+    let cached = |u: &UrlSummary| u.figures.cached_share.map(|c| c * 100.0);
     let mut out = vec![
         percent("share of requests", share(bu, bs), share(cu, cs)),
         percent("failed", failed(bu), failed(cu)),
         percent("cached share", cached(bu), cached(cu)),
     ];
     for (m, name) in [(LatencyMetric::Ttft, "ttft"), (LatencyMetric::E2e, "e2e")] {
-        let (b, c) = (&bu.latency[m], &cu.latency[m]);
+        let (b, c) = (&bu.figures.latency[m], &cu.figures.latency[m]);
         if b.count == 0 && c.count == 0 {
             // An API answered whole has no TTFT.
             continue;

@@ -118,7 +118,8 @@ pub fn priority_sentence(s: &StageSummary) -> Option<String> {
         .find(|p| p.outcome == PairOutcome::Honoured);
     Some(if let Some(p) = decided {
         format!(
-            "priority honoured{gate}: the classes told to go first were served faster where              the intervals tell ({honoured} of {} comparisons; {})",
+            "priority honoured{gate}: the classes told to go first were served faster where \
+             the intervals tell ({honoured} of {} comparisons; {})",
             check.pairs.len(),
             shown(p)
         )

@@ -37,6 +37,9 @@ pub struct RequestRow {
     pub index: u64,
     #[serde(default)]
     pub turn: u32,
+    /// An agentic subagent's depth (absent from the row, so 0, for everything else).
+    #[serde(default)]
+    pub depth: u8,
     pub scheduled_ns: u64,
     pub sent_ns: u64,
     pub done_ns: u64,
@@ -140,6 +143,7 @@ pub const COLUMNS: &[Column] = &[
         Cell::Int(Some(ns(s.row.index)))
     }),
     col("turn", Kind::Int64, false, |s| int(s.row.turn)),
+    col("depth", Kind::Int64, false, |s| int(s.row.depth)),
     col("scheduled_ns", Kind::Int64, false, |s| {
         Cell::Int(Some(ns(s.row.scheduled_ns)))
     }),

@@ -333,12 +333,12 @@ pub(crate) fn sessions_sentence(s: &crate::metrics::StageSummary) -> Option<Stri
     }
     // Subagents by depth: "subagents depth 1: 24 turns, TTFT p95 41.0 ms, cached 63 %".
     for d in &s.per_depth {
-        let ttft = d.latency[L::Ttft];
-        let mut line = format!("subagents depth {}: {} turns", d.depth, d.sent);
+        let ttft = d.figures.latency[L::Ttft];
+        let mut line = format!("subagents depth {}: {} turns", d.depth, d.figures.sent);
         if ttft.count > 0 {
             line.push_str(&format!(", TTFT p95 {:.1} ms", ttft.p95));
         }
-        if let Some(c) = d.cached_share {
+        if let Some(c) = d.figures.cached_share {
             line.push_str(&format!(", cached {:.0} %", 100.0 * c));
         }
         parts.push(line);

@@ -51,17 +51,17 @@ pub fn rows(routes: Option<&Routes>, s: &StageSummary) -> Vec<UrlRow> {
         .iter()
         .map(|u| {
             let (ttft, e2e) = (
-                u.latency[LatencyMetric::Ttft],
-                u.latency[LatencyMetric::E2e],
+                u.figures.latency[LatencyMetric::Ttft],
+                u.figures.latency[LatencyMetric::E2e],
             );
             UrlRow {
                 index: u.url,
                 url: label(routes, u.url),
-                sent: u.sent,
-                ok: u.ok,
-                failed: u.failed,
+                sent: u.figures.sent,
+                ok: u.figures.ok,
+                failed: u.figures.failed,
                 share: percent(share_of(u, s)),
-                cached: percent(u.cached_share),
+                cached: percent(u.figures.cached_share),
                 ttft_p50: num(ttft.p50),
                 ttft_p99: num(ttft.p99),
                 e2e_p50: num(e2e.p50),
@@ -72,7 +72,7 @@ pub fn rows(routes: Option<&Routes>, s: &StageSummary) -> Vec<UrlRow> {
 }
 
 fn share_of(u: &UrlSummary, s: &StageSummary) -> Option<f64> {
-    (s.requests.sent > 0).then(|| u.sent as f64 / s.requests.sent as f64)
+    (s.requests.sent > 0).then(|| u.figures.sent as f64 / s.requests.sent as f64)
 }
 
 /// The terminal summary's lines under a stage: one per URL.
@@ -107,8 +107,8 @@ pub fn urls_csv(results: &crate::results::Results) -> String {
     for s in &results.stages {
         for u in &s.per_url {
             let (ttft, e2e) = (
-                u.latency[LatencyMetric::Ttft],
-                u.latency[LatencyMetric::E2e],
+                u.figures.latency[LatencyMetric::Ttft],
+                u.figures.latency[LatencyMetric::E2e],
             );
             let _ = write!(
                 out,
@@ -116,13 +116,15 @@ pub fn urls_csv(results: &crate::results::Results) -> String {
                 crate::escape::csv_cell(&s.name),
                 u.url,
                 crate::escape::csv_cell(&label(routes, u.url)),
-                u.sent,
-                u.ok,
-                u.failed,
-                u.input_tokens,
-                u.output_tokens,
-                u.cached_tokens,
-                u.cached_share.map_or_else(String::new, |c| c.to_string()),
+                u.figures.sent,
+                u.figures.ok,
+                u.figures.failed,
+                u.figures.input_tokens,
+                u.figures.output_tokens,
+                u.figures.cached_tokens,
+                u.figures
+                    .cached_share
+                    .map_or_else(String::new, |c| c.to_string()),
                 ttft.p50,
                 ttft.p99,
                 e2e.p50,

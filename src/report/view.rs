@@ -193,6 +193,13 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
     }
 }
 
+/// The header the classes' priorities went in, when they went in one: as code (a header name
+/// may hold a backtick; the template escapes what lies inside the span).
+fn priority_header_row(t: &crate::results::TargetInfo) -> Option<KeyValue> {
+    let h = t.priority_header.as_ref()?;
+    Some(kv("priority header", format!("`{h}`")))
+}
+
 /// `warm-up | latency_stable after 4.0 s (57 requests): TTFT coefficient of variation …`, for
 /// a warm-up that ran until stable.
 fn warmup_row(w: Option<&StageSummary>) -> Option<KeyValue> {
@@ -351,10 +358,13 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
             kv("target", format!("`{}` ({})", t.endpoint, t.api)),
             kv("model", t.model.clone()),
             kv("tokenizer", format!("`{}`", t.tokenizer)),
-            kv("started", results.started_at.clone()),
-            kv("schema version", results.schema_version.to_string()),
         ]
         .into_iter()
+        .chain(priority_header_row(t))
+        .chain([
+            kv("started", results.started_at.clone()),
+            kv("schema version", results.schema_version.to_string()),
+        ])
         .chain(provenance_rows(results))
         .chain(warmup_row(results.warmup.as_ref()))
         .collect(),

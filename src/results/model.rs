@@ -163,6 +163,11 @@ pub struct TargetInfo {
     /// `affinity-header`: the header that carried each session's id. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity_header: Option<String>,
+    /// `priority-as "header"|"both"`: the header (lowercase) that told the server each
+    /// request's class priority. Absent when priorities went in the body only. *Added in
+    /// schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_header: Option<String>,
 }
 
 impl TargetInfo {

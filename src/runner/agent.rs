@@ -150,11 +150,10 @@ async fn turns(
     start_ns: u64,
     children: &mut Vec<(u16, JoinHandle<()>)>,
 ) -> bool {
-    let Some(this) = sh
-        .factory
-        .agent_task(sh.stage.dataset, task.item)
-        .and_then(|t| t.sessions.get(s))
-    else {
+    let Some(whole) = sh.factory.agent_task(sh.stage.dataset, task.item) else {
+        return false;
+    };
+    let Some(this) = whole.sessions.get(s) else {
         return false;
     };
     let mut ready_ns = start_ns;
@@ -177,8 +176,11 @@ async fn turns(
         }
         let last = k + 1 == this.turns.len();
         let recipe = recipe(sh, task.index, task.item, s, k);
+        // Every session of the task shares its index: the trace id tells them apart by the
+        // turn's position in the whole task.
+        let turns = (k as u32, whole.turn_position(s, k));
         let sent = sh
-            .send_then(body, recipe, due_ns, k as u32, |rec| {
+            .send_then(body, recipe, due_ns, turns, |rec| {
                 // A subagent's turns are numbered in its own session; its depth says whose.
                 rec.depth = depth;
                 task.on_record(turn, last, rec)

@@ -306,7 +306,7 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
-        self.send_full(body, recipe, (scheduled_ns, turn), None, |_| {})
+        self.send_full(body, recipe, (scheduled_ns, turn, turn), None, |_| {})
             .await
             .map(|(text, _)| text)
     }
@@ -322,8 +322,10 @@ impl StageShared {
         at: (u64, u32),
         (held, tool_result): (Option<&mut [Held]>, bool),
     ) -> Option<(String, Vec<ToolCall>)> {
-        self.send_full(body, recipe, at, held, |r| r.tool_result = tool_result)
-            .await
+        self.send_full(body, recipe, (at.0, at.1, at.1), held, |r| {
+            r.tool_result = tool_result;
+        })
+        .await
     }
 
     /// A session turn on its `held` connections, like [`send_turn`](Self::send_turn), with
@@ -337,33 +339,36 @@ impl StageShared {
         held: Option<&mut [Held]>,
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
-        self.send_full(body, recipe, at, held, finish)
+        self.send_full(body, recipe, (at.0, at.1, at.1), held, finish)
             .await
             .map(|(text, _)| text)
     }
 
     /// [`send`](Self::send), with `finish` given the record just before it goes to the
-    /// collector (an agentic task's last turn adds the task's completion time).
+    /// collector (an agentic task's last turn adds the task's completion time). `turn` is
+    /// (the turn in its own session, the turn's position in its agentic task): the second is
+    /// what its trace id carries, so a subagent's turn `k` and its root's do not share one.
     pub(super) async fn send_then(
         &self,
         body: Body,
         recipe: RequestRecipe,
         scheduled_ns: u64,
-        turn: u32,
+        (turn, position): (u32, u32),
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
-        self.send_full(body, recipe, (scheduled_ns, turn), None, finish)
+        self.send_full(body, recipe, (scheduled_ns, turn, position), None, finish)
             .await
             .map(|(text, _)| text)
     }
 
     /// The one sending path behind [`send`](Self::send), [`send_turn`](Self::send_turn) and
-    /// [`send_then`](Self::send_then).
+    /// [`send_then`](Self::send_then); `trace_turn` is the turn number the trace id carries
+    /// (the session turn, but for an agentic task's turns: their position in the task).
     async fn send_full(
         &self,
         body: Body,
         recipe: RequestRecipe,
-        (scheduled_ns, turn): (u64, u32),
+        (scheduled_ns, turn, trace_turn): (u64, u32, u32),
         held: Option<&mut [Held]>,
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<(String, Vec<ToolCall>)> {
@@ -377,9 +382,9 @@ impl StageShared {
             planned_input_tokens: recipe.input_tokens,
             planned_output_tokens: recipe.output_tokens,
             inputs: self.inputs(),
-            trace: self
-                .trace
-                .map(|(run, stage)| TraceContext::for_request(run, stage, turn, recipe.index)),
+            trace: self.trace.map(|(run, stage)| {
+                TraceContext::for_request(run, stage, trace_turn, recipe.index)
+            }),
             labels: recipe.labels,
             ..RequestRecord::default()
         };

@@ -55,6 +55,15 @@ impl SimMetrics {
             .fetch_add(prompt_tokens, Ordering::Relaxed);
     }
 
+    /// A preempted request admitted again: its prompt queried against the prefix cache once
+    /// more (`cached` of its tokens hit); its prompt tokens were counted at its first
+    /// admission.
+    pub(crate) fn requeried(&self, prompt_tokens: u64, cached: u64) {
+        self.prefix_queries
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+        self.prefix_hits.fetch_add(cached, Ordering::Relaxed);
+    }
+
     pub(crate) fn generated(&self, tokens: u64) {
         self.generation_tokens.fetch_add(tokens, Ordering::Relaxed);
     }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::support::{infermeter, text};
-use infermeter::metrics::{LatencyMetric, UrlSummary};
+use infermeter::metrics::{LatencyMetric, SliceFigures, UrlSummary};
 use infermeter::protocol::{RoutePolicy, RoutedUrl, Routes};
 use infermeter::results::{Results, read_results};
 
@@ -36,9 +36,11 @@ fn two_urls(dir: &Path, name: &str, slower: f64, swap: bool) -> String {
             .map(|i| {
                 let mut u = UrlSummary {
                     url: i,
-                    sent: half,
-                    ok: half,
-                    ..UrlSummary::default()
+                    figures: SliceFigures {
+                        sent: half,
+                        ok: half,
+                        ..SliceFigures::default()
+                    },
                 };
                 let is_b = urls[usize::from(i)] == B;
                 for m in [LatencyMetric::Ttft, LatencyMetric::E2e] {
@@ -59,7 +61,7 @@ fn two_urls(dir: &Path, name: &str, slower: f64, swap: bool) -> String {
                             *v *= slower;
                         }
                     }
-                    u.latency[m] = d;
+                    u.figures.latency[m] = d;
                 }
                 u
             })

@@ -5,6 +5,7 @@
 mod support;
 
 mod agentic;
+mod agentic_ids;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;
@@ -28,6 +29,7 @@ mod onboarding;
 mod otlp;
 mod pooling;
 mod priority_header;
+mod priority_header_result;
 mod profile_gate;
 mod profile_ramp;
 mod profile_run;

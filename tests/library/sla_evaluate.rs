@@ -65,6 +65,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
             cache_salt: None,
             routes: None,
             affinity_header: None,
+            priority_header: None,
         },
         warmup: None,
         searches: Vec::new(),

@@ -169,6 +169,7 @@ fn results(s: StageSummary) -> Results {
             cache_salt: None,
             routes: None,
             affinity_header: None,
+            priority_header: None,
         },
         warmup: None,
         searches: Vec::new(),

@@ -9,6 +9,7 @@ mod sim_endpoints;
 mod sim_faults;
 mod sim_latency;
 mod sim_metrics;
+mod sim_preempt_prefix;
 mod sim_prefix_cache;
 mod sim_priority;
 mod sim_response_store;

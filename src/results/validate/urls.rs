@@ -5,7 +5,7 @@
 //! subagents by depth).
 
 use super::Checker;
-use crate::metrics::StageSummary;
+use crate::metrics::{SliceFigures, StageSummary};
 use crate::results::Results;
 
 impl Checker {
@@ -54,26 +54,8 @@ impl Checker {
                 );
             }
             last = d.depth;
-            if d.ok.checked_add(d.failed) != Some(d.sent) {
-                self.fail(
-                    format!("{at}.failed"),
-                    d.failed,
-                    format!("ok ({}) + failed ≠ sent ({})", d.ok, d.sent),
-                );
-            }
-            sent = sent.saturating_add(d.sent);
-            if let Some(share) = d.cached_share {
-                self.share(&format!("{at}.cached_share"), share);
-            }
-            for (m, dist) in d.latency.iter() {
-                self.dist(&format!("{at}.{}", m.key()), dist);
-                self.at_most(
-                    &format!("{at}.{}.count", m.key()),
-                    dist.count,
-                    d.ok,
-                    "the depth's ok turns",
-                );
-            }
+            self.slice(&at, &d.figures, "the depth's ok turns");
+            sent = sent.saturating_add(d.figures.sent);
         }
         self.at_most(
             &format!("{at}.per_depth"),
@@ -81,6 +63,28 @@ impl Checker {
             s.requests.sent,
             "the stage sent",
         );
+    }
+
+    /// A slice's figures (a URL's, a depth's): counts that add up, a share that is one, and
+    /// distributions counted by `whose` ok requests.
+    fn slice(&mut self, at: &str, f: &SliceFigures, whose: &str) {
+        for (name, n) in [("sent", f.sent), ("ok", f.ok), ("failed", f.failed)] {
+            self.count(&format!("{at}.{name}"), n);
+        }
+        if f.ok.checked_add(f.failed) != Some(f.sent) {
+            self.fail(
+                format!("{at}.failed"),
+                f.failed,
+                format!("ok ({}) + failed ≠ sent ({})", f.ok, f.sent),
+            );
+        }
+        if let Some(share) = f.cached_share {
+            self.share(&format!("{at}.cached_share"), share);
+        }
+        for (m, d) in f.latency.iter() {
+            self.dist(&format!("{at}.{}", m.key()), d);
+            self.at_most(&format!("{at}.{}.count", m.key()), d.count, f.ok, whose);
+        }
     }
 
     fn stage_urls(&mut self, at: &str, s: &StageSummary, listed: usize) {
@@ -103,29 +107,8 @@ impl Checker {
                 );
             }
             last = Some(u.url);
-            for (name, n) in [("sent", u.sent), ("ok", u.ok), ("failed", u.failed)] {
-                self.count(&format!("{at}.{name}"), n);
-            }
-            if u.ok.checked_add(u.failed) != Some(u.sent) {
-                self.fail(
-                    format!("{at}.failed"),
-                    u.failed,
-                    format!("ok ({}) + failed ≠ sent ({})", u.ok, u.sent),
-                );
-            }
-            sent = sent.saturating_add(u.sent);
-            if let Some(share) = u.cached_share {
-                self.share(&format!("{at}.cached_share"), share);
-            }
-            for (m, d) in u.latency.iter() {
-                self.dist(&format!("{at}.{}", m.key()), d);
-                self.at_most(
-                    &format!("{at}.{}.count", m.key()),
-                    d.count,
-                    u.ok,
-                    "the URL's ok requests",
-                );
-            }
+            self.slice(&at, &u.figures, "the URL's ok requests");
+            sent = sent.saturating_add(u.figures.sent);
         }
         self.at_most(
             &format!("{at}.per_url"),

@@ -5,7 +5,12 @@
 //! takes its place. This is vLLM's priority scheduling (V0's `_schedule_priority_preemption`,
 //! V1's preemption by `(priority, arrival_time)`) in its recompute mode: the preempted sequence
 //! keeps the tokens it streamed, and when it is admitted again it prefills its prompt and
-//! those tokens once more before it decodes on. Each preemption counts in `/metrics` as
+//! those tokens once more before it decodes on — less what the prefix cache holds of the
+//! prompt then: its blocks are looked up again, as vLLM's scheduler computes a resumed
+//! request's cached blocks anew (its own blocks, cached at its first admission, hit unless
+//! evicted since). That lookup counts in the prefix-cache counters of `/metrics` (queries and
+//! hits), not in its prompt tokens (counted once) nor in the `cached_tokens` its response
+//! reports (vLLM keeps the first scheduling's). Each preemption counts in `/metrics` as
 //! `vllm:num_preemptions_total`. Under `ignore-priority` every priority is 0, so nothing is
 //! ever less urgent and nothing is preempted.
 
@@ -42,11 +47,18 @@ impl Scheduler {
     }
 
     /// Puts a preempted sequence back in the batch: its KV reserved again, its prompt (less
-    /// what the prefix cache held) and the tokens it had emitted prefilled again. The step
-    /// that finishes that prefill emits its next token.
+    /// what the prefix cache holds of it now) and the tokens it had emitted prefilled again.
+    /// The step that finishes that prefill emits its next token.
     pub(super) fn resume(&mut self, mut r: Running, need: u64) {
         self.kv_used += need;
-        r.prefill_left = (r.seq.prompt_tokens - r.cached + r.emitted).max(1);
+        let hit = match &self.prefix {
+            Some(cache) if r.seq.cache_prompt => {
+                super::lock(cache).lookup_and_insert(&r.seq.prefix_blocks, r.seq.prompt_tokens)
+            }
+            _ => 0,
+        };
+        self.metrics.requeried(r.seq.prompt_tokens, hit);
+        r.prefill_left = (r.seq.prompt_tokens - hit + r.emitted).max(1);
         r.paused_until = None;
         self.running.push(r);
     }
