@@ -415,14 +415,7 @@ stage "main" {{
     if s["validity"]["trusted"] == true {
         // The whole stage (10 failed of `sent`) is undecided; the prefix's pass stands.
         assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-        assert_eq!(verdict["outcome"], "pass", "{verdict}");
-        assert_eq!(verdict["basis"]["rule"], "prefix", "{verdict}");
-        assert_eq!(verdict["basis"]["requests"], m, "{verdict}");
-        assert_eq!(verdict["interval"]["sequential"], true, "{verdict}");
-        assert!(
-            verdict["interval"]["high"].as_f64().unwrap() < 5.0,
-            "{verdict}"
-        );
+        prefix_pass(verdict, m);
         let wording = format!("decided on the first {m} requests in send order");
         assert!(terminal.contains(&wording), "{terminal}");
         assert!(terminal.contains("over every request sent"), "{terminal}");
@@ -460,4 +453,14 @@ fn the_design_holds() {
         let (low, high) = bounds(HUNG, n);
         assert!(low < 0.05 && high > 0.05, "{HUNG} of {n}: {low}–{high}");
     }
+}
+
+/// A verdict that is the complete prefix's pass on its first `m` requests.
+fn prefix_pass(verdict: &serde_json::Value, m: u64) {
+    assert_eq!(verdict["outcome"], "pass", "{verdict}");
+    assert_eq!(verdict["basis"]["rule"], "prefix", "{verdict}");
+    assert_eq!(verdict["basis"]["requests"], m, "{verdict}");
+    assert_eq!(verdict["interval"]["sequential"], true, "{verdict}");
+    let high = verdict["interval"]["high"].as_f64().unwrap();
+    assert!(high < 5.0, "{verdict}");
 }
