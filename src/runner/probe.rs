@@ -296,7 +296,16 @@ mod tests {
     async fn probes_measure_the_loop_and_stop() {
         let track = Track::new(2);
         let probe = LoopProbe::start(&track, Instant::now());
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        // Until every probe has covered 100 ms (50 periods or more), not a fixed 60 ms sleep:
+        // on a loaded machine that much wall clock may hold too few wake-ups.
+        let waited = Instant::now();
+        while track.known_until_ns() < 100_000_000 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "the probes never woke"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let delay = probe.finish().await.expect("the probes woke");
         assert!(delay.samples > 2, "{delay:?}");
         assert!(

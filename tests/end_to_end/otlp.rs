@@ -270,12 +270,13 @@ stage "s" {{
         s["latency"]["ttft_ms"]["mean"].as_f64().unwrap(),
     );
     assert!((joined / own - 1.0).abs() < 0.01, "{joined} vs {own}");
-    // The decode phase is measured and inside the request. (Not "five steps of 3 ms": a
-    // simulator starved of CPU catches up on its step schedule, so on a loaded machine its
-    // decode phase can be shorter than five steps.)
-    let decode = a["decode_ms"]["p50"].as_f64().unwrap();
-    let e2e = s["latency"]["e2e_ms"]["max"].as_f64().unwrap();
-    assert!(decode > 0.0 && decode <= e2e, "{a}");
+    // Five decode steps of at least 3 ms each, by the simulator's model. Its tokens are due
+    // on deadlines from admission, so a prefill a loaded machine made late shortens the
+    // decode that follows (tokens already due come at once): the bound is on prefill and
+    // decode together, whose mean is the sum of their means (a median of decode alone was
+    // 14.3 ms under load).
+    let busy = a["prefill_ms"]["mean"].as_f64().unwrap() + a["decode_ms"]["mean"].as_f64().unwrap();
+    assert!(busy >= 15.0, "{a}");
     let notes = s["notes"].to_string();
     assert!(
         notes.contains("24 of 24 successful requests joined"),

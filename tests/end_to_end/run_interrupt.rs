@@ -1,6 +1,7 @@
 //! Ctrl-C (SIGINT to the child) stops sending, keeps what was measured, writes a result marked
 //! interrupted, and exits 3.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,12 +32,32 @@ stage "never" {
         .arg(&path)
         .arg("--out")
         .arg(&out)
-        .arg("--quiet")
+        .arg("--progress-lines")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // Interrupted once stage `long` has run for its first progress line (5 s in), not after a
+    // fixed 2 s: on a loaded machine the preflight alone may take that long.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let started = Instant::now();
+    loop {
+        let left = Duration::from_secs(120).saturating_sub(started.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.starts_with("[long] ") => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no progress line of stage `long` within 120 s: {e}");
+            }
+        }
+    }
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
