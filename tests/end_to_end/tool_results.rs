@@ -6,12 +6,12 @@
 //! A misbehaving server's unusable call ids, an empty answer and garbage arguments neither
 //! panic nor hang a session.
 
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::support::raw_server::{After, Post, RawServer};
+use crate::support::scrape::metric;
 use crate::support::*;
 
 /// The tools every chat request offers (`target { body { … } }`).
@@ -52,25 +52,9 @@ fn tool_sim(dir: &std::path::Path) -> SimProcess {
 
 /// The simulator's `infermeter_sim_tool_results*` counters: (all, naming its own ids).
 fn tool_counters(base_url: &str) -> (f64, f64) {
-    let authority = base_url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1");
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let get = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{name} in {text}"))
-    };
     (
-        get("infermeter_sim_tool_results_total"),
-        get("infermeter_sim_tool_results_sim_ids_total"),
+        metric(base_url, "infermeter_sim_tool_results_total"),
+        metric(base_url, "infermeter_sim_tool_results_sim_ids_total"),
     )
 }
 

@@ -4,7 +4,10 @@
 
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::protocol::{Api, Event, FinishReason, ResponseId, ToolCall, ToolCallDelta, Usage};
+use crate::protocol::{
+    Api, Event, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, ResponseId, ToolCall,
+    ToolCallDelta, Usage,
+};
 
 /// How a stream ended.
 pub(super) enum End {
@@ -22,6 +25,20 @@ pub(super) struct Tally {
     /// When the last chunk with output arrived.
     last: Option<u64>,
     pub(super) usage: Option<Usage>,
+    /// The stream carried a tool call (kept or not).
+    called: bool,
+    /// The calls kept so far, when the record keeps them (`keep_tool_calls`).
+    calls: Calls,
+}
+
+/// What is kept of a stream's tool calls: bounded by [`MAX_KEPT_CALLS`] calls and
+/// [`MAX_KEPT_CALL_BYTES`] of arguments, whatever the server sends.
+#[derive(Default)]
+struct Calls {
+    /// Arguments' bytes kept.
+    bytes: usize,
+    /// The call the deltas now continue is not kept (past a bound).
+    dropping: bool,
 }
 
 impl Tally {
@@ -30,6 +47,8 @@ impl Tally {
             api,
             last: None,
             usage: None,
+            called: false,
+            calls: Calls::default(),
         }
     }
 
@@ -79,10 +98,17 @@ impl Tally {
             // A tool call's name and arguments are generated tokens like answer text: every
             // call's, when a delta carries several.
             for call in chunk.tool_calls() {
+                // Every chunk has a (most often empty) first call delta.
+                if call.id.is_none() && !call.has_output() {
+                    continue;
+                }
                 for part in [&call.name, &call.arguments].into_iter().flatten() {
                     part.push_to(text);
                 }
-                keep_call(&mut rec.tool_calls, call);
+                self.called = true;
+                if rec.keep_tool_calls {
+                    self.calls.keep(&mut rec.tool_calls, call);
+                }
             }
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);
@@ -91,7 +117,7 @@ impl Tally {
                 rec.finish_reason = chunk.finish_reason;
                 // A stream that stopped after tool calls ended with them, as a whole answer's
                 // decoding says (the Responses API's `completed` names no reason of its own).
-                if rec.finish_reason == Some(FinishReason::Stop) && !rec.tool_calls.is_empty() {
+                if rec.finish_reason == Some(FinishReason::Stop) && self.called {
                     rec.finish_reason = Some(FinishReason::ToolCalls);
                 }
             }
@@ -113,26 +139,38 @@ impl Tally {
     }
 }
 
-/// Adds a streamed tool-call delta to the calls so far, for a session's next turn: a delta with
-/// an id starts a call, one without continues the last (a call's later deltas carry only its
-/// arguments). Allocates only on tool-call deltas, as the reply text does.
-fn keep_call(calls: &mut Vec<ToolCall>, delta: &ToolCallDelta<'_>) {
-    if delta.id.is_none() && !delta.has_output() {
-        return;
-    }
-    if delta.id.is_some() || calls.is_empty() {
-        calls.push(ToolCall::default());
-    }
-    let Some(call) = calls.last_mut() else {
-        return;
-    };
-    if let Some(id) = &delta.id {
-        id.push_to(&mut call.call_id);
-    }
-    if let Some(name) = &delta.name {
-        name.push_to(&mut call.name);
-    }
-    if let Some(args) = &delta.arguments {
-        args.push_to(&mut call.arguments);
+impl Calls {
+    /// Adds a streamed tool-call delta to the calls so far, for a session's next turn: a
+    /// delta with an id starts a call, one without continues the last (a call's later deltas
+    /// carry only its arguments). Allocates only on tool-call deltas, as the reply text does.
+    /// Past [`MAX_KEPT_CALLS`] a new call is not kept; a call whose arguments would take the
+    /// kept bytes past [`MAX_KEPT_CALL_BYTES`] is emptied (no id: never answered) and its
+    /// later deltas are not kept.
+    fn keep(&mut self, calls: &mut Vec<ToolCall>, delta: &ToolCallDelta<'_>) {
+        if delta.id.is_some() || calls.is_empty() {
+            self.dropping = calls.len() >= MAX_KEPT_CALLS;
+            if !self.dropping {
+                calls.push(ToolCall::default());
+            }
+        }
+        let Some(call) = calls.last_mut().filter(|_| !self.dropping) else {
+            return;
+        };
+        if let Some(id) = &delta.id {
+            id.push_to(&mut call.call_id);
+        }
+        if let Some(name) = &delta.name {
+            name.push_to(&mut call.name);
+        }
+        if let Some(args) = &delta.arguments {
+            let before = call.arguments.len();
+            args.push_to(&mut call.arguments);
+            self.bytes += call.arguments.len() - before;
+            if self.bytes > MAX_KEPT_CALL_BYTES {
+                self.bytes -= call.arguments.len();
+                *call = ToolCall::default();
+                self.dropping = true;
+            }
+        }
     }
 }
