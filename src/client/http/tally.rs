@@ -174,3 +174,96 @@ impl Calls {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, usable_call};
+
+    /// A chat stream's chunk whose delta carries `calls` (the `tool_calls` array's elements).
+    fn chunk(calls: &str, finish: &str) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{calls}]}},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    }
+
+    fn start(id: &str, args: &str) -> String {
+        format!(
+            r#"{{"index":0,"id":"{id}","type":"function","function":{{"name":"get","arguments":"{args}"}}}}"#
+        )
+    }
+
+    /// Folds `body` into a record that keeps its calls or not; the record and the text.
+    fn fold(body: &str, keep: bool) -> (RequestRecord, String) {
+        let mut events = Events::new(64 << 20);
+        events.push(body.as_bytes());
+        let mut rec = RequestRecord {
+            keep_tool_calls: keep,
+            ..RequestRecord::default()
+        };
+        let mut text = String::new();
+        let mut tally = Tally::new(Api::CHAT);
+        while tally.take_events(&mut events, 1_000, &mut rec, &mut text).is_none() {
+            if events.pending().is_empty() {
+                break;
+            }
+        }
+        (rec, text)
+    }
+
+    fn stream(calls: &[String], more_args: usize) -> String {
+        let mut body = String::new();
+        for c in calls {
+            body.push_str(&chunk(c, "null"));
+            for _ in 0..more_args {
+                body.push_str(&chunk(r#"{"index":0,"function":{"arguments":"ab"}}"#, "null"));
+            }
+        }
+        body.push_str(&chunk("", "\"stop\""));
+        body.push_str("data: [DONE]\n\n");
+        body
+    }
+
+    #[test]
+    fn a_plain_request_keeps_no_call_and_a_session_turn_keeps_them() {
+        let body = stream(&[start("c1", "{"), start("c2", "")], 50);
+        let (plain, text) = fold(&body, false);
+        // Counted as output and a tool-call ending, but nothing kept: no allocation per
+        // tool-call delta beyond the text.
+        assert_eq!(plain.tool_calls.capacity(), 0);
+        assert_eq!(plain.finish_reason, Some(FinishReason::ToolCalls));
+        assert_eq!(text.len(), 2 * ("get".len() + 100) + 1);
+        let (turn, _) = fold(&body, true);
+        assert_eq!(turn.tool_calls.len(), 2);
+        assert_eq!(turn.tool_calls[0].call_id, "c1");
+        assert_eq!(turn.tool_calls[0].arguments.len(), 101);
+        assert_eq!(turn.finish_reason, Some(FinishReason::ToolCalls));
+    }
+
+    #[test]
+    fn what_is_kept_of_a_flood_of_calls_or_huge_arguments_is_bounded() {
+        // 10,000 calls in one answer: the first MAX_KEPT_CALLS are kept.
+        let calls: Vec<String> = (0..10_000).map(|i| start(&format!("c{i}"), "{}")).collect();
+        let (rec, _) = fold(&stream(&calls, 0), true);
+        assert_eq!(rec.tool_calls.len(), MAX_KEPT_CALLS);
+        assert_eq!(rec.tool_calls[MAX_KEPT_CALLS - 1].call_id, format!("c{}", MAX_KEPT_CALLS - 1));
+        // Arguments past the bytes kept: the call is emptied (never answered), its later
+        // deltas dropped; the next call is kept.
+        let huge = "x".repeat(MAX_KEPT_CALL_BYTES / 4);
+        let mut body = chunk(&start("big", ""), "null");
+        for _ in 0..8 {
+            body.push_str(&chunk(
+                &format!(r#"{{"index":0,"function":{{"arguments":"{huge}"}}}}"#),
+                "null",
+            ));
+        }
+        body.push_str(&stream(&[start("small", "{}")], 1));
+        let (rec, text) = fold(&body, true);
+        assert!(text.len() > 2 * MAX_KEPT_CALL_BYTES, "all of it is output");
+        assert_eq!(rec.tool_calls.len(), 2, "{:?}", rec.tool_calls.iter().map(|c| &c.call_id).collect::<Vec<_>>());
+        assert!(!usable_call(&rec.tool_calls[0]));
+        assert!(rec.tool_calls[0].arguments.capacity() == 0);
+        assert_eq!(rec.tool_calls[1].call_id, "small");
+        assert_eq!(rec.tool_calls[1].arguments, "{}ab");
+    }
+}
