@@ -329,14 +329,22 @@ fn unix_now() -> u64 {
 /// The response's framing: the API's stream, or with `tool-calls` and a request offering a
 /// tool, a streamed call of it — unless the request ends with a tool result, which the model
 /// answers with text (a session's tool round trip ends).
-fn framing(served: Served, req: &GenRequest, (id, tool): (u64, Option<&str>), model: &str, cfg: &SimConfig) -> Framing {
+fn framing(
+    served: Served,
+    req: &GenRequest,
+    (id, tool): (u64, Option<&str>),
+    model: &str,
+    cfg: &SimConfig,
+) -> Framing {
     let side = served.side;
     let tool_stream = || {
         side.tool_stream()
             .map(wire::Stream::Choices)
             .or_else(|| side.tool_events().map(wire::Stream::Events))
     };
-    let shape = tool.and_then(|_| tool_stream()).unwrap_or_else(|| side.stream());
+    let shape = tool
+        .and_then(|_| tool_stream())
+        .unwrap_or_else(|| side.stream());
     Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, tool)
 }
 
@@ -370,16 +378,10 @@ async fn generate(
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
-    // The Responses API's stored conversation, before the length checks that count it (and
-    // the tool results a continuation sends, checked against the stored response's calls).
-    let conversation = match super::store::asked(&app.store, served.api, &mut req) {
+    let conversation = match stored(&app, served, &mut req) {
         Ok(c) => c,
-        Err((status, body)) => {
-            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-            return json_response(code, body, None);
-        }
+        Err((code, body)) => return json_response(code, body, None),
     };
-    app.metrics.tool_results(req.tool_results);
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
         return unknown_model(req.model.as_deref().unwrap_or_default());
@@ -447,6 +449,23 @@ async fn generate(
         };
         collect_response(rx, info).await
     }
+}
+
+/// The Responses API's stored conversation, before the length checks that count it, and the
+/// tool results a continuation sends checked against the stored response's calls (then
+/// counted); the 404 or 400 to answer when the store refuses.
+fn stored(
+    app: &AppState,
+    served: Served,
+    req: &mut GenRequest,
+) -> Result<Option<super::store::Context>, (StatusCode, String)> {
+    let conversation =
+        super::store::asked(&app.store, served.api, req).map_err(|(status, body)| {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            (code, body)
+        })?;
+    app.metrics.tool_results(req.tool_results);
+    Ok(conversation)
 }
 
 /// The prompt's prefix-cache blocks (empty without `prefix-cache`; a stored conversation's

@@ -140,7 +140,10 @@ pub(crate) fn asked(
         .find(|id| !before.calls.iter().any(|c| **c == ***id))
     {
         let r = super::tool_results::unknown_call(0, id, true);
-        return Err((400, super::wire::error_body(400, "BadRequestError", &r.message, Some(r.param))));
+        return Err((
+            400,
+            super::wire::error_body(400, "BadRequestError", &r.message, Some(r.param)),
+        ));
     }
     let context = before.then(req.prompt_tokens, &req.prompt_ids, store.block);
     req.prompt_tokens = context.tokens;
@@ -205,7 +208,10 @@ impl ResponseStore {
     /// not stored.
     pub(crate) fn commit(&self, p: Pending, output: u64) {
         let mut context = p.context;
-        let call = p.tool.as_deref().map(|name| call_tokens(p.id, name, output));
+        let call = p
+            .tool
+            .as_deref()
+            .map(|name| call_tokens(p.id, name, output));
         let added = call.as_ref().map_or(output, |ids| ids.len() as u64);
         context.tokens = context.tokens.saturating_add(added);
         if context.tokens > self.max_tokens || self.capacity == 0 {

@@ -68,8 +68,10 @@ fn server() -> (RawServer, Arc<Mutex<Vec<String>>>) {
         let mut out = match (first_turn, firsts) {
             (true, 1) => flood(),
             (true, _) => huge(),
-            (false, _) => "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fine\"}}]}\n\n"
-                .to_string(),
+            (false, _) => {
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fine\"}}]}\n\n"
+                    .to_string()
+            }
         };
         let end = if first_turn { "tool_calls" } else { "stop" };
         out.push_str(&format!(
@@ -106,7 +108,11 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
     let path = scenario(dir.path(), "s.kdl", &kdl);
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--requests-jsonl", "--untrusted", "judge"]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{}", describe(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        describe(&o)
+    );
     let s = stage(&results(&out), "s").clone();
     assert_eq!(s["requests"]["ok"], 4, "{}", s["requests"]);
     assert_eq!(s["tokens"]["tool_round_trips"], 2, "{}", s["tokens"]);
@@ -132,7 +138,10 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
     assert_eq!((flood[0].as_str(), flood[125].as_str()), ("c0", "c125"));
     // The 10 MB call is not answered (nor sent back); the markup id goes back as JSON text.
     assert_eq!(results(&answers[1]), [MARKUP]);
-    assert!(bodies.iter().all(|b| b.len() < 1 << 20), "nothing huge is sent back");
+    assert!(
+        bodies.iter().all(|b| b.len() < 1 << 20),
+        "nothing huge is sent back"
+    );
     // Nothing of the server's ids is written to the outputs.
     for entry in std::fs::read_dir(&out).unwrap() {
         let path = entry.unwrap().path();

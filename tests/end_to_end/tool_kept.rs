@@ -121,14 +121,26 @@ fn a_kept_session_answers_function_calls_with_outputs_alone() {
     assert_answered(&kept, &rows);
     // Every result named the call of the response it continued (an unknown one is a 400);
     // each later turn found its predecessor.
-    assert_eq!(metric(&kept_sim.base_url, "infermeter_sim_tool_results_total"), 3.0);
     assert_eq!(
-        metric(&kept_sim.base_url, "infermeter_sim_tool_results_sim_ids_total"),
+        metric(&kept_sim.base_url, "infermeter_sim_tool_results_total"),
+        3.0
+    );
+    assert_eq!(
+        metric(
+            &kept_sim.base_url,
+            "infermeter_sim_tool_results_sim_ids_total"
+        ),
         3.0
     );
     let m = metrics(&kept_sim.base_url, "infermeter_sim_previous_response");
-    assert_eq!(m["infermeter_sim_previous_response_hits_total"], 6.0, "{m:?}");
-    assert_eq!(m["infermeter_sim_previous_response_misses_total"], 0.0, "{m:?}");
+    assert_eq!(
+        m["infermeter_sim_previous_response_hits_total"], 6.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m["infermeter_sim_previous_response_misses_total"], 0.0,
+        "{m:?}"
+    );
     // The server processed what a resent conversation makes it process, turn by turn, while
     // the tool-result turn sent only its outputs.
     let (resent, resent_rows) = sessions(&resent_sim.base_url, "resend", "");
@@ -143,7 +155,10 @@ fn a_kept_session_answers_function_calls_with_outputs_alone() {
     );
     // The outputs' texts are the turn's planned text, as a resent session's results are.
     assert_eq!(sent, vec![40.0; 3], "outputs only: {sent:?}");
-    assert!(per_turn(&kept, "mean_request_bytes")[1] < resent_bytes[1], "{resent_bytes:?}");
+    assert!(
+        per_turn(&kept, "mean_request_bytes")[1] < resent_bytes[1],
+        "{resent_bytes:?}"
+    );
 }
 
 #[test]
@@ -152,7 +167,10 @@ fn a_kept_session_answers_whole_function_calls_too() {
     let sim = tool_sim(dir.path());
     let (kept, rows) = sessions(&sim.base_url, "previous-response-id", "stream #false");
     assert_answered(&kept, &rows);
-    assert_eq!(metric(&sim.base_url, "infermeter_sim_tool_results_total"), 3.0);
+    assert_eq!(
+        metric(&sim.base_url, "infermeter_sim_tool_results_total"),
+        3.0
+    );
 }
 
 /// A Responses server whose first answer calls two functions (one with an id full of control
@@ -216,7 +234,11 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
     let path = scenario(dir.path(), "s.kdl", &kdl);
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--requests-jsonl", "--untrusted", "judge"]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{}", describe(&o));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        describe(&o)
+    );
     let s = stage(&results(&out), "s").clone();
     assert_eq!(s["requests"]["ok"], 3, "{}", s["requests"]);
     assert_eq!(s["tokens"]["tool_round_trips"], 1, "{}", s["tokens"]);
@@ -232,7 +254,10 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 1; }}
     assert_eq!(input[0]["call_id"], "call_a", "{second}");
     assert!(!input[0]["output"].as_str().unwrap().is_empty(), "{second}");
     let text = second.to_string();
-    assert!(!text.contains("Paris") && !text.contains("\"function_call\""), "{text}");
+    assert!(
+        !text.contains("Paris") && !text.contains("\"function_call\""),
+        "{text}"
+    );
     assert!(!text.contains("\\u001b"), "{text}");
     // The third turn is the next user message, naming the second's response.
     assert_eq!(bodies[2]["previous_response_id"], "resp_2");

@@ -203,7 +203,10 @@ mod tests {
         };
         let mut text = String::new();
         let mut tally = Tally::new(Api::CHAT);
-        while tally.take_events(&mut events, 1_000, &mut rec, &mut text).is_none() {
+        while tally
+            .take_events(&mut events, 1_000, &mut rec, &mut text)
+            .is_none()
+        {
             if events.pending().is_empty() {
                 break;
             }
@@ -216,7 +219,10 @@ mod tests {
         for c in calls {
             body.push_str(&chunk(c, "null"));
             for _ in 0..more_args {
-                body.push_str(&chunk(r#"{"index":0,"function":{"arguments":"ab"}}"#, "null"));
+                body.push_str(&chunk(
+                    r#"{"index":0,"function":{"arguments":"ab"}}"#,
+                    "null",
+                ));
             }
         }
         body.push_str(&chunk("", "\"stop\""));
@@ -246,7 +252,10 @@ mod tests {
         let calls: Vec<String> = (0..10_000).map(|i| start(&format!("c{i}"), "{}")).collect();
         let (rec, _) = fold(&stream(&calls, 0), true);
         assert_eq!(rec.tool_calls.len(), MAX_KEPT_CALLS);
-        assert_eq!(rec.tool_calls[MAX_KEPT_CALLS - 1].call_id, format!("c{}", MAX_KEPT_CALLS - 1));
+        assert_eq!(
+            rec.tool_calls[MAX_KEPT_CALLS - 1].call_id,
+            format!("c{}", MAX_KEPT_CALLS - 1)
+        );
         // Arguments past the bytes kept: the call is emptied (never answered), its later
         // deltas dropped; the next call is kept.
         let huge = "x".repeat(MAX_KEPT_CALL_BYTES / 4);
@@ -260,7 +269,15 @@ mod tests {
         body.push_str(&stream(&[start("small", "{}")], 1));
         let (rec, text) = fold(&body, true);
         assert!(text.len() > 2 * MAX_KEPT_CALL_BYTES, "all of it is output");
-        assert_eq!(rec.tool_calls.len(), 2, "{:?}", rec.tool_calls.iter().map(|c| &c.call_id).collect::<Vec<_>>());
+        assert_eq!(
+            rec.tool_calls.len(),
+            2,
+            "{:?}",
+            rec.tool_calls
+                .iter()
+                .map(|c| &c.call_id)
+                .collect::<Vec<_>>()
+        );
         assert!(!usable_call(&rec.tool_calls[0]));
         assert!(rec.tool_calls[0].arguments.capacity() == 0);
         assert_eq!(rec.tool_calls[1].call_id, "small");

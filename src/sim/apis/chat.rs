@@ -216,7 +216,10 @@ pub(crate) fn check_tools_continuing(
     walk(messages, Checker::continuing()).map(Checker::finish_continuing)
 }
 
-fn walk<'a>(messages: &'a [RawMessage], mut checker: Checker<'a>) -> Result<Checker<'a>, BadRequest> {
+fn walk<'a>(
+    messages: &'a [RawMessage],
+    mut checker: Checker<'a>,
+) -> Result<Checker<'a>, BadRequest> {
     for (i, m) in messages.iter().enumerate() {
         for id in m.tool_calls.iter().flatten().filter_map(RawCall::id) {
             checker.call(id);

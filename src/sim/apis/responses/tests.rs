@@ -187,7 +187,12 @@ fn a_continuation_answers_the_stored_responses_calls_and_counts_as_resent() {
     let (_, p) = pending(&store, next_context(&store), (5, None), true);
     p.unwrap().commit(2);
     let mut after_text = request(&output("call-sim-4").replace("resp_sim-4", "resp_sim-5"));
-    assert_eq!(asked(&store, Api::RESPONSES, &mut after_text).unwrap_err().0, 400);
+    assert_eq!(
+        asked(&store, Api::RESPONSES, &mut after_text)
+            .unwrap_err()
+            .0,
+        400
+    );
 }
 
 fn next_context(store: &crate::sim::store::ResponseStore) -> crate::sim::store::Context {
