@@ -53,7 +53,9 @@ pub use target::{
     CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, RequestSettings, RunSettings,
     answer_of,
 };
-pub use tool_turn::{MAX_CALL_ID_LEN, usable_call};
+pub use tool_turn::{
+    MAX_CALL_ID_LEN, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, kept_calls, usable_call,
+};
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
 /// Every API a target may speak, in the order help texts list them. The first is the default.

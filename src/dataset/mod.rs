@@ -46,7 +46,7 @@ pub use items::{
 pub use jsonl::load_jsonl;
 pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};
-pub use session_tools::with_tool_results;
+pub use session_tools::{tool_results, with_tool_results};
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;
 pub use spec::{

@@ -49,22 +49,30 @@ pub fn with_tool_results(
                 });
                 pending = Some(sent);
             }
-            (0, _, Some(calls)) => {
-                let parts = split(&m.content, calls.len());
-                for (call, content) in calls.iter().zip(parts) {
-                    out.push(ChatMessage {
-                        role: "tool".into(),
-                        content,
-                        tool: Some(ToolPart::Result {
-                            call_id: call.call_id.clone(),
-                        }),
-                    });
-                }
-            }
+            (0, _, Some(calls)) => out.extend(tool_results(&m.content, &calls)),
             _ => out.push(m),
         }
     }
     Prompt::Messages(out)
+}
+
+/// One tool result per call, naming it, whose texts together are `text` (the data set's text
+/// for the turn, cut between the results by words): what a turn answering `calls` sends in
+/// place of its user message — after the calls in a resent conversation, alone in a session
+/// the server keeps.
+pub fn tool_results(text: &str, calls: &[ToolCall]) -> Vec<ChatMessage> {
+    let parts = split(text, calls.len());
+    calls
+        .iter()
+        .zip(parts)
+        .map(|(call, content)| ChatMessage {
+            role: "tool".into(),
+            content,
+            tool: Some(ToolPart::Result {
+                call_id: call.call_id.clone(),
+            }),
+        })
+        .collect()
 }
 
 /// The calls as the plan has them: one per call received, ids from the session and turn, the

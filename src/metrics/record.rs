@@ -223,9 +223,15 @@ pub struct RequestRecord {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tool_result: bool,
     /// The tool calls the answer held (id, name, arguments as received), for the session's
-    /// next turn; the runner takes them before the record goes to the collector.
+    /// next turn (kept only with `keep_tool_calls`, at most `protocol::MAX_KEPT_CALLS`); the
+    /// runner takes them before the record goes to the collector.
     #[serde(skip)]
     pub tool_calls: Vec<crate::protocol::ToolCall>,
+    /// Whether the client keeps the answer's tool calls in `tool_calls`: only for a session
+    /// turn whose next turn can answer them, so a plain request allocates nothing per
+    /// tool-call delta beyond its text.
+    #[serde(skip)]
+    pub keep_tool_calls: bool,
     /// The server's id for the response (the Responses API's), judged; a later turn of a
     /// session the server keeps sends it back. Never written: it is the server's text.
     #[serde(skip)]

@@ -12,14 +12,39 @@ use super::generated::{ToolCall, ToolPart};
 /// ids are under 64; anything much longer is a server's garbage, not an id.
 pub const MAX_CALL_ID_LEN: usize = 128;
 
+/// The most tool calls of one answer a client keeps for the next turn; a server's later calls
+/// are not kept (nor answered). Agents' models make a handful per turn.
+pub const MAX_KEPT_CALLS: usize = 128;
+
+/// The most bytes of arguments kept over one answer's calls (1 MiB): a call whose arguments
+/// would pass it is not kept whole, and so not answered (it is not sent back cut short).
+pub const MAX_KEPT_CALL_BYTES: usize = 1 << 20;
+
 /// Whether a call a server sent may be answered: an id and a name, neither longer than
 /// [`MAX_CALL_ID_LEN`] nor holding a control character (they go back to the server in the
-/// next request and into logs). Arguments are sent back as received, whatever they are: the
-/// server wrote them, and they are a JSON string on the wire.
+/// next request and into logs), and arguments of at most [`MAX_KEPT_CALL_BYTES`]. Arguments
+/// are sent back as received, whatever they are: the server wrote them, and they are a JSON
+/// string on the wire.
 pub fn usable_call(call: &ToolCall) -> bool {
     let fine =
         |s: &str| !s.is_empty() && s.len() <= MAX_CALL_ID_LEN && !s.chars().any(char::is_control);
-    fine(&call.call_id) && fine(&call.name)
+    fine(&call.call_id) && fine(&call.name) && call.arguments.len() <= MAX_KEPT_CALL_BYTES
+}
+
+/// A whole answer's calls as a client keeps them: the first [`MAX_KEPT_CALLS`], and of them
+/// only those within [`MAX_KEPT_CALL_BYTES`] of arguments together (a call past it is left
+/// out: it could not be answered whole).
+pub fn kept_calls(calls: &[ToolCall]) -> Vec<ToolCall> {
+    let mut bytes = 0usize;
+    calls
+        .iter()
+        .take(MAX_KEPT_CALLS)
+        .filter(|c| {
+            bytes = bytes.saturating_add(c.arguments.len());
+            bytes <= MAX_KEPT_CALL_BYTES
+        })
+        .cloned()
+        .collect()
 }
 
 /// Chat's form of message `m` carrying `part`.

@@ -306,40 +306,46 @@ impl StageShared {
         scheduled_ns: u64,
         turn: u32,
     ) -> Option<String> {
-        self.send_full(body, recipe, (scheduled_ns, turn, turn), None, |_| {})
-            .await
-            .map(|(text, _)| text)
+        self.send_full(
+            body,
+            recipe,
+            (scheduled_ns, turn, turn),
+            (None, false),
+            |_| {},
+        )
+        .await
+        .map(|(text, _)| text)
     }
 
     /// A session turn, like [`send`](Self::send), on the session's own connection to the URL
     /// the request is routed to, when `held` (one per URL, see [`super::route::Router::held`])
     /// is given; marked a tool-result turn when `tool_result`. The reply's text and the tool
-    /// calls it held.
+    /// calls it held (kept only when `next`: a later turn can answer them).
     pub(super) async fn send_turn(
         &self,
         body: Body,
         recipe: RequestRecipe,
         at: (u64, u32),
-        (held, tool_result): (Option<&mut [Held]>, bool),
+        (held, tool_result, next): (Option<&mut [Held]>, bool, bool),
     ) -> Option<(String, Vec<ToolCall>)> {
-        self.send_full(body, recipe, (at.0, at.1, at.1), held, |r| {
+        self.send_full(body, recipe, (at.0, at.1, at.1), (held, next), |r| {
             r.tool_result = tool_result;
         })
         .await
     }
 
-    /// A session turn on its `held` connections, like [`send_turn`](Self::send_turn), with
-    /// `finish` given the record just before it goes to the collector (a turn of a session
-    /// the server keeps takes its response's id).
+    /// A session turn on its `held` connections, like [`send_turn`](Self::send_turn) (the
+    /// calls kept when `next`), with `finish` given the record just before it goes to the
+    /// collector (a turn of a session the server keeps takes its response's id and calls).
     pub(super) async fn send_held_then(
         &self,
         body: Body,
         recipe: RequestRecipe,
         at: (u64, u32),
-        held: Option<&mut [Held]>,
+        (held, next): (Option<&mut [Held]>, bool),
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
-        self.send_full(body, recipe, (at.0, at.1, at.1), held, finish)
+        self.send_full(body, recipe, (at.0, at.1, at.1), (held, next), finish)
             .await
             .map(|(text, _)| text)
     }
@@ -356,20 +362,28 @@ impl StageShared {
         (turn, position): (u32, u32),
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<String> {
-        self.send_full(body, recipe, (scheduled_ns, turn, position), None, finish)
-            .await
-            .map(|(text, _)| text)
+        self.send_full(
+            body,
+            recipe,
+            (scheduled_ns, turn, position),
+            (None, false),
+            finish,
+        )
+        .await
+        .map(|(text, _)| text)
     }
 
     /// The one sending path behind [`send`](Self::send), [`send_turn`](Self::send_turn) and
     /// [`send_then`](Self::send_then); `trace_turn` is the turn number the trace id carries
-    /// (the session turn, but for an agentic task's turns: their position in the task).
+    /// (the session turn, but for an agentic task's turns: their position in the task). The
+    /// answer's tool calls are kept (`keep_calls`) only for a session turn whose next turn can
+    /// answer them: a plain request keeps none.
     async fn send_full(
         &self,
         body: Body,
         recipe: RequestRecipe,
         (scheduled_ns, turn, trace_turn): (u64, u32, u32),
-        held: Option<&mut [Held]>,
+        (held, keep_calls): (Option<&mut [Held]>, bool),
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<(String, Vec<ToolCall>)> {
         self.started.fetch_add(1, Ordering::Relaxed);
@@ -386,6 +400,7 @@ impl StageShared {
                 TraceContext::for_request(run, stage, trace_turn, recipe.index)
             }),
             labels: recipe.labels,
+            keep_tool_calls: keep_calls,
             ..RequestRecord::default()
         };
         let pick = self.router.pick(&self.stage, recipe.index, turn);

@@ -127,8 +127,9 @@ async fn turns(
         }
         let at = (scheduled, k as u32);
         let tool_result = answered.last().is_some_and(|c| !c.is_empty());
+        let next = k + 1 < session.turns.len();
         let Some((text, calls)) = sh
-            .send_turn(body, recipe, at, (Some(&mut *held), tool_result))
+            .send_turn(body, recipe, at, (Some(&mut *held), tool_result, next))
             .await
         else {
             return;

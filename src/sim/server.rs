@@ -329,19 +329,34 @@ fn unix_now() -> u64 {
 /// The response's framing: the API's stream, or with `tool-calls` and a request offering a
 /// tool, a streamed call of it — unless the request ends with a tool result, which the model
 /// answers with text (a session's tool round trip ends).
-fn framing(cfg: &SimConfig, served: Served, req: &GenRequest, id: u64, model: &str) -> Framing {
+fn framing(
+    served: Served,
+    req: &GenRequest,
+    (id, tool): (u64, Option<&str>),
+    model: &str,
+    cfg: &SimConfig,
+) -> Framing {
     let side = served.side;
     let tool_stream = || {
         side.tool_stream()
             .map(wire::Stream::Choices)
             .or_else(|| side.tool_events().map(wire::Stream::Events))
     };
-    let tool = (cfg.tool_calls && req.stream && !req.tool_results.last)
-        .then(|| req.tool.as_deref().zip(tool_stream()))
-        .flatten();
-    let shape = tool.map_or_else(|| served.side.stream(), |(_, s)| s);
-    let name = tool.map(|(name, _)| name);
-    Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, name)
+    let shape = tool
+        .and_then(|_| tool_stream())
+        .unwrap_or_else(|| side.stream());
+    Framing::new(shape, id, unix_now(), model, req, cfg.prefix_cache, tool)
+}
+
+/// The function the answer calls: with `tool-calls`, a request offering a tool on an API
+/// that can call one is answered with a call of it, streamed or whole — unless the request
+/// ends with a tool result, which the model answers with text (a tool round trip ends).
+fn tool_of<'r>(cfg: &SimConfig, served: Served, req: &'r GenRequest) -> Option<&'r str> {
+    let side = served.side;
+    let can = side.tool_stream().is_some() || side.tool_events().is_some();
+    (cfg.tool_calls && can && !req.tool_results.last)
+        .then_some(req.tool.as_deref())
+        .flatten()
 }
 
 async fn generate(
@@ -363,11 +378,9 @@ async fn generate(
         Ok(r) => r,
         Err(e) => return bad_request(&e.message, e.param),
     };
-    app.metrics.tool_results(req.tool_results);
-    // The Responses API's stored conversation, before the length checks that count it.
-    let conversation = match super::store::asked(&app.store, served.api, &mut req) {
+    let conversation = match stored(&app, served, &mut req) {
         Ok(c) => c,
-        Err(body) => return json_response(StatusCode::NOT_FOUND, body, None),
+        Err((code, body)) => return json_response(code, body, None),
     };
     let cfg = &app.config;
     let Some(cost) = cfg.cost_of(req.model.as_deref()) else {
@@ -387,8 +400,9 @@ async fn generate(
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let framing = framing(cfg, served, &req, id, model).with_reasoning(reasoning);
-    let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, id);
+    let tool = tool_of(cfg, served, &req);
+    let framing = framing(served, &req, (id, tool), model, cfg).with_reasoning(reasoning);
+    let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, (id, tool));
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
     // channel, and a slow client only grows its own queue.
     let (tx, rx) = mpsc::channel::<Chunk>(output_len as usize + 2);
@@ -431,9 +445,27 @@ async fn generate(
             malformed: fault == Fault::MalformedSse,
             usage_details: cfg.prefix_cache,
             pooled: (req.inputs, cfg.embedding_dim),
+            tool,
         };
         collect_response(rx, info).await
     }
+}
+
+/// The Responses API's stored conversation, before the length checks that count it, and the
+/// tool results a continuation sends checked against the stored response's calls (then
+/// counted); the 404 or 400 to answer when the store refuses.
+fn stored(
+    app: &AppState,
+    served: Served,
+    req: &mut GenRequest,
+) -> Result<Option<super::store::Context>, (StatusCode, String)> {
+    let conversation =
+        super::store::asked(&app.store, served.api, req).map_err(|(status, body)| {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            (code, body)
+        })?;
+    app.metrics.tool_results(req.tool_results);
+    Ok(conversation)
 }
 
 /// The prompt's prefix-cache blocks (empty without `prefix-cache`; a stored conversation's
@@ -442,7 +474,7 @@ fn prefix_and_store(
     app: &AppState,
     req: &GenRequest,
     conversation: Option<super::store::Context>,
-    id: u64,
+    id: (u64, Option<&str>),
 ) -> (Vec<u64>, Option<super::store::Pending>) {
     match conversation {
         Some(c) => super::store::pending(&app.store, c, id, req.store),
@@ -566,6 +598,8 @@ struct Collected<'a> {
     usage_details: bool,
     /// A pooling request's inputs, and the simulator's embedding size.
     pooled: (u32, u32),
+    /// The function the answer calls (every token is its arguments' text), if it calls one.
+    tool: Option<&'a str>,
 }
 
 /// The request's fault, output length and reasoning tokens. A model that stops on its own
@@ -604,7 +638,8 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     while let Some(chunk) = rx.recv().await {
         match chunk {
             Chunk::Token(b) => {
-                let into = if tokens < info.reasoning {
+                // A call's arguments are every token, as its stream sends them.
+                let into = if tokens < info.reasoning && info.tool.is_none() {
                     &mut reasoning
                 } else {
                     &mut text
@@ -622,10 +657,10 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
             }
         }
     }
-    let finish = if tokens == info.max_tokens {
-        "length"
-    } else {
-        "stop"
+    let finish = match (tokens == info.max_tokens, info.tool) {
+        (true, _) => "length",
+        (false, Some(_)) => "tool_calls",
+        (false, None) => "stop",
     };
     let mut usage = serde_json::json!({
         "prompt_tokens": info.prompt_tokens,
@@ -635,7 +670,11 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
     if info.usage_details {
         usage["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": cached });
     }
-    let reasoning_tokens = info.reasoning.min(tokens);
+    let reasoning_tokens = if info.tool.is_some() {
+        0
+    } else {
+        info.reasoning.min(tokens)
+    };
     if reasoning_tokens > 0 {
         usage["completion_tokens_details"] =
             serde_json::json!({ "reasoning_tokens": reasoning_tokens });
@@ -654,6 +693,7 @@ async fn collect_response(mut rx: mpsc::Receiver<Chunk>, info: Collected<'_>) ->
             usage,
             inputs: info.pooled.0,
             embedding_dim: info.pooled.1,
+            tool: info.tool,
         })
         .to_string();
     let body = match timings {

@@ -31,12 +31,17 @@ pub(crate) struct Context {
     pub(crate) tokens: u64,
     /// Its block hashes, with `prefix-cache`.
     pub(crate) chain: Option<Chain>,
+    /// The function calls the stored response made (their `call_id`s): a continuation may
+    /// answer them with `function_call_output` items; one naming any other call is refused.
+    pub(crate) calls: Vec<Box<str>>,
 }
 
 impl Context {
     /// The context with a request's prompt ids after it (`ids` empty without `prefix-cache`,
     /// whose chain is then `None`).
+    /// The calls are the stored response's, not the continuation's: they are dropped.
     pub(crate) fn then(mut self, prompt_tokens: u64, ids: &[u32], block: Option<u16>) -> Self {
+        self.calls = Vec::new();
         self.tokens = self.tokens.saturating_add(prompt_tokens);
         if let Some(block) = block {
             self.chain
@@ -48,11 +53,12 @@ impl Context {
 }
 
 /// A request's prefix blocks (its conversation's, with `prefix-cache`) and, when it asked
-/// for `store`, its response to keep.
+/// for `store`, its response to keep; `tool` is the function its answer calls, if it is a
+/// tool call.
 pub(crate) fn pending(
     store: &Arc<ResponseStore>,
     conversation: Context,
-    id: u64,
+    (id, tool): (u64, Option<&str>),
     keep: bool,
 ) -> (Vec<u64>, Option<Pending>) {
     let blocks = conversation
@@ -64,6 +70,7 @@ pub(crate) fn pending(
         store: store.clone(),
         id,
         context: conversation,
+        tool: tool.map(Into::into),
     });
     (blocks, pending)
 }
@@ -94,6 +101,8 @@ pub(crate) struct Pending {
     pub(crate) id: u64,
     /// Its context before its output: the stored one it continued, then its prompt.
     pub(crate) context: Context,
+    /// The function its answer calls, when the answer is a tool call (`tools.rs`).
+    pub(crate) tool: Option<Box<str>>,
 }
 
 impl Pending {
@@ -109,20 +118,33 @@ impl Pending {
 /// conversation goes before its prompt (`req.prompt_tokens` then counts both); with either
 /// that or `store`, the conversation the request makes (its prefix blocks and what a stored
 /// response continues). `None` for a request that asks neither; for an id not held, the
-/// body of the 404 to answer.
+/// status and body of the 404 to answer; for a `function_call_output` naming a call the
+/// stored response did not make, those of OpenAI's 400.
 pub(crate) fn asked(
     store: &ResponseStore,
     api: Api,
     req: &mut GenRequest,
-) -> Result<Option<Context>, String> {
+) -> Result<Option<Context>, (u16, String)> {
     if api != Api::RESPONSES {
         return Ok(None);
     }
     let before = match &req.previous_response_id {
-        Some(id) => store.context_of(id)?,
+        Some(id) => store.context_of(id).map_err(|body| (404, body))?,
         None if req.store => Context::default(),
         None => return Ok(None),
     };
+    // Each result naming no call of the request must name one of the stored response's.
+    if let Some(id) = req
+        .answered
+        .iter()
+        .find(|id| !before.calls.iter().any(|c| **c == ***id))
+    {
+        let r = super::tool_results::unknown_call(0, id, true);
+        return Err((
+            400,
+            super::wire::error_body(400, "BadRequestError", &r.message, Some(r.param)),
+        ));
+    }
     let context = before.then(req.prompt_tokens, &req.prompt_ids, store.block);
     req.prompt_tokens = context.tokens;
     Ok(Some(context))
@@ -186,15 +208,30 @@ impl ResponseStore {
     /// not stored.
     pub(crate) fn commit(&self, p: Pending, output: u64) {
         let mut context = p.context;
-        context.tokens = context.tokens.saturating_add(output);
+        let call = p
+            .tool
+            .as_deref()
+            .map(|name| call_tokens(p.id, name, output));
+        let added = call.as_ref().map_or(output, |ids| ids.len() as u64);
+        context.tokens = context.tokens.saturating_add(added);
         if context.tokens > self.max_tokens || self.capacity == 0 {
             self.too_long.fetch_add(1, Ordering::Relaxed);
             return;
         }
         if let (Some(chain), Some(block)) = (&mut context.chain, self.block) {
-            let ids = words::word_ids();
-            chain.extend((0..output).map(|i| ids[words::word_index(p.id, i)]), block);
+            match &call {
+                Some(ids) => chain.extend(ids.iter().copied(), block),
+                None => {
+                    let ids = words::word_ids();
+                    chain.extend((0..output).map(|i| ids[words::word_index(p.id, i)]), block);
+                }
+            }
         }
+        // The calls a continuation may answer: this response's, none of an earlier one's.
+        context.calls = match call {
+            Some(_) => vec![format!("{}{}", super::tool_results::SIM_ID_PREFIX, p.id).into()],
+            None => Vec::new(),
+        };
         let mut held = self.lock();
         if held.by_id.insert(p.id, context).is_none() {
             held.order.push_back(p.id);
@@ -267,6 +304,21 @@ impl ResponseStore {
     }
 }
 
+/// The token ids of request `id`'s tool call as a resent conversation carries it back (a
+/// `function_call` item's name, then its arguments: `output` words inside `{"text":"…"}`,
+/// see `tools.rs`), so a continuation processes what a resent conversation would.
+fn call_tokens(id: u64, name: &str, output: u64) -> Vec<u32> {
+    let mut arguments = String::from("{\"text\":\"");
+    for i in 0..output {
+        arguments.push_str(words::word(id, i));
+    }
+    arguments.push_str("\"}");
+    let mut sink = super::tokens::PromptSink::collecting();
+    sink.text(name);
+    sink.text(&arguments);
+    sink.into_ids()
+}
+
 /// The body of OpenAI's 404 for a `previous_response_id` it does not hold, the id quoted
 /// (bounded: it is the client's text, and serde_json escapes it).
 fn not_found(id: &str) -> String {
@@ -291,6 +343,7 @@ mod tests {
             store: Arc::new(ResponseStore::new(0, 0, None)),
             id,
             context: Context::default().then(tokens, &[], None),
+            tool: None,
         }
     }
 
@@ -344,6 +397,7 @@ mod tests {
             store: Arc::new(ResponseStore::new(0, 0, None)),
             id: 7,
             context: Context::default().then(10, &prompt, Some(block)),
+            tool: None,
         };
         s.commit(p, 6);
         let next: Vec<u32> = vec![90, 91, 92];

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::tokens::PromptSink;
 
 /// The prefix of the call ids the simulator gives (`call-sim-N`, see `tools.rs`).
-const SIM_ID_PREFIX: &str = "call-sim-";
+pub(crate) const SIM_ID_PREFIX: &str = "call-sim-";
 
 /// What a request's tool results are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,15 +74,31 @@ pub(crate) struct Refused {
     pub param: &'static str,
 }
 
+/// The most results naming no call of the request that a continued request
+/// (`previous_response_id`) may carry: each is looked up in the stored response's calls.
+pub(crate) const MAX_CONTINUED_RESULTS: usize = 1024;
+
 /// Reads a request's messages in order: the calls each makes, then whether it is a result of
 /// one made before it.
 #[derive(Default)]
 pub(crate) struct Checker<'a> {
     calls: HashSet<&'a str>,
     out: ToolResults,
+    /// A request continuing a stored response (`previous_response_id`): a result naming no
+    /// call of the request may name one of the stored response's, checked against the store
+    /// once it is found (`store::asked`); its id is kept here until then.
+    continuing: Option<Vec<String>>,
 }
 
 impl<'a> Checker<'a> {
+    /// A checker for a request continuing a stored response: see [`Checker::continuing`].
+    pub(crate) fn continuing() -> Self {
+        Checker {
+            continuing: Some(Vec::new()),
+            ..Checker::default()
+        }
+    }
+
     /// A call made (its id), by an assistant message or a `function_call` item.
     pub(crate) fn call(&mut self, id: &'a str) {
         self.calls.insert(id);
@@ -100,20 +116,30 @@ impl<'a> Checker<'a> {
         let Some(id) = result else {
             return Ok(());
         };
-        match id {
-            Some(id) if self.calls.contains(id) => {
-                self.out.count += 1;
-                self.out.sim_ids += u32::from(is_sim_id(id));
-                self.out.last = true;
-                Ok(())
+        let known = |id: &str| self.calls.contains(id);
+        match (id, &mut self.continuing) {
+            (Some(id), _) if known(id) => {}
+            (Some(id), Some(later)) if item && later.len() < MAX_CONTINUED_RESULTS => {
+                later.push(id.to_string());
             }
-            Some(id) => Err(unknown_call(i, id, item)),
-            None => Err(missing_id(i, item)),
+            (Some(id), _) => return Err(unknown_call(i, id, item)),
+            (None, _) => return Err(missing_id(i, item)),
         }
+        let id = id.unwrap_or_default();
+        self.out.count += 1;
+        self.out.sim_ids += u32::from(is_sim_id(id));
+        self.out.last = true;
+        Ok(())
     }
 
     pub(crate) fn finish(self) -> ToolResults {
         self.out
+    }
+
+    /// The results and, for a continuing request, the ids its results name that no call of
+    /// the request made (each must be a call of the stored response).
+    pub(crate) fn finish_continuing(self) -> (ToolResults, Vec<String>) {
+        (self.out, self.continuing.unwrap_or_default())
     }
 }
 
@@ -123,7 +149,7 @@ fn is_sim_id(id: &str) -> bool {
 }
 
 /// A result naming a call no earlier message made (OpenAI's wording, the id cut short).
-fn unknown_call(i: usize, id: &str, item: bool) -> Refused {
+pub(crate) fn unknown_call(i: usize, id: &str, item: bool) -> Refused {
     let id: String = id.chars().take(64).collect();
     if item {
         Refused {

@@ -3,8 +3,10 @@
 //! the call's id, type and whole function name, then the arguments' JSON text a token at a
 //! time (`{"text":"` before the first word, `"}` after the last, so the arguments parse), and
 //! `finish_reason: "tool_calls"` when the model stops on its own (`length` when `max_tokens`
-//! ran out, as vLLM says). Non-streamed answers stay text. The stream's fixed pieces are chat's
-//! (`apis/chat.rs`); the first choice is built per request here, since it names the tool.
+//! ran out, as vLLM says). A non-streamed answer is the same call whole ([`whole_call`]):
+//! chat's `message.tool_calls`, the Responses API's `function_call` output item. The stream's
+//! fixed pieces are chat's (`apis/chat.rs`); the first choice is built per request here, since
+//! it names the tool.
 
 use serde::Deserialize;
 
@@ -22,6 +24,14 @@ pub(crate) fn first_choice(id: u64, name: &str) -> Box<[u8]> {
     )
     .into_bytes()
     .into_boxed_slice()
+}
+
+/// A whole (non-streamed) answer's call of `name`: its id (`call-sim-N`, as streamed) and its
+/// arguments, the answer's `words` inside `{"text":"…"}` exactly as a stream of them
+/// decodes.
+pub(crate) fn whole_call(id: u64, words: &str) -> (String, String) {
+    let arguments = serde_json::json!({ "text": words }).to_string();
+    (format!("call-sim-{id}"), arguments)
 }
 
 /// A request's `tools`, read leniently: the first function tool's name, if any — chat's
@@ -76,6 +86,7 @@ mod tests {
             tool_results: Default::default(),
             store: false,
             previous_response_id: None,
+            answered: Vec::new(),
         };
         let shape = Chat.tool_stream().unwrap();
         let f = Framing::new(

@@ -114,6 +114,9 @@ pub(crate) struct Whole<'a> {
     pub inputs: u32,
     /// The simulator's embedding size (`embedding-dim`).
     pub embedding_dim: u32,
+    /// The function the answer calls, if it is a tool call (`tools.rs`): `text` is then its
+    /// arguments' words, and the answer is the call (`tools::whole_call`).
+    pub tool: Option<&'a str>,
 }
 
 /// An API's prompt as its requests carry it, under its own key.
@@ -129,6 +132,11 @@ pub(crate) trait PromptField: DeserializeOwned {
     /// earlier call of the request).
     fn tool_results(&self) -> Result<ToolResults, BadRequest> {
         Ok(ToolResults::default())
+    }
+    /// [`tool_results`](Self::tool_results) of a request continuing a stored response: also
+    /// the ids of results naming no call of the request (the stored response's, perhaps).
+    fn tool_results_continuing(&self) -> Result<(ToolResults, Vec<String>), BadRequest> {
+        self.tool_results().map(|r| (r, Vec::new()))
     }
 }
 
@@ -344,6 +352,10 @@ pub(crate) struct GenRequest {
     /// response the request continues.
     pub store: bool,
     pub previous_response_id: Option<String>,
+    /// A request continuing a stored response: the call ids its `function_call_output` items
+    /// name that no call of the request made, each to be a call of the stored response
+    /// (checked by `store::asked`).
+    pub answered: Vec<String>,
 }
 
 /// A 400 answer: the message and the offending parameter, if one.
@@ -376,7 +388,11 @@ pub(crate) fn parse<P: PromptField>(
         sink.message_start("system");
         sink.text(context);
     }
-    let tool_results = prompt.tool_results()?;
+    let (tool_results, answered) = if raw.previous_response_id.is_some() {
+        prompt.tool_results_continuing()?
+    } else {
+        (prompt.tool_results()?, Vec::new())
+    };
     prompt.feed(&mut sink);
     let effort = raw
         .reasoning_effort
@@ -404,6 +420,7 @@ pub(crate) fn parse<P: PromptField>(
         tool_results,
         store: raw.store.unwrap_or(false),
         previous_response_id: raw.previous_response_id,
+        answered,
     })
 }
 

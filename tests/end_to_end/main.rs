@@ -60,6 +60,8 @@ mod sticky_urls;
 mod telemetry_run;
 mod tokenizer_file;
 mod tool_calls;
+mod tool_hostile;
+mod tool_kept;
 mod tool_results;
 mod until_decided;
 mod warmup_run;

@@ -5,34 +5,17 @@
 //! against a store too small to keep the conversations.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::support::raw_server::{After, Post, RawServer};
+use crate::support::scrape::metrics;
 use crate::support::*;
 
-/// `GET /metrics` of a simulator: its response store's counters by name.
+/// `GET /metrics` of a simulator: its counters by name (the response store's among them).
 fn store_metrics(base_url: &str) -> BTreeMap<String, f64> {
-    let authority = base_url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1");
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .filter(|l| l.starts_with("infermeter_sim_respon") || l.starts_with("infermeter_sim_prev"))
-        .filter_map(|l| {
-            let (name, value) = l.split_once(' ')?;
-            Some((name.to_string(), value.trim().parse().ok()?))
-        })
-        .collect()
+    metrics(base_url, "infermeter_sim_")
 }
 
 /// Runs `sessions` three-turn sessions (2 at a time) against `base_url` in `state`; the

@@ -7,7 +7,6 @@
 //! any file or line.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::path::Path;
 
 use serde_json::Value;
@@ -45,26 +44,9 @@ dataset "chat" {
 stage "s" { dataset "chat"; arrival "concurrency" clients=2; requests 8 }
 "#;
 
-/// `GET /metrics` of a simulator: its counters by name.
+/// `GET /metrics` of a simulator: its affinity counters by name.
 fn metrics(base_url: &str) -> BTreeMap<String, f64> {
-    let authority = base_url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1");
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .filter(|l| l.starts_with("infermeter_sim_affinity"))
-        .filter_map(|l| {
-            let (name, value) = l.split_once(' ')?;
-            Some((name.to_string(), value.trim().parse().ok()?))
-        })
-        .collect()
+    crate::support::scrape::metrics(base_url, "infermeter_sim_affinity")
 }
 
 fn rows(out: &Path) -> Vec<Value> {

@@ -6,12 +6,12 @@
 //! A misbehaving server's unusable call ids, an empty answer and garbage arguments neither
 //! panic nor hang a session.
 
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::support::raw_server::{After, Post, RawServer};
+use crate::support::scrape::metric;
 use crate::support::*;
 
 /// The tools every chat request offers (`target { body { … } }`).
@@ -52,25 +52,9 @@ fn tool_sim(dir: &std::path::Path) -> SimProcess {
 
 /// The simulator's `infermeter_sim_tool_results*` counters: (all, naming its own ids).
 fn tool_counters(base_url: &str) -> (f64, f64) {
-    let authority = base_url
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1");
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let get = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{name} in {text}"))
-    };
     (
-        get("infermeter_sim_tool_results_total"),
-        get("infermeter_sim_tool_results_sim_ids_total"),
+        metric(base_url, "infermeter_sim_tool_results_total"),
+        metric(base_url, "infermeter_sim_tool_results_sim_ids_total"),
     )
 }
 
@@ -85,6 +69,11 @@ fn rows(out: &std::path::Path) -> Vec<Value> {
 /// Runs 3 two-turn sessions of `api` with `history` against a tool-calling simulator; the
 /// stage, its rows and the simulator's counters.
 fn round_trips(api: &str, history: &str) -> (Value, Vec<Value>, (f64, f64)) {
+    round_trips_with(api, history, "")
+}
+
+/// [`round_trips`] with `extra` in the target (`stream #false`).
+fn round_trips_with(api: &str, history: &str, extra: &str) -> (Value, Vec<Value>, (f64, f64)) {
     let dir = tempfile::tempdir().unwrap();
     let sim = tool_sim(dir.path());
     let kdl = format!(
@@ -94,6 +83,7 @@ target "{url}" {{
     api "{api}"
     timeout "30s"
     ignore-eos #false
+    {extra}
     {tools}
 }}
 dataset "d" {{
@@ -159,6 +149,15 @@ fn a_chat_session_answers_the_servers_tool_call_with_its_result() {
     assert_round_trips(&s, &rows);
     // The simulator accepted 3 tool messages (a result naming no call of the request is a
     // 400), each naming the call id it gave.
+    assert_eq!((results, own_ids), (3.0, 3.0));
+}
+
+#[test]
+fn whole_answers_with_tool_calls_are_answered_too() {
+    // `stream #false` (which the client reads on the Responses API): the simulator answers
+    // with whole `function_call` items, answered as streamed ones are.
+    let (s, rows, (results, own_ids)) = round_trips_with("responses", "server", "stream #false");
+    assert_round_trips(&s, &rows);
     assert_eq!((results, own_ids), (3.0, 3.0));
 }
 

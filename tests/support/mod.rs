@@ -8,6 +8,7 @@ pub mod bad_server;
 pub mod hostile_server;
 pub mod peer;
 pub mod raw_server;
+pub mod scrape;
 pub mod sim;
 
 use std::io::{BufRead, BufReader};

@@ -50,7 +50,9 @@ impl Client {
         let usage = answer.as_ref().and_then(|g| g.usage);
         if let Some(g) = &answer {
             g.push_text(&mut text);
-            rec.tool_calls.clone_from(&g.tool_calls);
+            if rec.keep_tool_calls {
+                rec.tool_calls = crate::protocol::kept_calls(&g.tool_calls);
+            }
             rec.finish_reason = g.finish_reason;
             rec.answered = Some(g.has_answer());
             rec.response_id = g.id.as_deref().map(ResponseId::judge);

@@ -54,9 +54,18 @@ impl SimApi for Chat {
         Stream::Choices(&STREAM)
     }
 
-    /// The reasoning, if any, as vLLM's reasoning parsers give it: `reasoning_content`.
+    /// The reasoning, if any, as vLLM's reasoning parsers give it: `reasoning_content`; a
+    /// tool call as `message.tool_calls` (no content).
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
         let mut message = serde_json::json!({ "role": "assistant", "content": w.text });
+        if let Some(name) = w.tool {
+            let (id, arguments) = crate::sim::tools::whole_call(w.id, w.text);
+            message = serde_json::json!({
+                "role": "assistant", "content": null,
+                "tool_calls": [{ "id": id, "type": "function",
+                                 "function": { "name": name, "arguments": arguments } }],
+            });
+        }
         if !w.reasoning.is_empty() {
             message["reasoning_content"] = w.reasoning.into();
         }
@@ -195,7 +204,22 @@ impl RawMessage {
 /// The tool results of a request's messages (chat's or the Responses API's items), each
 /// checked against the calls before it (see `sim/tool_results.rs`).
 pub(crate) fn check_tools(messages: &[RawMessage]) -> Result<ToolResults, BadRequest> {
-    let mut checker = Checker::default();
+    walk(messages, Checker::default()).map(Checker::finish)
+}
+
+/// [`check_tools`] for a request continuing a stored response (`previous_response_id`): a
+/// `function_call_output` item may name a call of the stored response; the ids such results
+/// name are returned, for `store::asked` to check against the response it finds.
+pub(crate) fn check_tools_continuing(
+    messages: &[RawMessage],
+) -> Result<(ToolResults, Vec<String>), BadRequest> {
+    walk(messages, Checker::continuing()).map(Checker::finish_continuing)
+}
+
+fn walk<'a>(
+    messages: &'a [RawMessage],
+    mut checker: Checker<'a>,
+) -> Result<Checker<'a>, BadRequest> {
     for (i, m) in messages.iter().enumerate() {
         for id in m.tool_calls.iter().flatten().filter_map(RawCall::id) {
             checker.call(id);
@@ -212,5 +236,5 @@ pub(crate) fn check_tools(messages: &[RawMessage]) -> Result<ToolResults, BadReq
                 param: Some(r.param),
             })?;
     }
-    Ok(checker.finish())
+    Ok(checker)
 }

@@ -98,6 +98,7 @@ pub(super) fn fed(
         tool_results: Default::default(),
         store: false,
         previous_response_id: None,
+        answered: Vec::new(),
     })
 }
 

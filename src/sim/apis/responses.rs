@@ -43,7 +43,8 @@ impl SimApi for Responses {
     }
 
     /// A `response` object: a reasoning item (its text as `reasoning_text` content, as vLLM
-    /// gives it) when the model reasoned, then the message when it answered; usage with
+    /// gives it) when the model reasoned, then the message when it answered (or the
+    /// `function_call` item when it called a tool); usage with
     /// `output_tokens_details.reasoning_tokens` (and the cached tokens with `prefix-cache`).
     fn whole(&self, w: &Whole<'_>) -> serde_json::Value {
         let count = |k: &str| w.usage.get(k).cloned().unwrap_or(serde_json::Value::Null);
@@ -55,7 +56,13 @@ impl SimApi for Responses {
                 "content": [{ "type": "reasoning_text", "text": w.reasoning }],
             }));
         }
-        if !w.text.is_empty() {
+        if let Some(name) = w.tool {
+            let (call_id, arguments) = crate::sim::tools::whole_call(w.id, w.text);
+            output.push(serde_json::json!({
+                "type": "function_call", "id": format!("fc_sim-{}", w.id), "call_id": call_id,
+                "name": name, "arguments": arguments, "status": "completed",
+            }));
+        } else if !w.text.is_empty() {
             output.push(serde_json::json!({
                 "type": "message", "id": format!("msg_sim-{}", w.id), "role": "assistant",
                 "status": "completed",
@@ -107,6 +114,12 @@ impl PromptField for Input {
         match self {
             Input::Text(_) => Ok(ToolResults::default()),
             Input::Items(items) => chat::check_tools(items),
+        }
+    }
+    fn tool_results_continuing(&self) -> Result<(ToolResults, Vec<String>), BadRequest> {
+        match self {
+            Input::Text(_) => Ok((ToolResults::default(), Vec::new())),
+            Input::Items(items) => chat::check_tools_continuing(items),
         }
     }
 }

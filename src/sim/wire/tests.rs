@@ -20,6 +20,7 @@ fn req(stream: bool, include_usage: bool) -> GenRequest {
         tool_results: Default::default(),
         store: false,
         previous_response_id: None,
+        answered: Vec::new(),
     }
 }
 

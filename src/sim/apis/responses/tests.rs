@@ -137,3 +137,96 @@ fn garbage_is_cut_json() {
     let data = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
     assert!(serde_json::from_str::<Value>(data).is_err());
 }
+
+/// The arguments the simulator's call of request `id` carries, `n` words long.
+fn call_arguments(id: u64, n: u64) -> String {
+    let words: String = (0..n).map(|i| crate::sim::words::word(id, i)).collect();
+    crate::sim::tools::whole_call(id, &words).1
+}
+
+#[test]
+fn a_continuation_answers_the_stored_responses_calls_and_counts_as_resent() {
+    use crate::protocol::Api;
+    use crate::sim::store::{ResponseStore, asked, pending};
+    let store = std::sync::Arc::new(ResponseStore::new(10, 10_000, None));
+    let mut first = request(r#"{"input":"What is the weather?","store":true}"#);
+    let c = asked(&store, Api::RESPONSES, &mut first).unwrap().unwrap();
+    let (_, p) = pending(&store, c, (4, Some("get_weather")), true);
+    p.unwrap().commit(3);
+    let output = |call: &str| {
+        format!(
+            r#"{{"previous_response_id":"resp_sim-4","input":[{{"type":"function_call_output","call_id":"{call}","output":"sunny, 21 degrees"}}]}}"#
+        )
+    };
+    let mut next = request(&output("call-sim-4"));
+    assert_eq!(next.tool_results.count, 1);
+    assert!(next.tool_results.last, "answered with text");
+    asked(&store, Api::RESPONSES, &mut next).unwrap().unwrap();
+    // The conversation resent whole counts the same tokens.
+    let resent = request(&format!(
+        r#"{{"input":[{{"role":"user","content":"What is the weather?"}},
+            {{"type":"function_call","call_id":"call-sim-4","name":"get_weather","arguments":{}}},
+            {{"type":"function_call_output","call_id":"call-sim-4","output":"sunny, 21 degrees"}}]}}"#,
+        serde_json::to_string(&call_arguments(4, 3)).unwrap()
+    ));
+    assert_eq!(next.prompt_tokens, resent.prompt_tokens);
+    // An output naming a call the stored response did not make: OpenAI's 400.
+    let mut wrong = request(&output("call-sim-9"));
+    let (status, body) = asked(&store, Api::RESPONSES, &mut wrong).unwrap_err();
+    assert_eq!(status, 400);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "No tool call found for function call output with call_id \"call-sim-9\"."
+    );
+    assert_eq!(v["error"]["param"], "input");
+    // Without previous_response_id it names no call at all: refused as it is parsed.
+    let plain = output("call-sim-4").replace(r#""previous_response_id":"resp_sim-4","#, "");
+    assert!(Responses.parse(plain.as_bytes(), false).is_err());
+    // A continued response answered with text made no call: an output is refused.
+    let (_, p) = pending(&store, next_context(&store), (5, None), true);
+    p.unwrap().commit(2);
+    let mut after_text = request(&output("call-sim-4").replace("resp_sim-4", "resp_sim-5"));
+    assert_eq!(
+        asked(&store, Api::RESPONSES, &mut after_text)
+            .unwrap_err()
+            .0,
+        400
+    );
+}
+
+fn next_context(store: &crate::sim::store::ResponseStore) -> crate::sim::store::Context {
+    store.context_of("resp_sim-4").unwrap()
+}
+
+#[test]
+fn a_whole_answer_that_calls_a_tool_is_a_function_call_item() {
+    let w = Whole {
+        id: 4,
+        created: 1,
+        model: "m",
+        text: " the cat",
+        reasoning: "",
+        reasoning_tokens: 0,
+        finish: "tool_calls",
+        usage: serde_json::json!({"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
+        inputs: 0,
+        embedding_dim: 0,
+        tool: Some("get_weather"),
+    };
+    let v = Responses.whole(&w);
+    assert_eq!(v["status"], "completed");
+    let out = v["output"].as_array().unwrap();
+    assert_eq!(out.len(), 1, "{v}");
+    assert_eq!(out[0]["type"], "function_call");
+    assert_eq!(out[0]["call_id"], "call-sim-4");
+    assert_eq!(out[0]["name"], "get_weather");
+    let args: Value = serde_json::from_str(out[0]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args["text"], " the cat");
+    let chat = crate::sim::apis::chat::Chat.whole(&w);
+    let call = &chat["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(chat["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(chat["choices"][0]["message"]["content"], Value::Null);
+    assert_eq!(call["id"], "call-sim-4");
+    assert_eq!(call["function"]["arguments"], out[0]["arguments"]);
+}
