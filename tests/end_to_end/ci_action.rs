@@ -715,11 +715,7 @@ fn a_hostile_baseline_is_quoted_inert_in_the_comment() {
         ("comment", std::fs::read_to_string(&job.gh_body).unwrap()),
         ("summary", job.read(".job/summary.md")),
     ] {
-        let outside: String = text
-            .split('`')
-            .step_by(2)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let outside: String = text.split('`').step_by(2).collect::<Vec<_>>().join(" ");
         for bad in ["<img", "@org/team", "](javascript:"] {
             assert!(!outside.contains(bad), "{what} holds {bad:?} live:\n{text}");
         }
@@ -736,5 +732,8 @@ fn a_hostile_baseline_is_quoted_inert_in_the_comment() {
     );
     job.run();
     let md = job.read("infermeter-results/ci-gate/compare.md");
-    assert!(md.contains("under `k___error__pwned__b__org_team__b_`"), "{md}");
+    assert!(
+        md.contains("under `k___error__pwned__b__org_team__b_`"),
+        "{md}"
+    );
 }

@@ -394,3 +394,41 @@ stage "s" { dataset "a"; arrival "concurrency" clients=1; requests 2; }
         );
     }
 }
+
+#[test]
+fn a_megabyte_model_id_is_refused_not_written_everywhere() {
+    // The first id the server lists is a megabyte of hostile text: a run that names no model
+    // refuses it, naming the fix, in a bounded line.
+    let id = format!("{}{}", hostile_text(), "m".repeat(1 << 20));
+    let body = serde_json::json!({ "object": "list", "data": [{ "id": id, "object": "model" }] })
+        .to_string();
+    let server = ListServer::start(body);
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"
+target "{url}" {{ timeout "20s"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
+"#,
+        url = server.url
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    assert!(stderr.contains("model id of 1048"), "{stderr}");
+    assert!(stderr.contains("`model"), "the fix is named: {stderr}");
+    for (what, bytes) in every_output(&out, &o) {
+        assert!(bytes.len() < 64 << 10, "{what} is {} bytes", bytes.len());
+        assert!(
+            !contains(&bytes, b"mmmmmmmmmmmmmmmm"),
+            "{what} holds the id"
+        );
+        assert!(
+            !contains(&bytes, SERVER_SECRET.as_bytes()),
+            "{what} holds the secret"
+        );
+    }
+    assert!(!stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'));
+}
