@@ -287,6 +287,7 @@ stage "s" {{
         .arg("--junit")
         .arg(out.join("junit.xml"))
         .arg("--progress-lines")
+        .arg("--requests-jsonl")
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
         .unwrap();
@@ -431,4 +432,111 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
         );
     }
     assert!(!stdout.contains('\u{1b}') && !stderr.contains('\u{1b}'));
+}
+
+/// One streamed answer whose every field a client might keep is hostile: the response id and
+/// model, reasoning, content, and a tool call's id, name and arguments; then usage.
+fn hostile_stream() -> String {
+    let h = serde_json::to_string(&hostile_text()).unwrap();
+    let chunk = |delta: String| {
+        format!(
+            "data: {{\"id\":{h},\"object\":\"chat.completion.chunk\",\"model\":{h},\
+             \"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
+        )
+    };
+    let mut body = chunk(format!(
+        "{{\"role\":\"assistant\",\"reasoning_content\":{h}}}"
+    ));
+    body.push_str(&chunk(format!("{{\"content\":{h}}}")));
+    body.push_str(&chunk(format!(
+        "{{\"tool_calls\":[{{\"index\":0,\"id\":{h},\"type\":\"function\",\
+         \"function\":{{\"name\":{h},\"arguments\":{h}}}}}]}}"
+    )));
+    body.push_str(&format!(
+        "data: {{\"id\":{h},\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"tool_calls\"}}],\
+         \"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":3}}}}\n\ndata: [DONE]\n\n"
+    ));
+    body
+}
+
+#[test]
+fn hostile_answers_and_tool_definitions_reach_no_output() {
+    let body = hostile_stream();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        if p.write(head.as_bytes()) && p.write(body.as_bytes()) {
+            After::KeepAlive
+        } else {
+            After::Close
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // The data file's own tool definitions, tool_choice and response_format carry it too.
+    let h = hostile_text();
+    let line = serde_json::json!({
+        "messages": [{ "role": "user", "content": h }],
+        "tools": [{ "type": "function", "function": { "name": h, "description": h,
+            "parameters": { "type": "object" } } }],
+        "tool_choice": "auto",
+    });
+    std::fs::write(dir.path().join("t.jsonl"), format!("{line}\n")).unwrap();
+    let kdl = format!(
+        r#"
+target "{base}" {{ model "m"; timeout "20s"; }}
+dataset "d" {{ jsonl "t.jsonl"; }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
+"#,
+        base = server.base_url,
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = command()
+        .arg("run")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--junit")
+        .arg(out.join("junit.xml"))
+        .arg("--requests-jsonl")
+        .arg("--progress-lines")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(stage(&r, "s")["requests"]["ok"], 3, "{r}");
+    let jsonl = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    assert!(
+        jsonl.contains("\"finish_reason\":\"tool_calls\""),
+        "{jsonl}"
+    );
+    let parquet = command()
+        .arg("report")
+        .arg(out.join("results.json"))
+        .args(["--format", "parquet", "--out"])
+        .arg(out.join("requests.parquet"))
+        .output()
+        .unwrap();
+    assert_eq!(parquet.status.code(), Some(0), "{}", describe(&parquet));
+    let all = every_output(&out, &o);
+    assert!(all.iter().any(|(w, _)| w.ends_with("requests.parquet")));
+    for (what, bytes) in &all {
+        for bad in [
+            SERVER_SECRET,
+            "alert(1)",
+            "octocat",
+            "HYPERLINK",
+            "pwned",
+            "\u{1b}",
+        ] {
+            // Parquet is binary: any byte may stand in it; its strings are checked by words.
+            if bad == "\u{1b}" && what.ends_with(".parquet") {
+                continue;
+            }
+            assert!(!contains(bytes, bad.as_bytes()), "{what} holds {bad:?}");
+        }
+    }
 }
