@@ -212,6 +212,11 @@ struct ListServer {
 
 impl ListServer {
     fn start(body: String) -> ListServer {
+        ListServer::page("/models", body)
+    }
+
+    /// Answers a path containing `path` with `body`, any other with an empty 200.
+    fn page(path: &'static str, body: String) -> ListServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let body = Arc::new(body);
@@ -222,7 +227,7 @@ impl ListServer {
                     let mut buf = [0u8; 4096];
                     let n = conn.read(&mut buf).unwrap_or(0);
                     let req = String::from_utf8_lossy(&buf[..n]).into_owned();
-                    let answer = if req.contains("/models") {
+                    let answer = if req.contains(path) {
                         body.as_str()
                     } else {
                         ""
@@ -537,6 +542,76 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
                 continue;
             }
             assert!(!contains(bytes, bad.as_bytes()), "{what} holds {bad:?}");
+        }
+    }
+}
+
+#[test]
+fn a_dcgm_page_of_a_thousand_hostile_gpus_is_cut_and_escaped() {
+    let sim = SimProcess::start(&["--decode-base", "1ms", "--jitter", "0"]);
+    // A thousand GPUs, each named with the hostile text and 4 kB more (labels are one line:
+    // the line break and ESC are written as the exposition format escapes them, or raw).
+    let name = format!(
+        "{} {}",
+        hostile_text().replace('\n', " "),
+        "g".repeat(4000)
+    );
+    let name = name.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut page = String::new();
+    for i in 0..1000 {
+        page.push_str(&format!(
+            "DCGM_FI_DEV_GPU_UTIL{{gpu=\"{i}{}\",modelName=\"{name}\"}} 50\n\
+             DCGM_FI_DEV_POWER_USAGE{{gpu=\"{i}{}\",modelName=\"{name}\"}} 300\n",
+            "i".repeat(300),
+            "i".repeat(300),
+        ));
+    }
+    assert!(page.len() < 16 << 20, "within the scrape's bound");
+    let metrics = ListServer::page("/metrics", page);
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"
+target "{sim}" {{ timeout "20s"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+telemetry {{
+    interval "250ms"
+    nvml required=#false
+    prometheus "{m}/metrics" kind="dcgm-exporter" required=#false
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 4; }}
+"#,
+        sim = sim.base_url,
+        m = metrics.url.trim_end_matches("/v1"),
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = command()
+        .arg("run")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--junit")
+        .arg(out.join("junit.xml"))
+        .arg("--progress-lines")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let gpus = r["telemetry"]["gpus"].as_array().expect("GPU series");
+    assert_eq!(gpus.len(), 64, "the page's first 64 GPUs, no more");
+    for (what, bytes) in every_output(&out, &o) {
+        // 64 GPUs of 128-character names: kilobytes, not the page's megabytes.
+        assert!(bytes.len() < 2 << 20, "{what} is {} bytes", bytes.len());
+        assert!(
+            !contains(&bytes, "g".repeat(200).as_bytes()),
+            "{what}: a name not cut"
+        );
+        for bad in [SERVER_SECRET, "\u{1b}", "<script>alert", "\n::error::"] {
+            // results.json keeps the name as the server sent it (JSON-escaped): data, not markup.
+            if bad == "<script>alert" && what.ends_with("results.json") {
+                continue;
+            }
+            assert!(!contains(&bytes, bad.as_bytes()), "{what} holds {bad:?}");
         }
     }
 }
