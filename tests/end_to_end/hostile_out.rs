@@ -551,11 +551,7 @@ fn a_dcgm_page_of_a_thousand_hostile_gpus_is_cut_and_escaped() {
     let sim = SimProcess::start(&["--decode-base", "1ms", "--jitter", "0"]);
     // A thousand GPUs, each named with the hostile text and 4 kB more (labels are one line:
     // the line break and ESC are written as the exposition format escapes them, or raw).
-    let name = format!(
-        "{} {}",
-        hostile_text().replace('\n', " "),
-        "g".repeat(4000)
-    );
+    let name = format!("{} {}", hostile_text().replace('\n', " "), "g".repeat(4000));
     let name = name.replace('\\', "\\\\").replace('"', "\\\"");
     let mut page = String::new();
     for i in 0..1000 {
@@ -614,4 +610,56 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 4; }}
             assert!(!contains(&bytes, bad.as_bytes()), "{what} holds {bad:?}");
         }
     }
+}
+
+#[test]
+fn an_endless_error_body_on_the_reqwest_path_is_left_unread() {
+    // Every answer a 500 whose body never ends; the client's reqwest path (a proxy variable
+    // set, the server under NO_PROXY) reads a bounded part and closes the connection.
+    let most = Arc::new(AtomicUsize::new(0));
+    let m = most.clone();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        let head = "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\
+                    content-length: 1099511627776\r\n\r\n{\"error\":{\"message\":\"";
+        if !p.write(head.as_bytes()) {
+            return After::Close;
+        }
+        let block = "e".repeat(64 << 10);
+        let mut sent = 0usize;
+        while sent < 2 << 30 && p.write(block.as_bytes()) {
+            sent += block.len();
+            m.fetch_max(sent, Ordering::SeqCst);
+        }
+        After::Close
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"
+target "{base}" {{ model "m"; timeout "20s"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
+"#,
+        base = server.base_url,
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = command()
+        .arg("run")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .env("http_proxy", closed_port_url())
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(stage(&r, "s")["requests"]["errors"]["http_500"], 3, "{r}");
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most < 32 << 20,
+        "the server wrote {most} bytes of one error body"
+    );
 }
