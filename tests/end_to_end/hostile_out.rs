@@ -663,3 +663,41 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
         "the server wrote {most} bytes of one error body"
     );
 }
+
+#[test]
+fn import_names_a_hostile_trace_row_inert_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    // The filler first: the id is not one long secret-shaped word that masking would take whole.
+    let id = format!("{} {}", "s".repeat(4 << 20), hostile_text());
+    let rows = [
+        serde_json::json!({ "request_id": id, "session_id": id, "input_length": 10,
+            "output_length": 5, "timestamp": 0 }),
+        serde_json::json!({ "request_id": "r2", "session_id": id, "input_length": 10,
+            "output_length": 5, "timestamp": 1, "wait_for": [format!("{id}-unknown")] }),
+    ];
+    let body: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(dir.path().join("trace.jsonl"), body).unwrap();
+    let o = command()
+        .args(["import", "dynamo-agentic"])
+        .arg(dir.path().join("trace.jsonl"))
+        .arg("-o")
+        .arg(dir.path().join("tasks.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    for (what, t) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(t.len() < 64 << 10, "{what}: {} bytes", t.len());
+        assert!(
+            !t.contains('\u{1b}') && !t.contains('\u{7}') && !t.contains('\0'),
+            "{what}: {t}"
+        );
+        assert!(
+            !t.lines().any(|l| l.trim_start().starts_with("::")),
+            "{what}: {t}"
+        );
+        assert!(!t.contains(SERVER_SECRET), "{what} holds the secret: {t}");
+    }
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(stderr.contains("characters cut"), "{stderr}");
+    assert!(stderr.contains("which no row of the file is"), "{stderr}");
+}
