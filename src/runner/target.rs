@@ -211,6 +211,13 @@ async fn lookup_model(
             });
         }
     };
+    let model = first_model(list, shown)?;
+    Ok((model, tokio::spawn(std::future::ready(info))))
+}
+
+/// The model a run takes from a server's list: its first, when short enough to name in
+/// every output.
+fn first_model(list: ModelList, shown: impl Fn() -> String) -> Result<String, RunError> {
     match list.data.into_iter().next() {
         // It names the model in every output: a server's megabyte id would fill them all.
         Some(m) if m.id.len() > MAX_LISTED_MODEL_ID => Err(RunError::NoModel {
@@ -221,7 +228,7 @@ async fn lookup_model(
                 m.id.len()
             ),
         }),
-        Some(m) => Ok((m.id, tokio::spawn(std::future::ready(info)))),
+        Some(m) => Ok(m.id),
         None => Err(RunError::NoModel {
             url: shown(),
             problem: "lists no model".into(),

@@ -245,13 +245,12 @@ impl ListServer {
     }
 }
 
-#[test]
-fn error_bodies_and_label_names_reach_no_output_unescaped() {
-    // Every answer: a 500 whose JSON error carries the hostile text, then a megabyte.
+/// Every answer: a 500 whose JSON error carries the hostile text, then a megabyte.
+fn hostile_500_server() -> RawServer {
     let message = format!("{} {}", hostile_text(), "y".repeat(1 << 20));
     let body = serde_json::json!({ "error": { "message": message, "type": "<b>x</b>", "code": "::error::x" } })
         .to_string();
-    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+    RawServer::start(true, move |p: &mut Post<'_>| {
         p.read_body();
         let head = format!(
             "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\
@@ -263,7 +262,12 @@ fn error_bodies_and_label_names_reach_no_output_unescaped() {
         } else {
             After::Close
         }
-    });
+    })
+}
+
+#[test]
+fn error_bodies_and_label_names_reach_no_output_unescaped() {
+    let server = hostile_500_server();
     let dir = tempfile::tempdir().unwrap();
     let summary = dir.path().join("summary.md");
     // Label names are a closed alphabet (letters, digits, `. _ - / :`), which still spells a
