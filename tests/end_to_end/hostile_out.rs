@@ -553,9 +553,9 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 3; }}
 #[test]
 fn a_dcgm_page_of_a_thousand_hostile_gpus_is_cut_and_escaped() {
     let sim = SimProcess::start(&["--decode-base", "1ms", "--jitter", "0"]);
-    // A thousand GPUs, each named with the hostile text and 4 kB more (labels are one line:
+    // A thousand GPUs, each named with the hostile text and 1 kB more (labels are one line:
     // the line break and ESC are written as the exposition format escapes them, or raw).
-    let name = format!("{} {}", hostile_text().replace('\n', " "), "g".repeat(4000));
+    let name = format!("{} {}", hostile_text().replace('\n', " "), "g".repeat(1000));
     let name = name.replace('\\', "\\\\").replace('"', "\\\"");
     let mut page = String::new();
     for i in 0..1000 {
@@ -574,7 +574,7 @@ fn a_dcgm_page_of_a_thousand_hostile_gpus_is_cut_and_escaped() {
 target "{sim}" {{ timeout "20s"; }}
 dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
 telemetry {{
-    interval "250ms"
+    interval "5s"
     nvml required=#false
     prometheus "{m}/metrics" kind="dcgm-exporter" required=#false
 }}
