@@ -3,8 +3,10 @@
 //! mistake must be an error, not the end of the process's memory. A path that is not a
 //! regular file — a FIFO nobody writes to, a terminal — may block the read forever; where the
 //! process handles SIGINT, SIGTERM or SIGHUP (which a blocked read would otherwise swallow),
-//! such a read is waited for beside those signals, and one ends it. A vocabulary module like
-//! `units.rs`: any stage may use it, it uses none.
+//! such a read is waited for beside those signals, and one ends it. A server's answer read
+//! whole (a `/metrics` page, a model list, `/props`, an error body) has its bound too
+//! ([`read_answer`]): a server that streams without end must not fill the process's memory.
+//! A vocabulary module like `units.rs`: any stage may use it, it uses none.
 
 use std::io::Read;
 use std::path::Path;
@@ -93,6 +95,51 @@ fn has_handler(signal: i32) -> bool {
         libc::sigaction(signal, std::ptr::null(), &mut current) == 0
             && current.sa_sigaction != libc::SIG_DFL
             && current.sa_sigaction != libc::SIG_IGN
+    }
+}
+
+/// Why a server's answer was not read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// Longer than the bound (announced so, or found so while reading).
+    #[error("the answer is larger than {}", shown_bytes(*.0))]
+    TooLarge(usize),
+    /// It broke off, or its bytes could not be read (the URL left out: the caller names it,
+    /// masked).
+    #[error("{0}")]
+    Read(reqwest::Error),
+}
+
+/// The body of `resp`, read to its end, or [`AnswerError::TooLarge`] as soon as it is known to
+/// pass `limit` bytes (its `content-length` says so, or the bytes received do): the one read
+/// of a whole answer from a server, so that none can grow the process's memory without bound.
+/// The response is dropped unread past the bound (its connection is not reused).
+pub async fn read_answer(
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, AnswerError> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(AnswerError::TooLarge(limit));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| AnswerError::Read(e.without_url()))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(AnswerError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn shown_bytes(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{} KiB", n >> 10)
     }
 }
 

@@ -90,12 +90,7 @@ fn wait_one(
         crate::escape::terminal(&ready.url),
         ready.waited.as_secs_f64(),
         ready.attempts,
-        ready
-            .models
-            .iter()
-            .map(|m| crate::escape::terminal(m))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::escape::terminal(&ready.shown_models())
     );
     Ok(())
 }

@@ -25,6 +25,10 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
 use crate::metrics::{ErrorKind, RequestRecord};
+
+/// The most of an error answer's body read (to keep its connection): an error says what it
+/// says in far less.
+const MAX_ERROR_BODY: usize = 64 << 10;
 use crate::protocol::{Answer, Api, TraceContext, Usage};
 
 mod count;
@@ -385,8 +389,9 @@ impl Client {
             .and_then(|v| v.parse().ok());
         if !status.is_success() {
             rec.error = Some(ErrorKind::Http(status.as_u16()));
-            // Reading the (small) error body keeps the connection reusable.
-            let _ = resp.bytes().await;
+            // Reading a small error body keeps the connection reusable; a large one is left
+            // unread (its connection closed), so no server can grow the memory with it.
+            let _ = crate::files::read_answer(resp, MAX_ERROR_BODY).await;
             return None;
         }
         rec.itl_us.reserve(expected_output as usize);

@@ -203,7 +203,12 @@ impl Client {
                 }
                 Ok(resp) => {
                     let status = resp.status();
-                    let body = resp.text().await.unwrap_or_default();
+                    // Only what is shown is read: a refusal says why in a line, and a peer
+                    // that streams without end must not fill the memory.
+                    let body = match crate::files::read_answer(resp, 64 << 10).await {
+                        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                        Err(e) => format!("({e})"),
+                    };
                     let body = super::refusal::printable(&body, 2_000);
                     return Err(self.err(format!("refused {what} ({status}): {body}"), None));
                 }

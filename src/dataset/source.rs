@@ -192,8 +192,28 @@ pub(crate) fn file_error(
     DatasetError::File {
         path: path.to_path_buf(),
         line,
-        reason: reason.into(),
+        reason: bounded_reason(reason.into()),
     }
+}
+
+/// The most characters of a data file's error kept: its start and end (what it names, and the
+/// fix) with the middle cut.
+const MAX_REASON_CHARS: usize = 1000;
+
+/// `reason`, its secrets masked, then at most [`MAX_REASON_CHARS`] characters: it may quote the
+/// file (an id, a value), and a megabyte of one must not become a megabyte of error. Masked
+/// before it is cut, so that no cut leaves part of a secret no scrub would know.
+fn bounded_reason(reason: String) -> String {
+    let masked = crate::redact::secrets(&reason);
+    let n = masked.chars().count();
+    if n <= MAX_REASON_CHARS {
+        return masked.into_owned();
+    }
+    let (head, tail) = (MAX_REASON_CHARS * 2 / 3, MAX_REASON_CHARS / 3);
+    let mut out: String = masked.chars().take(head).collect();
+    out.push_str(&format!(" …({} characters cut)… ", n - head - tail));
+    out.extend(masked.chars().skip(n - tail));
+    out
 }
 
 pub(crate) fn io_error(path: &Path, source: std::io::Error) -> DatasetError {

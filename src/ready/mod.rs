@@ -34,6 +34,14 @@ pub struct Ready {
     pub attempts: u32,
 }
 
+impl Ready {
+    /// The models listed, as a line shows them: the first 20, each cut at 200 characters, and
+    /// how many more (a server's list cannot make the line longer than a few kilobytes).
+    pub fn shown_models(&self) -> String {
+        probe::shown_list(&self.models)
+    }
+}
+
 /// Polls until the server is ready, the timeout passes, or `cancel` fires. The timeout ends
 /// the wait whatever the interval: an attempt still in flight at the deadline (a server that
 /// accepts and never answers) is abandoned, and no pause runs past it.

@@ -44,13 +44,42 @@ impl fmt::Display for State {
                 if listed.is_empty() {
                     "none".to_string()
                 } else {
-                    listed.join(", ")
+                    shown_list(listed)
                 }
             ),
-            State::Ready { models } => write!(f, "ready; models: {}", models.join(", ")),
+            State::Ready { models } => write!(f, "ready; models: {}", shown_list(models)),
             State::Cancelled => f.write_str("interrupted"),
         }
     }
+}
+
+/// The most of a model list read (a list of even a thousand models is far smaller).
+const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
+
+/// The models a line shows; the rest are counted.
+const SHOWN_MODELS: usize = 20;
+
+/// The longest model id a line shows whole (in characters).
+const SHOWN_ID_CHARS: usize = 200;
+
+/// The first [`SHOWN_MODELS`] ids, each cut at [`SHOWN_ID_CHARS`], and how many more: a line
+/// a server's list cannot make longer than a few kilobytes.
+pub(super) fn shown_list(models: &[String]) -> String {
+    let mut shown: Vec<String> = models
+        .iter()
+        .take(SHOWN_MODELS)
+        .map(|m| {
+            if m.chars().count() > SHOWN_ID_CHARS {
+                m.chars().take(SHOWN_ID_CHARS).chain(['…']).collect()
+            } else {
+                m.clone()
+            }
+        })
+        .collect();
+    if models.len() > SHOWN_MODELS {
+        shown.push(format!("… and {} more", models.len() - SHOWN_MODELS));
+    }
+    shown.join(", ")
 }
 
 /// The two URLs a probe asks.
@@ -127,9 +156,14 @@ pub(super) async fn once(http: &reqwest::Client, e: &Endpoints, opts: &WaitOptio
             };
         }
     }
-    let models: Vec<String> = match resp.json::<ModelList>().await {
+    let body = match crate::files::read_answer(resp, MAX_MODEL_LIST_BYTES).await {
+        Ok(body) => body,
+        Err(crate::files::AnswerError::Read(err)) => return State::NotAList(short(&err)),
+        Err(e) => return State::NotAList(e.to_string()),
+    };
+    let models: Vec<String> = match serde_json::from_slice::<ModelList>(&body) {
         Ok(list) => list.data.into_iter().map(|m| m.id).collect(),
-        Err(err) => return State::NotAList(short(&err)),
+        Err(err) => return State::NotAList(err.to_string()),
     };
     match &opts.model {
         Some(m) if !models.iter().any(|x| x == m) => State::ModelMissing {

@@ -36,8 +36,8 @@ pub(super) enum ResetError {
         url: String,
         status: reqwest::StatusCode,
     },
-    #[error("GET {url}: not JSON ({source})")]
-    NotJson { url: String, source: reqwest::Error },
+    #[error("GET {url}: not JSON ({problem})")]
+    NotJson { url: String, problem: String },
     #[error("GET {url} has no `total_slots`")]
     NoSlots { url: String },
     #[error("auto is not an endpoint")]
@@ -218,6 +218,9 @@ async fn read_small(mut resp: reqwest::Response) -> Vec<u8> {
     body
 }
 
+/// The most of llama-server's `/props` read (its chat template and settings: kilobytes).
+const MAX_PROPS_BYTES: usize = 4 << 20;
+
 /// llama-server's slot count, from `GET /props` (`total_slots`).
 async fn llama_slots(http: &reqwest::Client, root: &str) -> Result<u64, ResetError> {
     let url = format!("{root}/props");
@@ -238,10 +241,15 @@ async fn llama_slots(http: &reqwest::Client, root: &str) -> Result<u64, ResetErr
             url,
         });
     }
-    let props: serde_json::Value = resp.json().await.map_err(|source| ResetError::NotJson {
+    let not_json = |problem: String| ResetError::NotJson {
         url: url.clone(),
-        source,
-    })?;
+        problem,
+    };
+    let body = crate::files::read_answer(resp, MAX_PROPS_BYTES)
+        .await
+        .map_err(|e| not_json(e.to_string()))?;
+    let props: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| not_json(e.to_string()))?;
     props
         .get("total_slots")
         .and_then(serde_json::Value::as_u64)

@@ -97,6 +97,10 @@ struct ModelEntry {
 /// server that streams without end must not fill the client's memory.
 const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
 
+/// The longest model id taken from a server's list (bytes): a real one is a name or a path,
+/// far shorter.
+const MAX_LISTED_MODEL_ID: usize = 1024;
+
 /// The longest the pool warm-up waits (or the target's timeout, when shorter): connections it
 /// could not open in that time are opened by the stage's first requests instead.
 pub const WARM_POOL_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -207,8 +211,24 @@ async fn lookup_model(
             });
         }
     };
+    let model = first_model(list, shown)?;
+    Ok((model, tokio::spawn(std::future::ready(info))))
+}
+
+/// The model a run takes from a server's list: its first, when short enough to name in
+/// every output.
+fn first_model(list: ModelList, shown: impl Fn() -> String) -> Result<String, RunError> {
     match list.data.into_iter().next() {
-        Some(m) => Ok((m.id, tokio::spawn(std::future::ready(info)))),
+        // It names the model in every output: a server's megabyte id would fill them all.
+        Some(m) if m.id.len() > MAX_LISTED_MODEL_ID => Err(RunError::NoModel {
+            url: shown(),
+            problem: format!(
+                "lists first a model id of {} bytes (at most {MAX_LISTED_MODEL_ID} are taken \
+                 from a list)",
+                m.id.len()
+            ),
+        }),
+        Some(m) => Ok(m.id),
         None => Err(RunError::NoModel {
             url: shown(),
             problem: "lists no model".into(),

@@ -42,6 +42,8 @@ pub enum ScrapeError {
     Request(reqwest::Error),
     #[error("HTTP {0}")]
     Status(reqwest::StatusCode),
+    #[error("the page is larger than {} MiB (left unread)", .0 >> 20)]
+    TooLarge(usize),
     #[error("failed to read the body ({0})")]
     Body(reqwest::Error),
     #[error("not probed")]

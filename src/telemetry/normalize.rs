@@ -121,14 +121,31 @@ fn llamacpp(e: &Exposition) -> ServerReading {
     }
 }
 
+/// The most GPUs read from one dcgm-exporter page (a node has 8 or 16): each is a series of
+/// its own in the memory and an entry in every output, so a page naming more is cut here.
+pub const MAX_GPUS: usize = 64;
+
+/// The longest GPU id or model name kept from a page's labels (in characters).
+pub const MAX_GPU_LABEL_CHARS: usize = 128;
+
+/// A label's value as kept: at most [`MAX_GPU_LABEL_CHARS`] characters.
+fn gpu_label(s: &super::expo::Sample, name: &str) -> Option<String> {
+    s.labels
+        .get(name)
+        .map(|v| v.chars().take(MAX_GPU_LABEL_CHARS).collect())
+}
+
 fn dcgm(e: &Exposition) -> BTreeMap<String, (String, GpuReading)> {
     let mut gpus: BTreeMap<String, (String, GpuReading)> = BTreeMap::new();
     for s in &e.samples {
         if !s.name.starts_with("DCGM_FI_") || !s.value.is_finite() {
             continue;
         }
-        let id = s.labels.get("gpu").cloned().unwrap_or_else(|| "0".into());
-        let model = s.labels.get("modelName").cloned().unwrap_or_default();
+        let id = gpu_label(s, "gpu").unwrap_or_else(|| "0".into());
+        if gpus.len() >= MAX_GPUS && !gpus.contains_key(&id) {
+            continue;
+        }
+        let model = gpu_label(s, "modelName").unwrap_or_default();
         let entry = gpus
             .entry(id)
             .or_insert_with(|| (model, GpuReading::default()));
@@ -159,7 +176,7 @@ fn dcgm(e: &Exposition) -> BTreeMap<String, (String, GpuReading)> {
     }
     // FB_FREE may come before FB_USED: recompute the total once both are in.
     for s in e.named("DCGM_FI_DEV_FB_FREE") {
-        let id = s.labels.get("gpu").cloned().unwrap_or_else(|| "0".into());
+        let id = gpu_label(s, "gpu").unwrap_or_else(|| "0".into());
         if let Some((_, r)) = gpus.get_mut(&id) {
             r.mem_total_mib = r.mem_used_mib.map(|u| u + s.value);
         }

@@ -49,12 +49,18 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Result<Exposition, Scrap
     if !status.is_success() {
         return Err(ScrapeError::Status(status));
     }
-    let text = resp
-        .text()
+    let body = crate::files::read_answer(resp, MAX_EXPOSITION)
         .await
-        .map_err(|e| ScrapeError::Body(e.without_url()))?;
-    Ok(parse_exposition(&text))
+        .map_err(|e| match e {
+            crate::files::AnswerError::TooLarge(limit) => ScrapeError::TooLarge(limit),
+            crate::files::AnswerError::Read(e) => ScrapeError::Body(e),
+        })?;
+    Ok(parse_exposition(&String::from_utf8_lossy(&body)))
 }
+
+/// The most of one `/metrics` page read: vLLM's, with every histogram and a few LoRA
+/// adapters, is a few hundred kilobytes; a page that goes on past this is a failed scrape.
+pub const MAX_EXPOSITION: usize = 16 << 20;
 
 /// Scrapes every URL once, on a helper thread with its own runtime so that the caller may
 /// itself be inside a (single-threaded) runtime. One result per URL, in order.

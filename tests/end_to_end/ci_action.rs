@@ -675,3 +675,65 @@ fn the_action_scripts_pass_shellcheck() {
         );
     }
 }
+
+/// A pull request can change a committed baseline file: what `compare` says in refusing it
+/// quotes the file, and that line reaches the comment and the step summary in a code span
+/// (no live tag, link or mention); a baseline key with a line break is shown as the paths
+/// step made it, and runs no workflow command.
+#[test]
+#[cfg(unix)]
+fn a_hostile_baseline_is_quoted_inert_in_the_comment() {
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("baseline")).unwrap();
+    let hostile = "<img src=x onerror=alert(1)> @org/team [x](javascript:y) `tick`";
+    std::fs::write(
+        ws.path().join("baseline/results.json"),
+        serde_json::json!({ "schema_version": hostile }).to_string(),
+    )
+    .unwrap();
+    let mut job = Job::new(
+        ws.path(),
+        &[
+            ("scenario", "scenarios/ci-gate.kdl"),
+            ("baseline", "baseline/results.json"),
+            ("comment", "true"),
+        ],
+        "pull_request",
+    );
+    assert_eq!(job.run(), 0, "{}", job.read(".job/summary.md"));
+    assert_eq!(job.output("compare", "exit-code"), "2");
+    let md = job.read("infermeter-results/ci-gate/compare.md");
+    let line = md.lines().next().unwrap_or_default();
+    assert!(
+        line.starts_with("_Not compared with the baseline: `error:")
+            && line.ends_with("`_")
+            && line.matches('`').count() == 2,
+        "one code span, the file's text inside it: {md}"
+    );
+    assert!(line.contains("<img src=x"), "quoted as it was: {md}");
+    for (what, text) in [
+        ("comment", std::fs::read_to_string(&job.gh_body).unwrap()),
+        ("summary", job.read(".job/summary.md")),
+    ] {
+        let outside: String = text.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        for bad in ["<img", "@org/team", "](javascript:"] {
+            assert!(!outside.contains(bad), "{what} holds {bad:?} live:\n{text}");
+        }
+    }
+
+    // A key with a line break and Markdown: the sanitized key, no second line.
+    let mut job = Job::new(
+        ws.path(),
+        &[
+            ("scenario", "scenarios/ci-gate.kdl"),
+            ("baseline-key", "k\n::error::pwned <b>@org/team</b>"),
+        ],
+        "pull_request",
+    );
+    job.run();
+    let md = job.read("infermeter-results/ci-gate/compare.md");
+    assert!(
+        md.contains("under `k___error__pwned__b__org_team__b_`"),
+        "{md}"
+    );
+}
