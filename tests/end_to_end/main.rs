@@ -19,6 +19,7 @@ mod engine_truth;
 mod gate_outcomes;
 mod gate_trust;
 mod hooks;
+mod hostile_answers;
 mod hostile_out;
 mod hostile_text;
 mod hub_fetch;

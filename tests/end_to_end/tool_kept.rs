@@ -13,31 +13,7 @@ use serde_json::Value;
 use crate::support::raw_server::{After, Post, RawServer};
 use crate::support::scrape::{metric, metrics};
 use crate::support::*;
-
-const RESPONSES_TOOLS: &str = r#"body {
-        tool_choice "auto"
-        tools { - { type "function"; name "get_weather"; parameters { type "object"; }; }; }
-    }"#;
-
-/// A simulator in its own process that answers requests offering tools with a call, 3 tokens
-/// long (under the requests' 6), so a call ends on its own.
-fn tool_sim(dir: &std::path::Path) -> SimProcess {
-    let config = dir.join("sim.json");
-    std::fs::write(
-        &config,
-        r#"{"tool-calls": true, "output-len-dist": "fixed", "output-len-mean": 3}"#,
-    )
-    .unwrap();
-    SimProcess::start(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--decode-base",
-        "1ms",
-        "--jitter",
-        "0",
-        "--prefix-cache",
-    ])
-}
+use crate::tool_results::{RESPONSES_TOOLS, tool_sim};
 
 fn rows(out: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("requests.jsonl"))
@@ -116,7 +92,10 @@ fn assert_answered(s: &Value, rows: &[Value]) {
 #[test]
 fn a_kept_session_answers_function_calls_with_outputs_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let (kept_sim, resent_sim) = (tool_sim(dir.path()), tool_sim(dir.path()));
+    let (kept_sim, resent_sim) = (
+        tool_sim(dir.path(), &["--prefix-cache"]),
+        tool_sim(dir.path(), &["--prefix-cache"]),
+    );
     let (kept, rows) = sessions(&kept_sim.base_url, "previous-response-id", "");
     assert_answered(&kept, &rows);
     // Every result named the call of the response it continued (an unknown one is a 400);
@@ -164,7 +143,7 @@ fn a_kept_session_answers_function_calls_with_outputs_alone() {
 #[test]
 fn a_kept_session_answers_whole_function_calls_too() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = tool_sim(dir.path());
+    let sim = tool_sim(dir.path(), &["--prefix-cache"]);
     let (kept, rows) = sessions(&sim.base_url, "previous-response-id", "stream #false");
     assert_answered(&kept, &rows);
     assert_eq!(

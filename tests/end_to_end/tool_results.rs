@@ -26,28 +26,25 @@ const TOOLS: &str = r#"body {
     }"#;
 
 /// The same tool as the Responses API takes it (flat: no `function` object).
-const RESPONSES_TOOLS: &str = r#"body {
+pub(crate) const RESPONSES_TOOLS: &str = r#"body {
         tool_choice "auto"
         tools { - { type "function"; name "get_weather"; parameters { type "object"; }; }; }
     }"#;
 
 /// A simulator in its own process that answers requests offering tools with tool calls,
-/// stopping on its own (3 tokens, under the requests' 6) so a call ends `tool_calls`.
-fn tool_sim(dir: &std::path::Path) -> SimProcess {
+/// stopping on its own (3 tokens, under the requests' 6) so a call ends `tool_calls`; `more`:
+/// further flags.
+pub(crate) fn tool_sim(dir: &std::path::Path, more: &[&str]) -> SimProcess {
     let config = dir.join("sim.json");
     std::fs::write(
         &config,
         r#"{"tool-calls": true, "output-len-dist": "fixed", "output-len-mean": 3}"#,
     )
     .unwrap();
-    SimProcess::start(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--decode-base",
-        "1ms",
-        "--jitter",
-        "0",
-    ])
+    let config = config.to_str().unwrap();
+    let mut args = vec!["--config", config, "--decode-base", "1ms", "--jitter", "0"];
+    args.extend_from_slice(more);
+    SimProcess::start(&args)
 }
 
 /// The simulator's `infermeter_sim_tool_results*` counters: (all, naming its own ids).
@@ -75,7 +72,7 @@ fn round_trips(api: &str, history: &str) -> (Value, Vec<Value>, (f64, f64)) {
 /// [`round_trips`] with `extra` in the target (`stream #false`).
 fn round_trips_with(api: &str, history: &str, extra: &str) -> (Value, Vec<Value>, (f64, f64)) {
     let dir = tempfile::tempdir().unwrap();
-    let sim = tool_sim(dir.path());
+    let sim = tool_sim(dir.path(), &[]);
     let kdl = format!(
         r#"
 scenario "tools" {{ seed 3 }}
