@@ -98,6 +98,11 @@ fn has_handler(signal: i32) -> bool {
     }
 }
 
+/// The most of a server's `/v1/models` list read (by `run` and `wait`): a list of even a
+/// thousand models is far smaller, and a server that streams without end must not fill the
+/// client's memory.
+pub const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
+
 /// Why a server's answer was not read whole.
 #[derive(Debug, thiserror::Error)]
 pub enum AnswerError {

@@ -25,11 +25,11 @@ use super::sse::Events;
 use super::tokenize::ServerTokenizer;
 use super::wire::{BodyError, Held, POOL_IDLE_TIMEOUT, Response, SendError, Tag, Wire};
 use crate::metrics::{ErrorKind, RequestRecord};
+use crate::protocol::{Answer, Api, TraceContext, Usage};
 
 /// The most of an error answer's body read (to keep its connection): an error says what it
 /// says in far less.
 const MAX_ERROR_BODY: usize = 64 << 10;
-use crate::protocol::{Answer, Api, TraceContext, Usage};
 
 mod count;
 mod generated;

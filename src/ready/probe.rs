@@ -53,9 +53,6 @@ impl fmt::Display for State {
     }
 }
 
-/// The most of a model list read (a list of even a thousand models is far smaller).
-const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
-
 /// The models a line shows; the rest are counted.
 const SHOWN_MODELS: usize = 20;
 
@@ -156,7 +153,7 @@ pub(super) async fn once(http: &reqwest::Client, e: &Endpoints, opts: &WaitOptio
             };
         }
     }
-    let body = match crate::files::read_answer(resp, MAX_MODEL_LIST_BYTES).await {
+    let body = match crate::files::read_answer(resp, crate::files::MAX_MODEL_LIST_BYTES).await {
         Ok(body) => body,
         Err(crate::files::AnswerError::Read(err)) => return State::NotAList(short(&err)),
         Err(e) => return State::NotAList(e.to_string()),

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cpu::ThreadId;
 use super::error::RunError;
+use crate::files::MAX_MODEL_LIST_BYTES;
 use crate::server_info::ServerInfo;
 use crate::sim::{SimConfig, SimError};
 use crate::units::Duration;
@@ -93,10 +94,6 @@ struct ModelEntry {
     id: String,
 }
 
-/// The most of a model list read: a list of even a thousand models is far smaller, and a
-/// server that streams without end must not fill the client's memory.
-const MAX_MODEL_LIST_BYTES: usize = 4 << 20;
-
 /// The longest model id taken from a server's list (bytes): a real one is a name or a path,
 /// far shorter.
 const MAX_LISTED_MODEL_ID: usize = 1024;
@@ -141,7 +138,7 @@ async fn lookup_model(
     model: Option<&str>,
 ) -> Result<(String, JoinHandle<ServerInfo>), RunError> {
     let shown = || crate::redact::secrets(url).into_owned();
-    let mut resp = http
+    let resp = http
         .get(url)
         .send()
         .await
@@ -160,14 +157,10 @@ async fn lookup_model(
         // nothing about it can fail or hold up the run.
         let ok = resp.status().is_success();
         let read = tokio::spawn(async move {
-            let mut body = Vec::new();
-            while let Ok(Some(chunk)) = resp.chunk().await {
-                if body.len() + chunk.len() > MAX_MODEL_LIST_BYTES {
-                    return ServerInfo::from_models(header, None);
-                }
-                body.extend_from_slice(&chunk);
-            }
-            ServerInfo::from_models(header, ok.then_some(body.as_slice()))
+            let body = crate::files::read_answer(resp, MAX_MODEL_LIST_BYTES)
+                .await
+                .ok();
+            ServerInfo::from_models(header, body.as_deref().filter(|_| ok))
         });
         return Ok((m.to_string(), read));
     }
@@ -177,30 +170,24 @@ async fn lookup_model(
             problem: format!("answered {}", resp.status()),
         });
     }
-    let mut body = Vec::new();
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_MODEL_LIST_BYTES => {
-                body.extend_from_slice(&chunk);
-            }
-            Ok(Some(_)) => {
-                return Err(RunError::NoModel {
-                    url: shown(),
-                    problem: format!(
-                        "sent a model list larger than {} MiB",
-                        MAX_MODEL_LIST_BYTES >> 20
-                    ),
-                });
-            }
-            Ok(None) => break,
-            Err(e) => {
-                return Err(RunError::NoModel {
-                    url: shown(),
-                    problem: format!("broke off its model list ({})", e.without_url()),
-                });
-            }
+    let body = match crate::files::read_answer(resp, MAX_MODEL_LIST_BYTES).await {
+        Ok(body) => body,
+        Err(crate::files::AnswerError::TooLarge(_)) => {
+            return Err(RunError::NoModel {
+                url: shown(),
+                problem: format!(
+                    "sent a model list larger than {} MiB",
+                    MAX_MODEL_LIST_BYTES >> 20
+                ),
+            });
         }
-    }
+        Err(crate::files::AnswerError::Read(e)) => {
+            return Err(RunError::NoModel {
+                url: shown(),
+                problem: format!("broke off its model list ({e})"),
+            });
+        }
+    };
     let info = ServerInfo::from_models(header, Some(&body));
     let list: ModelList = match serde_json::from_slice(&body) {
         Ok(l) => l,

@@ -159,6 +159,32 @@ stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 4; }}
     );
 }
 
+/// `run`'s model lookup reads the same bounded list (the target names no model, so the run
+/// takes the server's first): an endless one ends the run, exit 3, naming the bound.
+#[test]
+fn run_reads_a_bounded_model_list() {
+    let server = Endless::start(&["/models"], "{\"id\":\"m\",\"object\":\"model\"},");
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"
+target "{url}/v1" {{ timeout "20s"; }}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
+"#,
+        url = server.url,
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let o = run(&path, &dir.path().join("out"), &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(
+        stderr.contains("sent a model list larger than 4 MiB"),
+        "{stderr}"
+    );
+    let most = server.most.load(Ordering::SeqCst);
+    assert!(most < 32 << 20, "the server wrote {most} bytes");
+}
+
 #[test]
 fn wait_reads_a_bounded_model_list_and_prints_a_bounded_line() {
     // A list that never ends: each attempt reads 4 MiB, says so, and tries again until the
