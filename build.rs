@@ -1,6 +1,10 @@
 //! Records the git commit infermeter is built from as `INFERMETER_COMMIT` (for the
 //! provenance of every result), `unknown` when there is no git checkout or no git. Asks git
 //! itself rather than pulling in a crate (vergen, built) for one string.
+//!
+//! It belongs to the command-line crate, the smallest: a new commit reruns it and rebuilds
+//! only `src/main.rs` and `src/cli/`, never the library (which is handed the commit at start,
+//! `app::set_build_commit`).
 
 use std::process::Command;
 
@@ -16,8 +20,6 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=INFERMETER_COMMIT");
-    // `cargo fuzz` builds with `--cfg fuzzing` (the scenario parser's stack bound reads it).
-    println!("cargo::rustc-check-cfg=cfg(fuzzing)");
     let commit = std::env::var("INFERMETER_COMMIT")
         .ok()
         .filter(|c| !c.is_empty())

@@ -7,11 +7,11 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use infermeter::metrics::{
-    GoodputSlo, LatencyMetric, PlannedLoad, RequestRecord, StageAggregator, StageClock,
-    StageHistograms, StageSummary, ValidityRules,
+use infermeter_core::metrics::{
+    GoodputSlo, HistogramCodec, LatencyMetric, PlannedLoad, RequestRecord, StageAggregator,
+    StageClock, StageHistograms, StageSummary, ValidityRules,
 };
-use infermeter::stats::{BootstrapOptions, hist, quantile_interval, relative_change};
+use infermeter_core::stats::{BootstrapOptions, hist, quantile_interval, relative_change};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, LogNormal};

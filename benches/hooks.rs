@@ -6,8 +6,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use infermeter::dataset::Prompt;
-use infermeter::hooks::{HookCtx, Hooks};
+use infermeter_core::dataset::Prompt;
+use infermeter_core::hooks::{HookCtx, Hooks};
 
 const SCRIPT: &str = r#"
 fn validate(response, ctx) {

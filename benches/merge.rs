@@ -7,12 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use infermeter::merge::{MergeOptions, merge};
-use infermeter::metrics::{
+use infermeter_core::merge::{MergeOptions, merge};
+use infermeter_core::metrics::{
     GoodputSlo, LatencyMetric, PlannedLoad, RequestRecord, StageAggregator, StageClock,
     ValidityRules,
 };
-use infermeter::results::{
+use infermeter_core::results::{
     RESULTS_SCHEMA_VERSION, Results, ShardRecord, ShardStart, Sharding, TargetInfo,
 };
 use rand::rngs::ChaCha8Rng;
@@ -25,7 +25,7 @@ const STAGE_S: u64 = 600;
 const RATE: u64 = 50;
 
 /// One shard's stage: the requests of a 10-minute stage at `RATE`, seeded by the shard.
-fn stage(index: u32) -> infermeter::metrics::StageSummary {
+fn stage(index: u32) -> infermeter_core::metrics::StageSummary {
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(index));
     let ttft = LogNormal::new((80e6f64).ln(), 0.5).unwrap();
     let gap = LogNormal::new((20e3f64).ln(), 0.3).unwrap();
@@ -77,7 +77,7 @@ fn shard(index: u32) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "http://server".into(),
-            api: infermeter::protocol::Api::CHAT,
+            api: infermeter_core::protocol::Api::CHAT,
             stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
@@ -116,8 +116,8 @@ fn sharding(index: u32) -> Sharding {
         }],
         missing: vec![],
         max_skew_ms: None,
-        assertions: vec![infermeter::sla::ScopedAssertion::everywhere(
-            infermeter::sla::parse("ttft.p99 < 1s").unwrap(),
+        assertions: vec![infermeter_core::sla::ScopedAssertion::everywhere(
+            infermeter_core::sla::parse("ttft.p99 < 1s").unwrap(),
         )],
     }
 }

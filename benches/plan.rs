@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use infermeter::arrival::ArrivalSpec;
-use infermeter::dataset::{LengthDist, TokenizerSpec};
-use infermeter::plan::{self, Load};
-use infermeter::protocol::{RequestSettings, RunSettings};
-use infermeter::scenario::{
+use infermeter_core::arrival::ArrivalSpec;
+use infermeter_core::dataset::{LengthDist, TokenizerSpec};
+use infermeter_core::plan::{self, Load};
+use infermeter_core::protocol::{RequestSettings, RunSettings};
+use infermeter_core::scenario::{
     Dataset, DatasetKind, Endpoint, ReportSpec, Scenario, Source, Spanned, StageLimit, StageSpec,
     SyntheticSpec, Target,
 };
-use infermeter::units::Rate;
+use infermeter_core::units::Rate;
 
 /// Counts live heap bytes and their high-water mark.
 struct Counting;

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use infermeter::client::{BodyTemplate, Client, ClientConfig, TokenCounter};
-use infermeter::metrics::RequestRecord;
-use infermeter::protocol::{Api, PromptRef};
-use infermeter::sim::SimConfig;
-use infermeter::units;
+use infermeter_core::client::{BodyTemplate, Client, ClientConfig, TokenCounter};
+use infermeter_core::metrics::RequestRecord;
+use infermeter_core::protocol::{Api, PromptRef};
+use infermeter_core::sim::SimConfig;
+use infermeter_core::units;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -89,7 +89,7 @@ fn start_server(decode_base: Duration) -> Server {
             .build()
             .expect("server runtime");
         rt.block_on(async move {
-            let sim = infermeter::sim::start(config, "127.0.0.1:0".parse().unwrap())
+            let sim = infermeter_core::sim::start(config, "127.0.0.1:0".parse().unwrap())
                 .await
                 .expect("simulator starts");
             addr_tx.send(sim.base_url()).expect("report address");
@@ -206,7 +206,7 @@ fn bench(label: &str, decode_base: Duration, clients: u64, secs: u64, tokens: u3
 }
 
 fn main() {
-    infermeter::client::install_tls_provider();
+    infermeter_core::client::install_tls_provider();
     let secs = env("SIM_BENCH_SECS", 5);
     let tokens = env("SIM_BENCH_TOKENS", 32) as u32;
     bench(

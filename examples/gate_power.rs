@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
-use infermeter::metrics::{Bound, StageSummary};
-use infermeter::metrics::{LatencyMetric, StageHistograms};
-use infermeter::report::{CompareOptions, compare};
-use infermeter::results::{Results, read_results};
-use infermeter::sla::{Context, Policy, Untrusted, judge_one, parse};
+use infermeter_core::metrics::{Bound, StageSummary};
+use infermeter_core::metrics::{HistogramCodec, LatencyMetric, StageHistograms};
+use infermeter_core::report::{CompareOptions, compare};
+use infermeter_core::results::{Results, read_results};
+use infermeter_core::sla::{Context, Policy, Untrusted, judge_one, parse};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,7 +36,7 @@ fn main() {
 
 fn load(path: &Path) -> Results {
     read_results(path).unwrap_or_else(|e| {
-        eprintln!("error: {}", infermeter::error::chain(&e));
+        eprintln!("error: {}", infermeter_core::error::chain(&e));
         std::process::exit(3)
     })
 }

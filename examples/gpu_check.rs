@@ -1,7 +1,7 @@
 //! Prints every NVML reading infermeter's telemetry takes, for each GPU, or a clear line when
 //! NVML is unavailable. Run with `scripts/gpu-check.sh`.
 
-use infermeter::telemetry::{GpuDevice, open_nvml};
+use infermeter_core::telemetry::{GpuDevice, open_nvml};
 
 fn main() {
     let devices = match open_nvml(None) {

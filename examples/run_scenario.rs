@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use infermeter::app::{Outcome, RunSettings, run_scenario};
-use infermeter::runner::{Observer, StageProgress};
+use infermeter_core::app::{Outcome, RunSettings, run_scenario};
+use infermeter_core::runner::{Observer, StageProgress};
 
 /// Counts what every stage finished, and prints it when the stage ends.
 struct Lines;

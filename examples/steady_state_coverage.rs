@@ -11,7 +11,7 @@
 //!
 //!     cargo run --example steady_state_coverage -- --runs 1000 --n 4000
 
-use infermeter::stats::{BatchCi, Ranks, batch_interval, order_statistic_ranks, z};
+use infermeter_core::stats::{BatchCi, Ranks, batch_interval, order_statistic_ranks, z};
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};

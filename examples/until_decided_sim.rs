@@ -18,7 +18,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use hdrhistogram::Histogram;
-use infermeter::stats::{
+use infermeter_core::stats::{
     QuantileCi, proportion_sequence, quantile_interval, quantile_sequence, wilson,
 };
 use rand::SeedableRng;

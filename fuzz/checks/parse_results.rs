@@ -5,7 +5,7 @@
 //! together (the validator passes it), is written and read again unchanged and accepted
 //! again, and renders as the terminal summary.
 
-use infermeter::results::{parse_results, validate};
+use infermeter_core::results::{parse_results, validate};
 
 /// The checks on `data`; whether it was accepted.
 pub fn check(data: &[u8]) -> bool {
@@ -16,6 +16,6 @@ pub fn check(data: &[u8]) -> bool {
     let json = serde_json::to_vec(&r).expect("an accepted result is written");
     let again = parse_results(&json).expect("an accepted result, written, is accepted again");
     assert_eq!(again, r, "written and read again, a result is unchanged");
-    let _ = infermeter::report::render_summary_text(&r);
+    let _ = infermeter_core::report::render_summary_text(&r);
     true
 }

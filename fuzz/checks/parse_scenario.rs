@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use infermeter::scenario::{MAX_PROBLEMS, parse_str};
+use infermeter_core::scenario::{MAX_PROBLEMS, parse_str};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
 /// The checks on `text`; the rendered diagnostic, when the text is invalid.

@@ -6,7 +6,7 @@
 //! head takes at most `MAX_HEAD` bytes and is a final status; a "not yet" never holds more
 //! than `MAX_HEAD` bytes; the body after a head goes through its framing's decoder.
 
-use infermeter::client::{BadHead, Framing, Head, MAX_HEAD, parse_head};
+use infermeter_core::client::{BadHead, Framing, Head, MAX_HEAD, parse_head};
 
 /// The answer for `buf`, checked against the bounds every answer keeps.
 fn checked(buf: &[u8]) -> Result<Option<Head>, BadHead> {

@@ -7,7 +7,7 @@
 //! whole answer that decodes, wrapped as a stream's `response.completed`, ends the stream with
 //! the same usage.
 
-use infermeter::protocol::{Api, Event};
+use infermeter_core::protocol::{Api, Event};
 
 /// Every check, on `input` as a streamed event's data (when UTF-8) and as a whole answer.
 pub fn check(input: &[u8]) {

@@ -4,7 +4,7 @@
 //! `parse_chunk` must accept exactly what the reference accepts.
 #![no_main]
 
-use infermeter::protocol::{parse_chunk, parse_chunk_value, scan_chunk};
+use infermeter_core::protocol::{parse_chunk, parse_chunk_value, scan_chunk};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

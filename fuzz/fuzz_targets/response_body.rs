@@ -5,7 +5,7 @@
 //! not depend on where the reads were cut, which is what a server's TCP segments decide.
 #![no_main]
 
-use infermeter::client::{Events, Framing, SseError};
+use infermeter_core::client::{Events, Framing, SseError};
 use libfuzzer_sys::fuzz_target;
 
 /// A small cap, so that hostile inputs reach it.

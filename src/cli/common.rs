@@ -45,31 +45,36 @@ pub fn render(diag: &dyn miette::Diagnostic) -> String {
     out
 }
 
+/// Prints what clap says of the command line (an error, or the help or version asked for)
+/// and returns the exit code: 0 for help and version, the invalid-usage code otherwise.
+/// clap formats its own messages; an argument may hold a secret, so they go through the
+/// console too.
+pub fn print_args_error(e: &clap::Error) -> i32 {
+    let styled = e.render();
+    let tty = if e.use_stderr() {
+        std::io::stderr().is_terminal()
+    } else {
+        std::io::stdout().is_terminal()
+    };
+    let text = if tty {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    if e.use_stderr() {
+        super::console::err_text(&text, tty);
+        crate::exit::INVALID
+    } else {
+        super::console::out_text(&text, tty);
+        crate::exit::OK
+    }
+}
+
 /// Prints a command's error the way every command does: a scenario's diagnostics in full,
 /// other errors as one line with their causes and a hint. Verdicts the summary already states
 /// (an SLA failed, the run was interrupted) print nothing more.
 pub fn print_error(e: &Error) {
     match e {
-        // clap formats its own messages, help and version included; an argument may hold
-        // a secret, so they go through the console too.
-        Error::Args(e) => {
-            let styled = e.render();
-            let tty = if e.use_stderr() {
-                std::io::stderr().is_terminal()
-            } else {
-                std::io::stdout().is_terminal()
-            };
-            let text = if tty {
-                styled.ansi().to_string()
-            } else {
-                styled.to_string()
-            };
-            if e.use_stderr() {
-                super::console::err_text(&text, tty);
-            } else {
-                super::console::out_text(&text, tty);
-            }
-        }
         // Secrets are masked in every message (a scenario's line with its target, a
         // connection error naming the URL) by the console itself.
         // Its colours are miette's own.

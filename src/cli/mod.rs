@@ -1,6 +1,6 @@
 //! The command line: one file per subcommand, each a thin caller of the library that returns
 //! `Result<(), Error>`; [`main`] parses arguments, runs the command, prints its error and
-//! returns the error's exit code (see [`crate::Error::exit_code`]).
+//! returns the error's exit code (see [`infermeter_core::Error::exit_code`]).
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -31,7 +31,7 @@ pub mod validate;
 mod values;
 mod wait;
 
-pub use compare::{CompareArgs, CompareFormat};
+pub use compare::CompareArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 
@@ -95,12 +95,14 @@ pub fn main() -> i32 {
         .collect();
     crate::redact::register_env_secrets();
     crate::redact::register_args(&args);
-    let result = sim_help::with_defaults(Cli::command())
+    let parsed = sim_help::with_defaults(Cli::command())
         .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m))
-        .map_err(Error::from)
-        .and_then(|cli| run(cli.command));
-    match result {
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => return common::print_args_error(&e),
+    };
+    match run(cli.command) {
         Ok(()) => crate::exit::OK,
         Err(e) => {
             common::print_error(&e);

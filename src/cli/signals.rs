@@ -19,6 +19,9 @@ pub fn interrupt_on_signals() -> CancellationToken {
         }
     };
     let cancel = token.clone();
+    // A read of a FIFO or terminal (a scenario given as `/dev/stdin`) now waits beside the
+    // signals instead of blocking the process past them.
+    crate::files::signals_handled();
     let spawned = std::thread::Builder::new()
         .name("infermeter-signals".into())
         .spawn(move || {
@@ -34,6 +37,7 @@ pub fn interrupt_on_signals() -> CancellationToken {
                 }
                 errln!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");
                 cancel.cancel();
+                crate::files::interrupt_waiting_reads();
             }
         });
     if let Err(e) = spawned {
@@ -51,6 +55,8 @@ pub fn exit_on_signals() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
+    // A read of a FIFO or terminal waits on a thread of its own, as in `run`.
+    crate::files::signals_handled();
     let _ = std::thread::Builder::new()
         .name("infermeter-signals".into())
         .spawn(move || {

@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use crate::support::{infermeter, text};
-use infermeter::metrics::{LatencyMetric, SliceFigures, UrlSummary};
-use infermeter::protocol::{RoutePolicy, RoutedUrl, Routes};
-use infermeter::results::{Results, read_results};
+use infermeter_core::metrics::{LatencyMetric, SliceFigures, UrlSummary};
+use infermeter_core::protocol::{RoutePolicy, RoutedUrl, Routes};
+use infermeter_core::results::{Results, read_results};
 
 const A: &str = "http://10.0.0.1:8000/v1";
 const B: &str = "http://10.0.0.2:8000/v1";

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use infermeter::dataset::Prompt;
-use infermeter::hooks::{HookCtx, HookError, Hooks};
+use infermeter_core::dataset::Prompt;
+use infermeter_core::hooks::{HookCtx, HookError, Hooks};
 
 fn ctx(index: u64) -> HookCtx<'static> {
     HookCtx {
@@ -199,8 +199,8 @@ fn a_bad_script_stops_the_run_before_any_request() {
 /// tool call or result (the server needs the call id); messages it builds anew carry none.
 #[test]
 fn mutate_keeps_the_tool_parts_of_the_messages_it_hands_back() {
-    use infermeter::dataset::ChatMessage;
-    use infermeter::protocol::{ToolCall, ToolPart};
+    use infermeter_core::dataset::ChatMessage;
+    use infermeter_core::protocol::{ToolCall, ToolPart};
     let call = ToolCall {
         call_id: "call-7".into(),
         name: "get_weather".into(),

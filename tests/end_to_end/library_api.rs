@@ -1,11 +1,11 @@
-//! The library entry point: `infermeter::run_scenario` does what `infermeter run` does, tells
+//! The library entry point: `infermeter_core::run_scenario` does what `infermeter run` does, tells
 //! the caller's observer about every stage, and returns a typed outcome whose exit code is the
 //! one the binary would have used.
 
 use std::sync::{Arc, Mutex};
 
-use infermeter::app::{Outcome, RunSettings, run_scenario};
-use infermeter::runner::{Observer, StageProgress};
+use infermeter_core::app::{Outcome, RunSettings, run_scenario};
+use infermeter_core::runner::{Observer, StageProgress};
 
 use crate::support::scenario;
 
@@ -64,7 +64,7 @@ fn a_passing_run_reports_its_stages_and_exit_code_0() {
         out_dir: Some(dir.path().join("out")),
         plots: false,
         // A loaded test machine may flag the client's send lag; trust is not under test here.
-        untrusted: Some(infermeter::sla::Untrusted::Judge),
+        untrusted: Some(infermeter_core::sla::Untrusted::Judge),
         ..RunSettings::new(&path)
     };
     let report = run_scenario(&settings, seen.clone()).expect("the run is carried out");
@@ -100,7 +100,7 @@ fn a_failed_sla_and_an_invalid_scenario_map_to_their_exit_codes() {
     let settings = RunSettings {
         out_dir: Some(dir.path().join("out")),
         plots: false,
-        untrusted: Some(infermeter::sla::Untrusted::Judge),
+        untrusted: Some(infermeter_core::sla::Untrusted::Judge),
         ..RunSettings::new(&path)
     };
     let report = run_scenario(&settings, Arc::new(())).expect("the run is carried out");
@@ -115,7 +115,10 @@ fn a_failed_sla_and_an_invalid_scenario_map_to_their_exit_codes() {
     let bad = scenario(dir.path(), "bad.kdl", "stage \"x\" {}");
     let err = run_scenario(&RunSettings::new(&bad), Arc::new(())).unwrap_err();
     assert_eq!(err.exit_code(), 2);
-    assert!(matches!(err, infermeter::Error::Scenario(_)), "{err:?}");
+    assert!(
+        matches!(err, infermeter_core::Error::Scenario(_)),
+        "{err:?}"
+    );
 }
 
 #[test]

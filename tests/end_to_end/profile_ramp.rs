@@ -121,7 +121,7 @@ fn concurrency_search_lands_near_max_running_and_compare_plots_it() {
     let s = &r["searches"][0];
     assert_eq!(s["group"], "clients");
     assert_eq!(s["concurrency"], true);
-    // max-running 4: a fifth client queues a whole request, far past the 40 ms TTFT SLA.
+    // max-running 4: a fifth client queues a whole request, far past the 80 ms TTFT SLA.
     let answer = s["answer_clients"].as_u64().expect("an answer");
     assert!((2..=6).contains(&answer), "answer {answer}: {s:#}");
     let reason = s["stop_reason"].as_str().unwrap();

@@ -3,8 +3,8 @@
 use crate::support::{infermeter, text};
 use std::path::{Path, PathBuf};
 
-use infermeter::metrics::LatencyMetric;
-use infermeter::results::{Results, read_results};
+use infermeter_core::metrics::LatencyMetric;
+use infermeter_core::results::{Results, read_results};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -58,7 +58,7 @@ fn run(dir: &Path, text: &str) -> (i32, String, Option<Value>) {
 }
 
 fn nvml_present() -> bool {
-    infermeter::telemetry::open_nvml(None).is_ok()
+    infermeter_core::telemetry::open_nvml(None).is_ok()
 }
 
 #[test]
@@ -155,10 +155,11 @@ fn sim_metrics_give_server_series_summaries_and_slas() {
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("## Telemetry"), "{md}");
     assert!(md.contains("waiting mean / max"), "{md}");
-    let parsed = infermeter::results::read_results(&dir.path().join("out/results.json")).unwrap();
+    let parsed =
+        infermeter_core::results::read_results(&dir.path().join("out/results.json")).unwrap();
     let plots = dir.path().join("plots");
     std::fs::create_dir_all(&plots).unwrap();
-    let written = infermeter::report::write_telemetry_plots(&parsed, &plots).unwrap();
+    let written = infermeter_core::report::write_telemetry_plots(&parsed, &plots).unwrap();
     assert_eq!(written.len(), 1);
     let svg = std::fs::read_to_string(&written[0]).unwrap();
     assert!(svg.contains("<svg") && svg.contains("waiting"), "{svg}");

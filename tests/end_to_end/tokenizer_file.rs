@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use infermeter::plan::compile;
-use infermeter::scenario::parse_str;
+use infermeter_core::plan::compile;
+use infermeter_core::scenario::parse_str;
 
 const SCENARIO: &str = r#"
 scenario "hf" { seed 4 }

@@ -210,7 +210,7 @@ fn the_complete_prefix_decides_where_the_requests_in_flight_hold_the_stage_open(
 
     // The file alone gives the same verdict: read and validated as `report` reads it, the
     // assertion judged again on its stages under its policy.
-    let file = infermeter::results::read_results(&out.join("results.json")).unwrap();
+    let file = infermeter_core::results::read_results(&out.join("results.json")).unwrap();
     let again = recomputed(&file, "error_rate < 5%");
     assert_eq!(serde_json::to_value(&again).unwrap(), *verdict);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -221,8 +221,11 @@ fn the_complete_prefix_decides_where_the_requests_in_flight_hold_the_stage_open(
 }
 
 /// The verdict of `expr` on stage `main`, judged again from a results file alone.
-fn recomputed(r: &infermeter::results::Results, expr: &str) -> infermeter::sla::SlaVerdict {
-    use infermeter::sla::{Context, Policy, ScopedAssertion, judge, parse};
+fn recomputed(
+    r: &infermeter_core::results::Results,
+    expr: &str,
+) -> infermeter_core::sla::SlaVerdict {
+    use infermeter_core::sla::{Context, Policy, ScopedAssertion, judge, parse};
     let scoped = ScopedAssertion::on(parse(expr).unwrap(), "main");
     let cx = Context {
         policy: Policy {
@@ -238,7 +241,7 @@ fn recomputed(r: &infermeter::results::Results, expr: &str) -> infermeter::sla::
 /// The prefix fallback through the binary: a server (written for the test) that makes the
 /// whole stage undecided at its end while the complete prefix has decided. It keys every
 /// answer on the request's index in the stage's plan (the low 32 bits of the `traceparent`'s
-/// trace id, `src/protocol/trace.rs`), so nothing depends on which request arrives first:
+/// trace id, `crates/words/src/protocol/trace.rs`), so nothing depends on which request arrives first:
 /// - indices below [`CLEAN`] succeed, all answered together once the first
 ///   `CLEAN + HUNG` requests have arrived (so no look can see the clean ones without the hung
 ///   ones begun);
@@ -437,7 +440,7 @@ stage "main" {{
         );
     }
     // Either way the file alone gives the same verdict.
-    let file = infermeter::results::read_results(&out.join("results.json")).unwrap();
+    let file = infermeter_core::results::read_results(&out.join("results.json")).unwrap();
     let again = recomputed(&file, "error_rate < 5%");
     assert_eq!(serde_json::to_value(&again).unwrap(), *verdict);
 }
@@ -446,8 +449,9 @@ stage "main" {{
 /// the prefix, and the hung failures leave every whole stage the test accepts undecided.
 fn the_design_holds() {
     use fallback::{CLEAN, HUNG, STOP_BY};
-    let tuned = infermeter::stats::sequence_tuning(Some(100), Some(2000));
-    let bounds = |k, n| infermeter::stats::proportion_sequence(k, n, 0.05, 0.95, tuned).unwrap();
+    let tuned = infermeter_core::stats::sequence_tuning(Some(100), Some(2000));
+    let bounds =
+        |k, n| infermeter_core::stats::proportion_sequence(k, n, 0.05, 0.95, tuned).unwrap();
     assert!(bounds(0, 122).1 < 0.05 && bounds(0, 121).1 >= 0.05);
     for n in CLEAN + HUNG..=STOP_BY {
         let (low, high) = bounds(HUNG, n);

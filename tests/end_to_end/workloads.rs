@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use infermeter::dataset::{DataItem, DatasetSource, LoadReport, Prompt};
-use infermeter::plan::{Plan, compile};
-use infermeter::scenario::parse_str;
+use infermeter_core::dataset::{DataItem, DatasetSource, LoadReport, Prompt};
+use infermeter_core::plan::{Plan, compile};
+use infermeter_core::scenario::parse_str;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads")
@@ -55,7 +55,7 @@ fn sharegpt_follows_vllm_filter_rules() {
         assert!(it.output_tokens >= 4 && it.input_tokens + it.output_tokens <= 2048);
     }
     assert_eq!(load.sha256.len(), 64);
-    let text = infermeter::plan::render_text(&plan);
+    let text = infermeter_core::plan::render_text(&plan);
     assert!(text.contains("prompt_over_1024_tokens 1"), "{text}");
 
     // Overridden rules keep what the defaults dropped.

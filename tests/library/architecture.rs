@@ -1,9 +1,11 @@
-//! The intended structure, held against the code. docs/architecture.md is the source: its
-//! table of parts says which part every folder and top-level file of `src/` is, its table of
-//! arrows that must never exist says what no part may import. The imports are the code's
-//! own (`architecture/imports.rs` reads them with syn, test modules aside), and:
-//! every folder is on a part, no import is a never-arrow, no two folders import each other,
-//! and no files import each other in a circle.
+//! The intended structure, held against the code. Cargo holds the walls between the crates of
+//! the workspace (a crate cannot import one it does not depend on); this test holds what
+//! Cargo cannot. docs/architecture.md is the source: its table of parts says which part every
+//! folder and top-level file of each crate's `src/` is, its table of arrows that must never
+//! exist says what no part may import. The imports are the code's own
+//! (`architecture/imports.rs` reads them with syn, test modules aside), and: every folder is
+//! on a part, no import is a never-arrow, no two folders import each other, and no files
+//! import each other in a circle.
 
 mod imports;
 
@@ -11,27 +13,53 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// Every crate of the workspace: its `src/` (relative to the repository) and its root file.
+const CRATES: [(&str, &str); 5] = [
+    ("crates/stats/src", "lib.rs"),
+    ("crates/words/src", "lib.rs"),
+    ("crates/sim/src", "lib.rs"),
+    ("crates/core/src", "lib.rs"),
+    ("src", "main.rs"),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-/// Every import between two files of `src/`, read once for all the tests here.
+/// Every import between two files of one crate, read once for all the tests here; files are
+/// named from the repository root (`crates/core/src/runner/stage.rs`).
 fn imports() -> &'static imports::Imports {
     static IMPORTS: OnceLock<imports::Imports> = OnceLock::new();
-    IMPORTS.get_or_init(|| imports::Crate::read(&src()).imports())
+    IMPORTS.get_or_init(|| {
+        let mut all = imports::Imports::new();
+        for (src, root_file) in CRATES {
+            let krate = imports::Crate::read(&root().join(src), root_file);
+            for ((a, b), how) in krate.imports() {
+                all.insert((format!("{src}/{a}"), format!("{src}/{b}")), how);
+            }
+        }
+        all
+    })
 }
 
-/// The folder (or top-level file) of `src/` a file is in: `runner` for `runner/stage.rs`,
-/// `units` for `units.rs`, `protocol` for both `protocol.rs` and `protocol/api.rs`.
-fn unit(file: &str) -> &str {
-    let first = file.split('/').next().unwrap();
-    first.strip_suffix(".rs").unwrap_or(first)
+/// The folder (or top-level file) of a crate's `src/` a file is in:
+/// `crates/core/src/runner` for `crates/core/src/runner/stage.rs`, `crates/words/src/units`
+/// for `crates/words/src/units.rs`, `crates/words/src/protocol` for both `protocol.rs` and
+/// `protocol/api.rs`.
+fn unit(file: &str) -> String {
+    let (src, rest) = CRATES
+        .iter()
+        .filter_map(|(src, _)| Some((*src, file.strip_prefix(src)?.strip_prefix('/')?)))
+        .max_by_key(|(src, _)| src.len())
+        .unwrap_or_else(|| panic!("{file} is in no crate"));
+    let first = rest.split('/').next().unwrap();
+    format!("{src}/{}", first.strip_suffix(".rs").unwrap_or(first))
 }
 
 /// docs/architecture.md's text, and the table that starts with the header `header`: its
 /// rows, each a list of cells.
 fn doc_table(header: &str) -> Vec<Vec<String>> {
-    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let doc = root().join("docs/architecture.md");
     let text = std::fs::read_to_string(doc).unwrap();
     let start = text
         .find(header)
@@ -47,17 +75,26 @@ fn doc_table(header: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Unit → part, from the table of parts (every `src/…` in a row's second cell).
+/// The part a unit is on: its own row, or its crate's (a row naming a whole `…/src/`).
+fn part_of<'a>(parts: &'a BTreeMap<String, String>, unit: &str) -> Option<&'a String> {
+    parts.get(unit).or_else(|| {
+        let (src, _) = unit.rsplit_once('/')?;
+        parts.get(src)
+    })
+}
+
+/// Unit → part, from the table of parts (every `…src/…` path in a row's second cell; a
+/// crate's whole `src/` puts every unit of that crate on the part).
 fn parts() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for row in doc_table("| part | folders | owns |") {
-        for entry in row[1].split('`').filter(|s| s.starts_with("src/")) {
-            let name = entry.trim_start_matches("src/").trim_end_matches('/');
+        for entry in row[1].split('`').filter(|s| s.contains("src/")) {
+            let name = entry.trim_end_matches('/');
             let unit = name.strip_suffix(".rs").unwrap_or(name).to_string();
             if let Some(other) = out.insert(unit.clone(), row[0].clone())
                 && other != row[0]
             {
-                panic!("src/{name} is on two parts: {other} and {}", row[0]);
+                panic!("{name} is on two parts: {other} and {}", row[0]);
             }
         }
     }
@@ -83,25 +120,31 @@ fn every_folder_is_on_a_part() {
     let parts = parts();
     let mut unmapped = Vec::new();
     let mut units = BTreeSet::new();
-    for entry in std::fs::read_dir(src()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() || name.ends_with(".rs") {
-            let unit = name.strip_suffix(".rs").unwrap_or(&name).to_string();
-            if !parts.contains_key(&unit) {
-                unmapped.push(format!("src/{name}"));
+    for (src, _) in CRATES {
+        for entry in std::fs::read_dir(root().join(src)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() || name.ends_with(".rs") {
+                let unit = format!("{src}/{}", name.strip_suffix(".rs").unwrap_or(&name));
+                if part_of(&parts, &unit).is_none() {
+                    unmapped.push(format!("{src}/{name}"));
+                }
+                units.insert(unit);
             }
-            units.insert(unit);
         }
     }
     assert!(
         unmapped.is_empty(),
         "on no part of docs/architecture.md's table of parts: {unmapped:?}"
     );
-    let stale: Vec<_> = parts.keys().filter(|u| !units.contains(*u)).collect();
+    let crates: BTreeSet<&str> = CRATES.iter().map(|(src, _)| *src).collect();
+    let stale: Vec<_> = parts
+        .keys()
+        .filter(|u| !units.contains(*u) && !crates.contains(u.as_str()))
+        .collect();
     assert!(
         stale.is_empty(),
-        "docs/architecture.md names what src/ lacks: {stale:?}"
+        "docs/architecture.md names what the crates lack: {stale:?}"
     );
     let names: BTreeSet<&String> = parts.values().collect();
     for (from, to) in nevers() {
@@ -115,18 +158,18 @@ fn every_folder_is_on_a_part() {
 #[test]
 fn no_never_arrow_exists() {
     let (parts, nevers) = (parts(), nevers());
-    let part = |file: &str| parts.get(unit(file)).cloned().unwrap_or_default();
+    let part = |file: &str| part_of(&parts, &unit(file)).cloned().unwrap_or_default();
     let broken: Vec<String> = imports()
         .iter()
         .filter(|((a, b), _)| nevers.contains(&(part(a), part(b))))
-        .map(|((a, b), how)| format!("{} → {}: src/{a} names {how}", part(a), part(b)))
+        .map(|((a, b), how)| format!("{} → {}: {a} names {how}", part(a), part(b)))
         .collect();
     assert!(broken.is_empty(), "never-arrows: {broken:#?}");
 }
 
 #[test]
 fn no_two_folders_import_each_other() {
-    let mut arrows: BTreeMap<(&str, &str), (&str, &str)> = BTreeMap::new();
+    let mut arrows: BTreeMap<(String, String), (&str, &str)> = BTreeMap::new();
     for ((a, b), how) in imports() {
         if unit(a) != unit(b) {
             arrows.entry((unit(a), unit(b))).or_insert((a, how));
@@ -136,10 +179,8 @@ fn no_two_folders_import_each_other() {
         .iter()
         .filter(|((x, y), _)| x < y)
         .filter_map(|((x, y), (a, how))| {
-            let (b, back) = arrows.get(&(*y, *x))?;
-            Some(format!(
-                "{x} ⇄ {y}: src/{a} names {how}, src/{b} names {back}"
-            ))
+            let (b, back) = arrows.get(&(y.clone(), x.clone()))?;
+            Some(format!("{x} ⇄ {y}: {a} names {how}, {b} names {back}"))
         })
         .collect();
     assert!(
@@ -154,10 +195,10 @@ fn no_files_import_each_other_in_a_circle() {
     let circles: Vec<Vec<String>> = circles(edges.keys())
         .into_iter()
         .map(|files| {
-            let within = |f: &String| files.contains(&format!("src/{f}"));
+            let within = |f: &String| files.contains(f);
             let arrows = edges.iter().filter(|((a, b), _)| within(a) && within(b));
             arrows
-                .map(|((a, b), how)| format!("src/{a} → src/{b} ({how})"))
+                .map(|((a, b), how)| format!("{a} → {b} ({how})"))
                 .collect()
         })
         .collect();
@@ -221,7 +262,7 @@ impl<'a> Tarjan<'a> {
             let mut component = Vec::new();
             while let Some(top) = self.stack.pop() {
                 self.on_stack.remove(top);
-                component.push(format!("src/{top}"));
+                component.push(top.to_string());
                 if top == node {
                     break;
                 }

@@ -7,8 +7,8 @@
 //! errors, escaped keys or repeated keys) it must answer itself, with the fields the generator
 //! put in.
 
-use infermeter::metrics::{FinishReason, ServerTimings};
-use infermeter::protocol::{ChunkInfo, parse_chunk, parse_chunk_value, scan_chunk};
+use infermeter_core::metrics::{FinishReason, ServerTimings};
+use infermeter_core::protocol::{ChunkInfo, parse_chunk, parse_chunk_value, scan_chunk};
 use proptest::prelude::*;
 
 /// A JSON value; objects keep their keys in order (the renderer shuffles them).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use infermeter::client::{Client, ClientConfig, TokenCounter};
-use infermeter::metrics::{ErrorKind, RequestRecord};
+use infermeter_core::client::{Client, ClientConfig, TokenCounter};
+use infermeter_core::metrics::{ErrorKind, RequestRecord};
 
 use crate::support::raw_server::{After, Post, RawServer, ok_response, sse};
 
@@ -291,7 +291,8 @@ async fn a_connection_idle_past_the_pool_timeout_is_not_reused() {
         vec![0, 1],
         "reused while fresh"
     );
-    tokio::time::sleep(infermeter::client::POOL_IDLE_TIMEOUT + Duration::from_millis(500)).await;
+    tokio::time::sleep(infermeter_core::client::POOL_IDLE_TIMEOUT + Duration::from_millis(500))
+        .await;
     assert_eq!(send(&client, b"{}".to_vec()).await.0.error, None);
     assert_eq!(
         server.earlier_on_connection()[2],

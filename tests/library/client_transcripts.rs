@@ -5,8 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use infermeter::client::{Client, ClientConfig, TokenCounter};
-use infermeter::metrics::{ErrorKind, FinishReason, RequestRecord, ServerTimings, TokenSource};
+use infermeter_core::client::{Client, ClientConfig, TokenCounter};
+use infermeter_core::metrics::{
+    ErrorKind, FinishReason, RequestRecord, ServerTimings, TokenSource,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Counts words, so the fallback count is predictable in the test.
@@ -258,7 +260,7 @@ async fn vllm_responses_stream_with_event_lines() {
         ClientConfig {
             timeout: Duration::from_secs(10),
             pool_size: 1,
-            api: infermeter::protocol::Api::RESPONSES,
+            api: infermeter_core::protocol::Api::RESPONSES,
             ..ClientConfig::new(url)
         },
         Arc::new(Words),

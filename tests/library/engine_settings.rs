@@ -4,15 +4,15 @@
 
 use std::path::Path;
 
-use infermeter::protocol::CacheReset;
-use infermeter::scenario::{ScenarioError, parse_str};
+use infermeter_core::protocol::CacheReset;
+use infermeter_core::scenario::{ScenarioError, parse_str};
 
 const REST: &str = r#"
 dataset "d" { synthetic { input-tokens 16; output-tokens 8; } }
 stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 4; }
 "#;
 
-fn parse(text: &str) -> Result<infermeter::scenario::Scenario, ScenarioError> {
+fn parse(text: &str) -> Result<infermeter_core::scenario::Scenario, ScenarioError> {
     parse_str(
         Path::new("t.kdl"),
         &format!("scenario \"t\"\n{text}{REST}"),
@@ -58,7 +58,7 @@ fn target_run_settings_parse_and_leave_the_plan_hash_alone() {
     let s = parse("target \"sim\" { max-event-size 65536; }").unwrap();
     assert_eq!(s.target.run.max_event_bytes, 65536);
     // How the run measures is not the workload: the plan hashes the same.
-    let hash = |s| infermeter::plan::compile(&s).unwrap().hash;
+    let hash = |s| infermeter_core::plan::compile(&s).unwrap().hash;
     assert_eq!(hash(plain), hash(full));
 }
 

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use infermeter::metrics::{
+use infermeter_core::metrics::{
     ApiScope, GoodputSlo, LateClient, LatencyMetric, Metric, MetricSet, PerTurn, PerTurnRecorded,
     PlannedLoad, Recorded, RequestRecord, Shape, StageAggregator, StageClock, Summarised,
     ValidityRules, Worse,
 };
-use infermeter::results::read_results;
-use infermeter::sla::parse;
+use infermeter_core::results::read_results;
+use infermeter_core::sla::parse;
 
 #[test]
 fn every_metric_name_round_trips_through_the_sla_grammar() {

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use infermeter::protocol::TraceContext;
-use infermeter::telemetry::otlp::{MAX_BODY, OtlpReceiver, ServerSpan};
+use infermeter_core::protocol::TraceContext;
+use infermeter_core::telemetry::otlp::{MAX_BODY, OtlpReceiver, ServerSpan};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -59,7 +59,7 @@ fn body(spans: Vec<Span>) -> Vec<u8> {
 }
 
 async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
-    infermeter::client::install_tls_provider();
+    infermeter_core::client::install_tls_provider();
     let r = reqwest::Client::new()
         .post(url)
         .header("content-type", content_type)
@@ -170,7 +170,7 @@ async fn a_flood_keeps_memory_bounded_and_the_receiver_answering() {
     let (status, _) = post(&url, "application/x-protobuf", body(vec![])).await;
     assert_eq!(status, 200);
     let stats = rx.stats();
-    assert!(stats.kept <= infermeter::telemetry::otlp::MAX_SPANS as u64);
+    assert!(stats.kept <= infermeter_core::telemetry::otlp::MAX_SPANS as u64);
     assert_eq!(stats.kept + stats.dropped + stats.duplicates, stats.spans);
     let _ = tokio::time::timeout(Duration::from_secs(5), rx.finish()).await;
 }

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 fn hash_of(text: &str) -> String {
-    let scenario = infermeter::scenario::parse_str(Path::new("sweep.kdl"), text, &[]).unwrap();
-    infermeter::plan::compile(&scenario).unwrap().hash
+    let scenario = infermeter_core::scenario::parse_str(Path::new("sweep.kdl"), text, &[]).unwrap();
+    infermeter_core::plan::compile(&scenario).unwrap().hash
 }
 
 #[test]

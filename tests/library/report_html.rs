@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use infermeter::report::{CompareOptions, HtmlBaseline, compare, render_html};
-use infermeter::results::{Results, read_results};
+use infermeter_core::report::{CompareOptions, HtmlBaseline, compare, render_html};
+use infermeter_core::results::{Results, read_results};
 
 fn fixture(name: &str) -> Results {
     read_results(

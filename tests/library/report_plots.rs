@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use infermeter::metrics::{LatencyMetric, StageSummary, TimelinePoint};
-use infermeter::report::{
+use infermeter_core::metrics::{LatencyMetric, StageSummary, TimelinePoint};
+use infermeter_core::report::{
     ProfileGroup, ProfileRow, compare_svgs, profile_svg, profiles, render_plots, timeline_svg,
 };
-use infermeter::results::{Results, read_results};
+use infermeter_core::results::{Results, read_results};
 use roxmltree::{Document, Node};
 
 fn fixture(name: &str) -> Results {
@@ -319,7 +319,7 @@ fn group() -> ProfileGroup {
         answer: String::new(),
         plot: "profile-profile.svg".into(),
         thresholds: vec![(500.0, "ttft.p99 < 500ms".into())],
-        answer_kind: infermeter::protocol::Answer::Stream,
+        answer_kind: infermeter_core::protocol::Answer::Stream,
         streamed: true,
         generates: true,
     }

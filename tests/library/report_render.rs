@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use infermeter::metrics::LatencyMetric;
-use infermeter::report::{
+use infermeter_core::metrics::LatencyMetric;
+use infermeter_core::report::{
     JUNIT_FILE, REPORT_FILE, ReportError, WriteOptions, junit_xml, render_markdown,
     render_summary_text, write_all, write_plots,
 };
-use infermeter::results::{RESULTS_FILE, Results, read_results};
+use infermeter_core::results::{RESULTS_FILE, Results, read_results};
 
 fn fixture(name: &str) -> Results {
     read_results(
@@ -313,7 +313,7 @@ fn the_report_says_where_the_run_came_from() {
 
 #[test]
 fn the_pr_comment_is_short_and_links_nothing() {
-    use infermeter::report::render_pr_comment;
+    use infermeter_core::report::render_pr_comment;
     for name in ["sim-profile.json", "current.json", "v2.json"] {
         let r = fixture(name);
         let md = render_pr_comment(&r, None).unwrap();

@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use infermeter::metrics::LatencyMetric;
-use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, migrate};
+use infermeter_core::metrics::LatencyMetric;
+use infermeter_core::results::{RESULTS_SCHEMA_VERSION, Results, migrate};
 
 #[test]
 fn results_schema_is_up_to_date() {
     // The text `infermeter schema results` prints.
-    let fresh = infermeter::results::json_schema();
+    let fresh = infermeter_core::results::json_schema();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/results.schema.json");
     if std::env::var_os("INFERMETER_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &fresh).unwrap();
@@ -93,7 +93,7 @@ fn every_saved_result_saves_again_byte_identical() {
         let r: Results =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let again = out.path().join("results.json");
-        infermeter::results::write_results(&r, &again).unwrap();
+        infermeter_core::results::write_results(&r, &again).unwrap();
         let written = std::fs::read_to_string(&again).unwrap();
         if r.schema_version < RESULTS_SCHEMA_VERSION {
             // An older format gains the fields added since (`outcome`, `complete`,

@@ -17,7 +17,7 @@ fn corpus() -> Vec<PathBuf> {
     files
 }
 
-fn render(e: &infermeter::scenario::ScenarioError) -> String {
+fn render(e: &infermeter_core::scenario::ScenarioError) -> String {
     let mut out = String::new();
     GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
         .with_width(200)
@@ -66,7 +66,7 @@ fn every_invalid_file_reports_what_it_expects() {
         assert!(!exp.lines.is_empty(), "{name}: no `// line:` line");
         // A relative display path keeps the rendered report independent of the checkout.
         let shown = Path::new("tests/invalid").join(&name);
-        let err = match infermeter::scenario::parse_str(&shown, &text, &[]) {
+        let err = match infermeter_core::scenario::parse_str(&shown, &text, &[]) {
             Ok(_) => {
                 failures.push(format!("{name}: parsed as valid"));
                 continue;

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use infermeter::scenario::MAX_DEPTH;
+use infermeter_core::scenario::MAX_DEPTH;
 
 #[path = "../../fuzz/checks/parse_scenario.rs"]
 mod checks;

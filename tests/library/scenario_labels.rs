@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use infermeter::protocol::{Grouping, LabelRef};
-use infermeter::scenario::{Scenario, ScenarioError, parse_str};
+use infermeter_core::protocol::{Grouping, LabelRef};
+use infermeter_core::scenario::{Scenario, ScenarioError, parse_str};
 
 const HEAD: &str = r#"
 dataset "d" {
@@ -130,7 +130,7 @@ fn each_wrong_split_is_reported_with_a_hint() {
 
 #[test]
 fn selectors_are_typed_and_bounded() {
-    use infermeter::sla::parse as sla;
+    use infermeter_core::sla::parse as sla;
     let a = sla("ttft.p95[model=lora-sql] < 300ms").unwrap();
     assert_eq!(a.label.unwrap().to_string(), "model=lora-sql");
     let a = sla("error_rate[window=steady, class=batch] < 1%").unwrap();
@@ -148,7 +148,7 @@ fn selectors_are_typed_and_bounded() {
 
 #[test]
 fn a_steady_block_puts_its_window_beside_a_label() {
-    use infermeter::sla::{Window, parse as sla};
+    use infermeter_core::sla::{Window, parse as sla};
     let a = sla("ttft.p95[model=a] < 1s")
         .unwrap()
         .in_window(Window::Steady);

@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
-use infermeter::arrival::ArrivalSpec;
-use infermeter::dataset::{LengthDist, TokenizerSpec};
-use infermeter::protocol::Api;
-use infermeter::scenario::{Endpoint, ParamValue, Scenario, ScenarioError, StageLimit, parse_str};
-use infermeter::units::Duration;
+use infermeter_core::arrival::ArrivalSpec;
+use infermeter_core::dataset::{LengthDist, TokenizerSpec};
+use infermeter_core::protocol::Api;
+use infermeter_core::scenario::{
+    Endpoint, ParamValue, Scenario, ScenarioError, StageLimit, parse_str,
+};
+use infermeter_core::units::Duration;
 
 const DS: &str = r#"
 dataset "d" {
@@ -47,7 +49,7 @@ fn dist(input: &str) -> LengthDist {
          stage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=1; requests 1; }}"
     );
     let s = parse(&text);
-    let infermeter::scenario::DatasetKind::Synthetic(syn) = &s.datasets[0].kind else {
+    let infermeter_core::scenario::DatasetKind::Synthetic(syn) = &s.datasets[0].kind else {
         panic!("synthetic dataset expected")
     };
     syn.input_tokens.value.clone()
@@ -116,7 +118,7 @@ fn every_length_distribution_form() {
 #[test]
 fn every_arrival_form() {
     let arrival = |a: &str| parse(&with_stage(a)).stages[0].arrival.value.clone();
-    let rate = |r: f64| infermeter::units::Rate(r);
+    let rate = |r: f64| infermeter_core::units::Rate(r);
     assert_eq!(
         arrival("\"constant\" rate=\"600/m\""),
         ArrivalSpec::Constant { rate: rate(10.0) }
@@ -129,7 +131,7 @@ fn every_arrival_form() {
         arrival("\"gamma\" rate=4 burstiness=0.5"),
         ArrivalSpec::Gamma {
             rate: rate(4.0),
-            burstiness: infermeter::units::Burstiness::new(0.5).unwrap()
+            burstiness: infermeter_core::units::Burstiness::new(0.5).unwrap()
         }
     );
     assert_eq!(
@@ -154,7 +156,7 @@ fn params_substitute_their_defaults() {
     assert_eq!(
         s.stages[0].arrival.value,
         ArrivalSpec::Poisson {
-            rate: infermeter::units::Rate(20.0)
+            rate: infermeter_core::units::Rate(20.0)
         }
     );
     assert_eq!(
@@ -180,7 +182,7 @@ fn overrides_are_parsed_by_the_default_type() {
     assert_eq!(
         s.stages[0].arrival.value,
         ArrivalSpec::Poisson {
-            rate: infermeter::units::Rate(40.0)
+            rate: infermeter_core::units::Rate(40.0)
         }
     );
     assert_eq!(
@@ -394,7 +396,7 @@ fn shipped_scenarios_are_valid() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "kdl") {
                 n += 1;
-                if let Err(e) = infermeter::scenario::load(&p, &[]) {
+                if let Err(e) = infermeter_core::scenario::load(&p, &[]) {
                     panic!("{:?}", miette::Report::new(e));
                 }
             }
@@ -459,11 +461,11 @@ report {{ tolerance "5%"; tolerance "ttft.p95" "10%"; tolerance "itl" "20%"; }}
     assert_eq!(s.sla_policy.confidence, Some(0.9));
     assert_eq!(
         s.sla_policy.inconclusive,
-        Some(infermeter::sla::InconclusiveAs::Fail)
+        Some(infermeter_core::sla::InconclusiveAs::Fail)
     );
     assert_eq!(
         s.sla_policy.untrusted,
-        Some(infermeter::sla::Untrusted::Judge)
+        Some(infermeter_core::sla::Untrusted::Judge)
     );
     assert_eq!(s.report.tolerance, Some(0.05));
     assert_eq!(s.report.tolerances["ttft.p95"], 0.1);
@@ -492,7 +494,7 @@ report {{ tolerance "5%"; tolerance "ttft.p95" "10%"; tolerance "itl" "20%"; }}
 
 #[test]
 fn an_sla_blocks_window_applies_to_its_assertions_that_name_none() {
-    use infermeter::sla::Window;
+    use infermeter_core::sla::Window;
     let text = format!(
         "{}\nsla {{\n    window \"steady\"\n    assert \"ttft.p99 < 200ms\"\n    assert \"e2e.p99[window=stage] < 2s\"\n}}\nsla {{ assert \"error_rate < 1%\" }}",
         with_stage("\"poisson\" rate=5")
@@ -562,7 +564,10 @@ fn ignore_eos_and_reasoning_effort_follow_the_api() {
     assert!(r("ignore-eos #true; api \"responses\"").ignore_eos);
     assert!(!r("api \"chat\"; ignore-eos #false").ignore_eos);
     let effort = r("reasoning-effort \"high\"; api \"responses\"").reasoning_effort;
-    assert_eq!(effort, Some(infermeter::protocol::ReasoningEffort::High));
+    assert_eq!(
+        effort,
+        Some(infermeter_core::protocol::ReasoningEffort::High)
+    );
     assert_eq!(r("").reasoning_effort, None);
     let e = target("api \"completions\"; reasoning-effort \"low\"").unwrap_err();
     let shown = format!("{:?}", miette::Report::new(e));
@@ -578,7 +583,7 @@ fn ignore_eos_and_reasoning_effort_follow_the_api() {
 
 #[test]
 fn a_session_state_is_read_and_checked_against_history_and_the_api() {
-    use infermeter::dataset::{History, SessionState};
+    use infermeter_core::dataset::{History, SessionState};
     let with = |api: &str, session: &str| {
         format!(
             r#"target "sim" {{ api "{api}"; }}

@@ -6,7 +6,7 @@ use std::path::Path;
 #[test]
 fn checked_in_schema_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/scenario.schema.json");
-    let generated = infermeter::scenario::json_schema();
+    let generated = infermeter_core::scenario::json_schema();
     if std::env::var_os("INFERMETER_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &generated).unwrap();

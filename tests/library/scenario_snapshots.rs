@@ -7,7 +7,7 @@ use miette::{GraphicalReportHandler, GraphicalTheme};
 fn rendered(file: &str) -> String {
     let rel = Path::new("tests/invalid").join(file);
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&rel)).unwrap();
-    let err = infermeter::scenario::parse_str(&rel, &text, &[]).expect_err("invalid");
+    let err = infermeter_core::scenario::parse_str(&rel, &text, &[]).expect_err("invalid");
     let mut out = String::new();
     GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
         .with_width(100)

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use infermeter::scenario::{Scenario, parse_str};
-use infermeter::telemetry::{PrometheusKind, SourceConfig};
-use infermeter::units::Duration;
+use infermeter_core::scenario::{Scenario, parse_str};
+use infermeter_core::telemetry::{PrometheusKind, SourceConfig};
+use infermeter_core::units::Duration;
 
 const BASE: &str = r#"
 dataset "d" {
@@ -80,8 +80,8 @@ fn defaults_single_device_and_absence() {
 
 #[test]
 fn telemetry_is_part_of_the_plan_and_its_hash() {
-    let without = infermeter::plan::compile(&parse("")).unwrap();
-    let with = infermeter::plan::compile(&parse("telemetry { nvml; }\n")).unwrap();
+    let without = infermeter_core::plan::compile(&parse("")).unwrap();
+    let with = infermeter_core::plan::compile(&parse("telemetry { nvml; }\n")).unwrap();
     assert!(without.telemetry.is_none());
     assert!(with.telemetry.is_some());
     assert_ne!(without.hash, with.hash);

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use infermeter::scenario::{
+use infermeter_core::scenario::{
     DEFAULT_CHECK_EVERY, DEFAULT_UNTIL_MAX, Scenario, ScenarioError, StageLimit, parse_str,
 };
-use infermeter::telemetry::StabilityRule;
-use infermeter::units::Duration;
+use infermeter_core::telemetry::StabilityRule;
+use infermeter_core::units::Duration;
 
 const BASE: &str = r#"
 dataset "d" {
@@ -110,7 +110,7 @@ fn bad_values_are_reported_with_hints() {
 
 #[test]
 fn until_is_part_of_the_plan_and_its_hash() {
-    let compile = |extra: &str| infermeter::plan::compile(&parse(extra)).unwrap();
+    let compile = |extra: &str| infermeter_core::plan::compile(&parse(extra)).unwrap();
     let plain = compile("warmup duration=\"5m\"");
     let until = compile("warmup until=\"stable\" max=\"5m\"");
     let stricter = compile("warmup until=\"stable\" max=\"5m\" ttft-cv=0.05");

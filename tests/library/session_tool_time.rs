@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use infermeter::plan::{Plan, compile};
-use infermeter::scenario::{ScenarioError, parse_str};
-use infermeter::units::Duration;
+use infermeter_core::plan::{Plan, compile};
+use infermeter_core::scenario::{ScenarioError, parse_str};
+use infermeter_core::units::Duration;
 
 fn scenario(session: &str) -> String {
     format!(

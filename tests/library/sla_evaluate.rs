@@ -1,8 +1,8 @@
 //! SLA evaluation: stage scoping, units, empty metrics and baselines.
 
-use infermeter::metrics::{Dist, LatencyMetric, StageSummary};
-use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
-use infermeter::sla::{Assertion, ScopedAssertion, SlaOutcome, evaluate, parse};
+use infermeter_core::metrics::{Dist, LatencyMetric, StageSummary};
+use infermeter_core::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo};
+use infermeter_core::sla::{Assertion, ScopedAssertion, SlaOutcome, evaluate, parse};
 
 fn dist(p95: f64) -> Dist {
     Dist {
@@ -48,7 +48,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         plan_hash: "h".into(),
         seed: 1,
         passed: true,
-        outcome: infermeter::sla::SlaOutcome::Pass,
+        outcome: infermeter_core::sla::SlaOutcome::Pass,
         sla_policy: Default::default(),
         compare_tolerances: Default::default(),
         interrupted: false,
@@ -58,7 +58,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "sim".into(),
-            api: infermeter::protocol::Api::CHAT,
+            api: infermeter_core::protocol::Api::CHAT,
             stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),
@@ -217,11 +217,11 @@ fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one(
     // Untrusted would make it inconclusive; nothing measured makes it a failure.
     assert_eq!(v[0].outcome, SlaOutcome::Fail);
     assert!(v[0].note.as_deref().unwrap().contains("measured nothing"));
-    let implicit = infermeter::sla::nothing_measured(std::slice::from_ref(&dead));
+    let implicit = infermeter_core::sla::nothing_measured(std::slice::from_ref(&dead));
     assert_eq!(implicit.len(), 1);
     assert_eq!(
         implicit[0].assertion,
-        parse(infermeter::sla::NOTHING_MEASURED).unwrap()
+        parse(infermeter_core::sla::NOTHING_MEASURED).unwrap()
     );
     assert_eq!(implicit[0].outcome, SlaOutcome::Fail);
     assert!(
@@ -231,7 +231,7 @@ fn a_stage_that_measured_nothing_fails_every_assertion_and_gets_an_implicit_one(
             .unwrap()
             .contains("http_400: 10")
     );
-    assert!(infermeter::sla::nothing_measured(&[stage("fine", 1.0, 0)]).is_empty());
+    assert!(infermeter_core::sla::nothing_measured(&[stage("fine", 1.0, 0)]).is_empty());
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn an_sla_on_estimated_output_counts_says_so() {
 
 #[test]
 fn an_untrusted_stage_is_inconclusive_unless_the_policy_judges_it() {
-    use infermeter::sla::{Context, Policy, SlaOutcome, Untrusted, judge};
+    use infermeter_core::sla::{Context, Policy, SlaOutcome, Untrusted, judge};
     let mut s = stage("s", 150.0, 0);
     s.validity.trusted = false;
     s.validity.reasons = vec!["send lag p99 3 ms exceeds 1 ms".into()];
@@ -278,7 +278,7 @@ fn an_untrusted_stage_is_inconclusive_unless_the_policy_judges_it() {
 
 #[test]
 fn the_gate_fails_on_a_failure_else_follows_the_policy_for_undecided_ones() {
-    use infermeter::sla::{InconclusiveAs, SlaOutcome, SlaVerdict, gate};
+    use infermeter_core::sla::{InconclusiveAs, SlaOutcome, SlaVerdict, gate};
     let v = |o: SlaOutcome| SlaVerdict {
         assertion: parse("error_rate < 1%").unwrap(),
         stage: None,

@@ -3,9 +3,9 @@
 
 use Aggregation::*;
 use SlaErrorKind::*;
-use infermeter::metrics::{CountMetric as C, LatencyMetric as L};
-use infermeter::sla::Percentile::*;
-use infermeter::sla::{Aggregation, Metric, Op, SlaErrorKind, Threshold, parse};
+use infermeter_core::metrics::{CountMetric as C, LatencyMetric as L};
+use infermeter_core::sla::Percentile::*;
+use infermeter_core::sla::{Aggregation, Metric, Op, SlaErrorKind, Threshold, parse};
 
 fn abs(expr: &str) -> (Metric, Option<Aggregation>, Op, f64) {
     let a = parse(expr).unwrap_or_else(|e| panic!("{expr}: {e} ({})", e.hint));
@@ -401,7 +401,7 @@ fn never_panics_on_garbage() {
 
 #[test]
 fn a_window_selector_puts_the_assertion_on_the_steady_state_window() {
-    use infermeter::sla::Window;
+    use infermeter_core::sla::Window;
     let a = parse("ttft.p99[window=steady] < 200ms").unwrap();
     assert_eq!(a.window, Window::Steady);
     assert_eq!(a.threshold, Threshold::Absolute(200.0));
@@ -423,7 +423,7 @@ fn a_window_selector_puts_the_assertion_on_the_steady_state_window() {
     // Without a selector: the whole stage.
     assert_eq!(parse("ttft.p99 < 200ms").unwrap().window, Window::Stage);
     // The text round-trips (the plan's JSON holds it).
-    let back: infermeter::sla::Assertion = a.expr.parse().unwrap();
+    let back: infermeter_core::sla::Assertion = a.expr.parse().unwrap();
     assert_eq!(back, a);
 }
 
@@ -459,11 +459,14 @@ fn a_bad_window_selector_is_refused_where_it_is() {
 
 #[test]
 fn in_window_writes_the_selector_into_the_text() {
-    use infermeter::sla::Window;
+    use infermeter_core::sla::Window;
     let a = parse("ttft.p99 < 200ms").unwrap().in_window(Window::Steady);
     assert_eq!(a.expr, "ttft.p99[window=steady] < 200ms");
     assert_eq!(a.window, Window::Steady);
-    assert_eq!(a.expr.parse::<infermeter::sla::Assertion>().unwrap(), a);
+    assert_eq!(
+        a.expr.parse::<infermeter_core::sla::Assertion>().unwrap(),
+        a
+    );
     // An assertion that names its own window keeps it.
     let own = parse("ttft.p99[window=stage] < 200ms").unwrap();
     assert_eq!(own.clone().in_window(Window::Steady), own);

@@ -3,12 +3,12 @@
 //! from the file alone), with its rule saying so; and the validator's refusal of a file whose
 //! verdict is not what its stage's prefix recorded.
 
-use infermeter::metrics::{
+use infermeter_core::metrics::{
     DecidedBy, GoodputSlo, LookOutcome, LookVerdict, PlannedLoad, PrefixLook, RequestRecord,
     StageAggregator, StageClock, StageSummary, UntilDecided, UntilStop, ValidityRules,
 };
-use infermeter::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo, validate};
-use infermeter::sla::{
+use infermeter_core::results::{RESULTS_SCHEMA_VERSION, Results, TargetInfo, validate};
+use infermeter_core::sla::{
     Basis, Context, Policy, ScopedAssertion, SlaOutcome, SlaVerdict, Untrusted, judge, parse,
 };
 
@@ -162,7 +162,7 @@ fn results(s: StageSummary) -> Results {
         started_at: "2026-01-01T00:00:00Z".into(),
         target: TargetInfo {
             endpoint: "sim".into(),
-            api: infermeter::protocol::Api::CHAT,
+            api: infermeter_core::protocol::Api::CHAT,
             stream: true,
             model: "m".into(),
             tokenizer: "cl100k_base".into(),

@@ -1,9 +1,11 @@
 //! Telemetry SLA metrics: parsing the dotted names and bare-number thresholds, and evaluation
 //! from a telemetry report (values, missing telemetry, unmeasured metrics).
 
-use infermeter::metrics::{StageSummary, TelemetryMetric};
-use infermeter::sla::{Metric, ScopedAssertion, SlaErrorKind, evaluate, evaluate_with, parse};
-use infermeter::telemetry::{GpuStageSummary, ServerStageSummary, StageTelemetry, TelemetryReport};
+use infermeter_core::metrics::{StageSummary, TelemetryMetric};
+use infermeter_core::sla::{Metric, ScopedAssertion, SlaErrorKind, evaluate, evaluate_with, parse};
+use infermeter_core::telemetry::{
+    GpuStageSummary, ServerStageSummary, StageTelemetry, TelemetryReport,
+};
 
 fn stage(name: &str, output_tokens: u64) -> StageSummary {
     let mut s = StageSummary {
@@ -68,7 +70,7 @@ fn parses_dotted_names_and_bare_numbers() {
     );
     let kv = parse("kv_cache.max < 90%").unwrap();
     assert_eq!(kv.metric, Metric::Telemetry(TelemetryMetric::KvCacheMax));
-    assert_eq!(kv.threshold, infermeter::sla::Threshold::Absolute(0.9));
+    assert_eq!(kv.threshold, infermeter_core::sla::Threshold::Absolute(0.9));
     assert_eq!(
         parse("queue.max <= 10").unwrap().metric,
         Metric::Telemetry(TelemetryMetric::QueueMax)
@@ -164,7 +166,7 @@ fn a_server_without_a_kv_gauge_is_named_as_the_reason() {
     // llama.cpp's /metrics answers, with no KV-cache gauge: the source is there, the gauge is not.
     let mut r = report();
     r.stages[0].servers[0].kv_cache_max = None;
-    r.stages[0].servers[0].kind = Some(infermeter::telemetry::PrometheusKind::LlamaCpp);
+    r.stages[0].servers[0].kind = Some(infermeter_core::telemetry::PrometheusKind::LlamaCpp);
     let v = evaluate_with(
         &[ScopedAssertion::everywhere(
             parse("kv_cache.max < 90%").unwrap(),

@@ -2,11 +2,11 @@
 //! undecided only when it could have produced it, in that direction; a failure only the
 //! client's delay could have produced is decided net of what the client added.
 
-use infermeter::metrics::{
+use infermeter_core::metrics::{
     Distortion, ErrorKind, Flag, FlagKind, GoodputSlo, LagCause, PlannedLoad, RequestRecord,
     StageAggregator, StageClock, StageSummary, UntilDecided, UntilStop, ValidityRules,
 };
-use infermeter::sla::{
+use infermeter_core::sla::{
     Basis, Context, InconclusiveAs, Policy, ScopedAssertion, SlaOutcome, SlaVerdict, Untrusted,
     gate, judge, parse,
 };
@@ -80,7 +80,7 @@ fn a_late_client_flags_the_stage_with_its_lag_and_a_net_latency() {
     assert!(matches!(s.validity.flags[0].kind, FlagKind::SendLag { .. }));
     let net = s.client_net.as_ref().expect("net latencies");
     // 100 ms measured from the schedule, 10 ms of it the send lag, 2 ms the read bound.
-    let ttft = net.latency[infermeter::metrics::LatencyMetric::Ttft];
+    let ttft = net.latency[infermeter_core::metrics::LatencyMetric::Ttft];
     assert!((ttft.p50 - 88.0).abs() < 0.2, "{ttft:?}");
 }
 

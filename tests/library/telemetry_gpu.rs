@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use infermeter::metrics::TelemetryMetric;
-use infermeter::report::render_telemetry;
-use infermeter::telemetry::{
+use infermeter_core::metrics::TelemetryMetric;
+use infermeter_core::report::render_telemetry;
+use infermeter_core::telemetry::{
     FakeGpu, GpuDevice, GpuOpener, GpuReading, SourceConfig, Telemetry, TelemetryConfig,
     TelemetryError, open_nvml, telemetry_metric, tokens_per_joule,
 };
 
 fn nvml_config(required: bool) -> TelemetryConfig {
     TelemetryConfig {
-        interval: infermeter::units::Duration::from_millis(20),
+        interval: infermeter_core::units::Duration::from_millis(20),
         sources: vec![SourceConfig::Nvml {
             devices: None,
             required,

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use infermeter::telemetry::expo::parse_exposition;
-use infermeter::telemetry::{PrometheusKind, detect_kind, normalize};
+use infermeter_core::telemetry::expo::parse_exposition;
+use infermeter_core::telemetry::{PrometheusKind, detect_kind, normalize};
 
 fn fixture(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -12,7 +12,7 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn parsed(name: &str) -> (PrometheusKind, infermeter::telemetry::Normalized) {
+fn parsed(name: &str) -> (PrometheusKind, infermeter_core::telemetry::Normalized) {
     let e = parse_exposition(&fixture(name));
     assert!(e.bad_lines.is_empty(), "{name}: {:?}", e.bad_lines);
     let kind = detect_kind(&e).expect("kind detected");

@@ -9,8 +9,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use infermeter::metrics::TelemetryMetric;
-use infermeter::telemetry::{
+use infermeter_core::metrics::TelemetryMetric;
+use infermeter_core::telemetry::{
     PrometheusKind, SourceConfig, Telemetry, TelemetryConfig, TelemetryError, telemetry_metric,
 };
 
@@ -35,7 +35,7 @@ async fn metrics(State(n): State<Arc<AtomicU64>>) -> String {
 
 fn config(url: &str, required: bool) -> TelemetryConfig {
     TelemetryConfig {
-        interval: infermeter::units::Duration::from_millis(50),
+        interval: infermeter_core::units::Duration::from_millis(50),
         sources: vec![SourceConfig::Prometheus {
             url: url.into(),
             required,

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::support::sim::{instant, start, traces};
-use infermeter::sim::SimConfig;
+use infermeter_core::sim::SimConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

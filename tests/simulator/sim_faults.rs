@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::sim::{client, instant, sse_data, start, traces};
 use futures_util::StreamExt;
-use infermeter::sim::{Fault, Outcome, SimConfig};
+use infermeter_core::sim::{Fault, Outcome, SimConfig};
 use serde_json::{Value, json};
 
 fn stream_body(max_tokens: u64) -> Value {
@@ -103,7 +103,7 @@ async fn stream_cut_closes_without_done() {
 async fn stall_pauses_half_way() {
     let config = SimConfig {
         fault_stall: 1.0,
-        stall_duration: infermeter::units::Duration::from_millis(400),
+        stall_duration: infermeter_core::units::Duration::from_millis(400),
         ..instant()
     };
     let (sim, mut trace) = start(config).await;
@@ -185,7 +185,7 @@ async fn malformed_sse_line_mid_stream() {
 async fn slow_first_byte_delays_the_first_token() {
     let config = SimConfig {
         fault_slow_first_byte: 1.0,
-        slow_first_byte_delay: infermeter::units::Duration::from_millis(300),
+        slow_first_byte_delay: infermeter_core::units::Duration::from_millis(300),
         ..instant()
     };
     let (sim, mut trace) = start(config).await;

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use crate::support::sim::{client, start, traces};
 use futures_util::StreamExt;
-use infermeter::sim::SimConfig;
-use infermeter::units::Duration;
+use infermeter_core::sim::SimConfig;
+use infermeter_core::units::Duration;
 use serde_json::json;
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -122,7 +122,7 @@ async fn beyond_max_running_requests_queue_and_steps_slow_down() {
     // The last four waited for at least two generations of the first sequences: each at
     // least 6 steps of at least 40 ms (480 ms), where the first four wait one step (100 ms at
     // batch 4). Half a second apart leaves 460 ms for a loaded machine to delay the first.
-    let queued = |r: &&infermeter::sim::TraceRecord| r.first_token_us.unwrap() - r.arrival_us;
+    let queued = |r: &&infermeter_core::sim::TraceRecord| r.first_token_us.unwrap() - r.arrival_us;
     let early = by_admission[..4].iter().map(queued).max().unwrap();
     let late = by_admission[12..].iter().map(queued).min().unwrap();
     assert!(late > early + 500_000, "early {early}µs, late {late}µs");

@@ -2,14 +2,14 @@
 //! the requests served, and gauges that show a queue while requests wait.
 
 use crate::support::sim::{client, instant, start, traces};
-use infermeter::sim::{SimConfig, TraceRecord};
-use infermeter::telemetry::{PrometheusKind, detect_kind, expo::parse_exposition, normalize};
+use infermeter_core::sim::{SimConfig, TraceRecord};
+use infermeter_core::telemetry::{PrometheusKind, detect_kind, expo::parse_exposition, normalize};
 use serde_json::json;
 
 async fn scrape(
     http: &reqwest::Client,
     addr: std::net::SocketAddr,
-) -> infermeter::telemetry::ServerReading {
+) -> infermeter_core::telemetry::ServerReading {
     let resp = http
         .get(format!("http://{addr}/metrics"))
         .send()
@@ -67,7 +67,7 @@ async fn gauges_show_running_waiting_and_kv_usage() {
     // One sequence at a time, each taking ~2 s: the others must wait.
     let config = SimConfig {
         max_running: 1,
-        decode_base: infermeter::units::Duration::from_millis(100),
+        decode_base: infermeter_core::units::Duration::from_millis(100),
         ..instant()
     };
     let (sim, _trace) = start(config).await;
@@ -183,8 +183,8 @@ async fn latency_histograms_follow_the_trace() {
     let config = SimConfig {
         metrics_histograms: true,
         max_running: 2,
-        prefill_per_token: infermeter::units::Duration(std::time::Duration::from_micros(100)),
-        decode_base: infermeter::units::Duration::from_millis(2),
+        prefill_per_token: infermeter_core::units::Duration(std::time::Duration::from_micros(100)),
+        decode_base: infermeter_core::units::Duration::from_millis(2),
         ..SimConfig::default()
     };
     let (sim, mut trace) = start(config).await;

@@ -9,8 +9,8 @@
 
 use crate::support::sim::{client, start, traces};
 use futures_util::StreamExt;
-use infermeter::sim::{SimConfig, TraceRecord};
-use infermeter::units::Duration;
+use infermeter_core::sim::{SimConfig, TraceRecord};
+use infermeter_core::units::Duration;
 use serde_json::json;
 
 /// Tokens of each long request: 600 steps of 5 ms, far longer than it takes to send the

@@ -3,8 +3,8 @@
 //! empties the cache; `/metrics` counts the hits.
 
 use crate::support::sim::{client, instant, sse_data, start, traces};
-use infermeter::sim::{SimConfig, TraceRecord};
-use infermeter::units::Duration;
+use infermeter_core::sim::{SimConfig, TraceRecord};
+use infermeter_core::units::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -8,8 +8,8 @@
 
 use crate::support::sim::{client, start, traces};
 use futures_util::StreamExt;
-use infermeter::sim::{Outcome, SimConfig, TraceRecord};
-use infermeter::units::Duration;
+use infermeter_core::sim::{Outcome, SimConfig, TraceRecord};
+use infermeter_core::units::Duration;
 use serde_json::json;
 
 /// Tokens of each long request: 600 steps of 5 ms, three seconds of decoding, far longer

@@ -4,7 +4,7 @@
 //! hold, and the store's bound.
 
 use crate::support::sim::{client, instant, start};
-use infermeter::sim::SimConfig;
+use infermeter_core::sim::SimConfig;
 use serde_json::{Value, json};
 
 /// Posts a whole (non-streamed) Responses request; the status and the body.
@@ -33,7 +33,7 @@ fn config(store: u32) -> SimConfig {
     SimConfig {
         prefix_cache: true,
         prefix_cache_block: 4,
-        output_len_dist: infermeter::sim::OutputLenDist::Fixed,
+        output_len_dist: infermeter_core::sim::OutputLenDist::Fixed,
         output_len_mean: 6,
         response_store: store,
         ..instant()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use infermeter::scenario::{Endpoint, parse_str};
+use infermeter_core::scenario::{Endpoint, parse_str};
 
 const REST: &str = r#"
 dataset "d" {

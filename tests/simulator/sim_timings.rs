@@ -3,8 +3,8 @@
 //! and values that follow the simulator's own trace.
 
 use crate::support::sim::{client, sse_data, start, traces};
-use infermeter::sim::{SimConfig, TraceRecord};
-use infermeter::units::Duration;
+use infermeter_core::sim::{SimConfig, TraceRecord};
+use infermeter_core::units::Duration;
 use serde_json::{Value, json};
 
 const FIELDS: [&str; 9] = [

@@ -161,8 +161,8 @@ async fn completions_stream_and_both_non_streaming() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn natural_stops_follow_the_length_distribution() {
-    let config = infermeter::sim::SimConfig {
-        output_len_dist: infermeter::sim::OutputLenDist::Fixed,
+    let config = infermeter_core::sim::SimConfig {
+        output_len_dist: infermeter_core::sim::OutputLenDist::Fixed,
         output_len_mean: 6,
         ..instant()
     };
@@ -243,7 +243,7 @@ async fn bad_requests_get_openai_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_and_health() {
-    let config = infermeter::sim::SimConfig {
+    let config = infermeter_core::sim::SimConfig {
         model: "my-model".into(),
         ..instant()
     };
@@ -317,7 +317,7 @@ fn cli_serves_and_stops_on_interrupt() {
     assert!(killed.success());
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let text = std::fs::read_to_string(&trace).unwrap();
-    let rec: infermeter::sim::TraceRecord =
+    let rec: infermeter_core::sim::TraceRecord =
         serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(rec.completion_tokens, 3);
 
@@ -325,7 +325,7 @@ fn cli_serves_and_stops_on_interrupt() {
         .args(["sim", "--jitter", "2"])
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(infermeter::exit::INVALID));
+    assert_eq!(bad.status.code(), Some(infermeter_core::exit::INVALID));
 }
 
 /// A model the simulator does not serve is refused as vLLM refuses it; an adapter it serves is

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use infermeter::sim::{SimConfig, SimHandle, TraceOptions, TraceRecord};
+use infermeter_core::sim::{SimConfig, SimHandle, TraceOptions, TraceRecord};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 pub fn client() -> reqwest::Client {
@@ -20,7 +20,7 @@ pub async fn start(config: SimConfig) -> (SimHandle, UnboundedReceiver<TraceReco
         record: true,
     };
     let mut sim =
-        infermeter::sim::start_with_trace(config, "127.0.0.1:0".parse().unwrap(), options)
+        infermeter_core::sim::start_with_trace(config, "127.0.0.1:0".parse().unwrap(), options)
             .await
             .expect("simulator starts");
     let rx = sim.take_trace().expect("trace receiver");
@@ -30,9 +30,9 @@ pub async fn start(config: SimConfig) -> (SimHandle, UnboundedReceiver<TraceReco
 /// A config with no latency at all, for wire-format and fault tests.
 pub fn instant() -> SimConfig {
     SimConfig {
-        prefill_per_token: infermeter::units::Duration::ZERO,
-        decode_base: infermeter::units::Duration::ZERO,
-        decode_per_seq: infermeter::units::Duration::ZERO,
+        prefill_per_token: infermeter_core::units::Duration::ZERO,
+        decode_base: infermeter_core::units::Duration::ZERO,
+        decode_per_seq: infermeter_core::units::Duration::ZERO,
         ..SimConfig::default()
     }
 }

@@ -1,8 +1,9 @@
-//! Every import between the files of `src/`, read with syn rather than scanned as text (a
+//! Every import between the files of one crate of the workspace, read with syn rather than scanned as text (a
 //! `use crate::{…}` that rustfmt wraps over lines, a path inside a macro, a name re-exported
 //! by a folder's top file are all followed to the file that defines the item).
 //!
-//! The crate's modules are found from `lib.rs` by their `mod` items; test modules
+//! The crate's modules are found from its root file (`lib.rs`, `main.rs`) by their `mod`
+//! items; imports of another crate are Cargo's to check, not read here; test modules
 //! (`#[cfg(test)]`, and anything else under a `cfg` that names `test`) are left out, with
 //! every other item carrying that attribute. An import is a `use` leaf or a path in code that
 //! starts with `crate`, `super`, `self`, a child module or a name imported by `use`; it points
@@ -44,14 +45,14 @@ pub struct Crate {
 }
 
 impl Crate {
-    /// Parses `lib.rs` and every module file it reaches.
-    pub fn read(src: &Path) -> Crate {
+    /// Parses the crate's root file (`lib.rs` or `main.rs`) and every module file it reaches.
+    pub fn read(src: &Path, root: &str) -> Crate {
         let mut krate = Crate {
             src: src.to_path_buf(),
             modules: BTreeMap::new(),
             files: Vec::new(),
         };
-        krate.load(Vec::new(), "lib.rs".into(), src.to_path_buf());
+        krate.load(Vec::new(), root.into(), src.to_path_buf());
         krate
     }
 
@@ -114,21 +115,15 @@ impl Crate {
         outlined
     }
 
-    /// Every import, as (importing file, imported file), both relative to `src/`, with one
-    /// path that makes it (as written); the binary's `main.rs` included, its `infermeter::`
-    /// paths read as the library's.
+    /// Every import, as (importing file, imported file), both relative to the crate's `src/`,
+    /// with one path that makes it (as written).
     pub fn imports(&self) -> Imports {
         let mut out = Imports::new();
         for (path, file, syntax) in &self.files {
-            let mut v = Visitor::new(self, path.clone(), file, None);
+            let mut v = Visitor::new(self, path.clone(), file);
             v.visit_file(syntax);
             out.append(&mut v.found);
         }
-        let main = std::fs::read_to_string(self.src.join("main.rs")).expect("src/main.rs");
-        let syntax = syn::parse_file(&main).expect("parsing src/main.rs");
-        let mut v = Visitor::new(self, vec!["<main>".into()], "main.rs", Some("infermeter"));
-        v.visit_file(&syntax);
-        out.append(&mut v.found);
         out
     }
 
@@ -208,29 +203,22 @@ struct Visitor<'a> {
     krate: &'a Crate,
     module: ModPath,
     file: &'a str,
-    /// The binary names the library by its crate name.
-    library: Option<&'a str>,
     found: Imports,
 }
 
 impl<'a> Visitor<'a> {
-    fn new(krate: &'a Crate, module: ModPath, file: &'a str, library: Option<&'a str>) -> Self {
+    fn new(krate: &'a Crate, module: ModPath, file: &'a str) -> Self {
         Visitor {
             krate,
             module,
             file,
-            library,
             found: Imports::new(),
         }
     }
 
     /// Records the import `segs` (as written here) names, if it is one of the crate's.
     fn import(&mut self, segs: &[String], in_use: bool) {
-        let abs = match self.library {
-            Some(name) if segs.first().is_some_and(|s| s == name) => Some(segs[1..].to_vec()),
-            Some(_) => None,
-            None => self.krate.absolute(&self.module, segs, in_use),
-        };
+        let abs = self.krate.absolute(&self.module, segs, in_use);
         if let Some(target) = abs.and_then(|abs| self.krate.resolve(&abs, 0))
             && target != self.file
         {

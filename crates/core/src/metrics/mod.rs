@@ -1,0 +1,69 @@
+//! `RequestRecord` stream → per-stage [`StageSummary`] (HDR histograms, counters, goodput),
+//! and the metric vocabulary every later stage names metrics by ([`Metric`], `vocab.rs`).
+//!
+//! Entry point: [`StageAggregator`].
+
+// The vocabulary's part of the metrics (what a metric is, the per-request record) lives in
+// `infermeter-words`, below every crate that names a metric.
+use infermeter_words::metrics::{def, latency, per_metric, record, vocab};
+
+mod aggregate;
+mod attribution;
+mod cause;
+mod curve;
+mod depths;
+mod dist;
+mod flags;
+mod groups;
+mod histograms;
+mod intervals;
+mod look;
+mod measure;
+mod net;
+mod payload;
+mod priority;
+mod profile;
+mod rounds;
+mod saturation;
+mod slice;
+mod stage_inputs;
+mod steady;
+mod summary;
+mod timeline;
+mod turns;
+mod urls;
+mod validity;
+
+pub use aggregate::StageAggregator;
+pub use attribution::{
+    Attribution, AttributionSource, PercentileBuckets, ServerDist, rest_of, tpot_note,
+};
+pub use cause::{HostLoad, LagCause, LagInputs, lag_cause};
+pub use curve::{KNEE_MIN_GAIN, KNEE_TTFT_FACTOR, knee, knee_load, scheduled_load, sweep_points};
+pub use depths::DepthSummary;
+pub use dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
+pub use flags::{Distortion, Flag, FlagKind, Moves};
+pub use groups::priority_check;
+pub use histograms::{HistogramCodec, StageHistograms, TurnHistograms};
+pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
+pub use look::{DecidedBy, LookOutcome, LookVerdict, PrefixLook};
+pub use measure::{dist, dist_with_intervals, metric_dist};
+pub use net::{ClientNet, NetHistograms};
+pub use payload::Payload;
+pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
+pub use priority::{PairOutcome, PriorityCheck, PriorityPair};
+pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary};
+pub use record::*;
+pub use rounds::merge_rounds;
+pub use saturation::SATURATION_RATIO;
+pub use slice::SliceFigures;
+pub use stage_inputs::{GoodputSlo, StageClock};
+pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
+pub use summary::*;
+pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
+pub use urls::UrlSummary;
+pub use validity::{StageFacts, ValidityRules};
+pub use vocab::{
+    Aggregation, ApiScope, CountMetric, CurveMetric, LateClient, LatencyMetric, LatencySpec,
+    Metric, MetricDef, MetricKind, Percentile, Sample, Shape, TelemetryMetric, Worse,
+};

@@ -1,0 +1,629 @@
+//! The per-stage summary a run produces: plain data, serialized into `results.json` (the
+//! public contract in `docs/results.md`), read by the SLA evaluator and the report renderers.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::dist::Dist;
+use super::histograms::HistogramCodec;
+use super::net::ClientNet;
+
+/// What the stage was asked to do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlannedLoad {
+    pub arrival: crate::arrival::ArrivalKind,
+    /// Offered request rate (open loop).
+    pub rate_per_s: Option<f64>,
+    /// Closed-loop clients.
+    pub clients: Option<u32>,
+    /// Planned requests, when bounded by count or open loop.
+    pub requests: Option<u64>,
+    /// Planned sending time in seconds, when bounded by time.
+    pub duration_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestCounts {
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Failures by kind: `connect`, `timeout`, `http_429`, `http_5xx`…, `stream_broken`,
+    /// `protocol` (*added in schema 3*), `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
+    pub errors: BTreeMap<String, u64>,
+    /// Requests sent a second time on a fresh connection because the first attempt, on a
+    /// reused connection, failed before any byte of an answer; they count once in
+    /// `sent` and by their final outcome. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
+}
+
+impl RequestCounts {
+    /// Failures of the kinds a starved client can cause itself
+    /// ([`super::ErrorKind::client_side`]: its own timeouts, requests cancelled in the drain).
+    pub fn client_side_failures(&self) -> u64 {
+        super::ErrorKind::CLIENT_SIDE
+            .iter()
+            .filter_map(|k| self.errors.get(&k.key()))
+            .sum()
+    }
+}
+
+/// A stage's latency distributions, one per metric with a summary (`ttft_ms`, …; see
+/// [`super::LatencyMetric`]).
+pub type Latency = super::PerMetric<Dist, super::Summarised>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub input_tokens_per_s: f64,
+    /// A pooling API's inputs (texts embedded, documents scored) per second, over the ok
+    /// requests; absent for the generation APIs. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_per_s: Option<f64>,
+    /// Requests per second that met every per-request SLO (all ok requests when none is set).
+    pub goodput_per_s: f64,
+    /// Share of sent requests that met every per-request SLO, 0..=1.
+    pub goodput_ratio: f64,
+    /// Achieved send rate (sent / sending time), to compare with the planned rate.
+    pub achieved_rate_per_s: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    /// A pooling API's inputs in the ok requests (texts embedded, documents scored; the
+    /// target's `batch` per request); absent for the generation APIs. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inputs: u64,
+    /// Requests whose counts came from the server's `usage`.
+    pub from_usage: u64,
+    /// Requests whose counts came from our tokenizer (the server sent no usage).
+    pub from_tokenizer: u64,
+    /// Requests where the server's prompt count differs from ours by more than 5 %.
+    pub mismatched: u64,
+    /// Requests counted by the server's per-request timings (llama.cpp `predicted_n`) for
+    /// want of a usable `usage`. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_timings: u64,
+    /// Requests counted by the server's `/tokenize` on the streamed text (an estimate).
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_tokenize: u64,
+    /// Requests whose output count is an estimate (`from_tokenize` + `from_tokenizer`): their
+    /// TPOT, NTPOT and token throughput rest on it. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated: u64,
+    /// Of the requests in `latency.tpot_ms` (and `ntpot_ms`), those whose output count is an
+    /// estimate: that many of the TPOT figures rest on re-tokenized text, not on the server's
+    /// count. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tpot_estimated: u64,
+    /// Requests whose `usage.completion_tokens` was implausible (above `max_tokens`, or under
+    /// half the content chunks) and was replaced by the next source's count.
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub implausible: u64,
+    /// With `ignore_eos`: requests whose server-counted output length differs from the
+    /// planned `max_tokens`. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub off_plan_output: u64,
+    /// Prompt tokens the server said it served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), summed over ok requests.
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached: u64,
+    /// Ok requests whose response said how many prompt tokens were cached (0 included).
+    /// *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_reported: u64,
+    /// `cached` over the prompt tokens of every ok request (`input`), 0..=1; absent when no
+    /// response said. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_share: Option<f64>,
+    /// Output tokens spent reasoning, as the servers said
+    /// (`completion_tokens_details.reasoning_tokens`, the Responses API's
+    /// `output_tokens_details.reasoning_tokens`), summed over ok requests; part of `output`.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
+    /// Ok requests whose response said how many output tokens were reasoning (0 included).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_reported: u64,
+    /// Ok requests that reasoned until `max_tokens` ran out and gave no answer
+    /// (answer-starved): goodput does not count them. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub answer_starved: u64,
+    /// Ok session turns that answered the previous turn's tool calls with tool results: the
+    /// stage's completed tool round trips. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_round_trips: u64,
+}
+
+impl Tokens {
+    /// Adds another summary's counts (the rounds of one stage).
+    pub fn add(&mut self, o: &Tokens) {
+        self.input += o.input;
+        self.inputs += o.inputs;
+        self.output += o.output;
+        self.from_usage += o.from_usage;
+        self.from_tokenizer += o.from_tokenizer;
+        self.mismatched += o.mismatched;
+        self.from_timings += o.from_timings;
+        self.from_tokenize += o.from_tokenize;
+        self.estimated += o.estimated;
+        self.tpot_estimated += o.tpot_estimated;
+        self.implausible += o.implausible;
+        self.off_plan_output += o.off_plan_output;
+        self.cached += o.cached;
+        self.cache_reported += o.cache_reported;
+        self.cached_share = self.cache_share();
+        self.reasoning += o.reasoning;
+        self.reasoning_reported += o.reasoning_reported;
+        self.answer_starved += o.answer_starved;
+        self.tool_round_trips += o.tool_round_trips;
+    }
+
+    /// `cached` over every ok request's prompt tokens, when any response reported it.
+    pub fn cache_share(&self) -> Option<f64> {
+        (self.cache_reported > 0 && self.input > 0).then(|| self.cached as f64 / self.input as f64)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SendLag {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl SendLag {
+    /// The figure an aggregation reads, for the ones kept (p50, p99, max).
+    pub fn get(&self, aggregation: super::Aggregation) -> Option<f64> {
+        use super::{Aggregation, Percentile};
+        match aggregation {
+            Aggregation::Percentile(Percentile::P50) => Some(self.p50),
+            Aggregation::Percentile(Percentile::P99) => Some(self.p99),
+            Aggregation::Max => Some(self.max),
+            _ => None,
+        }
+    }
+}
+
+/// The client's own health: how late it sent, how busy it was.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientHealth {
+    pub send_lag_ms: SendLag,
+    /// Process CPU time over wall time during the stage, in percent of one core.
+    pub cpu_percent: f64,
+    /// Cores available to the process.
+    pub cores: u32,
+    /// The client process's peak resident memory so far, in MiB (0 where unknown).
+    #[serde(default)]
+    pub peak_rss_mb: f64,
+    /// Share of the time of the CPUs the client may run on that the hypervisor gave to
+    /// something else during the stage (`steal` in /proc/stat), in percent. Absent where
+    /// unknown (not Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_percent: Option<f64>,
+    /// The most requests this client had in flight at once during the stage (a closed loop's
+    /// clients, once all have started). Absent when no request was sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub peak_in_flight: u64,
+    /// Idle CPUs were kept polling instead of sleeping during the stage (`--poll-idle`), which
+    /// removes their wake-up latency from send lag and TTFT. Absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub poll_idle: bool,
+    /// How late the client's event loop woke for a probe timer (one every 1 to 2 ms per
+    /// worker) during the stage: the delay a response waits, once it has arrived, before the
+    /// client reads it. Absent where not measured. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_delay_ms: Option<LoopDelay>,
+    /// Share of the time of the CPUs the client may run on that went to running anything, in
+    /// percent (Linux). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_busy_percent: Option<f64>,
+    /// Share of the time of those CPUs that went to other processes (busy less the client's
+    /// own CPU time), in percent (Linux). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_percent: Option<f64>,
+    /// Times a thread of the client was descheduled against its will, per second (Linux).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub involuntary_switches_per_s: Option<f64>,
+    /// Tasks runnable on the machine during the stage (`procs_running`, sampled; Linux).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_queue: Option<RunQueue>,
+}
+
+/// How late the client's event loop woke for its probe timer, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopDelay {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Probe wake-ups measured.
+    pub samples: u64,
+}
+
+/// Runnable tasks on the machine, over a stage's samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunQueue {
+    pub mean: f64,
+    pub max: u32,
+}
+
+impl ClientHealth {
+    /// What the machine reported about the client's CPUs, for the lag's cause.
+    pub fn host_load(&self) -> super::HostLoad {
+        super::HostLoad {
+            busy_share: self.cpus_busy_percent.map(|p| p / 100.0),
+            others_share: self.others_percent.map(|p| p / 100.0),
+            involuntary_per_s: self.involuntary_switches_per_s,
+            run_queue_mean: self.run_queue.map(|q| q.mean),
+            run_queue_max: self.run_queue.map(|q| q.max),
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Whether the stage's numbers can be trusted, and if not, why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Validity {
+    pub trusted: bool,
+    /// The flags below as sentences.
+    pub reasons: Vec<String>,
+    /// Why the stage is untrusted, typed: what each flag saw and (by its kind) what it can
+    /// distort. *Added in schema 3*; a result written before has `reasons` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<super::Flag>,
+}
+
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            trusted: true,
+            reasons: Vec::new(),
+            flags: Vec::new(),
+        }
+    }
+}
+
+impl Validity {
+    /// Trusted when there is no flag; the reasons rendered from the flags.
+    pub fn from_flags(flags: Vec<super::Flag>) -> Validity {
+        Validity {
+            trusted: flags.is_empty(),
+            reasons: flags.iter().map(ToString::to_string).collect(),
+            flags,
+        }
+    }
+
+    /// Adds a flag (and its sentence): the stage is untrusted.
+    pub fn push(&mut self, flag: super::Flag) {
+        self.trusted = false;
+        self.reasons.push(flag.to_string());
+        self.flags.push(flag);
+    }
+
+    /// The flags, with a result written before they were typed read as one flag per reason
+    /// that may have distorted anything.
+    pub fn typed_flags(&self) -> Vec<super::Flag> {
+        if !self.flags.is_empty() || self.trusted {
+            return self.flags.clone();
+        }
+        let reasons = self.reasons.iter().cloned();
+        let mut flags: Vec<super::Flag> = reasons
+            .map(|reason| super::FlagKind::Other { reason }.into())
+            .collect();
+        if flags.is_empty() {
+            flags.push(
+                super::FlagKind::Other {
+                    reason: "untrusted".into(),
+                }
+                .into(),
+            );
+        }
+        flags
+    }
+}
+
+/// One second of a stage, for plots over time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimelinePoint {
+    /// Seconds since the stage start (bucket start).
+    pub t_s: f64,
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub output_tokens: u64,
+    /// Median TTFT of requests completed in this second (0 when none).
+    pub ttft_p50_ms: f64,
+    /// 99th percentile E2E of requests completed in this second (0 when none).
+    pub e2e_p99_ms: f64,
+    /// Requests in flight on average during this second (sent, not yet answered): what the
+    /// steady-state window is found from. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub in_flight: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageSummary {
+    pub name: String,
+    pub planned: PlannedLoad,
+    /// Wall time from the stage start to its last response (or drain end), in seconds.
+    pub wall_time_s: f64,
+    pub requests: RequestCounts,
+    pub latency: Latency,
+    pub tokens: Tokens,
+    pub throughput: Throughput,
+    pub client: ClientHealth,
+    pub validity: Validity,
+    /// Per-second series (sent, completed, tokens, latency) for plots.
+    pub timeline: Vec<TimelinePoint>,
+    /// Set when the stage is one point of a sweep or one probe of a rate search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::ProfilePoint>,
+    /// Multi-turn sessions: metrics per turn index (0 first), up to 32 indices. With agentic
+    /// tasks, the root sessions' turns only (their subagents' are in `per_depth`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_turn: Vec<super::TurnSummary>,
+    /// Agentic tasks with subagents: their turns by depth (1: forked by the root session).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_depth: Vec<super::DepthSummary>,
+    /// A target with several URLs: one entry per URL that was sent requests (empty
+    /// otherwise). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_url: Vec<super::UrlSummary>,
+    /// Warm-up with `until="stable"` only: what ended it, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_end: Option<WarmupEnd>,
+    /// Every latency histogram of the stage, whole (µs; see `StageHistograms`), for
+    /// confidence intervals and `compare`. Absent from results written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<super::StageHistograms>,
+    /// What is worth knowing about the stage without making its numbers untrusted, e.g. a
+    /// data set that repeats its prompts. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Where the TTFT went: the server's own figures (per-request timings, or its Prometheus
+    /// histograms over the stage) beside the client's. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<super::Attribution>,
+    /// The stage was stopped while it ran by an `abort-on-fail` assertion; the message says
+    /// which. *Added in schema 2.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
+    /// The latencies a late client can only raise (TTFT, E2E, NTPOT, TTFA), each request's
+    /// taken net of what the client may have added to it: lower bounds on what the server
+    /// took, which decide failures on a stage whose client is flagged (see `docs/sla.md`).
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_net: Option<ClientNet>,
+    /// A stage run in `rounds`: each round's own summary (without histograms or timeline), in
+    /// order. The stage's figures above are then the medians across rounds, its intervals
+    /// across rounds, its counts the sums and its histograms the union.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<StageSummary>,
+    /// An `until-decided` stage: the rule it ran under and where it stopped sending. Its
+    /// verdicts are decided on confidence sequences tuned for `tuned_for` requests. *Added in
+    /// schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<UntilDecided>,
+    /// What the requests carried: the bodies' bytes, images and the vision tokens the server
+    /// counted for them. Absent when no body was sent. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<super::Payload>,
+    /// The window where the load was steady (see `docs/metrics.md`), with its own requests,
+    /// latencies and throughput; the ramp is before `from_s`, the drain after `to_s`. Absent
+    /// when the load held near its peak for less than 3 s, for a stage run in rounds, and in
+    /// merged distributed results. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyState>,
+    /// A stage split by `model` or `class`: each label's requests as a stage of their own, in
+    /// the order the scenario lists them (every label, sent or not). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSummary>,
+    /// Classes with different priorities: whether the server served them in that order.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<super::PriorityCheck>,
+}
+
+/// One label's requests of a stage, summarised as a stage of their own (latencies with their
+/// intervals, counts, throughput over the stage's wall time). *Added in schema 3.*
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GroupSummary {
+    pub by: crate::protocol::Grouping,
+    pub label: String,
+    /// A class's priority as sent to the server (lower is served first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    pub summary: StageSummary,
+}
+
+/// The steady-state window of a stage and its figures (`steady` in results.json).
+/// *Added in schema 3.*
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SteadyState {
+    /// Seconds from the stage's start to the window's start: the ramp before it.
+    pub from_s: f64,
+    /// Seconds from the stage's start to the window's end; from here to `wall_time_s` is the
+    /// drain.
+    pub to_s: f64,
+    /// The share of the peak a second needed (see `docs/metrics.md`).
+    pub ratio: f64,
+    /// The most requests in flight on average over any full second of the stage, the series
+    /// averaged over 5 seconds.
+    pub peak_in_flight: f64,
+    /// Requests in flight on average over the window.
+    pub mean_in_flight: f64,
+    /// The requests scheduled and finished inside the window.
+    pub requests: RequestCounts,
+    /// Their latencies; intervals by batches in send order (`method: "batches"`). ITL is not
+    /// kept per request, so it has no sample here.
+    pub latency: Latency,
+    /// What finished inside the window, over its length.
+    pub throughput: Throughput,
+}
+
+impl StageSummary {
+    /// A pooling API's stage (embeddings, rerank, score): it counts inputs, and has no first
+    /// token and no output.
+    pub fn pooled(&self) -> bool {
+        self.throughput.inputs_per_s.is_some()
+    }
+
+    /// Marks a stage whose answers came whole (a pooling API's, or a generation API's asked
+    /// `stream #false`: `whole`), and its rounds, so that its distributions are written
+    /// without the streamed-only metrics (see `PerMetric`); a streamed stage's are unchanged.
+    pub fn mark_answered_whole(&mut self, whole: bool) {
+        let whole = whole || self.pooled();
+        self.latency = self.latency.answered_whole(whole);
+        self.histograms = self.histograms.take().map(|h| h.answered_whole(whole));
+        if let Some(net) = &mut self.client_net {
+            net.latency = net.latency.answered_whole(whole);
+            net.histograms = net.histograms.take().map(|h| h.answered_whole(whole));
+        }
+        for r in &mut self.rounds {
+            r.mark_answered_whole(whole);
+        }
+    }
+}
+
+/// How an `until-decided` stage ran: sent at least its minimum, then until every assertion
+/// on it was decided, or its maximum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UntilDecided {
+    /// The minimum: requests (`requests 200 until-decided …`; for a `duration` minimum of an
+    /// open-loop stage, the requests its schedule sends in that time)…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_requests: Option<u64>,
+    /// … and seconds (`duration "60s" until-decided …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_s: Option<f64>,
+    /// The maximum: requests (an open-loop stage's whole schedule) or seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_s: Option<f64>,
+    /// The number of requests the stage's confidence sequences are tightest at.
+    pub tuned_for: u64,
+    /// Why it stopped sending.
+    pub stopped: UntilStop,
+    /// Seconds from the stage's start to the look that decided it (or to the end of sending).
+    pub stopped_at_s: f64,
+    /// Requests completed at that look (those still in flight were then drained and count
+    /// in the stage's figures).
+    pub stopped_at_requests: u64,
+    /// How many times the stage was judged while it ran.
+    pub looks: u32,
+    /// At a look while the stage runs: the requests begun whose values are not known yet.
+    /// Never in a finished stage's summary.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub pending: Option<Pending>,
+    /// Which look stopped it: `in_flight` (every request begun, those in flight as unknown)
+    /// or `prefix` (the complete prefix). Only on a stage that `stopped` `decided`.
+    /// *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<super::DecidedBy>,
+    /// The complete prefix at the last look (the stop): its length and its verdicts. A
+    /// verdict the whole stage leaves undecided is the prefix's decision here. Absent when
+    /// no look judged it. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<super::PrefixLook>,
+}
+
+/// Requests an `until-decided` stage has begun but not yet recorded, at a look: the
+/// verdicts then hold whatever those turn out to be (a failure or a success, a latency from
+/// 0 to `longest_ms`), so that a stage stopped on them is decided the same way once they
+/// are drained.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pending {
+    pub requests: u64,
+    /// The longest a successful request's latency can be: its timeout.
+    pub longest_ms: f64,
+}
+
+/// Why an `until-decided` stage stopped sending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UntilStop {
+    /// Every assertion holding it open was decided (pass or fail).
+    Decided,
+    /// It sent its maximum undecided.
+    MaxReached,
+    /// Ctrl-C, a signal, or an `abort-on-fail` assertion stopped it first.
+    Interrupted,
+}
+
+impl UntilStop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UntilStop::Decided => "decided",
+            UntilStop::MaxReached => "max reached",
+            UntilStop::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl StageSummary {
+    /// The stage's histogram of `metric` (µs), decoded; `None` when the summary has none
+    /// stored (results from before histograms were kept).
+    pub fn histogram(
+        &self,
+        metric: super::LatencyMetric,
+    ) -> Option<Result<hdrhistogram::Histogram<u64>, crate::stats::StatsError>> {
+        self.histograms.as_ref()?.decode(metric)
+    }
+}
+
+/// Why and when a `warmup until="stable"` stopped sending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupEnd {
+    pub reason: WarmupEndReason,
+    /// Seconds from the warm-up's start to the moment sending stopped.
+    pub at_s: f64,
+    /// Stability checks made.
+    pub checks: u32,
+    /// The last stability verdict, with its numbers (e.g. the TTFT coefficient of variation).
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupEndReason {
+    /// GPU clocks held and temperature settled (GPU telemetry present).
+    GpuStable,
+    /// Recent TTFTs settled (no GPU telemetry).
+    LatencyStable,
+    /// `max` elapsed before the rule held.
+    MaxDuration,
+    /// Ctrl-C during the warm-up.
+    Interrupted,
+}
+
+impl WarmupEndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarmupEndReason::GpuStable => "gpu_stable",
+            WarmupEndReason::LatencyStable => "latency_stable",
+            WarmupEndReason::MaxDuration => "max_duration",
+            WarmupEndReason::Interrupted => "interrupted",
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! A metric's value on a stage, in its canonical unit, read from the stage summary through the
+//! vocabulary; or why there is none ([`Unobserved`]), which fails the assertion: an SLA nobody
+//! measured is not met.
+
+use super::grammar::{Aggregation, Metric};
+use crate::metrics::HistogramCodec;
+use crate::metrics::{CountMetric, Dist, LatencyMetric, StageSummary};
+
+/// Why a metric has no value on a stage.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Unobserved {
+    #[error("no {metric} samples")]
+    NoSamples { metric: Metric },
+    #[error("no requests were sent")]
+    NoRequests,
+    /// The parser rejects these; a hand-built assertion still must not panic.
+    #[error("{metric} does not record {}", aggregation.map_or("this".to_string(), |a| a.to_string()))]
+    NotRecorded {
+        metric: Metric,
+        aggregation: Option<Aggregation>,
+    },
+    #[error("`{metric}` is a figure of a sweep's or search's curve, not of one stage")]
+    OfCurve { metric: Metric },
+    #[error("`{metric}` comes from telemetry and is evaluated with the run's telemetry report")]
+    FromTelemetry { metric: Metric },
+    #[error(
+        "no telemetry in this run: `{metric}` needs a `telemetry {{ … }}` block with a source \
+         that measures it"
+    )]
+    NoTelemetry { metric: Metric },
+    #[error("telemetry has no record of stage `{stage}`")]
+    StageNotInTelemetry { stage: String },
+    #[error(
+        "`{metric}` needs {what}, and the server's metrics ({servers}) have none: this server \
+         does not export it"
+    )]
+    ServerLacks {
+        metric: Metric,
+        what: &'static str,
+        /// The server sources that answered, as a list for the message.
+        servers: String,
+    },
+    #[error("telemetry did not measure `{metric}` in this stage (needs {needs})")]
+    NotMeasured { metric: Metric, needs: &'static str },
+}
+
+/// The stage's distribution of a per-request latency metric; `None` for the others (and for
+/// send lag, whose figures are the client's health).
+pub fn latency_dist(metric: Metric, stage: &StageSummary) -> Option<&Dist> {
+    stage.latency.get(metric.latency()?)
+}
+
+/// Which figures of a stage a value is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// As measured.
+    Measured,
+    /// Net of what the client may have added (`client_net`): lower bounds on what the server
+    /// took, for the latencies a late client can only raise.
+    Net,
+}
+
+impl View {
+    /// The stage's distribution of `metric` in this view.
+    pub fn dist(self, metric: Metric, stage: &StageSummary) -> Option<&Dist> {
+        match self {
+            View::Measured => latency_dist(metric, stage),
+            View::Net => stage.client_net.as_ref()?.latency.get(metric.latency()?),
+        }
+    }
+
+    /// The stage's histogram of `metric` in this view (µs), when stored.
+    pub fn histogram(
+        self,
+        metric: LatencyMetric,
+        stage: &StageSummary,
+    ) -> Option<Result<hdrhistogram::Histogram<u64>, crate::stats::StatsError>> {
+        match self {
+            View::Measured => stage.histogram(metric),
+            View::Net => stage
+                .client_net
+                .as_ref()?
+                .histograms
+                .as_ref()?
+                .decode(metric),
+        }
+    }
+
+    /// The metric's value on a stage in this view.
+    pub fn observe(
+        self,
+        metric: Metric,
+        aggregation: Option<Aggregation>,
+        stage: &StageSummary,
+    ) -> Result<f64, Unobserved> {
+        match self {
+            View::Measured => observe(metric, aggregation, stage),
+            View::Net => match self.dist(metric, stage) {
+                Some(d) if d.count > 0 => Ok(d.get(aggregation.unwrap_or(Aggregation::Mean))),
+                _ => Err(Unobserved::NoSamples { metric }),
+            },
+        }
+    }
+}
+
+/// The metric's value on a stage in its canonical unit, or why there is none.
+pub fn observe(
+    metric: Metric,
+    aggregation: Option<Aggregation>,
+    stage: &StageSummary,
+) -> Result<f64, Unobserved> {
+    let sent = stage.requests.sent;
+    match metric {
+        Metric::Latency(LatencyMetric::SendLag) if sent == 0 => Err(Unobserved::NoRequests),
+        Metric::Latency(LatencyMetric::SendLag) => aggregation
+            .and_then(|a| stage.client.send_lag_ms.get(a))
+            .ok_or(Unobserved::NotRecorded {
+                metric,
+                aggregation,
+            }),
+        Metric::Latency(m) => match stage.latency.get(m) {
+            Some(d) if d.count > 0 => Ok(d.get(aggregation.unwrap_or(Aggregation::Mean))),
+            _ => Err(Unobserved::NoSamples { metric }),
+        },
+        Metric::Count(m) => counted(m, stage),
+        Metric::Telemetry(_) => Err(Unobserved::FromTelemetry { metric }),
+        Metric::Curve(_) => Err(Unobserved::OfCurve { metric }),
+    }
+}
+
+fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved> {
+    let sent = stage.requests.sent;
+    let t = &stage.throughput;
+    match metric {
+        CountMetric::ErrorRate | CountMetric::Goodput if sent == 0 => Err(Unobserved::NoRequests),
+        CountMetric::ErrorRate => Ok(stage.requests.failed as f64 / sent as f64 * 100.0),
+        CountMetric::Goodput => Ok(t.goodput_ratio * 100.0),
+        CountMetric::GoodputRate => Ok(t.goodput_per_s),
+        CountMetric::RequestThroughput => Ok(t.requests_per_s),
+        CountMetric::OutputThroughput => Ok(t.output_tokens_per_s),
+        CountMetric::InputThroughput => Ok(t.input_tokens_per_s),
+        CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
+            metric: Metric::Count(metric),
+        }),
+    }
+}
