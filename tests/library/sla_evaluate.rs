@@ -263,7 +263,7 @@ fn an_untrusted_stage_is_inconclusive_unless_the_policy_judges_it() {
     assert!(!v.passed);
     let note = v.note.as_deref().unwrap();
     assert!(
-        note.contains("stage untrusted (send lag") && note.contains("say pass"),
+        note.contains("stage untrusted (other)") && note.contains("say pass"),
         "{note}"
     );
     let judged = Context {

@@ -320,6 +320,11 @@ fn client(parts: &[Part<'_>], send_lag: &Histogram<u64>) -> ClientHealth {
             .iter()
             .filter_map(|p| p.summary.client.loop_delay_ms)
             .max_by(|a, b| a.max.total_cmp(&b.max)),
+        // The idlest shard's clients: what the merged load may have lacked at most.
+        closed_loop_idle_percent: parts
+            .iter()
+            .filter_map(|p| p.summary.client.closed_loop_idle_percent)
+            .reduce(f64::max),
         cpus_busy_percent: busiest.cpus_busy_percent,
         others_percent: busiest.others_percent,
         involuntary_switches_per_s: busiest.involuntary_switches_per_s,

@@ -406,6 +406,10 @@ impl StageAggregator {
             peak_in_flight: 0,
             poll_idle: clock.poll_idle,
             loop_delay_ms: clock.loop_delay,
+            closed_loop_idle_percent: clock
+                .closed_idle
+                .filter(|(_, span)| *span > 0)
+                .map(|(idle, span)| 100.0 * idle as f64 / span as f64),
             cpus_busy_percent: clock.host.busy_share.map(|s| s * 100.0),
             others_percent: clock.host.others_share.map(|s| s * 100.0),
             involuntary_switches_per_s: clock.host.involuntary_per_s,
@@ -461,7 +465,7 @@ impl StageAggregator {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let validity = validity::judge(
+        let (validity, cause_notes) = validity::judge(
             &validity::Inputs {
                 requests: &counts,
                 errors,
@@ -483,6 +487,7 @@ impl StageAggregator {
             rules,
         );
         let mut notes = validity::notes(self.facts, counts.sent, &tokens);
+        notes.extend(cause_notes);
         let attribution = self
             .timings
             .finish(&latency[LatencyMetric::Ttft], &latency[LatencyMetric::Tpot]);

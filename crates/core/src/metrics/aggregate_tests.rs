@@ -279,26 +279,59 @@ fn a_snapshot_leaves_the_aggregator_as_it_was() {
 }
 
 #[test]
-fn a_machine_losing_time_to_its_hypervisor_is_flagged() {
+fn steal_is_a_cause_and_idle_closed_loop_clients_its_effect() {
     let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
     agg.record(&ok_record(0, 0, 5, &[1]));
-    let clock = |steal| StageClock {
+    let clock = |steal, idle| StageClock {
         wall_ns: 1_000_000_000,
         cores: 1,
         steal_share: Some(steal),
         poll_idle: false,
+        closed_idle: idle,
         ..StageClock::default()
     };
     let calm = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default())
-        .finish(clock(0.005), &ValidityRules::default());
+        .finish(clock(0.005, None), &ValidityRules::default());
     assert!(calm.validity.trusted, "{:?}", calm.validity.reasons);
     assert_eq!(calm.client.steal_percent, Some(0.5));
-    let s = agg.finish(clock(0.3), &ValidityRules::default());
-    assert!(!s.validity.trusted);
+    assert!(calm.notes.is_empty(), "{:?}", calm.notes);
+    // 30 % stolen and nothing measured of it: trusted, and said once as a note.
+    let s = agg.finish(clock(0.3, Some((5, 1_000))), &ValidityRules::default());
+    assert!(s.validity.trusted, "{:?}", s.validity.reasons);
     assert!(
-        s.validity.reasons[0].contains("stole 30.0%"),
+        s.notes
+            .iter()
+            .any(|n| n.contains("stole 30.0%") && n.contains("no measured effect")),
+        "{:?}",
+        s.notes
+    );
+    assert_eq!(s.client.closed_loop_idle_percent, Some(0.5));
+    // A closed loop's clients idle 5 % of their time: flagged, with steal as the cause.
+    let mut agg = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+    agg.record(&ok_record(0, 0, 5, &[1]));
+    let s = agg.finish(clock(0.3, Some((50, 1_000))), &ValidityRules::default());
+    assert!(!s.validity.trusted);
+    let flags = s.validity.typed_flags();
+    assert_eq!(
+        flags[0].kind.name(),
+        "idle_clients",
         "{:?}",
         s.validity.reasons
+    );
+    assert!(
+        s.validity.reasons[0].contains("5.0% of their time"),
+        "{:?}",
+        s.validity.reasons
+    );
+    assert!(
+        s.validity.reasons[0].contains("stole"),
+        "{:?}",
+        s.validity.reasons
+    );
+    assert!(
+        s.notes.iter().all(|n| !n.contains("stole")),
+        "{:?}",
+        s.notes
     );
 }
 

@@ -57,9 +57,21 @@ pub enum FlagKind {
     },
     /// The client sent at less than the planned rate.
     RateShortfall { achieved_share: f64, min_share: f64 },
-    /// The client used nearly all of its cores.
+    /// A closed loop's clients held no request in flight for more than `max_share` of their
+    /// time between their first and last sends (reading an answer, preparing and sending the
+    /// next): the server had less load than planned, by this measured share.
+    /// *Added in schema 3.*
+    IdleClients {
+        share: f64,
+        max_share: f64,
+        /// What kept the client, and the fix.
+        cause: LagCause,
+    },
+    /// The client used nearly all of its cores. Raised by results written before 0.3 only:
+    /// a busy CPU is now a cause of a measured effect, or a note.
     ClientCpu { cpu_percent: f64, cores: u32 },
-    /// The hypervisor took time from the client's CPUs.
+    /// The hypervisor took time from the client's CPUs. Raised by results written before
+    /// 0.3 only: steal is now a cause of a measured effect, or a note.
     Steal { share: f64, max_share: f64 },
     /// The server's prompt token counts disagree with the plan's.
     TokenMismatch { share: f64, max_share: f64 },
@@ -205,7 +217,7 @@ impl FlagKind {
                     &[D::ClientDelay]
                 }
             }
-            FlagKind::RateShortfall { .. } => &[D::LoadShortfall],
+            FlagKind::RateShortfall { .. } | FlagKind::IdleClients { .. } => &[D::LoadShortfall],
             FlagKind::UnintendedCache { .. } => &[D::Flattering],
             FlagKind::GpuThrottled { .. } => &[D::ServerSlowed],
             FlagKind::ImplausibleUsage { .. } => &[D::OutputCounts],
@@ -226,6 +238,7 @@ impl FlagKind {
             FlagKind::NothingSucceeded { .. } => "nothing_succeeded",
             FlagKind::SendLag { .. } => "send_lag",
             FlagKind::RateShortfall { .. } => "rate_shortfall",
+            FlagKind::IdleClients { .. } => "idle_clients",
             FlagKind::ClientCpu { .. } => "client_cpu",
             FlagKind::Steal { .. } => "steal",
             FlagKind::TokenMismatch { .. } => "token_mismatch",
@@ -285,6 +298,17 @@ impl fmt::Display for FlagKind {
                 "achieved {:.1}% of the planned sending rate (below {:.1}%)",
                 achieved_share * 100.0,
                 min_share * 100.0
+            ),
+            FlagKind::IdleClients {
+                share,
+                max_share,
+                cause,
+            } => write!(
+                f,
+                "the closed loop's clients held no request in flight for {:.1}% of their time \
+                 (above {:.0}%): the server had that much less load than planned; {cause}",
+                share * 100.0,
+                max_share * 100.0
             ),
             FlagKind::ClientCpu { cpu_percent, cores } => write!(
                 f,

@@ -185,6 +185,7 @@ fn client(rounds: &[StageSummary]) -> ClientHealth {
             .unwrap_or(0),
         poll_idle: rounds.iter().all(|r| r.client.poll_idle),
         loop_delay_ms: loop_delay(rounds),
+        closed_loop_idle_percent: median_of(rounds, |r| r.client.closed_loop_idle_percent),
         cpus_busy_percent: median_of(rounds, |r| r.client.cpus_busy_percent),
         others_percent: median_of(rounds, |r| r.client.others_percent),
         involuntary_switches_per_s: median_of(rounds, |r| r.client.involuntary_switches_per_s),

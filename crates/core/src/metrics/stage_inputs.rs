@@ -34,4 +34,7 @@ pub struct StageClock {
     pub host: super::HostLoad,
     /// How late the client's loop woke for its probe timer during the stage, where measured.
     pub loop_delay: Option<LoopDelay>,
+    /// A closed loop's clients' idle and total time between their first and last sends, in
+    /// ns, summed over clients (see `ClientHealth::closed_loop_idle_percent`).
+    pub closed_idle: Option<(u64, u64)>,
 }

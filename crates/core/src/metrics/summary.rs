@@ -223,6 +223,13 @@ pub struct ClientHealth {
     /// client reads it. Absent where not measured. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_delay_ms: Option<LoopDelay>,
+    /// A closed loop's clients' idle time: the share of their time, between each client's
+    /// first and last sends, in which it held no request in flight although it had more to
+    /// send (reading an answer, preparing and sending the next), in percent. The load the
+    /// server had is short of the plan by this share. Absent for open-loop and session
+    /// stages. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_idle_percent: Option<f64>,
     /// Share of the time of the CPUs the client may run on that went to running anything, in
     /// percent (Linux). *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,14 +18,18 @@ pub struct ValidityRules {
     /// Send lag p99 above this share of the stage's TTFT p50 (and above the floor) flags the
     /// client as the bottleneck: the lag is added to every latency it measures.
     pub max_send_lag_ttft_share: f64,
-    /// Achieved over planned sending rate below this flags the run.
+    /// Achieved over planned sending rate below this flags the run; so does a closed loop
+    /// whose clients held no request in flight for more than `1 - min_rate_ratio` of their
+    /// time (the same tolerance: a load within 1 % of the plan is the planned load).
     pub min_rate_ratio: f64,
-    /// Client CPU above this share of the available cores flags the run.
+    /// Client CPU above this share of the available cores is noted as a cause (it flags
+    /// nothing by itself: only its measured effects do).
     pub max_cpu_share: f64,
     /// Share of requests whose token counts disagree with the server's above this flags the run.
     pub max_token_mismatch_share: f64,
-    /// Share of the client's CPUs' time taken by the hypervisor (steal) above this flags the
-    /// run: stolen time stalls the client at random, inflating every latency it measures.
+    /// Share of the client's CPUs' time taken by the hypervisor (steal) above this is noted
+    /// as a cause, and named as the cause of a measured effect (late sends, a closed loop's
+    /// idle clients); it flags nothing by itself.
     pub max_steal_share: f64,
     /// With `ignore_eos`, the share of responses whose output length is not the planned one
     /// above which the load is not the planned load.
@@ -94,7 +98,9 @@ pub(super) struct Inputs<'a> {
     pub exact_counts: u64,
 }
 
-pub(super) fn judge(i: &Inputs<'_>, rules: &ValidityRules) -> Validity {
+/// The stage's validity, and notes on causes that had no measured effect (steal, a busy
+/// client CPU): a cause flags nothing by itself, only the effects the client measured do.
+pub(super) fn judge(i: &Inputs<'_>, rules: &ValidityRules) -> (Validity, Vec<String>) {
     let mut flags: Vec<FlagKind> = Vec::new();
     let sent = i.requests.sent;
     let ok = i.requests.ok;
@@ -106,26 +112,75 @@ pub(super) fn judge(i: &Inputs<'_>, rules: &ValidityRules) -> Validity {
     }
     flags.extend(client_flags(i, rules));
     flags.extend(load_flags(i, rules));
-    Validity::from_flags(flags.into_iter().map(Flag::from).collect())
+    let notes = cause_notes(i, rules, &flags);
+    (
+        Validity::from_flags(flags.into_iter().map(Flag::from).collect()),
+        notes,
+    )
 }
 
-/// The client's own health: late sends (with their cause), its rate, its CPU, steal.
+/// What made the client late or idle, from the machine's figures.
+fn cause(i: &Inputs<'_>, rules: &ValidityRules) -> crate::metrics::LagCause {
+    lag_cause(&LagInputs {
+        host: i.client.host_load(),
+        own_cores: i.client.cpu_percent / 100.0,
+        cores: i.cores.max(1),
+        steal_share: i.steal_share,
+        max_steal_share: rules.max_steal_share,
+        send_lag_p99_ms: i.client.send_lag_ms.p99,
+        poll_idle: i.poll_idle,
+    })
+}
+
+/// Steal and a busy client CPU, when no effect of the client's was flagged: said once, as
+/// what was seen and had no measured effect on what was sent.
+fn cause_notes(i: &Inputs<'_>, rules: &ValidityRules, flags: &[FlagKind]) -> Vec<String> {
+    let client_effect = flags.iter().any(|f| {
+        matches!(
+            f,
+            FlagKind::SendLag { .. }
+                | FlagKind::RateShortfall { .. }
+                | FlagKind::IdleClients { .. }
+        )
+    });
+    if client_effect {
+        return Vec::new();
+    }
+    let mut seen = Vec::new();
+    if let Some(steal) = i.steal_share.filter(|s| *s > rules.max_steal_share) {
+        seen.push(format!(
+            "the hypervisor stole {:.1}% of its CPU time",
+            steal * 100.0
+        ));
+    }
+    let cores = i.cores.max(1);
+    if i.client.cpu_percent / 100.0 > rules.max_cpu_share * f64::from(cores) {
+        seen.push(format!(
+            "it used {:.0}% of {cores} core(s)",
+            i.client.cpu_percent
+        ));
+    }
+    if seen.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "client: {}, with no measured effect (send lag p99 {:.2} ms{})",
+        seen.join(" and "),
+        i.client.send_lag_ms.p99,
+        i.client
+            .closed_loop_idle_percent
+            .map(|p| format!(", clients idle {p:.2}% of their time"))
+            .unwrap_or_default()
+    )]
+}
+
+/// The client's own effects on the load: late sends, a rate short of the plan, a closed loop's
+/// clients idle when they should have had a request in flight; each with its cause.
 fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
     let mut flags = Vec::new();
     let lag = i.client.send_lag_ms.p99;
     let limit = rules.send_lag_limit_ms(i.ttft.p50);
-    let cores = i.cores.max(1);
-    let own_cores = i.client.cpu_percent / 100.0;
     if lag > limit {
-        let cause = lag_cause(&LagInputs {
-            host: i.client.host_load(),
-            own_cores,
-            cores,
-            steal_share: i.steal_share,
-            max_steal_share: rules.max_steal_share,
-            send_lag_p99_ms: lag,
-            poll_idle: i.poll_idle,
-        });
         flags.push(FlagKind::SendLag {
             p99_ms: lag,
             limit_ms: limit,
@@ -133,7 +188,7 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             ttft_share: rules.max_send_lag_ttft_share,
             ttft_p50_ms: i.ttft.p50,
             whole: i.whole,
-            cause,
+            cause: cause(i, rules),
         });
     }
     if let Some(ratio) = i.pace.filter(|r| *r < rules.min_rate_ratio) {
@@ -142,16 +197,17 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             min_share: rules.min_rate_ratio,
         });
     }
-    if own_cores > rules.max_cpu_share * f64::from(cores) {
-        flags.push(FlagKind::ClientCpu {
-            cpu_percent: i.client.cpu_percent,
-            cores: i.cores,
-        });
-    }
-    if let Some(steal) = i.steal_share.filter(|s| *s > rules.max_steal_share) {
-        flags.push(FlagKind::Steal {
-            share: steal,
-            max_share: rules.max_steal_share,
+    let max_idle = 1.0 - rules.min_rate_ratio;
+    if let Some(idle) = i
+        .client
+        .closed_loop_idle_percent
+        .map(|p| p / 100.0)
+        .filter(|s| *s > max_idle)
+    {
+        flags.push(FlagKind::IdleClients {
+            share: idle,
+            max_share: max_idle,
+            cause: cause(i, rules),
         });
     }
     flags

@@ -158,23 +158,58 @@ async fn closed_worker(
         }
     }
     let sessions = sh.plan.session_plan(&sh.stage).is_some();
+    let mut idle = Idle::default();
     loop {
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
-            return;
+            return idle.add_to(&sh.occupancy);
         }
         // A shard's k-th request is the plan's request `index + k · count`.
         let i = sh.stage.slice.global(next.fetch_add(1, Ordering::Relaxed));
         if max_requests.is_some_and(|m| i >= m) {
-            return;
+            return idle.add_to(&sh.occupancy);
         }
         if sessions {
             let first = super::session::prepare(&sh, i);
             super::session::run(sh.clone(), first, since(sh.t0)).await;
             continue;
         }
+        // A test's stalled client: idle between its last answer and this request.
+        if !sh.test_send_lag.is_zero() {
+            tokio::time::sleep(sh.test_send_lag).await;
+        }
         let recipe = sh.plan.request(&sh.stage, i);
         let body = sh.body(&recipe);
         let scheduled = since(sh.t0);
-        sh.send(body, recipe, scheduled, 0).await;
+        idle.note(sh.send_timed(body, recipe, scheduled).await);
+    }
+}
+
+/// One closed-loop client's idle time: from reading each answer to sending its next request,
+/// between its first and last sends (a session's planned pauses are not idle: sessions keep
+/// none). The tail after its last send is not idle: it had nothing more to send.
+#[derive(Default)]
+struct Idle {
+    first_sent: Option<u64>,
+    last_sent: u64,
+    last_done: u64,
+    idle_ns: u64,
+}
+
+impl Idle {
+    fn note(&mut self, (sent, done): (u64, u64)) {
+        match self.first_sent {
+            None => self.first_sent = Some(sent),
+            Some(_) => self.idle_ns += sent.saturating_sub(self.last_done),
+        }
+        self.last_sent = sent;
+        self.last_done = done;
+    }
+
+    fn add_to(&self, o: &super::send::Occupancy) {
+        if let Some(first) = self.first_sent {
+            o.idle_ns.fetch_add(self.idle_ns, Ordering::Relaxed);
+            o.span_ns
+                .fetch_add(self.last_sent.saturating_sub(first), Ordering::Relaxed);
+        }
     }
 }

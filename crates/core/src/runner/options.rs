@@ -56,7 +56,9 @@ pub struct RunOptions {
     pub live_check: Option<LiveCheck>,
     /// For tests only: every open-loop request is held this long past its scheduled instant
     /// before it is sent, as a starved client would hold it, so that a test can make a
-    /// stage's client untrusted on any machine. Zero (the default) in every real run; the
+    /// stage's client untrusted on any machine; a closed loop's client waits that long
+    /// between reading an answer and preparing its next request (a stalled client, idle).
+    /// Zero (the default) in every real run; the
     /// CLI sets it from `INFERMETER_TEST_SEND_LAG_MS` in debug builds only.
     pub test_send_lag: Duration,
     /// For tests only: the share of the client's CPU time the hypervisor is taken to have

@@ -44,6 +44,24 @@ pub(super) struct Media {
     bytes: u64,
 }
 
+/// How the stage's requests occupied the client: the most in flight at once (a ramp's reach),
+/// and a closed loop's clients' idle time between their first and last sends, summed over
+/// clients (each adds its own once, when it stops: nothing per request is shared).
+#[derive(Debug, Default)]
+pub(super) struct Occupancy {
+    pub peak: AtomicU64,
+    pub idle_ns: AtomicU64,
+    pub span_ns: AtomicU64,
+}
+
+impl Occupancy {
+    /// A closed loop's idle and total time, when any client measured one.
+    pub(super) fn closed_idle(&self) -> Option<(u64, u64)> {
+        let span = self.span_ns.load(Ordering::Relaxed);
+        (span > 0).then(|| (self.idle_ns.load(Ordering::Relaxed), span))
+    }
+}
+
 /// What every request task of one stage shares.
 pub(super) struct StageShared {
     pub(super) plan: Arc<Plan>,
@@ -62,9 +80,9 @@ pub(super) struct StageShared {
     pub(super) interrupt: CancellationToken,
     /// Cancels in-flight requests (drain time over, or interrupt grace over).
     pub(super) cancel: CancellationToken,
-    /// Requests in flight now, and the most there were at once (a ramp's reach).
+    /// Requests in flight now; the most there were at once and a closed loop's idle time.
     pub(super) in_flight: AtomicU64,
-    pub(super) peak_in_flight: Arc<AtomicU64>,
+    pub(super) occupancy: Arc<Occupancy>,
     /// Requests begun, each of which sends one record: an `until-decided` stage's look counts
     /// those whose record it has not folded yet as still to come.
     pub(super) started: Arc<AtomicU64>,
@@ -317,6 +335,23 @@ impl StageShared {
         .map(|(text, _)| text)
     }
 
+    /// Like [`send`](Self::send), for a closed loop's client, which keeps its own idle time:
+    /// when the request went on the wire and when its answer was read (`sent_ns`, `done_ns`;
+    /// the scheduled instant for one that never went out).
+    pub(super) async fn send_timed(
+        &self,
+        body: Body,
+        recipe: RequestRecipe,
+        scheduled_ns: u64,
+    ) -> (u64, u64) {
+        let mut at = (scheduled_ns, scheduled_ns);
+        self.send_full(body, recipe, (scheduled_ns, 0, 0), (None, false), |r| {
+            at = (r.sent_ns.max(scheduled_ns), r.done_ns.max(r.sent_ns));
+        })
+        .await;
+        at
+    }
+
     /// A session turn, like [`send`](Self::send), on the session's own connection to the URL
     /// the request is routed to, when `held` (one per URL, see [`super::route::Router::held`])
     /// is given; marked a tool-result turn when `tool_result`. The reply's text and the tool
@@ -432,7 +467,7 @@ impl StageShared {
         };
         let client = &pick.route.client;
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
-        self.peak_in_flight.fetch_max(now, Ordering::Relaxed);
+        self.occupancy.peak.fetch_max(now, Ordering::Relaxed);
         let reply = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,

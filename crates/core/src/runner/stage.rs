@@ -76,7 +76,7 @@ struct Ending {
     cpu0: u64,
     host0: super::host::HostSample,
     probe: super::probe::LoopProbe,
-    peak_in_flight: Arc<AtomicU64>,
+    occupancy: Arc<super::send::Occupancy>,
     reset_note: Option<String>,
     /// The live check judged the stage as it ran.
     judged_live: bool,
@@ -133,7 +133,7 @@ impl StageRunner<'_> {
         let cpu0 = self.cpu.now_ns();
         let host0 = super::host::HostSample::now();
         let probe = super::probe::LoopProbe::start(&track, t0);
-        let peak_in_flight = Arc::new(AtomicU64::new(0));
+        let occupancy = Arc::new(super::send::Occupancy::default());
         let shared = Arc::new(self.shared(
             stage,
             round,
@@ -141,7 +141,7 @@ impl StageRunner<'_> {
             &collector,
             (&stop, &cancel),
             (begun, trace_stage),
-            &peak_in_flight,
+            &occupancy,
         ));
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
@@ -183,7 +183,7 @@ impl StageRunner<'_> {
             cpu0,
             host0,
             probe,
-            peak_in_flight,
+            occupancy,
             reset_note,
             judged_live,
             sending_s,
@@ -214,7 +214,7 @@ impl StageRunner<'_> {
             (wall_ns, cpu_ns),
             (&e.host0, &host1),
             run_queue,
-            loop_delay,
+            (loop_delay, e.occupancy.closed_idle()),
         );
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = e.warmup_end;
@@ -222,7 +222,7 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(e.reset_note);
         summary.notes.extend(self.tokenizer_note.clone());
-        summary.client.peak_in_flight = e.peak_in_flight.load(Ordering::Relaxed);
+        summary.client.peak_in_flight = e.occupancy.peak.load(Ordering::Relaxed);
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout)
                 .filter(|_| e.judged_live)
@@ -340,7 +340,7 @@ impl StageRunner<'_> {
         collector: &Collector,
         (stop, cancel): (&CancellationToken, &CancellationToken),
         (begun, trace_stage): (Arc<AtomicU64>, Option<u16>),
-        peak_in_flight: &Arc<AtomicU64>,
+        occupancy: &Arc<super::send::Occupancy>,
     ) -> StageShared {
         StageShared {
             plan: self.plan.clone(),
@@ -362,7 +362,7 @@ impl StageRunner<'_> {
             interrupt: stop.clone(),
             cancel: cancel.clone(),
             in_flight: AtomicU64::new(0),
-            peak_in_flight: peak_in_flight.clone(),
+            occupancy: occupancy.clone(),
             test_send_lag: self.opts.test_send_lag,
             started: begun,
             trace: self
@@ -457,7 +457,7 @@ impl StageRunner<'_> {
         (wall_ns, cpu_ns): (u64, u64),
         (host0, host1): (&super::host::HostSample, &super::host::HostSample),
         run_queue: Option<(f64, u32)>,
-        loop_delay: Option<crate::metrics::LoopDelay>,
+        (loop_delay, closed_idle): (Option<crate::metrics::LoopDelay>, Option<(u64, u64)>),
     ) -> StageClock {
         StageClock {
             wall_ns,
@@ -474,6 +474,7 @@ impl StageRunner<'_> {
             poll_idle: self.opts.poll_idle,
             host: super::host::host_load(host0, host1, cpu_ns, wall_ns, run_queue),
             loop_delay,
+            closed_idle,
         }
     }
 

@@ -506,14 +506,27 @@ fn weigh_flags(
             Some(n) => format!("{n}; {sentence}"),
             None => sentence,
         }),
+        // The reasons in full are the stage's, said once with it; here only their names.
         _ if weighed.outcome == SlaOutcome::Inconclusive => Some(format!(
             "stage untrusted ({}): {sentence}; its numbers would say {}",
-            stage.validity.reasons.join("; "),
+            flag_names(stage),
             numbers.as_str()
         )),
         _ => Some(format!("{sentence} (the stage is untrusted)")),
     };
     verdict.basis = Some(weighed.basis);
+}
+
+/// The stage's flags by name (`send_lag, idle_clients`), each once.
+fn flag_names(stage: &StageSummary) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for flag in stage.validity.typed_flags() {
+        let name = flag.kind.name();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.join(", ")
 }
 
 fn stage_names(stages: &[StageSummary]) -> String {

@@ -14,7 +14,9 @@ use super::policy::{Policy, Untrusted};
 use super::sequential::absolute_spread;
 use super::spread::{Spread, decide};
 use super::verdict::{Basis, SlaOutcome};
-use crate::metrics::{CountMetric, Distortion, Flag, LatencyMetric, Moves, Shape, StageSummary};
+use crate::metrics::{
+    CountMetric, Distortion, Flag, FlagKind, LatencyMetric, Moves, Shape, StageSummary,
+};
 
 /// A verdict as the stage's flags leave it.
 pub(super) struct Weighed {
@@ -49,23 +51,34 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
     if policy.untrusted == Untrusted::Judge {
         return keep(Basis::Judged);
     }
-    let closed_loop = stage.planned.clients.is_some();
+    // A closed loop whose clients' idle time was measured has its shortfall of load as a
+    // flag of its own (`idle_clients`): a late send there is the client's delay only.
+    let closed_loop =
+        stage.planned.clients.is_some() && stage.client.closed_loop_idle_percent.is_none();
     let toward = toward(n.assertion.op, n.outcome);
     let flags = stage.validity.typed_flags();
     let mut present: Vec<Distortion> = Vec::new();
     let mut suspects: Vec<(&Flag, Distortion)> = Vec::new();
+    let mut bounded = None;
     for flag in &flags {
         for &d in flag.kind.distortions(closed_loop) {
             if !present.contains(&d) {
                 present.push(d);
             }
             let moves = d.moves(metric.def());
-            if (toward.up && moves.up) || (toward.down && moves.down) {
-                suspects.push((flag, d));
+            if !((toward.up && moves.up) || (toward.down && moves.down)) {
+                continue;
+            }
+            match load_bound(n, &flag.kind) {
+                Some(b) => bounded = Some(b),
+                None => suspects.push((flag, d)),
             }
         }
     }
     if suspects.is_empty() {
+        if let Some(basis) = bounded {
+            return keep(basis);
+        }
         present.sort();
         return keep(Basis::Unmoved { by: present });
     }
@@ -85,6 +98,30 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
             would: n.outcome,
         },
     }
+}
+
+/// A latency's pass that a closed loop's measured idle clients cannot have made: the value
+/// scaled by `1 / (1 - idle)` still passes. In a closed loop without think time Little's law
+/// gives `R = N / X`; with throughput `X` nondecreasing in the load, the planned `N` clients'
+/// latency is at most `N / N_eff = 1 / (1 - idle)` times what `N_eff = N (1 - idle)` busy
+/// clients measured (docs/sla.md, "Untrusted stages").
+fn load_bound(n: &Numbers<'_>, flag: &FlagKind) -> Option<Basis> {
+    let FlagKind::IdleClients { share, .. } = flag else {
+        return None;
+    };
+    let latency = matches!(n.assertion.metric, Metric::Latency(_));
+    let below = matches!(n.assertion.op, Op::Lt | Op::Le);
+    if !(latency && below && n.outcome == SlaOutcome::Pass) || *share >= 1.0 {
+        return None;
+    }
+    let scaled = n.observed / (1.0 - share);
+    n.assertion
+        .op
+        .holds(scaled, n.threshold)
+        .then_some(Basis::LoadBounded {
+            idle_share: *share,
+            scaled,
+        })
 }
 
 /// Which way the value must have been pushed to reach `outcome` under `op`.

@@ -273,6 +273,11 @@ pub enum Basis {
     Judged,
     /// Every flag on the stage could only have moved the value away from this outcome.
     Unmoved { by: Vec<Distortion> },
+    /// A latency's pass that holds at the planned load: the closed loop's clients were idle
+    /// `idle_share` of their time, and the value scaled up by `1 / (1 - idle_share)` (what
+    /// the missing load could have added at most, by Little's law) is `scaled`, which still
+    /// passes. *Added in schema 3.*
+    LoadBounded { idle_share: f64, scaled: f64 },
     /// A failure that holds net of what the client may have added to each request (its send
     /// lag and how late it read): up to `added_ms` at this figure.
     NetOfClient { added_ms: f64 },
@@ -334,6 +339,11 @@ impl Basis {
                     nouns.join(" and ")
                 )
             }
+            Basis::LoadBounded { idle_share, scaled } => format!(
+                "{verb} at the planned load too: its clients were idle {:.2}% of their time, \
+                 and scaled for that ({scaled:.2}) it still {verb}",
+                idle_share * 100.0
+            ),
             Basis::NetOfClient { added_ms } => {
                 format!("fails even after removing up to {added_ms:.2} ms the client added")
             }
