@@ -38,6 +38,9 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                     v.stages
                 );
                 out!("{}", v.needs);
+                for url in &v.servers {
+                    outln!("{}", needs_server(url));
+                }
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }
@@ -57,4 +60,22 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
         }
     }
     last.map_or(Ok(()), Err)
+}
+
+/// What to start before `run`: the server at `url` (masked already), and the simulator that
+/// stands in for it on the same address.
+fn needs_server(url: &str) -> String {
+    let shown = crate::escape::terminal(url);
+    let stand_in = url::Url::parse(url).ok().and_then(|u| {
+        let host = u.host_str()?.to_string();
+        Some(format!("{host}:{}", u.port_or_known_default()?))
+    });
+    match stand_in {
+        Some(listen) => format!(
+            "needs  a server at {shown}: start it first (`infermeter sim --listen {}` stands in \
+             for a try), then `infermeter wait {shown}`",
+            crate::escape::terminal(&listen)
+        ),
+        None => format!("needs  a server at {shown}: start it first"),
+    }
 }

@@ -57,6 +57,7 @@ mod run_outputs;
 mod run_signals;
 mod scenario_cli;
 mod sessions;
+mod shipped_scenarios;
 mod steady_state;
 mod sticky_urls;
 mod telemetry_run;

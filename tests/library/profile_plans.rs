@@ -15,9 +15,10 @@ fn sweep_plans_keep_their_hashes() {
     let text = std::fs::read_to_string(path).unwrap();
     // Computed by infermeter at 3358b53, before the split ("5689528f61973b29"), then again
     // when PLAN_FORMAT went to 3 (synthetic prompts derived from their length and data set:
-    // the same plan sends other text, so it must not compare as the same workload).
-    assert_eq!(hash_of(&text), "2f46b96f48d751cb");
-    let clients = text.replace("rates 5 10 15 20 35 50", "concurrency 1 2 4");
+    // the same plan sends other text, so it must not compare as the same workload), and when
+    // the example's points were sized to decide their assertions (rates 10–60, 9 s each).
+    assert_eq!(hash_of(&text), "50b8af326abbe392");
+    let clients = text.replace("rates 10 20 30 45 60", "concurrency 1 2 4");
     assert_ne!(clients, text);
-    assert_eq!(hash_of(&clients), "9ca3ed7b9e11e0c0");
+    assert_eq!(hash_of(&clients), "9dd4bd8f147b519a");
 }

@@ -94,6 +94,9 @@ pub struct Validated {
     pub missing_baseline: Option<PathBuf>,
     /// What each assertion needs to be decided, against what its stage sends.
     pub needs: Needs,
+    /// The servers the run needs up, outside infermeter (none for the embedded simulator),
+    /// with credentials masked.
+    pub servers: Vec<String>,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -111,5 +114,19 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
         stages: scenario.stages.len(),
         missing_baseline: inputs.missing_baseline,
         needs: Needs::of(&scenario, &plan),
+        servers: outside_servers(&scenario),
     })
+}
+
+/// The base URLs of a target that is not the embedded simulator, masked for printing.
+fn outside_servers(scenario: &crate::scenario::Scenario) -> Vec<String> {
+    use crate::scenario::Endpoint;
+    let urls: Vec<&str> = match &scenario.target.endpoint {
+        Endpoint::Sim(_) => Vec::new(),
+        Endpoint::Url(u) => vec![u.value.as_str()],
+        Endpoint::Urls(r) => r.urls.iter().map(|u| u.url.as_str()).collect(),
+    };
+    urls.into_iter()
+        .map(|u| crate::redact::secrets(u).into_owned())
+        .collect()
 }
