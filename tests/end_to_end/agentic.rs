@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-const TRACE: &str = "tests/data/workloads/agentic_tasks.jsonl";
+const TRACE: &str = "scenarios/data/agentic_tasks.jsonl";
 
 /// Runs `stage` on the sample trace; (results.json, requests.jsonl rows).
 fn run(stage: &str) -> (Value, Vec<Value>) {
@@ -392,7 +392,7 @@ fn a_dynamo_agentic_trace_imports_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tasks.jsonl");
     let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/workloads/dynamo_agentic_small.jsonl");
+        .join("scenarios/data/dynamo_agentic_small.jsonl");
     let import = |extra: &[&str]| {
         let mut args = vec![
             "import",

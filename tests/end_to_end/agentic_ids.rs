@@ -16,7 +16,7 @@ use parquet::record::Field;
 use crate::support::raw_server::{After, Post, RawServer, ok_response};
 use crate::support::{describe, run, scenario};
 
-const TRACE: &str = "tests/data/workloads/agentic_tasks.jsonl";
+const TRACE: &str = "scenarios/data/agentic_tasks.jsonl";
 
 /// (traceparent, x-request-id) of every generation request, in arrival order.
 type Log = Arc<Mutex<Vec<(String, String)>>>;

@@ -141,7 +141,7 @@ fn validate_and_request_hooks() {
 fn run_with_hooks(script: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("h.rhai"), script).unwrap();
-    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads/prompts.jsonl");
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/data/prompts.jsonl");
     let kdl = format!(
         "scenario \"h\" {{ seed 1 }}\ntarget \"sim\" {{ decode-base \"1ms\" }}\n\
          dataset \"d\" {{ jsonl \"{}\" max-tokens=8; hooks \"h.rhai\" }}\n\

@@ -29,7 +29,7 @@ fn shipped_scenarios_validate() {
     let snap = repo.join("snapshots").join(commit);
     std::fs::create_dir_all(&snap).unwrap();
     std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads/sharegpt_small.json"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/data/sharegpt_small.json"),
         snap.join("ShareGPT_V3_unfiltered_cleaned_split.json"),
     )
     .unwrap();

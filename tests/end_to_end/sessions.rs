@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Runs `body` (datasets and stages) and returns (results.json, requests.jsonl rows).
 fn run(body: &str) -> (Value, Vec<Value>) {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/data");
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("s.kdl");
     let text = format!(

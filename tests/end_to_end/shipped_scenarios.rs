@@ -35,6 +35,13 @@ fn needs(path: &Path) -> Option<String> {
 
 fn check(path: &Path) {
     let name = path.display();
+    // Self-contained: what a scenario reads is under scenarios/, so a copy of the folder (the
+    // release archive ships it) runs anywhere.
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        !text.contains("\"../"),
+        "{name} reads a file outside scenarios/"
+    );
     if let Some(what) = needs(path) {
         let o = command().arg("validate").arg(path).output().unwrap();
         let said = format!(

@@ -16,7 +16,8 @@ dataset "d" { synthetic { input-tokens "uniform" min=1 max=300; output-tokens 8 
 stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 50 }
 "#;
 
-/// Where the scenario "lives": relative paths resolve against tests/data/workloads/.
+/// Where the scenario "lives": relative paths resolve against tests/data/workloads/ (which
+/// need not exist: only `../tokenizers` is read).
 fn scenario_path() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads/hf.kdl")
 }

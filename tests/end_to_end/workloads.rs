@@ -1,6 +1,6 @@
 //! File-backed workloads: ShareGPT sampling rules, JSONL prompts, trace replays with shared
 //! prefix blocks, and RAG context, compiled from scenarios over the fixtures in
-//! tests/data/workloads/ and run against the embedded simulator.
+//! scenarios/data/ and run against the embedded simulator.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,7 @@ use infermeter_core::plan::{Plan, compile};
 use infermeter_core::scenario::parse_str;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/data")
 }
 
 /// Compiles a scenario whose relative paths resolve against the fixtures directory.
