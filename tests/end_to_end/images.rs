@@ -138,7 +138,7 @@ fn bad_jsonl_images_name_their_line() {
         ("[\"https://h/x.png\", \"text.png\"]", "images[1]: "),
         ("[\"empty.png\"]", "is not a PNG or JPEG"),
         ("[\"huge.png\"]", "more than 20971520 bytes"),
-        ("[\"folder.png\"]", "is not a file"),
+        ("[\"folder.png\"]", "it is a directory, not a regular file"),
         ("\"a.png\"", "`images` must be a list"),
         ("[7]", "images[0] must be a string"),
     ] {

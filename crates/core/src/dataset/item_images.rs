@@ -52,8 +52,14 @@ pub enum ImageLineError {
         #[source]
         source: std::io::Error,
     },
-    #[error("images[{index}]: `{}` is not a file", path.display())]
-    NotAFile { index: usize, path: PathBuf },
+    #[error("images[{index}]: `{}`: {reason}", path.display())]
+    NotAFile {
+        index: usize,
+        path: PathBuf,
+        /// What it is instead (a FIFO, a directory, a device), in the message: a data set's
+        /// problem is shown as one line.
+        reason: std::io::Error,
+    },
     #[error(
         "images[{index}]: `{}` has more than {MAX_ITEM_IMAGE_BYTES} bytes",
         path.display()
@@ -97,14 +103,15 @@ fn read_image(index: usize, path: &Path) -> Result<ItemImage, ImageLineError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(ImageLineError::NotAFile {
+    // A regular file only: a FIFO would block the open, a device would never end.
+    let file = crate::files::open_regular(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::InvalidInput => ImageLineError::NotAFile {
             index,
             path: path.to_path_buf(),
-        });
-    }
+            reason: source,
+        },
+        _ => unreadable(source),
+    })?;
     let mut bytes = Vec::new();
     // Bounded however the file grows while it is read.
     file.take(MAX_ITEM_IMAGE_BYTES + 1)

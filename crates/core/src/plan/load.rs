@@ -142,13 +142,14 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         return Ok(None);
     };
     let full = base_dir.join(&path.value);
-    let source = crate::files::read_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
-        PlanError::HooksFile {
-            dataset: d.name.value.clone(),
-            path: full.clone(),
-            source,
-        }
-    })?;
+    let source =
+        crate::files::read_regular_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
+            PlanError::HooksFile {
+                dataset: d.name.value.clone(),
+                path: full.clone(),
+                source,
+            }
+        })?;
     // Compile errors are reported now, with file, line and column, before any request.
     let shown = path.value.display().to_string();
     crate::hooks::Hooks::compile(&source, &shown).map_err(|source| PlanError::Hooks {
