@@ -315,6 +315,14 @@ fn agentic_generated(
             reason,
         })?;
     }
+    // The scenario refuses a wider shape on its line; a shape built in code is held here.
+    let most = shape.max_turns();
+    if most > crate::dataset::MAX_GENERATED_TURNS {
+        return Err(PlanError::AgenticTooLarge {
+            dataset: name.to_string(),
+            turns: most,
+        });
+    }
     let items = generate_agentic(shape, seed);
     Ok(DatasetSource::Items {
         format: ItemFormat::Agentic,
