@@ -356,38 +356,6 @@ fn generated_tasks_run_with_their_forks_and_waits() {
 }
 
 #[test]
-fn a_generated_shape_is_checked_where_it_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("bad.kdl");
-    std::fs::write(
-        &scenario,
-        "target \"sim\"\n\
-         dataset \"tasks\" {\n\
-             agentic tasks=0 fork-chance=1.5 depth=9 {\n\
-                 turns \"uniform\" min=3 max=2\n\
-                 fan-outs 2\n\
-                 input-tokens 20\n\
-             }\n\
-         }\n\
-         stage \"s\" { dataset \"tasks\"; arrival \"poisson\" rate=1; requests 1 }\n",
-    )
-    .unwrap();
-    let out = crate::support::infermeter(&["validate", scenario.to_str().unwrap()]);
-    let (_, err) = crate::support::text(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    for want in [
-        "`tasks` out of range",
-        "`fork-chance` is a probability",
-        "`depth` out of range",
-        "min",
-        "fan-outs",
-        "`agentic` without `output-tokens`",
-    ] {
-        assert!(err.contains(want), "{want}: {err}");
-    }
-}
-
-#[test]
 fn a_dynamo_agentic_trace_imports_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tasks.jsonl");

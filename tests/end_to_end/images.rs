@@ -133,12 +133,20 @@ fn bad_jsonl_images_name_their_line() {
     let huge = std::fs::File::create(dir.path().join("huge.png")).unwrap();
     huge.set_len(21 << 20).unwrap();
     std::fs::create_dir(dir.path().join("folder.png")).unwrap();
+    // A header whose pixels would wrap a sum: 2 × (2^32 − 1)² is past u64.
+    std::fs::write(dir.path().join("vast.png"), png_head(u32::MAX, u32::MAX)).unwrap();
+    std::fs::write(dir.path().join("wide.png"), png_head(16_385, 16_384)).unwrap();
     for (images, want) in [
+        (
+            "[\"vast.png\", \"vast.png\"]",
+            "vast.png` says it is 4294967295×4294967295 pixels, more than the 268435456",
+        ),
+        ("[\"wide.png\"]", "says it is 16385×16384 pixels"),
         ("[\"missing.png\"]", "images[0]: cannot read"),
         ("[\"https://h/x.png\", \"text.png\"]", "images[1]: "),
         ("[\"empty.png\"]", "is not a PNG or JPEG"),
         ("[\"huge.png\"]", "more than 20971520 bytes"),
-        ("[\"folder.png\"]", "is not a file"),
+        ("[\"folder.png\"]", "it is a directory, not a regular file"),
         ("\"a.png\"", "`images` must be a list"),
         ("[7]", "images[0] must be a string"),
     ] {
@@ -161,4 +169,37 @@ fn bad_jsonl_images_name_their_line() {
             "{images}: {err}"
         );
     }
+}
+
+#[test]
+fn a_request_image_whose_header_claims_too_many_pixels_is_refused_by_the_simulator() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let uri = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(png_head(u32::MAX, u32::MAX))
+    );
+    // A `data:` URI is sent as written: the client does not read its header, the server does.
+    std::fs::write(
+        dir.path().join("v.jsonl"),
+        format!("{{\"prompt\": \"x\", \"images\": [\"{uri}\", \"{uri}\"]}}\n"),
+    )
+    .unwrap();
+    let path = scenario(
+        dir.path(),
+        "s.kdl",
+        "target \"sim\"\ndataset \"d\" { jsonl \"v.jsonl\" }\n\
+         stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }\n",
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--untrusted", "judge"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let s = stage(&results(&out), "s").clone();
+    assert_eq!(
+        s["requests"]["errors"],
+        serde_json::json!({ "http_400": 2 }),
+        "{}",
+        s["requests"]
+    );
+    assert_eq!(s["payload"]["images"], 4, "{}", s["payload"]);
 }

@@ -196,11 +196,7 @@ fn endless_input_files_are_refused_not_read_to_the_end_of_memory() {
     let out = dir.path().join("out");
     let s = path.to_str().unwrap();
     let o = out.to_str().unwrap();
-    for args in [
-        vec!["validate", "/dev/zero"],
-        vec!["report", "/dev/zero"],
-        vec!["run", s, "--out", o, "--template", "/dev/zero"],
-    ] {
+    for args in [vec!["validate", "/dev/zero"], vec!["report", "/dev/zero"]] {
         let child = command()
             .args(&args)
             .stdout(std::process::Stdio::piped())
@@ -211,6 +207,12 @@ fn endless_input_files_are_refused_not_read_to_the_end_of_memory() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
         assert!(text(&o).1.contains("larger than"), "{}", describe(&o));
     }
+    // A template is read only from a regular file: a device is refused before it is read.
+    let err = refused(&["run", s, "--out", o, "--template", "/dev/zero"]);
+    assert!(
+        err.contains("it is a character device, not a regular file"),
+        "{err}"
+    );
 }
 
 /// Whether a thread of process `pid` is named `name` (Linux's `/proc`).
@@ -239,22 +241,13 @@ fn a_fifo_nobody_writes_to_ends_at_the_first_signal_with_exit_3() {
         (vec!["run", f, "--out", o], libc::SIGTERM),
         (vec!["validate", f], libc::SIGINT),
         (vec!["plan", f], libc::SIGINT),
-        // A template that is a FIFO is waited for the same way.
-        (vec!["run", "-", "--out", o, "--template", f], libc::SIGINT),
     ] {
-        let mut child = command()
+        let child = command()
             .args(&args)
-            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        if args[1] == "-" {
-            let scenario = "dataset \"d\" { synthetic { input-tokens 8; output-tokens 2; } }\n\
-                            stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n";
-            std::io::Write::write_all(&mut child.stdin.take().unwrap(), scenario.as_bytes())
-                .unwrap();
-        }
         // Blocked on the FIFO, on the thread a signal can leave behind.
         wait_for(60, &format!("{args:?} reading the FIFO"), || {
             has_thread(child.id(), "input-reader")
@@ -268,4 +261,144 @@ fn a_fifo_nobody_writes_to_ends_at_the_first_signal_with_exit_3() {
             describe(&o)
         );
     }
+}
+
+/// Makes a FIFO at `path`.
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path in a directory the test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Runs `args`, which must end at once (a FIFO nobody writes to would hold it: killed and
+/// reported as a hang after a minute), with exit 2; its stderr.
+fn refused(args: &[&str]) -> String {
+    let child = command()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_bounded(child, 60, &args.join(" "));
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+    text(&o).1
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_file_the_scenario_names_that_is_not_a_regular_file_is_refused_where_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mkfifo(&d.join("fifo"));
+    std::fs::create_dir(d.join("folder")).unwrap();
+    std::os::unix::fs::symlink(d.join("fifo"), d.join("link.jsonl")).unwrap();
+    let stage = "stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n";
+    let synthetic = "synthetic { input-tokens 8; output-tokens 2; }";
+    // What names the file, on line 2 of each scenario (line 1 is a comment).
+    let cases = [
+        (
+            "jsonl",
+            "dataset \"d\" { jsonl \"fifo\"; }".to_string(),
+            "fifo",
+            "a FIFO",
+        ),
+        (
+            "link",
+            "dataset \"d\" { jsonl \"link.jsonl\"; }".to_string(),
+            "link.jsonl",
+            "a FIFO",
+        ),
+        (
+            "folder",
+            "dataset \"d\" { sharegpt \"folder\"; }".to_string(),
+            "folder",
+            "a directory",
+        ),
+        (
+            "device",
+            "dataset \"d\" { trace \"/dev/zero\"; }".to_string(),
+            "/dev/zero",
+            "a character device",
+        ),
+        (
+            "agentic",
+            "dataset \"d\" { agentic \"fifo\"; }".to_string(),
+            "fifo",
+            "a FIFO",
+        ),
+        (
+            "hooks",
+            format!("dataset \"d\" {{ {synthetic}; hooks \"fifo\"; }}"),
+            "fifo",
+            "a FIFO",
+        ),
+        (
+            "tokenizer",
+            format!("tokenizer \"./fifo\"\ndataset \"d\" {{ {synthetic}; }}"),
+            "./fifo",
+            "a FIFO",
+        ),
+        (
+            "template",
+            format!("report {{ template \"fifo\"; }}\ndataset \"d\" {{ {synthetic}; }}"),
+            "fifo",
+            "a FIFO",
+        ),
+    ];
+    for (name, node, path, kind) in cases {
+        let text = format!("// {name}\n{node}\n{stage}");
+        let file = scenario(d, &format!("{name}.kdl"), &text);
+        let out = d.join(format!("out-{name}"));
+        let (f, o) = (file.to_str().unwrap(), out.to_str().unwrap());
+        for args in [vec!["validate", f], vec!["run", f, "--out", o]] {
+            let err = refused(&args);
+            assert!(
+                err.contains(&format!("path `{path}` is {kind}, not a regular file")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains(&format!("{name}.kdl:2:")),
+                "the line: {args:?}: {err}"
+            );
+        }
+        assert!(!out.join("results.json").exists(), "{name}: nothing ran");
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_image_or_template_no_scenario_line_names_is_refused_when_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mkfifo(&d.join("fifo"));
+    let stage = "stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n";
+    let synthetic = "synthetic { input-tokens 8; output-tokens 2; }";
+    // An image a data set line names: refused at its line.
+    std::fs::write(
+        d.join("img.jsonl"),
+        "{\"prompt\": \"look\", \"images\": [\"fifo\"]}\n",
+    )
+    .unwrap();
+    let text = format!("target \"sim\"\ndataset \"d\" {{ jsonl \"img.jsonl\"; }}\n{stage}");
+    let file = scenario(d, "img.kdl", &text);
+    let err = refused(&["validate", file.to_str().unwrap()]);
+    assert!(err.contains("img.jsonl:1: images[0]: `"), "{err}");
+    assert!(err.contains("it is a FIFO, not a regular file"), "{err}");
+    // A --template.
+    let text = format!("dataset \"d\" {{ {synthetic}; }}\n{stage}");
+    let file = scenario(d, "plain.kdl", &text);
+    let out = d.join("out-plain");
+    let fifo = d.join("fifo");
+    let err = refused(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--template",
+        fifo.to_str().unwrap(),
+    ]);
+    assert!(err.contains("failed to read template"), "{err}");
+    assert!(err.contains("it is a FIFO, not a regular file"), "{err}");
 }

@@ -6,6 +6,7 @@ mod support;
 
 mod agentic;
 mod agentic_ids;
+mod agentic_shape;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;

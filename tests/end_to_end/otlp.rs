@@ -286,6 +286,66 @@ stage "s" {{
     assert!(report.contains("server spans") || report.contains("own span of each request"));
 }
 
+/// Sends `head` (a request's head, no body) to `port` and returns the status line of the
+/// answer: `None` when none came within a minute (a bound against a hang, not a timing claim).
+fn status_after_head(port: u16, head: &str) -> Option<String> {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).ok()?;
+    (!line.is_empty()).then(|| line.trim_end().to_string())
+}
+
+#[test]
+#[cfg(unix)]
+fn the_receiver_refuses_an_announced_body_past_its_bound_at_the_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let text = format!(
+        r#"target "sim" {{ decode-base "5ms"; }}
+{DATASET}
+telemetry {{ otlp-receive "127.0.0.1:{port}" wait="1s"; }}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; duration "10m"; }}
+"#
+    );
+    let path = scenario(dir.path(), "s.kdl", &text);
+    let out = dir.path().join("out");
+    let child = crate::support::spawn_run(&path, &out, &[]);
+    // The answers are gathered first and judged once the run is stopped, so that a failure
+    // leaves no run behind.
+    let mut statuses = Vec::new();
+    let listening = (0..3000).any(|_| {
+        let up = TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if !up {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        up
+    });
+    if listening {
+        // 10 GiB announced, not a byte of it sent: the answer comes from the headers alone.
+        for length in [10u64 << 30, (4 << 20) + 1] {
+            let head = format!(
+                "POST /v1/traces HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+                 content-type: application/x-protobuf\r\ncontent-length: {length}\r\n\r\n"
+            );
+            statuses.push(status_after_head(port, &head));
+        }
+        // A body within the bound is still read (and refused as no OTLP export).
+        let head = "POST /v1/traces HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+                    content-type: application/x-protobuf\r\ncontent-length: 3\r\n\r\n\x7f\x7f\x7f";
+        statuses.push(status_after_head(port, head));
+    }
+    crate::support::signal(&child, libc::SIGINT);
+    let o = crate::support::wait_bounded(child, 60, "the run after SIGINT");
+    assert!(listening, "the receiver never listened: {}", describe(&o));
+    let too_large = Some("HTTP/1.1 413 Payload Too Large".to_string());
+    let garbage = Some("HTTP/1.1 400 Bad Request".to_string());
+    assert_eq!(statuses, [too_large.clone(), too_large, garbage]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+}
+
 #[test]
 fn a_dead_collector_warns_once_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -227,6 +227,85 @@ fn broken_whole_answers_fail_with_their_kind_and_none_hangs() {
     assert_eq!(req["ok"], 1, "{req}");
 }
 
+/// Runs `requests` requests of `api` with `batch` inputs each, one at a time, against a
+/// server that answers the n-th with `bodies[n - 1]` (cycling), and returns the stage.
+fn answered_with(api: &str, batch: u32, bodies: &[&str]) -> serde_json::Value {
+    let answers: Vec<Vec<u8>> = bodies.iter().map(|b| answer("200 OK", b)).collect();
+    let server = RawServer::start(true, move |p: &mut Post<'_>| {
+        p.read_body();
+        p.write(&answers[(p.n - 1) % answers.len()]);
+        After::Close
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let requests = bodies.len() as u32;
+    let text = pooled_scenario(&server.base_url, api, batch, requests, "model \"m\";")
+        .replace("clients=2", "clients=1");
+    let (out, o) = run_text(dir.path(), &text);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    stage(&results(&out), "s").clone()
+}
+
+#[test]
+fn a_pooling_answer_that_misses_or_repeats_an_input_is_incomplete_and_not_credited() {
+    let e = |i: &str| format!(r#"{{"index":{i},"object":"embedding","embedding":[0.5,0.25]}}"#);
+    let data = |items: &[&str]| {
+        let list: Vec<String> = items.iter().map(|i| e(i)).collect();
+        format!(
+            r#"{{"data":[{}],"usage":{{"prompt_tokens":96}}}}"#,
+            list.join(",")
+        )
+    };
+    let bodies = [
+        // One vector for a batch of four.
+        data(&["0"]),
+        // Four vectors, one input twice and one never.
+        data(&["0", "1", "1", "3"]),
+        // Five vectors for four inputs.
+        data(&["0", "1", "2", "3", "0"]),
+        // Every input once, in any order: the only complete answer.
+        data(&["3", "1", "0", "2"]),
+    ];
+    let bodies: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    let s = answered_with("embeddings", 4, &bodies);
+    let req = &s["requests"];
+    assert_eq!(
+        req["errors"],
+        serde_json::json!({ "incomplete": 3 }),
+        "{req}"
+    );
+    assert_eq!(req["ok"], 1, "{req}");
+    // Only the complete answer's inputs are credited.
+    assert_eq!(s["tokens"]["inputs"], 4, "{}", s["tokens"]);
+
+    let r = |indices: &[&str]| {
+        let list: Vec<String> = indices
+            .iter()
+            .map(|i| format!(r#"{{"index":{i},"relevance_score":0.5}}"#))
+            .collect();
+        format!(
+            r#"{{"results":[{}],"usage":{{"total_tokens":96}}}}"#,
+            list.join(",")
+        )
+    };
+    let bodies = [
+        r(&["99", "0", "1", "2"]),
+        r(&["-1", "0", "1", "2"]),
+        r(&["2", "2", "0", "1"]),
+        r(&["0.5", "1", "2", "3"]),
+        r(&["1", "3", "0", "2"]),
+    ];
+    let bodies: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    let s = answered_with("rerank", 4, &bodies);
+    let req = &s["requests"];
+    assert_eq!(
+        req["errors"],
+        serde_json::json!({ "incomplete": 4 }),
+        "{req}"
+    );
+    assert_eq!(req["ok"], 1, "{req}");
+    assert_eq!(s["tokens"]["inputs"], 4, "{}", s["tokens"]);
+}
+
 #[test]
 fn an_answer_that_drips_times_out_instead_of_hanging() {
     let server = RawServer::start(true, |p: &mut Post<'_>| {

@@ -33,7 +33,7 @@ impl PromptSink {
 
     pub(crate) fn text(&mut self, text: &str) {
         let ids = tiktoken_rs::cl100k_base_singleton().encode_ordinary(text);
-        self.count += ids.len() as u64;
+        self.count = self.count.saturating_add(ids.len() as u64);
         if let Some(all) = &mut self.ids {
             all.extend_from_slice(&ids);
         }
@@ -42,7 +42,7 @@ impl PromptSink {
     /// Token ids given by the client (`prompt: [1, 2, 3]`); ids beyond u32 are clamped, which
     /// only affects which prefix blocks hash alike.
     pub(crate) fn ids(&mut self, ids: &[u64]) {
-        self.count += ids.len() as u64;
+        self.count = self.count.saturating_add(ids.len() as u64);
         if let Some(all) = &mut self.ids {
             all.extend(ids.iter().map(|&i| u32::try_from(i).unwrap_or(u32::MAX)));
         }
@@ -62,7 +62,7 @@ impl PromptSink {
 
     /// The formatting tokens opening a chat message (or the reply) from `role`.
     pub(crate) fn message_start(&mut self, role: &str) {
-        self.count += 3;
+        self.count = self.count.saturating_add(3);
         if let Some(all) = &mut self.ids {
             let role_token = tiktoken_rs::cl100k_base_singleton()
                 .encode_ordinary(role)

@@ -8,7 +8,7 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::protocol::image_size;
+use crate::protocol::{MAX_HEADER_PIXELS, header_pixels, image_size};
 
 /// The side of one image token's patch, in pixels.
 pub(crate) const PATCH: u64 = 28;
@@ -44,6 +44,10 @@ pub(crate) enum VisionError {
     UnknownFormat,
     #[error("image has a side of 0 pixels")]
     Empty,
+    #[error(
+        "image header says {width}x{height} pixels, more than the {MAX_HEADER_PIXELS} an image may have"
+    )]
+    TooManyPixels { width: u64, height: u64 },
     #[error("image URL must be a data: URI or an http(s) URL")]
     BadUrl,
 }
@@ -72,6 +76,14 @@ impl TryFrom<RawImageUrl> for ImageRef {
         let (w, h) = image_size(&bytes).ok_or(VisionError::UnknownFormat)?;
         if w == 0 || h == 0 {
             return Err(VisionError::Empty);
+        }
+        // Refused as vLLM's image loader refuses a decompression bomb; and a header's sides
+        // must not reach the token count unbounded.
+        if header_pixels(w, h).is_none() {
+            return Err(VisionError::TooManyPixels {
+                width: w,
+                height: h,
+            });
         }
         Ok(ImageRef {
             tokens: patches(w, h),
@@ -158,5 +170,33 @@ mod tests {
             base64::engine::general_purpose::STANDARD.encode(&png)
         );
         assert!(part(&uri).is_err());
+    }
+
+    #[test]
+    fn a_header_claiming_more_pixels_than_an_image_may_have_is_refused() {
+        let header = |w: u32, h: u32| {
+            let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+            png.extend_from_slice(&w.to_be_bytes());
+            png.extend_from_slice(&h.to_be_bytes());
+            ImageRef::try_from(RawImageUrl {
+                url: format!(
+                    "data:image/png;base64,{}",
+                    base64::engine::general_purpose::STANDARD.encode(&png)
+                ),
+            })
+        };
+        assert_eq!(
+            header(u32::MAX, u32::MAX),
+            Err(VisionError::TooManyPixels {
+                width: u64::from(u32::MAX),
+                height: u64::from(u32::MAX)
+            })
+        );
+        assert!(header(16_384, 16_385).is_err());
+        // The largest allowed costs its patches, far from any wrap.
+        assert_eq!(
+            header(16_384, 16_384).unwrap().tokens,
+            patches(16_384, 16_384)
+        );
     }
 }

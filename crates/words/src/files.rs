@@ -1,11 +1,15 @@
 //! Reading a user's file whole, with a bound: a scenario, a hook script, a template or a
 //! results file is read into memory, and `/dev/zero` or a multi-gigabyte file given by
-//! mistake must be an error, not the end of the process's memory. A path that is not a
-//! regular file — a FIFO nobody writes to, a terminal — may block the read forever; where the
-//! program handles SIGINT, SIGTERM or SIGHUP (which a blocked read would otherwise swallow)
-//! and says so ([`signals_handled`]), such a read is waited for beside its word that one came
-//! ([`interrupt_waiting_reads`]), which ends it. The signals themselves are the program's:
-//! this crate installs no handler. A server's answer read
+//! mistake must be an error, not the end of the process's memory. A scenario or a results file
+//! may come through a pipe (`validate -`, `compare <(…)`), so [`read_text`] reads what is not
+//! a regular file too — a FIFO nobody writes to, a terminal — which may block the read
+//! forever; where the program handles SIGINT, SIGTERM or SIGHUP (which a blocked read would
+//! otherwise swallow) and says so ([`signals_handled`]), such a read is waited for beside its
+//! word that one came ([`interrupt_waiting_reads`]), which ends it. The signals themselves are
+//! the program's: this crate installs no handler. The files a scenario names (data sets, the
+//! images they name, report templates, hook scripts, tokenizers) are opened only as regular
+//! files ([`open_regular`], [`read_regular_text`]): a FIFO, a device or a directory there is
+//! refused at once, never waited on. A server's answer read
 //! whole (a `/metrics` page, a model list, `/props`, an error body) has its bound too
 //! ([`read_answer`]): a server that streams without end must not fill the process's memory.
 //! A vocabulary module like `units.rs`: any stage may use it, it uses none.
@@ -35,10 +39,12 @@ pub fn read_text(path: &Path, limit: u64) -> std::io::Result<String> {
 }
 
 fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    read_file_bounded(std::fs::File::open(path)?, limit)
+}
+
+fn read_file_bounded(file: std::fs::File, limit: u64) -> std::io::Result<String> {
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
+    file.take(limit + 1).read_to_string(&mut text)?;
     if text.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -46,6 +52,73 @@ fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
         ));
     }
     Ok(text)
+}
+
+/// The file at `path` as UTF-8 text within `limit` bytes, like [`read_text`], but only when
+/// it is a regular file ([`open_regular`]): for the files a scenario names (templates, hook
+/// scripts, tokenizers), which are never waited for.
+pub fn read_regular_text(path: &Path, limit: u64) -> std::io::Result<String> {
+    read_file_bounded(open_regular(path)?, limit)
+}
+
+/// What `meta` describes when it is not a regular file, in words for an error ("a FIFO", "a
+/// directory", …); `None` for a regular file.
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("a FIFO");
+        }
+        if t.is_char_device() {
+            return Some("a character device");
+        }
+        if t.is_block_device() {
+            return Some("a block device");
+        }
+        if t.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("not a regular file")
+}
+
+fn not_regular_error(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file"),
+    )
+}
+
+/// Opens `path` for reading when it is a regular file (a symbolic link is followed), else an
+/// error of kind `InvalidInput` saying what it is. A FIFO would block the open until a writer
+/// came, a device or a directory has no end or no text: each is refused before it is read.
+/// The path is looked at before it is opened (so a device is never opened), and opened
+/// without blocking and looked at again (so one replaced by a FIFO in between cannot block
+/// the open); on a regular file, which never blocks, the flag changes nothing.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(what) = not_regular(&std::fs::metadata(path)?) {
+        return Err(not_regular_error(what));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if let Some(what) = not_regular(&file.metadata()?) {
+        return Err(not_regular_error(what));
+    }
+    Ok(file)
 }
 
 /// Whether the program handles termination signals and calls [`interrupt_waiting_reads`] on
@@ -174,5 +247,38 @@ mod tests {
         std::fs::write(&p, "hello").unwrap();
         assert_eq!(read_text(&p, 5).unwrap(), "hello");
         assert!(read_text(&p, 4).is_err());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn only_a_regular_file_is_opened_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "hello").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_regular_text(&link, 5).unwrap(), "hello");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path in a directory this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo_link = dir.path().join("fifo-link");
+        std::os::unix::fs::symlink(&fifo, &fifo_link).unwrap();
+        // Refused at once: nobody writes to the FIFO, so a blocking open would never return.
+        for (path, what) in [
+            (fifo.as_path(), "a FIFO"),
+            (fifo_link.as_path(), "a FIFO"),
+            (dir.path(), "a directory"),
+            (Path::new("/dev/zero"), "a character device"),
+        ] {
+            let e = open_regular(path).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{path:?}");
+            assert!(e.to_string().contains(what), "{path:?}: {e}");
+            assert!(read_regular_text(path, 5).is_err(), "{path:?}");
+        }
+        assert_eq!(
+            open_regular(&dir.path().join("none")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
     }
 }

@@ -47,8 +47,8 @@ pub use chunk::{
 };
 pub use generated::{Generated, ToolCall, ToolPart};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};
-pub use image::image_size;
-pub use pooled::{Pooled, WholeError};
+pub use image::{MAX_HEADER_PIXELS, header_pixels, image_size};
+pub use pooled::{Pooled, Unanswered, WholeError};
 pub use response_id::{MAX_ID_BYTES, ResponseId, continued_body};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{

@@ -55,12 +55,12 @@ impl ReportInputs {
             .or_else(|| scenario.report.template.as_ref().map(|t| base_dir.join(t)));
         let template = match path {
             Some(path) => {
-                let text = crate::files::read_text(&path, crate::files::MAX_TEXT_FILE).map_err(
-                    |source| Error::Template {
+                // A regular file only: a FIFO here would hold the run before it starts.
+                let text = crate::files::read_regular_text(&path, crate::files::MAX_TEXT_FILE)
+                    .map_err(|source| Error::Template {
                         path: path.clone(),
                         source,
-                    },
-                )?;
+                    })?;
                 let t = ReportTemplate {
                     name: path.display().to_string(),
                     text,

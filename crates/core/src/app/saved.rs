@@ -114,7 +114,7 @@ pub fn write_text(path: &Path, text: &str) -> Result<(), Error> {
 /// A template file, named by its path, when one is given.
 pub fn read_template(path: Option<&Path>) -> Result<Option<ReportTemplate>, Error> {
     path.map(|p| {
-        crate::files::read_text(p, crate::files::MAX_TEXT_FILE)
+        crate::files::read_regular_text(p, crate::files::MAX_TEXT_FILE)
             .map(|text| ReportTemplate {
                 name: p.display().to_string(),
                 text,

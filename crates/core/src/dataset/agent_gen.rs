@@ -20,6 +20,35 @@ use super::{DataItem, LengthDist, MAX_TURNS};
 /// The most tasks a shape may generate (requests cycle through them).
 pub const MAX_GENERATED_TASKS: u32 = 10_000;
 
+/// The most turns a shape may generate, over all its tasks (2^20), counted at their most
+/// ([`AgenticShape::max_turns`]): the plan holds every turn (about 250 bytes each, with the
+/// hash's pass over them), so this keeps `plan`, `validate` and `run` within some 300 MiB
+/// for every shape the scenario accepts. Without it the widest shape (10,000 tasks of 256
+/// sessions of 64 turns: 164 million turns) took more than 20 GiB.
+pub const MAX_GENERATED_TURNS: u64 = 1 << 20;
+
+/// The limits of a shape's distributions: the largest value each may draw (the generator
+/// clamps to them; the scenario refuses a distribution that can draw more), and what it is.
+pub const SHAPE_LIMITS: [(&str, u32, &str); 5] = [
+    ("turns", MAX_TURNS, "turns a session may have"),
+    ("fan-out", MAX_FORKS as u32, "subagents one turn may fork"),
+    (
+        "tool-ms",
+        MAX_WAIT_MS,
+        "milliseconds a tool may take (an hour)",
+    ),
+    (
+        "input-tokens",
+        MAX_TURN_TOKENS,
+        "tokens a turn's new text may have",
+    ),
+    (
+        "output-tokens",
+        MAX_TURN_TOKENS,
+        "tokens a turn's output may have",
+    ),
+];
+
 /// The shape of generated agentic tasks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AgenticShape {
@@ -42,6 +71,37 @@ pub struct AgenticShape {
 }
 
 impl AgenticShape {
+    /// The most sessions (the root and its subagents) one task can have: each session's
+    /// turns but its last may fork `fan-out` subagents, down to `depth`, within
+    /// [`MAX_TASK_SESSIONS`]; 1 when nothing forks.
+    pub fn max_sessions(&self) -> u64 {
+        let turns = u64::from(self.turns.bounds().1.min(MAX_TURNS));
+        let fan = u64::from(self.fan_out.bounds().1).clamp(1, MAX_FORKS as u64);
+        let cap = MAX_TASK_SESSIONS as u64;
+        if self.fork_chance <= 0.0 || turns < 2 {
+            return 1;
+        }
+        let per = (turns - 1) * fan;
+        let (mut level, mut total) = (1u64, 1u64);
+        for _ in 0..self.depth.min(MAX_DEPTH as u32) {
+            level = level.saturating_mul(per);
+            total = total.saturating_add(level);
+            if total >= cap {
+                return cap;
+            }
+        }
+        total
+    }
+
+    /// The most turns the shape can generate over all its tasks: tasks × sessions per task ×
+    /// turns per session, each at its most (what `plan` holds, whatever the seed draws).
+    pub fn max_turns(&self) -> u64 {
+        let turns = u64::from(self.turns.bounds().1.min(MAX_TURNS));
+        u64::from(self.tasks.min(MAX_GENERATED_TASKS))
+            .saturating_mul(self.max_sessions())
+            .saturating_mul(turns)
+    }
+
     /// The distributions, named as the scenario writes them (for checking them).
     pub fn lengths(&self) -> [(&'static str, &LengthDist); 5] {
         [
@@ -176,6 +236,32 @@ mod tests {
             assert!(depth.iter().all(|&d| d <= 2));
         }
         assert!(forks > 0);
+    }
+
+    #[test]
+    fn the_most_turns_bound_what_is_generated() {
+        let s = shape();
+        // Uniform 2..6 turns, up to 3 subagents per forking turn, depth 2: 1 + 15 + 225,
+        // within a task's 256 sessions.
+        assert_eq!(s.max_sessions(), 241);
+        assert_eq!(s.max_turns(), 50 * 241 * 6);
+        let drawn: u64 = tasks(&s, 3).iter().map(AgentTask::turn_count).sum();
+        assert!(drawn <= s.max_turns(), "{drawn}");
+        let flat = AgenticShape {
+            fork_chance: 0.0,
+            ..shape()
+        };
+        assert_eq!(flat.max_turns(), 50 * 6);
+        let widest = AgenticShape {
+            tasks: MAX_GENERATED_TASKS,
+            turns: LengthDist::Fixed { value: 64 },
+            fork_chance: 1.0,
+            fan_out: LengthDist::Fixed { value: 64 },
+            depth: 8,
+            ..shape()
+        };
+        assert_eq!(widest.max_turns(), 10_000 * 256 * 64);
+        assert!(widest.max_turns() > MAX_GENERATED_TURNS);
     }
 
     #[test]

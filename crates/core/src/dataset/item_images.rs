@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::image::MAX_IMAGES_PER_REQUEST;
-use crate::protocol::image_size;
+use crate::protocol::{MAX_HEADER_PIXELS, header_pixels, image_size};
 
 /// The most bytes one image file may have (a 12-megapixel photograph is about 5 MB as JPEG).
 pub const MAX_ITEM_IMAGE_BYTES: u64 = 20 << 20;
@@ -52,8 +52,14 @@ pub enum ImageLineError {
         #[source]
         source: std::io::Error,
     },
-    #[error("images[{index}]: `{}` is not a file", path.display())]
-    NotAFile { index: usize, path: PathBuf },
+    #[error("images[{index}]: `{}`: {reason}", path.display())]
+    NotAFile {
+        index: usize,
+        path: PathBuf,
+        /// What it is instead (a FIFO, a directory, a device), in the message: a data set's
+        /// problem is shown as one line.
+        reason: std::io::Error,
+    },
     #[error(
         "images[{index}]: `{}` has more than {MAX_ITEM_IMAGE_BYTES} bytes",
         path.display()
@@ -61,6 +67,17 @@ pub enum ImageLineError {
     TooLarge { index: usize, path: PathBuf },
     #[error("images[{index}]: `{}` is not a PNG or JPEG with a readable size", path.display())]
     Format { index: usize, path: PathBuf },
+    #[error(
+        "images[{index}]: `{}` says it is {width}×{height} pixels, more than the \
+         {MAX_HEADER_PIXELS} an image may have",
+        path.display()
+    )]
+    TooManyPixels {
+        index: usize,
+        path: PathBuf,
+        width: u64,
+        height: u64,
+    },
 }
 
 /// A line's `images`, each path read from `dir` (the data file's folder).
@@ -97,14 +114,15 @@ fn read_image(index: usize, path: &Path) -> Result<ItemImage, ImageLineError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(ImageLineError::NotAFile {
+    // A regular file only: a FIFO would block the open, a device would never end.
+    let file = crate::files::open_regular(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::InvalidInput => ImageLineError::NotAFile {
             index,
             path: path.to_path_buf(),
-        });
-    }
+            reason: source,
+        },
+        _ => unreadable(source),
+    })?;
     let mut bytes = Vec::new();
     // Bounded however the file grows while it is read.
     file.take(MAX_ITEM_IMAGE_BYTES + 1)
@@ -129,11 +147,18 @@ fn read_image(index: usize, path: &Path) -> Result<ItemImage, ImageLineError> {
     if w == 0 || h == 0 {
         return Err(format());
     }
+    // The header's word only: its product, and the sums of it, must not wrap.
+    let pixels = header_pixels(w, h).ok_or_else(|| ImageLineError::TooManyPixels {
+        index,
+        path: path.to_path_buf(),
+        width: w,
+        height: h,
+    })?;
     let mut url = format!("data:{mime};base64,");
     base64::engine::general_purpose::STANDARD.encode_string(&bytes, &mut url);
     Ok(ItemImage {
         url,
         bytes: bytes.len() as u64,
-        pixels: w.saturating_mul(h),
+        pixels,
     })
 }

@@ -26,7 +26,9 @@ mod tokenizer;
 mod trace;
 mod words;
 
-pub use agent_gen::{AgenticShape, MAX_GENERATED_TASKS, generate_agentic};
+pub use agent_gen::{
+    AgenticShape, MAX_GENERATED_TASKS, MAX_GENERATED_TURNS, SHAPE_LIMITS, generate_agentic,
+};
 pub use agent_task::{
     AgentSession, AgentTask, AgentTurn, MAX_DEPTH, MAX_FORKS, MAX_TASK_SESSIONS, MAX_TURN_TOKENS,
     MAX_WAIT_MS,

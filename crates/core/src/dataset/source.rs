@@ -42,8 +42,10 @@ impl RecordBound {
 }
 
 impl HashingReader {
+    /// Opens `path`, a regular file only: a FIFO would hang `validate`, a device or a
+    /// directory is no data set.
     pub(crate) fn open(path: &Path) -> Result<HashingReader, DatasetError> {
-        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let file = crate::files::open_regular(path).map_err(|e| io_error(path, e))?;
         Ok(HashingReader {
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: Sha256::new(),

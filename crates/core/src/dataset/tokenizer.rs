@@ -104,11 +104,15 @@ impl fmt::Debug for Tokenizer {
 
 #[cfg(feature = "hf-tokenizers")]
 fn load_file(path: &Path) -> Result<Tokenizer, DatasetError> {
-    let tokenizer =
-        tokenizers::Tokenizer::from_file(path).map_err(|e| DatasetError::TokenizerFile {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+    let failed = |reason: String| DatasetError::TokenizerFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    // Read by us, not the tokenizers crate: a regular file only, within a bound (a
+    // tokenizer.json is a few megabytes; a FIFO or `/dev/zero` must not hang or fill memory).
+    let text = crate::files::read_regular_text(path, crate::files::MAX_TEXT_FILE)
+        .map_err(|e| failed(e.to_string()))?;
+    let tokenizer: tokenizers::Tokenizer = text.parse().map_err(|e| failed(format!("{e}")))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -78,7 +78,7 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
             })
             .collect::<Vec<_>>()
             .join("/");
-        files.insert(key, read(&dir.join(&rel))?);
+        files.insert(key, read_named(&dir.join(&rel))?);
     }
     let bytes: usize = files.values().map(Vec::len).sum();
     if bytes > MAX_BYTES {
@@ -91,6 +91,20 @@ pub fn bundle(path: &Path, scenario: &Scenario) -> Result<Bundle, K8sError> {
         scenario: file_name,
         files,
     })
+}
+
+/// A file the scenario names: a regular file only (a FIFO would hang), and read no further
+/// than a ConfigMap could hold (the sum is refused by [`bundle`]).
+fn read_named(p: &Path) -> Result<Vec<u8>, K8sError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    crate::files::open_regular(p)
+        .and_then(|f| f.take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes))
+        .map(|_| bytes)
+        .map_err(|source| K8sError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
 }
 
 /// A ConfigMap key for a relative path: `[-._a-zA-Z0-9]`, unique by its position.

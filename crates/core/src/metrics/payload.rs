@@ -45,34 +45,38 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Payload {
-    /// Adds one request's figures.
+    /// Adds one request's figures. Every sum saturates: a request's pixels and bytes come
+    /// from image headers and files, and a sum that wrapped would report a small number.
     pub fn record(&mut self, r: &RequestRecord) {
         if r.request_bytes > 0 {
-            self.requests += 1;
-            self.request_bytes += r.request_bytes;
+            self.requests = self.requests.saturating_add(1);
+            self.request_bytes = self.request_bytes.saturating_add(r.request_bytes);
         }
-        self.images += u64::from(r.images);
-        self.image_pixels += r.image_pixels;
-        self.image_bytes += r.image_bytes;
+        self.images = self.images.saturating_add(u64::from(r.images));
+        self.image_pixels = self.image_pixels.saturating_add(r.image_pixels);
+        self.image_bytes = self.image_bytes.saturating_add(r.image_bytes);
         // The record's input count is the server's only when its usage said so.
         if r.ok() && r.images > 0 && r.token_source == TokenSource::Usage {
-            self.vision_requests += 1;
-            self.vision_images += u64::from(r.images);
-            self.vision_tokens += u64::from(r.input_tokens.saturating_sub(r.planned_input_tokens));
+            self.vision_requests = self.vision_requests.saturating_add(1);
+            self.vision_images = self.vision_images.saturating_add(u64::from(r.images));
+            let vision = r.input_tokens.saturating_sub(r.planned_input_tokens);
+            self.vision_tokens = self.vision_tokens.saturating_add(u64::from(vision));
         }
         self.derive();
     }
 
-    /// Adds another summary's figures (the rounds of a stage, the shards of a run).
+    /// Adds another summary's figures (the rounds of a stage, the shards of a run), saturating
+    /// (the results files merged are validated, but a sum of many must still not wrap).
     pub fn add(&mut self, o: &Payload) {
-        self.requests += o.requests;
-        self.request_bytes += o.request_bytes;
-        self.images += o.images;
-        self.image_pixels += o.image_pixels;
-        self.image_bytes += o.image_bytes;
-        self.vision_requests += o.vision_requests;
-        self.vision_images += o.vision_images;
-        self.vision_tokens += o.vision_tokens;
+        let sum = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        sum(&mut self.requests, o.requests);
+        sum(&mut self.request_bytes, o.request_bytes);
+        sum(&mut self.images, o.images);
+        sum(&mut self.image_pixels, o.image_pixels);
+        sum(&mut self.image_bytes, o.image_bytes);
+        sum(&mut self.vision_requests, o.vision_requests);
+        sum(&mut self.vision_images, o.vision_images);
+        sum(&mut self.vision_tokens, o.vision_tokens);
         self.derive();
     }
 

@@ -30,7 +30,8 @@ pub struct RequestCounts {
     pub ok: u64,
     pub failed: u64,
     /// Failures by kind: `connect`, `timeout`, `http_429`, `http_5xx`…, `stream_broken`,
-    /// `protocol` (*added in schema 3*), `malformed`, `empty`, `hook`, `invalid`, `cancelled`.
+    /// `protocol` (*added in schema 3*), `malformed`, `empty`, `incomplete` (*added in schema
+    /// 3*), `hook`, `invalid`, `cancelled`.
     pub errors: BTreeMap<String, u64>,
     /// Requests sent a second time on a fresh connection because the first attempt, on a
     /// reused connection, failed before any byte of an answer; they count once in

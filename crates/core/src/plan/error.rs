@@ -77,6 +77,12 @@ pub enum PlanError {
         #[source]
         source: crate::hooks::HookError,
     },
+    #[error(
+        "dataset `{dataset}`: its agentic shape can generate {turns} turns, more than the {} \
+         a plan may hold; lower `tasks`, `turns`, `fan-out` or `depth`",
+        crate::dataset::MAX_GENERATED_TURNS
+    )]
+    AgenticTooLarge { dataset: String, turns: u64 },
     #[error("dataset `{dataset}`: session: {detail}")]
     Session { dataset: String, detail: String },
     #[error("failed to serialize the plan for hashing")]

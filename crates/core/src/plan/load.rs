@@ -142,13 +142,14 @@ pub(super) fn load_hooks(d: &Dataset, base_dir: &Path) -> Result<Option<HookPlan
         return Ok(None);
     };
     let full = base_dir.join(&path.value);
-    let source = crate::files::read_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
-        PlanError::HooksFile {
-            dataset: d.name.value.clone(),
-            path: full.clone(),
-            source,
-        }
-    })?;
+    let source =
+        crate::files::read_regular_text(&full, crate::files::MAX_TEXT_FILE).map_err(|source| {
+            PlanError::HooksFile {
+                dataset: d.name.value.clone(),
+                path: full.clone(),
+                source,
+            }
+        })?;
     // Compile errors are reported now, with file, line and column, before any request.
     let shown = path.value.display().to_string();
     crate::hooks::Hooks::compile(&source, &shown).map_err(|source| PlanError::Hooks {
@@ -313,6 +314,14 @@ fn agentic_generated(
             which,
             reason,
         })?;
+    }
+    // The scenario refuses a wider shape on its line; a shape built in code is held here.
+    let most = shape.max_turns();
+    if most > crate::dataset::MAX_GENERATED_TURNS {
+        return Err(PlanError::AgenticTooLarge {
+            dataset: name.to_string(),
+            turns: most,
+        });
     }
     let items = generate_agentic(shape, seed);
     Ok(DatasetSource::Items {

@@ -230,6 +230,7 @@ impl Checker {
         self.histograms(at, s);
         self.client_net(at, s);
         self.tokens(at, s);
+        self.payload(at, s);
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
@@ -299,6 +300,7 @@ impl Checker {
         let at = format!("{at}.tokens");
         for (name, n) in [
             ("input", t.input),
+            ("inputs", t.inputs),
             ("output", t.output),
             ("cached", t.cached),
             ("reasoning", t.reasoning),
@@ -484,6 +486,7 @@ fn json(s: &str) -> String {
 
 mod groups;
 mod latency;
+mod payload;
 mod steady;
 mod until;
 mod urls;

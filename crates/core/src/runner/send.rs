@@ -186,8 +186,9 @@ impl StageShared {
         let images = self.images(recipe)?;
         let media = Media {
             images: images.len() as u32,
-            pixels: images.iter().map(|i| i.pixels).sum(),
-            bytes: images.iter().map(|i| i.bytes).sum(),
+            // Saturating: a header's pixels are bounded, but a sum must never wrap.
+            pixels: images.iter().fold(0, |n, i| n.saturating_add(i.pixels)),
+            bytes: images.iter().fold(0, |n, i| n.saturating_add(i.bytes)),
         };
         let urls: Vec<&str> = images.iter().map(|i| i.data_uri.as_str()).collect();
         let Some(h) = self.hooks.as_deref() else {

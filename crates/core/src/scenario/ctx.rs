@@ -22,6 +22,9 @@ pub(crate) struct Ctx<'t> {
     pub src: NamedSource<Snippets>,
     pub params: BTreeMap<String, ParamDecl>,
     pub problems: Vec<Problem>,
+    /// The directory the scenario's relative paths resolve against, when it is read from a
+    /// file: the paths it names are checked to be regular files (`named_files.rs`).
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// A value read from the file, after `(param)` substitution.
@@ -59,6 +62,7 @@ impl<'t> Ctx<'t> {
             src,
             params: BTreeMap::new(),
             problems: Vec::new(),
+            base_dir: None,
         }
     }
 

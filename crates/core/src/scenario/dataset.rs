@@ -8,7 +8,10 @@ use super::error::suggest;
 use super::model::{Dataset, DatasetKind, SyntheticSpec};
 use super::workload::{self, FILE_KINDS, MODIFIERS};
 use super::written::Spanned;
-use crate::dataset::{AgenticShape, ContextSpec, LengthDist, MAX_DEPTH, MAX_GENERATED_TASKS};
+use crate::dataset::{
+    AgenticShape, ContextSpec, LengthDist, MAX_DEPTH, MAX_GENERATED_TASKS, MAX_GENERATED_TURNS,
+    SHAPE_LIMITS,
+};
 
 const KINDS: &[&str] = &[
     "synthetic",
@@ -184,13 +187,8 @@ fn synthetic(ctx: &mut Ctx<'_>, node: &KdlNode, generates: bool) -> Option<Synth
 /// `agentic tasks=N fork-chance=P depth=D { turns …; fan-out …; tool-ms …; input-tokens …;
 /// output-tokens … }`: generated agentic tasks (the lengths required, the rest defaulted).
 fn agentic_shape(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<AgenticShape> {
-    const CHILDREN: &[&str] = &[
-        "turns",
-        "fan-out",
-        "tool-ms",
-        "input-tokens",
-        "output-tokens",
-    ];
+    // The children are the limited distributions, in the order of their limits.
+    let children = SHAPE_LIMITS.map(|(name, _, _)| name);
     let mut r = NodeReader::new(ctx, node);
     let tasks = match r.prop(ctx, "tasks") {
         Some(v) => ctx
@@ -215,8 +213,8 @@ fn agentic_shape(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<AgenticShape> {
     let mut once = Once::default();
     let mut ok = true;
     for child in r.children() {
-        let Some(i) = CHILDREN.iter().position(|n| *n == child.name().value()) else {
-            ctx.unknown_node(child, "`agentic`", CHILDREN);
+        let Some(i) = children.iter().position(|n| *n == child.name().value()) else {
+            ctx.unknown_node(child, "`agentic`", &children);
             continue;
         };
         if once.first(ctx, child, "`agentic`") {
@@ -236,11 +234,12 @@ fn agentic_shape(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<AgenticShape> {
         }
     }
     r.finish(ctx);
+    ok &= within_limits(ctx, &dists);
     let [turns, fan_out, tool_ms, input, output] = dists.map(|d| d.map(|d| d.value));
     if !ok {
         return None;
     }
-    Some(AgenticShape {
+    let shape = AgenticShape {
         tasks: tasks?,
         turns: turns.unwrap_or(LengthDist::Fixed { value: 4 }),
         fork_chance: fork_chance?,
@@ -249,7 +248,58 @@ fn agentic_shape(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<AgenticShape> {
         tool_ms: tool_ms.unwrap_or(LengthDist::Fixed { value: 500 }),
         input_tokens: input?,
         output_tokens: output?,
-    })
+    };
+    plan_sized(ctx, node, &shape).then_some(shape)
+}
+
+/// Whether every distribution of an `agentic` shape stays within its limit, as `tasks` and
+/// `depth` do: one that can draw more is refused on its line, never clamped without a word.
+/// `dists` are in the order of [`SHAPE_LIMITS`].
+fn within_limits(ctx: &mut Ctx<'_>, dists: &[Option<Spanned<LengthDist>>; 5]) -> bool {
+    let mut ok = true;
+    for (dist, (name, limit, what)) in dists.iter().zip(SHAPE_LIMITS) {
+        let Some(d) = dist else { continue };
+        let most = d.value.bounds().1;
+        if most > limit {
+            ctx.error(
+                d.span,
+                format!("`{name}` can draw {most}, more than the {limit} {what}"),
+                format!("at most {limit}"),
+                Some(format!(
+                    "write {name} {limit} or less (for a distribution, its largest value or \
+                     `max=` at most {limit})"
+                )),
+            );
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Whether the turns `shape` can generate, at their most, fit in a plan
+/// ([`MAX_GENERATED_TURNS`]); refused on the `agentic` line with the number when not.
+fn plan_sized(ctx: &mut Ctx<'_>, node: &KdlNode, shape: &AgenticShape) -> bool {
+    let most = shape.max_turns();
+    if most <= MAX_GENERATED_TURNS {
+        return true;
+    }
+    ctx.error(
+        ctx.name_span(node),
+        format!(
+            "`agentic` can generate {most} turns ({} tasks × up to {} sessions × up to {} \
+             turns), more than the {MAX_GENERATED_TURNS} a plan may hold",
+            shape.tasks,
+            shape.max_sessions(),
+            shape.turns.bounds().1,
+        ),
+        "too many turns at its widest",
+        Some(
+            "lower `tasks`, `turns`, `fan-out` or `depth` (every task's turns are planned \
+             ahead, each at its most)"
+                .into(),
+        ),
+    );
+    false
 }
 
 fn once_saw(r: &NodeReader<'_>, name: &str) -> bool {

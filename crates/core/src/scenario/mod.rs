@@ -13,6 +13,7 @@ mod header;
 mod images;
 mod labels;
 mod model;
+mod named_files;
 mod params;
 mod parse;
 mod priority_as;

@@ -57,6 +57,7 @@ pub fn parse_str(
         text: Arc::from(text),
     };
     let mut ctx = Ctx::new(text, source.named());
+    ctx.base_dir = Some(source.base_dir());
     // The lexer's verdict points at the `{`; the parse's own bounds hold whatever it says.
     let parsed = match super::depth::too_deep(text) {
         Some(at) => Err(Unparsed::TooDeep(SourceSpan::new(at.into(), 1))),
@@ -376,7 +377,9 @@ fn tokenizer(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<TokenizerSpec> {
     match name.as_str() {
         "cl100k_base" => Some(TokenizerSpec::Cl100kBase),
         "o200k_base" => Some(TokenizerSpec::O200kBase),
-        p if p.ends_with(".json") || p.contains(['/', '\\']) => Some(TokenizerSpec::File(p.into())),
+        p if p.ends_with(".json") || p.contains(['/', '\\']) => ctx
+            .regular_file(p, v.span, "`tokenizer`")
+            .then(|| TokenizerSpec::File(p.into())),
         other => {
             let help = match did_you_mean(other, ["cl100k_base", "o200k_base"]) {
                 Some(m) => format!("did you mean `{m}`?"),

@@ -103,7 +103,15 @@ pub(super) fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
                 }
             }
             _ => {
-                let path = one_arg(ctx, &mut cr, "a path").and_then(|v| ctx.name_string(&v, cname));
+                let arg = one_arg(ctx, &mut cr, "a path");
+                let path = arg.as_ref().and_then(|v| ctx.name_string(v, cname));
+                // A baseline is a results file, which may come through a pipe.
+                let path = match (&arg, path) {
+                    (Some(v), Some(p)) if cname == "template" => {
+                        ctx.regular_file(&p, v.span, "`template`").then_some(p)
+                    }
+                    (_, p) => p,
+                };
                 if cname == "template" {
                     rep.template = path.map(Into::into);
                 } else {

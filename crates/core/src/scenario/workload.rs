@@ -34,6 +34,9 @@ fn path_arg(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, example: &str) -> Option<
         return None;
     };
     let s = ctx.name_string(&v, what)?;
+    if !ctx.regular_file(&s, v.span, &format!("`{what}`")) {
+        return None;
+    }
     if HfFile::is_uri(&s) {
         // Checked now so `validate` catches a typo; resolved through the cache at compile time.
         let problem = match HfFile::parse(&s) {

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     /// The stream finished (`[DONE]`) without a single chunk of generated content: only
     /// `[DONE]`, or only usage chunks with `choices: []`.
     Empty,
+    /// A pooling API's answer (embeddings, rerank, score) that does not answer every input
+    /// sent exactly once: fewer or more results than inputs, an index outside them, an input
+    /// answered twice. None of its inputs is credited.
+    Incomplete,
     /// A rhai hook failed for this request.
     Hook,
     /// A `validate` hook rejected the response.
@@ -73,6 +77,7 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed".into(),
             ErrorKind::Protocol => "protocol".into(),
             ErrorKind::Empty => "empty".into(),
+            ErrorKind::Incomplete => "incomplete".into(),
             ErrorKind::Hook => "hook".into(),
             ErrorKind::Invalid => "invalid".into(),
             ErrorKind::Cancelled => "cancelled".into(),

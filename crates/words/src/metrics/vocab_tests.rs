@@ -108,6 +108,7 @@ fn what_a_late_client_can_do_to_each_metric() {
         ErrorKind::Protocol,
         ErrorKind::Malformed,
         ErrorKind::Empty,
+        ErrorKind::Incomplete,
     ] {
         assert!(!server.client_side(), "{server:?}");
     }

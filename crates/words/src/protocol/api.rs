@@ -70,10 +70,11 @@ pub trait ApiKind: Send + Sync + 'static {
         Answer::Stream
     }
 
-    /// Decodes a whole (non-streamed) answer's body: how many results it holds and the
-    /// server's prompt count. Only asked of an API whose [`answer`](Self::answer) is
+    /// Decodes a whole (non-streamed) answer's body to a request of `inputs` inputs: how many
+    /// results it holds (none, or exactly one per input: else [`WholeError::Incomplete`]) and
+    /// the server's prompt count. Only asked of an API whose [`answer`](Self::answer) is
     /// [`Answer::Pooled`]; the others have no such answer.
-    fn decode_whole(&self, _body: &[u8]) -> Result<Pooled, WholeError> {
+    fn decode_whole(&self, _body: &[u8], _inputs: u32) -> Result<Pooled, WholeError> {
         Err(WholeError::NotPooled)
     }
 

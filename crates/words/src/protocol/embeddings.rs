@@ -56,7 +56,7 @@ impl ApiKind for Embeddings {
         Answer::Pooled(Inputs::Batch)
     }
 
-    fn decode_whole(&self, body: &[u8]) -> Result<Pooled, WholeError> {
-        pooled::decode(body, List::Data)
+    fn decode_whole(&self, body: &[u8], inputs: u32) -> Result<Pooled, WholeError> {
+        pooled::decode(body, List::Data, inputs)
     }
 }

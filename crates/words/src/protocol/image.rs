@@ -1,6 +1,22 @@
 //! What an image sent in a request is, as far as its header tells: its size in pixels. The
 //! client's side records it for images read from a data set, and the simulator counts an
-//! image's tokens from it; reading only the header keeps both from decoding pictures.
+//! image's tokens from it; reading only the header keeps both from decoding pictures. A
+//! header may claim any size (a PNG's sides go to 2^32 − 1, so their product to nearly 2^64),
+//! so its pixels are counted with checked arithmetic and bounded ([`header_pixels`]): a sum of
+//! such images would otherwise wrap.
+
+/// The most pixels an image's header may claim (2^28, 16,384 × 16,384): more is refused, by
+/// the client for an image a data set names and by the simulator for one a request carries.
+/// Pillow, which vLLM and SGLang decode images with, refuses an image of more than 178,956,970
+/// pixels as a decompression bomb, so no larger one is served; and at most this many per image
+/// keeps a request's sum, and a run's, far from the end of `u64`.
+pub const MAX_HEADER_PIXELS: u64 = 1 << 28;
+
+/// The pixels of a `w`×`h` image, when they are at most [`MAX_HEADER_PIXELS`]; `None` when
+/// they are more (or their product would not fit in a `u64`).
+pub fn header_pixels(w: u64, h: u64) -> Option<u64> {
+    w.checked_mul(h).filter(|&p| p <= MAX_HEADER_PIXELS)
+}
 
 /// (width, height) from a PNG's IHDR or a JPEG's start-of-frame marker.
 pub fn image_size(b: &[u8]) -> Option<(u64, u64)> {
@@ -62,5 +78,22 @@ mod tests {
         ] {
             assert_eq!(image_size(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_header_s_pixels_are_bounded_never_wrapped() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend_from_slice(&[0xff; 8]);
+        let (w, h) = image_size(&png).unwrap();
+        assert_eq!((w, h), (u64::from(u32::MAX), u64::from(u32::MAX)));
+        assert_eq!(header_pixels(w, h), None);
+        assert_eq!(
+            header_pixels(u64::MAX, 2),
+            None,
+            "the product would not fit"
+        );
+        assert_eq!(header_pixels(16_384, 16_384), Some(MAX_HEADER_PIXELS));
+        assert_eq!(header_pixels(16_384, 16_385), None);
+        assert_eq!(header_pixels(512, 384), Some(512 * 384));
     }
 }

@@ -1,15 +1,20 @@
 //! The answer of the pooling APIs (embeddings, rerank, score): one JSON body, not a stream,
 //! carrying a list of results (embeddings' and score's `data`, rerank's `results`) and the
-//! server's `usage`. What the measurement needs of it is how many results there are and the
-//! prompt tokens the server counted, so the decoder counts the list's elements without
-//! building them (an embedding's thousands of floats are skipped, not stored) and reads
-//! `usage` alone. The request side they share is here too: the `model`, the extra fields and
-//! the closing brace around each API's own keys.
+//! server's `usage`. What the measurement needs of it is whether it answers every input sent
+//! exactly once and the prompt tokens the server counted, so the decoder reads each result's
+//! `index` without building the result (an embedding's thousands of floats are skipped, not
+//! stored) and reads `usage` alone. The request side they share is here too: the `model`, the
+//! extra fields and the closing brace around each API's own keys.
 //!
 //! The rules, for every pooling API:
 //!
 //! - the body is a JSON object; unknown keys are ignored, a repeated known key is an error;
-//! - the API's list (`data` or `results`) is an array: its length is the number of results;
+//! - the API's list (`data` or `results`) is an array of objects;
+//! - each result answers the input its `index` names (an unsigned integer; absent or `null`:
+//!   its position in the list). The answer is complete only when every input is answered
+//!   exactly once: as many results as inputs, every index below the number of inputs, none
+//!   twice. Anything else is [`Unanswered`]: one vector for a batch of four must not be
+//!   credited with four inputs, nor a rerank of indices 99, −1 and one twice;
 //! - `usage` is `null` or an object whose `prompt_tokens` (else `total_tokens`: a pooling
 //!   answer generates nothing), when present, is an unsigned integer;
 //! - any non-null top-level `error` is the server's error (vLLM answers a failed request so
@@ -18,7 +23,8 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 use super::body::{self, PromptRef, Request};
 use super::chunk::{ChunkError, Usage};
@@ -26,7 +32,7 @@ use super::chunk::{ChunkError, Usage};
 /// What a pooling API's answer says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pooled {
-    /// The results it holds (embeddings, scores).
+    /// The results it holds (embeddings, scores): 0, or exactly one per input.
     pub results: u64,
     /// Its `usage`, when it has one: prompt tokens only (`completion_tokens` 0).
     pub usage: Option<Usage>,
@@ -48,13 +54,33 @@ pub enum WholeError {
     Usage,
     #[error("this API has no whole answer of this kind")]
     NotPooled,
+    #[error("the answer does not answer every input exactly once: {0}")]
+    Incomplete(#[from] Unanswered),
 }
 
-/// The answer's keys this decoder reads; the others are skipped unread.
+/// How a pooling answer's results fail to answer every input exactly once (the first problem
+/// found, in list order). Only numbers this decoder counted are shown, never the server's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswered {
+    /// An `index` that is not an unsigned integer below the inputs (99 of 4, −1, 1.5).
+    #[error("result {at} names an index outside the {inputs} inputs")]
+    OutOfRange { at: u64, inputs: u32 },
+    /// Two results for one input.
+    #[error("input {0} is answered twice")]
+    Twice(u64),
+    /// Fewer results than inputs.
+    #[error("{answered} of the {inputs} inputs are answered")]
+    Missing { answered: u64, inputs: u32 },
+}
+
+/// The answer's keys this decoder reads; the others are skipped unread. The list is kept as
+/// its raw text and read again by a [`Tally`], which knows how many inputs were sent.
 #[derive(Deserialize)]
-struct Body {
-    data: Option<Count>,
-    results: Option<Count>,
+struct Body<'a> {
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+    #[serde(borrow)]
+    results: Option<&'a RawValue>,
     usage: Option<WireUsage>,
     error: Option<IgnoredAny>,
 }
@@ -65,28 +91,129 @@ struct WireUsage {
     total_tokens: Option<u64>,
 }
 
-/// The length of a JSON array whose elements are skipped, not stored.
-struct Count(u64);
+/// Which inputs a list's results answer, counted as the list is read: memory is one flag per
+/// input, however long the list.
+struct Tally {
+    seen: Vec<bool>,
+    results: u64,
+    answered: u64,
+    problem: Option<Unanswered>,
+}
 
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
-        d.deserialize_seq(CountVisitor)
+impl Tally {
+    fn new(inputs: u32) -> Tally {
+        Tally {
+            seen: vec![false; inputs as usize],
+            results: 0,
+            answered: 0,
+            problem: None,
+        }
+    }
+
+    /// Notes the next result, which names `index`.
+    fn note(&mut self, index: Index) {
+        let at = self.results;
+        self.results += 1;
+        if self.problem.is_some() {
+            return;
+        }
+        let inputs = u32::try_from(self.seen.len()).unwrap_or(u32::MAX);
+        let slot = match index {
+            Index::Absent => Some(at),
+            Index::At(i) => Some(i),
+            Index::Invalid => None,
+        };
+        match slot.and_then(|i| usize::try_from(i).ok().filter(|&i| i < self.seen.len())) {
+            None => self.problem = Some(Unanswered::OutOfRange { at, inputs }),
+            Some(i) if self.seen[i] => self.problem = Some(Unanswered::Twice(i as u64)),
+            Some(i) => {
+                self.seen[i] = true;
+                self.answered += 1;
+            }
+        }
+    }
+
+    /// Whether every input was answered exactly once.
+    fn verdict(&self) -> Result<(), Unanswered> {
+        match self.problem {
+            Some(p) => Err(p),
+            None if self.answered < self.seen.len() as u64 => Err(Unanswered::Missing {
+                answered: self.answered,
+                inputs: u32::try_from(self.seen.len()).unwrap_or(u32::MAX),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
-struct CountVisitor;
+impl<'de> DeserializeSeed<'de> for &mut Tally {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
 
-impl<'de> Visitor<'de> for CountVisitor {
-    type Value = Count;
+impl<'de> Visitor<'de> for &mut Tally {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array of results")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
-        let mut n = 0;
-        while seq.next_element::<IgnoredAny>()?.is_some() {
-            n += 1;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(index) = seq.next_element::<Index>()? {
+            self.note(index);
         }
-        Ok(Count(n))
+        Ok(())
+    }
+}
+
+/// What one result says of the input it answers: its `index`, read alone (the vector or
+/// score beside it skipped).
+enum Index {
+    /// No `index` (or `null`): the result answers the input at its position.
+    Absent,
+    At(u64),
+    /// A number that names no input: negative, fractional, past `u64`.
+    Invalid,
+}
+
+/// A result's keys: only `index` is read.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Key {
+    Index,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Index {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Index, D::Error> {
+        // A map only: a result that is an array or a number is no result.
+        d.deserialize_map(IndexVisitor)
+    }
+}
+
+struct IndexVisitor;
+
+impl<'de> Visitor<'de> for IndexVisitor {
+    type Value = Index;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a result object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Index, A::Error> {
+        let mut index: Option<Option<serde_json::Number>> = None;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Index if index.is_some() => return Err(de::Error::duplicate_field("index")),
+                Key::Index => index = Some(map.next_value()?),
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(match index.flatten() {
+            None => Index::Absent,
+            Some(n) => n.as_u64().map_or(Index::Invalid, Index::At),
+        })
     }
 }
 
@@ -99,16 +226,20 @@ pub(super) enum List {
     Results,
 }
 
-/// Decodes a pooling API's answer by the rules in the module doc.
-pub(super) fn decode(bytes: &[u8], list: List) -> Result<Pooled, WholeError> {
+/// Decodes a pooling API's answer to a request of `inputs` inputs by the rules in the module
+/// doc. An empty list is an answer of no result (the caller counts it `empty`), not an
+/// incomplete one.
+pub(super) fn decode(bytes: &[u8], list: List, inputs: u32) -> Result<Pooled, WholeError> {
     let body: Body = serde_json::from_slice(bytes)?;
     if body.error.is_some() {
         return Err(WholeError::Server);
     }
-    let results = match list {
+    let raw = match list {
         List::Data => body.data.ok_or(WholeError::Missing("data"))?,
         List::Results => body.results.ok_or(WholeError::Missing("results"))?,
     };
+    let mut tally = Tally::new(inputs);
+    tally.deserialize(&mut serde_json::Deserializer::from_str(raw.get()))?;
     let usage = body.usage.and_then(|u| {
         u.prompt_tokens.or(u.total_tokens).map(|n| Usage {
             prompt_tokens: n,
@@ -117,8 +248,11 @@ pub(super) fn decode(bytes: &[u8], list: List) -> Result<Pooled, WholeError> {
             reasoning_tokens: None,
         })
     });
+    if tally.results > 0 {
+        tally.verdict()?;
+    }
     Ok(Pooled {
-        results: results.0,
+        results: tally.results,
         usage,
     })
 }
@@ -188,8 +322,8 @@ pub(super) fn close(out: &mut Vec<u8>, req: &Request<'_>) {
 mod tests {
     use super::*;
 
-    fn ok(body: &str, list: List) -> Pooled {
-        decode(body.as_bytes(), list).unwrap_or_else(|e| panic!("{body}: {e}"))
+    fn ok(body: &str, list: List, inputs: u32) -> Pooled {
+        decode(body.as_bytes(), list, inputs).unwrap_or_else(|e| panic!("{body}: {e}"))
     }
 
     #[test]
@@ -199,16 +333,68 @@ mod tests {
             "/../../tests/data/vllm-embeddings.json"
         ))
         .unwrap();
-        let p = ok(&embeddings, List::Data);
+        let p = ok(&embeddings, List::Data, 2);
         assert_eq!(p.results, 2);
         assert_eq!(p.usage.map(|u| u.prompt_tokens), Some(6));
         let score = r#"{"id":"score-1","object":"list","created":1,"model":"m","data":[{"index":0,"object":"score","score":0.85}],"usage":{"prompt_tokens":100,"total_tokens":100,"completion_tokens":0}}"#;
-        assert_eq!(ok(score, List::Data).results, 1);
-        // An older rerank usage has only `total_tokens`.
-        let rerank = r#"{"id":"rerank-1","model":"m","usage":{"total_tokens":464},"results":[{"index":3,"document":{"text":"a"},"relevance_score":0.99},{"index":1,"relevance_score":4e-5}]}"#;
-        let p = ok(rerank, List::Results);
+        assert_eq!(ok(score, List::Data, 1).results, 1);
+        // An older rerank usage has only `total_tokens`; results come best first.
+        let rerank = r#"{"id":"rerank-1","model":"m","usage":{"total_tokens":464},"results":[{"index":1,"document":{"text":"a"},"relevance_score":0.99},{"relevance_score":4e-5,"index":0}]}"#;
+        let p = ok(rerank, List::Results, 2);
         assert_eq!((p.results, p.usage.unwrap().prompt_tokens), (2, 464));
-        assert_eq!(ok(r#"{"data":[],"usage":null}"#, List::Data).usage, None);
+        assert_eq!(ok(r#"{"data":[],"usage":null}"#, List::Data, 3).usage, None);
+        // No `index` (or a null one): the result answers the input at its position.
+        assert_eq!(
+            ok(r#"{"data":[{"index":null},{}]}"#, List::Data, 2).results,
+            2
+        );
+    }
+
+    #[test]
+    fn an_answer_must_answer_every_input_exactly_once() {
+        let incomplete =
+            |body: &str, list: List, inputs: u32| match decode(body.as_bytes(), list, inputs) {
+                Err(WholeError::Incomplete(u)) => u,
+                other => panic!("{body}: {other:?}"),
+            };
+        // One vector for a batch of four.
+        assert_eq!(
+            incomplete(r#"{"data":[{"index":0,"embedding":[0.1]}]}"#, List::Data, 4),
+            Unanswered::Missing {
+                answered: 1,
+                inputs: 4
+            }
+        );
+        // Out of range, whatever the number: past the inputs, negative, fractional, huge.
+        for index in ["99", "-1", "1.5", "4", "18446744073709551616", "1e300"] {
+            let body = format!(r#"{{"results":[{{"index":0}},{{"index":{index}}}]}}"#);
+            assert_eq!(
+                incomplete(&body, List::Results, 4),
+                Unanswered::OutOfRange { at: 1, inputs: 4 },
+                "{index}"
+            );
+        }
+        // One input answered twice, by index or by position.
+        let twice = r#"{"results":[{"index":2},{"index":0},{"index":2},{"index":1}]}"#;
+        assert_eq!(incomplete(twice, List::Results, 4), Unanswered::Twice(2));
+        assert_eq!(
+            incomplete(r#"{"data":[{},{"index":0}]}"#, List::Data, 2),
+            Unanswered::Twice(0)
+        );
+        // More results than inputs.
+        let more = r#"{"data":[{"index":0},{"index":1},{"index":2}]}"#;
+        assert_eq!(
+            incomplete(more, List::Data, 2),
+            Unanswered::OutOfRange { at: 2, inputs: 2 }
+        );
+        // A repeated `index` in one result is not a JSON answer of the API's shape.
+        assert!(matches!(
+            decode(br#"{"data":[{"index":0,"index":1}]}"#, List::Data, 2),
+            Err(WholeError::Json(_))
+        ));
+        // Complete in any order.
+        let shuffled = r#"{"results":[{"index":2},{"index":0},{"index":3},{"index":1}]}"#;
+        assert_eq!(ok(shuffled, List::Results, 4).results, 4);
     }
 
     #[test]
@@ -226,29 +412,37 @@ mod tests {
             "[1,2,3]",
             "null",
             r#"{"data":[]} trailing"#,
+            // A result is an object: not a number, a string or an array.
+            r#"{"data":[1]}"#,
+            r#"{"data":[[0]]}"#,
+            r#"{"data":[{"index":"0"}]}"#,
         ];
         for body in bad {
             assert!(
                 matches!(
-                    decode(body.as_bytes(), List::Data),
+                    decode(body.as_bytes(), List::Data, 1),
                     Err(WholeError::Json(_))
                 ),
                 "{body}"
             );
         }
         assert!(matches!(
-            decode(br#"{"results":[]}"#, List::Data),
+            decode(br#"{"results":[]}"#, List::Data, 1),
             Err(WholeError::Missing("data"))
         ));
         assert!(matches!(
             decode(
                 br#"{"object":"error","error":{"message":"boom"},"data":[]}"#,
-                List::Data
+                List::Data,
+                1
             ),
             Err(WholeError::Server)
         ));
         // A null error is no error.
-        assert_eq!(ok(r#"{"error":null,"data":[1]}"#, List::Data).results, 1);
+        assert_eq!(
+            ok(r#"{"error":null,"data":[{}]}"#, List::Data, 1).results,
+            1
+        );
     }
 
     /// The body `api` writes for a prompt and `batch` more texts, as JSON.
@@ -305,12 +499,12 @@ mod tests {
     fn a_deeply_nested_answer_is_skipped_without_recursion() {
         // serde_json skips an ignored value iteratively: nesting costs no stack.
         let deep = format!(
-            "{{\"data\":[{}{}]}}",
+            "{{\"data\":[{{\"index\":0,\"embedding\":{}{}}}]}}",
             "[".repeat(100_000),
             "]".repeat(100_000)
         );
-        assert_eq!(decode(deep.as_bytes(), List::Data).unwrap().results, 1);
+        assert_eq!(decode(deep.as_bytes(), List::Data, 1).unwrap().results, 1);
         let open = format!("{{\"data\":[{}", "[".repeat(100_000));
-        assert!(decode(open.as_bytes(), List::Data).is_err());
+        assert!(decode(open.as_bytes(), List::Data, 1).is_err());
     }
 }

@@ -51,7 +51,7 @@ impl ApiKind for Rerank {
         Answer::Pooled(Inputs::Pairs)
     }
 
-    fn decode_whole(&self, body: &[u8]) -> Result<Pooled, WholeError> {
-        pooled::decode(body, List::Results)
+    fn decode_whole(&self, body: &[u8], inputs: u32) -> Result<Pooled, WholeError> {
+        pooled::decode(body, List::Results, inputs)
     }
 }

@@ -50,7 +50,7 @@ impl ApiKind for Score {
         Answer::Pooled(Inputs::Pairs)
     }
 
-    fn decode_whole(&self, body: &[u8]) -> Result<Pooled, WholeError> {
-        pooled::decode(body, List::Data)
+    fn decode_whole(&self, body: &[u8], inputs: u32) -> Result<Pooled, WholeError> {
+        pooled::decode(body, List::Data, inputs)
     }
 }

@@ -45,9 +45,9 @@ impl Client {
         rec: &mut RequestRecord,
         t0: Instant,
     ) {
-        let api = self.api;
+        let (api, inputs) = (self.api, rec.inputs.max(1));
         let outcome = self
-            .read_whole(body, on, rec, t0, |b| api.kind().decode_whole(b))
+            .read_whole(body, on, rec, t0, |b| api.kind().decode_whole(b, inputs))
             .await;
         rec.output_tokens = 0;
         rec.token_source = TokenSource::Tokenizer;
@@ -102,15 +102,15 @@ impl Client {
                 tracing::debug!("unreadable answer: {e}");
                 rec.error = Some(match e {
                     WholeError::Server => ErrorKind::StreamBroken,
+                    WholeError::Incomplete(_) => ErrorKind::Incomplete,
                     _ => ErrorKind::Malformed,
                 });
                 return;
             }
         };
+        // Any other count is `Incomplete`, refused by the decoder.
         if answer.results == 0 {
             rec.error = Some(ErrorKind::Empty);
-        } else if answer.results > u64::from(rec.inputs.max(1)) {
-            rec.error = Some(ErrorKind::Malformed);
         }
         if let Some(u) = answer.usage {
             rec.token_source = TokenSource::Usage;

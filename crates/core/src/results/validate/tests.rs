@@ -265,3 +265,20 @@ fn labels_must_share_out_their_stage_and_be_nameable() {
     let e = broken(|r| split(r, 1, "<b>x</b>"));
     assert!(e.contains("stages[0].groups[0].label"), "{e}");
 }
+
+#[test]
+fn payload_sums_past_any_run_are_refused() {
+    let e = broken(|r| {
+        let p = r.stages[0].payload.get_or_insert_with(Default::default);
+        p.images = 2;
+        p.image_pixels = u64::MAX;
+        p.vision_images = 3;
+    });
+    assert!(
+        e.contains("stages[0].payload.image_pixels = 18446744073709551615"),
+        "{e}"
+    );
+    assert!(e.contains("stages[0].payload.vision_images = 3"), "{e}");
+    let e = broken(|r| r.stages[0].tokens.inputs = u64::MAX);
+    assert!(e.contains("stages[0].tokens.inputs"), "{e}");
+}

@@ -3,7 +3,9 @@
 //! `gen_ai.latency.*` attributes) of this run's requests, by trace id.
 //!
 //! It faces the network, so it trusts nothing: a body past [`MAX_BODY`] is refused (413)
-//! before it is read whole, one that is not OTLP protobuf is refused (400), spans of traces
+//! before it is read whole — at the headers, unread, when its `Content-Length` says so (a
+//! sender announcing 10 GiB and sending nothing must not hold a request open) — one that is
+//! not OTLP protobuf is refused (400), spans of traces
 //! this run did not start are counted and dropped, a span seen twice is kept once, and at
 //! most [`MAX_SPANS`] are kept (the rest counted as dropped): memory stays flat however much
 //! is sent. At most [`MAX_DECODING`] bodies are decoded at once; past that a sender is told to
@@ -14,8 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -136,11 +137,17 @@ fn refuse(shared: &Shared, status: StatusCode, why: &'static str) -> Response {
     (status, why).into_response()
 }
 
-async fn traces(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+/// Whether `headers` announce a body longer than [`MAX_BODY`] (a `Content-Length` that is
+/// not a number is hyper's to refuse before the handler runs).
+fn announced_too_large(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > MAX_BODY as u64)
+}
+
+async fn traces(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     let protobuf = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -152,8 +159,14 @@ async fn traces(
             "only application/x-protobuf is accepted",
         );
     }
-    let Ok(body) = body else {
-        // Past `MAX_BODY` (or cut off): refused before it was read whole.
+    // Refused at the headers, the body unread: the answer goes out at once, and the
+    // connection is closed rather than drained.
+    if announced_too_large(&headers) {
+        return refuse(&shared, StatusCode::PAYLOAD_TOO_LARGE, "body too large");
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        // Past `MAX_BODY` as it came (chunked, or longer than announced), or cut off: refused
+        // before it was read whole.
         return refuse(&shared, StatusCode::PAYLOAD_TOO_LARGE, "body too large");
     };
     let Ok(_permit) = shared.decoding.try_acquire() else {
