@@ -359,8 +359,8 @@ fn generated_tasks_run_with_their_forks_and_waits() {
 fn a_dynamo_agentic_trace_imports_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tasks.jsonl");
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios/data/dynamo_agentic_small.jsonl");
+    let trace =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/data/dynamo_agentic_small.jsonl");
     let import = |extra: &[&str]| {
         let mut args = vec![
             "import",

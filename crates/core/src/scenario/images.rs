@@ -5,13 +5,66 @@
 
 use kdl::KdlNode;
 
-use super::ctx::{Ctx, NodeReader};
+use super::ctx::{Ctx, NodeReader, Val, one_arg};
 use super::error::suggest;
+use super::settings::{Entries, Setting, read_children};
 use crate::dataset::{
     ImageFormat, ImageSize, ImageSpec, MAX_IMAGES_PER_REQUEST, WeightedFormat, parse_size,
 };
 
-const CHILDREN: &[&str] = &["size", "format"];
+/// What an image is drawn from, by weight: its sizes and its formats, each `VALUE [weight=W]`.
+const CHILDREN: &[Setting<Entries<ImageRead>>] = &[
+    Setting::many("size", |ctx, r, st| {
+        st.choice(ctx, r, |ctx, v, weight, spec| {
+            let text = ctx.string(v, "size")?;
+            match parse_size(&text) {
+                Ok((width, height)) => {
+                    spec.sizes.push(ImageSize {
+                        width,
+                        height,
+                        weight,
+                    });
+                    Some(())
+                }
+                Err(e) => {
+                    ctx.error(
+                        v.span,
+                        format!("invalid image size `{text}`"),
+                        e.to_string(),
+                        Some("write e.g. size \"512x512\"".into()),
+                    );
+                    None
+                }
+            }
+        });
+    }),
+    Setting::many("format", |ctx, r, st| {
+        st.choice(ctx, r, |ctx, v, weight, spec| {
+            let name = ctx.name_string(v, "format")?;
+            match ImageFormat::from_name(&name) {
+                Some(format) => {
+                    spec.formats.push(WeightedFormat { format, weight });
+                    Some(())
+                }
+                None => {
+                    ctx.error(
+                        v.span,
+                        format!("unknown image format `{name}`"),
+                        "expected \"png\" or \"jpeg\"",
+                        Some(suggest(&name, &ImageFormat::NAMES, "format")),
+                    );
+                    None
+                }
+            }
+        });
+    }),
+];
+
+/// The spec as its children are read; `ok` until one is invalid.
+struct ImageRead {
+    spec: ImageSpec,
+    ok: bool,
+}
 
 /// The spec, or `None` after an error.
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ImageSpec> {
@@ -28,92 +81,37 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ImageSpec> {
             None
         }
     };
-    let mut spec = ImageSpec {
+    let spec = ImageSpec {
         count: count.unwrap_or(1) as u32,
         sizes: Vec::new(),
         formats: Vec::new(),
     };
-    let mut ok = count.is_some();
-    for child in r.children() {
-        ok &= match child.name().value() {
-            "size" => choice(
-                ctx,
-                child,
-                |ctx, v, weight, spec: &mut ImageSpec| {
-                    let text = ctx.string(v, "size")?;
-                    match parse_size(&text) {
-                        Ok((width, height)) => {
-                            spec.sizes.push(ImageSize {
-                                width,
-                                height,
-                                weight,
-                            });
-                            Some(())
-                        }
-                        Err(e) => {
-                            ctx.error(
-                                v.span,
-                                format!("invalid image size `{text}`"),
-                                e.to_string(),
-                                Some("write e.g. size \"512x512\"".into()),
-                            );
-                            None
-                        }
-                    }
-                },
-                &mut spec,
-            ),
-            "format" => choice(
-                ctx,
-                child,
-                |ctx, v, weight, spec: &mut ImageSpec| {
-                    let name = ctx.name_string(v, "format")?;
-                    match ImageFormat::from_name(&name) {
-                        Some(format) => {
-                            spec.formats.push(WeightedFormat { format, weight });
-                            Some(())
-                        }
-                        None => {
-                            ctx.error(
-                                v.span,
-                                format!("unknown image format `{name}`"),
-                                "expected \"png\" or \"jpeg\"",
-                                Some(suggest(&name, &ImageFormat::NAMES, "format")),
-                            );
-                            None
-                        }
-                    }
-                },
-                &mut spec,
-            ),
-            _ => {
-                ctx.unknown_node(child, "`images`", CHILDREN);
-                false
-            }
-        };
-    }
+    let mut st = ImageRead {
+        spec,
+        ok: count.is_some(),
+    };
+    st.ok &= read_children(ctx, r.children(), "`images`", &[CHILDREN], &mut st);
     r.finish(ctx);
-    ok.then_some(spec)
+    st.ok.then_some(st.spec)
 }
 
-/// One `size`/`format` child: its value (through `read`) and its `weight=` (default 1).
-fn choice(
-    ctx: &mut Ctx<'_>,
-    node: &KdlNode,
-    read: impl FnOnce(&mut Ctx<'_>, &super::ctx::Val, f64, &mut ImageSpec) -> Option<()>,
-    spec: &mut ImageSpec,
-) -> bool {
-    let mut r = NodeReader::new(ctx, node);
-    let weight = match r.prop(ctx, "weight") {
-        Some(v) => ctx.number_min(&v, "weight", 0.0, true),
-        None if r.node.entry("weight").is_some() => None,
-        None => Some(1.0),
-    };
-    let value = super::ctx::one_arg(ctx, &mut r, "a value");
-    let ok = match (value, weight) {
-        (Some(v), Some(w)) => read(ctx, &v, w, spec).is_some(),
-        _ => false,
-    };
-    r.finish(ctx);
-    ok
+impl ImageRead {
+    /// One `size`/`format` child: its value (through `read`) and its `weight=` (default 1).
+    fn choice(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        r: &mut NodeReader<'_>,
+        read: impl FnOnce(&mut Ctx<'_>, &Val, f64, &mut ImageSpec) -> Option<()>,
+    ) {
+        let weight = match r.prop(ctx, "weight") {
+            Some(v) => ctx.number_min(&v, "weight", 0.0, true),
+            None if r.node.entry("weight").is_some() => None,
+            None => Some(1.0),
+        };
+        let value = one_arg(ctx, r, "a value");
+        self.ok &= match (value, weight) {
+            (Some(v), Some(w)) => read(ctx, &v, w, &mut self.spec).is_some(),
+            _ => false,
+        };
+    }
 }

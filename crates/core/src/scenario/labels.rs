@@ -7,6 +7,7 @@ use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader, one_arg};
 use super::model::{AssertionSpec, GroupSpec, LabelSpec};
+use super::settings::{Setting, find, names, with_reader};
 use super::written::Spanned;
 use crate::protocol::{Grouping, LabelRef, MAX_LABEL_LEN, valid_label};
 
@@ -132,32 +133,56 @@ impl Split {
         if let Some(v) = r.prop(ctx, "priority") {
             label.priority = ctx.int(&v, "priority", -MAX_PRIORITY, MAX_PRIORITY);
         }
-        const CHILDREN: &[&str] = &["dataset", "sla"];
         let shown = format!("class `{}`", label.name.value);
+        let mut st = ClassRead {
+            label,
+            datasets: &mut self.datasets,
+            shown,
+        };
         for child in r.children() {
-            match child.name().value() {
-                "dataset" if label.dataset.is_none() => {
-                    let mut cr = NodeReader::new(ctx, child);
-                    if let Some(v) = one_arg(ctx, &mut cr, "a data set name")
-                        && let Some(s) = ctx.name_string(&v, "dataset")
-                    {
-                        let d = Spanned::new(s, v.span);
-                        self.datasets.push(d.clone());
-                        label.dataset = Some(d);
-                    }
-                    cr.finish(ctx);
-                }
-                "sla" => {}
-                "dataset" => ctx.error(
-                    ctx.name_span(child),
-                    format!("duplicate `dataset` in {shown}"),
-                    "given again here",
-                    None,
-                ),
-                _ => ctx.unknown_node(child, &shown, CHILDREN),
+            match find(&[CLASS], child.name().value()) {
+                Some(setting) => (setting.read)(ctx, child, &mut st),
+                None => ctx.unknown_node(child, &st.shown, &names(&[CLASS])),
             }
         }
     }
+}
+
+/// A class's children.
+const CLASS: &[Setting<ReadClass>] = &[
+    // Its own data set; a second is reported here (after an invalid first, it is read).
+    Setting::many("dataset", |ctx, child, st| {
+        if st.label.dataset.is_some() {
+            ctx.error(
+                ctx.name_span(child),
+                format!("duplicate `dataset` in {}", st.shown),
+                "given again here",
+                None,
+            );
+            return;
+        }
+        with_reader(ctx, child, |ctx, cr| {
+            if let Some(v) = one_arg(ctx, cr, "a data set name")
+                && let Some(s) = ctx.name_string(&v, "dataset")
+            {
+                let d = Spanned::new(s, v.span);
+                st.datasets.push(d.clone());
+                st.label.dataset = Some(d);
+            }
+        });
+    }),
+    // Its assertions: the stage reads them, on the class's label, once the class is valid.
+    Setting::many("sla", |_, _, _| {}),
+];
+type ReadClass = fn(&mut Ctx<'_>, &KdlNode, &mut ClassRead<'_>);
+
+/// A class as its children are read.
+struct ClassRead<'s> {
+    label: &'s mut LabelSpec,
+    /// Every class's data set, for the reference check.
+    datasets: &'s mut Vec<Spanned<String>>,
+    /// How messages name the class.
+    shown: String,
 }
 
 /// Every assertion that selects a label names one its stage (or, on every stage, some

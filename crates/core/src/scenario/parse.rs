@@ -14,25 +14,60 @@ use super::error::{MAX_PROBLEMS, ScenarioError, did_you_mean};
 use super::model::{GoodputSpec, ReportSpec, Scenario, Source};
 use super::refs::{check_refs, unique};
 use super::report::report;
+use super::settings::{Block, Entries, Setting, find, names, read_children, with_reader};
 use super::syntax::Unparsed;
 use super::unparsed::unparsed_errors;
 use super::written::Spanned;
 use super::{dataset, params, sla_block, stage, target, telemetry, warmup};
 use crate::dataset::TokenizerSpec;
 
-const TOP: &[&str] = &[
-    "scenario",
-    "param",
-    "target",
-    "tokenizer",
-    "dataset",
-    "warmup",
-    "stage",
-    "sla",
-    "goodput",
-    "report",
-    "telemetry",
-    "rounds",
+/// The top-level nodes. `param`s are read before the rest (by `params::collect`), so that
+/// every value may use them; here they only need to be known.
+const TOP: &[Setting<Block<TopLevel>>] = &[
+    Setting::once("scenario", |ctx, node, top| {
+        top.anchor = Some(ctx.name_span(node));
+        meta(ctx, node, &mut top.s);
+    }),
+    Setting::many("param", |_, _, _| {}),
+    Setting::once("target", |ctx, node, top| {
+        top.s.target = target::parse(ctx, node)
+    }),
+    Setting::once("tokenizer", |ctx, node, top| {
+        if let Some(t) = tokenizer(ctx, node) {
+            top.s.tokenizer = t;
+        }
+    }),
+    Setting::many("dataset", TopLevel::dataset),
+    Setting::once("warmup", |ctx, node, top| {
+        top.s.warmup = warmup::warmup(ctx, node)
+    }),
+    Setting::many("stage", TopLevel::stage),
+    Setting::many("sla", |ctx, node, top| {
+        let out = sla_block::sla_block(ctx, node, None);
+        top.s.sla.extend(out.assertions);
+        merge_policy(&mut top.s.sla_policy, out.policy);
+    }),
+    Setting::once("goodput", |ctx, node, top| {
+        top.s.goodput = goodput(ctx, node);
+        if !top.generates || top.whole {
+            streamed_goodput(ctx, node, top.s.goodput.as_ref());
+        }
+    }),
+    Setting::once("report", |ctx, node, top| top.s.report = report(ctx, node)),
+    Setting::once("telemetry", |ctx, node, top| {
+        let out = telemetry::parse(ctx, node);
+        top.sim_metric_refs = out.sim_refs;
+        top.s.telemetry = Some(out.config);
+    }),
+    Setting::once("rounds", |ctx, node, top| {
+        with_reader(ctx, node, |ctx, r| {
+            if let Some(n) = one_arg(ctx, r, "a number of rounds")
+                .and_then(|v| ctx.uint(&v, "rounds", 1, stage::MAX_ROUNDS))
+            {
+                top.s.rounds = n as u32;
+            }
+        });
+    }),
 ];
 
 /// Reads and parses a scenario file. `params` are `--param NAME=VALUE` overrides.
@@ -101,20 +136,24 @@ fn decode(
 ) -> Option<Scenario> {
     let nodes = doc.nodes();
     params::collect(ctx, nodes, overrides);
-    let mut s = empty_scenario(ctx, source);
     let mut top = TopLevel {
+        s: empty_scenario(ctx, source),
+        once: Once::default(),
+        dataset_names: BTreeMap::new(),
+        stage_names: BTreeMap::new(),
+        dataset_refs: Vec::new(),
+        anchor: None,
+        sim_metric_refs: Vec::new(),
         // A data set is read knowing its target's API, wherever the target is written.
         generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
         whole: written_whole(nodes),
-        ..TopLevel::default()
     };
     for node in nodes {
-        if top.admit(ctx, node) {
-            top.read(ctx, node, &mut s);
+        if let Some(setting) = top.admit(ctx, node) {
+            (setting.read)(ctx, node, &mut top);
         }
     }
-    top.check(ctx, nodes, &mut s);
-    Some(s)
+    Some(top.check(ctx, nodes))
 }
 
 /// The scenario before its nodes are read: every default, named after its file.
@@ -148,10 +187,10 @@ fn empty_scenario(ctx: &Ctx<'_>, source: Source) -> Scenario {
     }
 }
 
-/// What reading the top-level nodes gathers for the checks across them (names declared and
-/// referred to), which can run only once every node is read.
-#[derive(Default)]
+/// The scenario as its top-level nodes are read, and what they gather for the checks across
+/// them (names declared and referred to), which can run only once every node is read.
 struct TopLevel {
+    s: Scenario,
     once: Once,
     dataset_names: BTreeMap<String, SourceSpan>,
     stage_names: BTreeMap<String, SourceSpan>,
@@ -167,86 +206,46 @@ struct TopLevel {
 }
 
 impl TopLevel {
-    /// Whether `node` is to be read: a known top-level node, and the first of its name where
-    /// only one may be.
-    fn admit(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode) -> bool {
-        let name = node.name().value();
+    /// How `node` is to be read, if it is: a known top-level node, and the first of its name
+    /// where only one may be.
+    fn admit(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: &KdlNode,
+    ) -> Option<&'static Setting<Block<TopLevel>>> {
         self.anchor.get_or_insert(ctx.name_span(node));
-        match name {
-            "param" | "dataset" | "stage" | "sla" => true,
-            _ if !TOP.contains(&name) => {
-                ctx.unknown_node(node, "the scenario", TOP);
-                false
-            }
-            _ => self.once.first(ctx, node, "the scenario"),
+        let Some(setting) = find(&[TOP], node.name().value()) else {
+            ctx.unknown_node(node, "the scenario", &names(&[TOP]));
+            return None;
+        };
+        (setting.many || self.once.first(ctx, node, "the scenario")).then_some(setting)
+    }
+
+    fn dataset(ctx: &mut Ctx<'_>, node: &KdlNode, top: &mut TopLevel) {
+        let (name, ds) = dataset::parse(ctx, node, top.generates);
+        if let Some(n) = name
+            && unique(ctx, &mut top.dataset_names, &n, "dataset")
+            && let Some(ds) = ds
+        {
+            top.s.datasets.push(ds);
         }
     }
 
-    fn read(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
-        match node.name().value() {
-            "scenario" => {
-                self.anchor = Some(ctx.name_span(node));
-                meta(ctx, node, s);
-            }
-            "target" => s.target = target::parse(ctx, node),
-            "tokenizer" => {
-                if let Some(t) = tokenizer(ctx, node) {
-                    s.tokenizer = t;
-                }
-            }
-            "dataset" => {
-                let (name, ds) = dataset::parse(ctx, node, self.generates);
-                if let Some(n) = name
-                    && unique(ctx, &mut self.dataset_names, &n, "dataset")
-                    && let Some(ds) = ds
-                {
-                    s.datasets.push(ds);
-                }
-            }
-            "stage" => {
-                let out = stage::parse(ctx, node);
-                s.sla.extend(out.sla);
-                self.dataset_refs.extend(out.dataset);
-                if let Some(n) = out.name
-                    && unique(ctx, &mut self.stage_names, &n, "stage")
-                    && let Some(st) = out.stage
-                {
-                    s.stages.push(st);
-                }
-            }
-            "warmup" => s.warmup = warmup::warmup(ctx, node),
-            "sla" => {
-                let out = sla_block::sla_block(ctx, node, None);
-                s.sla.extend(out.assertions);
-                merge_policy(&mut s.sla_policy, out.policy);
-            }
-            "rounds" => {
-                let mut r = super::ctx::NodeReader::new(ctx, node);
-                if let Some(n) = one_arg(ctx, &mut r, "a number of rounds")
-                    .and_then(|v| ctx.uint(&v, "rounds", 1, stage::MAX_ROUNDS))
-                {
-                    s.rounds = n as u32;
-                }
-                r.finish(ctx);
-            }
-            "goodput" => {
-                s.goodput = goodput(ctx, node);
-                if !self.generates || self.whole {
-                    streamed_goodput(ctx, node, s.goodput.as_ref());
-                }
-            }
-            "report" => s.report = report(ctx, node),
-            "telemetry" => {
-                let out = telemetry::parse(ctx, node);
-                self.sim_metric_refs = out.sim_refs;
-                s.telemetry = Some(out.config);
-            }
-            _ => {}
+    fn stage(ctx: &mut Ctx<'_>, node: &KdlNode, top: &mut TopLevel) {
+        let out = stage::parse(ctx, node);
+        top.s.sla.extend(out.sla);
+        top.dataset_refs.extend(out.dataset);
+        if let Some(n) = out.name
+            && unique(ctx, &mut top.stage_names, &n, "stage")
+            && let Some(st) = out.stage
+        {
+            top.s.stages.push(st);
         }
     }
 
     /// The checks across nodes: a stage exists, and every name referred to is declared.
-    fn check(self, ctx: &mut Ctx<'_>, nodes: &[KdlNode], s: &mut Scenario) {
+    fn check(self, ctx: &mut Ctx<'_>, nodes: &[KdlNode]) -> Scenario {
+        let s = self.s;
         let mut dataset_refs = self.dataset_refs;
         if self.stage_names.is_empty() && !nodes.iter().any(|n| n.name().value() == "stage") {
             ctx.error(
@@ -261,15 +260,16 @@ impl TopLevel {
         }
         check_refs(
             ctx,
-            s,
+            &s,
             &dataset_refs,
             &self.dataset_names,
             &self.stage_names,
         );
-        super::until::check_scenario(ctx, s);
-        super::labels::check_selectors(ctx, s);
+        super::until::check_scenario(ctx, &s);
+        super::labels::check_selectors(ctx, &s);
         telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
         super::session_state::check_state(ctx, nodes, &s.target);
+        s
     }
 }
 
@@ -321,6 +321,27 @@ fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
     crate::protocol::Api::from_name(name)
 }
 
+/// The children of `scenario "name" { … }`.
+const META: &[Setting<Entries<Scenario>>] = &[
+    Setting::once("description", |ctx, r, s| {
+        s.description = one_arg(ctx, r, "a string").and_then(|v| ctx.string(&v, r.name()));
+    }),
+    Setting::once("seed", |ctx, r, s| {
+        if let Some(seed) =
+            one_arg(ctx, r, "a whole number ≥ 0").and_then(|v| ctx.uint(&v, r.name(), 0, u64::MAX))
+        {
+            s.seed = seed;
+        }
+    }),
+    Setting::once("tags", |ctx, r, s| {
+        for v in r.args_from(ctx, 0) {
+            if let Some(t) = ctx.name_string(&v, "tag") {
+                s.tags.push(t);
+            }
+        }
+    }),
+];
+
 fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
     let mut r = NodeReader::new(ctx, node);
     if let Some(n) =
@@ -328,72 +349,42 @@ fn meta(ctx: &mut Ctx<'_>, node: &KdlNode, s: &mut Scenario) {
     {
         s.name = n;
     }
-    let mut once = Once::default();
-    for child in r.children() {
-        let cname = child.name().value();
-        if !["description", "seed", "tags"].contains(&cname) {
-            ctx.unknown_node(child, "`scenario`", &["description", "seed", "tags"]);
-            continue;
-        }
-        if !once.first(ctx, child, "`scenario`") {
-            continue;
-        }
-        let mut cr = NodeReader::new(ctx, child);
-        match cname {
-            "description" => {
-                s.description =
-                    one_arg(ctx, &mut cr, "a string").and_then(|v| ctx.string(&v, cname));
-            }
-            "seed" => {
-                if let Some(seed) = one_arg(ctx, &mut cr, "a whole number ≥ 0")
-                    .and_then(|v| ctx.uint(&v, cname, 0, u64::MAX))
-                {
-                    s.seed = seed;
-                }
-            }
-            _ => {
-                for v in cr.args_from(ctx, 0) {
-                    if let Some(t) = ctx.name_string(&v, "tag") {
-                        s.tags.push(t);
-                    }
-                }
-            }
-        }
-        cr.finish(ctx);
-    }
+    read_children(ctx, r.children(), "`scenario`", &[META], s);
     r.finish(ctx);
 }
 
+/// The tokenizers built in, by name.
+const TOKENIZERS: [(&str, TokenizerSpec); 2] = [
+    ("cl100k_base", TokenizerSpec::Cl100kBase),
+    ("o200k_base", TokenizerSpec::O200kBase),
+];
+
 fn tokenizer(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<TokenizerSpec> {
+    let built_in = TOKENIZERS.map(|(name, _)| format!("\"{name}\"")).join(", ");
     let mut r = NodeReader::new(ctx, node);
-    let v = one_arg(
-        ctx,
-        &mut r,
-        "\"cl100k_base\", \"o200k_base\" or a tokenizer.json path",
-    );
+    let v = one_arg(ctx, &mut r, &format!("{built_in} or a tokenizer.json path"));
     r.finish(ctx);
     let v = v?;
     let name = ctx.name_string(&v, "tokenizer")?;
-    match name.as_str() {
-        "cl100k_base" => Some(TokenizerSpec::Cl100kBase),
-        "o200k_base" => Some(TokenizerSpec::O200kBase),
-        p if p.ends_with(".json") || p.contains(['/', '\\']) => ctx
-            .regular_file(p, v.span, "`tokenizer`")
-            .then(|| TokenizerSpec::File(p.into())),
-        other => {
-            let help = match did_you_mean(other, ["cl100k_base", "o200k_base"]) {
-                Some(m) => format!("did you mean `{m}`?"),
-                None => "use \"cl100k_base\", \"o200k_base\" or a path to a tokenizer.json".into(),
-            };
-            ctx.error(
-                v.span,
-                format!("unknown tokenizer `{other}`"),
-                "not a known tokenizer or a .json path",
-                Some(help),
-            );
-            None
-        }
+    if let Some((_, spec)) = TOKENIZERS.iter().find(|(n, _)| *n == name) {
+        return Some(spec.clone());
     }
+    if name.ends_with(".json") || name.contains(['/', '\\']) {
+        return ctx
+            .regular_file(&name, v.span, "`tokenizer`")
+            .then(|| TokenizerSpec::File(name.into()));
+    }
+    let help = match did_you_mean(&name, TOKENIZERS.iter().map(|(n, _)| *n)) {
+        Some(m) => format!("did you mean `{m}`?"),
+        None => format!("use {built_in} or a path to a tokenizer.json"),
+    };
+    ctx.error(
+        v.span,
+        format!("unknown tokenizer `{name}`"),
+        "not a known tokenizer or a .json path",
+        Some(help),
+    );
+    None
 }
 
 fn goodput(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<GoodputSpec> {

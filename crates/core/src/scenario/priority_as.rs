@@ -10,9 +10,6 @@ use super::ctx::{Ctx, NodeReader, one_arg};
 use super::model::Target;
 use crate::protocol::DEFAULT_PRIORITY_HEADER;
 
-/// The children this file reads.
-pub(super) const NAMES: &[&str] = &["priority-as", "priority-header"];
-
 /// Where a class's priority goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Told {
@@ -29,18 +26,8 @@ pub(super) struct PriorityAs {
 }
 
 impl PriorityAs {
-    /// Reads one child (its name is in [`NAMES`]).
-    pub(super) fn read(&mut self, ctx: &mut Ctx<'_>, child: &kdl::KdlNode) {
-        let mut r = NodeReader::new(ctx, child);
-        match r.name() {
-            "priority-as" => self.told(ctx, &mut r),
-            "priority-header" => self.header(ctx, &mut r),
-            _ => {}
-        }
-        r.finish(ctx);
-    }
-
-    fn told(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
+    /// `priority-as "body"|"header"|"both"`.
+    pub(super) fn told(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
         let Some(v) = one_arg(ctx, r, "\"body\", \"header\" or \"both\"") else {
             return;
         };
@@ -68,7 +55,8 @@ impl PriorityAs {
         self.told = Some((told, v.span));
     }
 
-    fn header(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
+    /// `priority-header "NAME"`.
+    pub(super) fn header(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
         let Some(v) = one_arg(ctx, r, "a header name like \"x-request-priority\"") else {
             return;
         };

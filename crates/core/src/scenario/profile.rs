@@ -7,18 +7,71 @@ use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader, Val, one_arg};
 use super::model::{ProfileSpec, StageLimit, SweepSpec};
+use super::settings::{Entries, Setting, find, names, read_children, with_reader};
 use super::written::Spanned;
 use crate::arrival::{ArrivalSpec, SearchAxis, SearchSpec};
 use crate::units::{Duration, Rate};
 
-const SWEEP_CHILDREN: &[&str] = &["rates", "rate", "concurrency"];
-const SEARCH_CHILDREN: &[&str] = &[
-    "rate",
-    "concurrency",
-    "tolerance",
-    "max-probes",
-    "max-time",
-    "probe",
+/// A sweep's lists of load points: it has exactly one.
+const SWEEP: &[Setting<ReadSweep>] = &[
+    Setting::many("rates", |ctx, r| {
+        let vals = r.args_from(ctx, 0);
+        let rates: Option<Vec<Rate>> = vals.iter().map(|v| ctx.rate(v, "rate")).collect();
+        non_empty(ctx, r.node, rates).map(SweepSpec::Rates)
+    }),
+    Setting::many("rate", |ctx, r| rate_range(ctx, r).map(SweepSpec::Rates)),
+    Setting::many("concurrency", |ctx, r| {
+        let vals = r.args_from(ctx, 0);
+        let levels: Option<Vec<u32>> = vals
+            .iter()
+            .map(|v| ctx.u32_at_least(v, "clients", 1))
+            .collect();
+        non_empty(ctx, r.node, levels).map(SweepSpec::Concurrency)
+    }),
+];
+type ReadSweep = fn(&mut Ctx<'_>, &mut NodeReader<'_>) -> Option<SweepSpec>;
+
+/// A search's bounds: it has one of them.
+const SEARCH_BOUNDS: &[Setting<Entries<SearchRead>>] = &[
+    Setting::many("rate", |ctx, r, st| {
+        if st.first_bounds(ctx, r) {
+            let from = required(ctx, r, "from").and_then(|v| ctx.rate(&v, "from"));
+            let to = required(ctx, r, "to").and_then(|v| ctx.rate(&v, "to"));
+            st.bounds = from.zip(to);
+        }
+    }),
+    Setting::many("concurrency", |ctx, r, st| {
+        if st.first_bounds(ctx, r) {
+            st.spec.axis = SearchAxis::Concurrency;
+            let from = required(ctx, r, "from")
+                .and_then(|v| ctx.u32_at_least(&v, "from", 1))
+                .map(|n| Rate(f64::from(n)));
+            let to = required(ctx, r, "to")
+                .and_then(|v| ctx.u32_at_least(&v, "to", 1))
+                .map(|n| Rate(f64::from(n)));
+            st.bounds = from.zip(to);
+        }
+    }),
+];
+
+/// A search's settings; given twice, the last one counts.
+const SEARCH_SETTINGS: &[Setting<Entries<SearchRead>>] = &[
+    Setting::many("tolerance", |ctx, r, st| {
+        let t = one_arg(ctx, r, "a tolerance such as \"5%\"").and_then(|v| tolerance(ctx, &v));
+        st.set(t, |spec, t| spec.tolerance = t);
+    }),
+    Setting::many("max-probes", |ctx, r, st| {
+        let n = one_arg(ctx, r, "a count").and_then(|v| ctx.uint(&v, r.name(), 2, 1000));
+        st.set(n, |spec, n| spec.max_probes = n as u32);
+    }),
+    Setting::many("max-time", |ctx, r, st| {
+        let d = probe_time(ctx, r);
+        st.set(d, |spec, d| spec.max_time = d);
+    }),
+    Setting::many("probe", |ctx, r, st| {
+        let d = probe_time(ctx, r);
+        st.set(d, |spec, d| spec.probe = d);
+    }),
 ];
 
 /// Most points a sweep may expand into.
@@ -31,30 +84,12 @@ pub(crate) fn sweep(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
     let mut out = None;
     let mut count = 0;
     for child in r.children() {
-        let name = child.name().value();
-        if !SWEEP_CHILDREN.contains(&name) {
-            ctx.unknown_node(child, "`sweep`", SWEEP_CHILDREN);
+        let Some(list) = find(&[SWEEP], child.name().value()) else {
+            ctx.unknown_node(child, "`sweep`", &names(&[SWEEP]));
             continue;
-        }
-        count += 1;
-        let mut cr = NodeReader::new(ctx, child);
-        let spec = match name {
-            "rates" => {
-                let vals = cr.args_from(ctx, 0);
-                let rates: Option<Vec<Rate>> = vals.iter().map(|v| ctx.rate(v, "rate")).collect();
-                non_empty(ctx, child, rates).map(SweepSpec::Rates)
-            }
-            "concurrency" => {
-                let vals = cr.args_from(ctx, 0);
-                let levels: Option<Vec<u32>> = vals
-                    .iter()
-                    .map(|v| ctx.u32_at_least(v, "clients", 1))
-                    .collect();
-                non_empty(ctx, child, levels).map(SweepSpec::Concurrency)
-            }
-            _ => rate_range(ctx, &mut cr).map(SweepSpec::Rates),
         };
-        cr.finish(ctx);
+        count += 1;
+        let spec = with_reader(ctx, child, list.read);
         out = out.or(spec);
     }
     r.finish(ctx);
@@ -145,100 +180,66 @@ fn required(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str) -> Opt
 /// probe "20s" }`.
 pub(crate) fn search(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
     let mut r = NodeReader::new(ctx, node);
-    let mut bounds = None;
-    let mut bounds_seen = false;
-    let mut spec = SearchSpec {
-        from: Rate(0.0),
-        to: Rate(0.0),
-        axis: SearchAxis::Rate,
-        tolerance: 0.05,
-        max_probes: 12,
-        max_time: Duration::from_secs_f64(600.0),
-        probe: Duration::from_secs_f64(20.0),
+    let mut st = SearchRead {
+        spec: SearchSpec {
+            from: Rate(0.0),
+            to: Rate(0.0),
+            axis: SearchAxis::Rate,
+            tolerance: 0.05,
+            max_probes: 12,
+            max_time: Duration::from_secs_f64(600.0),
+            probe: Duration::from_secs_f64(20.0),
+        },
+        bounds: None,
+        bounds_seen: false,
+        ok: true,
     };
-    let mut ok = true;
-    for child in r.children() {
-        let name = child.name().value();
-        if !SEARCH_CHILDREN.contains(&name) {
-            ctx.unknown_node(child, "`search`", SEARCH_CHILDREN);
-            continue;
-        }
-        let mut cr = NodeReader::new(ctx, child);
-        if (name == "rate" || name == "concurrency") && bounds_seen {
+    let tables = [SEARCH_BOUNDS, SEARCH_SETTINGS];
+    read_children(ctx, r.children(), "`search`", &tables, &mut st);
+    r.finish(ctx);
+    let mut spec = st.spec;
+    (spec.from, spec.to) = search_range(ctx, node, st.bounds)?;
+    st.ok.then_some(ProfileSpec::Search(spec))
+}
+
+/// A search as its children are read; `ok` until one is invalid.
+struct SearchRead {
+    spec: SearchSpec,
+    bounds: Option<(Rate, Rate)>,
+    bounds_seen: bool,
+    ok: bool,
+}
+
+impl SearchRead {
+    /// Whether `r`'s node gives the search's first bounds; a second is reported.
+    fn first_bounds(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> bool {
+        if self.bounds_seen {
             ctx.error(
-                ctx.name_span(child),
+                ctx.name_span(r.node),
                 "`search` has more than one set of bounds",
                 "second `rate` or `concurrency`",
                 Some("search either the rate or the concurrency, in two stages for both".into()),
             );
-            ok = false;
-            cr.skip_all();
-            cr.finish(ctx);
-            continue;
+            self.ok = false;
+            r.skip_all();
+            return false;
         }
-        if name == "rate" || name == "concurrency" {
-            bounds_seen = true;
-            bounds = search_bounds(ctx, &mut cr, name, &mut spec);
-        } else {
-            ok &= search_setting(ctx, &mut cr, name, &mut spec);
-        }
-        cr.finish(ctx);
+        self.bounds_seen = true;
+        true
     }
-    r.finish(ctx);
-    (spec.from, spec.to) = search_range(ctx, node, bounds)?;
-    ok.then_some(ProfileSpec::Search(spec))
+
+    /// A setting's value into the spec, when valid.
+    fn set<T>(&mut self, value: Option<T>, put: impl FnOnce(&mut SearchSpec, T)) {
+        match value {
+            Some(v) => put(&mut self.spec, v),
+            None => self.ok = false,
+        }
+    }
 }
 
-/// `rate from=… to=…` or `concurrency from=… to=…` (which makes it a concurrency search).
-fn search_bounds(
-    ctx: &mut Ctx<'_>,
-    cr: &mut NodeReader<'_>,
-    name: &str,
-    spec: &mut SearchSpec,
-) -> Option<(Rate, Rate)> {
-    if name == "rate" {
-        let from = required(ctx, cr, "from").and_then(|v| ctx.rate(&v, "from"));
-        let to = required(ctx, cr, "to").and_then(|v| ctx.rate(&v, "to"));
-        return from.zip(to);
-    }
-    spec.axis = SearchAxis::Concurrency;
-    let from = required(ctx, cr, "from")
-        .and_then(|v| ctx.u32_at_least(&v, "from", 1))
-        .map(|n| Rate(f64::from(n)));
-    let to = required(ctx, cr, "to")
-        .and_then(|v| ctx.u32_at_least(&v, "to", 1))
-        .map(|n| Rate(f64::from(n)));
-    from.zip(to)
-}
-
-/// One of `search`'s settings (`tolerance`, `max-probes`, `max-time`, `probe`) into `spec`;
-/// false when it was invalid (and reported).
-fn search_setting(
-    ctx: &mut Ctx<'_>,
-    cr: &mut NodeReader<'_>,
-    name: &str,
-    spec: &mut SearchSpec,
-) -> bool {
-    match name {
-        "tolerance" => match one_arg(ctx, cr, "a tolerance such as \"5%\"") {
-            Some(v) => match tolerance(ctx, &v) {
-                Some(t) => spec.tolerance = t,
-                None => return false,
-            },
-            None => return false,
-        },
-        "max-probes" => match one_arg(ctx, cr, "a count").and_then(|v| ctx.uint(&v, name, 2, 1000))
-        {
-            Some(n) => spec.max_probes = n as u32,
-            None => return false,
-        },
-        _ => match one_arg(ctx, cr, "a duration").and_then(|v| ctx.positive_duration(&v, name)) {
-            Some(d) if name == "probe" => spec.probe = d,
-            Some(d) => spec.max_time = d,
-            None => return false,
-        },
-    }
-    true
+/// `max-time` or `probe`: a positive duration.
+fn probe_time(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Duration> {
+    one_arg(ctx, r, "a duration").and_then(|v| ctx.positive_duration(&v, r.name()))
 }
 
 /// The search's bounds, once its children are read: present (reported unless a bounds node
@@ -252,7 +253,7 @@ fn search_range(
         if !node.children().is_some_and(|d| {
             d.nodes()
                 .iter()
-                .any(|c| matches!(c.name().value(), "rate" | "concurrency"))
+                .any(|c| find(&[SEARCH_BOUNDS], c.name().value()).is_some())
         }) {
             ctx.error(
                 ctx.name_span(node),

@@ -1,15 +1,18 @@
 //! The `report { … }` node: templates, extra outputs, the baseline and the tolerances
 //! `compare` allows.
 
+use std::path::PathBuf;
+
 use kdl::KdlNode;
 
-use super::ctx::{Ctx, NodeReader, Once, one_arg};
+use super::ctx::{Ctx, NodeReader, one_arg};
 use super::model::ReportSpec;
+use super::settings::{Entries, Setting, read_children};
 
 /// `tolerance "5%"` (every metric) or `tolerance "ttft.p95" "10%"` (one, or `"itl"` for all of
 /// a metric's aggregations): what `compare` allows a metric to move by, recorded in results.
-fn tolerance(ctx: &mut Ctx<'_>, node: &KdlNode, rep: &mut ReportSpec) {
-    let mut r = NodeReader::new(ctx, node);
+fn tolerance(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, rep: &mut ReportSpec) {
+    let node = r.node;
     let args = r.args_from(ctx, 0);
     let percent = |ctx: &mut Ctx<'_>, v: &super::ctx::Val| -> Option<f64> {
         let text = ctx.name_string(v, "tolerance")?;
@@ -61,66 +64,56 @@ fn tolerance(ctx: &mut Ctx<'_>, node: &KdlNode, rep: &mut ReportSpec) {
             Some("write tolerance \"10%\" or tolerance \"ttft.p95\" \"10%\"".into()),
         ),
     }
-    r.finish(ctx);
+}
+
+/// The block's children.
+const REPORT: &[Setting<Entries<ReportSpec>>] = &[
+    Setting::once("template", |ctx, r, rep| rep.template = template(ctx, r)),
+    Setting::once("requests-jsonl", |ctx, r, rep| {
+        switch(ctx, r, |rep| &mut rep.requests_jsonl, rep);
+    }),
+    Setting::once("llm-d", |ctx, r, rep| {
+        switch(ctx, r, |rep| &mut rep.llm_d, rep)
+    }),
+    Setting::once("parquet", |ctx, r, rep| {
+        switch(ctx, r, |rep| &mut rep.parquet, rep)
+    }),
+    Setting::once("baseline", |ctx, r, rep| rep.baseline = path(ctx, r)),
+    Setting::many("tolerance", tolerance),
+];
+
+/// An output's switch: `#true` or `#false` into `slot`.
+fn switch(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    slot: fn(&mut ReportSpec) -> &mut bool,
+    rep: &mut ReportSpec,
+) {
+    if let Some(b) = one_arg(ctx, r, "#true or #false").and_then(|v| ctx.boolean(&v, r.name())) {
+        *slot(rep) = b;
+    }
+}
+
+/// A template path, which must be a regular file where it exists (a FIFO or a directory
+/// would hang or fail the run later); a baseline is a results file, which may come through a
+/// pipe, so [`path`] alone.
+fn template(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<PathBuf> {
+    let arg = one_arg(ctx, r, "a path")?;
+    let p = ctx.name_string(&arg, "template")?;
+    ctx.regular_file(&p, arg.span, "`template`")
+        .then(|| p.into())
+}
+
+/// A file's path.
+fn path(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<PathBuf> {
+    let path = one_arg(ctx, r, "a path").and_then(|v| ctx.name_string(&v, r.name()));
+    path.map(Into::into)
 }
 
 pub(super) fn report(ctx: &mut Ctx<'_>, node: &KdlNode) -> ReportSpec {
     let mut r = NodeReader::new(ctx, node);
     let mut rep = ReportSpec::default();
-    let known = [
-        "template",
-        "requests-jsonl",
-        "llm-d",
-        "parquet",
-        "baseline",
-        "tolerance",
-    ];
-    let mut once = Once::default();
-    for child in r.children() {
-        let cname = child.name().value();
-        if !known.contains(&cname) {
-            ctx.unknown_node(child, "`report`", &known);
-            continue;
-        }
-        if cname == "tolerance" {
-            tolerance(ctx, child, &mut rep);
-            continue;
-        }
-        if !once.first(ctx, child, "`report`") {
-            continue;
-        }
-        let mut cr = NodeReader::new(ctx, child);
-        match cname {
-            "requests-jsonl" | "llm-d" | "parquet" => {
-                if let Some(b) =
-                    one_arg(ctx, &mut cr, "#true or #false").and_then(|v| ctx.boolean(&v, cname))
-                {
-                    match cname {
-                        "requests-jsonl" => rep.requests_jsonl = b,
-                        "llm-d" => rep.llm_d = b,
-                        _ => rep.parquet = b,
-                    }
-                }
-            }
-            _ => {
-                let arg = one_arg(ctx, &mut cr, "a path");
-                let path = arg.as_ref().and_then(|v| ctx.name_string(v, cname));
-                // A baseline is a results file, which may come through a pipe.
-                let path = match (&arg, path) {
-                    (Some(v), Some(p)) if cname == "template" => {
-                        ctx.regular_file(&p, v.span, "`template`").then_some(p)
-                    }
-                    (_, p) => p,
-                };
-                if cname == "template" {
-                    rep.template = path.map(Into::into);
-                } else {
-                    rep.baseline = path.map(Into::into);
-                }
-            }
-        }
-        cr.finish(ctx);
-    }
+    read_children(ctx, r.children(), "`report`", &[REPORT], &mut rep);
     r.finish(ctx);
     rep
 }

@@ -11,9 +11,6 @@ use super::model::{Endpoint, Target};
 use super::written::Spanned;
 use crate::protocol::{RoutePolicy, RoutedUrl, Routes};
 
-/// The children this file reads.
-pub(super) const NAMES: &[&str] = &["url", "route", "affinity-header"];
-
 /// The most URLs one target may list: far beyond a rack of replicas, low enough that a
 /// generated scenario cannot make the run open thousands of pools.
 const MAX_URLS: usize = 64;
@@ -44,19 +41,8 @@ impl Routing {
             .is_some_and(|c| c.nodes().iter().any(|n| n.name().value() == "url"))
     }
 
-    /// Reads one routing child (its name is in [`NAMES`]).
-    pub(super) fn read(&mut self, ctx: &mut Ctx<'_>, child: &KdlNode, t: &mut Target) {
-        let mut r = NodeReader::new(ctx, child);
-        match r.name() {
-            "url" => self.url(ctx, &mut r),
-            "route" => self.policy(ctx, &mut r),
-            "affinity-header" => affinity(ctx, &mut r, t),
-            _ => {}
-        }
-        r.finish(ctx);
-    }
-
-    fn url(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
+    /// `url "…" [weight=N]`.
+    pub(super) fn url(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
         let v = one_arg(ctx, r, "an http(s) URL");
         let weight = r.prop(ctx, "weight").and_then(|w| {
             let n = ctx.uint(&w, "weight", 1, 1_000_000)?;
@@ -97,7 +83,8 @@ impl Routing {
         self.urls.push((Spanned::new(url, v.span), w, span));
     }
 
-    fn policy(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
+    /// `route "…"`.
+    pub(super) fn policy(&mut self, ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) {
         let expected = "\"round-robin\", \"by-session\" or \"by-weight\"";
         let Some(v) = one_arg(ctx, r, expected) else {
             return;
@@ -178,7 +165,7 @@ impl Routing {
 
 /// `affinity-header "x-session-id"`: a header name the client does not set itself and the
 /// target's `header`s do not name.
-fn affinity(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+pub(super) fn affinity(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
     let Some(v) = one_arg(ctx, r, "a header name like \"x-session-id\"") else {
         return;
     };

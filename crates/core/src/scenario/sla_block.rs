@@ -4,9 +4,10 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, one_arg};
+use super::ctx::{Ctx, NodeReader, Val, one_arg};
 use super::error::suggest;
 use super::model::{AssertionSpec, SlaPolicySpec};
+use super::settings::{Setting, find, names, with_reader};
 use super::written::Spanned;
 use crate::sla::{Assertion, InconclusiveAs, Untrusted};
 
@@ -17,15 +18,95 @@ pub(crate) struct SlaOut {
     pub policy: SlaPolicySpec,
 }
 
-const SLA_CHILDREN: &[&str] = &[
-    "assert",
-    "window",
-    "confidence",
-    "inconclusive",
-    "untrusted",
-    "abort-min-samples",
-    "abort-grace",
+/// The children of every `sla` block.
+const SLA: &[Setting<ReadSla>] = &[
+    Setting::many("assert", |ctx, node, st| {
+        st.out.extend(assert_node(ctx, node, st.scope));
+    }),
+    Setting::many("window", |ctx, node, st| {
+        if st.window.is_some() {
+            ctx.error(
+                ctx.name_span(node),
+                "`window` given twice in one `sla` block",
+                "second window",
+                Some("keep one `window`".into()),
+            );
+            return;
+        }
+        st.window = sla_window(ctx, node);
+    }),
 ];
+
+type ReadSla = fn(&mut Ctx<'_>, &KdlNode, &mut SlaRead<'_>);
+
+/// How the assertions of the scenario are decided: the top-level block's alone. Each is read
+/// from its one value; given twice, the last one counts.
+const POLICY: &[Setting<ReadPolicy>] = &[
+    Setting::many("confidence", |ctx, name, v, policy| {
+        let text = ctx.name_string(v, name)?;
+        match text.parse::<crate::units::Percent>() {
+            Ok(p) if (0.5..1.0).contains(&p.0) => policy.confidence = Some(p.0),
+            Ok(_) => ctx.error(
+                v.span,
+                "`confidence` out of range",
+                "must be at least 50% and below 100%",
+                Some("write e.g. confidence \"95%\"".into()),
+            ),
+            Err(e) => ctx.error(
+                v.span,
+                "invalid `confidence`",
+                e.to_string(),
+                Some("write e.g. confidence \"95%\"".into()),
+            ),
+        }
+        Some(())
+    }),
+    Setting::many("inconclusive", |ctx, name, v, policy| {
+        const ALL: [InconclusiveAs; 3] = [
+            InconclusiveAs::Fail,
+            InconclusiveAs::Pass,
+            InconclusiveAs::Inconclusive,
+        ];
+        let text = ctx.name_string(v, name)?;
+        policy.inconclusive = choice(ctx, name, v, &text, &ALL, InconclusiveAs::as_str);
+        Some(())
+    }),
+    Setting::many("untrusted", |ctx, name, v, policy| {
+        const ALL: [Untrusted; 2] = [Untrusted::Inconclusive, Untrusted::Judge];
+        let text = ctx.name_string(v, name)?;
+        policy.untrusted = choice(ctx, name, v, &text, &ALL, Untrusted::as_str);
+        Some(())
+    }),
+    Setting::many("abort-min-samples", |ctx, _, v, policy| {
+        match &v.value {
+            KdlValue::Integer(i) if *i >= 1 => {
+                policy.abort_min_samples = u64::try_from(*i).ok();
+            }
+            _ => ctx.error(
+                v.span,
+                "invalid `abort-min-samples`",
+                "expected a whole number of requests, at least 1",
+                Some("write e.g. abort-min-samples 20".into()),
+            ),
+        }
+        Some(())
+    }),
+    Setting::many("abort-grace", |ctx, name, v, policy| {
+        policy.abort_grace = Some(ctx.duration(v, name)?);
+        Some(())
+    }),
+];
+/// Reads a policy setting's value (its name given for messages); `None` where it stopped at a
+/// reported problem.
+type ReadPolicy = fn(&mut Ctx<'_>, &str, &Val, &mut SlaPolicySpec) -> Option<()>;
+
+/// One `sla` block as it is read.
+struct SlaRead<'s> {
+    /// The enclosing stage, if any.
+    scope: Option<&'s Spanned<String>>,
+    out: Vec<AssertionSpec>,
+    window: Option<crate::sla::Window>,
+}
 
 /// `sla { assert "…" [stage="…"] [abort-on-fail=#true] [every-point=#true]; confidence "95%"; inconclusive
 /// "fail"; untrusted "judge" }`; `scope` is the enclosing stage (whose block takes assertions
@@ -36,29 +117,17 @@ pub(crate) fn sla_block(
     scope: Option<&Spanned<String>>,
 ) -> SlaOut {
     let mut r = NodeReader::new(ctx, node);
-    let mut out = Vec::new();
+    let mut st = SlaRead {
+        scope,
+        out: Vec::new(),
+        window: None,
+    };
     let mut policy = SlaPolicySpec::default();
-    let mut window = None;
     for child in r.children() {
         let cname = child.name().value();
-        if !SLA_CHILDREN.contains(&cname) {
-            ctx.unknown_node(child, "`sla`", SLA_CHILDREN);
-            continue;
-        }
-        if cname == "window" {
-            if window.is_some() {
-                ctx.error(
-                    ctx.name_span(child),
-                    "`window` given twice in one `sla` block",
-                    "second window",
-                    Some("keep one `window`".into()),
-                );
-                continue;
-            }
-            window = sla_window(ctx, child);
-            continue;
-        }
-        if cname != "assert" {
+        if let Some(setting) = find(&[SLA], cname) {
+            (setting.read)(ctx, child, &mut st);
+        } else if let Some(setting) = find(&[POLICY], cname) {
             if scope.is_some() {
                 ctx.error(
                     ctx.name_span(child),
@@ -68,13 +137,20 @@ pub(crate) fn sla_block(
                 );
                 continue;
             }
-            sla_setting(ctx, child, &mut policy);
-            continue;
+            with_reader(ctx, child, |ctx, r| {
+                if let Some(v) = one_arg(ctx, r, "a value") {
+                    (setting.read)(ctx, setting.name, &v, &mut policy);
+                }
+            });
+        } else {
+            let mut known = names(&[SLA]);
+            known.extend(names(&[POLICY]));
+            ctx.unknown_node(child, "`sla`", &known);
         }
-        out.extend(assert_node(ctx, child, scope));
     }
     r.finish(ctx);
-    if let Some(w) = window {
+    let mut out = st.out;
+    if let Some(w) = st.window {
         for a in &mut out {
             windowed(ctx, a, w);
         }
@@ -182,86 +258,26 @@ fn windowed(ctx: &mut Ctx<'_>, a: &mut AssertionSpec, w: crate::sla::Window) {
     a.expr.value = assertion.in_window(w);
 }
 
-/// `confidence "95%"`, `inconclusive "fail"|"pass"|"inconclusive"`, `untrusted
-/// "inconclusive"|"judge"`, `abort-min-samples 20`, `abort-grace "10s"`.
-fn sla_setting(ctx: &mut Ctx<'_>, node: &KdlNode, policy: &mut SlaPolicySpec) {
-    let name = node.name().value().to_string();
-    let mut r = NodeReader::new(ctx, node);
-    let Some(v) = one_arg(ctx, &mut r, "a value") else {
-        r.finish(ctx);
-        return;
-    };
-    if name == "abort-min-samples" {
-        match &v.value {
-            KdlValue::Integer(i) if *i >= 1 => {
-                policy.abort_min_samples = u64::try_from(*i).ok();
-            }
-            _ => ctx.error(
-                v.span,
-                "invalid `abort-min-samples`",
-                "expected a whole number of requests, at least 1",
-                Some("write e.g. abort-min-samples 20".into()),
-            ),
-        }
-        r.finish(ctx);
-        return;
+/// The value `text` (of setting `name`, written at `v`) among `all`, named by `as_str`.
+fn choice<T: Copy>(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    v: &Val,
+    text: &str,
+    all: &[T],
+    as_str: fn(T) -> &'static str,
+) -> Option<T> {
+    if let Some(found) = all.iter().copied().find(|c| as_str(*c) == text) {
+        return Some(found);
     }
-    if name == "abort-grace" {
-        if let Some(d) = ctx.duration(&v, &name) {
-            policy.abort_grace = Some(d);
-        }
-        r.finish(ctx);
-        return;
-    }
-    let Some(text) = ctx.name_string(&v, &name) else {
-        r.finish(ctx);
-        return;
-    };
-    let choice = |ctx: &mut Ctx<'_>, allowed: &[&str]| {
-        if allowed.contains(&text.as_str()) {
-            return Some(text.clone());
-        }
-        ctx.error(
-            v.span,
-            format!("unknown `{name}` value `{text}`"),
-            "not one of the choices",
-            Some(suggest(&text, allowed, "value")),
-        );
-        None
-    };
-    match name.as_str() {
-        "confidence" => match text.parse::<crate::units::Percent>() {
-            Ok(p) if (0.5..1.0).contains(&p.0) => policy.confidence = Some(p.0),
-            Ok(_) => ctx.error(
-                v.span,
-                "`confidence` out of range",
-                "must be at least 50% and below 100%",
-                Some("write e.g. confidence \"95%\"".into()),
-            ),
-            Err(e) => ctx.error(
-                v.span,
-                "invalid `confidence`",
-                e.to_string(),
-                Some("write e.g. confidence \"95%\"".into()),
-            ),
-        },
-        "inconclusive" => {
-            policy.inconclusive = match choice(ctx, &["fail", "pass", "inconclusive"]).as_deref() {
-                Some("fail") => Some(InconclusiveAs::Fail),
-                Some("pass") => Some(InconclusiveAs::Pass),
-                Some(_) => Some(InconclusiveAs::Inconclusive),
-                None => None,
-            }
-        }
-        _ => {
-            policy.untrusted = match choice(ctx, &["inconclusive", "judge"]).as_deref() {
-                Some("judge") => Some(Untrusted::Judge),
-                Some(_) => Some(Untrusted::Inconclusive),
-                None => None,
-            }
-        }
-    }
-    r.finish(ctx);
+    let allowed: Vec<&str> = all.iter().map(|c| as_str(*c)).collect();
+    ctx.error(
+        v.span,
+        format!("unknown `{name}` value `{text}`"),
+        "not one of the choices",
+        Some(suggest(text, &allowed, "value")),
+    );
+    None
 }
 
 /// Parses the expression with the SLA grammar, once: the scenario keeps the typed assertion.

@@ -3,40 +3,105 @@
 
 use kdl::KdlNode;
 
-use super::ctx::{Ctx, NodeReader, Once, one_arg};
+use super::ctx::{Ctx, NodeReader, Val, one_arg};
 use super::error::suggest;
 use super::model::{AssertionSpec, ProfileSpec, StageLimit, StageSpec};
+use super::settings::{Block, Setting, find, names, read_children, with_reader};
 use super::sla_block::sla_block;
 use super::written::Spanned;
 use crate::arrival::ArrivalSpec;
-use crate::units::Duration;
+use crate::protocol::Grouping;
+use crate::units::{Duration, Rate};
 
 /// Most rounds a stage may run.
 pub(crate) const MAX_ROUNDS: u64 = crate::sla::MAX_ROUNDS;
 
-const STAGE_CHILDREN: &[&str] = &[
-    "dataset",
-    "arrival",
-    "duration",
-    "requests",
-    "drain-timeout",
-    "rounds",
-    "sla",
-    "sweep",
-    "search",
-    "model",
-    "class",
-    "priority-inversion",
+/// A stage's children.
+const STAGE: &[Setting<Block<Read>>] = &[
+    Setting::once("dataset", |ctx, node, st| {
+        st.dataset = with_reader(ctx, node, |ctx, r| {
+            let v = one_arg(ctx, r, "a dataset name")?;
+            ctx.name_string(&v, "dataset")
+                .map(|s| Spanned::new(s, v.span))
+        });
+    }),
+    Setting::once("arrival", |ctx, node, st| {
+        st.arrival = Some(with_reader(ctx, node, parse_arrival));
+    }),
+    Setting::once("duration", |ctx, node, st| {
+        st.limit(ctx, node, |ctx, v, what| {
+            ctx.positive_duration(v, what).map(StageLimit::Duration)
+        });
+    }),
+    Setting::once("requests", |ctx, node, st| {
+        st.limit(ctx, node, |ctx, v, what| {
+            ctx.uint(v, what, 1, u64::MAX).map(StageLimit::Requests)
+        });
+    }),
+    Setting::once("drain-timeout", |ctx, node, st| {
+        st.drain = with_reader(ctx, node, |ctx, r| {
+            one_arg(ctx, r, "a duration").and_then(|v| ctx.duration(&v, r.name()))
+        });
+    }),
+    Setting::once("rounds", |ctx, node, st| {
+        st.rounds = with_reader(ctx, node, |ctx, r| {
+            one_arg(ctx, r, "a number of rounds")
+                .and_then(|v| ctx.uint(&v, r.name(), 1, MAX_ROUNDS))
+                .map(|n| n as u32)
+        });
+    }),
+    Setting::many("sla", |ctx, node, st| {
+        let out = sla_block(ctx, node, st.name.as_ref());
+        st.sla.extend(out.assertions);
+    }),
+    Setting::once("sweep", Read::profile),
+    Setting::once("search", Read::profile),
+    Setting::many(Grouping::Model.as_str(), |ctx, node, st| {
+        st.split_label(ctx, node, Grouping::Model);
+    }),
+    Setting::many(Grouping::Class.as_str(), |ctx, node, st| {
+        st.split_label(ctx, node, Grouping::Class);
+    }),
+    Setting::once("priority-inversion", |ctx, node, st| {
+        st.split.priority_gate = super::labels::priority_gate(ctx, node);
+    }),
 ];
-const ARRIVALS: &[&str] = &[
-    "constant",
-    "poisson",
-    "gamma",
-    "concurrency",
-    "ramp",
-    "ramp-concurrency",
-    "trace",
+/// The arrival kinds, each read from the `arrival` node's properties (the kind as written is
+/// given for messages).
+const ARRIVALS: &[Setting<ReadArrival>] = &[
+    Setting::once("constant", |ctx, r, kind| {
+        Some(ArrivalSpec::Constant {
+            rate: fixed_rate(ctx, r, kind)?,
+        })
+    }),
+    Setting::once("poisson", |ctx, r, kind| {
+        Some(ArrivalSpec::Poisson {
+            rate: fixed_rate(ctx, r, kind)?,
+        })
+    }),
+    Setting::once("gamma", |ctx, r, kind| {
+        let rate =
+            need(ctx, r, kind, "rate", "rate=20 burstiness=0.5").and_then(|v| ctx.rate(&v, "rate"));
+        let b = need(ctx, r, kind, "burstiness", "rate=20 burstiness=0.5")
+            .and_then(|v| ctx.burstiness(&v));
+        Some(ArrivalSpec::Gamma {
+            rate: rate?,
+            burstiness: b?,
+        })
+    }),
+    Setting::once("concurrency", |ctx, r, kind| {
+        let clients = need(ctx, r, kind, "clients", "clients=8")?;
+        Some(ArrivalSpec::Concurrency {
+            clients: ctx.u32_at_least(&clients, "clients", 1)?,
+        })
+    }),
+    Setting::once("ramp", |ctx, r, _| super::profile::ramp(ctx, r)),
+    Setting::once("ramp-concurrency", |ctx, r, _| {
+        super::profile::ramp_concurrency(ctx, r)
+    }),
+    Setting::once("trace", |ctx, r, _| super::workload::trace_arrival(ctx, r)),
 ];
+type ReadArrival = fn(&mut Ctx<'_>, &mut NodeReader<'_>, &str) -> Option<ArrivalSpec>;
 
 /// What a `stage` node yields: its name even when the rest is invalid (so that references to it
 /// are not reported too), the stage when valid, and its scoped assertions.
@@ -55,30 +120,16 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let shown = name
         .as_ref()
         .map_or_else(|| "`stage`".to_string(), |n| format!("stage `{}`", n.value));
-    let mut read = Read::default();
-    let mut once = Once::default();
-    let mut split = super::labels::Split::default();
-    for child in r.children() {
-        let cname = child.name().value();
-        if !STAGE_CHILDREN.contains(&cname) {
-            ctx.unknown_node(child, &shown, STAGE_CHILDREN);
-            continue;
-        }
-        if split_child(ctx, child, name.as_ref(), &mut split, &mut once, &shown) {
-            continue;
-        }
-        if cname == "sla" {
-            read.sla
-                .extend(sla_block(ctx, child, name.as_ref()).assertions);
-            continue;
-        }
-        if once.first(ctx, child, &shown) {
-            read.child(ctx, child, &shown);
-        }
-    }
+    let mut read = Read {
+        name,
+        shown,
+        ..Read::default()
+    };
+    let shown = read.shown.clone();
+    read_children(ctx, r.children(), &shown, &[STAGE], &mut read);
     r.finish(ctx);
     let ramp_over = ramp_over(read.arrival.as_ref().and_then(|a| a.as_ref()));
-    let profiled = required(ctx, node, &shown, ramp_over.is_some());
+    let profiled = required(ctx, node, &read.shown, ramp_over.is_some());
     if let Some(u) = &read.until {
         let written = read
             .arrival
@@ -95,8 +146,9 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
         read.arrival.flatten(),
         limit,
     );
+    let split = read.split;
     super::labels::check_gate(ctx, node, &split);
-    let stage = match (&name, &read.dataset, arrival, limit) {
+    let stage = match (&read.name, &read.dataset, arrival, limit) {
         (Some(n), Some(dataset), Some(arrival), Some(limit)) => Some(StageSpec {
             name: n.clone(),
             dataset: dataset.clone(),
@@ -116,41 +168,11 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
     let mut dataset: Vec<Spanned<String>> = read.dataset.into_iter().collect();
     dataset.extend(split.datasets);
     StageOut {
-        name,
+        name: read.name,
         stage,
         sla,
         dataset,
     }
-}
-
-/// A `model`, `class` or `priority-inversion` node, read into `split`; false for any other.
-fn split_child(
-    ctx: &mut Ctx<'_>,
-    child: &KdlNode,
-    stage: Option<&Spanned<String>>,
-    split: &mut super::labels::Split,
-    once: &mut Once,
-    shown: &str,
-) -> bool {
-    let cname = child.name().value();
-    if let Some(by) = crate::protocol::Grouping::from_name(cname) {
-        // A class's `sla` blocks are read here, where the stage's are.
-        if let Some(on) = split.read(ctx, child, by) {
-            let blocks = child.children().map(|c| c.nodes()).unwrap_or_default();
-            for block in blocks.iter().filter(|n| n.name().value() == "sla") {
-                let out = sla_block(ctx, block, stage).assertions;
-                split.own_sla(ctx, &on, out);
-            }
-        }
-        return true;
-    }
-    if cname == "priority-inversion" {
-        if once.first(ctx, child, shown) {
-            split.priority_gate = super::labels::priority_gate(ctx, child);
-        }
-        return true;
-    }
-    false
 }
 
 /// The stage's name argument, reported when missing.
@@ -173,9 +195,12 @@ fn stage_name(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Strin
     }
 }
 
-/// What a stage's children say, each read once.
+/// What a stage's children say.
 #[derive(Default)]
 struct Read {
+    /// The stage's name, when valid, and how messages name the stage.
+    name: Option<Spanned<String>>,
+    shown: String,
     dataset: Option<Spanned<String>>,
     /// `Some(None)`: an `arrival` was written but is invalid (its own error said why).
     arrival: Option<Option<Spanned<ArrivalSpec>>>,
@@ -186,64 +211,59 @@ struct Read {
     rounds: Option<u32>,
     profile: Option<ProfileSpec>,
     sla: Vec<AssertionSpec>,
+    /// The `model`, `class` and `priority-inversion` children.
+    split: super::labels::Split,
 }
 
 impl Read {
-    fn child(&mut self, ctx: &mut Ctx<'_>, child: &KdlNode, shown: &str) {
-        let cname = child.name().value();
-        let mut cr = NodeReader::new(ctx, child);
-        match cname {
-            "dataset" => {
-                self.dataset = one_arg(ctx, &mut cr, "a dataset name").and_then(|v| {
-                    ctx.name_string(&v, "dataset")
-                        .map(|s| Spanned::new(s, v.span))
-                });
+    /// A `model` or `class` node, with a class's own `sla` blocks, read here where the
+    /// stage's are.
+    fn split_label(&mut self, ctx: &mut Ctx<'_>, node: &KdlNode, by: Grouping) {
+        if let Some(on) = self.split.read(ctx, node, by) {
+            let blocks = node.children().map(|c| c.nodes()).unwrap_or_default();
+            for block in blocks.iter().filter(|n| n.name().value() == "sla") {
+                let out = sla_block(ctx, block, self.name.as_ref()).assertions;
+                self.split.own_sla(ctx, &on, out);
             }
-            "arrival" => self.arrival = Some(parse_arrival(ctx, &mut cr)),
-            "duration" | "requests" => self.limit(ctx, &mut cr, child, shown),
-            "drain-timeout" => {
-                self.drain =
-                    one_arg(ctx, &mut cr, "a duration").and_then(|v| ctx.duration(&v, cname));
-            }
-            "rounds" => {
-                self.rounds = one_arg(ctx, &mut cr, "a number of rounds")
-                    .and_then(|v| ctx.uint(&v, cname, 1, MAX_ROUNDS))
-                    .map(|n| n as u32);
-            }
-            "sweep" | "search" => {
-                cr.skip_all();
-                let _ = cr.children();
-                self.profile = super::profile::parse_in_stage(ctx, child, &mut self.profile);
-            }
-            _ => {}
         }
-        cr.finish(ctx);
     }
 
-    /// `duration` or `requests` (one of them), with its `until-decided`.
-    fn limit(&mut self, ctx: &mut Ctx<'_>, cr: &mut NodeReader<'_>, child: &KdlNode, shown: &str) {
-        let cname = child.name().value();
-        if self.limit_given {
-            ctx.error(
-                ctx.name_span(child),
-                format!("{shown} has both `duration` and `requests`"),
-                "second limit",
-                Some(
-                    "a stage stops after a duration or after a number of requests: keep one".into(),
-                ),
-            );
-            cr.skip_args(usize::MAX);
-            return;
-        }
-        self.limit_given = true;
-        self.limit = one_arg(ctx, cr, "a limit").and_then(|v| {
-            if cname == "duration" {
-                ctx.positive_duration(&v, cname).map(StageLimit::Duration)
-            } else {
-                ctx.uint(&v, cname, 1, u64::MAX).map(StageLimit::Requests)
-            }
+    /// A `sweep` or `search`, read by its own parser (this reader reads nothing: it only
+    /// reports an annotation on the node, which that parser reports again).
+    fn profile(ctx: &mut Ctx<'_>, node: &KdlNode, st: &mut Read) {
+        with_reader(ctx, node, |_, r| {
+            r.skip_all();
+            let _ = r.children();
         });
-        self.until = super::until::parse(ctx, cr, self.limit);
+        st.profile = super::profile::parse_in_stage(ctx, node, &mut st.profile);
+    }
+
+    /// `duration` or `requests` (one of them, its value read by `value`), with its
+    /// `until-decided`.
+    fn limit(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: &KdlNode,
+        value: fn(&mut Ctx<'_>, &Val, &str) -> Option<StageLimit>,
+    ) {
+        with_reader(ctx, node, |ctx, r| {
+            if self.limit_given {
+                ctx.error(
+                    ctx.name_span(node),
+                    format!("{} has both `duration` and `requests`", self.shown),
+                    "second limit",
+                    Some(
+                        "a stage stops after a duration or after a number of requests: keep one"
+                            .into(),
+                    ),
+                );
+                r.skip_args(usize::MAX);
+                return;
+            }
+            self.limit_given = true;
+            self.limit = one_arg(ctx, r, "a limit").and_then(|v| value(ctx, &v, r.name()));
+            self.until = super::until::parse(ctx, r, self.limit);
+        });
     }
 }
 
@@ -309,57 +329,42 @@ fn parse_arrival(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<Spanned<Ar
     let span = ctx.line_span(r.node);
     let kind_val = one_arg(ctx, r, "an arrival kind such as \"poisson\"")?;
     let kind = ctx.string(&kind_val, "arrival")?;
-    let need = |ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, key: &'static str, example: &str| {
-        let v = r.prop(ctx, key);
-        if v.is_none() && r.node.entry(key).is_none() {
-            ctx.error(
-                ctx.name_span(r.node),
-                format!("arrival \"{kind}\" needs `{key}=`"),
-                format!("missing {key}="),
-                Some(format!("write arrival \"{kind}\" {example}")),
-            );
-        }
-        v
+    let Some(arrival) = find(&[ARRIVALS], &kind) else {
+        ctx.error(
+            kind_val.span,
+            format!("unknown arrival `{kind}`"),
+            "not an arrival kind",
+            Some(suggest(&kind, &names(&[ARRIVALS]), "arrival")),
+        );
+        r.skip_all();
+        return None;
     };
-    let spec = match kind.as_str() {
-        "constant" | "poisson" => {
-            let rate = need(ctx, r, "rate", "rate=20")?;
-            let rate = ctx.rate(&rate, "rate")?;
-            if kind == "constant" {
-                ArrivalSpec::Constant { rate }
-            } else {
-                ArrivalSpec::Poisson { rate }
-            }
-        }
-        "gamma" => {
-            let rate =
-                need(ctx, r, "rate", "rate=20 burstiness=0.5").and_then(|v| ctx.rate(&v, "rate"));
-            let b = need(ctx, r, "burstiness", "rate=20 burstiness=0.5")
-                .and_then(|v| ctx.burstiness(&v));
-            ArrivalSpec::Gamma {
-                rate: rate?,
-                burstiness: b?,
-            }
-        }
-        "concurrency" => {
-            let clients = need(ctx, r, "clients", "clients=8")?;
-            ArrivalSpec::Concurrency {
-                clients: ctx.u32_at_least(&clients, "clients", 1)?,
-            }
-        }
-        "ramp" => super::profile::ramp(ctx, r)?,
-        "ramp-concurrency" => super::profile::ramp_concurrency(ctx, r)?,
-        "trace" => super::workload::trace_arrival(ctx, r)?,
-        other => {
-            ctx.error(
-                kind_val.span,
-                format!("unknown arrival `{other}`"),
-                "not an arrival kind",
-                Some(suggest(other, ARRIVALS, "arrival")),
-            );
-            r.skip_all();
-            return None;
-        }
-    };
+    let spec = (arrival.read)(ctx, r, &kind)?;
     Some(Spanned::new(spec, span))
+}
+
+/// Property `key` of an arrival of kind `kind`, reported when missing.
+fn need(
+    ctx: &mut Ctx<'_>,
+    r: &mut NodeReader<'_>,
+    kind: &str,
+    key: &'static str,
+    example: &str,
+) -> Option<Val> {
+    let v = r.prop(ctx, key);
+    if v.is_none() && r.node.entry(key).is_none() {
+        ctx.error(
+            ctx.name_span(r.node),
+            format!("arrival \"{kind}\" needs `{key}=`"),
+            format!("missing {key}="),
+            Some(format!("write arrival \"{kind}\" {example}")),
+        );
+    }
+    v
+}
+
+/// The `rate=` of a constant or Poisson arrival.
+fn fixed_rate(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, kind: &str) -> Option<Rate> {
+    let rate = need(ctx, r, kind, "rate", "rate=20")?;
+    ctx.rate(&rate, "rate")
 }

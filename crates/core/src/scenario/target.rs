@@ -1,6 +1,5 @@
 //! `target "URL" { … }` and `target "sim" { … }`: where requests go. In a sim target every child
-//! that is not a common target setting is a simulator setting, decoded through serde into
-//! [`SimConfig`] so that fields the simulator adds are settable without touching this file.
+//! that is not a common target setting is a simulator setting (`sim_target.rs`).
 
 use kdl::{KdlNode, KdlValue};
 use serde_json::{Map, Value};
@@ -8,25 +7,93 @@ use serde_json::{Map, Value};
 use super::ctx::{Ctx, NodeReader, Once, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
+use super::settings::{Entries, Setting, find, names, with_reader};
+use super::sim_target;
 use super::written::Spanned;
 use crate::protocol::{Api, CacheReset, ReasoningEffort, RequestSettings, RunSettings};
-use crate::sim::SimConfig;
 
-const COMMON: &[&str] = &[
-    "api",
-    "model",
-    "api-key",
-    "timeout",
-    "header",
-    "body",
-    "ignore-eos",
-    "reasoning-effort",
-    "max-event-size",
-    "cache-salt",
-    "reset-cache",
-    "batch",
-    "stream",
+/// The settings of every target; a simulator target's others are the simulator's
+/// ([`sim_target::fields`]).
+const COMMON: &[Setting<Entries<TargetRead>>] = &[
+    Setting::once("api", |ctx, r, st| api_setting(ctx, r, &mut st.t)),
+    Setting::once("model", |ctx, r, st| {
+        if let Some(v) = one_arg(ctx, r, "a model name")
+            && let Some(s) = ctx.name_string(&v, "model")
+        {
+            // The simulator answers as the model the target asks for.
+            if let Some(sim) = &mut st.sim {
+                sim.insert("model".into(), Value::String(s.clone()));
+            }
+            st.t.request.model = Some(s);
+        }
+    }),
+    Setting::once("api-key", |ctx, r, st| api_key_setting(ctx, r, &mut st.t)),
+    Setting::once("timeout", |ctx, r, st| {
+        if let Some(v) = one_arg(ctx, r, "a duration like \"60s\"")
+            && let Some(d) = ctx.positive_duration(&v, "timeout")
+        {
+            st.t.request.timeout = d;
+        }
+    }),
+    Setting::many("header", |ctx, r, st| header_setting(ctx, r, &mut st.t)),
+    Setting::once("body", |ctx, r, st| {
+        st.t.request.extra_body.extend(super::body::fields(ctx, r));
+    }),
+    Setting::once("ignore-eos", |ctx, r, st| {
+        let eos = &mut st.t.request.ignore_eos;
+        *eos = bool_setting(ctx, r).unwrap_or(*eos);
+    }),
+    Setting::once("reasoning-effort", |ctx, r, st| {
+        reasoning_effort_setting(ctx, r, &mut st.t);
+    }),
+    Setting::once("max-event-size", |ctx, r, st| {
+        max_event_size_setting(ctx, r, &mut st.t);
+    }),
+    Setting::once("cache-salt", |ctx, r, st| {
+        st.t.run.cache_salt = bool_setting(ctx, r).unwrap_or(st.t.run.cache_salt);
+    }),
+    Setting::once("reset-cache", |ctx, r, st| {
+        reset_cache_setting(ctx, r, &mut st.t)
+    }),
+    Setting::once("batch", |ctx, r, st| {
+        if let Some(v) = one_arg(ctx, r, "the inputs per request, e.g. 8")
+            && let Some(n) = ctx.uint(&v, "batch", 1, MAX_BATCH)
+        {
+            st.t.request.batch = n as u32;
+        }
+    }),
+    Setting::once("stream", |ctx, r, st| {
+        st.t.request.stream = bool_setting(ctx, r).unwrap_or(st.t.request.stream);
+    }),
 ];
+
+/// Where requests go when the target lists several URLs (read by `route.rs`).
+const ROUTING: &[Setting<Entries<TargetRead>>] = &[
+    Setting::many("url", |ctx, r, st| st.routing.url(ctx, r)),
+    Setting::once("route", |ctx, r, st| st.routing.policy(ctx, r)),
+    Setting::once("affinity-header", |ctx, r, st| {
+        super::route::affinity(ctx, r, &mut st.t);
+    }),
+];
+
+/// How a class's priority is sent (read by `priority_as.rs`).
+const PRIORITY: &[Setting<Entries<TargetRead>>] = &[
+    Setting::once("priority-as", |ctx, r, st| st.priority.told(ctx, r)),
+    Setting::once("priority-header", |ctx, r, st| st.priority.header(ctx, r)),
+];
+
+/// Every setting a target's block may hold, but a simulator's.
+const SETTINGS: [&[Setting<Entries<TargetRead>>]; 3] = [COMMON, ROUTING, PRIORITY];
+
+/// A target as its block is read: the routing and priority children are checked together
+/// once it is.
+struct TargetRead {
+    t: Target,
+    /// The simulator's settings as written, for a simulator target.
+    sim: Option<Map<String, Value>>,
+    routing: super::route::Routing,
+    priority: super::priority_as::PriorityAs,
+}
 
 pub(crate) fn default_target() -> Target {
     Target {
@@ -36,44 +103,61 @@ pub(crate) fn default_target() -> Target {
     }
 }
 
-/// The simulator's settings as written in KDL, read from its JSON Schema.
-fn sim_fields() -> Vec<String> {
-    let schema = schemars::schema_for!(SimConfig);
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| props.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
-    let mut t = default_target();
+    let mut st = TargetRead {
+        t: default_target(),
+        sim: None,
+        routing: super::route::Routing::default(),
+        priority: super::priority_as::PriorityAs::default(),
+    };
     let mut r = NodeReader::new(ctx, node);
     let has_arg = r.arg_count() > 0;
-    let is_sim = endpoint_arg(ctx, node, &mut r, &mut t);
-    let sim_fields = sim_fields();
-    let mut sim = Map::new();
+    if endpoint_arg(ctx, node, &mut r, &mut st.t) {
+        st.sim = Some(Map::new());
+    }
+    let sim_fields = sim_target::fields();
     let mut once = Once::default();
-    let mut routing = super::route::Routing::default();
-    let mut priority = super::priority_as::PriorityAs::default();
     for child in r.children() {
-        let name = child.name().value();
-        let repeatable = name == "header" || name == "url";
-        if !repeatable && !once.first(ctx, child, "`target`") {
+        let setting = find(&SETTINGS, child.name().value());
+        if !setting.is_some_and(|s| s.many) && !once.first(ctx, child, "`target`") {
             continue;
         }
-        if super::route::NAMES.contains(&name) {
-            routing.read(ctx, child, &mut t);
-        } else if super::priority_as::NAMES.contains(&name) {
-            priority.read(ctx, child);
-        } else if COMMON.contains(&name) {
-            common_setting(ctx, child, &mut t, is_sim.then_some(&mut sim));
-        } else if is_sim && sim_fields.iter().any(|f| f == name) {
-            sim_setting(ctx, child, &mut sim);
-        } else if is_sim {
-            let mut known: Vec<&str> = COMMON.to_vec();
-            known.extend(super::route::NAMES);
-            known.extend(super::priority_as::NAMES);
+        match setting {
+            Some(s) => with_reader(ctx, child, |ctx, r| (s.read)(ctx, r, &mut st)),
+            None => other_setting(ctx, child, st.sim.as_mut(), &sim_fields),
+        }
+    }
+    let TargetRead {
+        mut t,
+        sim,
+        routing,
+        priority,
+    } = st;
+    routing.finish(ctx, &mut t, has_arg);
+    super::route::check_headers(ctx, node, &t);
+    priority.finish(ctx, &mut t);
+    api_defaults(ctx, r.children(), &mut t);
+    r.finish(ctx);
+    batch_fits_api(ctx, node, &t);
+    if let Some(sim) = sim {
+        sim_target::config(ctx, node, &mut t, sim);
+    }
+    t
+}
+
+/// A child no table names: a simulator setting in a simulator target, else an error.
+fn other_setting(
+    ctx: &mut Ctx<'_>,
+    child: &KdlNode,
+    sim: Option<&mut Map<String, Value>>,
+    sim_fields: &[String],
+) {
+    let name = child.name().value();
+    let simulator = sim_fields.iter().any(|f| f == name);
+    match sim {
+        Some(sim) if simulator => sim_target::setting(ctx, child, sim),
+        Some(_) => {
+            let mut known = names(&SETTINGS);
             known.extend(sim_fields.iter().map(String::as_str));
             ctx.error(
                 ctx.name_span(child),
@@ -81,50 +165,15 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
                 "not a target or simulator setting",
                 Some(suggest(name, &known, "setting")),
             );
-        } else if sim_fields.iter().any(|f| f == name) {
-            ctx.error(
-                ctx.name_span(child),
-                format!("`{name}` is a simulator setting"),
-                "only valid in target \"sim\"",
-                Some("simulator settings apply to target \"sim\" only; remove it".into()),
-            );
-        } else {
-            let mut known: Vec<&str> = COMMON.to_vec();
-            known.extend(super::route::NAMES);
-            known.extend(super::priority_as::NAMES);
-            ctx.unknown_node(child, "`target`", &known);
         }
+        None if simulator => ctx.error(
+            ctx.name_span(child),
+            format!("`{name}` is a simulator setting"),
+            "only valid in target \"sim\"",
+            Some("simulator settings apply to target \"sim\" only; remove it".into()),
+        ),
+        None => ctx.unknown_node(child, "`target`", &names(&SETTINGS)),
     }
-    routing.finish(ctx, &mut t, has_arg);
-    super::route::check_headers(ctx, node, &t);
-    priority.finish(ctx, &mut t);
-    api_defaults(ctx, r.children(), &mut t);
-    r.finish(ctx);
-    batch_fits_api(ctx, node, &t);
-    if is_sim {
-        // The in-process simulator reads the affinity header the target sends, unless the
-        // scenario names another.
-        if let Some(h) = &t.request.affinity_header {
-            sim.entry("session-header")
-                .or_insert_with(|| Value::String(h.clone()));
-        }
-        // And the priority header, likewise.
-        if let Some(h) = &t.request.priority_header {
-            sim.entry("request-priority-header")
-                .or_insert_with(|| Value::String(h.clone()));
-        }
-        match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
-            Ok(cfg) => t.endpoint = Endpoint::Sim(Box::new(cfg)),
-            // Each setting was checked on its own; a failure here is a cross-field one.
-            Err(e) => ctx.error(
-                ctx.name_span(node),
-                "invalid simulator settings",
-                e.to_string(),
-                None,
-            ),
-        }
-    }
-    t
 }
 
 /// The target's argument: `"sim"` (or none, without `url` children: an error) leaves the
@@ -158,56 +207,6 @@ fn endpoint_arg(ctx: &mut Ctx<'_>, node: &KdlNode, r: &mut NodeReader<'_>, t: &m
         }
     }
     true
-}
-
-fn common_setting(
-    ctx: &mut Ctx<'_>,
-    child: &KdlNode,
-    t: &mut Target,
-    sim: Option<&mut Map<String, Value>>,
-) {
-    let mut r = NodeReader::new(ctx, child);
-    match r.name() {
-        "api" => api_setting(ctx, &mut r, t),
-        "model" => {
-            if let Some(v) = one_arg(ctx, &mut r, "a model name")
-                && let Some(s) = ctx.name_string(&v, "model")
-            {
-                if let Some(sim) = sim {
-                    sim.insert("model".into(), Value::String(s.clone()));
-                }
-                t.request.model = Some(s);
-            }
-        }
-        "api-key" => api_key_setting(ctx, &mut r, t),
-        "timeout" => {
-            if let Some(v) = one_arg(ctx, &mut r, "a duration like \"60s\"")
-                && let Some(d) = ctx.positive_duration(&v, "timeout")
-            {
-                t.request.timeout = d;
-            }
-        }
-        "header" => header_setting(ctx, &mut r, t),
-        "body" => body_setting(ctx, &mut r, t),
-        "ignore-eos" => {
-            t.request.ignore_eos = bool_setting(ctx, &mut r).unwrap_or(t.request.ignore_eos)
-        }
-        "reasoning-effort" => reasoning_effort_setting(ctx, &mut r, t),
-        "stream" => t.request.stream = bool_setting(ctx, &mut r).unwrap_or(t.request.stream),
-        "cache-salt" => t.run.cache_salt = bool_setting(ctx, &mut r).unwrap_or(t.run.cache_salt),
-        "reset-cache" => reset_cache_setting(ctx, &mut r, t),
-        "max-event-size" => max_event_size_setting(ctx, &mut r, t),
-        "batch" => {
-            if let Some(v) = one_arg(ctx, &mut r, "the inputs per request, e.g. 8")
-                && let Some(n) = ctx.uint(&v, "batch", 1, MAX_BATCH)
-            {
-                t.request.batch = n as u32;
-            }
-        }
-        // Only COMMON names are passed in.
-        _ => {}
-    }
-    r.finish(ctx);
 }
 
 /// The most inputs one pooling request may carry: far above what servers take (vLLM's
@@ -413,11 +412,6 @@ fn header_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
     }
 }
 
-/// `body { temperature 0.0 }`: extra JSON fields, each once, nested ones as blocks.
-fn body_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
-    t.request.extra_body.extend(super::body::fields(ctx, r));
-}
-
 /// A `#true` / `#false` setting's value; `None` after an error.
 fn bool_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<bool> {
     let name = r.name();
@@ -510,90 +504,4 @@ fn parse_size(text: &str) -> Result<u64, SizeError> {
         return Err(SizeError::TooLarge(text.to_string()));
     }
     Ok(bytes as u64)
-}
-
-/// A simulator setting: checked on its own against `SimConfig` so that an error points at it.
-fn sim_setting(ctx: &mut Ctx<'_>, child: &KdlNode, sim: &mut Map<String, Value>) {
-    let mut r = NodeReader::new(ctx, child);
-    let name = r.name();
-    let Some((value, span)) = node_json(ctx, &mut r) else {
-        r.finish(ctx);
-        return;
-    };
-    r.finish(ctx);
-    let mut one = Map::new();
-    one.insert(name.to_string(), value.clone());
-    if let Err(e) = serde_json::from_value::<SimConfig>(Value::Object(one)) {
-        ctx.error(
-            span,
-            format!("invalid simulator setting `{name}`"),
-            number_as_string_error(name, &value).unwrap_or_else(|| e.to_string()),
-            None,
-        );
-        return;
-    }
-    sim.insert(name.to_string(), value);
-}
-
-/// A number given where a string-typed setting is expected is most likely a duration without
-/// its unit: the setting's own message for the number as text says so ("`8` has no unit").
-fn number_as_string_error(name: &str, value: &Value) -> Option<String> {
-    let Value::Number(n) = value else {
-        return None;
-    };
-    let mut one = Map::new();
-    one.insert(name.to_string(), Value::String(n.to_string()));
-    serde_json::from_value::<SimConfig>(Value::Object(one))
-        .err()
-        .map(|e| e.to_string())
-}
-
-/// A node as JSON: one argument is a value, several an array, a children block an object.
-fn node_json(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<(Value, miette::SourceSpan)> {
-    let has_children = r.node.children().is_some();
-    let args = r.args_from(ctx, 0);
-    let span = args
-        .first()
-        .map_or_else(|| ctx.name_span(r.node), |v| v.span);
-    if has_children && args.is_empty() {
-        let mut obj = Map::new();
-        for c in r.children() {
-            let mut cr = NodeReader::new(ctx, c);
-            if let Some((v, _)) = node_json(ctx, &mut cr) {
-                obj.insert(cr.name().to_string(), v);
-            }
-            cr.finish(ctx);
-        }
-        return Some((Value::Object(obj), span));
-    }
-    let mut values = Vec::new();
-    for a in &args {
-        values.push(match &a.value {
-            KdlValue::String(s) => Value::String(s.clone()),
-            KdlValue::Bool(b) => Value::Bool(*b),
-            KdlValue::Integer(i) => match i64::try_from(*i) {
-                Ok(i) => Value::from(i),
-                Err(_) => Value::from(*i as f64),
-            },
-            KdlValue::Float(f) => {
-                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
-            }
-            KdlValue::Null => Value::Null,
-        });
-    }
-    match values.len() {
-        0 => {
-            if r.arg_count() == 0 {
-                ctx.error(
-                    span,
-                    format!("`{}` needs a value", r.name()),
-                    "missing value",
-                    None,
-                );
-            }
-            None
-        }
-        1 => values.pop().map(|v| (v, span)),
-        _ => Some((Value::Array(values), span)),
-    }
 }

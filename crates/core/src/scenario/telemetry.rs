@@ -8,29 +8,54 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::ctx::{Ctx, NodeReader, Once, one_arg};
+use super::ctx::{Ctx, NodeReader, one_arg};
 use super::error::suggest;
 use super::model::{Endpoint, Target};
+use super::settings::{Entries, Setting, find, read_children};
 use crate::telemetry::{
     MetricsUrl, OtlpExport, OtlpReceive, PrometheusKind, SourceConfig, TelemetryConfig,
     default_wait,
 };
 
-const CHILDREN: &[&str] = &[
-    "interval",
-    "nvml",
-    "prometheus",
-    "trace-context",
-    "otlp",
-    "otlp-receive",
-];
-/// Children that give the block something to do.
-const WORK: &[&str] = &[
-    "nvml",
-    "prometheus",
-    "trace-context",
-    "otlp",
-    "otlp-receive",
+/// The block's settings.
+const SETTINGS: &[Setting<Entries<TelemetryRead>>] = &[Setting::once("interval", |ctx, r, st| {
+    if let Some(d) = one_arg(ctx, r, "a duration like \"1s\"")
+        .and_then(|v| ctx.positive_duration(&v, "interval"))
+    {
+        st.out.config.interval = d;
+    }
+})];
+/// The children that give the block something to do.
+const SOURCES: &[Setting<Entries<TelemetryRead>>] = &[
+    // One `nvml` lists every GPU: a second is reported here, with that hint.
+    Setting::many("nvml", |ctx, r, st| {
+        if st.nvml_seen {
+            ctx.error(
+                ctx.name_span(r.node),
+                "duplicate `nvml` in `telemetry`",
+                "given again here",
+                Some("list every GPU in one source: nvml devices=\"0,1\"".into()),
+            );
+            r.skip_all();
+        } else if let Some(s) = nvml(ctx, r) {
+            st.out.config.sources.push(s);
+        }
+        st.nvml_seen = true;
+    }),
+    Setting::many("prometheus", |ctx, r, st| {
+        if let Some((s, sim_span)) = prometheus(ctx, r) {
+            st.out.sim_refs.extend(sim_span);
+            st.out.config.sources.push(s);
+        }
+    }),
+    Setting::once("trace-context", |ctx, r, st| {
+        let on = one_arg(ctx, r, "#true or #false").and_then(|v| ctx.boolean(&v, "trace-context"));
+        st.out.config.trace_context = on.unwrap_or(true);
+    }),
+    Setting::once("otlp", |ctx, r, st| st.out.config.otlp = otlp(ctx, r)),
+    Setting::once("otlp-receive", |ctx, r, st| {
+        st.out.config.otlp_receive = otlp_receive(ctx, r);
+    }),
 ];
 const KINDS: &[&str] = &["vllm", "sglang", "llama-cpp", "dcgm-exporter"];
 
@@ -40,69 +65,31 @@ pub(crate) struct TelemetryOut {
     pub sim_refs: Vec<SourceSpan>,
 }
 
+/// The block as it is read.
+struct TelemetryRead {
+    out: TelemetryOut,
+    nvml_seen: bool,
+}
+
 pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> TelemetryOut {
     let mut r = NodeReader::new(ctx, node);
-    let mut out = TelemetryOut {
-        config: TelemetryConfig::default(),
-        sim_refs: Vec::new(),
+    let mut st = TelemetryRead {
+        out: TelemetryOut {
+            config: TelemetryConfig::default(),
+            sim_refs: Vec::new(),
+        },
+        nvml_seen: false,
     };
-    let mut once = Once::default();
-    let mut nvml_seen = false;
-    for child in r.children() {
-        let cname = child.name().value();
-        if !CHILDREN.contains(&cname) {
-            ctx.unknown_node(child, "`telemetry`", CHILDREN);
-            continue;
-        }
-        if matches!(
-            cname,
-            "interval" | "trace-context" | "otlp" | "otlp-receive"
-        ) && !once.first(ctx, child, "`telemetry`")
-        {
-            continue;
-        }
-        let mut cr = NodeReader::new(ctx, child);
-        match cname {
-            "interval" => {
-                if let Some(d) = one_arg(ctx, &mut cr, "a duration like \"1s\"")
-                    .and_then(|v| ctx.positive_duration(&v, "interval"))
-                {
-                    out.config.interval = d;
-                }
-            }
-            "nvml" => {
-                if nvml_seen {
-                    ctx.error(
-                        ctx.name_span(child),
-                        "duplicate `nvml` in `telemetry`",
-                        "given again here",
-                        Some("list every GPU in one source: nvml devices=\"0,1\"".into()),
-                    );
-                    cr.skip_all();
-                } else if let Some(s) = nvml(ctx, &mut cr) {
-                    out.config.sources.push(s);
-                }
-                nvml_seen = true;
-            }
-            "trace-context" => {
-                let on = one_arg(ctx, &mut cr, "#true or #false")
-                    .and_then(|v| ctx.boolean(&v, "trace-context"));
-                out.config.trace_context = on.unwrap_or(true);
-            }
-            "otlp" => out.config.otlp = otlp(ctx, &mut cr),
-            "otlp-receive" => out.config.otlp_receive = otlp_receive(ctx, &mut cr),
-            _ => {
-                if let Some((s, sim_span)) = prometheus(ctx, &mut cr) {
-                    out.sim_refs.extend(sim_span);
-                    out.config.sources.push(s);
-                }
-            }
-        }
-        cr.finish(ctx);
-    }
+    read_children(
+        ctx,
+        r.children(),
+        "`telemetry`",
+        &[SETTINGS, SOURCES],
+        &mut st,
+    );
     r.finish(ctx);
-    check_block(ctx, node, &out.config);
-    out
+    check_block(ctx, node, &st.out.config);
+    st.out
 }
 
 /// What the block as a whole must hold: something to do, and trace context for spans.
@@ -117,9 +104,11 @@ fn check_block(ctx: &mut Ctx<'_>, node: &KdlNode, config: &TelemetryConfig) {
             ),
         );
     }
-    let has_source = node
-        .children()
-        .is_some_and(|c| c.nodes().iter().any(|n| WORK.contains(&n.name().value())));
+    let has_source = node.children().is_some_and(|c| {
+        c.nodes()
+            .iter()
+            .any(|n| find(&[SOURCES], n.name().value()).is_some())
+    });
     if !has_source {
         ctx.error(
             ctx.name_span(node),

@@ -8,21 +8,44 @@ use kdl::{KdlNode, KdlValue};
 use super::ctx::{Ctx, NodeReader, Val};
 use super::error::suggest;
 use super::model::{StageLimit, Warmup};
+use super::settings::Setting;
 use super::written::Spanned;
 use crate::telemetry::{StabilityRule, WarmupUntil};
 use crate::units::Duration;
 
 /// What `until=` accepts.
 const UNTIL: &[&str] = &["stable"];
-/// Properties that only mean something with `until="stable"`.
-const RULE_PROPS: &[&str] = &[
-    "max",
-    "check-every",
-    "ttft-cv",
-    "min-clock-ratio",
-    "max-temp-rate",
-    "window",
+/// Properties that only mean something with `until="stable"`, each read into the rule.
+const RULE_PROPS: &[Setting<ReadRule>] = &[
+    Setting::once("max", |ctx, v, u| u.max = ctx.positive_duration(v, "max")),
+    Setting::once("check-every", |ctx, v, u| {
+        u.check_every = ctx.positive_duration(v, "check-every");
+    }),
+    Setting::once("ttft-cv", |ctx, v, u| {
+        let cv = ctx.number_min(v, "ttft-cv", 0.0, true);
+        set(&mut u.rule, cv, |r, cv| r.ttft_cv_threshold = cv);
+    }),
+    Setting::once("min-clock-ratio", |ctx, v, u| {
+        let ratio = fraction(ctx, v, "min-clock-ratio");
+        set(&mut u.rule, ratio, |r, x| r.min_clock_ratio = x);
+    }),
+    Setting::once("max-temp-rate", |ctx, v, u| {
+        let rate = temp_rate(ctx, v);
+        set(&mut u.rule, rate, |r, x| r.max_temp_rate_c_per_min = x);
+    }),
+    Setting::once("window", |ctx, v, u| {
+        let w = ctx.positive_duration(v, "window");
+        set(&mut u.rule, w, |r, w| r.window = w);
+    }),
 ];
+type ReadRule = fn(&mut Ctx<'_>, &Val, &mut Rule);
+
+/// The rule as its properties are read: each part `None` once invalid.
+struct Rule {
+    rule: Option<StabilityRule>,
+    check_every: Option<Duration>,
+    max: Option<Duration>,
+}
 
 /// Longest warm-up when `until="stable"` has no `max=`.
 pub const DEFAULT_UNTIL_MAX: Duration = Duration(std::time::Duration::from_secs(5 * 60));
@@ -97,9 +120,9 @@ pub(crate) fn until(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, node: &KdlNode) -
     let until = r.prop(ctx, "until");
     let given = node.entry("until").is_some();
     let mut props = Vec::new();
-    for name in RULE_PROPS {
-        if let Some(v) = r.prop(ctx, name) {
-            props.push((*name, v));
+    for prop in RULE_PROPS {
+        if let Some(v) = r.prop(ctx, prop.name) {
+            props.push((prop, v));
         }
     }
     let mut out = UntilOut {
@@ -108,7 +131,8 @@ pub(crate) fn until(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, node: &KdlNode) -
         max: None,
     };
     if !given {
-        for (name, v) in &props {
+        for (prop, v) in &props {
+            let name = prop.name;
             ctx.error(
                 v.span,
                 format!("`{name}` on `warmup` without until=\"stable\""),
@@ -134,33 +158,16 @@ pub(crate) fn until(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, node: &KdlNode) -
             None
         }
     });
-    let mut rule = Some(StabilityRule::default());
-    let mut check_every = Some(DEFAULT_CHECK_EVERY);
-    let mut max = Some(DEFAULT_UNTIL_MAX);
-    for (name, v) in &props {
-        match *name {
-            "max" => max = ctx.positive_duration(v, "max"),
-            "check-every" => check_every = ctx.positive_duration(v, "check-every"),
-            "window" => {
-                let w = ctx.positive_duration(v, "window");
-                set(&mut rule, w, |r, w| r.window = w);
-            }
-            "ttft-cv" => {
-                let cv = ctx.number_min(v, "ttft-cv", 0.0, true);
-                set(&mut rule, cv, |r, cv| r.ttft_cv_threshold = cv);
-            }
-            "min-clock-ratio" => {
-                let ratio = fraction(ctx, v, "min-clock-ratio");
-                set(&mut rule, ratio, |r, x| r.min_clock_ratio = x);
-            }
-            _ => {
-                let rate = temp_rate(ctx, v);
-                set(&mut rule, rate, |r, x| r.max_temp_rate_c_per_min = x);
-            }
-        }
+    let mut rule = Rule {
+        rule: Some(StabilityRule::default()),
+        check_every: Some(DEFAULT_CHECK_EVERY),
+        max: Some(DEFAULT_UNTIL_MAX),
+    };
+    for (prop, v) in &props {
+        (prop.read)(ctx, v, &mut rule);
     }
-    out.max = max;
-    out.spec = match (until_ok, rule, check_every) {
+    out.max = rule.max;
+    out.spec = match (until_ok, rule.rule, rule.check_every) {
         (Some(()), Some(rule), Some(check_every)) => Some(WarmupUntil { rule, check_every }),
         _ => None,
     };

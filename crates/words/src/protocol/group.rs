@@ -28,7 +28,8 @@ impl Grouping {
     /// The closed vocabulary, as written in KDL nodes and SLA selectors.
     pub const ALL: [Grouping; Grouping::COUNT] = [Grouping::Model, Grouping::Class];
 
-    pub fn as_str(self) -> &'static str {
+    /// Const: a stage's table of children takes its `model` and `class` from here.
+    pub const fn as_str(self) -> &'static str {
         match self {
             Grouping::Model => "model",
             Grouping::Class => "class",
