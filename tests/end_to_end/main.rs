@@ -28,6 +28,7 @@ mod input_bounds;
 mod labels;
 mod library_api;
 mod onboarding;
+mod onboarding_urls;
 mod otlp;
 mod pooling;
 mod priority_header;
