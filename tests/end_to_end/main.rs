@@ -9,6 +9,7 @@ mod agentic_ids;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;
+mod compare_codes;
 mod compare_urls;
 mod distributed_cli;
 mod distributed_hostile;
