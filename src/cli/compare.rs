@@ -1,6 +1,7 @@
 //! `infermeter compare BASELINE.json CURRENT.json [MORE.json…]`: is the current run a
 //! regression, beyond the noise? Exit 0 when no watched metric is shown worse beyond its
-//! tolerance, 1 when one is, 4 when none is but some could not be decided and
+//! tolerance (undecided ones are listed, and a note on stderr says what they do to the exit
+//! code), 1 when one is, 4 when none is but some could not be decided and
 //! `--inconclusive inconclusive` asks to say so, 2 when the runs did not apply the same plan
 //! (unless `--allow-different-plans`), share no stage, or an input is unreadable. With more
 //! than two results, the newest is compared with the one before it and a trend table shows
@@ -48,7 +49,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT", default_value = "95%", value_parser = percent_confidence)]
     pub confidence: f64,
     /// What a metric whose change cannot be decided (its interval straddles the tolerance)
-    /// does to the exit code.
+    /// does to the exit code: `pass` exits 0 (no regression was shown), `fail` 1,
+    /// `inconclusive` 4.
     #[arg(long, value_enum, default_value_t = UndecidedAs::Pass)]
     pub inconclusive: UndecidedAs,
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
@@ -123,5 +125,13 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
         }
     }
     crate::cli::console::out_text(&report.render(format)?, false);
+    let undecided = report.comparison.undecided.len();
+    if undecided > 0 && !report.comparison.regressed() && args.inconclusive == UndecidedAs::Pass {
+        // The verdict line says INCONCLUSIVE; say why the exit code is 0 all the same.
+        errln!(
+            "note: {undecided} metric(s) undecided: no regression shown, none ruled out; exit 0 \
+             (--inconclusive inconclusive exits 4 for this, --inconclusive fail 1)"
+        );
+    }
     report.check()
 }

@@ -43,7 +43,8 @@ pub use run::RunArgs;
 ///
 /// Exit codes: 0 all SLAs met · 1 an SLA failed (or `compare` found a regression) · 2 invalid
 /// scenario or usage · 3 the run could not be carried out · 4 the gate is inconclusive (an
-/// assertion its samples could not decide, or `compare` could not tell).
+/// assertion its samples could not decide; `compare` exits 4 only with `--inconclusive
+/// inconclusive`).
 #[derive(Debug, Parser)]
 #[command(name = "infermeter", version, about, long_about)]
 pub struct Cli {
@@ -68,6 +69,13 @@ pub enum Command {
     /// Re-render the Markdown report of a past run from its results.json.
     Report(ReportArgs),
     /// Compare two runs of the same plan; exit 1 when the current one regressed.
+    ///
+    /// Exit codes: 0 no watched metric is shown worse beyond its tolerance · 1 one is · 2 the
+    /// runs cannot be compared (different plans, no shared stage, an unreadable or unfinished
+    /// result) · 4 none is worse but one is undecided, with `--inconclusive inconclusive` only.
+    /// By default an undecided metric (its change neither shown within the tolerance nor beyond
+    /// it, as a zero error rate in both runs of a few hundred requests is) is listed and exits
+    /// 0: no regression was shown.
     Compare(CompareArgs),
     /// Print the JSON Schema of a data model.
     Schema(schema::SchemaArgs),

@@ -107,6 +107,7 @@ fn settings(args: RunArgs) -> Result<RunSettings, Error> {
             model: args.model,
         },
         out_dir: args.out,
+        overwrite: args.force,
         junit: args.junit,
         template: args.template,
         requests_jsonl: args.requests_jsonl,

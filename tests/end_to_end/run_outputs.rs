@@ -1,7 +1,7 @@
 //! Every output path is checked before the first request (an unwritable one is not noticed
 //! after the benchmark), outputs never collide with each other or an input, plot file names
-//! derived from stage names are bounded and one-to-one, and a run's default directory is its
-//! own.
+//! derived from stage names are bounded and one-to-one, a run's default directory is its
+//! own, and an `--out` holding an earlier run's results is kept unless `--force`.
 
 use crate::support::bad_server::{BadServer, Misbehaviour};
 use crate::support::*;
@@ -172,7 +172,9 @@ fn a_run_that_cannot_start_marks_the_previous_results_in_its_directory_stale() {
         "jsonl \"missing.jsonl\"",
     );
     let bad = scenario(dir.path(), "bad.kdl", &broken);
-    let o = run(&bad, &out, &[]);
+    // Asked to replace the earlier run (without --force the directory is refused, untouched:
+    // see the test below).
+    let o = run(&bad, &out, &["--force"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let r = results(&out);
     assert_eq!(r["passed"], false, "{r}");
@@ -188,4 +190,74 @@ fn a_run_that_cannot_start_marks_the_previous_results_in_its_directory_stale() {
     }
     // The earlier run's figures are kept, marked.
     assert_eq!(stage(&r, "s")["requests"]["ok"], 6);
+}
+
+#[test]
+fn an_out_holding_an_earlier_runs_results_is_kept_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let good = scenario(dir.path(), "good.kdl", QUICK);
+    let o = run(&good, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let earlier = std::fs::read(out.join("results.json")).unwrap();
+    let files = |out: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files(&out);
+
+    // Again into the same directory: refused with the way out, nothing touched. The same for
+    // a run that would stop before its plan (which, forced, marks the earlier run stale).
+    let broken = QUICK.replace(
+        "synthetic { input-tokens 16; output-tokens 4; }",
+        "jsonl \"missing.jsonl\"",
+    );
+    let bad = scenario(dir.path(), "bad.kdl", &broken);
+    for scenario in [&good, &bad] {
+        let o = run(scenario, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (stdout, stderr) = text(&o);
+        assert!(!stdout.contains("PASSED"), "{stdout}");
+        assert!(
+            stderr.contains("holds an earlier run's results (scenario `good`, started "),
+            "{stderr}"
+        );
+        assert!(stderr.contains("pass --force to replace them"), "{stderr}");
+        assert!(stderr.contains("another --out DIR"), "{stderr}");
+        assert_eq!(std::fs::read(out.join("results.json")).unwrap(), earlier);
+        assert_eq!(files(&out), before);
+    }
+
+    // --force replaces it.
+    let o = run(&good, &out, &["--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_ne!(std::fs::read(out.join("results.json")).unwrap(), earlier);
+    assert_eq!(results(&out)["complete"], true);
+}
+
+#[test]
+fn a_run_that_measured_nothing_leaves_its_directory_to_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // Nothing listens at the target: exit 3, a placeholder saying why, no stage.
+    let unreachable = scenario(
+        dir.path(),
+        "down.kdl",
+        &QUICK.replace(
+            r#"target "sim" { decode-base "1ms"; prefill-per-token "0ms"; }"#,
+            &format!(r#"target "{}" {{ model "m"; }}"#, closed_port_url()),
+        ),
+    );
+    let o = run(&unreachable, &out, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    assert_eq!(results(&out)["complete"], false);
+    // The rerun (the target fixed) takes the directory over without --force.
+    let good = scenario(dir.path(), "good.kdl", QUICK);
+    let o = run(&good, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(results(&out)["complete"], true);
 }

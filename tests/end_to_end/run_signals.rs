@@ -53,7 +53,8 @@ fn start_in(
         &against(&server.base_url, model, stage),
     );
     Started {
-        child: spawn_run(&path, &out, &[]),
+        // `--force`: `out` may hold an earlier run's results, which the test means to replace.
+        child: spawn_run(&path, &out, &["--force"]),
         out,
         _dir: dir,
     }
@@ -213,7 +214,8 @@ fn an_unreachable_target_leaves_no_stale_pass() {
             "arrival \"constant\" rate=5\nrequests 5",
         ),
     );
-    let o = run(&path, &out, &[]);
+    // Over the passing run, as asked (without --force the directory would be refused).
+    let o = run(&path, &out, &["--force"]);
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     let r = results(&out);
     assert_eq!(r["passed"], false, "{r}");

@@ -11,6 +11,7 @@
 //! kind" in `docs/architecture.md`.
 
 mod api;
+mod base_url;
 mod body;
 mod chat;
 mod chunk;
@@ -40,6 +41,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use api::{Answer, Api, ApiKind, Inputs};
+pub use base_url::{api_base, api_path_in, join, likely_base, server_root};
 pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
     ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage,
@@ -183,72 +185,5 @@ impl JsonSchema for Api {
             "description": "The API requests are sent to.",
             "oneOf": one_of,
         })
-    }
-}
-
-/// `base` with `path` added to its path, its query string kept last:
-/// `http://h/v1?api-version=2024-10-21` and `/chat/completions` give
-/// `http://h/v1/chat/completions?api-version=2024-10-21` (Azure OpenAI passes its API version
-/// so). A fragment is dropped: it never reaches a server.
-pub fn join(base: &str, path: &str) -> String {
-    let (head, query) = split_query(base);
-    let mut url = format!("{}{path}", head.trim_end_matches('/'));
-    if let Some(q) = query.filter(|q| !q.is_empty()) {
-        url.push('?');
-        url.push_str(q);
-    }
-    url
-}
-
-/// The server's root: `base` without its query and the API's `/v1`, where vLLM, SGLang and
-/// llama.cpp serve their own endpoints (`/tokenize`, `/metrics`, `/version`). Those are not
-/// the OpenAI API, so the API's query (an `api-version`) is not theirs.
-pub fn server_root(base: &str) -> String {
-    let head = split_query(base).0.trim_end_matches('/');
-    head.strip_suffix("/v1").unwrap_or(head).to_string()
-}
-
-/// (what precedes `?`, the query), the fragment dropped.
-fn split_query(url: &str) -> (&str, Option<&str>) {
-    let url = url.split_once('#').map_or(url, |(u, _)| u);
-    match url.split_once('?') {
-        Some((head, q)) => (head, Some(q)),
-        None => (url, None),
-    }
-}
-
-#[cfg(test)]
-mod url_tests {
-    use super::*;
-
-    #[test]
-    fn a_path_goes_before_the_query() {
-        assert_eq!(
-            join("http://h:8000/v1", "/models"),
-            "http://h:8000/v1/models"
-        );
-        assert_eq!(
-            join("http://h:8000/v1/", "/chat/completions"),
-            "http://h:8000/v1/chat/completions"
-        );
-        assert_eq!(
-            join(
-                "https://x.openai.azure.com/openai/v1?api-version=2024-10-21#f",
-                "/models"
-            ),
-            "https://x.openai.azure.com/openai/v1/models?api-version=2024-10-21"
-        );
-        assert_eq!(join("http://h/v1/?", "/models"), "http://h/v1/models");
-    }
-
-    #[test]
-    fn the_server_root_has_no_api_prefix_and_no_query() {
-        assert_eq!(server_root("http://h:8000/v1"), "http://h:8000");
-        assert_eq!(
-            server_root("http://h:8000/v1/?api-version=1"),
-            "http://h:8000"
-        );
-        assert_eq!(server_root("http://h:8000"), "http://h:8000");
-        assert_eq!(server_root("http://h/api/v1"), "http://h/api");
     }
 }

@@ -48,6 +48,11 @@ pub struct RunArgs {
     )]
     pub out: Option<PathBuf>,
 
+    /// Replace an earlier run's results in --out DIR (without it, a directory holding them
+    /// is refused with exit 2 and left as it is).
+    #[arg(long)]
+    pub force: bool,
+
     /// Override a scenario param (repeatable), e.g. `--param rate=50`.
     #[arg(long = "param", short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,

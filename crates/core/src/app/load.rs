@@ -38,9 +38,19 @@ pub fn load_scenario(
     };
     if let Some(url) = &overrides.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
+            // The same suggestion as `wait`'s for the same mistake (`HOST:PORT`).
+            let help = match crate::protocol::likely_base(url) {
+                Some(likely) => format!(
+                    "did you mean --url {}? (the server's OpenAI-compatible base URL)",
+                    crate::redact::secrets(&likely)
+                ),
+                None => "give the server's OpenAI-compatible base URL, e.g. \
+                         http://127.0.0.1:8000/v1"
+                    .into(),
+            };
             return Err(Error::usage(
-                format!("--url {url}: not an http(s) URL"),
-                "give the server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1",
+                format!("--url {}: not an http(s) URL", crate::redact::secrets(url)),
+                help,
             ));
         }
         // No span: the value came from the command line, not from the file.

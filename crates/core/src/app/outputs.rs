@@ -169,6 +169,33 @@ impl Outputs {
     }
 }
 
+/// Refuses (exit 2) to start over `dir` when it holds an earlier run's results: any
+/// `results.json` but the placeholder of a run that measured nothing (one that could not be
+/// carried out, or was killed before its first stage), whose directory a rerun takes over as
+/// before. Nothing in `dir` is touched. `--force` ([`RunSettings::overwrite`]) skips this; the
+/// default directory is new for every run, so never holds one.
+///
+/// [`RunSettings::overwrite`]: super::RunSettings::overwrite
+pub(super) fn refuse_earlier(dir: &Path) -> Result<(), Error> {
+    let path = dir.join(Output::Results.name());
+    if !path.is_file() {
+        return Ok(());
+    }
+    let held = match crate::results::read_unvalidated(&path) {
+        Ok(r) if !r.complete && r.stages.is_empty() && r.warmup.is_none() => return Ok(()),
+        Ok(r) => format!(
+            "an earlier run's results (scenario `{}`, started {})",
+            r.scenario, r.started_at
+        ),
+        Err(_) => format!("a {} that this run would replace", Output::Results.name()),
+    };
+    Err(Error::usage(
+        format!("--out {} holds {held}", dir.display()),
+        "pass --force to replace them (the earlier run's reports and JUnit go too), or give \
+         another --out DIR; without --out, every run gets a new directory under results/",
+    ))
+}
+
 /// A run that stopped before it had a plan (an invalid scenario, a data set that does not
 /// load) cannot write its own placeholder, but `dir` may hold an earlier run's verdict: that
 /// `results.json` is marked unfinished (`complete: false`, `passed: false`, `error` saying

@@ -34,6 +34,11 @@ pub fn run_scenario(
     settings: &RunSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<RunReport, Error> {
+    // An earlier run's results in `--out` are kept unless the caller says to replace them:
+    // refused before anything (the directory's files included) is touched.
+    if let Some(dir) = settings.out_dir.as_deref().filter(|_| !settings.overwrite) {
+        super::outputs::refuse_earlier(dir)?;
+    }
     let mut marked = false;
     let report = run_marked(settings, observer, &mut marked);
     if let (Err(e), false, Some(dir)) = (&report, marked, settings.out_dir.as_deref()) {

@@ -22,6 +22,9 @@ pub struct RunSettings {
     pub target: super::TargetOverride,
     /// Output directory; `None` makes a fresh `results/<scenario>-<UTC time>` one.
     pub out_dir: Option<PathBuf>,
+    /// Replace an earlier run's results in `out_dir` (`--force`); without it, a directory
+    /// that holds them is refused (exit 2) and left as it is.
+    pub overwrite: bool,
     /// Also write a JUnit file here (one is always written into the output directory).
     pub junit: Option<PathBuf>,
     /// A report template replacing the scenario's and the built-in one.
@@ -72,6 +75,7 @@ impl RunSettings {
             params: Vec::new(),
             target: super::TargetOverride::default(),
             out_dir: None,
+            overwrite: false,
             junit: None,
             template: None,
             requests_jsonl: false,

@@ -221,6 +221,9 @@ fn shard_args(opts: &K8sOptions, bundle: &Bundle) -> Vec<String> {
         format!("--coordinator={coordinator}"),
         format!("--coordinator-listen=0.0.0.0:{}", opts.port),
         format!("--out={RESULTS_DIR}/shard-{index}"),
+        // The shard's directory is the Job's own: a run again under the same name, on the
+        // same results claim, replaces the last run's (as its merged result is).
+        "--force".to_string(),
         format!("--merged-out={RESULTS_DIR}/merged"),
         "--progress-lines".to_string(),
     ];

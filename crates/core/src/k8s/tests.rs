@@ -119,6 +119,7 @@ fn an_indexed_job_of_guaranteed_pinned_spread_shards() {
         "/scenario/gate.kdl",
         "--param=rate=200",
         "--merged-out=/results/merged",
+        "--force",
         "--cpus=2",
     ] {
         assert!(args.contains(want), "{want} in {args}");

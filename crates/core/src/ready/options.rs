@@ -20,8 +20,12 @@ pub struct WaitOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WaitError {
-    #[error("`{url}` is not an http(s) URL")]
-    BadUrl { url: String },
+    #[error("`{url}` is not an http(s) URL{}", did_you_mean(likely.as_deref()))]
+    BadUrl {
+        url: String,
+        /// What it probably meant (`crate::protocol::likely_base`).
+        likely: Option<String>,
+    },
     #[error("{url} was not ready after {}s ({attempts} attempts); last: {last}", waited.as_secs())]
     NotReady {
         url: String,
@@ -33,4 +37,9 @@ pub enum WaitError {
     Interrupted { url: String, last: String },
     #[error("failed to build the HTTP client")]
     Client(#[source] reqwest::Error),
+}
+
+/// `; did you mean URL?`, or nothing without a guess.
+fn did_you_mean(likely: Option<&str>) -> String {
+    likely.map_or_else(String::new, |u| format!("; did you mean {u}?"))
 }

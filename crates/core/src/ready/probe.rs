@@ -90,16 +90,11 @@ impl Endpoints {
     pub(super) fn new(url: &str) -> Result<Endpoints, WaitError> {
         let bad = || WaitError::BadUrl {
             url: url.to_string(),
+            likely: crate::protocol::likely_base(url),
         };
+        // A bare `http://host:port` means `…/v1`, as `run`'s suggestion says.
+        let base = crate::protocol::api_base(url).ok_or_else(bad)?;
         let parsed = reqwest::Url::parse(url).map_err(|_| bad())?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-            return Err(bad());
-        }
-        let base = if parsed.path().trim_matches('/').is_empty() {
-            crate::protocol::join(url, "/v1")
-        } else {
-            crate::protocol::join(url, "")
-        };
         let origin = parsed.origin().ascii_serialization();
         Ok(Endpoints {
             models: crate::protocol::join(&base, "/models"),
@@ -197,6 +192,10 @@ mod tests {
         let e = Endpoints::new("https://h.example/openai/v1/").unwrap();
         assert_eq!(e.models, "https://h.example/openai/v1/models");
         assert_eq!(e.health, "https://h.example/health");
-        assert!(Endpoints::new("127.0.0.1:8000").is_err());
+        let e = Endpoints::new("127.0.0.1:8000").err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "`127.0.0.1:8000` is not an http(s) URL; did you mean http://127.0.0.1:8000/v1?"
+        );
     }
 }

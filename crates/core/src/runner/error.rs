@@ -55,6 +55,26 @@ pub enum RunError {
         #[source]
         source: reqwest::Error,
     },
+    /// The target's URL ends in the path of the API it is asked for, which every request
+    /// would add again (`…/v1/chat/completions/chat/completions`).
+    #[error(
+        "{url} ends in the {api} API's path {path}, which every request adds to the base URL; \
+         did you mean {likely}?"
+    )]
+    EndsInApiPath {
+        url: String,
+        api: &'static str,
+        path: &'static str,
+        likely: String,
+    },
+    /// The server answers 404 for the API's path below the target's URL: it is not the API's
+    /// base (`http://host:8000` for vLLM's `http://host:8000/v1`).
+    #[error("{url} answers 404 for {path}; {}", base_hint(likely.as_deref()))]
+    NotApiBase {
+        url: String,
+        path: &'static str,
+        likely: Option<String>,
+    },
     #[error("the target did not answer GET {url} within {timeout} (the target's timeout)")]
     NoAnswer { url: String, timeout: Duration },
     #[error("GET {url} {problem}; name the model with `model \"…\"` in the target")]
@@ -80,4 +100,14 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What a [`RunError::NotApiBase`] suggests: the likely base, or what a base looks like.
+fn base_hint(likely: Option<&str>) -> String {
+    match likely {
+        Some(u) => format!("did you mean {u}?"),
+        None => "give the server's OpenAI-compatible base URL, the part before the API's path \
+                 (most servers serve it at …/v1)"
+            .into(),
+    }
 }

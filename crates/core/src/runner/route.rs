@@ -125,11 +125,13 @@ pub(super) fn make_router(
 }
 
 /// The preflight of the first URL (which names the model when the plan does not), then of
-/// every other with that model: a dead replica found now is named in the error rather than
-/// failing a share of the requests. `None` when interrupted first.
+/// every other with that model, each URL checked as `api`'s base: a dead replica found now is
+/// named in the error rather than failing a share of the requests. `None` when interrupted
+/// first.
 pub(super) async fn preflight_all(
     router: &Router,
     known_model: Option<&str>,
+    api: crate::protocol::Api,
     timeout: crate::units::Duration,
     interrupt: &tokio_util::sync::CancellationToken,
 ) -> Result<Option<(String, tokio::task::JoinHandle<ServerInfo>)>, RunError> {
@@ -138,6 +140,7 @@ pub(super) async fn preflight_all(
         first.client.http(),
         &first.base_url,
         known_model,
+        api,
         timeout,
         interrupt,
     )
@@ -148,7 +151,7 @@ pub(super) async fn preflight_all(
     };
     for (index, route) in router.all().iter().enumerate().skip(1) {
         let http = route.client.http();
-        let other = preflight(http, &route.base_url, Some(&model), timeout, interrupt).await;
+        let other = preflight(http, &route.base_url, Some(&model), api, timeout, interrupt).await;
         match other.map_err(|e| replica(router, index, e))? {
             // The model list read for the provenance is the first URL's.
             Some((_, theirs)) => theirs.abort(),

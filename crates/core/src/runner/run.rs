@@ -94,7 +94,14 @@ pub async fn run(
     let request = &plan.target.request;
     let known_model = request.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
-    let found = preflight_all(&router, known_model, request.timeout, &opts.interrupt).await?;
+    let found = preflight_all(
+        &router,
+        known_model,
+        request.api,
+        request.timeout,
+        &opts.interrupt,
+    )
+    .await?;
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
     let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;

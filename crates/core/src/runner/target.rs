@@ -1,12 +1,14 @@
 //! Making the target reachable before the clock starts: the in-process simulator on its own
 //! thread (so its CPU time is not the client's and it does not share the client's runtime), the
-//! model name, a reachability check, and a warm connection pool — each network wait with a
+//! model name, a reachability check (and that the target's URL is its API's base, not the
+//! server's root or the API's whole path), and a warm connection pool — each network wait with a
 //! deadline, and each returning at once on an interrupt.
 
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::thread;
 
+use reqwest::StatusCode;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::cpu::ThreadId;
 use super::error::RunError;
 use crate::files::MAX_MODEL_LIST_BYTES;
+use crate::protocol::Api;
 use crate::server_info::ServerInfo;
 use crate::sim::{SimConfig, SimError};
 use crate::units::Duration;
@@ -109,15 +112,19 @@ pub const WARM_POOL_LIMIT: std::time::Duration = std::time::Duration::from_secs(
 /// Also returns what the answer says about the server (its `server` header and the model
 /// list, for the result's provenance), as a task: with the model known, the list is read
 /// beside the run, so a server slow to send it delays nothing.
+/// Before that, and when `/models` answers 404, checks that `base_url` is the base of `api`
+/// (see [`ends_in_api_path`] and [`serves_api`]).
 pub async fn preflight(
     http: &reqwest::Client,
     base_url: &str,
     model: Option<&str>,
+    api: Api,
     timeout: Duration,
     interrupt: &CancellationToken,
 ) -> Result<Option<(String, JoinHandle<ServerInfo>)>, RunError> {
+    ends_in_api_path(base_url, api)?;
     let url = crate::protocol::join(base_url, "/models");
-    let lookup = lookup_model(http, base_url, &url, model);
+    let lookup = lookup_model(http, base_url, &url, model, api);
     tokio::select! {
         biased;
         _ = interrupt.cancelled() => Ok(None),
@@ -136,6 +143,7 @@ async fn lookup_model(
     base_url: &str,
     url: &str,
     model: Option<&str>,
+    api: Api,
 ) -> Result<(String, JoinHandle<ServerInfo>), RunError> {
     let shown = || crate::redact::secrets(url).into_owned();
     let resp = http
@@ -152,6 +160,22 @@ async fn lookup_model(
         .get(reqwest::header::SERVER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    if resp.status() == StatusCode::NOT_FOUND {
+        // No model list here, and perhaps no API either (a base URL without its `/v1`). The
+        // answer is read first, so that the check's request can reuse its connection.
+        let _ = crate::files::read_answer(resp, MAX_CHECK_ANSWER_BYTES).await;
+        serves_api(http, base_url, api).await?;
+        return match model {
+            Some(m) => {
+                let info = ServerInfo::from_models(header, None);
+                Ok((m.to_string(), tokio::spawn(std::future::ready(info))))
+            }
+            None => Err(RunError::NoModel {
+                url: shown(),
+                problem: format!("answered {}", StatusCode::NOT_FOUND),
+            }),
+        };
+    }
     if let Some(m) = model {
         // The model is known: the list is read only for the provenance, beside the run, and
         // nothing about it can fail or hold up the run.
@@ -164,6 +188,16 @@ async fn lookup_model(
         });
         return Ok((m.to_string(), read));
     }
+    listed_model(resp, header, shown).await
+}
+
+/// The model named first in the list `resp` holds (the scenario named none), and what the
+/// list says about the server.
+async fn listed_model(
+    resp: reqwest::Response,
+    header: Option<String>,
+    shown: impl Fn() -> String,
+) -> Result<(String, JoinHandle<ServerInfo>), RunError> {
     if !resp.status().is_success() {
         return Err(RunError::NoModel {
             url: shown(),
@@ -202,6 +236,61 @@ async fn lookup_model(
     Ok((model, tokio::spawn(std::future::ready(info))))
 }
 
+/// The most of a 404's answer read while checking the base URL: what it says fits in a few
+/// hundred bytes, and the rest is not needed.
+const MAX_CHECK_ANSWER_BYTES: usize = 64 << 10;
+
+/// Refuses a base URL that ends in `api`'s own path (`…/v1/chat/completions`): every request
+/// adds the path again, and gets a 404. No request is sent.
+fn ends_in_api_path(base_url: &str, api: Api) -> Result<(), RunError> {
+    match crate::protocol::api_path_in(base_url) {
+        Some((found, likely)) if found == api => Err(RunError::EndsInApiPath {
+            url: crate::redact::secrets(base_url).into_owned(),
+            api: api.as_str(),
+            path: api.path(),
+            likely: crate::redact::secrets(&likely).into_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// One request, sent when `/models` answered 404: `POST {base}{api path}` with an empty JSON
+/// object, which no server generates anything for. A 404 that is not the API's own error (an
+/// OpenAI-style `{"error": …}` body, such as an unknown model's) says nothing serves the API
+/// there, and the run stops before its first request with the likely base URL. Anything else
+/// (a 400 for the empty body, a 401, a 405, no answer at all) lets the run go on as before:
+/// the check only catches the wrong base, never a server that serves at another one.
+async fn serves_api(http: &reqwest::Client, base_url: &str, api: Api) -> Result<(), RunError> {
+    let url = crate::protocol::join(base_url, api.path());
+    let Ok(resp) = http.post(&url).body("{}").send().await else {
+        return Ok(());
+    };
+    if resp.status() != StatusCode::NOT_FOUND {
+        return Ok(());
+    }
+    let body = crate::files::read_answer(resp, MAX_CHECK_ANSWER_BYTES)
+        .await
+        .unwrap_or_default();
+    if api_error(&body) {
+        return Ok(());
+    }
+    Err(RunError::NotApiBase {
+        url: crate::redact::secrets(base_url).into_owned(),
+        path: api.path(),
+        likely: crate::protocol::likely_base(base_url)
+            .map(|u| crate::redact::secrets(&u).into_owned()),
+    })
+}
+
+/// Whether a body is an OpenAI-compatible error (`{"error": …}`, or vLLM's older
+/// `{"object": "error", …}`): the API answered, whatever its status.
+fn api_error(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| {
+        v.get("error").is_some()
+            || v.get("object").and_then(serde_json::Value::as_str) == Some("error")
+    })
+}
+
 /// The model a run takes from a server's list: its first, when short enough to name in
 /// every output.
 fn first_model(list: ModelList, shown: impl Fn() -> String) -> Result<String, RunError> {
@@ -237,5 +326,40 @@ pub async fn warm_pool(
     tokio::select! {
         _ = interrupt.cancelled() => {}
         _ = tokio::time::timeout(limit, gets) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_apis_own_error_makes_a_404_an_answer_of_the_api() {
+        assert!(api_error(
+            br#"{"error":{"message":"The model `x` does not exist"}}"#
+        ));
+        assert!(api_error(br#"{"object":"error","message":"x","code":404}"#));
+        for body in [
+            &b""[..],
+            br#"{"detail":"Not Found"}"#,
+            b"404 page not found",
+            b"<html><body>Not Found</body></html>",
+            br#"["error"]"#,
+        ] {
+            assert!(!api_error(body), "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn a_url_ending_in_its_apis_path_is_refused_without_a_request() {
+        let e = ends_in_api_path("http://h:8000/v1/chat/completions/", Api::CHAT).unwrap_err();
+        assert!(
+            e.to_string().ends_with("did you mean http://h:8000/v1?"),
+            "{e}"
+        );
+        // Another API's path is left to the server to answer for.
+        assert!(ends_in_api_path("http://h:8000/v1/chat/completions", Api::EMBEDDINGS).is_ok());
+        assert!(ends_in_api_path("http://h:8000/v1", Api::CHAT).is_ok());
+        assert!(ends_in_api_path("http://h:8000", Api::CHAT).is_ok());
     }
 }

@@ -196,11 +196,14 @@ fn endpoint_arg(ctx: &mut Ctx<'_>, node: &KdlNode, r: &mut NodeReader<'_>, t: &m
                     t.endpoint = Endpoint::Url(Spanned::new(url, v.span));
                     return false;
                 } else {
+                    // The suggestion `run --url` and `wait` make for the same mistake.
+                    let likely = crate::protocol::likely_base(&url)
+                        .unwrap_or_else(|| "http://127.0.0.1:8000/v1".into());
                     ctx.error(
                         v.span,
                         "invalid target",
                         format!("expected \"sim\" or an http(s) URL, got {}", v.shown()),
-                        Some("write e.g. target \"http://127.0.0.1:8000/v1\"".into()),
+                        Some(format!("write e.g. target \"{likely}\"")),
                     );
                 }
             }
