@@ -65,6 +65,23 @@ fn embeddings_on_the_simulator_have_e2e_and_inputs_and_no_ttft() {
 }
 
 #[test]
+fn a_pooling_stage_with_a_steady_window_prints_no_ttft() {
+    // The shipped example runs long enough for a steady window, whose line once printed
+    // "TTFT p50/p99 0.0 / 0.0 ms" for answers that have no TTFT.
+    let dir = tempfile::tempdir().unwrap();
+    let o = command()
+        .args(["run", "scenarios/embeddings.kdl", "--no-plots", "--out"])
+        .arg(dir.path().join("out"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("steady "), "{stdout}");
+    assert!(!stdout.contains("TTFT"), "{stdout}");
+}
+
+#[test]
 fn rerank_and_score_count_each_pair() {
     for api in ["rerank", "score"] {
         let dir = tempfile::tempdir().unwrap();

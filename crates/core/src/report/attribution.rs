@@ -61,9 +61,13 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
     ];
     // The llama.cpp prompt time is both the server's TTFT and its prefill: shown once.
     let skip_prefill = a.source == AttributionSource::Timings;
+    // A remainder (elsewhere, outside) below zero is the measured parts' noise: left out.
+    let remainder =
+        |part: &str| part == OTHER || part == outside || part.starts_with("E2E outside");
     parts
         .into_iter()
         .filter(|(part, _)| !(skip_prefill && *part == "prefill"))
+        .filter(|(part, d)| !(remainder(part) && d.is_some_and(|d| d.mean < 0.0)))
         .filter_map(|(part, d)| d.map(|d| row(part, d)))
         .collect()
 }
@@ -112,10 +116,12 @@ pub fn sentence(s: &StageSummary) -> Option<String> {
             }
         }
     }
-    if let Some(r) = &a.server_other_ms {
+    // The remainders are differences of measured means: one below zero is the others'
+    // measurement noise, not time spent, and is left out rather than shown negative.
+    if let Some(r) = a.server_other_ms.as_ref().filter(|r| r.mean >= 0.0) {
         parts.push(format!("{} elsewhere in the server", num(r.mean)));
     }
-    if let Some(o) = &a.outside_ms {
+    if let Some(o) = a.outside_ms.as_ref().filter(|o| o.mean >= 0.0) {
         parts.push(format!("{} outside", num(o.mean)));
     }
     if parts.is_empty() {
@@ -193,5 +199,36 @@ mod tests {
         assert!(line.contains("14.1 elsewhere in the server"), "{line}");
         let rows = rows(s.attribution.as_ref().unwrap());
         assert!(rows.iter().any(|r| r.part == OTHER && r.mean == "14.1"));
+    }
+
+    /// A remainder below zero (the server's parts measured a hair over its whole) is noise,
+    /// not time: left out, never printed as "-0.023 elsewhere in the server".
+    #[test]
+    fn a_negative_remainder_is_not_shown() {
+        let client = mean(50.0);
+        let (server, queue, prefill) = (mean(20.0), mean(5.0), mean(15.023));
+        let a = Attribution {
+            source: AttributionSource::Prometheus,
+            client_ttft_ms: client,
+            server_ttft_ms: Some(server),
+            queue_ms: Some(queue),
+            prefill_ms: Some(prefill),
+            server_other_ms: rest_of(Some(server), &[Some(queue), Some(prefill)]),
+            outside_ms: Some(client.mean_minus(&server)),
+            ..Attribution::default()
+        };
+        assert!(a.server_other_ms.as_ref().unwrap().mean < 0.0);
+        let s = StageSummary {
+            attribution: Some(a),
+            ..StageSummary::default()
+        };
+        let line = sentence(&s).unwrap();
+        assert!(
+            !line.contains("elsewhere") && !line.contains(" -"),
+            "{line}"
+        );
+        assert!(line.contains("30.0 outside"), "{line}");
+        let rows = rows(s.attribution.as_ref().unwrap());
+        assert!(rows.iter().all(|r| r.part != OTHER), "{rows:?}");
     }
 }

@@ -351,19 +351,29 @@ pub(crate) fn sessions_sentence(s: &crate::metrics::StageSummary) -> Option<Stri
 pub(crate) fn steady_sentence(s: &crate::metrics::StageSummary) -> Option<String> {
     let w = s.steady.as_ref()?;
     let l = &w.latency;
+    // A pooling API's answers come whole: no TTFT to show, so none is printed as 0.
+    let (ttft, whole_ttft) = if l[L::Ttft].count > 0 {
+        (
+            format!(
+                "TTFT p50/p99 {:.1} / {:.1} ms, ",
+                l[L::Ttft].p50,
+                l[L::Ttft].p99
+            ),
+            format!("TTFT p99 {:.1} ms, ", s.latency[L::Ttft].p99),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     Some(format!(
-        "steady {:.0}–{:.0} s (ramp {:.1} s, drain {:.1} s; {} requests): {:.1} req/s, TTFT p50/p99 \
-         {:.1} / {:.1} ms, E2E p99 {:.1} ms (whole stage: TTFT p99 {:.1} ms, E2E p99 {:.1} ms)",
+        "steady {:.0}–{:.0} s (ramp {:.1} s, drain {:.1} s; {} requests): {:.1} req/s, {ttft}E2E \
+         p99 {:.1} ms (whole stage: {whole_ttft}E2E p99 {:.1} ms)",
         w.from_s,
         w.to_s,
         w.from_s,
         (s.wall_time_s - w.to_s).max(0.0),
         w.requests.sent,
         w.throughput.requests_per_s,
-        l[L::Ttft].p50,
-        l[L::Ttft].p99,
         l[L::E2e].p99,
-        s.latency[L::Ttft].p99,
         s.latency[L::E2e].p99,
     ))
 }
