@@ -205,13 +205,15 @@ impl Distortion {
 
 impl FlagKind {
     /// What this flag can distort. A late client of a closed loop also paces the load: its
-    /// workers send their next request only once they have read the last, so there the
-    /// client's delay is a shortfall of load too.
-    pub fn distortions(&self, closed_loop: bool) -> &'static [Distortion] {
+    /// workers send their next request only once they have read the last, so where that
+    /// shortfall was not measured (`paced_unmeasured`: a session stage, a result written
+    /// before 0.3) the client's delay is a shortfall of load too; where it was, the shortfall
+    /// is its own flag (`idle_clients`).
+    pub fn distortions(&self, paced_unmeasured: bool) -> &'static [Distortion] {
         use Distortion as D;
         match self {
             FlagKind::SendLag { .. } | FlagKind::ClientCpu { .. } | FlagKind::Steal { .. } => {
-                if closed_loop {
+                if paced_unmeasured {
                     &[D::ClientDelay, D::LoadShortfall]
                 } else {
                     &[D::ClientDelay]

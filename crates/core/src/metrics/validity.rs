@@ -180,6 +180,7 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
     let mut flags = Vec::new();
     let lag = i.client.send_lag_ms.p99;
     let limit = rules.send_lag_limit_ms(i.ttft.p50);
+    let cause = cause(i, rules);
     if lag > limit {
         flags.push(FlagKind::SendLag {
             p99_ms: lag,
@@ -188,7 +189,7 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
             ttft_share: rules.max_send_lag_ttft_share,
             ttft_p50_ms: i.ttft.p50,
             whole: i.whole,
-            cause: cause(i, rules),
+            cause,
         });
     }
     if let Some(ratio) = i.pace.filter(|r| *r < rules.min_rate_ratio) {
@@ -207,7 +208,7 @@ fn client_flags(i: &Inputs<'_>, rules: &ValidityRules) -> Vec<FlagKind> {
         flags.push(FlagKind::IdleClients {
             share: idle,
             max_share: max_idle,
-            cause: cause(i, rules),
+            cause,
         });
     }
     flags

@@ -165,13 +165,11 @@ mod tests {
         }
     }
 
-    /// The figures vLLM gave on CPU when the line read "70.7 ms: 0.014 queued, 21.3 prefill,
-    /// 35.3 outside" (56.6 in all): the server's 14.1 ms around its queue and prefill were
-    /// missing.
-    #[test]
-    fn the_parts_of_the_ttft_add_up_to_the_whole() {
-        let client = mean(70.7);
-        let (server, queue, prefill) = (mean(35.4), mean(0.014), mean(21.3));
+    /// A stage whose TTFT means (ms) are the client's, the server's, its queue's and its
+    /// prefill's, the remainders derived as the aggregator derives them.
+    fn stage(client: f64, server: f64, queue: f64, prefill: f64) -> StageSummary {
+        let (client, server) = (mean(client), mean(server));
+        let (queue, prefill) = (mean(queue), mean(prefill));
         let a = Attribution {
             source: AttributionSource::Prometheus,
             client_ttft_ms: client,
@@ -182,10 +180,18 @@ mod tests {
             outside_ms: Some(client.mean_minus(&server)),
             ..Attribution::default()
         };
-        let s = StageSummary {
+        StageSummary {
             attribution: Some(a),
             ..StageSummary::default()
-        };
+        }
+    }
+
+    /// The figures vLLM gave on CPU when the line read "70.7 ms: 0.014 queued, 21.3 prefill,
+    /// 35.3 outside" (56.6 in all): the server's 14.1 ms around its queue and prefill were
+    /// missing.
+    #[test]
+    fn the_parts_of_the_ttft_add_up_to_the_whole() {
+        let s = stage(70.7, 35.4, 0.014, 21.3);
         let line = sentence(&s).unwrap();
         let (whole, parts) = line.split_once(" ms: ").unwrap();
         let whole: f64 = whole.trim_start_matches("TTFT mean ").parse().unwrap();
@@ -205,23 +211,17 @@ mod tests {
     /// not time: left out, never printed as "-0.023 elsewhere in the server".
     #[test]
     fn a_negative_remainder_is_not_shown() {
-        let client = mean(50.0);
-        let (server, queue, prefill) = (mean(20.0), mean(5.0), mean(15.023));
-        let a = Attribution {
-            source: AttributionSource::Prometheus,
-            client_ttft_ms: client,
-            server_ttft_ms: Some(server),
-            queue_ms: Some(queue),
-            prefill_ms: Some(prefill),
-            server_other_ms: rest_of(Some(server), &[Some(queue), Some(prefill)]),
-            outside_ms: Some(client.mean_minus(&server)),
-            ..Attribution::default()
-        };
-        assert!(a.server_other_ms.as_ref().unwrap().mean < 0.0);
-        let s = StageSummary {
-            attribution: Some(a),
-            ..StageSummary::default()
-        };
+        let s = stage(50.0, 20.0, 5.0, 15.023);
+        assert!(
+            s.attribution
+                .as_ref()
+                .unwrap()
+                .server_other_ms
+                .as_ref()
+                .unwrap()
+                .mean
+                < 0.0
+        );
         let line = sentence(&s).unwrap();
         assert!(
             !line.contains("elsewhere") && !line.contains(" -"),

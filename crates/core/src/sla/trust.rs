@@ -53,7 +53,7 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
     }
     // A closed loop whose clients' idle time was measured has its shortfall of load as a
     // flag of its own (`idle_clients`): a late send there is the client's delay only.
-    let closed_loop =
+    let paced_unmeasured =
         stage.planned.clients.is_some() && stage.client.closed_loop_idle_percent.is_none();
     let toward = toward(n.assertion.op, n.outcome);
     let flags = stage.validity.typed_flags();
@@ -61,7 +61,7 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
     let mut suspects: Vec<(&Flag, Distortion)> = Vec::new();
     let mut bounded = None;
     for flag in &flags {
-        for &d in flag.kind.distortions(closed_loop) {
+        for &d in flag.kind.distortions(paced_unmeasured) {
             if !present.contains(&d) {
                 present.push(d);
             }
