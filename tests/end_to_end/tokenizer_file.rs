@@ -11,15 +11,15 @@ use infermeter_core::scenario::parse_str;
 const SCENARIO: &str = r#"
 scenario "hf" { seed 4 }
 target "sim"
-tokenizer "../tokenizers/tokenizer.json"
+tokenizer "tokenizer.json"
 dataset "d" { synthetic { input-tokens "uniform" min=1 max=300; output-tokens 8 } }
 stage "s" { dataset "d"; arrival "concurrency" clients=1; requests 50 }
 "#;
 
-/// Where the scenario "lives": relative paths resolve against tests/data/workloads/ (which
-/// need not exist: only `../tokenizers` is read).
+/// Where the scenario "lives": relative paths resolve against tests/data/tokenizers/, beside
+/// the fixture (a directory the repository holds, so `..` never walks through a missing one).
 fn scenario_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workloads/hf.kdl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenizers/hf.kdl")
 }
 
 #[test]
@@ -48,8 +48,8 @@ fn plan_reports_the_tokenizer() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenizers");
     let text = SCENARIO.replace(
-        "../tokenizers/tokenizer.json",
-        &fixture.join("tokenizer.json").display().to_string(),
+        "\"tokenizer.json\"",
+        &format!("{:?}", fixture.join("tokenizer.json").display().to_string()),
     );
     let path = dir.path().join("hf.kdl");
     std::fs::write(&path, text).unwrap();
