@@ -34,6 +34,7 @@ mod plan;
 mod provenance;
 mod run;
 mod saved;
+mod server;
 mod settings;
 mod setup;
 mod token;
@@ -57,6 +58,8 @@ pub use plan::{
 };
 pub use provenance::{build_commit, set_build_commit};
 pub use run::run_scenario;
+pub use server::SERVER_LOG;
+pub use crate::server::kill_all as kill_started_servers;
 pub use saved::{RenderSettings, convert_saved, read_template, render_saved, write_text};
 pub use settings::RunSettings;
 pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
