@@ -84,7 +84,9 @@ pub(super) fn record(results: &mut Results, stopped: Option<Stopped>) -> Vec<Err
     let failures: Vec<Error> = stopped.failures.into_iter().map(Error::from).collect();
     if let Some(first) = failures.first() {
         results.passed = false;
-        results.error = Some(crate::redact::secrets(&crate::error::chain(first)).into_owned());
+        // One line, as `error` is shown in the summary's heading.
+        let text = crate::error::chain(first).replace("\n  | ", " | ");
+        results.error = Some(crate::redact::secrets(&text).into_owned());
     }
     failures
 }

@@ -69,18 +69,30 @@ impl Log {
 
     /// One line of the server's output (without its line break).
     pub fn line(&self, raw: &str) {
-        let line = crate::redact::secrets(raw).into_owned();
         if let Some(text) = &self.ready_text
             && raw.contains(text.as_str())
         {
             self.ready_seen.cancel();
         }
+        self.keep(raw, true);
+    }
+
+    /// A line of infermeter's own (what it did to the server), kept in the file only: the
+    /// last lines an error shows are the server's.
+    pub fn note(&self, text: &str) {
+        self.keep(&format!("[infermeter: {text}]"), false);
+    }
+
+    fn keep(&self, raw: &str, shown: bool) {
+        let line = crate::redact::secrets(raw).into_owned();
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let size = line.len() as u64 + 1;
-        if s.last.len() == SHOWN_LINES {
-            s.last.pop_front();
+        if shown {
+            if s.last.len() == SHOWN_LINES {
+                s.last.pop_front();
+            }
+            s.last.push_back(line.clone());
         }
-        s.last.push_back(line.clone());
         if s.tail.is_empty() && size <= s.head_left {
             s.head_left -= size;
             let written = writeln!(s.file, "{line}");

@@ -217,12 +217,12 @@ impl Running {
         let mut how = if by_itself { "exited" } else { "stopped" };
         if self.group.alive() {
             let sig = self.stop.signal;
-            self.log.line(&format!("[infermeter: sending {} to the server]", sig.name()));
+            self.log.note(&format!("sending {} to the server's process group", sig.name()));
             self.group.signal(sig.number());
         }
         if !self.gone_within(grace).await {
-            self.log.line(&format!(
-                "[infermeter: still running {}s after the stop signal: killing it]",
+            self.log.note(&format!(
+                "still running {}s after the stop signal: killing it",
                 grace.as_secs_f64()
             ));
             self.group.signal(libc::SIGKILL);
