@@ -84,7 +84,10 @@ fn command(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
         return;
     }
     let program = &words[0];
-    if program.contains(' ') && !program.contains('/') {
+    let base = ctx.base_dir.clone();
+    let found = base.as_deref().map(|dir| resolve_program(program, dir).is_some());
+    // A program path may hold a space; a whole command line in one string is told as such.
+    if program.contains(char::is_whitespace) && found != Some(true) {
         ctx.error(
             first.span,
             "`command` takes the program and each argument as its own string",
@@ -100,9 +103,7 @@ fn command(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
         );
         return;
     }
-    if let Some(dir) = ctx.base_dir.clone()
-        && resolve_program(program, &dir).is_none()
-    {
+    if found == Some(false) {
         ctx.error(
             first.span,
             format!("the server's program `{program}` is not found"),
@@ -271,5 +272,67 @@ pub(super) fn check(ctx: &mut Ctx<'_>, nodes: &[KdlNode], s: &Scenario) {
             "the target is the embedded simulator",
             Some("write the URL the server will listen on: target \"http://127.0.0.1:8000/v1\"".into()),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::server::{EnvValue, Readiness, StopSignal};
+
+    fn parse(server: &str) -> Result<crate::scenario::Scenario, String> {
+        let text = format!(
+            "target \"http://127.0.0.1:8000/v1\"\nserver {{\n{server}\n}}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 8; output-tokens 4; }} }}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=1; requests 1; }}\n"
+        );
+        crate::scenario::parse_str(std::path::Path::new("s.kdl"), &text, &[])
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn server_block_reads_every_setting() {
+        let s = parse(
+            "command \"sh\" \"-c\" \"exec sleep 1\"\ncwd \".\"\nenv \"HF_HOME\" \"/data\"\n\
+             env \"HF_TOKEN\" env=\"MY_TOKEN\"\nready log=\"Application startup complete\"\n\
+             timeout \"90s\"\nstop signal=\"INT\" grace=\"2s\"\nlog max=\"64KiB\"",
+        )
+        .unwrap();
+        let spec = s.server.unwrap();
+        assert_eq!(spec.command, ["sh", "-c", "exec sleep 1"]);
+        assert_eq!(spec.env.len(), 2);
+        assert_eq!(spec.env[1].value, EnvValue::FromEnv("MY_TOKEN".into()));
+        assert_eq!(
+            spec.ready,
+            Readiness::Log("Application startup complete".into())
+        );
+        assert_eq!(spec.timeout.as_std().as_secs(), 90);
+        assert_eq!(spec.stop.signal, StopSignal::Sigint);
+        assert_eq!(spec.stop.grace.as_std().as_secs(), 2);
+        assert_eq!(spec.log_max, 64 * 1024);
+    }
+
+    #[test]
+    fn server_block_defaults_wait_for_the_model_list() {
+        let spec = parse("command \"infermeter\" \"sim\"").unwrap().server.unwrap();
+        assert_eq!(spec.ready, Readiness::Models);
+        assert_eq!(spec.stop.signal, StopSignal::Sigterm);
+        assert_eq!(spec.timeout.as_std(), crate::server::DEFAULT_TIMEOUT);
+        assert_eq!(spec.log_max, crate::server::DEFAULT_LOG_MAX);
+    }
+
+    #[test]
+    fn server_block_refuses_what_it_cannot_start() {
+        for (server, said) in [
+            ("cwd \".\"", "needs a `command`"),
+            ("command \"sh\"\nready \"soon\"", "unknown readiness"),
+            ("command \"sh\"\nready path=\"health\"", "starts with /"),
+            ("command \"sh\"\nlog max=\"1KB\"", "invalid `log max`"),
+            ("command \"sh\"\nenv \"A\"", "has no value"),
+            ("command \"sh\"\ncwd \"no-such-dir-here\"", "is not a directory"),
+            ("command \"./no-such-script.sh\"", "is not found"),
+        ] {
+            let e = parse(server).unwrap_err();
+            assert!(e.contains(said), "{server}: {e}");
+        }
     }
 }
