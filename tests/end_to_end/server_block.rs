@@ -85,7 +85,10 @@ fn server_that_crashes_at_start_ends_the_run_with_its_own_words() {
     let o = run(&path, &dir.path().join("out"), &[]);
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     let (_, stderr) = text(&o);
-    assert!(stderr.contains("exited (exit code 1) before it was ready"), "{stderr}");
+    assert!(
+        stderr.contains("exited (exit code 1) before it was ready"),
+        "{stderr}"
+    );
     assert!(stderr.contains("boom"), "{stderr}");
 }
 
@@ -126,7 +129,10 @@ fn server_dying_mid_run_fails_it_with_its_last_lines_and_keeps_the_results() {
     let o = crate::support::wait_bounded(child, 120, "a run whose server died");
     assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     let (_, stderr) = text(&o);
-    assert!(stderr.contains("the server exited (exit code 9) during the run"), "{stderr}");
+    assert!(
+        stderr.contains("the server exited (exit code 9) during the run"),
+        "{stderr}"
+    );
     assert!(stderr.contains("engine crashed: CUDA error"), "{stderr}");
     let r = crate::support::results(&out);
     assert_eq!(r["passed"], false, "{r}");
@@ -136,7 +142,12 @@ fn server_dying_mid_run_fails_it_with_its_last_lines_and_keeps_the_results() {
         r["error"]
     );
     assert_eq!(r["provenance"]["started_server"]["stopped"], "exited");
-    assert!(crate::support::stage(&r, "s")["requests"]["sent"].as_u64().unwrap() > 0);
+    assert!(
+        crate::support::stage(&r, "s")["requests"]["sent"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }
 
 #[test]
@@ -153,8 +164,14 @@ fn server_ignoring_its_stop_signal_is_killed_after_the_grace_period() {
     let o = run(&path, &out, &["--no-plots"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let r = crate::support::results(&out);
-    assert_eq!(r["provenance"]["started_server"]["stopped"], "killed", "{r}");
-    gone(server_pid(&out), "the server that ignored SIGTERM is killed");
+    assert_eq!(
+        r["provenance"]["started_server"]["stopped"], "killed",
+        "{r}"
+    );
+    gone(
+        server_pid(&out),
+        "the server that ignored SIGTERM is killed",
+    );
     let log = std::fs::read_to_string(out.join("server.log")).unwrap();
     assert!(log.contains("killing it"), "{log}");
 }
@@ -172,7 +189,10 @@ fn server_program_that_does_not_exist_is_invalid_at_validate() {
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let (stdout, stderr) = text(&o);
     let said = format!("{stdout}{stderr}");
-    assert!(said.contains("`no-such-server-program` is not found"), "{said}");
+    assert!(
+        said.contains("`no-such-server-program` is not found"),
+        "{said}"
+    );
     assert!(said.contains("scenario.kdl:3:"), "{said}");
     let o = run(&path, &dir.path().join("out"), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
@@ -211,7 +231,12 @@ fn server_secret_passed_by_reference_is_masked_everywhere() {
     let path = with_server(dir.path(), port, &server, "requests 5;");
     let out = dir.path().join("out");
     let o = crate::support::command()
-        .args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .args(["--no-plots", "--untrusted", "judge"])
         .env("IM_SRV_REF", secret)
         .output()

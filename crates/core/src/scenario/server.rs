@@ -79,13 +79,18 @@ fn command(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
         );
         return;
     };
-    let words: Vec<String> = args.iter().filter_map(|v| ctx.string(v, "command")).collect();
+    let words: Vec<String> = args
+        .iter()
+        .filter_map(|v| ctx.string(v, "command"))
+        .collect();
     if words.len() != args.len() {
         return;
     }
     let program = &words[0];
     let base = ctx.base_dir.clone();
-    let found = base.as_deref().map(|dir| resolve_program(program, dir).is_some());
+    let found = base
+        .as_deref()
+        .map(|dir| resolve_program(program, dir).is_some());
     // A program path may hold a space; a whole command line in one string is told as such.
     if program.contains(char::is_whitespace) && found != Some(true) {
         ctx.error(
@@ -147,14 +152,24 @@ fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
         if valid_var(&n) {
             return Some((n, v.span));
         }
-        ctx.error(v.span, "invalid environment variable name", "use letters, digits and _ only", None);
+        ctx.error(
+            v.span,
+            "invalid environment variable name",
+            "use letters, digits and _ only",
+            None,
+        );
         None
     });
     let literal = r.arg(ctx, 1);
     let by_ref = r.prop(ctx, "env");
     let Some((name, span)) = name else {
         if r.arg_count() == 0 {
-            ctx.error(ctx.name_span(r.node), "`env` needs a variable name", "missing name", Some("write env \"HF_HOME\" \"/data\" or env \"HF_TOKEN\" env=\"HF_TOKEN\"".into()));
+            ctx.error(
+                ctx.name_span(r.node),
+                "`env` needs a variable name",
+                "missing name",
+                Some("write env \"HF_HOME\" \"/data\" or env \"HF_TOKEN\" env=\"HF_TOKEN\"".into()),
+            );
         }
         return;
     };
@@ -198,7 +213,8 @@ fn ready(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
     let kind = r.arg(ctx, 0);
     let path = r.prop(ctx, "path");
     let log = r.prop(ctx, "log");
-    let help = Some("write ready \"models\", ready path=\"/health\" or ready log=\"TEXT\"".to_string());
+    let help =
+        Some("write ready \"models\", ready path=\"/health\" or ready log=\"TEXT\"".to_string());
     match (kind, path, log) {
         (Some(v), None, None) => match &v.value {
             KdlValue::String(k) if k == "models" => s.ready = Readiness::Models,
@@ -209,7 +225,12 @@ fn ready(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
                 if p.starts_with('/') {
                     s.ready = Readiness::Path(p);
                 } else {
-                    ctx.error(v.span, "`path` starts with /", "a path at the server's root", Some(format!("write path=\"/{p}\"")));
+                    ctx.error(
+                        v.span,
+                        "`path` starts with /",
+                        "a path at the server's root",
+                        Some(format!("write path=\"/{p}\"")),
+                    );
                 }
             }
         }
@@ -218,7 +239,12 @@ fn ready(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
                 s.ready = Readiness::Log(t);
             }
         }
-        _ => ctx.error(ctx.name_span(r.node), "`ready` takes one way to know the server is ready", "none, or more than one", help),
+        _ => ctx.error(
+            ctx.name_span(r.node),
+            "`ready` takes one way to know the server is ready",
+            "none, or more than one",
+            help,
+        ),
     }
 }
 
@@ -231,7 +257,12 @@ fn stop(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
             Some(sig) => s.stop.signal = sig,
             None => {
                 let known: Vec<&str> = StopSignal::ALL.iter().map(|(_, n)| *n).collect();
-                ctx.error(v.span, format!("unknown stop signal `{name}`"), format!("expected {}", known.join(", ")), Some("SIGKILL follows the grace period anyway".into()));
+                ctx.error(
+                    v.span,
+                    format!("unknown stop signal `{name}`"),
+                    format!("expected {}", known.join(", ")),
+                    Some("SIGKILL follows the grace period anyway".into()),
+                );
             }
         }
     }
@@ -245,7 +276,12 @@ fn stop(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
 /// `log max="1MiB"`.
 fn log(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
     let Some(v) = r.prop(ctx, "max") else {
-        ctx.error(ctx.name_span(r.node), "`log` needs max=", "missing max=", Some("write log max=\"1MiB\"".into()));
+        ctx.error(
+            ctx.name_span(r.node),
+            "`log` needs max=",
+            "missing max=",
+            Some("write log max=\"1MiB\"".into()),
+        );
         return;
     };
     let parsed = match &v.value {
@@ -255,7 +291,12 @@ fn log(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
     };
     match parsed {
         Some(n) if n >= MIN_LOG => s.log_max = n,
-        _ => ctx.error(v.span, "invalid `log max`", "a size of at least 4KiB", Some("write e.g. log max=\"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)".into())),
+        _ => ctx.error(
+            v.span,
+            "invalid `log max`",
+            "a size of at least 4KiB",
+            Some("write e.g. log max=\"1MiB\" (B, KB, KiB, MB, MiB, GB, GiB)".into()),
+        ),
     }
 }
 
@@ -270,7 +311,10 @@ pub(super) fn check(ctx: &mut Ctx<'_>, nodes: &[KdlNode], s: &Scenario) {
             ctx.name_span(node),
             "`server` needs a target URL",
             "the target is the embedded simulator",
-            Some("write the URL the server will listen on: target \"http://127.0.0.1:8000/v1\"".into()),
+            Some(
+                "write the URL the server will listen on: target \"http://127.0.0.1:8000/v1\""
+                    .into(),
+            ),
         );
     }
 }
@@ -313,7 +357,10 @@ mod tests {
 
     #[test]
     fn server_block_defaults_wait_for_the_model_list() {
-        let spec = parse("command \"infermeter\" \"sim\"").unwrap().server.unwrap();
+        let spec = parse("command \"infermeter\" \"sim\"")
+            .unwrap()
+            .server
+            .unwrap();
         assert_eq!(spec.ready, Readiness::Models);
         assert_eq!(spec.stop.signal, StopSignal::Sigterm);
         assert_eq!(spec.timeout.as_std(), crate::server::DEFAULT_TIMEOUT);
@@ -328,7 +375,10 @@ mod tests {
             ("command \"sh\"\nready path=\"health\"", "starts with /"),
             ("command \"sh\"\nlog max=\"1KB\"", "invalid `log max`"),
             ("command \"sh\"\nenv \"A\"", "has no value"),
-            ("command \"sh\"\ncwd \"no-such-dir-here\"", "is not a directory"),
+            (
+                "command \"sh\"\ncwd \"no-such-dir-here\"",
+                "is not a directory",
+            ),
             ("command \"./no-such-script.sh\"", "is not found"),
         ] {
             let e = parse(server).unwrap_err();

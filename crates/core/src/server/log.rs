@@ -135,10 +135,16 @@ impl Log {
             text.push_str(&l);
             text.push('\n');
         }
-        let written = s.file.write_all(text.as_bytes()).and_then(|()| s.file.flush());
+        let written = s
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| s.file.flush());
         match written {
             Ok(()) if !s.failed => Ok(()),
-            Ok(()) => Err(log_error(&s.path, std::io::Error::other("a line could not be written"))),
+            Ok(()) => Err(log_error(
+                &s.path,
+                std::io::Error::other("a line could not be written"),
+            )),
             Err(e) => Err(log_error(&s.path, e)),
         }
     }

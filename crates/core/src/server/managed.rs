@@ -130,6 +130,7 @@ fn spawn(spec: &ServerSpec, base: &Path, log: Arc<Log>) -> Result<Running, Serve
     let pid = child.id().unwrap_or_default();
     // Registered at once, so that no error path below leaves the group running.
     let group = Group::new(pid as i32);
+    log.note(&format!("started pid {pid}, process group {pid}"));
     let mut tasks = Vec::new();
     if let Some(out) = child.stdout.take() {
         let log = log.clone();
@@ -217,7 +218,10 @@ impl Running {
         let mut how = if by_itself { "exited" } else { "stopped" };
         if self.group.alive() {
             let sig = self.stop.signal;
-            self.log.note(&format!("sending {} to the server's process group", sig.name()));
+            self.log.note(&format!(
+                "sending {} to the server's process group",
+                sig.name()
+            ));
             self.group.signal(sig.number());
         }
         if !self.gone_within(grace).await {
@@ -235,11 +239,18 @@ impl Running {
         // (a daemon) may hold them longer, and the log does not wait for it.
         for task in std::mem::take(&mut self.tasks) {
             let aborter = task.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(2), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(2), task)
+                .await
+                .is_err()
+            {
                 aborter.abort();
             }
         }
-        let status = self.status.get().cloned().unwrap_or_else(|| "still running".into());
+        let status = self
+            .status
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "still running".into());
         Ended {
             by_itself,
             status,
