@@ -252,3 +252,58 @@ fn server_secret_passed_by_reference_is_masked_everywhere() {
     let (stdout, stderr) = text(&o);
     assert!(!stdout.contains(secret) && !stderr.contains(secret));
 }
+
+/// The pid `server.log`'s first line gives (`[infermeter: started pid N, …]`), once written.
+fn logged_pid(out: &Path) -> Option<i32> {
+    let log = std::fs::read_to_string(out.join("server.log")).ok()?;
+    let rest = log
+        .lines()
+        .next()?
+        .strip_prefix("[infermeter: started pid ")?;
+    rest.split(',').next()?.parse().ok()
+}
+
+#[test]
+fn server_is_stopped_when_the_run_is_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // Ready when its own banner is logged; its trace shows the stage's requests arriving.
+    let trace = dir.path().join("trace.jsonl");
+    let server = format!(
+        "command \"sh\" \"-c\" \"exec {} --trace {}\"\nready log=\"listening on\"\nstop grace=\"5s\"",
+        sim_line(port),
+        trace.display()
+    );
+    let path = with_server(dir.path(), port, &server, "duration \"10m\";");
+    let out = dir.path().join("out");
+    let child = crate::support::spawn_run(&path, &out, &["--no-plots"]);
+    crate::support::wait_for(60, "the server is ready and the stage runs", || {
+        std::fs::metadata(&trace).is_ok_and(|m| m.len() > 0)
+    });
+    let pid = logged_pid(&out).expect("server.log names the pid");
+    assert!(alive(pid));
+    crate::support::signal(&child, libc::SIGTERM);
+    let o = crate::support::wait_bounded(child, 60, "an interrupted run with a server");
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    gone(pid, "the server is stopped when the run is interrupted");
+    let r = crate::support::results(&out);
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(
+        r["provenance"]["started_server"]["stopped"], "stopped",
+        "{r}"
+    );
+}
+
+#[test]
+fn server_ready_on_a_health_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = format!(
+        "command \"infermeter\" \"sim\" \"--listen\" \"127.0.0.1:{port}\" \"--model\" \"sim-model\"\nready path=\"/health\""
+    );
+    let path = with_server(dir.path(), port, &server, "requests 5;");
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    gone(server_pid(&out), "the server is stopped after the run");
+}

@@ -67,6 +67,9 @@ pub(super) async fn until_ready(ready: &Readiness, target: &Target, log: &Log, l
 
 /// Polls `GET url` until it answers 2xx.
 async fn path_answers(url: &str, note: &dyn Fn(String)) {
+    // reqwest is built without a default TLS provider: the process installs one, as
+    // `wait_ready` does (an https target).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let Ok(http) = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .build()
