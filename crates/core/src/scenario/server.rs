@@ -180,7 +180,10 @@ fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
                     v.span,
                     format!("`{name}` looks like a secret: pass it by reference, not its value"),
                     "a secret does not belong in a scenario file",
-                    Some(format!("write env \"{name}\" env=\"{name}\": the value comes from infermeter's own environment")),
+                    Some(format!(
+                        "write env \"{name}\" env=\"{name}\": the value comes from \
+                         infermeter's own environment"
+                    )),
                 );
                 return;
             }
@@ -195,7 +198,15 @@ fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
             None
         }
         (None, None) => {
-            ctx.error(span, format!("`env \"{name}\"` has no value"), "missing value", Some(format!("write env \"{name}\" \"VALUE\", or env \"{name}\" env=\"VARIABLE\" to pass infermeter's own")));
+            ctx.error(
+                span,
+                format!("`env \"{name}\"` has no value"),
+                "missing value",
+                Some(format!(
+                    "write env \"{name}\" \"VALUE\", or env \"{name}\" env=\"VARIABLE\" to pass \
+                     infermeter's own"
+                )),
+            );
             None
         }
     };
