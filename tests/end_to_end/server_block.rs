@@ -118,10 +118,14 @@ fn server_never_ready_times_out_and_leaves_no_process() {
 fn server_dying_mid_run_fails_it_with_its_last_lines_and_keeps_the_results() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    // The simulator serves a while, then the wrapper kills it and exits as a crashed engine.
+    // The simulator serves until its trace shows a finished request (the run is under way,
+    // however slow the machine), then the wrapper kills it and exits as a crashed engine.
+    let trace = dir.path().join("trace.jsonl");
     let server = format!(
-        "command \"sh\" \"-c\" \"{} & sleep 5; echo 'engine crashed: CUDA error' >&2; kill -9 $!; exit 9\"\ntimeout \"60s\"",
-        sim_line(port)
+        "command \"sh\" \"-c\" \"{} --trace {t} & while [ ! -s {t} ]; do sleep 0.1; done; \
+         echo 'engine crashed: CUDA error' >&2; kill -9 $!; exit 9\"\ntimeout \"60s\"",
+        sim_line(port),
+        t = trace.display()
     );
     let path = with_server(dir.path(), port, &server, "duration \"10m\";");
     let out = dir.path().join("out");
