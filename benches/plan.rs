@@ -101,6 +101,7 @@ fn scenario() -> Scenario {
         goodput: None,
         report: ReportSpec::default(),
         telemetry: None,
+        server: None,
     }
 }
 

@@ -54,6 +54,20 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     outln!("results: {}", dir.join(Output::Results.name()).display());
     outln!("report:  {}", dir.join(Output::Report.name()).display());
     outln!("page:    {}", dir.join(Output::Html.name()).display());
+    if let Some(s) = report
+        .results
+        .provenance
+        .as_ref()
+        .and_then(|p| p.started_server.as_ref())
+    {
+        outln!(
+            "server:  {} (ready in {:.1} s, {}; log {})",
+            s.command.join(" "),
+            s.startup_ms / 1e3,
+            s.stopped,
+            dir.join(app::SERVER_LOG).display()
+        );
+    }
     let (Some(shard), Some(s)) = (shard, settings.shard) else {
         return report.check();
     };

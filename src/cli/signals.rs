@@ -33,6 +33,8 @@ pub fn interrupt_on_signals() -> CancellationToken {
                 };
                 if cancel.is_cancelled() {
                     errln!("interrupted again ({name}): exiting now");
+                    // An exit runs no destructors: the run's own server is killed here.
+                    crate::app::kill_started_servers();
                     std::process::exit(crate::error::Error::Interrupted.exit_code());
                 }
                 errln!("interrupted ({name}): stopping, waiting briefly for in-flight requests…");

@@ -41,6 +41,9 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 for url in &v.servers {
                     outln!("{}", needs_server(url));
                 }
+                if let Some(command) = &v.starts {
+                    outln!("server  started by the run: {}", command.join(" "));
+                }
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }

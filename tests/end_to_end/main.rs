@@ -59,6 +59,7 @@ mod run_interrupt;
 mod run_outputs;
 mod run_signals;
 mod scenario_cli;
+mod server_block;
 mod sessions;
 mod shipped_scenarios;
 mod steady_state;

@@ -19,6 +19,7 @@ use crate::results::ResultsError;
 use crate::runner::{RunError, RunProblem, Unsynchronised};
 use crate::scaffold::ScaffoldError;
 use crate::scenario::ScenarioError;
+use crate::server::ServerError;
 use crate::sim::SimError;
 use crate::sla::Abort;
 
@@ -124,6 +125,11 @@ pub enum Error {
     #[error(transparent)]
     Hub(Box<HubError>),
 
+    /// The server the scenario's `server` block starts failed: it could not start, was not
+    /// ready in time, or exited during the run (with its last log lines).
+    #[error(transparent)]
+    Server(#[from] crate::server::ServerError),
+
     /// The server never became ready (`infermeter wait`).
     #[error(transparent)]
     Wait(#[from] WaitError),
@@ -215,6 +221,8 @@ impl Error {
             | Error::Merge(_)
             | Error::K8s(_) => exit::INVALID,
             Error::Hub(e) if matches!(**e, HubError::BadUri { .. }) => exit::INVALID,
+            // Knowable before starting anything, as `validate` knows it.
+            Error::Server(ServerError::NotFound { .. }) => exit::INVALID,
             Error::Sim(SimError::Config(_))
             | Error::Report(ReportError::Template { .. } | ReportError::RequestRow { .. })
             | Error::Wait(WaitError::BadUrl { .. })
@@ -227,6 +235,7 @@ impl Error {
             | Error::Sim(_)
             | Error::Hub(_)
             | Error::Wait(_)
+            | Error::Server(_)
             | Error::Interrupted
             | Error::Incomplete { .. }
             | Error::Unsynchronised(_)

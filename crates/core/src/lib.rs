@@ -23,6 +23,7 @@ pub mod results;
 pub mod runner;
 pub mod scaffold;
 pub mod scenario;
+pub mod server;
 pub mod shard;
 pub mod sla;
 pub mod telemetry;

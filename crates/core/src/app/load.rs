@@ -68,7 +68,8 @@ pub fn load_scenario(
 
 /// Registers every secret the scenario holds or names: the value of each param named like a
 /// secret (or marked `secret=#true`), each secret-named header's value, the API key's
-/// variable's value, the target URL's credentials and secret query values.
+/// variable's value, the server's variables given by reference, the target URL's credentials
+/// and secret query values.
 fn register_secrets(scenario: &Scenario) {
     use crate::redact;
     for (name, value) in &scenario.params {
@@ -84,6 +85,12 @@ fn register_secrets(scenario: &Scenario) {
     }
     if let Some(var) = &request.api_key_env {
         redact::register_env(var);
+    }
+    // What the server is given by reference is a secret, wherever the server writes it.
+    for e in scenario.server.iter().flat_map(|s| &s.env) {
+        if let crate::server::EnvValue::FromEnv(var) = &e.value {
+            redact::register_env(var);
+        }
     }
     match &scenario.target.endpoint {
         Endpoint::Url(url) => redact::register_url(&url.value),

@@ -34,12 +34,14 @@ mod plan;
 mod provenance;
 mod run;
 mod saved;
+mod server;
 mod settings;
 mod setup;
 mod token;
 mod trace_import;
 
 pub use crate::error::Error;
+pub use crate::server::kill_all as kill_started_servers;
 pub use compare::{
     CompareFormat, CompareReport, CompareSettings, Tolerance, UndecidedAs, compare_results,
 };
@@ -58,6 +60,7 @@ pub use plan::{
 pub use provenance::{build_commit, set_build_commit};
 pub use run::run_scenario;
 pub use saved::{RenderSettings, convert_saved, read_template, render_saved, write_text};
+pub use server::SERVER_LOG;
 pub use settings::RunSettings;
 pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
 pub use token::{CoordinatorToken, coordinator_token, shard_token};

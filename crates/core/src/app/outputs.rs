@@ -222,12 +222,14 @@ pub(super) fn mark_stale(dir: &Path, why: &Error) {
     }
 }
 
-/// The files of `dir` that a run starting over it removes.
+/// The files of `dir` that a run starting over it removes: an earlier server's log too (a
+/// run with a `server` block writes its own).
 fn removed_when_stale(dir: &Path) -> Vec<PathBuf> {
     OUTPUTS
         .iter()
         .filter(|f| f.stale == Stale::Removed)
         .map(|f| dir.join(f.name))
+        .chain([dir.join(super::server::SERVER_LOG)])
         .collect()
 }
 

@@ -95,8 +95,10 @@ pub struct Validated {
     /// What each assertion needs to be decided, against what its stage sends.
     pub needs: Needs,
     /// The servers the run needs up, outside infermeter (none for the embedded simulator),
-    /// with credentials masked.
+    /// with credentials masked: none when the scenario starts its own.
     pub servers: Vec<String>,
+    /// The command the scenario's `server` block starts (secrets masked), when it has one.
+    pub starts: Option<Vec<String>>,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -115,12 +117,19 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
         missing_baseline: inputs.missing_baseline,
         needs: Needs::of(&scenario, &plan),
         servers: outside_servers(&scenario),
+        starts: scenario
+            .server
+            .as_ref()
+            .map(|s| crate::redact::command_line(&s.command)),
     })
 }
 
 /// The base URLs of a target that is not the embedded simulator, masked for printing.
 fn outside_servers(scenario: &crate::scenario::Scenario) -> Vec<String> {
     use crate::scenario::Endpoint;
+    if scenario.server.is_some() {
+        return Vec::new();
+    }
     let urls: Vec<&str> = match &scenario.target.endpoint {
         Endpoint::Sim(_) => Vec::new(),
         Endpoint::Url(u) => vec![u.value.as_str()],

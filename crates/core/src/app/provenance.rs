@@ -66,6 +66,7 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
         server: g
             .server
             .filter(|i| i.server_header.is_some() || !i.endpoints.is_empty()),
+        started_server: None,
     }
 }
 

@@ -66,7 +66,7 @@ fn run_marked(
             intervals: true,
         },
     };
-    let output = execute(&p, settings, &observer, &cx)?;
+    let (output, server) = execute(&p, settings, &observer, &cx)?;
     let mut results = assemble(&p.plan, &output, &cx, p.policy);
     results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
         scenario: &p.scenario,
@@ -87,7 +87,8 @@ fn run_marked(
             observer.warning(&format!("telemetry: {w}"));
         }
     }
-    Ok(write(p, settings, results, output))
+    let failures = super::server::record(&mut results, server);
+    Ok(write(p, settings, results, output, failures))
 }
 
 /// A run's scenario and plan and what it reads besides, checked, with its outputs settled
@@ -179,13 +180,15 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
 }
 
 /// Runs the plan on a runtime of its own (on `--cpus`' CPUs, idle CPUs polling with
-/// `--poll-idle`). A run that could not be carried out leaves its placeholder saying why.
+/// `--poll-idle`), around the scenario's own server when it has one (started before, stopped
+/// after, whatever happened between). A run that could not be carried out leaves its
+/// placeholder saying why.
 fn execute(
     p: &Prepared,
     settings: &RunSettings,
     observer: &Arc<dyn Observer>,
     cx: &sla::Context<'_>,
-) -> Result<RunOutput, Error> {
+) -> Result<(RunOutput, Option<crate::server::Stopped>), Error> {
     // Before the runtime's threads start: they inherit the mask.
     let cpus = match &settings.cpus {
         Some(spec) => Some(runner::restrict_cpus(spec).map_err(|e| {
@@ -230,15 +233,23 @@ fn execute(
         test_steal_share: test_steal_share(),
     };
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
-    let output = runtime.block_on(runner::run(p.plan.clone(), opts, &mut after_stage));
+    let output = runtime.block_on(async {
+        let mut opts = opts;
+        let server = super::server::start(&p.scenario, &p.outputs.dir, &opts.interrupt).await?;
+        if let Some((_, stop)) = &server {
+            opts.interrupt = stop.clone();
+        }
+        let output = runner::run(p.plan.clone(), opts, &mut after_stage).await;
+        let stopped = super::server::finish(server).await;
+        Ok::<_, Error>((output?, stopped))
+    });
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(poll_idle);
-    output.map_err(|e| {
+    output.inspect_err(|e| {
         // The placeholder stays incomplete, now saying why.
         let mut failed = placeholder(&p.plan);
-        failed.error = Some(crate::redact::secrets(&crate::error::chain(&e)).into_owned());
+        failed.error = Some(crate::redact::secrets(&crate::error::chain(e)).into_owned());
         let _ = write_results(&failed, &p.outputs.path(Output::Results));
-        e.into()
     })
 }
 
@@ -289,8 +300,10 @@ fn write(
     settings: &RunSettings,
     mut results: Results,
     output: RunOutput,
+    server_failures: Vec<Error>,
 ) -> RunReport {
     let mut failures: Vec<Error> = output.problems.into_iter().map(Error::from).collect();
+    failures.extend(server_failures);
     let against = p.baseline.as_ref().map(|b| {
         let mut tolerances = report::Tolerances::new(p.scenario.report.tolerance.unwrap_or(0.05));
         tolerances.metrics = p.scenario.report.tolerances.clone();

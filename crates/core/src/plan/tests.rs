@@ -89,6 +89,7 @@ pub(crate) fn scenario() -> Scenario {
         rounds: 1,
         goodput: None,
         telemetry: None,
+        server: None,
         report: ReportSpec::default(),
     }
 }

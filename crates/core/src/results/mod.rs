@@ -17,7 +17,7 @@ pub use file::{
     write_results,
 };
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
-pub use provenance::{BuildInfo, HostInfo, Provenance};
+pub use provenance::{BuildInfo, HostInfo, Provenance, StartedServer};
 pub use schema::json_schema;
 pub use shards::{ShardRecord, ShardStart, Sharding};
 pub use validate::{Inconsistent, MAX_COUNT, Problem, validate};

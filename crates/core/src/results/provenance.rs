@@ -38,6 +38,9 @@ pub struct Provenance {
     /// What the target said about itself; absent when nothing answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerInfo>,
+    /// The server the scenario's `server` block started for the run; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_server: Option<StartedServer>,
 }
 
 /// The build of infermeter that ran.
@@ -64,4 +67,19 @@ pub struct HostInfo {
     pub os: String,
     /// `x86_64`, `aarch64`.
     pub arch: String,
+}
+
+/// What a run records of the server it started (`provenance.started_server` in results.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StartedServer {
+    /// The program and its arguments as started, secrets masked.
+    pub command: Vec<String>,
+    /// The leader's process id (its process group's too).
+    pub pid: u32,
+    /// From the start to ready, in milliseconds.
+    pub startup_ms: f64,
+    /// How it stopped: `exited` (by itself, during the run), `stopped` (by the stop
+    /// signal), `killed` (SIGKILL after the grace period).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stopped: String,
 }

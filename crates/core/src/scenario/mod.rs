@@ -23,6 +23,7 @@ mod refs;
 mod report;
 mod route;
 mod schema;
+mod server;
 mod session;
 mod session_state;
 mod settings;

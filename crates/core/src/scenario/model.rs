@@ -80,6 +80,9 @@ pub struct Scenario {
     pub report: ReportSpec,
     /// `telemetry { … }`: GPU and server sources sampled during the run.
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+    /// `server { … }`: the server infermeter starts before the run and stops after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server::ServerSpec>,
 }
 
 /// Where requests go.

@@ -54,6 +54,9 @@ const TOP: &[Setting<Block<TopLevel>>] = &[
         }
     }),
     Setting::once("report", |ctx, node, top| top.s.report = report(ctx, node)),
+    Setting::once("server", |ctx, node, top| {
+        top.s.server = super::server::parse(ctx, node)
+    }),
     Setting::once("telemetry", |ctx, node, top| {
         let out = telemetry::parse(ctx, node);
         top.sim_metric_refs = out.sim_refs;
@@ -184,6 +187,7 @@ fn empty_scenario(ctx: &Ctx<'_>, source: Source) -> Scenario {
         goodput: None,
         report: ReportSpec::default(),
         telemetry: None,
+        server: None,
     }
 }
 
@@ -269,6 +273,7 @@ impl TopLevel {
         super::labels::check_selectors(ctx, &s);
         telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
         super::session_state::check_state(ctx, nodes, &s.target);
+        super::server::check(ctx, nodes, &s);
         s
     }
 }

@@ -469,7 +469,7 @@ fn max_event_size_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Tar
 
 /// Why a `max-event-size` is not a size.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-enum SizeError {
+pub(super) enum SizeError {
     #[error("must be positive")]
     Negative,
     #[error("expected a size like \"1MiB\" or a number of bytes")]
@@ -483,7 +483,7 @@ enum SizeError {
 }
 
 /// `"1MiB"`, `"512KiB"`, `"64KB"`, `"2048"`: a byte count with an optional unit.
-fn parse_size(text: &str) -> Result<u64, SizeError> {
+pub(super) fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
