@@ -70,5 +70,6 @@ mod tool_hostile;
 mod tool_kept;
 mod tool_results;
 mod until_decided;
+mod validate_needs;
 mod warmup_run;
 mod workloads;
