@@ -506,6 +506,14 @@ fn weigh_flags(
             Some(n) => format!("{n}; {sentence}"),
             None => sentence,
         }),
+        // A trusted stage's loop stall: no flag to name.
+        // (The summary says "undecided:" before the note already.)
+        _ if stage.validity.trusted && weighed.outcome != numbers => Some(format!(
+            "stage trusted, but its reads may be late: {}; its numbers would say {}",
+            sentence.strip_prefix("undecided: ").unwrap_or(&sentence),
+            numbers.as_str()
+        )),
+        _ if stage.validity.trusted => Some(sentence),
         // The reasons in full are the stage's, said once with it; here only their names.
         _ if weighed.outcome == SlaOutcome::Inconclusive => Some(format!(
             "stage untrusted ({}): {sentence}; its numbers would say {}",

@@ -41,6 +41,12 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
         outcome: n.outcome,
         basis,
     };
+    // A trusted stage's client may still have read late: its loop's stalls, bounded.
+    if stage.validity.trusted
+        && let Some(w) = super::stall::weigh_stall(n, policy)
+    {
+        return w;
+    }
     // Send lag measures the client itself: no flag distorts it.
     if stage.validity.trusted
         || n.outcome == SlaOutcome::Inconclusive
@@ -125,7 +131,7 @@ fn load_bound(n: &Numbers<'_>, flag: &FlagKind) -> Option<Basis> {
 }
 
 /// Which way the value must have been pushed to reach `outcome` under `op`.
-fn toward(op: Op, outcome: SlaOutcome) -> Moves {
+pub(super) fn toward(op: Op, outcome: SlaOutcome) -> Moves {
     let pass = outcome == SlaOutcome::Pass;
     match op {
         Op::Lt | Op::Le => Moves {
@@ -145,7 +151,7 @@ fn toward(op: Op, outcome: SlaOutcome) -> Moves {
 
 /// A failure only the client's delay could have produced: decided on what remains once what
 /// the client may have added is taken off.
-fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
+pub(super) fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
     let (metric, agg, op) = (n.assertion.metric, n.assertion.aggregation, n.assertion.op);
     let confidence = policy.confidence;
     let point = |s: Spread| {
