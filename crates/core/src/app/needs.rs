@@ -16,42 +16,8 @@ use crate::stats::{Build, sequence_tuning};
 mod reach;
 mod words;
 
-pub use reach::{Reach, Standing};
+pub use reach::{AssertionNeed, Reach, Standing};
 pub use words::warning;
-
-/// One assertion on one stage (or one point of a sweep): what it needs, and what the stage
-/// sends toward it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AssertionNeed {
-    /// The stage as the scenario names it (a sweep's or search's stage, not its points).
-    pub stage: String,
-    /// The sweep point the row is about (`profile@10rps`), each judged on its own requests.
-    pub point: Option<String>,
-    /// The assertion as written.
-    pub assertion: String,
-    pub need: Need,
-    /// What the stage (or point) sends toward it.
-    pub reach: Reach,
-    /// Judged on the stage's confidence sequence (`until-decided`), which needs more.
-    pub sequential: bool,
-}
-
-impl AssertionNeed {
-    /// How what the stage sends stands against what the assertion needs to pass.
-    pub fn standing(&self) -> Standing {
-        match self.need {
-            Need::Requests(n) => self.reach.standing(n),
-            Need::Never => Standing::TooFew,
-            Need::OnValue => Standing::Enough,
-        }
-    }
-
-    /// The stage (or some of a search's answers) cannot send what the assertion needs to
-    /// pass: a warning is due.
-    pub fn short(&self) -> bool {
-        matches!(self.standing(), Standing::TooFew | Standing::Below(_))
-    }
-}
 
 /// Every assertion's need on every stage it applies to, at the scenario's confidence.
 #[derive(Debug, Clone, PartialEq, Default)]

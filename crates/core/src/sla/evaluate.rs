@@ -485,16 +485,20 @@ fn weigh_flags(
     verdict: &mut SlaVerdict,
 ) {
     let numbers = verdict.outcome;
-    let weighed = super::trust::weigh(
-        &super::trust::Numbers {
-            assertion,
-            stage,
-            observed: verdict.observed,
-            threshold: verdict.threshold,
-            outcome: numbers,
-        },
-        &cx.policy,
-    );
+    let n = super::trust::Numbers {
+        assertion,
+        stage,
+        observed: verdict.observed,
+        threshold: verdict.threshold,
+        outcome: numbers,
+    };
+    // A trusted stage's client may still have read late: its loop's stalls, bounded.
+    let stalled = stage
+        .validity
+        .trusted
+        .then(|| super::stall::weigh_stall(&n, &cx.policy))
+        .flatten();
+    let weighed = stalled.unwrap_or_else(|| super::trust::weigh(&n, &cx.policy));
     if weighed.outcome != numbers {
         verdict.more = None;
     }

@@ -41,12 +41,6 @@ pub(super) fn weigh(n: &Numbers<'_>, policy: &Policy) -> Weighed {
         outcome: n.outcome,
         basis,
     };
-    // A trusted stage's client may still have read late: its loop's stalls, bounded.
-    if stage.validity.trusted
-        && let Some(w) = super::stall::weigh_stall(n, policy)
-    {
-        return w;
-    }
     // Send lag measures the client itself: no flag distorts it.
     if stage.validity.trusted
         || n.outcome == SlaOutcome::Inconclusive

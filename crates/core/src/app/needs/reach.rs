@@ -1,12 +1,48 @@
 //! What a stage plans to give an assertion to be decided on: the requests of a plain stage or
 //! a sweep point (a session's turns counted, since every turn is a request), the rounds of a
 //! stage run in rounds (judged across them), or the probes of a search (a rate search's
-//! answer is judged on its answer probe, which sends about rate × probe length requests).
+//! answer is judged on its answer probe, which sends about rate × probe length requests); and
+//! one row of the table, an assertion's need against its stage's reach ([`AssertionNeed`]).
 
 use crate::arrival::SearchAxis;
 use crate::dataset::DatasetSource;
 use crate::plan::{Load, Plan, StagePlan};
+use crate::sla::Need;
 use crate::stats::rounds_median;
+
+/// One assertion on one stage (or one point of a sweep): what it needs, and what the stage
+/// sends toward it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssertionNeed {
+    /// The stage as the scenario names it (a sweep's or search's stage, not its points).
+    pub stage: String,
+    /// The sweep point the row is about (`profile@10rps`), each judged on its own requests.
+    pub point: Option<String>,
+    /// The assertion as written.
+    pub assertion: String,
+    pub need: Need,
+    /// What the stage (or point) sends toward it.
+    pub reach: Reach,
+    /// Judged on the stage's confidence sequence (`until-decided`), which needs more.
+    pub sequential: bool,
+}
+
+impl AssertionNeed {
+    /// How what the stage sends stands against what the assertion needs to pass.
+    pub fn standing(&self) -> Standing {
+        match self.need {
+            Need::Requests(n) => self.reach.standing(n),
+            Need::Never => Standing::TooFew,
+            Need::OnValue => Standing::Enough,
+        }
+    }
+
+    /// The stage (or some of a search's answers) cannot send what the assertion needs to
+    /// pass: a warning is due.
+    pub fn short(&self) -> bool {
+        matches!(self.standing(), Standing::TooFew | Standing::Below(_))
+    }
+}
 
 /// What one stage (or one sweep point) sends toward an assertion.
 #[derive(Debug, Clone, Copy, PartialEq)]

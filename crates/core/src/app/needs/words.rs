@@ -3,7 +3,7 @@
 //! of stage (`until-decided` is refused on sweeps, searches, sessions and rounds, so it is
 //! offered only to a plain stage).
 
-use super::{AssertionNeed, Reach, Standing};
+use super::reach::{AssertionNeed, Reach, Standing};
 use crate::escape::terminal as t;
 use crate::sla::Need;
 
