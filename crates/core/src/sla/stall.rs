@@ -107,3 +107,63 @@ fn shifted(spread: Spread, by: f64) -> Spread {
         Spread::Point => Spread::Point,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{LoopDelay, StageSummary};
+
+    /// A trusted stage whose loop's longest delay was `stall_ms`, judged on values alone.
+    fn weigh(expr: &str, observed: f64, outcome: SlaOutcome, stall_ms: f64) -> Option<Weighed> {
+        let assertion: super::super::grammar::Assertion = expr.parse().unwrap();
+        let mut stage = StageSummary::default();
+        stage.validity.trusted = true;
+        stage.client.loop_delay_ms = Some(LoopDelay {
+            p50: 0.1,
+            p99: 1.0,
+            max: stall_ms,
+            samples: 1_000,
+        });
+        let threshold = match assertion.threshold {
+            super::super::grammar::Threshold::Absolute(t) => t,
+            super::super::grammar::Threshold::Baseline { .. } => unreachable!(),
+        };
+        let n = Numbers {
+            assertion: &assertion,
+            stage: &stage,
+            observed,
+            threshold,
+            outcome,
+        };
+        let policy = Policy {
+            intervals: false,
+            ..Policy::default()
+        };
+        weigh_stall(&n, &policy)
+    }
+
+    #[test]
+    fn a_pass_a_late_read_could_have_made_is_undecided_only_within_the_stall() {
+        // ITL 20 ms under 100 ms: a 150 ms stall (152 ms with the probe's period) could hide it.
+        let w = weigh("itl.p50 < 100ms", 20.0, SlaOutcome::Pass, 150.0).expect("weighed");
+        assert_eq!(w.outcome, SlaOutcome::Inconclusive);
+        assert!(
+            matches!(w.basis, Basis::ReadStall { stall_ms, margin }
+                if (stall_ms - 152.0).abs() < 1e-9 && (margin - 80.0).abs() < 1e-9),
+            "{:?}",
+            w.basis
+        );
+        // A stall small against the margin changes nothing.
+        assert!(weigh("itl.p50 < 100ms", 20.0, SlaOutcome::Pass, 5.0).is_none());
+        // A latency over a floor: a late read only adds, so it could have made that pass.
+        let w = weigh("ttft.p50 > 10ms", 40.0, SlaOutcome::Pass, 100.0).expect("weighed");
+        assert_eq!(w.outcome, SlaOutcome::Inconclusive);
+    }
+
+    #[test]
+    fn a_late_read_cannot_make_a_latency_pass_under_its_limit() {
+        assert!(weigh("ttft.p95 < 50ms", 49.0, SlaOutcome::Pass, 500.0).is_none());
+        // Nor is a count touched.
+        assert!(weigh("error_rate < 1%", 0.5, SlaOutcome::Pass, 500.0).is_none());
+    }
+}
