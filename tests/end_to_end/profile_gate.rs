@@ -117,3 +117,46 @@ fn the_curve_assertion_fails_the_run_and_every_point_gates_when_asked() {
     let r = results(&out);
     assert!(verdicts_on(&r, "capacity@400rps")[0].get("gates").is_none());
 }
+
+/// A search whose probes are too short for its answer to be decided: every probe passes on
+/// its values (that steers the search), the gate leaves the answer undecided (exit 4), and
+/// no view calls the answer a pass or an SLA-compliant maximum, nor does `sla_max_rate`.
+#[test]
+fn a_search_answer_the_gate_leaves_undecided_is_marked_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = scenario(
+        dir.path(),
+        "search.kdl",
+        r#"
+scenario "undecided-search"
+target "sim" { timeout "10s"; decode-base "2ms"; }
+dataset "d" { synthetic { input-tokens 8; output-tokens 4; } }
+stage "s" {
+    dataset "d"
+    search { rate from=2 to=4; probe "2s"; max-probes 3; }
+    sla { assert "ttft.p95 < 30s"; assert "sla_max_rate >= 3 req/s"; }
+}
+"#,
+    );
+    let out = dir.path().join("out");
+    let o = run(&kdl, &out, &["--untrusted", "judge"]);
+    assert_eq!(o.status.code(), Some(4), "{}", describe(&o));
+    let r = results(&out);
+    let on = verdicts_on(&r, "s");
+    assert_eq!(on[0]["outcome"], "inconclusive", "{}", on[0]);
+    // The curve reads the answer as the gate judged it: at most 4 req/s, none shown.
+    assert_eq!(on[1]["expr"], "sla_max_rate >= 3 req/s");
+    assert_eq!(on[1]["outcome"], "inconclusive", "{}", on[1]);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("SLA-compliant maximum not shown: no point decided to pass (up to 4 req/s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 ?"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 4.0 "))
+        .unwrap_or_else(|| panic!("no 4 req/s row:\n{md}"));
+    assert!(row.contains("| ❔ |"), "{row}");
+}

@@ -52,7 +52,7 @@ pub use distributed::{
 pub use inputs::ReportInputs;
 pub use k8s::{manifest_name, write_manifests};
 pub use load::{TargetOverride, load_scenario};
-pub use needs::{AssertionNeed, Needs, warning as need_warning};
+pub use needs::{AssertionNeed, Needs, Reach, Standing, warning as need_warning};
 pub use outcome::{Outcome, RunReport};
 pub use plan::{
     PlanFormat, Validated, compile_plan, compile_plan_with_needs, validate, write_plan,

@@ -7,35 +7,17 @@
 use std::fmt;
 
 use crate::escape::terminal as t;
-use crate::plan::{Load, Plan, StagePlan};
+use crate::metrics::PointKind;
+use crate::plan::{Plan, StagePlan};
 use crate::scenario::Scenario;
-use crate::sla::{Need, Policy, fewest_to_pass};
+use crate::sla::{Need, Policy, ScopedAssertion, fewest_to_pass};
 use crate::stats::{Build, sequence_tuning};
 
-/// One assertion on one stage: what it needs, and what the stage sends.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AssertionNeed {
-    pub stage: String,
-    /// The assertion as written.
-    pub assertion: String,
-    pub need: Need,
-    /// The most requests the stage sends (its count, or an `until-decided` stage's maximum);
-    /// `None` for a closed loop bounded only by time.
-    pub planned: Option<u64>,
-    /// Judged on the stage's confidence sequence (`until-decided`), which needs more.
-    pub sequential: bool,
-}
+mod reach;
+mod words;
 
-impl AssertionNeed {
-    /// The stage cannot send what the assertion needs to pass.
-    pub fn short(&self) -> bool {
-        match self.need {
-            Need::Requests(n) => self.planned.is_some_and(|p| p < n),
-            Need::Never => true,
-            Need::OnValue => false,
-        }
-    }
-}
+pub use reach::{AssertionNeed, Reach, Standing};
+pub use words::warning;
 
 /// Every assertion's need on every stage it applies to, at the scenario's confidence.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -45,8 +27,9 @@ pub struct Needs {
 }
 
 impl Needs {
-    /// The needs of `plan`'s assertions, at `scenario`'s confidence. Stages run in rounds are
-    /// judged across their rounds, and searches probe as they go: neither is listed.
+    /// The needs of `plan`'s assertions, at `scenario`'s confidence: on every stage, every
+    /// point of a sweep, a stage run in rounds (across its rounds) and a search (on the
+    /// answer probe its SLA is judged on).
     pub fn of(scenario: &Scenario, plan: &Plan) -> Needs {
         let confidence = scenario
             .sla_policy
@@ -55,7 +38,6 @@ impl Needs {
         let rows = plan
             .stages
             .iter()
-            .filter(|s| s.rounds < 2 && !matches!(s.load, Load::Search(_)))
             .flat_map(|stage| stage_needs(plan, stage, confidence))
             .collect();
         Needs { confidence, rows }
@@ -67,22 +49,47 @@ impl Needs {
     }
 }
 
+/// The sweep `stage` is a point of, if any.
+fn sweep_of(stage: &StagePlan) -> Option<&str> {
+    stage
+        .profile
+        .as_ref()
+        .filter(|p| p.kind == PointKind::Sweep)
+        .map(|p| p.group.as_str())
+}
+
+/// Whether `a` is judged on `stage`: scenario-level ones on every stage, a stage's own on it,
+/// a sweep's on each of its points.
+fn applies(a: &ScopedAssertion, stage: &StagePlan) -> bool {
+    match &a.stage {
+        None => true,
+        Some(s) => s == &stage.name || sweep_of(stage) == Some(s.as_str()),
+    }
+}
+
 fn stage_needs(plan: &Plan, stage: &StagePlan, confidence: f64) -> Vec<AssertionNeed> {
-    let planned = stage.request_count();
+    let reach = Reach::of(plan, stage, confidence);
     let build = match stage.until_decided {
         Some(rule) => Build::Sequential {
-            tuned_for: sequence_tuning(rule.min_requests, planned),
+            tuned_for: sequence_tuning(rule.min_requests, stage.request_count()),
         },
         None => Build::Fixed,
     };
+    let (name, point) = match sweep_of(stage) {
+        Some(group) => (group.to_string(), Some(stage.name.clone())),
+        None => (stage.name.clone(), None),
+    };
     plan.sla
         .iter()
-        .filter(|a| a.stage.as_ref().is_none_or(|s| s == &stage.name))
+        .filter(|a| applies(a, stage))
+        // A curve figure (`sla_max_rate`) is read off the points' verdicts, not counted.
+        .filter(|a| a.assertion.metric.curve().is_none())
         .map(|a| AssertionNeed {
-            stage: stage.name.clone(),
+            stage: name.clone(),
+            point: point.clone(),
             assertion: a.assertion.to_string(),
             need: fewest_to_pass(&a.assertion, confidence, build),
-            planned,
+            reach,
             sequential: stage.until_decided.is_some(),
         })
         .collect()
@@ -112,41 +119,15 @@ impl fmt::Display for Needs {
                 Need::OnValue => "   any".to_string(),
                 Need::Never => " never".to_string(),
             };
-            // The stage's name is the scenario's: shown escaped, on its line.
-            let stage = t(&r.stage);
-            let sends = match r.planned {
-                Some(n) if r.sequential => format!("stage `{stage}` sends at most {n}"),
-                Some(n) => format!("stage `{stage}` sends {n}"),
-                None => format!("stage `{stage}` sends for a duration"),
-            };
-            let verdict = if r.short() { "TOO FEW" } else { "ok" };
             writeln!(
                 f,
-                "  {:<width$}  {need}   {sends}: {verdict}",
-                t(&r.assertion)
+                "  {:<width$}  {need}   {}: {}",
+                t(&r.assertion),
+                words::sends(r),
+                words::standing(r)
             )?;
         }
         Ok(())
-    }
-}
-
-/// The warning for one row that cannot be decided, with its fix.
-pub fn warning(row: &AssertionNeed) -> String {
-    match (row.need, row.planned) {
-        (Need::Never, _) => format!(
-            "`{}` on stage `{}`: no number of requests can show it holds; loosen the threshold",
-            t(&row.assertion),
-            t(&row.stage)
-        ),
-        (Need::Requests(n), Some(p)) => format!(
-            "`{}` on stage `{}`: the stage sends {p} requests, and it needs at least {n} to \
-             pass, so it can fail but never pass; send {n} or more, or let it send until \
-             decided (`requests {p} until-decided max={}`, docs/sla.md)",
-            t(&row.assertion),
-            t(&row.stage),
-            ((n * 4).div_ceil(100) * 100).max(p),
-        ),
-        _ => String::new(),
     }
 }
 
@@ -211,5 +192,116 @@ mod tests {
             matches!(r.need, Need::Requests(k) if k > 381 && k < 5_000),
             "{r:?}"
         );
+    }
+    /// The (assertion, point, standing) of every row.
+    fn standings(n: &Needs) -> Vec<(String, Option<String>, Standing)> {
+        n.rows
+            .iter()
+            .map(|r| (r.assertion.clone(), r.point.clone(), r.standing()))
+            .collect()
+    }
+
+    #[test]
+    fn each_sweep_point_is_held_to_its_assertions() {
+        let n = needs(&format!(
+            r#"{HEAD}
+            stage "p" {{
+                dataset "d"; arrival "constant" rate=5; requests 40
+                sweep {{ rates 5 10 }}
+                sla {{ assert "error_rate < 5%"; assert "sla_max_rate >= 5 req/s" }}
+            }}
+            "#
+        ));
+        let rows = standings(&n);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(
+            rows.iter().all(|(a, p, s)| a == "error_rate < 5%"
+                && p.as_deref().is_some_and(|p| p.starts_with("p@"))
+                && *s == Standing::TooFew),
+            "{rows:?}"
+        );
+        let w = warning(&n.rows[0]);
+        assert!(w.contains("sweep `p`") && w.contains("sends 40"), "{w}");
+        assert!(!w.contains("until-decided max="), "{w}");
+    }
+
+    #[test]
+    fn a_session_counts_its_turns() {
+        let n = needs(
+            r#"
+            scenario "t"
+            target "sim"
+            dataset "d" {
+                synthetic { input-tokens 10; output-tokens 10; }
+                session turns=4 think-time="0s"
+            }
+            stage "s" { dataset "d"; arrival "constant" rate=5; requests 20 }
+            sla { assert "error_rate < 5%"; assert "ttft.p99 < 1s" }
+            "#,
+        );
+        let r = &n.rows[0];
+        assert_eq!(
+            r.reach,
+            Reach::Requests {
+                count: 80,
+                sessions: Some(20)
+            }
+        );
+        assert_eq!(r.standing(), Standing::Enough, "{r:?}");
+        let p99 = &n.rows[1];
+        assert_eq!(p99.standing(), Standing::TooFew, "{p99:?}");
+        let w = warning(p99);
+        assert!(
+            w.contains("20 sessions send 80") && w.contains("requests 75"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn rounds_pool_their_requests_until_there_are_enough_of_them() {
+        let few = needs(&format!(
+            r#"{HEAD}
+            stage "s" {{ dataset "d"; arrival "constant" rate=50; requests 20; rounds 3 }}
+            sla {{ assert "error_rate < 5%" }}
+            "#
+        ));
+        assert_eq!(few.rows[0].standing(), Standing::TooFew, "{few:?}");
+        assert!(warning(&few.rows[0]).contains("run 6 or more rounds"));
+        let enough = needs(&format!(
+            r#"{HEAD}
+            stage "s" {{ dataset "d"; arrival "constant" rate=50; requests 20; rounds 6 }}
+            sla {{ assert "error_rate < 5%" }}
+            "#
+        ));
+        assert_eq!(enough.rows[0].standing(), Standing::Enough, "{enough:?}");
+        assert!(enough.to_string().contains("ok (across rounds)"));
+    }
+
+    #[test]
+    fn a_rate_search_says_below_which_answer_its_probes_are_too_short() {
+        let search = |from: u32, probe: &str| {
+            needs(&format!(
+                r#"{HEAD}
+                stage "s" {{
+                    dataset "d"
+                    search {{ rate from={from} to=40; probe "{probe}" }}
+                    sla {{ assert "error_rate < 5%" }}
+                }}
+                "#
+            ))
+        };
+        // 73 requests in 8 s: 9.1 req/s.
+        let low = search(2, "8s");
+        assert!(
+            matches!(low.rows[0].standing(), Standing::Below(r) if (r - 9.125).abs() < 1e-9),
+            "{low:?}"
+        );
+        assert!(warning(&low.rows[0]).contains("raise `from` to 10"));
+        let short = search(2, "1s");
+        assert_eq!(short.rows[0].standing(), Standing::TooFew, "{short:?}");
+        assert!(warning(&short.rows[0]).contains("probes 2s or longer"));
+        let fine = search(10, "8s");
+        assert_eq!(fine.rows[0].standing(), Standing::Enough, "{fine:?}");
+        assert!(warning(&fine.rows[0]).is_empty());
     }
 }

@@ -231,6 +231,7 @@ fn execute(
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
         test_send_lag: test_send_lag(),
         test_steal_share: test_steal_share(),
+        test_read_stall: test_read_stall(),
     };
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
     let output = runtime.block_on(async {
@@ -277,6 +278,19 @@ fn test_steal_share() -> Option<f64> {
         .and_then(|p| p.trim().parse::<f64>().ok())
         .filter(|p| (0.0..=100.0).contains(p))
         .map(|p| p / 100.0)
+}
+
+/// `INFERMETER_TEST_READ_STALL_MS`, in debug builds only: stalls the client's event loop that
+/// long, again and again, while each stage runs, so that a test can make its reads late
+/// deterministically. A release build never reads it.
+fn test_read_stall() -> Duration {
+    if !cfg!(debug_assertions) {
+        return Duration::ZERO;
+    }
+    std::env::var("INFERMETER_TEST_READ_STALL_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
 }
 
 /// `--poll-idle`: /dev/cpu_dma_latency held at 0, or a warning when it cannot be.

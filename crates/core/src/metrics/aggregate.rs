@@ -55,6 +55,8 @@ pub struct StageAggregator {
     depths: super::depths::DepthAggregator,
     facts: StageFacts,
     timings: TimingsAcc,
+    /// Responses read in one burst, for the stage's note.
+    bursts: super::burst::BurstAcc,
     /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
     /// the off-plan rule.
     exact_counts: u64,
@@ -95,6 +97,7 @@ impl StageAggregator {
             depths: Default::default(),
             facts: StageFacts::default(),
             timings: TimingsAcc::default(),
+            bursts: super::burst::BurstAcc::default(),
             exact_counts: 0,
             payload: Default::default(),
             kept: Vec::new(),
@@ -184,6 +187,7 @@ impl StageAggregator {
         let max_gap_us = r.itl_us.iter().copied().max().map_or(0, u64::from);
         let out = r.output_tokens as u64;
         let tpot = tpot_ns(r);
+        self.bursts.record(r.itl_us.len(), max_gap_us, tpot);
         self.tokens.input += r.input_tokens as u64;
         self.tokens.inputs += u64::from(r.inputs);
         self.tokens.output += out;
@@ -488,6 +492,7 @@ impl StageAggregator {
         );
         let mut notes = validity::notes(self.facts, counts.sent, &tokens);
         notes.extend(cause_notes);
+        notes.extend(self.bursts.note(&latency[LatencyMetric::Tpot]));
         let attribution = self
             .timings
             .finish(&latency[LatencyMetric::Ttft], &latency[LatencyMetric::Tpot]);

@@ -9,6 +9,7 @@ use infermeter_words::metrics::{def, latency, per_metric, record, vocab};
 
 mod aggregate;
 mod attribution;
+mod burst;
 mod cause;
 mod curve;
 mod depths;

@@ -249,6 +249,10 @@ pub struct ClientHealth {
     pub run_queue: Option<RunQueue>,
 }
 
+/// The loop probe's longest sleep (ms): a stall ends at most this long before a probe notes
+/// it, so a read was at most this plus the longest delay noted late (`runner::probe`).
+pub const PROBE_PERIOD_MAX_MS: u64 = 2;
+
 /// How late the client's event loop woke for its probe timer, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoopDelay {

@@ -18,7 +18,7 @@ use crate::metrics::{
 };
 use crate::protocol::Answer;
 use crate::results::Results;
-use crate::sla::{SlaMax, SlaOutcome, point_outcome};
+use crate::sla::{SlaMax, SlaOutcome, SlaVerdict, point_outcome};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProfileRow {
@@ -95,9 +95,15 @@ impl ProfileGroup {
             None => "no knee (a search)".to_string(),
         };
         let max = match (self.sla_max_load, self.sla_max_upper) {
-            (low, Some(high)) => format!(
+            (Some(low), Some(high)) => format!(
                 "SLA-compliant maximum {} (up to {}: {} undecided)",
-                low.map_or("none".to_string(), at),
+                at(low),
+                at(high),
+                points(self.undecided)
+            ),
+            (None, Some(high)) => format!(
+                "SLA-compliant maximum not shown: no point decided to pass (up to {}: {} \
+                 undecided)",
                 at(high),
                 points(self.undecided)
             ),
@@ -176,7 +182,10 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
             .count();
         g.thresholds = latency_thresholds(results, g);
         match results.searches.iter().find(|s| s.group == g.group) {
-            Some(s) => g.sla_max_load = s.answer_clients.map(f64::from).or(s.answer_rate_per_s),
+            Some(s) => {
+                let answer = s.answer_clients.map(f64::from).or(s.answer_rate_per_s);
+                search_answer(g, answer, &results.sla);
+            }
             None => {
                 let outcomes: Vec<(f64, Option<SlaOutcome>)> = g
                     .rows
@@ -191,6 +200,51 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
         g.answer = g.answer();
     }
     groups
+}
+
+/// A search's answer as the gate judged it. Its probes are judged on their values while it
+/// runs (that steers the search), but the gate judges the answer again, on its intervals,
+/// as the search's stage: the answer's probe is marked with that verdict, and the answer is
+/// the SLA-compliant maximum only when the gate passed it (undecided: a range up to it;
+/// failed: none), so the table never calls a pass what the gate left undecided.
+fn search_answer(g: &mut ProfileGroup, answer: Option<f64>, verdicts: &[SlaVerdict]) {
+    g.sla_max_load = answer;
+    let Some(load) = answer else { return };
+    // The curve's own figures (`sla_max_rate`) are read off the answer, not judged on it.
+    let on_answer: Vec<SlaVerdict> = verdicts
+        .iter()
+        .filter(|v| v.assertion.metric.curve().is_none())
+        .cloned()
+        .collect();
+    let Some(gate) = point_outcome(&on_answer, &g.group) else {
+        return;
+    };
+    let row = g
+        .rows
+        .iter_mut()
+        .find(|r| r.load == load && r.outcome == SlaOutcome::Pass.as_str());
+    if let Some(row) = row {
+        row.outcome = gate.as_str();
+        row.icon = icon(gate);
+        row.sla_ok = gate == SlaOutcome::Pass;
+    }
+    match gate {
+        SlaOutcome::Pass => {}
+        SlaOutcome::Inconclusive => {
+            g.sla_max_load = None;
+            g.sla_max_upper = Some(load);
+            g.undecided = g.undecided.max(1);
+        }
+        SlaOutcome::Fail => g.sla_max_load = None,
+    }
+}
+
+fn icon(outcome: SlaOutcome) -> &'static str {
+    match outcome {
+        SlaOutcome::Pass => "✅",
+        SlaOutcome::Fail => "❌",
+        SlaOutcome::Inconclusive => "❔",
+    }
 }
 
 fn outcome_of(word: &str) -> Option<SlaOutcome> {
@@ -220,11 +274,7 @@ fn row(
         saturated,
         client_bound,
         outcome: shown.as_str(),
-        icon: match shown {
-            SlaOutcome::Pass => "✅",
-            SlaOutcome::Fail => "❌",
-            SlaOutcome::Inconclusive => "❔",
-        },
+        icon: icon(shown),
         sla_ok: shown == SlaOutcome::Pass,
         gates: true,
         knee: false,

@@ -66,6 +66,12 @@ pub struct RunOptions {
     /// flag steal on any machine. `None` in every real run; the CLI sets it from
     /// `INFERMETER_TEST_STEAL_PERCENT` in debug builds only.
     pub test_steal_share: Option<f64>,
+    /// For tests only: a task blocks its runtime worker this long about every
+    /// 300 ms (`runner::probe::STALL_EVERY`) while each measured stage runs, as a starved or
+    /// descheduled client's event loop stalls (run with `--cpus 1`, one worker, and the whole
+    /// loop stalls): reads come late while sends keep their pace. Zero in every real run; the
+    /// CLI sets it from `INFERMETER_TEST_READ_STALL_MS` in debug builds only.
+    pub test_read_stall: Duration,
 }
 
 /// What the caller decides after each stage (an `abort-on-fail` assertion may stop the run).

@@ -27,7 +27,7 @@ use crate::metrics::LoopDelay;
 /// The probe sleeps between these two, drawn afresh each time (so it does not beat with a
 /// schedule): no instant is further than `PERIOD_MAX` from a probe's next wake-up.
 const PERIOD_MIN: Duration = Duration::from_millis(1);
-pub const PERIOD_MAX: Duration = Duration::from_millis(2);
+pub const PERIOD_MAX: Duration = Duration::from_millis(crate::metrics::PROBE_PERIOD_MAX_MS);
 /// The ring's windows, by wake-up time.
 const WINDOW_NS: u64 = 1_000_000;
 /// Windows kept: about 4.4 minutes of a stage. An older read gets the stage's worst delay.
@@ -152,13 +152,18 @@ pub struct LoopProbe {
 }
 
 impl LoopProbe {
-    /// Starts one probe per slot of `track`, on the current runtime, timing from `t0`.
-    pub fn start(track: &Arc<Track>, t0: Instant) -> LoopProbe {
+    /// Starts one probe per slot of `track`, on the current runtime, timing from `t0`; with a
+    /// non-zero `test_stall` (tests only, `RunOptions::test_read_stall`), also the task that
+    /// stalls the loop that long about every [`STALL_EVERY`].
+    pub fn start(track: &Arc<Track>, t0: Instant, test_stall: Duration) -> LoopProbe {
         let stop = CancellationToken::new();
         let n = track.progress.len();
-        let tasks = (0..n)
+        let mut tasks: Vec<_> = (0..n)
             .map(|k| tokio::spawn(probe(track.clone(), k, t0, stop.clone())))
             .collect();
+        if !test_stall.is_zero() {
+            tasks.push(tokio::spawn(stall(test_stall, stop.clone())));
+        }
         LoopProbe { stop, tasks }
     }
 
@@ -184,6 +189,24 @@ impl LoopProbe {
             samples: h.len(),
         })
     }
+}
+
+/// How often the test stall blocks the loop (from the end of one stall to the next).
+pub const STALL_EVERY: Duration = Duration::from_millis(300);
+
+/// Tests only: blocks this task's worker thread for `stall` about every [`STALL_EVERY`],
+/// until `stop`, as a descheduled client's loop stalls. Notes nothing itself (an empty
+/// histogram): the probes measure it as they would a real stall.
+async fn stall(stall: Duration, stop: CancellationToken) -> Histogram<u64> {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(STALL_EVERY) => {}
+        }
+        // Blocking on purpose: the point is that nothing else runs on this worker meanwhile.
+        std::thread::sleep(stall);
+    }
+    Histogram::new_with_bounds(1, 60_000_000, 2).expect("valid histogram bounds")
 }
 
 async fn probe(
@@ -295,7 +318,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn probes_measure_the_loop_and_stop() {
         let track = Track::new(2);
-        let probe = LoopProbe::start(&track, Instant::now());
+        let probe = LoopProbe::start(&track, Instant::now(), Duration::ZERO);
         // Until every probe has covered 100 ms (50 periods or more), not a fixed 60 ms sleep:
         // on a loaded machine that much wall clock may hold too few wake-ups.
         let waited = Instant::now();

@@ -132,7 +132,7 @@ impl StageRunner<'_> {
         let _ = started.set(t0);
         let cpu0 = self.cpu.now_ns();
         let host0 = super::host::HostSample::now();
-        let probe = super::probe::LoopProbe::start(&track, t0);
+        let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall);
         let occupancy = Arc::new(super::send::Occupancy::default());
         let shared = Arc::new(self.shared(
             stage,

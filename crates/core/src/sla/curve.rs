@@ -238,7 +238,7 @@ fn judge_group(
         return v;
     }
     let range = match searches.iter().find(|s| s.group == group) {
-        Some(search) => search_range(metric, search),
+        Some(search) => search_range(metric, search, verdicts),
         None => sweep_range(metric, group, stages, verdicts),
     };
     let (low, high, note) = match range {
@@ -260,7 +260,7 @@ fn judge_group(
     v
 }
 
-fn search_range(metric: CurveMetric, search: &SearchSummary) -> Range {
+fn search_range(metric: CurveMetric, search: &SearchSummary, verdicts: &[SlaVerdict]) -> Range {
     if metric.is_knee() {
         return Err(Unreadable::SearchKnee {
             instead: if search.concurrency {
@@ -281,9 +281,30 @@ fn search_range(metric: CurveMetric, search: &SearchSummary) -> Range {
         }
         search.answer_rate_per_s
     };
-    match answer {
-        Some(v) => Ok((v, v, None)),
-        None => Ok((
+    // The answer's probe passed on its values; the gate judged it again on its intervals (as
+    // the search's stage), and the curve reads that verdict as the profile table does.
+    let judged: Vec<SlaVerdict> = verdicts
+        .iter()
+        .filter(|v| v.assertion.metric.curve().is_none())
+        .cloned()
+        .collect();
+    match (answer, point_outcome(&judged, &search.group)) {
+        (Some(v), Some(SlaOutcome::Inconclusive)) => Ok((
+            0.0,
+            v,
+            Some(format!(
+                "the answer, {v}, passed on its values but the gate left it undecided"
+            )),
+        )),
+        (Some(v), Some(SlaOutcome::Fail)) => Ok((
+            0.0,
+            0.0,
+            Some(format!(
+                "the answer, {v}, passed on its values but failed on its intervals"
+            )),
+        )),
+        (Some(v), _) => Ok((v, v, None)),
+        (None, _) => Ok((
             0.0,
             0.0,
             Some("no probe met the SLAs, not even the lowest".into()),

@@ -485,16 +485,20 @@ fn weigh_flags(
     verdict: &mut SlaVerdict,
 ) {
     let numbers = verdict.outcome;
-    let weighed = super::trust::weigh(
-        &super::trust::Numbers {
-            assertion,
-            stage,
-            observed: verdict.observed,
-            threshold: verdict.threshold,
-            outcome: numbers,
-        },
-        &cx.policy,
-    );
+    let n = super::trust::Numbers {
+        assertion,
+        stage,
+        observed: verdict.observed,
+        threshold: verdict.threshold,
+        outcome: numbers,
+    };
+    // A trusted stage's client may still have read late: its loop's stalls, bounded.
+    let stalled = stage
+        .validity
+        .trusted
+        .then(|| super::stall::weigh_stall(&n, &cx.policy))
+        .flatten();
+    let weighed = stalled.unwrap_or_else(|| super::trust::weigh(&n, &cx.policy));
     if weighed.outcome != numbers {
         verdict.more = None;
     }
@@ -506,6 +510,14 @@ fn weigh_flags(
             Some(n) => format!("{n}; {sentence}"),
             None => sentence,
         }),
+        // A trusted stage's loop stall: no flag to name.
+        // (The summary says "undecided:" before the note already.)
+        _ if stage.validity.trusted && weighed.outcome != numbers => Some(format!(
+            "stage trusted, but its reads may be late: {}; its numbers would say {}",
+            sentence.strip_prefix("undecided: ").unwrap_or(&sentence),
+            numbers.as_str()
+        )),
+        _ if stage.validity.trusted => Some(sentence),
         // The reasons in full are the stage's, said once with it; here only their names.
         _ if weighed.outcome == SlaOutcome::Inconclusive => Some(format!(
             "stage untrusted ({}): {sentence}; its numbers would say {}",

@@ -19,6 +19,7 @@ mod priority;
 mod profile;
 mod sequential;
 mod spread;
+mod stall;
 mod telemetry;
 mod trust;
 mod verdict;

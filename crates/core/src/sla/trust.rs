@@ -125,7 +125,7 @@ fn load_bound(n: &Numbers<'_>, flag: &FlagKind) -> Option<Basis> {
 }
 
 /// Which way the value must have been pushed to reach `outcome` under `op`.
-fn toward(op: Op, outcome: SlaOutcome) -> Moves {
+pub(super) fn toward(op: Op, outcome: SlaOutcome) -> Moves {
     let pass = outcome == SlaOutcome::Pass;
     match op {
         Op::Lt | Op::Le => Moves {
@@ -145,7 +145,7 @@ fn toward(op: Op, outcome: SlaOutcome) -> Moves {
 
 /// A failure only the client's delay could have produced: decided on what remains once what
 /// the client may have added is taken off.
-fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
+pub(super) fn net_of_client(n: &Numbers<'_>, policy: &Policy) -> Weighed {
     let (metric, agg, op) = (n.assertion.metric, n.assertion.aggregation, n.assertion.op);
     let confidence = policy.confidence;
     let point = |s: Spread| {

@@ -300,6 +300,11 @@ pub enum Basis {
     /// Undecided: credited so, the server could have reached `credited`, which meets the
     /// threshold. *Added in schema 3.*
     ClientMayHaveWithheld { withheld_ms: f64, credited: f64 },
+    /// Undecided: on a trusted stage, the client's event loop stalled enough to have produced
+    /// this pass: any read may have been up to `stall_ms` late (the loop probe's longest
+    /// delay plus its period), and moved back by that the value no longer passes; it is
+    /// `margin` (ms) from the threshold. *Added in schema 3.*
+    ReadStall { stall_ms: f64, margin: f64 },
     /// Undecided: the client's delay could have produced this failure, and this metric has
     /// no measured bound on what it added (goodput, a closed loop's or a session's rates, a
     /// token rate with requests the client gave up on).
@@ -353,6 +358,10 @@ impl Basis {
             Basis::WithoutClientFailures { removed } => format!(
                 "fails even without the {removed} failures a starved client can cause \
                  (timeouts, cancelled)"
+            ),
+            Basis::ReadStall { stall_ms, margin } => format!(
+                "undecided: the client's event loop stalled, so a read may have been up to \
+                 {stall_ms:.2} ms late, and the margin is {margin:.2} ms"
             ),
             Basis::ClientMayHaveAdded { added_ms, margin } => format!(
                 "undecided: the client may have added up to {added_ms:.2} ms and the margin is \
