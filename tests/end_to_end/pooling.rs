@@ -82,6 +82,28 @@ fn a_pooling_stage_with_a_steady_window_prints_no_ttft() {
 }
 
 #[test]
+fn an_api_given_by_a_param_is_read_as_the_literal_is() {
+    // A data set is read before the target, knowing its API: `api (param)"api"` once read as
+    // a generation API, so a pooling data set without `output-tokens` was refused.
+    let dir = tempfile::tempdir().unwrap();
+    let text = pooled_scenario("sim", "embeddings", 2, 4, "")
+        .replace("api \"embeddings\"", "api (param)\"api\"");
+    let text = format!("param \"api\" \"embeddings\"\n{text}");
+    let path = scenario(dir.path(), "param.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    // And `stream (param)"s"` with `#false` is a whole answer: a TTFT SLA is refused.
+    let text = "param \"s\" #false\ntarget \"sim\" { stream (param)\"s\"; }\n\
+        dataset \"d\" { synthetic { input-tokens 8; output-tokens 2; } }\n\
+        stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n\
+        goodput ttft=\"200ms\"\n";
+    let path = scenario(dir.path(), "whole.kdl", text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert!(err.contains("`goodput` sets an SLO"), "{err}");
+}
+
+#[test]
 fn rerank_and_score_count_each_pair() {
     for api in ["rerank", "score"] {
         let dir = tempfile::tempdir().unwrap();
