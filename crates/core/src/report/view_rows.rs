@@ -167,7 +167,11 @@ pub(super) fn client_rows(c: &ClientHealth) -> Vec<KeyValue> {
         ),
         kv(
             "CPU",
-            format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+            format!(
+                "{} % of one core ({})",
+                num(c.cpu_percent),
+                crate::units::counted(c.cores, "core", "cores")
+            ),
         ),
     ]
     .into_iter()
