@@ -102,3 +102,20 @@ pub fn mark(outcome: SlaOutcome) -> &'static str {
         SlaOutcome::Inconclusive => "?",
     }
 }
+
+/// What a verdict that observed no value shows in place of its number: "no successful
+/// request" when its stage had none, else "no sample". `None` when it observed one. Its
+/// `observed` is then a placeholder 0 that must never read as a measurement.
+pub fn absence(r: &Results, v: &crate::sla::SlaVerdict) -> Option<&'static str> {
+    if !v.unobserved {
+        return None;
+    }
+    let stage = v
+        .stage
+        .as_deref()
+        .and_then(|name| r.stages.iter().find(|s| s.name == name));
+    Some(match stage {
+        Some(s) if s.requests.sent > 0 && s.requests.ok == 0 => "no successful request",
+        _ => "no sample",
+    })
+}
