@@ -104,6 +104,47 @@ fn an_api_given_by_a_param_is_read_as_the_literal_is() {
 }
 
 #[test]
+fn where_a_pooling_stage_spent_its_time_splits_e2e_not_ttft() {
+    // With the server's histograms, a pooling stage once read "TTFT mean 0 ms: … -17.4
+    // outside": it has no TTFT. Its E2E is split instead.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}telemetry {{ prometheus \"sim\"; interval \"250ms\"; }}\n",
+        pooled_scenario(
+            "sim",
+            "embeddings",
+            4,
+            24,
+            "metrics-histograms #true; max-running 1; prefill-per-token \"20us\";"
+        )
+    );
+    let (out, o) = run_text(dir.path(), &text);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let a = &stage(&r, "s")["attribution"];
+    assert_eq!(a["source"], "prometheus", "{a}");
+    assert!(
+        a.get("server_ttft_ms").is_none() && a.get("outside_ms").is_none(),
+        "{a}"
+    );
+    assert!(a.get("decode_ms").is_none(), "nothing decoded: {a}");
+    assert!(a["outside_e2e_ms"]["mean"].is_number(), "{a}");
+    let (stdout, _) = crate::support::text(&o);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("queued in the server"))
+        .unwrap();
+    assert!(line.trim_start().starts_with("E2E mean "), "{line}");
+    assert!(!line.contains(" -"), "no negative remainder: {line}");
+    assert!(!stdout.contains("TTFT"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| E2E, client |") && !md.contains("TTFT"),
+        "{md}"
+    );
+}
+
+#[test]
 fn rerank_and_score_count_each_pair() {
     for api in ["rerank", "score"] {
         let dir = tempfile::tempdir().unwrap();

@@ -107,8 +107,9 @@ pub struct Attribution {
     /// difference is not the difference of percentiles, so only `mean` is exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_ms: Option<ServerDist>,
-    /// Client E2E minus the server's, request by request (from spans only): the time a
-    /// response spent outside the engine from the scheduled send to its last byte. *Added in
+    /// Client E2E minus the server's: the time a response spent outside the engine from the
+    /// scheduled send to its last byte. Request by request from spans; from Prometheus, for
+    /// answers that came whole (no TTFT to split), the difference of the means. *Added in
     /// schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_e2e_ms: Option<ServerDist>,
