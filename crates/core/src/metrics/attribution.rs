@@ -14,7 +14,8 @@ use super::measure::histogram;
 /// A distribution of a duration, in milliseconds. From per-request timings its percentiles
 /// are exact (HDR histogram, 3 significant digits); from Prometheus buckets they are
 /// interpolated within the bucket they fall in (as PromQL's `histogram_quantile` does), only
-/// as fine as the server's bucket bounds, which `buckets` gives; `mean` (sum over count) is
+/// as fine as the server's bucket bounds, which `buckets` gives (one in the first bucket is
+/// its upper bound, one past the last finite bound that bound); `mean` (sum over count) is
 /// exact either way. A percentile is absent where it cannot be known (the difference of two
 /// bucketed distributions).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
