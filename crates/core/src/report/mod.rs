@@ -31,6 +31,7 @@ mod timeline;
 mod urls;
 mod view;
 mod view_rows;
+mod workload;
 mod write;
 
 pub use attribution::AttributionRow;

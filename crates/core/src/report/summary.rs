@@ -236,21 +236,12 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
-    if s.tokens.answer_starved > 0 {
-        let _ = writeln!(
-            out,
-            "    answer-starved: {} of {} ok requests reasoned until max_tokens ran out and gave no \
-             answer (not counted as good): raise the stage's output length or lower the \
-             target's reasoning-effort",
-            s.tokens.answer_starved, s.requests.ok
-        );
+    if let Some(line) = super::workload::ttfa_sentence(s) {
+        let _ = writeln!(out, "    {line}");
     }
-    if s.tokens.tool_round_trips > 0 {
-        let _ = writeln!(
-            out,
-            "    tool round trips: {} (session turns that answered tool calls with tool results)",
-            s.tokens.tool_round_trips
-        );
+    // The workload's own figures (reasoning, tool calls, images), as report.md shows them.
+    for row in super::workload::rows(s) {
+        let _ = writeln!(out, "    {}: {}", row.key, row.value);
     }
     if s.requests.retried > 0 {
         let _ = writeln!(

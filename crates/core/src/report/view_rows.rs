@@ -93,46 +93,7 @@ pub(super) fn throughput_rows(s: &StageSummary, answer: Answer) -> Vec<KeyValue>
         ),
         kv("tokens counted", tokens_counted(&s.tokens)),
     ]);
-    rows.extend(reasoning_rows(&s.tokens, s.requests.ok));
-    rows
-}
-
-/// What a reasoning model spent: the reasoning tokens where a server reported them, and the
-/// requests whose reasoning used the whole output budget and gave no answer.
-pub(super) fn reasoning_rows(t: &crate::metrics::Tokens, ok: u64) -> Vec<KeyValue> {
-    let mut rows = Vec::new();
-    if t.reasoning_reported > 0 {
-        rows.push(kv(
-            "reasoning tokens",
-            format!(
-                "{} of {} out ({} %; reported by {} requests)",
-                t.reasoning,
-                t.output,
-                num(t.reasoning as f64 / t.output.max(1) as f64 * 100.0),
-                t.reasoning_reported
-            ),
-        ));
-    }
-    if t.answer_starved > 0 {
-        rows.push(kv(
-            "answer-starved",
-            format!(
-                "{} of {ok} ok requests reasoned until max_tokens ran out and gave no answer \
-                 (not counted as good): raise the stage's output length or lower the target's \
-                 reasoning-effort",
-                t.answer_starved
-            ),
-        ));
-    }
-    if t.tool_round_trips > 0 {
-        rows.push(kv(
-            "tool round trips",
-            format!(
-                "{} (session turns that answered tool calls with tool results)",
-                t.tool_round_trips
-            ),
-        ));
-    }
+    rows.extend(super::workload::rows(s));
     rows
 }
 
