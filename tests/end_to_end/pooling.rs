@@ -54,6 +54,12 @@ fn embeddings_on_the_simulator_have_e2e_and_inputs_and_no_ttft() {
     assert!(!md.contains("| TTFT |"), "{md}");
     assert!(!md.contains("output tokens"), "{md}");
     assert!(md.contains("| E2E |") && md.contains("inputs/s"), "{md}");
+    // The pull-request comment's latency table has no TTFT or ITL column either.
+    let pr = std::fs::read_to_string(out.join("report.pr.md")).unwrap();
+    assert!(
+        pr.contains("E2E p99") && !pr.contains("TTFT") && !pr.contains("ITL"),
+        "{pr}"
+    );
     let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     assert!(

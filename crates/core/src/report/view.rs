@@ -29,6 +29,9 @@ pub struct ReportView {
     pub sla_undecided: usize,
     /// `95 %`: the confidence of every interval shown.
     pub confidence: String,
+    /// The target's answers stream (they have a TTFT and ITL): false for a pooling API and
+    /// `stream #false`, whose tables show no such column.
+    pub streamed: bool,
     /// Every verdict, failed ones first.
     pub verdicts: Vec<VerdictRow>,
     pub stages: Vec<StageView>,
@@ -341,6 +344,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         sla_failed: count(SlaOutcome::Fail),
         sla_undecided: count(SlaOutcome::Inconclusive),
         confidence: format!("{} %", short(results.sla_policy.confidence * 100.0)),
+        streamed: Metric::Latency(LatencyMetric::Ttft).applies_to(t.answer()),
         verdicts: verdicts
             .into_iter()
             .map(|v| verdict_row(results, v))
