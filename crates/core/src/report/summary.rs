@@ -240,8 +240,8 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
         let _ = writeln!(out, "    {line}");
     }
     // The workload's own figures (reasoning, tool calls, images), as report.md shows them.
-    for row in super::workload::rows(s) {
-        let _ = writeln!(out, "    {}: {}", row.key, row.value);
+    for (key, value) in super::workload::rows(s) {
+        let _ = writeln!(out, "    {key}: {value}");
     }
     if s.requests.retried > 0 {
         let _ = writeln!(

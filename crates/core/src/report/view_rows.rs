@@ -50,7 +50,7 @@ pub(super) fn latency_rows(s: &StageSummary, answer: Answer) -> Vec<LatencyRow> 
     s.latency
         .iter()
         .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
-        .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
+        .filter(|(m, _)| *m != LatencyMetric::Ttfa || super::workload::ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(label(s, m, d), d))
         .collect()
@@ -93,7 +93,7 @@ pub(super) fn throughput_rows(s: &StageSummary, answer: Answer) -> Vec<KeyValue>
         ),
         kv("tokens counted", tokens_counted(&s.tokens)),
     ]);
-    rows.extend(super::workload::rows(s));
+    rows.extend(super::workload::rows(s).into_iter().map(|(k, v)| kv(k, v)));
     rows
 }
 
@@ -241,16 +241,6 @@ pub(super) fn latency_row(metric: String, d: &Dist) -> LatencyRow {
         max: f(d.max),
         mean: ci(Figure::Mean),
     }
-}
-
-/// TTFA is worth a row only for models that reason before answering: otherwise every request's
-/// first answer token is its first token and the row repeats TTFT.
-pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
-    let (a, t) = (
-        &s.latency[LatencyMetric::Ttfa],
-        &s.latency[LatencyMetric::Ttft],
-    );
-    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
 }
 
 pub(super) fn kv(key: &'static str, value: String) -> KeyValue {

@@ -5,15 +5,14 @@
 //! never disagree. Every value is a number infermeter counted: nothing the server wrote.
 
 use super::numbers::num;
-use super::view_rows::{KeyValue, kv};
 use crate::metrics::{LatencyMetric, StageSummary};
 
 /// The stage's workload rows, in the order a request meets them; none for a plain stage.
-pub(super) fn rows(s: &StageSummary) -> Vec<KeyValue> {
+pub(super) fn rows(s: &StageSummary) -> Vec<(&'static str, String)> {
     let (t, ok) = (&s.tokens, s.requests.ok);
     let mut rows = Vec::new();
     if t.reasoning_reported > 0 {
-        rows.push(kv(
+        rows.push((
             "reasoning tokens",
             format!(
                 "{} of {} out ({} %; reported by {} requests)",
@@ -25,7 +24,7 @@ pub(super) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         ));
     }
     if t.answer_starved > 0 {
-        rows.push(kv(
+        rows.push((
             "answer-starved",
             format!(
                 "{} of {ok} ok requests reasoned until max_tokens ran out and gave no answer \
@@ -36,7 +35,7 @@ pub(super) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         ));
     }
     if t.tool_answers > 0 {
-        rows.push(kv(
+        rows.push((
             "tool calls",
             format!(
                 "{} in {} of {ok} ok answers ({} per answer that called)",
@@ -47,7 +46,7 @@ pub(super) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         ));
     }
     if t.tool_round_trips > 0 {
-        rows.push(kv(
+        rows.push((
             "tool round trips",
             format!(
                 "{} (session turns that answered tool calls with tool results)",
@@ -61,11 +60,11 @@ pub(super) fn rows(s: &StageSummary) -> Vec<KeyValue> {
 
 /// The images sent (with their size) and, where the server's usage counted the prompt, the
 /// vision tokens they cost.
-fn image_rows(s: &StageSummary) -> Vec<KeyValue> {
+fn image_rows(s: &StageSummary) -> Vec<(&'static str, String)> {
     let Some(p) = s.payload.as_ref().filter(|p| p.images > 0) else {
         return Vec::new();
     };
-    let mut rows = vec![kv(
+    let mut rows = vec![(
         "images",
         format!(
             "{} sent ({} per request; {} megapixels, {} KiB encoded in all)",
@@ -76,7 +75,7 @@ fn image_rows(s: &StageSummary) -> Vec<KeyValue> {
         ),
     )];
     if let Some(per) = p.vision_tokens_per_image {
-        rows.push(kv(
+        rows.push((
             "vision tokens",
             format!(
                 "{} per image ({} over {} images of {} ok requests: the server's prompt count \
@@ -95,7 +94,7 @@ fn image_rows(s: &StageSummary) -> Vec<KeyValue> {
 /// the terminal summary, whose table has TTFT only; report.md has TTFA in its latency table.
 /// Only where it differs from TTFT (a model that reasons before answering).
 pub(super) fn ttfa_sentence(s: &StageSummary) -> Option<String> {
-    if !super::view_rows::ttfa_differs(s) {
+    if !ttfa_differs(s) {
         return None;
     }
     let (a, t) = (
@@ -107,4 +106,14 @@ pub(super) fn ttfa_sentence(s: &StageSummary) -> Option<String> {
          {:.1} / {:.1} ms; {} of {} ok requests answered)",
         a.p50, a.p99, t.p50, t.p99, a.count, s.requests.ok
     ))
+}
+
+/// TTFA is worth a row only for models that reason before answering: otherwise every request's
+/// first answer token is its first token and the row repeats TTFT.
+pub(super) fn ttfa_differs(s: &StageSummary) -> bool {
+    let (a, t) = (
+        &s.latency[LatencyMetric::Ttfa],
+        &s.latency[LatencyMetric::Ttft],
+    );
+    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
 }
