@@ -119,3 +119,30 @@ pub fn absence(r: &Results, v: &crate::sla::SlaVerdict) -> Option<&'static str> 
         _ => "no sample",
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results() -> Results {
+        serde_json::from_str(include_str!(
+            "../../../../tests/data/results/sim-quickstart.json"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_verdict_that_observed_nothing_says_why_not_zero() {
+        let mut r = results();
+        assert_eq!(absence(&r, &r.sla[0]), None, "observed: a number");
+        // A stage that answered requests but has no sample of the metric (or no window).
+        r.sla[0].unobserved = true;
+        assert_eq!(absence(&r, &r.sla[0]), Some("no sample"));
+        // A stage where every request failed.
+        r.stages[0].requests.ok = 0;
+        assert_eq!(absence(&r, &r.sla[0]), Some("no successful request"));
+        let text = super::super::render_summary_text(&r);
+        let line = text.lines().find(|l| l.contains("ttft.p95")).unwrap();
+        assert!(line.contains("no successful request") && !line.contains("observed"));
+    }
+}
