@@ -43,6 +43,28 @@ stage "s" { dataset "d"; arrival "concurrency" clients=2; requests 6; }
     assert_eq!(p["vision_requests"], 6, "{p}");
     assert_eq!(p["vision_tokens"], 6 * (16 + 6), "{p}");
     assert_eq!(p["vision_tokens_per_image"], 11.0, "{p}");
+    // The summary and the reports show them; no figure of a workload the stage lacks.
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("    images: 12 sent (2.00 per request; "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("    vision tokens: 11.0 per image (132 over 12 images of 6 ok"),
+        "{stdout}"
+    );
+    for absent in ["tool calls", "reasoning tokens", "TTFA", "answer-starved"] {
+        assert!(!stdout.contains(absent), "{absent}: {stdout}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| images | 12 sent (2.00 per request; "),
+        "{md}"
+    );
+    assert!(md.contains("| vision tokens | 11.0 per image "), "{md}");
+    assert!(!md.contains("| tool calls |"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("vision tokens") && html.contains("11.0 per image"));
     let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     for line in rows.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();

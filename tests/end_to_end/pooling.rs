@@ -54,6 +54,12 @@ fn embeddings_on_the_simulator_have_e2e_and_inputs_and_no_ttft() {
     assert!(!md.contains("| TTFT |"), "{md}");
     assert!(!md.contains("output tokens"), "{md}");
     assert!(md.contains("| E2E |") && md.contains("inputs/s"), "{md}");
+    // The pull-request comment's latency table has no TTFT or ITL column either.
+    let pr = std::fs::read_to_string(out.join("report.pr.md")).unwrap();
+    assert!(
+        pr.contains("E2E p99") && !pr.contains("TTFT") && !pr.contains("ITL"),
+        "{pr}"
+    );
     let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     assert!(
@@ -79,6 +85,69 @@ fn a_pooling_stage_with_a_steady_window_prints_no_ttft() {
     let (stdout, _) = text(&o);
     assert!(stdout.contains("steady "), "{stdout}");
     assert!(!stdout.contains("TTFT"), "{stdout}");
+}
+
+#[test]
+fn an_api_given_by_a_param_is_read_as_the_literal_is() {
+    // A data set is read before the target, knowing its API: `api (param)"api"` once read as
+    // a generation API, so a pooling data set without `output-tokens` was refused.
+    let dir = tempfile::tempdir().unwrap();
+    let text = pooled_scenario("sim", "embeddings", 2, 4, "")
+        .replace("api \"embeddings\"", "api (param)\"api\"");
+    let text = format!("param \"api\" \"embeddings\"\n{text}");
+    let path = scenario(dir.path(), "param.kdl", &text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    // And `stream (param)"s"` with `#false` is a whole answer: a TTFT SLA is refused.
+    let text = "param \"s\" #false\ntarget \"sim\" { stream (param)\"s\"; }\n\
+        dataset \"d\" { synthetic { input-tokens 8; output-tokens 2; } }\n\
+        stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 1; }\n\
+        goodput ttft=\"200ms\"\n";
+    let path = scenario(dir.path(), "whole.kdl", text);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    let (_, err) = crate::support::text(&o);
+    assert!(err.contains("`goodput` sets an SLO"), "{err}");
+}
+
+#[test]
+fn where_a_pooling_stage_spent_its_time_splits_e2e_not_ttft() {
+    // With the server's histograms, a pooling stage once read "TTFT mean 0 ms: … -17.4
+    // outside": it has no TTFT. Its E2E is split instead.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}telemetry {{ prometheus \"sim\"; interval \"250ms\"; }}\n",
+        pooled_scenario(
+            "sim",
+            "embeddings",
+            4,
+            24,
+            "metrics-histograms #true; max-running 1; prefill-per-token \"20us\";"
+        )
+    );
+    let (out, o) = run_text(dir.path(), &text);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let a = &stage(&r, "s")["attribution"];
+    assert_eq!(a["source"], "prometheus", "{a}");
+    assert!(
+        a.get("server_ttft_ms").is_none() && a.get("outside_ms").is_none(),
+        "{a}"
+    );
+    assert!(a.get("decode_ms").is_none(), "nothing decoded: {a}");
+    assert!(a["outside_e2e_ms"]["mean"].is_number(), "{a}");
+    let (stdout, _) = crate::support::text(&o);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("queued in the server"))
+        .unwrap();
+    assert!(line.trim_start().starts_with("E2E mean "), "{line}");
+    assert!(!line.contains(" -"), "no negative remainder: {line}");
+    assert!(!stdout.contains("TTFT"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| E2E, client |") && !md.contains("TTFT"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -74,6 +74,19 @@ goodput ttft="10s"
         "the answer comes after the reasoning: {ttft} / {ttfa}"
     );
     assert_eq!(room["throughput"]["goodput_ratio"], 1.0);
+    // The summary shows TTFA beside TTFT, and the reasoning tokens, for this stage.
+    assert!(
+        printed.contains(&format!(
+            "    TTFA p50/p99 {ttfa:.1} / {:.1} ms (the first answer token, after reasoning; TTFT \
+             p50/p99 {ttft:.1} / ",
+            room["latency"]["ttfa_ms"]["p99"].as_f64().unwrap()
+        )),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("    reasoning tokens: 192 of 288 out (66.7 %; reported by 12 requests)"),
+        "{printed}"
+    );
 
     // A budget under the reasoning: no answer at all, and no good request however fast.
     let starved = stage(&r, "starved");

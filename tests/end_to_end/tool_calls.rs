@@ -42,6 +42,22 @@ stage "s" { dataset "d"; arrival "concurrency" clients=2; requests 6; }
         n += 1;
     }
     assert_eq!(n, 6);
+    // The stage's tool calls: counted, and shown in the summary and the reports.
+    assert_eq!(s["tokens"]["tool_answers"], 6, "{}", s["tokens"]);
+    assert_eq!(s["tokens"]["tool_calls"], 6, "{}", s["tokens"]);
+    let (stdout, _) = text(&o);
+    let line = "tool calls: 6 in 6 of 6 ok answers (1.00 per answer that called)";
+    assert!(stdout.contains(&format!("    {line}")), "{stdout}");
+    for absent in ["images:", "vision tokens", "reasoning tokens", "TTFA"] {
+        assert!(!stdout.contains(absent), "{absent}: {stdout}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| tool calls | 6 in 6 of 6 ok answers (1.00 per answer that called) |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("6 in 6 of 6 ok answers"), "{html}");
 }
 
 #[test]
@@ -140,7 +156,11 @@ fn parallel_tool_calls_in_one_delta_all_count() {
     for s in [&one, &both] {
         assert_eq!(s["requests"]["ok"], 3, "{}", s["requests"]);
         assert_eq!(s["tokens"]["from_tokenizer"], 3, "{}", s["tokens"]);
+        assert_eq!(s["tokens"]["tool_answers"], 3, "{}", s["tokens"]);
     }
+    // Each call of a delta is a call: two per answer.
+    assert_eq!(one["tokens"]["tool_calls"], 3, "{}", one["tokens"]);
+    assert_eq!(both["tokens"]["tool_calls"], 6, "{}", both["tokens"]);
     let (n1, n2) = (
         one["tokens"]["output"].as_u64().unwrap(),
         both["tokens"]["output"].as_u64().unwrap(),
@@ -155,6 +175,7 @@ fn parallel_tool_calls_in_one_delta_all_count() {
         FINISH,
     ]);
     assert_eq!(second["requests"]["ok"], 3, "{}", second["requests"]);
+    assert_eq!(second["tokens"]["tool_calls"], 3, "{}", second["tokens"]);
     assert_eq!(
         second["latency"]["ttft_ms"]["count"], 3,
         "{}",

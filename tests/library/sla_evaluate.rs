@@ -291,6 +291,7 @@ fn the_gate_fails_on_a_failure_else_follows_the_policy_for_undecided_ones() {
         basis: None,
         note: None,
         gates: true,
+        unobserved: false,
     };
     let (p, f, i) = (SlaOutcome::Pass, SlaOutcome::Fail, SlaOutcome::Inconclusive);
     let g = |vs: &[SlaOutcome], as_: InconclusiveAs| {

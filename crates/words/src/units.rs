@@ -119,6 +119,13 @@ impl fmt::Display for Duration {
     }
 }
 
+/// A count with its noun, singular for one: `counted(1, "core", "cores")` → `1 core`,
+/// `counted(4, "core", "cores")` → `4 cores`.
+pub fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `1.500` → `1.5`, `2.000` → `2`.
 pub fn trim_float(v: f64) -> String {
     let s = format!("{v:.3}");
@@ -325,6 +332,13 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(super::counted(1u32, "core", "cores"), "1 core");
+        assert_eq!(super::counted(0u32, "core", "cores"), "0 cores");
+        assert_eq!(super::counted(16u64, "core", "cores"), "16 cores");
+    }
+
     use super::*;
 
     #[test]

@@ -268,6 +268,10 @@ impl StageAggregator {
         if r.tool_result {
             t.tool_round_trips += 1;
         }
+        if r.calls > 0 {
+            t.tool_answers += 1;
+            t.tool_calls += u64::from(r.calls);
+        }
     }
 
     /// Requests aggregated so far (for progress display).

@@ -14,7 +14,8 @@ use super::measure::histogram;
 /// A distribution of a duration, in milliseconds. From per-request timings its percentiles
 /// are exact (HDR histogram, 3 significant digits); from Prometheus buckets they are
 /// interpolated within the bucket they fall in (as PromQL's `histogram_quantile` does), only
-/// as fine as the server's bucket bounds, which `buckets` gives; `mean` (sum over count) is
+/// as fine as the server's bucket bounds, which `buckets` gives (one in the first bucket is
+/// its upper bound, one past the last finite bound that bound); `mean` (sum over count) is
 /// exact either way. A percentile is absent where it cannot be known (the difference of two
 /// bucketed distributions).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -107,8 +108,9 @@ pub struct Attribution {
     /// difference is not the difference of percentiles, so only `mean` is exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_ms: Option<ServerDist>,
-    /// Client E2E minus the server's, request by request (from spans only): the time a
-    /// response spent outside the engine from the scheduled send to its last byte. *Added in
+    /// Client E2E minus the server's: the time a response spent outside the engine from the
+    /// scheduled send to its last byte. Request by request from spans; from Prometheus, for
+    /// answers that came whole (no TTFT to split), the difference of the means. *Added in
     /// schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside_e2e_ms: Option<ServerDist>,

@@ -134,8 +134,9 @@ impl fmt::Display for LagCause {
             LagCause::Capacity { cpu_percent, cores } => write!(
                 f,
                 "the client was at the end of its capacity (it used {cpu_percent:.0}% of its \
-                 {cores} core(s)): give it more CPUs (`--cpus`) or split the load over shards \
-                 (`--shard`)"
+                 {}): give it more CPUs (`--cpus`) or split the load over shards \
+                 (`--shard`)",
+                crate::units::counted(*cores, "core", "cores")
             ),
             LagCause::Contention {
                 others_percent,
@@ -206,6 +207,20 @@ mod tests {
             send_lag_p99_ms: 1.4,
             poll_idle: false,
         }
+    }
+
+    #[test]
+    fn one_core_is_one_core() {
+        let one = LagCause::Capacity {
+            cpu_percent: 98.0,
+            cores: 1,
+        };
+        assert!(one.to_string().contains("of its 1 core)"), "{one}");
+        let two = LagCause::Capacity {
+            cpu_percent: 198.0,
+            cores: 2,
+        };
+        assert!(two.to_string().contains("of its 2 cores)"), "{two}");
     }
 
     #[test]

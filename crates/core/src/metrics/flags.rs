@@ -314,9 +314,10 @@ impl fmt::Display for FlagKind {
             ),
             FlagKind::ClientCpu { cpu_percent, cores } => write!(
                 f,
-                "client CPU at {cpu_percent:.0}% of {cores} core(s): the client may be the \
+                "client CPU at {cpu_percent:.0}% of {}: the client may be the \
                  bottleneck; give it more CPUs (`--cpus`) or split the load over shards \
-                 (`--shard`)"
+                 (`--shard`)",
+                crate::units::counted(*cores, "core", "cores")
             ),
             FlagKind::Steal { share, max_share } => write!(
                 f,

@@ -143,6 +143,12 @@ pub struct Tokens {
     /// stage's completed tool round trips. *Added in schema 3.*
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tool_round_trips: u64,
+    /// Ok requests whose answer held at least one tool call. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_answers: u64,
+    /// The tool calls those answers held, summed. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u64,
 }
 
 impl Tokens {
@@ -167,6 +173,8 @@ impl Tokens {
         self.reasoning_reported += o.reasoning_reported;
         self.answer_starved += o.answer_starved;
         self.tool_round_trips += o.tool_round_trips;
+        self.tool_answers += o.tool_answers;
+        self.tool_calls += o.tool_calls;
     }
 
     /// `cached` over every ok request's prompt tokens, when any response reported it.

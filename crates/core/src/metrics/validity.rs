@@ -156,8 +156,9 @@ fn cause_notes(i: &Inputs<'_>, rules: &ValidityRules, flags: &[FlagKind]) -> Vec
     let cores = i.cores.max(1);
     if i.client.cpu_percent / 100.0 > rules.max_cpu_share * f64::from(cores) {
         seen.push(format!(
-            "it used {:.0}% of {cores} core(s)",
-            i.client.cpu_percent
+            "it used {:.0}% of {}",
+            i.client.cpu_percent,
+            crate::units::counted(cores, "core", "cores")
         ));
     }
     if seen.is_empty() {

@@ -37,6 +37,9 @@ pub fn source_text(a: &Attribution) -> String {
 
 /// The table's rows, in the order a request spends them.
 pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
+    if a.client_ttft_ms.count == 0 {
+        return whole_rows(a);
+    }
     let outside = match a.source {
         AttributionSource::Timings => {
             "outside the prompt processing (slot wait, HTTP, network, client)"
@@ -61,15 +64,51 @@ pub fn rows(a: &Attribution) -> Vec<AttributionRow> {
     ];
     // The llama.cpp prompt time is both the server's TTFT and its prefill: shown once.
     let skip_prefill = a.source == AttributionSource::Timings;
-    // A remainder (elsewhere, outside) below zero is the measured parts' noise: left out.
     let remainder =
         |part: &str| part == OTHER || part == outside || part.starts_with("E2E outside");
+    shown(
+        parts
+            .into_iter()
+            .filter(|(part, _)| !(skip_prefill && *part == "prefill")),
+        remainder,
+    )
+}
+
+/// The rows of a stage whose answers came whole (a pooling API, `stream #false`): no first
+/// token, so its E2E is split: the server's E2E, its queue, prefill and decode, the rest in
+/// the server, and what lies outside it.
+fn whole_rows(a: &Attribution) -> Vec<AttributionRow> {
+    let rest = e2e_rest(a);
+    let parts: [(&'static str, Option<&ServerDist>); 7] = [
+        ("E2E, client", a.client_e2e_ms.as_ref()),
+        ("E2E, server", a.server_e2e_ms.as_ref()),
+        ("queued in the server", a.queue_ms.as_ref()),
+        ("prefill", a.prefill_ms.as_ref()),
+        ("decode", a.decode_ms.as_ref()),
+        (OTHER, rest.as_ref()),
+        ("E2E outside the engine", a.outside_e2e_ms.as_ref()),
+    ];
+    shown(parts.into_iter(), |part| {
+        part == OTHER || part.starts_with("E2E outside")
+    })
+}
+
+/// The rows of the parts that are there; a remainder (elsewhere, outside) below zero is the
+/// measured parts' noise, not time spent: left out rather than shown negative.
+fn shown<'a>(
+    parts: impl Iterator<Item = (&'static str, Option<&'a ServerDist>)>,
+    remainder: impl Fn(&str) -> bool,
+) -> Vec<AttributionRow> {
     parts
-        .into_iter()
-        .filter(|(part, _)| !(skip_prefill && *part == "prefill"))
         .filter(|(part, d)| !(remainder(part) && d.is_some_and(|d| d.mean < 0.0)))
         .filter_map(|(part, d)| d.map(|d| row(part, d)))
         .collect()
+}
+
+/// The server's E2E beside its queue, prefill and decode (means only), for answers that came
+/// whole.
+fn e2e_rest(a: &Attribution) -> Option<ServerDist> {
+    crate::metrics::rest_of(a.server_e2e_ms, &[a.queue_ms, a.prefill_ms, a.decode_ms])
 }
 
 /// A percentile from a Prometheus histogram shows the bucket it fell in, not the interpolated
@@ -97,41 +136,44 @@ fn row(part: &'static str, d: &ServerDist) -> AttributionRow {
 const OTHER: &str = "elsewhere in the server (vLLM: input processing, engine hand-offs)";
 
 /// One line: "TTFT mean 503 ms: 494 queued in the server, 8.62 prefill, 0.41 elsewhere in the
-/// server, 0.25 outside"; the parts add up to the whole (their means do, exactly).
+/// server, 0.25 outside"; the parts add up to the whole (their means do, exactly). Answers
+/// that came whole split their E2E the same way ("E2E mean 12.0 ms: …").
 pub fn sentence(s: &StageSummary) -> Option<String> {
     let a = s.attribution.as_ref()?;
+    let whole = a.client_ttft_ms.count == 0;
     let mut parts = Vec::new();
     if let Some(q) = &a.queue_ms {
         parts.push(format!("{} queued in the server", num(q.mean)));
     }
-    match a.source {
-        AttributionSource::Timings => {
-            if let Some(p) = &a.prefill_ms {
-                parts.push(format!("{} prompt processing", num(p.mean)));
-            }
-        }
-        AttributionSource::Prometheus | AttributionSource::Spans => {
-            if let Some(p) = &a.prefill_ms {
-                parts.push(format!("{} prefill", num(p.mean)));
-            }
-        }
+    if let Some(p) = &a.prefill_ms {
+        let what = match a.source {
+            AttributionSource::Timings => "prompt processing",
+            AttributionSource::Prometheus | AttributionSource::Spans => "prefill",
+        };
+        parts.push(format!("{} {what}", num(p.mean)));
     }
+    let (label, client, rest, outside) = if whole {
+        if let Some(d) = &a.decode_ms {
+            parts.push(format!("{} decode", num(d.mean)));
+        }
+        let client = a.client_e2e_ms.as_ref()?;
+        ("E2E", client.mean, e2e_rest(a), a.outside_e2e_ms)
+    } else {
+        let c = a.client_ttft_ms.mean;
+        ("TTFT", c, a.server_other_ms, a.outside_ms)
+    };
     // The remainders are differences of measured means: one below zero is the others'
     // measurement noise, not time spent, and is left out rather than shown negative.
-    if let Some(r) = a.server_other_ms.as_ref().filter(|r| r.mean >= 0.0) {
+    if let Some(r) = rest.filter(|r| r.mean >= 0.0) {
         parts.push(format!("{} elsewhere in the server", num(r.mean)));
     }
-    if let Some(o) = a.outside_ms.as_ref().filter(|o| o.mean >= 0.0) {
+    if let Some(o) = outside.filter(|o| o.mean >= 0.0) {
         parts.push(format!("{} outside", num(o.mean)));
     }
     if parts.is_empty() {
         return None;
     }
-    let mut line = format!(
-        "TTFT mean {} ms: {}",
-        num(a.client_ttft_ms.mean),
-        parts.join(", ")
-    );
+    let mut line = format!("{label} mean {} ms: {}", num(client), parts.join(", "));
     if let (Some(c), Some(sv)) = (&a.client_tpot_ms, &a.server_tpot_ms) {
         line.push_str(&format!(
             "; TPOT mean {} ms{} (server {})",
@@ -230,5 +272,39 @@ mod tests {
         assert!(line.contains("30.0 outside"), "{line}");
         let rows = rows(s.attribution.as_ref().unwrap());
         assert!(rows.iter().all(|r| r.part != OTHER), "{rows:?}");
+    }
+
+    /// The issue's pooling stage: "TTFT mean 0 ms … -17.4 outside". Answers that came whole
+    /// split their E2E: no TTFT row or figure, no negative remainder.
+    #[test]
+    fn answers_that_came_whole_split_their_e2e() {
+        let a = Attribution {
+            source: AttributionSource::Prometheus,
+            client_ttft_ms: ServerDist::default(),
+            queue_ms: Some(mean(5.0)),
+            prefill_ms: Some(mean(12.0)),
+            server_e2e_ms: Some(mean(17.4)),
+            client_e2e_ms: Some(mean(18.0)),
+            outside_e2e_ms: Some(mean(0.6)),
+            ..Attribution::default()
+        };
+        let s = StageSummary {
+            attribution: Some(a),
+            ..StageSummary::default()
+        };
+        let line = sentence(&s).unwrap();
+        assert!(line.starts_with("E2E mean 18.0 ms: 5.00 queued"), "{line}");
+        assert!(
+            line.contains("0.400 elsewhere in the server, 0.600 outside"),
+            "{line}"
+        );
+        assert!(!line.contains("TTFT") && !line.contains(" -"), "{line}");
+        let rows = rows(s.attribution.as_ref().unwrap());
+        assert!(rows.iter().all(|r| !r.part.contains("TTFT")), "{rows:?}");
+        assert_eq!(rows[0].part, "E2E, client");
+        assert!(
+            rows.iter().any(|r| r.part == OTHER && r.mean == "0.400"),
+            "{rows:?}"
+        );
     }
 }

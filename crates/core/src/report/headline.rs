@@ -102,3 +102,47 @@ pub fn mark(outcome: SlaOutcome) -> &'static str {
         SlaOutcome::Inconclusive => "?",
     }
 }
+
+/// What a verdict that observed no value shows in place of its number: "no successful
+/// request" when its stage had none, else "no sample". `None` when it observed one. Its
+/// `observed` is then a placeholder 0 that must never read as a measurement.
+pub fn absence(r: &Results, v: &crate::sla::SlaVerdict) -> Option<&'static str> {
+    if !v.unobserved {
+        return None;
+    }
+    let stage = v
+        .stage
+        .as_deref()
+        .and_then(|name| r.stages.iter().find(|s| s.name == name));
+    Some(match stage {
+        Some(s) if s.requests.sent > 0 && s.requests.ok == 0 => "no successful request",
+        _ => "no sample",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results() -> Results {
+        serde_json::from_str(include_str!(
+            "../../../../tests/data/results/sim-quickstart.json"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_verdict_that_observed_nothing_says_why_not_zero() {
+        let mut r = results();
+        assert_eq!(absence(&r, &r.sla[0]), None, "observed: a number");
+        // A stage that answered requests but has no sample of the metric (or no window).
+        r.sla[0].unobserved = true;
+        assert_eq!(absence(&r, &r.sla[0]), Some("no sample"));
+        // A stage where every request failed.
+        r.stages[0].requests.ok = 0;
+        assert_eq!(absence(&r, &r.sla[0]), Some("no successful request"));
+        let text = super::super::render_summary_text(&r);
+        let line = text.lines().find(|l| l.contains("ttft.p95")).unwrap();
+        assert!(line.contains("no successful request") && !line.contains("observed"));
+    }
+}

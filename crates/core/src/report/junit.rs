@@ -65,7 +65,7 @@ pub fn junit_xml(results: &Results) -> String {
         let _ = writeln!(x, "    </properties>");
     }
     for v in &results.sla {
-        testcase(&mut x, &results.scenario, v);
+        testcase(&mut x, results, v);
     }
     if let Some(err) = &results.error {
         let _ = writeln!(
@@ -80,13 +80,18 @@ pub fn junit_xml(results: &Results) -> String {
 }
 
 /// One verdict as a test case: passed, skipped (undecided) or failed, with its numbers.
-fn testcase(x: &mut String, scenario: &str, v: &SlaVerdict) {
+fn testcase(x: &mut String, results: &Results, v: &SlaVerdict) {
+    let scenario = &results.scenario;
     let stage = v.stage.as_deref().unwrap_or("all stages");
     let name = esc(&format!("{} [{stage}]", v.assertion));
     let class = esc(&format!("{scenario}.{stage}"));
+    // A verdict that observed nothing says so, never "observed 0 ms".
+    let observed = super::absence(results, v).map_or_else(
+        || format!("observed {} {}", short(v.observed), v.unit()),
+        str::to_string,
+    );
     let mut message = format!(
-        "observed {} {unit}{}, threshold {} {unit}",
-        short(v.observed),
+        "{observed}{}, threshold {} {unit}",
         v.interval.map_or_else(String::new, |i| format!(
             " [{}, {}] at {:.0} %",
             short(i.low),

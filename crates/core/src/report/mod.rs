@@ -31,6 +31,7 @@ mod timeline;
 mod urls;
 mod view;
 mod view_rows;
+mod workload;
 mod write;
 
 pub use attribution::AttributionRow;
@@ -41,7 +42,7 @@ pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
 pub use flagged::Flagged;
-pub use headline::{Headline, headline, mark, mark_word};
+pub use headline::{Headline, absence, headline, mark, mark_word};
 pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use llmd::{LLMD_REPORT_VERSION, llmd_report};

@@ -136,10 +136,23 @@ fn pooled_row(out: &mut String, s: &crate::metrics::StageSummary) {
         s.throughput.requests_per_s,
         s.throughput.inputs_per_s.unwrap_or(0.0),
         s.throughput.input_tokens_per_s,
-        format!("{:.1} / {:.1}", e2e.p50, e2e.p99),
+        if e2e.count > 0 {
+            format!("{:.1} / {:.1}", e2e.p50, e2e.p99)
+        } else {
+            "–".to_string()
+        },
         s.client.send_lag_ms.p99,
         if s.validity.trusted { "yes" } else { "NO" },
     );
+}
+
+/// A distribution's p99 to one decimal, or a dash when it has no sample.
+fn one(d: crate::metrics::Dist) -> String {
+    if d.count > 0 {
+        format!("{:.1}", d.p99)
+    } else {
+        "–".to_string()
+    }
 }
 
 /// Each profile group's answer (knee, SLA-compliant maximum) and its points' verdicts, marked
@@ -174,11 +187,12 @@ fn profile_lines(out: &mut String, r: &Results, color: bool) {
 }
 
 /// A stage's row of the table, and its reasons, notes and errors under it. Answers that
-/// came whole (`stream #false`) have no TTFT or ITL: a dash.
+/// came whole (`stream #false`) have no TTFT or ITL, and a figure without a sample (every
+/// request failed) has no value: a dash, never 0.0.
 fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary, streams: bool) {
     let l = &s.latency;
     let pair = |m: L| {
-        if streams {
+        if streams && l[m].count > 0 {
             format!("{:.1} / {:.1}", l[m].p50, l[m].p99)
         } else {
             "–".to_string()
@@ -186,7 +200,7 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary, streams: bool
     };
     let _ = writeln!(
         out,
-        "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10.1} {:>10.3}  {}",
+        "{:<16} {:>7} {:>7} {:>6} {:>8.1} {:>9.0} {:>17} {:>15} {:>10} {:>10.3}  {}",
         truncate(&t(&s.name), 16),
         s.requests.sent,
         s.requests.ok,
@@ -195,7 +209,7 @@ fn stage_lines(out: &mut String, s: &crate::metrics::StageSummary, streams: bool
         s.throughput.output_tokens_per_s,
         pair(L::Ttft),
         pair(L::Itl),
-        l[L::E2e].p99,
+        one(l[L::E2e]),
         s.client.send_lag_ms.p99,
         if s.validity.trusted { "yes" } else { "NO" },
     );
@@ -222,21 +236,12 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     for note in &s.notes {
         let _ = writeln!(out, "    note: {}", t(note));
     }
-    if s.tokens.answer_starved > 0 {
-        let _ = writeln!(
-            out,
-            "    answer-starved: {} of {} ok requests reasoned until max_tokens ran out and gave no \
-             answer (not counted as good): raise the stage's output length or lower the \
-             target's reasoning-effort",
-            s.tokens.answer_starved, s.requests.ok
-        );
+    if let Some(line) = super::workload::ttfa_sentence(s) {
+        let _ = writeln!(out, "    {line}");
     }
-    if s.tokens.tool_round_trips > 0 {
-        let _ = writeln!(
-            out,
-            "    tool round trips: {} (session turns that answered tool calls with tool results)",
-            s.tokens.tool_round_trips
-        );
+    // The workload's own figures (reasoning, tool calls, images), as report.md shows them.
+    for (key, value) in super::workload::rows(s) {
+        let _ = writeln!(out, "    {key}: {value}");
     }
     if s.requests.retried > 0 {
         let _ = writeln!(
@@ -424,13 +429,17 @@ fn sla_lines(out: &mut String, r: &Results, color: bool) {
         let interval = v.interval.map_or_else(String::new, |i| {
             format!(" [{}, {}]", fmt_num(i.low), fmt_num(i.high))
         });
+        // A verdict that observed nothing says so, never "observed 0.00 ms".
+        let observed = super::absence(r, v).map_or_else(
+            || format!("observed {}", with_unit(v.observed)),
+            str::to_string,
+        );
         let _ = writeln!(
             out,
-            "  {} {:<32} {:<16} observed {}{interval} (threshold {})",
+            "  {} {:<32} {:<16} {observed}{interval} (threshold {})",
             paint(super::mark(v.outcome), v.outcome.as_str(), color),
             v.assertion.to_string(),
             t(v.stage.as_deref().unwrap_or("all")),
-            with_unit(v.observed),
             with_unit(v.threshold),
         );
         if !v.gates {

@@ -62,13 +62,23 @@ pub fn rows(routes: Option<&Routes>, s: &StageSummary) -> Vec<UrlRow> {
                 failed: u.figures.failed,
                 share: percent(share_of(u, s)),
                 cached: percent(u.figures.cached_share),
-                ttft_p50: num(ttft.p50),
-                ttft_p99: num(ttft.p99),
-                e2e_p50: num(e2e.p50),
-                e2e_p99: num(e2e.p99),
+                ttft_p50: figure(&ttft, ttft.p50),
+                ttft_p99: figure(&ttft, ttft.p99),
+                e2e_p50: figure(&e2e, e2e.p50),
+                e2e_p99: figure(&e2e, e2e.p99),
             }
         })
         .collect()
+}
+
+/// A percentile of `d`, or a dash when it has no sample (a pooling API's TTFT, a URL whose
+/// every request failed): never a 0 nothing measured.
+fn figure(d: &crate::metrics::Dist, value: f64) -> String {
+    if d.count > 0 {
+        num(value)
+    } else {
+        "–".to_string()
+    }
 }
 
 fn share_of(u: &UrlSummary, s: &StageSummary) -> Option<f64> {
@@ -78,16 +88,20 @@ fn share_of(u: &UrlSummary, s: &StageSummary) -> Option<f64> {
 /// The terminal summary's lines under a stage: one per URL.
 pub fn summary_lines(out: &mut String, routes: Option<&Routes>, s: &StageSummary) {
     for r in rows(routes, s) {
+        // No TTFT figure where the URL has none (a pooling API's answers come whole).
+        let ttft = if r.ttft_p50 == "–" {
+            String::new()
+        } else {
+            format!(", TTFT p50/p99 {} / {} ms", r.ttft_p50, r.ttft_p99)
+        };
         let _ = writeln!(
             out,
-            "    → {}  sent {} ({}), failed {}, cached {}, TTFT p50/p99 {} / {} ms, E2E p99 {} ms",
+            "    → {}  sent {} ({}), failed {}, cached {}{ttft}, E2E p99 {} ms",
             t(&r.url),
             r.sent,
             r.share,
             r.failed,
             r.cached,
-            r.ttft_p50,
-            r.ttft_p99,
             r.e2e_p99
         );
     }
@@ -133,4 +147,53 @@ pub fn urls_csv(results: &crate::results::Results) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::SliceFigures;
+
+    /// A URL whose requests have no TTFT (a pooling API) or no sample at all (every one
+    /// failed) shows a dash, and its summary line no TTFT: never "0 / 0 ms".
+    #[test]
+    fn a_url_without_a_sample_shows_no_figure() {
+        let mut answered = SliceFigures {
+            sent: 4,
+            ok: 4,
+            ..SliceFigures::default()
+        };
+        answered.latency[LatencyMetric::E2e].count = 4;
+        answered.latency[LatencyMetric::E2e].p99 = 12.5;
+        let failed = SliceFigures {
+            sent: 4,
+            failed: 4,
+            ..SliceFigures::default()
+        };
+        let s = StageSummary {
+            per_url: vec![
+                UrlSummary {
+                    url: 0,
+                    figures: answered,
+                },
+                UrlSummary {
+                    url: 1,
+                    figures: failed,
+                },
+            ],
+            ..StageSummary::default()
+        };
+        let rows = rows(None, &s);
+        assert_eq!(
+            (rows[0].ttft_p50.as_str(), rows[0].e2e_p99.as_str()),
+            ("–", "12.5")
+        );
+        assert_eq!(
+            (rows[1].ttft_p99.as_str(), rows[1].e2e_p99.as_str()),
+            ("–", "–")
+        );
+        let mut out = String::new();
+        summary_lines(&mut out, None, &s);
+        assert!(!out.contains("TTFT") && !out.contains(" 0 ms"), "{out}");
+    }
 }

@@ -29,6 +29,9 @@ pub struct ReportView {
     pub sla_undecided: usize,
     /// `95 %`: the confidence of every interval shown.
     pub confidence: String,
+    /// The target's answers stream (they have a TTFT and ITL): false for a pooling API and
+    /// `stream #false`, whose tables show no such column.
+    pub streamed: bool,
     /// Every verdict, failed ones first.
     pub verdicts: Vec<VerdictRow>,
     pub stages: Vec<StageView>,
@@ -161,7 +164,7 @@ fn on_stage(verdicts: &[SlaVerdict], name: &str, outcome: SlaOutcome) -> usize {
         .count()
 }
 
-fn verdict_row(v: &SlaVerdict) -> VerdictRow {
+fn verdict_row(r: &Results, v: &SlaVerdict) -> VerdictRow {
     let margin = match v.relative_margin() {
         Some(m) if m >= 0.0 => format!("{:+.1} % over", m * 100.0),
         Some(m) => format!("{:.1} % under", -m * 100.0),
@@ -177,7 +180,8 @@ fn verdict_row(v: &SlaVerdict) -> VerdictRow {
         outcome: v.outcome.as_str(),
         expr: v.assertion.to_string(),
         stage: v.stage.clone().unwrap_or_else(|| "all".into()),
-        observed: with_unit(v.observed, v.unit()),
+        observed: super::absence(r, v)
+            .map_or_else(|| with_unit(v.observed, v.unit()), str::to_string),
         interval: v.interval.map_or_else(String::new, |i| {
             format!("[{}, {}]", num(i.low), num(i.high))
         }),
@@ -340,7 +344,11 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         sla_failed: count(SlaOutcome::Fail),
         sla_undecided: count(SlaOutcome::Inconclusive),
         confidence: format!("{} %", short(results.sla_policy.confidence * 100.0)),
-        verdicts: verdicts.into_iter().map(verdict_row).collect(),
+        streamed: Metric::Latency(LatencyMetric::Ttft).applies_to(t.answer()),
+        verdicts: verdicts
+            .into_iter()
+            .map(|v| verdict_row(results, v))
+            .collect(),
         stages: results
             .stages
             .iter()

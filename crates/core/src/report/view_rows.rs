@@ -50,7 +50,7 @@ pub(super) fn latency_rows(s: &StageSummary, answer: Answer) -> Vec<LatencyRow> 
     s.latency
         .iter()
         .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
-        .filter(|(m, _)| *m != LatencyMetric::Ttfa || ttfa_differs(s))
+        .filter(|(m, _)| *m != LatencyMetric::Ttfa || super::workload::ttfa_differs(s))
         .filter(|(m, d)| !m.spec().optional || d.count > 0)
         .map(|(m, d)| latency_row(label(s, m, d), d))
         .collect()
@@ -93,46 +93,7 @@ pub(super) fn throughput_rows(s: &StageSummary, answer: Answer) -> Vec<KeyValue>
         ),
         kv("tokens counted", tokens_counted(&s.tokens)),
     ]);
-    rows.extend(reasoning_rows(&s.tokens, s.requests.ok));
-    rows
-}
-
-/// What a reasoning model spent: the reasoning tokens where a server reported them, and the
-/// requests whose reasoning used the whole output budget and gave no answer.
-pub(super) fn reasoning_rows(t: &crate::metrics::Tokens, ok: u64) -> Vec<KeyValue> {
-    let mut rows = Vec::new();
-    if t.reasoning_reported > 0 {
-        rows.push(kv(
-            "reasoning tokens",
-            format!(
-                "{} of {} out ({} %; reported by {} requests)",
-                t.reasoning,
-                t.output,
-                num(t.reasoning as f64 / t.output.max(1) as f64 * 100.0),
-                t.reasoning_reported
-            ),
-        ));
-    }
-    if t.answer_starved > 0 {
-        rows.push(kv(
-            "answer-starved",
-            format!(
-                "{} of {ok} ok requests reasoned until max_tokens ran out and gave no answer \
-                 (not counted as good): raise the stage's output length or lower the target's \
-                 reasoning-effort",
-                t.answer_starved
-            ),
-        ));
-    }
-    if t.tool_round_trips > 0 {
-        rows.push(kv(
-            "tool round trips",
-            format!(
-                "{} (session turns that answered tool calls with tool results)",
-                t.tool_round_trips
-            ),
-        ));
-    }
+    rows.extend(super::workload::rows(s).into_iter().map(|(k, v)| kv(k, v)));
     rows
 }
 
@@ -167,7 +128,11 @@ pub(super) fn client_rows(c: &ClientHealth) -> Vec<KeyValue> {
         ),
         kv(
             "CPU",
-            format!("{} % of one core ({} cores)", num(c.cpu_percent), c.cores),
+            format!(
+                "{} % of one core ({})",
+                num(c.cpu_percent),
+                crate::units::counted(c.cores, "core", "cores")
+            ),
         ),
     ]
     .into_iter()
@@ -276,16 +241,6 @@ pub(super) fn latency_row(metric: String, d: &Dist) -> LatencyRow {
         max: f(d.max),
         mean: ci(Figure::Mean),
     }
-}
-
-/// TTFA is worth a row only for models that reason before answering: otherwise every request's
-/// first answer token is its first token and the row repeats TTFT.
-pub(crate) fn ttfa_differs(s: &StageSummary) -> bool {
-    let (a, t) = (
-        &s.latency[LatencyMetric::Ttfa],
-        &s.latency[LatencyMetric::Ttft],
-    );
-    a.count > 0 && (a.p50, a.p99, a.max, a.mean) != (t.p50, t.p99, t.max, t.mean)
 }
 
 pub(super) fn kv(key: &'static str, value: String) -> KeyValue {

@@ -322,6 +322,7 @@ impl Checker {
             ("reasoning_reported", t.reasoning_reported),
             ("answer_starved", t.answer_starved),
             ("tool_round_trips", t.tool_round_trips),
+            ("tool_answers", t.tool_answers),
         ] {
             self.at_most(&format!("{at}.{name}"), n, ok, "the ok requests");
         }

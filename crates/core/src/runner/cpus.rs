@@ -16,7 +16,7 @@ pub enum CpuSpec {
 pub enum CpusError {
     #[error("`{0}` is not a CPU count or list (e.g. `4` or `0,2-3`)")]
     Syntax(String),
-    #[error("asks for {asked} CPUs; this process may use {allowed}")]
+    #[error("asks for {}; this process may use {allowed}", crate::units::counted(*.asked as u64, "CPU", "CPUs"))]
     TooMany { asked: usize, allowed: usize },
     #[error("CPU {cpu} is not one this process may use ({allowed})")]
     NotAllowed { cpu: usize, allowed: String },

@@ -73,27 +73,7 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
     else {
         return;
     };
-    let client_ttft = ServerDist::of_dist(&summary.latency[LatencyMetric::Ttft]);
-    let tpot = &summary.latency[LatencyMetric::Tpot];
-    summary.attribution = Some(Attribution {
-        source: AttributionSource::Prometheus,
-        server: Some(source.clone()),
-        client_ttft_ms: client_ttft,
-        server_ttft_ms: l.ttft_ms,
-        queue_ms: l.queue_ms,
-        prefill_ms: l.prefill_ms,
-        server_other_ms: rest_of(l.ttft_ms, &[l.queue_ms, l.prefill_ms]),
-        decode_ms: l.decode_ms,
-        server_tpot_ms: l.tpot_ms,
-        client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
-        server_e2e_ms: l.e2e_ms,
-        client_e2e_ms: l
-            .e2e_ms
-            .map(|_| ServerDist::of_dist(&summary.latency[LatencyMetric::E2e])),
-        outside_ms: l.ttft_ms.map(|server| client_ttft.mean_minus(&server)),
-        outside_e2e_ms: None,
-        server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
-    });
+    summary.attribution = Some(prometheus_attribution(source, l, summary));
     let mean_output = summary.tokens.output as f64 / summary.requests.ok.max(1) as f64;
     if let Some(note) = summary
         .attribution
@@ -101,6 +81,44 @@ pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {
         .and_then(|a| tpot_note(a, mean_output))
     {
         summary.notes.push(note);
+    }
+}
+
+/// The stage's attribution from a Prometheus source's histograms `l`. Answers that came
+/// whole (a pooling API, `stream #false`) have no client TTFT: their E2E is split instead
+/// (`outside_e2e_ms`), and the server's TTFT, which nothing of the client's stands beside, is
+/// left out, so no "TTFT mean 0 ms" and no negative remainder is shown. A stage that generated
+/// nothing (pooling) has no decode either.
+fn prometheus_attribution(
+    source: &str,
+    l: &crate::telemetry::ServerLatency,
+    summary: &StageSummary,
+) -> Attribution {
+    let client_ttft = ServerDist::of_dist(&summary.latency[LatencyMetric::Ttft]);
+    let client_e2e = ServerDist::of_dist(&summary.latency[LatencyMetric::E2e]);
+    let tpot = &summary.latency[LatencyMetric::Tpot];
+    let whole = client_ttft.count == 0;
+    let generated = summary.tokens.output > 0;
+    let server_ttft = l.ttft_ms.filter(|_| !whole);
+    Attribution {
+        source: AttributionSource::Prometheus,
+        server: Some(source.to_string()),
+        client_ttft_ms: client_ttft,
+        server_ttft_ms: server_ttft,
+        queue_ms: l.queue_ms,
+        prefill_ms: l.prefill_ms,
+        server_other_ms: rest_of(server_ttft, &[l.queue_ms, l.prefill_ms]),
+        decode_ms: l.decode_ms.filter(|_| generated),
+        server_tpot_ms: l.tpot_ms.filter(|_| generated),
+        client_tpot_ms: (tpot.count > 0).then(|| ServerDist::of_dist(tpot)),
+        server_e2e_ms: l.e2e_ms,
+        client_e2e_ms: l.e2e_ms.map(|_| client_e2e),
+        outside_ms: server_ttft.map(|server| client_ttft.mean_minus(&server)),
+        outside_e2e_ms: l
+            .e2e_ms
+            .filter(|_| whole)
+            .map(|server| client_e2e.mean_minus(&server)),
+        server_requests: l.e2e_ms.or(l.ttft_ms).map(|d| d.count),
     }
 }
 

@@ -148,8 +148,8 @@ fn decode(
         anchor: None,
         sim_metric_refs: Vec::new(),
         // A data set is read knowing its target's API, wherever the target is written.
-        generates: written_api(nodes).is_none_or(|a| a.kind().answer().streams()),
-        whole: written_whole(nodes),
+        generates: written_api(ctx, nodes).is_none_or(|a| a.kind().answer().streams()),
+        whole: written_whole(ctx, nodes),
     };
     for node in nodes {
         if let Some(setting) = top.admit(ctx, node) {
@@ -302,28 +302,34 @@ fn streamed_goodput(ctx: &mut Ctx<'_>, node: &KdlNode, g: Option<&GoodputSpec>) 
 }
 
 /// Whether the target writes `stream #false` (wherever it is written).
-fn written_whole(nodes: &[KdlNode]) -> bool {
-    let stream = nodes
-        .iter()
-        .find(|n| n.name().value() == "target")
-        .and_then(KdlNode::children)
-        .and_then(|c| c.nodes().iter().find(|n| n.name().value() == "stream"));
-    stream
-        .and_then(|n| n.entries().first())
-        .and_then(|e| e.value().as_bool())
-        == Some(false)
+fn written_whole(ctx: &Ctx<'_>, nodes: &[KdlNode]) -> bool {
+    target_entry(ctx, nodes, "stream").and_then(|v| v.as_bool()) == Some(false)
 }
 
 /// The API the target names, wherever the target is written (a data set may come first).
-fn written_api(nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
+fn written_api(ctx: &Ctx<'_>, nodes: &[KdlNode]) -> Option<crate::protocol::Api> {
+    let api = target_entry(ctx, nodes, "api")?;
+    crate::protocol::Api::from_name(api.as_string()?)
+}
+
+/// The first value of the target's child `name`, read ahead of the target itself: a
+/// `(param)"NAME"` reference is its param's value, as the target's own reading will take it
+/// (an unknown param is reported there, not here).
+fn target_entry(ctx: &Ctx<'_>, nodes: &[KdlNode], name: &str) -> Option<kdl::KdlValue> {
     let target = nodes.iter().find(|n| n.name().value() == "target")?;
-    let api = target
+    let node = target
         .children()?
         .nodes()
         .iter()
-        .find(|n| n.name().value() == "api")?;
-    let name = api.entries().first()?.value().as_string()?;
-    crate::protocol::Api::from_name(name)
+        .find(|n| n.name().value() == name)?;
+    let entry = node.entries().first()?;
+    match entry.ty() {
+        Some(ty) if ty.value() == "param" => {
+            let decl = ctx.params.get(entry.value().as_string()?)?;
+            Some(super::ctx::param_to_kdl(&decl.value))
+        }
+        _ => Some(entry.value().clone()),
+    }
 }
 
 /// The children of `scenario "name" { … }`.

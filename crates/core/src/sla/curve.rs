@@ -191,6 +191,7 @@ fn blank(a: &ScopedAssertion, stage: Option<&str>) -> SlaVerdict {
         basis: None,
         note: None,
         gates: true,
+        unobserved: false,
     }
 }
 
@@ -245,6 +246,7 @@ fn judge_group(
         Ok(r) => r,
         Err(why) => {
             v.note = Some(why.to_string());
+            v.unobserved = true;
             return v;
         }
     };
@@ -431,6 +433,7 @@ mod tests {
                 basis: None,
                 note: None,
                 gates: true,
+                unobserved: false,
             };
             v.set_outcome(o);
             v

@@ -136,6 +136,7 @@ pub fn nothing_measured(stages: &[StageSummary]) -> Vec<SlaVerdict> {
                 more: None,
                 basis: Some(Basis::Numbers),
                 gates: true,
+                unobserved: false,
                 note: Some(format!(
                     "implicit: every one of the {} requests failed ({}), so the stage measured \
                      nothing",
@@ -231,6 +232,7 @@ fn blank(assertion: &Assertion, stage: &str) -> SlaVerdict {
         basis: None,
         note: None,
         gates: true,
+        unobserved: false,
     }
 }
 
@@ -280,6 +282,7 @@ fn judge_label(
     let Some(part) = stage.group(on) else {
         let mut v = blank(assertion, &stage.name);
         v.note = Some(format!("stage `{}` sent no request of {on}", stage.name));
+        v.unobserved = true;
         return v;
     };
     let base: Vec<StageSummary> = cx
@@ -321,6 +324,7 @@ fn judge_steady(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -
             crate::metrics::STEADY_RATIO * 100.0,
             crate::metrics::MIN_WINDOW_S
         ));
+        v.unobserved = true;
         return v;
     };
     let mut v = judge_stage(assertion, &view, cx);
@@ -372,6 +376,7 @@ fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) 
         Ok(v) => v,
         Err(why) => {
             verdict.note = Some(why.to_string());
+            verdict.unobserved = true;
             return verdict;
         }
     };

@@ -174,6 +174,11 @@ pub struct SlaVerdict {
     /// sweep is for) unless its assertion says `every-point=#true`. Written only when false.
     #[serde(default = "gates_by_default")]
     pub gates: bool,
+    /// No value was observed (no sample of the metric: every request of the stage failed, or
+    /// the API has no such figure; no telemetry; no such window or group): `observed` is then
+    /// 0 and means nothing, `note` says why. Written only when true. *Added in schema 3.*
+    #[serde(default)]
+    pub unobserved: bool,
 }
 
 fn gates_by_default() -> bool {
@@ -205,7 +210,7 @@ fn unit_member(schema: &mut schemars::Schema) {
 impl Serialize for SlaVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut v = s.serialize_struct("SlaVerdict", 11)?;
+        let mut v = s.serialize_struct("SlaVerdict", 12)?;
         v.serialize_field("expr", &self.assertion)?;
         v.serialize_field("stage", &self.stage)?;
         v.serialize_field("observed", &self.observed)?;
@@ -221,6 +226,11 @@ impl Serialize for SlaVerdict {
             v.skip_field("gates")?;
         } else {
             v.serialize_field("gates", &self.gates)?;
+        }
+        if self.unobserved {
+            v.serialize_field("unobserved", &self.unobserved)?;
+        } else {
+            v.skip_field("unobserved")?;
         }
         v.end()
     }
@@ -252,7 +262,8 @@ impl SlaVerdict {
     /// How far `observed` is from `threshold`, relative to the threshold (`0.157` = 15.7 % over),
     /// or `None` when the threshold is 0.
     pub fn relative_margin(&self) -> Option<f64> {
-        (self.threshold != 0.0 && self.threshold.is_finite())
+        // Nothing observed: no distance to the threshold either.
+        (!self.unobserved && self.threshold != 0.0 && self.threshold.is_finite())
             .then(|| (self.observed - self.threshold) / self.threshold.abs())
     }
 

@@ -6,7 +6,9 @@
 //! the difference between the scrape at its end and the one at its start (taken at the stage's
 //! edges, see `record.rs`). Percentiles are interpolated linearly within the bucket they fall
 //! in, as PromQL's `histogram_quantile` does: they are only as fine as the server's bucket
-//! bounds. The mean (sum over count) is exact.
+//! bounds. One that falls in the first bucket, or past the last finite bound, is that bound:
+//! interpolating from zero would invent a value (a queue p50 of 150 ms beside a mean of
+//! 0.02 ms, from a first bucket of 300 ms). The mean (sum over count) is exact.
 
 use std::collections::BTreeMap;
 
@@ -74,7 +76,8 @@ impl PromHistogram {
     }
 
     /// The interpolated quantile and the bounds of the bucket it fell in (`high` infinite past
-    /// the last finite bound, where the estimate is that bound).
+    /// the last finite bound, where the estimate is that bound; in the first bucket the
+    /// estimate is its upper bound, all that is known of it).
     fn locate(&self, q: f64) -> Option<(f64, f64, f64)> {
         let total = self.buckets.last().map(|b| b.1)?;
         if total <= 0.0 {
@@ -87,6 +90,11 @@ impl PromHistogram {
                 if le.is_infinite() {
                     // Beyond the last finite bound: that bound is all that is known.
                     return Some((lower.0, lower.0, le));
+                }
+                if lower == (0.0, 0.0) {
+                    // The first bucket: no observation is known to lie above zero, so only
+                    // its bound is (report.md shows it as `≤ 300`).
+                    return Some((le, 0.0, le));
                 }
                 let width = cum - lower.1;
                 let into = if width > 0.0 {
@@ -283,7 +291,24 @@ vllm:time_to_first_token_seconds_count{model_name="m"} 12.0
             count: 10.0,
         };
         assert_eq!(h.quantile(0.99), Some(0.5));
-        assert_eq!(h.quantile(0.05), Some(0.25));
+        // In the first bucket: its bound, not a point interpolated from zero.
+        assert_eq!(h.quantile(0.05), Some(0.5));
+    }
+
+    /// The queue: 40 requests queued 0.022 ms on average, all in vLLM's first bucket
+    /// (≤ 0.3 s): its p50 read 150 ms, interpolated from zero. It is the bound.
+    #[test]
+    fn a_percentile_in_the_first_bucket_is_its_bound() {
+        let h = PromHistogram {
+            buckets: vec![(0.3, 40.0), (0.5, 40.0), (f64::INFINITY, 40.0)],
+            sum: 40.0 * 0.022e-3,
+            count: 40.0,
+        };
+        let d = h.dist_ms().unwrap();
+        assert!((d.mean - 0.022).abs() < 1e-9, "{d:?}");
+        assert_eq!(d.p50, Some(300.0));
+        assert_eq!(d.p99, Some(300.0));
+        assert_eq!(d.buckets.unwrap().p50, [Some(0.0), Some(300.0)]);
     }
 
     #[test]

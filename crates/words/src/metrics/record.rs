@@ -227,6 +227,10 @@ pub struct RequestRecord {
     /// A session turn that answered the previous turn's tool calls with tool results.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tool_result: bool,
+    /// How many tool calls the answer held (counted whether or not they are kept), for the
+    /// stage's tool-call figures; not written to `requests.jsonl`.
+    #[serde(skip)]
+    pub calls: u16,
     /// The tool calls the answer held (id, name, arguments as received), for the session's
     /// next turn (kept only with `keep_tool_calls`, at most `protocol::MAX_KEPT_CALLS`); the
     /// runner takes them before the record goes to the collector.

@@ -53,6 +53,7 @@ impl Client {
             if rec.keep_tool_calls {
                 rec.tool_calls = crate::protocol::kept_calls(&g.tool_calls);
             }
+            rec.calls = u16::try_from(g.tool_calls.len()).unwrap_or(u16::MAX);
             rec.finish_reason = g.finish_reason;
             rec.answered = Some(g.has_answer());
             rec.response_id = g.id.as_deref().map(ResponseId::judge);

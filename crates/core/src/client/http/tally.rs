@@ -105,6 +105,11 @@ impl Tally {
                 for part in [&call.name, &call.arguments].into_iter().flatten() {
                     part.push_to(text);
                 }
+                // A delta with an id starts a call (its later deltas carry only arguments),
+                // as `Calls::keep` reads them; a server that sends no id has one call.
+                if call.id.is_some() || !self.called {
+                    rec.calls = rec.calls.saturating_add(1);
+                }
                 self.called = true;
                 if rec.keep_tool_calls {
                     self.calls.keep(&mut rec.tool_calls, call);
