@@ -226,6 +226,7 @@ fn dataset_plan(
         hooks: load_hooks(d, base_dir)?,
         session: super::session::session_plan(d)?,
         images: d.images.clone(),
+        quality: d.quality.clone(),
     })
 }
 
