@@ -162,6 +162,21 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_default_response_store_max_tokens")]
     #[schemars(extend("default" = DEFAULT_RESPONSE_STORE_MAX_TOKENS))]
     pub response_store_max_tokens: u64,
+    /// Answer the questions the simulator can work out itself (`What is 17 + 25?`, see
+    /// docs/quality.md) as a model would, "The answer is 42.", stopping there; this share of
+    /// them right, the rest off by one, drawn per question from the seed. Unset: every
+    /// answer is filler words, as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_accuracy: Option<f64>,
+    /// With `answer-accuracy`: the share of answers that degenerate, one phrase repeated to
+    /// the token budget, drawn per question from the seed.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    #[schemars(extend("default" = 0.0))]
+    pub repetition: f64,
+}
+
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
 }
 
 const DEFAULT_RESPONSE_STORE: u32 = 10_000;
@@ -245,6 +260,8 @@ impl Default for SimConfig {
             request_priority_header: None,
             response_store: DEFAULT_RESPONSE_STORE,
             response_store_max_tokens: DEFAULT_RESPONSE_STORE_MAX_TOKENS,
+            answer_accuracy: None,
+            repetition: 0.0,
         }
     }
 }
@@ -326,6 +343,15 @@ impl SimConfig {
         }
         if self.prefix_cache_capacity == 0 {
             return err("prefix-cache-capacity", "must be at least 1 token");
+        }
+        if self
+            .answer_accuracy
+            .is_some_and(|a| !(0.0..=1.0).contains(&a))
+        {
+            return err("answer-accuracy", "must be between 0 and 1");
+        }
+        if !(0.0..=1.0).contains(&self.repetition) {
+            return err("repetition", "must be between 0 and 1");
         }
         if !(0.0..1.0).contains(&self.jitter) {
             return err("jitter", "must be a fraction in [0, 1)");

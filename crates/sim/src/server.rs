@@ -23,6 +23,7 @@ use super::endpoints;
 use super::faults::{self, Fault};
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
+use super::qa;
 use super::scheduler::{Chunk, NewSeq, Scheduler};
 use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
@@ -394,6 +395,12 @@ async fn generate(
     };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
+    let script = qa::answer(cfg, &body, reasoning)
+        .filter(|_| tool_of(cfg, served, &req).is_none())
+        .map(Box::new);
+    let output_len = script.as_ref().map_or(output_len, |s| {
+        s.output_len(output_len, max_tokens, req.ignore_eos)
+    });
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
@@ -422,6 +429,7 @@ async fn generate(
         tx,
         trace,
         store,
+        script,
     };
     if app.intake.send(seq).is_err() {
         let body = wire::error_body(
