@@ -163,8 +163,7 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 "500 inputs/s",
             )
         },
-        // What an answer says does not depend on when the client read it; only the load
-        // offered (and the timeouts it causes, which are not scored) can move these.
+        // What an answer says does not depend on when the client read it, nor on the load.
         MetricDef {
             scope: ApiScope::Generated,
             ..counted(
@@ -173,7 +172,7 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 "quality.correct / quality.scored",
                 K::Percent,
                 Lower,
-                C::LoadOnly,
+                C::Answers,
                 "80%",
             )
         },
@@ -185,7 +184,7 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 "quality.repetitive / quality.checked",
                 K::Percent,
                 Higher,
-                C::LoadOnly,
+                C::Answers,
                 "5%",
             )
         },
@@ -197,7 +196,7 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 "quality.empty / quality.checked",
                 K::Percent,
                 Higher,
-                C::LoadOnly,
+                C::Answers,
                 "1%",
             )
         },
