@@ -305,6 +305,22 @@ impl SimConfig {
         ]
     }
 
+    /// `answer-accuracy` and `repetition` are shares.
+    fn validate_answers(&self) -> Result<(), ConfigError> {
+        let share = |field: &'static str, v: f64| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    field,
+                    reason: "must be between 0 and 1".into(),
+                })
+            }
+        };
+        share("answer-accuracy", self.answer_accuracy.unwrap_or(0.0))?;
+        share("repetition", self.repetition)
+    }
+
     /// Checks ranges the types cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, reason: &str| {
@@ -344,15 +360,7 @@ impl SimConfig {
         if self.prefix_cache_capacity == 0 {
             return err("prefix-cache-capacity", "must be at least 1 token");
         }
-        if self
-            .answer_accuracy
-            .is_some_and(|a| !(0.0..=1.0).contains(&a))
-        {
-            return err("answer-accuracy", "must be between 0 and 1");
-        }
-        if !(0.0..=1.0).contains(&self.repetition) {
-            return err("repetition", "must be between 0 and 1");
-        }
+        self.validate_answers()?;
         if !(0.0..1.0).contains(&self.jitter) {
             return err("jitter", "must be a fraction in [0, 1)");
         }

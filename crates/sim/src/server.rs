@@ -395,12 +395,7 @@ async fn generate(
     };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
-    let script = qa::answer(cfg, &body, reasoning)
-        .filter(|_| tool_of(cfg, served, &req).is_none())
-        .map(Box::new);
-    let output_len = script.as_ref().map_or(output_len, |s| {
-        s.output_len(output_len, max_tokens, req.ignore_eos)
-    });
+    let (script, output_len) = scripted(cfg, served, (&req, &body), (output_len, reasoning));
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
@@ -432,13 +427,7 @@ async fn generate(
         script,
     };
     if app.intake.send(seq).is_err() {
-        let body = wire::error_body(
-            503,
-            "ServiceUnavailableError",
-            "server is shutting down",
-            None,
-        );
-        return json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id));
+        return shutting_down(id);
     }
     if req.stream {
         stream_response(rx, id, conn)
@@ -457,6 +446,36 @@ async fn generate(
         };
         collect_response(rx, info).await
     }
+}
+
+/// The answer worked out for the request's question (`answer-accuracy`; none for a tool
+/// call), and the output length it makes: `drawn` is the length drawn without it.
+fn scripted(
+    cfg: &SimConfig,
+    served: Served,
+    (req, body): (&GenRequest, &[u8]),
+    (drawn, reasoning): (u64, u64),
+) -> (Option<Box<qa::Script>>, u64) {
+    let script = qa::answer(cfg, body, reasoning)
+        .filter(|_| tool_of(cfg, served, req).is_none())
+        .map(Box::new);
+    let len = match &script {
+        // The caller has checked the request's max_tokens: it is valid here.
+        Some(s) => s.output_len(drawn, max_tokens(cfg, req).unwrap_or(drawn), req.ignore_eos),
+        None => drawn,
+    };
+    (script, len)
+}
+
+/// The 503 a request gets once the scheduler has stopped taking requests.
+fn shutting_down(id: u64) -> Response {
+    let body = wire::error_body(
+        503,
+        "ServiceUnavailableError",
+        "server is shutting down",
+        None,
+    );
+    json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id))
 }
 
 /// The Responses API's stored conversation, before the length checks that count it, and the
