@@ -179,6 +179,17 @@ fn a_bad_regex_or_reference_is_an_invalid_scenario_named_where_it_is() {
         "{said}"
     );
 
+    // An assertion on answers nobody checks is refused where it is written.
+    let (code, said) = validate(
+        &with("repetition", "q.jsonl").replace(
+            "stage \"s\"",
+            "sla { assert \"accuracy > 50%\"; }\nstage \"s\"",
+        ),
+        &[("q.jsonl", good)],
+    );
+    assert_eq!(code, Some(infermeter_core::exit::INVALID), "{said}");
+    assert!(said.contains("data set `d` scores none"), "{said}");
+
     let wrong = format!("{good}\n{{\"prompt\": \"x\", \"reference\": 5}}\n");
     let (code, said) = validate(&with("score \"exact\"", "q.jsonl"), &[("q.jsonl", &wrong)]);
     assert_eq!(code, Some(infermeter_core::exit::INVALID), "{said}");
