@@ -272,3 +272,33 @@ sla {{ assert "accuracy > 50%"; }}
         assert!(!body.contains("<script>alert"), "{file} shows the answer");
     }
 }
+
+#[test]
+fn a_split_run_judges_each_model_on_its_own_answers() {
+    let kdl = qa_scenario(
+        "ignore-eos #false\n    answer-accuracy 1.0\n    adapters { worse 1.0; }\n    \
+         adapter-accuracy { worse 0.2; }",
+        &[
+            "accuracy[model=infermeter-sim] > 80%",
+            "accuracy[model=worse] > 80%",
+        ],
+    )
+    .replace(
+        "requests 300;",
+        "requests 300; model \"infermeter-sim\" weight=1; model \"worse\" weight=1;",
+    );
+    let (r, o, _dir) = run_text(&kdl);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert_eq!(
+        verdict(&r, "accuracy[model=infermeter-sim] > 80%")["outcome"],
+        "pass"
+    );
+    assert_eq!(
+        verdict(&r, "accuracy[model=worse] > 80%")["outcome"],
+        "fail"
+    );
+    let groups = stage(&r, "qa")["groups"].as_array().unwrap();
+    let worse = groups.iter().find(|g| g["label"] == "worse").unwrap();
+    let accuracy = worse["summary"]["quality"]["accuracy"].as_f64().unwrap();
+    assert!((0.05..0.4).contains(&accuracy), "{worse}");
+}

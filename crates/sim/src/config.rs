@@ -173,6 +173,12 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_zero_f64")]
     #[schemars(extend("default" = 0.0))]
     pub repetition: f64,
+    /// With `answer-accuracy`: a served model's own accuracy (`adapter-accuracy { lora-sql
+    /// 0.7 }`), so that a split run can have a worse model; the others answer with
+    /// `answer-accuracy`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub adapter_accuracy: BTreeMap<String, f64>,
 }
 
 fn is_zero_f64(n: &f64) -> bool {
@@ -262,6 +268,7 @@ impl Default for SimConfig {
             response_store_max_tokens: DEFAULT_RESPONSE_STORE_MAX_TOKENS,
             answer_accuracy: None,
             repetition: 0.0,
+            adapter_accuracy: BTreeMap::new(),
         }
     }
 }
@@ -318,7 +325,28 @@ impl SimConfig {
             }
         };
         share("answer-accuracy", self.answer_accuracy.unwrap_or(0.0))?;
-        share("repetition", self.repetition)
+        share("repetition", self.repetition)?;
+        if self.adapter_accuracy.len() > MAX_ADAPTERS {
+            return Err(ConfigError {
+                field: "adapter-accuracy",
+                reason: "at most 256 models".into(),
+            });
+        }
+        for p in self.adapter_accuracy.values() {
+            share("adapter-accuracy", *p)?;
+        }
+        Ok(())
+    }
+
+    /// The share of `model`'s answers that are right (`adapter-accuracy`, else
+    /// `answer-accuracy`); `None` when the simulator answers no questions.
+    pub(crate) fn accuracy_of(&self, model: Option<&str>) -> Option<f64> {
+        let base = self.answer_accuracy?;
+        Some(
+            model
+                .and_then(|m| self.adapter_accuracy.get(m).copied())
+                .unwrap_or(base),
+        )
     }
 
     /// Checks ranges the types cannot express.

@@ -49,9 +49,14 @@ impl Script {
 }
 
 /// The answer to the request `body`'s question, when the simulator answers questions
-/// (`answer-accuracy` set) and can work this one out; `reasoning` tokens come first.
-pub(crate) fn answer(cfg: &SimConfig, body: &[u8], reasoning: u64) -> Option<Script> {
-    let accuracy = cfg.answer_accuracy?;
+/// (`answer-accuracy` set) and can work this one out; `reasoning` tokens come first. `model`
+/// is the model the request names (`adapter-accuracy`).
+pub(crate) fn answer(
+    cfg: &SimConfig,
+    (body, model): (&[u8], Option<&str>),
+    reasoning: u64,
+) -> Option<Script> {
+    let accuracy = cfg.accuracy_of(model)?;
     let question = question(body)?;
     let solved = solve(&question)?;
     let degenerate = draw(cfg.seed, &question, 0x5eed_0001) < cfg.repetition;
@@ -257,19 +262,19 @@ mod tests {
     #[test]
     fn right_wrong_and_degenerate_answers_by_the_settings() {
         let body = chat("What is 17 + 25?");
-        let right = answer(&cfg(1.0, 0.0), &body, 0).unwrap();
+        let right = answer(&cfg(1.0, 0.0), (&body, None), 0).unwrap();
         assert_eq!(said(&right), " The answer is 42.");
         assert_eq!(right.output_len(10, 64, false), 5);
-        let wrong = answer(&cfg(0.0, 0.0), &body, 0).unwrap();
+        let wrong = answer(&cfg(0.0, 0.0), (&body, None), 0).unwrap();
         assert_eq!(said(&wrong), " The answer is 43.");
-        let looped = answer(&cfg(1.0, 1.0), &body, 0).unwrap();
+        let looped = answer(&cfg(1.0, 1.0), (&body, None), 0).unwrap();
         assert!(said(&looped).starts_with(" the answer is the answer is"));
         assert_eq!(looped.output_len(10, 64, false), 64);
         assert!(
-            answer(&SimConfig::default(), &body, 0).is_none(),
+            answer(&SimConfig::default(), (&body, None), 0).is_none(),
             "off by default"
         );
-        let reasoned = answer(&cfg(1.0, 0.0), &body, 3).unwrap();
+        let reasoned = answer(&cfg(1.0, 0.0), (&body, None), 3).unwrap();
         assert_eq!(reasoned.piece(2), None);
         assert_eq!(reasoned.piece(3), Some(" The"));
         assert_eq!(reasoned.output_len(10, 64, false), 8);
@@ -280,12 +285,24 @@ mod tests {
         let c = cfg(0.7, 0.0);
         let wrong = (0..2000)
             .filter(|i| {
-                let s = answer(&c, &chat(&format!("What is {i} + 1?")), 0).unwrap();
+                let s = answer(&c, (&chat(&format!("What is {i} + 1?")), None), 0).unwrap();
                 said(&s) != format!(" The answer is {}.", i + 1)
             })
             .count();
         assert!((500..700).contains(&wrong), "{wrong}");
-        let a = answer(&c, &chat("What is 5 + 5?"), 0);
-        assert_eq!(a, answer(&c, &chat("What is 5 + 5?"), 0), "deterministic");
+        let body = chat("What is 5 + 5?");
+        let a = answer(&c, (&body, None), 0);
+        assert_eq!(a, answer(&c, (&body, None), 0), "deterministic");
+        // A model of its own accuracy: every answer of `worse` wrong.
+        let split = SimConfig {
+            adapter_accuracy: [("worse".to_string(), 0.0)].into(),
+            ..cfg(1.0, 0.0)
+        };
+        let right = answer(&split, (&body, Some("base")), 0).unwrap();
+        let wrong = answer(&split, (&body, Some("worse")), 0).unwrap();
+        assert_eq!(
+            (said(&right), said(&wrong)),
+            (" The answer is 10.".into(), " The answer is 11.".into())
+        );
     }
 }

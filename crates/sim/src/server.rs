@@ -456,7 +456,7 @@ fn scripted(
     (req, body): (&GenRequest, &[u8]),
     (drawn, reasoning): (u64, u64),
 ) -> (Option<Box<qa::Script>>, u64) {
-    let script = qa::answer(cfg, body, reasoning)
+    let script = qa::answer(cfg, (body, req.model.as_deref()), reasoning)
         .filter(|_| tool_of(cfg, served, req).is_none())
         .map(Box::new);
     let len = match &script {
