@@ -6,12 +6,12 @@
 
 use std::collections::HashSet;
 
+use infermeter_words::metrics::QualityMark;
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::score::{self, JsonTop};
-use infermeter_words::metrics::QualityMark;
 
 /// The most bytes of an answer the checks read: a longer answer is judged on its first
 /// 64 KiB (and counted as clipped), so a hostile 10 MB answer costs what 64 KiB does.
@@ -236,6 +236,26 @@ mod tests {
             answers: answers.iter().map(|s| s.to_string()).collect(),
             tokens,
         }
+    }
+
+    #[test]
+    fn every_scorer_is_named_in_the_vocabulary() {
+        let specs = [
+            ScoreSpec::Exact,
+            ScoreSpec::Contains,
+            ScoreSpec::Regex {
+                pattern: "x".into(),
+            },
+            ScoreSpec::Number {
+                tolerance: 0.0,
+                relative: 0.0,
+            },
+            ScoreSpec::Choice,
+            ScoreSpec::Json { top: JsonTop::Any },
+            ScoreSpec::RougeL { threshold: 0.5 },
+        ];
+        let names: Vec<&str> = specs.iter().map(ScoreSpec::name).collect();
+        assert_eq!(names, infermeter_words::metrics::SCORERS);
     }
 
     #[test]

@@ -3,17 +3,13 @@
 //! references, and which checks that need no reference run (docs/quality.md). A regex is
 //! compiled here, so a bad one is a diagnostic pointing into its string.
 
+use infermeter_words::metrics::SCORERS;
 use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader, Val, one_arg};
 use super::error::suggest;
 use super::settings::{Entries, Setting, read_children};
 use crate::dataset::{JsonTop, QualitySpec, RepetitionSpec, ScoreSpec};
-
-/// The scorers `score` names, in the order the docs list them.
-pub(crate) const SCORERS: [&str; 7] = [
-    "exact", "contains", "regex", "number", "choice", "json", "rouge-l",
-];
 
 const CHILDREN: &[Setting<Entries<QualityRead>>] = &[
     Setting::once("score", |ctx, r, st| {

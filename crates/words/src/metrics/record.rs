@@ -256,6 +256,12 @@ pub struct RequestRecord {
     pub quality: Option<QualityMark>,
 }
 
+/// The scorers a data set's `quality { score … }` may name, as KDL writes them and
+/// results.json's `quality.scorer` holds them (docs/quality.md), in the docs' order.
+pub const SCORERS: [&str; 7] = [
+    "exact", "contains", "regex", "number", "choice", "json", "rouge-l",
+];
+
 /// What the checks of a data set's `quality` block found in one answer (docs/quality.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QualityMark {
