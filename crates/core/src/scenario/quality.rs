@@ -183,3 +183,86 @@ fn json_top(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<JsonTop> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::dataset::{JsonTop, QualitySpec, RepetitionSpec, ScoreSpec};
+    use crate::scenario::{ScenarioError, parse_str};
+
+    fn parse(quality: &str) -> Result<Option<QualitySpec>, ScenarioError> {
+        let text = format!(
+            "target \"sim\"\ndataset \"d\" {{ synthetic {{ input-tokens 8; output-tokens 4; }}\n\
+             quality {{ {quality} }} }}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }}\n"
+        );
+        parse_str(Path::new("t.kdl"), &text, &[]).map(|s| s.datasets[0].quality.clone())
+    }
+
+    fn problems(quality: &str) -> String {
+        let e = parse(quality).expect_err("invalid");
+        e.problems()
+            .iter()
+            .map(|p| format!("{} | {} | {:?}\n", p.message, p.label, p.help))
+            .collect()
+    }
+
+    #[test]
+    fn each_setting_is_read_with_its_defaults() {
+        let q =
+            parse("score \"number\" tolerance=0.5; repetition; refusal \"nope\"; tokens-band 0.1")
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            q.score,
+            Some(ScoreSpec::Number {
+                tolerance: 0.5,
+                relative: 0.0
+            })
+        );
+        assert_eq!(
+            q.repetition,
+            Some(RepetitionSpec {
+                ngram: 4,
+                share: 0.5
+            })
+        );
+        assert_eq!(q.refusal, ["nope"]);
+        assert_eq!(q.tokens_band, Some(0.1));
+        let q = parse("score \"json\"; refusal").unwrap().unwrap();
+        assert_eq!(
+            q.score,
+            Some(ScoreSpec::Json {
+                top: JsonTop::Object
+            })
+        );
+        assert!(q.refusal.len() > 2, "the default markers");
+        let q = parse("score \"rouge-l\" threshold=0.3").unwrap().unwrap();
+        assert_eq!(q.score, Some(ScoreSpec::RougeL { threshold: 0.3 }));
+        assert_eq!(parse("").unwrap(), Some(QualitySpec::default()));
+    }
+
+    #[test]
+    fn each_way_to_get_it_wrong_is_named() {
+        for (quality, said) in [
+            (
+                "score \"regex\" pattern=\"(\"",
+                "invalid regular expression",
+            ),
+            ("score \"regex\"", "needs a pattern"),
+            ("score \"exakt\"", "did you mean"),
+            ("score \"json\" type=\"tuple\"", "unknown JSON type"),
+            ("score \"number\" tolerance=-1", "out of range"),
+            ("score \"exact\" pattern=\"x\"", "pattern"),
+            ("repetition share=2", "a share between 0 and 1"),
+            ("repetition ngram=0", "ngram"),
+            ("tokens-band 0", "out of range"),
+            ("score \"exact\"; score \"choice\"", "score"),
+            ("scor \"exact\"", "did you mean `score`"),
+        ] {
+            let p = problems(quality);
+            assert!(p.contains(said), "{quality}: {p}");
+        }
+    }
+}
