@@ -322,3 +322,55 @@ fn messages(ms: Vec<Value>, api: Api) -> Result<Vec<ChatMessage>, LineError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(line: &str) -> Result<DataItem, LineError> {
+        let t = Tokenizer::cl100k_base();
+        parse_line(line, 16, &t, Api::conversational(), Path::new("."))
+            .map(|r| r.expect("the tokenizer counts"))
+    }
+
+    #[test]
+    fn a_reference_is_kept_and_never_sent() {
+        let it = item(r#"{"prompt": "2+2?", "reference": "4", "reference_tokens": 3}"#).unwrap();
+        let r = it.reference.as_deref().unwrap();
+        assert_eq!(
+            (r.answers.as_slice(), r.tokens),
+            (&["4".to_string()][..], Some(3))
+        );
+        assert!(it.extra.is_empty(), "{:?}", it.extra);
+        let it = item(r#"{"prompt": "x", "reference": ["Paris", "paris, France"]}"#).unwrap();
+        assert_eq!(it.reference.unwrap().answers.len(), 2);
+        assert!(item(r#"{"prompt": "x"}"#).unwrap().reference.is_none());
+        for bad in [
+            r#"{"prompt": "x", "reference": 4}"#,
+            r#"{"prompt": "x", "reference": []}"#,
+            r#"{"prompt": "x", "reference": ["a", 1]}"#,
+            r#"{"prompt": "x", "reference": {"a": 1}}"#,
+        ] {
+            assert!(matches!(item(bad), Err(LineError::BadReference)), "{bad}");
+        }
+        let bad = r#"{"prompt": "x", "reference_tokens": 0}"#;
+        assert!(matches!(item(bad), Err(LineError::BadReferenceTokens)));
+    }
+
+    #[test]
+    fn choices_are_written_under_the_prompt_as_lettered_options() {
+        let it =
+            item(r#"{"prompt": "Largest?", "choices": ["12", "31"], "reference": "B"}"#).unwrap();
+        assert_eq!(it.prompt, ItemPrompt::Text("Largest?\nA. 12\nB. 31".into()));
+        assert!(it.extra.is_empty());
+        for bad in [
+            r#"{"prompt": "x", "choices": ["only one"]}"#,
+            r#"{"prompt": "x", "choices": "A"}"#,
+            r#"{"prompt": "x", "choices": [1, 2]}"#,
+        ] {
+            assert!(matches!(item(bad), Err(LineError::BadChoices)), "{bad}");
+        }
+        let msgs = r#"{"messages": [{"role": "user", "content": "x"}], "choices": ["a", "b"]}"#;
+        assert!(matches!(item(msgs), Err(LineError::ChoicesNeedPrompt)));
+    }
+}
