@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::config::SimConfig;
+use crate::wire::GenRequest;
 
 /// What the simulator writes for one answer, token by token, after its reasoning.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +79,23 @@ pub(crate) fn answer(
         repeat: degenerate,
         skip: reasoning,
     })
+}
+
+/// The answer worked out for the request's question (none for a request answered with a
+/// tool call), and the output length it makes; `drawn` is the length drawn without it.
+pub(crate) fn scripted(
+    cfg: &SimConfig,
+    (req, body): (&GenRequest, &[u8]),
+    calls_tool: bool,
+    (drawn, reasoning, max_tokens): (u64, u64, u64),
+) -> (Option<Box<Script>>, u64) {
+    let script = answer(cfg, (body, req.model.as_deref()), reasoning)
+        .filter(|_| !calls_tool)
+        .map(Box::new);
+    let len = script
+        .as_ref()
+        .map_or(drawn, |s| s.output_len(drawn, max_tokens, req.ignore_eos));
+    (script, len)
 }
 
 /// A uniform draw in [0, 1) fixed by the seed, the question and `salt`.

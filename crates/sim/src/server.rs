@@ -395,14 +395,15 @@ async fn generate(
     };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
-    let (script, output_len) = scripted(cfg, served, (&req, &body), (output_len, reasoning));
+    let tool = tool_of(cfg, served, &req);
+    let lens = (output_len, reasoning, max_tokens);
+    let (script, output_len) = qa::scripted(cfg, (&req, &body), tool.is_some(), lens);
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let tool = tool_of(cfg, served, &req);
     let framing = framing(served, &req, (id, tool), model, cfg).with_reasoning(reasoning);
     let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, (id, tool));
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
@@ -446,25 +447,6 @@ async fn generate(
         };
         collect_response(rx, info).await
     }
-}
-
-/// The answer worked out for the request's question (`answer-accuracy`; none for a tool
-/// call), and the output length it makes: `drawn` is the length drawn without it.
-fn scripted(
-    cfg: &SimConfig,
-    served: Served,
-    (req, body): (&GenRequest, &[u8]),
-    (drawn, reasoning): (u64, u64),
-) -> (Option<Box<qa::Script>>, u64) {
-    let script = qa::answer(cfg, (body, req.model.as_deref()), reasoning)
-        .filter(|_| tool_of(cfg, served, req).is_none())
-        .map(Box::new);
-    let len = match &script {
-        // The caller has checked the request's max_tokens: it is valid here.
-        Some(s) => s.output_len(drawn, max_tokens(cfg, req).unwrap_or(drawn), req.ignore_eos),
-        None => drawn,
-    };
-    (script, len)
 }
 
 /// The 503 a request gets once the scheduler has stopped taking requests.
