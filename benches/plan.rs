@@ -81,6 +81,7 @@ fn scenario() -> Scenario {
             hooks: None,
             session: None,
             images: None,
+            quality: None,
         }],
         warmup: None,
         stages: vec![StageSpec {

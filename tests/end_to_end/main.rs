@@ -38,6 +38,7 @@ mod priority_header_result;
 mod profile_gate;
 mod profile_ramp;
 mod profile_run;
+mod quality;
 mod read_stall;
 mod readme_quickstart;
 mod redaction;

@@ -120,6 +120,7 @@ fn late_client(l: LateClient) -> &'static str {
         LateClient::Lowers => "only lowers it",
         LateClient::ClientSideErrors => "raises it through `timeout` and `cancelled` only",
         LateClient::LoadOnly => "changes it only through the load",
+        LateClient::Answers => "nothing: it judges the answers' text",
     }
 }
 

@@ -162,6 +162,27 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_default_response_store_max_tokens")]
     #[schemars(extend("default" = DEFAULT_RESPONSE_STORE_MAX_TOKENS))]
     pub response_store_max_tokens: u64,
+    /// Answer the questions the simulator can work out itself (`What is 17 + 25?`, see
+    /// docs/quality.md) as a model would, "The answer is 42.", stopping there; this share of
+    /// them right, the rest off by one, drawn per question from the seed. Unset: every
+    /// answer is filler words, as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_accuracy: Option<f64>,
+    /// With `answer-accuracy`: the share of answers that degenerate, one phrase repeated to
+    /// the token budget, drawn per question from the seed.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    #[schemars(extend("default" = 0.0))]
+    pub repetition: f64,
+    /// With `answer-accuracy`: a served model's own accuracy (`adapter-accuracy { lora-sql
+    /// 0.7 }`), so that a split run can have a worse model; the others answer with
+    /// `answer-accuracy`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub adapter_accuracy: BTreeMap<String, f64>,
+}
+
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
 }
 
 const DEFAULT_RESPONSE_STORE: u32 = 10_000;
@@ -245,6 +266,9 @@ impl Default for SimConfig {
             request_priority_header: None,
             response_store: DEFAULT_RESPONSE_STORE,
             response_store_max_tokens: DEFAULT_RESPONSE_STORE_MAX_TOKENS,
+            answer_accuracy: None,
+            repetition: 0.0,
+            adapter_accuracy: BTreeMap::new(),
         }
     }
 }
@@ -288,6 +312,43 @@ impl SimConfig {
         ]
     }
 
+    /// `answer-accuracy` and `repetition` are shares.
+    fn validate_answers(&self) -> Result<(), ConfigError> {
+        let share = |field: &'static str, v: f64| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    field,
+                    reason: "must be between 0 and 1".into(),
+                })
+            }
+        };
+        share("answer-accuracy", self.answer_accuracy.unwrap_or(0.0))?;
+        share("repetition", self.repetition)?;
+        if self.adapter_accuracy.len() > MAX_ADAPTERS {
+            return Err(ConfigError {
+                field: "adapter-accuracy",
+                reason: "at most 256 models".into(),
+            });
+        }
+        for p in self.adapter_accuracy.values() {
+            share("adapter-accuracy", *p)?;
+        }
+        Ok(())
+    }
+
+    /// The share of `model`'s answers that are right (`adapter-accuracy`, else
+    /// `answer-accuracy`); `None` when the simulator answers no questions.
+    pub(crate) fn accuracy_of(&self, model: Option<&str>) -> Option<f64> {
+        let base = self.answer_accuracy?;
+        Some(
+            model
+                .and_then(|m| self.adapter_accuracy.get(m).copied())
+                .unwrap_or(base),
+        )
+    }
+
     /// Checks ranges the types cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |field, reason: &str| {
@@ -327,6 +388,7 @@ impl SimConfig {
         if self.prefix_cache_capacity == 0 {
             return err("prefix-cache-capacity", "must be at least 1 token");
         }
+        self.validate_answers()?;
         if !(0.0..1.0).contains(&self.jitter) {
             return err("jitter", "must be a fraction in [0, 1)");
         }

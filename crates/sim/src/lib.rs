@@ -15,6 +15,7 @@ mod metrics;
 mod otlp;
 mod prefix;
 mod priority;
+mod qa;
 mod scheduler;
 mod server;
 mod state;

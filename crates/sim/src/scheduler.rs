@@ -84,6 +84,9 @@ pub(crate) struct NewSeq {
     /// A Responses request with `store`: its response, stored when its last token is
     /// written.
     pub store: Option<super::store::Pending>,
+    /// The answer worked out for the request's question (`answer-accuracy`), written in
+    /// place of filler words.
+    pub script: Option<Box<super::qa::Script>>,
 }
 
 /// A request waiting for a place in the batch: new, or preempted from it (with what it had
@@ -373,9 +376,10 @@ impl Scheduler {
             r.emitted += 1;
             let last = r.emitted == s.output_len;
             let finish = last.then(|| finish(&self.config, r, now));
+            let piece = s.script.as_ref().and_then(|sc| sc.piece(index));
             s.framing.write_token(
                 &mut self.buf,
-                words::word(s.id, index),
+                piece.unwrap_or_else(|| words::word(s.id, index)),
                 index,
                 finish.as_ref(),
             );

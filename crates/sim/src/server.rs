@@ -23,6 +23,7 @@ use super::endpoints;
 use super::faults::{self, Fault};
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
+use super::qa;
 use super::scheduler::{Chunk, NewSeq, Scheduler};
 use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
@@ -394,13 +395,15 @@ async fn generate(
     };
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let (fault, output_len, reasoning) = lengths(cfg, id, &req, max_tokens);
+    let tool = tool_of(cfg, served, &req);
+    let lens = (output_len, reasoning, max_tokens);
+    let (script, output_len) = qa::scripted(cfg, (&req, &body), tool.is_some(), lens);
     if let Some((status, kind)) = fault.status() {
         trace_rejected(&app, id, served, &req, arrival, max_tokens, fault);
         let body = wire::error_body(status, kind, "injected fault (infermeter sim)", None);
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return json_response(code, body, Some(id));
     }
-    let tool = tool_of(cfg, served, &req);
     let framing = framing(served, &req, (id, tool), model, cfg).with_reasoning(reasoning);
     let (prefix_blocks, store) = prefix_and_store(&app, &req, conversation, (id, tool));
     // Room for every chunk plus the cut marker: the scheduler's try_send never meets a full
@@ -422,15 +425,10 @@ async fn generate(
         tx,
         trace,
         store,
+        script,
     };
     if app.intake.send(seq).is_err() {
-        let body = wire::error_body(
-            503,
-            "ServiceUnavailableError",
-            "server is shutting down",
-            None,
-        );
-        return json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id));
+        return shutting_down(id);
     }
     if req.stream {
         stream_response(rx, id, conn)
@@ -449,6 +447,17 @@ async fn generate(
         };
         collect_response(rx, info).await
     }
+}
+
+/// The 503 a request gets once the scheduler has stopped taking requests.
+fn shutting_down(id: u64) -> Response {
+    let body = wire::error_body(
+        503,
+        "ServiceUnavailableError",
+        "server is shutting down",
+        None,
+    );
+    json_response(StatusCode::SERVICE_UNAVAILABLE, body, Some(id))
 }
 
 /// The Responses API's stored conversation, before the length checks that count it, and the

@@ -151,6 +151,16 @@ pub struct SimSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "TOKENS")]
     pub reasoning_tokens: Option<u64>,
+    /// Answer the questions the simulator can work out (`What is 17 + 25?`) with this share
+    /// right and the rest off by one, drawn per question from the seed (docs/quality.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "SHARE")]
+    pub answer_accuracy: Option<f64>,
+    /// With --answer-accuracy: the share of answers that degenerate into one phrase repeated
+    /// to the token budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "SHARE")]
+    pub repetition: Option<f64>,
     /// Read a router's session-affinity header of this name (e.g. x-session-id) and count
     /// the requests carrying one and the distinct sessions seen on /metrics.
     #[serde(skip_serializing_if = "Option::is_none")]

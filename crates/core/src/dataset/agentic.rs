@@ -85,5 +85,6 @@ pub(super) fn task_item(task: AgentTask) -> super::DataItem {
         images: Vec::new(),
         turns: Vec::new(),
         agent: Some(Box::new(task)),
+        reference: None,
     }
 }

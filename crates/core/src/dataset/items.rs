@@ -50,6 +50,10 @@ pub struct DataItem {
     /// An agentic task (an `agentic` data set): its sessions, turns, forks and joins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<Box<super::agent_task::AgentTask>>,
+    /// A JSONL line's `reference` answers and `reference_tokens`, for a data set's
+    /// `quality` block; never sent. Absent from the plan's JSON (and hash) when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Box<super::quality::Reference>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

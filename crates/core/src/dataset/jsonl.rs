@@ -118,6 +118,14 @@ pub enum LineError {
         field: &'static str,
         expected: &'static str,
     },
+    #[error("`reference` must be a string or a list of strings (the acceptable answers)")]
+    BadReference,
+    #[error("`reference_tokens` must be a whole number ≥ 1")]
+    BadReferenceTokens,
+    #[error("`choices` must be a list of 2 to 10 strings (the options A to J)")]
+    BadChoices,
+    #[error("`choices` needs a `prompt` string to add its options to")]
+    ChoicesNeedPrompt,
     #[error("`{field}` takes {bytes} bytes as JSON, more than the {max} allowed")]
     ToolFieldTooLarge {
         field: &'static str,
@@ -138,6 +146,7 @@ fn parse_line(
     let Value::Object(mut obj) = value else {
         return Err(LineError::NotAnObject);
     };
+    let reference = reference(&mut obj)?;
     let prompt = match (obj.remove("prompt"), obj.remove("messages")) {
         (Some(Value::String(p)), None) => ItemPrompt::Text(p),
         (None, Some(Value::Array(ms))) => ItemPrompt::Messages(messages(ms, api)?),
@@ -146,6 +155,7 @@ fn parse_line(
         (None, Some(_)) => return Err(LineError::MessagesNotList),
         (None, None) => return Err(LineError::NoPrompt),
     };
+    let prompt = with_choices(prompt, obj.remove("choices"))?;
     let mut output = None;
     for key in OUTPUT_KEYS {
         if let Some(v) = obj.remove(*key) {
@@ -176,7 +186,61 @@ fn parse_line(
         extra: obj.into_iter().collect(),
         images,
         agent: None,
+        reference,
     }))
+}
+
+/// The line's `reference` (a string, or a list of acceptable strings) and
+/// `reference_tokens`, taken out of the keys sent: the server never sees them.
+fn reference(
+    obj: &mut serde_json::Map<String, Value>,
+) -> Result<Option<Box<super::Reference>>, LineError> {
+    let answers = match obj.remove("reference") {
+        None => Vec::new(),
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(xs)) if !xs.is_empty() => xs
+            .into_iter()
+            .map(|x| match x {
+                Value::String(s) => Ok(s),
+                _ => Err(LineError::BadReference),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(LineError::BadReference),
+    };
+    let tokens = match obj.remove("reference_tokens") {
+        None => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 && n <= u64::from(u32::MAX) => Some(n as u32),
+            _ => return Err(LineError::BadReferenceTokens),
+        },
+    };
+    Ok((!answers.is_empty() || tokens.is_some())
+        .then(|| Box::new(super::Reference { answers, tokens })))
+}
+
+/// A multiple-choice line's `choices` (2 to 10 strings) written under its prompt as lettered
+/// options, `A. …` to `J. …`, so the prompt counted and sent is the one the model reads.
+fn with_choices(prompt: ItemPrompt, choices: Option<Value>) -> Result<ItemPrompt, LineError> {
+    let Some(choices) = choices else {
+        return Ok(prompt);
+    };
+    let ItemPrompt::Text(mut text) = prompt else {
+        return Err(LineError::ChoicesNeedPrompt);
+    };
+    let options: Vec<String> = match choices {
+        Value::Array(xs) if (2..=10).contains(&xs.len()) => xs
+            .into_iter()
+            .map(|x| match x {
+                Value::String(s) => Ok(s),
+                _ => Err(LineError::BadChoices),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(LineError::BadChoices),
+    };
+    for (letter, option) in ('A'..='J').zip(options) {
+        text.push_str(&format!("\n{letter}. {option}"));
+    }
+    Ok(ItemPrompt::Text(text))
 }
 
 /// `tools` (a list of tools, each an object with a `type`, a function tool with a
@@ -257,4 +321,56 @@ fn messages(ms: Vec<Value>, api: Api) -> Result<Vec<ChatMessage>, LineError> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(line: &str) -> Result<DataItem, LineError> {
+        let t = Tokenizer::cl100k_base();
+        parse_line(line, 16, &t, Api::conversational(), Path::new("."))
+            .map(|r| r.expect("the tokenizer counts"))
+    }
+
+    #[test]
+    fn a_reference_is_kept_and_never_sent() {
+        let it = item(r#"{"prompt": "2+2?", "reference": "4", "reference_tokens": 3}"#).unwrap();
+        let r = it.reference.as_deref().unwrap();
+        assert_eq!(
+            (r.answers.as_slice(), r.tokens),
+            (&["4".to_string()][..], Some(3))
+        );
+        assert!(it.extra.is_empty(), "{:?}", it.extra);
+        let it = item(r#"{"prompt": "x", "reference": ["Paris", "paris, France"]}"#).unwrap();
+        assert_eq!(it.reference.unwrap().answers.len(), 2);
+        assert!(item(r#"{"prompt": "x"}"#).unwrap().reference.is_none());
+        for bad in [
+            r#"{"prompt": "x", "reference": 4}"#,
+            r#"{"prompt": "x", "reference": []}"#,
+            r#"{"prompt": "x", "reference": ["a", 1]}"#,
+            r#"{"prompt": "x", "reference": {"a": 1}}"#,
+        ] {
+            assert!(matches!(item(bad), Err(LineError::BadReference)), "{bad}");
+        }
+        let bad = r#"{"prompt": "x", "reference_tokens": 0}"#;
+        assert!(matches!(item(bad), Err(LineError::BadReferenceTokens)));
+    }
+
+    #[test]
+    fn choices_are_written_under_the_prompt_as_lettered_options() {
+        let it =
+            item(r#"{"prompt": "Largest?", "choices": ["12", "31"], "reference": "B"}"#).unwrap();
+        assert_eq!(it.prompt, ItemPrompt::Text("Largest?\nA. 12\nB. 31".into()));
+        assert!(it.extra.is_empty());
+        for bad in [
+            r#"{"prompt": "x", "choices": ["only one"]}"#,
+            r#"{"prompt": "x", "choices": "A"}"#,
+            r#"{"prompt": "x", "choices": [1, 2]}"#,
+        ] {
+            assert!(matches!(item(bad), Err(LineError::BadChoices)), "{bad}");
+        }
+        let msgs = r#"{"messages": [{"role": "user", "content": "x"}], "choices": ["a", "b"]}"#;
+        assert!(matches!(item(msgs), Err(LineError::ChoicesNeedPrompt)));
+    }
 }

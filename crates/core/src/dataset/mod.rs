@@ -17,6 +17,8 @@ mod items;
 mod jsonl;
 mod length;
 mod prompt;
+mod quality;
+mod score;
 mod session;
 mod session_tools;
 mod sharegpt;
@@ -48,6 +50,11 @@ pub use items::{
 pub use jsonl::load_jsonl;
 pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};
+pub use quality::{
+    Answer, MAX_SCORED_BYTES, QualityCheck, QualitySpec, Reference, RepetitionSpec, ScoreSpec,
+    repeated_share,
+};
+pub use score::{JsonTop, ROUGE_MAX_TOKENS};
 pub use session_tools::{tool_results, with_tool_results};
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;

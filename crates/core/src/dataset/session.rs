@@ -53,6 +53,7 @@ pub(super) fn conversation(
         images: Vec::new(),
         turns,
         agent: None,
+        reference: None,
     })
 }
 

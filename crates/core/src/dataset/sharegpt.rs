@@ -288,6 +288,7 @@ impl Sampler<'_> {
                 images: Vec::new(),
                 turns: Vec::new(),
                 agent: None,
+                reference: None,
             }
         };
         self.kept.push(Kept(key, item));

@@ -86,6 +86,10 @@ pub(super) fn merge_stage(
         // A sharded stage cannot stop on its own numbers: `shard::slice` refuses the rule.
         until_decided: None,
         payload: Payload::sum(parts.iter().map(|p| p.summary.payload.as_ref())),
+        quality: crate::metrics::Quality::sum(
+            parts.iter().map(|p| p.summary.quality.as_ref()),
+            rules.confidence,
+        ),
         // Each shard found its own window from its own share of the load; the union of their
         // requests is not kept, so the merged stage has none (docs/metrics.md).
         steady: None,

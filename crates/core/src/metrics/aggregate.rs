@@ -61,6 +61,8 @@ pub struct StageAggregator {
     /// the off-plan rule.
     exact_counts: u64,
     payload: super::Payload,
+    /// What the answers said, when the data set checks them (`quality`).
+    quality: Option<super::Quality>,
     /// What each request gives the steady-state window, in arrival order; emptied and
     /// dropped for good past `MAX_KEPT` (`kept_over`).
     kept: Vec<super::steady::Kept>,
@@ -100,6 +102,7 @@ impl StageAggregator {
             bursts: super::burst::BurstAcc::default(),
             exact_counts: 0,
             payload: Default::default(),
+            quality: None,
             kept: Vec::new(),
             kept_over: false,
             groups: Vec::new(),
@@ -126,6 +129,11 @@ impl StageAggregator {
     /// What the plan says about the stage's requests (see [`StageFacts`]).
     pub fn with_facts(mut self, facts: StageFacts) -> Self {
         self.facts = facts;
+        self.quality = facts.quality.map(|scorer| super::Quality {
+            scorer: scorer.map(String::from),
+            ignore_eos: facts.ignore_eos,
+            ..super::Quality::default()
+        });
         self
     }
 
@@ -152,6 +160,9 @@ impl StageAggregator {
         self.served.record(r, read);
         self.counts.sent += 1;
         self.payload.record(r);
+        if let Some(q) = &mut self.quality {
+            q.record(r);
+        }
         self.pooled |= r.inputs > 0;
         self.whole |= r.inputs > 0 || r.answered.is_some();
         if r.retries > 0 {
@@ -530,6 +541,7 @@ impl StageAggregator {
             rounds: Vec::new(),
             until_decided: None,
             payload: self.payload.finish(),
+            quality: self.quality.clone().map(|q| q.finish(rules.confidence)),
             steady: None,
             groups: Vec::new(),
             priority: None,

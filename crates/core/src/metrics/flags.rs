@@ -165,7 +165,14 @@ impl Moves {
 impl Distortion {
     /// Which ways it can move `def`'s value.
     pub fn moves(self, def: &MetricDef) -> Moves {
+        // The load, a warm cache or a slow GPU change when an answer comes, not what it says.
+        let answers = def.late_client == super::LateClient::Answers;
         match self {
+            Distortion::LoadShortfall | Distortion::Flattering | Distortion::ServerSlowed
+                if answers =>
+            {
+                Moves::default()
+            }
             Distortion::ClientDelay => {
                 Moves::toward(def, def.client_can_worsen(), def.client_can_improve())
             }
@@ -477,6 +484,18 @@ mod tests {
         assert_eq!(moves(Distortion::LoadShortfall, ttft), (false, true));
         assert_eq!(moves(Distortion::LoadShortfall, output), (true, true));
         assert_eq!(moves(Distortion::LoadShortfall, goodput), (true, false));
+        // What the answers say: no load, cache, GPU or client delay changes it.
+        let accuracy = Metric::Count(CountMetric::Accuracy);
+        for d in [
+            Distortion::ClientDelay,
+            Distortion::LoadShortfall,
+            Distortion::Flattering,
+            Distortion::ServerSlowed,
+            Distortion::OutputCounts,
+        ] {
+            assert_eq!(moves(d, accuracy), (false, false), "{d:?}");
+        }
+        assert_eq!(moves(Distortion::Any, accuracy), (true, true));
         // A cache only flatters; a throttled GPU only hurts.
         assert_eq!(moves(Distortion::Flattering, ttft), (false, true));
         assert_eq!(moves(Distortion::Flattering, output), (true, false));

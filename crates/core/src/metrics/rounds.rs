@@ -68,6 +68,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         client_net: client_net(&rounds, confidence),
         until_decided: first.until_decided.clone(),
         payload: super::Payload::sum(rounds.iter().map(|r| r.payload.as_ref())),
+        quality: super::Quality::sum(rounds.iter().map(|r| r.quality.as_ref()), confidence),
         // Each round found its own window; it stays in the round's summary below.
         steady: None,
         groups: group_rounds(&rounds, confidence),

@@ -461,6 +461,10 @@ pub struct StageSummary {
     /// *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<super::PriorityCheck>,
+    /// What the answers said, when the data set checks them (`quality { … }`,
+    /// docs/quality.md). *Added in 0.3.0.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<super::Quality>,
 }
 
 /// One label's requests of a stage, summarised as a stage of their own (latencies with their

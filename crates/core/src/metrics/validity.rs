@@ -69,6 +69,9 @@ impl ValidityRules {
 /// What the plan says about a stage's requests that the records alone do not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StageFacts {
+    /// The data set checks its answers (`quality`): the stage counts what they said, scored
+    /// by this scorer when it names one.
+    pub quality: Option<Option<&'static str>>,
     /// `ignore_eos` is sent: every response should be exactly `max_tokens` long.
     pub ignore_eos: bool,
     /// The plan's prompts share prefixes on purpose (sessions, a shared prefix, trace prefix

@@ -200,6 +200,9 @@ fn dataset_plan(
     if !api.kind().answer().streams() && d.hooks.is_some() {
         return Err(PlanError::HooksOnPooled { dataset: name, api });
     }
+    if !api.kind().answer().generates() && d.quality.is_some() {
+        return Err(PlanError::QualityOnPooled { dataset: name, api });
+    }
     let source = match &d.kind {
         DatasetKind::Synthetic(s) => {
             for (which, dist) in [
@@ -226,6 +229,7 @@ fn dataset_plan(
         hooks: load_hooks(d, base_dir)?,
         session: super::session::session_plan(d)?,
         images: d.images.clone(),
+        quality: d.quality.clone(),
     })
 }
 

@@ -55,6 +55,14 @@ pub enum PlanError {
         dataset: String,
         api: crate::protocol::Api,
     },
+    #[error(
+        "dataset `{dataset}` has a `quality` block, and the {api} API generates no answer to \
+         judge; remove `quality`"
+    )]
+    QualityOnPooled {
+        dataset: String,
+        api: crate::protocol::Api,
+    },
     #[error("dataset `{dataset}`: {source}")]
     Hub {
         dataset: String,

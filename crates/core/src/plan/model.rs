@@ -95,6 +95,10 @@ pub struct DatasetPlan {
     /// each request's draw and the generator fix. Absent when the dataset has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImageSpec>,
+    /// How answers are scored and checked (docs/quality.md). Absent when the dataset has no
+    /// `quality` block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::dataset::QualitySpec>,
 }
 
 /// A dataset's sessions: every arrival is a conversation of up to `turns` requests.

@@ -48,6 +48,7 @@ pub(crate) fn synthetic(name: &str, input: LengthDist, output: LengthDist) -> Da
         hooks: None,
         session: None,
         images: None,
+        quality: None,
     }
 }
 

@@ -99,24 +99,69 @@ fn header(answer: Answer) -> Vec<String> {
     header
 }
 
+/// The answer-quality columns, last, in a run where a stage checks its answers (so a run
+/// without `quality` keeps its columns as they were): shares in percent, empty when the
+/// stage checked or scored none.
+const QUALITY: [&str; 6] = [
+    "accuracy_percent",
+    "accuracy_low_percent",
+    "accuracy_high_percent",
+    "scored",
+    "repetition_rate_percent",
+    "empty_rate_percent",
+];
+
 /// The CSV of every stage of `results` (the warm-up excluded), in run order; a stage split by
 /// `model` or `class` is followed by a row per label, its stage named `stage[model=NAME]`.
 pub fn stages_csv(results: &Results) -> String {
     let answer = results.target.answer();
-    let mut out = header(answer).join(",");
+    let quality = results.stages.iter().any(|s| s.quality.is_some());
+    let mut header = header(answer);
+    if quality {
+        header.extend(QUALITY.map(String::from));
+    }
+    let mut out = header.join(",");
     out.push_str("\r\n");
     for s in &results.stages {
-        stage_row(&mut out, answer, s, &s.name);
+        stage_row(&mut out, answer, s, &s.name, quality);
         for g in &s.groups {
             let name = format!("{}[{}={}]", s.name, g.by, g.label);
-            stage_row(&mut out, answer, &g.summary, &name);
+            stage_row(&mut out, answer, &g.summary, &name, quality);
         }
     }
     out
 }
 
+/// A stage's quality cells, in the order of [`QUALITY`].
+fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 6] {
+    let pct = |v: Option<f64>| v.map(|v| (v * 100.0).to_string()).unwrap_or_default();
+    let Some(q) = &s.quality else {
+        return Default::default();
+    };
+    let interval = q.accuracy_interval;
+    let share = |n| {
+        q.share_of_checked(n)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    };
+    [
+        pct(q.accuracy),
+        pct(interval.map(|i| i[0])),
+        pct(interval.map(|i| i[1])),
+        q.scored.to_string(),
+        share(q.repetitive),
+        share(q.empty),
+    ]
+}
+
 /// One row: `s`'s figures under `name`.
-fn stage_row(out: &mut String, answer: Answer, s: &crate::metrics::StageSummary, name: &str) {
+fn stage_row(
+    out: &mut String,
+    answer: Answer,
+    s: &crate::metrics::StageSummary,
+    name: &str,
+    quality: bool,
+) {
     let generates = answer.generates();
     let t = &s.throughput;
     let (group, load) = match &s.profile {
@@ -164,6 +209,9 @@ fn stage_row(out: &mut String, answer: Answer, s: &crate::metrics::StageSummary,
         s.validity.trusted.to_string(),
         field(&s.validity.reasons.join("; ")),
     ]);
+    if quality {
+        row.extend(quality_cells(s));
+    }
     let _ = write!(out, "{}\r\n", row.join(","));
 }
 

@@ -21,6 +21,7 @@ mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
+mod quality;
 #[cfg(feature = "parquet")]
 mod requests_parquet;
 mod summary;

@@ -229,6 +229,12 @@ fn stage_notes(out: &mut String, s: &crate::metrics::StageSummary) {
     if let Some(line) = steady_sentence(s) {
         let _ = writeln!(out, "    {line}");
     }
+    if let Some(line) = super::quality::sentence(s) {
+        let _ = writeln!(out, "    {line}");
+    }
+    if let Some(w) = super::quality::warning(s) {
+        let _ = writeln!(out, "    ! {w}");
+    }
     if let Some(line) = sessions_sentence(s) {
         let _ = writeln!(out, "    {line}");
     }

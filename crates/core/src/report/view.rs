@@ -70,6 +70,8 @@ pub struct StageView {
     pub load: Vec<KeyValue>,
     pub latency: Vec<LatencyRow>,
     pub throughput: Vec<KeyValue>,
+    /// The answers' quality (docs/quality.md); empty when the data set checks none.
+    pub quality: Vec<KeyValue>,
     pub errors: Vec<ErrorRow>,
     pub client: Vec<KeyValue>,
     pub plots: Vec<Plot>,
@@ -272,6 +274,7 @@ fn stage_view(
         load: load_rows(s),
         latency: latency_rows(s, answer),
         throughput: throughput_rows(s, answer),
+        quality: super::quality::rows(s),
         errors: r
             .errors
             .iter()

@@ -231,6 +231,7 @@ impl Checker {
         self.client_net(at, s);
         self.tokens(at, s);
         self.payload(at, s);
+        self.quality(at, s);
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
@@ -488,6 +489,7 @@ fn json(s: &str) -> String {
 mod groups;
 mod latency;
 mod payload;
+mod quality;
 mod steady;
 mod until;
 mod urls;

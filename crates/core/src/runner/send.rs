@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Held, Tag};
 use crate::dataset::{
-    DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory, Salt, render,
+    Answer as QualityAnswer, DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory,
+    QualityCheck, Reference, Salt, render,
 };
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{ErrorKind, RequestRecord};
@@ -74,6 +75,9 @@ pub(super) struct StageShared {
     pub(super) factory: Arc<PromptFactory>,
     /// The stage's data set's hooks, compiled once for the run.
     pub(super) hooks: Option<Arc<Hooks>>,
+    /// The stage's data set's `quality` checks, compiled once for the stage; `None` (and no
+    /// work per answer) when it has none.
+    pub(super) quality: Option<Arc<QualityCheck>>,
     pub(super) t0: Instant,
     pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
     /// Stops sending (Ctrl-C, or a warm-up's rule holding).
@@ -286,8 +290,9 @@ impl StageShared {
         }
     }
 
-    /// Runs `validate` on a successful response.
+    /// Runs `validate` on a successful response, after the data set's `quality` checks.
     fn validate(&self, recipe: &RequestRecipe, text: &str, rec: &mut RequestRecord) {
+        self.check_quality(recipe, text, rec);
         let Some(h) = self.hooks.as_deref().filter(|h| h.has_validate) else {
             return;
         };
@@ -304,6 +309,40 @@ impl StageShared {
                 tracing::debug!(index = recipe.index, "{e}");
                 rec.error = Some(ErrorKind::Hook);
             }
+        }
+    }
+
+    /// Marks what the data set's `quality` block finds in a successful answer, read whole:
+    /// its text past the reasoning before it, against its record's reference.
+    fn check_quality(&self, recipe: &RequestRecipe, text: &str, rec: &mut RequestRecord) {
+        let Some(q) = self.quality.as_deref() else {
+            return;
+        };
+        if !rec.ok() {
+            return;
+        }
+        let answered = rec.first_answer_ns.is_some() || rec.answered == Some(true);
+        let answer = if answered {
+            text.get(rec.answer_at as usize..).unwrap_or(text)
+        } else {
+            ""
+        };
+        let seen = QualityAnswer {
+            text: answer,
+            output_tokens: rec.output_tokens,
+            max_tokens: rec.planned_output_tokens,
+            stopped_at_length: rec.finish_reason == Some(crate::protocol::FinishReason::Length),
+        };
+        rec.quality = Some(q.check(&seen, self.reference(recipe)));
+    }
+
+    /// The reference of the request's data set item, when it has one.
+    fn reference(&self, recipe: &RequestRecipe) -> Option<&Reference> {
+        match &self.plan.datasets.get(recipe.dataset)?.source {
+            DatasetSource::Items { items, .. } => {
+                items.get(recipe.item as usize)?.reference.as_deref()
+            }
+            _ => None,
         }
     }
 

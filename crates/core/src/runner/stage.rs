@@ -357,6 +357,7 @@ impl StageRunner<'_> {
             )),
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
+            quality: quality_check(&self.plan, stage),
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
@@ -555,6 +556,19 @@ impl StageRunner<'_> {
                     _ = tokio::time::sleep(self.opts.interrupt_grace) => {}
                 }
             }
+        }
+    }
+}
+
+/// The stage's data set's `quality` checks, compiled (the scenario checked its pattern
+/// already; a plan edited by hand that breaks it is logged and checks nothing).
+fn quality_check(plan: &Plan, stage: &StagePlan) -> Option<Arc<crate::dataset::QualityCheck>> {
+    let spec = plan.datasets.get(stage.dataset)?.quality.as_ref()?;
+    match crate::dataset::QualityCheck::compile(spec) {
+        Ok(q) => Some(Arc::new(q)),
+        Err(e) => {
+            tracing::warn!("quality checks of stage `{}` off: {e}", stage.name);
+            None
         }
     }
 }

@@ -72,6 +72,9 @@ pub(super) fn stage_facts(plan: &Plan, stage: &StagePlan) -> StageFacts {
             || prefix_blocks
             || dataset.is_some_and(|d| d.context.shared_prefix.is_some()),
         distinct_prompts: distinct,
+        quality: dataset
+            .and_then(|d| d.quality.as_ref())
+            .map(|q| q.score.as_ref().map(crate::dataset::ScoreSpec::name)),
     }
 }
 

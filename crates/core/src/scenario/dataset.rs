@@ -32,6 +32,10 @@ const PARTS: &[Setting<Block<DatasetRead>>] = &[
         st.images = super::images::parse(ctx, node);
         st.modifiers_ok &= st.images.is_some();
     }),
+    Setting::once("quality", |ctx, node, st| {
+        st.quality = super::quality::parse(ctx, node);
+        st.modifiers_ok &= st.quality.is_some();
+    }),
 ];
 
 /// The lengths of a `synthetic` source.
@@ -56,6 +60,7 @@ struct DatasetRead {
     hooks: Option<Spanned<PathBuf>>,
     session: Option<super::session::SessionSpec>,
     images: Option<crate::dataset::ImageSpec>,
+    quality: Option<crate::dataset::QualitySpec>,
     /// No modifier (nor session, nor images) was invalid.
     modifiers_ok: bool,
     once: Once,
@@ -121,6 +126,7 @@ pub(crate) fn parse(
         hooks: None,
         session: None,
         images: None,
+        quality: None,
         modifiers_ok: true,
         once: Once::default(),
     };
@@ -144,6 +150,7 @@ pub(crate) fn parse(
             hooks: st.hooks,
             session: st.session,
             images: st.images,
+            quality: st.quality,
         }),
         _ => None,
     };

@@ -19,6 +19,7 @@ mod params;
 mod parse;
 mod priority_as;
 mod profile;
+mod quality;
 mod refs;
 mod report;
 mod route;

@@ -124,6 +124,10 @@ pub struct Dataset {
     /// `images N { size …; format … }`: synthetic images with every request (chat only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImageSpec>,
+    /// `quality { score …; repetition …; refusal …; tokens-band … }`: how answers are
+    /// scored and checked (docs/quality.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::dataset::QualitySpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

@@ -72,7 +72,57 @@ pub(super) fn check_refs(
         }
     }
     metrics_fit_api(ctx, s);
+    answers_are_checked(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+}
+
+/// An SLA on what the answers say (`accuracy`, `repetition_rate`, `empty_rate`) on a stage
+/// whose data set checks none (no `quality` block; for `accuracy`, no `score`) could never be
+/// observed: refused where it is written.
+fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
+    use crate::sla::Metric;
+    use infermeter_words::metrics::CountMetric;
+    for a in &s.sla {
+        let Metric::Count(c) = a.expr.value.metric else {
+            continue;
+        };
+        if !c.is_quality() {
+            continue;
+        }
+        let unchecked = s
+            .stages
+            .iter()
+            .filter(|st| a.stage.as_ref().is_none_or(|n| n.value == st.name.value))
+            .find(|st| {
+                let d = s.datasets.iter().find(|d| d.name.value == st.dataset.value);
+                // An undeclared or invalid data set is reported where it is named.
+                d.is_some_and(|d| {
+                    d.quality
+                        .as_ref()
+                        .is_none_or(|q| c == CountMetric::Accuracy && q.score.is_none())
+                })
+            });
+        if let Some(st) = unchecked {
+            let (what, verb) = if c == CountMetric::Accuracy {
+                ("a `quality { score … }` block", "scores")
+            } else {
+                ("a `quality { … }` block", "checks")
+            };
+            ctx.error(
+                a.expr.span,
+                format!(
+                    "`{c}` judges answers, and stage `{}`'s data set `{}` {verb} none",
+                    st.name.value,
+                    st.dataset.value,
+                    c = Metric::Count(c)
+                ),
+                format!("its data set needs {what}"),
+                Some(
+                    "add e.g. quality { score \"exact\" } to the data set (docs/quality.md)".into(),
+                ),
+            );
+        }
+    }
 }
 
 /// An SLA on a metric the target's API does not have (TTFT of an embeddings request, which

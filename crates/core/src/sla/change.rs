@@ -80,6 +80,14 @@ pub fn shift(
         Metric::Count(CountMetric::Goodput) => {
             proportion(&|s| (s.throughput.goodput_ratio * s.requests.sent as f64).round() as u64)
         }
+        // Correct of scored, repetitive or empty of checked: their own denominators.
+        Metric::Count(c) if c.is_quality() => {
+            let counts = |s| super::observe::proportion_counts(c, s);
+            match (counts(base), counts(cur)) {
+                (Some((kb, nb)), Some((kc, nc))) => points(kb, nb, kc, nc, confidence),
+                _ => None,
+            }
+        }
         _ => None,
     };
     Some(shifted.unwrap_or(Shift::Point {

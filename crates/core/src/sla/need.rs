@@ -40,7 +40,9 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
     let below = matches!(assertion.op, Op::Lt | Op::Le);
     let clear = if below { Clear::Below } else { Clear::Above };
     let found = match (assertion.metric, assertion.aggregation) {
-        (Metric::Count(CountMetric::ErrorRate | CountMetric::Goodput), _) => {
+        // A quality figure's units are answers (scored ones, for accuracy): on a data set of
+        // one question per request, requests.
+        (Metric::Count(c), _) if is_share(c) => {
             // The best case is every request on the side that passes.
             let share = if below { 0.0 } else { 1.0 };
             proportion_need(
@@ -87,6 +89,11 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
     }
 }
 
+/// A share of the stage's requests or answers, judged on a Wilson interval.
+fn is_share(c: CountMetric) -> bool {
+    matches!(c, CountMetric::ErrorRate | CountMetric::Goodput) || c.is_quality()
+}
+
 /// For an undecided verdict on `stage`: about how many more requests (or rounds, for a stage
 /// run in rounds) would decide it if what was measured held — the smallest count whose
 /// interval clears the threshold, capped (see [`MoreNeeded::cap`]). `None` when the estimate
@@ -108,6 +115,12 @@ pub fn more_needed(
     let clear = side(value, threshold)?;
     let cap = MoreNeeded::cap(Across::Requests);
     let (have, needed) = match (assertion.metric, assertion.aggregation) {
+        (Metric::Count(c), _) if c.is_quality() => {
+            let (_, n) = super::observe::proportion_counts(c, stage)?;
+            let (share, t) = (value / 100.0, threshold / 100.0);
+            let need = proportion_need(share, t, clear, confidence, build, (n + 1, cap));
+            (n, need.ok()?)
+        }
         (Metric::Count(CountMetric::ErrorRate | CountMetric::Goodput), _) => {
             let n = stage.requests.sent;
             let share = value / 100.0;

@@ -40,6 +40,13 @@ pub enum Unobserved {
         /// The server sources that answered, as a list for the message.
         servers: String,
     },
+    #[error(
+        "`{metric}` judges answers, and this stage's data set checks none: give it a \
+         `quality {{ … }}` block (docs/quality.md)"
+    )]
+    NotChecked { metric: Metric },
+    #[error("no answer was scored: `accuracy` needs records with a `reference` (docs/quality.md)")]
+    NoneScored { metric: Metric },
     #[error("telemetry did not measure `{metric}` in this stage (needs {needs})")]
     NotMeasured { metric: Metric, needs: &'static str },
 }
@@ -142,5 +149,41 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
         CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
             metric: Metric::Count(metric),
         }),
+        CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate => {
+            let m = Metric::Count(metric);
+            let Some(q) = &stage.quality else {
+                return Err(Unobserved::NotChecked { metric: m });
+            };
+            match proportion_counts(metric, stage) {
+                Some((_, 0)) if metric == CountMetric::Accuracy && q.checked > 0 => {
+                    Err(Unobserved::NoneScored { metric: m })
+                }
+                Some((k, n)) if n > 0 => Ok(k as f64 / n as f64 * 100.0),
+                _ => Err(Unobserved::NoSamples { metric: m }),
+            }
+        }
+    }
+}
+
+/// A proportion's count and its denominator on a stage (`k` of `n`): failed of sent, good of
+/// sent, correct of scored, repetitive or empty of checked. `None` for a figure that is no
+/// proportion, and for a quality figure of a stage whose answers are not checked.
+pub fn proportion_counts(metric: CountMetric, stage: &StageSummary) -> Option<(u64, u64)> {
+    let sent = stage.requests.sent;
+    let q = stage.quality.as_ref();
+    match metric {
+        CountMetric::ErrorRate => Some((stage.requests.failed, sent)),
+        CountMetric::Goodput => Some((
+            (stage.throughput.goodput_ratio * sent as f64).round() as u64,
+            sent,
+        )),
+        CountMetric::Accuracy => q.map(|q| (q.correct, q.scored)),
+        CountMetric::RepetitionRate => q.map(|q| (q.repetitive, q.checked)),
+        CountMetric::EmptyRate => q.map(|q| (q.empty, q.checked)),
+        CountMetric::OutputThroughput
+        | CountMetric::InputThroughput
+        | CountMetric::RequestThroughput
+        | CountMetric::GoodputRate
+        | CountMetric::InputsRate => None,
     }
 }

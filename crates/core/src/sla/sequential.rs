@@ -24,6 +24,7 @@ pub fn decides_stage(assertion: &Assertion) -> bool {
     }
     match (assertion.metric, assertion.aggregation) {
         (Metric::Count(CountMetric::ErrorRate | CountMetric::Goodput), _) => true,
+        (Metric::Count(c), _) if c.is_quality() => true,
         (Metric::Latency(m), Some(Aggregation::Percentile(_) | Aggregation::Mean)) => {
             m != LatencyMetric::SendLag
         }
@@ -90,19 +91,16 @@ fn sequence_spread(
         },
         units,
     };
-    let sent = stage.requests.sent;
     // At a look, requests begun and not yet recorded: the bounds hold whatever they become.
     let pending = stage.until_decided.as_ref().and_then(|u| u.pending);
     let (more, longest_ms) = pending.map_or((0, 0.0), |p| (p.requests, p.longest_ms));
     match (assertion.metric, assertion.aggregation) {
         (Metric::Count(c), _) => {
-            let k = match c {
-                CountMetric::ErrorRate => stage.requests.failed,
-                _ => (stage.throughput.goodput_ratio * sent as f64).round() as u64,
-            };
+            // Failed or good of sent; correct of scored, repetitive or empty of checked.
+            let (k, counted) = super::observe::proportion_counts(c, stage)?;
             let centre = threshold / 100.0;
             // The pending requests all on one side for the low end, all on the other for the high.
-            let n = sent + more;
+            let n = counted + more;
             let (low, _) = proportion_sequence(k, n, centre, confidence, tuned_for).ok()?;
             let (_, high) = proportion_sequence(k + more, n, centre, confidence, tuned_for).ok()?;
             Some(interval(low * 100.0, high * 100.0, n))

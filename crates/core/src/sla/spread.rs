@@ -67,6 +67,10 @@ pub fn spread_in(
             sent,
             confidence,
         ),
+        Metric::Count(c) if c.is_quality() => match super::observe::proportion_counts(c, stage) {
+            Some((k, n)) => proportion(k, n, confidence),
+            None => Spread::Point,
+        },
         _ => Spread::Point,
     }
 }

@@ -111,6 +111,10 @@ pub enum LateClient {
     ClientSideErrors,
     /// Nothing, except through the load it offered: a reading of the server's own telemetry.
     LoadOnly,
+    /// Nothing: it judges what the answers say (accuracy, repetition), which neither the
+    /// client's pace nor the load, a warm cache or a throttled GPU change (they change when
+    /// an answer comes, not what it is).
+    Answers,
 }
 
 /// Which APIs have a metric, by how they answer (`protocol::Answer`): a pooling API's answer
@@ -174,7 +178,7 @@ impl MetricDef {
             LateClient::Raises | LateClient::ClientSideErrors => self.worse == Worse::Higher,
             LateClient::Lowers => self.worse == Worse::Lower,
             LateClient::Either => true,
-            LateClient::LoadOnly => false,
+            LateClient::LoadOnly | LateClient::Answers => false,
         }
     }
 
@@ -186,7 +190,7 @@ impl MetricDef {
             LateClient::Raises | LateClient::ClientSideErrors => self.worse == Worse::Lower,
             LateClient::Lowers => self.worse == Worse::Higher,
             LateClient::Either => true,
-            LateClient::LoadOnly => false,
+            LateClient::LoadOnly | LateClient::Answers => false,
         }
     }
 }

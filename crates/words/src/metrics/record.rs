@@ -250,6 +250,49 @@ pub struct RequestRecord {
     /// whole conversation the server is to process.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_input_tokens: Option<u32>,
+    /// Where the answer begins in the text the client collected (reasoning streamed before
+    /// it is skipped): a byte offset, set once, when the first answer chunk arrives.
+    #[serde(skip)]
+    pub answer_at: u32,
+    /// What the data set's `quality` block found in the answer, once the whole answer was
+    /// read; `None` when the data set checks nothing (or the request failed otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<QualityMark>,
+}
+
+/// The scorers a data set's `quality { score … }` may name, as KDL writes them and
+/// results.json's `quality.scorer` holds them (docs/quality.md), in the docs' order.
+pub const SCORERS: [&str; 7] = [
+    "exact", "contains", "regex", "number", "choice", "json", "rouge-l",
+];
+
+/// What the checks of a data set's `quality` block found in one answer (docs/quality.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct QualityMark {
+    /// The scorer's judgement: `None` when the answer was not scored (its record has no
+    /// reference and the scorer needs one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correct: Option<bool>,
+    /// No answer text (whitespace only, or only reasoning).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub empty: bool,
+    /// The answer stopped at its token budget (`finish_reason: length`, or as many tokens as
+    /// `max_tokens`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// Its repeated n-grams passed the data set's share (`repetition`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repetitive: bool,
+    /// It holds one of the data set's refusal markers.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refusal: bool,
+    /// Its output tokens against the record's `reference_tokens` band (`tokens-band`):
+    /// `Some(true)` outside it, `None` when the record gives no reference count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_band: Option<bool>,
+    /// Longer than the bytes scored: judged on its first `quality::MAX_SCORED_BYTES`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub clipped: bool,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

@@ -28,10 +28,16 @@ pub enum CountMetric {
     Goodput,
     GoodputRate,
     InputsRate,
+    /// Share of the scored answers judged correct (a data set's `quality { score … }`).
+    Accuracy,
+    /// Share of the checked answers flagged repetitive (`quality { repetition … }`).
+    RepetitionRate,
+    /// Share of the checked answers with no answer text.
+    EmptyRate,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 7] = [
+    pub const ALL: [CountMetric; 10] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -39,10 +45,22 @@ impl CountMetric {
         CountMetric::Goodput,
         CountMetric::GoodputRate,
         CountMetric::InputsRate,
+        CountMetric::Accuracy,
+        CountMetric::RepetitionRate,
+        CountMetric::EmptyRate,
     ];
 
     pub fn def(self) -> &'static MetricDef {
         &COUNT_DEFS[self as usize]
+    }
+
+    /// Whether the figure judges the answers' text (a data set's `quality` block) rather
+    /// than the requests' outcome or pace.
+    pub fn is_quality(self) -> bool {
+        matches!(
+            self,
+            CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate
+        )
     }
 }
 
@@ -69,7 +87,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 7] = {
+const COUNT_DEFS: [MetricDef; 10] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -143,6 +161,43 @@ const COUNT_DEFS: [MetricDef; 7] = {
                 Lower,
                 C::Lowers,
                 "500 inputs/s",
+            )
+        },
+        // What an answer says does not depend on when the client read it, nor on the load.
+        MetricDef {
+            scope: ApiScope::Generated,
+            ..counted(
+                "accuracy",
+                "accuracy",
+                "quality.correct / quality.scored",
+                K::Percent,
+                Lower,
+                C::Answers,
+                "80%",
+            )
+        },
+        MetricDef {
+            scope: ApiScope::Generated,
+            ..counted(
+                "repetition_rate",
+                "repetition rate",
+                "quality.repetitive / quality.checked",
+                K::Percent,
+                Higher,
+                C::Answers,
+                "5%",
+            )
+        },
+        MetricDef {
+            scope: ApiScope::Generated,
+            ..counted(
+                "empty_rate",
+                "empty answers",
+                "quality.empty / quality.checked",
+                K::Percent,
+                Higher,
+                C::Answers,
+                "1%",
             )
         },
     ]

@@ -50,6 +50,8 @@ impl Client {
         let usage = answer.as_ref().and_then(|g| g.usage);
         if let Some(g) = &answer {
             g.push_text(&mut text);
+            // `push_text` writes the reasoning first: the answer starts after it.
+            rec.answer_at = g.reasoning.len().min(u32::MAX as usize) as u32;
             if rec.keep_tool_calls {
                 rec.tool_calls = crate::protocol::kept_calls(&g.tool_calls);
             }

@@ -88,6 +88,8 @@ impl Tally {
             }
             if chunk.has_answer() && rec.first_answer_ns.is_none() {
                 rec.first_answer_ns = Some(now);
+                // Once per request: where the answer starts, past the reasoning before it.
+                rec.answer_at = text.len().min(u32::MAX as usize) as u32;
             }
             if let Some(a) = &chunk.answer {
                 a.push_to(text);

@@ -282,3 +282,25 @@ fn payload_sums_past_any_run_are_refused() {
     let e = broken(|r| r.stages[0].tokens.inputs = u64::MAX);
     assert!(e.contains("stages[0].tokens.inputs"), "{e}");
 }
+
+#[test]
+fn quality_counts_past_their_parts_are_refused() {
+    let e = broken(|r| {
+        r.stages[0].quality = Some(crate::metrics::Quality {
+            scorer: Some("<b>x</b>".into()),
+            checked: 10,
+            scored: 11,
+            correct: 12,
+            accuracy: Some(1.5),
+            ..Default::default()
+        });
+    });
+    for field in [
+        "quality.scored = 11",
+        "quality.correct = 12",
+        "quality.accuracy",
+        "quality.scorer",
+    ] {
+        assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
+    }
+}

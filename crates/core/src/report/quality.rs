@@ -1,0 +1,116 @@
+//! A stage's answer quality (results.json's `quality`) as the reports show it: one line
+//! under the stage's row in the terminal summary, a table beside throughput in the Markdown
+//! and HTML reports, and the warning that `ignore_eos` cut every answer.
+
+use super::view_rows::KeyValue;
+use crate::metrics::{Quality, StageSummary};
+
+/// "quality (number): accuracy 94.3 % [91.1, 96.4] of 300 scored · repetitive 2 · empty 0 ·
+/// cut 2 of 300 checked", for the terminal summary.
+pub(crate) fn sentence(s: &StageSummary) -> Option<String> {
+    let q = s.quality.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(a) = accuracy(q) {
+        parts.push(format!("accuracy {a}"));
+    }
+    parts.push(format!("repetitive {}", q.repetitive));
+    parts.push(format!("empty {}", q.empty));
+    parts.push(format!("cut {}", q.cut));
+    if q.refusals > 0 {
+        parts.push(format!("refusals {}", q.refusals));
+    }
+    if q.banded > 0 {
+        parts.push(format!("outside token band {} of {}", q.off_band, q.banded));
+    }
+    if q.clipped > 0 {
+        parts.push(format!("scored on their first 64 KiB {}", q.clipped));
+    }
+    let scorer = q
+        .scorer
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    Some(format!(
+        "quality{scorer}: {} of {} checked",
+        parts.join(" · "),
+        q.checked
+    ))
+}
+
+/// The warning for answers the target kept from ending (`ignore_eos`).
+pub(crate) fn warning(s: &StageSummary) -> Option<&'static str> {
+    s.quality.as_ref().filter(|q| q.ignore_eos).map(|_| {
+        "answers cut: the target sends ignore_eos, so the model could not end its answers and \
+         each ran to max_tokens; set ignore-eos #false on a target scored for quality"
+    })
+}
+
+/// "94.33 % [91.11, 96.43] (283 of 300 scored)"; `None` before any answer was scored.
+fn accuracy(q: &Quality) -> Option<String> {
+    let a = q.accuracy?;
+    let interval = q
+        .accuracy_interval
+        .map(|[low, high]| format!(" [{:.2}, {:.2}]", low * 100.0, high * 100.0))
+        .unwrap_or_default();
+    Some(format!(
+        "{:.2} %{interval} ({} of {} scored)",
+        a * 100.0,
+        q.correct,
+        q.scored
+    ))
+}
+
+/// The rows of the reports' answer-quality table (empty when the stage checks none).
+pub(crate) fn rows(s: &StageSummary) -> Vec<KeyValue> {
+    let Some(q) = &s.quality else {
+        return Vec::new();
+    };
+    let share = |n: u64| match q.share_of_checked(n) {
+        Some(p) => format!("{n} ({p:.2} %)"),
+        None => n.to_string(),
+    };
+    let mut rows = vec![KeyValue {
+        key: "scorer",
+        value: q.scorer.clone().unwrap_or_else(|| "none".into()),
+    }];
+    if let Some(a) = accuracy(q) {
+        rows.push(KeyValue {
+            key: "accuracy",
+            value: a,
+        });
+    }
+    rows.push(KeyValue {
+        key: "answers checked",
+        value: q.checked.to_string(),
+    });
+    for (key, n) in [
+        ("repetitive", q.repetitive),
+        ("empty", q.empty),
+        ("cut at max_tokens", q.cut),
+        ("refusals", q.refusals),
+    ] {
+        rows.push(KeyValue {
+            key,
+            value: share(n),
+        });
+    }
+    if q.banded > 0 {
+        rows.push(KeyValue {
+            key: "outside the token band",
+            value: format!("{} of {}", q.off_band, q.banded),
+        });
+    }
+    if q.clipped > 0 {
+        rows.push(KeyValue {
+            key: "scored on their first 64 KiB",
+            value: q.clipped.to_string(),
+        });
+    }
+    if let Some(w) = warning(s) {
+        rows.push(KeyValue {
+            key: "warning",
+            value: w.to_string(),
+        });
+    }
+    rows
+}

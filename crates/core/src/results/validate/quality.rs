@@ -1,0 +1,63 @@
+//! The validator's rules for a stage's answer quality (`quality`, 0.3.0): each count a run can
+//! reach and a part of the one it is counted in (correct of scored, scored and every flag of
+//! checked, off the band of banded), the accuracy a share with its interval around it, and the
+//! scorer one of the scorers' names. A result past them would have an SLA read an accuracy
+//! above 100 % or a report show a name infermeter never wrote.
+
+use super::Checker;
+use crate::metrics::{SCORERS, StageSummary};
+
+impl Checker {
+    pub(super) fn quality(&mut self, at: &str, s: &StageSummary) {
+        let Some(q) = &s.quality else { return };
+        let at = format!("{at}.quality");
+        let parts = [
+            ("scored", q.scored, q.checked),
+            ("empty", q.empty, q.checked),
+            ("cut", q.cut, q.checked),
+            ("repetitive", q.repetitive, q.checked),
+            ("refusals", q.refusals, q.checked),
+            ("banded", q.banded, q.checked),
+            ("clipped", q.clipped, q.checked),
+        ];
+        self.count(&format!("{at}.checked"), q.checked);
+        for (name, n, of) in parts {
+            self.at_most(&format!("{at}.{name}"), n, of, "the answers checked");
+        }
+        self.at_most(
+            &format!("{at}.correct"),
+            q.correct,
+            q.scored,
+            "the answers scored",
+        );
+        self.at_most(
+            &format!("{at}.off_band"),
+            q.off_band,
+            q.banded,
+            "the answers banded",
+        );
+        if let Some(a) = q.accuracy {
+            self.share(&format!("{at}.accuracy"), a);
+        }
+        if let Some([low, high]) = q.accuracy_interval {
+            self.share(&format!("{at}.accuracy_interval[0]"), low);
+            self.share(&format!("{at}.accuracy_interval[1]"), high);
+            if low > high {
+                self.fail(
+                    format!("{at}.accuracy_interval"),
+                    low,
+                    "its low end above its high",
+                );
+            }
+        }
+        if let Some(name) = &q.scorer
+            && !SCORERS.contains(&name.as_str())
+        {
+            self.fail(
+                format!("{at}.scorer"),
+                super::json(name),
+                "not a scorer's name",
+            );
+        }
+    }
+}
