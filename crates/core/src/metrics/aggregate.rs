@@ -524,6 +524,7 @@ impl StageAggregator {
             steady: None,
             groups: Vec::new(),
             priority: None,
+            server: None,
         }
     }
 }

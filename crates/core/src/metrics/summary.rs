@@ -449,6 +449,10 @@ pub struct StageSummary {
     /// *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<super::PriorityCheck>,
+    /// The server configuration the stage ran on, when the scenario's `server` block has
+    /// configurations. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::StageServer>,
 }
 
 /// One label's requests of a stage, summarised as a stage of their own (latencies with their

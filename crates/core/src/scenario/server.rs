@@ -29,6 +29,7 @@ const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
     }),
     Setting::once("stop", stop),
     Setting::once("log", log),
+    Setting::many("config", super::server_config::config),
 ];
 
 /// The smallest `log max`: room for a start-up banner and the last lines of an error.
@@ -46,6 +47,7 @@ pub(super) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ServerSpec> {
             grace: Duration(DEFAULT_GRACE),
         },
         log_max: DEFAULT_LOG_MAX,
+        configs: Vec::new(),
     };
     let before = ctx.problems.len();
     with_reader(ctx, node, |ctx, r| {
@@ -146,7 +148,7 @@ fn cwd(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
 }
 
 /// `env "NAME" "VALUE"` or `env "NAME" env="VARIABLE"` (a secret, by reference).
-fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
+pub(super) fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
     let name = r.arg(ctx, 0).and_then(|v| {
         let n = ctx.name_string(&v, "env")?;
         if valid_var(&n) {

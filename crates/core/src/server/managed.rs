@@ -25,6 +25,8 @@ pub struct Place {
     pub base_dir: PathBuf,
     /// Its log (`server.log` in the run's directory).
     pub log: PathBuf,
+    /// Whether the log is continued (a restart within the run) rather than begun afresh.
+    pub append: bool,
     pub target: Target,
 }
 
@@ -58,7 +60,12 @@ pub async fn start(
         Readiness::Log(t) => Some(t.clone()),
         _ => None,
     };
-    let log = Arc::new(Log::create(&place.log, spec.log_max, ready_text)?);
+    let log = Arc::new(Log::create(
+        &place.log,
+        spec.log_max,
+        ready_text,
+        place.append,
+    )?);
     let began = Instant::now();
     let mut running = spawn(spec, &place.base_dir, log)?;
     let last: Last = Arc::new(Mutex::new(String::from("no probe was answered yet")));

@@ -3,6 +3,7 @@
 //! `server.log` with secrets masked, and stopped (signal, grace, SIGKILL to the whole group)
 //! after the run, on every path. One entry point, [`start`], and [`Running::finish`].
 
+mod config;
 mod error;
 mod group;
 mod log;
@@ -10,6 +11,7 @@ mod managed;
 mod ready;
 mod spec;
 
+pub use config::{ServerConfig, with_flags};
 pub use error::ServerError;
 pub use group::kill_all;
 pub use managed::{Place, Running, Stopped, start};

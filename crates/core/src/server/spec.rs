@@ -31,6 +31,10 @@ pub struct ServerSpec {
     pub stop: StopSpec,
     /// The most bytes of its output `server.log` keeps (the first half and the last lines).
     pub log_max: u64,
+    /// `config` lines: every stage runs once on each (see [`ServerSpec::configured`]); none,
+    /// every stage runs on the command as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<super::config::ServerConfig>,
 }
 
 /// One `env` line.

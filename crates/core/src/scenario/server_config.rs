@@ -1,0 +1,125 @@
+//! `config "NAME" { args "--flag" "VALUE"…; env "NAME" "VALUE"; }` inside `server { … }`: one
+//! configuration of the server, which every stage runs on once (docs/server.md, "Server
+//! settings as an axis").
+
+use super::ctx::{Ctx, NodeReader};
+use super::settings::{Entries, Setting, read_children};
+use crate::server::{ServerConfig, ServerSpec};
+
+const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
+    Setting::once("args", args),
+    Setting::many("env", super::server::env),
+];
+
+/// Reads one `config` line into `s.configs`.
+pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
+    let Some(v) = r.arg(ctx, 0) else {
+        ctx.error(
+            ctx.name_span(r.node),
+            "`config` needs a name",
+            "missing name",
+            Some("write e.g. config \"mns64\" { args \"--max-num-seqs\" \"64\"; }".into()),
+        );
+        return;
+    };
+    let Some(name) = ctx.name_string(&v, "config") else {
+        return;
+    };
+    // The name becomes part of stage names (`steady@NAME`), file names and report headings.
+    let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || !name.chars().all(fits) {
+        ctx.error(
+            v.span,
+            format!("invalid server configuration name `{name}`"),
+            "use letters, digits, -, _ and . only",
+            None,
+        );
+        return;
+    }
+    if s.configs.iter().any(|c| c.name == name) {
+        ctx.error(
+            v.span,
+            format!("the server configuration `{name}` is given twice"),
+            "names must differ",
+            None,
+        );
+        return;
+    }
+    let mut scratch = ServerSpec {
+        configs: Vec::new(),
+        command: Vec::new(),
+        env: Vec::new(),
+        ..s.clone()
+    };
+    let children = r.children();
+    read_children(ctx, children, "`config`", &[SETTINGS], &mut scratch);
+    s.configs.push(ServerConfig {
+        name,
+        args: scratch.command,
+        env: scratch.env,
+    });
+}
+
+/// `args "--flag" "VALUE"…`: each its own string, as in `command`.
+fn args(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
+    let vals = r.args_from(ctx, 0);
+    if vals.is_empty() {
+        ctx.error(
+            ctx.name_span(r.node),
+            "`args` needs at least one argument",
+            "missing arguments",
+            Some("write e.g. args \"--max-num-seqs\" \"64\"".into()),
+        );
+        return;
+    }
+    let words: Vec<String> = vals.iter().filter_map(|v| ctx.string(v, "args")).collect();
+    if words.len() == vals.len() {
+        s.command = words;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn parse(server: &str) -> Result<crate::scenario::Scenario, String> {
+        let text = format!(
+            "target \"http://127.0.0.1:8000/v1\"\nserver {{\ncommand \"sh\" \"-c\" \"x\" \
+             \"--n\" \"1\"\n{server}\n}}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 8; output-tokens 4; }} }}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=1; requests 1; }}\n"
+        );
+        crate::scenario::parse_str(std::path::Path::new("s.kdl"), &text, &[])
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn server_configs_are_read_and_applied() {
+        let s = parse(
+            "config \"one\" { args \"--n\" \"2\"; env \"A\" \"x\"; }\nconfig \"two\"\n\
+             config \"three\" { env \"T_TOKEN\" env=\"MY_TOKEN\"; }",
+        )
+        .unwrap();
+        let spec = s.server.unwrap();
+        let names: Vec<&str> = spec.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["one", "two", "three"]);
+        let one = spec.configured(Some("one"));
+        assert_eq!(one.command, ["sh", "-c", "x", "--n", "2"]);
+        assert_eq!(one.env.len(), 1);
+        assert!(one.configs.is_empty());
+        assert_eq!(spec.configured(Some("two")).command, spec.command);
+    }
+
+    #[test]
+    fn server_configs_refuse_bad_names_and_secrets() {
+        for (server, said) in [
+            ("config \"a b\"", "invalid server configuration name"),
+            ("config \"a\"\nconfig \"a\"", "given twice"),
+            ("config", "needs a name"),
+            ("config \"a\" { args; }", "needs at least one argument"),
+            ("config \"a\" { env \"HF_TOKEN\" \"v\"; }", "looks like a secret"),
+            ("config \"a\" { port 1; }", "port"),
+        ] {
+            let e = parse(server).unwrap_err();
+            assert!(e.contains(said), "{server}: {e}");
+        }
+    }
+}
