@@ -19,6 +19,8 @@ pub fn run(args: SimArgs) -> Result<(), Error> {
 }
 
 async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) -> Result<(), Error> {
+    // Before the address is printed: a SIGTERM sent as soon as it is ready must find the watch.
+    let mut term = Terminate::watch();
     let model = config.model.clone();
     let options = TraceOptions {
         file: trace,
@@ -29,7 +31,6 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()
     );
-    let mut term = Terminate::watch();
     let name = tokio::select! {
         r = tokio::signal::ctrl_c() => match r {
             Ok(()) => "Ctrl-C",
@@ -51,12 +52,16 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
 }
 
 /// SIGTERM, as a stream of its arrivals; never arrives when it cannot be watched (Ctrl-C
-/// still works then).
+/// still works then), nor when it was ignored when the simulator started (as `nohup` and
+/// `trap '' TERM` leave it: a program keeps an inherited ignored signal ignored).
 struct Terminate(Option<tokio::signal::unix::Signal>);
 
 impl Terminate {
     fn watch() -> Terminate {
         use tokio::signal::unix::{SignalKind, signal};
+        if ignored(libc::SIGTERM) {
+            return Terminate(None);
+        }
         match signal(SignalKind::terminate()) {
             Ok(s) => Terminate(Some(s)),
             Err(e) => {
@@ -73,6 +78,16 @@ impl Terminate {
             }
             None => std::future::pending().await,
         }
+    }
+}
+
+/// Whether `sig` is ignored now (inherited so from the parent).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter, and sigaction(2) with a null new
+    // action only reads the current disposition into it.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
     }
 }
 

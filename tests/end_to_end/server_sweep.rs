@@ -1,0 +1,160 @@
+//! Server configurations as an axis (docs/server.md, "Server settings as an axis") through the
+//! real binary, the server being `infermeter sim` itself: every stage runs on each
+//! configuration, the server restarts only where the configuration changes, each stage
+//! records the command it ran on; and the loose ends of the `server` block: refused with
+//! `--shard`, and `infermeter sim` stopping gracefully on SIGTERM. No timing is asserted
+//! beyond a generous ratio the simulator's deterministic latency model holds on any machine.
+
+use std::path::Path;
+
+use crate::support::{describe, results, run, scenario, stage, text};
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("address").port()
+}
+
+/// A scenario on `port` whose server is the simulator with configurations `mr1` and `mr16`
+/// (`--max-running` 1 and 16), the second also getting a secret param on its command line
+/// and a secret by reference in its environment; two closed-loop stages of 8 clients.
+fn two_configs(dir: &Path, port: u16) -> std::path::PathBuf {
+    scenario(
+        dir,
+        "sweep.kdl",
+        &format!(
+            "param \"header\" \"x-default\" secret=#true\n\
+             target \"http://127.0.0.1:{port}/v1\" {{ model \"sim-model\"; timeout \"60s\"; }}\n\
+             server {{\n\
+               command \"infermeter\" \"sim\" \"--listen\" \"127.0.0.1:{port}\" \"--model\" \
+               \"sim-model\" \"--decode-base\" \"5ms\" \"--max-running\" \"64\"\n\
+               timeout \"60s\"\n\
+               config \"mr1\" {{ args \"--max-running\" \"1\"; }}\n\
+               config \"mr16\" {{ args \"--max-running\" \"16\" \"--session-header\" (param)\"header\"; \
+               env \"HF_TOKEN\" env=\"IM_SWEEP_TOKEN\"; }}\n\
+             }}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 32; output-tokens 16; }} }}\n\
+             stage \"a\" {{ dataset \"d\"; arrival \"concurrency\" clients=8; requests 24; }}\n\
+             stage \"b\" {{ dataset \"d\"; arrival \"concurrency\" clients=8; requests 16; }}\n\
+             sla {{ assert \"e2e.p50 < 60s\" stage=\"b\"; }}\n"
+        ),
+    )
+}
+
+fn alive(pid: i64) -> bool {
+    // SAFETY: kill(2) with signal 0 sends nothing; it only asks whether the pid exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+#[test]
+fn server_configs_restart_only_where_the_configuration_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let path = two_configs(dir.path(), port);
+    let out = dir.path().join("out");
+    let (secret, token) = ("hdr-secret-5a4b3c2d1e", "tok-secret-0f9e8d7c6b");
+    let o = crate::support::command()
+        .args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args(["--no-plots", "--untrusted", "judge", "--param", &format!("header={secret}")])
+        .env("IM_SWEEP_TOKEN", token)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let names: Vec<&str> = r["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a@mr1", "b@mr1", "a@mr16", "b@mr16"], "{r}");
+    let server = |name: &str| stage(&r, name)["server"].clone();
+    let restarted: Vec<bool> = names
+        .iter()
+        .map(|n| server(n)["restarted"].as_bool().unwrap())
+        .collect();
+    assert_eq!(restarted, [true, false, true, false], "{r}");
+    // Started twice, not once per stage: each configuration's stages share a server.
+    let pid = |n: &str| server(n)["pid"].as_i64().unwrap();
+    assert_eq!(pid("a@mr1"), pid("b@mr1"));
+    assert_eq!(pid("a@mr16"), pid("b@mr16"));
+    assert_ne!(pid("a@mr1"), pid("a@mr16"));
+    assert_eq!(server("b@mr16")["config"], "mr16");
+    assert!(server("a@mr16")["startup_ms"].as_f64().unwrap() > 0.0);
+    let command = |n: &str| -> Vec<String> {
+        serde_json::from_value(server(n)["command"].clone()).unwrap()
+    };
+    let mr1 = command("a@mr1");
+    assert_eq!(mr1.iter().filter(|w| *w == "--max-running").count(), 1, "{mr1:?}");
+    assert_eq!(mr1[mr1.len() - 2..], ["--max-running", "1"], "{mr1:?}");
+    let mr16 = command("a@mr16");
+    let at = mr16.iter().position(|w| w == "--max-running").unwrap();
+    assert_eq!(mr16[at + 1], "16", "{mr16:?}");
+    let header = mr16.iter().position(|w| w == "--session-header").unwrap();
+    assert_ne!(mr16[header + 1], secret, "the secret param is masked: {mr16:?}");
+    // One server at a time, one queue: under 8 clients a request waits for the 7 before it.
+    let e2e = |n: &str| stage(&r, n)["latency"]["e2e_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        e2e("a@mr1") > 3.0 * e2e("a@mr16"),
+        "max-running 1 is not slower: {} vs {} ms",
+        e2e("a@mr1"),
+        e2e("a@mr16")
+    );
+    for n in &names {
+        assert!(!alive(pid(n)), "server {} of {n} outlived the run", pid(n));
+    }
+    let log = std::fs::read_to_string(out.join("server.log")).unwrap();
+    assert_eq!(log.matches("[infermeter: started pid").count(), 2, "{log}");
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let p = entry.unwrap().path();
+        let t = std::fs::read_to_string(&p).unwrap_or_default();
+        assert!(!t.contains(secret) && !t.contains(token), "{} shows a secret", p.display());
+    }
+    let (stdout, stderr) = text(&o);
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+}
+
+#[test]
+fn server_configs_show_in_the_plan_with_their_cache_hygiene() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = two_configs(dir.path(), free_port());
+    let o = crate::support::infermeter(&["plan", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("server     config mr1: infermeter sim"), "{stdout}");
+    assert!(stdout.contains("stage `b@mr16`"), "{stdout}");
+    assert_eq!(stdout.matches("fresh start").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("  server    config mr1: warm").count(), 1, "{stdout}");
+}
+
+#[test]
+fn server_block_with_a_shard_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = two_configs(dir.path(), free_port());
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--shard", "0/2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(stderr.contains("`server` block"), "{stderr}");
+}
+
+#[test]
+fn server_sim_stops_gracefully_on_sigterm() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(crate::support::bin())
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start infermeter sim");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("sim prints its address");
+    assert!(line.contains("listening on"), "{line}");
+    crate::support::signal(&child, libc::SIGTERM);
+    let o = crate::support::wait_bounded(child, 30, "sim after SIGTERM");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(stderr.contains("shutting down on SIGTERM"), "{stderr}");
+}
