@@ -34,7 +34,6 @@ pub(crate) fn stage(
         until_decided: None,
         groups: Vec::new(),
         priority_gate: false,
-        server: None,
     }
 }
 

@@ -1,14 +1,14 @@
 //! `config "NAME" { args "--flag" "VALUE"…; env "NAME" "VALUE"; }` inside `server { … }`: one
 //! configuration of the server, which every stage runs on once (docs/server.md, "Server
-//! settings as an axis").
+//! settings as an axis"); and the `env` line, which the block and its configurations share.
 
 use super::ctx::{Ctx, NodeReader};
 use super::settings::{Entries, Setting, read_children};
-use crate::server::{ServerConfig, ServerSpec};
+use crate::server::{EnvSetting, EnvValue, ServerConfig, ServerSpec};
 
 const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
     Setting::once("args", args),
-    Setting::many("env", super::server::env),
+    Setting::many("env", env),
 ];
 
 /// Reads one `config` line into `s.configs`.
@@ -76,6 +76,80 @@ fn args(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
     if words.len() == vals.len() {
         s.command = words;
     }
+}
+
+/// `env "NAME" "VALUE"` or `env "NAME" env="VARIABLE"` (a secret, by reference).
+pub(super) fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
+    let name = r.arg(ctx, 0).and_then(|v| {
+        let n = ctx.name_string(&v, "env")?;
+        if valid_var(&n) {
+            return Some((n, v.span));
+        }
+        ctx.error(
+            v.span,
+            "invalid environment variable name",
+            "use letters, digits and _ only",
+            None,
+        );
+        None
+    });
+    let literal = r.arg(ctx, 1);
+    let by_ref = r.prop(ctx, "env");
+    let Some((name, span)) = name else {
+        if r.arg_count() == 0 {
+            ctx.error(
+                ctx.name_span(r.node),
+                "`env` needs a variable name",
+                "missing name",
+                Some("write env \"HF_HOME\" \"/data\" or env \"HF_TOKEN\" env=\"HF_TOKEN\"".into()),
+            );
+        }
+        return;
+    };
+    let value = match (literal, by_ref) {
+        (Some(v), None) => {
+            if crate::redact::is_secret_name(&name) {
+                ctx.error(
+                    v.span,
+                    format!("`{name}` looks like a secret: pass it by reference, not its value"),
+                    "a secret does not belong in a scenario file",
+                    Some(format!(
+                        "write env \"{name}\" env=\"{name}\": the value comes from \
+                         infermeter's own environment"
+                    )),
+                );
+                return;
+            }
+            ctx.string(&v, "env").map(EnvValue::Value)
+        }
+        (None, Some(v)) => ctx
+            .name_string(&v, "env")
+            .filter(|var| valid_var(var))
+            .map(EnvValue::FromEnv),
+        (Some(v), Some(_)) => {
+            ctx.error(v.span, "`env` has both a value and env=", "give one", None);
+            None
+        }
+        (None, None) => {
+            ctx.error(
+                span,
+                format!("`env \"{name}\"` has no value"),
+                "missing value",
+                Some(format!(
+                    "write env \"{name}\" \"VALUE\", or env \"{name}\" env=\"VARIABLE\" to pass \
+                     infermeter's own"
+                )),
+            );
+            None
+        }
+    };
+    if let Some(value) = value {
+        s.env.push(EnvSetting { name, value });
+    }
+}
+
+fn valid_var(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -3,24 +3,7 @@
 //! each configuration (docs/server.md, "Server settings as an axis"); the run restarts the
 //! server only where the configuration changes.
 
-use schemars::JsonSchema;
-use serde::Serialize;
-
-use super::spec::{EnvSetting, ServerSpec};
-
-/// One `config` line: what it changes of the base command.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct ServerConfig {
-    /// Its name, which the stages run on it carry (`steady@NAME`).
-    pub name: String,
-    /// Flags with their values: each replaces the same flag (and its values) in the base
-    /// command, or is appended when the base has none.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// Variables set for it, replacing the base block's of the same name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvSetting>,
-}
+use super::spec::ServerSpec;
 
 impl ServerSpec {
     /// The server as configuration `name` starts it: the base command with the

@@ -11,12 +11,12 @@ mod managed;
 mod ready;
 mod spec;
 
-pub use config::{ServerConfig, with_flags};
+pub use config::with_flags;
 pub use error::ServerError;
 pub use group::kill_all;
 pub use managed::{Place, Running, Stopped, start};
 pub use ready::Target;
 pub use spec::{
     DEFAULT_GRACE, DEFAULT_LOG_MAX, DEFAULT_TIMEOUT, EnvSetting, EnvValue, Readiness, SELF_PROGRAM,
-    ServerSpec, StopSignal, StopSpec, resolve_program,
+    ServerConfig, ServerSpec, StopSignal, StopSpec, resolve_program,
 };

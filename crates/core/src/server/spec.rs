@@ -34,7 +34,21 @@ pub struct ServerSpec {
     /// `config` lines: every stage runs once on each (see [`ServerSpec::configured`]); none,
     /// every stage runs on the command as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub configs: Vec<super::config::ServerConfig>,
+    pub configs: Vec<ServerConfig>,
+}
+
+/// One `config` line: what it changes of the base command.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ServerConfig {
+    /// Its name, which the stages run on it carry (`steady@NAME`).
+    pub name: String,
+    /// Flags with their values: each replaces the same flag (and its values) in the base
+    /// command, or is appended when the base has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set for it, replacing the base block's of the same name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvSetting>,
 }
 
 /// One `env` line.
