@@ -94,7 +94,6 @@ fn scenario() -> Scenario {
             until_decided: None,
             groups: Vec::new(),
             priority_gate: false,
-            server: None,
         }],
         sla: vec![],
         sla_policy: Default::default(),

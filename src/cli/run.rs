@@ -168,7 +168,11 @@ fn print_server(report: &app::RunReport, dir: &std::path::Path) {
         );
         return;
     }
-    outln!("server:  {} starts, one per configuration (log {})", starts.len(), log.display());
+    outln!(
+        "server:  {} starts, one per configuration (log {})",
+        starts.len(),
+        log.display()
+    );
     for (stage, s) in starts {
         outln!(
             "  {}: ready in {:.1} s for {}: {}",

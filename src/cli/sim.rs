@@ -41,9 +41,7 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         },
         () = term.next() => "SIGTERM",
     };
-    errln!(
-        "shutting down on {name} (waiting for in-flight responses; Ctrl-C again to quit now)"
-    );
+    errln!("shutting down on {name} (waiting for in-flight responses; Ctrl-C again to quit now)");
     tokio::select! {
         r = handle.shutdown() => Ok(r?),
         _ = tokio::signal::ctrl_c() => Ok(()),

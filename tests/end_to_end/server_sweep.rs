@@ -53,8 +53,19 @@ fn server_configs_restart_only_where_the_configuration_changes() {
     let out = dir.path().join("out");
     let (secret, token) = ("hdr-secret-5a4b3c2d1e", "tok-secret-0f9e8d7c6b");
     let o = crate::support::command()
-        .args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .args(["--no-plots", "--untrusted", "judge", "--param", &format!("header={secret}")])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--no-plots",
+            "--untrusted",
+            "judge",
+            "--param",
+            &format!("header={secret}"),
+        ])
         .env("IM_SWEEP_TOKEN", token)
         .output()
         .unwrap();
@@ -80,17 +91,7 @@ fn server_configs_restart_only_where_the_configuration_changes() {
     assert_ne!(pid("a@mr1"), pid("a@mr16"));
     assert_eq!(server("b@mr16")["config"], "mr16");
     assert!(server("a@mr16")["startup_ms"].as_f64().unwrap() > 0.0);
-    let command = |n: &str| -> Vec<String> {
-        serde_json::from_value(server(n)["command"].clone()).unwrap()
-    };
-    let mr1 = command("a@mr1");
-    assert_eq!(mr1.iter().filter(|w| *w == "--max-running").count(), 1, "{mr1:?}");
-    assert_eq!(mr1[mr1.len() - 2..], ["--max-running", "1"], "{mr1:?}");
-    let mr16 = command("a@mr16");
-    let at = mr16.iter().position(|w| w == "--max-running").unwrap();
-    assert_eq!(mr16[at + 1], "16", "{mr16:?}");
-    let header = mr16.iter().position(|w| w == "--session-header").unwrap();
-    assert_ne!(mr16[header + 1], secret, "the secret param is masked: {mr16:?}");
+    commands_are_each_configuration_s(&server, secret);
     // One server at a time, one queue: under 8 clients a request waits for the 7 before it.
     let e2e = |n: &str| stage(&r, n)["latency"]["e2e_ms"]["p50"].as_f64().unwrap();
     assert!(
@@ -100,17 +101,44 @@ fn server_configs_restart_only_where_the_configuration_changes() {
         e2e("a@mr16")
     );
     for n in &names {
-        assert!(!alive(pid(n)), "server {} of {n} outlived the run", pid(n));
+        let what = format!("server {} of {n} is gone after the run", pid(n));
+        crate::support::wait_for(10, &what, || !alive(pid(n)));
     }
     let log = std::fs::read_to_string(out.join("server.log")).unwrap();
     assert_eq!(log.matches("[infermeter: started pid").count(), 2, "{log}");
-    for entry in std::fs::read_dir(&out).unwrap() {
+    no_secret_anywhere(&out, &o, &[secret, token]);
+}
+
+/// Each stage's command is its configuration's: the base's `--max-running` replaced (not
+/// repeated), the secret param masked.
+fn commands_are_each_configuration_s(server: &dyn Fn(&str) -> serde_json::Value, secret: &str) {
+    let command =
+        |n: &str| -> Vec<String> { serde_json::from_value(server(n)["command"].clone()).unwrap() };
+    let mr1 = command("a@mr1");
+    let flags = mr1.iter().filter(|w| *w == "--max-running").count();
+    assert_eq!(flags, 1, "{mr1:?}");
+    assert_eq!(mr1[mr1.len() - 2..], ["--max-running", "1"], "{mr1:?}");
+    let mr16 = command("a@mr16");
+    let at = mr16.iter().position(|w| w == "--max-running").unwrap();
+    assert_eq!(mr16[at + 1], "16", "{mr16:?}");
+    let header = mr16.iter().position(|w| w == "--session-header").unwrap();
+    assert_ne!(mr16[header + 1], secret, "the secret is masked: {mr16:?}");
+}
+
+/// No file of `out` and nothing printed shows any of `secrets`.
+fn no_secret_anywhere(out: &Path, o: &std::process::Output, secrets: &[&str]) {
+    let (stdout, stderr) = text(o);
+    for entry in std::fs::read_dir(out).unwrap() {
         let p = entry.unwrap().path();
         let t = std::fs::read_to_string(&p).unwrap_or_default();
-        assert!(!t.contains(secret) && !t.contains(token), "{} shows a secret", p.display());
+        for s in secrets {
+            assert!(!t.contains(s), "{} shows a secret", p.display());
+            assert!(
+                !stdout.contains(s) && !stderr.contains(s),
+                "printed a secret"
+            );
+        }
     }
-    let (stdout, stderr) = text(&o);
-    assert!(!stdout.contains(secret) && !stderr.contains(secret));
 }
 
 #[test]
@@ -120,10 +148,17 @@ fn server_configs_show_in_the_plan_with_their_cache_hygiene() {
     let o = crate::support::infermeter(&["plan", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (stdout, _) = text(&o);
-    assert!(stdout.contains("server     config mr1: infermeter sim"), "{stdout}");
+    assert!(
+        stdout.contains("server     config mr1: infermeter sim"),
+        "{stdout}"
+    );
     assert!(stdout.contains("stage `b@mr16`"), "{stdout}");
     assert_eq!(stdout.matches("fresh start").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches("  server    config mr1: warm").count(), 1, "{stdout}");
+    assert_eq!(
+        stdout.matches("  server    config mr1: warm").count(),
+        1,
+        "{stdout}"
+    );
 }
 
 #[test]

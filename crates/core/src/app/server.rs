@@ -145,7 +145,10 @@ impl Servers {
                 old.disarm.cancel();
                 state.stopped(old.running.finish().await);
             }
-            match self.launch(stage.server.clone(), true, &self.run_stop).await {
+            match self
+                .launch(stage.server.clone(), true, &self.run_stop)
+                .await
+            {
                 Ok(g) => {
                     state.starts.push(Start {
                         config: g.config.clone(),

@@ -6,10 +6,8 @@ use super::ctx::{Ctx, NodeReader};
 use super::settings::{Entries, Setting, read_children};
 use crate::server::{EnvSetting, EnvValue, ServerConfig, ServerSpec};
 
-const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
-    Setting::once("args", args),
-    Setting::many("env", env),
-];
+const SETTINGS: &[Setting<Entries<ServerSpec>>] =
+    &[Setting::once("args", args), Setting::many("env", env)];
 
 /// Reads one `config` line into `s.configs`.
 pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
@@ -189,7 +187,10 @@ mod tests {
             ("config \"a\"\nconfig \"a\"", "given twice"),
             ("config", "needs a name"),
             ("config \"a\" { args; }", "needs at least one argument"),
-            ("config \"a\" { env \"HF_TOKEN\" \"v\"; }", "looks like a secret"),
+            (
+                "config \"a\" { env \"HF_TOKEN\" \"v\"; }",
+                "looks like a secret",
+            ),
             ("config \"a\" { port 1; }", "port"),
         ] {
             let e = parse(server).unwrap_err();

@@ -85,7 +85,10 @@ mod tests {
             words("vllm serve M --port 8000 --max-num-seqs 64 --enable-prefix-caching")
         );
         assert_eq!(
-            with_flags(&base, &words("--no-enable-prefix-caching --gpu-memory-utilization 0.8")),
+            with_flags(
+                &base,
+                &words("--no-enable-prefix-caching --gpu-memory-utilization 0.8")
+            ),
             words(
                 "vllm serve M --port 8000 --max-num-seqs 256 --enable-prefix-caching \
                  --no-enable-prefix-caching --gpu-memory-utilization 0.8"
