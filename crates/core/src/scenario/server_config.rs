@@ -1,6 +1,7 @@
 //! `config "NAME" { args "--flag" "VALUE"…; env "NAME" "VALUE"; }` inside `server { … }`: one
 //! configuration of the server, which every stage runs on once (docs/server.md, "Server
-//! settings as an axis"); and the `env` line, which the block and its configurations share.
+//! settings as an axis"), with `clients=N` linking the closed loops' clients to it; and the
+//! `env` line, which the block and its configurations share.
 
 use super::ctx::{Ctx, NodeReader};
 use super::settings::{Entries, Setting, read_children};
@@ -43,6 +44,10 @@ pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSp
         );
         return;
     }
+    // `Some(None)`: given and invalid (reported).
+    let clients = r
+        .prop(ctx, "clients")
+        .map(|v| ctx.u32_at_least(&v, "clients", 1));
     let mut scratch = ServerSpec {
         configs: Vec::new(),
         command: Vec::new(),
@@ -51,10 +56,14 @@ pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSp
     };
     let children = r.children();
     read_children(ctx, children, "`config`", &[SETTINGS], &mut scratch);
+    let Some(clients) = clients.map_or(Some(None), |c| c.map(Some)) else {
+        return;
+    };
     s.configs.push(ServerConfig {
         name,
         args: scratch.command,
         env: scratch.env,
+        clients,
     });
 }
 
@@ -166,7 +175,7 @@ mod tests {
     #[test]
     fn server_configs_are_read_and_applied() {
         let s = parse(
-            "config \"one\" { args \"--n\" \"2\"; env \"A\" \"x\"; }\nconfig \"two\"\n\
+            "config \"one\" { args \"--n\" \"2\"; env \"A\" \"x\"; }\nconfig \"two\" clients=4\n\
              config \"three\" { env \"T_TOKEN\" env=\"MY_TOKEN\"; }",
         )
         .unwrap();
@@ -178,6 +187,8 @@ mod tests {
         assert_eq!(one.env.len(), 1);
         assert!(one.configs.is_empty());
         assert_eq!(spec.configured(Some("two")).command, spec.command);
+        assert_eq!(spec.configs[1].clients, Some(4));
+        assert_eq!(spec.configs[0].clients, None);
     }
 
     #[test]
@@ -192,6 +203,7 @@ mod tests {
                 "looks like a secret",
             ),
             ("config \"a\" { port 1; }", "port"),
+            ("config \"a\" clients=0", "clients"),
         ] {
             let e = parse(server).unwrap_err();
             assert!(e.contains(said), "{server}: {e}");

@@ -49,6 +49,10 @@ pub struct ServerConfig {
     /// Variables set for it, replacing the base block's of the same name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvSetting>,
+    /// `clients=N`: the load linked to the setting — every fixed closed loop (`arrival
+    /// "concurrency"`, not a ramp or sweep) runs `N` clients on this configuration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
 }
 
 /// One `env` line.
