@@ -12,6 +12,8 @@ const SETTINGS: &[Setting<Entries<ServerSpec>>] =
 
 /// Reads one `config` line into `s.configs`.
 pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
+    // Taken first, so that a configuration refused below is not also told it has children.
+    let children = r.children();
     let Some(v) = r.arg(ctx, 0) else {
         ctx.error(
             ctx.name_span(r.node),
@@ -54,7 +56,6 @@ pub(super) fn config(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSp
         env: Vec::new(),
         ..s.clone()
     };
-    let children = r.children();
     read_children(ctx, children, "`config`", &[SETTINGS], &mut scratch);
     let Some(clients) = clients.map_or(Some(None), |c| c.map(Some)) else {
         return;
