@@ -162,14 +162,27 @@ fn server_configs_show_in_the_plan_with_their_cache_hygiene() {
 }
 
 #[test]
-fn server_block_with_a_shard_is_refused() {
+fn server_block_with_a_shard_or_k8s_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = two_configs(dir.path(), free_port());
     let out = dir.path().join("out");
     let o = run(&path, &out, &["--shard", "0/2"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let (_, stderr) = text(&o);
-    assert!(stderr.contains("`server` block"), "{stderr}");
+    assert!(
+        stderr.contains("--shard: the scenario has a `server` block"),
+        "{stderr}"
+    );
+    let manifests = dir.path().join("k8s");
+    let (p, m) = (path.to_str().unwrap(), manifests.to_str().unwrap());
+    let o = crate::support::infermeter(&["k8s", "--shards", "2", "--image", "i", p, "--out", m]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(
+        text(&o)
+            .1
+            .contains("k8s: the scenario has a `server` block")
+    );
+    assert!(!manifests.exists(), "no manifests written");
 }
 
 #[test]
