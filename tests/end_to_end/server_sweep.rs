@@ -206,3 +206,38 @@ fn server_sim_stops_gracefully_on_sigterm() {
     let (_, stderr) = text(&o);
     assert!(stderr.contains("shutting down on SIGTERM"), "{stderr}");
 }
+
+#[test]
+fn server_config_that_cannot_start_ends_the_run_keeping_the_stages_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let path = scenario(
+        dir.path(),
+        "broken.kdl",
+        &format!(
+            "target \"http://127.0.0.1:{port}/v1\" {{ model \"sim-model\"; }}\n\
+             server {{\n\
+               command \"infermeter\" \"sim\" \"--listen\" \"127.0.0.1:{port}\" \"--model\" \"sim-model\"\n\
+               timeout \"60s\"\n\
+               config \"good\"\n\
+               config \"bad\" {{ args \"--max-running\" \"0\"; }}\n\
+             }}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=2; requests 6; }}\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(
+        stderr.contains("must be at least 1"),
+        "the server's own words: {stderr}"
+    );
+    let r = results(&out);
+    assert_eq!(r["passed"], false, "{r}");
+    assert!(r["error"].as_str().is_some(), "{r}");
+    assert_eq!(stage(&r, "s@good")["requests"]["ok"], 6, "{r}");
+    let first = stage(&r, "s@good")["server"]["pid"].as_i64().unwrap();
+    crate::support::wait_for(10, "the first server is gone", || !alive(first));
+}
