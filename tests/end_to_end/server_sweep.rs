@@ -15,8 +15,9 @@ fn free_port() -> u16 {
 }
 
 /// A scenario on `port` whose server is the simulator with configurations `mr1` and `mr16`
-/// (`--max-running` 1 and 16), the second also getting a secret param on its command line
-/// and a secret by reference in its environment; two closed-loop stages of 8 clients.
+/// (`--max-running` 1 and 16), each tracing its requests into `dir` (`mr1.jsonl`,
+/// `mr16.jsonl`), the second also getting a secret param on its command line and a secret by
+/// reference in its environment; a warm-up of 4 and two closed-loop stages of 8 clients.
 fn two_configs(dir: &Path, port: u16) -> std::path::PathBuf {
     scenario(
         dir,
@@ -28,14 +29,16 @@ fn two_configs(dir: &Path, port: u16) -> std::path::PathBuf {
                command \"infermeter\" \"sim\" \"--listen\" \"127.0.0.1:{port}\" \"--model\" \
                \"sim-model\" \"--decode-base\" \"5ms\" \"--max-running\" \"64\"\n\
                timeout \"60s\"\n\
-               config \"mr1\" {{ args \"--max-running\" \"1\"; }}\n\
-               config \"mr16\" {{ args \"--max-running\" \"16\" \"--session-header\" (param)\"header\"; \
-               env \"HF_TOKEN\" env=\"IM_SWEEP_TOKEN\"; }}\n\
+               config \"mr1\" {{ args \"--max-running\" \"1\" \"--trace\" \"{trace}/mr1.jsonl\"; }}\n\
+               config \"mr16\" {{ args \"--max-running\" \"16\" \"--session-header\" (param)\"header\" \
+               \"--trace\" \"{trace}/mr16.jsonl\"; env \"HF_TOKEN\" env=\"IM_SWEEP_TOKEN\"; }}\n\
              }}\n\
+             warmup requests=4 clients=2\n\
              dataset \"d\" {{ synthetic {{ input-tokens 32; output-tokens 16; }} }}\n\
              stage \"a\" {{ dataset \"d\"; arrival \"concurrency\" clients=8; requests 24; }}\n\
              stage \"b\" {{ dataset \"d\"; arrival \"concurrency\" clients=8; requests 16; }}\n\
-             sla {{ assert \"e2e.p50 < 60s\" stage=\"b\"; }}\n"
+             sla {{ assert \"e2e.p50 < 60s\" stage=\"b\"; }}\n",
+            trace = dir.display()
         ),
     )
 }
@@ -106,6 +109,12 @@ fn server_configs_restart_only_where_the_configuration_changes() {
     }
     let log = std::fs::read_to_string(out.join("server.log")).unwrap();
     assert_eq!(log.matches("[infermeter: started pid").count(), 2, "{log}");
+    // Each server got the warm-up (4) and its two stages (24 + 16), none failed by a restart.
+    for (config, stage_name) in [("mr1", "a@mr1"), ("mr16", "a@mr16")] {
+        let trace = std::fs::read_to_string(dir.path().join(format!("{config}.jsonl"))).unwrap();
+        assert_eq!(trace.lines().count(), 44, "{config}: {trace}");
+        assert_eq!(stage(&r, stage_name)["requests"]["failed"], 0, "{r}");
+    }
     no_secret_anywhere(&out, &o, &[secret, token]);
 }
 
@@ -117,7 +126,9 @@ fn commands_are_each_configuration_s(server: &dyn Fn(&str) -> serde_json::Value,
     let mr1 = command("a@mr1");
     let flags = mr1.iter().filter(|w| *w == "--max-running").count();
     assert_eq!(flags, 1, "{mr1:?}");
-    assert_eq!(mr1[mr1.len() - 2..], ["--max-running", "1"], "{mr1:?}");
+    // In the base's place (after `--decode-base 5ms`), its value replaced; `--trace` appended.
+    assert_eq!(mr1[8..10], ["--max-running", "1"], "{mr1:?}");
+    assert_eq!(mr1[10], "--trace", "{mr1:?}");
     let mr16 = command("a@mr16");
     let at = mr16.iter().position(|w| w == "--max-running").unwrap();
     assert_eq!(mr16[at + 1], "16", "{mr16:?}");
