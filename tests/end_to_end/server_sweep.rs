@@ -170,6 +170,10 @@ fn server_configs_show_in_the_plan_with_their_cache_hygiene() {
         1,
         "{stdout}"
     );
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("config mr16: infermeter sim"), "{stdout}");
 }
 
 #[test]
