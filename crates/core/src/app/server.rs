@@ -82,6 +82,7 @@ pub(super) async fn start(
             base_dir: scenario.source.base_dir(),
             log: dir.join(SERVER_LOG),
             append: false,
+            label: None,
             target: target(scenario),
         },
         run_stop: interrupt.child_token(),
@@ -111,6 +112,7 @@ impl Servers {
         let spec = self.spec.configured(config.as_deref());
         let place = Place {
             append,
+            label: config.as_ref().map(|c| format!("server configuration {c}")),
             ..self.place.clone()
         };
         let running = crate::server::start(&spec, &place, interrupt).await?;

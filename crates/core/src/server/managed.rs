@@ -27,6 +27,8 @@ pub struct Place {
     pub log: PathBuf,
     /// Whether the log is continued (a restart within the run) rather than begun afresh.
     pub append: bool,
+    /// Which server this is, said in the log after its pid (a configuration's name).
+    pub label: Option<String>,
     pub target: Target,
 }
 
@@ -68,6 +70,9 @@ pub async fn start(
     )?);
     let began = Instant::now();
     let mut running = spawn(spec, &place.base_dir, log)?;
+    if let Some(label) = &place.label {
+        running.log.note(label);
+    }
     let last: Last = Arc::new(Mutex::new(String::from("no probe was answered yet")));
     let failed = tokio::select! {
         () = until_ready(&spec.ready, &place.target, &running.log, &last) => None,
