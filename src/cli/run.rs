@@ -54,20 +54,7 @@ pub fn run(args: RunArgs) -> Result<(), Error> {
     outln!("results: {}", dir.join(Output::Results.name()).display());
     outln!("report:  {}", dir.join(Output::Report.name()).display());
     outln!("page:    {}", dir.join(Output::Html.name()).display());
-    if let Some(s) = report
-        .results
-        .provenance
-        .as_ref()
-        .and_then(|p| p.started_server.as_ref())
-    {
-        outln!(
-            "server:  {} (ready in {:.1} s, {}; log {})",
-            s.command.join(" "),
-            s.startup_ms / 1e3,
-            s.stopped,
-            dir.join(app::SERVER_LOG).display()
-        );
-    }
+    print_server(&report, dir);
     let (Some(shard), Some(s)) = (shard, settings.shard) else {
         return report.check();
     };
@@ -152,4 +139,47 @@ fn settings(args: RunArgs) -> Result<RunSettings, Error> {
         shard: args.distributed.shard,
         ..RunSettings::new("")
     })
+}
+
+/// The server the run started: its command, start-up time and stop; with configurations,
+/// one line per start (the stage it was started for, and its command).
+fn print_server(report: &app::RunReport, dir: &std::path::Path) {
+    let results = &report.results;
+    let Some(s) = results
+        .provenance
+        .as_ref()
+        .and_then(|p| p.started_server.as_ref())
+    else {
+        return;
+    };
+    let log = dir.join(app::SERVER_LOG);
+    let starts: Vec<_> = results
+        .stages
+        .iter()
+        .filter_map(|st| st.server.as_ref().filter(|s| s.restarted).map(|s| (st, s)))
+        .collect();
+    if starts.is_empty() {
+        outln!(
+            "server:  {} (ready in {:.1} s, {}; log {})",
+            s.command.join(" "),
+            s.startup_ms / 1e3,
+            s.stopped,
+            log.display()
+        );
+        return;
+    }
+    outln!(
+        "server:  {} starts, one per configuration (log {})",
+        starts.len(),
+        log.display()
+    );
+    for (stage, s) in starts {
+        outln!(
+            "  {}: ready in {:.1} s for {}: {}",
+            s.config,
+            s.startup_ms / 1e3,
+            stage.name,
+            s.command.join(" ")
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! `infermeter sim`: serves the embedded simulator until Ctrl-C.
+//! `infermeter sim`: serves the embedded simulator until Ctrl-C or SIGTERM (what a `server`
+//! block's stop, `docker stop` or Kubernetes send), then shuts down gracefully.
 
 mod args;
 
@@ -10,7 +11,7 @@ pub use args::SimArgs;
 use crate::app::{SimConfig, TraceOptions};
 use crate::error::Error;
 
-/// Runs `infermeter sim` until Ctrl-C.
+/// Runs `infermeter sim` until Ctrl-C or SIGTERM.
 pub fn run(args: SimArgs) -> Result<(), Error> {
     let config = args.resolve()?;
     let runtime = tokio::runtime::Runtime::new().map_err(Error::Runtime)?;
@@ -18,6 +19,8 @@ pub fn run(args: SimArgs) -> Result<(), Error> {
 }
 
 async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) -> Result<(), Error> {
+    // Before the address is printed: a SIGTERM sent as soon as it is ready must find the watch.
+    let mut term = Terminate::watch();
     let model = config.model.clone();
     let options = TraceOptions {
         file: trace,
@@ -28,13 +31,61 @@ async fn serve(config: SimConfig, listen: SocketAddr, trace: Option<PathBuf>) ->
         "infermeter sim listening on {} (model {model}); Ctrl-C to stop",
         handle.base_url()
     );
-    if let Err(e) = tokio::signal::ctrl_c().await {
-        errln!("error: failed to wait for Ctrl-C: {e}");
-    }
-    errln!("shutting down (waiting for in-flight responses; Ctrl-C again to quit now)");
+    let name = tokio::select! {
+        r = tokio::signal::ctrl_c() => match r {
+            Ok(()) => "Ctrl-C",
+            Err(e) => {
+                errln!("error: failed to wait for Ctrl-C: {e}");
+                "an error"
+            }
+        },
+        () = term.next() => "SIGTERM",
+    };
+    errln!("shutting down on {name} (waiting for in-flight responses; Ctrl-C again to quit now)");
     tokio::select! {
         r = handle.shutdown() => Ok(r?),
         _ = tokio::signal::ctrl_c() => Ok(()),
+        () = term.next() => Ok(()),
+    }
+}
+
+/// SIGTERM, as a stream of its arrivals; never arrives when it cannot be watched (Ctrl-C
+/// still works then), nor when it was ignored when the simulator started (as `nohup` and
+/// `trap '' TERM` leave it: a program keeps an inherited ignored signal ignored).
+struct Terminate(Option<tokio::signal::unix::Signal>);
+
+impl Terminate {
+    fn watch() -> Terminate {
+        use tokio::signal::unix::{SignalKind, signal};
+        if ignored(libc::SIGTERM) {
+            return Terminate(None);
+        }
+        match signal(SignalKind::terminate()) {
+            Ok(s) => Terminate(Some(s)),
+            Err(e) => {
+                errln!("warning: cannot watch for SIGTERM ({e}); Ctrl-C stops the simulator");
+                Terminate(None)
+            }
+        }
+    }
+
+    async fn next(&mut self) {
+        match &mut self.0 {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Whether `sig` is ignored now (inherited so from the parent).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter, and sigaction(2) with a null new
+    // action only reads the current disposition into it.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
     }
 }
 

@@ -44,6 +44,9 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 if let Some(command) = &v.starts {
                     outln!("server  started by the run: {}", command.join(" "));
                 }
+                for (name, command) in &v.server_configs {
+                    outln!("        config {name}: {}", command.join(" "));
+                }
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }

@@ -133,6 +133,7 @@ pub fn start_coordinator(settings: &CoordinatorSettings) -> Result<RunningCoordi
         &settings.params,
         &settings.target,
     )?;
+    super::server::refuse_distributed(&scenario, "coordinate")?;
     let plan = crate::plan::compile(&scenario).map_err(|source| Error::Plan {
         path: settings.scenario.clone(),
         source,

@@ -18,6 +18,7 @@ pub fn write_manifests(
     out: &Path,
 ) -> Result<Vec<PathBuf>, Error> {
     let loaded = crate::scenario::load(scenario, &opts.params)?;
+    super::server::refuse_distributed(&loaded, "k8s")?;
     let plan = crate::plan::compile(&loaded).map_err(|source| Error::Plan {
         path: scenario.to_path_buf(),
         source,

@@ -99,6 +99,9 @@ pub struct Validated {
     pub servers: Vec<String>,
     /// The command the scenario's `server` block starts (secrets masked), when it has one.
     pub starts: Option<Vec<String>>,
+    /// Its configurations (`config` lines), each with the command it starts (secrets masked),
+    /// in the order the run starts them.
+    pub server_configs: Vec<(String, Vec<String>)>,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -121,6 +124,11 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
             .server
             .as_ref()
             .map(|s| crate::redact::command_line(&s.command)),
+        server_configs: plan
+            .server_configs
+            .iter()
+            .map(|c| (c.name.clone(), c.command.clone()))
+            .collect(),
     })
 }
 

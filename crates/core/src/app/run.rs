@@ -137,6 +137,7 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
         }
     }
     if let Some(slice) = settings.shard {
+        super::server::refuse_distributed(&scenario, "--shard")?;
         plan = crate::shard::slice(plan, slice)?;
     }
     let policy = SlaPolicy {
@@ -188,7 +189,7 @@ fn execute(
     settings: &RunSettings,
     observer: &Arc<dyn Observer>,
     cx: &sla::Context<'_>,
-) -> Result<(RunOutput, Option<crate::server::Stopped>), Error> {
+) -> Result<(RunOutput, Option<super::server::ServersDone>), Error> {
     // Before the runtime's threads start: they inherit the mask.
     let cpus = match &settings.cpus {
         Some(spec) => Some(runner::restrict_cpus(spec).map_err(|e| {
@@ -228,6 +229,7 @@ fn execute(
         interrupt_grace: settings.interrupt_grace,
         poll_idle: poll_idle.is_some(),
         barrier: settings.barrier.clone(),
+        server_switch: None,
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
         test_send_lag: test_send_lag(),
         test_steal_share: test_steal_share(),
@@ -236,13 +238,18 @@ fn execute(
     let mut after_stage = |stage: &StageSummary| decide(&p.plan.sla, stage, cx);
     let output = runtime.block_on(async {
         let mut opts = opts;
-        let server = super::server::start(&p.scenario, &p.outputs.dir, &opts.interrupt).await?;
-        if let Some((_, stop)) = &server {
-            opts.interrupt = stop.clone();
+        let servers =
+            super::server::start(&p.scenario, &p.plan, &p.outputs.dir, &opts.interrupt).await?;
+        if let Some(s) = &servers {
+            opts.interrupt = s.run_stop.clone();
+            opts.server_switch = Some(s.clone());
         }
         let output = runner::run(p.plan.clone(), opts, &mut after_stage).await;
-        let stopped = super::server::finish(server).await;
-        Ok::<_, Error>((output?, stopped))
+        let done = match &servers {
+            Some(s) => Some(s.finish().await),
+            None => None,
+        };
+        Ok::<_, Error>((output?, done))
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(poll_idle);

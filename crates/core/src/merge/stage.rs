@@ -95,6 +95,7 @@ pub(super) fn merge_stage(
         steady: None,
         groups: groups(parts, rules)?,
         priority: None,
+        server: None,
     };
     let gates = first.priority.as_ref().is_some_and(|p| p.gates);
     merged.priority = crate::metrics::priority_check(&merged.groups, merged.pooled(), gates);

@@ -545,6 +545,7 @@ impl StageAggregator {
             steady: None,
             groups: Vec::new(),
             priority: None,
+            server: None,
         }
     }
 }

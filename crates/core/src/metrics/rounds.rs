@@ -73,6 +73,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         steady: None,
         groups: group_rounds(&rounds, confidence),
         priority: None,
+        server: None,
         rounds: rounds
             .into_iter()
             .map(|r| StageSummary {

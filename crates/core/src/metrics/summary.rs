@@ -465,6 +465,10 @@ pub struct StageSummary {
     /// docs/quality.md). *Added in 0.3.0.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<super::Quality>,
+    /// The server configuration the stage ran on, when the scenario's `server` block has
+    /// configurations. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::StageServer>,
 }
 
 /// One label's requests of a stage, summarised as a stage of their own (latencies with their

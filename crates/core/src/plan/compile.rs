@@ -44,6 +44,17 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         Some(w) => Some(warmup_plan(scenario, w, &datasets, drain_default)?),
     };
     let stages = stage_plans(scenario, &datasets, drain_default)?;
+    let sla = scenario
+        .sla
+        .iter()
+        .map(|a| ScopedAssertion {
+            assertion: a.expr.value.clone(),
+            stage: a.stage.as_ref().map(|s| s.value.clone()),
+            abort_on_fail: a.abort_on_fail,
+            every_point: a.every_point,
+        })
+        .collect();
+    let (stages, sla, server_configs) = super::server_axis::cross(scenario, stages, sla);
     let mut plan = Plan {
         format: PLAN_FORMAT,
         scenario: scenario.name.clone(),
@@ -63,16 +74,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         datasets,
         warmup,
         stages,
-        sla: scenario
-            .sla
-            .iter()
-            .map(|a| ScopedAssertion {
-                assertion: a.expr.value.clone(),
-                stage: a.stage.as_ref().map(|s| s.value.clone()),
-                abort_on_fail: a.abort_on_fail,
-                every_point: a.every_point,
-            })
-            .collect(),
+        sla,
         goodput: scenario
             .goodput
             .as_ref()
@@ -85,6 +87,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
             .unwrap_or_default(),
         telemetry: scenario.telemetry.clone(),
         warmup_until: scenario.warmup.as_ref().and_then(|w| w.until.clone()),
+        server_configs,
     };
     plan.hash = plan_hash(&plan)?;
     Ok(plan)
@@ -134,6 +137,7 @@ fn warmup_plan(
         until_decided: None,
         groups: Vec::new(),
         priority_gate: false,
+        server: None,
     })
 }
 

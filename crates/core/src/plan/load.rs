@@ -464,6 +464,7 @@ pub(super) fn trace_stage(
         until_decided: None,
         groups: Vec::new(),
         priority_gate: false,
+        server: None,
     })
 }
 

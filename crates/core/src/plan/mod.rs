@@ -16,6 +16,7 @@ mod profile;
 mod recipe;
 mod render;
 mod seed;
+mod server_axis;
 mod session;
 mod slice;
 mod stage;

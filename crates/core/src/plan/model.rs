@@ -50,6 +50,10 @@ pub struct Plan {
     /// this rule holds. Absent (and out of the hash) otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_until: Option<WarmupUntil>,
+    /// The `server` block's configurations, in the order the stages run on them; empty
+    /// without any. Not in the JSON or hash (see [`ServerConfigPlan`]).
+    #[serde(skip)]
+    pub server_configs: Vec<ServerConfigPlan>,
 }
 
 /// The scenario's target with its endpoint resolved: the same request and run settings.
@@ -171,6 +175,19 @@ pub struct StagePlan {
     /// go later fails the gate. In the JSON (and the hash) only when set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub priority_gate: bool,
+    /// The server configuration (a `server` block's `config`) the stage runs on; the run
+    /// restarts the server before it when the previous stage ran on another. In the JSON (and
+    /// the hash) only when the scenario has configurations, so other plans keep their hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// A server configuration as the plan shows it: its name and the command it starts (secrets
+/// masked). Out of the plan's JSON and hash: the stages name their configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerConfigPlan {
+    pub name: String,
+    pub command: Vec<String>,
 }
 
 /// An `until-decided` stage's minimum: what it sends before it may stop.

@@ -81,6 +81,7 @@ pub(super) fn expand(
             until_decided: None,
             groups: Vec::new(),
             priority_gate: false,
+            server: None,
         }]),
     }
 }
@@ -155,6 +156,7 @@ pub fn probe_stage(
         until_decided: None,
         groups: search.groups.clone(),
         priority_gate: search.priority_gate,
+        server: search.server.clone(),
     })
 }
 
@@ -185,6 +187,7 @@ fn closed_probe(search: &StagePlan, spec: &SearchSpec, clients: f64) -> StagePla
         until_decided: None,
         groups: search.groups.clone(),
         priority_gate: search.priority_gate,
+        server: search.server.clone(),
     }
 }
 

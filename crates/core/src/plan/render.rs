@@ -73,9 +73,16 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     if !slos.is_empty() {
         writeln!(out, "goodput    {}", slos.join(", "))?;
     }
+    for c in &plan.server_configs {
+        writeln!(out, "server     config {}: {}", c.name, c.command.join(" "))?;
+    }
+    let mut running: Option<&str> = None;
     for stage in plan.stages_in_order() {
         writeln!(out)?;
         render_stage(plan, stage, out)?;
+        if let Some(config) = stage.server.as_deref() {
+            render_server(config, &mut running, out)?;
+        }
         render_groups(plan, stage, out)?;
     }
     if !plan.sla.is_empty() {
@@ -163,6 +170,22 @@ fn render_groups(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::
         writeln!(out, "  priority  an inversion fails the gate")?;
     }
     Ok(())
+}
+
+/// A stage's server configuration and its cache hygiene: a fresh start where the
+/// configuration changes (the server restarted: cold caches), warm where it carries on.
+fn render_server<'p>(
+    config: &'p str,
+    running: &mut Option<&'p str>,
+    out: &mut String,
+) -> std::fmt::Result {
+    let hygiene = match *running {
+        None => "fresh start (the run's first server)",
+        Some(r) if r == config => "warm (the same server as the stage before: caches kept)",
+        Some(_) => "fresh start (the server restarts before this stage: caches cold)",
+    };
+    *running = Some(config);
+    writeln!(out, "  server    config {config}: {hygiene}")
 }
 
 fn render_stage(plan: &Plan, stage: &StagePlan, out: &mut String) -> std::fmt::Result {

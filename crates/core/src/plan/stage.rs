@@ -117,6 +117,7 @@ pub(super) fn stage_plan(
         until_decided,
         groups: Vec::new(),
         priority_gate: false,
+        server: None,
     })
 }
 

@@ -48,7 +48,7 @@ impl Ready {
 pub async fn wait_ready(
     opts: &WaitOptions,
     cancel: &CancellationToken,
-    on: &mut dyn FnMut(&Attempt),
+    on: &mut (dyn FnMut(&Attempt) + Send),
 ) -> Result<Ready, WaitError> {
     let endpoints = probe::Endpoints::new(&opts.url)?;
     let _ = rustls::crypto::ring::default_provider().install_default();

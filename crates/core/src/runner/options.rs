@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub poll_idle: bool,
     /// A shard of a distributed run: where it agrees with the others when each step starts.
     pub barrier: Option<Arc<dyn super::Barrier>>,
+    /// A run whose stages name server configurations: what restarts the server between them.
+    pub server_switch: Option<Arc<dyn super::ServerSwitch>>,
     /// Dispatchers per open-loop stage, each following an interleaved slice of its schedule
     /// (`--cpus`: one per CPU); 0 or 1 is one.
     pub dispatchers: usize,

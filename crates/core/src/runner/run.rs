@@ -263,6 +263,9 @@ impl Steps<'_, '_> {
             if interrupt.is_cancelled() || matches!(self.out.stop, Stop::Unsynchronised(_)) {
                 break;
             }
+            if !self.switch_server(&plan, stage).await {
+                break;
+            }
             if let Some(t) = self.telemetry {
                 t.stage_started_read(&stage.name).await;
             }
@@ -279,6 +282,24 @@ impl Steps<'_, '_> {
             }
             if !self.stage(&plan, stage, after_stage).await {
                 break;
+            }
+        }
+    }
+
+    /// The stage's server configuration running (the warm-up again after a restart, so each
+    /// configuration is measured warmed up alike); whether the run goes on.
+    async fn switch_server(&mut self, plan: &Plan, stage: &crate::plan::StagePlan) -> bool {
+        let Some(switch) = &self.runner.opts.server_switch else {
+            return true;
+        };
+        match switch.before(stage).await {
+            super::Switched::Kept => true,
+            super::Switched::Failed => false,
+            super::Switched::Restarted => {
+                if let Some(w) = &plan.warmup {
+                    self.warm_up(plan, w).await;
+                }
+                !self.runner.opts.interrupt.is_cancelled()
             }
         }
     }
@@ -304,7 +325,8 @@ impl Steps<'_, '_> {
                     .runner
                     .run_stage(w, 0, self.sink, watch.as_ref(), call)
                     .await;
-                self.out.warmup = Some(summary);
+                // After a restart the warm-up runs again; the first is the one recorded.
+                self.out.warmup.get_or_insert(summary);
                 self.out.problems.extend(problem);
             }
             Err(why) => self.out.stop = Stop::Unsynchronised(why),

@@ -25,6 +25,7 @@ mod report;
 mod route;
 mod schema;
 mod server;
+mod server_config;
 mod session;
 mod session_state;
 mod settings;

@@ -10,15 +10,15 @@ use super::ctx::{Ctx, NodeReader, one_arg};
 use super::model::{Endpoint, Scenario};
 use super::settings::{Entries, Setting, read_children, with_reader};
 use crate::server::{
-    DEFAULT_GRACE, DEFAULT_LOG_MAX, DEFAULT_TIMEOUT, EnvSetting, EnvValue, Readiness, ServerSpec,
-    StopSignal, StopSpec, resolve_program,
+    DEFAULT_GRACE, DEFAULT_LOG_MAX, DEFAULT_TIMEOUT, Readiness, ServerSpec, StopSignal, StopSpec,
+    resolve_program,
 };
 use crate::units::Duration;
 
 const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
     Setting::once("command", command),
     Setting::once("cwd", cwd),
-    Setting::many("env", env),
+    Setting::many("env", super::server_config::env),
     Setting::once("ready", ready),
     Setting::once("timeout", |ctx, r, s| {
         if let Some(v) = one_arg(ctx, r, "a duration like \"300s\"")
@@ -29,6 +29,7 @@ const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
     }),
     Setting::once("stop", stop),
     Setting::once("log", log),
+    Setting::many("config", super::server_config::config),
 ];
 
 /// The smallest `log max`: room for a start-up banner and the last lines of an error.
@@ -46,6 +47,7 @@ pub(super) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ServerSpec> {
             grace: Duration(DEFAULT_GRACE),
         },
         log_max: DEFAULT_LOG_MAX,
+        configs: Vec::new(),
     };
     let before = ctx.problems.len();
     with_reader(ctx, node, |ctx, r| {
@@ -143,80 +145,6 @@ fn cwd(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
         return;
     }
     s.cwd = Some(dir.into());
-}
-
-/// `env "NAME" "VALUE"` or `env "NAME" env="VARIABLE"` (a secret, by reference).
-fn env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, s: &mut ServerSpec) {
-    let name = r.arg(ctx, 0).and_then(|v| {
-        let n = ctx.name_string(&v, "env")?;
-        if valid_var(&n) {
-            return Some((n, v.span));
-        }
-        ctx.error(
-            v.span,
-            "invalid environment variable name",
-            "use letters, digits and _ only",
-            None,
-        );
-        None
-    });
-    let literal = r.arg(ctx, 1);
-    let by_ref = r.prop(ctx, "env");
-    let Some((name, span)) = name else {
-        if r.arg_count() == 0 {
-            ctx.error(
-                ctx.name_span(r.node),
-                "`env` needs a variable name",
-                "missing name",
-                Some("write env \"HF_HOME\" \"/data\" or env \"HF_TOKEN\" env=\"HF_TOKEN\"".into()),
-            );
-        }
-        return;
-    };
-    let value = match (literal, by_ref) {
-        (Some(v), None) => {
-            if crate::redact::is_secret_name(&name) {
-                ctx.error(
-                    v.span,
-                    format!("`{name}` looks like a secret: pass it by reference, not its value"),
-                    "a secret does not belong in a scenario file",
-                    Some(format!(
-                        "write env \"{name}\" env=\"{name}\": the value comes from \
-                         infermeter's own environment"
-                    )),
-                );
-                return;
-            }
-            ctx.string(&v, "env").map(EnvValue::Value)
-        }
-        (None, Some(v)) => ctx
-            .name_string(&v, "env")
-            .filter(|var| valid_var(var))
-            .map(EnvValue::FromEnv),
-        (Some(v), Some(_)) => {
-            ctx.error(v.span, "`env` has both a value and env=", "give one", None);
-            None
-        }
-        (None, None) => {
-            ctx.error(
-                span,
-                format!("`env \"{name}\"` has no value"),
-                "missing value",
-                Some(format!(
-                    "write env \"{name}\" \"VALUE\", or env \"{name}\" env=\"VARIABLE\" to pass \
-                     infermeter's own"
-                )),
-            );
-            None
-        }
-    };
-    if let Some(value) = value {
-        s.env.push(EnvSetting { name, value });
-    }
-}
-
-fn valid_var(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `ready "models"`, `ready path="/health"` or `ready log="TEXT"`.

@@ -44,9 +44,21 @@ struct State {
 }
 
 impl Log {
-    /// A fresh `path` (an earlier run's log replaced), keeping at most `max` bytes.
-    pub fn create(path: &Path, max: u64, ready_text: Option<String>) -> Result<Log, ServerError> {
-        let file = std::fs::File::create(path).map_err(|source| ServerError::Log {
+    /// A fresh `path` (an earlier run's log replaced), or `path` continued (`append`: a later
+    /// start of the same run), keeping at most `max` bytes of this start's output.
+    pub fn create(
+        path: &Path,
+        max: u64,
+        ready_text: Option<String>,
+        append: bool,
+    ) -> Result<Log, ServerError> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .append(append)
+            .truncate(!append)
+            .open(path);
+        let file = file.map_err(|source| ServerError::Log {
             path: path.to_path_buf(),
             source,
         })?;
@@ -189,7 +201,7 @@ mod tests {
     fn the_log_keeps_its_head_and_last_lines_within_its_bound() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("server.log");
-        let log = Log::create(&path, 200, Some("ready now".into())).unwrap();
+        let log = Log::create(&path, 200, Some("ready now".into()), false).unwrap();
         for i in 0..100 {
             log.line(&format!("line {i:03}"));
         }
@@ -211,7 +223,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("server.log");
         crate::redact::register("s3cr3t-server-value-42");
-        let log = Log::create(&path, 1024, None).unwrap();
+        let log = Log::create(&path, 1024, None, false).unwrap();
         log.line("token is s3cr3t-server-value-42");
         log.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();

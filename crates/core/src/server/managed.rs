@@ -25,6 +25,10 @@ pub struct Place {
     pub base_dir: PathBuf,
     /// Its log (`server.log` in the run's directory).
     pub log: PathBuf,
+    /// Whether the log is continued (a restart within the run) rather than begun afresh.
+    pub append: bool,
+    /// Which server this is, said in the log after its pid (a configuration's name).
+    pub label: Option<String>,
     pub target: Target,
 }
 
@@ -58,9 +62,17 @@ pub async fn start(
         Readiness::Log(t) => Some(t.clone()),
         _ => None,
     };
-    let log = Arc::new(Log::create(&place.log, spec.log_max, ready_text)?);
+    let log = Arc::new(Log::create(
+        &place.log,
+        spec.log_max,
+        ready_text,
+        place.append,
+    )?);
     let began = Instant::now();
     let mut running = spawn(spec, &place.base_dir, log)?;
+    if let Some(label) = &place.label {
+        running.log.note(label);
+    }
     let last: Last = Arc::new(Mutex::new(String::from("no probe was answered yet")));
     let failed = tokio::select! {
         () = until_ready(&spec.ready, &place.target, &running.log, &last) => None,

@@ -3,6 +3,7 @@
 //! `server.log` with secrets masked, and stopped (signal, grace, SIGKILL to the whole group)
 //! after the run, on every path. One entry point, [`start`], and [`Running::finish`].
 
+mod config;
 mod error;
 mod group;
 mod log;
@@ -10,11 +11,12 @@ mod managed;
 mod ready;
 mod spec;
 
+pub use config::with_flags;
 pub use error::ServerError;
 pub use group::kill_all;
 pub use managed::{Place, Running, Stopped, start};
 pub use ready::Target;
 pub use spec::{
     DEFAULT_GRACE, DEFAULT_LOG_MAX, DEFAULT_TIMEOUT, EnvSetting, EnvValue, Readiness, SELF_PROGRAM,
-    ServerSpec, StopSignal, StopSpec, resolve_program,
+    ServerConfig, ServerSpec, StopSignal, StopSpec, resolve_program,
 };

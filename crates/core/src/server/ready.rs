@@ -66,7 +66,7 @@ pub(super) async fn until_ready(ready: &Readiness, target: &Target, log: &Log, l
 }
 
 /// Polls `GET url` until it answers 2xx.
-async fn path_answers(url: &str, note: &dyn Fn(String)) {
+async fn path_answers(url: &str, note: &(dyn Fn(String) + Sync)) {
     // reqwest is built without a default TLS provider: the process installs one, as
     // `wait_ready` does (an https target).
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -31,6 +31,28 @@ pub struct ServerSpec {
     pub stop: StopSpec,
     /// The most bytes of its output `server.log` keeps (the first half and the last lines).
     pub log_max: u64,
+    /// `config` lines: every stage runs once on each (see [`ServerSpec::configured`]); none,
+    /// every stage runs on the command as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<ServerConfig>,
+}
+
+/// One `config` line: what it changes of the base command.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ServerConfig {
+    /// Its name, which the stages run on it carry (`steady@NAME`).
+    pub name: String,
+    /// Flags with their values: each replaces the same flag (and its values) in the base
+    /// command, or is appended when the base has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set for it, replacing the base block's of the same name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvSetting>,
+    /// `clients=N`: the load linked to the setting — every fixed closed loop (`arrival
+    /// "concurrency"`, not a ramp or sweep) runs `N` clients on this configuration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
 }
 
 /// One `env` line.

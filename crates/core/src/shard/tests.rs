@@ -34,6 +34,7 @@ fn open_stage(arrival: ArrivalSpec, seed: u64, count: u64) -> StagePlan {
         until_decided: None,
         groups: Vec::new(),
         priority_gate: false,
+        server: None,
     }
 }
 
