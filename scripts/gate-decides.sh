@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10}
 CASES=${CASES:-a b c d e}
-BIN=$PWD/target/release/infermeter
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/infermeter
 cargo build --release --quiet --bin infermeter
 if [ -n "${KEEP:-}" ]; then
     mkdir -p "$KEEP"
