@@ -93,6 +93,10 @@ impl Progress {
 
 impl StageProgress for Progress {
     fn update(&mut self, done: u64, failed: u64, (label, p50_ms): (&'static str, f64)) {
+        // `--quiet`: nothing is shown, so nothing is formatted (100 times a second).
+        if self.bar.is_none() && !self.lines {
+            return;
+        }
         let elapsed = self.start.elapsed().as_secs_f64().max(1e-3);
         let msg = format!(
             "{:.1} req/s, {label} p50 {:.1} ms, {} error(s), {}",

@@ -31,7 +31,8 @@ mod info;
 mod scan;
 
 pub use info::{
-    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage,
+    ChunkError, ChunkInfo, Event, EventKind, FinishReason, JsonStr, ServerTimings, ToolCallDelta,
+    Usage,
 };
 pub(super) use scan::plain_run;
 
@@ -45,6 +46,23 @@ pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
         return Ok(Event::Done);
     }
     parse_chunk(data).map(Event::Chunk)
+}
+
+/// [`openai_event`] into the caller's `info` (as the caller made it: default), so that no
+/// chunk is moved on its way to the client: the scanner fills `info` where it lies, and only
+/// a chunk it leaves to serde_json is written over it.
+pub(super) fn openai_event_into<'a>(
+    data: &'a str,
+    info: &mut ChunkInfo<'a>,
+) -> Result<EventKind, ChunkError> {
+    if data == "[DONE]" {
+        return Ok(EventKind::Done);
+    }
+    if scan::scan(data, info).is_none() {
+        // The scanner may have filled some fields before it gave up: all are written anew.
+        *info = parse_chunk_value(data)?;
+    }
+    Ok(EventKind::Chunk)
 }
 
 /// The string a JSON string literal whose escapes serde_json has validated is (quotes
@@ -233,3 +251,41 @@ fn timings_of(t: &Map<String, Value>) -> ServerTimings {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod into_tests {
+    use super::super::Api;
+    use super::*;
+
+    /// Decoding in place gives what decoding by value gives, for every API that streams
+    /// chunks: chunks the scanner reads, chunks it gives up on after filling some fields (a
+    /// repeated key), chunks only serde_json reads, `[DONE]` and invalid ones.
+    #[test]
+    fn in_place_decoding_is_decoding_by_value() {
+        let cases = [
+            r#"{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"b"},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"text":"a","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"c","function":{"name":"f"}},{"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}}"#,
+            r#"{"error":{"message":"no"}}"#,
+            "[DONE]",
+            r#"{"choices":[{"delta":{"content":1}}]}"#,
+            "not json",
+        ];
+        for api in [Api::CHAT, Api::COMPLETIONS, Api::RESPONSES] {
+            for data in cases {
+                let mut info = ChunkInfo::default();
+                let into = api.kind().decode_event_into(data, &mut info);
+                match (api.kind().decode_event(data), into) {
+                    (Ok(Event::Chunk(c)), Ok(EventKind::Chunk))
+                    | (Ok(Event::Last(c)), Ok(EventKind::Last)) => assert_eq!(c, info, "{data}"),
+                    (Ok(Event::Done), Ok(EventKind::Done)) | (Err(_), Err(_)) => {}
+                    (by_value, in_place) => {
+                        panic!("{data}: {by_value:?} by value, {in_place:?} in place")
+                    }
+                }
+            }
+        }
+    }
+}

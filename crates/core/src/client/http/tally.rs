@@ -5,8 +5,8 @@
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::protocol::{
-    Api, Event, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, ResponseId, ToolCall,
-    ToolCallDelta, Usage,
+    Api, ChunkInfo, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, ResponseId,
+    ToolCall, ToolCallDelta, Usage,
 };
 
 /// How a stream ended.
@@ -67,10 +67,12 @@ impl Tally {
                 Ok(None) => return None,
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
-            let (chunk, last) = match self.api.kind().decode_event(data) {
-                Ok(Event::Chunk(chunk)) => (chunk, false),
-                Ok(Event::Last(chunk)) => (chunk, true),
-                Ok(Event::Done) => return Some(End::Done),
+            // Filled where it lies: a chunk returned by value was copied twice per event.
+            let mut chunk = ChunkInfo::default();
+            let last = match self.api.kind().decode_event_into(data, &mut chunk) {
+                Ok(EventKind::Chunk) => false,
+                Ok(EventKind::Last) => true,
+                Ok(EventKind::Done) => return Some(End::Done),
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
             if chunk.error {
