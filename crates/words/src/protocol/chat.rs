@@ -3,7 +3,7 @@
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};
-use super::chunk::{self, ChunkError, ChunkInfo, Event, EventKind};
+use super::chunk::{self, ChunkError, ChunkInfo, ChunkPrefix, Event, EventKind};
 
 /// The chat completions API.
 pub struct Chat;
@@ -87,7 +87,8 @@ impl ApiKind for Chat {
         &self,
         data: &'a str,
         info: &mut ChunkInfo<'a>,
+        prefix: &mut ChunkPrefix,
     ) -> Result<EventKind, ChunkError> {
-        chunk::openai_event_into(data, info)
+        chunk::openai_event_into(data, info, prefix)
     }
 }

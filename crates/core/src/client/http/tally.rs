@@ -5,8 +5,8 @@
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::protocol::{
-    Api, ChunkInfo, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, ResponseId,
-    ToolCall, ToolCallDelta, Usage,
+    Api, ChunkInfo, ChunkPrefix, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS,
+    ResponseId, ToolCall, ToolCallDelta, Usage,
 };
 
 /// How a stream ended.
@@ -29,6 +29,8 @@ pub(super) struct Tally {
     called: bool,
     /// The calls kept so far, when the record keeps them (`keep_tool_calls`).
     calls: Calls,
+    /// What the stream's chunks begin with, validated once.
+    prefix: ChunkPrefix,
 }
 
 /// What is kept of a stream's tool calls: bounded by [`MAX_KEPT_CALLS`] calls and
@@ -49,6 +51,7 @@ impl Tally {
             usage: None,
             called: false,
             calls: Calls::default(),
+            prefix: ChunkPrefix::default(),
         }
     }
 
@@ -69,7 +72,11 @@ impl Tally {
             };
             // Filled where it lies: a chunk returned by value was copied twice per event.
             let mut chunk = ChunkInfo::default();
-            let last = match self.api.kind().decode_event_into(data, &mut chunk) {
+            let last = match self
+                .api
+                .kind()
+                .decode_event_into(data, &mut chunk, &mut self.prefix)
+            {
                 Ok(EventKind::Chunk) => false,
                 Ok(EventKind::Last) => true,
                 Ok(EventKind::Done) => return Some(End::Done),

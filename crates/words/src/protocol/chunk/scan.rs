@@ -35,34 +35,129 @@ const STRING_SPECIAL: [bool; 256] = {
 /// answer; `None` leaves it to serde_json. Filling the caller's value saves copying one
 /// `ChunkInfo` per chunk.
 pub(super) fn scan<'a>(data: &'a str, info: &mut ChunkInfo<'a>) -> Option<()> {
-    let t = Text(data);
-    let start = t.ws(0);
-    if t.at(start)? != b'{' {
-        return None;
+    scan_from(data, info, None).map(|_| ())
+}
+
+/// [`scan`], remembering in `prefix` the bytes a chunk begins with up to the first field it
+/// reads (see [`ChunkPrefix`]); a chunk that begins with the same bytes is read from there.
+pub(super) fn scan_with<'a>(
+    data: &'a str,
+    info: &mut ChunkInfo<'a>,
+    prefix: &mut ChunkPrefix,
+) -> Option<()> {
+    let n = usize::from(prefix.len);
+    if n > 0 && data.as_bytes().get(..n) == Some(&prefix.bytes[..n]) {
+        return scan_from(data, info, Some(n)).map(|_| ());
     }
+    let first = scan_from(data, info, None)?;
+    if first > 0 && first <= PREFIX_MAX {
+        prefix.bytes[..first].copy_from_slice(&data.as_bytes()[..first]);
+        prefix.len = first as u8;
+    }
+    Some(())
+}
+
+/// The most bytes a [`ChunkPrefix`] remembers.
+const PREFIX_MAX: usize = 192;
+
+/// The opening bytes of a stream's last chunk, up to the key of the first field the scanner
+/// reads (`choices`, `usage`, `error`, `timings`): an OpenAI chunk's `id`, `object`,
+/// `created` and `model`, the same in every chunk of a stream. The scanner validated them and
+/// read nothing from them, and what it does up to that key depends on those bytes alone
+/// (each token before it ends before it, and the key's quote is checked again where the scan
+/// resumes): so a chunk that begins with the same bytes is scanned from there, after one
+/// comparison, to the same answer. Anything else is scanned whole.
+pub struct ChunkPrefix {
+    bytes: [u8; PREFIX_MAX],
+    /// How many of `bytes` hold the prefix (0: none yet).
+    len: u8,
+}
+
+impl ChunkPrefix {
+    /// How many bytes it holds (0: none yet).
+    pub fn len(&self) -> u8 {
+        self.len
+    }
+
+    /// Whether it holds none yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for ChunkPrefix {
+    fn default() -> Self {
+        ChunkPrefix {
+            bytes: [0; PREFIX_MAX],
+            len: 0,
+        }
+    }
+}
+
+/// The scan of the top-level object: from its start, or `from` a key of it that a
+/// [`ChunkPrefix`] vouches for the bytes before. Where the first field read began (its key's
+/// quote; 0 when it read none).
+fn scan_from<'a>(data: &'a str, info: &mut ChunkInfo<'a>, from: Option<usize>) -> Option<usize> {
+    let t = Text(data);
+    let mut i = match from {
+        Some(i) => i,
+        None => {
+            let start = t.ws(0);
+            if t.at(start)? != b'{' {
+                return None;
+            }
+            let i = t.ws(start + 1);
+            if t.at(i)? == b'}' {
+                return (t.ws(i + 1) == data.len()).then_some(0);
+            }
+            i
+        }
+    };
     let mut seen = Seen::default();
-    let end = t.object(start, |key, i| match key {
-        b"choices" => {
-            seen.first(0)?;
-            t.choices(i, info)
+    let mut first = 0;
+    // `Text::object`'s loop, written out so that it can start at a key.
+    loop {
+        let at = i;
+        let (key, after) = t.key(i)?;
+        let colon = t.ws(after);
+        let v = t.ws(t.expect(colon, b':')?);
+        let read = |first: &mut usize| {
+            if *first == 0 {
+                *first = at;
+            }
+        };
+        i = match key {
+            b"choices" => {
+                seen.first(0)?;
+                read(&mut first);
+                t.choices(v, info)
+            }
+            b"usage" => {
+                seen.first(1)?;
+                read(&mut first);
+                t.usage(v, &mut info.usage)
+            }
+            b"error" => {
+                seen.first(2)?;
+                read(&mut first);
+                let (null, i) = t.null_or_skip(v, 1)?;
+                info.error = !null;
+                Some(i)
+            }
+            b"timings" => {
+                seen.first(3)?;
+                read(&mut first);
+                t.timings(v, &mut info.timings)
+            }
+            _ => t.skip(v, 1),
+        }?;
+        i = t.ws(i);
+        match t.at(i)? {
+            b',' => i = t.ws(i + 1),
+            b'}' => return (t.ws(i + 1) == data.len()).then_some(first),
+            _ => return None,
         }
-        b"usage" => {
-            seen.first(1)?;
-            t.usage(i, &mut info.usage)
-        }
-        b"error" => {
-            seen.first(2)?;
-            let (null, i) = t.null_or_skip(i, 1)?;
-            info.error = !null;
-            Some(i)
-        }
-        b"timings" => {
-            seen.first(3)?;
-            t.timings(i, &mut info.timings)
-        }
-        _ => t.skip(i, 1),
-    })?;
-    (t.ws(end) == data.len()).then_some(())
+    }
 }
 
 /// Known keys already read in one object: serde_json keeps the last of duplicates, which a
