@@ -44,7 +44,7 @@ pub use api::{Answer, Api, ApiKind, Inputs};
 pub use base_url::{api_base, api_path_in, join, likely_base, server_root};
 pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
-    ChunkError, ChunkInfo, ChunkPrefix, Event, EventKind, FinishReason, JsonStr, ServerTimings,
+    ChunkError, ChunkInfo, ChunkMemo, Event, EventKind, FinishReason, JsonStr, ServerTimings,
     ToolCallDelta, Usage, parse_chunk, parse_chunk_value, scan_chunk,
 };
 pub use generated::{Generated, ToolCall, ToolPart};

@@ -7,7 +7,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use super::body::Request;
-use super::chunk::{ChunkError, ChunkInfo, ChunkPrefix, Event, EventKind};
+use super::chunk::{ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 use super::generated::Generated;
 use super::pooled::{Pooled, WholeError};
 
@@ -66,14 +66,14 @@ pub trait ApiKind: Send + Sync + 'static {
     /// [`decode_event`](Self::decode_event) into the caller's `info` (as the caller made it:
     /// default), the client's way: a chunk is a few hundred bytes, and returning it by value
     /// copied it twice per event. `prefix` is kept by the caller for one stream: a decoder may
-    /// remember there what the stream's chunks begin with (see [`ChunkPrefix`]). The same
+    /// remember there what the stream's chunks begin with (see [`ChunkMemo`]). The same
     /// answer as `decode_event`, which the default implementation moves into `info`; an API
     /// whose decoder can fill `info` in place overrides it.
     fn decode_event_into<'a>(
         &self,
         data: &'a str,
         info: &mut ChunkInfo<'a>,
-        _prefix: &mut ChunkPrefix,
+        _prefix: &mut ChunkMemo,
     ) -> Result<EventKind, ChunkError> {
         Ok(match self.decode_event(data)? {
             Event::Chunk(c) => {

@@ -3,7 +3,7 @@
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};
-use super::chunk::{self, ChunkError, ChunkInfo, ChunkPrefix, Event, EventKind};
+use super::chunk::{self, ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 
 /// The chat completions API.
 pub struct Chat;
@@ -87,7 +87,7 @@ impl ApiKind for Chat {
         &self,
         data: &'a str,
         info: &mut ChunkInfo<'a>,
-        prefix: &mut ChunkPrefix,
+        prefix: &mut ChunkMemo,
     ) -> Result<EventKind, ChunkError> {
         chunk::openai_event_into(data, info, prefix)
     }

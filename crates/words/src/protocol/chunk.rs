@@ -34,7 +34,7 @@ pub use info::{
     ChunkError, ChunkInfo, Event, EventKind, FinishReason, JsonStr, ServerTimings, ToolCallDelta,
     Usage,
 };
-pub use scan::ChunkPrefix;
+pub use scan::ChunkMemo;
 pub(super) use scan::plain_run;
 
 use serde_json::{Map, Value};
@@ -51,17 +51,17 @@ pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
 
 /// [`openai_event`] into the caller's `info` (as the caller made it: default), so that no
 /// chunk is moved on its way to the client: the scanner fills `info` where it lies, and only
-/// a chunk it leaves to serde_json is written over it. `prefix` is the stream's: what its
-/// chunks begin with is validated once (see [`ChunkPrefix`]).
+/// a chunk it leaves to serde_json is written over it. `memo` is the stream's: what its
+/// chunks repeat is validated once (see [`ChunkMemo`]).
 pub(super) fn openai_event_into<'a>(
     data: &'a str,
     info: &mut ChunkInfo<'a>,
-    prefix: &mut ChunkPrefix,
+    memo: &mut ChunkMemo,
 ) -> Result<EventKind, ChunkError> {
     if data == "[DONE]" {
         return Ok(EventKind::Done);
     }
-    if scan::scan_with(data, info, prefix).is_none() {
+    if scan::scan_with(data, info, memo).is_none() {
         // The scanner may have filled some fields before it gave up: all are written anew.
         *info = parse_chunk_value(data)?;
     }
@@ -256,85 +256,5 @@ fn timings_of(t: &Map<String, Value>) -> ServerTimings {
 mod tests;
 
 #[cfg(test)]
-mod into_tests {
-    use super::super::Api;
-    use super::*;
-
-    /// Chunks that share their opening bytes (`P`), and others: read whole, given up after
-    /// filling some fields (a repeated key), left to serde_json, `[DONE]`, invalid.
-    fn cases() -> Vec<String> {
-        const P: &str = r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","#;
-        let shared = [
-            r#""choices":[{"index":0,"delta":{"content":"a"}}]}"#,
-            r#""choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}"#,
-            r#""choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
-            r#" "choices":[]}"#,
-            r#""choices":[{"delta":{"content":"a","content":"b"}}]}"#,
-            r#""choices":["#,
-            r#""choices":[]} x"#,
-            r#""choices":[],"choices":[]}"#,
-            r#""error":{"message":"x"}}"#,
-            r#""usage":null,"choices":[{"delta":{"content":"u"}}]}"#,
-            r#""choices":[{"text":"t"}],"usage":{"prompt_tokens":3}}"#,
-            r#""choices":1}"#,
-            "}",
-        ];
-        let mut all: Vec<String> = shared.iter().map(|s| format!("{P}{s}")).collect();
-        all.extend(
-            [
-                r#"{"id":"x","object":"chat.completion.chunk","created":12,"model":"m","choices":[]}"#,
-                r#"{"choices":[{"delta":{"tool_calls":[{"id":"c","function":{"name":"f"}},{"function":{"arguments":"{}"}}]}}]}"#,
-                r#"{"error":{"message":"no"}}"#,
-                r#"{}"#,
-                "[DONE]",
-                "not json",
-            ]
-            .map(String::from),
-        );
-        all
-    }
-
-    /// Decoding in place gives what decoding by value gives, for every API that streams
-    /// chunks, whatever chunk came before it in the stream (its remembered prefix).
-    #[test]
-    fn in_place_decoding_is_decoding_by_value() {
-        let cases = cases();
-        for api in [Api::CHAT, Api::COMPLETIONS, Api::RESPONSES] {
-            for before in &cases {
-                for data in &cases {
-                    let mut prefix = ChunkPrefix::default();
-                    let mut earlier = ChunkInfo::default();
-                    let _ = api
-                        .kind()
-                        .decode_event_into(before, &mut earlier, &mut prefix);
-                    let mut info = ChunkInfo::default();
-                    let into = api.kind().decode_event_into(data, &mut info, &mut prefix);
-                    match (api.kind().decode_event(data), into) {
-                        (Ok(Event::Chunk(c)), Ok(EventKind::Chunk))
-                        | (Ok(Event::Last(c)), Ok(EventKind::Last)) => {
-                            assert_eq!(c, info, "{data} after {before}")
-                        }
-                        (Ok(Event::Done), Ok(EventKind::Done)) | (Err(_), Err(_)) => {}
-                        (by_value, in_place) => {
-                            panic!("{data} after {before}: {by_value:?}, in place {in_place:?}")
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A prefix is remembered, and used: the chunk after it is read from the first field.
-    #[test]
-    fn a_shared_prefix_is_remembered() {
-        let cases = cases();
-        let mut prefix = ChunkPrefix::default();
-        let mut info = ChunkInfo::default();
-        assert!(scan::scan_with(&cases[0], &mut info, &mut prefix).is_some());
-        // Up to the quote of `"choices"`.
-        assert_eq!(prefix.len(), 67);
-        let mut info = ChunkInfo::default();
-        assert!(scan::scan_with(&cases[1], &mut info, &mut prefix).is_some());
-        assert_eq!(info.finish_reason, Some(FinishReason::Stop));
-    }
-}
+#[path = "chunk/memo_tests.rs"]
+mod memo_tests;

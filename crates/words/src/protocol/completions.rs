@@ -3,7 +3,7 @@
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};
-use super::chunk::{self, ChunkError, ChunkInfo, ChunkPrefix, Event, EventKind};
+use super::chunk::{self, ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 
 /// The completions API.
 pub struct Completions;
@@ -64,7 +64,7 @@ impl ApiKind for Completions {
         &self,
         data: &'a str,
         info: &mut ChunkInfo<'a>,
-        prefix: &mut ChunkPrefix,
+        prefix: &mut ChunkMemo,
     ) -> Result<EventKind, ChunkError> {
         chunk::openai_event_into(data, info, prefix)
     }

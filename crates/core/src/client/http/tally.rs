@@ -5,7 +5,7 @@
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::protocol::{
-    Api, ChunkInfo, ChunkPrefix, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS,
+    Api, ChunkInfo, ChunkMemo, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS,
     ResponseId, ToolCall, ToolCallDelta, Usage,
 };
 
@@ -29,8 +29,8 @@ pub(super) struct Tally {
     called: bool,
     /// The calls kept so far, when the record keeps them (`keep_tool_calls`).
     calls: Calls,
-    /// What the stream's chunks begin with, validated once.
-    prefix: ChunkPrefix,
+    /// What the stream's chunks repeat, validated once.
+    memo: ChunkMemo,
 }
 
 /// What is kept of a stream's tool calls: bounded by [`MAX_KEPT_CALLS`] calls and
@@ -51,7 +51,7 @@ impl Tally {
             usage: None,
             called: false,
             calls: Calls::default(),
-            prefix: ChunkPrefix::default(),
+            memo: ChunkMemo::default(),
         }
     }
 
@@ -75,7 +75,7 @@ impl Tally {
             let last = match self
                 .api
                 .kind()
-                .decode_event_into(data, &mut chunk, &mut self.prefix)
+                .decode_event_into(data, &mut chunk, &mut self.memo)
             {
                 Ok(EventKind::Chunk) => false,
                 Ok(EventKind::Last) => true,

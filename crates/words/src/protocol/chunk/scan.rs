@@ -16,6 +16,10 @@ use super::info::{ChunkInfo, JsonStr, ToolCallDelta};
 // entry stay here, so the methods are still placed with the entry that calls them.
 mod fields;
 mod grammar;
+mod memo;
+
+pub use memo::ChunkMemo;
+pub(super) use memo::scan_with;
 
 /// Bytes that end the plain run of a JSON string: the quote, the backslash and the control
 /// characters serde_json rejects inside strings.
@@ -38,64 +42,8 @@ pub(super) fn scan<'a>(data: &'a str, info: &mut ChunkInfo<'a>) -> Option<()> {
     scan_from(data, info, None).map(|_| ())
 }
 
-/// [`scan`], remembering in `prefix` the bytes a chunk begins with up to the first field it
-/// reads (see [`ChunkPrefix`]); a chunk that begins with the same bytes is read from there.
-pub(super) fn scan_with<'a>(
-    data: &'a str,
-    info: &mut ChunkInfo<'a>,
-    prefix: &mut ChunkPrefix,
-) -> Option<()> {
-    let n = usize::from(prefix.len);
-    if n > 0 && data.as_bytes().get(..n) == Some(&prefix.bytes[..n]) {
-        return scan_from(data, info, Some(n)).map(|_| ());
-    }
-    let first = scan_from(data, info, None)?;
-    if first > 0 && first <= PREFIX_MAX {
-        prefix.bytes[..first].copy_from_slice(&data.as_bytes()[..first]);
-        prefix.len = first as u8;
-    }
-    Some(())
-}
-
-/// The most bytes a [`ChunkPrefix`] remembers.
-const PREFIX_MAX: usize = 192;
-
-/// The opening bytes of a stream's last chunk, up to the key of the first field the scanner
-/// reads (`choices`, `usage`, `error`, `timings`): an OpenAI chunk's `id`, `object`,
-/// `created` and `model`, the same in every chunk of a stream. The scanner validated them and
-/// read nothing from them, and what it does up to that key depends on those bytes alone
-/// (each token before it ends before it, and the key's quote is checked again where the scan
-/// resumes): so a chunk that begins with the same bytes is scanned from there, after one
-/// comparison, to the same answer. Anything else is scanned whole.
-pub struct ChunkPrefix {
-    bytes: [u8; PREFIX_MAX],
-    /// How many of `bytes` hold the prefix (0: none yet).
-    len: u8,
-}
-
-impl ChunkPrefix {
-    /// How many bytes it holds (0: none yet).
-    pub fn len(&self) -> u8 {
-        self.len
-    }
-
-    /// Whether it holds none yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Default for ChunkPrefix {
-    fn default() -> Self {
-        ChunkPrefix {
-            bytes: [0; PREFIX_MAX],
-            len: 0,
-        }
-    }
-}
-
 /// The scan of the top-level object: from its start, or `from` a key of it that a
-/// [`ChunkPrefix`] vouches for the bytes before. Where the first field read began (its key's
+/// [`ChunkMemo`] vouches for the bytes before. Where the first field read began (its key's
 /// quote; 0 when it read none).
 fn scan_from<'a>(data: &'a str, info: &mut ChunkInfo<'a>, from: Option<usize>) -> Option<usize> {
     let t = Text(data);
