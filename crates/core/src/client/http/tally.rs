@@ -104,21 +104,7 @@ impl Tally {
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
             }
-            // A tool call's name and arguments are generated tokens like answer text: every
-            // call's, when a delta carries several.
-            for call in chunk.tool_calls() {
-                // Every chunk has a (most often empty) first call delta.
-                if call.id.is_none() && !call.has_output() {
-                    continue;
-                }
-                for part in [&call.name, &call.arguments].into_iter().flatten() {
-                    part.push_to(text);
-                }
-                self.called = true;
-                if rec.keep_tool_calls {
-                    self.calls.keep(&mut rec.tool_calls, call);
-                }
-            }
+            self.take_calls(&chunk, rec, text);
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);
             }
@@ -143,6 +129,33 @@ impl Tally {
             }
             if last {
                 return Some(End::Done);
+            }
+        }
+    }
+}
+
+impl Tally {
+    /// A chunk's tool calls: a call's name and arguments are generated tokens like answer
+    /// text, every call's when a delta carries several; kept when the record keeps them. Most
+    /// chunks carry none: nothing to walk.
+    fn take_calls(&mut self, chunk: &ChunkInfo<'_>, rec: &mut RequestRecord, text: &mut String) {
+        let any = chunk.tool_call.id.is_some()
+            || chunk.tool_call.has_output()
+            || !chunk.more_tool_calls.is_empty();
+        if !any {
+            return;
+        }
+        for call in chunk.tool_calls() {
+            // Every chunk has a (most often empty) first call delta.
+            if call.id.is_none() && !call.has_output() {
+                continue;
+            }
+            for part in [&call.name, &call.arguments].into_iter().flatten() {
+                part.push_to(text);
+            }
+            self.called = true;
+            if rec.keep_tool_calls {
+                self.calls.keep(&mut rec.tool_calls, call);
             }
         }
     }
