@@ -34,7 +34,7 @@ pub use info::{
     ChunkError, ChunkInfo, Event, EventKind, FinishReason, JsonStr, ServerTimings, ToolCallDelta,
     Usage,
 };
-pub use scan::ChunkMemo;
+pub use scan::memo::ChunkMemo;
 pub(super) use scan::plain_run;
 
 use serde_json::{Map, Value};
@@ -61,7 +61,7 @@ pub(super) fn openai_event_into<'a>(
     if data == "[DONE]" {
         return Ok(EventKind::Done);
     }
-    if scan::scan_with(data, info, memo).is_none() {
+    if scan::memo::scan_with(data, info, memo).is_none() {
         // The scanner may have filled some fields before it gave up: all are written anew.
         *info = parse_chunk_value(data)?;
     }

@@ -96,18 +96,18 @@ fn an_opening_and_a_shape_are_remembered() {
     let cases = cases();
     let mut memo = ChunkMemo::default();
     let mut info = ChunkInfo::default();
-    assert!(scan::scan_with(&cases[0], &mut info, &mut memo).is_some());
+    assert!(scan::memo::scan_with(&cases[0], &mut info, &mut memo).is_some());
     // Up to the quote of `"choices"`.
     assert_eq!(memo.prefix_len(), 67);
     assert!(memo.has_shape());
     let mut info = ChunkInfo::default();
-    assert!(scan::scan_with(&cases[1], &mut info, &mut memo).is_some());
+    assert!(scan::memo::scan_with(&cases[1], &mut info, &mut memo).is_some());
     assert_eq!(
         info.answer.map(|a| a.decode().into_owned()).as_deref(),
         Some("bcd efg")
     );
     // Reasoning is a second string: no shape.
     let mut info = ChunkInfo::default();
-    assert!(scan::scan_with(&cases[11], &mut info, &mut memo).is_some());
+    assert!(scan::memo::scan_with(&cases[11], &mut info, &mut memo).is_some());
     assert!(!memo.has_shape());
 }

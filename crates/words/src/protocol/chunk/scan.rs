@@ -16,10 +16,8 @@ use super::info::{ChunkInfo, JsonStr, ToolCallDelta};
 // entry stay here, so the methods are still placed with the entry that calls them.
 mod fields;
 mod grammar;
-mod memo;
-
-pub use memo::ChunkMemo;
-pub(super) use memo::scan_with;
+// What a stream's chunks repeat, remembered: imports this file, so named from `chunk.rs`.
+pub(super) mod memo;
 
 /// Bytes that end the plain run of a JSON string: the quote, the backslash and the control
 /// characters serde_json rejects inside strings.
@@ -43,7 +41,7 @@ pub(super) fn scan<'a>(data: &'a str, info: &mut ChunkInfo<'a>) -> Option<()> {
 }
 
 /// The scan of the top-level object: from its start, or `from` a key of it that a
-/// [`ChunkMemo`] vouches for the bytes before. Where the first field read began (its key's
+/// [`memo::ChunkMemo`] vouches for the bytes before. Where the first field read began (its key's
 /// quote; 0 when it read none).
 fn scan_from<'a>(data: &'a str, info: &mut ChunkInfo<'a>, from: Option<usize>) -> Option<usize> {
     let t = Text(data);

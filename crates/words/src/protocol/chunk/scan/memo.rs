@@ -141,7 +141,7 @@ impl ChunkMemo {
 
 /// [`super::scan`], with what `memo` remembers of the stream's earlier chunks (see
 /// [`ChunkMemo`]); remembers what this chunk offers.
-pub(in super::super) fn scan_with<'a>(
+pub(crate) fn scan_with<'a>(
     data: &'a str,
     info: &mut ChunkInfo<'a>,
     memo: &mut ChunkMemo,
