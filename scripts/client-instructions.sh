@@ -7,6 +7,10 @@
 #   SCENARIO=FILE scripts/client-instructions.sh  (default: scenarios/bench/open-loop.kdl; a
 #       copy with another telemetry block, e.g. `otlp` or `trace-context #false`, measures
 #       what that costs per request)
+#   KEEP=DIR scripts/client-instructions.sh      (keeps the two runs' callgrind files in DIR,
+#       cg.5 and cg.15: `callgrind_annotate --inclusive=yes` on each, function by function,
+#       and their difference divided by the requests' is a function's cost per request;
+#       best with the `profiling` build, which has symbols)
 #
 # Runs the bench scenario at 200 req/s against a zero-latency simulator twice, for 1,000 and
 # 3,000 requests, under callgrind, and prints the difference per request (start-up cancels).
@@ -17,7 +21,7 @@ SCENARIO=${SCENARIO:-scenarios/bench/open-loop.kdl}
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 DIR=$(mktemp -d)
-trap 'kill -INT $SIM 2>/dev/null || true; rm -rf "$DIR"' EXIT
+trap 'kill -INT $SIM 2>/dev/null || true; [ -n "${KEEP:-}" ] && cp "$DIR"/cg.* "$KEEP"/; rm -rf "$DIR"' EXIT
 "$BIN" sim --listen 127.0.0.1:0 --prefill-per-token 0ms --decode-base 0ms --decode-per-seq 0ms \
     --max-running 4096 --kv-capacity 100000000 >"$DIR/sim.out" 2>/dev/null &
 SIM=$!

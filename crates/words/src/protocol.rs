@@ -44,8 +44,8 @@ pub use api::{Answer, Api, ApiKind, Inputs};
 pub use base_url::{api_base, api_path_in, join, likely_base, server_root};
 pub use body::{Message, PromptRef, ReasoningEffort, Request};
 pub use chunk::{
-    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage,
-    parse_chunk, parse_chunk_value, scan_chunk,
+    ChunkError, ChunkInfo, ChunkMemo, Event, EventKind, FinishReason, JsonStr, ServerTimings,
+    ToolCallDelta, Usage, parse_chunk, parse_chunk_value, scan_chunk,
 };
 pub use generated::{Generated, ToolCall, ToolPart};
 pub use group::{Group, Grouping, Label, LabelRef, Labels, MAX_LABEL_LEN, valid_label};

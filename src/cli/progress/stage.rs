@@ -93,6 +93,10 @@ impl Progress {
 
 impl StageProgress for Progress {
     fn update(&mut self, done: u64, failed: u64, (label, p50_ms): (&'static str, f64)) {
+        // `--quiet`: nothing is shown, so nothing is formatted (100 times a second).
+        if !self.shows() {
+            return;
+        }
         let elapsed = self.start.elapsed().as_secs_f64().max(1e-3);
         let msg = format!(
             "{:.1} req/s, {label} p50 {:.1} ms, {} error(s), {}",
@@ -111,6 +115,10 @@ impl StageProgress for Progress {
             }
             self.last = Some((done, msg));
         }
+    }
+
+    fn shows(&self) -> bool {
+        self.bar.is_some() || self.lines
     }
 
     /// Clears the bar; in line mode, prints the stage's closing counts.

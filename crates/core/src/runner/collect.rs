@@ -251,6 +251,7 @@ impl Collector {
             .and_then(|l| l.prefix.take())
             .map(Prefix::new);
         let join = thread::spawn(move || {
+            let shows = progress.shows();
             let mut until = None;
             let (mut aborted, mut decided) = (None, None);
             let mut checked = Instant::now();
@@ -272,7 +273,9 @@ impl Collector {
                     queue.extend(super::host::running_tasks());
                 }
                 let agg = &folder.agg;
-                progress.update(agg.done(), agg.failed(), agg.first_event_p50());
+                if shows {
+                    progress.update(agg.done(), agg.failed(), agg.first_event_p50());
+                }
                 if let Some(l) = live.as_mut()
                     && let Some(why) = l.due(agg, folder.prefix.as_ref(), &mut checked)
                 {

@@ -107,7 +107,8 @@ async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, slice: Interl
             if !wait_until(&mut timer, at, &sh.interrupt).await {
                 return;
             }
-            tracker.spawn(super::session::run(sh.clone(), first, offset));
+            // Boxed once here: see below.
+            tracker.spawn(Box::pin(super::session::run(sh.clone(), first, offset)));
         } else {
             let recipe = sh.plan.request(&sh.stage, i);
             let body = sh.body(&recipe);
@@ -115,12 +116,15 @@ async fn dispatch_open(sh: Arc<StageShared>, tracker: TaskTracker, slice: Interl
                 return;
             }
             let task_sh = sh.clone();
-            tracker.spawn(async move {
+            // Boxed once: a request's future holds its record and every state of the client
+            // (some kilobytes), and the tracker's wrapper, the task's cell and its first poll
+            // each moved it by value, three copies per request; a box moves as a pointer.
+            tracker.spawn(Box::pin(async move {
                 if !task_sh.test_send_lag.is_zero() {
                     tokio::time::sleep(task_sh.test_send_lag).await;
                 }
                 task_sh.send(body, recipe, offset, 0).await
-            });
+            }));
         }
         // Lets the request just spawned go out before the next body is built.
         tokio::task::yield_now().await;

@@ -117,6 +117,11 @@ pub trait StageProgress: Send {
     /// Requests finished so far (failed ones included), failures, and the median so far of
     /// when answers begin, with its label (TTFT; E2E for an API answered whole).
     fn update(&mut self, done: u64, failed: u64, p50: (&'static str, f64));
+    /// Whether it shows anything: when not, `update` is not called (the median it is given
+    /// costs a walk over a histogram, a hundred times a second).
+    fn shows(&self) -> bool {
+        true
+    }
     /// The stage's sending and draining are over.
     fn finish(self: Box<Self>);
 }
@@ -129,5 +134,8 @@ impl Observer for () {
 
 impl StageProgress for () {
     fn update(&mut self, _: u64, _: u64, _: (&'static str, f64)) {}
+    fn shows(&self) -> bool {
+        false
+    }
     fn finish(self: Box<Self>) {}
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use super::body::Request;
-use super::chunk::{ChunkError, Event};
+use super::chunk::{ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 use super::generated::Generated;
 use super::pooled::{Pooled, WholeError};
 
@@ -62,6 +62,31 @@ pub trait ApiKind: Send + Sync + 'static {
     /// Decodes one streamed event's data: what it carries, or that the stream is over. Once
     /// per event on the hot path: borrow from `data`, allocate nothing.
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError>;
+
+    /// [`decode_event`](Self::decode_event) into the caller's `info` (as the caller made it:
+    /// default), the client's way: a chunk is a few hundred bytes, and returning it by value
+    /// copied it twice per event. `prefix` is kept by the caller for one stream: a decoder may
+    /// remember there what the stream's chunks begin with (see [`ChunkMemo`]). The same
+    /// answer as `decode_event`, which the default implementation moves into `info`; an API
+    /// whose decoder can fill `info` in place overrides it.
+    fn decode_event_into<'a>(
+        &self,
+        data: &'a str,
+        info: &mut ChunkInfo<'a>,
+        _prefix: &mut ChunkMemo,
+    ) -> Result<EventKind, ChunkError> {
+        Ok(match self.decode_event(data)? {
+            Event::Chunk(c) => {
+                *info = c;
+                EventKind::Chunk
+            }
+            Event::Last(c) => {
+                *info = c;
+                EventKind::Last
+            }
+            Event::Done => EventKind::Done,
+        })
+    }
 
     /// How the API answers: a stream of generated text (the default), or one JSON body with
     /// no generated text (the pooling APIs: embeddings, rerank, score). The metrics an API

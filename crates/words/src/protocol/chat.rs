@@ -3,7 +3,7 @@
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};
-use super::chunk::{self, ChunkError, Event};
+use super::chunk::{self, ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 
 /// The chat completions API.
 pub struct Chat;
@@ -81,5 +81,14 @@ impl ApiKind for Chat {
     /// `[DONE]`.
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
         chunk::openai_event(data)
+    }
+
+    fn decode_event_into<'a>(
+        &self,
+        data: &'a str,
+        info: &mut ChunkInfo<'a>,
+        prefix: &mut ChunkMemo,
+    ) -> Result<EventKind, ChunkError> {
+        chunk::openai_event_into(data, info, prefix)
     }
 }

@@ -31,8 +31,10 @@ mod info;
 mod scan;
 
 pub use info::{
-    ChunkError, ChunkInfo, Event, FinishReason, JsonStr, ServerTimings, ToolCallDelta, Usage,
+    ChunkError, ChunkInfo, Event, EventKind, FinishReason, JsonStr, ServerTimings, ToolCallDelta,
+    Usage,
 };
+pub use scan::memo::ChunkMemo;
 pub(super) use scan::plain_run;
 
 use serde_json::{Map, Value};
@@ -45,6 +47,25 @@ pub(super) fn openai_event(data: &str) -> Result<Event<'_>, ChunkError> {
         return Ok(Event::Done);
     }
     parse_chunk(data).map(Event::Chunk)
+}
+
+/// [`openai_event`] into the caller's `info` (as the caller made it: default), so that no
+/// chunk is moved on its way to the client: the scanner fills `info` where it lies, and only
+/// a chunk it leaves to serde_json is written over it. `memo` is the stream's: what its
+/// chunks repeat is validated once (see [`ChunkMemo`]).
+pub(super) fn openai_event_into<'a>(
+    data: &'a str,
+    info: &mut ChunkInfo<'a>,
+    memo: &mut ChunkMemo,
+) -> Result<EventKind, ChunkError> {
+    if data == "[DONE]" {
+        return Ok(EventKind::Done);
+    }
+    if scan::memo::scan_with(data, info, memo).is_none() {
+        // The scanner may have filled some fields before it gave up: all are written anew.
+        *info = parse_chunk_value(data)?;
+    }
+    Ok(EventKind::Chunk)
 }
 
 /// The string a JSON string literal whose escapes serde_json has validated is (quotes
@@ -233,3 +254,7 @@ fn timings_of(t: &Map<String, Value>) -> ServerTimings {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "chunk/memo_tests.rs"]
+mod memo_tests;

@@ -3,7 +3,7 @@
 
 use super::api::ApiKind;
 use super::body::{self, PromptRef, Request};
-use super::chunk::{self, ChunkError, Event};
+use super::chunk::{self, ChunkError, ChunkInfo, ChunkMemo, Event, EventKind};
 
 /// The completions API.
 pub struct Completions;
@@ -58,5 +58,14 @@ impl ApiKind for Completions {
     /// OpenAI chunks (`choices[0].text`), ended by `[DONE]`.
     fn decode_event<'a>(&self, data: &'a str) -> Result<Event<'a>, ChunkError> {
         chunk::openai_event(data)
+    }
+
+    fn decode_event_into<'a>(
+        &self,
+        data: &'a str,
+        info: &mut ChunkInfo<'a>,
+        prefix: &mut ChunkMemo,
+    ) -> Result<EventKind, ChunkError> {
+        chunk::openai_event_into(data, info, prefix)
     }
 }

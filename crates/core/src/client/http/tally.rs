@@ -5,8 +5,8 @@
 use super::super::sse::Events;
 use crate::metrics::{ErrorKind, RequestRecord};
 use crate::protocol::{
-    Api, Event, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, ResponseId, ToolCall,
-    ToolCallDelta, Usage,
+    Api, ChunkInfo, ChunkMemo, EventKind, FinishReason, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS,
+    ResponseId, ToolCall, ToolCallDelta, Usage,
 };
 
 /// How a stream ended.
@@ -29,6 +29,8 @@ pub(super) struct Tally {
     called: bool,
     /// The calls kept so far, when the record keeps them (`keep_tool_calls`).
     calls: Calls,
+    /// What the stream's chunks repeat, validated once.
+    memo: ChunkMemo,
 }
 
 /// What is kept of a stream's tool calls: bounded by [`MAX_KEPT_CALLS`] calls and
@@ -49,6 +51,7 @@ impl Tally {
             usage: None,
             called: false,
             calls: Calls::default(),
+            memo: ChunkMemo::default(),
         }
     }
 
@@ -67,10 +70,16 @@ impl Tally {
                 Ok(None) => return None,
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
-            let (chunk, last) = match self.api.kind().decode_event(data) {
-                Ok(Event::Chunk(chunk)) => (chunk, false),
-                Ok(Event::Last(chunk)) => (chunk, true),
-                Ok(Event::Done) => return Some(End::Done),
+            // Filled where it lies: a chunk returned by value was copied twice per event.
+            let mut chunk = ChunkInfo::default();
+            let last = match self
+                .api
+                .kind()
+                .decode_event_into(data, &mut chunk, &mut self.memo)
+            {
+                Ok(EventKind::Chunk) => false,
+                Ok(EventKind::Last) => true,
+                Ok(EventKind::Done) => return Some(End::Done),
                 Err(_) => return Some(End::Failed(ErrorKind::Malformed)),
             };
             if chunk.error {
@@ -97,26 +106,7 @@ impl Tally {
             if let Some(r) = &chunk.reasoning {
                 r.push_to(text);
             }
-            // A tool call's name and arguments are generated tokens like answer text: every
-            // call's, when a delta carries several.
-            for call in chunk.tool_calls() {
-                // Every chunk has a (most often empty) first call delta.
-                if call.id.is_none() && !call.has_output() {
-                    continue;
-                }
-                for part in [&call.name, &call.arguments].into_iter().flatten() {
-                    part.push_to(text);
-                }
-                // A delta with an id starts a call (its later deltas carry only arguments),
-                // as `Calls::keep` reads them; a server that sends no id has one call.
-                if call.id.is_some() || !self.called {
-                    rec.calls = rec.calls.saturating_add(1);
-                }
-                self.called = true;
-                if rec.keep_tool_calls {
-                    self.calls.keep(&mut rec.tool_calls, call);
-                }
-            }
+            self.take_calls(&chunk, rec, text);
             if let Some(u) = chunk.usage {
                 self.usage = Some(u);
             }
@@ -141,6 +131,38 @@ impl Tally {
             }
             if last {
                 return Some(End::Done);
+            }
+        }
+    }
+}
+
+impl Tally {
+    /// A chunk's tool calls: a call's name and arguments are generated tokens like answer
+    /// text, every call's when a delta carries several; kept when the record keeps them. Most
+    /// chunks carry none: nothing to walk.
+    fn take_calls(&mut self, chunk: &ChunkInfo<'_>, rec: &mut RequestRecord, text: &mut String) {
+        let any = chunk.tool_call.id.is_some()
+            || chunk.tool_call.has_output()
+            || !chunk.more_tool_calls.is_empty();
+        if !any {
+            return;
+        }
+        for call in chunk.tool_calls() {
+            // Every chunk has a (most often empty) first call delta.
+            if call.id.is_none() && !call.has_output() {
+                continue;
+            }
+            for part in [&call.name, &call.arguments].into_iter().flatten() {
+                part.push_to(text);
+            }
+            // A delta with an id starts a call (its later deltas carry only arguments),
+            // as `Calls::keep` reads them; a server that sends no id has one call.
+            if call.id.is_some() || !self.called {
+                rec.calls = rec.calls.saturating_add(1);
+            }
+            self.called = true;
+            if rec.keep_tool_calls {
+                self.calls.keep(&mut rec.tool_calls, call);
             }
         }
     }

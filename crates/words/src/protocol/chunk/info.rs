@@ -24,6 +24,18 @@ pub enum Event<'a> {
     Last(ChunkInfo<'a>),
 }
 
+/// Which event [`ApiKind::decode_event_into`](super::super::ApiKind::decode_event_into)
+/// decoded; its chunk, when it has one, is in the caller's [`ChunkInfo`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// [`Event::Chunk`].
+    Chunk,
+    /// [`Event::Done`].
+    Done,
+    /// [`Event::Last`].
+    Last,
+}
+
 /// Why the server stopped generating: the first choice's last `finish_reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -16,6 +16,8 @@ use super::info::{ChunkInfo, JsonStr, ToolCallDelta};
 // entry stay here, so the methods are still placed with the entry that calls them.
 mod fields;
 mod grammar;
+// What a stream's chunks repeat, remembered: imports this file, so named from `chunk.rs`.
+pub(super) mod memo;
 
 /// Bytes that end the plain run of a JSON string: the quote, the backslash and the control
 /// characters serde_json rejects inside strings.
@@ -35,34 +37,73 @@ const STRING_SPECIAL: [bool; 256] = {
 /// answer; `None` leaves it to serde_json. Filling the caller's value saves copying one
 /// `ChunkInfo` per chunk.
 pub(super) fn scan<'a>(data: &'a str, info: &mut ChunkInfo<'a>) -> Option<()> {
+    scan_from(data, info, None).map(|_| ())
+}
+
+/// The scan of the top-level object: from its start, or `from` a key of it that a
+/// [`memo::ChunkMemo`] vouches for the bytes before. Where the first field read began (its key's
+/// quote; 0 when it read none).
+fn scan_from<'a>(data: &'a str, info: &mut ChunkInfo<'a>, from: Option<usize>) -> Option<usize> {
     let t = Text(data);
-    let start = t.ws(0);
-    if t.at(start)? != b'{' {
-        return None;
-    }
+    let mut i = match from {
+        Some(i) => i,
+        None => {
+            let start = t.ws(0);
+            if t.at(start)? != b'{' {
+                return None;
+            }
+            let i = t.ws(start + 1);
+            if t.at(i)? == b'}' {
+                return (t.ws(i + 1) == data.len()).then_some(0);
+            }
+            i
+        }
+    };
     let mut seen = Seen::default();
-    let end = t.object(start, |key, i| match key {
-        b"choices" => {
-            seen.first(0)?;
-            t.choices(i, info)
+    let mut first = 0;
+    // `Text::object`'s loop, written out so that it can start at a key.
+    loop {
+        let at = i;
+        let (key, after) = t.key(i)?;
+        let colon = t.ws(after);
+        let v = t.ws(t.expect(colon, b':')?);
+        let read = |first: &mut usize| {
+            if *first == 0 {
+                *first = at;
+            }
+        };
+        i = match key {
+            b"choices" => {
+                seen.first(0)?;
+                read(&mut first);
+                t.choices(v, info)
+            }
+            b"usage" => {
+                seen.first(1)?;
+                read(&mut first);
+                t.usage(v, &mut info.usage)
+            }
+            b"error" => {
+                seen.first(2)?;
+                read(&mut first);
+                let (null, i) = t.null_or_skip(v, 1)?;
+                info.error = !null;
+                Some(i)
+            }
+            b"timings" => {
+                seen.first(3)?;
+                read(&mut first);
+                t.timings(v, &mut info.timings)
+            }
+            _ => t.skip(v, 1),
+        }?;
+        i = t.ws(i);
+        match t.at(i)? {
+            b',' => i = t.ws(i + 1),
+            b'}' => return (t.ws(i + 1) == data.len()).then_some(first),
+            _ => return None,
         }
-        b"usage" => {
-            seen.first(1)?;
-            t.usage(i, &mut info.usage)
-        }
-        b"error" => {
-            seen.first(2)?;
-            let (null, i) = t.null_or_skip(i, 1)?;
-            info.error = !null;
-            Some(i)
-        }
-        b"timings" => {
-            seen.first(3)?;
-            t.timings(i, &mut info.timings)
-        }
-        _ => t.skip(i, 1),
-    })?;
-    (t.ws(end) == data.len()).then_some(())
+    }
 }
 
 /// Known keys already read in one object: serde_json keeps the last of duplicates, which a

@@ -22,7 +22,7 @@ impl<'a> Text<'a> {
     }
 
     /// `i + 1` if the byte at `i` is `b`.
-    fn expect(self, i: usize, b: u8) -> Option<usize> {
+    pub(super) fn expect(self, i: usize, b: u8) -> Option<usize> {
         (self.at(i)? == b).then_some(i + 1)
     }
 
@@ -87,7 +87,7 @@ impl<'a> Text<'a> {
     /// A key's bytes, and the position after its closing quote. Keys with escapes (which no
     /// server sends) are left to serde_json, so that a key is known by its bytes.
     #[inline]
-    fn key(self, i: usize) -> Option<(&'a [u8], usize)> {
+    pub(super) fn key(self, i: usize) -> Option<(&'a [u8], usize)> {
         let start = self.expect(i, b'"')?;
         let end = plain_run(self.bytes(), start);
         let after = self.expect(end, b'"')?;
