@@ -54,7 +54,7 @@ pub use names::{
 };
 pub use numbers::{num, short};
 pub use outputs::{
-    CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile, PARQUET_FILE,
+    ANSWERS_FILE, CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile, PARQUET_FILE,
     PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file,
     plot_files, report_formats,
 };

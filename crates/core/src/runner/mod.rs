@@ -9,6 +9,7 @@
 //! and concurrency searches, `options.rs` what the caller passes in.
 
 mod agent;
+mod answers;
 mod barrier;
 mod collect;
 mod cpu;
@@ -32,6 +33,7 @@ mod stage;
 mod stage_plan;
 mod target;
 mod telemetry;
+mod temp;
 mod timer;
 mod tokens;
 mod traces;
