@@ -1,6 +1,7 @@
 //! Output rendered from a run's [`Results`](crate::results::Results): Markdown reports
 //! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
+mod agreement;
 mod attribution;
 mod compare;
 mod compare_render;
@@ -35,6 +36,7 @@ mod view_rows;
 mod workload;
 mod write;
 
+pub use agreement::{p_value, render_agreement_markdown, render_agreement_text};
 pub use attribution::AttributionRow;
 pub use compare::*;
 pub use compare_render::{render_compare_markdown, render_compare_text};
