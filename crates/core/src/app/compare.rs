@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::metrics::Agreement;
 use crate::report::{
     CompareOptions, Comparison, Tolerances, Trend, compare, compare_plot_path, compare_svgs,
-    render_agreement_markdown, render_agreement_text, render_compare_markdown,
-    render_compare_text, trend,
+    render_agreement_markdown, render_agreement_text, render_compare_markdown, render_compare_text,
+    trend,
 };
 use crate::results::{Results, read_results, write_atomic};
 use crate::sla::{Metric, Window};
@@ -245,11 +245,14 @@ impl CompareReport {
         let a = self.agreement.as_ref();
         Ok(match format {
             CompareFormat::Text => {
-                render_compare_text(c, t) + a.map(render_agreement_text).unwrap_or_default().as_str()
+                render_compare_text(c, t)
+                    + a.map(render_agreement_text).unwrap_or_default().as_str()
             }
             CompareFormat::Markdown => {
                 render_compare_markdown(c, t, self.template.as_deref())?
-                    + a.map(render_agreement_markdown).unwrap_or_default().as_str()
+                    + a.map(render_agreement_markdown)
+                        .unwrap_or_default()
+                        .as_str()
             }
             CompareFormat::Json => {
                 // The agreement is one more key beside the comparison's (or the trend's).

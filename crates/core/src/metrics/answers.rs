@@ -112,7 +112,10 @@ pub enum AnswersError {
         source: serde_json::Error,
     },
     #[error("{}:{line}: a line longer than {MAX_ROW_BYTES} bytes is not a row of answers.jsonl", path.display())]
-    TooLong { path: std::path::PathBuf, line: usize },
+    TooLong {
+        path: std::path::PathBuf,
+        line: usize,
+    },
 }
 
 /// Every row of an `answers.jsonl`, read line by line, each line bounded; `None` when the

@@ -56,9 +56,9 @@ pub use names::{
 };
 pub use numbers::{num, short};
 pub use outputs::{
-    ANSWERS_FILE, CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile, PARQUET_FILE,
-    PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file,
-    plot_files, report_formats,
+    ANSWERS_FILE, CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile,
+    PARQUET_FILE, PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer,
+    is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
 pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};

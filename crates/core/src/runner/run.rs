@@ -503,7 +503,6 @@ fn sweep_position(plan: &Plan, stage: &crate::plan::StagePlan) -> Option<(usize,
 /// How long each self-description endpoint may take to answer.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-
 /// Each data set's hooks, compiled once for the run (the plan compiler checked them already;
 /// a script that fails now stops the run rather than failing every request).
 fn compile_hooks(plan: &Plan) -> Result<Vec<Option<Arc<Hooks>>>, RunError> {
