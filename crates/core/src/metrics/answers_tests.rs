@@ -50,9 +50,9 @@ fn identical_runs_agree_wholly() {
         panic!("unpaired");
     };
     let s = &stages[0];
-    assert_eq!((s.paired, s.identical), (50, 50));
+    assert_eq!((s.paired, s.identical), (200, 200));
     assert_eq!(s.identical_share, 1.0);
-    assert!(s.identical_low > 0.9 && s.identical_high == 1.0);
+    assert!(s.identical_low > 0.98 && s.identical_high == 1.0);
     assert_eq!(s.similarity, 1.0);
     let a = s.accuracy.as_ref().unwrap();
     assert_eq!((a.lost, a.gained, a.change, a.p_value), (0, 0, 0.0, 1.0));
