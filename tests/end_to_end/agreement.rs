@@ -181,11 +181,10 @@ fn content_chunk(content: &str) -> String {
     )
 }
 
-#[test]
-fn a_hostile_answer_is_kept_bounded_and_masked() {
-    // A secret-shaped token first, then 10 MiB of markup.
+/// A server whose every answer is a secret-shaped token, then 10 MiB of markup.
+fn hostile_server() -> RawServer {
     let piece = "<script>alert(1)</script><b>@team</b> |x| ".repeat(1560);
-    let server = RawServer::engine(move |p: &mut Post<'_>| {
+    RawServer::engine(move |p: &mut Post<'_>| {
         p.read_body();
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
                     transfer-encoding: chunked\r\n\r\n";
@@ -207,7 +206,12 @@ fn a_hostile_answer_is_kept_bounded_and_masked() {
         send(end);
         p.write(b"0\r\n\r\n");
         After::KeepAlive
-    });
+    })
+}
+
+#[test]
+fn a_hostile_answer_is_kept_bounded_and_masked() {
+    let server = hostile_server();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("q.jsonl"),

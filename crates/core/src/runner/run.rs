@@ -112,18 +112,7 @@ pub async fn run(
         model,
         ..body_template(&plan)
     });
-    let rows = opts
-        .requests_jsonl
-        .as_deref()
-        .map(|p| super::temp::temp_beside(p, ".requests-"))
-        .transpose()?;
-    let answers = opts
-        .answers_jsonl
-        .as_deref()
-        .map(super::answers::AnswerSink::create)
-        .transpose()?
-        .map(Arc::new);
-    let mut sink = rows.map(RowSink::new);
+    let (mut sink, answers) = row_files(&opts)?;
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
@@ -447,7 +436,7 @@ async fn wrap_up(
             .push(RunProblem::RequestsJsonl { path, source });
     }
     // Every request task (and with it every other holder of the sink) is done by now.
-    if let Some(answers) = runner.answers.and_then(|a| Arc::into_inner(a))
+    if let Some(answers) = runner.answers.and_then(Arc::into_inner)
         && let Err((path, source)) = answers.finish()
     {
         out.problems
@@ -470,6 +459,24 @@ async fn wrap_up(
             report.warnings.extend(warnings);
         }
     }
+}
+
+/// The run's row files, as temporary files until its end: `requests.jsonl` and
+/// `answers.jsonl`, each when asked for.
+fn row_files(
+    opts: &RunOptions,
+) -> Result<(Option<RowSink>, Option<Arc<super::answers::AnswerSink>>), RunError> {
+    let rows = opts
+        .requests_jsonl
+        .as_deref()
+        .map(|p| super::temp::temp_beside(p, ".requests-"))
+        .transpose()?;
+    let answers = opts
+        .answers_jsonl
+        .as_deref()
+        .map(super::answers::AnswerSink::create)
+        .transpose()?;
+    Ok((rows.map(RowSink::new), answers.map(Arc::new)))
 }
 
 /// Whatever of the self-description has arrived by now; the rest is dropped.
