@@ -69,7 +69,7 @@ pub(super) fn flag(c: &mut Comparison, a: &Agreement, min_agreement: Option<f64>
     for s in stages {
         if let Some(p) = &s.accuracy {
             let change = format!(
-                "paired {:+.1} pts [{:+.1}, {:+.1}], McNemar p = {}",
+                "paired {:+.1} pts [{:+.1}, {:+.1}], McNemar {}",
                 p.change * 100.0,
                 p.low * 100.0,
                 p.high * 100.0,

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use crate::escape;
 use crate::metrics::{Agreement, StageAgreement};
 
-/// A p-value as the outputs show it: three decimals, tiny ones as `< 0.001`.
+/// A p-value as the outputs show it: `p = ` and three decimals, a tiny one as `p < 0.001`.
 pub fn p_value(p: f64) -> String {
     if p < 0.001 {
-        "< 0.001".to_string()
+        "p < 0.001".to_string()
     } else {
-        format!("{p:.3}")
+        format!("p = {p:.3}")
     }
 }
 
@@ -95,7 +95,7 @@ fn accuracy(s: &StageAgreement) -> (String, &'static str) {
     };
     (
         format!(
-            "{:.1} % → {:.1} %, {:+.1} pts [{:+.1}, {:+.1}] (lost {}, gained {}, McNemar p {})",
+            "{:.1} % → {:.1} %, {:+.1} pts [{:+.1}, {:+.1}] (lost {}, gained {}, McNemar {})",
             p.baseline * 100.0,
             p.current * 100.0,
             p.change * 100.0,
