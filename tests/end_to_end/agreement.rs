@@ -130,6 +130,18 @@ fn identical_runs_agree_wholly_and_a_lossy_one_regresses() {
     let o = compare(&base, &again, &[]);
     let (out, _) = text(&o);
     assert!(out.contains("identical 100.0 %"), "{out}");
+    // 99 % cannot be shown on 120 answers: undecided, which --inconclusive decides.
+    let o = compare(
+        &base,
+        &again,
+        &["--format", "json", "--min-agreement", "0.99"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let undecided = v["undecided"].to_string();
+    assert!(
+        undecided.contains("qa: accuracy (identical answers 100.0 % [96.9, 100.0]"),
+        "{undecided}"
+    );
 
     // The same prompts answered worse: a lossy change. The simulator's accuracy is the
     // target's, so the plans differ; the prompts (stage, index, record) still pair.
