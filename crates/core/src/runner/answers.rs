@@ -10,6 +10,9 @@ use std::sync::Mutex;
 
 use crate::metrics::AnswerRow;
 
+/// The writer's buffer, in bytes.
+const ANSWERS_BUFFER: usize = 64 * 1024;
+
 /// Where the run's answers go.
 pub(super) struct AnswerSink {
     path: PathBuf,
@@ -23,7 +26,9 @@ impl AnswerSink {
         let file = super::temp::temp_beside(path, ".answers-")?;
         Ok(AnswerSink {
             path: path.to_path_buf(),
-            out: Mutex::new(Some(BufWriter::new(file))),
+            // Room for several kept answers (4 KiB each before escaping), so most rows are
+            // copied under the lock, not written.
+            out: Mutex::new(Some(BufWriter::with_capacity(ANSWERS_BUFFER, file))),
             failed: Mutex::new(None),
         })
     }
