@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::values::percent_confidence;
+use super::values::{percent_confidence, share};
 use crate::app::{self, CompareSettings, Tolerance};
 use crate::error::Error;
 
@@ -70,6 +70,11 @@ pub struct CompareArgs {
     /// whole stage; a stage without a window is refused.
     #[arg(long, value_enum, default_value_t = WindowArg::Stage)]
     pub window: WindowArg,
+    /// The least share of identical answers (`99%` or `0.99`) the current run may give to
+    /// the baseline's prompts: shown under it is a regression (exit 1), possibly under it
+    /// undecided. Needs both runs' answers.jsonl (a data set with a `quality` block).
+    #[arg(long, value_name = "SHARE", value_parser = share)]
+    pub min_agreement: Option<f64>,
 }
 
 /// Which requests of each stage `compare` reads.
@@ -106,6 +111,7 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             WindowArg::Stage => app::Window::Stage,
             WindowArg::Steady => app::Window::Steady,
         },
+        min_agreement: args.min_agreement,
         ..CompareSettings::new(args.results.clone())
     };
     let report = app::compare_results(&settings)?;

@@ -59,6 +59,19 @@ pub fn percent(s: &str) -> Result<f64, ValueError> {
     }
 }
 
+/// `compare --min-agreement`: a share, as a percentage with its `%` (`99%`) or a fraction
+/// (`0.99`), as a fraction.
+pub fn share(s: &str) -> Result<f64, ValueError> {
+    if s.ends_with('%') {
+        return Ok(percent(s)? / 100.0);
+    }
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(v) => Err(ValueError::PercentRange(v * 100.0)),
+        Err(_) => Err(ValueError::NotPercent(s.to_string())),
+    }
+}
+
 /// `run --confidence`: a confidence from 50 % to below 100 % (`95`, `95%`), as a fraction.
 pub fn confidence(s: &str) -> Result<f64, ValueError> {
     in_confidence_range(s, percent(s)? / 100.0)

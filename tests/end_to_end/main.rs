@@ -7,6 +7,7 @@ mod support;
 mod agentic;
 mod agentic_ids;
 mod agentic_shape;
+mod agreement;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;

@@ -10,6 +10,7 @@ mod error;
 pub mod hist;
 mod need;
 mod normal;
+mod paired;
 mod quantile;
 mod rounds;
 mod sequential;
@@ -24,6 +25,7 @@ pub use bootstrap::{
 pub use error::StatsError;
 pub use need::{Build, Clear, Shares, first_deciding, mean_need, proportion_need, quantile_need};
 pub use normal::{MEAN_MIN_N, mean_interval, more_samples, wilson, z};
+pub use paired::{Pairs, mcnemar_exact, paired_difference};
 pub use quantile::{
     QuantileCi, QuantileInterval, SamplesToDecide, one_sided_bounds, quantile_interval,
     samples_to_decide,

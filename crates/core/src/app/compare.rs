@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::error::Error;
+use crate::metrics::Agreement;
 use crate::report::{
     CompareOptions, Comparison, Tolerances, Trend, compare, compare_plot_path, compare_svgs,
-    render_compare_markdown, render_compare_text, trend,
+    render_agreement_markdown, render_agreement_text, render_compare_markdown, render_compare_text,
+    trend,
 };
 use crate::results::{Results, read_results, write_atomic};
 use crate::sla::{Metric, Window};
@@ -97,6 +99,9 @@ pub struct CompareSettings {
     pub plot: Option<PathBuf>,
     /// Compare each stage's steady-state window instead of the whole stage.
     pub window: Window,
+    /// `--min-agreement`: the share of identical answers (a fraction) below which the
+    /// current run counts as regressed (docs/quality.md).
+    pub min_agreement: Option<f64>,
 }
 
 impl CompareSettings {
@@ -111,6 +116,7 @@ impl CompareSettings {
             template: None,
             plot: None,
             window: Window::Stage,
+            min_agreement: None,
         }
     }
 }
@@ -124,6 +130,8 @@ pub struct CompareReport {
     pub trend: Option<Trend>,
     /// With `plot`: each plot written, with what it shows (empty: nothing to draw).
     pub plots: Option<Vec<(String, PathBuf)>>,
+    /// The answers of the two runs paired by prompt, when either kept its answers.
+    pub agreement: Option<Agreement>,
     template: Option<String>,
     undecided: UndecidedAs,
 }
@@ -132,30 +140,30 @@ pub struct CompareReport {
 /// unfinished result, different plans, no shared stage, a template or plot that cannot be
 /// read or written); otherwise the report, whose [`CompareReport::check`] is the verdict.
 pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Error> {
-    let runs = settings
+    let read = settings
         .results
         .iter()
         .map(|p| read_finished(p).and_then(|r| in_window(r, settings.window, p)))
         .collect::<Result<Vec<_>, Error>>()?;
+    let mut runs: Vec<(Results, &Path)> = read
+        .into_iter()
+        .zip(settings.results.iter().map(PathBuf::as_path))
+        .collect();
+    let results: Vec<Results> = runs.iter().map(|(r, _)| r.clone()).collect();
     let opts = CompareOptions {
-        tolerances: tolerances(&runs, &settings.tolerances),
+        tolerances: tolerances(&results, &settings.tolerances),
         confidence: settings.confidence,
     };
-    let trend = (runs.len() > 2).then(|| trend(runs.clone(), &opts));
-    let (baseline, current) = match &trend {
+    let trend = (runs.len() > 2).then(|| trend(results, &opts));
+    if trend.is_some() {
         // The trend sorted them by start time: compare the newest with the one before.
-        Some(_) => {
-            let mut sorted = runs;
-            sorted.sort_by(|a, b| a.started_at.cmp(&b.started_at));
-            let current = sorted.pop();
-            (sorted.pop(), current)
-        }
-        None => {
-            let mut runs = runs.into_iter();
-            (runs.next(), runs.next())
-        }
-    };
-    let (Some(baseline), Some(current)) = (baseline, current) else {
+        runs.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
+        let last = runs.len().saturating_sub(2);
+        runs.drain(..last);
+    }
+    let mut runs = runs.into_iter();
+    let (Some((baseline, base_path)), Some((current, cur_path))) = (runs.next(), runs.next())
+    else {
         return Err(Error::usage(
             "compare needs two results at least",
             "give the baseline's results.json, then the current run's",
@@ -173,9 +181,19 @@ pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Erro
     }
     // Read before anything is written, so a bad template changes nothing.
     let template = super::read_template(settings.template.as_deref())?.map(|t| t.text);
-    let comparison = trend
+    let mut comparison = trend
         .as_ref()
         .map_or_else(|| compare(&baseline, &current, &opts), |t| t.latest.clone());
+    let agreement = super::agreement::agreement_of(
+        (base_path, &baseline),
+        (cur_path, &current),
+        settings.confidence,
+        opts.tolerances.of("accuracy"),
+    )?;
+    if let Some(a) = &agreement {
+        super::agreement::flag(&mut comparison, a, settings.min_agreement);
+    }
+    super::agreement::gateable(agreement.as_ref(), settings.min_agreement)?;
     if comparison.common_stages() == 0 {
         return Err(Error::usage(
             "the two runs have no stage in common, so there is nothing to compare",
@@ -190,6 +208,7 @@ pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Erro
         comparison,
         trend,
         plots,
+        agreement,
         template,
         undecided: settings.undecided,
     })
@@ -223,14 +242,31 @@ impl CompareReport {
     /// template, when one was given.
     pub fn render(&self, format: CompareFormat) -> Result<String, Error> {
         let (c, t) = (&self.comparison, self.trend.as_ref());
+        let a = self.agreement.as_ref();
         Ok(match format {
-            CompareFormat::Text => render_compare_text(c, t),
-            CompareFormat::Markdown => render_compare_markdown(c, t, self.template.as_deref())?,
+            CompareFormat::Text => {
+                render_compare_text(c, t)
+                    + a.map(render_agreement_text).unwrap_or_default().as_str()
+            }
+            CompareFormat::Markdown => {
+                render_compare_markdown(c, t, self.template.as_deref())?
+                    + a.map(render_agreement_markdown)
+                        .unwrap_or_default()
+                        .as_str()
+            }
             CompareFormat::Json => {
+                // The agreement is one more key beside the comparison's (or the trend's).
                 let value = match t {
-                    Some(t) => serde_json::to_string_pretty(t),
-                    None => serde_json::to_string_pretty(c),
-                };
+                    Some(t) => serde_json::to_value(t),
+                    None => serde_json::to_value(c),
+                }
+                .map(|mut v| {
+                    if let (Some(obj), Some(a)) = (v.as_object_mut(), a) {
+                        obj.insert("agreement".into(), serde_json::json!(a));
+                    }
+                    v
+                })
+                .and_then(|v| serde_json::to_string_pretty(&v));
                 value.map_err(|e| Error::Io {
                     action: "write the comparison as JSON to",
                     path: "standard output".into(),

@@ -21,6 +21,7 @@
 //! println!("passed: {}, exit code {}", report.results.passed, report.exit_code());
 //! ```
 
+mod agreement;
 mod assemble;
 mod compare;
 mod distributed;

@@ -20,6 +20,8 @@ use crate::results::{RESULTS_SCHEMA_VERSION, Results, ResultsError, TargetInfo, 
 pub(super) struct Outputs {
     pub(super) dir: PathBuf,
     pub(super) requests_jsonl: Option<PathBuf>,
+    /// `answers.jsonl`, when a stage's data set checks its answers.
+    pub(super) answers_jsonl: Option<PathBuf>,
     /// The outputs written only when asked for that this run writes (`requests.jsonl`, the
     /// llm-d Benchmark Report, `requests.parquet`).
     pub(super) asked: Vec<Output>,
@@ -64,6 +66,9 @@ impl Outputs {
             requests_jsonl: asked
                 .contains(&Output::Requests)
                 .then(|| dir.join(Output::Requests.name())),
+            answers_jsonl: asked
+                .contains(&Output::Answers)
+                .then(|| dir.join(Output::Answers.name())),
             dir,
             asked,
         };

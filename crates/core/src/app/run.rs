@@ -161,7 +161,7 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
     let outputs = Outputs::prepare(
         settings.out_dir.as_deref(),
         &scenario.name,
-        &asked_outputs(settings, &scenario.report),
+        &asked_outputs(settings, &scenario),
         settings.junit.as_deref(),
         settings.step_summary.as_deref(),
         &Inputs {
@@ -219,6 +219,7 @@ fn execute(
         base_dir: p.scenario.source.base_dir(),
         observer: observer.clone(),
         requests_jsonl: p.outputs.requests_jsonl.clone(),
+        answers_jsonl: p.outputs.answers_jsonl.clone(),
         validity: ValidityRules {
             max_send_lag_p99_ms: settings.max_send_lag.as_secs_f64() * 1e3,
             max_steal_share: settings.max_steal_share,
@@ -385,7 +386,10 @@ fn write(
 
 /// The outputs written only when asked for that the command line and the scenario's `report`
 /// ask for.
-fn asked_outputs(settings: &RunSettings, report: &crate::scenario::ReportSpec) -> Vec<Output> {
+fn asked_outputs(settings: &RunSettings, scenario: &crate::scenario::Scenario) -> Vec<Output> {
+    let report = &scenario.report;
+    // A run that judges answers keeps them, for `compare`'s agreement with a baseline.
+    let judged = scenario.datasets.iter().any(|d| d.quality.is_some());
     [
         (
             settings.requests_jsonl || report.requests_jsonl,
@@ -393,6 +397,7 @@ fn asked_outputs(settings: &RunSettings, report: &crate::scenario::ReportSpec) -
         ),
         (report.llm_d, Output::LlmD),
         (report.parquet, Output::Parquet),
+        (judged, Output::Answers),
     ]
     .into_iter()
     .filter_map(|(asked, output)| asked.then_some(output))

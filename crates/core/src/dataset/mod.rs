@@ -54,7 +54,7 @@ pub use quality::{
     Answer, MAX_SCORED_BYTES, QualityCheck, QualitySpec, Reference, RepetitionSpec, ScoreSpec,
     repeated_share,
 };
-pub use score::{JsonTop, ROUGE_MAX_TOKENS};
+pub use score::{JsonTop, ROUGE_MAX_TOKENS, rouge_l};
 pub use session_tools::{tool_results, with_tool_results};
 pub use sharegpt::{Loaded, load_sharegpt};
 pub use source::MAX_LINE_BYTES;

@@ -8,6 +8,7 @@
 use infermeter_words::metrics::{def, latency, per_metric, record, vocab};
 
 mod aggregate;
+mod answers;
 mod attribution;
 mod burst;
 mod cause;
@@ -38,6 +39,10 @@ mod urls;
 mod validity;
 
 pub use aggregate::StageAggregator;
+pub use answers::{
+    Agreement, AnswerRow, AnswersError, KEPT_ANSWER_BYTES, PairedAccuracy, PairingRules,
+    StageAgreement, agreement, read_answers,
+};
 pub use attribution::{
     Attribution, AttributionSource, PercentileBuckets, ServerDist, rest_of, tpot_note,
 };

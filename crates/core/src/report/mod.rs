@@ -1,6 +1,7 @@
 //! Output rendered from a run's [`Results`](crate::results::Results): Markdown reports
 //! through minijinja, the terminal summary, JUnit, SVG plots, and baseline comparison.
 
+mod agreement;
 mod attribution;
 mod compare;
 mod compare_render;
@@ -35,6 +36,7 @@ mod view_rows;
 mod workload;
 mod write;
 
+pub use agreement::{p_value, render_agreement_markdown, render_agreement_text};
 pub use attribution::AttributionRow;
 pub use compare::*;
 pub use compare_render::{render_compare_markdown, render_compare_text};
@@ -54,9 +56,9 @@ pub use names::{
 };
 pub use numbers::{num, short};
 pub use outputs::{
-    CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile, PARQUET_FILE,
-    PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer, is_plot_file,
-    plot_files, report_formats,
+    ANSWERS_FILE, CSV_FILE, HTML_FILE, JUNIT_FILE, LLMD_FILE, OUTPUTS, Output, OutputFile,
+    PARQUET_FILE, PR_COMMENT_FILE, REPORT_FILE, REQUESTS_FILE, Rendering, Stale, Writer,
+    is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
 pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};

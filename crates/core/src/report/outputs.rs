@@ -30,6 +30,9 @@ pub const LLMD_FILE: &str = "llm-d-report.jsonl";
 pub const URLS_CSV_FILE: &str = "urls.csv";
 /// `requests.jsonl` as Parquet: its name in the output directory.
 pub const PARQUET_FILE: &str = "requests.parquet";
+/// Each judged answer, for `compare`'s agreement (docs/quality.md): its name in the output
+/// directory.
+pub const ANSWERS_FILE: &str = "answers.jsonl";
 
 /// One file of a run's output directory (plots aside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,6 +47,7 @@ pub enum Output {
     LlmD,
     Parquet,
     UrlsCsv,
+    Answers,
 }
 
 /// Who writes an output.
@@ -101,7 +105,7 @@ pub struct Rendering<'a> {
 }
 
 /// Every file of a run's output directory, in the order they are written.
-pub const OUTPUTS: [OutputFile; 10] = [
+pub const OUTPUTS: [OutputFile; 11] = [
     OutputFile {
         output: Output::Results,
         name: RESULTS_FILE,
@@ -182,6 +186,15 @@ pub const OUTPUTS: [OutputFile; 10] = [
         format: Some("urls-csv"),
         stale: Stale::Removed,
         asked: false,
+    },
+    // Written by the runner when a stage's data set has a `quality` block.
+    OutputFile {
+        output: Output::Answers,
+        name: ANSWERS_FILE,
+        writer: Writer::Runner,
+        format: None,
+        stale: Stale::Removed,
+        asked: true,
     },
 ];
 

@@ -9,6 +9,7 @@
 //! and concurrency searches, `options.rs` what the caller passes in.
 
 mod agent;
+mod answers;
 mod barrier;
 mod collect;
 mod cpu;
@@ -33,6 +34,7 @@ mod stage_plan;
 mod switch;
 mod target;
 mod telemetry;
+mod temp;
 mod timer;
 mod tokens;
 mod traces;

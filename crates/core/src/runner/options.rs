@@ -39,6 +39,9 @@ pub struct RunOptions {
     pub observer: Arc<dyn Observer>,
     /// Write one JSON row per request here.
     pub requests_jsonl: Option<PathBuf>,
+    /// Write one JSON row per judged answer here (`answers.jsonl`, a data set with a
+    /// `quality` block).
+    pub answers_jsonl: Option<PathBuf>,
     pub validity: ValidityRules,
     /// Cancelled on Ctrl-C or a signal: stop sending, give in-flight requests
     /// `interrupt_grace`, then stop.

@@ -2,7 +2,6 @@
 //! warm-up and each stage in order (see `stage.rs`), with the caller deciding after each stage
 //! whether to go on.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -113,8 +112,7 @@ pub async fn run(
         model,
         ..body_template(&plan)
     });
-    let rows = opts.requests_jsonl.as_deref().map(rows_file).transpose()?;
-    let mut sink = rows.map(RowSink::new);
+    let (mut sink, answers) = row_files(&opts)?;
     let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
@@ -132,6 +130,7 @@ pub async fn run(
         salt_seed,
         reset: std::sync::Mutex::new(None),
         tokenizer_note,
+        answers,
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
@@ -453,7 +452,14 @@ async fn wrap_up(
     out.starts = runner.starts.lock().map(|s| s.clone()).unwrap_or_default();
     if let Some(w) = sink
         && let Some(path) = opts.requests_jsonl.clone()
-        && let Err(source) = persist_rows(w, &path)
+        && let Err(source) = super::temp::persist_temp(w, &path)
+    {
+        out.problems
+            .push(RunProblem::RequestsJsonl { path, source });
+    }
+    // Every request task (and with it every other holder of the sink) is done by now.
+    if let Some(answers) = runner.answers.and_then(Arc::into_inner)
+        && let Err((path, source)) = answers.finish()
     {
         out.problems
             .push(RunProblem::RequestsJsonl { path, source });
@@ -475,6 +481,24 @@ async fn wrap_up(
             report.warnings.extend(warnings);
         }
     }
+}
+
+/// The run's row files, as temporary files until its end: `requests.jsonl` and
+/// `answers.jsonl`, each when asked for.
+fn row_files(
+    opts: &RunOptions,
+) -> Result<(Option<RowSink>, Option<Arc<super::answers::AnswerSink>>), RunError> {
+    let rows = opts
+        .requests_jsonl
+        .as_deref()
+        .map(|p| super::temp::temp_beside(p, ".requests-"))
+        .transpose()?;
+    let answers = opts
+        .answers_jsonl
+        .as_deref()
+        .map(super::answers::AnswerSink::create)
+        .transpose()?;
+    Ok((rows.map(RowSink::new), answers.map(Arc::new)))
 }
 
 /// Whatever of the self-description has arrived by now; the rest is dropped.
@@ -507,37 +531,6 @@ fn sweep_position(plan: &Plan, stage: &crate::plan::StagePlan) -> Option<(usize,
 
 /// How long each self-description endpoint may take to answer.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// `requests.jsonl` is written to a temporary file beside `path` and renamed over it at the
-/// end of the run ([`persist_rows`]), so a reader never mixes this run's rows with an older
-/// run's, nor sees a half-written last row.
-fn rows_file(path: &Path) -> Result<tempfile::NamedTempFile, RunError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".requests-").suffix(".jsonl.tmp");
-    // Readable like any file the user writes (a temporary file is private by default).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    builder.tempfile_in(dir).map_err(|source| RunError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn persist_rows(w: RowSink, path: &Path) -> std::io::Result<()> {
-    let file = w
-        .into_inner()
-        .map_err(std::io::IntoInnerError::into_error)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
 
 /// Each data set's hooks, compiled once for the run (the plan compiler checked them already;
 /// a script that fails now stops the run rather than failing every request).

@@ -18,7 +18,7 @@ use crate::dataset::{
     QualityCheck, Reference, Salt, render,
 };
 use crate::hooks::{HookCtx, HookError, Hooks};
-use crate::metrics::{ErrorKind, RequestRecord};
+use crate::metrics::{AnswerRow, ErrorKind, RequestRecord};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
 use crate::protocol::{Answer, Inputs, Message, PromptRef, ToolCall, TraceContext};
 
@@ -78,6 +78,8 @@ pub(super) struct StageShared {
     /// The stage's data set's `quality` checks, compiled once for the stage; `None` (and no
     /// work per answer) when it has none.
     pub(super) quality: Option<Arc<QualityCheck>>,
+    /// `answers.jsonl`: each judged answer's row (see `metrics::AnswerRow`).
+    pub(super) answers: Option<Arc<super::answers::AnswerSink>>,
     pub(super) t0: Instant,
     pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
     /// Stops sending (Ctrl-C, or a warm-up's rule holding).
@@ -333,7 +335,17 @@ impl StageShared {
             max_tokens: rec.planned_output_tokens,
             stopped_at_length: rec.finish_reason == Some(crate::protocol::FinishReason::Length),
         };
-        rec.quality = Some(q.check(&seen, self.reference(recipe)));
+        let mark = q.check(&seen, self.reference(recipe));
+        rec.quality = Some(mark);
+        // Kept where it was judged, once per whole answer, for `compare`'s pairing by prompt.
+        if let Some(sink) = &self.answers {
+            sink.keep(&AnswerRow::new(
+                &self.stage.name,
+                (recipe.index, rec.turn, recipe.item),
+                answer,
+                mark.correct,
+            ));
+        }
     }
 
     /// The reference of the request's data set item, when it has one.

@@ -50,6 +50,8 @@ pub(super) struct StageRunner<'a> {
     pub(super) tokenizer_note: Option<String>,
     /// The run's trace context, when its requests carry one.
     pub(super) traces: Option<super::traces::Traces>,
+    /// `answers.jsonl`, when the run keeps its answers.
+    pub(super) answers: Option<Arc<super::answers::AnswerSink>>,
 }
 
 /// A stage opened for sending: its collector and what its requests share.
@@ -358,6 +360,7 @@ impl StageRunner<'_> {
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             quality: quality_check(&self.plan, stage),
+            answers: self.answers.clone(),
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
