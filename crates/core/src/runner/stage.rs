@@ -83,6 +83,8 @@ struct Ending {
     /// How long the stage sent, in seconds.
     sending_s: f64,
     warmup_end: Option<crate::metrics::WarmupEnd>,
+    /// The answers kept for the data set's LLM judge.
+    judge: Option<Arc<super::judge::JudgePool>>,
 }
 
 /// How a stage is run, beside the stage itself.
@@ -134,7 +136,8 @@ impl StageRunner<'_> {
         let host0 = super::host::HostSample::now();
         let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall);
         let occupancy = Arc::new(super::send::Occupancy::default());
-        let shared = Arc::new(self.shared(
+        let judge = self.judge_pool(stage, round);
+        let mut shared = self.shared(
             stage,
             round,
             t0,
@@ -142,7 +145,9 @@ impl StageRunner<'_> {
             (&stop, &cancel),
             (begun, trace_stage),
             &occupancy,
-        ));
+        );
+        shared.judge = judge.clone();
+        let shared = Arc::new(shared);
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
         // Nothing waits before sending is over, so an early empty moment cannot end a stage.
@@ -188,6 +193,7 @@ impl StageRunner<'_> {
             judged_live,
             sending_s,
             warmup_end,
+            judge,
         };
         self.conclude(stage, sink, collector, ending).await
     }
@@ -223,6 +229,16 @@ impl StageRunner<'_> {
         summary.notes.extend(e.reset_note);
         summary.notes.extend(self.tokenizer_note.clone());
         summary.client.peak_in_flight = e.occupancy.peak.load(Ordering::Relaxed);
+        if let (Some(pool), Some(q)) = (&e.judge, summary.quality.as_mut()) {
+            // After every request of the stage ended, outside its clock: the judge never
+            // shares the client's time with the target.
+            let base = match pool.spec.url.as_str() {
+                "sim" => self.router.first().base_url.clone(),
+                url => url.to_owned(),
+            };
+            let tally = super::judge::judge(pool, &base).await;
+            q.judge = Some(tally.finish(self.opts.validity.confidence));
+        }
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout)
                 .filter(|_| e.judged_live)
@@ -358,6 +374,7 @@ impl StageRunner<'_> {
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             quality: quality_check(&self.plan, stage),
+            judge: None,
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
@@ -557,6 +574,26 @@ impl StageRunner<'_> {
                 }
             }
         }
+    }
+}
+
+impl StageRunner<'_> {
+    /// The pool of answers for the stage's LLM judge, when its data set has one; none for
+    /// the warm-up, whose answers are not the stage's.
+    fn judge_pool(&self, stage: &StagePlan, round: u32) -> Option<Arc<super::judge::JudgePool>> {
+        if self.plan.warmup.as_ref().is_some_and(|w| w == stage) {
+            return None;
+        }
+        let spec = self
+            .plan
+            .datasets
+            .get(stage.dataset)?
+            .quality
+            .as_ref()?
+            .judge
+            .clone()?;
+        let seed = stage.seed ^ u64::from(round).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        Some(Arc::new(super::judge::JudgePool::new(spec, seed)))
     }
 }
 
