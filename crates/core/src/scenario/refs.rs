@@ -86,7 +86,8 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
         let Metric::Count(c) = a.expr.value.metric else {
             continue;
         };
-        if !c.is_quality() {
+        let judged = c == CountMetric::JudgeScore;
+        if !c.is_quality() && !judged {
             continue;
         }
         let unchecked = s
@@ -97,14 +98,17 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
                 let d = s.datasets.iter().find(|d| d.name.value == st.dataset.value);
                 // An undeclared or invalid data set is reported where it is named.
                 d.is_some_and(|d| {
-                    d.quality
-                        .as_ref()
-                        .is_none_or(|q| c == CountMetric::Accuracy && q.score.is_none())
+                    d.quality.as_ref().is_none_or(|q| {
+                        (c == CountMetric::Accuracy && q.score.is_none())
+                            || (judged && q.judge.is_none())
+                    })
                 })
             });
         if let Some(st) = unchecked {
             let (what, verb) = if c == CountMetric::Accuracy {
                 ("a `quality { score … }` block", "scores")
+            } else if judged {
+                ("a `quality { judge { … } }` block", "judges")
             } else {
                 ("a `quality { … }` block", "checks")
             };
