@@ -198,7 +198,7 @@ fn a_judge_that_never_answers_is_bounded_by_its_timeout_and_counted() {
     let (server, _) = judge_server(|_| None);
     let dir = tempfile::tempdir().unwrap();
     let judge = format!(
-        "url \"{}\"; model \"j\"; sample 6; concurrency 6; timeout \"1s\"",
+        "url \"{}\"; model \"j\"; sample 10; concurrency 10; timeout \"1s\"",
         server.base_url
     );
     let kdl = judged(1.0, &judge, &["judge_score > 3", "accuracy > 50%"]);

@@ -38,6 +38,10 @@ pub struct JudgeSpec {
     pub cache_path: Option<PathBuf>,
 }
 
+/// The smallest `sample`: fewer judged answers than `judge_score`'s interval needs could
+/// never decide it (the metrics' `JUDGE_MIN_SCORED`, held equal by a runner test).
+pub const MIN_JUDGE_SAMPLE: u64 = 10;
+
 /// The default cache, beside the scenario.
 pub const DEFAULT_JUDGE_CACHE: &str = ".infermeter/judge-cache.jsonl";
 

@@ -281,6 +281,14 @@ mod tests {
     }
 
     #[test]
+    fn the_smallest_sample_can_decide_the_judge_score() {
+        assert_eq!(
+            crate::dataset::MIN_JUDGE_SAMPLE,
+            crate::metrics::JUDGE_MIN_SCORED
+        );
+    }
+
+    #[test]
     fn judge_pool_keeps_a_bounded_seeded_sample() {
         let pool = JudgePool::new(spec(10), 7);
         for i in 0..1000 {

@@ -6,7 +6,7 @@
 
 use super::ctx::{Ctx, NodeReader, one_arg};
 use super::settings::{Entries, Setting, read_children};
-use crate::dataset::{DEFAULT_JUDGE_CACHE, JudgeSpec};
+use crate::dataset::{DEFAULT_JUDGE_CACHE, JudgeSpec, MIN_JUDGE_SAMPLE};
 
 /// The most of a rubric file read.
 const MAX_RUBRIC_BYTES: u64 = 1 << 20;
@@ -88,7 +88,7 @@ const SETTINGS: &[Setting<Entries<JudgeRead>>] = &[
     }),
     Setting::once("sample", |ctx, r, st| {
         let n = one_arg(ctx, r, "answers judged per stage, e.g. 200")
-            .and_then(|v| ctx.uint(&v, "sample", 1, 100_000));
+            .and_then(|v| ctx.uint(&v, "sample", MIN_JUDGE_SAMPLE, 100_000));
         st.sample = n.map_or(0, |n| n as u32);
         st.ok &= n.is_some();
     }),
