@@ -210,7 +210,7 @@ fn a_judge_that_never_answers_is_bounded_by_its_timeout_and_counted() {
     let j = &stage(&r, "qa")["quality"]["judge"];
     assert_eq!(
         (j["failures"].as_u64(), j["scored"].as_u64()),
-        (Some(6), Some(0)),
+        (Some(10), Some(0)),
         "{j}"
     );
     assert!(j.get("mean").is_none(), "{j}");
