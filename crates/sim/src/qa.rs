@@ -91,7 +91,7 @@ pub(crate) fn scripted(
 ) -> (Option<Box<Script>>, u64) {
     // A judge's request (docs/quality.md, "LLM judge") gets its score, whatever the settings.
     let judged = super::judge::judge_pieces(body).map(|pieces| Script {
-        pieces: pieces.clone(),
+        pieces,
         repeat: false,
         skip: reasoning,
     });

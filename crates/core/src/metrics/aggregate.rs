@@ -474,20 +474,10 @@ impl StageAggregator {
         let latency = Latency::from_fn(|m| {
             metric_dist(m, self.histogram(m), rules.confidence, self.counts.ok)
         });
-        let errors = if counts.errors.is_empty() {
-            "no error recorded".to_string()
-        } else {
-            counts
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let (validity, cause_notes) = validity::judge(
             &validity::Inputs {
                 requests: &counts,
-                errors,
+                errors: error_list(&counts.errors),
                 tokens: &tokens,
                 ttft: &latency[if self.whole {
                     LatencyMetric::E2e
@@ -569,3 +559,15 @@ impl StageAggregator {
 #[cfg(test)]
 #[path = "aggregate_tests.rs"]
 mod tests;
+
+/// The errors by kind as one line ("timeout: 3, http_5xx: 1"), for the validity verdict.
+fn error_list(errors: &std::collections::BTreeMap<String, u64>) -> String {
+    if errors.is_empty() {
+        return "no error recorded".to_string();
+    }
+    errors
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -52,6 +52,27 @@ impl JudgePool {
         }
     }
 
+    /// The pool of answers for `stage`'s judge, when its data set has one; none for the
+    /// warm-up, whose answers are not the stage's.
+    pub(super) fn for_stage(
+        plan: &crate::plan::Plan,
+        stage: &crate::plan::StagePlan,
+        round: u32,
+    ) -> Option<std::sync::Arc<JudgePool>> {
+        if plan.warmup.as_ref().is_some_and(|w| w == stage) {
+            return None;
+        }
+        let spec = plan
+            .datasets
+            .get(stage.dataset)?
+            .quality
+            .as_ref()?
+            .judge
+            .clone()?;
+        let seed = stage.seed ^ u64::from(round).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        Some(std::sync::Arc::new(JudgePool::new(spec, seed)))
+    }
+
     /// Offers request `index`'s answer: kept when its seeded key is among the `sample`
     /// smallest so far. Copies (64 KiB at most of each text) only what is kept.
     pub(super) fn offer(&self, index: u64, prompt: &str, answer: &str, reference: Option<&str>) {
@@ -162,10 +183,10 @@ pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
             None => tally.failures += 1,
         }
     }
-    if let (Some(path), false) = (cache_path, fresh.is_empty()) {
-        if let Err(e) = append_cache(path, &fresh) {
-            tracing::warn!("the judge cache {}: {e}", path.display());
-        }
+    if let (Some(path), false) = (cache_path, fresh.is_empty())
+        && let Err(e) = append_cache(path, &fresh)
+    {
+        tracing::warn!("the judge cache {}: {e}", path.display());
     }
     tally
 }

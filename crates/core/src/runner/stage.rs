@@ -136,8 +136,7 @@ impl StageRunner<'_> {
         let host0 = super::host::HostSample::now();
         let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall);
         let occupancy = Arc::new(super::send::Occupancy::default());
-        let judge = self.judge_pool(stage, round);
-        let mut shared = self.shared(
+        let shared = Arc::new(self.shared(
             stage,
             round,
             t0,
@@ -145,9 +144,8 @@ impl StageRunner<'_> {
             (&stop, &cancel),
             (begun, trace_stage),
             &occupancy,
-        );
-        shared.judge = judge.clone();
-        let shared = Arc::new(shared);
+        ));
+        let judge = shared.judge.clone();
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
         // Nothing waits before sending is over, so an early empty moment cannot end a stage.
@@ -170,13 +168,7 @@ impl StageRunner<'_> {
         .await;
         drop(watching);
         let sending_s = t0.elapsed().as_secs_f64();
-        let warmup_end = watch.map(|_| {
-            super::warmup::finish(
-                watched,
-                self.opts.interrupt.is_cancelled(),
-                t0.elapsed().as_secs_f64(),
-            )
-        });
+        let warmup_end = watch.map(|_| self.warmup_end(watched, t0));
         drop(shared);
         // Decided: what is in flight is part of the stage, drained as at its end.
         let cut_short = stop.is_cancelled() && !decided.is_cancelled();
@@ -374,7 +366,7 @@ impl StageRunner<'_> {
             factory: self.factory.clone(),
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             quality: quality_check(&self.plan, stage),
-            judge: None,
+            judge: super::judge::JudgePool::for_stage(&self.plan, stage, round),
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
@@ -578,22 +570,10 @@ impl StageRunner<'_> {
 }
 
 impl StageRunner<'_> {
-    /// The pool of answers for the stage's LLM judge, when its data set has one; none for
-    /// the warm-up, whose answers are not the stage's.
-    fn judge_pool(&self, stage: &StagePlan, round: u32) -> Option<Arc<super::judge::JudgePool>> {
-        if self.plan.warmup.as_ref().is_some_and(|w| w == stage) {
-            return None;
-        }
-        let spec = self
-            .plan
-            .datasets
-            .get(stage.dataset)?
-            .quality
-            .as_ref()?
-            .judge
-            .clone()?;
-        let seed = stage.seed ^ u64::from(round).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        Some(Arc::new(super::judge::JudgePool::new(spec, seed)))
+    /// How a watched warm-up ended, now.
+    fn warmup_end(&self, watched: WatchState, t0: Instant) -> crate::metrics::WarmupEnd {
+        let interrupted = self.opts.interrupt.is_cancelled();
+        super::warmup::finish(watched, interrupted, t0.elapsed().as_secs_f64())
     }
 }
 
