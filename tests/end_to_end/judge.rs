@@ -282,6 +282,11 @@ fn bad_judge_settings_are_refused_by_validate_where_they_are_written() {
     );
     assert_eq!(code, Some(0), "{said}");
 
+    // A judge with no prompt texts to show it.
+    let (code, said) = validate_synthetic_judged();
+    assert_eq!(code, invalid, "{said}");
+    assert!(said.contains("no prompt texts"), "{said}");
+
     // A judge_score assertion on a data set without a judge.
     let (code, said) = validate_plain_with_judge_score();
     assert_eq!(code, invalid, "{said}");
@@ -298,6 +303,17 @@ fn validate_plain_with_judge_score() -> (Option<i32>, String) {
     let kdl = "target \"sim\"\ndataset \"d\" {\n    jsonl \"q.jsonl\"\n    quality { score \"exact\" }\n}\n\
                stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }\n\
                sla { assert \"judge_score > 3\"; }\n";
+    let path = scenario(dir.path(), "qa.kdl", kdl);
+    let o = command().arg("validate").arg(&path).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    (o.status.code(), format!("{stdout}{stderr}"))
+}
+
+fn validate_synthetic_judged() -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = "target \"sim\"\ndataset \"d\" {\n    synthetic { input-tokens 8; output-tokens 4; }\n    \
+               quality { judge { url \"sim\"; model \"m\"; rubric \"r\"; } }\n}\n\
+               stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }\n";
     let path = scenario(dir.path(), "qa.kdl", kdl);
     let o = command().arg("validate").arg(&path).output().unwrap();
     let (stdout, stderr) = text(&o);

@@ -73,6 +73,7 @@ pub(super) fn check_refs(
     }
     metrics_fit_api(ctx, s);
     answers_are_checked(ctx, s);
+    judges_see_prompts(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
 }
 
@@ -124,6 +125,28 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
                 Some(
                     "add e.g. quality { score \"exact\" } to the data set (docs/quality.md)".into(),
                 ),
+            );
+        }
+    }
+}
+
+/// A judge reads each answer beside its question: a data set whose prompts are drawn (synthetic,
+/// a trace's lengths, generated agentic tasks) has no question to show it, so its judge would
+/// grade answers to nothing. Refused at the data set's name.
+fn judges_see_prompts(ctx: &mut Ctx<'_>, s: &Scenario) {
+    use super::model::DatasetKind;
+    for d in &s.datasets {
+        let judged = d.quality.as_ref().is_some_and(|q| q.judge.is_some());
+        let texts = matches!(d.kind, DatasetKind::Jsonl(_) | DatasetKind::ShareGpt(_));
+        if judged && !texts {
+            ctx.error(
+                d.name.span,
+                format!(
+                    "data set `{}` has a judge and no prompt texts to show it",
+                    d.name.value
+                ),
+                "a judge needs records' prompts",
+                Some("judge a `jsonl` or `sharegpt` data set (docs/quality.md)".into()),
             );
         }
     }
