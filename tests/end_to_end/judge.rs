@@ -287,6 +287,18 @@ fn bad_judge_settings_are_refused_by_validate_where_they_are_written() {
     assert_eq!(code, invalid, "{said}");
     assert!(said.contains("no prompt texts"), "{said}");
 
+    // judge_score split by a label: the judged sample is the stage's.
+    let (code, said) = validate_text(&format!(
+        "target \"sim\" {{\n    model \"base\"\n    adapters {{ lora 1.5; }}\n}}\n\
+         dataset \"d\" {{\n    jsonl \"{}\"\n    quality {{ judge {{ url \"sim\"; model \"base\"; rubric \"r\"; }} }}\n}}\n\
+         stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 20; \
+         model \"base\" weight=1; model \"lora\" weight=1; }}\n\
+         sla {{ assert \"judge_score[model=base] > 3\"; }}\n",
+        qa_set()
+    ));
+    assert_eq!(code, invalid, "{said}");
+    assert!(said.contains("not split by label"), "{said}");
+
     // A judge_score assertion on a data set without a judge.
     let (code, said) = validate_plain_with_judge_score();
     assert_eq!(code, invalid, "{said}");
@@ -314,6 +326,14 @@ fn validate_synthetic_judged() -> (Option<i32>, String) {
     let kdl = "target \"sim\"\ndataset \"d\" {\n    synthetic { input-tokens 8; output-tokens 4; }\n    \
                quality { judge { url \"sim\"; model \"m\"; rubric \"r\"; } }\n}\n\
                stage \"s\" { dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }\n";
+    let path = scenario(dir.path(), "qa.kdl", kdl);
+    let o = command().arg("validate").arg(&path).output().unwrap();
+    let (stdout, stderr) = text(&o);
+    (o.status.code(), format!("{stdout}{stderr}"))
+}
+
+fn validate_text(kdl: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
     let path = scenario(dir.path(), "qa.kdl", kdl);
     let o = command().arg("validate").arg(&path).output().unwrap();
     let (stdout, stderr) = text(&o);
