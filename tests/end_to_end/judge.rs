@@ -339,3 +339,74 @@ fn validate_text(kdl: &str) -> (Option<i32>, String) {
     let (stdout, stderr) = text(&o);
     (o.status.code(), format!("{stdout}{stderr}"))
 }
+
+#[test]
+fn a_ten_megabyte_answer_reaches_the_judge_as_its_first_64_kib() {
+    // The target: 160 chunks of 64 KiB, a 10 MiB answer to each request.
+    let piece = "<b>answer</b> 2 ".repeat(4096);
+    let target = RawServer::engine(move |p| {
+        p.read_body();
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                    transfer-encoding: chunked\r\n\r\n";
+        if !p.write(head.as_bytes()) {
+            return After::Close;
+        }
+        let mut send = |text: &str| p.write(format!("{:x}\r\n{text}\r\n", text.len()).as_bytes());
+        let chunk = format!(
+            "data: {{\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+             \"delta\":{{\"content\":\"{piece}\"}}}}]}}\n\n"
+        );
+        for _ in 0..160 {
+            if !send(&chunk) {
+                return After::Close;
+            }
+        }
+        send("data: [DONE]\n\n");
+        p.write(b"0\r\n\r\n");
+        After::KeepAlive
+    });
+    // The judge: the largest body it was sent.
+    let largest = Arc::new(Mutex::new(0usize));
+    let seen = largest.clone();
+    let judge = RawServer::start(true, move |p| {
+        let mut l = seen.lock().unwrap();
+        *l = (*l).max(p.body_len);
+        drop(l);
+        let _ = p.body();
+        p.json(r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Score: 3"}}]}"#)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = format!(
+        r#"
+target "{url}" {{ model "m"; timeout "60s"; max-event-size "1MiB"; }}
+dataset "d" {{
+    jsonl "{qa}" max-tokens=2000
+    quality {{ judge {{ url "{judge}"; model "j"; rubric "r"; with-reference #true; }} }}
+}}
+stage "s" {{ dataset "d"; arrival "concurrency" clients=1; requests 2; }}
+"#,
+        url = target.base_url,
+        qa = qa_set(),
+        judge = judge.base_url
+    );
+    let path = scenario(dir.path(), "s.kdl", &kdl);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--untrusted", "judge"]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        describe(&o)
+    );
+    let r = results(&out);
+    let j = &stage(&r, "s")["quality"]["judge"];
+    assert_eq!(
+        (j["scored"].as_u64(), j["mean"].as_f64()),
+        (Some(2), Some(3.0)),
+        "{j}"
+    );
+    let largest = *largest.lock().unwrap();
+    assert!(
+        largest > 64 * 1024 && largest < 80 * 1024,
+        "{largest} bytes to the judge"
+    );
+}
