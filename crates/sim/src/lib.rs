@@ -11,6 +11,7 @@ mod conn;
 mod endpoints;
 mod faults;
 mod histogram;
+mod judge;
 mod metrics;
 mod otlp;
 mod prefix;

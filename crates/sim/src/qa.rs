@@ -89,7 +89,14 @@ pub(crate) fn scripted(
     calls_tool: bool,
     (drawn, reasoning, max_tokens): (u64, u64, u64),
 ) -> (Option<Box<Script>>, u64) {
-    let script = answer(cfg, (body, req.model.as_deref()), reasoning)
+    // A judge's request (docs/quality.md, "LLM judge") gets its score, whatever the settings.
+    let judged = super::judge::judge_pieces(body).map(|pieces| Script {
+        pieces,
+        repeat: false,
+        skip: reasoning,
+    });
+    let script = judged
+        .or_else(|| answer(cfg, (body, req.model.as_deref()), reasoning))
         .filter(|_| !calls_tool)
         .map(Box::new);
     let len = script

@@ -62,6 +62,11 @@ pub use tool_turn::{
 };
 pub use trace::{TRACEPARENT_LEN, TraceContext, TracedRequest};
 
+/// The first line of an LLM judge's system message (docs/quality.md, "LLM judge"): the
+/// embedded simulator answers a request holding it with a score instead of an answer, so a
+/// run can use the simulator as its own judge over real HTTP.
+pub const JUDGE_MARKER: &str = "[infermeter judge v1]";
+
 /// Every API a target may speak, in the order help texts list them. The first is the default.
 pub const REGISTRY: &[Api] = &[
     Api::CHAT,

@@ -86,6 +86,14 @@ fn register_secrets(scenario: &Scenario) {
     if let Some(var) = &request.api_key_env {
         redact::register_env(var);
     }
+    // An LLM judge's key (docs/quality.md) is as secret as the target's.
+    let judges = scenario
+        .datasets
+        .iter()
+        .filter_map(|d| d.quality.as_ref()?.judge.as_ref());
+    for var in judges.filter_map(|j| j.api_key_env.as_ref()) {
+        redact::register_env(var);
+    }
     // What the server is given by reference is a secret, wherever the server writes it.
     for e in scenario.server.iter().flat_map(|s| &s.env) {
         if let crate::server::EnvValue::FromEnv(var) = &e.value {

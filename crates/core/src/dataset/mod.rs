@@ -15,6 +15,7 @@ mod image;
 mod item_images;
 mod items;
 mod jsonl;
+mod judge;
 mod length;
 mod prompt;
 mod quality;
@@ -48,6 +49,10 @@ pub use items::{
     ChatMessage, DataItem, DatasetSource, ItemFormat, ItemPrompt, LoadReport, TraceRow, TurnTokens,
 };
 pub use jsonl::load_jsonl;
+pub use judge::{
+    DEFAULT_JUDGE_CACHE, JudgeSpec, MAX_JUDGED_BYTES, MIN_JUDGE_SAMPLE, cache_key, clip_judged,
+    judge_body, parse_score,
+};
 pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};
 pub use quality::{

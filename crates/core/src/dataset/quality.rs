@@ -98,6 +98,9 @@ pub struct QualitySpec {
     /// `reference_tokens` (MLPerf's rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_band: Option<f64>,
+    /// `judge { … }`: an LLM judge scores a sample of the answers (docs/quality.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<super::JudgeSpec>,
 }
 
 /// One whole answer, as the checks see it.

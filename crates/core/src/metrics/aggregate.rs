@@ -477,7 +477,7 @@ impl StageAggregator {
         let (validity, cause_notes) = validity::judge(
             &validity::Inputs {
                 requests: &counts,
-                errors: error_list(&counts),
+                errors: error_list(&counts.errors),
                 tokens: &tokens,
                 ttft: &latency[if self.whole {
                     LatencyMetric::E2e
@@ -561,13 +561,12 @@ impl StageAggregator {
 #[path = "aggregate_tests.rs"]
 mod tests;
 
-/// The stage's errors by kind, for the validity judgement's words.
-fn error_list(counts: &RequestCounts) -> String {
-    if counts.errors.is_empty() {
+/// The errors by kind as one line ("timeout: 3, http_5xx: 1"), for the validity verdict.
+fn error_list(errors: &std::collections::BTreeMap<String, u64>) -> String {
+    if errors.is_empty() {
         return "no error recorded".to_string();
     }
-    counts
-        .errors
+    errors
         .iter()
         .map(|(k, v)| format!("{k}: {v}"))
         .collect::<Vec<_>>()

@@ -51,6 +51,9 @@ pub struct Quality {
     /// their token budget and are cut.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignore_eos: bool,
+    /// What an LLM judge scored of a sample of the answers (`judge { … }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<super::JudgeTally>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -101,6 +104,9 @@ impl Quality {
         if self.scorer.is_none() {
             self.scorer.clone_from(&o.scorer);
         }
+        if let Some(j) = &o.judge {
+            self.judge.get_or_insert_with(Default::default).add(j);
+        }
     }
 
     /// Several summaries' counts added; absent when none has any.
@@ -122,6 +128,7 @@ impl Quality {
             .ok()
             .flatten()
             .map(|(low, high)| [low, high]);
+        self.judge = self.judge.map(|j| j.finish(confidence));
         self
     }
 

@@ -22,6 +22,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         return Err(PlanError::NoStages(scenario.name.clone()));
     }
     let base_dir = scenario.source.base_dir();
+    judges_reach_a_simulator(scenario)?;
     let mut tokenizer = LazyTokenizer::new(&scenario.tokenizer, &base_dir);
     let datasets = scenario
         .datasets
@@ -172,6 +173,23 @@ fn stage_plans(
         }));
     }
     Ok(stages)
+}
+
+/// A judge at `url "sim"` asks the simulator the target runs: refused for another target.
+fn judges_reach_a_simulator(scenario: &Scenario) -> Result<(), PlanError> {
+    if matches!(scenario.target.endpoint, Endpoint::Sim(_)) {
+        return Ok(());
+    }
+    let sim_judged = scenario.datasets.iter().find(|d| {
+        let judge = d.quality.as_ref().and_then(|q| q.judge.as_ref());
+        judge.is_some_and(|j| j.url == "sim")
+    });
+    match sim_judged {
+        Some(d) => Err(PlanError::JudgeSimWithoutSim {
+            dataset: d.name.value.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn dataset_plan(

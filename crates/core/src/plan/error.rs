@@ -56,6 +56,11 @@ pub enum PlanError {
         api: crate::protocol::Api,
     },
     #[error(
+        "dataset `{dataset}`'s judge is `url \"sim\"`, the embedded simulator the target runs, \
+         and the target is no simulator: give the judge its own URL (docs/quality.md)"
+    )]
+    JudgeSimWithoutSim { dataset: String },
+    #[error(
         "dataset `{dataset}` has a `quality` block, and the {api} API generates no answer to \
          judge; remove `quality`"
     )]

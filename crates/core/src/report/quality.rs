@@ -13,6 +13,9 @@ pub(crate) fn sentence(s: &StageSummary) -> Option<String> {
     if let Some(a) = accuracy(q) {
         parts.push(format!("accuracy {a}"));
     }
+    if let Some(j) = judge(q) {
+        parts.push(format!("judge {j}"));
+    }
     parts.push(format!("repetitive {}", q.repetitive));
     parts.push(format!("empty {}", q.empty));
     parts.push(format!("cut {}", q.cut));
@@ -60,6 +63,21 @@ fn accuracy(q: &Quality) -> Option<String> {
     ))
 }
 
+/// "4.60 of 5 [4.26, 4.94] (50 scored, 0 failed; 50 calls, 0 cached, 4872 + 100 tokens)":
+/// the judge's scores, never its words; `None` without a judge.
+fn judge(q: &Quality) -> Option<String> {
+    let j = q.judge.as_ref()?;
+    let mean = j.mean.map_or_else(|| "–".into(), |m| format!("{m:.2}"));
+    let interval = j
+        .interval
+        .map(|[low, high]| format!(" [{low:.2}, {high:.2}]"))
+        .unwrap_or_default();
+    Some(format!(
+        "{mean} of {}{interval} ({} scored, {} failed; {} calls, {} cached, {} + {} tokens)",
+        j.scale, j.scored, j.failures, j.calls, j.cache_hits, j.prompt_tokens, j.completion_tokens
+    ))
+}
+
 /// The rows of the reports' answer-quality table (empty when the stage checks none).
 pub(crate) fn rows(s: &StageSummary) -> Vec<KeyValue> {
     let Some(q) = &s.quality else {
@@ -77,6 +95,12 @@ pub(crate) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         rows.push(KeyValue {
             key: "accuracy",
             value: a,
+        });
+    }
+    if let Some(j) = judge(q) {
+        rows.push(KeyValue {
+            key: "judge score",
+            value: j,
         });
     }
     rows.push(KeyValue {

@@ -16,6 +16,7 @@ mod cpu;
 mod cpus;
 mod error;
 mod host;
+mod judge;
 mod kept;
 mod labels;
 mod load;

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{BodyTemplate, Held, Tag};
 use crate::dataset::{
-    Answer as QualityAnswer, DatasetSource, EncodedImage, ImageError, Prompt, PromptFactory,
-    QualityCheck, Reference, Salt, render,
+    Answer as QualityAnswer, DatasetSource, EncodedImage, ImageError, ItemPrompt, Prompt,
+    PromptFactory, QualityCheck, Reference, Salt, render,
 };
 use crate::hooks::{HookCtx, HookError, Hooks};
 use crate::metrics::{AnswerRow, ErrorKind, RequestRecord};
@@ -80,6 +80,8 @@ pub(super) struct StageShared {
     pub(super) quality: Option<Arc<QualityCheck>>,
     /// `answers.jsonl`: each judged answer's row (see `metrics::AnswerRow`).
     pub(super) answers: Option<Arc<super::answers::AnswerSink>>,
+    /// The answers kept for the data set's LLM judge, judged once the stage has ended.
+    pub(super) judge: Option<Arc<super::judge::JudgePool>>,
     pub(super) t0: Instant,
     pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
     /// Stops sending (Ctrl-C, or a warm-up's rule holding).
@@ -345,6 +347,28 @@ impl StageShared {
                 answer,
                 mark.correct,
             ));
+        }
+        if let Some(pool) = &self.judge {
+            let reference = self.reference(recipe).map(|r| r.answers.join("\n"));
+            let prompt = self.prompt_text(recipe).unwrap_or_default();
+            pool.offer(recipe.index, prompt, answer, reference.as_deref());
+        }
+    }
+
+    /// The text of the request's data set item for the judge: a prompt, or a conversation's
+    /// last user message.
+    fn prompt_text(&self, recipe: &RequestRecipe) -> Option<&str> {
+        let DatasetSource::Items { items, .. } = &self.plan.datasets.get(recipe.dataset)?.source
+        else {
+            return None;
+        };
+        match &items.get(recipe.item as usize)?.prompt {
+            ItemPrompt::Text(t) => Some(t),
+            ItemPrompt::Messages(ms) => ms
+                .iter()
+                .rev()
+                .find(|m| m.role == "user")
+                .map(|m| m.content.as_str()),
         }
     }
 

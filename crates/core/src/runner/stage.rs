@@ -85,6 +85,8 @@ struct Ending {
     /// How long the stage sent, in seconds.
     sending_s: f64,
     warmup_end: Option<crate::metrics::WarmupEnd>,
+    /// The answers kept for the data set's LLM judge.
+    judge: Option<Arc<super::judge::JudgePool>>,
 }
 
 /// How a stage is run, beside the stage itself.
@@ -145,6 +147,7 @@ impl StageRunner<'_> {
             (begun, trace_stage),
             &occupancy,
         ));
+        let judge = shared.judge.clone();
         let tracker = TaskTracker::new();
         // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
         // Nothing waits before sending is over, so an early empty moment cannot end a stage.
@@ -167,13 +170,7 @@ impl StageRunner<'_> {
         .await;
         drop(watching);
         let sending_s = t0.elapsed().as_secs_f64();
-        let warmup_end = watch.map(|_| {
-            super::warmup::finish(
-                watched,
-                self.opts.interrupt.is_cancelled(),
-                t0.elapsed().as_secs_f64(),
-            )
-        });
+        let warmup_end = watch.map(|_| self.warmup_end(watched, t0));
         drop(shared);
         // Decided: what is in flight is part of the stage, drained as at its end.
         let cut_short = stop.is_cancelled() && !decided.is_cancelled();
@@ -190,6 +187,7 @@ impl StageRunner<'_> {
             judged_live,
             sending_s,
             warmup_end,
+            judge,
         };
         self.conclude(stage, sink, collector, ending).await
     }
@@ -225,6 +223,16 @@ impl StageRunner<'_> {
         summary.notes.extend(e.reset_note);
         summary.notes.extend(self.tokenizer_note.clone());
         summary.client.peak_in_flight = e.occupancy.peak.load(Ordering::Relaxed);
+        if let (Some(pool), Some(q)) = (&e.judge, summary.quality.as_mut()) {
+            // After every request of the stage ended, outside its clock: the judge never
+            // shares the client's time with the target.
+            let base = match pool.spec.url.as_str() {
+                "sim" => self.router.first().base_url.clone(),
+                url => url.to_owned(),
+            };
+            let tally = super::judge::judge(pool, &base).await;
+            q.judge = Some(tally.finish(self.opts.validity.confidence));
+        }
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout)
                 .filter(|_| e.judged_live)
@@ -361,6 +369,7 @@ impl StageRunner<'_> {
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             quality: quality_check(&self.plan, stage),
             answers: self.answers.clone(),
+            judge: super::judge::JudgePool::for_stage(&self.plan, stage, round),
             t0,
             tx: collector.tx.clone(),
             interrupt: stop.clone(),
@@ -560,6 +569,14 @@ impl StageRunner<'_> {
                 }
             }
         }
+    }
+}
+
+impl StageRunner<'_> {
+    /// How a watched warm-up ended, now.
+    fn warmup_end(&self, watched: WatchState, t0: Instant) -> crate::metrics::WarmupEnd {
+        let interrupted = self.opts.interrupt.is_cancelled();
+        super::warmup::finish(watched, interrupted, t0.elapsed().as_secs_f64())
     }
 }
 

@@ -42,6 +42,10 @@ const CHILDREN: &[Setting<Entries<QualityRead>>] = &[
             }
         }
     }),
+    Setting::once("judge", |ctx, r, st| {
+        st.spec.judge = super::judge::parse(ctx, r);
+        st.ok &= st.spec.judge.is_some();
+    }),
     Setting::once("tokens-band", |ctx, r, st| {
         let band = one_arg(ctx, r, "a fraction, e.g. 0.1 for ±10 %")
             .and_then(|v| ctx.number_min(&v, "tokens-band", 0.0, true));

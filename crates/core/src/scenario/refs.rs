@@ -73,6 +73,7 @@ pub(super) fn check_refs(
     }
     metrics_fit_api(ctx, s);
     answers_are_checked(ctx, s);
+    judges_see_prompts(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
 }
 
@@ -86,7 +87,18 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
         let Metric::Count(c) = a.expr.value.metric else {
             continue;
         };
-        if !c.is_quality() {
+        let judged = c == CountMetric::JudgeScore;
+        if !c.is_quality() && !judged {
+            continue;
+        }
+        if judged && a.expr.value.label.is_some() {
+            // The judged sample is the stage's; no label's answers are judged apart.
+            ctx.error(
+                a.expr.span,
+                "`judge_score` is the stage's: the judge's sample is not split by label",
+                "no selector on `judge_score`",
+                Some("assert judge_score on the stage (docs/quality.md)".into()),
+            );
             continue;
         }
         let unchecked = s
@@ -97,14 +109,17 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
                 let d = s.datasets.iter().find(|d| d.name.value == st.dataset.value);
                 // An undeclared or invalid data set is reported where it is named.
                 d.is_some_and(|d| {
-                    d.quality
-                        .as_ref()
-                        .is_none_or(|q| c == CountMetric::Accuracy && q.score.is_none())
+                    d.quality.as_ref().is_none_or(|q| {
+                        (c == CountMetric::Accuracy && q.score.is_none())
+                            || (judged && q.judge.is_none())
+                    })
                 })
             });
         if let Some(st) = unchecked {
             let (what, verb) = if c == CountMetric::Accuracy {
                 ("a `quality { score … }` block", "scores")
+            } else if judged {
+                ("a `quality { judge { … } }` block", "judges")
             } else {
                 ("a `quality { … }` block", "checks")
             };
@@ -120,6 +135,28 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
                 Some(
                     "add e.g. quality { score \"exact\" } to the data set (docs/quality.md)".into(),
                 ),
+            );
+        }
+    }
+}
+
+/// A judge reads each answer beside its question: a data set whose prompts are drawn (synthetic,
+/// a trace's lengths, generated agentic tasks) has no question to show it, so its judge would
+/// grade answers to nothing. Refused at the data set's name.
+fn judges_see_prompts(ctx: &mut Ctx<'_>, s: &Scenario) {
+    use super::model::DatasetKind;
+    for d in &s.datasets {
+        let judged = d.quality.as_ref().is_some_and(|q| q.judge.is_some());
+        let texts = matches!(d.kind, DatasetKind::Jsonl(_) | DatasetKind::ShareGpt(_));
+        if judged && !texts {
+            ctx.error(
+                d.name.span,
+                format!(
+                    "data set `{}` has a judge and no prompt texts to show it",
+                    d.name.value
+                ),
+                "a judge needs records' prompts",
+                Some("judge a `jsonl` or `sharegpt` data set (docs/quality.md)".into()),
             );
         }
     }

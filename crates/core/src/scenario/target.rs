@@ -337,7 +337,16 @@ fn api_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
 
 /// `api-key env="VARIABLE"`: the variable's name, never the key.
 fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
+    if let Some(var) = api_key_env(ctx, r) {
+        t.request.api_key_env = Some(var);
+    }
+}
+
+/// `api-key env="VARIABLE"` (the target's, a judge's): the variable's name, `None` after an
+/// error (a key written in the file is refused, never kept).
+pub(super) fn api_key_env(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<String> {
     let child = r.node;
+    let mut found = None;
     if r.arg_count() > 0 {
         let v = r.arg(ctx, 0);
         r.skip_args(usize::MAX);
@@ -355,7 +364,7 @@ fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
         Some(v) => {
             if let Some(s) = ctx.name_string(&v, "env") {
                 if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    t.request.api_key_env = Some(s);
+                    found = Some(s);
                 } else {
                     ctx.error(
                         v.span,
@@ -374,6 +383,7 @@ fn api_key_setting(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>, t: &mut Target) {
         ),
         None => {}
     }
+    found
 }
 
 /// `header "NAME" "VALUE"`, repeatable, kept in file order: a name that is an HTTP token and

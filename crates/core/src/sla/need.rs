@@ -80,6 +80,10 @@ pub fn fewest_to_pass(assertion: &Assertion, confidence: f64, build: Build) -> N
         (Metric::Latency(m), Some(Aggregation::Mean)) if m != LatencyMetric::SendLag => {
             return Need::Requests(crate::stats::MEAN_MIN_N);
         }
+        // A judged answer a request, at best; the judge's interval starts at this many.
+        (Metric::Count(CountMetric::JudgeScore), _) => {
+            return Need::Requests(crate::metrics::JUDGE_MIN_SCORED);
+        }
         _ => return Need::OnValue,
     };
     match found {

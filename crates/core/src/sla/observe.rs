@@ -149,6 +149,14 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
         CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
             metric: Metric::Count(metric),
         }),
+        CountMetric::JudgeScore => {
+            let m = Metric::Count(metric);
+            let q = stage.quality.as_ref();
+            match q.and_then(|q| q.judge.as_ref()) {
+                None => Err(Unobserved::NotChecked { metric: m }),
+                Some(j) => j.mean.ok_or(Unobserved::NoSamples { metric: m }),
+            }
+        }
         CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate => {
             let m = Metric::Count(metric);
             let Some(q) = &stage.quality else {
@@ -184,6 +192,7 @@ pub fn proportion_counts(metric: CountMetric, stage: &StageSummary) -> Option<(u
         | CountMetric::InputThroughput
         | CountMetric::RequestThroughput
         | CountMetric::GoodputRate
-        | CountMetric::InputsRate => None,
+        | CountMetric::InputsRate
+        | CountMetric::JudgeScore => None,
     }
 }

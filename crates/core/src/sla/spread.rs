@@ -67,11 +67,39 @@ pub fn spread_in(
             sent,
             confidence,
         ),
+        Metric::Count(CountMetric::JudgeScore) => judge_spread(stage, confidence),
         Metric::Count(c) if c.is_quality() => match super::observe::proportion_counts(c, stage) {
             Some((k, n)) => proportion(k, n, confidence),
             None => Spread::Point,
         },
         _ => Spread::Point,
+    }
+}
+
+/// `judge_score`'s Student-t interval on the judged sample's mean; too few below
+/// [`JUDGE_MIN_SCORED`](crate::metrics::JUDGE_MIN_SCORED) scores.
+fn judge_spread(stage: &StageSummary, confidence: f64) -> Spread {
+    let Some(j) = stage.quality.as_ref().and_then(|q| q.judge.as_ref()) else {
+        return Spread::Point;
+    };
+    match j.interval {
+        Some([low, high]) => Spread::Interval {
+            interval: VerdictInterval {
+                low,
+                high,
+                confidence,
+                across: Across::Requests,
+                sequential: false,
+            },
+            units: j.scored,
+        },
+        None => Spread::TooFew {
+            have: j.scored,
+            needed: crate::metrics::JUDGE_MIN_SCORED,
+            of: Across::Requests,
+            low: None,
+            high: None,
+        },
     }
 }
 

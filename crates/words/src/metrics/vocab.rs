@@ -34,10 +34,12 @@ pub enum CountMetric {
     RepetitionRate,
     /// Share of the checked answers with no answer text.
     EmptyRate,
+    /// The mean score an LLM judge gave a sample of the answers (`quality { judge … }`).
+    JudgeScore,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 10] = [
+    pub const ALL: [CountMetric; 11] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -48,6 +50,7 @@ impl CountMetric {
         CountMetric::Accuracy,
         CountMetric::RepetitionRate,
         CountMetric::EmptyRate,
+        CountMetric::JudgeScore,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -87,7 +90,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 10] = {
+const COUNT_DEFS: [MetricDef; 11] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -198,6 +201,18 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 Higher,
                 C::Answers,
                 "1%",
+            )
+        },
+        MetricDef {
+            scope: ApiScope::Generated,
+            ..counted(
+                "judge_score",
+                "judge score",
+                "quality.judge.mean",
+                K::Number,
+                Lower,
+                C::Answers,
+                "4",
             )
         },
     ]

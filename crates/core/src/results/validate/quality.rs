@@ -50,6 +50,9 @@ impl Checker {
                 );
             }
         }
+        if let Some(j) = &q.judge {
+            self.judge(&format!("{at}.judge"), j);
+        }
         if let Some(name) = &q.scorer
             && !SCORERS.contains(&name.as_str())
         {
@@ -58,6 +61,50 @@ impl Checker {
                 super::json(name),
                 "not a scorer's name",
             );
+        }
+    }
+
+    /// The judge's figures: a scale a judge can use, one count per score, their sum the
+    /// scored answers, scored and failed of those sampled, a mean and interval on the scale.
+    fn judge(&mut self, at: &str, j: &crate::metrics::JudgeTally) {
+        if !(2..=100).contains(&j.scale) {
+            self.fail(
+                format!("{at}.scale"),
+                j.scale,
+                "a judge's scale runs 2..=100",
+            );
+            return;
+        }
+        if j.counts.len() > j.scale as usize {
+            self.fail(
+                format!("{at}.counts"),
+                j.counts.len(),
+                "more scores than the scale",
+            );
+        }
+        let sum = j.counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
+        if sum != j.scored {
+            self.fail(format!("{at}.scored"), j.scored, "not the sum of counts");
+        }
+        for (name, n) in [("calls", j.calls), ("cache_hits", j.cache_hits)] {
+            self.count(&format!("{at}.{name}"), n);
+        }
+        let judged = j.scored.saturating_add(j.failures);
+        self.at_most(
+            &format!("{at}.scored"),
+            judged,
+            j.sampled,
+            "the answers sampled",
+        );
+        let top = f64::from(j.scale);
+        let on_scale = |v: f64| (1.0..=top).contains(&v);
+        for (name, v) in [("mean", j.mean), ("interval[0]", j.interval.map(|i| i[0]))]
+            .into_iter()
+            .chain([("interval[1]", j.interval.map(|i| i[1]))])
+        {
+            if let Some(v) = v.filter(|&v| !on_scale(v)) {
+                self.fail(format!("{at}.{name}"), v, "off the judge's scale");
+            }
         }
     }
 }

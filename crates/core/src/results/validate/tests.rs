@@ -304,3 +304,27 @@ fn quality_counts_past_their_parts_are_refused() {
         assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
     }
 }
+
+#[test]
+fn judge_figures_off_their_scale_or_sum_are_refused() {
+    let e = broken(|r| {
+        r.stages[0].quality = Some(crate::metrics::Quality {
+            judge: Some(crate::metrics::JudgeTally {
+                scale: 5,
+                sampled: 3,
+                counts: vec![1, 0, 0, 0, 2, 7],
+                scored: 4,
+                mean: Some(6.5),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    });
+    for field in [
+        "quality.judge.counts",
+        "quality.judge.scored = 4",
+        "quality.judge.mean",
+    ] {
+        assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
+    }
+}

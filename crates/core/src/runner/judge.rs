@@ -1,0 +1,344 @@
+//! The LLM judge of a stage's answers (`quality { judge { … } }`, docs/quality.md): while the
+//! stage runs, a bounded sample of its answers is kept (`JudgePool`, the `sample` answers
+//! whose seeded key is smallest, so memory stays bounded in run length and the draw does not
+//! depend on completion order); once every request of the stage has ended, the sample is
+//! judged at the judge's own bounded concurrency, so the judge never loads the client under
+//! test. Scores are cached by a hash of (judge model, rubric, scale, prompt, answer,
+//! reference) in a JSONL file, so a rerun pays only for what it has not judged.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::dataset::{JudgeSpec, cache_key, clip_judged, judge_body, parse_score};
+use crate::metrics::JudgeTally;
+
+/// The most of a judge's answer read: a score is a line; a judge that sends megabytes is a
+/// failure, not a memory cost.
+const MAX_JUDGE_REPLY_BYTES: usize = 1 << 20;
+
+/// The most of a cache file read; past it the cache is not used (and a warning says so).
+const MAX_CACHE_BYTES: u64 = 64 << 20;
+
+/// One answer kept for the judge.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Sample {
+    key: u64,
+    prompt: String,
+    answer: String,
+    reference: Option<String>,
+}
+
+/// A stage round's answers kept for the judge: at most `spec.sample`.
+pub(super) struct JudgePool {
+    pub(super) spec: JudgeSpec,
+    seed: u64,
+    offered: AtomicU64,
+    kept: Mutex<BinaryHeap<Sample>>,
+}
+
+impl JudgePool {
+    pub(super) fn new(spec: JudgeSpec, seed: u64) -> Self {
+        JudgePool {
+            spec,
+            seed,
+            offered: AtomicU64::new(0),
+            kept: Mutex::new(BinaryHeap::new()),
+        }
+    }
+
+    /// The pool of answers for `stage`'s judge, when its data set has one; none for the
+    /// warm-up, whose answers are not the stage's.
+    pub(super) fn for_stage(
+        plan: &crate::plan::Plan,
+        stage: &crate::plan::StagePlan,
+        round: u32,
+    ) -> Option<std::sync::Arc<JudgePool>> {
+        if plan.warmup.as_ref().is_some_and(|w| w == stage) {
+            return None;
+        }
+        let spec = plan
+            .datasets
+            .get(stage.dataset)?
+            .quality
+            .as_ref()?
+            .judge
+            .clone()?;
+        let seed = stage.seed ^ u64::from(round).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        Some(std::sync::Arc::new(JudgePool::new(spec, seed)))
+    }
+
+    /// Offers request `index`'s answer: kept when its seeded key is among the `sample`
+    /// smallest so far. Copies (64 KiB at most of each text) only what is kept.
+    pub(super) fn offer(&self, index: u64, prompt: &str, answer: &str, reference: Option<&str>) {
+        self.offered.fetch_add(1, Ordering::Relaxed);
+        let key = splitmix(self.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        let full = kept.len() >= self.spec.sample as usize;
+        if full && kept.peek().is_some_and(|top| top.key <= key) {
+            return;
+        }
+        kept.push(Sample {
+            key,
+            prompt: clip_judged(prompt).to_owned(),
+            answer: clip_judged(answer).to_owned(),
+            reference: reference
+                .filter(|_| self.spec.with_reference)
+                .map(|r| clip_judged(r).to_owned()),
+        });
+        if full {
+            kept.pop();
+        }
+    }
+
+    fn take(&self) -> Vec<Sample> {
+        let kept = match self.kept.lock() {
+            Ok(mut k) => std::mem::take(&mut *k),
+            Err(_) => return Vec::new(),
+        };
+        // Judged in key order: the same sample, the same order, run after run.
+        let mut v = kept.into_vec();
+        v.sort_by_key(|s| s.key);
+        v
+    }
+}
+
+fn splitmix(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// What one judge call gave.
+struct Reply {
+    score: Option<u32>,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// Judges the pool's sample against `base` (the judge's API base, `sim` already resolved to
+/// the embedded simulator's). Never fails: what could not be judged is counted in `failures`.
+pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
+    let spec = &pool.spec;
+    let samples = pool.take();
+    let mut tally = JudgeTally {
+        model: spec.model.clone(),
+        scale: spec.scale,
+        sampled: samples.len() as u64,
+        counts: vec![0; spec.scale as usize],
+        ..JudgeTally::default()
+    };
+    let cache_path = spec.cache_path.as_deref();
+    let cache = cache_path.map(load_cache).unwrap_or_default();
+    let mut todo = Vec::new();
+    for s in &samples {
+        let key = cache_key(spec, &s.prompt, &s.answer, s.reference.as_deref());
+        match cache.get(&key) {
+            Some(&k) if (1..=spec.scale).contains(&k) => {
+                tally.cache_hits += 1;
+                tally.score(k);
+            }
+            _ => todo.push((key, s)),
+        }
+    }
+    let http = match client(spec) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!("the judge's HTTP client: {e}");
+            tally.failures += todo.len() as u64;
+            return tally;
+        }
+    };
+    let url = crate::protocol::join(base, "/chat/completions");
+    let key = spec
+        .api_key_env
+        .as_ref()
+        .and_then(|v| std::env::var(v).ok());
+    let replies: Vec<(String, Reply)> = futures_util::stream::iter(todo)
+        .map(|(k, s)| {
+            let body = judge_body(spec, &s.prompt, &s.answer, s.reference.as_deref());
+            let (http, url, api_key) = (&http, &url, key.as_deref());
+            async move { (k, call(http, url, api_key, &body, spec.scale).await) }
+        })
+        .buffer_unordered(spec.concurrency.max(1) as usize)
+        .collect()
+        .await;
+    let mut fresh = Vec::new();
+    for (k, r) in replies {
+        tally.calls += 1;
+        tally.prompt_tokens += r.prompt_tokens;
+        tally.completion_tokens += r.completion_tokens;
+        match r.score {
+            Some(score) => {
+                tally.score(score);
+                fresh.push((k, score));
+            }
+            None => tally.failures += 1,
+        }
+    }
+    if let (Some(path), false) = (cache_path, fresh.is_empty())
+        && let Err(e) = append_cache(path, &fresh)
+    {
+        tracing::warn!("the judge cache {}: {e}", path.display());
+    }
+    tally
+}
+
+fn client(spec: &JudgeSpec) -> reqwest::Result<reqwest::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(spec.timeout_ms))
+        .connect_timeout(std::time::Duration::from_millis(spec.timeout_ms))
+        .build()
+}
+
+/// One judge call: its score (`None` on any failure) and the tokens it reported.
+async fn call(
+    http: &reqwest::Client,
+    url: &str,
+    api_key: Option<&str>,
+    body: &Value,
+    scale: u32,
+) -> Reply {
+    let failed = Reply {
+        score: None,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+    };
+    let mut req = http.post(url).json(body);
+    if let Some(k) = api_key {
+        req = req.bearer_auth(k);
+    }
+    let Ok(mut resp) = req.send().await else {
+        return failed;
+    };
+    if !resp.status().is_success() {
+        return failed;
+    }
+    let mut bytes = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) if bytes.len() + c.len() <= MAX_JUDGE_REPLY_BYTES => {
+                bytes.extend_from_slice(&c)
+            }
+            Ok(None) => break,
+            _ => return failed,
+        }
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        return failed;
+    };
+    let usage = |k: &str| v["usage"][k].as_u64().unwrap_or(0);
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap_or("");
+    Reply {
+        score: parse_score(text, scale),
+        prompt_tokens: usage("prompt_tokens"),
+        completion_tokens: usage("completion_tokens"),
+    }
+}
+
+/// The cache's scores by key; a missing file is an empty cache, a malformed line is skipped.
+fn load_cache(path: &Path) -> HashMap<String, u32> {
+    let text = match crate::files::read_regular_text(path, MAX_CACHE_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return HashMap::new(),
+        Err(e) => {
+            tracing::warn!("the judge cache {} is not used: {e}", path.display());
+            return HashMap::new();
+        }
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let key = v["key"].as_str()?.to_owned();
+            let score = u32::try_from(v["score"].as_u64()?).ok()?;
+            Some((key, score))
+        })
+        .collect()
+}
+
+/// Appends new scores to the cache, one JSON object a line (`{"key": …, "score": K}`).
+fn append_cache(path: &Path, fresh: &[(String, u32)]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = String::new();
+    for (key, score) in fresh {
+        text.push_str(&serde_json::json!({"key": key, "score": score}).to_string());
+        text.push('\n');
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(sample: u32) -> JudgeSpec {
+        JudgeSpec {
+            url: "sim".into(),
+            model: "j".into(),
+            api_key_env: None,
+            rubric: "r".into(),
+            scale: 5,
+            concurrency: 2,
+            timeout_ms: 1000,
+            with_reference: true,
+            sample,
+            cache: String::new(),
+            cache_path: None,
+        }
+    }
+
+    #[test]
+    fn the_smallest_sample_can_decide_the_judge_score() {
+        assert_eq!(
+            crate::dataset::MIN_JUDGE_SAMPLE,
+            crate::metrics::JUDGE_MIN_SCORED
+        );
+    }
+
+    #[test]
+    fn judge_pool_keeps_a_bounded_seeded_sample() {
+        let pool = JudgePool::new(spec(10), 7);
+        for i in 0..1000 {
+            pool.offer(i, "q", &"x".repeat(100), Some("r"));
+        }
+        let kept: Vec<u64> = pool.take().iter().map(|s| s.key).collect();
+        assert_eq!(kept.len(), 10);
+        // The same answers offered in another order keep the same sample.
+        let again = JudgePool::new(spec(10), 7);
+        for i in (0..1000).rev() {
+            again.offer(i, "q", "x", None);
+        }
+        let other: Vec<u64> = again.take().iter().map(|s| s.key).collect();
+        assert_eq!(kept, other);
+    }
+
+    #[test]
+    fn judge_cache_round_trips_and_skips_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/cache.jsonl");
+        append_cache(&path, &[("a".into(), 3), ("b".into(), 5)]).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"not json\n{\"key\":1}\n").unwrap();
+        let c = load_cache(&path);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get("b"), Some(&5));
+        assert!(load_cache(&dir.path().join("none")).is_empty());
+    }
+}
