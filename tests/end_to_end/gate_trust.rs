@@ -219,7 +219,12 @@ fn steal_without_a_measured_effect_is_a_note_and_erases_nothing() {
         let (fail, pass, ttft) = (&r["sla"][0], &r["sla"][1], &r["sla"][2]);
         assert_eq!(fail["outcome"], "fail", "{name}: {fail}");
         for v in [pass, ttft] {
-            assert_eq!(v["outcome"], "pass", "{name}: {v}");
+            // A busy machine may hold the closed loop's clients idle between a fast 503 and
+            // the next send: a measured effect, which may leave a pass undecided. The steal
+            // never does.
+            let by_effect = v["outcome"] == "inconclusive"
+                && effects.contains(&v["basis"]["flag"].as_str().unwrap_or_default());
+            assert!(v["outcome"] == "pass" || by_effect, "{name}: {v}");
         }
         if stage["validity"]["trusted"] == true {
             for v in [fail, pass, ttft] {
