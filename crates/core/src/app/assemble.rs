@@ -22,6 +22,16 @@ pub(super) fn assemble(
     let mut verdicts = sla::judge_run(&plan.sla, &output.stages, &output.searches, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
     verdicts.extend(sla::priority_inversions(&output.stages, &cx));
+    // The configurations are ranked on the gate's verdicts on their stages; the `best.`
+    // assertions are then judged on the ranking and gate the run with the rest.
+    let run = sla::RunFacts {
+        stages: &output.stages,
+        searches: &output.searches,
+        verdicts: &verdicts,
+    };
+    let configs = sla::rank_configs(&plan.sla, run, &cx);
+    let best = sla::judge_best(&plan.sla, run, &cx);
+    verdicts.extend(best);
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = !matches!(output.stop, Stop::Completed);
     let error = match &output.stop {
@@ -66,5 +76,6 @@ pub(super) fn assemble(
         searches: output.searches.clone(),
         provenance: None,
         shards: None,
+        configs,
     }
 }
