@@ -22,16 +22,6 @@ pub(super) fn assemble(
     let mut verdicts = sla::judge_run(&plan.sla, &output.stages, &output.searches, &cx);
     verdicts.extend(sla::nothing_measured(&output.stages));
     verdicts.extend(sla::priority_inversions(&output.stages, &cx));
-    // The configurations are ranked on the gate's verdicts on their stages; the `best.`
-    // assertions are then judged on the ranking and gate the run with the rest.
-    let run = sla::RunFacts {
-        stages: &output.stages,
-        searches: &output.searches,
-        verdicts: &verdicts,
-    };
-    let configs = sla::rank_configs(&plan.sla, run, &cx);
-    let best = sla::judge_best(&plan.sla, run, &cx);
-    verdicts.extend(best);
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = !matches!(output.stop, Stop::Completed);
     let error = match &output.stop {
@@ -76,6 +66,36 @@ pub(super) fn assemble(
         searches: output.searches.clone(),
         provenance: None,
         shards: None,
-        configs,
+        configs: None,
     }
+}
+
+/// Ranks the server's configurations (once each stage records the server it ran on) and
+/// judges the `best.` assertions on the ranking: their verdicts join the gate's, which is
+/// judged again; a run already failed stays failed.
+pub(super) fn rank_configs(
+    results: &mut Results,
+    plan: &Plan,
+    cx: &sla::Context<'_>,
+    policy: SlaPolicy,
+) {
+    let cx = sla::Context {
+        telemetry: results.telemetry.as_ref(),
+        ..*cx
+    };
+    let run = sla::RunFacts {
+        stages: &results.stages,
+        searches: &results.searches,
+        verdicts: &results.sla,
+    };
+    let configs = sla::rank_configs(&plan.sla, run, &cx);
+    let best = sla::judge_best(&plan.sla, run, &cx);
+    results.configs = configs;
+    if best.is_empty() {
+        return;
+    }
+    results.sla.extend(best);
+    let gate = sla::gate(&results.sla, policy.inconclusive);
+    results.passed = results.passed && gate.outcome == SlaOutcome::Pass;
+    results.outcome = gate.outcome;
 }

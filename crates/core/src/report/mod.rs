@@ -3,6 +3,7 @@
 
 mod attribution;
 mod compare;
+mod configs;
 mod compare_render;
 mod compare_urls;
 mod csv;
@@ -37,6 +38,7 @@ mod write;
 
 pub use attribution::AttributionRow;
 pub use compare::*;
+pub use configs::{CONFIGS_PLOT, ConfigViewRow, ConfigsView, configs_svg, configs_view};
 pub use compare_render::{render_compare_markdown, render_compare_text};
 pub use compare_urls::{UrlComparison, UrlFigure, compare_urls};
 pub use csv::stages_csv;

@@ -364,7 +364,7 @@ fn why(by: Metric, best: Option<&str>, separated: Option<bool>, rows: &[ConfigRo
         if decided == 1 { "" } else { "s" }
     );
     match separated {
-        Some(true) => format!("{base}; apart from the runner-up (the intervals do not overlap)"),
+        Some(true) => format!("{base}, separated from the runner-up"),
         Some(false) => format!(
             "{base}, but not separated from the runner-up: their intervals overlap, so the data \
              does not show it is better"
