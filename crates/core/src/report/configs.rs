@@ -233,7 +233,8 @@ mod tests {
         assert!(svg.contains("&lt;b&gt;") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains("data-name=\"Pareto front\""), "{svg}");
         let v = configs_view(&r).unwrap();
-        assert!(v.not_separated && v.rows[0].best && v.rows[0].startup == "1.5 s");
+        assert!(v.not_separated && v.rows[0].best, "{v:?}");
+        assert!(v.rows[0].startup.starts_with("1.5") && v.rows[0].startup.ends_with(" s"));
         assert_eq!(v.by, "goodput_rate (req/s)");
     }
 }
