@@ -34,10 +34,13 @@ pub enum CountMetric {
     RepetitionRate,
     /// Share of the checked answers with no answer text.
     EmptyRate,
+    /// The start-up time of the server the stage ran on (a `server` block's start: from the
+    /// start to ready).
+    ServerStartup,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 10] = [
+    pub const ALL: [CountMetric; 11] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -48,6 +51,7 @@ impl CountMetric {
         CountMetric::Accuracy,
         CountMetric::RepetitionRate,
         CountMetric::EmptyRate,
+        CountMetric::ServerStartup,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -87,7 +91,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 10] = {
+const COUNT_DEFS: [MetricDef; 11] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -200,6 +204,17 @@ const COUNT_DEFS: [MetricDef; 10] = {
                 "1%",
             )
         },
+        // Measured by infermeter from the server's start to ready, before any request: the
+        // client's pace cannot touch it.
+        counted(
+            "server_startup",
+            "server start-up",
+            "stages[].server.startup_ms",
+            K::Latency,
+            Higher,
+            C::LoadOnly,
+            "60s",
+        ),
     ]
 };
 
