@@ -38,7 +38,12 @@ fn scenario(dir: &Path, port: u16, sla: &str) -> std::path::PathBuf {
 
 fn run(path: &Path, out: &Path) -> std::process::Output {
     crate::support::command()
-        .args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .args(["--untrusted", "judge"])
         .output()
         .unwrap()

@@ -137,7 +137,13 @@ fn startup_verdicts(results: &Results, cx: &sla::Context<'_>) -> Vec<(usize, sla
             });
         }
         let judged = sla::judge_one(&v.assertion, &on, cx);
-        out.push((i, sla::SlaVerdict { gates: v.gates, ..judged }));
+        out.push((
+            i,
+            sla::SlaVerdict {
+                gates: v.gates,
+                ..judged
+            },
+        ));
     }
     out
 }

@@ -474,20 +474,10 @@ impl StageAggregator {
         let latency = Latency::from_fn(|m| {
             metric_dist(m, self.histogram(m), rules.confidence, self.counts.ok)
         });
-        let errors = if counts.errors.is_empty() {
-            "no error recorded".to_string()
-        } else {
-            counts
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let (validity, cause_notes) = validity::judge(
             &validity::Inputs {
                 requests: &counts,
-                errors,
+                errors: error_list(&counts),
                 tokens: &tokens,
                 ttft: &latency[if self.whole {
                     LatencyMetric::E2e
@@ -570,3 +560,16 @@ impl StageAggregator {
 #[cfg(test)]
 #[path = "aggregate_tests.rs"]
 mod tests;
+
+/// The stage's errors by kind, for the validity judgement's words.
+fn error_list(counts: &RequestCounts) -> String {
+    if counts.errors.is_empty() {
+        return "no error recorded".to_string();
+    }
+    counts
+        .errors
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -42,12 +42,12 @@ pub(super) fn cross(
                 if !a.assertion.best && scenario.stages.iter().any(|s| &s.name.value == stage) =>
             {
                 names
-                .iter()
-                .map(|c| ScopedAssertion {
-                    stage: Some(format!("{stage}@{c}")),
-                    ..a.clone()
-                })
-                .collect()
+                    .iter()
+                    .map(|c| ScopedAssertion {
+                        stage: Some(format!("{stage}@{c}")),
+                        ..a.clone()
+                    })
+                    .collect()
             }
             _ => vec![a],
         })

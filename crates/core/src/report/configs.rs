@@ -7,9 +7,9 @@
 use serde::Serialize;
 
 use super::numbers::num;
+use super::svg::Scale;
 use super::svg::canvas::{Axis, Doc, LegendEntry, Rect};
 use super::svg::style::series;
-use super::svg::Scale;
 use crate::metrics::Metric;
 use crate::results::Results;
 use crate::sla::{ConfigRanking, ConfigRow, SlaOutcome};
@@ -166,12 +166,9 @@ pub fn configs_svg(results: &Results) -> Option<String> {
     ];
     let top = doc.legend(34.0, &legend);
     doc.set_height(top + 360.0);
-    let fold = |f: fn(f64, f64) -> f64, init: f64, pick: &dyn Fn(&(&ConfigRow, f64, f64, f64)) -> f64| {
-        rows.iter().map(pick).fold(init, f)
-    };
-    let t_hi = fold(f64::max, 0.0, &|r| r.1);
-    let l_lo = fold(f64::min, f64::INFINITY, &|r| r.2);
-    let l_hi = fold(f64::max, 0.0, &|r| r.3);
+    let t_hi = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+    let l_lo = rows.iter().map(|r| r.2).fold(f64::INFINITY, f64::min);
+    let l_hi = rows.iter().map(|r| r.3).fold(0.0, f64::max);
     let x = Axis::new(Scale::linear(0.0, t_hi * 1.1, true), "throughput (req/s)");
     let y = Axis::new(Scale::auto(l_lo * 0.8, l_hi * 1.25), "E2E latency (ms)");
     let outer = Rect {
@@ -189,8 +186,22 @@ pub fn configs_svg(results: &Results) -> Option<String> {
     on_front.sort_by(|a, b| a.0.total_cmp(&b.0));
     doc.series(&panel, "Pareto front", "", front, &on_front, 0);
     for (r, t, l50, l95) in &rows {
-        doc.series(&panel, &format!("{} p95", r.config), "", p95, &[(*t, *l95)], 1);
-        doc.series(&panel, &format!("{} p50", r.config), "", p50, &[(*t, *l50)], 1);
+        doc.series(
+            &panel,
+            &format!("{} p95", r.config),
+            "",
+            p95,
+            &[(*t, *l95)],
+            1,
+        );
+        doc.series(
+            &panel,
+            &format!("{} p50", r.config),
+            "",
+            p50,
+            &[(*t, *l50)],
+            1,
+        );
         let mark = if r.pareto { " ◆" } else { "" };
         doc.point_label(&panel, *t, *l95, &format!("{}{mark}", r.config), p95.color);
     }
@@ -217,10 +228,9 @@ mod tests {
             pareto,
             note: None,
         };
-        let mut r: Results = serde_json::from_str(include_str!(
-            "../../../../tests/data/results/current.json"
-        ))
-        .unwrap();
+        let mut r: Results =
+            serde_json::from_str(include_str!("../../../../tests/data/results/current.json"))
+                .unwrap();
         r.configs = Some(ConfigRanking {
             by: "goodput_rate".into(),
             stage: "chat".into(),

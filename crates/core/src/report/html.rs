@@ -96,7 +96,10 @@ pub fn render_html(
     // The configurations' plot is the page's only (no file of its own): its rows are one
     // run's, read beside the table.
     if let Some(svg) = super::configs_svg(results) {
-        svgs.insert(super::CONFIGS_PLOT.to_string(), Value::from_safe_string(svg));
+        svgs.insert(
+            super::CONFIGS_PLOT.to_string(),
+            Value::from_safe_string(svg),
+        );
     }
     let view = build_view(results, &names);
     // Telemetry's server plot of each stage that has one, shown with the stage.

@@ -3,9 +3,9 @@
 
 mod attribution;
 mod compare;
-mod configs;
 mod compare_render;
 mod compare_urls;
+mod configs;
 mod csv;
 mod distribution;
 mod error;
@@ -38,9 +38,9 @@ mod write;
 
 pub use attribution::AttributionRow;
 pub use compare::*;
-pub use configs::{CONFIGS_PLOT, ConfigViewRow, ConfigsView, configs_svg, configs_view};
 pub use compare_render::{render_compare_markdown, render_compare_text};
 pub use compare_urls::{UrlComparison, UrlFigure, compare_urls};
+pub use configs::{CONFIGS_PLOT, ConfigViewRow, ConfigsView, configs_svg, configs_view};
 pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;

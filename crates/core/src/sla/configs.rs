@@ -152,10 +152,7 @@ pub fn rank_by(
         Some(s) => s.to_string(),
         None => source_stage(by, first, run.stages)?,
     };
-    let mut rows: Vec<ConfigRow> = names
-        .iter()
-        .map(|c| row(by, &base, c, run, cx))
-        .collect();
+    let mut rows: Vec<ConfigRow> = names.iter().map(|c| row(by, &base, c, run, cx)).collect();
     mark_pareto(&mut rows);
     let (best, separated) = winner(&rows);
     let why = why(by, best.as_deref(), separated, &rows);
@@ -257,7 +254,11 @@ fn row(by: Metric, base: &str, config: &str, run: RunFacts<'_>, cx: &Context<'_>
     };
     if let Some(stage) = shown {
         r.throughput = Some(stage.throughput.requests_per_s);
-        if let Some(d) = stage.latency.get(LatencyMetric::E2e).filter(|d| d.count > 0) {
+        if let Some(d) = stage
+            .latency
+            .get(LatencyMetric::E2e)
+            .filter(|d| d.count > 0)
+        {
             r.e2e_p50_ms = Some(d.get(super::grammar::Aggregation::Percentile(Percentile::P50)));
             r.e2e_p95_ms = Some(d.get(super::grammar::Aggregation::Percentile(Percentile::P95)));
         }
@@ -281,7 +282,11 @@ fn probe(by: Metric) -> Assertion {
 
 /// The point of a curve whose load is its answer: where the configuration's throughput and
 /// latency are read for the plane.
-fn answer_point<'a>(group: &str, load: f64, stages: &'a [StageSummary]) -> Option<&'a StageSummary> {
+fn answer_point<'a>(
+    group: &str,
+    load: f64,
+    stages: &'a [StageSummary],
+) -> Option<&'a StageSummary> {
     stages.iter().rev().find(|s| {
         s.profile
             .as_ref()
@@ -292,7 +297,10 @@ fn answer_point<'a>(group: &str, load: f64, stages: &'a [StageSummary]) -> Optio
 fn combined(verdicts: &[SlaVerdict]) -> SlaOutcome {
     if verdicts.iter().any(|v| v.outcome == SlaOutcome::Fail) {
         SlaOutcome::Fail
-    } else if verdicts.iter().any(|v| v.outcome == SlaOutcome::Inconclusive) {
+    } else if verdicts
+        .iter()
+        .any(|v| v.outcome == SlaOutcome::Inconclusive)
+    {
         SlaOutcome::Inconclusive
     } else {
         SlaOutcome::Pass
@@ -301,7 +309,12 @@ fn combined(verdicts: &[SlaVerdict]) -> SlaOutcome {
 
 /// The start-up time of the configuration's server: of its first stage that started it.
 fn startup_ms(config: &str, stages: &[StageSummary]) -> Option<f64> {
-    let of = || stages.iter().filter_map(|s| s.server.as_ref()).filter(|s| s.config == config);
+    let of = || {
+        stages
+            .iter()
+            .filter_map(|s| s.server.as_ref())
+            .filter(|s| s.config == config)
+    };
     of().find(|s| s.restarted)
         .or_else(|| of().next())
         .map(|s| s.startup_ms)
@@ -313,7 +326,11 @@ fn winner(rows: &[ConfigRow]) -> (Option<String>, Option<bool>) {
         .iter()
         .filter(|r| r.decided && r.figure.is_some())
         .collect();
-    decided.sort_by(|a, b| b.figure.partial_cmp(&a.figure).unwrap_or(std::cmp::Ordering::Equal));
+    decided.sort_by(|a, b| {
+        b.figure
+            .partial_cmp(&a.figure)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let Some(best) = decided.first() else {
         return (None, None);
     };
@@ -425,7 +442,8 @@ fn best_verdict(a: &Assertion, ranking: Option<&ConfigRanking>) -> SlaVerdict {
         .and_then(|b| ranking.rows.iter().find(|r| &r.config == b));
     let could = ranking.rows.iter().any(|r| {
         r.verdict == SlaOutcome::Inconclusive
-            && r.bounds().is_some_and(|(_, high)| a.op.holds(high, threshold))
+            && r.bounds()
+                .is_some_and(|(_, high)| a.op.holds(high, threshold))
     });
     let outcome = match best.and_then(|r| r.bounds().map(|b| (r, b))) {
         Some((r, (low, high))) => {
@@ -449,7 +467,12 @@ fn best_verdict(a: &Assertion, ranking: Option<&ConfigRanking>) -> SlaVerdict {
         None => {
             v.unobserved = true;
             v.note = Some(ranking.why.clone());
-            if could || ranking.rows.iter().any(|r| r.verdict == SlaOutcome::Inconclusive) {
+            if could
+                || ranking
+                    .rows
+                    .iter()
+                    .any(|r| r.verdict == SlaOutcome::Inconclusive)
+            {
                 SlaOutcome::Inconclusive
             } else {
                 SlaOutcome::Fail
@@ -504,11 +527,19 @@ mod tests {
         assert_eq!(best.as_deref(), Some("c"));
         // c [10.5, 13.5] overlaps a [9, 11].
         assert_eq!(separated, Some(false));
-        let why = why(Metric::from_name("goodput_rate").unwrap(), best.as_deref(), separated, &rows);
+        let why = why(
+            Metric::from_name("goodput_rate").unwrap(),
+            best.as_deref(),
+            separated,
+            &rows,
+        );
         assert!(why.contains("not separated"), "{why}");
         let apart = [row("a", 10.0, 1.0, Pass), row("c", 20.0, 1.0, Pass)];
         assert_eq!(winner(&apart), (Some("c".into()), Some(true)));
-        assert_eq!(winner(&[row("a", 10.0, 0.0, Pass)]), (Some("a".into()), None));
+        assert_eq!(
+            winner(&[row("a", 10.0, 0.0, Pass)]),
+            (Some("a".into()), None)
+        );
         let none = [row("b", 50.0, 1.0, Inconclusive), row("d", 9.0, 0.0, Fail)];
         assert_eq!(winner(&none), (None, None));
         assert!(why_none(&none).contains("never called best"));
@@ -553,14 +584,20 @@ mod tests {
         assert_eq!(outcome("best.goodput_rate > 30/s", &r), Fail);
         assert_eq!(outcome("best.goodput_rate > 19/s", &r), Inconclusive);
         // An undecided configuration that could still meet it leaves a failure open.
-        let open = ranking(vec![row("c", 20.0, 2.0, Pass), row("u", 40.0, 5.0, Inconclusive)]);
+        let open = ranking(vec![
+            row("c", 20.0, 2.0, Pass),
+            row("u", 40.0, 5.0, Inconclusive),
+        ]);
         assert_eq!(outcome("best.goodput_rate > 30/s", &open), Inconclusive);
         // No decided configuration: undecided while one is, failed otherwise.
         let none = ranking(vec![row("u", 40.0, 5.0, Inconclusive)]);
         assert_eq!(outcome("best.goodput_rate > 1/s", &none), Inconclusive);
         let failed = ranking(vec![row("f", 40.0, 5.0, Fail)]);
         assert_eq!(outcome("best.goodput_rate > 1/s", &failed), Fail);
-        assert_eq!(best_verdict(&a("best.goodput_rate > 1/s"), None).outcome, Fail);
+        assert_eq!(
+            best_verdict(&a("best.goodput_rate > 1/s"), None).outcome,
+            Fail
+        );
     }
 
     #[test]

@@ -151,13 +151,15 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
         CountMetric::RequestThroughput => Ok(t.requests_per_s),
         CountMetric::OutputThroughput => Ok(t.output_tokens_per_s),
         CountMetric::InputThroughput => Ok(t.input_tokens_per_s),
-        CountMetric::ServerStartup => stage
-            .server
-            .as_ref()
-            .map(|s| s.startup_ms)
-            .ok_or_else(|| Unobserved::NoServer {
-                stage: stage.name.clone(),
-            }),
+        CountMetric::ServerStartup => {
+            stage
+                .server
+                .as_ref()
+                .map(|s| s.startup_ms)
+                .ok_or_else(|| Unobserved::NoServer {
+                    stage: stage.name.clone(),
+                })
+        }
         CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
             metric: Metric::Count(metric),
         }),

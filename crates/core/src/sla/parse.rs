@@ -89,7 +89,9 @@ fn check_best(metric: Metric, at: usize, end: usize) -> Result<(), SlaError> {
         format!("`best.{metric}` is not a figure configurations are ranked by"),
         format!(
             "figures: {}",
-            super::grammar::BEST_FIGURES.map(|f| format!("best.{f}")).join(", ")
+            super::grammar::BEST_FIGURES
+                .map(|f| format!("best.{f}"))
+                .join(", ")
         ),
     ))
 }
