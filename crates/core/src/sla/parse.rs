@@ -3,7 +3,7 @@
 //! shift the span to the file position and show it under the text.
 //!
 //! ```text
-//! assertion   ::= ws metric_ref ws op ws rhs ws EOF
+//! assertion   ::= ws ( "best." )? metric_ref ws op ws rhs ws EOF  ; best.: on the best configuration
 //! metric_ref  ::= METRIC ( "." aggregation )? selectors?  ; aggregation required iff METRIC is a latency
 //! selectors   ::= "[" selector ( "," selector )* "]"
 //! selector    ::= "window" "=" ( "steady" | "stage" )    ; once; not on ITL, telemetry or curves
