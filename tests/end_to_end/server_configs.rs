@@ -134,3 +134,56 @@ fn server_configs_best_assertion_fails_and_an_undecided_config_is_never_best() {
         .unwrap();
     assert_eq!(best["outcome"], "inconclusive", "{best}");
 }
+
+/// A search crossed with the configurations: each one's figure is its answer, the gate's
+/// verdict on it decides whether it may win, and a configuration left undecided never does.
+#[test]
+fn server_configs_rank_a_search_by_its_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let path = crate::support::scenario(
+        dir.path(),
+        "search.kdl",
+        &format!(
+            "target \"http://127.0.0.1:{port}/v1\" {{ model \"sim-model\"; timeout \"30s\"; }}\n\
+             server {{\n\
+               command \"infermeter\" \"sim\" \"--listen\" \"127.0.0.1:{port}\" \"--model\" \
+               \"sim-model\" \"--decode-base\" \"10ms\" \"--decode-per-seq\" \"0ms\" \
+               \"--prefill-per-token\" \"0us\"\n\
+               timeout \"60s\"\n\
+               config \"mr2\" {{ args \"--max-running\" \"2\"; }}\n\
+               config \"mr8\" {{ args \"--max-running\" \"8\"; }}\n\
+             }}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 32; output-tokens 16; }} }}\n\
+             stage \"capacity\" {{\n\
+               dataset \"d\"\n\
+               search {{ rate from=5 to=80; tolerance \"25%\"; max-probes 5; max-time \"1m\"; \
+               probe \"3s\"; }}\n\
+               sla {{ assert \"ttft.p95 < 300ms\"; }}\n\
+             }}\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        describe(&o)
+    );
+    let r = results(&out);
+    let c = &r["configs"];
+    assert_eq!(c["by"], "sla_max_rate", "{c}");
+    assert_eq!(c["stage"], "capacity", "{c}");
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{c}");
+    for row in rows {
+        let is_best = c["best"] == row["config"];
+        if is_best {
+            assert_eq!(row["verdict"], "pass", "{c}");
+            assert_eq!(row["decided"], true, "{c}");
+        }
+        if row["verdict"] == "inconclusive" {
+            assert!(!is_best, "an undecided configuration was called best: {c}");
+        }
+    }
+}
