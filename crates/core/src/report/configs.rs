@@ -246,5 +246,15 @@ mod tests {
         assert!(v.not_separated && v.rows[0].best, "{v:?}");
         assert!(v.rows[0].startup.starts_with("1.5") && v.rows[0].startup.ends_with(" s"));
         assert_eq!(v.by, "goodput_rate (req/s)");
+        // A name from a results file is escaped for each output.
+        let md = crate::report::render_markdown(&r, None).unwrap();
+        assert!(
+            md.contains("### Configurations") && !md.contains("<b>"),
+            "{md}"
+        );
+        let html = crate::report::render_html(&r, None).unwrap();
+        assert!(html.contains("<h2>Configurations</h2>"), "{html}");
+        assert!(html.contains("&lt;b&gt;") && !html.contains("<b>"));
+        assert!(html.contains("data-kind=\"configs\"") || html.contains("Pareto front"));
     }
 }
