@@ -160,6 +160,43 @@ fn valid_var(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `best.` assertions rank the server's configurations: refused in a scenario without
+/// `config` lines (there is nothing to rank), with a baseline threshold, or with
+/// `abort-on-fail` (the ranking is known only after the last stage).
+pub(crate) fn check_best_assertions(ctx: &mut Ctx<'_>, s: &super::model::Scenario) {
+    let configs = s.server.as_ref().is_some_and(|v| !v.configs.is_empty());
+    for a in s.sla.iter().filter(|a| a.expr.value.best) {
+        let metric = a.expr.value.metric;
+        if !configs {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` ranks the server's configurations"),
+                "the scenario has no `config` lines",
+                Some("add `config` lines to the `server` block (docs/server.md)".into()),
+            );
+        }
+        if let crate::sla::Threshold::Baseline { .. } = a.expr.value.threshold {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` takes a fixed threshold"),
+                "not a baseline",
+                Some(format!(
+                    "write e.g. `best.{metric} > {}`",
+                    metric.def().example
+                )),
+            );
+        }
+        if a.abort_on_fail {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` cannot abort a run"),
+                "the configurations are ranked once every stage has run",
+                Some("drop abort-on-fail".into()),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     fn parse(server: &str) -> Result<crate::scenario::Scenario, String> {
@@ -229,43 +266,6 @@ mod tests {
         ] {
             let e = parse(server).unwrap_err();
             assert!(e.contains(said), "{server}: {e}");
-        }
-    }
-}
-
-/// `best.` assertions rank the server's configurations: refused in a scenario without
-/// `config` lines (there is nothing to rank), with a baseline threshold, or with
-/// `abort-on-fail` (the ranking is known only after the last stage).
-pub(crate) fn check_best_assertions(ctx: &mut Ctx<'_>, s: &super::model::Scenario) {
-    let configs = s.server.as_ref().is_some_and(|v| !v.configs.is_empty());
-    for a in s.sla.iter().filter(|a| a.expr.value.best) {
-        let metric = a.expr.value.metric;
-        if !configs {
-            ctx.error(
-                a.expr.span,
-                format!("`best.{metric}` ranks the server's configurations"),
-                "the scenario has no `config` lines",
-                Some("add `config` lines to the `server` block (docs/server.md)".into()),
-            );
-        }
-        if let crate::sla::Threshold::Baseline { .. } = a.expr.value.threshold {
-            ctx.error(
-                a.expr.span,
-                format!("`best.{metric}` takes a fixed threshold"),
-                "not a baseline",
-                Some(format!(
-                    "write e.g. `best.{metric} > {}`",
-                    metric.def().example
-                )),
-            );
-        }
-        if a.abort_on_fail {
-            ctx.error(
-                a.expr.span,
-                format!("`best.{metric}` cannot abort a run"),
-                "the configurations are ranked once every stage has run",
-                Some("drop abort-on-fail".into()),
-            );
         }
     }
 }
