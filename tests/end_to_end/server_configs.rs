@@ -94,6 +94,32 @@ fn server_configs_name_the_best_and_gate_on_it() {
     assert!(html.contains("class=\"infermeter-plot\"") && html.contains("Pareto front"));
     let (stdout, _) = crate::support::text(&o);
     assert!(stdout.contains("Configurations (by"), "{stdout}");
+    // Two configurations of the one run, compared as two runs: chat@mr1 against chat@mr16.
+    let results = out.join("results.json");
+    let o = crate::support::command()
+        .args([
+            "compare",
+            results.to_str().unwrap(),
+            "--configs",
+            "mr1",
+            "mr16",
+        ])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", describe(&o));
+    let (stdout, _) = crate::support::text(&o);
+    assert!(stdout.contains("stage chat") && stdout.contains("request_throughput"));
+    let o = crate::support::command()
+        .args([
+            "compare",
+            results.to_str().unwrap(),
+            "--configs",
+            "mr1",
+            "nope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 }
 
 #[test]

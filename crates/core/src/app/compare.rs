@@ -97,6 +97,9 @@ pub struct CompareSettings {
     pub plot: Option<PathBuf>,
     /// Compare each stage's steady-state window instead of the whole stage.
     pub window: Window,
+    /// Two configurations of one run (`--configs A B`): its stages on each, compared as two
+    /// runs (`compare_configs.rs`).
+    pub configs: Option<(String, String)>,
 }
 
 impl CompareSettings {
@@ -111,6 +114,7 @@ impl CompareSettings {
             template: None,
             plot: None,
             window: Window::Stage,
+            configs: None,
         }
     }
 }
@@ -132,11 +136,21 @@ pub struct CompareReport {
 /// unfinished result, different plans, no shared stage, a template or plot that cannot be
 /// read or written); otherwise the report, whose [`CompareReport::check`] is the verdict.
 pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Error> {
-    let runs = settings
+    let mut runs = settings
         .results
         .iter()
         .map(|p| read_finished(p).and_then(|r| in_window(r, settings.window, p)))
         .collect::<Result<Vec<_>, Error>>()?;
+    if let Some((a, b)) = &settings.configs {
+        let [run] = runs.as_slice() else {
+            return Err(Error::usage(
+                "--configs compares two configurations of one run",
+                "give one results.json with --configs A B",
+            ));
+        };
+        let (a, b) = super::compare_configs::split(run, a, b)?;
+        runs = vec![a, b];
+    }
     let opts = CompareOptions {
         tolerances: tolerances(&runs, &settings.tolerances),
         confidence: settings.confidence,

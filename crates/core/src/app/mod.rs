@@ -23,6 +23,7 @@
 
 mod assemble;
 mod compare;
+mod compare_configs;
 mod distributed;
 mod inputs;
 mod k8s;
