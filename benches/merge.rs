@@ -92,6 +92,7 @@ fn shard(index: u32) -> Results {
         telemetry: None,
         searches: vec![],
         provenance: None,
+        configs: None,
         shards: Some(sharding(index)),
     }
 }

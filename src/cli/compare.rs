@@ -38,7 +38,7 @@ pub enum UndecidedAs {
 pub struct CompareArgs {
     /// The baseline run's results.json, then the current run's; more runs give a trend (the
     /// newest is compared with the one before it).
-    #[arg(required = true, num_args = 2.., value_name = "RESULTS.json")]
+    #[arg(required = true, num_args = 1.., value_name = "RESULTS.json")]
     pub results: Vec<PathBuf>,
     /// How much a metric may move before it counts as changed: `5%` for every metric, or
     /// `METRIC=PERCENT` for one (`ttft.p95=10%`, or `itl=15%` for all of ITL's). Repeatable.
@@ -75,6 +75,10 @@ pub struct CompareArgs {
     /// undecided. Needs both runs' answers.jsonl (a data set with a `quality` block).
     #[arg(long, value_name = "SHARE", value_parser = share)]
     pub min_agreement: Option<f64>,
+    /// Compare two server configurations of one run (its `config` lines): `RUN.json
+    /// --configs A B` pairs each stage on A (`chat@A`) with its copy on B (`chat@B`).
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub configs: Option<Vec<String>>,
 }
 
 /// Which requests of each stage `compare` reads.
@@ -112,6 +116,10 @@ pub fn run(args: &CompareArgs) -> Result<(), Error> {
             WindowArg::Steady => app::Window::Steady,
         },
         min_agreement: args.min_agreement,
+        configs: args
+            .configs
+            .as_ref()
+            .and_then(|c| Some((c.first()?.clone(), c.get(1)?.clone()))),
         ..CompareSettings::new(args.results.clone())
     };
     let report = app::compare_results(&settings)?;

@@ -64,6 +64,7 @@ mod run_outputs;
 mod run_signals;
 mod scenario_cli;
 mod server_block;
+mod server_configs;
 mod server_sweep;
 mod sessions;
 mod shipped_scenarios;

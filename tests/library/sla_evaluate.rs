@@ -73,6 +73,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         sla: vec![],
         telemetry: None,
         provenance: None,
+        configs: None,
         shards: None,
     }
 }

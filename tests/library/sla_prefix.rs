@@ -177,6 +177,7 @@ fn results(s: StageSummary) -> Results {
         sla: Vec::new(),
         telemetry: None,
         provenance: None,
+        configs: None,
         shards: None,
     };
     r.stages = vec![s];

@@ -66,5 +66,84 @@ pub(super) fn assemble(
         searches: output.searches.clone(),
         provenance: None,
         shards: None,
+        configs: None,
     }
+}
+
+/// Once each stage records the server it ran on: judges `server_startup` again (it is read
+/// off that record), ranks the server's configurations and judges the `best.` assertions on
+/// the ranking; the gate is judged again with them, and a run already failed stays failed.
+pub(super) fn rank_configs(
+    results: &mut Results,
+    plan: &Plan,
+    cx: &sla::Context<'_>,
+    policy: SlaPolicy,
+) {
+    let cx = sla::Context {
+        telemetry: results.telemetry.as_ref(),
+        ..*cx
+    };
+    let startups = startup_verdicts(results, &cx);
+    let changed = !startups.is_empty();
+    for (i, v) in startups {
+        results.sla[i] = v;
+    }
+    let run = sla::RunFacts {
+        stages: &results.stages,
+        searches: &results.searches,
+        verdicts: &results.sla,
+    };
+    let configs = sla::rank_configs(&plan.sla, run, &cx);
+    let best = sla::judge_best(&plan.sla, run, &cx);
+    results.configs = configs;
+    if best.is_empty() && !changed {
+        return;
+    }
+    results.sla.extend(best);
+    let gate = sla::gate(&results.sla, policy.inconclusive);
+    results.passed = results.passed && gate.outcome == SlaOutcome::Pass;
+    results.outcome = gate.outcome;
+}
+
+/// The `server_startup` verdicts judged again, by their index: on the stage's own server, or
+/// (a `server` block without configurations) on the run's one start.
+fn startup_verdicts(results: &Results, cx: &sla::Context<'_>) -> Vec<(usize, sla::SlaVerdict)> {
+    let started = results
+        .provenance
+        .as_ref()
+        .and_then(|p| p.started_server.as_ref());
+    let mut out = Vec::new();
+    for (i, v) in results.sla.iter().enumerate() {
+        if v.assertion.metric != sla::Metric::Count(crate::metrics::CountMetric::ServerStartup) {
+            continue;
+        }
+        let Some(stage) = v
+            .stage
+            .as_ref()
+            .and_then(|name| results.stages.iter().find(|s| &s.name == name))
+        else {
+            continue;
+        };
+        let mut on = stage.clone();
+        if on.server.is_none()
+            && let Some(s) = started
+        {
+            on.server = Some(crate::metrics::StageServer {
+                config: String::new(),
+                command: s.command.clone(),
+                pid: s.pid,
+                startup_ms: s.startup_ms,
+                restarted: true,
+            });
+        }
+        let judged = sla::judge_one(&v.assertion, &on, cx);
+        out.push((
+            i,
+            sla::SlaVerdict {
+                gates: v.gates,
+                ..judged
+            },
+        ));
+    }
+    out
 }

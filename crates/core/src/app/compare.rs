@@ -102,6 +102,9 @@ pub struct CompareSettings {
     /// `--min-agreement`: the share of identical answers (a fraction) below which the
     /// current run counts as regressed (docs/quality.md).
     pub min_agreement: Option<f64>,
+    /// Two configurations of one run (`--configs A B`): its stages on each, compared as two
+    /// runs (`compare_configs.rs`).
+    pub configs: Option<(String, String)>,
 }
 
 impl CompareSettings {
@@ -117,6 +120,7 @@ impl CompareSettings {
             plot: None,
             window: Window::Stage,
             min_agreement: None,
+            configs: None,
         }
     }
 }
@@ -140,15 +144,24 @@ pub struct CompareReport {
 /// unfinished result, different plans, no shared stage, a template or plot that cannot be
 /// read or written); otherwise the report, whose [`CompareReport::check`] is the verdict.
 pub fn compare_results(settings: &CompareSettings) -> Result<CompareReport, Error> {
-    let read = settings
+    let mut read = settings
         .results
         .iter()
         .map(|p| read_finished(p).and_then(|r| in_window(r, settings.window, p)))
         .collect::<Result<Vec<_>, Error>>()?;
-    let mut runs: Vec<(Results, &Path)> = read
-        .into_iter()
-        .zip(settings.results.iter().map(PathBuf::as_path))
-        .collect();
+    let mut paths: Vec<&Path> = settings.results.iter().map(PathBuf::as_path).collect();
+    if let Some((a, b)) = &settings.configs {
+        let ([run], [path]) = (read.as_slice(), paths.as_slice()) else {
+            return Err(Error::usage(
+                "--configs compares two configurations of one run",
+                "give one results.json with --configs A B",
+            ));
+        };
+        let (a, b) = super::compare_configs::split(run, a, b)?;
+        paths = vec![*path, *path];
+        read = vec![a, b];
+    }
+    let mut runs: Vec<(Results, &Path)> = read.into_iter().zip(paths).collect();
     let results: Vec<Results> = runs.iter().map(|(r, _)| r.clone()).collect();
     let opts = CompareOptions {
         tolerances: tolerances(&results, &settings.tolerances),

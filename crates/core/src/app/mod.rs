@@ -24,6 +24,7 @@
 mod agreement;
 mod assemble;
 mod compare;
+mod compare_configs;
 mod distributed;
 mod inputs;
 mod k8s;

@@ -83,7 +83,7 @@ fn stage_needs(plan: &Plan, stage: &StagePlan, confidence: f64) -> Vec<Assertion
         .iter()
         .filter(|a| applies(a, stage))
         // A curve figure (`sla_max_rate`) is read off the points' verdicts, not counted.
-        .filter(|a| a.assertion.metric.curve().is_none())
+        .filter(|a| a.assertion.metric.curve().is_none() && !a.assertion.best)
         .map(|a| AssertionNeed {
             stage: name.clone(),
             point: point.clone(),

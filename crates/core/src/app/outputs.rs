@@ -297,6 +297,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         telemetry: None,
         searches: Vec::new(),
         provenance: None,
+        configs: None,
         shards: None,
     }
 }

@@ -88,6 +88,7 @@ fn run_marked(
         }
     }
     let failures = super::server::record(&mut results, server);
+    super::assemble::rank_configs(&mut results, &p.plan, &cx, p.policy);
     Ok(write(p, settings, results, output, failures))
 }
 

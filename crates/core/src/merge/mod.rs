@@ -243,6 +243,7 @@ fn assemble(
         telemetry,
         searches: Vec::new(),
         provenance: merged_provenance(&inputs),
+        configs: None,
         shards: Some(Sharding {
             count,
             shards: records.into_iter().cloned().collect(),

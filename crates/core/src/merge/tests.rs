@@ -85,6 +85,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         telemetry: None,
         searches: vec![],
         provenance: None,
+        configs: None,
         shards: Some(Sharding {
             count,
             shards: vec![ShardRecord {

@@ -36,13 +36,19 @@ pub(super) fn cross(
     let scoped = sla
         .into_iter()
         .flat_map(|a| match &a.stage {
-            Some(stage) if scenario.stages.iter().any(|s| &s.name.value == stage) => names
-                .iter()
-                .map(|c| ScopedAssertion {
-                    stage: Some(format!("{stage}@{c}")),
-                    ..a.clone()
-                })
-                .collect(),
+            // A `best.` assertion's stage names the figure's stage across the
+            // configurations: it stays one assertion.
+            Some(stage)
+                if !a.assertion.best && scenario.stages.iter().any(|s| &s.name.value == stage) =>
+            {
+                names
+                    .iter()
+                    .map(|c| ScopedAssertion {
+                        stage: Some(format!("{stage}@{c}")),
+                        ..a.clone()
+                    })
+                    .collect()
+            }
             _ => vec![a],
         })
         .collect();

@@ -89,10 +89,18 @@ pub fn render_html(
 ) -> Result<String, ReportError> {
     let plots = render_plots(results)?;
     let names: Vec<String> = plots.iter().map(|(n, _)| n.clone()).collect();
-    let svgs: BTreeMap<String, Value> = plots
+    let mut svgs: BTreeMap<String, Value> = plots
         .into_iter()
         .map(|(n, svg)| (n, Value::from_safe_string(svg)))
         .collect();
+    // The configurations' plot is the page's only (no file of its own): its rows are one
+    // run's, read beside the table.
+    if let Some(svg) = super::configs_svg(results) {
+        svgs.insert(
+            super::CONFIGS_PLOT.to_string(),
+            Value::from_safe_string(svg),
+        );
+    }
     let view = build_view(results, &names);
     // Telemetry's server plot of each stage that has one, shown with the stage.
     let server: BTreeMap<String, String> = results

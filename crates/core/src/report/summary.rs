@@ -98,6 +98,7 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         super::urls::summary_lines(&mut out, r.target.routes.as_ref(), s);
     }
     profile_lines(&mut out, r, color);
+    super::configs::summary_lines(&mut out, r);
     if !r.sla.is_empty() {
         sla_lines(&mut out, r, color);
     }

@@ -38,6 +38,8 @@ pub struct ReportView {
     pub repro: Vec<KeyValue>,
     /// The telemetry section (`templates/telemetry.md.j2`); `None` without telemetry.
     pub telemetry: Option<super::TelemetryView>,
+    /// The server's configurations side by side (`configs.rs`); `None` without them.
+    pub configs: Option<super::ConfigsView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -380,6 +382,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         .chain(warmup_row(results.warmup.as_ref()))
         .collect(),
         telemetry: super::telemetry::results_view(results, plot_files),
+        configs: super::configs_view(results),
     }
 }
 

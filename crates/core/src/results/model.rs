@@ -74,6 +74,10 @@ pub struct Results {
     /// which are missing. *Added in schema 2*; absent for a single-process run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<super::Sharding>,
+    /// With a `server` block's configurations: each one's figure and verdict, and which is
+    /// best (docs/server.md, "Which configuration is best"). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configs: Option<crate::sla::ConfigRanking>,
 }
 
 /// How much `compare` lets each metric move: a default (a fraction) and per metric

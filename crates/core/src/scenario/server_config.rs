@@ -160,6 +160,43 @@ fn valid_var(name: &str) -> bool {
     !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `best.` assertions rank the server's configurations: refused in a scenario without
+/// `config` lines (there is nothing to rank), with a baseline threshold, or with
+/// `abort-on-fail` (the ranking is known only after the last stage).
+pub(crate) fn check_best_assertions(ctx: &mut Ctx<'_>, s: &super::model::Scenario) {
+    let configs = s.server.as_ref().is_some_and(|v| !v.configs.is_empty());
+    for a in s.sla.iter().filter(|a| a.expr.value.best) {
+        let metric = a.expr.value.metric;
+        if !configs {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` ranks the server's configurations"),
+                "the scenario has no `config` lines",
+                Some("add `config` lines to the `server` block (docs/server.md)".into()),
+            );
+        }
+        if let crate::sla::Threshold::Baseline { .. } = a.expr.value.threshold {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` takes a fixed threshold"),
+                "not a baseline",
+                Some(format!(
+                    "write e.g. `best.{metric} > {}`",
+                    metric.def().example
+                )),
+            );
+        }
+        if a.abort_on_fail {
+            ctx.error(
+                a.expr.span,
+                format!("`best.{metric}` cannot abort a run"),
+                "the configurations are ranked once every stage has run",
+                Some("drop abort-on-fail".into()),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     fn parse(server: &str) -> Result<crate::scenario::Scenario, String> {
@@ -171,6 +208,27 @@ mod tests {
         );
         crate::scenario::parse_str(std::path::Path::new("s.kdl"), &text, &[])
             .map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn server_best_assertions_need_configs_and_a_fixed_threshold() {
+        let with = |configs: &str, sla: &str| {
+            let text = format!(
+                "target \"http://127.0.0.1:8000/v1\"\nserver {{\ncommand \"sh\"\n{configs}\n}}\n\
+                 dataset \"d\" {{ synthetic {{ input-tokens 8; output-tokens 4; }} }}\n\
+                 stage \"s\" {{ dataset \"d\"; arrival \"poisson\" rate=1; requests 1; }}\nsla {{ {sla} }}\n"
+            );
+            crate::scenario::parse_str(std::path::Path::new("s.kdl"), &text, &[])
+                .map_err(|e| format!("{e:?}"))
+        };
+        let err = with("", "assert \"best.goodput_rate > 1/s\"").unwrap_err();
+        assert!(err.contains("ranks the server's configurations"), "{err}");
+        let two = "config \"a\"\nconfig \"b\"";
+        with(two, "assert \"best.goodput_rate > 1/s\" stage=\"s\"").unwrap();
+        let err = with(two, "assert \"best.goodput_rate > baseline\"").unwrap_err();
+        assert!(err.contains("fixed threshold"), "{err}");
+        let err = with(two, "assert \"best.ttft.p95 < 1s\"").unwrap_err();
+        assert!(err.contains("not a figure"), "{err}");
     }
 
     #[test]

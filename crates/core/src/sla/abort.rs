@@ -78,6 +78,7 @@ pub fn abort_verdict(
         if !a.abort_on_fail
             || metric.is_telemetry()
             || metric.curve().is_some()
+            || a.assertion.best
             || a.stage.as_ref().is_some_and(|s| s != &stage.name)
         {
             continue;

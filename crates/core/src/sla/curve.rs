@@ -31,8 +31,10 @@ pub fn judge_run(
     searches: &[SearchSummary],
     cx: &Context<'_>,
 ) -> Vec<SlaVerdict> {
+    // `best.` assertions are judged on the configurations' ranking, after this (`configs.rs`).
     let (curve, per_stage): (Vec<ScopedAssertion>, Vec<ScopedAssertion>) = assertions
         .iter()
+        .filter(|a| !a.assertion.best)
         .cloned()
         .partition(|a| a.assertion.metric.curve().is_some());
     let (scoped, judged) = profile_inputs(&per_stage, stages, searches);
@@ -193,6 +195,23 @@ fn blank(a: &ScopedAssertion, stage: Option<&str>) -> SlaVerdict {
         gates: true,
         unobserved: false,
     }
+}
+
+/// Where curve figure `metric` of profile group `group` lies, `(low, high, note)`, or why it
+/// cannot be read: what a curve assertion on the group would judge (the configurations'
+/// ranking reads a search's or sweep's answer through it).
+pub(super) fn curve_range(
+    metric: CurveMetric,
+    group: &str,
+    stages: &[StageSummary],
+    searches: &[SearchSummary],
+    verdicts: &[SlaVerdict],
+) -> Result<(f64, f64, Option<String>), String> {
+    let range = match searches.iter().find(|s| s.group == group) {
+        Some(search) => search_range(metric, search, verdicts),
+        None => sweep_range(metric, group, stages, verdicts),
+    };
+    range.map_err(|why| why.to_string())
 }
 
 /// Where a curve figure lies: between `low` and `high` (equal when known exactly; `high`

@@ -108,6 +108,7 @@ pub fn nothing_measured_assertion() -> Assertion {
         threshold: Threshold::Absolute(100.0),
         window: super::grammar::Window::Stage,
         label: None,
+        best: false,
     }
 }
 
@@ -193,6 +194,10 @@ pub fn judge(
         assertion, stage, ..
     } in assertions
     {
+        // On the best configuration, never on a stage (`configs.rs`).
+        if assertion.best {
+            continue;
+        }
         match stage {
             Some(name) => match stages.iter().find(|s| &s.name == name) {
                 Some(stage) => verdicts.push(judge_one(assertion, stage, cx)),

@@ -99,7 +99,21 @@ pub struct Assertion {
     /// Judged on one label's requests only (`[model=lora-sql]`, `[class=interactive]`).
     /// Boxed: most assertions have none, and an assertion travels in the run's error.
     pub label: Option<Box<LabelRef>>,
+    /// On the best of the server's configurations (`best.goodput_rate > 5/s`): judged once,
+    /// after the run, on the winner's figure (`sla::rank_configs`), never on a stage.
+    pub best: bool,
 }
+
+/// The figures a `best.` assertion and the ranking of configurations may name: the ones
+/// where more is better, each one number per configuration.
+pub const BEST_FIGURES: [&str; 6] = [
+    "goodput_rate",
+    "request_throughput",
+    "output_throughput",
+    "input_throughput",
+    "sla_max_rate",
+    "sla_max_clients",
+];
 
 impl Assertion {
     /// Judged on the stage's steady-state window rather than the whole stage.

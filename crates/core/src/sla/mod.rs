@@ -4,6 +4,7 @@
 
 mod abort;
 mod change;
+mod configs;
 mod credit;
 mod curve;
 mod decided;
@@ -26,6 +27,10 @@ mod verdict;
 
 pub use abort::{Abort, AbortRule, abort_verdict};
 pub use change::{Shift, shift};
+pub use configs::{
+    ConfigRanking, ConfigRow, FigureInterval, RunFacts, config_names, is_best_figure, judge_best,
+    rank_by, rank_configs,
+};
 pub use curve::{NOT_GATING, SlaMax, judge_run, point_outcome};
 pub use decided::{all_decided, decided, held_verdicts};
 pub use evaluate::*;

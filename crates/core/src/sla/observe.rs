@@ -47,6 +47,11 @@ pub enum Unobserved {
     NotChecked { metric: Metric },
     #[error("no answer was scored: `accuracy` needs records with a `reference` (docs/quality.md)")]
     NoneScored { metric: Metric },
+    #[error(
+        "stage `{stage}` ran on no server infermeter started: `server_startup` needs a \
+         `server` block (docs/server.md)"
+    )]
+    NoServer { stage: String },
     #[error("telemetry did not measure `{metric}` in this stage (needs {needs})")]
     NotMeasured { metric: Metric, needs: &'static str },
 }
@@ -146,6 +151,15 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
         CountMetric::RequestThroughput => Ok(t.requests_per_s),
         CountMetric::OutputThroughput => Ok(t.output_tokens_per_s),
         CountMetric::InputThroughput => Ok(t.input_tokens_per_s),
+        CountMetric::ServerStartup => {
+            stage
+                .server
+                .as_ref()
+                .map(|s| s.startup_ms)
+                .ok_or_else(|| Unobserved::NoServer {
+                    stage: stage.name.clone(),
+                })
+        }
         CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
             metric: Metric::Count(metric),
         }),
@@ -194,5 +208,6 @@ pub fn proportion_counts(metric: CountMetric, stage: &StageSummary) -> Option<(u
         | CountMetric::GoodputRate
         | CountMetric::InputsRate
         | CountMetric::JudgeScore => None,
+        | CountMetric::ServerStartup => None,
     }
 }

@@ -3,7 +3,7 @@
 //! shift the span to the file position and show it under the text.
 //!
 //! ```text
-//! assertion   ::= ws metric_ref ws op ws rhs ws EOF
+//! assertion   ::= ws ( "best." )? metric_ref ws op ws rhs ws EOF  ; best.: on the best configuration
 //! metric_ref  ::= METRIC ( "." aggregation )? selectors?  ; aggregation required iff METRIC is a latency
 //! selectors   ::= "[" selector ( "," selector )* "]"
 //! selector    ::= "window" "=" ( "steady" | "stage" )    ; once; not on ITL, telemetry or curves
@@ -45,7 +45,11 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
             "write e.g. `ttft.p95 < 200ms`".into(),
         ));
     }
+    let best = p.best_prefix();
     let (metric, aggregation) = p.metric_ref()?;
+    if let Some(at) = best {
+        check_best(metric, at, p.pos)?;
+    }
     let (window, label) = p.selectors(metric)?;
     p.skip_ws();
     let op = p.op()?;
@@ -69,7 +73,27 @@ pub fn parse(expr: &str) -> Result<Assertion, SlaError> {
         threshold,
         window,
         label,
+        best: best.is_some(),
     })
+}
+
+/// A `best.` assertion names a figure of the ranking (more is better, one number per
+/// configuration), never a latency or a share.
+fn check_best(metric: Metric, at: usize, end: usize) -> Result<(), SlaError> {
+    if super::grammar::BEST_FIGURES.contains(&metric.name()) {
+        return Ok(());
+    }
+    Err(SlaError::new(
+        SlaErrorKind::UnknownMetric,
+        (at, end - at),
+        format!("`best.{metric}` is not a figure configurations are ranked by"),
+        format!(
+            "figures: {}",
+            super::grammar::BEST_FIGURES
+                .map(|f| format!("best.{f}"))
+                .join(", ")
+        ),
+    ))
 }
 
 /// Text to assertion is this parser's (the grammar's types do not know it), for `str::parse`
@@ -121,6 +145,16 @@ impl Parser<'_> {
             .map(|(i, _)| i)
             .unwrap_or(rest.len());
         end.max(rest.chars().next().map_or(0, char::len_utf8))
+    }
+
+    /// `best.` before the metric: the assertion is on the best configuration. Returns where
+    /// the metric starts, for an error's span.
+    fn best_prefix(&mut self) -> Option<usize> {
+        if self.s[self.pos..].starts_with("best.") {
+            self.pos += "best.".len();
+            return Some(self.pos);
+        }
+        None
     }
 
     fn metric_ref(&mut self) -> Result<(Metric, Option<Aggregation>), SlaError> {

@@ -26,7 +26,7 @@ pub fn probe_failures(
         .iter()
         .filter(|a| a.stage.as_deref().is_none_or(|s| s == group))
         // The curve is the search's answer, not a probe's.
-        .filter(|a| a.assertion.metric.curve().is_none())
+        .filter(|a| a.assertion.metric.curve().is_none() && !a.assertion.best)
         .map(|a| judge_one(&a.assertion, stage, cx))
         .filter(|v| v.outcome != SlaOutcome::Pass)
         .map(|v| v.assertion.to_string())

@@ -17,6 +17,7 @@ use crate::stats::{Build, first_deciding, mean_sequence, proportion_sequence, qu
 pub fn decides_stage(assertion: &Assertion) -> bool {
     // A window is found once the stage has ended: it cannot decide when to stop.
     if assertion.op == Op::Eq
+        || assertion.best
         || !matches!(assertion.threshold, Threshold::Absolute(_))
         || assertion.window != super::grammar::Window::Stage
     {

@@ -36,10 +36,13 @@ pub enum CountMetric {
     EmptyRate,
     /// The mean score an LLM judge gave a sample of the answers (`quality { judge … }`).
     JudgeScore,
+    /// The start-up time of the server the stage ran on (a `server` block's start: from the
+    /// start to ready).
+    ServerStartup,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 11] = [
+    pub const ALL: [CountMetric; 12] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -51,6 +54,7 @@ impl CountMetric {
         CountMetric::RepetitionRate,
         CountMetric::EmptyRate,
         CountMetric::JudgeScore,
+        CountMetric::ServerStartup,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -90,7 +94,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 11] = {
+const COUNT_DEFS: [MetricDef; 12] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -215,6 +219,17 @@ const COUNT_DEFS: [MetricDef; 11] = {
                 "4",
             )
         },
+        // Measured by infermeter from the server's start to ready, before any request: the
+        // client's pace cannot touch it.
+        counted(
+            "server_startup",
+            "server start-up",
+            "stages[].server.startup_ms",
+            K::Latency,
+            Higher,
+            C::LoadOnly,
+            "60s",
+        ),
     ]
 };
 
