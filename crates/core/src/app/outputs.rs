@@ -291,6 +291,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         sla: Vec::new(),
         telemetry: None,
         searches: Vec::new(),
+        frontiers: Vec::new(),
         provenance: None,
         shards: None,
     }
