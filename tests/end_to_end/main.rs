@@ -26,6 +26,7 @@ mod hostile_out;
 mod hostile_text;
 mod hub_fetch;
 mod images;
+mod interactivity;
 mod input_bounds;
 mod labels;
 mod library_api;

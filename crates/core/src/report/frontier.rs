@@ -110,7 +110,12 @@ pub fn frontier_svg(f: &Frontier) -> Option<String> {
             dominated_style.color
         };
         let knee = if f.knee == Some(q.load) { " (knee)" } else { "" };
-        let label = format!("{}{knee}", super::num(q.load));
+        let load = if q.load.fract() == 0.0 {
+            format!("{:.0}", q.load)
+        } else {
+            super::num(q.load)
+        };
+        let label = format!("{load}{knee}");
         doc.point_label(&p, q.tokens_per_s_user, q.y(), &label, color);
     }
     doc.end_panel();
