@@ -132,3 +132,7 @@ pub fn frontier(stages: &[StageSummary], group: &str) -> Option<Frontier> {
         knee: knee_load(&sweep),
     })
 }
+
+#[cfg(test)]
+#[path = "interactivity_tests.rs"]
+mod tests;

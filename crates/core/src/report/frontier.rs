@@ -150,8 +150,8 @@ mod tests {
             knee: Some(30.0),
         };
         let svg = frontier_svg(&f).unwrap();
-        assert_eq!(svg.matches("data-name=\"Pareto front\"").count(), 1);
-        assert_eq!(svg.matches("data-name=\"dominated\"").count(), 1);
+        assert_eq!(svg.matches("class=\"series\" data-name=\"Pareto front\"").count(), 1);
+        assert_eq!(svg.matches("class=\"series\" data-name=\"dominated\"").count(), 1);
         assert!(svg.contains("30 (knee)"), "{svg}");
         assert!(svg.contains("output tok/s (whole target)"));
         assert_eq!(frontier_svg(&Frontier::default()), None);
