@@ -70,14 +70,20 @@ fn a_concurrency_sweep_has_its_interactivity_frontier_in_every_output() {
     assert_eq!(fr["group"], "ladder", "{fr}");
     assert_eq!(fr["gpus"], 8, "{fr}");
     let points = fr["points"].as_array().unwrap();
-    let names: Vec<&str> = points.iter().map(|p| p["stage"].as_str().unwrap()).collect();
+    let names: Vec<&str> = points
+        .iter()
+        .map(|p| p["stage"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["ladder@1c", "ladder@2c", "ladder@4c", "ladder@8c"]);
     for p in points {
         let s = stage(&r, p["stage"].as_str().unwrap());
         assert_eq!(s["planned"]["gpus"], 8, "{}", s["planned"]);
         let tpot = f(&s["latency"]["tpot_ms"]["p90"]);
         let ntpot = f(&s["latency"]["ntpot_ms"]["p90"]);
-        assert!((f(&p["tokens_per_s_user"]) - 1000.0 / tpot).abs() < 1e-9, "{p}");
+        assert!(
+            (f(&p["tokens_per_s_user"]) - 1000.0 / tpot).abs() < 1e-9,
+            "{p}"
+        );
         assert!((f(&p["e2e_normalized_interactivity"]) - 1000.0 / ntpot).abs() < 1e-9);
         let out_tps = f(&s["throughput"]["output_tokens_per_s"]);
         assert_eq!(f(&p["output_tokens_per_s"]), out_tps);
@@ -87,7 +93,10 @@ fn a_concurrency_sweep_has_its_interactivity_frontier_in_every_output() {
     let (one, eight) = (&points[0], &points[3]);
     assert!(f(&one["tokens_per_s_user"]) > f(&eight["tokens_per_s_user"]) * 1.5);
     assert!(f(&eight["output_tokens_per_s_gpu"]) > f(&one["output_tokens_per_s_gpu"]) * 1.5);
-    assert_eq!(one["on_front"], true, "the fastest stream is never beaten: {one}");
+    assert_eq!(
+        one["on_front"], true,
+        "the fastest stream is never beaten: {one}"
+    );
     assert_front_consistent(points);
 
     // The SLA on each point's figure, as the example sets it.
@@ -107,8 +116,15 @@ fn a_concurrency_sweep_has_its_interactivity_frontier_in_every_output() {
     assert!(html.contains("interactivity frontier of ladder"));
     assert!(out.join("frontier-ladder.svg").is_file());
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("Interactivity frontier of `ladder` (8 GPUs):"), "{md}");
-    assert!(md.lines().any(|l| l.starts_with("| 8 ") || l.starts_with("| 8.0 ")), "{md}");
+    assert!(
+        md.contains("Interactivity frontier of `ladder` (8 GPUs):"),
+        "{md}"
+    );
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| 8 ") || l.starts_with("| 8.0 ")),
+        "{md}"
+    );
 }
 
 #[test]
@@ -146,6 +162,10 @@ fn an_interactivity_sla_fails_when_set_past_the_server_and_per_gpu_needs_gpus() 
     let fr = &r["frontiers"][0];
     assert!(fr.get("gpus").is_none(), "{fr}");
     let points = fr["points"].as_array().unwrap();
-    assert!(points.iter().all(|p| p.get("output_tokens_per_s_gpu").is_none()));
+    assert!(
+        points
+            .iter()
+            .all(|p| p.get("output_tokens_per_s_gpu").is_none())
+    );
     assert_front_consistent(points);
 }

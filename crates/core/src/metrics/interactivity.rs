@@ -119,7 +119,10 @@ pub fn frontier(stages: &[StageSummary], group: &str) -> Option<Frontier> {
     if points.is_empty() {
         return None;
     }
-    let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.tokens_per_s_user, p.y())).collect();
+    let xy: Vec<(f64, f64)> = points
+        .iter()
+        .map(|p| (p.tokens_per_s_user, p.y()))
+        .collect();
     let names: Vec<String> = points.iter().map(|p| p.stage.clone()).collect();
     for (p, d) in points.iter_mut().zip(pareto::dominators(&xy)) {
         p.on_front = d.is_none();

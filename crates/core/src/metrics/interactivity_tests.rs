@@ -14,7 +14,10 @@ fn point(clients: u32, tpot_ms: f64, ntpot_ms: f64, out_tps: f64) -> StageSummar
         })),
         ..StageSummary::default()
     };
-    for (m, v) in [(LatencyMetric::Tpot, tpot_ms), (LatencyMetric::Ntpot, ntpot_ms)] {
+    for (m, v) in [
+        (LatencyMetric::Tpot, tpot_ms),
+        (LatencyMetric::Ntpot, ntpot_ms),
+    ] {
         s.latency[m].count = 10;
         s.latency[m].p90 = v;
         s.latency[m].p50 = v / 2.0;
@@ -61,7 +64,10 @@ fn a_sweeps_frontier_marks_the_point_that_buys_nothing() {
     let front: Vec<bool> = f.points.iter().map(|p| p.on_front).collect();
     assert_eq!(front, [true, true, true, false]);
     assert_eq!(f.points[3].dominated_by.as_deref(), Some("ladder@4c"));
-    assert_eq!(f.points[1].e2e_normalized_interactivity, Some(1000.0 / 15.0));
+    assert_eq!(
+        f.points[1].e2e_normalized_interactivity,
+        Some(1000.0 / 15.0)
+    );
 }
 
 #[test]

@@ -109,7 +109,11 @@ pub fn frontier_svg(f: &Frontier) -> Option<String> {
         } else {
             dominated_style.color
         };
-        let knee = if f.knee == Some(q.load) { " (knee)" } else { "" };
+        let knee = if f.knee == Some(q.load) {
+            " (knee)"
+        } else {
+            ""
+        };
         let load = if q.load.fract() == 0.0 {
             format!("{:.0}", q.load)
         } else {
@@ -150,8 +154,16 @@ mod tests {
             knee: Some(30.0),
         };
         let svg = frontier_svg(&f).unwrap();
-        assert_eq!(svg.matches("class=\"series\" data-name=\"Pareto front\"").count(), 1);
-        assert_eq!(svg.matches("class=\"series\" data-name=\"dominated\"").count(), 1);
+        assert_eq!(
+            svg.matches("class=\"series\" data-name=\"Pareto front\"")
+                .count(),
+            1
+        );
+        assert_eq!(
+            svg.matches("class=\"series\" data-name=\"dominated\"")
+                .count(),
+            1
+        );
         assert!(svg.contains("30 (knee)"), "{svg}");
         assert!(svg.contains("output tok/s (whole target)"));
         assert_eq!(frontier_svg(&Frontier::default()), None);

@@ -151,16 +151,16 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
         CountMetric::InputsRate => t.inputs_per_s.ok_or(Unobserved::NoSamples {
             metric: Metric::Count(metric),
         }),
-        CountMetric::TokensPerSUser => interactivity::tokens_per_s_user(stage).ok_or(
-            Unobserved::NoSamples {
+        CountMetric::TokensPerSUser => {
+            interactivity::tokens_per_s_user(stage).ok_or(Unobserved::NoSamples {
                 metric: Metric::Count(metric),
-            },
-        ),
-        CountMetric::E2eNormalizedInteractivity => interactivity::e2e_normalized(stage).ok_or(
-            Unobserved::NoSamples {
+            })
+        }
+        CountMetric::E2eNormalizedInteractivity => {
+            interactivity::e2e_normalized(stage).ok_or(Unobserved::NoSamples {
                 metric: Metric::Count(metric),
-            },
-        ),
+            })
+        }
         CountMetric::OutputThroughputPerGpu => {
             interactivity::output_per_gpu(stage).ok_or(Unobserved::NoGpus {
                 metric: Metric::Count(metric),
