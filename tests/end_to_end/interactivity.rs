@@ -111,6 +111,8 @@ fn a_concurrency_sweep_has_its_interactivity_frontier_in_every_output() {
         assert_eq!(v["outcome"], "pass", "{v}");
     }
 
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("frontier, tok/s per user: 1: "), "{stdout}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("data-kind=\"frontier\""), "no frontier plot");
     assert!(html.contains("interactivity frontier of ladder"));

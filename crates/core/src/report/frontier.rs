@@ -48,6 +48,21 @@ fn y_label(f: &Frontier) -> &'static str {
     }
 }
 
+/// The frontier in one line for the terminal: each point's load and tokens/s per user, the
+/// dominated ones said so.
+pub fn frontier_line(f: &Frontier) -> String {
+    let points: Vec<String> = f
+        .points
+        .iter()
+        .map(|q| {
+            let load = super::numbers::short(q.load);
+            let mark = if q.on_front { "" } else { " dominated" };
+            format!("{load}: {:.0}{mark}", q.tokens_per_s_user)
+        })
+        .collect();
+    format!("frontier, tok/s per user: {}", points.join(" · "))
+}
+
 /// The frontier plot of `f`; `None` when it has no point.
 pub fn frontier_svg(f: &Frontier) -> Option<String> {
     if f.points.is_empty() {
@@ -167,5 +182,9 @@ mod tests {
         assert!(svg.contains("30 (knee)"), "{svg}");
         assert!(svg.contains("output tok/s (whole target)"));
         assert_eq!(frontier_svg(&Frontier::default()), None);
+        assert_eq!(
+            frontier_line(&f),
+            "frontier, tok/s per user: 50: 50 · 30: 30 · 10: 10 dominated"
+        );
     }
 }

@@ -44,7 +44,7 @@ pub use csv::stages_csv;
 pub use distribution::{DISTRIBUTION_METRICS, distribution_svg};
 pub use error::*;
 pub use flagged::Flagged;
-pub use frontier::{FrontierView, frontier_file_name, frontier_svg, frontier_views};
+pub use frontier::{FrontierView, frontier_file_name, frontier_line, frontier_svg, frontier_views};
 pub use headline::{Headline, absence, headline, mark, mark_word};
 pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
