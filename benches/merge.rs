@@ -91,6 +91,7 @@ fn shard(index: u32) -> Results {
         sla: vec![],
         telemetry: None,
         searches: vec![],
+        frontiers: Vec::new(),
         provenance: None,
         configs: None,
         shards: Some(sharding(index)),

@@ -28,6 +28,7 @@ mod hostile_text;
 mod hub_fetch;
 mod images;
 mod input_bounds;
+mod interactivity;
 mod judge;
 mod labels;
 mod library_api;

@@ -69,6 +69,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         },
         warmup: None,
         searches: Vec::new(),
+        frontiers: Vec::new(),
         stages,
         sla: vec![],
         telemetry: None,

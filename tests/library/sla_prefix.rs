@@ -173,6 +173,7 @@ fn results(s: StageSummary) -> Results {
         },
         warmup: None,
         searches: Vec::new(),
+        frontiers: Vec::new(),
         stages: Vec::new(),
         sla: Vec::new(),
         telemetry: None,

@@ -64,6 +64,7 @@ pub(super) fn assemble(
         sla: verdicts,
         telemetry: output.telemetry.clone(),
         searches: output.searches.clone(),
+        frontiers: crate::metrics::frontiers(&output.stages),
         provenance: None,
         shards: None,
         configs: None,

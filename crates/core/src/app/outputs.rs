@@ -296,6 +296,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         sla: Vec::new(),
         telemetry: None,
         searches: Vec::new(),
+        frontiers: Vec::new(),
         provenance: None,
         configs: None,
         shards: None,

@@ -213,6 +213,7 @@ fn assemble(
         },
     };
     let mut verdicts = sla::judge_run(&assertions, &stages, &[], &cx);
+    let frontiers = crate::metrics::frontiers(&stages);
     verdicts.extend(sla::priority_inversions(&stages, &cx));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let errors = run_errors(&records, &missing, count);
@@ -242,6 +243,7 @@ fn assemble(
         sla: verdicts,
         telemetry,
         searches: Vec::new(),
+        frontiers,
         provenance: merged_provenance(&inputs),
         configs: None,
         shards: Some(Sharding {

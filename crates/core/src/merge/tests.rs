@@ -84,6 +84,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         sla: vec![],
         telemetry: None,
         searches: vec![],
+        frontiers: vec![],
         provenance: None,
         configs: None,
         shards: Some(Sharding {

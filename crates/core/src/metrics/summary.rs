@@ -22,6 +22,9 @@ pub struct PlannedLoad {
     pub requests: Option<u64>,
     /// Planned sending time in seconds, when bounded by time.
     pub duration_s: Option<f64>,
+    /// The GPUs the target declares (`target { gpus N }`), for the per-GPU throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -144,6 +144,7 @@ pub fn render_html(
         svgs => svgs,
         server_plots => server,
         searches => Value::from(Serde(&results.searches)),
+        frontiers => Value::from(Serde(&super::frontier_views(results))),
         cmp => baseline.map(|b| Value::from(Serde(b.comparison))),
         baseline_started => baseline.map(|b| b.results.started_at.clone()),
         overlays => overlays,

@@ -90,6 +90,13 @@ pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
             profile_svg(&[("", &g)]).map(Some),
         );
     }
+    for f in &results.frontiers {
+        add(
+            super::frontier_file_name(&f.group),
+            format!("frontier {}", f.group),
+            Ok(super::frontier_svg(f)),
+        );
+    }
     for (stage, drawn) in draw_telemetry_plots(results) {
         add(
             server_timeline_file_name(&stage),

@@ -184,6 +184,9 @@ fn profile_lines(out: &mut String, r: &Results, color: bool) {
         if g.rows.iter().any(|row| !row.gates) {
             let _ = writeln!(out, "    (…): {}", crate::sla::NOT_GATING);
         }
+        if let Some(f) = r.frontiers.iter().find(|f| f.group == g.group) {
+            let _ = writeln!(out, "    {}", super::frontier_line(f));
+        }
     }
 }
 

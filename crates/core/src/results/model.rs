@@ -66,6 +66,10 @@ pub struct Results {
     /// summaries are in `stages`, marked with `profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<SearchSummary>,
+    /// One per sweep whose points measured TPOT: tokens/s per user against tokens/s per GPU,
+    /// the Pareto front and the knee (docs/metrics.md, "Interactivity"). *Added in 0.3.0.*
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frontiers: Vec<crate::metrics::Frontier>,
     /// Where the result came from: build, command line, params, host, server. Absent in
     /// results written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -302,7 +302,11 @@ impl StageRunner<'_> {
 
     /// An empty aggregator for `stage` (its own; an `until-decided` stage's prefix's).
     fn aggregator(&self, stage: &StagePlan) -> StageAggregator {
-        StageAggregator::new(&stage.name, planned_load(stage), goodput_slo(&self.plan))
+        let planned = crate::metrics::PlannedLoad {
+            gpus: self.plan.target.run.gpus,
+            ..planned_load(stage)
+        };
+        StageAggregator::new(&stage.name, planned, goodput_slo(&self.plan))
             .with_facts(stage_facts(&self.plan, stage))
             .with_groups(&stage.groups, stage.priority_gate)
     }

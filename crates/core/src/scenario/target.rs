@@ -62,10 +62,21 @@ const COMMON: &[Setting<Entries<TargetRead>>] = &[
             st.t.request.batch = n as u32;
         }
     }),
+    // Declared, not measured: what the per-GPU throughput and the frontier divide by.
+    Setting::once("gpus", |ctx, r, st| {
+        if let Some(v) = one_arg(ctx, r, "the GPUs serving the target, e.g. 8")
+            && let Some(n) = ctx.uint(&v, "gpus", 1, MAX_GPUS)
+        {
+            st.t.run.gpus = Some(n as u32);
+        }
+    }),
     Setting::once("stream", |ctx, r, st| {
         st.t.request.stream = bool_setting(ctx, r).unwrap_or(st.t.request.stream);
     }),
 ];
+
+/// More GPUs than any one target serves: a typo's guard.
+const MAX_GPUS: u64 = 1 << 20;
 
 /// Where requests go when the target lists several URLs (read by `route.rs`).
 const ROUTING: &[Setting<Entries<TargetRead>>] = &[

@@ -4,7 +4,7 @@
 
 use super::grammar::{Aggregation, Metric};
 use crate::metrics::HistogramCodec;
-use crate::metrics::{CountMetric, Dist, LatencyMetric, StageSummary};
+use crate::metrics::{CountMetric, Dist, LatencyMetric, StageSummary, interactivity};
 
 /// Why a metric has no value on a stage.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -52,6 +52,8 @@ pub enum Unobserved {
          `server` block (docs/server.md)"
     )]
     NoServer { stage: String },
+    #[error("`{metric}` needs the GPUs serving the target: declare them, `target {{ gpus 8 }}`")]
+    NoGpus { metric: Metric },
     #[error("telemetry did not measure `{metric}` in this stage (needs {needs})")]
     NotMeasured { metric: Metric, needs: &'static str },
 }
@@ -171,6 +173,21 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
                 Some(j) => j.mean.ok_or(Unobserved::NoSamples { metric: m }),
             }
         }
+        CountMetric::TokensPerSUser => {
+            interactivity::tokens_per_s_user(stage).ok_or(Unobserved::NoSamples {
+                metric: Metric::Count(metric),
+            })
+        }
+        CountMetric::E2eNormalizedInteractivity => {
+            interactivity::e2e_normalized(stage).ok_or(Unobserved::NoSamples {
+                metric: Metric::Count(metric),
+            })
+        }
+        CountMetric::OutputThroughputPerGpu => {
+            interactivity::output_per_gpu(stage).ok_or(Unobserved::NoGpus {
+                metric: Metric::Count(metric),
+            })
+        }
         CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate => {
             let m = Metric::Count(metric);
             let Some(q) = &stage.quality else {
@@ -207,7 +224,10 @@ pub fn proportion_counts(metric: CountMetric, stage: &StageSummary) -> Option<(u
         | CountMetric::RequestThroughput
         | CountMetric::GoodputRate
         | CountMetric::InputsRate
-        | CountMetric::JudgeScore => None,
-        | CountMetric::ServerStartup => None,
+        | CountMetric::JudgeScore
+        | CountMetric::ServerStartup
+        | CountMetric::TokensPerSUser
+        | CountMetric::E2eNormalizedInteractivity
+        | CountMetric::OutputThroughputPerGpu => None,
     }
 }

@@ -39,10 +39,16 @@ pub enum CountMetric {
     /// The start-up time of the server the stage ran on (a `server` block's start: from the
     /// start to ready).
     ServerStartup,
+    /// Output tokens per second one user sees while the answer streams: 1000 / TPOT p90 (ms).
+    TokensPerSUser,
+    /// 1000 / NTPOT p90 (ms): E2E per output token, so TTFT counts (AIPerf's definition).
+    E2eNormalizedInteractivity,
+    /// Output throughput over the target's declared `gpus`.
+    OutputThroughputPerGpu,
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 12] = [
+    pub const ALL: [CountMetric; 15] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -55,6 +61,9 @@ impl CountMetric {
         CountMetric::EmptyRate,
         CountMetric::JudgeScore,
         CountMetric::ServerStartup,
+        CountMetric::TokensPerSUser,
+        CountMetric::E2eNormalizedInteractivity,
+        CountMetric::OutputThroughputPerGpu,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -94,7 +103,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 12] = {
+const COUNT_DEFS: [MetricDef; 15] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -230,6 +239,47 @@ const COUNT_DEFS: [MetricDef; 12] = {
             C::LoadOnly,
             "60s",
         ),
+        // Interactivity: per-user speeds read off the TPOT and NTPOT distributions, so a late
+        // client moves them as it moves those (TPOT either way, NTPOT only up).
+        MetricDef {
+            from_output_tokens: true,
+            scope: ApiScope::Generated,
+            ..counted(
+                "tokens_per_s_user",
+                "tokens/s per user",
+                "1000 / latency.tpot_ms.p90",
+                K::TokPerSec,
+                Lower,
+                C::Either,
+                "20 tok/s",
+            )
+        },
+        MetricDef {
+            from_output_tokens: true,
+            scope: ApiScope::Generated,
+            ..counted(
+                "e2e_normalized_interactivity",
+                "E2E-normalised interactivity",
+                "1000 / latency.ntpot_ms.p90",
+                K::TokPerSec,
+                Lower,
+                C::Lowers,
+                "10 tok/s",
+            )
+        },
+        MetricDef {
+            from_output_tokens: true,
+            scope: ApiScope::Generated,
+            ..counted(
+                "output_throughput_per_gpu",
+                "output throughput per GPU",
+                "throughput.output_tokens_per_s / planned.gpus",
+                K::TokPerSec,
+                Lower,
+                C::Lowers,
+                "500 tok/s",
+            )
+        },
     ]
 };
 

@@ -133,6 +133,9 @@ pub struct RunSettings {
     /// `reset-cache "auto"|"vllm"|"sglang"|"llama-cpp"`: ask the server to drop its prompt
     /// cache before the warm-up and before each stage (and round).
     pub reset_cache: Option<CacheReset>,
+    /// `gpus N`: the GPUs serving the target, declared (nothing measures it), for the
+    /// per-GPU throughput (`output_throughput_per_gpu`) and the sweep's frontier.
+    pub gpus: Option<u32>,
 }
 
 impl Default for RunSettings {
@@ -141,6 +144,7 @@ impl Default for RunSettings {
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             cache_salt: false,
             reset_cache: None,
+            gpus: None,
         }
     }
 }
