@@ -84,8 +84,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "1ms")]
     pub max_send_lag: units::Duration,
 
-    /// Flag a stage as untrusted when the hypervisor steals more than this share (percent) of
-    /// the client's CPU time (`steal` in /proc/stat; cloud VMs with busy neighbours).
+    /// Name hypervisor steal above this share (percent) of the client's CPU time (`steal` in
+    /// /proc/stat; cloud VMs with busy neighbours): the cause of a measured effect's flag (send
+    /// lag, idle clients, rate shortfall), or a note; on its own it never untrusts a stage.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = percent)]
     pub max_steal: f64,
 
