@@ -178,16 +178,22 @@ fn a_late_send_adds_to_the_latencies_measured_from_the_schedule() {
 #[test]
 fn only_distributions_take_aggregations() {
     for m in Metric::all() {
+        // Server start-up is a duration but one reading per stage, not a histogram.
+        let single_duration = m == Metric::Count(CountMetric::ServerStartup);
         assert_eq!(
             m.needs_aggregation(),
-            m.kind().shape() == Shape::Distribution
+            m.kind().shape() == Shape::Distribution && !single_duration,
+            "{m}"
         );
         assert_eq!(
             m.supported_aggregations().is_empty(),
             !m.needs_aggregation()
         );
-        // Bare numbers: telemetry readings, and a concurrency curve's count of clients.
-        let bare = m.is_telemetry() || m.curve().is_some_and(CurveMetric::of_clients);
+        // Bare numbers: telemetry readings, a concurrency curve's count of clients, and the
+        // judge's score, which is on the rubric's own scale.
+        let bare = m.is_telemetry()
+            || m.curve().is_some_and(CurveMetric::of_clients)
+            || m == Metric::Count(CountMetric::JudgeScore);
         assert_eq!(m.kind().unit_optional(), bare, "{m}");
     }
     // Send lag's summary is the client's health: p50, p99 and max only.
