@@ -41,12 +41,7 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 for url in &v.servers {
                     outln!("{}", needs_server(url));
                 }
-                if let Some(command) = &v.starts {
-                    outln!("server  started by the run: {}", command.join(" "));
-                }
-                for (name, command) in &v.server_configs {
-                    outln!("        config {name}: {}", command.join(" "));
-                }
+                print_server(v.starts.as_deref(), &v.server_configs);
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }
@@ -66,6 +61,29 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
         }
     }
     last.map_or(Ok(()), Err)
+}
+
+/// The server `run` starts: its command, or with configurations each one's instead (the
+/// base command itself never runs then). Escaped: params and environment reach it.
+fn print_server(starts: Option<&[String]>, configs: &[(String, Vec<String>)]) {
+    let shown = |c: &[String]| crate::escape::terminal(&c.join(" "));
+    match starts {
+        Some(command) if configs.is_empty() => {
+            outln!("server  started by the run: {}", shown(command));
+        }
+        Some(_) => outln!(
+            "server  started by the run, once per configuration ({}):",
+            configs.len()
+        ),
+        None => {}
+    }
+    for (name, command) in configs {
+        outln!(
+            "        config {}: {}",
+            crate::escape::terminal(name),
+            shown(command)
+        );
+    }
 }
 
 /// What to start before `run`: the server at `url` (masked already), and the simulator that

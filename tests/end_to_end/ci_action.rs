@@ -460,9 +460,9 @@ fn a_failed_sla_fails_the_job_with_params() {
     let ws = workspace();
     let text = std::fs::read_to_string(ws.path().join("scenarios/ci-gate.kdl")).unwrap();
     let strict = text
-        .replace("requests 160", "requests (param)\"n\"")
+        .replace("requests 320", "requests (param)\"n\"")
         .replace("assert \"ttft.p95 < 200ms\"", "assert \"ttft.p95 < 1us\"")
-        + "param \"n\" 160\n";
+        + "param \"n\" 320\n";
     std::fs::write(ws.path().join("scenarios/strict.kdl"), strict).unwrap();
     let mut job = Job::new(
         ws.path(),

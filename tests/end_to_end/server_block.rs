@@ -74,6 +74,18 @@ fn server_started_by_the_run_is_ready_runs_and_is_gone_after() {
     assert!(log.contains("infermeter sim listening"), "{log}");
     let (stdout, _) = text(&o);
     assert!(stdout.contains("server:  infermeter sim"), "{stdout}");
+    // The report says what was started and how long it took to be ready, as the terminal does.
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| started server |"))
+        .unwrap_or_else(|| panic!("no started-server row in report.md:\n{md}"));
+    assert!(
+        row.contains("`infermeter sim --listen")
+            && row.contains("ready in")
+            && row.contains("stopped"),
+        "{row}"
+    );
 }
 
 #[test]
@@ -310,4 +322,52 @@ fn server_ready_on_a_health_path() {
     let o = run(&path, &out, &["--no-plots"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     gone(server_pid(&out), "the server is stopped after the run");
+}
+
+#[test]
+fn server_startup_is_decided_on_a_stage_the_client_made_untrusted() {
+    // The start-up is measured before the first request: a client that then sends late (held
+    // 30 ms per request here) cannot have moved it, so its verdict stands on its numbers.
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = format!("command {}\ntimeout \"60s\"", quoted(&sim_line(port)));
+    let path = with_server(dir.path(), port, &server, "requests 20;");
+    let text = std::fs::read_to_string(&path).unwrap()
+        + "sla { assert \"server_startup < 60s\"; assert \"ttft.p50 < 20ms\"; }\n";
+    std::fs::write(&path, text).unwrap();
+    let out = dir.path().join("out");
+    let o = crate::support::command()
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--no-plots", "--quiet", "--untrusted", "inconclusive"])
+        .env("INFERMETER_TEST_SEND_LAG_MS", "30")
+        .output()
+        .unwrap();
+    let r = crate::support::results(&out);
+    let flags = &r["stages"][0]["validity"]["flags"];
+    assert!(flags.to_string().contains("send_lag"), "{flags}");
+    let startup = r["sla"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| {
+            v["expr"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("server_startup")
+        })
+        .unwrap_or_else(|| panic!("no server_startup verdict in {}", r["sla"]));
+    assert_eq!(startup["outcome"], "pass", "{startup}\n{}", describe(&o));
+}
+
+/// `line`'s words as KDL strings.
+fn quoted(line: &str) -> String {
+    line.split(' ')
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -174,6 +174,12 @@ fn server_configs_show_in_the_plan_with_their_cache_hygiene() {
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (stdout, _) = text(&o);
     assert!(stdout.contains("config mr16: infermeter sim"), "{stdout}");
+    // The base command never runs on its own when configurations replace its arguments.
+    assert!(
+        stdout.contains("started by the run, once per configuration (2):")
+            && !stdout.contains("--max-running 64"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -121,6 +121,7 @@ fn late_client(l: LateClient) -> &'static str {
         LateClient::ClientSideErrors => "raises it through `timeout` and `cancelled` only",
         LateClient::LoadOnly => "changes it only through the load",
         LateClient::Answers => "nothing: it judges the answers' text",
+        LateClient::BeforeLoad => "nothing: measured before the first request",
     }
 }
 

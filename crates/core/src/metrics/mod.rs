@@ -37,6 +37,7 @@ mod stage_server;
 mod steady;
 mod summary;
 mod timeline;
+mod tokens;
 mod turns;
 mod urls;
 mod validity;

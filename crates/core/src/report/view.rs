@@ -447,6 +447,21 @@ fn provenance_rows(results: &Results) -> Vec<KeyValue> {
             },
         ));
     }
+    if let Some(s) = &p.started_server {
+        let stopped = if s.stopped.is_empty() {
+            "running"
+        } else {
+            &s.stopped
+        };
+        rows.push(kv(
+            "started server",
+            format!(
+                "`{}` (ready in {:.1} s, {stopped})",
+                s.command.join(" "),
+                s.startup_ms / 1000.0
+            ),
+        ));
+    }
     rows
 }
 

@@ -115,6 +115,9 @@ pub enum LateClient {
     /// client's pace nor the load, a warm cache or a throttled GPU change (they change when
     /// an answer comes, not what it is).
     Answers,
+    /// Nothing: measured before the first request (the server's start to ready), so neither
+    /// the client's pace nor the load it offered reaches it.
+    BeforeLoad,
 }
 
 /// Which APIs have a metric, by how they answer (`protocol::Answer`): a pooling API's answer
@@ -178,7 +181,7 @@ impl MetricDef {
             LateClient::Raises | LateClient::ClientSideErrors => self.worse == Worse::Higher,
             LateClient::Lowers => self.worse == Worse::Lower,
             LateClient::Either => true,
-            LateClient::LoadOnly | LateClient::Answers => false,
+            LateClient::LoadOnly | LateClient::Answers | LateClient::BeforeLoad => false,
         }
     }
 
@@ -190,7 +193,7 @@ impl MetricDef {
             LateClient::Raises | LateClient::ClientSideErrors => self.worse == Worse::Lower,
             LateClient::Lowers => self.worse == Worse::Higher,
             LateClient::Either => true,
-            LateClient::LoadOnly | LateClient::Answers => false,
+            LateClient::LoadOnly | LateClient::Answers | LateClient::BeforeLoad => false,
         }
     }
 }

@@ -236,7 +236,7 @@ const COUNT_DEFS: [MetricDef; 15] = {
             "stages[].server.startup_ms",
             K::Latency,
             Higher,
-            C::LoadOnly,
+            C::BeforeLoad,
             "60s",
         ),
         // Interactivity: per-user speeds read off the TPOT and NTPOT distributions, so a late
