@@ -41,7 +41,7 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 for url in &v.servers {
                     outln!("{}", needs_server(url));
                 }
-                print_server(v.starts.as_deref(), &v.server_configs);
+                print_server(v.starts.as_deref(), v.restarts, &v.server_configs);
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }
@@ -65,16 +65,18 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
 
 /// The server `run` starts: its command, or with configurations each one's instead (the
 /// base command itself never runs then). Escaped: params and environment reach it.
-fn print_server(starts: Option<&[String]>, configs: &[(String, Vec<String>)]) {
+fn print_server(starts: Option<&[String]>, restarts: bool, configs: &[(String, Vec<String>)]) {
     let shown = |c: &[String]| crate::escape::terminal(&c.join(" "));
+    let how = if restarts {
+        "restarted elsewhere by the run's program"
+    } else {
+        "started by the run"
+    };
     match starts {
         Some(command) if configs.is_empty() => {
-            outln!("server  started by the run: {}", shown(command));
+            outln!("server  {how}: {}", shown(command));
         }
-        Some(_) => outln!(
-            "server  started by the run, once per configuration ({}):",
-            configs.len()
-        ),
+        Some(_) => outln!("server  {how}, once per configuration ({}):", configs.len()),
         None => {}
     }
     for (name, command) in configs {

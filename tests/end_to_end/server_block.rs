@@ -371,3 +371,95 @@ fn quoted(line: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// A scenario against the simulator at `base` (already running) whose `server` block is
+/// `server` (its children): a `restart` block's shape.
+fn with_remote(dir: &Path, base: &str, server: &str) -> std::path::PathBuf {
+    let url = if base.ends_with("/v1") {
+        base.to_string()
+    } else {
+        format!("{base}/v1")
+    };
+    scenario(
+        dir,
+        "remote.kdl",
+        &format!(
+            "target \"{url}\" {{ model \"sim-model\"; }}\n\
+             server {{\n{server}\n}}\n\
+             dataset \"d\" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=2; requests 10; }}\n"
+        ),
+    )
+}
+
+#[test]
+fn server_restarted_elsewhere_is_waited_for_and_left_running() {
+    // The server runs already (as a Kubernetes deployment would); `restart` only runs a
+    // program that restarts it and exits, and the run leaves the server as it found it.
+    let sim = crate::support::SimProcess::start(&["--model", "sim-model"]);
+    let dir = tempfile::tempdir().unwrap();
+    let server =
+        "restart \"sh\" \"-c\" \"echo rollout restarted\"\nready \"models\"\ntimeout \"60s\"";
+    let path = with_remote(dir.path(), &sim.base_url, server);
+    let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("server  restarted elsewhere by the run's program: sh -c"),
+        "{stdout}"
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = crate::support::results(&out);
+    let started = &r["provenance"]["started_server"];
+    assert_eq!(started["stopped"], "left running", "{started}");
+    assert_eq!(started["command"][0], "sh", "{started}");
+    assert_eq!(crate::support::stage(&r, "s")["requests"]["ok"], 10);
+    let log = std::fs::read_to_string(out.join("server.log")).unwrap();
+    assert!(log.contains("rollout restarted"), "{log}");
+    assert!(
+        alive(sim.child.id() as i32),
+        "the server elsewhere is left running"
+    );
+}
+
+#[test]
+fn server_restart_program_that_fails_ends_the_run_with_its_words() {
+    let sim = crate::support::SimProcess::start(&["--model", "sim-model"]);
+    let dir = tempfile::tempdir().unwrap();
+    let server = "restart \"sh\" \"-c\" \"echo 'deployment not found' >&2; exit 7\"";
+    let path = with_remote(dir.path(), &sim.base_url, server);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let (_, stderr) = text(&o);
+    assert!(
+        stderr.contains("restart program failed (exit code 7)")
+            && stderr.contains("deployment not found"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn server_restart_with_command_or_stop_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    for (server, said) in [
+        (
+            "restart \"sh\" \"-c\" \"true\"\ncommand \"sh\" \"-c\" \"true\"",
+            "`restart` and `command` both given",
+        ),
+        (
+            "restart \"sh\" \"-c\" \"true\"\nstop signal=\"SIGINT\"",
+            "`stop` does not apply to `restart`",
+        ),
+    ] {
+        let path = with_remote(dir.path(), "http://127.0.0.1:9", server);
+        let o = crate::support::infermeter(&["validate", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (_, stderr) = text(&o);
+        assert!(
+            stderr.contains(said) && stderr.contains("remote.kdl"),
+            "{stderr}"
+        );
+    }
+}

@@ -99,6 +99,8 @@ pub struct Validated {
     pub servers: Vec<String>,
     /// The command the scenario's `server` block starts (secrets masked), when it has one.
     pub starts: Option<Vec<String>>,
+    /// Whether that command is a `restart` program (the server runs elsewhere).
+    pub restarts: bool,
     /// Its configurations (`config` lines), each with the command it starts (secrets masked),
     /// in the order the run starts them.
     pub server_configs: Vec<(String, Vec<String>)>,
@@ -124,6 +126,7 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
             .server
             .as_ref()
             .map(|s| crate::redact::command_line(&s.command)),
+        restarts: scenario.server.as_ref().is_some_and(|s| s.remote),
         server_configs: plan
             .server_configs
             .iter()

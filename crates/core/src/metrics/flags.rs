@@ -165,12 +165,13 @@ impl Moves {
 impl Distortion {
     /// Which ways it can move `def`'s value.
     pub fn moves(self, def: &MetricDef) -> Moves {
-        // The load, a warm cache or a slow GPU change when an answer comes, not what it says,
-        // and none of them reaches a start-up measured before the first request.
-        let answers = matches!(
-            def.late_client,
-            super::LateClient::Answers | super::LateClient::BeforeLoad
-        );
+        // Measured before the first request (the server's start-up): no flag of the run can
+        // have moved it.
+        if def.late_client == super::LateClient::BeforeLoad {
+            return Moves::default();
+        }
+        // The load, a warm cache or a slow GPU change when an answer comes, not what it says.
+        let answers = def.late_client == super::LateClient::Answers;
         match self {
             Distortion::LoadShortfall | Distortion::Flattering | Distortion::ServerSlowed
                 if answers =>

@@ -79,7 +79,8 @@ pub struct StartedServer {
     /// From the start to ready, in milliseconds.
     pub startup_ms: f64,
     /// How it stopped: `exited` (by itself, during the run), `stopped` (by the stop
-    /// signal), `killed` (SIGKILL after the grace period).
+    /// signal), `killed` (SIGKILL after the grace period), `left running` (a `restart`
+    /// block's server, which runs elsewhere).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stopped: String,
 }

@@ -47,8 +47,9 @@ impl std::fmt::Display for Disagreement {
             ),
             None => write!(
                 f,
-                "name the served model's own tokenizer, `tokenizer \"path/to/tokenizer.json\"` \
-                 (the tokenizer.json of the model's Hugging Face repository, beside the scenario)"
+                "name the served model's own tokenizer in a top-level line of the scenario, \
+                 `tokenizer \"path/to/tokenizer.json\"` (the tokenizer.json of the model's \
+                 Hugging Face repository, beside the scenario)"
             ),
         }
     }

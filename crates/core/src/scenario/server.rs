@@ -17,6 +17,10 @@ use crate::units::Duration;
 
 const SETTINGS: &[Setting<Entries<ServerSpec>>] = &[
     Setting::once("command", command),
+    Setting::once("restart", |ctx, r, s| {
+        command(ctx, r, s);
+        s.remote = true;
+    }),
     Setting::once("cwd", cwd),
     Setting::many("env", super::server_config::env),
     Setting::once("ready", ready),
@@ -38,6 +42,7 @@ const MIN_LOG: u64 = 4 * 1024;
 pub(super) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ServerSpec> {
     let mut spec = ServerSpec {
         command: Vec::new(),
+        remote: false,
         cwd: None,
         env: Vec::new(),
         ready: Readiness::Models,
@@ -53,20 +58,52 @@ pub(super) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ServerSpec> {
     with_reader(ctx, node, |ctx, r| {
         let children = r.children();
         read_children(ctx, children, "`server`", &[SETTINGS], &mut spec);
-        if !children.iter().any(|c| c.name().value() == "command") {
-            ctx.error(
-                ctx.name_span(node),
-                "`server` needs a `command`",
-                "no command",
-                Some(
-                    "write e.g. server { command \"vllm\" \"serve\" \"Qwen/Qwen2.5-0.5B-Instruct\" \
-                     \"--port\" \"8000\"; }"
-                        .into(),
-                ),
-            );
-        }
+        either_command(ctx, node, children);
     });
     (ctx.problems.len() == before).then_some(spec)
+}
+
+/// Exactly one of `command` (the server itself) and `restart` (a program that restarts a server
+/// running elsewhere); `stop` only with `command`, as there is nothing of ours to stop.
+fn either_command(ctx: &mut Ctx<'_>, node: &KdlNode, children: &[KdlNode]) {
+    let named = |n: &str| children.iter().find(|c| c.name().value() == n);
+    match (named("command"), named("restart")) {
+        (None, None) => ctx.error(
+            ctx.name_span(node),
+            "`server` needs a `command`",
+            "no command",
+            Some(
+                "write e.g. server { command \"vllm\" \"serve\" \"Qwen/Qwen2.5-0.5B-Instruct\" \
+                 \"--port\" \"8000\"; } (or `restart` for a server that runs elsewhere)"
+                    .into(),
+            ),
+        ),
+        (Some(_), Some(r)) => ctx.error(
+            ctx.name_span(r),
+            "`restart` and `command` both given",
+            "one or the other",
+            Some(
+                "`command` starts the server here and stops it after the run; `restart` runs a \
+                 program that restarts a server elsewhere: keep one"
+                    .into(),
+            ),
+        ),
+        (None, Some(_)) => {
+            if let Some(stop) = named("stop") {
+                ctx.error(
+                    ctx.name_span(stop),
+                    "`stop` does not apply to `restart`",
+                    "nothing of the run's to stop",
+                    Some(
+                        "a server restarted elsewhere is left running after the run: remove \
+                         `stop`"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        (Some(_), None) => {}
+    }
 }
 
 /// `command "PROGRAM" "ARG"…`: a program and its arguments, each its own string.

@@ -26,6 +26,8 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the server's restart program failed ({status}){}", lines(last))]
+    RestartFailed { status: String, last: Vec<String> },
     #[error("the server exited ({status}) before it was ready{}", lines(last))]
     ExitedEarly { status: String, last: Vec<String> },
     #[error("the server was not ready after {}s ({why}){}", waited.as_secs(), lines(last))]

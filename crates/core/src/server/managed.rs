@@ -38,6 +38,11 @@ pub struct Running {
     log: Arc<Log>,
     /// Cancelled when the leader exits.
     exited: CancellationToken,
+    /// What the run watches to end early: `exited`, or for a `restart` program (which exits
+    /// by design) nothing; a server elsewhere that dies shows in its answers.
+    watch: CancellationToken,
+    /// A `restart` program's: the server runs elsewhere and is left running.
+    remote: bool,
     status: Arc<OnceLock<String>>,
     tasks: Vec<JoinHandle<()>>,
     stop: StopSpec,
@@ -57,7 +62,10 @@ pub async fn start(
     place: &Place,
     interrupt: &CancellationToken,
 ) -> Result<Running, ServerError> {
-    port_free(&place.target).await?;
+    // A server restarted elsewhere answers there already, by design.
+    if !spec.remote {
+        port_free(&place.target).await?;
+    }
     let ready_text = match &spec.ready {
         Readiness::Log(t) => Some(t.clone()),
         _ => None,
@@ -72,6 +80,9 @@ pub async fn start(
     let mut running = spawn(spec, &place.base_dir, log)?;
     if let Some(label) = &place.label {
         running.log.note(label);
+    }
+    if spec.remote {
+        return restarted(spec, place, running, began, interrupt).await;
     }
     let last: Last = Arc::new(Mutex::new(String::from("no probe was answered yet")));
     let failed = tokio::select! {
@@ -96,6 +107,61 @@ pub async fn start(
             waited: began.elapsed(),
             why,
             last: lines,
+        },
+        Failed::Interrupted => ServerError::Interrupted,
+    })
+}
+
+/// A `restart` program runs to completion (exit 0), then the server it restarted is waited
+/// for, all within the block's timeout; the start-up is the whole of it.
+async fn restarted(
+    spec: &ServerSpec,
+    place: &Place,
+    mut running: Running,
+    began: Instant,
+    interrupt: &CancellationToken,
+) -> Result<Running, ServerError> {
+    let deadline = tokio::time::Instant::from_std(began + spec.timeout.as_std());
+    let mut failed = tokio::select! {
+        () = running.exited.cancelled() => None,
+        () = tokio::time::sleep_until(deadline) => Some(Failed::Timeout),
+        () = interrupt.cancelled() => Some(Failed::Interrupted),
+    };
+    let status = running.status.get().cloned().unwrap_or_default();
+    let last: Last = Arc::new(Mutex::new(format!(
+        "the restart program was still running ({})",
+        spec.command.first().map_or("", String::as_str)
+    )));
+    if failed.is_none() {
+        if status != "exit code 0" {
+            let stopped = running.stop().await;
+            return Err(ServerError::RestartFailed {
+                status,
+                last: stopped.last,
+            });
+        }
+        running
+            .log
+            .note("the restart program finished; waiting for the server");
+        failed = tokio::select! {
+            () = until_ready(&spec.ready, &place.target, &running.log, &last) => None,
+            () = tokio::time::sleep_until(deadline) => Some(Failed::Timeout),
+            () = interrupt.cancelled() => Some(Failed::Interrupted),
+        };
+    }
+    let Some(failed) = failed else {
+        running.started.startup_ms = began.elapsed().as_secs_f64() * 1e3;
+        running.remote = true;
+        running.watch = CancellationToken::new();
+        return Ok(running);
+    };
+    let why = last.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let stopped = running.stop().await;
+    Err(match failed {
+        Failed::Timeout | Failed::Exited => ServerError::NotReady {
+            waited: began.elapsed(),
+            why,
+            last: stopped.last,
         },
         Failed::Interrupted => ServerError::Interrupted,
     })
@@ -166,6 +232,8 @@ fn spawn(spec: &ServerSpec, base: &Path, log: Arc<Log>) -> Result<Running, Serve
     Ok(Running {
         group,
         log,
+        watch: exited.clone(),
+        remote: false,
         exited,
         status,
         tasks,
@@ -200,19 +268,20 @@ struct Ended {
 }
 
 impl Running {
-    /// Cancelled when the server's leader process exits.
+    /// Cancelled when the server's leader process exits (never for a `restart` program's).
     pub fn exited(&self) -> CancellationToken {
-        self.exited.clone()
+        self.watch.clone()
     }
 
     /// Stops the server after a run: a server that had exited by itself during it is a
     /// failure of the run ([`ServerError::Died`]), with its last lines.
     pub async fn finish(self) -> Stopped {
         let mut started = self.started.clone();
+        let remote = self.remote;
         let ended = self.stop().await;
-        started.stopped = ended.how.into();
+        started.stopped = if remote { "left running" } else { ended.how }.into();
         let mut failures = Vec::new();
-        if ended.by_itself {
+        if ended.by_itself && !remote {
             failures.push(ServerError::Died {
                 status: ended.status,
                 last: ended.last,

@@ -17,6 +17,11 @@ pub struct ServerSpec {
     /// The program and its arguments, passed as they are (no shell). The program `infermeter`
     /// is the running binary itself, so a scenario can start `infermeter sim` anywhere.
     pub command: Vec<String>,
+    /// `restart` in place of `command`: the program restarts a server that runs elsewhere (a
+    /// Kubernetes rollout, a remote host) and exits; the run waits for it, then for the
+    /// server, and leaves the server running after the run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
     /// The directory it starts in, relative to the scenario's (default: infermeter's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
