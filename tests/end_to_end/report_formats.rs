@@ -23,6 +23,7 @@ dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 6; }} }}
 stage "closed \"quoted\" <b>&amp; {SECRET}" {{ dataset "d"; arrival "concurrency" clients=2; requests 12; }}
 stage "open" {{ dataset "d"; arrival "constant" rate=200; requests 10; }}
 report {{ llm-d #true; parquet #true; }}
+infra {{ gpu-model "H100 SXM"; gpu-count 8; replicas 2; }}
 "#
     )
 }
@@ -157,6 +158,13 @@ fn check_llmd(out: &Path, results: &serde_json::Value) {
     assert_eq!(reports.len(), 2, "one report per stage");
     for (i, (report, stage)) in reports.iter().zip(stages).enumerate() {
         assert_eq!(report["version"], "0.2.1");
+        // The engine the simulator said it is, on the GPUs the scenario declared.
+        let engine = &report["scenario"]["stack"][0]["standardized"];
+        assert_eq!(engine["kind"], "inference_engine", "{report}");
+        assert_eq!(engine["tool"], "infermeter-sim");
+        assert_eq!(engine["replicas"], 2);
+        assert_eq!(engine["accelerator"]["model"], "H100 SXM");
+        assert_eq!(engine["accelerator"]["count"], 8);
         let load = &report["scenario"]["load"];
         assert_eq!(load["metadata"]["cfg_id"], results["plan_hash"]);
         assert_eq!(load["standardized"]["tool"], "infermeter");

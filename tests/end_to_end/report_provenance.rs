@@ -222,3 +222,89 @@ stage "s" {
     // The embedded simulator describes itself too.
     assert!(r["provenance"]["server"]["endpoints"]["/version"].is_object());
 }
+
+/// A run against the simulator with `infra` declaring `gpu` and contradicting the engine's
+/// version: (results.json, report.md).
+fn infra_run(dir: &Path, name: &str, gpu: &str) -> (serde_json::Value, String) {
+    let text = format!(
+        "target \"sim\" {{ decode-base \"1ms\"; }}\n\
+         dataset \"d\" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}\n\
+         stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=2; requests 8; }}\n\
+         infra {{ engine-version \"9.9\"; gpu-model \"{gpu}\"; gpu-count 8; fact \"tensor-parallel\" 8; }}\n"
+    );
+    // One file name for both: the scenario is named after it, and the plans must agree.
+    let home = dir.join(format!("{name}-scenario"));
+    std::fs::create_dir_all(&home).unwrap();
+    let path = support::scenario(&home, "infra.kdl", &text);
+    let out = dir.join(name);
+    let o = support::run(&path, &out, &["--no-plots"]);
+    assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    (support::results(&out), md)
+}
+
+#[test]
+fn infrastructure_facts_are_recorded_shown_and_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, md) = infra_run(dir.path(), "a", "H100");
+    let infra = &r["provenance"]["infra"];
+    // What the server said wins, the declaration it contradicts kept beside it.
+    assert_eq!(infra["engine"]["value"], "infermeter-sim", "{infra}");
+    assert_eq!(infra["engine_version"]["source"], "server header");
+    assert_eq!(infra["engine_version"]["declared"], "9.9");
+    assert_eq!(infra["max_model_len"]["source"], "/v1/models");
+    assert_eq!(infra["gpu_model"]["value"], "H100");
+    assert_eq!(infra["gpu_model"]["source"], "declared");
+    assert_eq!(infra["tensor_parallel"]["value"], "8");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| infrastructure |"))
+        .unwrap_or_else(|| panic!("no infrastructure row:\n{md}"));
+    assert!(
+        row.contains("H100") && row.contains("declared 9.9"),
+        "{row}"
+    );
+    // A baseline on other GPUs: `compare` says so beside its verdict.
+    let (_, _) = infra_run(dir.path(), "b", "A100");
+    let o = support::infermeter(&[
+        "compare",
+        dir.path().join("a/results.json").to_str().unwrap(),
+        dir.path().join("b/results.json").to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = support::text(&o);
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("differ in their infrastructure (gpu_model H100 → A100)"),
+        "{stdout}{stderr}"
+    );
+}
+
+#[test]
+fn infrastructure_declarations_are_checked_at_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (infra, said) in [
+        ("fact \"bad name!\" \"x\"", "a fact's name is 1 to 64"),
+        ("gpu-count 0", "gpu-count"),
+        ("gpu-model \"a\"; gpu-model \"b\"", "gpu-model"),
+        ("replicas 2; fact \"replicas\" 3", "declared twice"),
+        ("cloud \"x\"", "unknown node `cloud`"),
+    ] {
+        let text = format!(
+            "target \"sim\"\ndataset \"d\" {{ synthetic {{ input-tokens 16; output-tokens 4; }} }}\n\
+             stage \"s\" {{ dataset \"d\"; requests 4; }}\ninfra {{ {infra}; }}\n"
+        );
+        let path = support::scenario(dir.path(), "bad.kdl", &text);
+        let o = support::infermeter(&["validate", path.to_str().unwrap()]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{infra}: {}",
+            support::describe(&o)
+        );
+        let (_, stderr) = support::text(&o);
+        assert!(
+            stderr.contains(said) && stderr.contains("bad.kdl"),
+            "{infra}: {stderr}"
+        );
+    }
+}

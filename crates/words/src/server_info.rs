@@ -86,6 +86,60 @@ impl ServerInfo {
     }
 }
 
+/// A fact a server's answers establish: its name (`engine`, `engine_version`,
+/// `max_model_len`), its value, and the answer it came from (`/version`, `server header`).
+pub type ServerFact = (&'static str, String, &'static str);
+
+impl ServerInfo {
+    /// The infrastructure facts its answers establish, each from the first answer that gives
+    /// it: the engine and its version (the simulator by its header; SGLang by
+    /// `/get_server_info`; llama.cpp by `/props`; vLLM by `/version`) and the context length
+    /// (vLLM's `max_model_len` in the model list, SGLang's `context_length`, llama.cpp's
+    /// `n_ctx`). Values are the scrubbed, cut strings the answers held.
+    pub fn facts(&self) -> Vec<ServerFact> {
+        let at = |path: &str, keys: &[&str]| {
+            let mut v = self.endpoints.get(path)?;
+            for k in keys {
+                v = match k.parse::<usize>() {
+                    Ok(i) => v.get(i)?,
+                    Err(_) => v.get(*k)?,
+                };
+            }
+            match v {
+                serde_json::Value::String(s) if !s.is_empty() => Some(cut(s)),
+                serde_json::Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            }
+        };
+        let header = self.server_header.as_deref().unwrap_or_default();
+        let mut engine: Option<ServerFact> = None;
+        let mut version: Option<ServerFact> = None;
+        if let Some(v) = header.strip_prefix("infermeter-sim/") {
+            engine = Some(("engine", "infermeter-sim".into(), "server header"));
+            version = Some(("engine_version", cut(v), "server header"));
+        }
+        let probes: [(&str, &str, &[&str]); 3] = [
+            ("/get_server_info", "SGLang", &["version"]),
+            ("/props", "llama.cpp", &["build_info"]),
+            ("/version", "vLLM", &["version"]),
+        ];
+        for (path, name, key) in probes {
+            if engine.is_none() && self.endpoints.contains_key(path) {
+                engine = Some(("engine", name.into(), path));
+                version = at(path, key).map(|v| ("engine_version", v, path));
+            }
+        }
+        let context = [
+            (MODELS_PATH, &["data", "0", "max_model_len"][..]),
+            ("/get_server_info", &["context_length"][..]),
+            ("/props", &["default_generation_settings", "n_ctx"][..]),
+        ]
+        .into_iter()
+        .find_map(|(path, keys)| at(path, keys).map(|v| ("max_model_len", v, path)));
+        [engine, version, context].into_iter().flatten().collect()
+    }
+}
+
 /// Special tokens are named like secrets but are not: `bos_token: "<s>"`.
 const SPECIAL_TOKENS: [&str; 7] = [
     "bos_token",
@@ -156,6 +210,28 @@ mod tests {
         assert_eq!(all.server_header.as_deref(), Some("uvicorn"));
         assert_eq!(all.endpoints.len(), 2);
         assert_eq!(all.summary().unwrap(), "uvicorn, version 0.8.5");
+        // vLLM as its answers say it: /version, and the context length in the model list.
+        let vllm = ServerInfo::from_models(
+            Some("uvicorn".into()),
+            Some(br#"{"data":[{"id":"m","max_model_len":2048}]}"#),
+        )
+        .merge(ServerInfo {
+            server_header: None,
+            endpoints: [(
+                "/version".to_string(),
+                serde_json::json!({"version": "0.32.0"}),
+            )]
+            .into_iter()
+            .collect(),
+        });
+        assert_eq!(
+            vllm.facts(),
+            vec![
+                ("engine", "vLLM".to_string(), "/version"),
+                ("engine_version", "0.32.0".to_string(), "/version"),
+                ("max_model_len", "2048".to_string(), MODELS_PATH),
+            ]
+        );
         // Not JSON, or no body: the header alone.
         let bare = ServerInfo::from_models(None, Some(b"<html>"));
         assert!(bare.endpoints.is_empty() && bare.summary().is_none());

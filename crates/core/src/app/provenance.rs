@@ -32,10 +32,12 @@ pub(super) struct Gathered<'a> {
     pub hostname: bool,
     pub started_at: SystemTime,
     pub server: Option<ServerInfo>,
+    pub telemetry: Option<&'a crate::telemetry::TelemetryReport>,
 }
 
 pub(super) fn gather(g: Gathered<'_>) -> Provenance {
     let s = g.scenario;
+    let infra = crate::results::gather_infra(&s.infra, g.server.as_ref(), g.telemetry);
     Provenance {
         build: BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -67,6 +69,7 @@ pub(super) fn gather(g: Gathered<'_>) -> Provenance {
             .server
             .filter(|i| i.server_header.is_some() || !i.endpoints.is_empty()),
         started_server: None,
+        infra,
     }
 }
 

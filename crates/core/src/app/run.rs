@@ -74,6 +74,7 @@ fn run_marked(
         hostname: settings.record_hostname,
         started_at: output.started_at,
         server: output.server.clone(),
+        telemetry: results.telemetry.as_ref(),
     }));
     results.shards = settings
         .shard

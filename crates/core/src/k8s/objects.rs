@@ -7,10 +7,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    EnvVar, EnvVarSource, KeyToPath, PersistentVolumeClaimVolumeSource, PodAffinityTerm,
-    PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
-    SecretKeySelector, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
-    WeightedPodAffinityTerm,
+    EnvVar, EnvVarSource, KeyToPath, ObjectFieldSelector, PersistentVolumeClaimVolumeSource,
+    PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec,
+    ResourceRequirements, Secret, SecretKeySelector, Service, ServicePort, ServiceSpec, Volume,
+    VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -101,7 +101,9 @@ pub fn manifests(
     let secret = run_secret(meta(secret_name.clone()), secrets);
     let mut spec = job_spec(opts, bundle, &labels, config_name, items);
     if let Some(pod) = spec.template.spec.as_mut() {
-        pod.containers[0].env = Some(secret_env(&secret_name, secrets));
+        let mut env = secret_env(&secret_name, secrets);
+        env.push(node_env());
+        pod.containers[0].env = Some(env);
     }
     let job = Job {
         metadata: meta(opts.name.clone()),
@@ -150,6 +152,22 @@ fn secret_env(secret_name: &str, secrets: &[PodSecret]) -> Vec<EnvVar> {
             ..EnvVar::default()
         })
         .collect()
+}
+
+/// The node a pod runs on, from the downward API: each shard's results name it
+/// (`provenance.infra.client_node`), so shards on different nodes can be told apart.
+fn node_env() -> EnvVar {
+    EnvVar {
+        name: crate::results::K8S_NODE_ENV.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "spec.nodeName".into(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
 }
 
 fn job_spec(

@@ -263,4 +263,15 @@ fn the_token_travels_as_a_secret_referenced_by_env() {
         assert!(!in_clear, "{file} holds the token in clear");
     }
     assert!(format!("{:?}", secrets()).contains("***"));
+    // And the node it runs on, for results.json's provenance.infra.client_node.
+    let node = c.env.as_ref().unwrap().last().unwrap();
+    assert_eq!(node.name, crate::results::K8S_NODE_ENV);
+    let field = node
+        .value_from
+        .as_ref()
+        .unwrap()
+        .field_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(field.field_path, "spec.nodeName");
 }

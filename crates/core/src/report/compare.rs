@@ -148,6 +148,9 @@ pub struct Comparison {
     pub baseline_plan_hash: String,
     pub current_plan_hash: String,
     pub same_plan: bool,
+    /// The infrastructure facts the runs differ in (`engine_version 0.6.3 → 0.7.0`), from
+    /// their `provenance.infra`; empty when they agree or either recorded none.
+    pub infra_differences: Vec<String>,
     pub baseline_started_at: String,
     pub current_started_at: String,
     /// The default tolerance, in percent.
@@ -467,6 +470,10 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         baseline_plan_hash: baseline.plan_hash.clone(),
         current_plan_hash: current.plan_hash.clone(),
         same_plan: baseline.plan_hash == current.plan_hash,
+        infra_differences: match (&baseline.provenance, &current.provenance) {
+            (Some(a), Some(b)) => crate::results::infra_differences(&a.infra, &b.infra),
+            _ => Vec::new(),
+        },
         baseline_started_at: baseline.started_at.clone(),
         current_started_at: current.started_at.clone(),
         tolerance_pct: opts.tolerances.default * 100.0,

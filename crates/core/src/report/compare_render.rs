@@ -90,6 +90,14 @@ fn write_heading(out: &mut String, c: &Comparison) {
             c.baseline_plan_hash, c.current_plan_hash
         );
     }
+    if !c.infra_differences.is_empty() {
+        let _ = writeln!(
+            out,
+            "warning: the runs differ in their infrastructure ({}): a change may be the \
+             infrastructure's",
+            crate::escape::terminal(&c.infra_differences.join("; "))
+        );
+    }
 }
 
 /// One stage's table: a row per watched metric.

@@ -4,10 +4,10 @@
 //! stage: a sweep's points, say, are one report each), one a line; a one-stage run's file is a
 //! single JSON document.
 //!
-//! Mapped: the plan hash as the workload's `cfg_id` (the recipe that reruns it), the stage's
+//! Mapped: the serving engine as the scenario's stack (from `provenance.infra`), the plan hash as the workload's `cfg_id` (the recipe that reruns it), the stage's
 //! planned load, request counts, every latency distribution the stage measured (percentiles
 //! in ms), throughput, the mean prompt and output lengths. Left out, because infermeter does
-//! not measure it: the serving stack's components, the server's own observability series,
+//! not measure it: the serving stack's other components, the server's own observability series,
 //! per-session figures, and percentiles of sequence lengths (results keep their sums).
 
 use serde::Serialize;
@@ -52,6 +52,7 @@ fn stage_report<'a>(r: &'a Results, index: usize, s: &'a StageSummary) -> Report
                 .filter(|t| !t.is_empty()),
         },
         scenario: Scenario {
+            stack: stack(r),
             load: load(r, index, s),
         },
         results: ResultsBlock {
@@ -191,7 +192,63 @@ struct RunTime<'a> {
 
 #[derive(Serialize)]
 struct Scenario<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<Vec<Component>>,
     load: Load<'a>,
+}
+
+/// The serving engine, from `provenance.infra`: an `inference_engine` component when the GPU
+/// model is known (the schema requires its accelerator), else a `generic` one.
+#[derive(Serialize)]
+struct Component {
+    metadata: ComponentMetadata,
+    standardized: serde_json::Value,
+    native: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct ComponentMetadata {
+    schema_version: &'static str,
+    label: String,
+    cfg_id: String,
+}
+
+/// The engine component, when the run knows the engine and its version.
+fn stack(r: &Results) -> Option<Vec<Component>> {
+    let infra = &r.provenance.as_ref()?.infra;
+    let get = |k: &str| infra.get(k).map(|f| f.value.clone());
+    let (tool, version) = (get("engine")?, get("engine_version")?);
+    let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+    let standardized = match get("gpu_model") {
+        Some(model) => serde_json::json!({
+            "kind": "inference_engine",
+            "tool": tool,
+            "tool_version": version,
+            "role": "replica",
+            "replicas": count("replicas").unwrap_or(1).max(1),
+            "model": { "name": r.target.model },
+            "accelerator": {
+                "model": model,
+                "count": count("gpu_count").unwrap_or(0),
+                "parallelism": {},
+            },
+        }),
+        None => serde_json::json!({ "kind": "generic", "tool": tool, "tool_version": version }),
+    };
+    let cfg_id = {
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(standardized.to_string().as_bytes());
+        d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    };
+    Some(vec![Component {
+        metadata: ComponentMetadata {
+            schema_version: "0.0.1",
+            label: "engine".into(),
+            cfg_id,
+        },
+        standardized,
+        native: serde_json::Map::new(),
+    }])
 }
 
 #[derive(Serialize)]

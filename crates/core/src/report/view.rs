@@ -447,6 +447,9 @@ fn provenance_rows(results: &Results) -> Vec<KeyValue> {
             },
         ));
     }
+    if !p.infra.is_empty() {
+        rows.push(kv("infrastructure", infra_text(&p.infra)));
+    }
     if let Some(s) = &p.started_server {
         let stopped = if s.stopped.is_empty() {
             "running"
@@ -463,6 +466,18 @@ fn provenance_rows(results: &Results) -> Vec<KeyValue> {
         ));
     }
     rows
+}
+
+/// `engine vLLM (/version) · gpu_count 8 (declared)`, a contradicted declaration said.
+fn infra_text(infra: &crate::results::Infra) -> String {
+    infra
+        .iter()
+        .map(|(name, f)| match &f.declared {
+            Some(d) => format!("{name} {} ({}; declared {d})", f.value, f.source),
+            None => format!("{name} {} ({})", f.value, f.source),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The first 12 characters of a commit or hash.

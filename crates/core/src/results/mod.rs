@@ -3,6 +3,7 @@
 //! a clear error, written atomically.
 
 mod file;
+mod infra;
 mod model;
 mod provenance;
 mod schema;
@@ -16,6 +17,8 @@ pub use file::{
     ParseError, RESULTS_FILE, ResultsError, migrate, parse_results, read_results, read_unvalidated,
     write_results,
 };
+pub use infra::{Fact, Infra, K8S_NODE_ENV};
+pub(crate) use infra::{differences as infra_differences, gather as gather_infra};
 pub use model::{CompareTolerances, RESULTS_SCHEMA_VERSION, Results, SlaPolicy, TargetInfo};
 pub use provenance::{BuildInfo, HostInfo, Provenance, StartedServer};
 pub use schema::json_schema;

@@ -41,6 +41,11 @@ pub struct Provenance {
     /// The server the scenario's `server` block started for the run; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_server: Option<StartedServer>,
+    /// The infrastructure it ran on: the engine, its version and context length as the
+    /// server said, the GPUs telemetry saw, and what the scenario's `infra` block declared
+    /// (`results::infra`). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub infra: super::Infra,
 }
 
 /// The build of infermeter that ran.

@@ -11,6 +11,7 @@ mod depth;
 mod error;
 mod header;
 mod images;
+mod infra;
 mod judge;
 mod labels;
 mod lengths;

@@ -83,6 +83,10 @@ pub struct Scenario {
     /// `server { … }`: the server infermeter starts before the run and stops after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server::ServerSpec>,
+    /// `infra { … }`: facts declared about the infrastructure (results.json names, values
+    /// as written, secrets masked), in file order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub infra: Vec<(String, String)>,
 }
 
 /// Where requests go.

@@ -57,6 +57,9 @@ const TOP: &[Setting<Block<TopLevel>>] = &[
     Setting::once("server", |ctx, node, top| {
         top.s.server = super::server::parse(ctx, node)
     }),
+    Setting::once("infra", |ctx, node, top| {
+        top.s.infra = super::infra::parse(ctx, node)
+    }),
     Setting::once("telemetry", |ctx, node, top| {
         let out = telemetry::parse(ctx, node);
         top.sim_metric_refs = out.sim_refs;
@@ -188,6 +191,7 @@ fn empty_scenario(ctx: &Ctx<'_>, source: Source) -> Scenario {
         report: ReportSpec::default(),
         telemetry: None,
         server: None,
+        infra: Vec::new(),
     }
 }
 
