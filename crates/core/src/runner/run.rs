@@ -48,6 +48,8 @@ pub struct RunOutput {
     pub starts: Vec<super::StepStart>,
     /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
     pub cache_salt: Option<String>,
+    /// `network { … }`: what the shaping proxy carried and how late it delivered.
+    pub network: Option<crate::metrics::NetworkSummary>,
 }
 
 /// Why a run that started ended.
@@ -77,6 +79,7 @@ pub async fn run(
         endpoint,
         default_model,
     } = start_target(&plan)?;
+    let (base_urls, shaping) = super::netem::Shaping::start(&plan, base_urls)?;
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
@@ -113,7 +116,11 @@ pub async fn run(
         ..body_template(&plan)
     });
     let (mut sink, answers) = row_files(&opts)?;
-    let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
+    let others = [
+        sim.as_ref().and_then(|s| s.thread),
+        shaping.as_ref().and_then(|s| s.thread()),
+    ];
+    let cpu = CpuClock::new(others.into_iter().flatten().collect());
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
@@ -154,6 +161,7 @@ pub async fn run(
     run.all(after_stage).await;
     wrap_up(&mut out, runner, sink, telemetry).await;
     out.server = Some(collect_server([models_answer, probe]).await);
+    out.network = shaping.map(super::netem::Shaping::finish);
     drop(sim);
     Ok(out)
 }
@@ -236,6 +244,7 @@ impl RunOutput {
             server: None,
             starts: Vec::new(),
             cache_salt: None,
+            network: None,
         }
     }
 }

@@ -16,6 +16,7 @@ mod labels;
 mod lengths;
 mod model;
 mod named_files;
+mod network;
 mod params;
 mod parse;
 mod priority_as;
