@@ -21,29 +21,33 @@ pub(super) fn read(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<NetworkS
     let node = r.node;
     let mut found: [Option<Val>; 4] = Default::default();
     for (i, key) in KEYS.iter().enumerate() {
-        found[i] = r.prop(ctx, key);
+        found[i] = r.prop(ctx, *key);
     }
+    let mut unknown = false;
     for child in r.children() {
         let name = child.name().value();
         let Some(i) = KEYS.iter().position(|k| *k == name) else {
             ctx.unknown_node(child, "`network`", &KEYS);
+            unknown = true;
             continue;
         };
         super::settings::with_reader(ctx, child, |ctx, cr| {
-            let v = super::ctx::one_arg(ctx, cr, "a value like \"25ms\"")?;
-            if found[i].is_some() {
-                ctx.error(
-                    ctx.name_span(child),
-                    format!("`{name}` given twice in `network`"),
-                    "given again here",
-                    Some("give each network setting once".into()),
-                );
+            if let Some(v) = super::ctx::one_arg(ctx, cr, "a value like \"25ms\"") {
+                put(ctx, &mut found, i, v);
             }
-            found[i] = Some(v);
-            Some(())
+            // `delay "25ms" jitter="5ms"`: the others as the child's properties, as the
+            // one-line form reads.
+            for (j, key) in KEYS.iter().enumerate().filter(|(j, _)| *j != i) {
+                if let Some(v) = cr.prop(ctx, *key) {
+                    put(ctx, &mut found, j, v);
+                }
+            }
         });
     }
     if found.iter().all(Option::is_none) {
+        if unknown {
+            return None;
+        }
         ctx.error(
             ctx.name_span(node),
             "`network` sets nothing",
@@ -63,6 +67,19 @@ pub(super) fn read(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<NetworkS
         bandwidth: bandwidth.transpose().ok()?,
         loss: loss?,
     })
+}
+
+/// Keeps setting `i`'s value, reporting one given before.
+fn put(ctx: &mut Ctx<'_>, found: &mut [Option<Val>; 4], i: usize, v: Val) {
+    if found[i].is_some() {
+        ctx.error(
+            v.span,
+            format!("`{}` given twice in `network`", KEYS[i]),
+            "given again here",
+            Some("give each network setting once".into()),
+        );
+    }
+    found[i] = Some(v);
 }
 
 /// A delay or jitter: a duration up to [`NetworkShape::MAX_DELAY`].

@@ -53,6 +53,14 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
                 .to_string(),
         );
     }
+    if plan.target.run.network.is_some() {
+        problems.push(
+            "`target { network … }`: each shard would run its own shaping proxy with the same \
+             seeded draws, and the merged result could account for one of them only; run the \
+             emulation unsharded, or shape the link outside infermeter (tc netem)"
+                .to_string(),
+        );
+    }
     if plan.warmup_until.is_some() {
         problems.push(
             "`warmup until=\"stable\"`: each shard would end its warm-up when its own latencies \
