@@ -181,6 +181,24 @@ fn settings_the_proxy_cannot_honour_are_refused_with_their_line() {
     );
 }
 
+#[test]
+fn an_unreachable_server_behind_the_proxy_stops_the_run_naming_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = closed_port_url();
+    let body = text("network delay=\"5ms\"", 1, "", 4)
+        .replace("target \"sim\"", &format!("target \"{url}\""))
+        .replace(
+            "decode-base \"1ms\"\n    decode-per-seq \"0ms\"\n    prefill-per-token \"0us\"",
+            "",
+        );
+    let path = scenario(dir.path(), "gone.kdl", &body);
+    let o = run(&path, &dir.path().join("out"), &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    // The error names the server the user wrote, not the proxy's loopback port.
+    let err = support_text(&o).1;
+    assert!(err.contains(&url), "{err}");
+}
+
 /// stdout and stderr as text.
 fn support_text(o: &std::process::Output) -> (String, String) {
     crate::support::text(o)

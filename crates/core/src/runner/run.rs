@@ -103,7 +103,11 @@ pub async fn run(
         request.timeout,
         &opts.interrupt,
     )
-    .await?;
+    .await
+    .map_err(|e| match &shaping {
+        Some(s) => s.unproxied(e),
+        None => e,
+    })?;
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
     let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;

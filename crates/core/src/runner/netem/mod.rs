@@ -20,6 +20,8 @@ pub struct Shaping {
     proxy: Proxy,
     shape: crate::protocol::NetworkShape,
     seed: u64,
+    /// Each proxied base URL with the target's own (credentials masked), for errors.
+    urls: Vec<(String, String)>,
 }
 
 impl Shaping {
@@ -42,13 +44,47 @@ impl Shaping {
             .collect::<Result<Vec<_>, _>>()?;
         let upstreams = split.iter().map(|s| s.upstream.clone()).collect();
         let proxy = Proxy::start(upstreams, shape, plan.seed).map_err(RunError::Netem)?;
-        let urls = split
+        let urls: Vec<String> = split
             .iter()
             .zip(&proxy.addrs)
             .map(|(s, a)| s.via(*a))
             .collect();
-        let seed = plan.seed;
-        Ok((urls, Some(Shaping { proxy, shape, seed })))
+        let shown = base_urls
+            .iter()
+            .map(|u| crate::redact::secrets(u).into_owned());
+        let shaping = Shaping {
+            proxy,
+            shape,
+            seed: plan.seed,
+            urls: urls.iter().cloned().zip(shown).collect(),
+        };
+        Ok((urls, Some(shaping)))
+    }
+
+    /// `e` naming the target's URLs where it named the proxy's: what the user wrote is what
+    /// an error shows.
+    pub fn unproxied(&self, mut e: RunError) -> RunError {
+        self.fix(&mut e);
+        e
+    }
+
+    fn fix(&self, e: &mut RunError) {
+        match e {
+            RunError::Unreachable { url, .. }
+            | RunError::EndsInApiPath { url, .. }
+            | RunError::NotApiBase { url, .. }
+            | RunError::NoAnswer { url, .. }
+            | RunError::NoModel { url, .. } => {
+                if let Some((proxied, shown)) = self.urls.iter().find(|(p, _)| url.starts_with(p)) {
+                    *url = format!(
+                        "{shown}{} (through the network proxy)",
+                        &url[proxied.len()..]
+                    );
+                }
+            }
+            RunError::Replica { source, .. } => self.fix(source),
+            _ => {}
+        }
     }
 
     /// The proxy's thread, whose CPU time is not the client's.
