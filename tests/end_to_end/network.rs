@@ -126,6 +126,26 @@ fn a_broken_stream_fails_the_same_through_the_proxy() {
 }
 
 #[test]
+fn a_stalled_server_times_out_the_same_through_the_proxy() {
+    // The server stalls every answer far past the request's timeout: the client gives up and
+    // closes, and the proxy must let go of both sides rather than hold the run.
+    let stall = "fault-stall 1.0\n    stall-duration \"30s\"\n    seed 5";
+    let errors = |network: &str| {
+        let body = text(network, 3, stall, 8)
+            .replace("timeout \"20s\"", "timeout \"1s\"")
+            .replace("requests 12", "requests 4");
+        let r = run_code(&body, 1);
+        let s = stage(&r, "s");
+        assert_eq!(s["requests"]["failed"], 4, "{}", s["requests"]);
+        s["requests"]["errors"].clone()
+    };
+    let plain = errors("");
+    let shaped = errors("network delay=\"10ms\"");
+    assert_eq!(plain, shaped);
+    assert!(plain.get("timeout").is_some(), "{plain}");
+}
+
+#[test]
 fn settings_the_proxy_cannot_honour_are_refused_with_their_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [

@@ -104,10 +104,7 @@ pub async fn run(
         &opts.interrupt,
     )
     .await
-    .map_err(|e| match &shaping {
-        Some(s) => s.unproxied(e),
-        None => e,
-    })?;
+    .map_err(|e| super::netem::unproxied(shaping.as_ref(), e))?;
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
     let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;
@@ -120,11 +117,7 @@ pub async fn run(
         ..body_template(&plan)
     });
     let (mut sink, answers) = row_files(&opts)?;
-    let others = [
-        sim.as_ref().and_then(|s| s.thread),
-        shaping.as_ref().and_then(|s| s.thread()),
-    ];
-    let cpu = CpuClock::new(others.into_iter().flatten().collect());
+    let cpu = CpuClock::new(not_the_clients(sim.as_ref(), shaping.as_ref()));
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
@@ -168,6 +161,16 @@ pub async fn run(
     out.network = shaping.map(super::netem::Shaping::finish);
     drop(sim);
     Ok(out)
+}
+
+/// The threads of the run whose CPU time is not the client's: the simulator's, the proxy's.
+fn not_the_clients(
+    sim: Option<&InProcessSim>,
+    shaping: Option<&super::netem::Shaping>,
+) -> Vec<super::cpu::ThreadId> {
+    let sim = sim.and_then(|s| s.thread);
+    let proxy = shaping.and_then(super::netem::Shaping::thread);
+    sim.into_iter().chain(proxy).collect()
 }
 
 /// The target the run measures: the in-process simulator, or its URLs.

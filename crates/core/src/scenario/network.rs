@@ -20,8 +20,8 @@ const EXAMPLE: &str =
 pub(super) fn read(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<NetworkShape> {
     let node = r.node;
     let mut found: [Option<Val>; 4] = Default::default();
-    for (i, key) in KEYS.iter().enumerate() {
-        found[i] = r.prop(ctx, *key);
+    for (i, &key) in KEYS.iter().enumerate() {
+        found[i] = r.prop(ctx, key);
     }
     let mut unknown = false;
     for child in r.children() {
@@ -37,8 +37,8 @@ pub(super) fn read(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<NetworkS
             }
             // `delay "25ms" jitter="5ms"`: the others as the child's properties, as the
             // one-line form reads.
-            for (j, key) in KEYS.iter().enumerate().filter(|(j, _)| *j != i) {
-                if let Some(v) = cr.prop(ctx, *key) {
+            for (j, &key) in KEYS.iter().enumerate().filter(|(j, _)| *j != i) {
+                if let Some(v) = cr.prop(ctx, key) {
                     put(ctx, &mut found, j, v);
                 }
             }

@@ -208,8 +208,8 @@ pub struct NetworkShape {
     /// Up to this much more, drawn per segment (uniform in 0..jitter) from the scenario's
     /// seed; never reorders bytes.
     pub jitter: Duration,
-    /// Each direction of each connection is held to this rate (a token bucket); `None`:
-    /// unlimited.
+    /// Each direction of each connection is held to this rate: a segment is serialised
+    /// onto the link after the one before it. `None`: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<Bandwidth>,
     /// Share of segments "lost": delivered a retransmission timeout

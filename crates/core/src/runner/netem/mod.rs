@@ -15,6 +15,14 @@ use super::error::RunError;
 use crate::metrics::NetworkSummary;
 use crate::plan::Plan;
 
+/// `e` naming the target's URLs where it named the proxy's, when there is one.
+pub fn unproxied(shaping: Option<&Shaping>, e: RunError) -> RunError {
+    match shaping {
+        Some(s) => s.unproxied(e),
+        None => e,
+    }
+}
+
 /// The proxy of a run whose target has `network`, and what to tell the result.
 pub struct Shaping {
     proxy: Proxy,
