@@ -88,11 +88,7 @@ pub async fn run(
     // The server's self-description, asked while the preflight runs; collected at the end
     // only if it has answered by then, so it can neither fail nor delay the run. On
     // connections of its own, so none of them is reused for the preflight or a request.
-    let probe = tokio::spawn({
-        let http = client.unpooled().clone();
-        let url = base_url.clone();
-        async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
-    });
+    let probe = spawn_probe(client, base_url);
     let request = &plan.target.request;
     let known_model = request.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
@@ -161,6 +157,16 @@ pub async fn run(
     out.network = shaping.map(super::netem::Shaping::finish);
     drop(sim);
     Ok(out)
+}
+
+/// Asks the server to describe itself, beside the run (see `probe_server`).
+fn spawn_probe(
+    client: &crate::client::Client,
+    base_url: &str,
+) -> tokio::task::JoinHandle<ServerInfo> {
+    let http = client.unpooled().clone();
+    let url = base_url.to_string();
+    tokio::spawn(async move { probe_server(&http, &url, PROBE_TIMEOUT).await })
 }
 
 /// The threads of the run whose CPU time is not the client's: the simulator's, the proxy's.
