@@ -219,6 +219,42 @@ fn an_unreachable_server_behind_the_proxy_stops_the_run_naming_its_url() {
     assert!(err.contains(&url), "{err}");
 }
 
+/// SIGTERM while every request is held by a server that never answers, through the proxy:
+/// the run still ends soon with an interrupted result that accounts for the proxy.
+#[cfg(unix)]
+#[test]
+fn sigterm_through_the_proxy_ends_the_run_with_its_result() {
+    use crate::support::bad_server::{BadServer, Misbehaviour};
+    let server = BadServer::start(Misbehaviour::HeadersThenNothing);
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        r#"
+target "{}" {{
+    model "m"
+    timeout "60s"
+    network delay="5ms"
+}}
+dataset "d" {{ synthetic {{ input-tokens 16; output-tokens 8; }} }}
+stage "s" {{ dataset "d"; arrival "constant" rate=10; duration "60s"; }}
+"#,
+        server.base_url
+    );
+    let path = scenario(dir.path(), "s.kdl", &body);
+    let out = dir.path().join("out");
+    let child = spawn_run(&path, &out, &[]);
+    wait_for(30, "the stage", || server.chat_requests() >= 2);
+    signal(&child, libc::SIGTERM);
+    let o = wait_bounded(child, 30, "SIGTERM through the proxy");
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let r = results(&out);
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(stage(&r, "s")["requests"]["ok"], 0);
+    let n = &r["target"]["network"];
+    assert!(n["connections"].as_u64().unwrap() >= 2, "{n}");
+    // The server's URL, not the proxy's, is the endpoint shown.
+    assert_eq!(r["target"]["endpoint"], server.base_url.as_str());
+}
+
 /// stdout and stderr as text.
 fn support_text(o: &std::process::Output) -> (String, String) {
     crate::support::text(o)
