@@ -6,8 +6,9 @@
 //! A relay reads a segment, plans it, and hands it to its writer through a bounded queue; the
 //! writer sleeps until the segment's instant and writes it. The queue bounds what a direction
 //! holds ([`QUEUED`] segments of at most [`READ`] bytes), so a fast sender meets
-//! backpressure, as from a real link, instead of filling memory. Buffers are `BytesMut`
-//! split off and reclaimed once written: nothing is allocated per segment in the steady state.
+//! backpressure, as from a real link, instead of filling memory. Segments are split off a
+//! `BytesMut` block ([`BLOCK`]) and the block reclaimed once they are written: nothing is
+//! allocated per segment.
 //!
 //! A connection ends when either direction ends: a clean end of stream is passed on after the
 //! bytes before it (a server's close mid-answer reaches the client as the same close); a
@@ -34,6 +35,10 @@ use crate::runner::cpu::ThreadId;
 
 /// The most bytes one read takes: one segment.
 const READ: usize = 16 * 1024;
+/// What a direction's read buffer is allocated in: segments are split off it until it runs
+/// out, and a new block is taken only then (or the old one reclaimed once every segment cut
+/// from it is written), so a stream of small SSE events costs one allocation per block.
+const BLOCK: usize = 64 * 1024;
 /// Segments a direction may hold before it stops reading (4 MiB at most).
 const QUEUED: usize = 256;
 /// How long the accept loop waits after a failed accept (out of descriptors, say) before
@@ -237,7 +242,7 @@ async fn relay(
     let up = dir == Direction::Up;
     let (tx, rx) = queue::channel::<(u64, Bytes)>(QUEUED);
     let read = async move {
-        let mut buf = BytesMut::with_capacity(READ);
+        let mut buf = BytesMut::with_capacity(BLOCK);
         loop {
             buf.reserve(READ);
             match from.read_buf(&mut (&mut buf).limit(READ)).await {
@@ -281,4 +286,80 @@ async fn deliver(
         shared.tally.borrow_mut().delivered(late.as_nanos() as u64);
     }
     End::Closed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::time::Duration as StdDuration;
+
+    use super::*;
+    use crate::units::{Duration, Percent};
+
+    fn shape(delay_ms: u64) -> NetworkShape {
+        NetworkShape {
+            delay: Duration::from_millis(delay_ms),
+            jitter: Duration::ZERO,
+            bandwidth: None,
+            loss: Percent(0.0),
+        }
+    }
+
+    /// An upstream that writes `n` bytes to its first connection, then closes it.
+    fn sender(n: usize) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let block = vec![7u8; 64 * 1024];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(block.len());
+                s.write_all(&block[..k]).unwrap();
+                left -= k;
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_large_answer_passes_whole_and_its_close_after_it() {
+        let n = 8 << 20;
+        let proxy = Proxy::start(vec![sender(n)], shape(1), 0).unwrap();
+        let mut c = std::net::TcpStream::connect(proxy.addrs[0]).unwrap();
+        c.set_read_timeout(Some(StdDuration::from_secs(30)))
+            .unwrap();
+        let mut got = Vec::new();
+        // Ends at the upstream's close, passed on after the last byte: no hang, no reset.
+        c.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), n);
+        assert!(got.iter().all(|b| *b == 7));
+        let tally = proxy.finish().summary(shape(1), String::new());
+        assert_eq!(tally.bytes_down, n as u64);
+        assert!(tally.segments_down >= (n / READ) as u64, "{tally:?}");
+        assert_eq!(tally.connections, 1);
+        assert!(tally.planned_delay_mean_ms >= 1.0, "{tally:?}");
+    }
+
+    #[test]
+    fn an_upstream_that_refuses_resets_the_client_at_once() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let gone = l.local_addr().unwrap().to_string();
+        drop(l);
+        let proxy = Proxy::start(vec![gone], shape(0), 0).unwrap();
+        let mut c = std::net::TcpStream::connect(proxy.addrs[0]).unwrap();
+        c.set_read_timeout(Some(StdDuration::from_secs(30)))
+            .unwrap();
+        let mut buf = [0u8; 16];
+        // A reset (or at worst an end), never a read that waits out the timeout.
+        match c.read(&mut buf) {
+            Ok(0) => {}
+            Ok(k) => panic!("read {k} bytes from nowhere"),
+            Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+        }
+        assert_eq!(
+            proxy.finish().summary(shape(0), String::new()).connections,
+            0
+        );
+    }
 }
