@@ -44,6 +44,9 @@ const QUEUED: usize = 256;
 /// How long the accept loop waits after a failed accept (out of descriptors, say) before
 /// trying again, instead of spinning.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest the proxy waits to connect to the upstream (the client's own connect bound),
+/// so that a connection to an address that never answers does not outlive the client's.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The running proxy; stopped (and its tally taken) by [`Proxy::finish`], or on drop.
 pub struct Proxy {
@@ -190,7 +193,11 @@ async fn accept(listener: TcpListener, upstream: String, shared: Rc<Shared>) {
 /// Relays one connection both ways until either direction ends.
 async fn connection(client: TcpStream, upstream: String, n: u64, shared: Rc<Shared>) {
     let accepted = shared.epoch.elapsed().as_nanos() as u64;
-    let server = match TcpStream::connect(&upstream).await {
+    let connect = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&upstream));
+    let server = match connect
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+    {
         Ok(s) => s,
         Err(e) => {
             // The client sees its connection reset before any answer, as from a proxy
