@@ -62,8 +62,11 @@ pub struct NetworkTally {
 /// The longest overshoot recorded (µs): past a minute the proxy is not shaping anything.
 const MAX_OVERSHOOT_US: u64 = 60_000_000;
 
-/// An overshoot p99 past this share of the mean planned delay earns a note.
-const NOTE_SHARE: f64 = 0.1;
+/// An overshoot p99 past this share of the mean planned delay earns a note...
+const NOTE_SHARE: f64 = 0.25;
+/// ...when it is past this too (ms): the proxy's timer alone rounds up to a millisecond, and
+/// a busy machine's scheduling adds one or two more.
+const NOTE_FLOOR_MS: f64 = 2.0;
 
 impl Default for NetworkTally {
     fn default() -> Self {
@@ -117,7 +120,7 @@ impl NetworkTally {
                 max: ms(self.overshoot.max()),
             }
         };
-        let note = (planned_delay_mean_ms > 0.0
+        let note = (overshoot_ms.p99 > NOTE_FLOOR_MS
             && overshoot_ms.p99 > NOTE_SHARE * planned_delay_mean_ms)
             .then(|| {
                 format!(
