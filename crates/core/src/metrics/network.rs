@@ -31,8 +31,8 @@ pub struct NetworkSummary {
     /// How late segments were delivered past their plan (the proxy's own cost: its timer,
     /// its thread's scheduling, the write), ms.
     pub overshoot_ms: Overshoot,
-    /// A fingerprint of the seeded draws: equal in two runs, the same segments were planned
-    /// the same delays.
+    /// A fingerprint of the seeded draws the proxy made (those of the first segment each
+    /// way of its first connection): equal in two runs, their links were drawn alike.
     pub schedule: String,
     /// Said when the overshoot is large beside the planned delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +57,8 @@ pub struct NetworkTally {
     planned_ns: u128,
     /// Overshoot in µs.
     overshoot: Histogram<u64>,
+    /// The raw draws of the first connection's first segment up and down.
+    first: [Option<u64>; 2],
 }
 
 /// The longest overshoot recorded (µs): past a minute the proxy is not shaping anything.
@@ -78,6 +80,7 @@ impl Default for NetworkTally {
             planned_ns: 0,
             overshoot: Histogram::new_with_bounds(1, MAX_OVERSHOOT_US, 2)
                 .expect("valid histogram bounds"),
+            first: [None; 2],
         }
     }
 }
@@ -97,13 +100,24 @@ impl NetworkTally {
         self.lost += u64::from(lost);
     }
 
+    /// The raw draws of a segment of the first connection: the first one each way is kept.
+    pub fn first_draw(&mut self, up: bool, draw: u64) {
+        self.first[usize::from(!up)].get_or_insert(draw);
+    }
+
+    /// The fingerprint of the first draws each way (`-` for a way that carried nothing).
+    fn schedule(&self) -> String {
+        let part = |d: Option<u64>| d.map_or_else(|| "-".to_string(), |d| format!("{d:016x}"));
+        format!("{}{}", part(self.first[0]), part(self.first[1]))
+    }
+
     /// A segment delivered `late_ns` past its plan.
     pub fn delivered(&mut self, late_ns: u64) {
         self.overshoot
             .saturating_record((late_ns / 1000).clamp(1, MAX_OVERSHOOT_US));
     }
 
-    pub fn summary(&self, shape: NetworkShape, schedule: String) -> NetworkSummary {
+    pub fn summary(&self, shape: NetworkShape) -> NetworkSummary {
         let segments = self.segments[0] + self.segments[1];
         let planned_delay_mean_ms = if segments == 0 {
             0.0
@@ -143,7 +157,7 @@ impl NetworkTally {
             lost: self.lost,
             planned_delay_mean_ms,
             overshoot_ms,
-            schedule,
+            schedule: self.schedule(),
             note,
         }
     }
@@ -171,7 +185,7 @@ mod tests {
         t.planned(false, 300, 225_000_000, true);
         t.delivered(500_000);
         t.delivered(700_000);
-        let s = t.summary(shape(), "ab".into());
+        let s = t.summary(shape());
         assert_eq!((s.segments_up, s.segments_down), (1, 1));
         assert_eq!((s.bytes_up, s.bytes_down, s.lost), (100, 300, 1));
         assert!((s.planned_delay_mean_ms - 125.0).abs() < 1e-9);
@@ -179,13 +193,27 @@ mod tests {
         assert!(s.note.is_none());
         t.delivered(40_000_000);
         t.delivered(40_000_000);
-        let late = t.summary(shape(), "ab".into());
+        let late = t.summary(shape());
         assert!(late.note.is_some_and(|n| n.contains("delivered late")));
     }
 
     #[test]
+    fn the_schedule_is_the_first_draws_each_way() {
+        let mut t = NetworkTally::default();
+        assert_eq!(t.summary(shape()).schedule, "--");
+        t.first_draw(true, 1);
+        t.first_draw(true, 2);
+        assert_eq!(t.summary(shape()).schedule, "0000000000000001-");
+        t.first_draw(false, 0xab);
+        assert_eq!(
+            t.summary(shape()).schedule,
+            "000000000000000100000000000000ab"
+        );
+    }
+
+    #[test]
     fn an_idle_proxy_reports_zeros() {
-        let s = NetworkTally::default().summary(shape(), String::new());
+        let s = NetworkTally::default().summary(shape());
         assert_eq!(s.segments_up + s.segments_down, 0);
         assert_eq!(s.planned_delay_mean_ms, 0.0);
         assert_eq!(s.overshoot_ms, Overshoot::default());

@@ -8,7 +8,6 @@ mod schedule;
 mod urls;
 
 use proxy::Proxy;
-use schedule::fingerprint;
 use urls::through;
 
 use super::error::RunError;
@@ -27,7 +26,6 @@ pub fn unproxied(shaping: Option<&Shaping>, e: RunError) -> RunError {
 pub struct Shaping {
     proxy: Proxy,
     shape: crate::protocol::NetworkShape,
-    seed: u64,
     /// Each proxied base URL with the target's own (credentials masked), for errors.
     urls: Vec<(String, String)>,
 }
@@ -63,7 +61,6 @@ impl Shaping {
         let shaping = Shaping {
             proxy,
             shape,
-            seed: plan.seed,
             urls: urls.iter().cloned().zip(shown).collect(),
         };
         Ok((urls, Some(shaping)))
@@ -103,6 +100,6 @@ impl Shaping {
     /// Stops the proxy and sums up what it did.
     pub fn finish(self) -> NetworkSummary {
         let tally = self.proxy.finish();
-        tally.summary(self.shape, fingerprint(&self.shape, self.seed))
+        tally.summary(self.shape)
     }
 }

@@ -217,8 +217,8 @@ async fn connection(client: TcpStream, upstream: String, n: u64, shared: Rc<Shar
     let up = Lane::new(&shared.shape, shared.seed, n, Direction::Up);
     let down = Lane::new(&shared.shape, shared.seed, n, Direction::Down);
     let ended = tokio::select! {
-        e = relay(client_r, &mut server_w, (up, Direction::Up), handshake, &shared) => e,
-        e = relay(server_r, &mut client_w, (down, Direction::Down), 0, &shared) => e,
+        e = relay(client_r, &mut server_w, (up, Direction::Up, n), handshake, &shared) => e,
+        e = relay(server_r, &mut client_w, (down, Direction::Down, n), 0, &shared) => e,
     };
     if ended == End::Broken {
         // Pass a reset on as a reset: whichever side is still there sees the same failure
@@ -237,12 +237,13 @@ enum End {
     Broken,
 }
 
-/// One direction: reads segments from `from`, plans each, and writes it to `to` at its
-/// instant. `ready` is the earliest planning instant (a new connection's handshake).
+/// One direction (of connection number `conn`): reads segments from `from`, plans each, and
+/// writes it to `to` at its instant. `ready` is the earliest planning instant (a new
+/// connection's handshake).
 async fn relay(
     mut from: OwnedReadHalf,
     to: &mut OwnedWriteHalf,
-    (mut lane, dir): (Lane, Direction),
+    (mut lane, dir, conn): (Lane, Direction, u64),
     ready: u64,
     shared: &Shared,
 ) -> End {
@@ -258,7 +259,13 @@ async fn relay(
                     let now = shared.epoch.elapsed().as_nanos() as u64;
                     let plan = lane.plan(now.max(ready), n);
                     let planned = plan.at.saturating_sub(now);
-                    shared.tally.borrow_mut().planned(up, n, planned, plan.lost);
+                    {
+                        let mut tally = shared.tally.borrow_mut();
+                        tally.planned(up, n, planned, plan.lost);
+                        if conn == 0 {
+                            tally.first_draw(up, plan.draw);
+                        }
+                    }
                     if tx.send((plan.at, buf.split().freeze())).await.is_err() {
                         return End::Broken;
                     }
@@ -341,7 +348,7 @@ mod tests {
         c.read_to_end(&mut got).unwrap();
         assert_eq!(got.len(), n);
         assert!(got.iter().all(|b| *b == 7));
-        let tally = proxy.finish().summary(shape(1), String::new());
+        let tally = proxy.finish().summary(shape(1));
         assert_eq!(tally.bytes_down, n as u64);
         assert!(tally.segments_down >= (n / READ) as u64, "{tally:?}");
         assert_eq!(tally.connections, 1);
@@ -364,9 +371,6 @@ mod tests {
             Ok(k) => panic!("read {k} bytes from nowhere"),
             Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
         }
-        assert_eq!(
-            proxy.finish().summary(shape(0), String::new()).connections,
-            0
-        );
+        assert_eq!(proxy.finish().summary(shape(0)).connections, 0);
     }
 }
