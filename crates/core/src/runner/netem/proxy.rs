@@ -274,13 +274,19 @@ async fn relay(
             }
         }
     };
-    // The reader owns the queue's sender: when it ends, the writer finishes what the queue
-    // holds, then stops.
-    let (read_end, write_end) = tokio::join!(read, deliver(rx, to, shared));
-    if write_end == End::Broken {
-        End::Broken
-    } else {
-        read_end
+    let writer = deliver(rx, to, shared);
+    tokio::pin!(writer);
+    let read_end = tokio::select! {
+        r = read => r,
+        // The writer ends first only when its side failed: stop reading at once rather than
+        // wait for a sender who may never send again.
+        w = &mut writer => return w,
+    };
+    // The reader owns the queue's sender: now that it has ended, the writer finishes what
+    // the queue holds, then stops.
+    match writer.await {
+        End::Broken => End::Broken,
+        End::Closed => read_end,
     }
 }
 
