@@ -85,6 +85,7 @@ fn shard(index: u32) -> Results {
             routes: None,
             affinity_header: None,
             priority_header: None,
+            network: None,
         },
         warmup: None,
         stages: vec![stage(index)],

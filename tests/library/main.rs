@@ -23,6 +23,7 @@ mod results_corpus;
 mod scenario_corpus;
 mod scenario_fuzz;
 mod scenario_labels;
+mod scenario_network;
 mod scenario_parse;
 mod scenario_schema;
 mod scenario_snapshots;

@@ -66,6 +66,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
             routes: None,
             affinity_header: None,
             priority_header: None,
+            network: None,
         },
         warmup: None,
         searches: Vec::new(),

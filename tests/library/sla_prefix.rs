@@ -170,6 +170,7 @@ fn results(s: StageSummary) -> Results {
             routes: None,
             affinity_header: None,
             priority_header: None,
+            network: None,
         },
         warmup: None,
         searches: Vec::new(),

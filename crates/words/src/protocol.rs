@@ -54,8 +54,8 @@ pub use pooled::{Pooled, Unanswered, WholeError};
 pub use response_id::{MAX_ID_BYTES, ResponseId, continued_body};
 pub use route::{RoutePolicy, RoutedUrl, Routes, affinity_id};
 pub use target::{
-    CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, RequestSettings, RunSettings,
-    answer_of,
+    CacheReset, DEFAULT_MAX_EVENT_BYTES, DEFAULT_PRIORITY_HEADER, NetworkShape, RequestSettings,
+    RunSettings, answer_of,
 };
 pub use tool_turn::{
     MAX_CALL_ID_LEN, MAX_KEPT_CALL_BYTES, MAX_KEPT_CALLS, kept_calls, usable_call,

@@ -239,6 +239,124 @@ impl fmt::Display for Percent {
     }
 }
 
+/// A link's rate in bits per second, written as networking tools write it: `"100Mbit"`,
+/// `"1Gbit"`, `"512kbit"`, `"10Mbps"` (bits), or in bytes with a slash: `"12.5MB/s"`,
+/// `"1MiB/s"`. Always a whole number of bits per second ≥ 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bandwidth(u64);
+
+/// The units a [`Bandwidth`] may carry, with their bits per second.
+const BANDWIDTH_UNITS: &[(&str, f64)] = &[
+    ("bit", 1.0),
+    ("kbit", 1e3),
+    ("Kbit", 1e3),
+    ("Mbit", 1e6),
+    ("Gbit", 1e9),
+    ("bps", 1.0),
+    ("kbps", 1e3),
+    ("Kbps", 1e3),
+    ("Mbps", 1e6),
+    ("Gbps", 1e9),
+    ("B/s", 8.0),
+    ("kB/s", 8e3),
+    ("KB/s", 8e3),
+    ("MB/s", 8e6),
+    ("GB/s", 8e9),
+    ("KiB/s", 8.0 * 1024.0),
+    ("MiB/s", 8.0 * 1024.0 * 1024.0),
+    ("GiB/s", 8.0 * 1024.0 * 1024.0 * 1024.0),
+];
+
+impl Bandwidth {
+    /// Checks a whole number of bits per second.
+    pub fn from_bits_per_sec(bits: u64) -> Result<Self, UnitError> {
+        if bits == 0 {
+            return Err(UnitError("a bandwidth must be more than 0".into()));
+        }
+        Ok(Bandwidth(bits))
+    }
+    pub fn bits_per_sec(self) -> u64 {
+        self.0
+    }
+    pub fn bytes_per_sec(self) -> f64 {
+        self.0 as f64 / 8.0
+    }
+}
+
+impl FromStr for Bandwidth {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let hint = || {
+            UnitError(format!(
+                "`{s}` is not a bandwidth; write a number with a unit: bit, kbit, Mbit, Gbit (or Mbps, MB/s), e.g. \"100Mbit\""
+            ))
+        };
+        let (n, unit) = split_number(s).ok_or_else(hint)?;
+        if unit.is_empty() {
+            return Err(UnitError(format!(
+                "`{s}` has no unit; write e.g. \"{s}Mbit\""
+            )));
+        }
+        let scale = BANDWIDTH_UNITS
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, f)| *f)
+            .ok_or_else(hint)?;
+        let bits = n * scale;
+        if !bits.is_finite() || bits > 1e15 {
+            return Err(UnitError(format!("`{s}` is too large")));
+        }
+        if bits < 1.0 {
+            return Err(UnitError(format!(
+                "`{s}` is not more than 0; a bandwidth is at least 1bit"
+            )));
+        }
+        Bandwidth::from_bits_per_sec(bits.round() as u64)
+    }
+}
+
+impl fmt::Display for Bandwidth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (unit, per) in [("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)] {
+            let v = self.0 as f64 / per;
+            if v >= 1.0 {
+                return write!(f, "{}{unit}", trim_float((v * 1000.0).round() / 1000.0));
+            }
+        }
+        write!(f, "{}bit", self.0)
+    }
+}
+
+/// Written and read as its text (`"100Mbit"`).
+impl Serialize for Bandwidth {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bandwidth {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Bandwidth {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Bandwidth".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "bits per second with a unit, e.g. \"100Mbit\""
+        })
+    }
+}
+
 /// The shape of gamma inter-arrival times (vLLM's `--burstiness`): 1 is Poisson, < 1
 /// burstier, > 1 more regular. Always finite and > 0: checked where it is made, so the schedule
 /// can use it as the gamma's shape as it is. Written and serialised as a plain number.
@@ -340,6 +458,28 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn bandwidths_parse_in_bits_and_bytes() {
+        for (text, bits) in [
+            ("100Mbit", 100_000_000),
+            ("1Gbit", 1_000_000_000),
+            ("512kbit", 512_000),
+            ("10Mbps", 10_000_000),
+            ("1MB/s", 8_000_000),
+            ("1MiB/s", 8 * 1024 * 1024),
+        ] {
+            let b: Bandwidth = text.parse().unwrap();
+            assert_eq!(b.bits_per_sec(), bits, "{text}");
+        }
+        assert_eq!(
+            "100Mbit".parse::<Bandwidth>().unwrap().to_string(),
+            "100Mbit"
+        );
+        for bad in ["0Mbit", "100", "fast", "-1Mbit", "1e30Gbit", "100Mbyte"] {
+            assert!(bad.parse::<Bandwidth>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_round_trip() {

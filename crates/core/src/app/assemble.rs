@@ -58,6 +58,7 @@ pub(super) fn assemble(
             routes: super::outputs::routes(plan),
             affinity_header: plan.target.request.affinity_header.clone(),
             priority_header: plan.target.request.priority_header.clone(),
+            network: output.network.clone(),
         },
         warmup: output.warmup.clone(),
         stages: output.stages.clone(),

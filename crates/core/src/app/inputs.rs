@@ -102,6 +102,7 @@ fn sample_results(plan: &Plan) -> Results {
         searches: Vec::new(),
         stop: Stop::Completed,
         cache_salt: None,
+        network: None,
         problems: Vec::new(),
         server: None,
         starts: Vec::new(),

@@ -53,6 +53,20 @@ pub fn load_scenario(
                 help,
             ));
         }
+        if scenario.target.run.network.is_some()
+            && url
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            return Err(Error::usage(
+                format!(
+                    "--url {}: network shaping needs an http target",
+                    crate::redact::secrets(url)
+                ),
+                "the scenario's `network` proxy cannot carry TLS with the server's name; give a \
+                 plain http URL, or remove `network` from the target",
+            ));
+        }
         // No span: the value came from the command line, not from the file.
         scenario.target.endpoint = Endpoint::Url(Spanned::new(url.clone(), (0, 0)));
     }

@@ -290,6 +290,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
             routes: routes(plan),
             affinity_header: plan.target.request.affinity_header.clone(),
             priority_header: plan.target.request.priority_header.clone(),
+            network: None,
         },
         warmup: None,
         stages: Vec::new(),

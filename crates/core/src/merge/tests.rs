@@ -78,6 +78,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
             routes: None,
             affinity_header: None,
             priority_header: None,
+            network: None,
         },
         warmup: None,
         stages: vec![stage],

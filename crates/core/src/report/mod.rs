@@ -19,6 +19,7 @@ mod junit;
 mod llmd;
 mod markdown;
 mod names;
+mod network;
 mod numbers;
 mod outputs;
 mod plots;

@@ -68,6 +68,14 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         t(&r.target.model),
         t(&h.detail)
     );
+    for line in r
+        .target
+        .network
+        .iter()
+        .flat_map(super::network::summary_lines)
+    {
+        let _ = writeln!(out, "{}", t(&line));
+    }
     let answer = r.target.answer();
     let pooled = !answer.generates();
     if pooled {

@@ -176,6 +176,11 @@ pub struct TargetInfo {
     /// schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_header: Option<String>,
+    /// `network { … }`: the link the shaping proxy emulated between the client and the
+    /// target, what it carried and its own overshoot (docs/network.md). Absent without
+    /// one. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::metrics::NetworkSummary>,
 }
 
 impl TargetInfo {

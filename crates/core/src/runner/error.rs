@@ -38,6 +38,13 @@ pub enum RunError {
     Sim(#[source] SimError),
     #[error("failed to start the simulator thread")]
     SimThread(#[source] std::io::Error),
+    /// `network { … }`: the shaping proxy could not start.
+    #[error("failed to start the network shaping proxy")]
+    Netem(#[source] std::io::Error),
+    /// `network { … }` on a URL the proxy cannot stand in for (https; the scenario check
+    /// refuses it first).
+    #[error("network shaping needs an http target, not {url}")]
+    NetemUrl { url: String },
     /// One URL of a target that lists several failed its preflight (`source` names it).
     #[error(
         "URL {index} of the target's {count} is not ready; start that server, or remove its \

@@ -20,6 +20,7 @@ mod judge;
 mod kept;
 mod labels;
 mod load;
+mod netem;
 mod options;
 mod prefix;
 mod probe;

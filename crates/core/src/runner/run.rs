@@ -48,6 +48,8 @@ pub struct RunOutput {
     pub starts: Vec<super::StepStart>,
     /// `cache-salt`: the run's salt seed (hex), from which every stage round's salt is drawn.
     pub cache_salt: Option<String>,
+    /// `network { … }`: what the shaping proxy carried and how late it delivered.
+    pub network: Option<crate::metrics::NetworkSummary>,
 }
 
 /// Why a run that started ended.
@@ -77,6 +79,7 @@ pub async fn run(
         endpoint,
         default_model,
     } = start_target(&plan)?;
+    let (base_urls, shaping) = super::netem::Shaping::start(&plan, base_urls)?;
     let tokenizer = Arc::new(Tokenizer::load(&plan.tokenizer, &opts.base_dir)?);
     let factory = Arc::new(plan.prompt_factory_with((*tokenizer).clone())?);
     let hooks = compile_hooks(&plan)?;
@@ -85,11 +88,7 @@ pub async fn run(
     // The server's self-description, asked while the preflight runs; collected at the end
     // only if it has answered by then, so it can neither fail nor delay the run. On
     // connections of its own, so none of them is reused for the preflight or a request.
-    let probe = tokio::spawn({
-        let http = client.unpooled().clone();
-        let url = base_url.clone();
-        async move { probe_server(&http, &url, PROBE_TIMEOUT).await }
-    });
+    let probe = spawn_probe(client, base_url);
     let request = &plan.target.request;
     let known_model = request.model.as_deref().or(default_model.as_deref());
     let mut out = RunOutput::starting(endpoint, known_model, &tokenizer, started_at);
@@ -100,7 +99,8 @@ pub async fn run(
         request.timeout,
         &opts.interrupt,
     )
-    .await?;
+    .await
+    .map_err(|e| super::netem::unproxied(shaping.as_ref(), e))?;
     // Then the server's tokenizer against ours. Interrupted before anything was measured: an
     // interrupted run with no stage.
     let tokenizer_note = super::tokens::preflight(client, &plan, &factory, &opts).await;
@@ -113,7 +113,7 @@ pub async fn run(
         ..body_template(&plan)
     });
     let (mut sink, answers) = row_files(&opts)?;
-    let cpu = CpuClock::new(sim.as_ref().and_then(|s| s.thread).into_iter().collect());
+    let cpu = CpuClock::new(not_the_clients(sim.as_ref(), shaping.as_ref()));
     // Drawn afresh for each run: a rerun of the same plan must not meet its own prompts in
     // the server's cache.
     let salt_seed = plan.target.run.cache_salt.then(rand::random::<u64>);
@@ -154,8 +154,29 @@ pub async fn run(
     run.all(after_stage).await;
     wrap_up(&mut out, runner, sink, telemetry).await;
     out.server = Some(collect_server([models_answer, probe]).await);
+    out.network = shaping.map(super::netem::Shaping::finish);
     drop(sim);
     Ok(out)
+}
+
+/// Asks the server to describe itself, beside the run (see `probe_server`).
+fn spawn_probe(
+    client: &crate::client::Client,
+    base_url: &str,
+) -> tokio::task::JoinHandle<ServerInfo> {
+    let http = client.unpooled().clone();
+    let url = base_url.to_string();
+    tokio::spawn(async move { probe_server(&http, &url, PROBE_TIMEOUT).await })
+}
+
+/// The threads of the run whose CPU time is not the client's: the simulator's, the proxy's.
+fn not_the_clients(
+    sim: Option<&InProcessSim>,
+    shaping: Option<&super::netem::Shaping>,
+) -> Vec<super::cpu::ThreadId> {
+    let sim = sim.and_then(|s| s.thread);
+    let proxy = shaping.and_then(super::netem::Shaping::thread);
+    sim.into_iter().chain(proxy).collect()
 }
 
 /// The target the run measures: the in-process simulator, or its URLs.
@@ -236,6 +257,7 @@ impl RunOutput {
             server: None,
             starts: Vec::new(),
             cache_salt: None,
+            network: None,
         }
     }
 }

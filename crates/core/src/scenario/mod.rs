@@ -17,6 +17,7 @@ mod labels;
 mod lengths;
 mod model;
 mod named_files;
+mod network;
 mod params;
 mod parse;
 mod priority_as;

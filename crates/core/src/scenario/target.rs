@@ -70,6 +70,9 @@ const COMMON: &[Setting<Entries<TargetRead>>] = &[
             st.t.run.gpus = Some(n as u32);
         }
     }),
+    Setting::once("network", |ctx, r, st| {
+        st.t.run.network = super::network::read(ctx, r);
+    }),
     Setting::once("stream", |ctx, r, st| {
         st.t.request.stream = bool_setting(ctx, r).unwrap_or(st.t.request.stream);
     }),
@@ -150,6 +153,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> Target {
     api_defaults(ctx, r.children(), &mut t);
     r.finish(ctx);
     batch_fits_api(ctx, node, &t);
+    super::network::fits_endpoint(ctx, node, &t);
     if let Some(sim) = sim {
         sim_target::config(ctx, node, &mut t, sim);
     }

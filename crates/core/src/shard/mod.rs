@@ -44,15 +44,7 @@ pub fn slice(mut plan: Plan, slice: Slice) -> Result<Plan, ShardError> {
                 .to_string(),
         );
     }
-    if plan.target.run.cache_salt {
-        problems.push(
-            "`target { cache-salt #true }`: each shard would draw its own salt, so a prefix \
-             that requests on different shards share in the plan would not be shared at the \
-             server as it is in one process; drop `cache-salt` (with `reset-cache` for a cold \
-             cache)"
-                .to_string(),
-        );
-    }
+    problems.extend(run_settings(plan.target.run));
     if plan.warmup_until.is_some() {
         problems.push(
             "`warmup until=\"stable\"`: each shard would end its warm-up when its own latencies \
@@ -120,4 +112,27 @@ fn sla_problems(plan: &Plan, problems: &mut Vec<String>) {
             a.assertion.expr
         ));
     }
+}
+
+/// What of the target's run settings a shard cannot carry out as one process would.
+fn run_settings(run: crate::protocol::RunSettings) -> Vec<String> {
+    let mut problems = Vec::new();
+    if run.cache_salt {
+        problems.push(
+            "`target { cache-salt #true }`: each shard would draw its own salt, so a prefix \
+             that requests on different shards share in the plan would not be shared at the \
+             server as it is in one process; drop `cache-salt` (with `reset-cache` for a cold \
+             cache)"
+                .to_string(),
+        );
+    }
+    if run.network.is_some() {
+        problems.push(
+            "`target { network … }`: each shard would run its own shaping proxy with the same \
+             seeded draws, and the merged result could account for one of them only; run the \
+             emulation unsharded, or shape the link outside infermeter (tc netem)"
+                .to_string(),
+        );
+    }
+    problems
 }

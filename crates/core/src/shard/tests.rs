@@ -138,6 +138,12 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
     let mut plan = plan_with(open_stage(arrival(0, 5.0), 1, 10));
     plan.stages[0].rounds = 3;
     plan.target.run.cache_salt = true;
+    plan.target.run.network = Some(crate::protocol::NetworkShape {
+        delay: crate::units::Duration::from_millis(25),
+        jitter: crate::units::Duration::ZERO,
+        bandwidth: None,
+        loss: crate::units::Percent(0.0),
+    });
     plan.sla.push(crate::sla::ScopedAssertion {
         abort_on_fail: true,
         every_point: false,
@@ -148,13 +154,14 @@ fn what_cannot_be_split_is_refused_with_every_reason() {
     ));
     let err = slice(plan, Slice { index: 4, count: 4 }).unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.problems.len(), 6, "{text}");
+    assert_eq!(err.problems.len(), 7, "{text}");
     for want in [
         "below the count",
         "embedded simulator",
         "3 rounds",
         "abort-on-fail",
         "cache-salt",
+        "network",
         "steady-state window",
     ] {
         assert!(text.contains(want), "{want}: {text}");

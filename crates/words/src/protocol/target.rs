@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::ReasoningEffort;
 use super::{Answer, Api};
-use crate::units::Duration;
+use crate::units::{Bandwidth, Duration, Percent};
 
 /// What every request to the target carries: the workload's side of the target, in the
 /// plan's JSON and hash.
@@ -122,7 +122,7 @@ impl Default for RequestSettings {
 /// A target's settings that change how a run is carried out but not the workload: kept out
 /// of the plan's JSON and hash (like a stage's `rounds`), so that runs with and without them
 /// compare as the same workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct RunSettings {
     /// `max-event-size`: the most bytes one SSE event may take (default 1 MiB); a larger one
     /// fails its request as `malformed`.
@@ -136,6 +136,9 @@ pub struct RunSettings {
     /// `gpus N`: the GPUs serving the target, declared (nothing measures it), for the
     /// per-GPU throughput (`output_throughput_per_gpu`) and the sweep's frontier.
     pub gpus: Option<u32>,
+    /// `network { delay "25ms" … }`: a shaping proxy between the client and the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkShape>,
 }
 
 impl Default for RunSettings {
@@ -145,6 +148,7 @@ impl Default for RunSettings {
             cache_salt: false,
             reset_cache: None,
             gpus: None,
+            network: None,
         }
     }
 }
@@ -192,4 +196,34 @@ impl CacheReset {
             _ => return None,
         })
     }
+}
+
+/// `network { delay "25ms" jitter="5ms" bandwidth="100Mbit" loss="0.1%" }` in a target: the
+/// link a userspace proxy between the client and the server emulates, the same in both
+/// directions (see `docs/network.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NetworkShape {
+    /// One-way delay added to every segment, each direction.
+    pub delay: Duration,
+    /// Up to this much more, drawn per segment (uniform in 0..jitter) from the scenario's
+    /// seed; never reorders bytes.
+    pub jitter: Duration,
+    /// Each direction of each connection is held to this rate: a segment is serialised
+    /// onto the link after the one before it. `None`: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+    /// Share of segments "lost": delivered a retransmission timeout
+    /// ([`NetworkShape::RETRANSMIT`]) late, as TCP experiences a loss. A fraction (0.001 is
+    /// 0.1 %).
+    pub loss: Percent,
+}
+
+impl NetworkShape {
+    /// What a lost segment waits for: Linux's minimum retransmission timeout.
+    pub const RETRANSMIT: std::time::Duration = std::time::Duration::from_millis(200);
+    /// The longest one-way delay (and jitter) a scenario may ask for: far past any real path,
+    /// close enough that a typo ("25s" for "25ms") is caught.
+    pub const MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(60);
+    /// The most loss a scenario may ask for: past it, a connection is mostly retransmissions.
+    pub const MAX_LOSS: f64 = 0.5;
 }
