@@ -299,6 +299,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         frontiers: Vec::new(),
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: None,
     }
 }

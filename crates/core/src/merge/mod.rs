@@ -246,6 +246,7 @@ fn assemble(
         frontiers,
         provenance: merged_provenance(&inputs),
         configs: None,
+        mlperf: None,
         shards: Some(Sharding {
             count,
             shards: records.into_iter().cloned().collect(),

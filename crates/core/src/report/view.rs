@@ -40,6 +40,8 @@ pub struct ReportView {
     pub telemetry: Option<super::TelemetryView>,
     /// The server's configurations side by side (`configs.rs`); `None` without them.
     pub configs: Option<super::ConfigsView>,
+    /// The MLPerf preset's verdict (`mlperf.rs`); `None` without a preset.
+    pub mlperf: Option<super::MlperfView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -383,6 +385,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         .collect(),
         telemetry: super::telemetry::results_view(results, plot_files),
         configs: super::configs_view(results),
+        mlperf: super::mlperf_view(results),
     }
 }
 

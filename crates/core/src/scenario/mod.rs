@@ -14,6 +14,7 @@ mod images;
 mod judge;
 mod labels;
 mod lengths;
+mod mlperf;
 mod model;
 mod named_files;
 mod params;
