@@ -32,6 +32,7 @@ mod interactivity;
 mod judge;
 mod labels;
 mod library_api;
+mod mlperf;
 mod onboarding;
 mod onboarding_urls;
 mod otlp;
