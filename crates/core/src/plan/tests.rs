@@ -91,6 +91,7 @@ pub(crate) fn scenario() -> Scenario {
         goodput: None,
         telemetry: None,
         server: None,
+        mlperf: None,
         report: ReportSpec::default(),
     }
 }

@@ -263,10 +263,15 @@ fn measure(s: &StageSummary, b: &MlperfBounds, reasons: &mut Vec<String>) -> Mlp
 /// the (1 + c)/2 two-sided helper at c' = 2c − 1 gives exactly c on the upper side.
 fn p99_upper_ms(s: &StageSummary, metric: LatencyMetric) -> Option<f64> {
     let h = s.histograms.as_ref()?.decode(metric)?.ok()?;
-    let confidence = 2.0 * EARLY_STOPPING_CONFIDENCE - 1.0;
-    let (_, upper) = crate::stats::one_sided_bounds(&h, PERCENTILE, confidence).ok()?;
     // Histograms hold µs.
-    upper.map(|us| us / 1000.0)
+    p99_upper(&h).map(|us| us / 1000.0)
+}
+
+/// The one-sided upper bound of the p99 of `h` at the early-stopping confidence, in its unit.
+fn p99_upper(h: &hdrhistogram::Histogram<u64>) -> Option<f64> {
+    let confidence = 2.0 * EARLY_STOPPING_CONFIDENCE - 1.0;
+    let (_, upper) = crate::stats::one_sided_bounds(h, PERCENTILE, confidence).ok()?;
+    upper
 }
 
 /// The fewest samples whose largest bounds the p99 at the early-stopping confidence:
@@ -306,6 +311,71 @@ mod tests {
     #[test]
     fn early_stopping_needs_459_samples_with_none_over() {
         assert_eq!(min_samples(), 459);
+    }
+
+    /// LoadGen's Server test (`early_stopping.cc`, tolerance 0): with `t` of `n` queries over
+    /// the bound, it passes when P(at most t over | each over with probability 1 %) < 1 %.
+    fn loadgen_passes(n: u64, t: u64) -> bool {
+        let (p, q) = (0.01f64, 0.99f64);
+        let mut cdf = 0.0;
+        let mut log_choose = 0.0f64;
+        for k in 0..=t {
+            if k > 0 {
+                log_choose += ((n - k + 1) as f64).ln() - (k as f64).ln();
+            }
+            cdf += (log_choose + k as f64 * p.ln() + (n - k) as f64 * q.ln()).exp();
+        }
+        cdf < 1.0 - EARLY_STOPPING_CONFIDENCE
+    }
+
+    #[test]
+    fn the_upper_bound_decides_as_loadgen_early_stopping() {
+        let bound = 1000.0;
+        for (n, t) in [
+            (300, 0),
+            (458, 0),
+            (459, 0),
+            (460, 0),
+            (700, 1),
+            (800, 2),
+            (1000, 3),
+            (1000, 4),
+            (2000, 10),
+            (5000, 35),
+            (5000, 40),
+        ] {
+            let mut h =
+                hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+            h.record_n(500, n - t).unwrap();
+            if t > 0 {
+                h.record_n(2000, t).unwrap();
+            }
+            let ours = p99_upper(&h).is_some_and(|u| u <= bound);
+            assert_eq!(ours, loadgen_passes(n, t), "n {n}, t {t}");
+        }
+    }
+
+    /// Where the binomial's tails turn to a normal approximation (large n) too: LoadGen's
+    /// largest passing count of queries over the bound passes here, one more does not.
+    #[test]
+    fn the_largest_count_over_the_bound_is_loadgens() {
+        let mut disagree = Vec::new();
+        for n in (459..100_000).step_by(4_973) {
+            let t = (0..n).take_while(|&t| loadgen_passes(n, t)).last().unwrap();
+            for t in [t, t + 1] {
+                let mut h =
+                    hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+                h.record_n(500, n - t).unwrap();
+                if t > 0 {
+                    h.record_n(2000, t).unwrap();
+                }
+                let ours = p99_upper(&h).is_some_and(|u| u <= 1000.0);
+                if ours != loadgen_passes(n, t) {
+                    disagree.push((n, t));
+                }
+            }
+        }
+        assert!(disagree.is_empty(), "{disagree:?}");
     }
 
     #[test]
