@@ -47,6 +47,12 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                 for (name, command) in &v.server_configs {
                     outln!("        config {name}: {}", command.join(" "));
                 }
+                if let Some((line, short)) = &v.mlperf {
+                    outln!("{line}");
+                    if let Some(why) = short {
+                        errln!("warning: {}: {why}", file.display());
+                    }
+                }
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }

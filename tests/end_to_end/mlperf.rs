@@ -170,3 +170,36 @@ sla { assert "ttft.p99 < 3s"; assert "tpot.p99 < 10ms"; }"#,
     // A stricter one is the user's choice, and stands in for the preset's.
     assert!(!said.contains("tpot.p99 < 10ms` is looser"), "{said}");
 }
+
+#[test]
+fn validate_says_what_the_preset_needs_and_warns_of_a_stage_too_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = short_run(r#"mlperf "gpt-oss-120b" scenario="interactive""#, "")
+        .replace("requests 320", "duration \"30s\"");
+    let path = scenario(dir.path(), "short.kdl", &src);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(
+        out.contains(
+            "mlperf  gpt-oss-120b interactive on stage `main`: ttft.p99 < 2000ms, tpot.p99 < 15ms"
+        ),
+        "{out}"
+    );
+    assert!(
+        err.contains("stage `main` runs at most 30 s, so the run cannot qualify"),
+        "{err}"
+    );
+    // A smoke run is not meant to qualify: no warning.
+    let smoke = scenario(
+        dir.path(),
+        "smoke.kdl",
+        &src.replace(
+            "scenario=\"interactive\"",
+            "scenario=\"interactive\" smoke=#true",
+        ),
+    );
+    let o = infermeter(&["validate", smoke.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!err.contains("cannot qualify"), "{err}");
+}
