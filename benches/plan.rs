@@ -103,6 +103,7 @@ fn scenario() -> Scenario {
         report: ReportSpec::default(),
         telemetry: None,
         server: None,
+        mlperf: None,
     }
 }
 
