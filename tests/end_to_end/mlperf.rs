@@ -74,6 +74,14 @@ fn a_smoke_run_passes_its_bounds_and_says_it_does_not_qualify() {
         html.contains("does not qualify (smoke run)"),
         "the HTML report says it too"
     );
+    let pr = std::fs::read_to_string(out.join("report.pr.md")).unwrap();
+    assert!(pr.contains("does not qualify (smoke run)"), "{pr}");
+    let (stdout, stderr) = text(&o);
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("MLPerf llama3.1-8b server: does not qualify (smoke run), because:"),
+        "the terminal summary: {stdout}{stderr}"
+    );
 }
 
 #[test]
