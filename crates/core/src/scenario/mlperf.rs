@@ -146,6 +146,9 @@ pub(super) fn apply(ctx: &mut Ctx<'_>, s: &mut Scenario, stages: &BTreeMap<Strin
         );
         return;
     }
+    if !one_load(ctx, s, &stage) {
+        return;
+    }
     for (metric, name, bound) in [
         (LatencyMetric::Ttft, "ttft", spec.ttft_ms),
         (LatencyMetric::Tpot, "tpot", spec.tpot_ms),
@@ -214,4 +217,37 @@ fn covered(
         }
     }
     covered
+}
+
+/// Whether the preset's stage is one load, as an MLPerf Server run is: not a sweep or search
+/// (a family of loads, each its own stage in the results), and not run once per server
+/// configuration. Reports it when not.
+fn one_load(ctx: &mut Ctx<'_>, s: &Scenario, stage: &Spanned<String>) -> bool {
+    let profiled = s
+        .stages
+        .iter()
+        .any(|st| st.name.value == stage.value && st.profile.is_some());
+    let configs = s.server.as_ref().is_some_and(|sv| !sv.configs.is_empty());
+    if !profiled && !configs {
+        return true;
+    }
+    let what = if profiled {
+        format!(
+            "stage `{}` is a sweep or search, a family of loads",
+            stage.value
+        )
+    } else {
+        "the `server` block's configurations run every stage once each".to_string()
+    };
+    ctx.error(
+        stage.span,
+        format!("`mlperf` judges one run at one load, and {what}"),
+        "not one load",
+        Some(
+            "point stage= at a stage of one load (e.g. arrival \"poisson\" rate=20 and \
+             duration \"610s\"), without server configurations"
+                .into(),
+        ),
+    );
+    false
 }
