@@ -211,3 +211,21 @@ fn validate_says_what_the_preset_needs_and_warns_of_a_stage_too_short() {
     let (_, err) = text(&o);
     assert!(!err.contains("cannot qualify"), "{err}");
 }
+
+#[test]
+fn a_sweep_cannot_be_the_mlperf_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = short_run(r#"mlperf "llama2-70b""#, "").replace(
+        "arrival \"concurrency\" clients=16\n    requests 320",
+        "arrival \"poisson\" rate=5\n    sweep { rates 5 10; }\n    duration \"5s\"",
+    );
+    assert!(src.contains("sweep"), "{src}");
+    let path = scenario(dir.path(), "sweep.kdl", &src);
+    let o = infermeter(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("`mlperf` judges one run at one load, and stage `main` is a sweep"),
+        "{err}"
+    );
+}
