@@ -229,3 +229,45 @@ fn a_sweep_cannot_be_the_mlperf_run() {
         "{err}"
     );
 }
+
+/// Shards run uncoordinated each judge their own share; `merge` judges the whole run again,
+/// and with `require=#true` exits 1 when the whole does not qualify.
+#[test]
+fn a_merged_run_is_judged_on_all_its_shards() {
+    let sim = crate::support::SimProcess::start(&["--jitter", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        r#"
+scenario "shards" {{ seed 3; }}
+target "{}" {{ timeout "30s"; }}
+dataset "d" {{ synthetic {{ input-tokens 32 64; output-tokens 4; }} }}
+stage "main" {{ dataset "d"; arrival "concurrency" clients=8; requests 200; }}
+mlperf "llama3.1-8b" require=#true
+"#,
+        sim.base_url
+    );
+    let path = scenario(dir.path(), "shards.kdl", &src);
+    let mut files = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("shard-{i}"));
+        let o = run(&path, &out, &["--shard", &format!("{i}/2")]);
+        assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+        assert_eq!(results(&out)["mlperf"]["measured"]["queries"], 100);
+        files.push(out.join("results.json").display().to_string());
+    }
+    let merged = dir.path().join("merged");
+    let o = infermeter(&[
+        "merge",
+        &files[0],
+        &files[1],
+        "--out",
+        merged.to_str().unwrap(),
+        "--no-plots",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let m = results(&merged);
+    assert_eq!(m["mlperf"]["measured"]["queries"], 200, "{}", m["mlperf"]);
+    assert_eq!(m["passed"], false);
+    let (_, err) = text(&o);
+    assert!(err.contains("does not qualify, because: duration"), "{err}");
+}

@@ -185,6 +185,20 @@ impl Qualification {
     pub fn fails_gate(&self) -> bool {
         self.required && !self.qualifies
     }
+
+    /// The rule this verdict was reached under, to judge it again on other figures (a
+    /// distributed run's merged stages).
+    pub fn rule(&self) -> MlperfRule {
+        MlperfRule {
+            benchmark: self.benchmark.clone(),
+            scenario: self.scenario,
+            stage: self.stage.clone(),
+            ttft_ms: self.bounds.ttft_p99_ms,
+            tpot_ms: self.bounds.tpot_p99_ms,
+            require: self.required,
+            smoke: self.smoke,
+        }
+    }
 }
 
 /// Judges `rule` on its stage among `stages` (the first of that name; a stage run in rounds
