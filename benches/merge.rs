@@ -95,6 +95,7 @@ fn shard(index: u32) -> Results {
         frontiers: Vec::new(),
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: Some(sharding(index)),
     }
 }

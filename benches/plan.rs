@@ -104,6 +104,7 @@ fn scenario() -> Scenario {
         telemetry: None,
         server: None,
         infra: Vec::new(),
+        mlperf: None,
     }
 }
 

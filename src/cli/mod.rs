@@ -41,10 +41,10 @@ pub use run::RunArgs;
 /// deterministic plan, drives an OpenAI-compatible server (or its embedded simulator), measures
 /// every token, checks the SLAs, writes a report, and exits non-zero when an SLA fails.
 ///
-/// Exit codes: 0 all SLAs met · 1 an SLA failed (or `compare` found a regression) · 2 invalid
-/// scenario or usage · 3 the run could not be carried out · 4 the gate is inconclusive (an
-/// assertion its samples could not decide; `compare` exits 4 only with `--inconclusive
-/// inconclusive`).
+/// Exit codes: 0 all SLAs met · 1 an SLA failed (or `compare` found a regression, or a run
+/// that must qualify under its MLPerf preset does not) · 2 invalid scenario or usage · 3 the
+/// run could not be carried out · 4 the gate is inconclusive (an assertion its samples could
+/// not decide; `compare` exits 4 only with `--inconclusive inconclusive`).
 #[derive(Debug, Parser)]
 #[command(name = "infermeter", version, about, long_about)]
 pub struct Cli {

@@ -42,6 +42,12 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                     outln!("{}", needs_server(url));
                 }
                 print_server(v.starts.as_deref(), v.restarts, &v.server_configs);
+                if let Some((line, short)) = &v.mlperf {
+                    outln!("{line}");
+                    if let Some(why) = short {
+                        errln!("warning: {}: {why}", file.display());
+                    }
+                }
                 for row in v.needs.short() {
                     errln!("warning: {}: {}", file.display(), app::need_warning(row));
                 }

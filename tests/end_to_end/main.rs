@@ -33,6 +33,7 @@ mod judge;
 mod labels;
 mod library_api;
 mod network;
+mod mlperf;
 mod onboarding;
 mod onboarding_urls;
 mod otlp;

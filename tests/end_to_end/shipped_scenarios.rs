@@ -1,4 +1,5 @@
-//! Every shipped scenario decides as shipped (`scenarios/`, `scenarios/bench/`): run against
+//! Every shipped scenario decides as shipped (`scenarios/`, `scenarios/bench/`,
+//! `scenarios/mlperf/`): run against
 //! the embedded simulator, each exits 0 (every SLA held) or 1 (one failed), never 4
 //! (undecided), 2 or 3. One that needs something outside infermeter (a server, a fetched data
 //! set, a baseline) says so on its first line (`// Needs: …`) and `validate` names it; those
@@ -13,7 +14,7 @@ use crate::support::{command, describe};
 fn shipped() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["scenarios", "scenarios/bench"] {
+    for dir in ["scenarios", "scenarios/bench", "scenarios/mlperf"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "kdl") {

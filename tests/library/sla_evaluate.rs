@@ -76,6 +76,7 @@ fn results(stages: Vec<StageSummary>) -> Results {
         telemetry: None,
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: None,
     }
 }

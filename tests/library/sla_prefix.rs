@@ -180,6 +180,7 @@ fn results(s: StageSummary) -> Results {
         telemetry: None,
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: None,
     };
     r.stages = vec![s];

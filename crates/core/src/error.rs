@@ -151,6 +151,11 @@ pub enum Error {
     #[error("{0}")]
     Aborted(Abort),
 
+    /// The scenario's `mlperf` preset says `require=#true` and the run does not qualify: the
+    /// verdict line says why.
+    #[error("{0}")]
+    NotQualified(String),
+
     /// Ctrl-C or a signal stopped the run; what was measured is in the results.
     #[error("the run was interrupted")]
     Interrupted,
@@ -206,9 +211,10 @@ impl Error {
             return exit::RUN_ERROR;
         }
         match self {
-            Error::SlaFailed { .. } | Error::Aborted(_) | Error::Regressed { .. } => {
-                exit::SLA_FAILED
-            }
+            Error::SlaFailed { .. }
+            | Error::Aborted(_)
+            | Error::Regressed { .. }
+            | Error::NotQualified(_) => exit::SLA_FAILED,
             Error::Inconclusive { .. } | Error::CompareInconclusive { .. } => exit::INCONCLUSIVE,
             Error::Scenario(_)
             | Error::Plan { .. }

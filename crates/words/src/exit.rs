@@ -2,7 +2,8 @@
 
 /// Every SLA assertion held (or the command succeeded).
 pub const OK: i32 = 0;
-/// An SLA assertion failed, or `compare` found a regression.
+/// An SLA assertion failed, `compare` found a regression, or a run that must qualify under
+/// its MLPerf preset (`require=#true`) does not.
 pub const SLA_FAILED: i32 = 1;
 /// The scenario or the command line is invalid.
 pub const INVALID: i32 = 2;

@@ -24,6 +24,11 @@ pub(super) fn assemble(
     verdicts.extend(sla::priority_inversions(&output.stages, &cx));
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let stopped_early = !matches!(output.stop, Stop::Completed);
+    let mlperf = plan
+        .mlperf
+        .as_ref()
+        .map(|rule| sla::mlperf::qualify(rule, &output.stages));
+    let unqualified = mlperf.as_ref().is_some_and(|q| q.fails_gate());
     let error = match &output.stop {
         Stop::Aborted(why) => Some(why.to_string()),
         Stop::Interrupted => Some("interrupted (Ctrl-C or a signal)".to_string()),
@@ -39,7 +44,7 @@ pub(super) fn assemble(
         description: plan.description.clone(),
         plan_hash: plan.hash.clone(),
         seed: plan.seed,
-        passed: gate.outcome == SlaOutcome::Pass && !stopped_early,
+        passed: gate.outcome == SlaOutcome::Pass && !stopped_early && !unqualified,
         outcome: gate.outcome,
         sla_policy: policy,
         compare_tolerances: CompareTolerances::default(),
@@ -69,6 +74,7 @@ pub(super) fn assemble(
         provenance: None,
         shards: None,
         configs: None,
+        mlperf,
     }
 }
 

@@ -338,13 +338,14 @@ pub fn merged_gate(v: &Verdict) -> Result<(), Error> {
             ],
         });
     }
-    match v.outcome {
-        SlaOutcome::Pass => Ok(()),
-        SlaOutcome::Fail => Err(Error::SlaFailed {
+    match (v.outcome, &v.not_qualified) {
+        (SlaOutcome::Fail, _) => Err(Error::SlaFailed {
             failed: v.failed,
             undecided: v.undecided,
         }),
-        SlaOutcome::Inconclusive => Err(Error::Inconclusive {
+        (_, Some(line)) => Err(Error::NotQualified(line.clone())),
+        (SlaOutcome::Pass, None) => Ok(()),
+        (SlaOutcome::Inconclusive, None) => Err(Error::Inconclusive {
             undecided: v.undecided,
             untrusted: v.untrusted,
         }),

@@ -47,10 +47,14 @@ impl RunReport {
                     |o: SlaOutcome| self.results.sla.iter().filter(|v| v.outcome == o).count();
                 let (failed, undecided) =
                     (count(SlaOutcome::Fail), count(SlaOutcome::Inconclusive));
-                match self.results.outcome {
-                    SlaOutcome::Pass => Ok(()),
-                    SlaOutcome::Fail => Err(Error::SlaFailed { failed, undecided }),
-                    SlaOutcome::Inconclusive => Err(Error::Inconclusive {
+                // `require=#true`: not qualifying fails the run whatever else held; a failed
+                // SLA still says so first.
+                let unqualified = self.results.mlperf.as_ref().filter(|q| q.fails_gate());
+                match (self.results.outcome, unqualified) {
+                    (SlaOutcome::Fail, _) => Err(Error::SlaFailed { failed, undecided }),
+                    (_, Some(q)) => Err(Error::NotQualified(q.line())),
+                    (SlaOutcome::Pass, None) => Ok(()),
+                    (SlaOutcome::Inconclusive, None) => Err(Error::Inconclusive {
                         undecided,
                         untrusted: self
                             .results

@@ -300,6 +300,7 @@ pub(super) fn placeholder(plan: &Plan) -> Results {
         frontiers: Vec::new(),
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: None,
     }
 }

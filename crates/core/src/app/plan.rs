@@ -104,6 +104,9 @@ pub struct Validated {
     /// Its configurations (`config` lines), each with the command it starts (secrets masked),
     /// in the order the run starts them.
     pub server_configs: Vec<(String, Vec<String>)>,
+    /// The MLPerf preset: what it asserts and needs, and, when its stage is planned shorter
+    /// than MLPerf's minimum duration (and is no smoke run), why it cannot qualify.
+    pub mlperf: Option<(String, Option<String>)>,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -132,7 +135,47 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
             .iter()
             .map(|c| (c.name.clone(), c.command.clone()))
             .collect(),
+        mlperf: mlperf_lines(&scenario),
     })
+}
+
+/// `validate`'s lines on the MLPerf preset: what it asserts and needs, and a warning when its
+/// stage is planned too short to qualify.
+fn mlperf_lines(scenario: &crate::scenario::Scenario) -> Option<(String, Option<String>)> {
+    use crate::scenario::StageLimit;
+    use crate::sla::mlperf::{MIN_DURATION_S, MIN_QUERIES};
+    let m = scenario.mlperf.as_ref()?;
+    let stage = m.stage.as_ref()?;
+    let line = format!(
+        "mlperf  {} {} on stage `{}`: ttft.p99 < {}ms, tpot.p99 < {}ms; qualifying needs {} s, \
+         {} queries and the early-stopping rule (docs/sla.md)",
+        m.benchmark.value,
+        m.scenario.as_str(),
+        crate::escape::terminal(&stage.value),
+        m.ttft_ms,
+        m.tpot_ms,
+        MIN_DURATION_S,
+        MIN_QUERIES
+    );
+    let spec = scenario
+        .stages
+        .iter()
+        .find(|s| s.name.value == stage.value)?;
+    // The longest the stage may run: its `until-decided` maximum, else its own limit.
+    let longest = match spec.until_decided.as_ref().map_or(spec.limit, |u| u.value) {
+        StageLimit::Duration(d) => d.as_secs_f64(),
+        // How long a count of requests takes is known only once it runs.
+        StageLimit::Requests(_) => f64::INFINITY,
+    };
+    let short = (!m.smoke && longest < MIN_DURATION_S).then(|| {
+        format!(
+            "stage `{}` runs at most {longest} s, so the run cannot qualify as MLPerf {} \
+             (600 s needed); make it longer, or say `smoke=#true` if it is not meant to",
+            crate::escape::terminal(&stage.value),
+            m.benchmark.value
+        )
+    });
+    Some((line, short))
 }
 
 /// The base URLs of a target that is not the embedded simulator, masked for printing.

@@ -223,6 +223,7 @@ fn merge_now(sh: &Shared) -> Result<(Option<Results>, Vec<PathBuf>, Verdict), Co
         plan_hash: Some(cfg.plan.hash.clone()),
         merged: Vec::new(),
         your_result: None,
+        not_qualified: None,
     };
     if inputs.is_empty() {
         let verdict = failed("no shard sent a result".into(), (0..cfg.shards).collect());

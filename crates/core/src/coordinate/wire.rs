@@ -71,6 +71,10 @@ pub struct Verdict {
     /// exits with the verdict only when it is that of its own result.
     #[serde(default)]
     pub your_result: Option<String>,
+    /// The merged run's MLPerf verdict line, when its preset says `require=#true` and the run
+    /// does not qualify: the gate fails (exit 1) whatever the SLAs said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_qualified: Option<String>,
 }
 
 /// `GET /v1/status`: what the coordinator has seen, for operators and tests.
@@ -109,5 +113,10 @@ pub fn verdict_of(r: &crate::results::Results, written: Option<String>) -> Verdi
             .map(|s| s.shards.iter().map(|x| x.index).collect())
             .unwrap_or_default(),
         your_result: None,
+        not_qualified: r
+            .mlperf
+            .as_ref()
+            .filter(|q| q.fails_gate())
+            .map(|q| q.line()),
     }
 }

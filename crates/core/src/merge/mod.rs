@@ -218,13 +218,19 @@ fn assemble(
     let gate = sla::gate(&verdicts, policy.inconclusive);
     let errors = run_errors(&records, &missing, count);
     let stopped_early = !missing.is_empty() || records.iter().any(|r| r.interrupted);
+    // Each shard judged its own share of the load; the run qualifies (or not) on the whole.
+    let mlperf = first
+        .mlperf
+        .as_ref()
+        .map(|q| sla::mlperf::qualify(&q.rule(), &stages));
+    let unqualified = mlperf.as_ref().is_some_and(|q| q.fails_gate());
     Ok(Results {
         schema_version: RESULTS_SCHEMA_VERSION,
         scenario: first.scenario.clone(),
         description: first.description.clone(),
         plan_hash: first.plan_hash.clone(),
         seed: first.seed,
-        passed: gate.outcome == SlaOutcome::Pass && !stopped_early,
+        passed: gate.outcome == SlaOutcome::Pass && !stopped_early && !unqualified,
         outcome: gate.outcome,
         sla_policy: policy,
         compare_tolerances: first.compare_tolerances.clone(),
@@ -246,6 +252,7 @@ fn assemble(
         frontiers,
         provenance: merged_provenance(&inputs),
         configs: None,
+        mlperf,
         shards: Some(Sharding {
             count,
             shards: records.into_iter().cloned().collect(),

@@ -88,6 +88,7 @@ fn shard_result(index: u32, count: u32, stage: StageSummary, offset_ms: f64) -> 
         frontiers: vec![],
         provenance: None,
         configs: None,
+        mlperf: None,
         shards: Some(Sharding {
             count,
             shards: vec![ShardRecord {

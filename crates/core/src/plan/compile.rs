@@ -89,9 +89,24 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         telemetry: scenario.telemetry.clone(),
         warmup_until: scenario.warmup.as_ref().and_then(|w| w.until.clone()),
         server_configs,
+        mlperf: mlperf_rule(scenario),
     };
     plan.hash = plan_hash(&plan)?;
     Ok(plan)
+}
+
+/// The scenario's preset as the run judges it (the parser has named its stage).
+fn mlperf_rule(scenario: &Scenario) -> Option<crate::sla::mlperf::MlperfRule> {
+    let m = scenario.mlperf.as_ref()?;
+    Some(crate::sla::mlperf::MlperfRule {
+        benchmark: m.benchmark.value.clone(),
+        scenario: m.scenario,
+        stage: m.stage.as_ref()?.value.clone(),
+        ttft_ms: m.ttft_ms,
+        tpot_ms: m.tpot_ms,
+        require: m.require,
+        smoke: m.smoke,
+    })
 }
 
 /// Where the data set `name` that `who` uses is in `datasets`.

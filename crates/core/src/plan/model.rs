@@ -54,6 +54,10 @@ pub struct Plan {
     /// without any. Not in the JSON or hash (see [`ServerConfigPlan`]).
     #[serde(skip)]
     pub server_configs: Vec<ServerConfigPlan>,
+    /// The scenario's MLPerf preset: how the run's qualification is judged. Not workload: out
+    /// of the JSON and hash (the bounds it adds are in `sla`, and so in both).
+    #[serde(skip)]
+    pub mlperf: Option<crate::sla::mlperf::MlperfRule>,
 }
 
 /// The scenario's target with its endpoint resolved: the same request and run settings.

@@ -92,6 +92,7 @@ pub(crate) fn scenario() -> Scenario {
         telemetry: None,
         server: None,
         infra: Vec::new(),
+        mlperf: None,
         report: ReportSpec::default(),
     }
 }

@@ -18,6 +18,7 @@ mod html;
 mod junit;
 mod llmd;
 mod markdown;
+mod mlperf;
 mod names;
 mod network;
 mod numbers;
@@ -55,6 +56,7 @@ pub use html::{HTML_TEMPLATE, HtmlBaseline, render_html};
 pub use junit::*;
 pub use llmd::{LLMD_REPORT_VERSION, llmd_report};
 pub use markdown::*;
+pub use mlperf::{MlperfRuleRow, MlperfView, mlperf_view};
 pub use names::{
     Plot, cdf_file_name, profile_file_name, server_timeline_file_name, stage_slug,
     timeline_file_name,

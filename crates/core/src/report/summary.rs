@@ -110,6 +110,7 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
     if !r.sla.is_empty() {
         sla_lines(&mut out, r, color);
     }
+    super::mlperf::summary_lines(&mut out, r);
     out.push('\n');
     out
 }

@@ -42,6 +42,8 @@ pub struct ReportView {
     pub configs: Option<super::ConfigsView>,
     /// `network { … }`: the shaping proxy's account (`network.rs`); `None` without one.
     pub network: Option<Vec<KeyValue>>,
+    /// The MLPerf preset's verdict (`mlperf.rs`); `None` without a preset.
+    pub mlperf: Option<super::MlperfView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -386,6 +388,7 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         telemetry: super::telemetry::results_view(results, plot_files),
         configs: super::configs_view(results),
         network: t.network.as_ref().map(super::network::rows),
+        mlperf: super::mlperf_view(results),
     }
 }
 

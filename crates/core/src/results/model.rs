@@ -82,6 +82,10 @@ pub struct Results {
     /// best (docs/server.md, "Which configuration is best"). *Added in schema 3.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configs: Option<crate::sla::ConfigRanking>,
+    /// With an `mlperf` preset: whether the run qualifies under MLPerf's Server rules, and
+    /// why not (docs/sla.md, "MLPerf presets"). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlperf: Option<crate::sla::mlperf::Qualification>,
 }
 
 /// How much `compare` lets each metric move: a default (a fraction) and per metric

@@ -15,6 +15,7 @@ mod infra;
 mod judge;
 mod labels;
 mod lengths;
+mod mlperf;
 mod model;
 mod named_files;
 mod network;

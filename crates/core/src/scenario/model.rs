@@ -87,6 +87,27 @@ pub struct Scenario {
     /// as written, secrets masked), in file order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub infra: Vec<(String, String)>,
+    /// `mlperf "llama3.1-8b" scenario="server"`: the MLPerf preset the run is judged under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlperf: Option<MlperfSpec>,
+}
+
+/// `mlperf "NAME" scenario="server"|"interactive" stage="…" require=#true smoke=#true`: the
+/// preset's bounds (added to `sla` as assertions on `stage`) and how its qualification counts.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct MlperfSpec {
+    /// The benchmark, as `sla::mlperf::PRESETS` names it.
+    pub benchmark: Spanned<String>,
+    pub scenario: crate::sla::mlperf::MlperfScenario,
+    /// The stage judged: `stage=`, else the scenario's only stage.
+    pub stage: Option<Spanned<String>>,
+    /// A run that does not qualify fails the gate.
+    pub require: bool,
+    /// A short run not meant to qualify, said so in the verdict.
+    pub smoke: bool,
+    /// The preset's p99 bounds, ms.
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
 }
 
 /// Where requests go.

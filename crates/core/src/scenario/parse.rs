@@ -65,6 +65,9 @@ const TOP: &[Setting<Block<TopLevel>>] = &[
         top.sim_metric_refs = out.sim_refs;
         top.s.telemetry = Some(out.config);
     }),
+    Setting::once("mlperf", |ctx, node, top| {
+        top.s.mlperf = super::mlperf::parse(ctx, node)
+    }),
     Setting::once("rounds", |ctx, node, top| {
         with_reader(ctx, node, |ctx, r| {
             if let Some(n) = one_arg(ctx, r, "a number of rounds")
@@ -192,6 +195,7 @@ fn empty_scenario(ctx: &Ctx<'_>, source: Source) -> Scenario {
         telemetry: None,
         server: None,
         infra: Vec::new(),
+        mlperf: None,
     }
 }
 
@@ -253,7 +257,8 @@ impl TopLevel {
 
     /// The checks across nodes: a stage exists, and every name referred to is declared.
     fn check(self, ctx: &mut Ctx<'_>, nodes: &[KdlNode]) -> Scenario {
-        let s = self.s;
+        let mut s = self.s;
+        super::mlperf::apply(ctx, &mut s, &self.stage_names);
         let mut dataset_refs = self.dataset_refs;
         if self.stage_names.is_empty() && !nodes.iter().any(|n| n.name().value() == "stage") {
             ctx.error(

@@ -10,6 +10,7 @@ mod curve;
 mod decided;
 mod evaluate;
 mod grammar;
+pub mod mlperf;
 mod need;
 mod observe;
 mod parse;
