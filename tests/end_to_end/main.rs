@@ -8,6 +8,7 @@ mod agentic;
 mod agentic_ids;
 mod agentic_shape;
 mod agreement;
+mod agreement_gate;
 mod ci_action;
 mod ci_workflow;
 mod closed_output;

@@ -110,7 +110,12 @@ impl AnswerIndex {
     /// Whether an answer (its hash) is the baseline's to the same prompt: `None` when the
     /// baseline did not answer it, or answered another record under that key (not the same
     /// prompt).
-    pub fn agrees(&self, stage: &str, (index, turn, item): (u64, u32, u64), hash: &str) -> Option<bool> {
+    pub fn agrees(
+        &self,
+        stage: &str,
+        (index, turn, item): (u64, u32, u64),
+        hash: &str,
+    ) -> Option<bool> {
         let (base_item, base_hash) = self.by_key.get(&(stage.to_string(), index, turn))?;
         (*base_item == item).then(|| base_hash == hash)
     }

@@ -237,4 +237,28 @@ mod tests {
         assert_eq!((both.scored, both.correct), (200, 150));
         assert!(both.accuracy_interval.unwrap()[0] > low);
     }
+
+    #[test]
+    fn agreement_counts_the_paired_answers_and_adds_across_rounds() {
+        let mut q = Quality::default();
+        for i in 0..50 {
+            q.record(&RequestRecord {
+                quality: Some(QualityMark {
+                    // 40 paired, 30 of them identical; 10 the baseline did not answer.
+                    agrees: (i < 40).then_some(i < 30),
+                    ..QualityMark::default()
+                }),
+                ..RequestRecord::default()
+            });
+        }
+        let q = q.finish(0.95);
+        let a = q.agreement.clone().unwrap();
+        assert_eq!((a.paired, a.identical, a.share), (40, 30, Some(0.75)));
+        let [low, high] = a.interval.unwrap();
+        assert!(low < 0.75 && 0.75 < high, "{low} {high}");
+        let both = Quality::sum([Some(&q), Some(&q)].into_iter(), 0.95).unwrap();
+        assert_eq!(both.agreement.unwrap().paired, 80);
+        // No answer paired: no agreement at all, rather than a share of nothing.
+        assert_eq!(Quality::default().finish(0.95).agreement, None);
+    }
 }
