@@ -43,6 +43,7 @@ mod profile_gate;
 mod profile_ramp;
 mod profile_run;
 mod quality;
+mod quality_load;
 mod read_stall;
 mod readme_quickstart;
 mod redaction;

@@ -24,6 +24,7 @@ mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
+mod profile_quality;
 mod quality;
 #[cfg(feature = "parquet")]
 mod requests_parquet;

@@ -1,0 +1,222 @@
+//! Answer quality against load, per sweep or search whose points scored answers: each point's
+//! accuracy with its Wilson interval (results.json's `quality`, judged once per whole answer)
+//! in the profile table's column and in a plot of its own, accuracy against offered load with
+//! the interval as a bar, the `accuracy` thresholds asserted on the points and the knee. A
+//! server that answers worse under load shows here as the curve falling as the load rises.
+
+use serde::Serialize;
+
+use super::names::stage_slug;
+use super::numbers::short;
+use super::profile::ProfileGroup;
+use super::svg::canvas::{Axis, Doc, LegendEntry, Rect};
+use super::svg::style::{self, Marker, Style};
+use super::svg::{Orient, Scale};
+use crate::metrics::{CountMetric, Metric, StageSummary};
+use crate::results::Results;
+
+/// File name of a group's accuracy-against-load plot.
+pub fn quality_file_name(group: &str) -> String {
+    format!("quality-{}.svg", stage_slug(group))
+}
+
+/// A point's accuracy, in percent, with its interval, and in words for the tables.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RowAccuracy {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+    /// `94.3 % [91.1, 96.4]`.
+    pub text: String,
+}
+
+/// The point's accuracy, when its answers were scored.
+pub(crate) fn row_accuracy(s: &StageSummary) -> Option<RowAccuracy> {
+    let q = s.quality.as_ref()?;
+    let value = q.accuracy? * 100.0;
+    let [low, high] = q
+        .accuracy_interval
+        .map_or([value, value], |[l, h]| [l * 100.0, h * 100.0]);
+    Some(RowAccuracy {
+        value,
+        low,
+        high,
+        text: format!("{value:.1} % [{low:.1}, {high:.1}]"),
+    })
+}
+
+/// "accuracy against load: 2: 93.3 % [88.2, 96.3] · 8: …", for the terminal; `None` when no
+/// point scored answers.
+pub(crate) fn accuracy_line(g: &ProfileGroup) -> Option<String> {
+    let points: Vec<String> = g
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let a = r.accuracy.as_ref()?;
+            Some(format!("{}: {}", short(r.load), a.text))
+        })
+        .collect();
+    (!points.is_empty()).then(|| format!("accuracy against load: {}", points.join(" · ")))
+}
+
+/// The `accuracy` thresholds (percent) of the assertions judged on `g`'s points, one per
+/// assertion text.
+pub(crate) fn accuracy_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for v in &results.sla {
+        let on_group = v
+            .stage
+            .as_deref()
+            .is_some_and(|s| s == g.group || g.rows.iter().any(|r| r.stage == s));
+        let expr = v.assertion.to_string();
+        if on_group
+            && v.threshold.is_finite()
+            && v.metric() == Metric::Count(CountMetric::Accuracy)
+            && v.assertion.label.is_none()
+            && !out.iter().any(|(_, e)| *e == expr)
+        {
+            out.push((v.threshold, expr));
+        }
+    }
+    out
+}
+
+/// The accuracy bar of a point: its interval, drawn as a short vertical line.
+const INTERVAL: Style = Style {
+    color: "#0072B2",
+    dash: "",
+    marker: Marker::None,
+    width: 1.5,
+    filled: true,
+};
+
+/// Accuracy against offered load: a line through the points' accuracies, each point's Wilson
+/// interval a bar, the `accuracy` thresholds and the knee as reference lines. `None` when no
+/// point scored answers.
+pub fn quality_svg(g: &ProfileGroup, thresholds: &[(f64, String)]) -> Option<String> {
+    let points: Vec<(f64, &RowAccuracy)> = g
+        .rows
+        .iter()
+        .filter_map(|r| r.accuracy.as_ref().map(|a| (r.load, a)))
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let w = 900.0;
+    let mut doc = Doc::new(
+        "quality",
+        &format!("answer accuracy against load: {}", g.group),
+        w,
+        0.0,
+    );
+    let line = style::series(0);
+    let mut legend = vec![
+        LegendEntry {
+            label: "accuracy".into(),
+            style: line,
+        },
+        LegendEntry {
+            label: "its interval".into(),
+            style: INTERVAL,
+        },
+    ];
+    if !thresholds.is_empty() {
+        legend.push(LegendEntry {
+            label: "SLA threshold".into(),
+            style: style::THRESHOLD,
+        });
+    }
+    if g.knee_load.is_some() {
+        legend.push(LegendEntry {
+            label: "knee".into(),
+            style: style::NOTE,
+        });
+    }
+    let top = doc.legend(34.0, &legend);
+    let h = 320.0;
+    doc.set_height(top + h + 6.0);
+    let lowest = points
+        .iter()
+        .map(|(_, a)| a.low)
+        .chain(thresholds.iter().map(|t| t.0))
+        .fold(100.0, f64::min);
+    // Whole tens below the lowest figure: a drop of a few points is not drawn as a cliff.
+    let y = Scale::linear(
+        ((lowest - 5.0) / 10.0).floor().max(0.0) * 10.0,
+        100.0,
+        false,
+    );
+    let max_load = g.rows.iter().map(|r| r.load).fold(0.0, f64::max);
+    let x = Scale::linear(0.0, max_load.max(1e-3) * 1.05, true);
+    let p = doc.panel(
+        "accuracy of the scored answers at each load",
+        Rect {
+            x: 0.0,
+            y: top,
+            w,
+            h,
+        },
+        &Axis::new(x, format!("offered load ({})", g.axis)),
+        &Axis::new(y, "accuracy (%)"),
+    );
+    for (load, a) in &points {
+        doc.series(
+            &p,
+            "accuracy interval",
+            "",
+            INTERVAL,
+            &[(*load, a.low), (*load, a.high)],
+            0,
+        );
+    }
+    let pts: Vec<(f64, f64)> = points.iter().map(|(l, a)| (*l, a.value)).collect();
+    doc.series(&p, "accuracy", "", line, &pts, 1);
+    for (value, expr) in thresholds {
+        doc.reference(
+            &p,
+            Orient::Horizontal,
+            "threshold",
+            *value,
+            expr,
+            style::THRESHOLD,
+        );
+    }
+    if let Some(k) = g.knee_load {
+        let text = format!("knee {} {}", short(k), g.axis);
+        doc.reference(&p, Orient::Vertical, "knee", k, &text, style::NOTE);
+    }
+    doc.end_panel();
+    Some(doc.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Quality;
+
+    fn scored(correct: u64, scored: u64) -> StageSummary {
+        StageSummary {
+            quality: Some(
+                Quality {
+                    scored,
+                    correct,
+                    checked: scored,
+                    ..Quality::default()
+                }
+                .finish(0.95),
+            ),
+            ..StageSummary::default()
+        }
+    }
+
+    #[test]
+    fn a_point_shows_its_accuracy_with_its_interval() {
+        let a = row_accuracy(&scored(90, 100)).unwrap();
+        assert_eq!(a.value, 90.0);
+        assert!(a.low < 90.0 && a.high > 90.0, "{a:?}");
+        assert!(a.text.starts_with("90.0 % ["), "{}", a.text);
+        assert_eq!(row_accuracy(&StageSummary::default()), None);
+        // Checked but none scored: no accuracy to plot.
+        assert_eq!(row_accuracy(&scored(0, 0)), None);
+    }
+}
