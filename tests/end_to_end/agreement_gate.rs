@@ -38,7 +38,7 @@ fn gated(accuracy: &str, base: &Path) -> String {
     qa(
         accuracy,
         &format!(
-            "report {{ baseline \"{}\"; }}\nsla {{ assert \"agreement >= 95%\"; }}",
+            "report {{ baseline \"{}\"; parquet #true; }}\nsla {{ assert \"agreement >= 95%\"; }}",
             base.display()
         ),
     )
@@ -89,6 +89,61 @@ fn agreement_with_the_baseline_gates_the_run() {
     assert_eq!(a["paired"].as_u64(), Some(120), "{a}");
     assert!(a["identical"].as_u64().unwrap() < 100, "{a}");
     assert_eq!(agreement_verdict(&lossy)["outcome"], "fail");
+    shown_where_people_look(&lossy, a["identical"].as_u64().unwrap());
+}
+
+/// The lossy run's agreement in the PR comment, JUnit, stages.csv and requests.parquet.
+fn shown_where_people_look(out: &Path, identical: u64) {
+    let pr = std::fs::read_to_string(out.join("report.pr.md")).unwrap();
+    assert!(
+        pr.contains("**Answer quality**") && pr.contains("agreement with the baseline"),
+        "{pr}"
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"name="agreement &gt;= 95% [qa]">"#) && junit.contains("<failure"),
+        "{junit}"
+    );
+    let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "agreement_percent")
+        .unwrap_or_else(|| panic!("{csv}"));
+    let row = lines.next().unwrap();
+    // The last columns are numbers (the validity reasons before them may hold commas).
+    let cell = row.rsplit(',').nth(header.len() - 1 - at).unwrap();
+    let shown: f64 = cell.parse().unwrap_or_else(|_| panic!("{cell}: {row}"));
+    assert!(
+        (shown - identical as f64 / 120.0 * 100.0).abs() < 1e-9,
+        "{row}"
+    );
+
+    let (agrees, correct) = parquet_marks(&out.join("requests.parquet"));
+    assert_eq!(agrees.len(), 120);
+    assert_eq!(agrees.iter().filter(|a| **a).count() as u64, identical);
+    assert!(correct.iter().any(|c| !c) && correct.iter().any(|c| *c));
+}
+
+/// Every row's `agrees` and `correct` of a requests.parquet.
+fn parquet_marks(path: &Path) -> (Vec<bool>, Vec<bool>) {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let file = std::fs::File::open(path).unwrap();
+    let reader = SerializedFileReader::new(file).expect("a Parquet file");
+    let mut marks = (Vec::new(), Vec::new());
+    for row in reader.get_row_iter(None).unwrap() {
+        let row = row.unwrap();
+        for (name, field) in row.get_column_iter() {
+            match (name.as_str(), field) {
+                ("agrees", Field::Bool(b)) => marks.0.push(*b),
+                ("correct", Field::Bool(b)) => marks.1.push(*b),
+                _ => {}
+            }
+        }
+    }
+    marks
 }
 
 #[test]
