@@ -67,8 +67,8 @@ pub use outputs::{
 };
 pub use plots::*;
 pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};
-pub use profile_quality::{RowAccuracy, quality_file_name, quality_svg};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
+pub use profile_quality::{RowAccuracy, quality_file_name, quality_svg};
 #[cfg(feature = "parquet")]
 pub use requests_parquet::{ROWS_PER_GROUP, requests_parquet};
 
