@@ -134,6 +134,8 @@ fn docs_cli_lists_every_option_of_run_and_plan() {
         "wait",
         "dataset fetch",
         "dataset fetch hf",
+        "dataset fetch gsm8k",
+        "dataset fetch mmlu",
     ] {
         let help = crate::support::command()
             .args(command.split(' '))

@@ -77,6 +77,14 @@ impl Recipe {
         }
     }
 
+    /// The recipe whose output `path` is named as (`gsm8k.jsonl`, `mmlu.jsonl`).
+    pub fn writing(path: &Path) -> Option<Recipe> {
+        let name = path.file_name()?.to_str()?;
+        [Recipe::Gsm8k, Recipe::Mmlu]
+            .into_iter()
+            .find(|r| name == format!("{}.jsonl", r.name()))
+    }
+
     /// The Hub file the recipe converts, at `revision`.
     pub fn file(self, revision: &str) -> Result<HfFile, HubError> {
         let (repo, path) = match self {
