@@ -192,10 +192,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
             .filter(|r| r.outcome == "inconclusive")
             .count();
         g.thresholds = latency_thresholds(results, g);
-        if g.rows.iter().any(|r| r.accuracy.is_some()) {
-            g.quality_plot = Some(super::profile_quality::quality_file_name(&g.group));
-            g.accuracy_thresholds = super::profile_quality::accuracy_thresholds(results, g);
-        }
+        super::profile_quality::settle(results, g);
         match results.searches.iter().find(|s| s.group == g.group) {
             Some(s) => {
                 let answer = s.answer_clients.map(f64::from).or(s.answer_rate_per_s);

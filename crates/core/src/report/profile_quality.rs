@@ -59,9 +59,17 @@ pub(crate) fn accuracy_line(g: &ProfileGroup) -> Option<String> {
     (!points.is_empty()).then(|| format!("accuracy against load: {}", points.join(" · ")))
 }
 
+/// Names `g`'s accuracy plot and gathers its thresholds, when a point scored answers.
+pub(crate) fn settle(results: &Results, g: &mut ProfileGroup) {
+    if g.rows.iter().any(|r| r.accuracy.is_some()) {
+        g.quality_plot = Some(quality_file_name(&g.group));
+        g.accuracy_thresholds = accuracy_thresholds(results, g);
+    }
+}
+
 /// The `accuracy` thresholds (percent) of the assertions judged on `g`'s points, one per
 /// assertion text.
-pub(crate) fn accuracy_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
+fn accuracy_thresholds(results: &Results, g: &ProfileGroup) -> Vec<(f64, String)> {
     let mut out: Vec<(f64, String)> = Vec::new();
     for v in &results.sla {
         let on_group = v
@@ -90,6 +98,25 @@ const INTERVAL: Style = Style {
     filled: true,
 };
 
+/// The accuracy, its interval, and the reference lines the plot has.
+fn legend(g: &ProfileGroup, thresholds: &[(f64, String)]) -> Vec<LegendEntry> {
+    let entry = |label: &str, style: Style| LegendEntry {
+        label: label.into(),
+        style,
+    };
+    let mut legend = vec![
+        entry("accuracy", style::series(0)),
+        entry("its interval", INTERVAL),
+    ];
+    if !thresholds.is_empty() {
+        legend.push(entry("SLA threshold", style::THRESHOLD));
+    }
+    if g.knee_load.is_some() {
+        legend.push(entry("knee", style::NOTE));
+    }
+    legend
+}
+
 /// Accuracy against offered load: a line through the points' accuracies, each point's Wilson
 /// interval a bar, the `accuracy` thresholds and the knee as reference lines. `None` when no
 /// point scored answers.
@@ -110,29 +137,7 @@ pub fn quality_svg(g: &ProfileGroup, thresholds: &[(f64, String)]) -> Option<Str
         0.0,
     );
     let line = style::series(0);
-    let mut legend = vec![
-        LegendEntry {
-            label: "accuracy".into(),
-            style: line,
-        },
-        LegendEntry {
-            label: "its interval".into(),
-            style: INTERVAL,
-        },
-    ];
-    if !thresholds.is_empty() {
-        legend.push(LegendEntry {
-            label: "SLA threshold".into(),
-            style: style::THRESHOLD,
-        });
-    }
-    if g.knee_load.is_some() {
-        legend.push(LegendEntry {
-            label: "knee".into(),
-            style: style::NOTE,
-        });
-    }
-    let top = doc.legend(34.0, &legend);
+    let top = doc.legend(34.0, &legend(g, thresholds));
     let h = 320.0;
     doc.set_height(top + h + 6.0);
     let lowest = points
