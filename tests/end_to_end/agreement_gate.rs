@@ -158,6 +158,19 @@ fn a_baseline_without_answers_leaves_agreement_undecided() {
     assert_eq!(v["outcome"], "inconclusive", "{v}");
     let note = v["note"].as_str().unwrap();
     assert!(note.contains("the baseline kept no answers"), "{note}");
+
+    // Answers kept, but to another stage's prompts: nothing pairs, and it says so.
+    let (o, again) = run_named(dir.path(), "again", &qa("1.0", ""));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let renamed = gated("1.0", &again).replace("stage \"qa\"", "stage \"other\"");
+    let (o, out) = run_named(dir.path(), "renamed", &renamed);
+    assert_eq!(o.status.code(), Some(4), "{}", describe(&o));
+    let v = agreement_verdict(&out);
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.contains("the baseline answered none of stage `other`'s prompts"),
+        "{note}"
+    );
 }
 
 #[test]

@@ -173,8 +173,8 @@ impl BaselineAnswers {
         let why = |stage: &str| match self {
             BaselineAnswers::Unpaired(why) => why.clone(),
             BaselineAnswers::Index(_) => format!(
-                "the baseline answered none of stage `{stage}`'s prompts (the same stage, \
-                 request index and data set record)"
+                "the baseline answered none of stage `{stage}`'s prompts, which pair by stage, \
+                 request index and data set record"
             ),
         };
         for s in stages {
