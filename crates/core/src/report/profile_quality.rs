@@ -198,6 +198,7 @@ pub fn quality_svg(g: &ProfileGroup, thresholds: &[(f64, String)]) -> Option<Str
 mod tests {
     use super::*;
     use crate::metrics::Quality;
+    use crate::report::ProfileRow;
 
     fn scored(correct: u64, scored: u64) -> StageSummary {
         StageSummary {
@@ -212,6 +213,72 @@ mod tests {
             ),
             ..StageSummary::default()
         }
+    }
+
+    fn group(accuracies: &[Option<u64>]) -> ProfileGroup {
+        let rows = accuracies
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ProfileRow {
+                stage: format!("p@{i}"),
+                load: (i + 1) as f64 * 10.0,
+                scheduled: 0.0,
+                ttft_p50_ms: 0.0,
+                ttft_p99_ms: 0.0,
+                itl_p99_ms: 0.0,
+                e2e_p99_ms: 0.0,
+                achieved_per_s: 0.0,
+                output_tokens_per_s: 0.0,
+                saturated: false,
+                client_bound: false,
+                outcome: "pass",
+                icon: "✅",
+                sla_ok: true,
+                gates: true,
+                knee: false,
+                accuracy: a.and_then(|k| row_accuracy(&scored(k, 100))),
+            })
+            .collect();
+        ProfileGroup {
+            group: "p".into(),
+            axis: "clients",
+            kind: "sweep",
+            rows,
+            knee_load: Some(20.0),
+            sla_max_load: None,
+            sla_max_upper: None,
+            undecided: 0,
+            answer: String::new(),
+            plot: String::new(),
+            thresholds: Vec::new(),
+            answer_kind: crate::protocol::Answer::Stream,
+            streamed: true,
+            generates: true,
+            quality_plot: None,
+            accuracy_thresholds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn accuracy_falling_with_load_is_drawn_with_its_bars_threshold_and_knee() {
+        let g = group(&[Some(95), Some(90), Some(60)]);
+        let svg = quality_svg(&g, &[(80.0, "accuracy > 80%".into())]).unwrap();
+        assert!(
+            svg.contains(r#"data-name="accuracy" data-points="3""#),
+            "{svg}"
+        );
+        assert_eq!(svg.matches(r#"data-name="accuracy interval""#).count(), 3);
+        assert!(svg.contains(r#"data-kind="threshold" data-axis="y" data-value="80""#));
+        assert!(svg.contains(r#"data-kind="knee" data-axis="x" data-value="20""#));
+        // The axis reaches below the lowest interval: 60 % of 100 is about [50, 69].
+        assert!(svg.contains(r#"<g class="tick" data-value="40">"#), "{svg}");
+        // A point that scored nothing is left out; a group that scored nothing has no plot.
+        let some = quality_svg(&group(&[Some(90), None]), &[]).unwrap();
+        assert!(
+            some.contains(r#"data-name="accuracy" data-points="1""#),
+            "{some}"
+        );
+        assert_eq!(quality_svg(&group(&[None, None]), &[]), None);
     }
 
     #[test]

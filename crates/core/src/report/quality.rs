@@ -17,7 +17,8 @@ pub(crate) fn sentence(s: &StageSummary) -> Option<String> {
         parts.push(format!("judge {j}"));
     }
     if let Some(a) = agreement(q) {
-        parts.push(format!("agreement {a}"));
+        // Its reason may quote a path from a results file: printable text only.
+        parts.push(format!("agreement {}", crate::escape::terminal(&a)));
     }
     parts.push(format!("repetitive {}", q.repetitive));
     parts.push(format!("empty {}", q.empty));
