@@ -18,6 +18,8 @@ use crate::support::{command, describe, text};
 const REPO: &str = "acme/chats";
 const FILE: &str = "data/sharegpt.json";
 const COMMIT: &str = "1234567890abcdef1234567890abcdef12345678";
+/// Where the `gsm8k` recipe's file is resolved on the Hub.
+const GSM8K_RESOLVE: &str = "/datasets/openai/gsm8k/resolve/main/main/test-00000-of-00001.parquet";
 
 /// What the server was asked, and how it should misbehave.
 #[derive(Default)]
@@ -113,7 +115,12 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, body: &[u8]) {
     let mut parts = request.split_whitespace();
     let method = parts.next().unwrap_or("");
     let path = parts.next().unwrap_or("");
-    let resolve = format!("/datasets/{REPO}/resolve/main/{FILE}");
+    // The file a ShareGPT fetch names, or the one the `gsm8k` recipe does.
+    let resolve = if path == GSM8K_RESOLVE {
+        GSM8K_RESOLVE.to_string()
+    } else {
+        format!("/datasets/{REPO}/resolve/main/{FILE}")
+    };
     let storage = "/storage/blob";
     let etag = sha256_hex(body);
     let write = |conn: &mut TcpStream, head: String, data: &[u8]| {
@@ -439,4 +446,87 @@ fn a_download_of_another_length_than_announced_is_refused_and_removed() {
             .collect();
         assert!(left.is_empty(), "{lie:?}: left behind {left:?}");
     }
+}
+
+/// A Parquet file shaped like the Hub's `openai/gsm8k` test split: `question`, `answer`.
+fn gsm8k_parquet(rows: &[(&str, &str)]) -> Vec<u8> {
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = parquet::schema::parser::parse_message_type(
+        "message schema { required binary question (UTF8); required binary answer (UTF8); }",
+    )
+    .unwrap();
+    let props = Arc::new(WriterProperties::builder().build());
+    let mut out = Vec::new();
+    let mut w = SerializedFileWriter::new(&mut out, Arc::new(schema), props).unwrap();
+    let mut g = w.next_row_group().unwrap();
+    for column in [0, 1] {
+        let cells: Vec<ByteArray> = rows
+            .iter()
+            .map(|r| ByteArray::from(if column == 0 { r.0 } else { r.1 }))
+            .collect();
+        let mut c = g.next_column().unwrap().unwrap();
+        c.typed::<ByteArrayType>()
+            .write_batch(&cells, None, None)
+            .unwrap();
+        c.close().unwrap();
+    }
+    g.close().unwrap();
+    w.close().unwrap();
+    out
+}
+
+#[test]
+fn the_gsm8k_recipe_fetches_the_split_and_writes_scored_records() {
+    let hub = Hub::start(gsm8k_parquet(&[
+        (
+            "Tom has 3 apples and buys 4. How many?",
+            "3 + 4 = 7\n#### 7",
+        ),
+        ("A <script> costs 1,000 and two cost?", "#### 2,000"),
+        ("No final answer here.", "it is 5"),
+    ]));
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("gsm8k.jsonl");
+    let o = command()
+        .args(["dataset", "fetch", "gsm8k", "--out"])
+        .arg(&out)
+        .env("HF_ENDPOINT", &hub.base)
+        .env("HF_HOME", home.path())
+        .env_remove("HF_HUB_CACHE")
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (said, _) = text(&o);
+    assert!(
+        said.contains("hf://datasets/openai/gsm8k/main/test-00000-of-00001.parquet"),
+        "{said}"
+    );
+    assert!(
+        said.contains("wrote 2 records") && said.contains("1 source rows skipped"),
+        "{said}"
+    );
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0]["reference"].as_str(), rows[1]["reference"].as_str()),
+        (Some("7"), Some("2000"))
+    );
+
+    // Again, over it: refused unless --force.
+    let again = command()
+        .args(["dataset", "fetch", "gsm8k", "--from"])
+        .arg(&out)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", describe(&again));
 }

@@ -95,6 +95,13 @@ fn judge_score_gates_and_a_cached_rerun_calls_the_judge_no_more() {
     assert_eq!(verdict(&r, "judge_score > 4.5")["outcome"], "fail");
     let cache = dir.path().join(".infermeter/judge-cache.jsonl");
     assert_eq!(std::fs::read_to_string(&cache).unwrap().lines().count(), 80);
+    // The mean in stages.csv too, its interval beside it.
+    let csv = std::fs::read_to_string(dir.path().join("out/stages.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "judge_score").unwrap();
+    let row = csv.lines().nth(1).unwrap();
+    let cell = row.rsplit(',').nth(header.len() - 1 - at).unwrap();
+    assert_eq!(cell.parse::<f64>().ok(), Some(mean), "{row}");
 
     let (again, o) = run_in(dir.path(), &kdl);
     assert_eq!(o.status.code(), Some(1), "{}", describe(&o));

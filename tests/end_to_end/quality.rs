@@ -156,6 +156,25 @@ fn validate(kdl: &str, files: &[(&str, &str)]) -> (Option<i32>, String) {
 }
 
 #[test]
+fn validate_counts_what_answer_quality_assertions_need_in_answers() {
+    let kdl = qa_scenario(
+        "",
+        &["accuracy > 80%", "repetition_rate < 5%", "error_rate < 5%"],
+    );
+    let (code, said) = validate(&kdl, &[]);
+    assert_eq!(code, Some(0), "{said}");
+    for need in ["16 scored answers", "73 checked answers", "73 requests"] {
+        assert!(said.contains(need), "{need}: {said}");
+    }
+    // Too few requests for the answers it needs: the warning counts answers too.
+    let (_, said) = validate(&kdl.replace("requests 300", "requests 10"), &[]);
+    assert!(
+        said.contains("it needs at least 16 scored answers (one a request at best) to pass"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_bad_regex_or_reference_is_an_invalid_scenario_named_where_it_is() {
     let with = |quality: &str, path: &str| {
         format!(

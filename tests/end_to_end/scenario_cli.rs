@@ -33,9 +33,28 @@ fn shipped_scenarios_validate() {
         snap.join("ShareGPT_V3_unfiltered_cleaned_split.json"),
     )
     .unwrap();
+    // scenarios/benchmark-questions.kdl names the files `dataset fetch gsm8k|mmlu` write:
+    // validate a copy of the folder holding a record of each.
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"),
+        &copy.path().join("scenarios"),
+    );
+    let data = copy.path().join("scenarios/data");
+    std::fs::write(
+        data.join("gsm8k.jsonl"),
+        "{\"prompt\": \"1 + 1?\", \"reference\": \"2\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("mmlu.jsonl"),
+        "{\"prompt\": \"Largest?\", \"choices\": [\"1\", \"2\"], \"reference\": \"B\"}\n",
+    )
+    .unwrap();
     let mut args = vec!["validate"];
     args.extend(files.iter().map(String::as_str));
     let out = crate::support::command()
+        .current_dir(copy.path())
         .args(&args)
         .env("HF_HUB_CACHE", hub.path())
         .env("HF_HUB_OFFLINE", "1")
@@ -50,6 +69,20 @@ fn shipped_scenarios_validate() {
     // One `ok` line a file (each followed by what its assertions need).
     let oks = stdout.lines().filter(|l| l.starts_with("ok  ")).count();
     assert_eq!(oks, files.len(), "{stdout}");
+}
+
+/// A copy of the folder `from` (files and folders; nothing else is shipped there) at `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 #[test]
@@ -134,6 +167,8 @@ fn docs_cli_lists_every_option_of_run_and_plan() {
         "wait",
         "dataset fetch",
         "dataset fetch hf",
+        "dataset fetch gsm8k",
+        "dataset fetch mmlu",
     ] {
         let help = crate::support::command()
             .args(command.split(' '))

@@ -296,6 +296,7 @@ fn row(load: f64, achieved: f64, ttft50: f64, ttft99: f64, knee: bool) -> Profil
         sla_ok: load <= 15.0,
         gates: load <= 20.0,
         knee,
+        accuracy: None,
     }
 }
 
@@ -322,6 +323,8 @@ fn group() -> ProfileGroup {
         answer_kind: infermeter_core::protocol::Answer::Stream,
         streamed: true,
         generates: true,
+        quality_plot: None,
+        accuracy_thresholds: Vec::new(),
     }
 }
 

@@ -2,12 +2,18 @@
 //! each run's `answers.jsonl` beside its `results.json`, paired by prompt when both runs
 //! applied the same plan, and what that does to the verdict: a paired accuracy change shown
 //! worse is a regression, one undecided is an undecided metric, and `--min-agreement` gates
-//! the share of identical answers.
+//! the share of identical answers. And a run's own `agreement` with the answers of its
+//! scenario's baseline (`report { baseline … }`): each answer marked as it is judged, and a
+//! stage left unpaired said why.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::Error;
-use crate::metrics::{Agreement, CountMetric, Metric, PairingRules, agreement, read_answers};
+use crate::metrics::{
+    Agreement, AgreementTally, AnswerIndex, CountMetric, Metric, PairingRules, StageSummary,
+    agreement, read_answers,
+};
 use crate::report::{ANSWERS_FILE, Comparison, Flagged, p_value};
 use crate::results::Results;
 
@@ -110,4 +116,79 @@ pub(super) fn gateable(a: Option<&Agreement>, min_agreement: Option<f64>) -> Res
         "run the same scenario (a data set with a `quality` block) for both, and keep each \
          run's answers.jsonl beside its results.json",
     ))
+}
+
+/// A run's baseline answers, for its `agreement`: indexed by prompt, or why there are none to
+/// pair with.
+pub(super) enum BaselineAnswers {
+    Index(Arc<AnswerIndex>),
+    Unpaired(String),
+}
+
+impl BaselineAnswers {
+    /// The answers of the baseline at `path` (its `answers.jsonl` beside it), when the plan
+    /// judges answers; `None` for a plan that judges none. A file that exists and does not
+    /// read is an error (exit 2), as an unreadable baseline is.
+    ///
+    /// The plans need not hash the same (the baseline run rarely asserts `agreement`, and a
+    /// plan's hash holds its SLAs): an answer pairs where the baseline answered the same
+    /// stage, request index and turn with the same data set record.
+    pub(super) fn read(
+        path: &Path,
+        plan: &crate::plan::Plan,
+    ) -> Result<Option<BaselineAnswers>, Error> {
+        if plan.datasets.iter().all(|d| d.quality.is_none()) {
+            return Ok(None);
+        }
+        let file = path.parent().unwrap_or(Path::new(".")).join(ANSWERS_FILE);
+        let rows = read_answers(&file).map_err(|e| {
+            Error::usage(
+                infermeter_words::error_chain(&e),
+                "give the baseline run's answers.jsonl, as it wrote it, beside its results.json",
+            )
+        })?;
+        let Some(rows) = rows else {
+            return Ok(Some(BaselineAnswers::Unpaired(format!(
+                "the baseline kept no answers: there is no {}",
+                file.display()
+            ))));
+        };
+        Ok(Some(BaselineAnswers::Index(Arc::new(AnswerIndex::new(
+            rows,
+        )))))
+    }
+
+    /// The index the runner marks answers against, when the answers pair.
+    pub(super) fn index(&self) -> Option<Arc<AnswerIndex>> {
+        match self {
+            BaselineAnswers::Index(i) => Some(i.clone()),
+            BaselineAnswers::Unpaired(_) => None,
+        }
+    }
+
+    /// Says, on each stage that checked answers and paired none (with its labels' parts),
+    /// why: the baseline's answers could not be paired, or it answered none of the stage's
+    /// prompts.
+    pub(super) fn note_unpaired(&self, stages: &mut [StageSummary]) {
+        let why = |stage: &str| match self {
+            BaselineAnswers::Unpaired(why) => why.clone(),
+            BaselineAnswers::Index(_) => format!(
+                "the baseline answered none of stage `{stage}`'s prompts, which pair by stage, \
+                 request index and data set record"
+            ),
+        };
+        for s in stages {
+            let reason = why(&s.name);
+            let parts = std::iter::once(&mut s.quality)
+                .chain(s.groups.iter_mut().map(|g| &mut g.summary.quality));
+            for q in parts.flatten() {
+                if q.agreement.as_ref().is_none_or(|a| a.paired == 0) {
+                    q.agreement = Some(AgreementTally {
+                        unpaired: Some(reason.clone()),
+                        ..AgreementTally::default()
+                    });
+                }
+            }
+        }
+    }
 }

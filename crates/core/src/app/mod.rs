@@ -43,6 +43,7 @@ mod token;
 mod trace_import;
 
 pub use crate::error::Error;
+pub use crate::hub::Recipe;
 pub use crate::server::kill_all as kill_started_servers;
 pub use compare::{
     CompareFormat, CompareReport, CompareSettings, Tolerance, UndecidedAs, compare_results,
@@ -64,7 +65,9 @@ pub use run::run_scenario;
 pub use saved::{RenderSettings, convert_saved, read_template, render_saved, write_text};
 pub use server::SERVER_LOG;
 pub use settings::RunSettings;
-pub use setup::{DatasetSource, FetchedDataset, fetch_dataset, scenario_text, write_new_file};
+pub use setup::{
+    DatasetSource, FetchedDataset, fetch_dataset, fetch_recipe, scenario_text, write_new_file,
+};
 pub use token::{CoordinatorToken, coordinator_token, shard_token};
 pub use trace_import::import_agentic_trace;
 

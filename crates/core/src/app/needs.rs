@@ -91,8 +91,24 @@ fn stage_needs(plan: &Plan, stage: &StagePlan, confidence: f64) -> Vec<Assertion
             need: fewest_to_pass(&a.assertion, confidence, build),
             reach,
             sequential: stage.until_decided.is_some(),
+            counts: counts(a.assertion.metric),
         })
         .collect()
+}
+
+/// What an assertion's need counts: requests, or the answers an answer-quality share is of.
+fn counts(metric: crate::sla::Metric) -> &'static str {
+    use infermeter_words::metrics::CountMetric as C;
+    let crate::sla::Metric::Count(c) = metric else {
+        return "requests";
+    };
+    match c {
+        C::Accuracy => "scored answers",
+        C::RepetitionRate | C::EmptyRate => "checked answers",
+        C::Agreement => "paired answers",
+        C::JudgeScore => "judged answers",
+        _ => "requests",
+    }
 }
 
 /// The table `plan` and `validate` print, with a warning under each stage that sends too few.
@@ -101,9 +117,21 @@ impl fmt::Display for Needs {
         if self.rows.is_empty() {
             return Ok(());
         }
+        // A column naming what each need counts, when some count answers rather than requests.
+        let units = self
+            .rows
+            .iter()
+            .map(|r| r.counts.len())
+            .filter(|_| self.rows.iter().any(|r| r.counts != "requests"))
+            .max();
+        let what = if units.is_some() {
+            "requests or answers"
+        } else {
+            "requests"
+        };
         writeln!(
             f,
-            "decidable  requests each assertion needs to pass at {:.0} % (at best: no error, \
+            "decidable  {what} each assertion needs to pass at {:.0} % (at best: no error, \
              every latency clear of its threshold)",
             self.confidence * 100.0
         )?;
@@ -118,6 +146,10 @@ impl fmt::Display for Needs {
                 Need::Requests(n) => format!("{n:>6}"),
                 Need::OnValue => "   any".to_string(),
                 Need::Never => " never".to_string(),
+            };
+            let need = match units {
+                Some(w) => format!("{need} {:<w$}", r.counts),
+                None => need,
             };
             writeln!(
                 f,

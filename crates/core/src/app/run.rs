@@ -66,7 +66,10 @@ fn run_marked(
             intervals: true,
         },
     };
-    let (output, server) = execute(&p, settings, &observer, &cx)?;
+    let (mut output, server) = execute(&p, settings, &observer, &cx)?;
+    if let Some(a) = &p.agree {
+        a.note_unpaired(&mut output.stages);
+    }
     let mut results = assemble(&p.plan, &output, &cx, p.policy);
     results.provenance = Some(super::provenance::gather(super::provenance::Gathered {
         scenario: &p.scenario,
@@ -100,6 +103,8 @@ struct Prepared {
     plan: Arc<Plan>,
     policy: SlaPolicy,
     baseline: Option<Results>,
+    /// The baseline's answers, for `agreement`, when the plan judges answers.
+    agree: Option<super::agreement::BaselineAnswers>,
     template: Option<report::ReportTemplate>,
     outputs: Outputs,
 }
@@ -160,6 +165,10 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
     let ReportInputs {
         baseline, template, ..
     } = ReportInputs::read(&scenario, &plan, settings.template.as_deref(), false)?;
+    let agree = match &baseline {
+        Some((path, _)) => super::agreement::BaselineAnswers::read(path, &plan)?,
+        None => None,
+    };
     let outputs = Outputs::prepare(
         settings.out_dir.as_deref(),
         &scenario.name,
@@ -177,6 +186,7 @@ fn prepare(settings: &RunSettings) -> Result<Prepared, Error> {
         plan: Arc::new(plan),
         policy,
         baseline: baseline.map(|(_, r)| r),
+        agree,
         template: template.map(|(_, t)| t),
         outputs,
     })
@@ -222,6 +232,10 @@ fn execute(
         observer: observer.clone(),
         requests_jsonl: p.outputs.requests_jsonl.clone(),
         answers_jsonl: p.outputs.answers_jsonl.clone(),
+        agree_with: p
+            .agree
+            .as_ref()
+            .and_then(super::agreement::BaselineAnswers::index),
         validity: ValidityRules {
             max_send_lag_p99_ms: settings.max_send_lag.as_secs_f64() * 1e3,
             max_steal_share: settings.max_steal_share,

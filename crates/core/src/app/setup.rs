@@ -1,11 +1,13 @@
 //! Getting started, as library calls: a Hub data set file fetched into the local cache
-//! ([`fetch_dataset`], `infermeter dataset fetch`) and a scenario written from a draft
+//! ([`fetch_dataset`], `infermeter dataset fetch`), a benchmark's question set fetched and
+//! converted into a scored data set's JSONL ([`fetch_recipe`], `dataset fetch gsm8k|mmlu`),
+//! and a scenario written from a draft
 //! ([`scenario_text`], [`write_new_file`]: `infermeter new` and `import`).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::hub::{FetchEvent, Fetched, HfFile, HubConfig};
+use crate::hub::{Converted, FetchEvent, Fetched, HfFile, HubConfig, Recipe};
 use crate::scaffold::{Draft, ScaffoldError};
 
 /// Which data set file to fetch.
@@ -57,6 +59,50 @@ pub fn fetch_dataset(
         uri: file.uri(),
         file: fetched,
     })
+}
+
+/// A recipe's question set in JSONL: fetched from the Hub into the cache (or read from
+/// `from`, a local copy of the same file, Parquet or JSONL) and converted into `out`, which
+/// must not exist unless `force`. The fetched file, when one was.
+pub fn fetch_recipe(
+    recipe: Recipe,
+    revision: &str,
+    from: Option<&Path>,
+    (out, force): (&Path, bool),
+    retries: u32,
+    on_event: &mut dyn FnMut(FetchEvent),
+) -> Result<(Option<FetchedDataset>, Converted), Error> {
+    if out.exists() && !force {
+        return Err(Error::usage(
+            format!("{} exists", out.display()),
+            "pass --force to overwrite it, or choose another --out FILE",
+        ));
+    }
+    let (fetched, input) = match from {
+        Some(p) => (None, p.to_path_buf()),
+        None => {
+            let file = recipe.file(revision)?;
+            let source = DatasetSource::Hub {
+                repo: file.repo,
+                path: file.path,
+                revision: file.revision,
+            };
+            let f = fetch_dataset(&source, retries, on_event)?;
+            let path = f.file.path.clone();
+            (Some(f), path)
+        }
+    };
+    let converted = recipe.convert(&input, out).map_err(|e| {
+        Error::usage(
+            infermeter_words::error_chain(&e),
+            format!(
+                "give the {} test split as the Hub has it (Parquet), or a JSONL copy with its \
+                 fields",
+                recipe.name()
+            ),
+        )
+    })?;
+    Ok((fetched, converted))
 }
 
 /// The scenario `draft` describes, checked with the scenario parser; `shown` names it in

@@ -257,6 +257,20 @@ fn bounded_reason(reason: String) -> String {
 }
 
 pub(crate) fn io_error(path: &Path, source: std::io::Error) -> DatasetError {
+    // A missing file named as a recipe writes it (`gsm8k.jsonl`): say how to write it.
+    if source.kind() == std::io::ErrorKind::NotFound
+        && let Some(recipe) = crate::hub::Recipe::writing(path)
+    {
+        return DatasetError::File {
+            path: path.to_path_buf(),
+            line: None,
+            reason: format!(
+                "it does not exist; write it first: infermeter dataset fetch {} --out {}",
+                recipe.name(),
+                path.display()
+            ),
+        };
+    }
     DatasetError::Io {
         path: path.to_path_buf(),
         source,

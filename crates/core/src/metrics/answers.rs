@@ -60,8 +60,7 @@ impl AnswerRow {
         text: &str,
         correct: Option<bool>,
     ) -> AnswerRow {
-        let digest = Sha256::digest(text.as_bytes());
-        let hash = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let hash = answer_hash(text);
         let window = prefix(text, KEPT_ANSWER_BYTES + MASK_MARGIN);
         let masked = crate::redact::secrets(window);
         let kept = prefix(&masked, KEPT_ANSWER_BYTES);
@@ -80,6 +79,45 @@ impl AnswerRow {
 
     fn key(&self) -> (String, u64, u32) {
         (self.stage.clone(), self.index, self.turn)
+    }
+}
+
+/// SHA-256 of an answer's whole text, its first 16 bytes in hex: what "identical" compares.
+pub fn answer_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A baseline run's answers by prompt (stage, index, turn), each its data set record and its
+/// hash, for a run's `agreement` (no text is held: a row costs its key and 32 bytes).
+#[derive(Debug, Default)]
+pub struct AnswerIndex {
+    by_key: HashMap<(String, u64, u32), (u64, String)>,
+}
+
+impl AnswerIndex {
+    /// The rows' index; a key the baseline has twice (rounds of a stage) keeps its first.
+    pub fn new(rows: Vec<AnswerRow>) -> AnswerIndex {
+        let mut by_key = HashMap::with_capacity(rows.len());
+        for row in rows {
+            by_key
+                .entry((row.stage, row.index, row.turn))
+                .or_insert((row.item, row.hash));
+        }
+        AnswerIndex { by_key }
+    }
+
+    /// Whether an answer (its hash) is the baseline's to the same prompt: `None` when the
+    /// baseline did not answer it, or answered another record under that key (not the same
+    /// prompt).
+    pub fn agrees(
+        &self,
+        stage: &str,
+        (index, turn, item): (u64, u32, u64),
+        hash: &str,
+    ) -> Option<bool> {
+        let (base_item, base_hash) = self.by_key.get(&(stage.to_string(), index, turn))?;
+        (*base_item == item).then(|| base_hash == hash)
     }
 }
 

@@ -130,3 +130,34 @@ fn rows_read_back_and_a_long_line_is_refused() {
         Err(AnswersError::TooLong { line: 1, .. })
     ));
 }
+
+#[test]
+fn a_baseline_index_marks_an_answer_to_the_same_prompt_only() {
+    let base = vec![
+        row("qa", 0, "The answer is 42.", Some(true)),
+        row("qa", 1, "The answer is 7.", Some(true)),
+        // A second round's answer to the same key: the first is kept.
+        AnswerRow::new("qa", (1, 0, 1), "something else", None),
+    ];
+    let index = AnswerIndex::new(base);
+    let hash = |t: &str| answer_hash(t);
+    assert_eq!(
+        index.agrees("qa", (0, 0, 0), &hash("The answer is 42.")),
+        Some(true)
+    );
+    assert_eq!(
+        index.agrees("qa", (1, 0, 1), &hash("The answer is 8.")),
+        Some(false)
+    );
+    assert_eq!(
+        index.agrees("qa", (1, 0, 1), &hash("The answer is 7.")),
+        Some(true)
+    );
+    // Another record under the same key is another prompt; an unknown key is unpaired.
+    assert_eq!(
+        index.agrees("qa", (0, 0, 5), &hash("The answer is 42.")),
+        None
+    );
+    assert_eq!(index.agrees("qa", (9, 0, 9), &hash("x")), None);
+    assert_eq!(index.agrees("other", (0, 0, 0), &hash("x")), None);
+}

@@ -45,8 +45,8 @@ mod validity;
 
 pub use aggregate::StageAggregator;
 pub use answers::{
-    Agreement, AnswerRow, AnswersError, KEPT_ANSWER_BYTES, PairedAccuracy, PairingRules,
-    StageAgreement, agreement, read_answers,
+    Agreement, AnswerIndex, AnswerRow, AnswersError, KEPT_ANSWER_BYTES, PairedAccuracy,
+    PairingRules, StageAgreement, agreement, answer_hash, read_answers,
 };
 pub use attribution::{
     Attribution, AttributionSource, PercentileBuckets, ServerDist, rest_of, tpot_note,
@@ -69,7 +69,7 @@ pub use payload::Payload;
 pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};
 pub use priority::{PairOutcome, PriorityCheck, PriorityPair};
 pub use profile::{LoadPoint, PointKind, ProbeResult, ProfilePoint, SearchSummary};
-pub use quality::Quality;
+pub use quality::{AgreementTally, Quality};
 pub use record::*;
 pub use rounds::merge_rounds;
 pub use saturation::SATURATION_RATIO;

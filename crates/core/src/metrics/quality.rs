@@ -1,8 +1,8 @@
 //! What a stage's answers said, counted from each record's [`QualityMark`] (a data set's
 //! `quality` block, docs/quality.md): how many were scored and judged correct, and how many
 //! were empty, repetitive, refusals, cut by their token budget or outside their token band.
-//! `quality` in results.json; `accuracy`, `repetition_rate` and `empty_rate` are read from
-//! it, each a proportion with a Wilson interval.
+//! `quality` in results.json; `accuracy`, `repetition_rate`, `empty_rate` and `agreement` are
+//! read from it, each a proportion with a Wilson interval.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,53 @@ pub struct Quality {
     /// What an LLM judge scored of a sample of the answers (`judge { … }`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<super::JudgeTally>,
+    /// How the answers agree with a baseline run's answers to the same prompts, when the run
+    /// was given a baseline (`report { baseline … }`). *Added in schema 3 (0.3.0).*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<AgreementTally>,
+}
+
+/// A stage's answers against the baseline's answers to the same prompts (the same plan's
+/// stage, request index and turn, asking the same data set record): `agreement` is
+/// `identical / paired`. *Added in schema 3 (0.3.0).*
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgreementTally {
+    /// Answers whose prompt the baseline answered too.
+    pub paired: u64,
+    /// Of them, identical to the baseline's answer (the whole answer's hash).
+    pub identical: u64,
+    /// `identical / paired`, when any was paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+    /// Its Wilson interval at the run's confidence, `[low, high]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// Why no answer could be paired (the baseline kept no answers, ran another plan, or
+    /// answered none of the stage's prompts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpaired: Option<String>,
+}
+
+impl AgreementTally {
+    fn add(&mut self, o: &AgreementTally) {
+        self.paired += o.paired;
+        self.identical += o.identical;
+        if self.unpaired.is_none() {
+            self.unpaired.clone_from(&o.unpaired);
+        }
+    }
+
+    fn finish(mut self, confidence: f64) -> AgreementTally {
+        self.share = (self.paired > 0).then(|| self.identical as f64 / self.paired as f64);
+        self.interval = crate::stats::wilson(self.identical, self.paired, confidence)
+            .ok()
+            .flatten()
+            .map(|(low, high)| [low, high]);
+        if self.paired > 0 {
+            self.unpaired = None;
+        }
+        self
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -86,6 +133,11 @@ impl Quality {
             self.off_band += u64::from(off);
         }
         self.clipped += u64::from(mark.clipped);
+        if let Some(agrees) = mark.agrees {
+            let a = self.agreement.get_or_insert_with(AgreementTally::default);
+            a.paired += 1;
+            a.identical += u64::from(agrees);
+        }
     }
 
     /// Adds another summary's counts (rounds of a stage, shards of a run).
@@ -106,6 +158,9 @@ impl Quality {
         }
         if let Some(j) = &o.judge {
             self.judge.get_or_insert_with(Default::default).add(j);
+        }
+        if let Some(a) = &o.agreement {
+            self.agreement.get_or_insert_with(Default::default).add(a);
         }
     }
 
@@ -129,6 +184,7 @@ impl Quality {
             .flatten()
             .map(|(low, high)| [low, high]);
         self.judge = self.judge.map(|j| j.finish(confidence));
+        self.agreement = self.agreement.map(|a| a.finish(confidence));
         self
     }
 
@@ -180,5 +236,29 @@ mod tests {
         let both = Quality::sum([Some(&q), Some(&q)].into_iter(), 0.95).unwrap();
         assert_eq!((both.scored, both.correct), (200, 150));
         assert!(both.accuracy_interval.unwrap()[0] > low);
+    }
+
+    #[test]
+    fn agreement_counts_the_paired_answers_and_adds_across_rounds() {
+        let mut q = Quality::default();
+        for i in 0..50 {
+            q.record(&RequestRecord {
+                quality: Some(QualityMark {
+                    // 40 paired, 30 of them identical; 10 the baseline did not answer.
+                    agrees: (i < 40).then_some(i < 30),
+                    ..QualityMark::default()
+                }),
+                ..RequestRecord::default()
+            });
+        }
+        let q = q.finish(0.95);
+        let a = q.agreement.clone().unwrap();
+        assert_eq!((a.paired, a.identical, a.share), (40, 30, Some(0.75)));
+        let [low, high] = a.interval.unwrap();
+        assert!(low < 0.75 && 0.75 < high, "{low} {high}");
+        let both = Quality::sum([Some(&q), Some(&q)].into_iter(), 0.95).unwrap();
+        assert_eq!(both.agreement.unwrap().paired, 80);
+        // No answer paired: no agreement at all, rather than a share of nothing.
+        assert_eq!(Quality::default().finish(0.95).agreement, None);
     }
 }

@@ -101,14 +101,21 @@ fn header(answer: Answer) -> Vec<String> {
 
 /// The answer-quality columns, last, in a run where a stage checks its answers (so a run
 /// without `quality` keeps its columns as they were): shares in percent, empty when the
-/// stage checked or scored none.
-const QUALITY: [&str; 6] = [
+/// stage checked or scored none; the judge's mean score on its scale, and the agreement with
+/// the baseline's answers, empty without a judge or a baseline.
+const QUALITY: [&str; 12] = [
     "accuracy_percent",
     "accuracy_low_percent",
     "accuracy_high_percent",
     "scored",
     "repetition_rate_percent",
     "empty_rate_percent",
+    "judge_score",
+    "judge_score_low",
+    "judge_score_high",
+    "agreement_percent",
+    "agreement_low_percent",
+    "agreement_high_percent",
 ];
 
 /// The CSV of every stage of `results` (the warm-up excluded), in run order; a stage split by
@@ -133,7 +140,7 @@ pub fn stages_csv(results: &Results) -> String {
 }
 
 /// A stage's quality cells, in the order of [`QUALITY`].
-fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 6] {
+fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 12] {
     let pct = |v: Option<f64>| v.map(|v| (v * 100.0).to_string()).unwrap_or_default();
     let Some(q) = &s.quality else {
         return Default::default();
@@ -144,6 +151,11 @@ fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 6] {
             .map(|v| v.to_string())
             .unwrap_or_default()
     };
+    let plain = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let judge = q.judge.as_ref();
+    let judged = judge.and_then(|j| j.interval);
+    let agreement = q.agreement.as_ref();
+    let agreed = agreement.and_then(|a| a.interval);
     [
         pct(q.accuracy),
         pct(interval.map(|i| i[0])),
@@ -151,6 +163,12 @@ fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 6] {
         q.scored.to_string(),
         share(q.repetitive),
         share(q.empty),
+        plain(judge.and_then(|j| j.mean)),
+        plain(judged.map(|i| i[0])),
+        plain(judged.map(|i| i[1])),
+        pct(agreement.and_then(|a| a.share)),
+        pct(agreed.map(|i| i[0])),
+        pct(agreed.map(|i| i[1])),
     ]
 }
 

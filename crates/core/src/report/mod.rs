@@ -26,6 +26,7 @@ mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
+mod profile_quality;
 mod quality;
 #[cfg(feature = "parquet")]
 mod requests_parquet;
@@ -70,6 +71,7 @@ pub use outputs::{
 pub use plots::*;
 pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
+pub use profile_quality::{RowAccuracy, quality_file_name, quality_svg};
 #[cfg(feature = "parquet")]
 pub use requests_parquet::{ROWS_PER_GROUP, requests_parquet};
 

@@ -1,5 +1,6 @@
 //! Every SVG plot of a run: per stage the latency distribution (`distribution.rs`) and the
-//! timeline (`timeline.rs`), per profile group its curve (`profile.rs`), per stage with server
+//! timeline (`timeline.rs`), per profile group its curve (`profile.rs`) and, where its points
+//! scored answers, their accuracy against load (`profile_quality.rs`), per stage with server
 //! telemetry its timeline (`telemetry.rs`); their names are `names.rs`'s. The SVGs are written by hand (`svg/`): no
 //! system fonts, the same bytes for the same results on any machine. Plots are drawn in memory
 //! first and written last (each atomically), so a plot that fails loses nothing else of the
@@ -89,6 +90,16 @@ pub fn draw_plots(results: &Results) -> (Vec<PlotFile>, Vec<ReportError>) {
             format!("profile {}", g.group),
             profile_svg(&[("", &g)]).map(Some),
         );
+        if let Some(file) = &g.quality_plot {
+            add(
+                file.clone(),
+                format!("accuracy of {}", g.group),
+                Ok(super::profile_quality::quality_svg(
+                    &g,
+                    &g.accuracy_thresholds,
+                )),
+            );
+        }
     }
     for f in &results.frontiers {
         add(

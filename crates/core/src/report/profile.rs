@@ -47,6 +47,9 @@ pub struct ProfileRow {
     /// Its verdicts count in the gate (false past a sweep's knee: reported only).
     pub gates: bool,
     pub knee: bool,
+    /// The point's accuracy with its interval, when its answers were scored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<super::profile_quality::RowAccuracy>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -82,6 +85,12 @@ pub struct ProfileGroup {
     pub streamed: bool,
     /// Its points have output tokens (the tables' column).
     pub generates: bool,
+    /// The accuracy-against-load plot's file name, when a point scored answers (the tables'
+    /// accuracy column too).
+    pub quality_plot: Option<String>,
+    /// The `accuracy` thresholds asserted on its points, drawn on that plot.
+    #[serde(skip)]
+    pub accuracy_thresholds: Vec<(f64, String)>,
 }
 
 impl ProfileGroup {
@@ -163,6 +172,8 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
                 streamed: Metric::Latency(L::Ttft).applies_to(results.target.answer()),
                 generates: Metric::Count(CountMetric::OutputThroughput)
                     .applies_to(results.target.answer()),
+                quality_plot: None,
+                accuracy_thresholds: Vec::new(),
             }),
         }
     }
@@ -181,6 +192,7 @@ pub fn profiles(results: &Results) -> Vec<ProfileGroup> {
             .filter(|r| r.outcome == "inconclusive")
             .count();
         g.thresholds = latency_thresholds(results, g);
+        super::profile_quality::settle(results, g);
         match results.searches.iter().find(|s| s.group == g.group) {
             Some(s) => {
                 let answer = s.answer_clients.map(f64::from).or(s.answer_rate_per_s);
@@ -278,6 +290,7 @@ fn row(
         sla_ok: shown == SlaOutcome::Pass,
         gates: true,
         knee: false,
+        accuracy: super::profile_quality::row_accuracy(s),
     }
 }
 

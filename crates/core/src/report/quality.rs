@@ -16,6 +16,10 @@ pub(crate) fn sentence(s: &StageSummary) -> Option<String> {
     if let Some(j) = judge(q) {
         parts.push(format!("judge {j}"));
     }
+    if let Some(a) = agreement(q) {
+        // Its reason may quote a path from a results file: printable text only.
+        parts.push(format!("agreement {}", crate::escape::terminal(&a)));
+    }
     parts.push(format!("repetitive {}", q.repetitive));
     parts.push(format!("empty {}", q.empty));
     parts.push(format!("cut {}", q.cut));
@@ -63,6 +67,26 @@ fn accuracy(q: &Quality) -> Option<String> {
     ))
 }
 
+/// "97.50 % [92.9, 99.1] (117 of 120 paired)", or why none was paired ("unpaired: the
+/// baseline kept no answers …"); `None` without a baseline.
+fn agreement(q: &Quality) -> Option<String> {
+    let a = q.agreement.as_ref()?;
+    let Some(share) = a.share else {
+        let why = a.unpaired.as_deref().unwrap_or("no answer paired");
+        return Some(format!("unpaired ({why})"));
+    };
+    let interval = a
+        .interval
+        .map(|[low, high]| format!(" [{:.2}, {:.2}]", low * 100.0, high * 100.0))
+        .unwrap_or_default();
+    Some(format!(
+        "{:.2} %{interval} ({} of {} paired identical)",
+        share * 100.0,
+        a.identical,
+        a.paired
+    ))
+}
+
 /// "4.60 of 5 [4.26, 4.94] (50 scored, 0 failed; 50 calls, 0 cached, 4872 + 100 tokens)":
 /// the judge's scores, never its words; `None` without a judge.
 fn judge(q: &Quality) -> Option<String> {
@@ -101,6 +125,12 @@ pub(crate) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         rows.push(KeyValue {
             key: "judge score",
             value: j,
+        });
+    }
+    if let Some(a) = agreement(q) {
+        rows.push(KeyValue {
+            key: "agreement with the baseline",
+            value: a,
         });
     }
     rows.push(KeyValue {

@@ -75,6 +75,18 @@ pub struct RequestRow {
     /// The W3C trace id the request carried (absent when the run sent none).
     #[serde(default)]
     pub trace_id: Option<String>,
+    /// What the data set's `quality` block found in the answer (absent when it checks none).
+    #[serde(default)]
+    pub quality: Option<QualityCells>,
+}
+
+/// The marks of a row's `quality` that the table keeps: the scorer's and the agreement's.
+#[derive(Debug, Default, Deserialize)]
+pub struct QualityCells {
+    #[serde(default)]
+    pub correct: Option<bool>,
+    #[serde(default)]
+    pub agrees: Option<bool>,
 }
 
 /// A column's Parquet type.
@@ -214,6 +226,14 @@ pub const COLUMNS: &[Column] = &[
     }),
     col("trace_id", Kind::Text, true, |s| {
         Cell::Text(s.row.trace_id.as_deref())
+    }),
+    // The scorer's mark, null where the answer was not scored (docs/quality.md).
+    col("correct", Kind::Bool, true, |s| {
+        Cell::Flag(s.row.quality.as_ref().and_then(|q| q.correct))
+    }),
+    // Identical to the baseline's answer to the same prompt, null where none was paired.
+    col("agrees", Kind::Bool, true, |s| {
+        Cell::Flag(s.row.quality.as_ref().and_then(|q| q.agrees))
     }),
 ];
 

@@ -196,6 +196,9 @@ fn profile_lines(out: &mut String, r: &Results, color: bool) {
         if let Some(f) = r.frontiers.iter().find(|f| f.group == g.group) {
             let _ = writeln!(out, "    {}", super::frontier_line(f));
         }
+        if let Some(line) = super::profile_quality::accuracy_line(g) {
+            let _ = writeln!(out, "    {line}");
+        }
     }
 }
 

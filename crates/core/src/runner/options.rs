@@ -42,6 +42,9 @@ pub struct RunOptions {
     /// Write one JSON row per judged answer here (`answers.jsonl`, a data set with a
     /// `quality` block).
     pub answers_jsonl: Option<PathBuf>,
+    /// A baseline run's answers by prompt: each judged answer is marked identical to the
+    /// baseline's or not (`agreement`), where the baseline answered the same prompt.
+    pub agree_with: Option<std::sync::Arc<crate::metrics::AnswerIndex>>,
     pub validity: ValidityRules,
     /// Cancelled on Ctrl-C or a signal: stop sending, give in-flight requests
     /// `interrupt_grace`, then stop.

@@ -18,7 +18,7 @@ use crate::dataset::{
     PromptFactory, QualityCheck, Reference, Salt, render,
 };
 use crate::hooks::{HookCtx, HookError, Hooks};
-use crate::metrics::{AnswerRow, ErrorKind, RequestRecord};
+use crate::metrics::{AnswerRow, ErrorKind, RequestRecord, answer_hash};
 use crate::plan::{Plan, RequestRecipe, StagePlan};
 use crate::protocol::{Answer, Inputs, Message, PromptRef, ToolCall, TraceContext};
 
@@ -80,6 +80,8 @@ pub(super) struct StageShared {
     pub(super) quality: Option<Arc<QualityCheck>>,
     /// `answers.jsonl`: each judged answer's row (see `metrics::AnswerRow`).
     pub(super) answers: Option<Arc<super::answers::AnswerSink>>,
+    /// The baseline's answers by prompt, for `agreement`.
+    pub(super) agree_with: Option<Arc<crate::metrics::AnswerIndex>>,
     /// The answers kept for the data set's LLM judge, judged once the stage has ended.
     pub(super) judge: Option<Arc<super::judge::JudgePool>>,
     pub(super) t0: Instant,
@@ -337,16 +339,22 @@ impl StageShared {
             max_tokens: rec.planned_output_tokens,
             stopped_at_length: rec.finish_reason == Some(crate::protocol::FinishReason::Length),
         };
-        let mark = q.check(&seen, self.reference(recipe));
-        rec.quality = Some(mark);
+        let mut mark = q.check(&seen, self.reference(recipe));
+        let key = (recipe.index, rec.turn, recipe.item);
         // Kept where it was judged, once per whole answer, for `compare`'s pairing by prompt.
-        if let Some(sink) = &self.answers {
-            sink.keep(&AnswerRow::new(
-                &self.stage.name,
-                (recipe.index, rec.turn, recipe.item),
-                answer,
-                mark.correct,
-            ));
+        let row = self
+            .answers
+            .as_ref()
+            .map(|_| AnswerRow::new(&self.stage.name, key, answer, mark.correct));
+        if let Some(base) = &self.agree_with {
+            let hash = row
+                .as_ref()
+                .map_or_else(|| answer_hash(answer), |r| r.hash.clone());
+            mark.agrees = base.agrees(&self.stage.name, key, &hash);
+        }
+        rec.quality = Some(mark);
+        if let (Some(sink), Some(row)) = (&self.answers, &row) {
+            sink.keep(row);
         }
         if let Some(pool) = &self.judge {
             let reference = self.reference(recipe).map(|r| r.answers.join("\n"));

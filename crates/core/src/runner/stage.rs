@@ -373,6 +373,7 @@ impl StageRunner<'_> {
             hooks: self.hooks.get(stage.dataset).cloned().flatten(),
             quality: quality_check(&self.plan, stage),
             answers: self.answers.clone(),
+            agree_with: self.opts.agree_with.clone(),
             judge: super::judge::JudgePool::for_stage(&self.plan, stage, round),
             t0,
             tx: collector.tx.clone(),

@@ -78,9 +78,10 @@ pub(super) fn check_refs(
     super::server_config::check_best_assertions(ctx, s);
 }
 
-/// An SLA on what the answers say (`accuracy`, `repetition_rate`, `empty_rate`) on a stage
-/// whose data set checks none (no `quality` block; for `accuracy`, no `score`) could never be
-/// observed: refused where it is written.
+/// An SLA on what the answers say (`accuracy`, `repetition_rate`, `empty_rate`, `agreement`)
+/// on a stage whose data set checks none (no `quality` block; for `accuracy`, no `score`), or
+/// `agreement` in a scenario with no baseline, could never be observed: refused where it is
+/// written.
 fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
     use crate::sla::Metric;
     use infermeter_words::metrics::CountMetric;
@@ -90,6 +91,21 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
         };
         let judged = c == CountMetric::JudgeScore;
         if !c.is_quality() && !judged {
+            continue;
+        }
+        if c == CountMetric::Agreement && s.report.baseline.is_none() {
+            // Nothing to agree with: it could only ever be undecided.
+            ctx.error(
+                a.expr.span,
+                "`agreement` compares the answers with a baseline run's, and the scenario \
+                 names none",
+                "no baseline to agree with",
+                Some(
+                    "name the baseline run: report { baseline \"base/results.json\" } (its \
+                     answers.jsonl beside it; docs/quality.md)"
+                        .into(),
+                ),
+            );
             continue;
         }
         if judged && a.expr.value.label.is_some() {

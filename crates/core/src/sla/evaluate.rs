@@ -377,6 +377,12 @@ fn judge_stage(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) ->
 fn judge_numbers(assertion: &Assertion, stage: &StageSummary, cx: &Context<'_>) -> SlaVerdict {
     let mut verdict = blank(assertion, &stage.name);
     let (metric, agg) = (assertion.metric, assertion.aggregation);
+    if let Some(why) = super::observe::unpaired_agreement(metric, stage, cx.baseline.is_some()) {
+        verdict.note = Some(why);
+        verdict.unobserved = true;
+        verdict.set_outcome(SlaOutcome::Inconclusive);
+        return verdict;
+    }
     let observed = match observe_with(metric, agg, stage, cx.telemetry) {
         Ok(v) => v,
         Err(why) => {

@@ -188,7 +188,10 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
                 metric: Metric::Count(metric),
             })
         }
-        CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate => {
+        CountMetric::Accuracy
+        | CountMetric::RepetitionRate
+        | CountMetric::EmptyRate
+        | CountMetric::Agreement => {
             let m = Metric::Count(metric);
             let Some(q) = &stage.quality else {
                 return Err(Unobserved::NotChecked { metric: m });
@@ -201,6 +204,39 @@ fn counted(metric: CountMetric, stage: &StageSummary) -> Result<f64, Unobserved>
                 _ => Err(Unobserved::NoSamples { metric: m }),
             }
         }
+    }
+}
+
+/// Why `agreement` cannot be judged on a stage that checked answers: no baseline was given,
+/// or none of its answers paired with the baseline's. Such an assertion is undecided, as a
+/// `baseline` threshold without a baseline is, never failed on a share of nothing; `None`
+/// for other metrics and for a stage with pairs.
+pub fn unpaired_agreement(
+    metric: Metric,
+    stage: &StageSummary,
+    has_baseline: bool,
+) -> Option<String> {
+    if metric != Metric::Count(CountMetric::Agreement) {
+        return None;
+    }
+    let q = stage.quality.as_ref()?;
+    match &q.agreement {
+        Some(a) if a.paired > 0 => None,
+        Some(a) => Some(format!(
+            "{}, so there is no agreement to judge",
+            a.unpaired
+                .as_deref()
+                .unwrap_or("no answer was paired with the baseline's")
+        )),
+        None if has_baseline => Some(
+            "no answer was paired with the baseline's, so there is no agreement to judge"
+                .to_string(),
+        ),
+        None => Some(
+            "no baseline given: `agreement` compares the answers with those of the run \
+             `report { baseline \"…/results.json\" }` names (its answers.jsonl beside it)"
+                .to_string(),
+        ),
     }
 }
 
@@ -219,6 +255,9 @@ pub fn proportion_counts(metric: CountMetric, stage: &StageSummary) -> Option<(u
         CountMetric::Accuracy => q.map(|q| (q.correct, q.scored)),
         CountMetric::RepetitionRate => q.map(|q| (q.repetitive, q.checked)),
         CountMetric::EmptyRate => q.map(|q| (q.empty, q.checked)),
+        CountMetric::Agreement => q
+            .and_then(|q| q.agreement.as_ref())
+            .map(|a| (a.identical, a.paired)),
         CountMetric::OutputThroughput
         | CountMetric::InputThroughput
         | CountMetric::RequestThroughput

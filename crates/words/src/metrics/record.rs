@@ -293,6 +293,10 @@ pub struct QualityMark {
     /// Longer than the bytes scored: judged on its first `quality::MAX_SCORED_BYTES`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub clipped: bool,
+    /// The whole answer is the baseline's answer to the same prompt (`agreement`): `None`
+    /// when the run has no baseline answers, or the baseline did not answer this prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

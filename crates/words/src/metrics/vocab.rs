@@ -36,6 +36,9 @@ pub enum CountMetric {
     EmptyRate,
     /// The mean score an LLM judge gave a sample of the answers (`quality { judge … }`).
     JudgeScore,
+    /// Share of the prompts answered in the baseline too whose answers are identical to the
+    /// baseline's (`report { baseline … }` and its `answers.jsonl`).
+    Agreement,
     /// The start-up time of the server the stage ran on (a `server` block's start: from the
     /// start to ready).
     ServerStartup,
@@ -48,7 +51,7 @@ pub enum CountMetric {
 }
 
 impl CountMetric {
-    pub const ALL: [CountMetric; 15] = [
+    pub const ALL: [CountMetric; 16] = [
         CountMetric::ErrorRate,
         CountMetric::OutputThroughput,
         CountMetric::InputThroughput,
@@ -60,6 +63,7 @@ impl CountMetric {
         CountMetric::RepetitionRate,
         CountMetric::EmptyRate,
         CountMetric::JudgeScore,
+        CountMetric::Agreement,
         CountMetric::ServerStartup,
         CountMetric::TokensPerSUser,
         CountMetric::E2eNormalizedInteractivity,
@@ -75,7 +79,10 @@ impl CountMetric {
     pub fn is_quality(self) -> bool {
         matches!(
             self,
-            CountMetric::Accuracy | CountMetric::RepetitionRate | CountMetric::EmptyRate
+            CountMetric::Accuracy
+                | CountMetric::RepetitionRate
+                | CountMetric::EmptyRate
+                | CountMetric::Agreement
         )
     }
 }
@@ -103,7 +110,7 @@ const fn counted(
 }
 
 /// In the order of [`CountMetric`].
-const COUNT_DEFS: [MetricDef; 15] = {
+const COUNT_DEFS: [MetricDef; 16] = {
     use LateClient as C;
     use MetricKind as K;
     use Worse::{Higher, Lower};
@@ -226,6 +233,18 @@ const COUNT_DEFS: [MetricDef; 15] = {
                 Lower,
                 C::Answers,
                 "4",
+            )
+        },
+        MetricDef {
+            scope: ApiScope::Generated,
+            ..counted(
+                "agreement",
+                "agreement",
+                "quality.agreement.identical / quality.agreement.paired",
+                K::Percent,
+                Lower,
+                C::Answers,
+                "95%",
             )
         },
         // Measured by infermeter from the server's start to ready, before any request: the

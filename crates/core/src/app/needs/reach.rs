@@ -25,6 +25,9 @@ pub struct AssertionNeed {
     pub reach: Reach,
     /// Judged on the stage's confidence sequence (`until-decided`), which needs more.
     pub sequential: bool,
+    /// What the need counts: `requests`, or for a share of the answers, the answers it is
+    /// of (`scored answers` for `accuracy`).
+    pub counts: &'static str,
 }
 
 impl AssertionNeed {

@@ -82,12 +82,17 @@ pub fn warning(row: &AssertionNeed) -> String {
         Need::Requests(n) => n,
         Need::OnValue => return String::new(),
     };
+    // An answer-quality share counts answers: one a request at best.
+    let need = match row.counts {
+        "requests" => n.to_string(),
+        counts => format!("{n} {counts} (one a request at best)"),
+    };
     let standing = row.standing();
     match (row.reach, standing, &row.point) {
         (_, Standing::Enough | Standing::Unknown, _) => String::new(),
         (Reach::Requests { count, .. }, _, Some(point)) => format!(
             "`{a}` on sweep `{stage}`: its point `{}` sends {count} requests, and it needs at \
-             least {n} to pass, so that point can fail but never pass; give each point {n} or \
+             least {need} to pass, so that point can fail but never pass; give each point {n} or \
              more (a longer `duration` or more `requests`; a sweep cannot send until decided)",
             t(point)
         ),
@@ -99,13 +104,13 @@ pub fn warning(row: &AssertionNeed) -> String {
             ..,
         ) => format!(
             "`{a}` on stage `{stage}`: its {k} sessions send {count} requests (every turn \
-             counted), and it needs at least {n} to pass, so it can fail but never pass; run \
+             counted), and it needs at least {need} to pass, so it can fail but never pass; run \
              more sessions (`requests {}` or more; sessions cannot send until decided)",
             (n * k).div_ceil(count.max(1)),
         ),
         (Reach::Requests { count, .. }, ..) => format!(
             "`{a}` on stage `{stage}`: the stage sends {count} requests, and it needs at least \
-             {n} to pass, so it can fail but never pass; send {n} or more, or let it send until \
+             {need} to pass, so it can fail but never pass; send {n} or more, or let it send until \
              decided (`requests {count} until-decided max={}`, docs/sla.md)",
             ((n * 4).div_ceil(100) * 100).max(count),
         ),
@@ -118,14 +123,14 @@ pub fn warning(row: &AssertionNeed) -> String {
             ..,
         ) => format!(
             "`{a}` on stage `{stage}`: {rounds} rounds of {each} requests pool {} and it needs \
-             at least {n} to pass, so it can fail but never pass; run {enough} or more rounds \
+             at least {need} to pass, so it can fail but never pass; run {enough} or more rounds \
              (then it is decided across them), or send {} or more a round",
             u64::from(rounds) * each,
             n.div_ceil(u64::from(rounds.max(1))),
         ),
         (Reach::RateSearch { to, probe_s, .. }, Standing::TooFew, _) => format!(
             "`{a}` on search `{stage}`: its {}s probes send about {:.0} requests even at {} \
-             req/s, and it needs at least {n} to pass, so its answer can fail but never pass; \
+             req/s, and it needs at least {need} to pass, so its answer can fail but never pass; \
              make the probes {}s or longer (`probe`)",
             short(probe_s),
             to * probe_s,
@@ -133,7 +138,7 @@ pub fn warning(row: &AssertionNeed) -> String {
             (n as f64 / to).ceil(),
         ),
         (Reach::RateSearch { probe_s, .. }, Standing::Below(rate), _) => format!(
-            "`{a}` on search `{stage}`: it needs at least {n} requests to pass, and a {}s probe \
+            "`{a}` on search `{stage}`: it needs at least {need} to pass, and a {}s probe \
              sends that many only from {} req/s, so an answer under that rate would be \
              undecided; raise `from` to {} or make the probes longer (`probe`)",
             short(probe_s),

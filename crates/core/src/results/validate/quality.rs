@@ -1,7 +1,7 @@
 //! The validator's rules for a stage's answer quality (`quality`, 0.3.0): each count a run can
 //! reach and a part of the one it is counted in (correct of scored, scored and every flag of
-//! checked, off the band of banded), the accuracy a share with its interval around it, and the
-//! scorer one of the scorers' names. A result past them would have an SLA read an accuracy
+//! checked, off the band of banded, identical of paired of checked), the accuracy and the
+//! agreement shares with their intervals, and the scorer one of the scorers' names. A result past them would have an SLA read an accuracy
 //! above 100 % or a report show a name infermeter never wrote.
 
 use super::Checker;
@@ -52,6 +52,28 @@ impl Checker {
         }
         if let Some(j) = &q.judge {
             self.judge(&format!("{at}.judge"), j);
+        }
+        if let Some(a) = &q.agreement {
+            let at = format!("{at}.agreement");
+            self.at_most(
+                &format!("{at}.paired"),
+                a.paired,
+                q.checked,
+                "the answers checked",
+            );
+            self.at_most(
+                &format!("{at}.identical"),
+                a.identical,
+                a.paired,
+                "the answers paired",
+            );
+            if let Some(v) = a.share {
+                self.share(&format!("{at}.share"), v);
+            }
+            if let Some([low, high]) = a.interval {
+                self.share(&format!("{at}.interval[0]"), low);
+                self.share(&format!("{at}.interval[1]"), high);
+            }
         }
         if let Some(name) = &q.scorer
             && !SCORERS.contains(&name.as_str())

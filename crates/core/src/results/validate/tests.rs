@@ -292,6 +292,12 @@ fn quality_counts_past_their_parts_are_refused() {
             scored: 11,
             correct: 12,
             accuracy: Some(1.5),
+            agreement: Some(crate::metrics::AgreementTally {
+                paired: 10,
+                identical: 11,
+                share: Some(1.1),
+                ..Default::default()
+            }),
             ..Default::default()
         });
     });
@@ -300,6 +306,8 @@ fn quality_counts_past_their_parts_are_refused() {
         "quality.correct = 12",
         "quality.accuracy",
         "quality.scorer",
+        "quality.agreement.identical = 11",
+        "quality.agreement.share",
     ] {
         assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
     }
