@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::config::SimConfig;
+use super::draft::{DraftModel, StepDrafts};
 use super::faults::Fault;
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
@@ -124,6 +125,11 @@ struct Running {
     last_token: Option<Instant>,
     token_us: Vec<u64>,
     batch_sizes: Vec<u32>,
+    /// Tokens it writes this step: 1, or with a draft model 1 + the drafts it accepted.
+    step_tokens: u32,
+    /// Draft tokens proposed for it, and of them accepted (`draft-tokens`).
+    drafted: u64,
+    accepted: u64,
 }
 
 /// A step whose end is further than this behind real time resets the clock to now, so a
@@ -142,6 +148,10 @@ pub(crate) struct Scheduler {
     buf: BytesMut,
     metrics: Arc<SimMetrics>,
     prefix: Option<SharedPrefixCache>,
+    /// `Some` with `draft-tokens`.
+    draft: Option<DraftModel>,
+    /// Per draft position, this step's drafts that accepted it (reused every step).
+    runs: Vec<u64>,
 }
 
 impl Scheduler {
@@ -154,7 +164,11 @@ impl Scheduler {
         prefix: Option<SharedPrefixCache>,
     ) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_57e9);
+        let draft = DraftModel::of(&config);
+        let runs = vec![0; draft.as_ref().map_or(0, DraftModel::k)];
         Scheduler {
+            draft,
+            runs,
             config,
             epoch,
             intake,
@@ -285,6 +299,9 @@ impl Scheduler {
                 last_token: None,
                 token_us: Vec::with_capacity(cap),
                 batch_sizes: Vec::with_capacity(cap),
+                step_tokens: 1,
+                drafted: 0,
+                accepted: 0,
                 seq,
             });
         }
@@ -299,8 +316,10 @@ impl Scheduler {
         };
         let mut prefilled = 0.0;
         let mut decoding = 0.0;
+        let mut step = StepDrafts::default();
         for r in &mut self.running {
             r.emit = false;
+            r.step_tokens = 1;
             if r.prefill_left > 0 {
                 let take = r.prefill_left.min(budget);
                 r.prefill_left -= take;
@@ -325,6 +344,25 @@ impl Scheduler {
             }
             r.emit = true;
             decoding += r.seq.cost;
+            r.step_tokens = match &self.draft {
+                Some(d) => 1 + verify(d, r, &mut step, &mut self.runs),
+                None => 1,
+            };
+            // A step never writes past the answer's end, nor past the half-way point where a
+            // stall is due.
+            let mut room = r.seq.output_len - r.emitted;
+            if r.seq.fault == Fault::Stall && !r.paused_once && r.emitted < r.seq.output_len / 2 {
+                room = room.min(r.seq.output_len / 2 - r.emitted);
+            }
+            r.step_tokens = r
+                .step_tokens
+                .min(room.max(1).min(u64::from(u32::MAX)) as u32);
+        }
+        if let Some(d) = &self.metrics.drafts
+            && step.drafts > 0
+        {
+            d.add(step, &self.runs);
+            self.runs.fill(0);
         }
         (prefilled, decoding)
     }
@@ -346,4 +384,19 @@ impl Scheduler {
         }
         std::time::Duration::from_nanos(nanos as u64)
     }
+}
+
+/// A verification step of `r`'s drafts: how many it accepts, counted for the request, the
+/// step and each position. Counted as drawn, as vLLM counts them, even where the answer ends
+/// within the step.
+fn verify(d: &DraftModel, r: &mut Running, step: &mut StepDrafts, runs: &mut [u64]) -> u32 {
+    let accepted = d.accepted(r.seq.id, r.emitted);
+    r.drafted += d.k() as u64;
+    r.accepted += u64::from(accepted);
+    step.drafts += 1;
+    step.accepted += u64::from(accepted);
+    for n in runs.iter_mut().take(accepted as usize) {
+        *n += 1;
+    }
+    accepted
 }

@@ -12,27 +12,60 @@ use crate::trace::{Outcome, TraceRecord};
 use crate::wire::{Finish, FinishReason, Timings};
 use crate::words;
 
+/// When a step ended, for the tokens it writes.
+struct StepEnd {
+    now: Instant,
+    now_us: u64,
+    batch: u32,
+}
+
 impl Scheduler {
-    /// Writes one token for every sequence that emits this step, in one pass over the batch.
+    /// Writes the tokens of every sequence that emits this step (one, or with a draft model
+    /// 1 + the drafts it accepted), in one pass over the batch.
     pub(super) fn emit(&mut self) {
         let now = Instant::now();
-        let now_us = self.us(now);
-        let batch = self.running.len() as u32;
-        let traced = self.trace.is_some();
+        let at = StepEnd {
+            now,
+            now_us: self.us(now),
+            batch: self.running.len() as u32,
+        };
         let mut generated = 0u64;
         let mut running = std::mem::take(&mut self.running);
         // One reservation per step; each sequence's bytes are split off as a shared view.
-        self.buf
-            .reserve(running.iter().filter(|r| r.emit).count() * 160);
+        let tokens: u64 = running
+            .iter()
+            .filter(|r| r.emit)
+            .map(|r| u64::from(r.step_tokens.max(1)))
+            .sum();
+        self.buf.reserve(tokens as usize * 160);
         running.retain_mut(|r| {
             if !r.emit {
-                return !r.seq.tx.is_closed() || self.cancel(r, now_us);
+                return !r.seq.tx.is_closed() || self.cancel(r, at.now_us);
             }
+            self.emit_seq(r, &at, &mut generated)
+        });
+        self.running = running;
+        self.metrics.generated(generated);
+    }
+
+    /// Writes one sequence's tokens of the step and sends them as one chunk of bytes (a step's
+    /// tokens reach the client together, as an engine's verified run does); whether the
+    /// sequence stays in the batch.
+    fn emit_seq(&mut self, r: &mut Running, at: &StepEnd, generated: &mut u64) -> bool {
+        let traced = self.trace.is_some();
+        let first_index = r.emitted;
+        let mut finished = None;
+        for _ in 0..r.step_tokens.max(1) {
             let s = &r.seq;
             let half = s.output_len / 2;
             if s.fault == Fault::StreamCut && r.emitted == half {
+                // The step's tokens before the cut still leave.
+                if r.emitted > first_index {
+                    let _ = s.tx.try_send(Chunk::Token(self.buf.split().freeze()));
+                    *generated += r.emitted - first_index;
+                }
                 let _ = s.tx.try_send(Chunk::Cut);
-                return self.end(r, now_us, Outcome::Cut);
+                return self.end(r, at.now_us, Outcome::Cut);
             }
             if s.fault == Fault::MalformedSse && r.emitted == half {
                 s.framing.write_garbage(&mut self.buf);
@@ -40,7 +73,8 @@ impl Scheduler {
             let index = r.emitted;
             r.emitted += 1;
             let last = r.emitted == s.output_len;
-            let finish = last.then(|| finish(&self.config, r, now));
+            let finish = last.then(|| finish(&self.config, r, at.now));
+            let s = &r.seq;
             let piece = s.script.as_ref().and_then(|sc| sc.piece(index));
             s.framing.write_token(
                 &mut self.buf,
@@ -48,50 +82,56 @@ impl Scheduler {
                 index,
                 finish.as_ref(),
             );
-            let bytes = self.buf.split().freeze();
-            // Stored before the last token leaves: a client that continues the moment it
-            // reads it finds the response.
-            if last && let Some(p) = r.seq.store.take() {
-                p.commit(r.emitted);
-            }
-            let s = &r.seq;
             if traced {
-                r.token_us.push(now_us);
-                r.batch_sizes.push(batch);
+                r.token_us.push(at.now_us);
+                r.batch_sizes.push(at.batch);
             }
-            if s.tx.try_send(Chunk::Token(bytes)).is_err() {
-                r.emitted -= 1;
-                if traced {
-                    r.token_us.pop();
-                    r.batch_sizes.pop();
-                }
-                return self.cancel(r, now_us);
+            if last {
+                finished = finish;
+                break;
             }
-            if let Some(h) = &self.metrics.histograms {
-                match r.last_token {
-                    None => h.first_token(now.saturating_duration_since(s.arrival)),
-                    Some(prev) => h.next_token(now.saturating_duration_since(prev)),
-                }
+        }
+        let wrote = r.emitted - first_index;
+        let bytes = self.buf.split().freeze();
+        // Stored before the last token leaves: a client that continues the moment it reads it
+        // finds the response.
+        if finished.is_some()
+            && let Some(p) = r.seq.store.take()
+        {
+            p.commit(r.emitted);
+        }
+        let s = &r.seq;
+        if s.tx.try_send(Chunk::Token(bytes)).is_err() {
+            r.emitted = first_index;
+            if traced {
+                r.token_us.truncate(r.token_us.len() - wrote as usize);
+                r.batch_sizes.truncate(r.batch_sizes.len() - wrote as usize);
             }
-            if index == 0 {
-                r.first_token = Some(now);
+            return self.cancel(r, at.now_us);
+        }
+        // Once per step, as vLLM observes its inter-token latency once per engine step.
+        if let Some(h) = &self.metrics.histograms {
+            match r.last_token {
+                None => h.first_token(at.now.saturating_duration_since(s.arrival)),
+                Some(prev) => h.next_token(at.now.saturating_duration_since(prev)),
             }
-            r.last_token = Some(now);
-            generated += 1;
-            if let Some(f) = finish {
-                if !s.framing.is_stream() {
-                    let done = Done {
-                        cached: f.cached,
-                        timings: f.timings,
-                    };
-                    let _ = s.tx.try_send(Chunk::Done(Box::new(done)));
-                }
-                return self.end(r, now_us, Outcome::Completed);
+        }
+        if first_index == 0 {
+            r.first_token = Some(at.now);
+        }
+        r.last_token = Some(at.now);
+        *generated += wrote;
+        if let Some(f) = finished {
+            if !s.framing.is_stream() {
+                let done = Done {
+                    cached: f.cached,
+                    timings: f.timings,
+                };
+                let _ = s.tx.try_send(Chunk::Done(Box::new(done)));
             }
-            true
-        });
-        self.running = running;
-        self.metrics.generated(generated);
+            return self.end(r, at.now_us, Outcome::Completed);
+        }
+        true
     }
 
     /// Drops running sequences whose client has gone (checked while everything is paused).
@@ -193,6 +233,9 @@ fn finish(config: &SimConfig, r: &Running, now: Instant) -> Finish {
             prompt_ms: ms(first.saturating_duration_since(r.admitted.max(s.arrival))),
             predicted_n: r.emitted,
             predicted_ms: ms(now.saturating_duration_since(first)),
+            // llama.cpp's speculative counters, with a draft model.
+            draft_n: (config.draft_tokens > 0).then_some(r.drafted),
+            draft_n_accepted: (config.draft_tokens > 0).then_some(r.accepted),
         }
     });
     Finish {
