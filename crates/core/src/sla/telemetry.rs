@@ -34,6 +34,10 @@ pub fn observe_with(
             TelemetryMetric::KvCacheMax | TelemetryMetric::QueueMax => {
                 "a `prometheus` server source"
             }
+            TelemetryMetric::SpecAcceptanceRate | TelemetryMetric::SpecAcceptanceLength => {
+                "a `prometheus` server source whose server decodes speculatively (vLLM's \
+                 `vllm:spec_decode_*` counters, SGLang's `sglang:spec_accept_*` gauges)"
+            }
             TelemetryMetric::EnergyJ | TelemetryMetric::TokensPerJoule => {
                 "GPU energy counters (`nvml` or dcgm-exporter, Volta or newer)"
             }
@@ -57,6 +61,10 @@ fn server_lacks(
         TelemetryMetric::QueueMax => ("a queue-length (waiting requests) gauge", |s| {
             s.waiting_max.is_some()
         }),
+        TelemetryMetric::SpecAcceptanceRate | TelemetryMetric::SpecAcceptanceLength => (
+            "speculative-decoding counters (no draft model, or none the server exports)",
+            |s| s.spec.is_some(),
+        ),
         _ => return None,
     };
     let servers: Vec<_> = report

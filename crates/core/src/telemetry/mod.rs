@@ -17,6 +17,7 @@ mod record;
 mod report;
 mod sampler;
 mod source;
+mod spec;
 mod stability;
 
 pub use config::{
@@ -37,6 +38,7 @@ pub use report::{
     StageTelemetry, TelemetryReport, telemetry_metric, tokens_per_joule,
 };
 pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
+pub use spec::{MAX_DRAFT_POSITIONS, SpecReading, SpecSource, SpecStageSummary};
 pub use stability::{
     MIN_TTFT_SAMPLES, StabilityBasis, StabilityRule, StabilityVerdict, WarmupUntil, assess_gpu,
     assess_stability, assess_ttft,

@@ -58,7 +58,7 @@ impl<T> BoundedSeries<T> {
 
 /// Count, mean, min and max of the values that were present.
 #[derive(Debug, Clone, Copy, Default)]
-struct Stat {
+pub(super) struct Stat {
     n: u64,
     sum: f64,
     min: f64,
@@ -66,7 +66,7 @@ struct Stat {
 }
 
 impl Stat {
-    fn push(&mut self, v: Option<f64>) {
+    pub(super) fn push(&mut self, v: Option<f64>) {
         let Some(v) = v.filter(|v| v.is_finite()) else {
             return;
         };
@@ -79,7 +79,7 @@ impl Stat {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
-    fn mean(&self) -> Option<f64> {
+    pub(super) fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum / self.n as f64)
     }
     fn min(&self) -> Option<f64> {
@@ -92,20 +92,32 @@ impl Stat {
 
 /// Increase of a Prometheus counter; a decrease is a restart from zero (as `rate()` does).
 #[derive(Debug, Clone, Copy, Default)]
-struct CounterDelta {
+pub(super) struct CounterDelta {
     last: Option<f64>,
     increase: f64,
+    /// Consecutive readings seen (an increase needs one).
+    pairs: u64,
+    /// Times the counter went back.
+    pub(super) resets: u32,
 }
 
 impl CounterDelta {
-    fn push(&mut self, v: Option<f64>) {
+    pub(super) fn push(&mut self, v: Option<f64>) {
         let Some(v) = v.filter(|v| v.is_finite()) else {
             return;
         };
         if let Some(l) = self.last {
+            self.pairs += 1;
+            if v < l {
+                self.resets = self.resets.saturating_add(1);
+            }
             self.increase += if v >= l { v - l } else { v };
         }
         self.last = Some(v);
+    }
+    /// The increase, once two readings of this counter were seen.
+    pub(super) fn increase(&self) -> Option<f64> {
+        (self.pairs > 0).then_some(self.increase)
     }
     /// `None` until two readings were seen.
     fn get(&self, samples: u64) -> Option<f64> {
@@ -311,6 +323,7 @@ struct ServerAcc {
     queries: CounterDelta,
     prompt: CounterDelta,
     generation: CounterDelta,
+    spec: super::spec::SpecAcc,
     /// The server's latency histograms at the stage's start and end scrapes.
     latency_start: Option<LatencyHistograms>,
     latency_end: Option<LatencyHistograms>,
@@ -327,6 +340,7 @@ impl ServerAcc {
         self.queries.push(r.prefix_queries);
         self.prompt.push(r.prompt_tokens);
         self.generation.push(r.generation_tokens);
+        self.spec.push(r.spec.as_ref());
     }
 
     fn summary(&self, source: &str, kind: Option<PrometheusKind>) -> ServerStageSummary {
@@ -351,6 +365,7 @@ impl ServerAcc {
                 (Some(end), Some(start)) => Some(end.since(start)).filter(|l| !l.is_empty()),
                 _ => None,
             },
+            spec: self.spec.summary(),
         }
     }
 }

@@ -22,10 +22,14 @@ pub enum TelemetryMetric {
     KvCacheMax,
     /// Longest server queue (waiting requests).
     QueueMax,
+    /// Speculative decoding: draft tokens accepted over draft tokens proposed (0–1).
+    SpecAcceptanceRate,
+    /// Speculative decoding: tokens per verification step, 1 + accepted / drafts.
+    SpecAcceptanceLength,
 }
 
 impl TelemetryMetric {
-    pub const ALL: [TelemetryMetric; 7] = [
+    pub const ALL: [TelemetryMetric; 9] = [
         TelemetryMetric::GpuThrottleRatioMin,
         TelemetryMetric::GpuTempMax,
         TelemetryMetric::GpuPowerMean,
@@ -33,6 +37,8 @@ impl TelemetryMetric {
         TelemetryMetric::TokensPerJoule,
         TelemetryMetric::KvCacheMax,
         TelemetryMetric::QueueMax,
+        TelemetryMetric::SpecAcceptanceRate,
+        TelemetryMetric::SpecAcceptanceLength,
     ];
 
     pub fn def(self) -> &'static MetricDef {
@@ -62,7 +68,7 @@ const fn reading(
 }
 
 /// In the order of [`TelemetryMetric`].
-const TELEMETRY_DEFS: [MetricDef; 7] = {
+const TELEMETRY_DEFS: [MetricDef; 9] = {
     use MetricKind as K;
     use Worse::{Higher, Lower};
     [
@@ -125,6 +131,24 @@ const TELEMETRY_DEFS: [MetricDef; 7] = {
             K::Number,
             Higher,
             "10",
+        ),
+        // The server's counters over the stage (vLLM; SGLang's gauges averaged): what the
+        // draft model guessed right, whatever the client's pace.
+        reading(
+            "spec.acceptance_rate",
+            "draft acceptance rate",
+            "telemetry.stages[].servers[].spec.acceptance_rate",
+            K::Number,
+            Lower,
+            "60%",
+        ),
+        reading(
+            "spec.acceptance_length",
+            "mean acceptance length",
+            "telemetry.stages[].servers[].spec.acceptance_length",
+            K::Number,
+            Lower,
+            "2.5",
         ),
     ]
 };
