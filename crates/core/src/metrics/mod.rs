@@ -38,6 +38,7 @@ mod steady;
 mod summary;
 mod timeline;
 mod turns;
+mod until;
 mod urls;
 mod validity;
 
@@ -76,6 +77,7 @@ pub use stage_server::StageServer;
 pub use steady::{MAX_KEPT, MIN_WINDOW_S, SMOOTH_S, STEADY_RATIO, steady_window};
 pub use summary::*;
 pub use turns::{MAX_TURN_INDICES, TurnSummary, cached_share};
+pub use until::{Pending, UntilDecided, UntilStop};
 pub use urls::UrlSummary;
 pub use validity::{StageFacts, ValidityRules};
 pub use vocab::{
