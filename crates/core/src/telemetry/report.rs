@@ -152,8 +152,11 @@ impl StageTelemetry {
     /// acceptance length), pooled from the counters of those that have them, else the mean of
     /// their gauges; each `None` when no server reported it.
     pub fn spec_figures(&self) -> (Option<f64>, Option<f64>) {
-        let specs: Vec<&super::spec::SpecStageSummary> =
-            self.servers.iter().filter_map(|s| s.spec.as_ref()).collect();
+        let specs: Vec<&super::spec::SpecStageSummary> = self
+            .servers
+            .iter()
+            .filter_map(|s| s.spec.as_ref())
+            .collect();
         let counted: Vec<(f64, f64, f64)> = specs
             .iter()
             .filter(|s| s.acceptance_rate.is_some() && s.acceptance_length.is_some())

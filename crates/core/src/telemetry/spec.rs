@@ -67,8 +67,7 @@ impl SpecReading {
         let gauge = |name: &str| e.mean_first(&[name]).filter(|v| v.is_finite());
         let r = SpecReading {
             accept_length_gauge: gauge("sglang:spec_accept_length").filter(|v| *v >= 1.0),
-            accept_rate_gauge: gauge("sglang:spec_accept_rate")
-                .filter(|v| (0.0..=1.0).contains(v)),
+            accept_rate_gauge: gauge("sglang:spec_accept_rate").filter(|v| (0.0..=1.0).contains(v)),
             ..SpecReading::default()
         };
         (r != SpecReading::default()).then_some(r)
