@@ -426,6 +426,10 @@ pub struct StageSummary {
     /// histograms over the stage) beside the client's. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<super::Attribution>,
+    /// Speculative decoding as the responses reported it (llama.cpp's `timings.draft_n` and
+    /// `draft_n_accepted`), summed over the successful requests. *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<super::DraftCounts>,
     /// The stage was stopped while it ran by an `abort-on-fail` assertion; the message says
     /// which. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
