@@ -4,6 +4,7 @@
 //! warm-up stability rule and the telemetry SLA metric values. See `docs/telemetry.md`.
 
 mod config;
+mod counter;
 mod error;
 pub mod expo;
 mod gpu;

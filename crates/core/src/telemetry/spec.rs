@@ -14,8 +14,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::counter::{CounterDelta, Stat};
 use super::expo::Exposition;
-use super::record::{CounterDelta, Stat};
 
 /// The most draft positions read from a page (vLLM's `num_speculative_tokens` is a handful;
 /// each position is a figure in every output, so a page naming more is cut here).
