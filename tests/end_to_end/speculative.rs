@@ -32,12 +32,18 @@ sla {{ {sla} }}
 }
 
 fn run_kdl(text: &str) -> (std::process::Output, Value) {
+    let (o, r, _dir) = run_kept(text);
+    (o, r)
+}
+
+/// As [`run_kdl`], keeping the directory (its `out/results.json`).
+fn run_kept(text: &str) -> (std::process::Output, Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = scenario(dir.path(), "s.kdl", text);
     let out = dir.path().join("out");
     let o = run(&path, &out, &[]);
     let r = try_results(&out).unwrap_or_else(|| panic!("results written\n{}", describe(&o)));
-    (o, r)
+    (o, r, dir)
 }
 
 /// The stage's speculative-decoding summary from the server's counters.
@@ -138,22 +144,41 @@ fn a_higher_acceptance_takes_fewer_steps_and_lowers_tpot() {
             "prometheus \"{}/metrics\" kind=\"vllm\" required=#true",
             sim.base_url.trim_end_matches("/v1")
         );
-        let (o, r) = run_kdl(&kdl(&target, &metrics, ""));
+        let (o, r, dir) = run_kept(&kdl(&target, &metrics, ""));
         assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
         let spec = server_spec(&r).clone();
         let tpot = stage(&r, "s")["latency"]["tpot_ms"]["mean"]
             .as_f64()
             .unwrap();
-        (spec["drafts"].as_f64().expect("drafts counted"), tpot)
+        (spec["drafts"].as_f64().expect("drafts counted"), tpot, dir)
     };
-    let (steps_low, tpot_low) = measure("0.3");
-    let (steps_high, tpot_high) = measure("0.9");
+    let (steps_low, tpot_low, low) = measure("0.3");
+    let (steps_high, tpot_high, high) = measure("0.9");
     // 160 answers of 63 decoded tokens: 1.4 tokens a step at 0.3, about 3.9 at 0.9.
     assert!(steps_high < steps_low * 0.6, "{steps_high} vs {steps_low}");
     assert!(
         tpot_high < tpot_low * 0.8,
         "{tpot_high} ms vs {tpot_low} ms"
     );
+    // `compare` shows the fall from the better draft model to the worse one as a regression.
+    let results = |d: &tempfile::TempDir| d.path().join("out/results.json");
+    let o = command()
+        .arg("compare")
+        // The two simulators listen on different ports: the plans differ by the URL only.
+        .arg("--allow-different-plans")
+        .arg(results(&high))
+        .arg(results(&low))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    for m in ["spec.acceptance_rate", "spec.acceptance_length"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(m))
+            .unwrap_or_else(|| panic!("{m} in\n{stdout}"));
+        assert!(line.contains("WORSE"), "{line}");
+    }
 }
 
 /// A `/metrics` server that answers each scrape with the next of `pages` (the last one
@@ -219,7 +244,7 @@ fn hostile_spec_counters_give_no_nonsense() {
         })
         .collect();
     let metrics = pages_server(pages);
-    let (o, r) = run_kdl(&kdl(
+    let (o, r, dir) = run_kept(&kdl(
         r#"target "sim" { decode-base "4ms"; }"#,
         &format!("prometheus \"{metrics}/metrics\" kind=\"vllm\" required=#false"),
         r#"assert "spec.acceptance_rate >= 50%""#,
@@ -235,8 +260,16 @@ fn hostile_spec_counters_give_no_nonsense() {
     assert!(spec["counter_resets"].as_u64().unwrap() >= 1, "{spec}");
     let sla = &r["sla"][0];
     assert_ne!(sla["passed"], true, "{sla}");
-    let text = serde_json::to_string(&r).unwrap();
-    for bad in ["NaN", "inf\"", "Infinity"] {
-        assert!(!text.contains(bad), "results.json holds {bad}");
+    // No figure shown from them is NaN or infinite (JSON cannot hold one; the report could).
+    let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
+    for line in report.lines().filter(|l| l.contains("draft")) {
+        for bad in ["NaN", "inf"] {
+            assert!(!line.contains(bad), "{line}");
+        }
     }
+    let rows: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains("draft counters"))
+        .collect();
+    assert!(!rows.is_empty(), "the notes are shown:\n{report}");
 }

@@ -48,7 +48,7 @@ impl Change {
         }
     }
 
-    fn icon(self) -> &'static str {
+    pub(super) fn icon(self) -> &'static str {
         match self {
             Change::Better => "🟢",
             Change::Same => "⚪",
@@ -244,7 +244,13 @@ fn classify_interval(low: f64, high: f64, tol: f64, lower_is_better: bool) -> Ch
     }
 }
 
-fn classify_point(metric: Metric, base: f64, cur: f64, lower_is_better: bool, tol: f64) -> Change {
+pub(super) fn classify_point(
+    metric: Metric,
+    base: f64,
+    cur: f64,
+    lower_is_better: bool,
+    tol: f64,
+) -> Change {
     let delta = cur - base;
     if metric == Metric::Count(CountMetric::ErrorRate) && delta.abs() <= ERROR_RATE_NOISE_PP {
         return Change::Same;
@@ -444,7 +450,10 @@ pub fn compare(baseline: &Results, current: &Results, opts: &CompareOptions) -> 
         let Some(base) = base_stages.iter().find(|b| b.name == cur.name) else {
             continue;
         };
-        let sc = compare_stage(base, cur, current.target.answer(), opts);
+        let mut sc = compare_stage(base, cur, current.target.answer(), opts);
+        sc.metrics.extend(super::compare_spec::changes(
+            baseline, current, &cur.name, opts,
+        ));
         for m in &sc.metrics {
             let line = Flagged {
                 stage: sc.name.clone(),

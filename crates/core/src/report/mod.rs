@@ -5,6 +5,7 @@ mod agreement;
 mod attribution;
 mod compare;
 mod compare_render;
+mod compare_spec;
 mod compare_urls;
 mod configs;
 mod csv;
@@ -27,6 +28,7 @@ mod profile_compare;
 mod quality;
 #[cfg(feature = "parquet")]
 mod requests_parquet;
+mod spec;
 mod summary;
 mod svg;
 mod telemetry;
