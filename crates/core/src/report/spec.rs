@@ -112,14 +112,14 @@ mod tests {
             counter_resets: 1,
             notes: vec!["a note".into()],
         };
-        let rows = server_rows(&spec);
+        let server = server_rows(&spec);
         assert_eq!(
-            rows[0].1,
+            server[0].1,
             "72.4 % of 1984 draft tokens · mean acceptance length 3.90 tokens/step over 496 \
              steps (the server's counters)"
         );
-        assert_eq!(rows[1].1, "91.3 % · 79.6 %");
-        assert!(rows.iter().any(|r| r.1 == "a note"));
+        assert_eq!(server[1].1, "91.3 % · 79.6 %");
+        assert!(server.iter().any(|r| r.1 == "a note"));
         let s = StageSummary {
             spec: Some(DraftCounts {
                 requests: 40,
@@ -128,9 +128,12 @@ mod tests {
             }),
             ..StageSummary::default()
         };
-        let rows = rows(&s, None);
-        assert_eq!(rows.len(), 1);
-        assert!(rows[0].1.starts_with("72.4 % of 1984"), "{rows:?}");
-        assert!(super::rows(&StageSummary::default(), None).is_empty());
+        let responses = rows(&s, None);
+        assert_eq!(responses.len(), 1);
+        assert!(
+            responses[0].1.starts_with("72.4 % of 1984"),
+            "{responses:?}"
+        );
+        assert!(rows(&StageSummary::default(), None).is_empty());
     }
 }
