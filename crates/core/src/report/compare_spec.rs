@@ -4,7 +4,7 @@
 //! `point`), as a throughput without rounds is; a drop beyond it is a regression. Only where
 //! both runs have the figure: a run without a draft model has no row.
 
-use super::compare::{CompareOptions, MetricChange, classify_point};
+use super::compare_change::{CompareOptions, MetricChange, classify_point};
 use super::numbers::num;
 use crate::metrics::{Metric, TelemetryMetric, Worse};
 use crate::results::Results;
@@ -60,7 +60,7 @@ fn change(metric: Metric, b: f64, c: f64, opts: &CompareOptions) -> MetricChange
 
 #[cfg(test)]
 mod tests {
-    use super::super::compare::Change;
+    use super::super::compare_change::Change;
     use super::*;
 
     #[test]

@@ -4,6 +4,7 @@
 mod agreement;
 mod attribution;
 mod compare;
+mod compare_change;
 mod compare_render;
 mod compare_spec;
 mod compare_urls;
@@ -43,6 +44,7 @@ mod write;
 pub use agreement::{p_value, render_agreement_markdown, render_agreement_text};
 pub use attribution::AttributionRow;
 pub use compare::*;
+pub use compare_change::{Change, CompareOptions, ERROR_RATE_NOISE_PP, MetricChange, Tolerances};
 pub use compare_render::{render_compare_markdown, render_compare_text};
 pub use compare_urls::{UrlComparison, UrlFigure, compare_urls};
 pub use configs::{CONFIGS_PLOT, ConfigViewRow, ConfigsView, configs_svg, configs_view};

@@ -18,10 +18,10 @@ pub(super) fn rows(
     telemetry: Option<&TelemetryReport>,
 ) -> Vec<(&'static str, String)> {
     let mut rows = Vec::new();
-    let servers = telemetry
+    let servers: Vec<&SpecStageSummary> = telemetry
         .and_then(|t| t.stage(&s.name))
         .map(|t| t.servers.iter().filter_map(|v| v.spec.as_ref()).collect())
-        .unwrap_or_else(Vec::new);
+        .unwrap_or_default();
     for spec in servers {
         rows.extend(server_rows(spec));
     }

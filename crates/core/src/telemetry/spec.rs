@@ -196,7 +196,7 @@ impl SpecAcc {
             self.accepted.increase(),
         );
         if drafts.is_none() && proposed.is_none() && accepted.is_none() {
-            return self.from_gauges();
+            return self.gauge_summary();
         }
         let mut s = SpecStageSummary {
             source: SpecSource::Counters,
@@ -252,7 +252,7 @@ impl SpecAcc {
         }
     }
 
-    fn from_gauges(&self) -> Option<SpecStageSummary> {
+    fn gauge_summary(&self) -> Option<SpecStageSummary> {
         let (length, rate) = (self.length_gauge.mean(), self.rate_gauge.mean());
         (length.is_some() || rate.is_some()).then(|| SpecStageSummary {
             source: SpecSource::Gauges,
