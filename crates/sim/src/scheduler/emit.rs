@@ -48,11 +48,28 @@ impl Scheduler {
         self.metrics.generated(generated);
     }
 
-    /// Writes one sequence's tokens of the step and sends them as one chunk of bytes (a step's
-    /// tokens reach the client together, as an engine's verified run does); whether the
-    /// sequence stays in the batch.
+    /// Sends what the buffer holds: the last `wrote` tokens written. When the client has gone
+    /// they are taken back (not emitted, not traced) and false is returned.
+    fn send(&mut self, r: &mut Running, wrote: u64) -> bool {
+        let bytes = self.buf.split().freeze();
+        if r.seq.tx.try_send(Chunk::Token(bytes)).is_ok() {
+            return true;
+        }
+        r.emitted -= wrote;
+        if self.trace.is_some() {
+            r.token_us.truncate(r.token_us.len() - wrote as usize);
+            r.batch_sizes.truncate(r.batch_sizes.len() - wrote as usize);
+        }
+        false
+    }
+
+    /// Writes one sequence's tokens of the step and sends them: a stream's as one chunk of
+    /// bytes (a step's tokens reach the client together, as an engine's verified run does), a
+    /// whole response's one chunk per token (its collector counts them); whether the sequence
+    /// stays in the batch.
     fn emit_seq(&mut self, r: &mut Running, at: &StepEnd, generated: &mut u64) -> bool {
         let traced = self.trace.is_some();
+        let each = !r.seq.framing.is_stream();
         let first_index = r.emitted;
         let mut finished = None;
         for _ in 0..r.step_tokens.max(1) {
@@ -60,10 +77,10 @@ impl Scheduler {
             let half = s.output_len / 2;
             if s.fault == Fault::StreamCut && r.emitted == half {
                 // The step's tokens before the cut still leave.
-                if r.emitted > first_index {
+                if !self.buf.is_empty() {
                     let _ = s.tx.try_send(Chunk::Token(self.buf.split().freeze()));
-                    *generated += r.emitted - first_index;
                 }
+                *generated += r.emitted - first_index;
                 let _ = s.tx.try_send(Chunk::Cut);
                 return self.end(r, at.now_us, Outcome::Cut);
             }
@@ -86,29 +103,25 @@ impl Scheduler {
                 r.token_us.push(at.now_us);
                 r.batch_sizes.push(at.batch);
             }
+            // Stored before the last token leaves: a client that continues the moment it
+            // reads it finds the response.
+            if last && let Some(p) = r.seq.store.take() {
+                p.commit(r.emitted);
+            }
+            if each && !self.send(r, 1) {
+                *generated += r.emitted - first_index;
+                return self.cancel(r, at.now_us);
+            }
             if last {
                 finished = finish;
                 break;
             }
         }
         let wrote = r.emitted - first_index;
-        let bytes = self.buf.split().freeze();
-        // Stored before the last token leaves: a client that continues the moment it reads it
-        // finds the response.
-        if finished.is_some()
-            && let Some(p) = r.seq.store.take()
-        {
-            p.commit(r.emitted);
-        }
-        let s = &r.seq;
-        if s.tx.try_send(Chunk::Token(bytes)).is_err() {
-            r.emitted = first_index;
-            if traced {
-                r.token_us.truncate(r.token_us.len() - wrote as usize);
-                r.batch_sizes.truncate(r.batch_sizes.len() - wrote as usize);
-            }
+        if !each && !self.send(r, wrote) {
             return self.cancel(r, at.now_us);
         }
+        let s = &r.seq;
         // Once per step, as vLLM observes its inter-token latency once per engine step.
         if let Some(h) = &self.metrics.histograms {
             match r.last_token {
