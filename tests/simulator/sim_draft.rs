@@ -74,7 +74,13 @@ async fn drafts_write_bursts_and_every_count_agrees() {
         assert!(steps.len() < 30, "40 tokens in {} steps", steps.len());
     }
     // The server's counters are the responses' sums (each step's draws, as drawn).
-    let counters = metrics(&sim.base_url(), "vllm:spec_decode");
+    check_counters(&sim.base_url(), drafted, accepted);
+    sim.shutdown().await.unwrap();
+}
+
+/// `/metrics` counted `drafted` draft tokens (4 a step) and `accepted` of them.
+fn check_counters(base_url: &str, drafted: u64, accepted: u64) {
+    let counters = metrics(base_url, "vllm:spec_decode");
     let get = |name: &str| {
         counters
             .iter()
@@ -94,5 +100,4 @@ async fn drafts_write_bursts_and_every_count_agrees() {
         get("vllm:spec_decode_num_drafts_total") * 4.0,
         drafted as f64
     );
-    sim.shutdown().await.unwrap();
 }
