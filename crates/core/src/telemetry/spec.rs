@@ -65,9 +65,15 @@ impl SpecReading {
     /// SGLang's gauges; `None` when the page has none.
     pub fn sglang(e: &Exposition) -> Option<SpecReading> {
         let gauge = |name: &str| e.mean_first(&[name]).filter(|v| v.is_finite());
+        // A length under one token is no step's (an idle engine's 0): that scrape's rate is
+        // not one either.
+        let length_page = gauge("sglang:spec_accept_length");
+        let length = length_page.filter(|v| *v >= 1.0);
         let r = SpecReading {
-            accept_length_gauge: gauge("sglang:spec_accept_length").filter(|v| *v >= 1.0),
-            accept_rate_gauge: gauge("sglang:spec_accept_rate").filter(|v| (0.0..=1.0).contains(v)),
+            accept_length_gauge: length,
+            accept_rate_gauge: gauge("sglang:spec_accept_rate")
+                .filter(|v| (0.0..=1.0).contains(v))
+                .filter(|_| length_page.is_none() || length.is_some()),
             ..SpecReading::default()
         };
         (r != SpecReading::default()).then_some(r)
@@ -352,6 +358,9 @@ mod tests {
             read("sglang:spec_accept_length 2.0\nsglang:spec_accept_rate 7\n"),
         ])
         .unwrap();
+        // Idle: neither gauge is a reading.
+        let idle = parse_exposition("sglang:spec_accept_length 0\nsglang:spec_accept_rate 0\n");
+        assert!(SpecReading::sglang(&idle).is_none());
         assert_eq!(s.source, SpecSource::Gauges);
         assert_eq!(s.acceptance_length, Some(2.5));
         assert_eq!(s.acceptance_rate, Some(0.6));
