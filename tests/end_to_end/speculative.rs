@@ -273,3 +273,31 @@ fn hostile_spec_counters_give_no_nonsense() {
         .collect();
     assert!(!rows.is_empty(), "the notes are shown:\n{report}");
 }
+
+/// Without a `/metrics` source the responses' own counters (llama.cpp-style `timings`) still
+/// give the acceptance rate an SLA judges; the mean length, which needs the server's count of
+/// verification steps, is not measured and fails with the reason.
+#[test]
+fn without_metrics_the_responses_give_the_rate() {
+    let target = r#"target "sim" {
+    decode-base "2ms"
+    timings #true
+    draft-tokens 2
+    draft-acceptance 0.9
+}"#;
+    let text = kdl(target, "", "")
+        .replace("telemetry {\n    interval \"100ms\"\n    \n}\n", "")
+        .replace(
+            "sla {  }",
+            "sla {\n    assert \"spec.acceptance_rate >= 60%\"\n    assert \"spec.acceptance_length > 1\"\n}",
+        );
+    assert!(!text.contains("telemetry"), "{text}");
+    let (o, r) = run_kdl(&text);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let sla = r["sla"].as_array().unwrap();
+    assert_eq!(sla[0]["passed"], true, "{sla:?}");
+    // 0.9, then 0.9 × 0.9: 0.855 of the draft tokens.
+    let rate = sla[0]["observed"].as_f64().unwrap();
+    assert!((rate - 0.855).abs() < 0.05, "{rate}");
+    assert_eq!(sla[1]["passed"], false, "{sla:?}");
+}

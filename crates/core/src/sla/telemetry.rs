@@ -1,6 +1,7 @@
 //! Telemetry SLA metrics (`gpu.throttle_ratio.min`, `tokens_per_joule`, `queue.max`, …): their
-//! values come from the run's [`TelemetryReport`] through [`telemetry_metric`], and a metric
-//! nobody measured fails its assertion with a note saying why.
+//! values come from the run's [`TelemetryReport`] through [`telemetry_metric`] (the draft
+//! acceptance rate, failing that, from the responses' own counts), and a metric nobody
+//! measured fails its assertion with a note saying why.
 
 use super::grammar::{Aggregation, Metric};
 use super::observe::{Unobserved, observe};
@@ -18,6 +19,14 @@ pub fn observe_with(
     let Some(served_by) = metric.telemetry() else {
         return observe(metric, aggregation, stage);
     };
+    // The acceptance rate from the server's counters, else from its responses' own
+    // (llama.cpp's `timings`, which have no verification steps: no length from them).
+    if served_by == TelemetryMetric::SpecAcceptanceRate {
+        let server = telemetry.and_then(|r| telemetry_metric(r, &stage.name, served_by, None));
+        if let Some(v) = server.or_else(|| stage.spec.as_ref()?.acceptance_rate()) {
+            return Ok(v);
+        }
+    }
     let Some(report) = telemetry else {
         return Err(Unobserved::NoTelemetry { metric });
     };
