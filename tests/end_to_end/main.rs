@@ -73,6 +73,7 @@ mod server_configs;
 mod server_sweep;
 mod sessions;
 mod shipped_scenarios;
+mod speculative;
 mod steady_state;
 mod sticky_urls;
 mod telemetry_run;

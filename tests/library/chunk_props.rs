@@ -378,40 +378,51 @@ fn timings() -> BoxedStrategy<(Option<Node>, Option<ServerTimings>)> {
         1 => prop::sample::select(vec!["-0", "-3", "1.0", "2e1", "18446744073709551616"])
             .prop_map(|n| (Some(Node::Num(n.into())), None)),
     ];
+    // A speculative llama-server's draft counters are counts like the others.
+    let drafts = (n.clone(), n.clone());
     let object = (
         n.clone(),
         ms.clone(),
         n.clone(),
         ms,
         n,
+        drafts,
         extras(&[
             "prompt_n",
             "prompt_ms",
             "predicted_n",
             "predicted_ms",
             "cache_n",
+            "draft_n",
+            "draft_n_accepted",
         ]),
     )
-        .prop_map(|((pn, p), (pmn, pm), (dn, d), (dmn, dm), (cn, c), x)| {
-            let node = obj(
-                vec![
-                    ("prompt_n", pn),
-                    ("prompt_ms", pmn),
-                    ("predicted_n", dn),
-                    ("predicted_ms", dmn),
-                    ("cache_n", cn),
-                ],
-                x,
-            );
-            let t = ServerTimings {
-                prompt_n: p,
-                prompt_ms: pm,
-                predicted_n: d,
-                predicted_ms: dm,
-                cache_n: c,
-            };
-            (Some(node), Some(t))
-        });
+        .prop_map(
+            |((pn, p), (pmn, pm), (dn, d), (dmn, dm), (cn, c), ((fn_, f), (an, a)), x)| {
+                let node = obj(
+                    vec![
+                        ("prompt_n", pn),
+                        ("prompt_ms", pmn),
+                        ("predicted_n", dn),
+                        ("predicted_ms", dmn),
+                        ("cache_n", cn),
+                        ("draft_n", fn_),
+                        ("draft_n_accepted", an),
+                    ],
+                    x,
+                );
+                let t = ServerTimings {
+                    prompt_n: p,
+                    prompt_ms: pm,
+                    predicted_n: d,
+                    predicted_ms: dm,
+                    cache_n: c,
+                    draft_n: f,
+                    draft_n_accepted: a,
+                };
+                (Some(node), Some(t))
+            },
+        );
     prop_oneof![
         3 => Just((None, None)),
         2 => object,

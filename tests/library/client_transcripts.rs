@@ -145,6 +145,7 @@ async fn llama_server_chat_with_usage_in_an_empty_choices_chunk() {
             predicted_n: Some(8),
             predicted_ms: Some(30.963),
             cache_n: Some(0),
+            ..ServerTimings::default()
         })
     );
 }

@@ -5,6 +5,7 @@
 mod support;
 
 mod sim_connection;
+mod sim_draft;
 mod sim_endpoints;
 mod sim_faults;
 mod sim_latency;

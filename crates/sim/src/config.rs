@@ -179,6 +179,41 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(extend("default" = {}))]
     pub adapter_accuracy: BTreeMap<String, f64>,
+    /// Speculative decoding with a draft model: the draft tokens proposed per decode step
+    /// (vLLM's `num_speculative_tokens`, at most 32). The target verifies them and keeps the
+    /// leading run it accepts plus one token of its own, so a step emits 1 to 1 + this many
+    /// tokens at once; counted on `/metrics` as vLLM counts them and in `timings` as
+    /// llama.cpp does. 0: no draft model.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    #[schemars(extend("default" = 0))]
+    pub draft_tokens: u32,
+    /// With `draft-tokens`: the probability that the first draft position is accepted,
+    /// drawn per step from the seed, the request and the step.
+    #[serde(skip_serializing_if = "is_default_draft_acceptance")]
+    #[schemars(extend("default" = DEFAULT_DRAFT_ACCEPTANCE))]
+    pub draft_acceptance: f64,
+    /// With `draft-tokens`: each later position's acceptance probability is the one before
+    /// times this (1: every position alike), as a draft model's guesses grow worse further
+    /// ahead.
+    #[serde(skip_serializing_if = "is_one_f64")]
+    #[schemars(extend("default" = 1.0))]
+    pub draft_acceptance_decay: f64,
+}
+
+/// Most draft tokens per step (each position is a series on `/metrics`).
+pub const MAX_DRAFT_TOKENS: u32 = 32;
+const DEFAULT_DRAFT_ACCEPTANCE: f64 = 0.7;
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_one_f64(n: &f64) -> bool {
+    *n == 1.0
+}
+
+fn is_default_draft_acceptance(n: &f64) -> bool {
+    *n == DEFAULT_DRAFT_ACCEPTANCE
 }
 
 fn is_zero_f64(n: &f64) -> bool {
@@ -269,6 +304,9 @@ impl Default for SimConfig {
             answer_accuracy: None,
             repetition: 0.0,
             adapter_accuracy: BTreeMap::new(),
+            draft_tokens: 0,
+            draft_acceptance: DEFAULT_DRAFT_ACCEPTANCE,
+            draft_acceptance_decay: 1.0,
         }
     }
 }
@@ -312,7 +350,7 @@ impl SimConfig {
         ]
     }
 
-    /// `answer-accuracy` and `repetition` are shares.
+    /// `answer-accuracy`, `repetition` and the draft model's probabilities are shares.
     fn validate_answers(&self) -> Result<(), ConfigError> {
         let share = |field: &'static str, v: f64| {
             if (0.0..=1.0).contains(&v) {
@@ -326,6 +364,14 @@ impl SimConfig {
         };
         share("answer-accuracy", self.answer_accuracy.unwrap_or(0.0))?;
         share("repetition", self.repetition)?;
+        share("draft-acceptance", self.draft_acceptance)?;
+        share("draft-acceptance-decay", self.draft_acceptance_decay)?;
+        if self.draft_tokens > MAX_DRAFT_TOKENS {
+            return Err(ConfigError {
+                field: "draft-tokens",
+                reason: format!("at most {MAX_DRAFT_TOKENS}"),
+            });
+        }
         if self.adapter_accuracy.len() > MAX_ADAPTERS {
             return Err(ConfigError {
                 field: "adapter-accuracy",
@@ -505,6 +551,12 @@ mod tests {
         );
         assert_eq!(bad(|c| c.output_len_mean = 0), "output-len-mean");
         assert_eq!(bad(|c| c.prefix_cache_block = 0), "prefix-cache-block");
+        assert_eq!(bad(|c| c.draft_tokens = 33), "draft-tokens");
+        assert_eq!(bad(|c| c.draft_acceptance = f64::NAN), "draft-acceptance");
+        assert_eq!(
+            bad(|c| c.draft_acceptance_decay = 1.5),
+            "draft-acceptance-decay"
+        );
         assert_eq!(
             bad(|c| c.prefix_cache_capacity = 0),
             "prefix-cache-capacity"
@@ -533,6 +585,9 @@ mod tests {
             "metrics-histograms",
             "embedding-dim",
             "reasoning-tokens",
+            "draft-tokens",
+            "draft-acceptance",
+            "draft-acceptance-decay",
         ] {
             assert!(v.get(key).is_none(), "{key} serialised at its default");
         }

@@ -8,6 +8,7 @@ mod affinity;
 mod apis;
 mod config;
 mod conn;
+mod draft;
 mod endpoints;
 mod faults;
 mod histogram;

@@ -5,6 +5,8 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::config::SimConfig;
+use super::draft::DraftCounters;
 use super::histogram::LatencyHistograms;
 
 /// Written by the scheduler task, read by the `/metrics` handler.
@@ -12,6 +14,8 @@ use super::histogram::LatencyHistograms;
 pub(crate) struct SimMetrics {
     /// `Some` with `metrics-histograms`.
     pub(crate) histograms: Option<LatencyHistograms>,
+    /// `Some` with `draft-tokens`: the speculative-decoding counters.
+    pub(crate) drafts: Option<DraftCounters>,
     running: AtomicU64,
     waiting: AtomicU64,
     kv_used: AtomicU64,
@@ -26,9 +30,11 @@ pub(crate) struct SimMetrics {
 }
 
 impl SimMetrics {
-    pub(crate) fn new(histograms: bool) -> Self {
+    pub(crate) fn new(config: &SimConfig) -> Self {
+        let k = config.draft_tokens.min(crate::config::MAX_DRAFT_TOKENS) as usize;
         SimMetrics {
-            histograms: histograms.then(LatencyHistograms::default),
+            histograms: config.metrics_histograms.then(LatencyHistograms::default),
+            drafts: (k > 0).then(|| DraftCounters::new(k)),
             ..SimMetrics::default()
         }
     }
@@ -162,6 +168,9 @@ impl SimMetrics {
         if let Some(h) = &self.histograms {
             h.render(&mut out, &escape(model));
         }
+        if let Some(d) = &self.drafts {
+            d.render(&mut out, &format!("model_name=\"{}\"", escape(model)));
+        }
         out
     }
 
@@ -236,7 +245,11 @@ mod tests {
         }
         assert!(text.contains("vllm:request_success_total{finished_reason=\"length\""));
         assert!(!text.contains("histogram"), "histograms are off by default");
-        let with = SimMetrics::new(true).render("m", 1000);
+        let config = SimConfig {
+            metrics_histograms: true,
+            ..SimConfig::default()
+        };
+        let with = SimMetrics::new(&config).render("m", 1000);
         assert!(with.contains("# TYPE vllm:time_to_first_token_seconds histogram"));
     }
 

@@ -15,15 +15,15 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::config::SimConfig;
+use super::draft::{DraftModel, StepDrafts};
 use super::faults::Fault;
-use super::histogram::RequestTimes;
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
 use super::trace::{Outcome, TraceRecord};
-use super::wire::{Finish, FinishReason, Framing, Timings};
-use super::words;
+use super::wire::{Framing, Timings};
 use crate::protocol::Api;
 
+mod emit;
 mod preempt;
 
 /// One item on a sequence's channel.
@@ -125,6 +125,11 @@ struct Running {
     last_token: Option<Instant>,
     token_us: Vec<u64>,
     batch_sizes: Vec<u32>,
+    /// Tokens it writes this step: 1, or with a draft model 1 + the drafts it accepted.
+    step_tokens: u32,
+    /// Draft tokens proposed for it, and of them accepted (`draft-tokens`).
+    drafted: u64,
+    accepted: u64,
 }
 
 /// A step whose end is further than this behind real time resets the clock to now, so a
@@ -143,6 +148,10 @@ pub(crate) struct Scheduler {
     buf: BytesMut,
     metrics: Arc<SimMetrics>,
     prefix: Option<SharedPrefixCache>,
+    /// `Some` with `draft-tokens`.
+    draft: Option<DraftModel>,
+    /// Per draft position, this step's drafts that accepted it (reused every step).
+    runs: Vec<u64>,
 }
 
 impl Scheduler {
@@ -155,7 +164,11 @@ impl Scheduler {
         prefix: Option<SharedPrefixCache>,
     ) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_57e9);
+        let draft = DraftModel::of(&config);
+        let runs = vec![0; draft.as_ref().map_or(0, DraftModel::k)];
         Scheduler {
+            draft,
+            runs,
             config,
             epoch,
             intake,
@@ -286,6 +299,9 @@ impl Scheduler {
                 last_token: None,
                 token_us: Vec::with_capacity(cap),
                 batch_sizes: Vec::with_capacity(cap),
+                step_tokens: 1,
+                drafted: 0,
+                accepted: 0,
                 seq,
             });
         }
@@ -300,8 +316,10 @@ impl Scheduler {
         };
         let mut prefilled = 0.0;
         let mut decoding = 0.0;
+        let mut step = StepDrafts::default();
         for r in &mut self.running {
             r.emit = false;
+            r.step_tokens = 1;
             if r.prefill_left > 0 {
                 let take = r.prefill_left.min(budget);
                 r.prefill_left -= take;
@@ -326,6 +344,25 @@ impl Scheduler {
             }
             r.emit = true;
             decoding += r.seq.cost;
+            r.step_tokens = match &self.draft {
+                Some(d) => 1 + verify(d, r, &mut step, &mut self.runs),
+                None => 1,
+            };
+            // A step never writes past the answer's end, nor past the half-way point where a
+            // stall is due.
+            let mut room = r.seq.output_len - r.emitted;
+            if r.seq.fault == Fault::Stall && !r.paused_once && r.emitted < r.seq.output_len / 2 {
+                room = room.min(r.seq.output_len / 2 - r.emitted);
+            }
+            r.step_tokens = r
+                .step_tokens
+                .min(room.max(1).min(u64::from(u32::MAX)) as u32);
+        }
+        if let Some(d) = &self.metrics.drafts
+            && step.drafts > 0
+        {
+            d.add(step, &self.runs);
+            self.runs.fill(0);
         }
         (prefilled, decoding)
     }
@@ -347,195 +384,19 @@ impl Scheduler {
         }
         std::time::Duration::from_nanos(nanos as u64)
     }
-
-    /// Writes one token for every sequence that emits this step, in one pass over the batch.
-    fn emit(&mut self) {
-        let now = Instant::now();
-        let now_us = self.us(now);
-        let batch = self.running.len() as u32;
-        let traced = self.trace.is_some();
-        let mut generated = 0u64;
-        let mut running = std::mem::take(&mut self.running);
-        // One reservation per step; each sequence's bytes are split off as a shared view.
-        self.buf
-            .reserve(running.iter().filter(|r| r.emit).count() * 160);
-        running.retain_mut(|r| {
-            if !r.emit {
-                return !r.seq.tx.is_closed() || self.cancel(r, now_us);
-            }
-            let s = &r.seq;
-            let half = s.output_len / 2;
-            if s.fault == Fault::StreamCut && r.emitted == half {
-                let _ = s.tx.try_send(Chunk::Cut);
-                return self.end(r, now_us, Outcome::Cut);
-            }
-            if s.fault == Fault::MalformedSse && r.emitted == half {
-                s.framing.write_garbage(&mut self.buf);
-            }
-            let index = r.emitted;
-            r.emitted += 1;
-            let last = r.emitted == s.output_len;
-            let finish = last.then(|| finish(&self.config, r, now));
-            let piece = s.script.as_ref().and_then(|sc| sc.piece(index));
-            s.framing.write_token(
-                &mut self.buf,
-                piece.unwrap_or_else(|| words::word(s.id, index)),
-                index,
-                finish.as_ref(),
-            );
-            let bytes = self.buf.split().freeze();
-            // Stored before the last token leaves: a client that continues the moment it
-            // reads it finds the response.
-            if last && let Some(p) = r.seq.store.take() {
-                p.commit(r.emitted);
-            }
-            let s = &r.seq;
-            if traced {
-                r.token_us.push(now_us);
-                r.batch_sizes.push(batch);
-            }
-            if s.tx.try_send(Chunk::Token(bytes)).is_err() {
-                r.emitted -= 1;
-                if traced {
-                    r.token_us.pop();
-                    r.batch_sizes.pop();
-                }
-                return self.cancel(r, now_us);
-            }
-            if let Some(h) = &self.metrics.histograms {
-                match r.last_token {
-                    None => h.first_token(now.saturating_duration_since(s.arrival)),
-                    Some(prev) => h.next_token(now.saturating_duration_since(prev)),
-                }
-            }
-            if index == 0 {
-                r.first_token = Some(now);
-            }
-            r.last_token = Some(now);
-            generated += 1;
-            if let Some(f) = finish {
-                if !s.framing.is_stream() {
-                    let done = Done {
-                        cached: f.cached,
-                        timings: f.timings,
-                    };
-                    let _ = s.tx.try_send(Chunk::Done(Box::new(done)));
-                }
-                return self.end(r, now_us, Outcome::Completed);
-            }
-            true
-        });
-        self.running = running;
-        self.metrics.generated(generated);
-    }
-
-    /// Drops running sequences whose client has gone (checked while everything is paused).
-    fn drop_cancelled(&mut self) {
-        let now_us = self.us(Instant::now());
-        let mut running = std::mem::take(&mut self.running);
-        running.retain_mut(|r| !r.seq.tx.is_closed() || self.cancel(r, now_us));
-        self.running = running;
-    }
-
-    /// Always returns false (the sequence leaves the batch).
-    fn cancel(&mut self, r: &mut Running, now_us: u64) -> bool {
-        self.end(r, now_us, Outcome::Cancelled)
-    }
-
-    /// Frees the sequence's KV reservation and traces it; returns false for `retain_mut`.
-    fn end(&mut self, r: &mut Running, now_us: u64, outcome: Outcome) -> bool {
-        self.kv_used -= r.seq.prompt_tokens + r.seq.max_tokens;
-        if outcome == Outcome::Completed {
-            self.metrics.succeeded();
-            if let (Some(h), Some(first), Some(last)) =
-                (&self.metrics.histograms, r.first_token, r.last_token)
-            {
-                // The step that admitted a request may have started (on the virtual clock)
-                // just before it arrived: its queue time is then 0, and queue + prefill is
-                // still exactly its time to first token.
-                let admitted = r.admitted.max(r.seq.arrival);
-                h.finished(RequestTimes {
-                    queue: admitted - r.seq.arrival,
-                    prefill: first.saturating_duration_since(admitted),
-                    decode: last.saturating_duration_since(first),
-                    e2e: last.saturating_duration_since(r.seq.arrival),
-                    completion_tokens: r.emitted,
-                });
-            }
-        }
-        if let Some(trace) = &self.trace {
-            let record = TraceRecord {
-                id: r.seq.id,
-                endpoint: r.seq.api,
-                stream: r.seq.framing.is_stream(),
-                arrival_us: self.us(r.seq.arrival),
-                admitted_us: Some(self.us(r.admitted)),
-                first_token_us: r.first_token.map(|t| self.us(t)),
-                finished_us: now_us,
-                token_us: std::mem::take(&mut r.token_us),
-                batch_sizes: std::mem::take(&mut r.batch_sizes),
-                prompt_tokens: r.seq.prompt_tokens,
-                cached_tokens: r.cached,
-                completion_tokens: r.emitted,
-                max_tokens: r.seq.max_tokens,
-                fault: r.seq.fault,
-                outcome,
-                trace: r.seq.trace,
-            };
-            let _ = trace.send(record);
-        }
-        false
-    }
-
-    fn finish_unadmitted(&mut self, s: NewSeq, outcome: Outcome) {
-        if let Some(trace) = &self.trace {
-            let _ = trace.send(TraceRecord {
-                id: s.id,
-                endpoint: s.api,
-                stream: s.framing.is_stream(),
-                arrival_us: self.us(s.arrival),
-                admitted_us: None,
-                first_token_us: None,
-                finished_us: self.us(Instant::now()),
-                token_us: Vec::new(),
-                batch_sizes: Vec::new(),
-                prompt_tokens: s.prompt_tokens,
-                cached_tokens: 0,
-                completion_tokens: 0,
-                max_tokens: s.max_tokens,
-                fault: s.fault,
-                outcome,
-                trace: s.trace,
-            });
-        }
-    }
 }
 
-/// The end of a sequence whose last token is emitted `now`.
-fn finish(config: &SimConfig, r: &Running, now: Instant) -> Finish {
-    let s = &r.seq;
-    let reason = if s.output_len == s.max_tokens {
-        FinishReason::Length
-    } else {
-        FinishReason::Stop
-    };
-    let timings = config.timings.then(|| {
-        let first = r.first_token.unwrap_or(now);
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        Timings {
-            cache_n: r.cached,
-            prompt_n: s.prompt_tokens - r.cached,
-            prompt_ms: ms(first.saturating_duration_since(r.admitted.max(s.arrival))),
-            predicted_n: r.emitted,
-            predicted_ms: ms(now.saturating_duration_since(first)),
-        }
-    });
-    Finish {
-        reason,
-        prompt: s.prompt_tokens,
-        completion: r.emitted,
-        cached: r.cached,
-        reasoning: s.framing.reasoning().min(r.emitted),
-        timings,
+/// A verification step of `r`'s drafts: how many it accepts, counted for the request, the
+/// step and each position. Counted as drawn, as vLLM counts them, even where the answer ends
+/// within the step.
+fn verify(d: &DraftModel, r: &mut Running, step: &mut StepDrafts, runs: &mut [u64]) -> u32 {
+    let accepted = d.accepted(r.seq.id, r.emitted);
+    r.drafted += d.k() as u64;
+    r.accepted += u64::from(accepted);
+    step.drafts += 1;
+    step.accepted += u64::from(accepted);
+    for n in runs.iter_mut().take(accepted as usize) {
+        *n += 1;
     }
+    accepted
 }

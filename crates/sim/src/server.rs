@@ -144,7 +144,7 @@ pub async fn start_with_trace(
         None => trace_tx,
     };
     let (intake, intake_rx) = mpsc::unbounded_channel();
-    let metrics = Arc::new(SimMetrics::new(config.metrics_histograms));
+    let metrics = Arc::new(SimMetrics::new(&config));
     let prefix = config.prefix_cache.then(|| {
         let cache = PrefixCache::new(config.prefix_cache_block, config.prefix_cache_capacity);
         Arc::new(Mutex::new(cache))

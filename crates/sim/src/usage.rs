@@ -75,6 +75,10 @@ pub(crate) struct Timings {
     /// Tokens generated.
     pub predicted_n: u64,
     pub predicted_ms: f64,
+    /// With a draft model (`draft-tokens`): draft tokens proposed for the request, and of them
+    /// accepted, as llama-server adds them when it decodes speculatively.
+    pub draft_n: Option<u64>,
+    pub draft_n_accepted: Option<u64>,
 }
 
 /// llama.cpp's field order (the transcripts in docs/simulator.md show it).
@@ -89,6 +93,10 @@ struct TimingsJson {
     predicted_ms: f64,
     predicted_per_token_ms: f64,
     predicted_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draft_n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draft_n_accepted: Option<u64>,
 }
 
 impl Timings {
@@ -115,6 +123,8 @@ impl Timings {
             predicted_ms: self.predicted_ms,
             predicted_per_token_ms: ratio(self.predicted_ms, gaps),
             predicted_per_second: rate(gaps, self.predicted_ms),
+            draft_n: self.draft_n,
+            draft_n_accepted: self.draft_n_accepted,
         };
         serde_json::to_string(&json).unwrap_or_else(|_| "{}".into())
     }
@@ -152,6 +162,8 @@ mod tests {
             prompt_ms: 12.0,
             predicted_n: 5,
             predicted_ms: 20.0,
+            draft_n: None,
+            draft_n_accepted: None,
         };
         let json = timings.to_json();
         let keys: Vec<&str> = json
@@ -182,5 +194,15 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&one.to_json()).unwrap();
         assert_eq!(v["predicted_per_token_ms"], 0.0);
         assert_eq!(v["prompt_per_second"], 0.0);
+        let drafted = Timings {
+            draft_n: Some(12),
+            draft_n_accepted: Some(9),
+            ..one
+        };
+        let json = drafted.to_json();
+        assert!(
+            json.ends_with(r#","draft_n":12,"draft_n_accepted":9}"#),
+            "{json}"
+        );
     }
 }

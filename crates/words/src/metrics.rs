@@ -6,6 +6,7 @@ pub mod def;
 pub mod latency;
 pub mod per_metric;
 pub mod record;
+pub mod telemetry;
 pub mod vocab;
 
 pub use per_metric::{MetricSet, Net, PerMetric, PerTurn, PerTurnRecorded, Recorded, Summarised};

@@ -192,6 +192,21 @@ pub struct SimSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "TOKENS")]
     pub response_store_max_tokens: Option<u64>,
+    /// Speculative decoding: draft tokens proposed per decode step (at most 32); a step emits
+    /// 1 + the leading run the target accepts. Counted on /metrics as vLLM does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "TOKENS")]
+    pub draft_tokens: Option<u32>,
+    /// With --draft-tokens: the probability that the first draft position is accepted
+    /// (default 0.7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "SHARE")]
+    pub draft_acceptance: Option<f64>,
+    /// With --draft-tokens: each later position's acceptance probability is the one before
+    /// times this (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "FACTOR")]
+    pub draft_acceptance_decay: Option<f64>,
 }
 
 impl SimArgs {

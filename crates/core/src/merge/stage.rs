@@ -79,6 +79,7 @@ pub(super) fn merge_stage(
         // A shard's attribution is its own requests' server timings beside its own client
         // figures; they are not kept whole, so the merge leaves it to each shard's result.
         attribution: None,
+        spec: crate::metrics::DraftCounts::sum(parts.iter().map(|p| p.summary.spec.as_ref())),
         aborted: parts.iter().find_map(|p| p.summary.aborted.clone()),
         // Each request's net values are its own shard's, so they add as histograms do.
         client_net: ClientNet::union(parts.iter().map(|p| p.summary.client_net.as_ref()))

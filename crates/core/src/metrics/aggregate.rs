@@ -55,6 +55,7 @@ pub struct StageAggregator {
     depths: super::depths::DepthAggregator,
     facts: StageFacts,
     timings: TimingsAcc,
+    spec: super::DraftCounts,
     /// Responses read in one burst, for the stage's note.
     bursts: super::burst::BurstAcc,
     /// With `ignore_eos`, ok requests whose output count is exact (usage or timings), for
@@ -99,6 +100,7 @@ impl StageAggregator {
             depths: Default::default(),
             facts: StageFacts::default(),
             timings: TimingsAcc::default(),
+            spec: super::DraftCounts::default(),
             bursts: super::burst::BurstAcc::default(),
             exact_counts: 0,
             payload: Default::default(),
@@ -205,6 +207,7 @@ impl StageAggregator {
         self.count_tokens(r);
         if let Some(t) = &r.server_timings {
             self.timings.record(t, ttft);
+            self.spec.record(t);
         }
         let slo = &self.slo;
         let within = |limit: Option<u64>, value: Option<u64>| match limit {
@@ -526,6 +529,7 @@ impl StageAggregator {
             histograms: None,
             notes,
             attribution,
+            spec: (self.spec.requests > 0).then_some(self.spec),
             aborted: None,
             client_net: self.client_net(rules.confidence, clock),
             rounds: Vec::new(),

@@ -64,6 +64,7 @@ pub fn merge_rounds(rounds: Vec<StageSummary>, confidence: f64) -> StageSummary 
         notes,
         // Each round's own attribution stays in its summary below.
         attribution: None,
+        spec: super::DraftCounts::sum(rounds.iter().map(|r| r.spec.as_ref())),
         aborted: rounds.iter().find_map(|r| r.aborted.clone()),
         client_net: client_net(&rounds, confidence),
         until_decided: first.until_decided.clone(),

@@ -4,7 +4,9 @@
 mod agreement;
 mod attribution;
 mod compare;
+mod compare_change;
 mod compare_render;
+mod compare_spec;
 mod compare_urls;
 mod configs;
 mod csv;
@@ -30,6 +32,7 @@ mod profile_quality;
 mod quality;
 #[cfg(feature = "parquet")]
 mod requests_parquet;
+mod spec;
 mod summary;
 mod svg;
 mod telemetry;
@@ -44,6 +47,7 @@ mod write;
 pub use agreement::{p_value, render_agreement_markdown, render_agreement_text};
 pub use attribution::AttributionRow;
 pub use compare::*;
+pub use compare_change::{Change, CompareOptions, ERROR_RATE_NOISE_PP, MetricChange, Tolerances};
 pub use compare_render::{render_compare_markdown, render_compare_text};
 pub use compare_urls::{UrlComparison, UrlFigure, compare_urls};
 pub use configs::{CONFIGS_PLOT, ConfigViewRow, ConfigsView, configs_svg, configs_view};

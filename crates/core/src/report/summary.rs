@@ -103,6 +103,9 @@ pub fn render_summary_text_with(r: &Results, color: bool) -> String {
         } else {
             stage_lines(&mut out, s, answer.streams());
         }
+        for (key, value) in super::spec::rows(s, r.telemetry.as_ref()) {
+            let _ = writeln!(out, "    {key}: {}", t(&value));
+        }
         super::urls::summary_lines(&mut out, r.target.routes.as_ref(), s);
     }
     profile_lines(&mut out, r, color);

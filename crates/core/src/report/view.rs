@@ -361,9 +361,15 @@ pub fn build_view(results: &Results, plot_files: &[String]) -> ReportView {
         stages: results
             .stages
             .iter()
-            .map(|s| StageView {
-                per_url: super::urls::rows(t.routes.as_ref(), s),
-                ..stage_view(s, t.answer(), &results.sla, plot_files)
+            .map(|s| {
+                let mut v = StageView {
+                    per_url: super::urls::rows(t.routes.as_ref(), s),
+                    ..stage_view(s, t.answer(), &results.sla, plot_files)
+                };
+                let spec = super::spec::rows(s, results.telemetry.as_ref());
+                v.throughput
+                    .extend(spec.into_iter().map(|(k, val)| kv(k, val)));
+                v
             })
             .collect(),
         repro: vec![

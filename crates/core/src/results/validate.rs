@@ -64,6 +64,9 @@ pub fn validate(r: &Results) -> Result<(), Inconsistent> {
     c.verdicts(r);
     c.shards(r);
     c.urls(r);
+    if let Some(t) = &r.telemetry {
+        c.telemetry_spec(t);
+    }
     if c.problems.is_empty() {
         Ok(())
     } else {
@@ -232,6 +235,7 @@ impl Checker {
         self.tokens(at, s);
         self.payload(at, s);
         self.quality(at, s);
+        self.spec(at, s);
         self.rates(at, s);
         self.health(at, s);
         self.steady(at, s);
@@ -490,6 +494,7 @@ mod groups;
 mod latency;
 mod payload;
 mod quality;
+mod spec;
 mod steady;
 mod until;
 mod urls;

@@ -491,6 +491,7 @@ async fn wrap_up(
         for s in out.warmup.iter_mut().chain(out.stages.iter_mut()) {
             super::telemetry::flag_throttled(&report, s);
             super::telemetry::attribute(&report, s);
+            super::telemetry::check_spec(&report, s);
         }
         out.telemetry = Some(report);
     }

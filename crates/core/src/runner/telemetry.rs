@@ -57,6 +57,26 @@ pub(super) async fn start(
     Ok(Some(Telemetry::start_async(config).await?))
 }
 
+/// Notes a stage whose responses' draft counters (llama.cpp `timings`) and the server's
+/// speculative-decoding counters over the stage disagree (see `metrics::disagreement`).
+pub(super) fn check_spec(report: &TelemetryReport, summary: &mut StageSummary) {
+    let Some(client) = &summary.spec else { return };
+    let Some(stage) = report.stage(&summary.name) else {
+        return;
+    };
+    let server = stage
+        .servers
+        .iter()
+        .filter_map(|s| s.spec.as_ref())
+        .filter_map(|s| Some((s.draft_tokens?, s.accepted_tokens?)))
+        .reduce(|a, b| (a.0 + b.0, a.1 + b.1));
+    if let Some((proposed, accepted)) = server
+        && let Some(note) = crate::metrics::disagreement(client, proposed, accepted)
+    {
+        summary.notes.push(note);
+    }
+}
+
 /// Where the stage's TTFT went, by a Prometheus source's latency histograms over the stage,
 /// when the stage has no per-request attribution (llama.cpp timings) already.
 pub(super) fn attribute(report: &TelemetryReport, summary: &mut StageSummary) {

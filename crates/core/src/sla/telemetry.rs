@@ -1,6 +1,7 @@
 //! Telemetry SLA metrics (`gpu.throttle_ratio.min`, `tokens_per_joule`, `queue.max`, …): their
-//! values come from the run's [`TelemetryReport`] through [`telemetry_metric`], and a metric
-//! nobody measured fails its assertion with a note saying why.
+//! values come from the run's [`TelemetryReport`] through [`telemetry_metric`] (the draft
+//! acceptance rate, failing that, from the responses' own counts), and a metric nobody
+//! measured fails its assertion with a note saying why.
 
 use super::grammar::{Aggregation, Metric};
 use super::observe::{Unobserved, observe};
@@ -18,6 +19,14 @@ pub fn observe_with(
     let Some(served_by) = metric.telemetry() else {
         return observe(metric, aggregation, stage);
     };
+    // The acceptance rate from the server's counters, else from its responses' own
+    // (llama.cpp's `timings`, which have no verification steps: no length from them).
+    if served_by == TelemetryMetric::SpecAcceptanceRate {
+        let server = telemetry.and_then(|r| telemetry_metric(r, &stage.name, served_by, None));
+        if let Some(v) = server.or_else(|| stage.spec.as_ref()?.acceptance_rate()) {
+            return Ok(v);
+        }
+    }
     let Some(report) = telemetry else {
         return Err(Unobserved::NoTelemetry { metric });
     };
@@ -33,6 +42,10 @@ pub fn observe_with(
         let needs = match served_by {
             TelemetryMetric::KvCacheMax | TelemetryMetric::QueueMax => {
                 "a `prometheus` server source"
+            }
+            TelemetryMetric::SpecAcceptanceRate | TelemetryMetric::SpecAcceptanceLength => {
+                "a `prometheus` server source whose server decodes speculatively (vLLM's \
+                 `vllm:spec_decode_*` counters, SGLang's `sglang:spec_accept_*` gauges)"
             }
             TelemetryMetric::EnergyJ | TelemetryMetric::TokensPerJoule => {
                 "GPU energy counters (`nvml` or dcgm-exporter, Volta or newer)"
@@ -57,6 +70,10 @@ fn server_lacks(
         TelemetryMetric::QueueMax => ("a queue-length (waiting requests) gauge", |s| {
             s.waiting_max.is_some()
         }),
+        TelemetryMetric::SpecAcceptanceRate | TelemetryMetric::SpecAcceptanceLength => (
+            "speculative-decoding counters (no draft model, or none the server exports)",
+            |s| s.spec.is_some(),
+        ),
         _ => return None,
     };
     let servers: Vec<_> = report

@@ -4,6 +4,7 @@
 //! warm-up stability rule and the telemetry SLA metric values. See `docs/telemetry.md`.
 
 mod config;
+mod counter;
 mod error;
 pub mod expo;
 mod gpu;
@@ -17,6 +18,7 @@ mod record;
 mod report;
 mod sampler;
 mod source;
+mod spec;
 mod stability;
 
 pub use config::{
@@ -37,6 +39,7 @@ pub use report::{
     StageTelemetry, TelemetryReport, telemetry_metric, tokens_per_joule,
 };
 pub use sampler::{GpuOpener, Telemetry, TelemetryHandle};
+pub use spec::{MAX_DRAFT_POSITIONS, SpecReading, SpecSource, SpecStageSummary};
 pub use stability::{
     MIN_TTFT_SAMPLES, StabilityBasis, StabilityRule, StabilityVerdict, WarmupUntil, assess_gpu,
     assess_stability, assess_ttft,

@@ -11,6 +11,7 @@ use super::expo::Exposition;
 use super::gpu::{GpuReading, throttle_reason_names};
 use super::kind::PrometheusKind;
 use super::latency::LatencyHistograms;
+use super::spec::SpecReading;
 
 /// Server-side load at one scrape. Gauges are summed over label sets (data-parallel engines)
 /// except KV usage, which is averaged; counters are totals since server start.
@@ -28,6 +29,10 @@ pub struct ServerReading {
     pub cache_hit_rate: Option<f64>,
     pub prompt_tokens: Option<f64>,
     pub generation_tokens: Option<f64>,
+    /// Speculative decoding, where the server decodes so (vLLM's counters, SGLang's
+    /// gauges). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<SpecReading>,
 }
 
 /// A scrape, normalised.
@@ -82,6 +87,7 @@ fn vllm(e: &Exposition) -> ServerReading {
         cache_hit_rate: e.mean_first(&["vllm:gpu_prefix_cache_hit_rate"]),
         prompt_tokens: e.sum_first(&["vllm:prompt_tokens_total", "vllm:prompt_tokens"]),
         generation_tokens: e.sum_first(&["vllm:generation_tokens_total", "vllm:generation_tokens"]),
+        spec: SpecReading::vllm(e),
     }
 }
 
@@ -98,6 +104,7 @@ fn sglang(e: &Exposition) -> ServerReading {
         cache_hit_rate: e.mean_first(&["sglang:cache_hit_rate"]),
         prompt_tokens: prompt,
         generation_tokens: e.sum_first(&["sglang:generation_tokens_total"]),
+        spec: SpecReading::sglang(e),
     }
 }
 
@@ -118,6 +125,7 @@ fn llamacpp(e: &Exposition) -> ServerReading {
             (p, _) => p,
         },
         generation_tokens: e.sum_first(&["llamacpp:tokens_predicted_total"]),
+        spec: None,
     }
 }
 

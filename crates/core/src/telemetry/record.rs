@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::counter::{CounterDelta, Stat};
 use super::gpu::GpuReading;
 use super::kind::PrometheusKind;
 use super::latency::LatencyHistograms;
@@ -53,63 +54,6 @@ impl<T> BoundedSeries<T> {
 
     pub fn into_parts(self) -> (Vec<T>, u64) {
         (self.points, self.stride)
-    }
-}
-
-/// Count, mean, min and max of the values that were present.
-#[derive(Debug, Clone, Copy, Default)]
-struct Stat {
-    n: u64,
-    sum: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Stat {
-    fn push(&mut self, v: Option<f64>) {
-        let Some(v) = v.filter(|v| v.is_finite()) else {
-            return;
-        };
-        if self.n == 0 {
-            self.min = v;
-            self.max = v;
-        }
-        self.n += 1;
-        self.sum += v;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
-    }
-    fn mean(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum / self.n as f64)
-    }
-    fn min(&self) -> Option<f64> {
-        (self.n > 0).then_some(self.min)
-    }
-    fn max(&self) -> Option<f64> {
-        (self.n > 0).then_some(self.max)
-    }
-}
-
-/// Increase of a Prometheus counter; a decrease is a restart from zero (as `rate()` does).
-#[derive(Debug, Clone, Copy, Default)]
-struct CounterDelta {
-    last: Option<f64>,
-    increase: f64,
-}
-
-impl CounterDelta {
-    fn push(&mut self, v: Option<f64>) {
-        let Some(v) = v.filter(|v| v.is_finite()) else {
-            return;
-        };
-        if let Some(l) = self.last {
-            self.increase += if v >= l { v - l } else { v };
-        }
-        self.last = Some(v);
-    }
-    /// `None` until two readings were seen.
-    fn get(&self, samples: u64) -> Option<f64> {
-        (self.last.is_some() && samples >= 2).then_some(self.increase)
     }
 }
 
@@ -311,6 +255,7 @@ struct ServerAcc {
     queries: CounterDelta,
     prompt: CounterDelta,
     generation: CounterDelta,
+    spec: super::spec::SpecAcc,
     /// The server's latency histograms at the stage's start and end scrapes.
     latency_start: Option<LatencyHistograms>,
     latency_end: Option<LatencyHistograms>,
@@ -327,6 +272,7 @@ impl ServerAcc {
         self.queries.push(r.prefix_queries);
         self.prompt.push(r.prompt_tokens);
         self.generation.push(r.generation_tokens);
+        self.spec.push(r.spec.as_ref());
     }
 
     fn summary(&self, source: &str, kind: Option<PrometheusKind>) -> ServerStageSummary {
@@ -351,6 +297,7 @@ impl ServerAcc {
                 (Some(end), Some(start)) => Some(end.since(start)).filter(|l| !l.is_empty()),
                 _ => None,
             },
+            spec: self.spec.summary(),
         }
     }
 }

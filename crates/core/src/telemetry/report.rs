@@ -120,6 +120,10 @@ pub struct ServerStageSummary {
     /// the stage's start and end scrapes), where it exports them. *Added in schema 2.*
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<super::latency::ServerLatency>,
+    /// Speculative decoding over the stage, where the server decodes so (see
+    /// `docs/telemetry.md`). *Added in schema 3.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<super::spec::SpecStageSummary>,
 }
 
 impl TelemetryReport {
@@ -142,6 +146,33 @@ impl StageTelemetry {
             .into_iter()
             .filter(|g| Some(&g.source) == source.as_ref())
             .collect()
+    }
+
+    /// The stage's speculative decoding over all its servers: (acceptance rate, mean
+    /// acceptance length), pooled from the counters of those that have them, else the mean of
+    /// their gauges; each `None` when no server reported it.
+    pub fn spec_figures(&self) -> (Option<f64>, Option<f64>) {
+        let specs: Vec<&super::spec::SpecStageSummary> = self
+            .servers
+            .iter()
+            .filter_map(|s| s.spec.as_ref())
+            .collect();
+        let counted: Vec<(f64, f64, f64)> = specs
+            .iter()
+            .filter(|s| s.acceptance_rate.is_some() && s.acceptance_length.is_some())
+            .filter_map(|s| Some((s.drafts?, s.draft_tokens?, s.accepted_tokens?)))
+            .collect();
+        if !counted.is_empty() {
+            let (d, p, a) = counted
+                .iter()
+                .fold((0.0, 0.0, 0.0), |t, c| (t.0 + c.0, t.1 + c.1, t.2 + c.2));
+            return ((p > 0.0).then(|| a / p), (d > 0.0).then(|| 1.0 + a / d));
+        }
+        let mean = |f: fn(&super::spec::SpecStageSummary) -> Option<f64>| {
+            let v: Vec<f64> = specs.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        (mean(|s| s.acceptance_rate), mean(|s| s.acceptance_length))
     }
 
     /// Total GPU energy of the stage (all primary GPUs), when every one has a counter.
@@ -187,5 +218,7 @@ pub fn telemetry_metric(
         TelemetryMetric::TokensPerJoule => tokens_per_joule(s, output_tokens?),
         TelemetryMetric::KvCacheMax => fold(s.servers.iter().map(|v| v.kv_cache_max), f64::max),
         TelemetryMetric::QueueMax => fold(s.servers.iter().map(|v| v.waiting_max), f64::max),
+        TelemetryMetric::SpecAcceptanceRate => s.spec_figures().0,
+        TelemetryMetric::SpecAcceptanceLength => s.spec_figures().1,
     }
 }

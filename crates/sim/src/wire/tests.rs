@@ -145,6 +145,8 @@ fn stream_tail_with_cached_tokens_and_timings() {
         prompt_ms: 12.0,
         predicted_n: 5,
         predicted_ms: 20.0,
+        draft_n: None,
+        draft_n_accepted: None,
     };
     let done = Finish {
         cached: 16,

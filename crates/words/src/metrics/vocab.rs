@@ -17,6 +17,7 @@ pub use super::def::{
     Aggregation, ApiScope, LateClient, MetricDef, MetricKind, Percentile, Shape, Worse,
 };
 pub use super::latency::{LatencyMetric, LatencySpec, Sample};
+pub use super::telemetry::TelemetryMetric;
 
 /// Figures counted over a whole stage: shares of its requests and rates over its wall time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -299,130 +300,6 @@ const COUNT_DEFS: [MetricDef; 16] = {
                 "500 tok/s",
             )
         },
-    ]
-};
-
-/// Readings of the server's telemetry over a stage, served by `telemetry::telemetry_metric`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TelemetryMetric {
-    /// Lowest SM-clock ratio of the stage's GPUs.
-    GpuThrottleRatioMin,
-    /// Highest GPU temperature, °C.
-    GpuTempMax,
-    /// Mean total GPU power draw, W.
-    GpuPowerMean,
-    /// GPU energy spent during the stage, J.
-    EnergyJ,
-    /// Output tokens per joule of GPU energy.
-    TokensPerJoule,
-    /// Highest KV-cache usage the server reported (0–1).
-    KvCacheMax,
-    /// Longest server queue (waiting requests).
-    QueueMax,
-}
-
-impl TelemetryMetric {
-    pub const ALL: [TelemetryMetric; 7] = [
-        TelemetryMetric::GpuThrottleRatioMin,
-        TelemetryMetric::GpuTempMax,
-        TelemetryMetric::GpuPowerMean,
-        TelemetryMetric::EnergyJ,
-        TelemetryMetric::TokensPerJoule,
-        TelemetryMetric::KvCacheMax,
-        TelemetryMetric::QueueMax,
-    ];
-
-    pub fn def(self) -> &'static MetricDef {
-        &TELEMETRY_DEFS[self as usize]
-    }
-}
-
-const fn reading(
-    name: &'static str,
-    label: &'static str,
-    key: &'static str,
-    kind: MetricKind,
-    worse: Worse,
-    example: &'static str,
-) -> MetricDef {
-    MetricDef {
-        name,
-        label,
-        key,
-        kind,
-        worse,
-        late_client: LateClient::LoadOnly,
-        from_output_tokens: false,
-        scope: ApiScope::All,
-        example,
-    }
-}
-
-/// In the order of [`TelemetryMetric`].
-const TELEMETRY_DEFS: [MetricDef; 7] = {
-    use MetricKind as K;
-    use Worse::{Higher, Lower};
-    [
-        reading(
-            "gpu.throttle_ratio.min",
-            "GPU clock ratio (min)",
-            "telemetry.stages[].gpus[].clock_ratio_min",
-            K::Number,
-            Lower,
-            "0.9",
-        ),
-        reading(
-            "gpu.temp.max",
-            "GPU temperature (max)",
-            "telemetry.stages[].gpus[].temp_max_c",
-            K::Celsius,
-            Higher,
-            "85",
-        ),
-        reading(
-            "gpu.power.mean",
-            "GPU power (mean)",
-            "telemetry.stages[].gpus[].power_mean_w",
-            K::Watts,
-            Higher,
-            "600 W",
-        ),
-        reading(
-            "energy_j",
-            "GPU energy",
-            "telemetry.stages[].gpus[].energy_j",
-            K::Joules,
-            Higher,
-            "50000 J",
-        ),
-        MetricDef {
-            from_output_tokens: true,
-            scope: ApiScope::Generated,
-            ..reading(
-                "tokens_per_joule",
-                "tokens per joule",
-                "tokens.output / telemetry.stages[].gpus[].energy_j",
-                K::TokPerJoule,
-                Lower,
-                "2",
-            )
-        },
-        reading(
-            "kv_cache.max",
-            "KV-cache usage (max)",
-            "telemetry.stages[].servers[].kv_cache_max",
-            K::Number,
-            Higher,
-            "0.9",
-        ),
-        reading(
-            "queue.max",
-            "queue (max)",
-            "telemetry.stages[].servers[].waiting_max",
-            K::Number,
-            Higher,
-            "10",
-        ),
     ]
 };
 

@@ -249,6 +249,8 @@ fn timings_of(t: &Map<String, Value>) -> ServerTimings {
         predicted_n: uint("predicted_n"),
         predicted_ms: float("predicted_ms"),
         cache_n: uint("cache_n"),
+        draft_n: uint("draft_n"),
+        draft_n_accepted: uint("draft_n_accepted"),
     }
 }
 

@@ -336,3 +336,47 @@ fn judge_figures_off_their_scale_or_sum_are_refused() {
         assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
     }
 }
+
+#[test]
+fn speculative_figures_past_their_counts_are_refused() {
+    let e = broken(|r| {
+        r.stages[0].spec = Some(crate::metrics::DraftCounts {
+            requests: u64::MAX,
+            draft_tokens: 10,
+            accepted_tokens: 11,
+        });
+        let spec = crate::telemetry::SpecStageSummary {
+            source: crate::telemetry::SpecSource::Counters,
+            drafts: Some(-1.0),
+            draft_tokens: None,
+            accepted_tokens: None,
+            acceptance_rate: Some(1.5),
+            acceptance_length: Some(0.5),
+            acceptance_rate_per_position: vec![0.5, -0.1],
+            counter_resets: 0,
+            notes: Vec::new(),
+        };
+        let server = crate::telemetry::ServerStageSummary {
+            spec: Some(spec),
+            ..Default::default()
+        };
+        let stage = crate::telemetry::StageTelemetry {
+            servers: vec![server],
+            ..Default::default()
+        };
+        r.telemetry = Some(crate::telemetry::TelemetryReport {
+            stages: vec![stage],
+            ..Default::default()
+        });
+    });
+    for field in [
+        "stages[0].spec.requests",
+        "stages[0].spec.accepted_tokens = 11",
+        "servers[0].spec.drafts = -1",
+        "servers[0].spec.acceptance_rate = 1.5",
+        "servers[0].spec.acceptance_length = 0.5",
+        "servers[0].spec.acceptance_rate_per_position[1]",
+    ] {
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}

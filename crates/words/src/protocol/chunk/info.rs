@@ -64,6 +64,12 @@ pub struct ServerTimings {
     /// Prompt tokens reused from the server's cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_n: Option<u64>,
+    /// Draft tokens proposed for the request (speculative decoding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_n: Option<u64>,
+    /// Of them, accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_n_accepted: Option<u64>,
 }
 
 /// What one chunk says.

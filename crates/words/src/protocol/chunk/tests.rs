@@ -184,6 +184,7 @@ fn llama_cpp_timings() {
             predicted_n: Some(8),
             predicted_ms: Some(30.963),
             cache_n: Some(0),
+            ..ServerTimings::default()
         })
     );
     assert_eq!(c.usage.and_then(|u| u.cached_tokens), Some(0));
@@ -198,6 +199,12 @@ fn llama_cpp_timings() {
             ..ServerTimings::default()
         })
     );
+    // A speculative llama-server adds its draft counters; a negative one is no count.
+    let c = fast(r#"{"timings":{"predicted_n":16,"draft_n":12,"draft_n_accepted":9}}"#);
+    let t = c.timings.unwrap();
+    assert_eq!((t.draft_n, t.draft_n_accepted), (Some(12), Some(9)));
+    let c = fast(r#"{"timings":{"draft_n":-3,"draft_n_accepted":1.5}}"#);
+    assert_eq!(c.timings.unwrap(), ServerTimings::default());
     assert_eq!(fast(r#"{"timings":null}"#).timings, None);
     assert_eq!(fast(r#"{"timings":[1,2]}"#).timings, None);
 }

@@ -224,6 +224,14 @@ impl<'a> Text<'a> {
                 seen.first(4)?;
                 self.lenient_uint(i, &mut t.cache_n)
             }
+            b"draft_n" => {
+                seen.first(5)?;
+                self.lenient_uint(i, &mut t.draft_n)
+            }
+            b"draft_n_accepted" => {
+                seen.first(6)?;
+                self.lenient_uint(i, &mut t.draft_n_accepted)
+            }
             _ => self.skip(i, 2),
         })?;
         *out = Some(t);
