@@ -28,6 +28,7 @@ mod outputs;
 mod plots;
 mod profile;
 mod profile_compare;
+mod profile_group;
 mod profile_quality;
 mod quality;
 #[cfg(feature = "parquet")]
@@ -73,9 +74,10 @@ pub use outputs::{
     is_plot_file, plot_files, report_formats,
 };
 pub use plots::*;
-pub use profile::{ProfileGroup, ProfileRow, profile_svg, profiles};
+pub use profile::{profile_svg, profiles};
 pub use profile_compare::{compare_plot_path, compare_profile_svgs, compare_svgs};
-pub use profile_quality::{RowAccuracy, quality_file_name, quality_svg};
+pub use profile_group::{ProfileGroup, ProfileRow, RowAccuracy};
+pub use profile_quality::{quality_file_name, quality_svg};
 #[cfg(feature = "parquet")]
 pub use requests_parquet::{ROWS_PER_GROUP, requests_parquet};
 

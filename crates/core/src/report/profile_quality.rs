@@ -4,11 +4,9 @@
 //! the interval as a bar, the `accuracy` thresholds asserted on the points and the knee. A
 //! server that answers worse under load shows here as the curve falling as the load rises.
 
-use serde::Serialize;
-
 use super::names::stage_slug;
 use super::numbers::short;
-use super::profile::ProfileGroup;
+use super::profile_group::{ProfileGroup, RowAccuracy};
 use super::svg::canvas::{Axis, Doc, LegendEntry, Rect};
 use super::svg::style::{self, Marker, Style};
 use super::svg::{Orient, Scale};
@@ -18,16 +16,6 @@ use crate::results::Results;
 /// File name of a group's accuracy-against-load plot.
 pub fn quality_file_name(group: &str) -> String {
     format!("quality-{}.svg", stage_slug(group))
-}
-
-/// A point's accuracy, in percent, with its interval, and in words for the tables.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RowAccuracy {
-    pub value: f64,
-    pub low: f64,
-    pub high: f64,
-    /// `94.3 % [91.1, 96.4]`.
-    pub text: String,
 }
 
 /// The point's accuracy, when its answers were scored.
