@@ -232,6 +232,20 @@ mod tests {
                 ("max_model_len", "2048".to_string(), MODELS_PATH),
             ]
         );
+        // A hostile server's version: cut like every string it sends (markup is escaped where
+        // it is shown, by the report and the terminal).
+        let hostile = ServerInfo {
+            server_header: None,
+            endpoints: [(
+                "/version".to_string(),
+                serde_json::json!({"version": format!("<img src=x>{}", "9".repeat(5000))}),
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let version = &hostile.facts()[1].1;
+        assert_eq!(version.chars().count(), MAX_STRING + 1, "{version}");
+        assert!(ServerInfo::default().facts().is_empty());
         // Not JSON, or no body: the header alone.
         let bare = ServerInfo::from_models(None, Some(b"<html>"));
         assert!(bare.endpoints.is_empty() && bare.summary().is_none());
