@@ -74,6 +74,20 @@ const DOCUMENTED_EXAMPLES: &[(&str, Metric, Option<Aggregation>, Op, f64)] = &[
         5.0,
     ),
     (
+        "e2e.max < 2m",
+        Metric::Latency(L::E2e),
+        Some(Max),
+        Op::Lt,
+        120_000.0,
+    ),
+    (
+        "e2e.p99 < 1.5m",
+        Metric::Latency(L::E2e),
+        Some(Percentile(P99)),
+        Op::Lt,
+        90_000.0,
+    ),
+    (
         "ttft.p50 == 250us",
         Metric::Latency(L::Ttft),
         Some(Percentile(P50)),

@@ -25,6 +25,8 @@ pub(crate) struct Ctx<'t> {
     /// The directory the scenario's relative paths resolve against, when it is read from a
     /// file: the paths it names are checked to be regular files (`named_files.rs`).
     pub base_dir: Option<std::path::PathBuf>,
+    /// The file's top-level nodes: one of them met inside a block is told where it belongs.
+    pub top_level: Vec<&'static str>,
 }
 
 /// A value read from the file, after `(param)` substitution.
@@ -63,6 +65,7 @@ impl<'t> Ctx<'t> {
             params: BTreeMap::new(),
             problems: Vec::new(),
             base_dir: None,
+            top_level: Vec::new(),
         }
     }
 
@@ -120,12 +123,23 @@ impl<'t> Ctx<'t> {
 
     pub fn unknown_node(&mut self, node: &KdlNode, parent: &str, known: &[&str]) {
         let name = node.name().value();
+        let help = self.unknown_help(name, parent, known, "node");
         self.error(
             self.name_span(node),
             format!("unknown node `{name}` in {parent}"),
             "not a known node here",
-            Some(suggest(name, known, "node")),
+            Some(help),
         );
+    }
+
+    /// The hint for `name`, unknown in `parent`: where it belongs when it is a top-level node
+    /// (`tokenizer` inside `target { }` is the usual slip), else the nearest known `what`.
+    pub fn unknown_help(&self, name: &str, parent: &str, known: &[&str], what: &str) -> String {
+        if !known.contains(&name) && self.top_level.contains(&name) {
+            format!("`{name}` is a top-level node: move it out of {parent} to the file's top level")
+        } else {
+            suggest(name, known, what)
+        }
     }
 
     /// Resolves `(param)"name"`; any other annotation is an error.

@@ -102,6 +102,7 @@ pub fn parse_str(
     };
     let mut ctx = Ctx::new(text, source.named());
     ctx.base_dir = Some(source.base_dir());
+    ctx.top_level = names(&[TOP]);
     // The lexer's verdict points at the `{`; the parse's own bounds hold whatever it says.
     let parsed = match super::depth::too_deep(text) {
         Some(at) => Err(Unparsed::TooDeep(SourceSpan::new(at.into(), 1))),

@@ -178,7 +178,7 @@ fn other_setting(
                 ctx.name_span(child),
                 format!("unknown setting `{name}` in target \"sim\""),
                 "not a target or simulator setting",
-                Some(suggest(name, &known, "setting")),
+                Some(ctx.unknown_help(name, "`target`", &known, "setting")),
             );
         }
         None if simulator => ctx.error(

@@ -17,7 +17,7 @@
 //! op          ::= "<" | "<=" | ">" | ">=" | "=="
 //! rhs         ::= NUMBER ws UNIT
 //!               | "baseline" ( ws "*" ws NUMBER )?
-//! UNIT        ::= "ms" | "s" | "us" | "µs"                ; latency, stored in ms
+//! UNIT        ::= "ms" | "s" | "m" | "us" | "µs"          ; latency, stored in ms
 //!               | "%"                                     ; percent, stored in percent
 //!               | "req/s" | "tok/s"
 //! NUMBER      ::= DIGIT+ ( "." DIGIT+ )?
@@ -535,6 +535,8 @@ fn unit_scale(unit: &str) -> Option<(MetricKind, f64)> {
     Some(match unit {
         "ms" => (MetricKind::Latency, 1.0),
         "s" => (MetricKind::Latency, 1e3),
+        // `server_startup < 5m`: a server's start-up is counted in minutes.
+        "m" => (MetricKind::Latency, 60e3),
         "us" | "µs" => (MetricKind::Latency, 1e-3),
         "%" => (MetricKind::Percent, 1.0),
         // `20/s`: requests are what a rate counts unless it says tokens.

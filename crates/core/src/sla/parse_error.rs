@@ -130,7 +130,7 @@ pub(super) fn example_value(metric: Metric) -> &'static str {
 
 pub(super) fn unit_hint(metric: Metric) -> String {
     let what = match metric.kind() {
-        MetricKind::Latency => "a latency (ms, s or us)",
+        MetricKind::Latency => "a latency (us, ms, s or m)",
         MetricKind::Percent => "a percentage",
         MetricKind::ReqPerSec => "in requests per second (req/s)",
         MetricKind::TokPerSec => "in tokens per second (tok/s)",

@@ -10,7 +10,7 @@ use crate::units::trim_float;
 /// What kind of value a metric is, which fixes the unit its threshold must be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricKind {
-    /// Milliseconds; written with ms, s or us.
+    /// Milliseconds; written with us, ms, s or m.
     Latency,
     /// A share, written with `%` and stored in percent (1% → 1.0).
     Percent,
