@@ -282,6 +282,7 @@ impl TopLevel {
         super::until::check_scenario(ctx, &s);
         super::labels::check_selectors(ctx, &s);
         telemetry::check_sim_refs(ctx, &s.target, &self.sim_metric_refs);
+        telemetry::check_sources(ctx, &s);
         super::session_state::check_state(ctx, nodes, &s.target);
         super::server::check(ctx, nodes, &s);
         s

@@ -263,6 +263,39 @@ fn otlp_receive(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<OtlpReceive
     Some(OtlpReceive { listen, wait })
 }
 
+/// An SLA on a telemetry reading (`kv_cache.max`, `gpu.power.mean`, …) needs a source that
+/// samples it: without one the run could only end with the assertion undecided.
+pub(crate) fn check_sources(ctx: &mut Ctx<'_>, s: &super::model::Scenario) {
+    if s.telemetry.as_ref().is_some_and(|t| !t.sources.is_empty()) {
+        return;
+    }
+    let source = if matches!(s.target.endpoint, Endpoint::Sim(_)) {
+        "prometheus \"sim\""
+    } else {
+        "prometheus \"http://host:8000/metrics\" (or nvml for the GPU readings)"
+    };
+    use crate::metrics::TelemetryMetric as T;
+    // Speculative decoding's figures also come in the responses (`timings`, usage).
+    let sampled = |m: crate::sla::Metric| {
+        m.is_telemetry()
+            && !matches!(
+                m,
+                crate::sla::Metric::Telemetry(T::SpecAcceptanceRate | T::SpecAcceptanceLength)
+            )
+    };
+    for a in s.sla.iter().filter(|a| sampled(a.expr.value.metric)) {
+        let metric = a.expr.value.metric;
+        ctx.error(
+            a.expr.span,
+            format!("`{metric}` is a telemetry reading, and no telemetry source samples it"),
+            "nothing in this scenario measures it",
+            Some(format!(
+                "add a source: telemetry {{ {source} }} (docs/telemetry.md)"
+            )),
+        );
+    }
+}
+
 /// `prometheus "sim"` needs the embedded simulator as the target.
 pub(crate) fn check_sim_refs(ctx: &mut Ctx<'_>, target: &Target, refs: &[SourceSpan]) {
     if matches!(target.endpoint, Endpoint::Sim(_)) {
