@@ -37,7 +37,22 @@ pub(super) fn config(
             .or_insert_with(|| Value::String(h.clone()));
     }
     match serde_json::from_value::<SimConfig>(Value::Object(sim)) {
-        Ok(cfg) => t.endpoint = Endpoint::Sim(Box::new(cfg)),
+        // The ranges the types cannot hold (`jitter 1.5`, `max-running 0`) are the
+        // simulator's own checks, run here so `validate` refuses what the run would.
+        Ok(cfg) => match cfg.validate() {
+            Ok(()) => t.endpoint = Endpoint::Sim(Box::new(cfg)),
+            Err(e) => {
+                let at = node
+                    .children()
+                    .and_then(|c| c.nodes().iter().find(|n| n.name().value() == e.field));
+                ctx.error(
+                    ctx.name_span(at.unwrap_or(node)),
+                    format!("invalid simulator setting `{}`", e.field),
+                    e.reason,
+                    Some("see the simulator's settings in docs/simulator.md".into()),
+                );
+            }
+        },
         // Each setting was checked on its own; a failure here is a cross-field one.
         Err(e) => ctx.error(
             ctx.name_span(node),
