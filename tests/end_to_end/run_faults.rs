@@ -110,6 +110,15 @@ sla {
         junit.contains("no successful request, threshold 500 ms"),
         "{junit}"
     );
+    // stages.csv: the count 0, then empty cells, never 0 ms a spreadsheet would average in.
+    let csv = std::fs::read_to_string(out.join("stages.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cell = |name: &str| row[head.iter().position(|h| *h == name).expect(name)];
+    assert_eq!(cell("ttft_count"), "0", "{csv}");
+    assert_eq!(cell("ttft_p50_ms"), "", "{csv}");
+    assert_eq!(cell("e2e_p99_ms"), "", "{csv}");
     let r = results(&out);
     let v = r["sla"]
         .as_array()

@@ -18,17 +18,20 @@ fn field(s: &str) -> String {
     crate::escape::csv_cell(s)
 }
 
-fn figures(d: &Dist) -> [f64; 9] {
+fn figures(d: &Dist) -> [String; 9] {
+    // A distribution with no sample has no percentiles: an empty cell, not a 0 a spreadsheet
+    // would average in.
+    let v = |x: f64| if d.count == 0 { String::new() } else { x.to_string() };
     [
-        d.count as f64,
-        d.p50,
-        d.p90,
-        d.p95,
-        d.p99,
-        d.p999,
-        d.max,
-        d.min,
-        d.mean,
+        d.count.to_string(),
+        v(d.p50),
+        v(d.p90),
+        v(d.p95),
+        v(d.p99),
+        v(d.p999),
+        v(d.max),
+        v(d.min),
+        v(d.mean),
     ]
 }
 
@@ -208,7 +211,7 @@ fn stage_row(
     row.retain(|(c, _)| generates || !GENERATED.contains(c));
     let mut row: Vec<String> = row.into_iter().map(|(_, v)| v).collect();
     if !generates {
-        row.push(t.inputs_per_s.unwrap_or(0.0).to_string());
+        row.push(t.inputs_per_s.map(|v| v.to_string()).unwrap_or_default());
         row.push(s.tokens.inputs.to_string());
     }
     for (_, d) in s
@@ -216,7 +219,7 @@ fn stage_row(
         .iter()
         .filter(|(m, _)| Metric::Latency(*m).applies_to(answer))
     {
-        row.extend(figures(d).iter().map(f64::to_string));
+        row.extend(figures(d));
     }
     let c = &s.client;
     row.extend([
