@@ -301,3 +301,34 @@ fn without_metrics_the_responses_give_the_rate() {
     assert!((rate - 0.855).abs() < 0.05, "{rate}");
     assert_eq!(sla[1]["passed"], false, "{sla:?}");
 }
+
+/// SGLang publishes gauges, not counters (`sglang:spec_accept_length`, the mean tokens per
+/// verification step, and `sglang:spec_accept_rate`): through the binary, against a server
+/// whose `/metrics` is SGLang's, the stage's figures are the gauges' mean over the stage (an
+/// idle engine's 0 left out), and an SLA on each decides on them.
+#[test]
+fn sglang_gauges_give_the_stage_its_figures() {
+    let pages = (0..4000u64)
+        .map(|i| match i % 3 {
+            // An idle scrape: SGLang reports 0 when no step ran since the last one.
+            0 => "sglang:num_running_reqs 0\nsglang:spec_accept_length 0\nsglang:spec_accept_rate 0\n".to_string(),
+            _ => "sglang:num_running_reqs 4\nsglang:spec_accept_length{model_name=\"m\"} 2.5\nsglang:spec_accept_rate{model_name=\"m\"} 0.6\n".to_string(),
+        })
+        .collect();
+    let metrics = pages_server(pages);
+    let (o, r) = run_kdl(&kdl(
+        r#"target "sim" { decode-base "4ms"; }"#,
+        &format!("prometheus \"{metrics}/metrics\" kind=\"sglang\" required=#true"),
+        r#"assert "spec.acceptance_length > 2"
+    assert "spec.acceptance_rate >= 70%""#,
+    ));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let spec = server_spec(&r);
+    let length = spec["acceptance_length"].as_f64().expect("a length");
+    let rate = spec["acceptance_rate"].as_f64().expect("a rate");
+    assert!((length - 2.5).abs() < 1e-9, "{spec}");
+    assert!((rate - 0.6).abs() < 1e-9, "{spec}");
+    let sla = r["sla"].as_array().unwrap();
+    assert_eq!(sla[0]["passed"], true, "{sla:?}");
+    assert_eq!(sla[1]["passed"], false, "{sla:?}");
+}
