@@ -21,7 +21,13 @@ fn field(s: &str) -> String {
 fn figures(d: &Dist) -> [String; 9] {
     // A distribution with no sample has no percentiles: an empty cell, not a 0 a spreadsheet
     // would average in.
-    let v = |x: f64| if d.count == 0 { String::new() } else { x.to_string() };
+    let v = |x: f64| {
+        if d.count == 0 {
+            String::new()
+        } else {
+            x.to_string()
+        }
+    };
     [
         d.count.to_string(),
         v(d.p50),
