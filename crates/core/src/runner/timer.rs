@@ -110,7 +110,16 @@ mod linux {
                 }
             });
             match read {
-                Ok(result) => return result,
+                Ok(result) => {
+                    // The read took every expiration, so the descriptor is not readable
+                    // until the timer fires again: forget the readiness now (no system
+                    // call) rather than keep it, which made the next wait read the
+                    // not-yet-expired timer once for its `EAGAIN` (a read per send).
+                    if result.is_ok() {
+                        guard.clear_ready();
+                    }
+                    return result;
+                }
                 // Stale readiness from an earlier expiration: wait for this one.
                 Err(_would_block) => continue,
             }
