@@ -95,6 +95,7 @@ fn scenario() -> Scenario {
             until_decided: None,
             groups: Vec::new(),
             priority_gate: false,
+            shapes: Vec::new(),
         }],
         sla: vec![],
         sla_policy: Default::default(),

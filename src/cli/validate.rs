@@ -37,6 +37,9 @@ pub fn run(args: ValidateArgs) -> Result<(), Error> {
                     v.datasets,
                     v.stages
                 );
+                for line in &v.sweeps {
+                    outln!("sweep  {}", crate::escape::terminal(line));
+                }
                 out!("{}", v.needs);
                 for url in &v.servers {
                     outln!("{}", needs_server(url));

@@ -38,6 +38,7 @@ mod network;
 mod onboarding;
 mod onboarding_urls;
 mod otlp;
+mod pareto;
 mod pooling;
 mod priority_header;
 mod priority_header_result;

@@ -107,6 +107,9 @@ pub struct Validated {
     /// The MLPerf preset: what it asserts and needs, and, when its stage is planned shorter
     /// than MLPerf's minimum duration (and is no smoke run), why it cannot qualify.
     pub mlperf: Option<(String, Option<String>)>,
+    /// Each sweep's points (shapes × load levels) and about how long they run
+    /// (`plan::sweep_lines`).
+    pub sweeps: Vec<String>,
 }
 
 /// Checks the scenario at `path` as far as it can without the network: parsed, compiled
@@ -136,6 +139,7 @@ pub fn validate(path: &Path, params: &[(String, String)]) -> Result<Validated, E
             .map(|c| (c.name.clone(), c.command.clone()))
             .collect(),
         mlperf: mlperf_lines(&scenario),
+        sweeps: crate::plan::sweep_lines(&plan),
     })
 }
 

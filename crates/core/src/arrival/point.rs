@@ -27,6 +27,11 @@ pub struct LoadPoint {
     /// Closed-loop clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<u32>,
+    /// A shaped sweep's (input/output) shape, `"128/32"`: the point's prompts and answers
+    /// have these token lengths, and its group is its stage's for this shape
+    /// (`stage@128/32`). *Added in 0.3.0.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
 }
 
 impl LoadPoint {

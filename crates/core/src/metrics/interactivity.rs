@@ -44,6 +44,10 @@ pub struct Frontier {
     /// throughput (`output_tokens_per_s`), per GPU otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u32>,
+    /// A shaped sweep's shape, `"128/32"` (input/output tokens), whose points these are.
+    /// *Added in 0.3.0.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
     /// The sweep's points with a TPOT figure, in load order.
     pub points: Vec<FrontierPoint>,
     /// The load of the sweep's knee (the profile table's knee, `metrics::knee_load`), when
@@ -131,6 +135,9 @@ pub fn frontier(stages: &[StageSummary], group: &str) -> Option<Frontier> {
     Some(Frontier {
         group: group.to_string(),
         gpus: sweep.first().and_then(|s| s.planned.gpus),
+        shape: sweep
+            .first()
+            .and_then(|s| s.profile.as_ref()?.point.shape.clone()),
         points,
         knee: knee_load(&sweep),
     })

@@ -24,7 +24,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
     let base_dir = scenario.source.base_dir();
     judges_reach_a_simulator(scenario)?;
     let mut tokenizer = LazyTokenizer::new(&scenario.tokenizer, &base_dir);
-    let datasets = scenario
+    let mut datasets = scenario
         .datasets
         .iter()
         .enumerate()
@@ -44,7 +44,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
         None => None,
         Some(w) => Some(warmup_plan(scenario, w, &datasets, drain_default)?),
     };
-    let stages = stage_plans(scenario, &datasets, drain_default)?;
+    let stages = stage_plans(scenario, &mut datasets, drain_default)?;
     let sla = scenario
         .sla
         .iter()
@@ -55,6 +55,7 @@ pub fn compile(scenario: &Scenario) -> Result<Plan, PlanError> {
             every_point: a.every_point,
         })
         .collect();
+    let sla = super::profile::rescope_shapes(scenario, sla);
     let (stages, sla, server_configs) = super::server_axis::cross(scenario, stages, sla);
     let mut plan = Plan {
         format: PLAN_FORMAT,
@@ -160,7 +161,7 @@ fn warmup_plan(
 /// Every stage's plans (a sweep or search expands into several), each with its rounds.
 fn stage_plans(
     scenario: &Scenario,
-    datasets: &[DatasetPlan],
+    datasets: &mut Vec<DatasetPlan>,
     drain_default: Duration,
 ) -> Result<Vec<StagePlan>, PlanError> {
     let mut stages = Vec::with_capacity(scenario.stages.len());
@@ -174,6 +175,8 @@ fn stage_plans(
         let planned = if trace {
             let source = &datasets[dataset].source;
             vec![trace_stage(spec, dataset, source, seed, drain_default)?]
+        } else if !spec.shapes.is_empty() {
+            super::profile::expand_shapes(spec, datasets, dataset, seed, drain_default)?
         } else {
             super::profile::expand(spec, dataset, seed, drain_default)?
         };

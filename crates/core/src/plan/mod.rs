@@ -6,6 +6,7 @@
 mod compile;
 mod data_file;
 mod error;
+mod estimate;
 mod groups;
 mod hash;
 mod hooks;
@@ -23,11 +24,12 @@ mod stage;
 
 pub use compile::compile;
 pub use error::PlanError;
+pub use estimate::sweep_lines;
 pub use hash::plan_hash;
 pub use hooks::HookPlan;
 pub use json::write_json;
 pub use model::*;
-pub use profile::{point_name, probe_stage};
+pub use profile::{point_name, probe_stage, shape_group};
 pub use render::render_text;
 pub use session::SessionRecipe;
 pub use slice::Slice;

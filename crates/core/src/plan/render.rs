@@ -76,6 +76,9 @@ fn render_into(plan: &Plan, out: &mut String) -> std::fmt::Result {
     for c in &plan.server_configs {
         writeln!(out, "server     config {}: {}", c.name, c.command.join(" "))?;
     }
+    for line in super::sweep_lines(plan) {
+        writeln!(out, "sweep      {line}")?;
+    }
     let mut running: Option<&str> = None;
     for stage in plan.stages_in_order() {
         writeln!(out)?;

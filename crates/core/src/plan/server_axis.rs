@@ -38,21 +38,28 @@ pub(super) fn cross(
         .flat_map(|a| match &a.stage {
             // A `best.` assertion's stage names the figure's stage across the
             // configurations: it stays one assertion.
-            Some(stage)
-                if !a.assertion.best && scenario.stages.iter().any(|s| &s.name.value == stage) =>
-            {
-                names
-                    .iter()
-                    .map(|c| ScopedAssertion {
-                        stage: Some(format!("{stage}@{c}")),
-                        ..a.clone()
-                    })
-                    .collect()
-            }
+            Some(stage) if !a.assertion.best && names_stage(scenario, stage) => names
+                .iter()
+                .map(|c| ScopedAssertion {
+                    stage: Some(format!("{stage}@{c}")),
+                    ..a.clone()
+                })
+                .collect(),
             _ => vec![a],
         })
         .collect();
     (crossed, scoped, configs)
+}
+
+/// Whether an assertion's scope names a stage of the scenario, or one shape of a shaped
+/// sweep (`stage@128/32`, see `profile::rescope_shapes`).
+fn names_stage(scenario: &Scenario, scope: &str) -> bool {
+    scenario.stages.iter().any(|s| {
+        s.name.value == scope
+            || s.shapes
+                .iter()
+                .any(|sh| super::profile::shape_group(&s.name.value, sh.value) == scope)
+    })
 }
 
 /// `stage` on configuration `config`: renamed, and a sweep point's group with it (each

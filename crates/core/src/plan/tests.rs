@@ -34,6 +34,7 @@ pub(crate) fn stage(
         until_decided: None,
         groups: Vec::new(),
         priority_gate: false,
+        shapes: Vec::new(),
     }
 }
 

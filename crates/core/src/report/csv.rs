@@ -127,6 +127,20 @@ const QUALITY: [&str; 12] = [
     "agreement_high_percent",
 ];
 
+/// The shape columns, last, in a run with a shaped sweep (`shapes "128/32" …`), so that other
+/// runs keep their columns as they were: the point's shape and its two lengths, empty on a
+/// stage that is no shaped point.
+const SHAPE: [&str; 3] = ["shape", "shape_input_tokens", "shape_output_tokens"];
+
+/// A stage's shape cells, in the order of [`SHAPE`].
+fn shape_cells(s: &crate::metrics::StageSummary) -> [String; 3] {
+    let Some(shape) = s.profile.as_ref().and_then(|p| p.point.shape.as_deref()) else {
+        return Default::default();
+    };
+    let (input, output) = shape.split_once('/').unwrap_or_default();
+    [field(shape), field(input), field(output)]
+}
+
 /// The CSV of every stage of `results` (the warm-up excluded), in run order; a stage split by
 /// `model` or `class` is followed by a row per label, its stage named `stage[model=NAME]`.
 pub fn stages_csv(results: &Results) -> String {
@@ -136,13 +150,30 @@ pub fn stages_csv(results: &Results) -> String {
     if quality {
         header.extend(QUALITY.map(String::from));
     }
+    let shaped = results
+        .stages
+        .iter()
+        .any(|s| s.profile.as_ref().is_some_and(|p| p.point.shape.is_some()));
+    if shaped {
+        header.extend(SHAPE.map(String::from));
+    }
     let mut out = header.join(",");
     out.push_str("\r\n");
+    let extra = Extra { quality };
     for s in &results.stages {
-        stage_row(&mut out, answer, s, &s.name, quality);
+        stage_row(&mut out, answer, s, &s.name, extra);
+        if shaped {
+            push_cells(&mut out, &shape_cells(s));
+        }
+        out.push_str("\r\n");
         for g in &s.groups {
             let name = format!("{}[{}={}]", s.name, g.by, g.label);
-            stage_row(&mut out, answer, &g.summary, &name, quality);
+            stage_row(&mut out, answer, &g.summary, &name, extra);
+            // A label's row is its stage's share of the same point.
+            if shaped {
+                push_cells(&mut out, &shape_cells(s));
+            }
+            out.push_str("\r\n");
         }
     }
     out
@@ -181,13 +212,27 @@ fn quality_cells(s: &crate::metrics::StageSummary) -> [String; 12] {
     ]
 }
 
-/// One row: `s`'s figures under `name`.
+/// The optional column sets a row has before the shape's (which the caller adds).
+#[derive(Clone, Copy)]
+struct Extra {
+    quality: bool,
+}
+
+/// `cells` after a row's last one.
+fn push_cells(out: &mut String, cells: &[String]) {
+    for c in cells {
+        out.push(',');
+        out.push_str(c);
+    }
+}
+
+/// One row, without its line end: `s`'s figures under `name`.
 fn stage_row(
     out: &mut String,
     answer: Answer,
     s: &crate::metrics::StageSummary,
     name: &str,
-    quality: bool,
+    extra: Extra,
 ) {
     let generates = answer.generates();
     let t = &s.throughput;
@@ -236,10 +281,10 @@ fn stage_row(
         s.validity.trusted.to_string(),
         field(&s.validity.reasons.join("; ")),
     ]);
-    if quality {
+    if extra.quality {
         row.extend(quality_cells(s));
     }
-    let _ = write!(out, "{}\r\n", row.join(","));
+    let _ = write!(out, "{}", row.join(","));
 }
 
 #[cfg(test)]

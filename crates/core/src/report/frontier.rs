@@ -161,6 +161,7 @@ mod tests {
         let f = Frontier {
             group: "ladder".into(),
             gpus: None,
+            shape: None,
             points: vec![
                 point("a", 50.0, 100.0, true),
                 point("b", 30.0, 300.0, true),

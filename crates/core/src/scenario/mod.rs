@@ -33,6 +33,7 @@ mod server_config;
 mod session;
 mod session_state;
 mod settings;
+mod shapes;
 mod sim_target;
 mod sla_block;
 mod stage;

@@ -216,6 +216,26 @@ pub struct StageSpec {
     /// told to go later fails the gate (`"report"`, the default: shown only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub priority_gate: bool,
+    /// A sweep's `shapes "128/32" "1024/128"`: the sweep's ladder runs once per shape, each
+    /// with synthetic prompts of that input length answered with that output length, each
+    /// shape its own profile group (`stage@128/32`). Empty for a sweep over one workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<Spanned<Shape>>,
+}
+
+/// One (input, output) length pair of a sweep's `shapes`, in tokens: written and labelled
+/// `"128/32"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Shape {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+}
+
+impl Shape {
+    /// `128/32`: how the file writes it, and the label of its points and profile group.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.input_tokens, self.output_tokens)
+    }
 }
 
 /// One grouping of a stage's requests, its labels in file order (see `protocol::Grouping`).

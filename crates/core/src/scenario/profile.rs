@@ -6,7 +6,7 @@
 use kdl::KdlNode;
 
 use super::ctx::{Ctx, NodeReader, Val, one_arg};
-use super::model::{ProfileSpec, StageLimit, SweepSpec};
+use super::model::{ProfileSpec, Shape, StageLimit, SweepSpec};
 use super::settings::{Entries, Setting, find, names, read_children, with_reader};
 use super::written::Spanned;
 use crate::arrival::{ArrivalSpec, SearchAxis, SearchSpec};
@@ -78,14 +78,41 @@ const SEARCH_SETTINGS: &[Setting<Entries<SearchRead>>] = &[
 const MAX_POINTS: u64 = 1000;
 
 /// Parses `sweep { rates 10 20 40 }`, `sweep { rate from=10 to=200 steps=6
-/// scale="geometric" }` or `sweep { concurrency 1 2 4 8 }`.
-pub(crate) fn sweep(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
+/// scale="geometric" }` or `sweep { concurrency 1 2 4 8 }`, each with optional `shapes
+/// "128/32" "1024/128"` (into `shapes`).
+pub(crate) fn sweep(
+    ctx: &mut Ctx<'_>,
+    node: &KdlNode,
+    shapes: &mut Vec<Spanned<Shape>>,
+) -> Option<ProfileSpec> {
     let mut r = NodeReader::new(ctx, node);
     let mut out = None;
     let mut count = 0;
+    let mut shapes_ok = true;
+    let mut shapes_seen = false;
     for child in r.children() {
+        if child.name().value() == super::shapes::SHAPES {
+            if shapes_seen {
+                ctx.error(
+                    ctx.name_span(child),
+                    "`sweep` has more than one `shapes`",
+                    "second `shapes`",
+                    Some("list every shape on one line: shapes \"128/32\" \"1024/128\"".into()),
+                );
+                shapes_ok = false;
+                continue;
+            }
+            shapes_seen = true;
+            match with_reader(ctx, child, super::shapes::read_shapes) {
+                Some(list) => *shapes = list,
+                None => shapes_ok = false,
+            }
+            continue;
+        }
         let Some(list) = find(&[SWEEP], child.name().value()) else {
-            ctx.unknown_node(child, "`sweep`", &names(&[SWEEP]));
+            let mut known = names(&[SWEEP]);
+            known.push(super::shapes::SHAPES);
+            ctx.unknown_node(child, "`sweep`", &known);
             continue;
         };
         count += 1;
@@ -106,7 +133,22 @@ pub(crate) fn sweep(ctx: &mut Ctx<'_>, node: &KdlNode) -> Option<ProfileSpec> {
         );
         return None;
     }
-    out.map(ProfileSpec::Sweep)
+    let out = out.filter(|_| shapes_ok)?;
+    let points = match &out {
+        SweepSpec::Rates(r) => r.len(),
+        SweepSpec::Concurrency(c) => c.len(),
+    };
+    let total = points as u64 * shapes.len().max(1) as u64;
+    if total > MAX_POINTS {
+        ctx.error(
+            ctx.name_span(node),
+            format!("the sweep expands into {total} points, more than {MAX_POINTS}"),
+            format!("{} shapes × {points} load points", shapes.len()),
+            Some("list fewer shapes or load points, or split the sweep into stages".into()),
+        );
+        return None;
+    }
+    Some(ProfileSpec::Sweep(out))
 }
 
 fn non_empty<T>(ctx: &mut Ctx<'_>, node: &KdlNode, v: Option<Vec<T>>) -> Option<Vec<T>> {
@@ -305,6 +347,7 @@ pub(crate) fn parse_in_stage(
     ctx: &mut Ctx<'_>,
     node: &KdlNode,
     current: &mut Option<ProfileSpec>,
+    shapes: &mut Vec<Spanned<Shape>>,
 ) -> Option<ProfileSpec> {
     if current.is_some() {
         ctx.error(
@@ -316,7 +359,7 @@ pub(crate) fn parse_in_stage(
         return current.take();
     }
     if node.name().value() == "sweep" {
-        sweep(ctx, node)
+        sweep(ctx, node, shapes)
     } else {
         search(ctx, node)
     }

@@ -75,6 +75,7 @@ pub(super) fn check_refs(
     answers_are_checked(ctx, s);
     judges_see_prompts(ctx, s);
     super::profile::check_curve_assertions(ctx, s);
+    super::shapes::check_shapes(ctx, s);
     super::server_config::check_best_assertions(ctx, s);
 }
 

@@ -160,6 +160,7 @@ pub(crate) fn parse(ctx: &mut Ctx<'_>, node: &KdlNode) -> StageOut {
             until_decided: read.until,
             groups: split.groups,
             priority_gate: split.priority_gate,
+            shapes: read.shapes,
         }),
         _ => None,
     };
@@ -210,6 +211,8 @@ struct Read {
     drain: Option<Duration>,
     rounds: Option<u32>,
     profile: Option<ProfileSpec>,
+    /// The sweep's `shapes`, when it has them.
+    shapes: Vec<Spanned<super::model::Shape>>,
     sla: Vec<AssertionSpec>,
     /// The `model`, `class` and `priority-inversion` children.
     split: super::labels::Split,
@@ -235,7 +238,7 @@ impl Read {
             r.skip_all();
             let _ = r.children();
         });
-        st.profile = super::profile::parse_in_stage(ctx, node, &mut st.profile);
+        st.profile = super::profile::parse_in_stage(ctx, node, &mut st.profile, &mut st.shapes);
     }
 
     /// `duration` or `requests` (one of them, its value read by `value`), with its
