@@ -89,7 +89,13 @@ fn stage_needs(plan: &Plan, stage: &StagePlan, confidence: f64) -> Vec<Assertion
             point: point.clone(),
             assertion: a.assertion.to_string(),
             need: fewest_to_pass(&a.assertion, confidence, build),
-            reach,
+            // `judge_score` counts the judge's sample (a label's share of it), not requests.
+            reach: match a.assertion.metric {
+                crate::sla::Metric::Count(infermeter_words::metrics::CountMetric::JudgeScore) => {
+                    reach::judged(plan, stage, reach, a.assertion.label.as_deref()).unwrap_or(reach)
+                }
+                _ => reach,
+            },
             sequential: stage.until_decided.is_some(),
             counts: counts(a.assertion.metric),
         })
