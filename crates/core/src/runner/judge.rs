@@ -459,6 +459,61 @@ mod tests {
     }
 
     #[test]
+    fn each_label_tallies_its_own_answers_and_their_cost() {
+        use crate::protocol::Grouping;
+        let labelled = |i: u16| {
+            let mut l = Labels::default();
+            l.set(Grouping::Model, i);
+            l
+        };
+        let verdict = |model: u16, score: Option<u32>, cached: bool| Verdict {
+            labels: labelled(model),
+            score,
+            cached,
+            call: (!cached).then_some((100, 3)),
+        };
+        let judged = Judged {
+            model: "j".into(),
+            scale: 5,
+            price: Some(crate::dataset::JudgePrice {
+                input_per_million: 2.0,
+                output_per_million: 10.0,
+                currency: None,
+            }),
+            verdicts: vec![
+                verdict(0, Some(5), false),
+                verdict(0, Some(5), true),
+                verdict(1, Some(1), false),
+                verdict(1, None, false),
+            ],
+        };
+        let of = |i: u16| {
+            judged
+                .tally(|l| l.get(Grouping::Model) == Some(i))
+                .finish(0.95)
+        };
+        let (base, worse) = (of(0), of(1));
+        assert_eq!((base.sampled, base.scored, base.mean), (2, 2, Some(5.0)));
+        assert_eq!((base.calls, base.cache_hits), (1, 1));
+        assert_eq!(
+            (worse.scored, worse.failures, worse.mean),
+            (1, 1, Some(1.0))
+        );
+        let all = judged.tally(|_| true).finish(0.95);
+        assert_eq!((all.sampled, all.calls, all.prompt_tokens), (4, 3, 300));
+        let c = all.cost.unwrap();
+        assert!(
+            (c.total - (300.0 * 2.0 + 9.0 * 10.0) / 1e6).abs() < 1e-15,
+            "{c:?}"
+        );
+        let w = worse.cost.unwrap();
+        assert!(
+            (w.total - (200.0 * 2.0 + 6.0 * 10.0) / 1e6).abs() < 1e-15,
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn judge_cache_round_trips_and_skips_garbage() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/cache.jsonl");

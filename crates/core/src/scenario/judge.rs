@@ -319,3 +319,92 @@ fn rubric(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<String> {
     }
     Some(text.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::dataset::{JudgePrice, JudgeSpec};
+    use crate::scenario::{ScenarioError, parse_str};
+
+    fn parse(judge: &str) -> Result<Option<JudgeSpec>, ScenarioError> {
+        let text = format!(
+            "target \"sim\"\ndataset \"d\" {{\n    jsonl \"q.jsonl\"\n    quality {{\n        judge {{\n\
+             url \"sim\"; model \"j\"; rubric \"r\"\n{judge}\n        }}\n    }}\n}}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }}\n"
+        );
+        parse_str(Path::new("t.kdl"), &text, &[])
+            .map(|s| s.datasets[0].quality.as_ref().and_then(|q| q.judge.clone()))
+    }
+
+    /// Each problem's message, label and help.
+    fn problems(judge: &str) -> String {
+        let e = parse(judge).expect_err("invalid");
+        e.problems()
+            .iter()
+            .map(|p| format!("{} | {} | {:?}\n", p.message, p.label, p.help))
+            .collect()
+    }
+
+    #[test]
+    fn prices_are_read_per_million_tokens_with_their_currency() {
+        let j = parse("price input=\"0.15/1M\" output=\"0.0006/1K\" currency=\"USD\"")
+            .unwrap()
+            .unwrap();
+        let p = j.price.unwrap();
+        assert_eq!(p.input_per_million, 0.15);
+        assert!((p.output_per_million - 0.6).abs() < 1e-12, "{p:?}");
+        assert_eq!(p.currency.as_deref(), Some("USD"));
+        let j = parse("price input=\"0/1M\" output=\"2/1m\"")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            j.price,
+            Some(JudgePrice {
+                input_per_million: 0.0,
+                output_per_million: 2.0,
+                currency: None
+            })
+        );
+        // No price, no cost.
+        assert_eq!(parse("").unwrap().unwrap().price, None);
+    }
+
+    #[test]
+    fn a_price_without_its_unit_or_below_zero_is_refused_with_a_hint() {
+        for (price, said) in [
+            (
+                "price input=0.15 output=\"0.6/1M\"",
+                "`input` needs its unit",
+            ),
+            (
+                "price input=\"0.15\" output=\"0.6/1M\"",
+                "`input` needs its unit: /1M or /1K",
+            ),
+            (
+                "price input=\"0.15/1M\" output=\"-1/1M\"",
+                "`output` is no price",
+            ),
+            (
+                "price input=\"nan/1M\" output=\"1/1M\"",
+                "`input` is no price",
+            ),
+            (
+                "price input=\"inf/1M\" output=\"1/1M\"",
+                "`input` is no price",
+            ),
+            ("price input=\"1/1M\"", "`price` needs output="),
+            ("price \"1/1M\"", "not an argument"),
+            (
+                "price input=\"1/1M\" output=\"1/1M\" currency=\"US D\"",
+                "a short word",
+            ),
+            ("price input=\"1/1M\" output=\"1/1M\" tax=\"1\"", "tax"),
+        ] {
+            let p = problems(price);
+            assert!(p.contains(said), "{price}: {p}");
+        }
+        let p = problems("price input=\"0.15\" output=\"0.6/1M\"");
+        assert!(p.contains("0.15/1M"), "the hint shows the form: {p}");
+    }
+}
