@@ -413,6 +413,15 @@ fn bad_judge_settings_are_refused_by_validate_where_they_are_written() {
     assert_eq!(code, invalid, "{said}");
     assert!(said.contains("no prompt texts"), "{said}");
 
+    // A judge_score assertion on a data set without a judge.
+    let (code, said) = validate_plain_with_judge_score();
+    assert_eq!(code, invalid, "{said}");
+    assert!(said.contains("data set `d` judges none"), "{said}");
+}
+
+#[test]
+fn judge_score_per_label_and_the_judges_prices_are_checked_by_validate() {
+    let invalid = Some(infermeter_core::exit::INVALID);
     // judge_score split by a label: each label's share of the judged sample, counted as such.
     let split = |selector: &str| {
         validate_text(&format!(
@@ -462,11 +471,6 @@ fn bad_judge_settings_are_refused_by_validate_where_they_are_written() {
         said.contains("`output` is no price") && said.contains("qa.kdl:7"),
         "{said}"
     );
-
-    // A judge_score assertion on a data set without a judge.
-    let (code, said) = validate_plain_with_judge_score();
-    assert_eq!(code, invalid, "{said}");
-    assert!(said.contains("data set `d` judges none"), "{said}");
 }
 
 fn validate_plain_with_judge_score() -> (Option<i32>, String) {
