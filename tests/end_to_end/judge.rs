@@ -1,8 +1,9 @@
 //! The LLM judge of a data set's answers (docs/quality.md, "LLM judge"): the real binary with
 //! the embedded simulator as target and judge over real HTTP, `judge_score` gated on its
-//! interval; a cached rerun that calls the judge no more; a judge answering garbage, or never
-//! answering, counted as judge failures while the run completes; the judge's key sent and
-//! never shown; bad judge settings refused by `validate` where they are written.
+//! interval, on the stage and on each model apart; a cached rerun that calls the judge no
+//! more; the judge's cost, its tokens at the scenario's prices; a judge answering garbage, or
+//! never answering, counted as judge failures while the run completes; the judge's key sent
+//! and never shown; bad judge settings refused by `validate` where they are written.
 
 use std::sync::{Arc, Mutex};
 
@@ -88,6 +89,9 @@ fn judge_score_gates_and_a_cached_rerun_calls_the_judge_no_more() {
     );
     assert_eq!(j["failures"], 0, "{j}");
     assert!(j["prompt_tokens"].as_u64().unwrap() > 0, "{j}");
+    // No price written, no cost (not a cost of 0).
+    assert!(j.get("cost").is_none(), "{j}");
+    assert!(!text(&o).0.contains("cost"), "{}", text(&o).0);
     // Right answers get 5, wrong ones 1: about half each.
     let mean = j["mean"].as_f64().unwrap();
     assert!((2.2..3.8).contains(&mean), "{j}");
@@ -114,6 +118,95 @@ fn judge_score_gates_and_a_cached_rerun_calls_the_judge_no_more() {
     assert_eq!(k["counts"], j["counts"], "the same scores from the cache");
     let (stdout, _) = text(&o);
     assert!(stdout.is_empty() || !stdout.contains("Score:"), "{stdout}");
+}
+
+#[test]
+fn each_model_is_judged_on_its_own_answers_and_the_cost_is_tokens_at_the_prices() {
+    let dir = tempfile::tempdir().unwrap();
+    let kdl = judged(
+        1.0,
+        "url \"sim\"; model \"infermeter-sim\"; with-reference #true; sample 120\n\
+         price input=\"0.15/1M\" output=\"0.60/1M\" currency=\"USD\"",
+        &[
+            "judge_score[model=infermeter-sim] > 4",
+            "judge_score[model=worse] > 3",
+        ],
+    )
+    .replace(
+        "ignore-eos #false",
+        "ignore-eos #false\n    adapters { worse 1.0; }\n    adapter-accuracy { worse 0.2; }",
+    )
+    .replace(
+        "requests 120;",
+        "requests 240; model \"infermeter-sim\" weight=1; model \"worse\" weight=1;",
+    );
+    let (r, o) = run_in(dir.path(), &kdl);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let base = verdict(&r, "judge_score[model=infermeter-sim] > 4");
+    assert_eq!(base["outcome"], "pass", "{base}");
+    let worse = verdict(&r, "judge_score[model=worse] > 3");
+    assert_eq!(worse["outcome"], "fail", "{worse}");
+    // Each judged on its own Student-t interval, wholly under the threshold.
+    assert!(
+        worse["interval"]["high"].as_f64().is_some_and(|h| h < 3.0),
+        "{worse}"
+    );
+
+    let s = stage(&r, "qa");
+    let j = &s["quality"]["judge"];
+    let groups = s["groups"].as_array().unwrap();
+    let label = |name: &str| {
+        &groups.iter().find(|g| g["label"] == name).unwrap()["summary"]["quality"]["judge"]
+    };
+    let (b, w) = (label("infermeter-sim"), label("worse"));
+    // The stage's sample, split between the models: every judged answer counted once.
+    for field in [
+        "sampled",
+        "scored",
+        "calls",
+        "prompt_tokens",
+        "completion_tokens",
+    ] {
+        assert_eq!(
+            b[field].as_u64().unwrap() + w[field].as_u64().unwrap(),
+            j[field].as_u64().unwrap(),
+            "{field}: {b} {w} {j}"
+        );
+    }
+    assert_eq!(j["scored"], 120, "{j}");
+    assert!(
+        b["scored"].as_u64().unwrap() >= 40 && w["scored"].as_u64().unwrap() >= 40,
+        "{b} {w}"
+    );
+    assert_eq!(b["mean"], 5.0, "every right answer gets 5: {b}");
+    let wm = w["mean"].as_f64().unwrap();
+    assert!((1.2..2.8).contains(&wm), "{w}");
+    let [low, high] = [
+        w["interval"][0].as_f64().unwrap(),
+        w["interval"][1].as_f64().unwrap(),
+    ];
+    assert!(low < wm && wm < high && high < 3.0, "{w}");
+
+    // The cost is the tokens at the prices, for the stage and each model.
+    for t in [j, b, w] {
+        let tokens = |k: &str| t[k].as_u64().unwrap() as f64;
+        let want = tokens("prompt_tokens") * 0.15 / 1e6 + tokens("completion_tokens") * 0.60 / 1e6;
+        let c = &t["cost"];
+        assert!((c["total"].as_f64().unwrap() - want).abs() < 1e-12, "{t}");
+        assert_eq!(c["currency"], "USD", "{t}");
+        assert!(want > 0.0, "{t}");
+    }
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("model worse:") && stdout.contains(", cost "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("judge_score[model=worse] > 3"), "{stdout}");
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(
+        md.contains("| judge score |") && md.contains(" USD"),
+        "{md}"
+    );
 }
 
 /// A judge server answering each call with `content(n)` for call `n`, counting calls and
@@ -153,7 +246,7 @@ fn a_judge_answering_garbage_is_counted_apart_and_its_key_never_shown() {
     let dir = tempfile::tempdir().unwrap();
     let judge = format!(
         "url \"{}\"; model \"j\"; api-key env=\"INFERMETER_TEST_JUDGE_KEY\"; sample 30; \
-         concurrency 3; cache \"judge.jsonl\"",
+         concurrency 3; cache \"judge.jsonl\"; price input=\"2/1M\" output=\"0.01/1K\"",
         server.base_url
     );
     let kdl = judged(1.0, &judge, &["judge_score > 3"]);
@@ -183,6 +276,32 @@ fn a_judge_answering_garbage_is_counted_apart_and_its_key_never_shown() {
     );
     assert_eq!(j["failures"], 15, "{j}");
     assert_eq!(j["mean"], 4.0, "{j}");
+    // Every call is paid for, scored or not: 30 × 100 prompt tokens at 2 a million, 30 × 3
+    // completion tokens at 0.01 a thousand (10 a million).
+    let cost = &j["cost"];
+    assert_eq!(
+        (j["prompt_tokens"].as_u64(), j["completion_tokens"].as_u64()),
+        (Some(3000), Some(90))
+    );
+    assert!(
+        (cost["input"].as_f64().unwrap() - 0.006).abs() < 1e-12,
+        "{cost}"
+    );
+    assert!(
+        (cost["output"].as_f64().unwrap() - 0.0009).abs() < 1e-12,
+        "{cost}"
+    );
+    assert!(
+        (cost["total"].as_f64().unwrap() - 0.0069).abs() < 1e-12,
+        "{cost}"
+    );
+    assert_eq!(cost["output_per_million"], 10.0, "{cost}");
+    assert!(cost.get("currency").is_none(), "{cost}");
+    assert!(
+        text(&o).0.contains("3000 + 90 tokens, cost 0.0069)"),
+        "{}",
+        text(&o).0
+    );
     // The answers themselves are not the judge's failures.
     assert_eq!(stage(&r, "qa")["quality"]["correct"], 120);
     assert_eq!(
@@ -294,22 +413,64 @@ fn bad_judge_settings_are_refused_by_validate_where_they_are_written() {
     assert_eq!(code, invalid, "{said}");
     assert!(said.contains("no prompt texts"), "{said}");
 
-    // judge_score split by a label: the judged sample is the stage's.
-    let (code, said) = validate_text(&format!(
-        "target \"sim\" {{\n    model \"base\"\n    adapters {{ lora 1.5; }}\n}}\n\
-         dataset \"d\" {{\n    jsonl \"{}\"\n    quality {{ judge {{ url \"sim\"; model \"base\"; rubric \"r\"; }} }}\n}}\n\
-         stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 20; \
-         model \"base\" weight=1; model \"lora\" weight=1; }}\n\
-         sla {{ assert \"judge_score[model=base] > 3\"; }}\n",
-        qa_set()
-    ));
-    assert_eq!(code, invalid, "{said}");
-    assert!(said.contains("not split by label"), "{said}");
-
     // A judge_score assertion on a data set without a judge.
     let (code, said) = validate_plain_with_judge_score();
     assert_eq!(code, invalid, "{said}");
     assert!(said.contains("data set `d` judges none"), "{said}");
+}
+
+#[test]
+fn judge_score_per_label_and_the_judges_prices_are_checked_by_validate() {
+    let invalid = Some(infermeter_core::exit::INVALID);
+    // judge_score split by a label: each label's share of the judged sample, counted as such.
+    let split = |selector: &str| {
+        validate_text(&format!(
+            "target \"sim\" {{\n    model \"base\"\n    adapters {{ lora 1.5; }}\n}}\n\
+             dataset \"d\" {{\n    jsonl \"{}\"\n    quality {{ judge {{ url \"sim\"; model \"base\"; rubric \"r\"; sample 40; }} }}\n}}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 200; \
+             model \"base\" weight=1; model \"lora\" weight=1; }}\n\
+             sla {{ assert \"judge_score[{selector}] > 3\"; }}\n",
+            qa_set()
+        ))
+    };
+    let (code, said) = split("model=base");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("10 judged answers")
+            && said.contains(
+                "judge scores about 20 of this label's answers (50 % of a sample of 40): ok"
+            ),
+        "{said}"
+    );
+    // A label no stage has is refused as on any other metric.
+    let (code, said) = split("model=nope");
+    assert_eq!(code, invalid, "{said}");
+    assert!(
+        said.contains("no stage here has the model `nope`"),
+        "{said}"
+    );
+
+    // A price needs its unit, and is a number ≥ 0: refused at its line, with the form to write.
+    let (code, said) = validate(
+        "url \"sim\"; model \"m\"; rubric \"r\"\nprice input=\"0.15\" output=\"0.6/1M\"",
+        &[],
+    );
+    assert_eq!(code, invalid, "{said}");
+    assert!(
+        said.contains("`input` needs its unit")
+            && said.contains("qa.kdl:7")
+            && said.contains("\"0.15/1M\""),
+        "{said}"
+    );
+    let (code, said) = validate(
+        "url \"sim\"; model \"m\"; rubric \"r\"\nprice input=\"0.15/1M\" output=\"-2/1M\"",
+        &[],
+    );
+    assert_eq!(code, invalid, "{said}");
+    assert!(
+        said.contains("`output` is no price") && said.contains("qa.kdl:7"),
+        "{said}"
+    );
 }
 
 fn validate_plain_with_judge_score() -> (Option<i32>, String) {

@@ -89,7 +89,13 @@ fn stage_needs(plan: &Plan, stage: &StagePlan, confidence: f64) -> Vec<Assertion
             point: point.clone(),
             assertion: a.assertion.to_string(),
             need: fewest_to_pass(&a.assertion, confidence, build),
-            reach,
+            // `judge_score` counts the judge's sample (a label's share of it), not requests.
+            reach: match a.assertion.metric {
+                crate::sla::Metric::Count(infermeter_words::metrics::CountMetric::JudgeScore) => {
+                    reach::judged(plan, stage, reach, a.assertion.label.as_deref()).unwrap_or(reach)
+                }
+                _ => reach,
+            },
             sequential: stage.until_decided.is_some(),
             counts: counts(a.assertion.metric),
         })
@@ -255,6 +261,68 @@ mod tests {
         let w = warning(&n.rows[0]);
         assert!(w.contains("sweep `p`") && w.contains("sends 40"), "{w}");
         assert!(!w.contains("until-decided max="), "{w}");
+    }
+
+    #[test]
+    fn a_judge_score_counts_the_judges_sample_and_a_labels_share_of_it() {
+        let qa = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/data/qa.jsonl");
+        let n = needs(&format!(
+            r#"
+            scenario "t"
+            target "sim" {{ adapters {{ lora 1.0; }} }}
+            dataset "d" {{
+                jsonl "{qa}"
+                quality {{ judge {{ url "sim"; model "j"; rubric "r"; sample 30; }} }}
+            }}
+            stage "s" {{
+                dataset "d"; arrival "concurrency" clients=1; requests 200
+                model "infermeter-sim" weight=3
+                model "lora" weight=1
+            }}
+            sla {{
+                assert "judge_score > 3"
+                assert "judge_score[model=infermeter-sim] > 3"
+                assert "judge_score[model=lora] > 3"
+            }}
+            "#
+        ));
+        let reach: Vec<(Reach, Standing)> =
+            n.rows.iter().map(|r| (r.reach, r.standing())).collect();
+        assert_eq!(
+            reach,
+            [
+                (
+                    Reach::Judged {
+                        count: 30,
+                        sample: 30,
+                        share: None
+                    },
+                    Standing::Enough
+                ),
+                (
+                    Reach::Judged {
+                        count: 22,
+                        sample: 30,
+                        share: Some(0.75)
+                    },
+                    Standing::Enough
+                ),
+                (
+                    Reach::Judged {
+                        count: 7,
+                        sample: 30,
+                        share: Some(0.25)
+                    },
+                    Standing::TooFew
+                ),
+            ]
+        );
+        let w = warning(&n.rows[2]);
+        assert!(
+            w.contains("about 7 of this label's answers") && w.contains("`sample 40`"),
+            "{w}"
+        );
+        assert!(n.to_string().contains("judged answers"), "{n}");
     }
 
     #[test]

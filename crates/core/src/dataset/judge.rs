@@ -32,10 +32,27 @@ pub struct JudgeSpec {
     pub sample: u32,
     /// The cache file, as written (relative to the scenario's folder).
     pub cache: String,
+    /// What the judge's tokens cost (`price input="0.15/1M" output="0.60/1M"`), when written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<JudgePrice>,
     /// `cache` resolved against the scenario's folder; not part of the plan's text.
     #[serde(skip)]
     #[schemars(skip)]
     pub cache_path: Option<PathBuf>,
+}
+
+/// The judge's prices (`price input="0.15/1M" output="0.60/1M" currency="USD"`), each per
+/// million tokens whatever unit it was written in (`/1M` or `/1K`): non-negative finite
+/// numbers. The currency is the user's word, shown beside the cost, never converted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgePrice {
+    /// Per million prompt (input) tokens.
+    pub input_per_million: f64,
+    /// Per million completion (output) tokens.
+    pub output_per_million: f64,
+    /// The unit the cost is shown in, as written (`currency="USD"`); absent: a plain number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
 }
 
 /// The smallest `sample`: fewer judged answers than `judge_score`'s interval needs could
@@ -155,6 +172,7 @@ mod tests {
             sample: 200,
             cache: DEFAULT_JUDGE_CACHE.into(),
             cache_path: None,
+            price: None,
         }
     }
 

@@ -50,8 +50,8 @@ pub use items::{
 };
 pub use jsonl::load_jsonl;
 pub use judge::{
-    DEFAULT_JUDGE_CACHE, JudgeSpec, MAX_JUDGED_BYTES, MIN_JUDGE_SAMPLE, cache_key, clip_judged,
-    judge_body, parse_score,
+    DEFAULT_JUDGE_CACHE, JudgePrice, JudgeSpec, MAX_JUDGED_BYTES, MIN_JUDGE_SAMPLE, cache_key,
+    clip_judged, judge_body, parse_score,
 };
 pub use length::{LengthError, validate_length};
 pub use prompt::{Prompt, PromptFactory};

@@ -39,6 +39,53 @@ pub struct JudgeTally {
     /// [`JUDGE_MIN_SCORED`] scores on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
+    /// What the judge's tokens cost at the prices the scenario gave (`price …`); absent
+    /// without prices. *Added in 0.3.0.*
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<JudgeCost>,
+}
+
+/// The judge's cost: `prompt_tokens` × the input price + `completion_tokens` × the output
+/// price, each price per million tokens. Cached scores made no call and cost nothing.
+/// *Added in 0.3.0.*
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgeCost {
+    /// The whole cost (`input + output`).
+    pub total: f64,
+    /// The prompt tokens' cost.
+    pub input: f64,
+    /// The completion tokens' cost.
+    pub output: f64,
+    /// The prices, per million tokens.
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+    /// The unit the scenario named (`currency="USD"`); absent: a plain number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+}
+
+impl JudgeCost {
+    /// No cost yet, at these prices (per million tokens).
+    pub fn priced(
+        input_per_million: f64,
+        output_per_million: f64,
+        currency: Option<String>,
+    ) -> Self {
+        JudgeCost {
+            input_per_million,
+            output_per_million,
+            currency,
+            ..JudgeCost::default()
+        }
+    }
+
+    /// The cost of `prompt` and `completion` tokens at these prices.
+    fn of(mut self, prompt: u64, completion: u64) -> Self {
+        self.input = prompt as f64 * self.input_per_million / 1e6;
+        self.output = completion as f64 * self.output_per_million / 1e6;
+        self.total = self.input + self.output;
+        self
+    }
 }
 
 impl JudgeTally {
@@ -71,13 +118,19 @@ impl JudgeTally {
         self.cache_hits += o.cache_hits;
         self.prompt_tokens += o.prompt_tokens;
         self.completion_tokens += o.completion_tokens;
+        if self.cost.is_none() {
+            self.cost.clone_from(&o.cost);
+        }
     }
 
     /// The counts with their mean and its interval: mean ± t(n − 1)·s/√n, clipped to
     /// `[1, scale]`.
+    /// The cost, when priced, is the tokens' at its prices.
     pub fn finish(mut self, confidence: f64) -> JudgeTally {
         let n = self.counts.iter().sum::<u64>();
         self.scored = n;
+        let tokens = (self.prompt_tokens, self.completion_tokens);
+        self.cost = self.cost.map(|c| c.of(tokens.0, tokens.1));
         if n == 0 {
             (self.mean, self.interval) = (None, None);
             return self;
@@ -131,5 +184,24 @@ mod tests {
         let both = both.finish(0.95);
         assert_eq!(both.scored, 24);
         assert!(both.interval.unwrap()[1] - both.interval.unwrap()[0] < high - low);
+    }
+
+    #[test]
+    fn judge_cost_is_its_tokens_at_their_prices() {
+        let priced = JudgeTally {
+            prompt_tokens: 11_136,
+            completion_tokens: 200,
+            cost: Some(JudgeCost::priced(0.15, 0.6, Some("USD".into()))),
+            ..JudgeTally::default()
+        };
+        let mut both = priced.clone();
+        both.add(&priced);
+        let c = both.finish(0.95).cost.unwrap();
+        assert!((c.input - 2.0 * 11_136.0 * 0.15e-6).abs() < 1e-12, "{c:?}");
+        assert!((c.output - 2.0 * 200.0 * 0.6e-6).abs() < 1e-12, "{c:?}");
+        assert!((c.total - c.input - c.output).abs() < 1e-15);
+        assert_eq!(c.currency.as_deref(), Some("USD"));
+        // No prices, no cost (not a cost of 0).
+        assert_eq!(JudgeTally::default().finish(0.95).cost, None);
     }
 }

@@ -62,7 +62,7 @@ pub use groups::priority_check;
 pub use histograms::{HistogramCodec, StageHistograms, TurnHistograms};
 pub use interactivity::{Frontier, FrontierPoint, frontier, frontiers};
 pub use intervals::{median_of_rounds, rounds_intervals, sample_intervals, sample_intervals_of};
-pub use judge::{JUDGE_MIN_SCORED, JudgeTally};
+pub use judge::{JUDGE_MIN_SCORED, JudgeCost, JudgeTally};
 pub use look::{DecidedBy, LookOutcome, LookVerdict, PrefixLook};
 pub use measure::{dist, dist_with_intervals, metric_dist};
 pub use net::{ClientNet, NetHistograms};

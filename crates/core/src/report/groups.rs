@@ -25,6 +25,10 @@ pub struct GroupRow {
     pub first_p50: String,
     pub first_p95: String,
     pub e2e_p95: String,
+    /// The label's answers' accuracy and LLM judge's score (docs/quality.md), empty where
+    /// not measured.
+    pub accuracy: String,
+    pub judge: String,
 }
 
 /// The rows of every label of a stage, in the scenario's order.
@@ -34,6 +38,7 @@ pub fn group_rows(s: &StageSummary) -> Vec<GroupRow> {
         .iter()
         .map(|g| {
             let l = &g.summary.latency;
+            let (accuracy, judge) = super::quality::label_cells(g.summary.quality.as_ref());
             GroupRow {
                 by: g.by.to_string(),
                 label: g.label.clone(),
@@ -44,9 +49,20 @@ pub fn group_rows(s: &StageSummary) -> Vec<GroupRow> {
                 first_p50: figure(&l[first], Figure::P50),
                 first_p95: figure(&l[first], Figure::P95),
                 e2e_p95: figure(&l[L::E2e], Figure::P95),
+                accuracy,
+                judge,
             }
         })
         .collect()
+}
+
+/// Whether some label of the stage has an accuracy, and a judge's score: the split table's
+/// quality columns.
+pub fn quality_columns(rows: &[GroupRow]) -> (bool, bool) {
+    (
+        rows.iter().any(|r| !r.accuracy.is_empty()),
+        rows.iter().any(|r| !r.judge.is_empty()),
+    )
 }
 
 /// TTFT, or E2E for an API answered whole.

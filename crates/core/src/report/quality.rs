@@ -3,7 +3,7 @@
 //! and HTML reports, and the warning that `ignore_eos` cut every answer.
 
 use super::view_rows::KeyValue;
-use crate::metrics::{Quality, StageSummary};
+use crate::metrics::{JudgeTally, Quality, StageSummary};
 
 /// "quality (number): accuracy 94.3 % [91.1, 96.4] of 300 scored · repetitive 2 · empty 0 ·
 /// cut 2 of 300 checked", for the terminal summary.
@@ -87,19 +87,71 @@ fn agreement(q: &Quality) -> Option<String> {
     ))
 }
 
-/// "4.60 of 5 [4.26, 4.94] (50 scored, 0 failed; 50 calls, 0 cached, 4872 + 100 tokens)":
-/// the judge's scores, never its words; `None` without a judge.
+/// "4.60 of 5 [4.26, 4.94] (50 scored, 0 failed; 50 calls, 0 cached, 4872 + 100 tokens,
+/// cost 0.000791 USD)": the judge's scores, never its words, and its cost where the scenario
+/// priced it; `None` without a judge.
 fn judge(q: &Quality) -> Option<String> {
     let j = q.judge.as_ref()?;
+    let cost = cost(j).map(|c| format!(", cost {c}")).unwrap_or_default();
+    Some(format!(
+        "{} ({} scored, {} failed; {} calls, {} cached, {} + {} tokens{cost})",
+        judge_score(j),
+        j.scored,
+        j.failures,
+        j.calls,
+        j.cache_hits,
+        j.prompt_tokens,
+        j.completion_tokens
+    ))
+}
+
+/// "4.60 of 5 [4.26, 4.94]", "– of 5" before any score.
+fn judge_score(j: &JudgeTally) -> String {
     let mean = j.mean.map_or_else(|| "–".into(), |m| format!("{m:.2}"));
     let interval = j
         .interval
         .map(|[low, high]| format!(" [{low:.2}, {high:.2}]"))
         .unwrap_or_default();
-    Some(format!(
-        "{mean} of {}{interval} ({} scored, {} failed; {} calls, {} cached, {} + {} tokens)",
-        j.scale, j.scored, j.failures, j.calls, j.cache_hits, j.prompt_tokens, j.completion_tokens
-    ))
+    format!("{mean} of {}{interval}", j.scale)
+}
+
+/// "0.00179 USD", "0.00179" without a currency; `None` where no price was given.
+pub(crate) fn cost(j: &JudgeTally) -> Option<String> {
+    let c = j.cost.as_ref()?;
+    let unit = c
+        .currency
+        .as_deref()
+        .map(|u| format!(" {}", crate::escape::terminal(u)))
+        .unwrap_or_default();
+    Some(format!("{}{unit}", money(c.total)))
+}
+
+/// A cost as short as it reads and no shorter: 2 decimals from 1 on, else 3 significant
+/// digits (`0.00179`), `0` for nothing.
+fn money(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v >= 1.0 {
+        return format!("{v:.2}");
+    }
+    let decimals = (2 - v.log10().floor() as i32).clamp(2, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// One label's quality, for its row of the stage's split table: "accuracy 94.33 % [91.11,
+/// 96.43] (283 of 300 scored)" and "judge 4.52 of 5 [4.26, 4.78] (48 scored)", each empty
+/// where not measured.
+pub(crate) fn label_cells(q: Option<&Quality>) -> (String, String) {
+    let Some(q) = q else {
+        return (String::new(), String::new());
+    };
+    let judged = q.judge.as_ref().map_or_else(String::new, |j| {
+        let cost = cost(j).map(|c| format!(", cost {c}")).unwrap_or_default();
+        format!("{} ({} scored{cost})", judge_score(j), j.scored)
+    });
+    (accuracy(q).unwrap_or_default(), judged)
 }
 
 /// The rows of the reports' answer-quality table (empty when the stage checks none).
@@ -167,4 +219,26 @@ pub(crate) fn rows(s: &StageSummary) -> Vec<KeyValue> {
         });
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cost_reads_short_and_is_shown_only_when_priced() {
+        assert_eq!(money(0.001_790_4), "0.00179");
+        assert_eq!(money(0.0069), "0.0069");
+        assert_eq!(money(12.345), "12.35");
+        assert_eq!(money(0.5), "0.5");
+        assert_eq!(money(0.0), "0");
+        let mut j = JudgeTally::default();
+        assert_eq!(cost(&j), None);
+        j.cost = Some(crate::metrics::JudgeCost {
+            total: 0.0069,
+            currency: Some("USD".into()),
+            ..Default::default()
+        });
+        assert_eq!(cost(&j).as_deref(), Some("0.0069 USD"));
+    }
 }

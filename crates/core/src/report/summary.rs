@@ -290,10 +290,15 @@ fn group_lines(out: &mut String, s: &crate::metrics::StageSummary) {
         } else {
             format!(" (priority {})", g.priority)
         };
-        let line = format!(
+        let mut line = format!(
             "{} {}{priority}: {} sent, {} failed, {} req/s, {first} p50 {} p95 {} ms, E2E p95 {} ms",
             g.by, g.label, g.sent, g.failed, g.requests_per_s, g.first_p50, g.first_p95, g.e2e_p95
         );
+        for (name, cell) in [("accuracy", &g.accuracy), ("judge", &g.judge)] {
+            if !cell.is_empty() {
+                line.push_str(&format!(" · {name} {cell}"));
+            }
+        }
         let _ = writeln!(out, "    {}", t(&line));
     }
     if let Some(line) = super::groups::priority_sentence(s) {

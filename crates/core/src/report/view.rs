@@ -103,6 +103,9 @@ pub struct StageView {
     /// and the priority check's sentence.
     pub groups: Vec<super::groups::GroupRow>,
     pub group_first: &'static str,
+    /// Whether the labels' rows show an accuracy, and a judge's score.
+    pub group_accuracy: bool,
+    pub group_judge: bool,
     pub priority: Option<String>,
 }
 
@@ -244,6 +247,8 @@ fn stage_view(
             format!("{} %", num(n as f64 / r.sent as f64 * 100.0))
         }
     };
+    let groups = super::groups::group_rows(s);
+    let (group_accuracy, group_judge) = super::groups::quality_columns(&groups);
     StageView {
         intervals: s.latency[LatencyMetric::E2e].intervals.is_some(),
         attribution: s
@@ -264,8 +269,10 @@ fn stage_view(
             .collect(),
         retried: s.requests.retried,
         steady: steady_view(s),
-        groups: super::groups::group_rows(s),
+        groups,
         group_first: super::groups::first_label(s),
+        group_accuracy,
+        group_judge,
         priority: super::groups::priority_sentence(s),
         rounds: if s.rounds.len() > 1 {
             s.rounds.len()

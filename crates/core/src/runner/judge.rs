@@ -16,7 +16,8 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::dataset::{JudgeSpec, cache_key, clip_judged, judge_body, parse_score};
-use crate::metrics::JudgeTally;
+use crate::metrics::{JudgeCost, JudgeTally};
+use crate::protocol::Labels;
 
 /// The most of a judge's answer read: a score is a line; a judge that sends megabytes is a
 /// failure, not a memory cost.
@@ -25,13 +26,47 @@ const MAX_JUDGE_REPLY_BYTES: usize = 1 << 20;
 /// The most of a cache file read; past it the cache is not used (and a warning says so).
 const MAX_CACHE_BYTES: u64 = 64 << 20;
 
-/// One answer kept for the judge.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One answer kept for the judge, with its request's labels (model, class), so that each
+/// label's answers are scored apart too.
+#[derive(Debug)]
 struct Sample {
     key: u64,
     prompt: String,
     answer: String,
     reference: Option<String>,
+    labels: Labels,
+}
+
+impl Sample {
+    fn order(&self) -> (u64, &str, &str, Option<&str>) {
+        (
+            self.key,
+            &self.prompt,
+            &self.answer,
+            self.reference.as_deref(),
+        )
+    }
+}
+
+// Ordered by key (then text): the heap keeps the smallest keys whatever the labels.
+impl PartialEq for Sample {
+    fn eq(&self, o: &Self) -> bool {
+        self.order() == o.order()
+    }
+}
+
+impl Eq for Sample {}
+
+impl PartialOrd for Sample {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Sample {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.order().cmp(&o.order())
+    }
 }
 
 /// A stage round's answers kept for the judge: at most `spec.sample`.
@@ -73,9 +108,15 @@ impl JudgePool {
         Some(std::sync::Arc::new(JudgePool::new(spec, seed)))
     }
 
-    /// Offers request `index`'s answer: kept when its seeded key is among the `sample`
-    /// smallest so far. Copies (64 KiB at most of each text) only what is kept.
-    pub(super) fn offer(&self, index: u64, prompt: &str, answer: &str, reference: Option<&str>) {
+    /// Offers request `index`'s answer (with its labels): kept when its seeded key is among
+    /// the `sample` smallest so far. Copies (64 KiB at most of each text) only what is kept.
+    pub(super) fn offer(
+        &self,
+        (index, labels): (u64, Labels),
+        prompt: &str,
+        answer: &str,
+        reference: Option<&str>,
+    ) {
         self.offered.fetch_add(1, Ordering::Relaxed);
         let key = splitmix(self.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let Ok(mut kept) = self.kept.lock() else {
@@ -92,6 +133,7 @@ impl JudgePool {
             reference: reference
                 .filter(|_| self.spec.with_reference)
                 .map(|r| clip_judged(r).to_owned()),
+            labels,
         });
         if full {
             kept.pop();
@@ -123,17 +165,97 @@ struct Reply {
     completion_tokens: u64,
 }
 
+/// What the judge made of one sampled answer.
+struct Verdict {
+    labels: Labels,
+    score: Option<u32>,
+    /// Read from the cache (no call made).
+    cached: bool,
+    /// The tokens of the call made for it, when one was.
+    call: Option<(u64, u64)>,
+}
+
+/// The judge's verdicts on a stage round's sample: the stage's tally, or one label's.
+pub(super) struct Judged {
+    model: String,
+    scale: u32,
+    price: Option<crate::dataset::JudgePrice>,
+    verdicts: Vec<Verdict>,
+}
+
+impl Judged {
+    /// The tally of the verdicts on answers whose labels `keep` holds (all: the stage's).
+    pub(super) fn tally(&self, keep: impl Fn(Labels) -> bool) -> JudgeTally {
+        let mut t = JudgeTally {
+            model: self.model.clone(),
+            scale: self.scale,
+            counts: vec![0; self.scale as usize],
+            cost: self.price.as_ref().map(|p| {
+                JudgeCost::priced(
+                    p.input_per_million,
+                    p.output_per_million,
+                    p.currency.clone(),
+                )
+            }),
+            ..JudgeTally::default()
+        };
+        for v in self.verdicts.iter().filter(|v| keep(v.labels)) {
+            t.sampled += 1;
+            t.cache_hits += u64::from(v.cached);
+            if let Some((prompt, completion)) = v.call {
+                t.calls += 1;
+                t.prompt_tokens += prompt;
+                t.completion_tokens += completion;
+            }
+            match v.score {
+                Some(k) => t.score(k),
+                None => t.failures += 1,
+            }
+        }
+        t
+    }
+
+    /// The judge's tallies into the stage's quality and, for a stage split by `model` or
+    /// `class`, into each label's: every sampled answer counts for its own labels, so each
+    /// label's `judge_score` is the mean of its own answers' scores.
+    pub(super) fn fill(
+        &self,
+        summary: &mut crate::metrics::StageSummary,
+        stage: &crate::plan::StagePlan,
+        confidence: f64,
+    ) {
+        if let Some(q) = summary.quality.as_mut() {
+            q.judge = Some(self.tally(|_| true).finish(confidence));
+        }
+        for g in &mut summary.groups {
+            let Some(q) = g.summary.quality.as_mut() else {
+                continue;
+            };
+            let Some(i) = stage
+                .groups
+                .iter()
+                .find(|p| p.by == g.by)
+                .and_then(|p| p.position(&g.label))
+            else {
+                continue;
+            };
+            let by = g.by;
+            let tally = self.tally(|l| l.get(by).map(usize::from) == Some(i));
+            q.judge = Some(tally.finish(confidence));
+        }
+    }
+}
+
 /// Judges the pool's sample against `base` (the judge's API base, `sim` already resolved to
 /// the embedded simulator's). Never fails: what could not be judged is counted in `failures`.
-pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
+pub(super) async fn judge(pool: &JudgePool, base: &str) -> Judged {
     let spec = &pool.spec;
     let samples = pool.take();
-    let mut tally = JudgeTally {
+    let mut judged = Judged {
         model: spec.model.clone(),
         scale: spec.scale,
-        sampled: samples.len() as u64,
-        counts: vec![0; spec.scale as usize],
-        ..JudgeTally::default()
+        price: spec.price.clone(),
+        verdicts: Vec::with_capacity(samples.len()),
     };
     let cache_path = spec.cache_path.as_deref();
     let cache = cache_path.map(load_cache).unwrap_or_default();
@@ -141,10 +263,12 @@ pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
     for s in &samples {
         let key = cache_key(spec, &s.prompt, &s.answer, s.reference.as_deref());
         match cache.get(&key) {
-            Some(&k) if (1..=spec.scale).contains(&k) => {
-                tally.cache_hits += 1;
-                tally.score(k);
-            }
+            Some(&k) if (1..=spec.scale).contains(&k) => judged.verdicts.push(Verdict {
+                labels: s.labels,
+                score: Some(k),
+                cached: true,
+                call: None,
+            }),
             _ => todo.push((key, s)),
         }
     }
@@ -152,8 +276,13 @@ pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
         Ok(h) => h,
         Err(e) => {
             tracing::warn!("the judge's HTTP client: {e}");
-            tally.failures += todo.len() as u64;
-            return tally;
+            judged.verdicts.extend(todo.iter().map(|(_, s)| Verdict {
+                labels: s.labels,
+                score: None,
+                cached: false,
+                call: None,
+            }));
+            return judged;
         }
     };
     let url = crate::protocol::join(base, "/chat/completions");
@@ -161,34 +290,36 @@ pub(super) async fn judge(pool: &JudgePool, base: &str) -> JudgeTally {
         .api_key_env
         .as_ref()
         .and_then(|v| std::env::var(v).ok());
-    let replies: Vec<(String, Reply)> = futures_util::stream::iter(todo)
+    let replies: Vec<(String, Labels, Reply)> = futures_util::stream::iter(todo)
         .map(|(k, s)| {
             let body = judge_body(spec, &s.prompt, &s.answer, s.reference.as_deref());
             let (http, url, api_key) = (&http, &url, key.as_deref());
-            async move { (k, call(http, url, api_key, &body, spec.scale).await) }
+            async move {
+                let reply = call(http, url, api_key, &body, spec.scale).await;
+                (k, s.labels, reply)
+            }
         })
         .buffer_unordered(spec.concurrency.max(1) as usize)
         .collect()
         .await;
     let mut fresh = Vec::new();
-    for (k, r) in replies {
-        tally.calls += 1;
-        tally.prompt_tokens += r.prompt_tokens;
-        tally.completion_tokens += r.completion_tokens;
-        match r.score {
-            Some(score) => {
-                tally.score(score);
-                fresh.push((k, score));
-            }
-            None => tally.failures += 1,
+    for (k, labels, r) in replies {
+        if let Some(score) = r.score {
+            fresh.push((k, score));
         }
+        judged.verdicts.push(Verdict {
+            labels,
+            score: r.score,
+            cached: false,
+            call: Some((r.prompt_tokens, r.completion_tokens)),
+        });
     }
     if let (Some(path), false) = (cache_path, fresh.is_empty())
         && let Err(e) = append_cache(path, &fresh)
     {
         tracing::warn!("the judge cache {}: {e}", path.display());
     }
-    tally
+    judged
 }
 
 fn client(spec: &JudgeSpec) -> reqwest::Result<reqwest::Client> {
@@ -298,6 +429,7 @@ mod tests {
             sample,
             cache: String::new(),
             cache_path: None,
+            price: None,
         }
     }
 
@@ -313,17 +445,72 @@ mod tests {
     fn judge_pool_keeps_a_bounded_seeded_sample() {
         let pool = JudgePool::new(spec(10), 7);
         for i in 0..1000 {
-            pool.offer(i, "q", &"x".repeat(100), Some("r"));
+            pool.offer((i, Labels::default()), "q", &"x".repeat(100), Some("r"));
         }
         let kept: Vec<u64> = pool.take().iter().map(|s| s.key).collect();
         assert_eq!(kept.len(), 10);
         // The same answers offered in another order keep the same sample.
         let again = JudgePool::new(spec(10), 7);
         for i in (0..1000).rev() {
-            again.offer(i, "q", "x", None);
+            again.offer((i, Labels::default()), "q", "x", None);
         }
         let other: Vec<u64> = again.take().iter().map(|s| s.key).collect();
         assert_eq!(kept, other);
+    }
+
+    #[test]
+    fn each_label_tallies_its_own_answers_and_their_cost() {
+        use crate::protocol::Grouping;
+        let labelled = |i: u16| {
+            let mut l = Labels::default();
+            l.set(Grouping::Model, i);
+            l
+        };
+        let verdict = |model: u16, score: Option<u32>, cached: bool| Verdict {
+            labels: labelled(model),
+            score,
+            cached,
+            call: (!cached).then_some((100, 3)),
+        };
+        let judged = Judged {
+            model: "j".into(),
+            scale: 5,
+            price: Some(crate::dataset::JudgePrice {
+                input_per_million: 2.0,
+                output_per_million: 10.0,
+                currency: None,
+            }),
+            verdicts: vec![
+                verdict(0, Some(5), false),
+                verdict(0, Some(5), true),
+                verdict(1, Some(1), false),
+                verdict(1, None, false),
+            ],
+        };
+        let of = |i: u16| {
+            judged
+                .tally(|l| l.get(Grouping::Model) == Some(i))
+                .finish(0.95)
+        };
+        let (base, worse) = (of(0), of(1));
+        assert_eq!((base.sampled, base.scored, base.mean), (2, 2, Some(5.0)));
+        assert_eq!((base.calls, base.cache_hits), (1, 1));
+        assert_eq!(
+            (worse.scored, worse.failures, worse.mean),
+            (1, 1, Some(1.0))
+        );
+        let all = judged.tally(|_| true).finish(0.95);
+        assert_eq!((all.sampled, all.calls, all.prompt_tokens), (4, 3, 300));
+        let c = all.cost.unwrap();
+        assert!(
+            (c.total - (300.0 * 2.0 + 9.0 * 10.0) / 1e6).abs() < 1e-15,
+            "{c:?}"
+        );
+        let w = worse.cost.unwrap();
+        assert!(
+            (w.total - (200.0 * 2.0 + 6.0 * 10.0) / 1e6).abs() < 1e-15,
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -359,7 +359,8 @@ impl StageShared {
         if let Some(pool) = &self.judge {
             let reference = self.reference(recipe).map(|r| r.answers.join("\n"));
             let prompt = self.prompt_text(recipe).unwrap_or_default();
-            pool.offer(recipe.index, prompt, answer, reference.as_deref());
+            let at = (recipe.index, recipe.labels);
+            pool.offer(at, prompt, answer, reference.as_deref());
         }
     }
 

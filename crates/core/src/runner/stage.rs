@@ -223,15 +223,15 @@ impl StageRunner<'_> {
         summary.notes.extend(e.reset_note);
         summary.notes.extend(self.tokenizer_note.clone());
         summary.client.peak_in_flight = e.occupancy.peak.load(Ordering::Relaxed);
-        if let (Some(pool), Some(q)) = (&e.judge, summary.quality.as_mut()) {
+        if let Some(pool) = e.judge.as_ref().filter(|_| summary.quality.is_some()) {
             // After every request of the stage ended, outside its clock: the judge never
             // shares the client's time with the target.
             let base = match pool.spec.url.as_str() {
                 "sim" => self.router.first().base_url.clone(),
                 url => url.to_owned(),
             };
-            let tally = super::judge::judge(pool, &base).await;
-            q.judge = Some(tally.finish(self.opts.validity.confidence));
+            let judged = super::judge::judge(pool, &base).await;
+            judged.fill(&mut summary, stage, self.opts.validity.confidence);
         }
         let until = finished.until.or_else(|| {
             super::until::Until::of(stage, self.plan.target.request.timeout)

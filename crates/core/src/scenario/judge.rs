@@ -1,12 +1,13 @@
 //! `judge { url "http://…/v1"; model "…"; api-key env="JUDGE_KEY"; rubric "…" (or
 //! `rubric file="rubric.txt"`); scale 5; concurrency 4; timeout "30s"; with-reference #true;
-//! sample 200; cache ".infermeter/judge-cache.jsonl" }` in a data set's `quality` block: an
-//! LLM judge (docs/quality.md, "LLM judge"). A rubric file is read here, so a missing one is a
+//! sample 200; cache ".infermeter/judge-cache.jsonl"; price input="0.15/1M"
+//! output="0.60/1M" currency="USD" }` in a data set's `quality` block: an LLM judge
+//! (docs/quality.md, "LLM judge"). A rubric file is read here, so a missing one is a
 //! diagnostic pointing at the line that names it.
 
 use super::ctx::{Ctx, NodeReader, one_arg};
 use super::settings::{Entries, Setting, read_children};
-use crate::dataset::{DEFAULT_JUDGE_CACHE, JudgeSpec, MIN_JUDGE_SAMPLE};
+use crate::dataset::{DEFAULT_JUDGE_CACHE, JudgePrice, JudgeSpec, MIN_JUDGE_SAMPLE};
 
 /// The most of a rubric file read.
 const MAX_RUBRIC_BYTES: u64 = 1 << 20;
@@ -22,6 +23,7 @@ struct JudgeRead {
     with_reference: bool,
     sample: u32,
     cache: String,
+    price: Option<JudgePrice>,
     ok: bool,
 }
 
@@ -98,6 +100,10 @@ const SETTINGS: &[Setting<Entries<JudgeRead>>] = &[
             _ => st.ok = false,
         }
     }),
+    Setting::once("price", |ctx, r, st| {
+        st.price = price(ctx, r);
+        st.ok &= st.price.is_some();
+    }),
 ];
 
 /// The judge's spec, or `None` after an error (each reported where it was written).
@@ -114,6 +120,7 @@ pub(super) fn parse(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<JudgeSp
         with_reference: false,
         sample: 200,
         cache: DEFAULT_JUDGE_CACHE.into(),
+        price: None,
         ok: true,
     };
     st.ok &= read_children(ctx, r.children(), "`judge`", &[SETTINGS], &mut st);
@@ -151,7 +158,122 @@ pub(super) fn parse(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<JudgeSp
         sample: st.sample,
         cache: st.cache,
         cache_path,
+        price: st.price,
     })
+}
+
+/// The example every price error shows.
+const PRICE_EXAMPLE: &str = "price input=\"0.15/1M\" output=\"0.60/1M\"";
+
+/// `price input="0.15/1M" output="0.60/1M" currency="USD"`: both prices, each a
+/// non-negative number per million (`/1M`) or per thousand (`/1K`) tokens; `currency`
+/// optional, only shown beside the cost.
+fn price(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<JudgePrice> {
+    if r.arg_count() > 0 {
+        let span = r
+            .arg(ctx, 0)
+            .map_or_else(|| ctx.name_span(r.node), |v| v.span);
+        r.skip_args(usize::MAX);
+        ctx.error(
+            span,
+            "`price` takes input= and output=, not an argument",
+            "unexpected argument",
+            Some(format!("write e.g. {PRICE_EXAMPLE}")),
+        );
+        return None;
+    }
+    let mut per_million = |ctx: &mut Ctx<'_>, name: &'static str| {
+        let Some(v) = r.prop(ctx, name) else {
+            ctx.error(
+                ctx.name_span(r.node),
+                format!("`price` needs {name}=\"…/1M\""),
+                format!("missing {name}="),
+                Some(format!(
+                    "write both prices, per million tokens: {PRICE_EXAMPLE}"
+                )),
+            );
+            return None;
+        };
+        per_million_tokens(ctx, &v, name)
+    };
+    let input = per_million(ctx, "input");
+    let output = per_million(ctx, "output");
+    let currency = match r.prop(ctx, "currency") {
+        Some(v) => Some(currency(ctx, &v)?),
+        None => None,
+    };
+    Some(JudgePrice {
+        input_per_million: input?,
+        output_per_million: output?,
+        currency,
+    })
+}
+
+/// `"0.15/1M"` (per million tokens) or `"0.15/1K"` (per thousand), as a price per million.
+fn per_million_tokens(ctx: &mut Ctx<'_>, v: &super::ctx::Val, name: &str) -> Option<f64> {
+    let help = || {
+        Some(format!(
+            "a price per million tokens is \"0.15/1M\", per thousand \"0.00015/1K\": \
+             {PRICE_EXAMPLE}"
+        ))
+    };
+    let Some(text) = (match &v.value {
+        kdl::KdlValue::String(s) => Some(s.trim().to_owned()),
+        _ => None,
+    }) else {
+        ctx.error(
+            v.span,
+            format!("`{name}` needs its unit: a price per million tokens"),
+            format!("expected a string like \"0.15/1M\", got {}", v.shown()),
+            help(),
+        );
+        return None;
+    };
+    let (amount, per) = match text.rsplit_once('/') {
+        Some((a, u)) => (a.trim(), u.trim()),
+        None => (text.as_str(), ""),
+    };
+    let scale = match per {
+        "1M" | "1m" => 1.0,
+        "1K" | "1k" => 1_000.0,
+        _ => {
+            ctx.error(
+                v.span,
+                format!("`{name}` needs its unit: /1M or /1K tokens"),
+                "no unit",
+                help(),
+            );
+            return None;
+        }
+    };
+    match amount.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 && (n * scale).is_finite() => Some(n * scale),
+        _ => {
+            ctx.error(
+                v.span,
+                format!("`{name}` is no price"),
+                "expected a finite number ≥ 0 before the unit",
+                help(),
+            );
+            None
+        }
+    }
+}
+
+/// `currency="USD"`: a short word of printable characters, shown as written.
+fn currency(ctx: &mut Ctx<'_>, v: &super::ctx::Val) -> Option<String> {
+    let s = ctx.name_string(v, "currency")?;
+    let fits = s.chars().count() <= 16 && s.chars().all(|c| !c.is_control() && !c.is_whitespace());
+    if !fits {
+        ctx.error(
+            v.span,
+            "`currency` is shown beside the cost: a short word",
+            "16 printable characters at most, no spaces",
+            Some("write e.g. currency=\"USD\" (or leave it out: a plain number)".into()),
+        );
+        return None;
+    }
+    Some(s)
 }
 
 /// `rubric "TEXT"` or `rubric file="PATH"` (read now, relative to the scenario's folder).
@@ -196,4 +318,93 @@ fn rubric(ctx: &mut Ctx<'_>, r: &mut NodeReader<'_>) -> Option<String> {
         return None;
     }
     Some(text.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::dataset::{JudgePrice, JudgeSpec};
+    use crate::scenario::{ScenarioError, parse_str};
+
+    fn parse(judge: &str) -> Result<Option<JudgeSpec>, ScenarioError> {
+        let text = format!(
+            "target \"sim\"\ndataset \"d\" {{\n    jsonl \"q.jsonl\"\n    quality {{\n        judge {{\n\
+             url \"sim\"; model \"j\"; rubric \"r\"\n{judge}\n        }}\n    }}\n}}\n\
+             stage \"s\" {{ dataset \"d\"; arrival \"concurrency\" clients=1; requests 2; }}\n"
+        );
+        parse_str(Path::new("t.kdl"), &text, &[])
+            .map(|s| s.datasets[0].quality.as_ref().and_then(|q| q.judge.clone()))
+    }
+
+    /// Each problem's message, label and help.
+    fn problems(judge: &str) -> String {
+        let e = parse(judge).expect_err("invalid");
+        e.problems()
+            .iter()
+            .map(|p| format!("{} | {} | {:?}\n", p.message, p.label, p.help))
+            .collect()
+    }
+
+    #[test]
+    fn prices_are_read_per_million_tokens_with_their_currency() {
+        let j = parse("price input=\"0.15/1M\" output=\"0.0006/1K\" currency=\"USD\"")
+            .unwrap()
+            .unwrap();
+        let p = j.price.unwrap();
+        assert_eq!(p.input_per_million, 0.15);
+        assert!((p.output_per_million - 0.6).abs() < 1e-12, "{p:?}");
+        assert_eq!(p.currency.as_deref(), Some("USD"));
+        let j = parse("price input=\"0/1M\" output=\"2/1m\"")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            j.price,
+            Some(JudgePrice {
+                input_per_million: 0.0,
+                output_per_million: 2.0,
+                currency: None
+            })
+        );
+        // No price, no cost.
+        assert_eq!(parse("").unwrap().unwrap().price, None);
+    }
+
+    #[test]
+    fn a_price_without_its_unit_or_below_zero_is_refused_with_a_hint() {
+        for (price, said) in [
+            (
+                "price input=0.15 output=\"0.6/1M\"",
+                "`input` needs its unit",
+            ),
+            (
+                "price input=\"0.15\" output=\"0.6/1M\"",
+                "`input` needs its unit: /1M or /1K",
+            ),
+            (
+                "price input=\"0.15/1M\" output=\"-1/1M\"",
+                "`output` is no price",
+            ),
+            (
+                "price input=\"nan/1M\" output=\"1/1M\"",
+                "`input` is no price",
+            ),
+            (
+                "price input=\"inf/1M\" output=\"1/1M\"",
+                "`input` is no price",
+            ),
+            ("price input=\"1/1M\"", "`price` needs output="),
+            ("price \"1/1M\"", "not an argument"),
+            (
+                "price input=\"1/1M\" output=\"1/1M\" currency=\"US D\"",
+                "a short word",
+            ),
+            ("price input=\"1/1M\" output=\"1/1M\" tax=\"1\"", "tax"),
+        ] {
+            let p = problems(price);
+            assert!(p.contains(said), "{price}: {p}");
+        }
+        let p = problems("price input=\"0.15\" output=\"0.6/1M\"");
+        assert!(p.contains("0.15/1M"), "the hint shows the form: {p}");
+    }
 }

@@ -109,16 +109,6 @@ fn answers_are_checked(ctx: &mut Ctx<'_>, s: &Scenario) {
             );
             continue;
         }
-        if judged && a.expr.value.label.is_some() {
-            // The judged sample is the stage's; no label's answers are judged apart.
-            ctx.error(
-                a.expr.span,
-                "`judge_score` is the stage's: the judge's sample is not split by label",
-                "no selector on `judge_score`",
-                Some("assert judge_score on the stage (docs/quality.md)".into()),
-            );
-            continue;
-        }
         let unchecked = s
             .stages
             .iter()

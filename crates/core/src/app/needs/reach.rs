@@ -68,6 +68,14 @@ pub enum Reach {
     RateSearch { from: f64, to: f64, probe_s: f64 },
     /// A concurrency search's closed-loop probes, `probe_s` each: counts unknown ahead.
     ClientSearch { probe_s: f64 },
+    /// The answers an LLM judge scores toward `judge_score`: the stage's sample (`sample`,
+    /// or every request when it sends fewer), and for a label (`share`, its weight's share of
+    /// the stage's requests) about that share of it, `count`.
+    Judged {
+        count: u64,
+        sample: u64,
+        share: Option<f64>,
+    },
 }
 
 /// How a reach stands against a need of `n` requests.
@@ -138,11 +146,47 @@ impl Reach {
                     Standing::Enough
                 }
             }
+            Reach::Judged { count, .. } if count < n => Standing::TooFew,
+            Reach::Judged { .. } => Standing::Enough,
             Reach::Rounds { each: None, .. } | Reach::Unknown | Reach::ClientSearch { .. } => {
                 Standing::Unknown
             }
         }
     }
+}
+
+/// What a plain stage's (or sweep point's) LLM judge scores toward `judge_score` (on a label
+/// with `on`): its sample of the stage's requests, split by the label's weight. `None` for
+/// another metric, a stage without a judge, or a reach not counted in requests.
+pub fn judged(
+    plan: &Plan,
+    stage: &StagePlan,
+    reach: Reach,
+    on: Option<&crate::protocol::LabelRef>,
+) -> Option<Reach> {
+    let Reach::Requests { count, .. } = reach else {
+        return None;
+    };
+    let judge = plan
+        .datasets
+        .get(stage.dataset)?
+        .quality
+        .as_ref()?
+        .judge
+        .as_ref()?;
+    let sample = count.min(u64::from(judge.sample));
+    let share = on.and_then(|on| {
+        let g = stage.groups.iter().find(|g| g.by == on.by)?;
+        let total: u64 = g.labels.iter().map(|l| u64::from(l.weight)).sum();
+        let mine = g.labels.iter().find(|l| l.name == on.name)?;
+        (total > 0).then(|| f64::from(mine.weight) / total as f64)
+    });
+    let count = share.map_or(sample, |p| (sample as f64 * p).floor() as u64);
+    Some(Reach::Judged {
+        count,
+        sample,
+        share,
+    })
 }
 
 /// The requests `stage` sends, every session's turns counted; `None` when only running it

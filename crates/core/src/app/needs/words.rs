@@ -40,6 +40,15 @@ pub fn sends(r: &AssertionNeed) -> String {
                 short(probe_s)
             )
         }
+        Reach::Judged {
+            count,
+            sample,
+            share: Some(p),
+        } => format!(
+            "{who}'s judge scores about {count} of this label's answers ({:.0} % of a sample of {sample})",
+            p * 100.0
+        ),
+        Reach::Judged { sample, .. } => format!("{who}'s judge scores a sample of {sample}"),
     }
 }
 
@@ -137,6 +146,7 @@ pub fn warning(row: &AssertionNeed) -> String {
             short(to),
             (n as f64 / to).ceil(),
         ),
+        (Reach::Judged { .. }, ..) => judged_warning(row, n, &need),
         (Reach::RateSearch { probe_s, .. }, Standing::Below(rate), _) => format!(
             "`{a}` on search `{stage}`: it needs at least {need} to pass, and a {}s probe \
              sends that many only from {} req/s, so an answer under that rate would be \
@@ -147,4 +157,32 @@ pub fn warning(row: &AssertionNeed) -> String {
         ),
         _ => String::new(),
     }
+}
+
+/// The warning for a `judge_score` the judge's sample (a label's share of it) cannot decide.
+fn judged_warning(row: &AssertionNeed, n: u64, need: &str) -> String {
+    let Reach::Judged {
+        count,
+        sample,
+        share,
+    } = row.reach
+    else {
+        return String::new();
+    };
+    let (a, stage) = (t(&row.assertion), t(&row.stage));
+    let scored = match share {
+        Some(p) => format!(
+            "scores about {count} of this label's answers ({:.0} % of its sample of {sample})",
+            p * 100.0
+        ),
+        None => format!("scores a sample of {sample} answers"),
+    };
+    // The sample a label's share of which reaches `n`, rounded up to a ten.
+    let raise = share.map_or(n, |p| (n as f64 / p.max(1e-9)).ceil() as u64);
+    format!(
+        "`{a}` on stage `{stage}`: the judge {scored}, and it needs at least {need} to pass, so \
+         it can fail but never pass; judge more (`sample {}` or more in the judge block, and a \
+         stage sending at least as many requests)",
+        raise.div_ceil(10) * 10
+    )
 }

@@ -128,5 +128,29 @@ impl Checker {
                 self.fail(format!("{at}.{name}"), v, "off the judge's scale");
             }
         }
+        if let Some(c) = &j.cost {
+            let at = format!("{at}.cost");
+            for (name, v) in [
+                ("total", c.total),
+                ("input", c.input),
+                ("output", c.output),
+                ("input_per_million", c.input_per_million),
+                ("output_per_million", c.output_per_million),
+            ] {
+                self.non_negative(&format!("{at}.{name}"), v);
+            }
+            // A report shows it beside the cost: the short printable word a scenario allows.
+            if let Some(u) = c.currency.as_deref().filter(|u| {
+                u.is_empty()
+                    || u.chars().count() > 16
+                    || u.chars().any(|ch| ch.is_control() || ch.is_whitespace())
+            }) {
+                self.fail(
+                    format!("{at}.currency"),
+                    super::json(u),
+                    "a short printable word (16 characters at most)",
+                );
+            }
+        }
     }
 }

@@ -323,6 +323,11 @@ fn judge_figures_off_their_scale_or_sum_are_refused() {
                 counts: vec![1, 0, 0, 0, 2, 7],
                 scored: 4,
                 mean: Some(6.5),
+                cost: Some(crate::metrics::JudgeCost {
+                    total: -1.0,
+                    currency: Some("U S\u{1b}D".into()),
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             ..Default::default()
@@ -332,6 +337,8 @@ fn judge_figures_off_their_scale_or_sum_are_refused() {
         "quality.judge.counts",
         "quality.judge.scored = 4",
         "quality.judge.mean",
+        "quality.judge.cost.total",
+        "quality.judge.cost.currency",
     ] {
         assert!(e.contains(&format!("stages[0].{field}")), "{field}: {e}");
     }
