@@ -206,22 +206,18 @@ pub struct Joined {
     pub ttft_err_ms: f64,
     /// Client mean inter-token gap minus the simulator's mean gap between its token writes, ms.
     pub itl_mean_err_ms: f64,
-    /// Client largest gap minus the simulator's largest, ms.
-    pub itl_max_err_ms: f64,
+    /// The simulator's own mean gap between token writes, ms: its configured step when it
+    /// keeps pace, more when it falls behind (then the errors are partly its own lag).
+    pub truth_gap_ms: f64,
 }
 
-/// The simulator's gaps between token writes: (mean, max), ms.
-fn gaps(tokens: &[serde_json::Value]) -> Option<(f64, f64)> {
+/// The simulator's mean gap between token writes, ms.
+fn mean_gap(tokens: &[serde_json::Value]) -> Option<f64> {
     let t: Vec<f64> = tokens
         .iter()
         .filter_map(serde_json::Value::as_f64)
         .collect();
-    if t.len() < 2 {
-        return None;
-    }
-    let d: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]) / 1e3).collect();
-    let max = d.iter().copied().fold(0.0, f64::max);
-    Some((d.iter().sum::<f64>() / d.len() as f64, max))
+    (t.len() >= 2).then(|| (t[t.len() - 1] - t[0]) / 1e3 / (t.len() - 1) as f64)
 }
 
 /// The client's rows joined with the simulator's trace on the simulator's request id.
@@ -239,8 +235,8 @@ pub fn joined(rows: &Path, trace: &Path) -> Vec<Joined> {
         ) else {
             continue;
         };
-        if let Some((mean, max)) = gaps(tokens) {
-            server.insert(id, ((first - a) / 1e3, mean, max));
+        if let Some(gap) = mean_gap(tokens) {
+            server.insert(id, ((first - a) / 1e3, gap));
         }
     }
     std::fs::read_to_string(rows)
@@ -248,12 +244,12 @@ pub fn joined(rows: &Path, trace: &Path) -> Vec<Joined> {
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|r| {
-            let (ttft, mean, max) = server.get(&r["sim_id"].as_u64()?)?;
+            let (ttft, gap) = server.get(&r["sim_id"].as_u64()?)?;
             Some(Joined {
                 truth_ttft_ms: *ttft,
                 ttft_err_ms: r["ttft_ms"].as_f64()? - ttft,
-                itl_mean_err_ms: r["itl_mean_ms"].as_f64()? - mean,
-                itl_max_err_ms: r["itl_max_ms"].as_f64()? - max,
+                itl_mean_err_ms: r["itl_mean_ms"].as_f64()? - gap,
+                truth_gap_ms: *gap,
             })
         })
         .collect()
