@@ -290,7 +290,7 @@ mod tests {
         // A lump takes more than its share; the count is at most `b`.
         assert_eq!(batches(&[1, 100, 1, 1, 1], 4), [0..2, 2..3, 3..4, 4..5]);
         assert_eq!(batches(&[100, 1, 1], 5), [0..1, 1..2, 2..3]);
-        assert_eq!(batches(&[0, 0, 3, 0], 5), [0..4]);
+        assert_eq!(batches(&[0, 0, 3, 0], 5), vec![0..4]);
     }
 
     #[test]
