@@ -110,7 +110,10 @@ fn main() {
         let window = s.steady.as_ref().map_or("none".to_string(), |w| {
             format!(
                 "{}–{} s, {} requests, TTFT p99 {:.1} ms",
-                w.from_s, w.to_s, w.requests.sent, w.latency[LatencyMetric::Ttft].p99
+                w.from_s,
+                w.to_s,
+                w.requests.sent,
+                w.latency[LatencyMetric::Ttft].p99
             )
         });
         println!(
@@ -119,5 +122,8 @@ fn main() {
             mib(kept)
         );
     }
-    println!("peak live heap: {:.2} MiB", mib(PEAK.load(Ordering::Relaxed)));
+    println!(
+        "peak live heap: {:.2} MiB",
+        mib(PEAK.load(Ordering::Relaxed))
+    );
 }

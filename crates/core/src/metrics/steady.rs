@@ -87,8 +87,8 @@ pub(super) fn window(
     let in_flight: Vec<f64> = timeline.iter().map(|p| p.in_flight).collect();
     let (from, to, peak) = steady_window(&in_flight, full)?;
     // `from` and `to` themselves while a slice is at most a second wide; past that, the
-    // nearest slice edges (whole seconds still: the width is then a whole number of them).
-    let span = slices.span(from, to);
+    // slice edges inside them (whole seconds still: the width is then a whole number of them).
+    let span = slices.span(from, to)?;
     let w = slices.width_ns();
     let (from_ns, to_ns) = (span.0 as u64 * w, span.1 as u64 * w);
     let secs = (to_ns - from_ns) as f64 / 1e9;

@@ -248,13 +248,14 @@ impl SteadySlices {
         self.slices = merged;
     }
 
-    /// The slices `[from, to)` whose edges lie nearest the whole seconds `[from_s, to_s)`:
-    /// the same instants while a slice is at most a second wide; at least one slice.
-    pub(super) fn span(&self, from_s: usize, to_s: usize) -> (usize, usize) {
+    /// The slices `[from, to)` inside the whole seconds `[from_s, to_s)` whose edges lie
+    /// nearest them: the same instants while a slice is at most a second wide, else inward
+    /// (the window never takes in a second the rule left out); `None` when no whole slice fits.
+    pub(super) fn span(&self, from_s: usize, to_s: usize) -> Option<(usize, usize)> {
         let (w, s) = (self.width_ns, 1_000_000_000);
-        let near = |sec: usize| ((sec as u64 * s + w / 2) / w) as usize;
-        let from = near(from_s);
-        (from, near(to_s).max(from + 1))
+        let from = (from_s as u64 * s).div_ceil(w) as usize;
+        let to = (to_s as u64 * s / w) as usize;
+        (from < to).then_some((from, to))
     }
 }
 
