@@ -11,7 +11,7 @@
 #   COUNTS="10000 1000000 10000000" scripts/steady-memory.sh   (the counts; first to last)
 #   BUDGET=BYTES scripts/steady-memory.sh        (fails, exit 1, when the kept memory grows by
 #       more than BYTES from the first count to the last; default 33554432, 32 MiB: the
-#       slices' bound, 16 MiB estimated, with room for their vectors' spare capacity)
+#       slices' bound, 16 MiB, twice over for the rest of the aggregation)
 #
 # Takes about a minute on one core after the build (10 million records).
 set -euo pipefail

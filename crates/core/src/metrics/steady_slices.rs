@@ -9,9 +9,9 @@
 //!   window's histogram, merged from its slices, is the one its requests would have filled;
 //! - what ended in it (successes, good ones, their tokens) and the first turns scheduled in it.
 //!
-//! Slices start a quarter second wide. When they would pass [`MAX_SLICES`], or their estimated
-//! size [`MAX_BYTES`], neighbours merge and the width doubles: memory is bounded whatever the
-//! number of requests, and the window is the one a per-request record gives while the slices
+//! Slices start a quarter second wide. When they would pass [`MAX_SLICES`], or their size on
+//! the heap [`MAX_BYTES`], neighbours merge and the width doubles: memory is bounded whatever
+//! the number of requests, and the window is the one a per-request record gives while the slices
 //! are at most a second wide (edges on whole seconds).
 
 use std::mem::size_of;
@@ -26,7 +26,7 @@ pub const BASE_WIDTH_NS: u64 = 250_000_000;
 /// Slices at most before neighbours merge: ~17 minutes of quarter seconds, ~68 minutes of
 /// whole seconds.
 pub const MAX_SLICES: usize = 4096;
-/// The slices' estimated size at most (bytes) before neighbours merge.
+/// The slices' size on the heap at most (bytes) before neighbours merge.
 pub const MAX_BYTES: usize = 16 << 20;
 
 /// One request's latency bucket with its metric: `metric << 16 | bucket`.
@@ -123,9 +123,14 @@ impl Slice {
             c.ends_by = c.ends_by.div_ceil(2);
             match self.cells.iter_mut().find(|x| x.ends_by == c.ends_by) {
                 Some(x) => x.absorb(c),
-                None => self.cells.push(c),
+                None => {
+                    // Spare room left by inserts is given back as the slices merge.
+                    c.hist.shrink_to_fit();
+                    self.cells.push(c);
+                }
             }
         }
+        self.cells.shrink_to_fit();
     }
 }
 
@@ -134,6 +139,8 @@ impl Slice {
 pub(super) struct SteadySlices {
     width_ns: u64,
     slices: Vec<Slice>,
+    /// Room for cells and for histogram entries, over all slices (capacities, not lengths:
+    /// what the heap holds).
     cells: usize,
     entries: usize,
     max_slices: usize,
@@ -167,9 +174,9 @@ impl SteadySlices {
         &self.slices
     }
 
-    /// The slices' estimated size (bytes): what [`MAX_BYTES`] bounds.
+    /// The slices' size on the heap (bytes): what [`MAX_BYTES`] bounds.
     pub(super) fn bytes(&self) -> usize {
-        self.slices.len() * size_of::<Slice>()
+        self.slices.capacity() * size_of::<Slice>()
             + self.cells * size_of::<Cell>()
             + self.entries * size_of::<(Key, u32)>()
     }
@@ -201,6 +208,7 @@ impl SteadySlices {
         let i = match cells.iter().position(|c| c.ends_by == ends_by) {
             Some(i) => i,
             None => {
+                let room = cells.capacity();
                 cells.push(Cell {
                     ends_by,
                     sent: 0,
@@ -208,7 +216,7 @@ impl SteadySlices {
                     good: 0,
                     hist: Vec::new(),
                 });
-                self.cells += 1;
+                self.cells += cells.capacity() - room;
                 cells.len() - 1
             }
         };
@@ -216,13 +224,13 @@ impl SteadySlices {
         cell.sent += 1;
         cell.ok += u64::from(ok);
         cell.good += u64::from(good);
-        let before = cell.hist.len();
+        let room = cell.hist.capacity();
         for m in LatencyMetric::ALL {
             if let Sample::Ns(ns) = m.measure(r) {
                 cell.add((m as u32) << 16 | bucket(ns / 1_000));
             }
         }
-        self.entries += cell.hist.len() - before;
+        self.entries += cell.hist.capacity() - room;
         while self.bytes() > self.max_bytes && self.slices.len() > 1 {
             self.double();
         }
@@ -239,11 +247,11 @@ impl SteadySlices {
             }
             merged.last_mut().expect("pushed").absorb(slice);
         }
-        self.cells = merged.iter().map(|s| s.cells.len()).sum();
+        self.cells = merged.iter().map(|s| s.cells.capacity()).sum();
         self.entries = merged
             .iter()
             .flat_map(|s| &s.cells)
-            .map(|c| c.hist.len())
+            .map(|c| c.hist.capacity())
             .sum();
         self.slices = merged;
     }
