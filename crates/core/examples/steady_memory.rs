@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use infermeter_core::metrics::{
     ErrorKind, GoodputSlo, LatencyMetric, PlannedLoad, RequestRecord, StageAggregator, StageClock,
-    ValidityRules,
+    TimelinePoint, ValidityRules,
 };
 
 /// The system allocator, counting the bytes live and the most ever live.
@@ -123,7 +123,8 @@ fn main() {
         );
     }
     println!(
-        "peak live heap: {:.2} MiB",
-        mib(PEAK.load(Ordering::Relaxed))
+        "peak live heap: {:.2} MiB; the per-second timeline: {} bytes a second",
+        mib(PEAK.load(Ordering::Relaxed)),
+        std::mem::size_of::<TimelinePoint>()
     );
 }
