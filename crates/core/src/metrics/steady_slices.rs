@@ -55,6 +55,16 @@ impl Cell {
             .map(|&(k, n)| (bucket_value(k & 0xffff), u64::from(n)))
     }
 
+    /// The buckets recorded for `metric` (see [`bucket`]) and their counts.
+    pub(super) fn buckets(&self, metric: LatencyMetric) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let m = metric as u32;
+        let lo = self.hist.partition_point(|(k, _)| k >> 16 < m);
+        let hi = self.hist.partition_point(|(k, _)| k >> 16 <= m);
+        self.hist[lo..hi]
+            .iter()
+            .map(|&(k, n)| (k & 0xffff, u64::from(n)))
+    }
+
     /// Values recorded for `metric`.
     pub(super) fn count(&self, metric: LatencyMetric) -> u64 {
         self.values(metric).map(|(_, n)| n).sum()
@@ -273,6 +283,11 @@ pub(super) fn bucket(us: u64) -> u32 {
     let v = us.min(MAX_US);
     let shift = 63 - (v | 2047).leading_zeros() - 10;
     (u64::from(shift) * 1024 + (v >> shift)) as u32
+}
+
+/// How many values bucket `i` holds (see [`bucket`]).
+pub(super) fn bucket_width(i: u32) -> u64 {
+    if i < 2048 { 1 } else { 1 << (i / 1024 - 1) }
 }
 
 /// The lowest value of bucket `i` (see [`bucket`]).
