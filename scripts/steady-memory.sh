@@ -23,7 +23,7 @@ BUDGET=${BUDGET:-33554432}
 read -r -a counts <<<"$COUNTS"
 OUT=$(cargo run --quiet --release -p infermeter-core --example steady_memory -- "$RATE" "${counts[@]}")
 echo "$OUT"
-kept=$(grep -o 'kept [0-9]* bytes' <<<"$OUT" | grep -o '[0-9]*')
+kept=$(grep -o 'kept *[0-9]* bytes' <<<"$OUT" | grep -o '[0-9]*')
 first=$(head -1 <<<"$kept")
 last=$(tail -1 <<<"$kept")
 GROWTH=$(( last - first ))
