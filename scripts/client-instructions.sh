@@ -11,6 +11,8 @@
 #       cg.5 and cg.15: `callgrind_annotate --inclusive=yes` on each, function by function,
 #       and their difference divided by the requests' is a function's cost per request;
 #       best with the `profiling` build, which has symbols)
+#   BUDGET=N scripts/client-instructions.sh     (fails, exit 1, when the figure is over N;
+#       default 140000: the budget of docs/performance.md, "Reproduce")
 #
 # Runs the bench scenario at 200 req/s against a zero-latency simulator twice, for 1,000 and
 # 3,000 requests, under callgrind, and prints the difference per request (start-up cancels).
@@ -18,6 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/infermeter}
 SCENARIO=${SCENARIO:-scenarios/bench/open-loop.kdl}
+BUDGET=${BUDGET:-140000}
+[[ $BUDGET =~ ^[0-9]+$ ]] || { echo "BUDGET must be a whole number, not '$BUDGET'" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 DIR=$(mktemp -d)
@@ -38,4 +42,10 @@ count() { # seconds -> instructions
 read -r i1 n1 < <(count 5)
 read -r i2 n2 < <(count 15)
 echo "requests: $n1 and $n2; instructions: $i1 and $i2"
-echo "client instructions per request: $(( (i2 - i1) / (n2 - n1) ))"
+PER=$(( (i2 - i1) / (n2 - n1) ))
+echo "client instructions per request: $PER"
+if (( PER > BUDGET )); then
+    echo "over budget: $PER instructions per request, budget $BUDGET (BUDGET=N to change it)" >&2
+    exit 1
+fi
+echo "within budget: $PER <= $BUDGET"

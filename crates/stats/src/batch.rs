@@ -82,6 +82,26 @@ pub fn batch_interval(
             figure(&values[i * len..end], q)
         })
         .collect();
+    batch_interval_of(&figures, centre, confidence)
+}
+
+/// The interval around `centre` from the batches' own figures (in time order): what
+/// [`batch_interval`] does once it has cut its batches, for a caller that holds its samples
+/// as batches already (the steady-state window's time slices). Fewer than [`MIN_BATCHES`]
+/// figures give [`BatchCi::Insufficient`] with `needed` 0: more samples would not help.
+pub fn batch_interval_of(
+    figures: &[f64],
+    centre: f64,
+    confidence: f64,
+) -> Result<BatchCi, StatsError> {
+    check_confidence(confidence)?;
+    if let Some(index) = figures.iter().position(|v| !v.is_finite()) {
+        return Err(StatsError::NotFinite { index });
+    }
+    let batches = figures.len();
+    if batches < MIN_BATCHES {
+        return Ok(BatchCi::Insufficient { needed: 0 });
+    }
     let b = batches as f64;
     let mean = figures.iter().sum::<f64>() / b;
     let var = figures.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (b - 1.0);

@@ -16,7 +16,10 @@ mod rounds;
 mod sequential;
 mod tails;
 
-pub use batch::{BatchCi, MAX_BATCHES, MIN_BATCHES, batch_interval, batch_size_for, t_quantile};
+pub use batch::{
+    BatchCi, MAX_BATCHES, MIN_BATCHES, batch_interval, batch_interval_of, batch_size_for,
+    t_quantile,
+};
 pub use binomial::{Ranks, one_sided_ranks, order_statistic_ranks, samples_needed};
 pub use bootstrap::{
     BootstrapOptions, ChangeCi, DEFAULT_SEED, Direction, MIN_REPLICATES, RelativeChange, Verdict,

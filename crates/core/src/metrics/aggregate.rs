@@ -1,8 +1,8 @@
 //! Folds a stage's [`RequestRecord`]s into HDR histograms and counters as they arrive, then
-//! produces the stage's [`StageSummary`]. Per request only the few numbers of its steady-state
-//! window are kept (about 50 bytes, up to `steady::MAX_KEPT` requests, then none): beyond
-//! that, memory is the same for a ten-second and a ten-hour stage (the per-second timeline
-//! aside, a few bytes a second).
+//! produces the stage's [`StageSummary`]. Nothing is kept per request: the steady-state window
+//! keeps time slices of bounded size (`steady_slices.rs`), so memory is the same for ten
+//! thousand and ten million requests (the per-second timeline aside, a few bytes a second;
+//! `docs/performance.md`, "Memory over time").
 
 use std::collections::BTreeMap;
 
@@ -64,10 +64,8 @@ pub struct StageAggregator {
     payload: super::Payload,
     /// What the answers said, when the data set checks them (`quality`).
     quality: Option<super::Quality>,
-    /// What each request gives the steady-state window, in arrival order; emptied and
-    /// dropped for good past `MAX_KEPT` (`kept_over`).
-    kept: Vec<super::steady::Kept>,
-    kept_over: bool,
+    /// What the requests give the steady-state window, by time slice.
+    steady: super::steady_slices::SteadySlices,
     /// One aggregator per label of each of the stage's groups (`model`, `class`).
     groups: Vec<super::groups::GroupAcc<StageAggregator>>,
     /// `priority-inversion "fail"`: the priority check gates.
@@ -105,8 +103,7 @@ impl StageAggregator {
             exact_counts: 0,
             payload: Default::default(),
             quality: None,
-            kept: Vec::new(),
-            kept_over: false,
+            steady: Default::default(),
             groups: Vec::new(),
             priority_gate: false,
         }
@@ -229,17 +226,9 @@ impl StageAggregator {
         self.timeline.completed(r.done_ns, true, out, ttft, e2e);
     }
 
-    /// Keeps what the steady-state window needs of `r`, up to `MAX_KEPT` requests.
+    /// Adds what the steady-state window needs of `r` to its slice.
     fn keep(&mut self, r: &RequestRecord, good: bool) {
-        if self.kept_over {
-            return;
-        }
-        if self.kept.len() >= super::steady::MAX_KEPT {
-            self.kept_over = true;
-            self.kept = Vec::new();
-            return;
-        }
-        self.kept.push(super::steady::Kept::of(r, good));
+        self.steady.record(r, good);
     }
 
     /// Where the counts came from, and what they say about the server and the cache.
@@ -328,16 +317,8 @@ impl StageAggregator {
         s.per_turn = std::mem::take(&mut self.turns).finish();
         s.per_url = std::mem::take(&mut self.urls).finish();
         s.per_depth = std::mem::take(&mut self.depths).finish();
-        if self.kept_over {
-            s.notes.push(format!(
-                "no steady-state window: the stage sent more than {} requests, more than are kept for it",
-                super::steady::MAX_KEPT
-            ));
-        } else if let Some(w) =
-            super::steady::window(&s.timeline, clock.wall_ns, &self.kept, rules.confidence)
-        {
-            s.steady = Some(w);
-        }
+        s.steady =
+            super::steady::window(&s.timeline, clock.wall_ns, &self.steady, rules.confidence);
         s.mark_answered_whole(self.whole);
         let groups = std::mem::take(&mut self.groups);
         s.groups = groups

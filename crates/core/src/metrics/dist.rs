@@ -67,8 +67,8 @@ pub enum IntervalMethod {
     /// Across rounds: the sign-test interval of the median of the rounds' figures.
     Rounds,
     /// Over a steady-state window: the window's figure ± t·s/√b, `s` the spread of the
-    /// figure over `b` batches of requests in send order, which carries their
-    /// autocorrelation. *Added in schema 3.*
+    /// figure over `b` batches of the window's time slices in send order, which carries the
+    /// requests' autocorrelation. *Added in schema 3.*
     Batches,
 }
 

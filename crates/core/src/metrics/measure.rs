@@ -10,7 +10,7 @@ use super::latency::{LatencyMetric, Sample};
 
 /// Largest recordable latency: one day in microseconds; larger values are clamped. Fixed
 /// bounds mean recording never reallocates.
-const MAX_US: u64 = 86_400_000_000;
+pub(super) const MAX_US: u64 = 86_400_000_000;
 
 /// A latency histogram as every stage and turn metric records it (µs, 3 significant digits).
 pub(super) fn histogram() -> Histogram<u64> {

@@ -12,62 +12,28 @@
 //!
 //! The window's latencies are those of the requests that were scheduled and finished inside
 //! it; its throughput counts what finished inside it over its length. Their intervals are
-//! batch intervals (`stats::batch_interval`) over the requests in send order, since
-//! neighbouring requests share the server's queue and are not independent.
+//! batch intervals (`stats::batch_interval_of`) over the window's time slices in send order,
+//! since neighbouring requests share the server's queue and are not independent. What the
+//! window needs of each request is kept in time slices (`steady_slices.rs`), in memory that
+//! does not grow with the requests.
+
+use std::ops::Range;
 
 use hdrhistogram::Histogram;
 
 use super::dist::{Bound, Dist, Figure, IntervalMethod, Intervals};
 use super::latency::LatencyMetric;
 use super::measure::{dist, histogram};
-use super::record::RequestRecord;
+use super::steady_slices::{Cell, Slice, SteadySlices, bucket_value, bucket_width};
 use super::summary::{
     Latency, RequestCounts, StageSummary, SteadyState, Throughput, TimelinePoint,
 };
-use crate::stats::{BatchCi, batch_interval};
+use crate::stats::{BatchCi, MAX_BATCHES, MIN_BATCHES, batch_interval_of, batch_size_for};
 
 /// A second is in the window when its mean in flight is at least this share of the peak.
 pub const STEADY_RATIO: f64 = 0.8;
 /// Shorter than this (in whole seconds) and a stage has no window.
 pub const MIN_WINDOW_S: usize = 3;
-/// Requests a stage keeps the few numbers of (about 50 bytes each) for its window; past it,
-/// the stage has no window (a note says so) and memory stops growing.
-pub const MAX_KEPT: usize = 1_000_000;
-
-const NONE: u32 = u32::MAX;
-
-/// What one request contributes to the window: when, how it ended, its per-request latencies.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Kept {
-    scheduled_ns: u64,
-    done_ns: u64,
-    /// Latencies in µs, indexed by [`LatencyMetric`]; [`NONE`] where it has none.
-    us: [u32; LatencyMetric::COUNT],
-    input_tokens: u32,
-    output_tokens: u32,
-    ok: bool,
-    good: bool,
-    first_turn: bool,
-}
-
-impl Kept {
-    pub(super) fn of(r: &RequestRecord, good: bool) -> Kept {
-        let us = std::array::from_fn(|i| match LatencyMetric::ALL[i].measure(r) {
-            super::Sample::Ns(ns) => u32::try_from(ns / 1_000).unwrap_or(NONE - 1),
-            _ => NONE,
-        });
-        Kept {
-            scheduled_ns: r.scheduled_ns,
-            done_ns: r.done_ns,
-            us,
-            input_tokens: r.input_tokens,
-            output_tokens: r.output_tokens,
-            ok: r.ok(),
-            good,
-            first_turn: r.opens_arrival(),
-        }
-    }
-}
 
 /// The window `[from, to)` in whole seconds of the per-second mean in flight `in_flight`,
 /// counting only its first `full` seconds (the last one of a stage is partial), and the
@@ -107,88 +73,129 @@ fn smoothed(series: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// The stage's window from its timeline and kept requests; `None` when the load held at
+const S: u64 = 1_000_000_000;
+
+/// The stage's window from its timeline and slices; `None` when the load held at
 /// [`STEADY_RATIO`] of its peak for less than [`MIN_WINDOW_S`] full seconds.
 pub(super) fn window(
     timeline: &[TimelinePoint],
     wall_ns: u64,
-    kept: &[Kept],
+    slices: &SteadySlices,
     confidence: f64,
 ) -> Option<SteadyState> {
-    let full = (wall_ns / 1_000_000_000) as usize;
+    let full = (wall_ns / S) as usize;
     let in_flight: Vec<f64> = timeline.iter().map(|p| p.in_flight).collect();
     let (from, to, peak) = steady_window(&in_flight, full)?;
-    let (from_ns, to_ns) = (from as u64 * 1_000_000_000, to as u64 * 1_000_000_000);
-    let mut inside: Vec<&Kept> = kept
-        .iter()
-        .filter(|k| k.scheduled_ns >= from_ns && k.done_ns <= to_ns)
-        .collect();
-    inside.sort_by_key(|k| k.scheduled_ns);
-    let secs = (to - from) as f64;
-    let latency = Latency::from_fn(|m| window_dist(m, &inside, confidence));
-    let ended: Vec<&Kept> = kept
-        .iter()
-        .filter(|k| (from_ns..to_ns).contains(&k.done_ns))
-        .collect();
-    let ok_ended = ended.iter().filter(|k| k.ok);
-    let sum = |f: fn(&Kept) -> u32| ok_ended.clone().map(|k| u64::from(f(k))).sum::<u64>();
-    let good = inside.iter().filter(|k| k.good).count() as u64;
-    let ok = inside.iter().filter(|k| k.ok).count() as u64;
-    let sent = inside.len() as u64;
-    let arrivals = kept
-        .iter()
-        .filter(|k| k.first_turn && (from_ns..to_ns).contains(&k.scheduled_ns))
-        .count();
+    // `from` and `to` themselves while a slice is at most a second wide; past that, the
+    // slice edges inside them (whole seconds still: the width is then a whole number of them).
+    let span = slices.span(from, to)?;
+    let w = slices.width_ns();
+    let (from_ns, to_ns) = (span.0 as u64 * w, span.1 as u64 * w);
+    let secs = (to_ns - from_ns) as f64 / 1e9;
+    let seconds = &in_flight[((from_ns / S) as usize).min(in_flight.len())
+        ..((to_ns / S) as usize).min(in_flight.len())];
+    let (requests, latency, throughput) = figures(slices, span, secs, confidence);
     Some(SteadyState {
-        from_s: from as f64,
-        to_s: to as f64,
+        from_s: from_ns as f64 / 1e9,
+        to_s: to_ns as f64 / 1e9,
         ratio: STEADY_RATIO,
         peak_in_flight: peak,
-        mean_in_flight: in_flight[from..to].iter().sum::<f64>() / secs,
-        requests: RequestCounts {
-            sent,
-            ok,
-            failed: sent - ok,
-            ..RequestCounts::default()
-        },
+        mean_in_flight: seconds.iter().sum::<f64>() / secs,
+        requests,
         latency,
-        throughput: Throughput {
-            requests_per_s: ok_ended.clone().count() as f64 / secs,
-            output_tokens_per_s: sum(|k| k.output_tokens) as f64 / secs,
-            input_tokens_per_s: sum(|k| k.input_tokens) as f64 / secs,
-            goodput_per_s: ended.iter().filter(|k| k.good).count() as f64 / secs,
-            goodput_ratio: if sent == 0 {
-                0.0
-            } else {
-                good as f64 / sent as f64
-            },
-            achieved_rate_per_s: arrivals as f64 / secs,
-            // The window's inputs are not kept per request; the stage's figure stands.
-            inputs_per_s: None,
-        },
+        throughput,
     })
 }
 
-/// One metric over the window's requests (in send order): the figures from a histogram as the
-/// stage's are, the intervals from batches.
-fn window_dist(metric: LatencyMetric, inside: &[&Kept], confidence: f64) -> Dist {
-    let values: Vec<f64> = inside
+/// The window's requests, latencies and throughput over slices `from..to`, `secs` long.
+pub(super) fn figures(
+    slices: &SteadySlices,
+    (from, to): (usize, usize),
+    secs: f64,
+    confidence: f64,
+) -> (RequestCounts, Latency, Throughput) {
+    let all = slices.slices();
+    let window = &all[from.min(all.len())..to.min(all.len())];
+    let to = to as u64;
+    let cells = || window.iter().flat_map(move |s| inside(s, to));
+    let sum = |f: fn(&Cell) -> u64| cells().map(f).sum::<u64>();
+    let (sent, ok, good) = (sum(|c| c.sent), sum(|c| c.ok), sum(|c| c.good));
+    let ended = |f: fn(&Slice) -> u64| window.iter().map(f).sum::<u64>() as f64 / secs;
+    let requests = RequestCounts {
+        sent,
+        ok,
+        failed: sent - ok,
+        ..RequestCounts::default()
+    };
+    let throughput = Throughput {
+        requests_per_s: ended(|s| s.ended_ok),
+        output_tokens_per_s: ended(|s| s.output_tokens),
+        input_tokens_per_s: ended(|s| s.input_tokens),
+        goodput_per_s: ended(|s| s.ended_good),
+        goodput_ratio: if sent == 0 {
+            0.0
+        } else {
+            good as f64 / sent as f64
+        },
+        achieved_rate_per_s: ended(|s| s.arrivals),
+        // The window's inputs are not kept; the stage's figure stands.
+        inputs_per_s: None,
+    };
+    let latency = Latency::from_fn(|m| window_dist(m, window, to, confidence));
+    (requests, latency, throughput)
+}
+
+/// The cells of `slice` that ended by slice `to`: its requests inside a window ending there.
+fn inside(slice: &Slice, to: u64) -> impl Iterator<Item = &Cell> {
+    slice.cells.iter().filter(move |c| c.ends_by <= to)
+}
+
+/// Records `metric`'s values of the window's requests scheduled in `slices` into `h`.
+fn fill(h: &mut Histogram<u64>, slices: &[Slice], to: u64, metric: LatencyMetric) {
+    for (v, n) in slices
         .iter()
-        .map(|k| k.us[metric as usize])
-        .filter(|v| *v != NONE)
-        .map(f64::from)
-        .collect();
-    let mut h: Histogram<u64> = histogram();
-    for v in &values {
-        h.saturating_record(*v as u64);
+        .flat_map(|s| inside(s, to))
+        .flat_map(|c| c.values(metric))
+    {
+        h.saturating_record_n(v, n);
     }
+}
+
+/// One metric over the window (`window`, its slices, ending at slice `to`): the figures from
+/// the merged histogram, as the stage's are; the intervals from batches of whole slices in
+/// send order, each batch's figure read from its own merged histogram.
+fn window_dist(metric: LatencyMetric, window: &[Slice], to: u64, confidence: f64) -> Dist {
+    let mut h: Histogram<u64> = histogram();
+    fill(&mut h, window, to, metric);
     let d = dist(&h);
-    if values.is_empty() {
+    if h.is_empty() {
         return d;
     }
+    let counts: Vec<u64> = window
+        .iter()
+        .map(|s| inside(s, to).map(|c| c.count(metric)).sum())
+        .collect();
     let bound = |f: Figure| {
-        let centre = f.of(&d) * 1e3;
-        match batch_interval(&values, f.quantile(), centre, confidence) {
+        let per = batch_size_for(f.quantile());
+        let b = (h.len() as usize / per).min(MAX_BATCHES);
+        if b < MIN_BATCHES {
+            return Bound::insufficient((per * MIN_BATCHES) as u64);
+        }
+        let mut held = Vec::new();
+        let figures: Vec<f64> = batches(&counts, b)
+            .into_iter()
+            .map(|r| {
+                held.clear();
+                held.extend(
+                    window[r]
+                        .iter()
+                        .flat_map(|s| inside(s, to))
+                        .flat_map(|c| c.buckets(metric)),
+                );
+                batch_figure(&mut held, f.quantile())
+            })
+            .collect();
+        match batch_interval_of(&figures, f.of(&d) * 1e3, confidence) {
             Ok(BatchCi::Interval { low, high, .. }) => Bound::Interval {
                 low: low.max(0.0) / 1e3,
                 high: high / 1e3,
@@ -202,6 +209,58 @@ fn window_dist(metric: LatencyMetric, inside: &[&Kept], confidence: f64) -> Dist
         .contains(&confidence)
         .then(|| Intervals::from_fn(confidence, IntervalMethod::Batches, bound));
     Dist { intervals, ..d }
+}
+
+/// A batch's figure (µs) from its buckets and their counts (in any order; at least one
+/// value), read as the stage's histograms read theirs: quantile `q` is the highest value of
+/// the bucket holding the ⌈q·n⌉-th value, the mean counts each value at its bucket's middle.
+/// Read from the sparse buckets, not a dense histogram: a dense one's every read scans its
+/// 27,648 counters, which for 20 batches of every figure of every metric cost more than a
+/// long stage's whole fold.
+fn batch_figure(buckets: &mut [(u32, u64)], q: Option<f64>) -> f64 {
+    let n: u64 = buckets.iter().map(|b| b.1).sum();
+    let highest = |i: u32| (bucket_value(i) + bucket_width(i) - 1) as f64;
+    let Some(q) = q else {
+        let middle = |i: u32| (bucket_value(i) + bucket_width(i) / 2) as f64;
+        return buckets
+            .iter()
+            .map(|&(i, c)| middle(i) * c as f64)
+            .sum::<f64>()
+            / n.max(1) as f64;
+    };
+    // Runs of sorted buckets, one per cell: a stable sort merges them.
+    buckets.sort_by_key(|b| b.0);
+    let rank = ((q * n as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for &(i, c) in buckets.iter() {
+        seen += c;
+        if seen >= rank {
+            return highest(i);
+        }
+    }
+    buckets.last().map_or(0.0, |&(i, _)| highest(i))
+}
+
+/// Consecutive slices (their values' `counts`) cut into at most `b` batches of about equal
+/// counts: a batch closes once the count so far reaches its share of the whole, and holds at
+/// least one value (a slice is not split, so a batch may hold more than its share).
+fn batches(counts: &[u64], b: usize) -> Vec<Range<usize>> {
+    let total: u64 = counts.iter().sum();
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(b);
+    let (mut start, mut run, mut held) = (0, 0u64, 0u64);
+    for (i, &c) in counts.iter().enumerate() {
+        run += c;
+        held += c;
+        if held > 0 && out.len() + 1 < b && run * b as u64 >= (out.len() as u64 + 1) * total {
+            out.push(start..i + 1);
+            (start, held) = (i + 1, 0);
+        }
+    }
+    match out.last_mut() {
+        Some(last) if held == 0 => last.end = counts.len(),
+        _ => out.push(start..counts.len()),
+    }
+    out
 }
 
 impl StageSummary {
@@ -255,6 +314,35 @@ mod tests {
     fn a_dip_inside_the_plateau_does_not_split_it() {
         let (from, to, _) = steady_window(&[8.0, 8.0, 2.0, 8.0, 8.0], 5).unwrap();
         assert_eq!((from, to), (0, 5));
+    }
+
+    #[test]
+    fn a_batch_figure_is_what_its_histogram_reads() {
+        let values: Vec<u64> = (0..3_000u64)
+            .map(|i| (i * 7_919) % 90_000 + i % 13)
+            .collect();
+        let mut h: Histogram<u64> = histogram();
+        let mut buckets: Vec<(u32, u64)> = Vec::new();
+        for v in &values {
+            h.saturating_record(*v);
+            buckets.push((super::super::steady_slices::bucket(*v), 1));
+        }
+        for q in [0.5, 0.9, 0.95, 0.99, 0.999] {
+            let got = batch_figure(&mut buckets, Some(q));
+            assert_eq!(got, h.value_at_quantile(q) as f64, "q {q}");
+        }
+        assert!((batch_figure(&mut buckets, None) - h.mean()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn batches_cut_slices_at_equal_shares_of_the_values() {
+        assert_eq!(batches(&[10; 20], 5), [0..4, 4..8, 8..12, 12..16, 16..20]);
+        // Empty slices join a neighbour; a batch never holds no value.
+        assert_eq!(batches(&[0, 5, 5, 0, 5, 5, 0, 0], 2), [0..3, 3..8]);
+        // A lump takes more than its share; the count is at most `b`.
+        assert_eq!(batches(&[1, 100, 1, 1, 1], 4), [0..2, 2..3, 3..4, 4..5]);
+        assert_eq!(batches(&[100, 1, 1], 5), [0..1, 1..2, 2..3]);
+        assert_eq!(batches(&[0, 0, 3, 0], 5), vec![0..4]);
     }
 
     #[test]
