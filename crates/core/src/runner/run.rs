@@ -131,6 +131,16 @@ pub async fn run(
         reset: std::sync::Mutex::new(None),
         tokenizer_note,
         answers,
+        // Made once for the run: a shard's pooled connections outlive its stages.
+        shard_routers: opts
+            .shards
+            .as_ref()
+            .map(|s| {
+                (0..s.len())
+                    .map(|_| Arc::new(router.with_own_pools()))
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
