@@ -87,9 +87,14 @@ fn planned_rows(out: &std::path::Path) -> std::collections::BTreeMap<(String, u6
                 r["index"].as_u64().unwrap(),
                 r["turn"].as_u64().unwrap(),
             );
-            let fields = ["input_tokens", "planned_output_tokens", "output_tokens", "error"]
-                .map(|f| r[f].to_string())
-                .join(" ");
+            let fields = [
+                "input_tokens",
+                "planned_output_tokens",
+                "output_tokens",
+                "error",
+            ]
+            .map(|f| r[f].to_string())
+            .join(" ");
             (key, fields)
         })
         .collect()
@@ -113,7 +118,10 @@ fn two_shards_send_the_same_records_as_one() {
         summaries.push(results(&out));
     }
     assert_eq!(rows[0].len(), 90 + 45 + 16, "one row per request and turn");
-    assert_eq!(rows[0], rows[1], "the same requests, each with the same tokens");
+    assert_eq!(
+        rows[0], rows[1],
+        "the same requests, each with the same tokens"
+    );
     for name in ["open", "closed", "sessions"] {
         let (one, two) = (stage(&summaries[0], name), stage(&summaries[1], name));
         for key in ["sent", "ok", "failed"] {
@@ -124,6 +132,9 @@ fn two_shards_send_the_same_records_as_one() {
             "{name}: the shards' records fold into one stage"
         );
         let peak = two["client"]["peak_in_flight"].as_u64().unwrap();
-        assert!(peak >= 1, "{name}: every shard's in-flight count is summed: {two}");
+        assert!(
+            peak >= 1,
+            "{name}: every shard's in-flight count is summed: {two}"
+        );
     }
 }
