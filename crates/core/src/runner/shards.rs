@@ -1,5 +1,5 @@
-//! `--cpus N` with N > 1: one shard per CPU, each a thread pinned to its CPU running a
-//! current-thread tokio runtime. A stage gives each shard its own dispatcher (an interleaved
+//! `--cpus N` with N > 1: one shard per CPU, each a thread (`im-shard-K`: `/proc` keeps 15
+//! characters of a name) pinned to its CPU running a current-thread tokio runtime. A stage gives each shard its own dispatcher (an interleaved
 //! slice of the schedule), connection pools, counters and record channel (see
 //! `shard_stage.rs`), so nothing a request does writes memory another shard writes.
 //!
@@ -38,7 +38,7 @@ impl Shards {
             let (handle_tx, handle_rx) = mpsc::channel();
             let (stop, stopped) = oneshot::channel::<()>();
             let thread = thread::Builder::new()
-                .name(format!("infermeter-shard-{k}"))
+                .name(format!("im-shard-{k}"))
                 .spawn(move || {
                     pin_to(cpu);
                     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -137,7 +137,7 @@ mod tests {
                 shards.handle(k).block_on(h).unwrap()
             })
             .collect();
-        assert_eq!(names, ["infermeter-shard-0", "infermeter-shard-1"]);
+        assert_eq!(names, ["im-shard-0", "im-shard-1"]);
         drop(shards);
     }
 }
