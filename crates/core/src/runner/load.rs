@@ -38,7 +38,8 @@ impl Senders<'_> {
         self.shared.iter().map(|s| s.occupancy.clone()).collect()
     }
 
-    /// Sending is over: the trackers, to drain; what the requests share goes with the last.
+    /// Sending is over: the trackers, to drain. The stage's `StageShared`s are dropped here
+    /// (each request task holds its own), so the record channels close with the last task.
     pub(super) fn trackers(self) -> Vec<TaskTracker> {
         self.trackers
     }

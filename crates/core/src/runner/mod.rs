@@ -5,8 +5,10 @@
 //! [`Observer`].
 //!
 //! Entry point: [`run`]. Files: `run.rs` sets up and walks the stages, `stage.rs` runs one,
-//! `send.rs` is the path of one request, `session.rs` multi-turn sessions (`agent.rs` agentic tasks), `search.rs` rate
-//! and concurrency searches, `options.rs` what the caller passes in.
+//! `send.rs` is the path of one request, `shards.rs` the per-CPU shards of `--cpus N`
+//! (`shard_stage.rs` a stage sent by them), `session.rs` multi-turn sessions (`agent.rs`
+//! agentic tasks), `search.rs` rate and concurrency searches, `options.rs` what the caller
+//! passes in.
 
 mod agent;
 mod answers;
