@@ -3,9 +3,14 @@
 # req/s for 10 s against a zero-latency simulator in its own process, once per `--cpus`
 # value given, and prints each client thread's CPU time (user + system, from
 # /proc/PID/task/*/stat, read 9 s into it) with the CPU it last ran on, and
-# the process's total. Timing figures: quote them with the machine's load and steal.
+# the process's total: its CPU time per request, and its send lag. With `--cpus N` (N > 1)
+# the threads named im-shard-K are the shards, each sending on its own CPU.
+# Timing figures: quote them with the machine's load and steal.
 #
 #   scripts/client-cores.sh [BINARY] [RATE] [CPUS…]   (default: target/release/infermeter 3000 1 2)
+#   SIM_CPUS=LIST scripts/client-cores.sh …  (the simulator pinned to those CPUs, `taskset -c`)
+#   NETNS=1 scripts/client-cores.sh …        (the simulator in a network namespace of its own,
+#       reached over a veth pair, as a server on another host is reached over a NIC; root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/infermeter}
@@ -15,9 +20,33 @@ SETS=("${@:-1 2}")
 [ "$#" -eq 0 ] && SETS=(1 2)
 [ -x "$BIN" ] || { echo "build first: cargo build --release" >&2; exit 1; }
 DIR=$(mktemp -d)
-trap 'kill -INT $SIM 2>/dev/null || true; rm -rf "$DIR"' EXIT
-"$BIN" sim --listen 127.0.0.1:0 --prefill-per-token 0ms --decode-base 0ms --decode-per-seq 0ms \
-    --max-running 4096 --kv-capacity 100000000 >"$DIR/sim.out" 2>/dev/null &
+NS=imcores$$
+cleanup() {
+    kill -INT "$SIM" 2>/dev/null || true
+    if [ -n "${NETNS:-}" ]; then
+        sleep 0.5
+        ip netns del "$NS" 2>/dev/null || true
+        ip link del "${NS}a" 2>/dev/null || true
+    fi
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+LISTEN=127.0.0.1:0
+WRAP=()
+if [ -n "${NETNS:-}" ]; then
+    ip netns add "$NS"
+    ip link add "${NS}a" type veth peer name "${NS}b" netns "$NS"
+    ip addr add 10.231.0.1/30 dev "${NS}a"
+    ip link set "${NS}a" up
+    ip -n "$NS" addr add 10.231.0.2/30 dev "${NS}b"
+    ip -n "$NS" link set "${NS}b" up
+    ip -n "$NS" link set lo up
+    LISTEN=10.231.0.2:0
+    WRAP=(ip netns exec "$NS")
+fi
+[ -n "${SIM_CPUS:-}" ] && WRAP+=(taskset -c "$SIM_CPUS")
+"${WRAP[@]}" "$BIN" sim --listen "$LISTEN" --prefill-per-token 0ms --decode-base 0ms \
+    --decode-per-seq 0ms --max-running 4096 --kv-capacity 100000000 >"$DIR/sim.out" 2>/dev/null &
 SIM=$!
 for _ in $(seq 50); do grep -q http "$DIR/sim.out" 2>/dev/null && break; sleep 0.1; done
 URL=$(grep -o 'http://[^ ]*' "$DIR/sim.out" | head -1)
@@ -44,6 +73,9 @@ for cpus in "${SETS[@]}"; do
 import json, sys
 s = json.load(open(sys.argv[1]))["stages"][0]
 c = s["client"]
-print(f"   sent {s['requests']['sent']}, send lag p99 {c['send_lag_ms']['p99']:.3f} ms, steal {c.get('steal_percent', 0):.1f} %")
+rps = s["throughput"]["requests_per_s"]
+per = c["cpu_percent"] / 100 * 1e6 / rps if rps else 0
+print(f"   sent {s['requests']['sent']}, {rps:.0f} req/s, send lag p50 {c['send_lag_ms']['p50']:.3f} / p99 {c['send_lag_ms']['p99']:.3f} ms, "
+      f"CPU {per:.0f} µs per request, steal {c.get('steal_percent', 0):.1f} %")
 PY
 done

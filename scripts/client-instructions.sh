@@ -7,6 +7,8 @@
 #   SCENARIO=FILE scripts/client-instructions.sh  (default: scenarios/bench/open-loop.kdl; a
 #       copy with another telemetry block, e.g. `otlp` or `trace-context #false`, measures
 #       what that costs per request)
+#   CPUS=N scripts/client-instructions.sh       (runs the client with `--cpus N`: with N > 1,
+#       its shards; callgrind runs their threads one at a time, so the count is their sum)
 #   KEEP=DIR scripts/client-instructions.sh      (keeps the two runs' callgrind files in DIR,
 #       cg.5 and cg.15: `callgrind_annotate --inclusive=yes` on each, function by function,
 #       and their difference divided by the requests' is a function's cost per request;
@@ -34,7 +36,7 @@ URL=$(grep -o 'http://[^ ]*' "$DIR/sim.out" | head -1)
 count() { # seconds -> instructions
     valgrind --tool=callgrind --callgrind-out-file="$DIR/cg.$1" "$BIN" run \
         "$SCENARIO" --param "url=$URL" --param rate=200 --param "duration=$1s" \
-        --quiet --no-plots --out "$DIR/out.$1" >/dev/null 2>"$DIR/vg.$1"
+        --quiet --no-plots ${CPUS:+--cpus "$CPUS"} --out "$DIR/out.$1" >/dev/null 2>"$DIR/vg.$1"
     local sent
     sent=$(grep -o '"sent": *[0-9]*' "$DIR/out.$1/results.json" | head -1 | grep -o '[0-9]*$')
     echo "$(grep -o 'Collected : [0-9]*' "$DIR/vg.$1" | grep -o '[0-9]*$') $sent"

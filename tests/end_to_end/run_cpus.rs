@@ -58,3 +58,83 @@ fn cpus_the_process_may_not_use_are_a_usage_error() {
     let o = run(&path, &dir.path().join("out"), &["--cpus", "two"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 }
+
+/// Open and closed loops and sessions, each with a fixed request count: what is sent does not
+/// depend on how many shards send it.
+const SHARDED: &str = r#"
+scenario "shards" { seed 5; }
+target "sim" { timeout "10s"; decode-base "1ms"; decode-per-seq "0ms"; prefill-per-token "1us"; }
+dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
+dataset "chat" {
+    synthetic { input-tokens 24; output-tokens 6 }
+    session turns=2 think-time="5ms"
+}
+stage "open" { dataset "d"; arrival "constant" rate=300; requests 90; }
+stage "closed" { dataset "d"; arrival "concurrency" clients=3; requests 45; }
+stage "sessions" { dataset "chat"; arrival "poisson" rate=40; requests 8; }
+"#;
+
+/// Each request's row, by (stage, index, turn), with the fields the plan and the simulator
+/// decide (not its timings).
+fn planned_rows(out: &std::path::Path) -> std::collections::BTreeMap<(String, u64, u64), String> {
+    std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            let key = (
+                r["stage"].as_str().unwrap().to_string(),
+                r["index"].as_u64().unwrap(),
+                r["turn"].as_u64().unwrap(),
+            );
+            let fields = [
+                "input_tokens",
+                "planned_output_tokens",
+                "output_tokens",
+                "error",
+            ]
+            .map(|f| r[f].to_string())
+            .join(" ");
+            (key, fields)
+        })
+        .collect()
+}
+
+#[test]
+fn two_shards_send_the_same_records_as_one() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: one CPU, no second shard");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(dir.path(), "s.kdl", SHARDED);
+    let mut rows = Vec::new();
+    let mut summaries = Vec::new();
+    for cpus in ["1", "2"] {
+        let out = dir.path().join(format!("out{cpus}"));
+        let o = run(&path, &out, &["--cpus", cpus, "--requests-jsonl"]);
+        assert_eq!(o.status.code(), Some(0), "--cpus {cpus}: {}", describe(&o));
+        rows.push(planned_rows(&out));
+        summaries.push(results(&out));
+    }
+    assert_eq!(rows[0].len(), 90 + 45 + 16, "one row per request and turn");
+    assert_eq!(
+        rows[0], rows[1],
+        "the same requests, each with the same tokens"
+    );
+    for name in ["open", "closed", "sessions"] {
+        let (one, two) = (stage(&summaries[0], name), stage(&summaries[1], name));
+        for key in ["sent", "ok", "failed"] {
+            assert_eq!(one["requests"][key], two["requests"][key], "{name} {key}");
+        }
+        assert_eq!(
+            one["tokens"]["output"], two["tokens"]["output"],
+            "{name}: the shards' records fold into one stage"
+        );
+        let peak = two["client"]["peak_in_flight"].as_u64().unwrap();
+        assert!(
+            peak >= 1,
+            "{name}: every shard's in-flight count is summed: {two}"
+        );
+    }
+}

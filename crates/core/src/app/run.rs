@@ -212,6 +212,11 @@ fn execute(
         })?),
         None => None,
     };
+    // A shard per CPU (`--cpus N`, N > 1), started before the runtime and stopped after it.
+    let shards = match cpus.as_deref() {
+        Some(c) if c.len() > 1 => Some(Arc::new(runner::Shards::start(c).map_err(Error::Runtime)?)),
+        _ => None,
+    };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(c) = &cpus {
         builder.worker_threads(c.len());
@@ -248,6 +253,7 @@ fn execute(
         barrier: settings.barrier.clone(),
         server_switch: None,
         dispatchers: cpus.as_ref().map_or(1, Vec::len),
+        shards: shards.clone(),
         test_send_lag: test_send_lag(),
         test_steal_share: test_steal_share(),
         test_read_stall: test_read_stall(),
@@ -269,6 +275,7 @@ fn execute(
         Ok::<_, Error>((output?, done))
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
+    drop(shards);
     drop(poll_idle);
     output.inspect_err(|e| {
         // The placeholder stays incomplete, now saying why.

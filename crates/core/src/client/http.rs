@@ -260,6 +260,15 @@ impl Client {
         futures_util::future::join_all(gets).await;
     }
 
+    /// The same client with a connection pool of its own (a `--cpus` shard's; see
+    /// `Wire::with_own_pool`). reqwest's pool (https, proxies) stays shared.
+    pub fn with_own_pool(&self) -> Client {
+        Client {
+            wire: self.wire.as_deref().map(|w| Arc::new(w.with_own_pool())),
+            ..self.clone()
+        }
+    }
+
     /// Gives a session's held connection back to this client's pool when the session ends
     /// (reqwest's path holds none).
     pub fn release(&self, held: &mut Held) {

@@ -66,8 +66,8 @@ pub struct Live {
     /// … and an empty aggregator made as the stage's own, for its complete prefix (taken by
     /// the collector, which feeds it).
     pub prefix: Option<StageAggregator>,
-    /// Requests the stage has begun (see `StageShared::started`).
-    pub begun: Arc<std::sync::atomic::AtomicU64>,
+    /// Requests the stage has begun, per shard (see `StageShared::started`).
+    pub(super) begun: Arc<super::counters::Begun>,
     /// The stage's clock start, set once sending begins (checks wait for it).
     pub t0: Arc<OnceLock<Instant>>,
     /// What the snapshot's validity rules know of the stage beyond its records.
@@ -108,10 +108,7 @@ impl Live {
         // Read after the records folded so far, so that a request finishing in between is
         // counted twice rather than not at all: its value is then taken as unknown.
         let done = agg.done();
-        let pending = self
-            .begun
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .saturating_sub(done);
+        let pending = self.begun.total().saturating_sub(done);
         let past_minimum = self
             .until
             .as_mut()
@@ -188,7 +185,9 @@ impl RecentTtfts {
 const RUN_QUEUE_EVERY: Duration = Duration::from_millis(100);
 
 pub struct Collector {
-    pub tx: mpsc::Sender<RequestRecord>,
+    /// One channel per shard (`--cpus`), one without: a shard's requests send only on its
+    /// own, so no two cores write one channel's tail.
+    pub tx: Vec<mpsc::Sender<RequestRecord>>,
     pub recent: RecentTtfts,
     join: thread::JoinHandle<Finished>,
 }
@@ -219,6 +218,10 @@ pub enum CollectProblem {
 }
 
 impl Collector {
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the stage's parts the collector feeds, each made by the stage"
+    )]
     pub fn spawn(
         stage: String,
         groups: Vec<crate::protocol::Group>,
@@ -227,8 +230,11 @@ impl Collector {
         mut progress: Box<dyn StageProgress>,
         live: Option<Live>,
         (track, spans): (Option<Arc<Track>>, Option<StageSpans>),
+        channels: usize,
     ) -> Collector {
-        let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let (tx, mut rxs): (Vec<_>, Vec<_>) = (0..channels.max(1))
+            .map(|_| mpsc::channel::<RequestRecord>())
+            .unzip();
         let recent = RecentTtfts::default();
         let mut folder = Folder {
             // The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
@@ -260,13 +266,9 @@ impl Collector {
             // Drains in batches on a short period instead of waking per record: on a small
             // machine a wake-up per request would compete with the request tasks for the CPU.
             loop {
-                let open = loop {
-                    match rx.try_recv() {
-                        Ok(rec) => folder.take(rec),
-                        Err(mpsc::TryRecvError::Empty) => break true,
-                        Err(mpsc::TryRecvError::Disconnected) => break false,
-                    }
-                };
+                // A channel is dropped once every sender of its shard is gone.
+                rxs.retain(|rx| folder.drain(rx));
+                let open = !rxs.is_empty();
                 folder.fold_known(!open);
                 if sampled.is_none_or(|t| t.elapsed() >= RUN_QUEUE_EVERY) {
                     sampled = Some(Instant::now());
@@ -353,6 +355,17 @@ struct Folder {
 }
 
 impl Folder {
+    /// Takes every record waiting in `rx`; whether it may still send more.
+    fn drain(&mut self, rx: &mpsc::Receiver<RequestRecord>) -> bool {
+        loop {
+            match rx.try_recv() {
+                Ok(rec) => self.take(rec),
+                Err(mpsc::TryRecvError::Empty) => return true,
+                Err(mpsc::TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+
     /// A record from a request task: folded now, or once the probes have caught up with it.
     fn take(&mut self, rec: RequestRecord) {
         if self.track.is_some() {

@@ -4,6 +4,12 @@
 //! request at its scheduled instant, whatever earlier requests are doing. Latency counts from
 //! the scheduled instant; the gap to the actual send is the send lag. Closed-loop stages are N
 //! tasks that each send their next request when the previous one ends.
+//!
+//! With `--cpus N` (N > 1) a stage is sent by N shards (`shards.rs`): open-loop, shard `k`
+//! runs the dispatcher of the `k`-th interleaved slice of the schedule; closed-loop, client
+//! `c` runs on shard `c mod N`, and each shard's clients take the requests of its slice in
+//! turn. Each shard has its own [`StageShared`] and task tracker, so a request touches
+//! nothing another shard writes.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,29 +20,74 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::send::{StageShared, since};
+use super::shards::Shards;
 use super::timer::PreciseTimer;
 use crate::plan::Load;
 
+/// Who sends a stage: one [`StageShared`] and task tracker per shard, or one of each on the
+/// run's runtime (`shards` is then `None`).
+pub(super) struct Senders<'a> {
+    pub(super) shared: Vec<Arc<StageShared>>,
+    pub(super) trackers: Vec<TaskTracker>,
+    pub(super) shards: Option<&'a Shards>,
+}
+
+impl Senders<'_> {
+    /// Each shard's occupancy.
+    pub(super) fn occupancy(&self) -> Vec<Arc<super::counters::Occupancy>> {
+        self.shared.iter().map(|s| s.occupancy.clone()).collect()
+    }
+
+    /// Sending is over: the trackers, to drain. The stage's `StageShared`s are dropped here
+    /// (each request task holds its own), so the record channels close with the last task.
+    pub(super) fn trackers(self) -> Vec<TaskTracker> {
+        self.trackers
+    }
+
+    /// Starts `task` on shard `k`'s runtime, or on the current one without shards.
+    fn spawn<F>(&self, k: usize, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self.shards {
+            Some(s) => s.handle(k).spawn(task),
+            None => tokio::spawn(task),
+        }
+    }
+}
+
+/// Until every tracker is empty (closed).
+pub(super) async fn wait_all(trackers: &[TaskTracker]) {
+    futures_util::future::join_all(trackers.iter().map(TaskTracker::wait)).await;
+}
+
 /// Sends the stage's load until its schedule or deadline is done, `stop` is cancelled or
 /// `watching` (the warm-up's rule) ends; what is in flight is left to the drain.
-/// `dispatchers`: how many open-loop dispatchers share the schedule (one per CPU).
+/// `dispatchers`: how many open-loop dispatchers share the schedule without shards (one per
+/// CPU); with shards, one per shard.
 pub(super) async fn drive(
-    shared: &Arc<StageShared>,
-    tracker: &TaskTracker,
+    s: &Senders<'_>,
     stop: &CancellationToken,
     watching: &mut (impl Future + Unpin),
     dispatchers: usize,
 ) {
-    let stage = &shared.stage;
+    let stage = &s.shared[0].stage;
     match &stage.load {
         Load::Open { .. } => {
-            // On a runtime worker, so the request tasks it spawns start on that same
-            // worker without a cross-thread wake-up.
-            let n = dispatchers.max(1);
+            // On a runtime worker (a shard's thread), so the request tasks it spawns start on
+            // that same worker without a cross-thread wake-up.
+            let n = if s.shards.is_some() {
+                s.shared.len()
+            } else {
+                dispatchers.max(1)
+            };
             let handles: Vec<_> = (0..n)
                 .map(|k| {
                     let slice = Interleave { k, n };
-                    tokio::spawn(dispatch_open(shared.clone(), tracker.clone(), slice))
+                    let sh = s.shared[k.min(s.shared.len() - 1)].clone();
+                    let tracker = s.trackers[k.min(s.trackers.len() - 1)].clone();
+                    s.spawn(k, dispatch_open(sh, tracker, slice))
                 })
                 .collect();
             for d in handles {
@@ -46,20 +97,8 @@ pub(super) async fn drive(
         // Run probe by probe by `runner::search`, never as one stage.
         Load::Search(_) => {}
         Load::Closed { clients, ramp } => {
-            let next = Arc::new(AtomicU64::new(0));
-            let deadline = stage.duration.map(|d| shared.t0 + d.as_std());
-            // A shard runs its own workers of the plan's, each at its planned start.
-            for k in stage.slice.members(u64::from(*clients)) {
-                let k = k as u32;
-                let start = ramp.map_or(0, |r| r.start_offset_ns(k));
-                tracker.spawn(closed_worker(
-                    shared.clone(),
-                    next.clone(),
-                    shared.t0 + Duration::from_nanos(start),
-                    deadline,
-                    stage.max_requests,
-                ));
-            }
+            let deadline = stage.duration.map(|d| s.shared[0].t0 + d.as_std());
+            spawn_closed(s, u64::from(*clients), *ramp, deadline);
             let until_deadline = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -68,10 +107,43 @@ pub(super) async fn drive(
             };
             tokio::select! {
                 _ = until_deadline => {}
-                _ = tracker.wait() => {}
+                _ = wait_all(&s.trackers) => {}
                 _ = stop.cancelled() => {}
                 _ = watching => {}
             }
+        }
+    }
+}
+
+/// Starts a closed loop's clients: client `c` of this process's on shard `c mod n` (no more
+/// shards than clients, so every shard's slice of the requests has a client to send it),
+/// each at its planned start.
+fn spawn_closed(
+    s: &Senders<'_>,
+    clients: u64,
+    ramp: Option<crate::arrival::ClientRamp>,
+    deadline: Option<Instant>,
+) {
+    let stage = &s.shared[0].stage;
+    // A distributed run's shard runs its own workers of the plan's.
+    let members: Vec<u64> = stage.slice.members(clients).collect();
+    let n = s.shared.len().min(members.len()).max(1);
+    let nexts: Vec<_> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    for (c, k) in members.into_iter().enumerate() {
+        let k = k as u32;
+        let shard = c % n;
+        let sh = &s.shared[shard];
+        let start = ramp.map_or(0, |r| r.start_offset_ns(k));
+        let worker = closed_worker(
+            sh.clone(),
+            (nexts[shard].clone(), Interleave { k: shard, n }),
+            sh.t0 + Duration::from_nanos(start),
+            deadline,
+            sh.stage.max_requests,
+        );
+        match s.shards {
+            Some(shards) => drop(s.trackers[shard].spawn_on(worker, shards.handle(shard))),
+            None => drop(s.trackers[shard].spawn(worker)),
         }
     }
 }
@@ -144,9 +216,11 @@ async fn wait_until(
     }
 }
 
+/// A closed loop's client: sends its next request when the last one ends. Its shard's
+/// clients share `next`, their count of the requests of the shard's `slice` taken so far.
 async fn closed_worker(
     sh: Arc<StageShared>,
-    next: Arc<AtomicU64>,
+    (next, slice): (Arc<AtomicU64>, Interleave),
     start: Instant,
     deadline: Option<Instant>,
     max_requests: Option<u64>,
@@ -167,8 +241,10 @@ async fn closed_worker(
         if sh.interrupt.is_cancelled() || deadline.is_some_and(|d| Instant::now() >= d) {
             return idle.add_to(&sh.occupancy);
         }
-        // A shard's k-th request is the plan's request `index + k · count`.
-        let i = sh.stage.slice.global(next.fetch_add(1, Ordering::Relaxed));
+        // The slice's j-th is this process's `k + j · n`-th request; a distributed run's
+        // shard's k-th request is the plan's request `index + k · count`.
+        let j = next.fetch_add(1, Ordering::Relaxed);
+        let i = sh.stage.slice.global(slice.k as u64 + j * slice.n as u64);
         if max_requests.is_some_and(|m| i >= m) {
             return idle.add_to(&sh.occupancy);
         }
@@ -209,7 +285,7 @@ impl Idle {
         self.last_done = done;
     }
 
-    fn add_to(&self, o: &super::send::Occupancy) {
+    fn add_to(&self, o: &super::counters::Occupancy) {
         if let Some(first) = self.first_sent {
             o.idle_ns.fetch_add(self.idle_ns, Ordering::Relaxed);
             o.span_ns

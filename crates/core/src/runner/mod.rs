@@ -5,13 +5,16 @@
 //! [`Observer`].
 //!
 //! Entry point: [`run`]. Files: `run.rs` sets up and walks the stages, `stage.rs` runs one,
-//! `send.rs` is the path of one request, `session.rs` multi-turn sessions (`agent.rs` agentic tasks), `search.rs` rate
-//! and concurrency searches, `options.rs` what the caller passes in.
+//! `send.rs` is the path of one request, `shards.rs` the per-CPU shards of `--cpus N`
+//! (`shard_stage.rs` a stage sent by them), `session.rs` multi-turn sessions (`agent.rs`
+//! agentic tasks), `search.rs` rate and concurrency searches, `options.rs` what the caller
+//! passes in.
 
 mod agent;
 mod answers;
 mod barrier;
 mod collect;
+mod counters;
 mod cpu;
 mod cpus;
 mod error;
@@ -24,6 +27,7 @@ mod netem;
 mod options;
 mod prefix;
 mod probe;
+mod reset;
 mod route;
 mod run;
 mod search;
@@ -31,6 +35,8 @@ mod send;
 mod server;
 mod session;
 mod session_tools;
+mod shard_stage;
+mod shards;
 mod stage;
 mod stage_plan;
 mod switch;
@@ -51,4 +57,5 @@ pub use cpus::{CpuSpec, CpusError, restrict as restrict_cpus};
 pub use error::{RunError, RunProblem};
 pub use options::{LiveCheck, LiveJudgement, Observer, RunOptions, StageDecision, StageProgress};
 pub use run::{RunOutput, Stop, run};
+pub use shards::Shards;
 pub use switch::{ServerSwitch, SwitchFuture, Switched};

@@ -60,6 +60,11 @@ pub struct RunOptions {
     /// Dispatchers per open-loop stage, each following an interleaved slice of its schedule
     /// (`--cpus`: one per CPU); 0 or 1 is one.
     pub dispatchers: usize,
+    /// `--cpus N` with N > 1: the run's shards, one per CPU, each a pinned thread with a
+    /// runtime of its own; each open- or closed-loop stage is sent by all of them, each with
+    /// its own dispatcher, pools and counters (see `Shards`). `None`: stages are sent on the
+    /// caller's runtime (by `dispatchers` dispatchers).
+    pub shards: Option<Arc<super::shards::Shards>>,
     /// Checked while each measured stage runs (not the warm-up, not search probes).
     pub live_check: Option<LiveCheck>,
     /// For tests only: every open-loop request is held this long past its scheduled instant

@@ -152,17 +152,27 @@ pub struct LoopProbe {
 }
 
 impl LoopProbe {
-    /// Starts one probe per slot of `track`, on the current runtime, timing from `t0`; with a
+    /// Starts one probe per slot of `track`, on the current runtime (probe `k` on shard `k`
+    /// when `shards` are given: each shard's loop is its own), timing from `t0`; with a
     /// non-zero `test_stall` (tests only, `RunOptions::test_read_stall`), also the task that
-    /// stalls the loop that long about every [`STALL_EVERY`].
-    pub fn start(track: &Arc<Track>, t0: Instant, test_stall: Duration) -> LoopProbe {
+    /// stalls the loop (shard 0's) that long about every [`STALL_EVERY`].
+    pub fn start(
+        track: &Arc<Track>,
+        t0: Instant,
+        test_stall: Duration,
+        shards: Option<&super::shards::Shards>,
+    ) -> LoopProbe {
         let stop = CancellationToken::new();
         let n = track.progress.len();
+        let on = |k: usize| match shards {
+            Some(s) if k < s.len() => s.handle(k).clone(),
+            _ => tokio::runtime::Handle::current(),
+        };
         let mut tasks: Vec<_> = (0..n)
-            .map(|k| tokio::spawn(probe(track.clone(), k, t0, stop.clone())))
+            .map(|k| on(k).spawn(probe(track.clone(), k, t0, stop.clone())))
             .collect();
         if !test_stall.is_zero() {
-            tasks.push(tokio::spawn(stall(test_stall, stop.clone())));
+            tasks.push(on(0).spawn(stall(test_stall, stop.clone())));
         }
         LoopProbe { stop, tasks }
     }
@@ -318,7 +328,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn probes_measure_the_loop_and_stop() {
         let track = Track::new(2);
-        let probe = LoopProbe::start(&track, Instant::now(), Duration::ZERO);
+        let probe = LoopProbe::start(&track, Instant::now(), Duration::ZERO, None);
         // Until every probe has covered 100 ms (50 periods or more), not a fixed 60 ms sleep:
         // on a loaded machine that much wall clock may hold too few wake-ups.
         let waited = Instant::now();

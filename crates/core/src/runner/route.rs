@@ -63,6 +63,22 @@ impl Router {
         &self.routes
     }
 
+    /// The same routes, each client with a connection pool of its own (a `--cpus` shard's).
+    pub(super) fn with_own_pools(&self) -> Router {
+        Router {
+            routes: self
+                .routes
+                .iter()
+                .map(|r| Route {
+                    client: r.client.with_own_pool(),
+                    base_url: r.base_url.clone(),
+                })
+                .collect(),
+            table: self.table.clone(),
+            affinity: self.affinity,
+        }
+    }
+
     /// A session's held connections, one per URL (see `session.rs`).
     pub(super) fn held(&self) -> Vec<crate::client::Held> {
         (0..self.routes.len())

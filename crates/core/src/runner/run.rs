@@ -10,7 +10,7 @@ use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::error::{RunError, RunProblem};
 use super::options::{RunOptions, StageDecision};
-use super::route::{Route, make_router, preflight_all};
+use super::route::{Route, Router, make_router, preflight_all};
 use super::stage::{StageCall, StageRunner};
 use super::target::InProcessSim;
 use super::traces::Traces;
@@ -131,6 +131,7 @@ pub async fn run(
         reset: std::sync::Mutex::new(None),
         tokenizer_note,
         answers,
+        shard_routers: shard_routers(&opts, &router),
     };
     out.cache_salt = salt_seed.map(|s| format!("{s:016x}"));
     // NVML start-up and a probe scrape per endpoint: a few seconds at most, but an interrupt
@@ -579,4 +580,14 @@ fn compile_hooks(plan: &Plan) -> Result<Vec<Option<Arc<Hooks>>>, RunError> {
 /// The target's base URLs, in the order requests' `url` indices name them.
 fn urls_of(router: &super::route::Router) -> Vec<&str> {
     router.all().iter().map(|r| r.base_url.as_str()).collect()
+}
+
+/// With shards (`--cpus N`, N > 1), each one's routes with pools of its own, made once for the
+/// run: a shard's pooled connections outlive its stages.
+fn shard_routers(opts: &RunOptions, router: &Router) -> Vec<Arc<Router>> {
+    opts.shards.as_ref().map_or_else(Vec::new, |s| {
+        (0..s.len())
+            .map(|_| Arc::new(router.with_own_pools()))
+            .collect()
+    })
 }

@@ -12,6 +12,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use super::counters::{Begun, Occupancy, Own};
+
 use crate::client::{BodyTemplate, Held, Tag};
 use crate::dataset::{
     Answer as QualityAnswer, DatasetSource, EncodedImage, ImageError, ItemPrompt, Prompt,
@@ -45,24 +47,6 @@ pub(super) struct Media {
     bytes: u64,
 }
 
-/// How the stage's requests occupied the client: the most in flight at once (a ramp's reach),
-/// and a closed loop's clients' idle time between their first and last sends, summed over
-/// clients (each adds its own once, when it stops: nothing per request is shared).
-#[derive(Debug, Default)]
-pub(super) struct Occupancy {
-    pub peak: AtomicU64,
-    pub idle_ns: AtomicU64,
-    pub span_ns: AtomicU64,
-}
-
-impl Occupancy {
-    /// A closed loop's idle and total time, when any client measured one.
-    pub(super) fn closed_idle(&self) -> Option<(u64, u64)> {
-        let span = self.span_ns.load(Ordering::Relaxed);
-        (span > 0).then(|| (self.idle_ns.load(Ordering::Relaxed), span))
-    }
-}
-
 /// What every request task of one stage shares.
 pub(super) struct StageShared {
     pub(super) plan: Arc<Plan>,
@@ -90,12 +74,16 @@ pub(super) struct StageShared {
     pub(super) interrupt: CancellationToken,
     /// Cancels in-flight requests (drain time over, or interrupt grace over).
     pub(super) cancel: CancellationToken,
-    /// Requests in flight now; the most there were at once and a closed loop's idle time.
-    pub(super) in_flight: AtomicU64,
+    /// Requests in flight now (on this shard), on a line of their own; the most there were at
+    /// once and a closed loop's idle time (this shard's: see `counters.rs`).
+    pub(super) in_flight: Own<AtomicU64>,
     pub(super) occupancy: Arc<Occupancy>,
     /// Requests begun, each of which sends one record: an `until-decided` stage's look counts
-    /// those whose record it has not folded yet as still to come.
-    pub(super) started: Arc<AtomicU64>,
+    /// those whose record it has not folded yet as still to come. This shard's counter is
+    /// `started.slot(shard)`.
+    pub(super) started: Arc<Begun>,
+    /// This stage's shard (`--cpus`), 0 without shards.
+    pub(super) shard: usize,
     /// `cache-salt`: this stage round's salt, put in front of every prompt.
     pub(super) salt: Option<Salt>,
     /// See `RunOptions::test_send_lag`.
@@ -506,7 +494,9 @@ impl StageShared {
         (held, keep_calls): (Option<&mut [Held]>, bool),
         finish: impl FnOnce(&mut RequestRecord),
     ) -> Option<(String, Vec<ToolCall>)> {
-        self.started.fetch_add(1, Ordering::Relaxed);
+        self.started
+            .slot(self.shard)
+            .fetch_add(1, Ordering::Relaxed);
         let mut rec = RequestRecord {
             index: recipe.index,
             turn,

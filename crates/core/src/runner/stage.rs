@@ -3,17 +3,18 @@
 //! with the client's own figures.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::collect::{Collector, Live, RowSink};
+use super::counters::{Begun, Occupancy, Own, occupancy_total};
 use super::cpu::CpuClock;
 use super::error::RunProblem;
 use super::options::RunOptions;
 use super::send::{StageShared, since};
+use super::shards::Shards;
 use super::stage_plan::{
     cores, goodput_slo, planned_load, planned_sending, planned_span, planned_total, pool_warmth,
     shown_name, stage_facts,
@@ -52,6 +53,9 @@ pub(super) struct StageRunner<'a> {
     pub(super) traces: Option<super::traces::Traces>,
     /// `answers.jsonl`, when the run keeps its answers.
     pub(super) answers: Option<Arc<super::answers::AnswerSink>>,
+    /// With `--cpus N` (N > 1), each shard's routes: the same URLs, each client with a
+    /// connection pool of the shard's own (empty without shards).
+    pub(super) shard_routers: Vec<Arc<super::route::Router>>,
 }
 
 /// A stage opened for sending: its collector and what its requests share.
@@ -61,8 +65,8 @@ struct Opened {
     stop: CancellationToken,
     /// The live check decided the stage (what is in flight still counts).
     decided: CancellationToken,
-    /// Requests begun, for the live check.
-    begun: Arc<AtomicU64>,
+    /// Requests begun (per shard), for the live check.
+    begun: Arc<Begun>,
     /// The stage's clock start, once known.
     started: Arc<std::sync::OnceLock<Instant>>,
     /// The stage round's number in its requests' trace ids.
@@ -78,7 +82,8 @@ struct Ending {
     cpu0: u64,
     host0: super::host::HostSample,
     probe: super::probe::LoopProbe,
-    occupancy: Arc<super::send::Occupancy>,
+    /// Each shard's (one without shards).
+    occupancy: Vec<Arc<Occupancy>>,
     reset_note: Option<String>,
     /// The live check judged the stage as it ran.
     judged_live: bool,
@@ -119,6 +124,7 @@ impl StageRunner<'_> {
         } = call;
         let judged_live = live;
         let reset_note = self.reset_cache(stage).await;
+        let sharded = self.sharded(stage);
         let Opened {
             stop,
             decided,
@@ -127,8 +133,8 @@ impl StageRunner<'_> {
             trace_stage,
             track,
             collector,
-        } = self.open(stage, round, position, live, sink.take());
-        self.warm_pool(stage).await;
+        } = self.open(stage, round, position, live, sink.take(), sharded);
+        self.warm_pool(stage, sharded).await;
         self.await_start(start, stage, round).await;
 
         let cancel = CancellationToken::new();
@@ -136,22 +142,18 @@ impl StageRunner<'_> {
         let _ = started.set(t0);
         let cpu0 = self.cpu.now_ns();
         let host0 = super::host::HostSample::now();
-        let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall);
-        let occupancy = Arc::new(super::send::Occupancy::default());
-        let shared = Arc::new(self.shared(
+        let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall, sharded);
+        let base = self.shared(
             stage,
             round,
             t0,
             &collector,
             (&stop, &cancel),
             (begun, trace_stage),
-            &occupancy,
-        ));
-        let judge = shared.judge.clone();
-        let tracker = TaskTracker::new();
-        // Closing only lets `wait` finish once the tracker is empty; tasks can still be spawned.
-        // Nothing waits before sending is over, so an early empty moment cannot end a stage.
-        tracker.close();
+        );
+        let judge = base.judge.clone();
+        let senders = self.senders(base, &collector, sharded);
+        let occupancy = senders.occupancy();
         let mut watched = WatchState::default();
         let mut watching = Box::pin(super::warmup::watch(
             watch,
@@ -160,23 +162,16 @@ impl StageRunner<'_> {
             t0,
             &mut watched,
         ));
-        super::load::drive(
-            &shared,
-            &tracker,
-            &stop,
-            &mut watching,
-            self.opts.dispatchers,
-        )
-        .await;
+        super::load::drive(&senders, &stop, &mut watching, self.opts.dispatchers).await;
         drop(watching);
         let sending_s = t0.elapsed().as_secs_f64();
         let warmup_end = watch.map(|_| self.warmup_end(watched, t0));
-        drop(shared);
+        let trackers = senders.trackers();
         // Decided: what is in flight is part of the stage, drained as at its end.
         let cut_short = stop.is_cancelled() && !decided.is_cancelled();
-        self.drain(stage, &tracker, cut_short).await;
+        self.drain(stage, &trackers, cut_short).await;
         cancel.cancel();
-        tracker.wait().await;
+        super::load::wait_all(&trackers).await;
         let ending = Ending {
             t0,
             cpu0,
@@ -214,7 +209,7 @@ impl StageRunner<'_> {
             (wall_ns, cpu_ns),
             (&e.host0, &host1),
             run_queue,
-            (loop_delay, e.occupancy.closed_idle()),
+            (loop_delay, occupancy_total(&e.occupancy).1),
         );
         let mut summary = finished.aggregator.finish(clock, &self.opts.validity);
         summary.warmup_end = e.warmup_end;
@@ -222,7 +217,7 @@ impl StageRunner<'_> {
         summary.aborted = finished.aborted.as_ref().map(ToString::to_string);
         summary.notes.extend(e.reset_note);
         summary.notes.extend(self.tokenizer_note.clone());
-        summary.client.peak_in_flight = e.occupancy.peak.load(Ordering::Relaxed);
+        summary.client.peak_in_flight = occupancy_total(&e.occupancy).0;
         if let Some(pool) = e.judge.as_ref().filter(|_| summary.quality.is_some()) {
             // After every request of the stage ended, outside its clock: the judge never
             // shares the client's time with the target.
@@ -257,6 +252,7 @@ impl StageRunner<'_> {
         position: Option<(usize, usize)>,
         live: bool,
         sink: Option<RowSink>,
+        sharded: Option<&Shards>,
     ) -> Opened {
         let agg = self.aggregator(stage);
         let progress = self.opts.observer.stage_planned(
@@ -266,12 +262,16 @@ impl StageRunner<'_> {
         );
         let stop = self.opts.interrupt.child_token();
         let decided = CancellationToken::new();
-        let begun = Arc::new(AtomicU64::new(0));
+        let begun = Arc::new(Begun::new(sharded.map_or(1, Shards::len)));
         let started = Arc::new(std::sync::OnceLock::new());
         let live = live
             .then(|| self.live(stage, &stop, &decided, &begun, &started))
             .flatten();
-        let workers = tokio::runtime::Handle::current().metrics().num_workers();
+        // A probe per loop that runs requests: each runtime worker, or each shard.
+        let workers = sharded.map_or_else(
+            || tokio::runtime::Handle::current().metrics().num_workers(),
+            Shards::len,
+        );
         let track = super::probe::Track::new(workers);
         let (trace_stage, spans) = match &self.traces {
             Some(t) => {
@@ -288,6 +288,7 @@ impl StageRunner<'_> {
             progress,
             live,
             (Some(track.clone()), spans),
+            sharded.map_or(1, Shards::len),
         );
         Opened {
             stop,
@@ -318,7 +319,7 @@ impl StageRunner<'_> {
         stage: &StagePlan,
         stop: &CancellationToken,
         decided: &CancellationToken,
-        begun: &Arc<AtomicU64>,
+        begun: &Arc<Begun>,
         started: &Arc<std::sync::OnceLock<Instant>>,
     ) -> Option<Live> {
         let check = self.opts.live_check.as_ref()?;
@@ -341,11 +342,8 @@ impl StageRunner<'_> {
         })
     }
 
-    /// What every request of this stage round shares.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the stage's parts, each made by run_stage"
-    )]
+    /// What every request of this stage round shares (on shard 0, when sharded: see
+    /// `shard_stage.rs` for the others).
     fn shared(
         &self,
         stage: &StagePlan,
@@ -353,8 +351,7 @@ impl StageRunner<'_> {
         t0: Instant,
         collector: &Collector,
         (stop, cancel): (&CancellationToken, &CancellationToken),
-        (begun, trace_stage): (Arc<AtomicU64>, Option<u16>),
-        occupancy: &Arc<super::send::Occupancy>,
+        (begun, trace_stage): (Arc<Begun>, Option<u16>),
     ) -> StageShared {
         StageShared {
             plan: self.plan.clone(),
@@ -376,13 +373,14 @@ impl StageRunner<'_> {
             agree_with: self.opts.agree_with.clone(),
             judge: super::judge::JudgePool::for_stage(&self.plan, stage, round),
             t0,
-            tx: collector.tx.clone(),
+            tx: collector.tx[0].clone(),
             interrupt: stop.clone(),
             cancel: cancel.clone(),
-            in_flight: AtomicU64::new(0),
-            occupancy: occupancy.clone(),
+            in_flight: Own::default(),
+            occupancy: Arc::new(Occupancy::default()),
             test_send_lag: self.opts.test_send_lag,
             started: begun,
+            shard: 0,
             trace: self
                 .traces
                 .as_ref()
@@ -395,8 +393,12 @@ impl StageRunner<'_> {
         }
     }
 
-    /// Readies the connections the stage will need before its clock starts.
-    async fn warm_pool(&self, stage: &StagePlan) {
+    /// Readies the connections the stage will need before its clock starts (each shard its
+    /// share, in its own pools, on its own runtime).
+    async fn warm_pool(&self, stage: &StagePlan, sharded: Option<&Shards>) {
+        if let Some(shards) = sharded {
+            return self.warm_shards(stage, shards).await;
+        }
         let limit = self
             .plan
             .target
@@ -496,68 +498,9 @@ impl StageRunner<'_> {
         }
     }
 
-    /// `reset-cache`: drops the server's prompt cache before a stage; a note saying so, or
-    /// saying plainly that it was not dropped (and a warning) when no endpoint did it. A
-    /// server that declines while requests run on it is asked again for up to the stage's
-    /// drain time.
-    async fn reset_cache(&self, stage: &StagePlan) -> Option<String> {
-        let how = self.plan.target.run.reset_cache?;
-        let routes = self.router.all();
-        if let [only] = routes {
-            return Some(self.reset_one(only, stage, how).await);
-        }
-        let mut notes = Vec::with_capacity(routes.len());
-        for (i, route) in routes.iter().enumerate() {
-            let note = self.reset_one(route, stage, how).await;
-            let url = crate::redact::secrets(&route.base_url);
-            notes.push(format!("URL {i} ({url}): {note}"));
-        }
-        Some(notes.join("; "))
-    }
-
-    /// [`reset_cache`](Self::reset_cache) at one URL.
-    async fn reset_one(
-        &self,
-        route: &super::route::Route,
-        stage: &StagePlan,
-        how: CacheReset,
-    ) -> String {
-        let resolved = self.reset.lock().ok().and_then(|r| *r).unwrap_or(how);
-        let root = crate::protocol::server_root(&route.base_url);
-        let wait = super::server::ResetWait {
-            budget: stage.drain_timeout.as_std(),
-            interrupt: &self.opts.interrupt,
-        };
-        match super::server::reset_cache(route.client.http(), &root, resolved, &wait).await {
-            Ok((kind, done)) => {
-                if let Ok(mut r) = self.reset.lock() {
-                    *r = Some(kind);
-                }
-                format!("asked the server to drop its prompt cache before the stage ({done})")
-            }
-            Err(why) => {
-                let what = match why {
-                    super::server::ResetError::Declined { .. } => "the server declined",
-                    _ => "no endpoint answered",
-                };
-                self.opts.observer.warning(&format!(
-                    "reset-cache \"{}\" before `{}`: {what} ({why}); the stage runs on whatever \
-                     the server has cached",
-                    how.as_str(),
-                    stage.name
-                ));
-                format!(
-                    "the server's prompt cache was NOT dropped before the stage: reset-cache \
-                     \"{}\" failed ({why})",
-                    how.as_str()
-                )
-            }
-        }
-    }
-
     /// Sending is over: waits for in-flight requests, at most the drain time (the interrupt
     /// grace once interrupted or stopped by the live check).
-    async fn drain(&self, stage: &StagePlan, tracker: &TaskTracker, stopped: bool) {
+    async fn drain(&self, stage: &StagePlan, trackers: &[TaskTracker], stopped: bool) {
         let interrupt = &self.opts.interrupt;
         let drain = if interrupt.is_cancelled() || stopped {
             self.opts.interrupt_grace
@@ -565,11 +508,11 @@ impl StageRunner<'_> {
             stage.drain_timeout.as_std()
         };
         tokio::select! {
-            _ = tracker.wait() => {}
+            _ = super::load::wait_all(trackers) => {}
             _ = tokio::time::sleep(drain) => {}
             _ = interrupt.cancelled(), if !interrupt.is_cancelled() => {
                 tokio::select! {
-                    _ = tracker.wait() => {}
+                    _ = super::load::wait_all(trackers) => {}
                     _ = tokio::time::sleep(self.opts.interrupt_grace) => {}
                 }
             }

@@ -29,6 +29,22 @@ impl Held {
 }
 
 impl Wire {
+    /// The same target and headers with a pool of its own, empty: a `--cpus` shard's, so
+    /// that its requests never take the lock of another shard's pool (nor its connections,
+    /// registered with another shard's reactor).
+    pub fn with_own_pool(&self) -> Wire {
+        Wire {
+            authority: self.authority.clone(),
+            post_head: self.post_head.clone(),
+            idle: std::sync::Mutex::new(Vec::new()),
+            max_idle: self.max_idle,
+            connect_timeout: self.connect_timeout,
+            common: self.common.clone(),
+            affinity: self.affinity.clone(),
+            priority: self.priority.clone(),
+        }
+    }
+
     /// An idle connection fit to carry a request, newest first; the others are closed.
     pub(super) fn take_idle(&self) -> Option<Conn> {
         loop {
