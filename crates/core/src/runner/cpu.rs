@@ -31,6 +31,22 @@ impl ThreadId {
     }
 }
 
+/// Starts thread `name` with a current-thread runtime of its own (or why it could not be
+/// built) and runs `body` on it with the thread's id: the in-process simulator, the network
+/// proxy and each `--cpus` shard run so, each off the others' runtimes.
+pub(super) fn spawn_with_runtime<R: Send + 'static>(
+    name: String,
+    body: impl FnOnce(std::io::Result<tokio::runtime::Runtime>, Option<ThreadId>) -> R + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<R>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        let tid = ThreadId::current();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        body(rt, tid)
+    })
+}
+
 /// Reads the client's CPU time.
 #[derive(Debug, Clone, Default)]
 pub struct CpuClock {

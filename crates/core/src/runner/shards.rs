@@ -37,22 +37,17 @@ impl Shards {
         for (k, &cpu) in cpus.iter().enumerate() {
             let (handle_tx, handle_rx) = mpsc::channel();
             let (stop, stopped) = oneshot::channel::<()>();
-            let thread = thread::Builder::new()
-                .name(format!("im-shard-{k}"))
-                .spawn(move || {
-                    pin_to(cpu);
-                    let rt = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        Ok(rt) => rt,
-                        Err(e) => return drop(handle_tx.send(Err(e))),
-                    };
-                    let _ = handle_tx.send(Ok(rt.handle().clone()));
-                    // Drives the shard's tasks until the run is over.
-                    let _ = rt.block_on(stopped);
-                    rt.shutdown_timeout(std::time::Duration::from_millis(100));
-                })?;
+            let thread = super::cpu::spawn_with_runtime(format!("im-shard-{k}"), move |rt, _| {
+                pin_to(cpu);
+                let rt = match rt {
+                    Ok(rt) => rt,
+                    Err(e) => return drop(handle_tx.send(Err(e))),
+                };
+                let _ = handle_tx.send(Ok(rt.handle().clone()));
+                // Drives the shard's tasks until the run is over.
+                let _ = rt.block_on(stopped);
+                rt.shutdown_timeout(std::time::Duration::from_millis(100));
+            })?;
             let handle = handle_rx
                 .recv()
                 .map_err(|_| std::io::Error::other("a shard's thread ended at its start"))??;

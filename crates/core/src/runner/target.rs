@@ -33,35 +33,29 @@ impl InProcessSim {
     pub fn start(config: SimConfig) -> Result<Self, RunError> {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let join = thread::Builder::new()
-            .name("infermeter-sim".into())
-            .spawn(move || {
-                let tid = ThreadId::current();
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
+        let join = super::cpu::spawn_with_runtime("infermeter-sim".into(), move |rt, tid| {
+            let rt = match rt {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(SimError::Serve(e)));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+                match crate::sim::start(config, addr).await {
+                    Ok(handle) => {
+                        let _ = ready_tx.send(Ok((handle.base_url(), tid)));
+                        let _ = stop_rx.await;
+                        let _ = handle.shutdown().await;
+                    }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(SimError::Serve(e)));
-                        return;
+                        let _ = ready_tx.send(Err(e));
                     }
-                };
-                rt.block_on(async move {
-                    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-                    match crate::sim::start(config, addr).await {
-                        Ok(handle) => {
-                            let _ = ready_tx.send(Ok((handle.base_url(), tid)));
-                            let _ = stop_rx.await;
-                            let _ = handle.shutdown().await;
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                        }
-                    }
-                });
-            })
-            .map_err(RunError::SimThread)?;
+                }
+            });
+        })
+        .map_err(RunError::SimThread)?;
         let (base_url, tid) = ready_rx
             .recv()
             .map_err(|_| RunError::Sim(SimError::Panicked))?

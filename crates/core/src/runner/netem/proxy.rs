@@ -73,14 +73,9 @@ impl Proxy {
     pub fn start(upstreams: Vec<String>, shape: NetworkShape, seed: u64) -> std::io::Result<Proxy> {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let join = thread::Builder::new()
-            .name("infermeter-netem".into())
-            .spawn(move || {
-                let tid = ThreadId::current();
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+        let join =
+            crate::runner::cpu::spawn_with_runtime("infermeter-netem".into(), move |rt, tid| {
+                let rt = match rt {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
