@@ -9,19 +9,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{describe, results, run, scenario, text};
+use crate::support::{describe, results, run, text};
 
 const EXAMPLE: &str = "scenarios/interactivity.kdl";
 
 /// The example with each `from` replaced by its `to`, written into `dir`.
 fn variant(dir: &Path, edits: &[(&str, &str)]) -> std::path::PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
-    let mut text = std::fs::read_to_string(path).unwrap();
-    for (from, to) in edits {
-        assert!(text.contains(from), "{EXAMPLE} has no `{from}`");
-        text = text.replace(from, to);
-    }
-    scenario(dir, "interactivity.kdl", &text)
+    crate::support::example_variant(dir, EXAMPLE, edits)
 }
 
 fn f(v: &Value) -> f64 {

@@ -10,19 +10,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{command, describe, results, run, scenario, text};
+use crate::support::{command, describe, results, run, text};
 
 const EXAMPLE: &str = "scenarios/pareto.kdl";
 
 /// The example with each `from` replaced by its `to`, written into `dir`.
 fn variant(dir: &Path, edits: &[(&str, &str)]) -> std::path::PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
-    let mut text = std::fs::read_to_string(path).unwrap();
-    for (from, to) in edits {
-        assert!(text.contains(from), "{EXAMPLE} has no `{from}`");
-        text = text.replace(from, to);
-    }
-    scenario(dir, "pareto.kdl", &text)
+    crate::support::example_variant(dir, EXAMPLE, edits)
 }
 
 /// Two shapes, 1 and 4 clients, 8 requests a point: four short points.

@@ -15,10 +15,7 @@ const EXAMPLE: &str = "scenarios/sweep-gate.kdl";
 
 /// The example with `from` replaced by `to`, written into `dir`.
 fn variant(dir: &Path, from: &str, to: &str) -> std::path::PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{EXAMPLE} has no `{from}`");
-    scenario(dir, "sweep.kdl", &text.replace(from, to))
+    crate::support::example_variant(dir, EXAMPLE, &[(from, to)])
 }
 
 fn verdicts_on<'a>(r: &'a Value, stage: &str) -> Vec<&'a Value> {

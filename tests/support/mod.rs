@@ -50,6 +50,19 @@ pub fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// The shipped scenario `example` (a path from the repository's root) with each `from`
+/// replaced by its `to`, written into `dir` under its own file name.
+pub fn example_variant(dir: &Path, example: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);
+    let mut text = std::fs::read_to_string(&path).expect("read the example");
+    for (from, to) in edits {
+        assert!(text.contains(from), "{example} has no `{from}`");
+        text = text.replace(from, to);
+    }
+    let name = path.file_name().expect("a file name").to_string_lossy();
+    scenario(dir, &name, &text)
+}
+
 /// `infermeter run SCENARIO --out DIR --quiet` plus `extra`.
 ///
 /// Untrusted stages are judged on their numbers (`--untrusted judge`) unless `extra` says
