@@ -14,7 +14,7 @@ fn qa_set() -> String {
 }
 
 /// 120 of the shipped questions against the simulator answering `accuracy` of them right.
-fn qa_scenario(accuracy: &str, seed: u64) -> String {
+pub(crate) fn qa_scenario(accuracy: &str, seed: u64) -> String {
     format!(
         r#"
 scenario "qa" {{ seed {seed}; }}

@@ -11,25 +11,7 @@ use crate::support::*;
 /// 120 of the shipped questions against the simulator answering `accuracy` of them right;
 /// `extra` is appended (a `report` block, an `sla` block).
 fn qa(accuracy: &str, extra: &str) -> String {
-    format!(
-        r#"
-scenario "qa" {{ seed 3; }}
-target "sim" {{
-    timeout "30s"
-    decode-base "1ms"
-    max-running 64
-    ignore-eos #false
-    answer-accuracy {accuracy}
-}}
-dataset "qa" {{
-    jsonl "{path}/scenarios/data/qa.jsonl" max-tokens=48
-    quality {{ score "number"; }}
-}}
-stage "qa" {{ dataset "qa"; arrival "concurrency" clients=8; requests 120; }}
-{extra}
-"#,
-        path = env!("CARGO_MANIFEST_DIR")
-    )
+    format!("{}{extra}\n", crate::agreement::qa_scenario(accuracy, 3))
 }
 
 /// The same scenario gated on its agreement with the run in `base`.
