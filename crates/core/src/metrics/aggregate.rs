@@ -542,9 +542,16 @@ impl StageAggregator {
     }
 }
 
+#[path = "aggregate_merge.rs"]
+mod merge;
+
 #[cfg(test)]
 #[path = "aggregate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod merge_tests;
 
 /// The errors by kind as one line ("timeout: 3, http_5xx: 1"), for the validity verdict.
 fn error_list(errors: &std::collections::BTreeMap<String, u64>) -> String {

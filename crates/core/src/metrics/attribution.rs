@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::dist::Dist;
-use super::measure::histogram;
+use super::measure::{absorb, histogram};
 
 /// A distribution of a duration, in milliseconds. From per-request timings its percentiles
 /// are exact (HDR histogram, 3 significant digits); from Prometheus buckets they are
@@ -223,6 +223,14 @@ impl TimingsAcc {
     }
 
     /// `None` when no response carried timings.
+    /// Takes in another aggregator's timings: the histograms add up, exactly.
+    pub(super) fn merge(&mut self, other: &TimingsAcc) {
+        absorb(&mut self.prompt, &other.prompt);
+        absorb(&mut self.predicted, &other.predicted);
+        absorb(&mut self.per_token, &other.per_token);
+        absorb(&mut self.outside, &other.outside);
+    }
+
     pub(super) fn finish(&self, ttft: &Dist, tpot: &Dist) -> Option<Attribution> {
         if self.prompt.is_empty() && self.predicted.is_empty() {
             return None;

@@ -43,6 +43,11 @@ impl DepthAggregator {
         Tally::slot(&mut self.depths, k - 1).record(r);
     }
 
+    /// Takes in another aggregator's depths.
+    pub(super) fn merge(&mut self, other: &DepthAggregator) {
+        Tally::merge_slots(&mut self.depths, &other.depths);
+    }
+
     pub(super) fn finish(self) -> Vec<DepthSummary> {
         self.depths
             .iter()

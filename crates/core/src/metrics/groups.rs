@@ -43,6 +43,31 @@ impl<T> GroupAcc<T> {
     }
 
     /// Each label's summary, by `summarise`.
+    /// The group's configuration: its grouping and labels.
+    pub(super) fn group(&self) -> &Group {
+        &self.group
+    }
+
+    /// Empty parts for the same group, each made by `empty_like` from this one's.
+    pub(super) fn empty_like(&self, empty_like: impl Fn(&T) -> T) -> GroupAcc<T> {
+        GroupAcc {
+            group: self.group.clone(),
+            parts: self.parts.iter().map(empty_like).collect(),
+        }
+    }
+
+    /// Takes in another accumulator's parts, label by label, by `merge`; `false`, taking in
+    /// nothing, when its group differs (another grouping, or other labels).
+    pub(super) fn merge(&mut self, other: GroupAcc<T>, merge: impl Fn(&mut T, T)) -> bool {
+        if self.group != other.group {
+            return false;
+        }
+        for (p, o) in self.parts.iter_mut().zip(other.parts) {
+            merge(p, o);
+        }
+        true
+    }
+
     pub(super) fn summaries(&self, summarise: impl Fn(&T) -> StageSummary) -> Vec<GroupSummary> {
         self.group
             .labels

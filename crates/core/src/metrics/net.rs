@@ -68,6 +68,14 @@ impl ServedSpan {
 
     /// The least wall time, s, given the stage's planned sending span; `None` when unbounded
     /// or nothing was recorded.
+    /// Takes in another aggregator's span: the latest end, the largest lag, and unbounded if
+    /// either is.
+    pub fn merge(&mut self, o: &ServedSpan) {
+        self.end_ns = self.end_ns.max(o.end_ns);
+        self.lag_ns = self.lag_ns.max(o.lag_ns);
+        self.unbounded |= o.unbounded;
+    }
+
     pub fn served_s(&self, planned_span_ns: Option<u64>) -> Option<f64> {
         let span = self
             .end_ns

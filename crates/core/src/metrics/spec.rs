@@ -32,6 +32,13 @@ impl DraftCounts {
     }
 
     /// The sum of several parts' counts (shards, rounds); `None` when none has any.
+    /// Takes in another aggregator's counts.
+    pub(super) fn merge(&mut self, o: &DraftCounts) {
+        self.requests = self.requests.saturating_add(o.requests);
+        self.draft_tokens = self.draft_tokens.saturating_add(o.draft_tokens);
+        self.accepted_tokens = self.accepted_tokens.saturating_add(o.accepted_tokens);
+    }
+
     pub fn sum<'a>(parts: impl Iterator<Item = Option<&'a DraftCounts>>) -> Option<DraftCounts> {
         parts.flatten().copied().reduce(|a, b| DraftCounts {
             requests: a.requests.saturating_add(b.requests),

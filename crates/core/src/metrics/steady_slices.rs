@@ -124,13 +124,19 @@ impl Slice {
     /// Takes in `other`, its neighbour, once the width has doubled: each cell's end rounds up
     /// to a slice of the new width, and cells that now end by the same slice merge.
     fn absorb(&mut self, other: Slice) {
+        self.add(other, |ends_by| ends_by.div_ceil(2));
+    }
+
+    /// Takes in `other`'s counts and cells, each cell's end slice mapped by `ends_by` (to the
+    /// new width when neighbours merge, unchanged when slices of the same time merge).
+    fn add(&mut self, other: Slice, ends_by: impl Fn(u64) -> u64) {
         self.ended_ok += other.ended_ok;
         self.ended_good += other.ended_good;
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.arrivals += other.arrivals;
         for mut c in other.cells {
-            c.ends_by = c.ends_by.div_ceil(2);
+            c.ends_by = ends_by(c.ends_by);
             match self.cells.iter_mut().find(|x| x.ends_by == c.ends_by) {
                 Some(x) => x.absorb(c),
                 None => {
@@ -257,13 +263,50 @@ impl SteadySlices {
             }
             merged.last_mut().expect("pushed").absorb(slice);
         }
-        self.cells = merged.iter().map(|s| s.cells.capacity()).sum();
-        self.entries = merged
+        self.slices = merged;
+        self.recount();
+    }
+
+    /// Counts the room the slices hold again (see [`SteadySlices::bytes`]).
+    fn recount(&mut self) {
+        self.cells = self.slices.iter().map(|s| s.cells.capacity()).sum();
+        self.entries = self
+            .slices
             .iter()
             .flat_map(|s| &s.cells)
             .map(|c| c.hist.capacity())
             .sum();
-        self.slices = merged;
+    }
+
+    /// Empty slices with the same limits.
+    pub(super) fn empty_like(&self) -> Self {
+        SteadySlices::with_limits(self.max_slices, self.max_bytes)
+    }
+
+    /// Takes in another aggregator's slices. Both are brought to the wider width first (the
+    /// narrower doubles, as a later record would have made it), then slices of the same time
+    /// merge, and their cells by the slice they end by: the slices one aggregator folding both
+    /// sets of records holds, as a slice's width follows from the latest instant recorded
+    /// alone. Not so where [`MAX_BYTES`] widened them: the heap's size counts capacities, which
+    /// depend on the order of the records, so one aggregator may double at another time than
+    /// the merged slices do (never before 16 MiB of slices; documented in the merge tests).
+    pub(super) fn merge(&mut self, mut other: SteadySlices) {
+        while self.width_ns < other.width_ns {
+            self.double();
+        }
+        while other.width_ns < self.width_ns {
+            other.double();
+        }
+        if self.slices.len() < other.slices.len() {
+            self.slices.resize_with(other.slices.len(), Slice::default);
+        }
+        for (a, b) in self.slices.iter_mut().zip(other.slices) {
+            a.add(b, |ends_by| ends_by);
+        }
+        self.recount();
+        while self.bytes() > self.max_bytes && self.slices.len() > 1 {
+            self.double();
+        }
     }
 
     /// The slices `[from, to)` inside the whole seconds `[from_s, to_s)` whose edges lie

@@ -45,6 +45,18 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
+    /// Takes in another aggregator's counts (the errors by kind are the aggregator's own map
+    /// until the summary).
+    pub(super) fn merge(&mut self, o: &RequestCounts) {
+        self.sent += o.sent;
+        self.ok += o.ok;
+        self.failed += o.failed;
+        self.retried += o.retried;
+        for (k, n) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += n;
+        }
+    }
+
     /// Failures of the kinds a starved client can cause itself
     /// ([`super::ErrorKind::client_side`]: its own timeouts, requests cancelled in the drain).
     pub fn client_side_failures(&self) -> u64 {

@@ -11,7 +11,7 @@ use super::dist::Dist;
 use super::histograms::HistogramCodec;
 use super::histograms::TurnHistograms;
 use super::latency::LatencyMetric;
-use super::measure::{dist, histogram, record};
+use super::measure::{absorb, dist, histogram, record};
 use super::per_metric::{MetricSet, PerMetric, PerTurn};
 use super::record::RequestRecord;
 
@@ -133,6 +133,33 @@ impl Tally {
         }
     }
 
+    /// Takes in the same slot of another aggregator: sums and histograms add up.
+    pub(super) fn merge(&mut self, o: &Tally) {
+        self.sent += o.sent;
+        self.ok += o.ok;
+        self.failed += o.failed;
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cached_tokens += o.cached_tokens;
+        self.cache_reported += o.cache_reported;
+        self.request_bytes = self.request_bytes.saturating_add(o.request_bytes);
+        self.bytes_reported += o.bytes_reported;
+        self.sent_input_tokens += o.sent_input_tokens;
+        self.sent_reported += o.sent_reported;
+        for (h, oh) in self.hists.iter_mut().zip(&o.hists) {
+            if !oh.is_empty() {
+                absorb(h, oh);
+            }
+        }
+    }
+
+    /// Takes in another aggregator's slots, slot by slot (made where this one lacks them).
+    pub(super) fn merge_slots(slots: &mut Vec<Tally>, other: &[Tally]) {
+        for (k, o) in other.iter().enumerate() {
+            Tally::slot(slots, k).merge(o);
+        }
+    }
+
     /// Mean body bytes and mean sent prompt tokens of the ok requests, where measured.
     fn sent_means(&self) -> (Option<f64>, Option<f64>) {
         let mean = |sum: u64, n: u64| (n > 0).then(|| sum as f64 / n as f64);
@@ -167,6 +194,12 @@ impl TurnAggregator {
             return;
         }
         Tally::slot(&mut self.turns, k).record(r);
+    }
+
+    /// Takes in another aggregator's turns.
+    pub(super) fn merge(&mut self, other: &TurnAggregator) {
+        self.later_turns |= other.later_turns;
+        Tally::merge_slots(&mut self.turns, &other.turns);
     }
 
     pub(super) fn finish(self) -> Vec<TurnSummary> {

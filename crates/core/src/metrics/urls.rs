@@ -38,6 +38,11 @@ impl UrlAggregator {
         Tally::slot(&mut self.urls, k).record(r);
     }
 
+    /// Takes in another aggregator's URLs.
+    pub(super) fn merge(&mut self, other: &UrlAggregator) {
+        Tally::merge_slots(&mut self.urls, &other.urls);
+    }
+
     pub(super) fn finish(self) -> Vec<UrlSummary> {
         self.urls
             .iter()
