@@ -162,8 +162,14 @@ impl Timeline {
             p.completed += o.completed;
             p.failed += o.failed;
             p.output_tokens += o.output_tokens;
-            let open = self.open.iter().any(|(s, _, _)| *s == i);
-            if p.ttft_p50_ms == 0.0 && p.e2e_p99_ms == 0.0 && !open {
+            // Only an aggregator that seals its seconds has percentiles here (a partial has
+            // none, so this costs it nothing).
+            let sealed = o.ttft_p50_ms != 0.0 || o.e2e_p99_ms != 0.0;
+            if sealed
+                && p.ttft_p50_ms == 0.0
+                && p.e2e_p99_ms == 0.0
+                && !self.open.iter().any(|(s, _, _)| *s == i)
+            {
                 p.ttft_p50_ms = o.ttft_p50_ms;
                 p.e2e_p99_ms = o.e2e_p99_ms;
             }
