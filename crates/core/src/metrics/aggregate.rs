@@ -542,7 +542,6 @@ impl StageAggregator {
     }
 }
 
-#[path = "aggregate_merge.rs"]
 mod merge;
 
 #[cfg(test)]

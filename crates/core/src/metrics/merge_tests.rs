@@ -1,4 +1,4 @@
-//! Merging stage aggregators (`aggregate_merge.rs`): folding records into one aggregator and
+//! Merging stage aggregators (`aggregate/merge.rs`): folding records into one aggregator and
 //! folding any split of them into partials merged into one must give the same summary, every
 //! field of `results.json` compared (issue #41, "a collector per core").
 
@@ -54,6 +54,21 @@ fn timings(rng: &mut ChaCha8Rng, out: u32) -> Option<ServerTimings> {
     })
 }
 
+/// A response's gaps between chunks (µs); one response in 20 is read in one burst (every gap
+/// under 100 µs).
+fn gaps(rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let burst = rng.random_bool(0.05);
+    (0..rng.random_range(0..30))
+        .map(|_| {
+            if burst {
+                rng.random_range(1..90)
+            } else {
+                rng.random_range(1_000..40_000)
+            }
+        })
+        .collect()
+}
+
 /// One request of the stage, varied in every way the aggregator reads.
 fn record(rng: &mut ChaCha8Rng, i: u64) -> RequestRecord {
     let scheduled = i * 4 * MS + rng.random_range(0..3 * MS);
@@ -64,17 +79,7 @@ fn record(rng: &mut ChaCha8Rng, i: u64) -> RequestRecord {
     };
     let sent = scheduled + lag;
     let first = sent + rng.random_range(5 * MS..300 * MS);
-    // One response in 20 is read in one burst (gaps under 100 µs).
-    let burst = rng.random_bool(0.05);
-    let gaps: Vec<u32> = (0..rng.random_range(0..30))
-        .map(|_| {
-            if burst {
-                rng.random_range(1..90)
-            } else {
-                rng.random_range(1_000..40_000)
-            }
-        })
-        .collect();
+    let gaps = gaps(rng);
     let done = first + gaps.iter().map(|g| u64::from(*g) * 1_000).sum::<u64>() + 1;
     let out = gaps.len() as u32 + 1;
     let mut labels = crate::protocol::Labels::default();
