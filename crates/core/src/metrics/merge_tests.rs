@@ -455,3 +455,34 @@ fn a_partial_configured_otherwise_keeps_the_stages_configuration() {
     // The other kept no quality tally: the stage's is its own half's.
     assert_eq!(s.quality, only_a.quality);
 }
+
+/// A merged timeline keeps a second's percentiles open for `timeline::MERGE_OPEN_S` seconds
+/// behind the newest: a partial's requests completed earlier still count in their second, but
+/// not in its percentiles, as a straggler does in one aggregator.
+#[test]
+fn a_partial_far_behind_the_newest_second_counts_as_stragglers() {
+    let ok = |done_s: u64| RequestRecord {
+        scheduled_ns: done_s * 1_000_000_000,
+        sent_ns: done_s * 1_000_000_000,
+        done_ns: done_s * 1_000_000_000 + 50 * MS,
+        first_token_ns: Some(done_s * 1_000_000_000 + 20 * MS),
+        output_tokens: 1,
+        ..RequestRecord::default()
+    };
+    let lag = super::super::timeline::MERGE_OPEN_S as u64;
+    let mut main = StageAggregator::new("s", PlannedLoad::default(), GoodputSlo::default());
+    for done_s in [lag + 5, 4, 5] {
+        let mut p = main.empty_like();
+        p.record(&ok(done_s));
+        main.merge(p);
+    }
+    let s = main.finish(clock(), &ValidityRules::default());
+    let point = |t: usize| (s.timeline[t].completed, s.timeline[t].ttft_p50_ms);
+    assert_eq!(point(4), (1, 0.0), "more than the lag behind: a straggler");
+    assert_eq!(point(5).0, 1);
+    assert!(
+        (point(5).1 - 20.0).abs() < 0.2,
+        "within it: in the percentiles"
+    );
+    assert!((point(lag as usize + 5).1 - 20.0).abs() < 0.2);
+}

@@ -10,8 +10,8 @@ const S: u64 = 1_000_000_000;
 
 /// How many seconds behind the newest one a merged timeline keeps its percentiles open (see
 /// [`Timeline::merge`]): far more than a shard's partial lags (it is handed over every ~100 ms),
-/// and few enough that the open histograms stay small (2 × 32 KiB a second).
-pub(super) const MERGE_OPEN_S: usize = 60;
+/// and few enough that the open histograms stay small (2 × about 32 KiB a second, 11 seconds).
+pub(super) const MERGE_OPEN_S: usize = 10;
 
 /// Per-second buckets. A second's TTFT and E2E histograms stay open until the second is sealed,
 /// then are reduced to its point's percentiles. Records arrive in completion order (nearly), so
