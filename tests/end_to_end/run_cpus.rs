@@ -138,3 +138,88 @@ fn two_shards_send_the_same_records_as_one() {
         );
     }
 }
+
+/// Failures of two kinds, two classes and sessions of three turns: what each shard's fold
+/// thread counts must add up, once merged, to what the rows say one by one.
+const FOLDED: &str = r#"
+scenario "shard-fold" { seed 7; }
+target "sim" {
+    timeout "10s"; decode-base "1ms"; decode-per-seq "0ms"; prefill-per-token "1us"
+    fault-http-503 0.15; fault-stream-cut 0.1
+}
+dataset "d" { synthetic { input-tokens 16; output-tokens 4; } }
+dataset "chat" {
+    synthetic { input-tokens 24; output-tokens 6 }
+    session turns=3 think-time="2ms"
+}
+stage "open" {
+    dataset "d"
+    arrival "constant" rate=400
+    requests 200
+    class "a" weight=1
+    class "b" weight=2
+}
+stage "sessions" { dataset "chat"; arrival "poisson" rate=60; requests 12; }
+"#;
+
+#[test]
+fn the_shards_partials_merge_to_what_the_rows_say() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: one CPU, no second shard");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(dir.path(), "s.kdl", FOLDED);
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--cpus", "2", "--requests-jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = results(&out);
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for name in ["open", "sessions"] {
+        let s = stage(&r, name);
+        let mine: Vec<&serde_json::Value> = rows.iter().filter(|x| x["stage"] == name).collect();
+        let ok: Vec<_> = mine.iter().filter(|x| x["error"].is_null()).collect();
+        let count = |f: &dyn Fn(&serde_json::Value) -> Option<String>| {
+            let mut m = std::collections::BTreeMap::<String, u64>::new();
+            for x in &mine {
+                if let Some(k) = f(x) {
+                    *m.entry(k).or_default() += 1;
+                }
+            }
+            m
+        };
+        assert_eq!(s["requests"]["sent"], mine.len(), "{name}: {s}");
+        assert_eq!(s["requests"]["ok"], ok.len(), "{name}");
+        let errors = count(&|x| x["error"].as_str().map(str::to_string));
+        assert!(!errors.is_empty(), "{name}: the faults fail some requests");
+        assert_eq!(s["requests"]["errors"], serde_json::json!(errors), "{name}");
+        let output: u64 = ok
+            .iter()
+            .map(|x| x["output_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(s["tokens"]["output"], output, "{name}");
+        assert_eq!(s["latency"]["ttft_ms"]["count"], ok.len(), "{name}");
+        let timeline = |k: &str| -> u64 {
+            let points = s["timeline"].as_array().unwrap();
+            points.iter().map(|p| p[k].as_u64().unwrap_or(0)).sum()
+        };
+        assert_eq!(timeline("sent"), mine.len() as u64, "{name}");
+        assert_eq!(timeline("failed"), (mine.len() - ok.len()) as u64, "{name}");
+        if name == "open" {
+            let classes = count(&|x| x["class"].as_str().map(str::to_string));
+            for g in s["groups"].as_array().unwrap() {
+                let label = g["label"].as_str().unwrap();
+                assert_eq!(g["summary"]["requests"]["sent"], classes[label], "{label}");
+            }
+        } else {
+            let turns = count(&|x| Some(x["turn"].to_string()));
+            for t in s["per_turn"].as_array().unwrap() {
+                assert_eq!(t["sent"], turns[&t["turn"].to_string()], "turn {t}");
+            }
+        }
+    }
+}

@@ -3,15 +3,13 @@
 //! caller's progress tracker. Request tasks only send a record on a channel, so aggregation is
 //! off the hot path.
 
-use std::collections::VecDeque;
-use std::io::{BufWriter, Write};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::fold::{DRAIN_EVERY, Extras, Fold, Outputs, ReadBound, RecentTtfts, RowSink, SinkSlot};
 use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
 use super::prefix::Prefix;
@@ -19,36 +17,6 @@ use super::probe::Track;
 use super::traces::StageSpans;
 use crate::metrics::{DecidedBy, RequestRecord, StageAggregator, StageClock, ValidityRules};
 use crate::sla::Abort;
-
-/// Where per-request rows go (`requests.jsonl`, written to a temporary file first).
-pub type RowSink = BufWriter<tempfile::NamedTempFile>;
-
-#[derive(Serialize)]
-struct Row<'a> {
-    stage: &'a str,
-    #[serde(flatten)]
-    record: &'a RequestRecord,
-    ttft_ms: Option<f64>,
-    e2e_ms: f64,
-    send_lag_ms: f64,
-    /// The mean and the longest gap between content chunks (absent with fewer than two).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    itl_mean_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    itl_max_ms: Option<f64>,
-    error: Option<String>,
-    /// The W3C trace id the request carried (32 hex digits), to join with servers' traces.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    trace_id: Option<&'a str>,
-    /// The request's model and class, when its stage is split by them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    class: Option<&'a str>,
-}
-
-/// How often the collector drains its channel.
-const DRAIN_EVERY: Duration = Duration::from_millis(10);
 
 /// How often a live check (`abort-on-fail`) looks at the stage's summary so far.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -155,32 +123,6 @@ impl Live {
     }
 }
 
-/// How many recent TTFTs the warm-up stability check sees.
-pub const RECENT_TTFTS: usize = 64;
-
-/// The TTFTs (ms) of the stage's last successful requests, oldest first. Only the collector
-/// thread writes; the warm-up check reads it every few seconds, so the lock is uncontended.
-#[derive(Clone, Default)]
-pub struct RecentTtfts(Arc<Mutex<VecDeque<f64>>>);
-
-impl RecentTtfts {
-    pub(super) fn push(&self, ms: f64) {
-        if let Ok(mut q) = self.0.lock() {
-            if q.len() == RECENT_TTFTS {
-                q.pop_front();
-            }
-            q.push_back(ms);
-        }
-    }
-
-    pub fn snapshot(&self) -> Vec<f64> {
-        self.0
-            .lock()
-            .map(|q| q.iter().copied().collect())
-            .unwrap_or_default()
-    }
-}
-
 /// How often the run queue is sampled.
 const RUN_QUEUE_EVERY: Duration = Duration::from_millis(100);
 
@@ -232,31 +174,28 @@ impl Collector {
         (track, spans): (Option<Arc<Track>>, Option<StageSpans>),
         channels: usize,
     ) -> Collector {
-        let (tx, mut rxs): (Vec<_>, Vec<_>) = (0..channels.max(1))
+        let (tx, rxs): (Vec<_>, Vec<_>) = (0..channels.max(1))
             .map(|_| mpsc::channel::<RequestRecord>())
             .unzip();
         let recent = RecentTtfts::default();
-        let mut folder = Folder {
-            // The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
-            // written as they come, not through the scrub of the other files).
+        let out = Outputs {
             stage: crate::redact::secrets(&stage).into_owned(),
             groups,
-            agg,
+            sink: SinkSlot::new(sink),
             ring: recent.clone(),
-            sink,
-            sink_error: None,
-            track,
-            pending: VecDeque::new(),
-            spans,
-            prefix: None,
         };
         let mut live = live;
-        folder.prefix = live
-            .as_mut()
-            .filter(|l| l.until.is_some())
-            .and_then(|l| l.prefix.take())
-            .map(Prefix::new);
+        let extras = Extras {
+            spans,
+            prefix: live
+                .as_mut()
+                .filter(|l| l.until.is_some())
+                .and_then(|l| l.prefix.take())
+                .map(Prefix::new),
+        };
+        let source = Source::new(rxs, Fold::new(agg, track, out), extras);
         let join = thread::spawn(move || {
+            let mut source = source;
             let shows = progress.shows();
             let mut until = None;
             let (mut aborted, mut decided) = (None, None);
@@ -266,20 +205,17 @@ impl Collector {
             // Drains in batches on a short period instead of waking per record: on a small
             // machine a wake-up per request would compete with the request tasks for the CPU.
             loop {
-                // A channel is dropped once every sender of its shard is gone.
-                rxs.retain(|rx| folder.drain(rx));
-                let open = !rxs.is_empty();
-                folder.fold_known(!open);
+                let open = source.pull();
                 if sampled.is_none_or(|t| t.elapsed() >= RUN_QUEUE_EVERY) {
                     sampled = Some(Instant::now());
                     queue.extend(super::host::running_tasks());
                 }
-                let agg = &folder.agg;
+                let agg = source.agg();
                 if shows {
                     progress.update(agg.done(), agg.failed(), agg.first_event_p50());
                 }
                 if let Some(l) = live.as_mut()
-                    && let Some(why) = l.due(agg, folder.prefix.as_ref(), &mut checked)
+                    && let Some(why) = l.due(agg, source.prefix(), &mut checked)
                 {
                     match why {
                         LiveStop::Abort(why) => aborted = Some(why),
@@ -291,18 +227,19 @@ impl Collector {
                     l.stop.cancel();
                     until = live.take().and_then(|l| l.until);
                     // No look comes after the stop: the prefix is no longer needed.
-                    folder.prefix = None;
+                    source.drop_prefix();
                 }
                 if !open {
                     break;
                 }
-                thread::sleep(DRAIN_EVERY);
+                thread::sleep(source.period());
             }
             progress.finish();
+            let (aggregator, sink, problem) = source.finish();
             Finished {
-                aggregator: folder.agg,
-                sink: folder.sink,
-                problem: folder.sink_error.map(CollectProblem::Sink),
+                aggregator,
+                sink,
+                problem,
                 aborted,
                 run_queue: queue.summary(),
                 until: until.or_else(|| live.and_then(|l| l.until)),
@@ -335,116 +272,96 @@ impl Collector {
     }
 }
 
-/// What the collector thread folds each record into.
-struct Folder {
-    stage: String,
-    agg: StageAggregator,
-    ring: RecentTtfts,
-    sink: Option<RowSink>,
-    sink_error: Option<std::io::Error>,
-    /// The stage's models and classes, whose names the rows carry.
-    groups: Vec<crate::protocol::Group>,
-    /// The loop probe's notes, which bound how late each request was read.
-    track: Option<Arc<Track>>,
-    /// Records waiting for the probes to have noted the instants around their reads.
-    pending: VecDeque<RequestRecord>,
-    /// Each record's span (`otlp`) and its times for the join (`otlp-receive`).
-    spans: Option<StageSpans>,
-    /// An `until-decided` stage's complete prefix, fed in send order.
-    prefix: Option<Prefix>,
+/// Where the collector's aggregator gets its records: channels it drains and folds itself
+/// (without shards, and for a stage whose prefix or spans need every record in one place),
+/// and the partials of the shards' fold threads (`fold.rs`), merged as they come.
+struct Source {
+    fold: Fold,
+    rxs: Vec<mpsc::Receiver<RequestRecord>>,
+    extras: Extras,
+    parts: Option<mpsc::Receiver<StageAggregator>>,
+    threads: Vec<thread::JoinHandle<()>>,
 }
 
-impl Folder {
-    /// Takes every record waiting in `rx`; whether it may still send more.
-    fn drain(&mut self, rx: &mpsc::Receiver<RequestRecord>) -> bool {
-        loop {
-            match rx.try_recv() {
-                Ok(rec) => self.take(rec),
-                Err(mpsc::TryRecvError::Empty) => return true,
-                Err(mpsc::TryRecvError::Disconnected) => return false,
+impl Source {
+    fn new(rxs: Vec<mpsc::Receiver<RequestRecord>>, fold: Fold, extras: Extras) -> Source {
+        let mut source = Source {
+            fold,
+            rxs: Vec::new(),
+            extras,
+            parts: None,
+            threads: Vec::new(),
+        };
+        if rxs.len() < 2 || source.extras.any() {
+            source.rxs = rxs;
+            return source;
+        }
+        let (parts_tx, parts) = mpsc::channel();
+        for (k, rx) in rxs.into_iter().enumerate() {
+            match super::fold::spawn_shard(k, rx, source.fold.for_shard(), parts_tx.clone()) {
+                Ok(t) => source.threads.push(t),
+                // No thread for this shard (the system refused one): its records are
+                // folded here.
+                Err(rx) => source.rxs.push(rx),
             }
         }
+        source.parts = Some(parts);
+        source
     }
 
-    /// A record from a request task: folded now, or once the probes have caught up with it.
-    fn take(&mut self, rec: RequestRecord) {
-        if self.track.is_some() {
-            self.pending.push_back(rec);
+    /// Takes what has arrived; whether more may come.
+    fn pull(&mut self) -> bool {
+        let (fold, extras) = (&mut self.fold, &mut self.extras);
+        let mut note = |rec: &RequestRecord, read: ReadBound| extras.note(rec, read);
+        // A channel is dropped once every sender of its shard is gone.
+        self.rxs.retain(|rx| fold.drain(rx, &mut note));
+        fold.fold_known(self.rxs.is_empty(), &mut note);
+        fold.flush();
+        let mut open = !self.rxs.is_empty();
+        if let Some(parts) = &self.parts {
+            loop {
+                match parts.try_recv() {
+                    Ok(part) => fold.agg.merge(part),
+                    Err(mpsc::TryRecvError::Empty) => break open = true,
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                }
+            }
+        }
+        open
+    }
+
+    /// How long to wait between pulls: a channel's records every [`DRAIN_EVERY`]; with only
+    /// shards' partials (handed over every quarter second) five times less often, so the
+    /// thread wakes 20 times a second, not 100.
+    fn period(&self) -> Duration {
+        if self.rxs.is_empty() && self.parts.is_some() {
+            DRAIN_EVERY * 5
         } else {
-            self.fold(&rec);
+            DRAIN_EVERY
         }
     }
 
-    /// Folds the waiting records whose reads the probes have noted the instants after (all of
-    /// them once the stage is over: the probes have stopped by then).
-    fn fold_known(&mut self, all: bool) {
-        let known = self.track.as_ref().map_or(u64::MAX, |t| t.known_until_ns());
-        while let Some(rec) = self.pending.front() {
-            if !all && rec.done_ns.saturating_add(super::probe::AHEAD_NS) > known {
-                break;
-            }
-            if let Some(rec) = self.pending.pop_front() {
-                self.fold(&rec);
-            }
-        }
+    fn agg(&self) -> &StageAggregator {
+        &self.fold.agg
     }
 
-    fn fold(&mut self, rec: &RequestRecord) {
-        // The probe's read bounds, remembered for this record's reads (and the prefix's).
-        let bounds = self.track.as_deref().map(|t| t.read_bounds());
-        let bound = |t: u64| bounds.as_ref().map_or(0, |b| b.bound_ns(t));
-        let read = bounds.as_ref().map(|_| &bound as &dyn Fn(u64) -> u64);
-        self.agg.record_with(rec, read);
-        if let Some(p) = self.prefix.as_mut() {
-            p.take(rec, read);
-        }
-        if rec.error.is_none()
-            && let Some(ns) = rec.ttft_ns()
-        {
-            self.ring.push(ns as f64 / 1e6);
-        }
-        if let Some(s) = &self.spans {
-            s.note(rec);
-        }
-        if let Some(w) = self.sink.as_mut()
-            && let Err(e) = write_row(w, &self.stage, &self.groups, rec)
-        {
-            self.sink_error = Some(e);
-            self.sink = None;
-        }
+    fn prefix(&self) -> Option<&Prefix> {
+        self.extras.prefix.as_ref()
     }
-}
 
-fn write_row(
-    w: &mut RowSink,
-    stage: &str,
-    groups: &[crate::protocol::Group],
-    rec: &RequestRecord,
-) -> std::io::Result<()> {
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let name = |by: crate::protocol::Grouping| {
-        let g = groups.iter().find(|g| g.by == by)?;
-        let i = rec.labels.get(by)?;
-        g.labels.get(usize::from(i)).map(|l| l.name.as_str())
-    };
-    // On the stack, borrowed by the row: no String per row.
-    let trace_hex = rec.trace.map(|t| t.trace_hex());
-    let gaps = &rec.itl_us;
-    let gap_sum: u64 = gaps.iter().map(|&g| u64::from(g)).sum();
-    let row = Row {
-        stage,
-        record: rec,
-        ttft_ms: rec.ttft_ns().map(ms),
-        e2e_ms: ms(rec.e2e_ns()),
-        send_lag_ms: ms(rec.send_lag_ns()),
-        itl_mean_ms: (!gaps.is_empty()).then(|| gap_sum as f64 / gaps.len() as f64 / 1e3),
-        itl_max_ms: gaps.iter().max().map(|&g| f64::from(g) / 1e3),
-        error: rec.error.map(|e| e.key()),
-        // Hex digits are ASCII.
-        trace_id: trace_hex.as_ref().and_then(|h| std::str::from_utf8(h).ok()),
-        model: name(crate::protocol::Grouping::Model),
-        class: name(crate::protocol::Grouping::Class),
-    };
-    serde_json::to_writer(&mut *w, &row)?;
-    w.write_all(b"\n")
+    fn drop_prefix(&mut self) {
+        self.extras.prefix = None;
+    }
+
+    /// The aggregator, the row sink and what went wrong, once every source is closed.
+    fn finish(self) -> (StageAggregator, Option<RowSink>, Option<CollectProblem>) {
+        // A fold thread that panicked lost its shard's records: a bug, reported.
+        let panicked = self.threads.into_iter().any(|t| t.join().is_err());
+        let (sink, error) = self.fold.out.sink.take();
+        let problem = match (panicked, error) {
+            (true, _) => Some(CollectProblem::Panicked),
+            (false, e) => e.map(CollectProblem::Sink),
+        };
+        (self.fold.agg, sink, problem)
+    }
 }

@@ -18,6 +18,7 @@ mod counters;
 mod cpu;
 mod cpus;
 mod error;
+mod fold;
 mod host;
 mod judge;
 mod kept;

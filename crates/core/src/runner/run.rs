@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::barrier::Unsynchronised;
-use super::collect::RowSink;
 use super::cpu::CpuClock;
 use super::error::{RunError, RunProblem};
+use super::fold::RowSink;
 use super::options::{RunOptions, StageDecision};
 use super::route::{Route, Router, make_router, preflight_all};
 use super::stage::{StageCall, StageRunner};

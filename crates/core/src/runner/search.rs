@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use super::collect::RowSink;
 use super::error::RunProblem;
+use super::fold::RowSink;
 use super::options::StageDecision;
 use super::stage::{StageCall, StageRunner};
 use crate::arrival::{SearchAxis, SearchSpec, StopReason, next_load};

@@ -8,10 +8,11 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::collect::{Collector, Live, RowSink};
+use super::collect::{Collector, Live};
 use super::counters::{Begun, Occupancy, Own, occupancy_total};
 use super::cpu::CpuClock;
 use super::error::RunProblem;
+use super::fold::RowSink;
 use super::options::RunOptions;
 use super::send::{StageShared, since};
 use super::shards::Shards;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::collect::RecentTtfts;
+use super::fold::RecentTtfts;
 use crate::metrics::{WarmupEnd, WarmupEndReason};
 
 use crate::telemetry::{
@@ -101,9 +101,7 @@ mod tests {
 
     fn ring(values: &[f64]) -> RecentTtfts {
         let r = RecentTtfts::default();
-        for v in values {
-            r.push(*v);
-        }
+        r.extend(values);
         r
     }
 
@@ -170,7 +168,7 @@ mod tests {
     fn the_ttft_ring_keeps_only_the_newest() {
         let values: Vec<f64> = (0..200).map(f64::from).collect();
         let snap = ring(&values).snapshot();
-        assert_eq!(snap.len(), super::super::collect::RECENT_TTFTS);
+        assert_eq!(snap.len(), super::super::fold::RECENT_TTFTS);
         assert_eq!(snap.last(), Some(&199.0));
         assert_eq!(snap[0], 200.0 - snap.len() as f64);
     }
