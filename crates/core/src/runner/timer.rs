@@ -7,14 +7,7 @@
 //! runtime's reactor wakes the worker itself at the instant, and the request task it spawns
 //! runs on that same worker next.
 
-use std::time::{Duration, Instant};
-
-/// A target nearer than this is waited for by spinning on the clock rather than by arming the
-/// timer: arming, waiting for and reading a `timerfd` is three system calls and a wake-up by
-/// the kernel, which on a virtual machine comes later than this anyway (so the send would be
-/// late by more than the spin costs). At 3,000 req/s about 6 % of a Poisson schedule's gaps
-/// are this short; back-to-back sends (a burst, or a dispatcher behind) arm nothing at all.
-const SPIN_BELOW: Duration = Duration::from_micros(20);
+use std::time::Instant;
 
 /// A reusable precise sleep. On Linux a `timerfd` (no timer slack, nanosecond resolution);
 /// elsewhere, or if the kernel refuses one, tokio's own timer (the send lag then shows its
@@ -37,13 +30,6 @@ impl PreciseTimer {
     pub(super) async fn sleep_until(&mut self, target: Instant) {
         let now = Instant::now();
         if target <= now {
-            return;
-        }
-        if target - now <= SPIN_BELOW {
-            // `Instant::now` reads the clock in user space (vDSO): no system call per turn.
-            while Instant::now() < target {
-                std::hint::spin_loop();
-            }
             return;
         }
         #[cfg(target_os = "linux")]
@@ -144,6 +130,7 @@ mod linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn sleeps_until_the_target_and_not_before() {
@@ -165,16 +152,6 @@ mod tests {
         let target = Instant::now() + Duration::from_millis(5);
         timer.sleep_until(target).await;
         assert!(Instant::now() >= target);
-    }
-
-    #[tokio::test]
-    async fn a_near_target_is_reached_without_the_timer() {
-        let mut timer = PreciseTimer::new();
-        for _ in 0..20 {
-            let target = Instant::now() + Duration::from_micros(10);
-            timer.sleep_until(target).await;
-            assert!(Instant::now() >= target);
-        }
     }
 
     #[tokio::test]
