@@ -11,6 +11,10 @@
 #   SIM_CPUS=LIST scripts/client-cores.sh …  (the simulator pinned to those CPUs, `taskset -c`)
 #   NETNS=1 scripts/client-cores.sh …        (the simulator in a network namespace of its own,
 #       reached over a veth pair, as a server on another host is reached over a NIC; root)
+#   QUOTA=0.1 scripts/client-cores.sh BIN 12000 1 2   (the client in a CPU cgroup allowed
+#       QUOTA of a core per CPU it is given, a 10 ms period; root): equal CPU slices per
+#       shard, so on a machine whose other cores the server needs, offered more than the
+#       client can send, the completed req/s shows how sending grows with --cpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/infermeter}
@@ -28,6 +32,7 @@ cleanup() {
         ip netns del "$NS" 2>/dev/null || true
         ip link del "${NS}a" 2>/dev/null || true
     fi
+    [ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null || true
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -51,9 +56,37 @@ SIM=$!
 for _ in $(seq 50); do grep -q http "$DIR/sim.out" 2>/dev/null && break; sleep 0.1; done
 URL=$(grep -o 'http://[^ ]*' "$DIR/sim.out" | head -1)
 TICK=$(getconf CLK_TCK)
+CG=
+if [ -n "${QUOTA:-}" ]; then
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        CG=/sys/fs/cgroup/imcores$$
+        echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+    else
+        CG=/sys/fs/cgroup/cpu/imcores$$
+    fi
+    mkdir "$CG"
+fi
+quota() { # --cpus value -> the cgroup's quota: QUOTA of a core per CPU, per 10 ms
+    local n us
+    n=$(python3 -c 'import sys; print(sum(int(b) - int(a) + 1 if "-" in p else 1 for p in sys.argv[1].split(",") for a, b in [p.split("-") if "-" in p else (0, 0)]) if not sys.argv[1].isdigit() else int(sys.argv[1]))' "$1")
+    us=$(awk -v f="$QUOTA" -v n="$n" 'BEGIN { printf "%d", f * n * 10000 }')
+    if [ -f "$CG/cpu.max" ]; then
+        echo "$us 10000" >"$CG/cpu.max"
+    else
+        echo 10000 >"$CG/cpu.cfs_period_us"
+        echo "$us" >"$CG/cpu.cfs_quota_us"
+    fi
+    echo "   in a cgroup allowed $us µs of CPU per 10 ms ($n CPU × $QUOTA)"
+}
 for cpus in "${SETS[@]}"; do
     echo "--cpus $cpus, $RATE req/s for 10 s (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
-    "$BIN" run scenarios/bench/open-loop.kdl --param "url=$URL" --param "rate=$RATE" \
+    LAUNCH=()
+    if [ -n "$CG" ]; then
+        quota "$cpus"
+        # shellcheck disable=SC2016 # $$ is the inner shell's, which then becomes the client
+        LAUNCH=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
+    fi
+    "${LAUNCH[@]}" "$BIN" run scenarios/bench/open-loop.kdl --param "url=$URL" --param "rate=$RATE" \
         --param duration=10s --quiet --no-plots --cpus "$cpus" --out "$DIR/out.$cpus" \
         >/dev/null 2>&1 &
     PID=$!
@@ -75,7 +108,8 @@ s = json.load(open(sys.argv[1]))["stages"][0]
 c = s["client"]
 rps = s["throughput"]["requests_per_s"]
 per = c["cpu_percent"] / 100 * 1e6 / rps if rps else 0
-print(f"   sent {s['requests']['sent']}, {rps:.0f} req/s, send lag p50 {c['send_lag_ms']['p50']:.3f} / p99 {c['send_lag_ms']['p99']:.3f} ms, "
+done = s["requests"]["ok"] / s["wall_time_s"] if s["wall_time_s"] else 0
+print(f"   sent {s['requests']['sent']}, {rps:.0f} req/s ({done:.0f} completed per second of the stage's wall time), send lag p50 {c['send_lag_ms']['p50']:.3f} / p99 {c['send_lag_ms']['p99']:.3f} ms, "
       f"CPU {per:.0f} µs per request, steal {c.get('steal_percent', 0):.1f} %")
 PY
 done
