@@ -331,8 +331,8 @@ impl Source {
     }
 
     /// How long to wait between pulls: a channel's records every [`DRAIN_EVERY`]; with only
-    /// shards' partials (handed over every quarter second) five times less often, so the
-    /// thread wakes 20 times a second, not 100.
+    /// shards' partials (handed over once a second) five times less often, so the thread
+    /// wakes 20 times a second, not 100.
     fn period(&self) -> Duration {
         if self.rxs.is_empty() && self.parts.is_some() {
             DRAIN_EVERY * 5
