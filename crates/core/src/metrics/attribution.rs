@@ -222,7 +222,6 @@ impl TimingsAcc {
         }
     }
 
-    /// `None` when no response carried timings.
     /// Takes in another aggregator's timings: the histograms add up, exactly.
     pub(super) fn merge(&mut self, other: &TimingsAcc) {
         absorb(&mut self.prompt, &other.prompt);
@@ -231,6 +230,7 @@ impl TimingsAcc {
         absorb(&mut self.outside, &other.outside);
     }
 
+    /// `None` when no response carried timings.
     pub(super) fn finish(&self, ttft: &Dist, tpot: &Dist) -> Option<Attribution> {
         if self.prompt.is_empty() && self.predicted.is_empty() {
             return None;

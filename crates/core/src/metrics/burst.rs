@@ -39,8 +39,6 @@ impl BurstAcc {
         }
     }
 
-    /// The stage's note when its burst responses move the TPOT mean (`tpot`, ms) by
-    /// [`BURST_NOTE_CHANGE`] or more; `None` otherwise.
     /// Takes in another aggregator's responses (integer sums, so exact).
     pub fn merge(&mut self, o: &BurstAcc) {
         self.responses += o.responses;
@@ -48,6 +46,8 @@ impl BurstAcc {
         self.burst_tpot_ns += o.burst_tpot_ns;
     }
 
+    /// The stage's note when its burst responses move the TPOT mean (`tpot`, ms) by
+    /// [`BURST_NOTE_CHANGE`] or more; `None` otherwise.
     pub fn note(&self, tpot: &Dist) -> Option<String> {
         let rest = tpot.count.checked_sub(self.burst).filter(|n| *n > 0)?;
         if self.burst == 0 {

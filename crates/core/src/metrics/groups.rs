@@ -42,7 +42,6 @@ impl<T> GroupAcc<T> {
         self.parts.get_mut(usize::from(i))
     }
 
-    /// Each label's summary, by `summarise`.
     /// The group's configuration: its grouping and labels.
     pub(super) fn group(&self) -> &Group {
         &self.group
@@ -68,6 +67,7 @@ impl<T> GroupAcc<T> {
         true
     }
 
+    /// Each label's summary, by `summarise`.
     pub(super) fn summaries(&self, summarise: impl Fn(&T) -> StageSummary) -> Vec<GroupSummary> {
         self.group
             .labels

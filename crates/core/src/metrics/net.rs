@@ -66,8 +66,6 @@ impl ServedSpan {
         }
     }
 
-    /// The least wall time, s, given the stage's planned sending span; `None` when unbounded
-    /// or nothing was recorded.
     /// Takes in another aggregator's span: the latest end, the largest lag, and unbounded if
     /// either is.
     pub fn merge(&mut self, o: &ServedSpan) {
@@ -76,6 +74,8 @@ impl ServedSpan {
         self.unbounded |= o.unbounded;
     }
 
+    /// The least wall time, s, given the stage's planned sending span; `None` when unbounded
+    /// or nothing was recorded.
     pub fn served_s(&self, planned_span_ns: Option<u64>) -> Option<f64> {
         let span = self
             .end_ns

@@ -31,7 +31,6 @@ impl DraftCounts {
         }
     }
 
-    /// The sum of several parts' counts (shards, rounds); `None` when none has any.
     /// Takes in another aggregator's counts.
     pub(super) fn merge(&mut self, o: &DraftCounts) {
         self.requests = self.requests.saturating_add(o.requests);
@@ -39,11 +38,11 @@ impl DraftCounts {
         self.accepted_tokens = self.accepted_tokens.saturating_add(o.accepted_tokens);
     }
 
+    /// The sum of several parts' counts (shards, rounds); `None` when none has any.
     pub fn sum<'a>(parts: impl Iterator<Item = Option<&'a DraftCounts>>) -> Option<DraftCounts> {
-        parts.flatten().copied().reduce(|a, b| DraftCounts {
-            requests: a.requests.saturating_add(b.requests),
-            draft_tokens: a.draft_tokens.saturating_add(b.draft_tokens),
-            accepted_tokens: a.accepted_tokens.saturating_add(b.accepted_tokens),
+        parts.flatten().copied().reduce(|mut a, b| {
+            a.merge(&b);
+            a
         })
     }
 

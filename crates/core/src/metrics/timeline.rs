@@ -9,7 +9,7 @@ use super::summary::TimelinePoint;
 const S: u64 = 1_000_000_000;
 
 /// How many seconds behind the newest one a merged timeline keeps its percentiles open (see
-/// [`Timeline::merge`]): far more than a shard's partial lags (it is handed over every ~100 ms),
+/// [`Timeline::merge`]): far more than a shard's partial lags (it is handed over once a second),
 /// and few enough that the open histograms stay small (2 × about 32 KiB a second, 11 seconds).
 pub(super) const MERGE_OPEN_S: usize = 10;
 

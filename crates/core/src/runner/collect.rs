@@ -1,7 +1,8 @@
 //! The collector: one thread per stage that receives finished requests' records, folds them
-//! into the stage's aggregator, writes `requests.jsonl` rows when asked, and feeds the
-//! caller's progress tracker. Request tasks only send a record on a channel, so aggregation is
-//! off the hot path.
+//! into the stage's aggregator (with `--cpus N`, takes in the partials each shard's fold
+//! thread folded them into: `fold.rs`), writes `requests.jsonl` rows when asked, runs the
+//! live checks and feeds the caller's progress tracker. Request tasks only send a record on a
+//! channel, so aggregation is off the hot path.
 
 use std::sync::{Arc, OnceLock, mpsc};
 use std::thread;

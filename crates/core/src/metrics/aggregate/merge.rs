@@ -17,7 +17,7 @@ impl StageAggregator {
     /// groups, priority gate, the steady-state window's bounds): a shard's partial, to be
     /// taken in by [`StageAggregator::merge`]. Its timeline keeps every second's percentiles
     /// open until merged, so that a second two shards completed requests in merges exactly; a
-    /// partial is meant to live a short while (a shard hands it over every ~100 ms).
+    /// partial is meant to live a short while (a shard hands it over once a second).
     pub fn empty_like(&self) -> StageAggregator {
         let mut a = StageAggregator::new(self.name.clone(), self.planned.clone(), self.slo)
             .with_facts(self.facts);
