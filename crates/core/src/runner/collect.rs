@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::fold::{DRAIN_EVERY, Extras, Fold, Outputs, ReadBound, RecentTtfts, RowSink, SinkSlot};
+use super::fold::{HANDOFF_UNWATCHED, HANDOFF_WATCHED, DRAIN_EVERY, Extras, Fold, Outputs, ReadBound, RecentTtfts, RowSink, SinkSlot};
 use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
 use super::prefix::Prefix;
@@ -194,7 +194,8 @@ impl Collector {
                 .and_then(|l| l.prefix.take())
                 .map(Prefix::new),
         };
-        let source = Source::new(rxs, Fold::new(agg, track, out), extras);
+        let watched = live.is_some() || progress.shows();
+        let source = Source::new(rxs, Fold::new(agg, track, out), extras, watched);
         let join = thread::spawn(move || {
             let mut source = source;
             let shows = progress.shows();
@@ -285,7 +286,14 @@ struct Source {
 }
 
 impl Source {
-    fn new(rxs: Vec<mpsc::Receiver<RequestRecord>>, fold: Fold, extras: Extras) -> Source {
+    /// `watched`: whether the stage's figures are looked at while it runs (the live checks,
+    /// the progress line), so the shards hand their partials over more often.
+    fn new(
+        rxs: Vec<mpsc::Receiver<RequestRecord>>,
+        fold: Fold,
+        extras: Extras,
+        watched: bool,
+    ) -> Source {
         let mut source = Source {
             fold,
             rxs: Vec::new(),
@@ -299,7 +307,13 @@ impl Source {
         }
         let (parts_tx, parts) = mpsc::channel();
         for (k, rx) in rxs.into_iter().enumerate() {
-            match super::fold::spawn_shard(k, rx, source.fold.for_shard(), parts_tx.clone()) {
+            let every = if watched {
+                HANDOFF_WATCHED
+            } else {
+                HANDOFF_UNWATCHED
+            };
+            let part = source.fold.for_shard();
+            match super::fold::spawn_shard(k, rx, part, (parts_tx.clone(), every)) {
                 Ok(t) => source.threads.push(t),
                 // No thread for this shard (the system refused one): its records are
                 // folded here.
@@ -332,8 +346,8 @@ impl Source {
     }
 
     /// How long to wait between pulls: a channel's records every [`DRAIN_EVERY`]; with only
-    /// shards' partials (handed over once a second) five times less often, so the thread
-    /// wakes 20 times a second, not 100.
+    /// shards' partials (handed over once a second at most) five times less often, so the
+    /// thread wakes 20 times a second, not 100.
     fn period(&self) -> Duration {
         if self.rxs.is_empty() && self.parts.is_some() {
             DRAIN_EVERY * 5

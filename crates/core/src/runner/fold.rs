@@ -1,6 +1,7 @@
 //! Folding finished requests' records into a stage's aggregator, on the collector's thread
 //! or, with `--cpus N` (N > 1), on one fold thread per shard (`im-fold-K`) whose partial
-//! aggregator the collector merges every [`HANDOFF`] (the merge is exact: see
+//! aggregator the collector merges every [`HANDOFF_WATCHED`] or [`HANDOFF_UNWATCHED`] (the
+//! merge is exact: see
 //! `StageAggregator::merge`). Per shard, nothing a record passes through is written by
 //! another shard's records: its channel, its fold thread, its partial; the `requests.jsonl`
 //! rows and the recent TTFTs are handed over once per batch, not per record.
@@ -53,12 +54,16 @@ impl RecentTtfts {
     }
 }
 
-/// How often a shard's fold thread hands its partial aggregator to the collector. A partial
-/// is some histograms' worth of buckets per label (a stage split five ways: about 20 MB to
-/// zero and merge), so at 4 a second its cost matched the fold's own at 2,000 req/s; once a
-/// second it is a few microseconds per record at most, and the progress line and
-/// `abort-on-fail`'s once-a-second look lag by at most that.
-const HANDOFF: Duration = Duration::from_secs(1);
+/// How often a shard's fold thread hands its partial aggregator to the collector while the
+/// stage's figures are watched (a progress line, `abort-on-fail`, `until-decided`): each
+/// partial costs the fold thread its buckets anew (a stage split five ways: about 20 MB, some
+/// 15 ms), so often enough for a once-a-second look and no more.
+pub(super) const HANDOFF_WATCHED: Duration = Duration::from_secs(1);
+
+/// … and while nobody looks before the stage's end: five times less often, still well within
+/// the seconds a merged timeline keeps open (`MERGE_OPEN_S`, 10), which bounds how long a
+/// partial may hold its seconds.
+pub(super) const HANDOFF_UNWATCHED: Duration = Duration::from_secs(5);
 
 /// A read bound for a record's reads (the loop probe's), when the stage is probed.
 pub(super) type ReadBound<'a> = Option<&'a dyn Fn(u64) -> u64>;
@@ -230,13 +235,13 @@ impl Fold {
 }
 
 /// Starts shard `k`'s fold thread: it drains the shard's channel every [`DRAIN_EVERY`] and
-/// sends its partial aggregator to `parts` every [`HANDOFF`] and when the channel closes.
+/// sends its partial aggregator to `parts` every `every` and when the channel closes.
 /// Where the system refuses a thread, `rx` comes back (to be folded by the caller).
 pub(super) fn spawn_shard(
     k: usize,
     rx: mpsc::Receiver<RequestRecord>,
     fold: Fold,
-    parts: mpsc::Sender<StageAggregator>,
+    (parts, every): (mpsc::Sender<StageAggregator>, Duration),
 ) -> Result<thread::JoinHandle<()>, mpsc::Receiver<RequestRecord>> {
     // Handed over once the thread exists, so a refused thread does not take them with it.
     let (start, started) = mpsc::sync_channel::<(mpsc::Receiver<RequestRecord>, Fold)>(1);
@@ -252,7 +257,7 @@ pub(super) fn spawn_shard(
                 let open = fold.drain(&rx, &mut none);
                 fold.fold_known(!open, &mut none);
                 fold.flush();
-                if (!open || handed.elapsed() >= HANDOFF) && fold.folded > 0 {
+                if (!open || handed.elapsed() >= every) && fold.folded > 0 {
                     handed = Instant::now();
                     fold.folded = 0;
                     let fresh = fold.agg.empty_like();
