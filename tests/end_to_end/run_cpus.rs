@@ -223,3 +223,39 @@ fn the_shards_partials_merge_to_what_the_rows_say() {
         }
     }
 }
+
+#[test]
+fn abort_on_fail_sees_the_shards_partials_while_the_stage_runs() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: one CPU, no second shard");
+        return;
+    }
+    // Planned: 40 req/s for 60 s, every request failing. With two shards the live check
+    // reads only what their fold threads hand over (once a second): the stage must still
+    // stop long before its minute.
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(
+        dir.path(),
+        "s.kdl",
+        r#"
+scenario "abort" { seed 1; }
+target "sim" { fault-http-503 1.0; }
+dataset "d" { synthetic { input-tokens 16; output-tokens 8; } }
+stage "s" { dataset "d"; arrival "constant" rate=40; duration "60s"; }
+sla {
+    assert "error_rate < 5%" abort-on-fail=#true
+    abort-min-samples 10
+}
+"#,
+    );
+    let out = dir.path().join("out");
+    let o = run(&path, &out, &["--cpus", "2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    let r = results(&out);
+    let s = stage(&r, "s");
+    let sent = s["requests"]["sent"].as_u64().unwrap();
+    assert!((10..2400).contains(&sent), "sent {sent} of the planned 2400");
+    let why = s["aborted"].as_str().expect("the stage records why it stopped");
+    assert!(why.contains("error_rate < 5%"), "{why}");
+    assert_eq!(s["requests"]["failed"], sent, "every record of both shards merged");
+}

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::fold::{HANDOFF_UNWATCHED, HANDOFF_WATCHED, DRAIN_EVERY, Extras, Fold, Outputs, ReadBound, RecentTtfts, RowSink, SinkSlot};
+use super::fold::{
+    DRAIN_EVERY, Extras, Fold, HANDOFF_UNWATCHED, HANDOFF_WATCHED, Outputs, ReadBound, RecentTtfts,
+    RowSink, SinkSlot,
+};
 use super::host::RunQueueSamples;
 use super::options::{LiveCheck, StageProgress};
 use super::prefix::Prefix;
