@@ -254,8 +254,16 @@ sla {
     let r = results(&out);
     let s = stage(&r, "s");
     let sent = s["requests"]["sent"].as_u64().unwrap();
-    assert!((10..2400).contains(&sent), "sent {sent} of the planned 2400");
-    let why = s["aborted"].as_str().expect("the stage records why it stopped");
+    assert!(
+        (10..2400).contains(&sent),
+        "sent {sent} of the planned 2400"
+    );
+    let why = s["aborted"]
+        .as_str()
+        .expect("the stage records why it stopped");
     assert!(why.contains("error_rate < 5%"), "{why}");
-    assert_eq!(s["requests"]["failed"], sent, "every record of both shards merged");
+    assert_eq!(
+        s["requests"]["failed"], sent,
+        "every record of both shards merged"
+    );
 }
