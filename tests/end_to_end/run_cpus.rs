@@ -27,14 +27,9 @@ fn dispatchers_on_interleaved_slices_send_every_planned_request_once() {
     let s = stage(&r, "open");
     assert_eq!(s["requests"]["sent"], 60, "{s}");
     assert_eq!(s["requests"]["ok"], 60, "{s}");
-    let rows = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
-    let indices: Vec<u64> = rows
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
-                .as_u64()
-                .unwrap()
-        })
+    let indices: Vec<u64> = rows(&out)
+        .iter()
+        .map(|r| r["index"].as_u64().unwrap())
         .collect();
     let unique: BTreeSet<u64> = indices.iter().copied().collect();
     assert_eq!(indices.len(), 60, "one row per request");
@@ -74,14 +69,30 @@ stage "closed" { dataset "d"; arrival "concurrency" clients=3; requests 45; }
 stage "sessions" { dataset "chat"; arrival "poisson" rate=40; requests 8; }
 "#;
 
-/// Each request's row, by (stage, index, turn), with the fields the plan and the simulator
-/// decide (not its timings).
-fn planned_rows(out: &std::path::Path) -> std::collections::BTreeMap<(String, u64, u64), String> {
+/// Every row of the run's `requests.jsonl`.
+fn rows(out: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("requests.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| {
-            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Whether this machine has one CPU only, so no second shard (said on stderr).
+fn one_cpu() -> bool {
+    let one = std::thread::available_parallelism().map_or(1, |n| n.get()) < 2;
+    if one {
+        eprintln!("skipped: one CPU, no second shard");
+    }
+    one
+}
+
+/// Each request's row, by (stage, index, turn), with the fields the plan and the simulator
+/// decide (not its timings).
+fn planned_rows(out: &std::path::Path) -> std::collections::BTreeMap<(String, u64, u64), String> {
+    rows(out)
+        .iter()
+        .map(|r| {
             let key = (
                 r["stage"].as_str().unwrap().to_string(),
                 r["index"].as_u64().unwrap(),
@@ -102,8 +113,7 @@ fn planned_rows(out: &std::path::Path) -> std::collections::BTreeMap<(String, u6
 
 #[test]
 fn two_shards_send_the_same_records_as_one() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: one CPU, no second shard");
+    if one_cpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -164,8 +174,7 @@ stage "sessions" { dataset "chat"; arrival "poisson" rate=60; requests 12; }
 
 #[test]
 fn the_shards_partials_merge_to_what_the_rows_say() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: one CPU, no second shard");
+    if one_cpu() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -174,11 +183,7 @@ fn the_shards_partials_merge_to_what_the_rows_say() {
     let o = run(&path, &out, &["--cpus", "2", "--requests-jsonl"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let r = results(&out);
-    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("requests.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = rows(&out);
     for name in ["open", "sessions"] {
         let s = stage(&r, name);
         let mine: Vec<&serde_json::Value> = rows.iter().filter(|x| x["stage"] == name).collect();
@@ -226,8 +231,7 @@ fn the_shards_partials_merge_to_what_the_rows_say() {
 
 #[test]
 fn abort_on_fail_sees_the_shards_partials_while_the_stage_runs() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: one CPU, no second shard");
+    if one_cpu() {
         return;
     }
     // Planned: 40 req/s for 60 s, every request failing. With two shards the live check

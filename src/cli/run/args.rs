@@ -99,9 +99,10 @@ pub struct RunArgs {
     pub poll_idle: bool,
 
     /// Run the client on these CPUs: a count (`4`: the first four this process may use) or a
-    /// list (`0,2-3`). The process is restricted to them, with a runtime worker and an
-    /// open-loop dispatcher (each on an interleaved slice of the schedule) per CPU, so the
-    /// client's work spreads over them. Without it: every CPU, one dispatcher. Linux.
+    /// list (`0,2-3`). The process is restricted to them; with two or more, one shard per
+    /// CPU: a pinned thread with its own runtime, open-loop dispatcher (on an interleaved
+    /// slice of the schedule), connection pools and fold thread, so the client's work spreads
+    /// over them. Without it: every CPU, one dispatcher. Linux.
     #[arg(long, value_name = "N|LIST")]
     pub cpus: Option<CpuSpec>,
 

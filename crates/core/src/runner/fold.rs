@@ -112,6 +112,7 @@ impl SinkSlot {
 }
 
 /// What a folder writes besides its aggregator: the rows and the recent TTFTs.
+#[derive(Clone)]
 pub(super) struct Outputs {
     /// The rows' stage name as results.json writes it: scrubbed of secrets (the rows are
     /// written as they come, not through the scrub of the other files).
@@ -157,13 +158,7 @@ impl Fold {
 
     /// An empty fold like this one, with the same outputs: a shard's.
     pub(super) fn for_shard(&self) -> Fold {
-        let out = Outputs {
-            stage: self.out.stage.clone(),
-            groups: self.out.groups.clone(),
-            sink: self.out.sink.clone(),
-            ring: self.out.ring.clone(),
-        };
-        Fold::new(self.agg.empty_like(), self.track.clone(), out)
+        Fold::new(self.agg.empty_like(), self.track.clone(), self.out.clone())
     }
 
     /// Takes every record waiting in `rx`; whether it may still send more.

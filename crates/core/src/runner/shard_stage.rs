@@ -14,7 +14,7 @@ use super::send::StageShared;
 use super::shards::Shards;
 use super::stage::StageRunner;
 use super::stage_plan::pool_warmth;
-use super::target::{WARM_POOL_LIMIT, warm_pool};
+use super::target::warm_pool;
 use crate::plan::{Load, StagePlan};
 
 impl StageRunner<'_> {
@@ -61,13 +61,7 @@ impl StageRunner<'_> {
     /// Each shard opens its share of the stage's warm connections in its own pools, on its
     /// own runtime (a connection belongs to the reactor it was opened on).
     pub(super) async fn warm_shards(&self, stage: &StagePlan, shards: &Shards) {
-        let limit = self
-            .plan
-            .target
-            .request
-            .timeout
-            .as_std()
-            .min(WARM_POOL_LIMIT);
+        let limit = self.warm_limit();
         let n = shards.len();
         let each = pool_warmth(stage).div_ceil(n);
         let warms: Vec<_> = (0..n)

@@ -394,19 +394,24 @@ impl StageRunner<'_> {
         }
     }
 
+    /// How long opening the warm connections may take: the request timeout, at most
+    /// [`WARM_POOL_LIMIT`].
+    pub(super) fn warm_limit(&self) -> std::time::Duration {
+        self.plan
+            .target
+            .request
+            .timeout
+            .as_std()
+            .min(WARM_POOL_LIMIT)
+    }
+
     /// Readies the connections the stage will need before its clock starts (each shard its
     /// share, in its own pools, on its own runtime).
     async fn warm_pool(&self, stage: &StagePlan, sharded: Option<&Shards>) {
         if let Some(shards) = sharded {
             return self.warm_shards(stage, shards).await;
         }
-        let limit = self
-            .plan
-            .target
-            .request
-            .timeout
-            .as_std()
-            .min(WARM_POOL_LIMIT);
+        let limit = self.warm_limit();
         // Each URL gets the stage's whole warmth: which of them a request goes to is the
         // route's to say, and idle connections cost little.
         let warm = self.router.all().iter().map(|route| {
