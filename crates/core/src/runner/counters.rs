@@ -1,8 +1,12 @@
 //! Counters a shard writes on its request path and others only read: each on a cache line of
 //! its own, so that one core's writes never invalidate a line another core is writing (with
-//! `--cpus N`, each shard writes its own, and the 10 ms tick and the live check sum them).
+//! `--cpus N`, each shard writes its own, and the 10 ms tick and the live check sum them),
+//! and the signal that cancels a shard's requests in flight ([`Cancel`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Poll, Waker};
+
+use tokio::sync::Notify;
 
 /// A value alone on its cache line: 128 bytes, the line pair an x86 core's adjacent-line
 /// prefetcher moves together (and Apple silicon's line), so no neighbour shares it.
@@ -40,6 +44,52 @@ impl Begun {
     /// Every shard's, summed: read off the request path (the live check, once a second).
     pub(super) fn total(&self) -> u64 {
         self.slots.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Cancels a shard's requests still in flight (drain time over, or the interrupt's grace
+/// over). Every request waits on it for its whole life, and the wait is polled again at every
+/// read of the response, so a poll must cost nothing: tokio-util's
+/// `CancellationToken::cancelled()` takes two locks per poll (its tree's and its `Notify`'s).
+/// Here a poll is one atomic load; a request takes the `Notify`'s lock once to register and
+/// once when it ends. One per shard, so no two cores share its lock.
+#[derive(Debug, Default)]
+pub(super) struct Cancel {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl Cancel {
+    /// Cancels: every waiter, present or future, ends.
+    pub(super) fn cancel(&self) {
+        // Set before the wake-up, so every woken waiter's next poll sees it.
+        self.cancelled.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub(super) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Ends once [`Cancel::cancel`] is called.
+    pub(super) async fn cancelled(&self) {
+        // Created before the first look at the flag: a `Notified` sees every
+        // `notify_waiters` after its creation, polled or not, so no cancel slips between.
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        let mut registered: Option<Waker> = None;
+        std::future::poll_fn(|cx| {
+            if self.is_cancelled() {
+                return Poll::Ready(());
+            }
+            // The same task's waker is registered already: the cancel will wake it.
+            if registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                return Poll::Pending;
+            }
+            registered = Some(cx.waker().clone());
+            notified.as_mut().poll(cx)
+        })
+        .await;
     }
 }
 
@@ -95,5 +145,57 @@ mod tests {
         assert!(c - a >= 128);
         assert_eq!(b.total(), 7);
         assert_eq!(Begun::new(0).total(), 0);
+    }
+
+    /// A task woken by something else many times (a response's reads) goes on waiting; the
+    /// cancel then ends it, and a wait begun after the cancel ends at once.
+    #[tokio::test]
+    async fn a_wait_outlives_other_wake_ups_and_ends_at_the_cancel() {
+        let cancel = std::sync::Arc::new(Cancel::default());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+        let c = cancel.clone();
+        let waiter = tokio::spawn(async move {
+            let mut woken = 0;
+            let wait = c.cancelled();
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut wait => return woken,
+                    Some(_) = rx.recv() => woken += 1,
+                }
+            }
+        });
+        for k in 0..100 {
+            tx.send(k).unwrap();
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished() && !cancel.is_cancelled());
+        cancel.cancel();
+        let woken = tokio::time::timeout(std::time::Duration::from_secs(10), waiter)
+            .await
+            .expect("the cancel ends the wait")
+            .unwrap();
+        assert_eq!(woken, 100, "every other wake-up was seen before the cancel");
+        assert!(cancel.is_cancelled());
+        tokio::time::timeout(std::time::Duration::from_secs(1), cancel.cancelled())
+            .await
+            .expect("a wait begun after the cancel ends at once");
+    }
+
+    /// A cancel on one thread racing a wait's first poll on another is never lost (the
+    /// `Notified` is created before the flag is read).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancel_racing_the_first_poll_is_not_lost() {
+        for _ in 0..200 {
+            let cancel = std::sync::Arc::new(Cancel::default());
+            let c = cancel.clone();
+            let waiter = tokio::spawn(async move { c.cancelled().await });
+            cancel.cancel();
+            tokio::time::timeout(std::time::Duration::from_secs(10), waiter)
+                .await
+                .expect("no cancel is lost")
+                .unwrap();
+        }
     }
 }

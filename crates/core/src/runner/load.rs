@@ -38,6 +38,11 @@ impl Senders<'_> {
         self.shared.iter().map(|s| s.occupancy.clone()).collect()
     }
 
+    /// Each shard's cancel of its requests in flight.
+    pub(super) fn cancels(&self) -> Vec<Arc<super::counters::Cancel>> {
+        self.shared.iter().map(|s| s.cancel.clone()).collect()
+    }
+
     /// Sending is over: the trackers, to drain. The stage's `StageShared`s are dropped here
     /// (each request task holds its own), so the record channels close with the last task.
     pub(super) fn trackers(self) -> Vec<TaskTracker> {

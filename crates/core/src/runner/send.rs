@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::counters::{Begun, Occupancy, Own};
+use super::counters::{Begun, Cancel, Occupancy, Own};
 
 use crate::client::{BodyTemplate, Held, Tag};
 use crate::dataset::{
@@ -72,8 +72,8 @@ pub(super) struct StageShared {
     pub(super) tx: std::sync::mpsc::Sender<RequestRecord>,
     /// Stops sending (Ctrl-C, or a warm-up's rule holding).
     pub(super) interrupt: CancellationToken,
-    /// Cancels in-flight requests (drain time over, or interrupt grace over).
-    pub(super) cancel: CancellationToken,
+    /// Cancels in-flight requests (drain time over, or interrupt grace over); this shard's.
+    pub(super) cancel: Arc<Cancel>,
     /// Requests in flight now (on this shard), on a line of their own; the most there were at
     /// once and a closed loop's idle time (this shard's: see `counters.rs`).
     pub(super) in_flight: Own<AtomicU64>,

@@ -83,8 +83,9 @@ impl StageRunner<'_> {
 impl StageShared {
     /// This stage's sending on shard `k`: the same plan, stage and stage-wide parts (the
     /// judge, the answers' file, the salt), with the shard's own routes (so pools), record
-    /// channel, in-flight count and occupancy, and tokens of its own under the stage's (a
-    /// cancelled token's waiters are kept under a lock: each shard waits on its own).
+    /// channel, in-flight count and occupancy, an interrupt token of its own under the stage's
+    /// and a cancel of its own (a token's or a cancel's waiters are kept under a lock: each
+    /// shard waits on its own).
     fn for_shard(&self, k: usize, router: &Arc<Router>, collector: &Collector) -> StageShared {
         StageShared {
             plan: self.plan.clone(),
@@ -101,7 +102,7 @@ impl StageShared {
             t0: self.t0,
             tx: collector.tx[k].clone(),
             interrupt: self.interrupt.child_token(),
-            cancel: self.cancel.child_token(),
+            cancel: Arc::default(),
             in_flight: Own::default(),
             occupancy: Arc::new(Occupancy::default()),
             started: self.started.clone(),

@@ -138,23 +138,16 @@ impl StageRunner<'_> {
         self.warm_pool(stage, sharded).await;
         self.await_start(start, stage, round).await;
 
-        let cancel = CancellationToken::new();
         let t0 = Instant::now();
         let _ = started.set(t0);
         let cpu0 = self.cpu.now_ns();
         let host0 = super::host::HostSample::now();
         let probe = super::probe::LoopProbe::start(&track, t0, self.opts.test_read_stall, sharded);
-        let base = self.shared(
-            stage,
-            round,
-            t0,
-            &collector,
-            (&stop, &cancel),
-            (begun, trace_stage),
-        );
+        let base = self.shared(stage, round, t0, &collector, &stop, (begun, trace_stage));
         let judge = base.judge.clone();
         let senders = self.senders(base, &collector, sharded);
         let occupancy = senders.occupancy();
+        let cancels = senders.cancels();
         let mut watched = WatchState::default();
         let mut watching = Box::pin(super::warmup::watch(
             watch,
@@ -171,7 +164,7 @@ impl StageRunner<'_> {
         // Decided: what is in flight is part of the stage, drained as at its end.
         let cut_short = stop.is_cancelled() && !decided.is_cancelled();
         self.drain(stage, &trackers, cut_short).await;
-        cancel.cancel();
+        cancels.iter().for_each(|c| c.cancel());
         super::load::wait_all(&trackers).await;
         let ending = Ending {
             t0,
@@ -351,7 +344,7 @@ impl StageRunner<'_> {
         round: u32,
         t0: Instant,
         collector: &Collector,
-        (stop, cancel): (&CancellationToken, &CancellationToken),
+        stop: &CancellationToken,
         (begun, trace_stage): (Arc<Begun>, Option<u16>),
     ) -> StageShared {
         StageShared {
@@ -376,7 +369,7 @@ impl StageRunner<'_> {
             t0,
             tx: collector.tx[0].clone(),
             interrupt: stop.clone(),
-            cancel: cancel.clone(),
+            cancel: Arc::default(),
             in_flight: Own::default(),
             occupancy: Arc::new(Occupancy::default()),
             test_send_lag: self.opts.test_send_lag,
