@@ -125,7 +125,9 @@ pub struct ClientHealth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_percent: Option<f64>,
     /// The most requests this client had in flight at once during the stage (a closed loop's
-    /// clients, once all have started). Absent when no request was sent.
+    /// clients, once all have started). With shards (`--cpus N`, or merged distributed
+    /// results) the sum of each shard's peak, an upper bound.
+    /// Absent when no request was sent.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub peak_in_flight: u64,
     /// Idle CPUs were kept polling instead of sleeping during the stage (`--poll-idle`), which
