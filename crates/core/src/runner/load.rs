@@ -68,7 +68,8 @@ pub(super) async fn wait_all(trackers: &[TaskTracker]) {
 }
 
 /// Sends the stage's load until its schedule or deadline is done, `stop` is cancelled or
-/// `watching` (the warm-up's rule) ends; what is in flight is left to the drain.
+/// `watching` (the warm-up's rule, so only a closed loop: a warm-up is one) ends; what is in
+/// flight is left to the drain.
 /// `dispatchers`: how many open-loop dispatchers share the schedule without shards (one per
 /// CPU); with shards, one per shard.
 pub(super) async fn drive(
