@@ -15,12 +15,13 @@ use super::apis::Served;
 use super::config::SimConfig;
 use super::conn::ConnTag;
 use super::faults::{self, Fault};
+use super::framing::Framing;
 use super::qa;
 use super::scheduler::{Chunk, NewSeq};
 use super::state::{AppState, SIM_ID_HEADER, bad_request, json_response};
 use super::tokens;
 use super::trace::{Outcome, TraceRecord};
-use super::wire::{self, Framing, GenRequest, Timings, Whole};
+use super::wire::{self, GenRequest, Timings, Whole};
 use crate::protocol::TraceContext;
 
 /// A generation request to one API, answered with the common headers.

@@ -11,6 +11,7 @@ mod conn;
 mod draft;
 mod endpoints;
 mod faults;
+mod framing;
 mod generate;
 mod histogram;
 mod judge;

@@ -17,10 +17,11 @@ use tokio::time::Instant;
 use super::config::SimConfig;
 use super::draft::{DraftModel, StepDrafts};
 use super::faults::Fault;
+use super::framing::Framing;
 use super::metrics::SimMetrics;
 use super::prefix::PrefixCache;
 use super::trace::{Outcome, TraceRecord};
-use super::wire::{Framing, Timings};
+use super::wire::Timings;
 use crate::protocol::Api;
 
 mod emit;

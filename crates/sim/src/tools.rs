@@ -65,8 +65,9 @@ mod tests {
     use bytes::BytesMut;
 
     use crate::apis::chat::Chat;
+    use crate::framing::Framing;
     use crate::protocol::{FinishReason as Reason, parse_chunk};
-    use crate::wire::{Finish, FinishReason, Framing, GenRequest, SimApi, Stream};
+    use crate::wire::{Finish, FinishReason, GenRequest, SimApi, Stream};
 
     fn stream(reason: FinishReason) -> Vec<String> {
         let req = GenRequest {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::apis::chat::{Chat, Messages, PER_MESSAGE_TOKENS, REPLY_PRIMING_TOKENS};
 use crate::apis::completions::{Completions, Prompt};
+use crate::framing::Framing;
 
 fn req(stream: bool, include_usage: bool) -> GenRequest {
     GenRequest {

@@ -1,7 +1,8 @@
 use serde_json::Value;
 
 use super::*;
-use crate::wire::{Finish, Framing};
+use crate::framing::Framing;
+use crate::wire::Finish;
 
 fn request(body: &str) -> GenRequest {
     Responses.parse(body.as_bytes(), false).expect("parses")
