@@ -67,6 +67,7 @@ impl Cancel {
         self.notify.notify_waiters();
     }
 
+    /// Whether [`Cancel::cancel`] was called: one atomic load, no lock.
     pub(super) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
     }

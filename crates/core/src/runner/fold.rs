@@ -1,8 +1,7 @@
 //! Folding finished requests' records into a stage's aggregator, on the collector's thread
 //! or, with `--cpus N` (N > 1), on one fold thread per shard (`im-fold-K`) whose partial
 //! aggregator the collector merges every [`HANDOFF_WATCHED`] or [`HANDOFF_UNWATCHED`] (the
-//! merge is exact: see
-//! `StageAggregator::merge`). Per shard, nothing a record passes through is written by
+//! merge is exact: see `StageAggregator::merge`). Per shard, nothing a record passes through is written by
 //! another shard's records: its channel, its fold thread, its partial; the `requests.jsonl`
 //! rows and the recent TTFTs are handed over once per batch, not per record.
 
@@ -55,7 +54,7 @@ impl RecentTtfts {
 }
 
 /// How often a shard's fold thread hands its partial aggregator to the collector while the
-/// stage's figures are watched (a progress line, `abort-on-fail`, `until-decided`): each
+/// stage's figures are watched (a progress line, a live check such as `abort-on-fail`): each
 /// partial costs the fold thread its buckets anew (a stage split five ways: about 20 MB, some
 /// 15 ms), so often enough for a once-a-second look and no more.
 pub(super) const HANDOFF_WATCHED: Duration = Duration::from_secs(1);
